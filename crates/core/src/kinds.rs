@@ -1,0 +1,99 @@
+//! Names shared by the command line, the result files and the runner.
+
+use serde::{Deserialize, Serialize};
+use std::fmt;
+use std::str::FromStr;
+
+/// A name that is not one of the allowed values.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown {what} '{given}' (allowed: {allowed})")]
+pub struct UnknownName {
+    pub what: &'static str,
+    pub given: String,
+    pub allowed: &'static str,
+}
+
+macro_rules! named_enum {
+    ($(#[$m:meta])* $name:ident, $what:literal, { $($(#[$vm:meta])* $var:ident => $s:literal),+ $(,)? }) => {
+        $(#[$m])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+        #[serde(rename_all = "lowercase")]
+        pub enum $name { $($(#[$vm])* $var),+ }
+
+        impl $name {
+            /// Every value, in the order the suite runs them.
+            pub const ALL: &'static [$name] = &[$($name::$var),+];
+            /// The name used on the command line and in result files.
+            pub fn as_str(self) -> &'static str {
+                match self { $($name::$var => $s),+ }
+            }
+        }
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result { f.write_str(self.as_str()) }
+        }
+        impl FromStr for $name {
+            type Err = UnknownName;
+            fn from_str(s: &str) -> Result<Self, UnknownName> {
+                match s {
+                    $($s => Ok($name::$var),)+
+                    _ => Err(UnknownName {
+                        what: $what,
+                        given: s.to_string(),
+                        allowed: concat!($($s, " "),+).trim_ascii_end(),
+                    }),
+                }
+            }
+        }
+    };
+}
+
+named_enum!(
+    /// The micro-benchmarks of the foundation suite.
+    Benchmark, "benchmark", {
+        /// Ping-pong; one-way latency = round trip / 2.
+        Latency => "latency",
+        /// Window of non-blocking sends, then a 1-byte ack.
+        Bw => "bw",
+        /// Both sides send windows at once.
+        Bibw => "bibw",
+        /// Message rate: small messages in windows.
+        Mr => "mr",
+    }
+);
+
+named_enum!(
+    /// A realization of the endpoint trait.
+    TransportKind, "transport", {
+        /// Shared-memory rings between two processes.
+        Shm => "shm",
+        /// TCP with TCP_NODELAY.
+        Tcp => "tcp",
+        /// Unix domain stream sockets.
+        Uds => "uds",
+    }
+);
+
+named_enum!(
+    /// How completion is detected.
+    Mode, "mode", {
+        /// Busy-poll (with a bounded spin, then yield).
+        Poll => "poll",
+        /// Sleep in the kernel until the peer makes progress (futex, blocking read).
+        Block => "block",
+    }
+);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip_and_errors_list_allowed_values() {
+        for t in TransportKind::ALL {
+            assert_eq!(t.as_str().parse::<TransportKind>().unwrap(), *t);
+        }
+        let e = "rdma".parse::<TransportKind>().unwrap_err();
+        assert_eq!(e.to_string(), "unknown transport 'rdma' (allowed: shm tcp uds)");
+        assert_eq!(serde_json::to_string(&Benchmark::Bibw).unwrap(), "\"bibw\"");
+    }
+}

@@ -1,0 +1,13 @@
+//! Shared vocabulary of commperf: units, the names of benchmarks, transports and modes, and the
+//! one result schema every exporter, later verb and saved file agrees on.
+//!
+//! It is a leaf crate on purpose: `predict` and `report` must be usable without pulling in any
+//! transport, so everything a result file needs to be read back lives here and nothing else does.
+
+pub mod kinds;
+pub mod result;
+pub mod units;
+
+pub use kinds::{Benchmark, Mode, TransportKind, UnknownName};
+pub use result::{Limits, Machine, Options, Placement, Report, Row, TimerInfo, SCHEMA_VERSION};
+pub use units::{format_size, parse_size, parse_sizes, SizeError};

@@ -1,0 +1,186 @@
+//! The result file: one [`Report`] per run, one [`Row`] per benchmark × transport × mode × size.
+//!
+//! Field names carry their unit (`p50_us`, `mb_per_s` with MB = 1e6 bytes, `msgs_per_s`), so a
+//! reader never guesses. Optional figures are omitted, not zeroed: a latency row has no
+//! `mb_per_s`, and a missing number is better than a wrong one. `schema_version` changes when a
+//! field changes meaning or disappears; adding a field does not change it.
+
+use crate::{Benchmark, Mode, TransportKind};
+use serde::{Deserialize, Serialize};
+
+/// Version of the result schema written by this build.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// A whole run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Report {
+    pub schema_version: u32,
+    /// `commperf <version>`.
+    pub tool: String,
+    /// Seconds since the Unix epoch when the run started.
+    pub started_unix_s: u64,
+    pub machine: Machine,
+    pub options: Options,
+    /// Where the two ends ran.
+    pub placement: Placement,
+    /// Physical limits measured in the same run (present when an shm benchmark ran).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limits: Option<Limits>,
+    pub results: Vec<Row>,
+}
+
+/// The machine the local end ran on.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Machine {
+    pub hostname: String,
+    pub cpu_model: String,
+    /// Logical CPUs online.
+    pub cores: usize,
+    pub kernel: String,
+    pub timer: TimerInfo,
+}
+
+/// The clock used for every timing in the run, and what reading it costs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TimerInfo {
+    /// `tsc` (calibrated invariant time-stamp counter) or `monotonic` (CLOCK_MONOTONIC).
+    pub source: String,
+    /// TSC frequency found by calibration, when the source is `tsc`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tsc_ghz: Option<f64>,
+    /// Mean cost of one timer read, measured back to back.
+    pub cost_ns: f64,
+}
+
+/// The options the run was made with (the client's; a served peer follows them).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Options {
+    pub benchmarks: Vec<Benchmark>,
+    pub transports: Vec<TransportKind>,
+    pub modes: Vec<Mode>,
+    pub sizes_bytes: Vec<u64>,
+    /// Fixed iteration count, or absent for the size-dependent defaults.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub iterations: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub warmup: Option<u64>,
+    pub window: u32,
+    pub validate: bool,
+    /// `local` (peer process started by commperf) or `peer` (a `commperf serve` elsewhere).
+    pub launcher: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peer: Option<String>,
+}
+
+/// CPU placement of the two ends.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Placement {
+    /// Whether `--cpus` (or the default placement) pinned the ends.
+    pub pinned: bool,
+    /// CPU the local end was pinned to, or last ran on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub local_cpu: Option<usize>,
+    /// CPU the peer was pinned to, or last ran on, as the peer reported it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peer_cpu: Option<usize>,
+}
+
+/// Physical limits of this machine (`commperf limits`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Limits {
+    /// One-way time of a cache line bouncing between the two CPUs (round trip / 2), median.
+    pub cacheline_one_way_us: f64,
+    /// memcpy bandwidth with source and destination in cache (MB = 1e6 B).
+    pub memcpy_in_cache_mb_per_s: f64,
+    /// memcpy bandwidth with buffers far larger than the last-level cache.
+    pub memcpy_out_of_cache_mb_per_s: f64,
+    /// Buffer sizes used for the two memcpy figures.
+    pub memcpy_in_cache_bytes: u64,
+    pub memcpy_out_of_cache_bytes: u64,
+    /// CPUs the cache-line ping-pong ran between.
+    pub cpus: [usize; 2],
+}
+
+/// One measured point.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Row {
+    pub benchmark: Benchmark,
+    pub transport: TransportKind,
+    pub mode: Mode,
+    pub size_bytes: u64,
+    /// Timed iterations (ping-pongs for latency, windows for bw/bibw/mr).
+    pub iterations: u64,
+    /// Untimed warm-up iterations run first.
+    pub warmup: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub window: Option<u32>,
+    /// One-way latency percentiles (latency benchmark).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p50_us: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p90_us: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p99_us: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_us: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_us: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mean_us: Option<f64>,
+    /// Bandwidth, MB = 1e6 bytes (bw, bibw, mr).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mb_per_s: Option<f64>,
+    /// Messages per second (bw, bibw, mr).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub msgs_per_s: Option<f64>,
+    /// Fraction of the physical limit reached (shm only): cache-line limit / p50 for latency,
+    /// MB/s / memcpy limit for bandwidth.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub efficiency: Option<f64>,
+    /// Whether every payload byte was checked.
+    pub validated: bool,
+}
+
+impl Row {
+    /// A row with identity fields set and every figure absent.
+    pub fn new(benchmark: Benchmark, transport: TransportKind, mode: Mode, size_bytes: u64) -> Self {
+        Row {
+            benchmark,
+            transport,
+            mode,
+            size_bytes,
+            iterations: 0,
+            warmup: 0,
+            window: None,
+            p50_us: None,
+            p90_us: None,
+            p99_us: None,
+            min_us: None,
+            max_us: None,
+            mean_us: None,
+            mb_per_s: None,
+            msgs_per_s: None,
+            efficiency: None,
+            validated: false,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rows_omit_absent_figures_and_round_trip() {
+        let mut r = Row::new(Benchmark::Bw, TransportKind::Tcp, Mode::Poll, 1 << 20);
+        r.mb_per_s = Some(5000.5);
+        let v = serde_json::to_value(&r).unwrap();
+        assert_eq!(v["benchmark"], "bw");
+        assert_eq!(v["transport"], "tcp");
+        assert_eq!(v["size_bytes"], 1048576);
+        assert_eq!(v["mb_per_s"], 5000.5);
+        assert!(v.get("p50_us").is_none());
+        let back: Row = serde_json::from_value(v).unwrap();
+        assert_eq!(back, r);
+    }
+}

@@ -1,0 +1,176 @@
+//! The one trait every realization implements.
+//!
+//! Three required methods, chosen so that each realization does its natural thing: the lending
+//! pair hands out the transport's own memory in pieces (the shm ring, a socket's read buffer), and
+//! `sendrecv` is the duplex primitive that lets both sides stream at once without deadlock (which
+//! `send` then `recv` cannot guarantee once a message is larger than the pipe between them). The
+//! copying `send`/`recv` are conveniences on top; socket realizations override them to avoid a
+//! bounce copy.
+
+use crate::TransportError;
+use commperf_core::{Mode, TransportKind};
+use std::time::Duration;
+
+/// A message tag. Tags travel with each message; messages are delivered in send order.
+pub type Tag = u32;
+
+/// What a receive delivered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RecvInfo {
+    pub tag: Tag,
+    pub len: usize,
+}
+
+/// A piece of an incoming message, lent to a receive sink. Pieces arrive in order, cover the
+/// message exactly once, and a zero-byte message arrives as one empty piece.
+#[derive(Debug)]
+pub struct Fragment<'a> {
+    pub tag: Tag,
+    /// Length of the whole message.
+    pub total_len: usize,
+    /// Where `data` starts within the message.
+    pub offset: usize,
+    pub data: &'a [u8],
+}
+
+/// How an endpoint behaves; fixed when it is created.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EndpointConfig {
+    pub mode: Mode,
+    /// Largest message either side may send (negotiated before the endpoint exists). A header
+    /// announcing more is a protocol error and nothing of that size is allocated.
+    pub max_message: usize,
+    /// Longest time to wait for the peer to make any progress before giving up.
+    pub idle_timeout: Duration,
+}
+
+impl Default for EndpointConfig {
+    fn default() -> Self {
+        EndpointConfig {
+            mode: Mode::Poll,
+            max_message: 64 << 20,
+            idle_timeout: Duration::from_secs(60),
+        }
+    }
+}
+
+/// Identity of a connected endpoint, used to name the peer in errors and reports.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EndpointInfo {
+    pub transport: TransportKind,
+    pub mode: Mode,
+    /// Human-readable peer, e.g. `local peer process 4242` or `10.0.0.2:40000`.
+    pub peer: String,
+    pub max_message: usize,
+}
+
+/// A connected, reliable, ordered, tagged message endpoint to one peer.
+pub trait Endpoint {
+    /// Sends one message of `len` bytes. `fill(offset, piece)` writes the payload piece by piece,
+    /// in order, directly into transport memory where the realization can lend it. Returns when
+    /// the message has been handed over (the caller's memory may be reused), as an eager send.
+    fn send_with<F: FnMut(usize, &mut [u8])>(
+        &mut self,
+        tag: Tag,
+        len: usize,
+        fill: F,
+    ) -> Result<(), TransportError>;
+
+    /// Receives the next message, lending it piece by piece to `sink`.
+    fn recv_with<F: FnMut(Fragment<'_>)>(&mut self, sink: F) -> Result<RecvInfo, TransportError>;
+
+    /// Sends `data` and receives one message into `buf`, progressing both directions together.
+    fn sendrecv(
+        &mut self,
+        tag: Tag,
+        data: &[u8],
+        buf: &mut [u8],
+    ) -> Result<RecvInfo, TransportError>;
+
+    /// Who is at the other end, and how this end was configured.
+    fn info(&self) -> &EndpointInfo;
+
+    /// Sends a copy of `data`.
+    fn send(&mut self, tag: Tag, data: &[u8]) -> Result<(), TransportError> {
+        self.send_with(tag, data.len(), |off, piece| {
+            piece.copy_from_slice(&data[off..off + piece.len()])
+        })
+    }
+
+    /// Receives the next message into `buf`. A message longer than `buf` is consumed whole (the
+    /// stream stays usable) and reported as [`TransportError::Truncated`].
+    fn recv(&mut self, buf: &mut [u8]) -> Result<RecvInfo, TransportError> {
+        let cap = buf.len();
+        let info = self.recv_with(|f| {
+            if f.total_len <= cap {
+                buf[f.offset..f.offset + f.data.len()].copy_from_slice(f.data);
+            }
+        })?;
+        if info.len > cap {
+            return Err(TransportError::Truncated { len: info.len, cap });
+        }
+        Ok(info)
+    }
+}
+
+impl<E: Endpoint + ?Sized> Endpoint for &mut E {
+    fn send_with<F: FnMut(usize, &mut [u8])>(
+        &mut self,
+        tag: Tag,
+        len: usize,
+        fill: F,
+    ) -> Result<(), TransportError> {
+        (**self).send_with(tag, len, fill)
+    }
+    fn recv_with<F: FnMut(Fragment<'_>)>(&mut self, sink: F) -> Result<RecvInfo, TransportError> {
+        (**self).recv_with(sink)
+    }
+    fn sendrecv(
+        &mut self,
+        tag: Tag,
+        data: &[u8],
+        buf: &mut [u8],
+    ) -> Result<RecvInfo, TransportError> {
+        (**self).sendrecv(tag, data, buf)
+    }
+    fn info(&self) -> &EndpointInfo {
+        (**self).info()
+    }
+    fn send(&mut self, tag: Tag, data: &[u8]) -> Result<(), TransportError> {
+        (**self).send(tag, data)
+    }
+    fn recv(&mut self, buf: &mut [u8]) -> Result<RecvInfo, TransportError> {
+        (**self).recv(buf)
+    }
+}
+
+impl<E: Endpoint + ?Sized> Endpoint for Box<E> {
+    fn send_with<F: FnMut(usize, &mut [u8])>(
+        &mut self,
+        tag: Tag,
+        len: usize,
+        fill: F,
+    ) -> Result<(), TransportError> {
+        (**self).send_with(tag, len, fill)
+    }
+    fn recv_with<F: FnMut(Fragment<'_>)>(&mut self, sink: F) -> Result<RecvInfo, TransportError> {
+        (**self).recv_with(sink)
+    }
+    fn sendrecv(
+        &mut self,
+        tag: Tag,
+        data: &[u8],
+        buf: &mut [u8],
+    ) -> Result<RecvInfo, TransportError> {
+        (**self).sendrecv(tag, data, buf)
+    }
+    fn info(&self) -> &EndpointInfo {
+        (**self).info()
+    }
+    fn send(&mut self, tag: Tag, data: &[u8]) -> Result<(), TransportError> {
+        (**self).send(tag, data)
+    }
+    fn recv(&mut self, buf: &mut [u8]) -> Result<RecvInfo, TransportError> {
+        (**self).recv(buf)
+    }
+}

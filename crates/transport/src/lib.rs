@@ -1,0 +1,17 @@
+//! commperf's communication layer: one small [`Endpoint`] trait and its realizations.
+//!
+//! Shaped after EPOS (seed 002): one network-adapter interface, several realizations chosen by a
+//! key at the top of a run ([`TransportKind`]), each under `sys/` with the same shape (mio's
+//! idea). Benchmarks are generic over `E: Endpoint`, so the timed loops are statically dispatched;
+//! the runtime choice happens once, outside them.
+
+pub mod backoff;
+#[doc(hidden)]
+pub mod conformance;
+pub mod endpoint;
+pub mod error;
+pub mod sys;
+
+pub use commperf_core::{Mode, TransportKind};
+pub use endpoint::{Endpoint, EndpointConfig, EndpointInfo, Fragment, RecvInfo, Tag};
+pub use error::TransportError;

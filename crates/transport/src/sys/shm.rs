@@ -1,0 +1,1172 @@
+//! Shared-memory realization: two single-producer/single-consumer rings in one POSIX segment.
+//!
+//! Why it looks like this:
+//! - **Records carry their own readiness stamp.** A record's first word is `(position + 1) ^ key`,
+//!   written last with release ordering. The consumer polls that word at its own read position,
+//!   so a small message costs one cache-line transfer (header and payload share the line), not
+//!   two (data, then a separate tail index). The random per-segment `key` makes stale bytes from
+//!   an earlier lap practically impossible to mistake for a fresh stamp.
+//! - **Indices on their own cache lines** (128 B apart, so the adjacent-line prefetcher does not
+//!   pair them). The consumer publishes its head after every record; the producer reads it only
+//!   when its cached copy says the ring is full.
+//! - **Large messages** either pipeline through the ring in fragments (two copies, overlapped on
+//!   two cores) or go single-copy: the sender posts a rendezvous record with its buffer address
+//!   and the receiver pulls the bytes with `process_vm_readv` (Linux CMA), then bumps a
+//!   completion counter the sender waits on.
+//! - **Blocking mode** sleeps on a per-side futex "bell". Whoever changes state the other side
+//!   may wait for (data published, space freed, rendezvous completed) rings the peer's bell when
+//!   the peer says it is asleep; Dekker-style SeqCst fences close the lost-wakeup race.
+//! - **Cleanup**: the creator unlinks the segment as soon as the peer has mapped it, so even two
+//!   SIGKILLs leave nothing in `/dev/shm`; names embed the creator's pid so that a run can remove
+//!   what a crashed run left behind before the peer attached ([`remove_stale_segments`]).
+//! - **Peer death** is seen through a pidfd (readable once the process exits) and a `closed`
+//!   flag set on drop; both are checked only on the slow path of a wait.
+
+use crate::backoff::{Backoff, WaitStop};
+use crate::{Endpoint, EndpointConfig, EndpointInfo, Fragment, RecvInfo, Tag, TransportError};
+use commperf_core::{Mode, TransportKind};
+use std::ffi::CString;
+use std::io;
+use std::ptr::NonNull;
+use std::sync::atomic::{fence, AtomicI32, AtomicU32, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+const MAGIC: u64 = u64::from_le_bytes(*b"CPSHM001");
+const LAYOUT_VERSION: u32 = 1;
+const LINE: usize = 64;
+const HDR: usize = 32;
+const PAGE: usize = 4096;
+/// Prefix of every segment name, followed by `<creator pid>-<random>`.
+pub const NAME_PREFIX: &str = "commperf-";
+
+const KIND_WHOLE: u32 = 1;
+const KIND_FRAG: u32 = 2;
+const KIND_SKIP: u32 = 3;
+const KIND_RNDV: u32 = 4;
+
+/// How large messages travel and how big the rings are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ShmOptions {
+    /// Bytes of each ring's data area (power of two, at least 64 KiB).
+    pub ring_bytes: usize,
+    /// Largest payload of one ring record; larger messages are fragmented.
+    pub frag_bytes: usize,
+    /// Messages of at least this many bytes sent with `send` go single-copy
+    /// (`process_vm_readv`); `None` pipelines everything through the ring.
+    pub single_copy_from: Option<usize>,
+}
+
+impl Default for ShmOptions {
+    fn default() -> Self {
+        ShmOptions { ring_bytes: 1 << 20, frag_bytes: 64 << 10, single_copy_from: Some(256 << 10) }
+    }
+}
+
+impl ShmOptions {
+    fn validate(&self) -> Result<(), TransportError> {
+        let bad = |what: String| Err(TransportError::io("shm options", io::Error::other(what)));
+        if !self.ring_bytes.is_power_of_two() || self.ring_bytes < (64 << 10) {
+            return bad(format!("ring size {} is not a power of two >= 64 KiB", self.ring_bytes));
+        }
+        if self.frag_bytes < LINE || HDR + self.frag_bytes > self.ring_bytes / 4 {
+            return bad(format!(
+                "fragment size {} must be between 64 B and a quarter of the ring ({} B) minus 32",
+                self.frag_bytes, self.ring_bytes
+            ));
+        }
+        Ok(())
+    }
+}
+
+#[repr(C, align(128))]
+struct Line<T>(T);
+
+#[repr(C)]
+struct SegHeader {
+    magic: u64,
+    version: u32,
+    _pad: u32,
+    ring_bytes: u64,
+    max_message: u64,
+    frag_bytes: u64,
+    key: u64,
+    pid: [AtomicI32; 2],
+    closed: [AtomicU32; 2],
+}
+
+/// Control words of one side, as consumer of its incoming ring and as sleeper.
+#[repr(C)]
+struct SideCtrl {
+    /// Read position in the ring this side consumes (written by this side).
+    head: Line<AtomicU64>,
+    /// Rendezvous transfers this side has completed (written by this side).
+    rndv_done: Line<AtomicU64>,
+    /// Futex word rung by the peer, and whether this side sleeps on it.
+    bell: Line<(AtomicU32, AtomicU32)>,
+}
+
+#[repr(C)]
+struct Control {
+    hdr: Line<SegHeader>,
+    side: [SideCtrl; 2],
+}
+
+fn header_bytes() -> usize {
+    std::mem::size_of::<Control>().div_ceil(PAGE) * PAGE
+}
+
+/// A mapped segment. Unmapped on drop; unlinked on drop by the creator if still linked.
+#[derive(Debug)]
+struct Mapping {
+    base: NonNull<u8>,
+    len: usize,
+    name: String,
+    linked: bool,
+}
+
+// SAFETY: the mapping is plain shared memory; all cross-thread access goes through atomics or
+// through ring regions whose ownership the ring protocol hands over with acquire/release.
+unsafe impl Send for Mapping {}
+
+impl Mapping {
+    fn ctrl(&self) -> &Control {
+        // SAFETY: the segment is at least header_bytes() long, page aligned, and Control has only
+        // atomics and plain integers written once before the peer attaches.
+        unsafe { &*(self.base.as_ptr() as *const Control) }
+    }
+
+    fn ring(&self, idx: usize, ring_bytes: usize) -> *mut u8 {
+        // SAFETY: offsets stay within the mapping laid out by `create`.
+        unsafe { self.base.as_ptr().add(header_bytes() + idx * ring_bytes) }
+    }
+
+    fn unlink(&mut self) {
+        if self.linked {
+            if let Ok(c) = CString::new(self.name.clone()) {
+                // SAFETY: c is a valid NUL-terminated string.
+                unsafe { libc::shm_unlink(c.as_ptr()) };
+            }
+            self.linked = false;
+        }
+    }
+}
+
+impl Drop for Mapping {
+    fn drop(&mut self) {
+        self.unlink();
+        // SAFETY: base/len come from a successful mmap and are unmapped once.
+        unsafe { libc::munmap(self.base.as_ptr().cast(), self.len) };
+    }
+}
+
+fn random_u64() -> u64 {
+    let mut b = [0u8; 8];
+    if std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| io::Read::read_exact(&mut f, &mut b))
+        .is_err()
+    {
+        let t = Instant::now().elapsed().as_nanos() as u64;
+        return t ^ (std::process::id() as u64).rotate_left(32) ^ 0x9e37_79b9_7f4a_7c15;
+    }
+    u64::from_le_bytes(b)
+}
+
+fn map_fd(fd: i32, len: usize) -> io::Result<NonNull<u8>> {
+    // SAFETY: mapping a shared-memory fd we own, with a length it has been sized to.
+    let p = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_SHARED | libc::MAP_POPULATE,
+            fd,
+            0,
+        )
+    };
+    if p == libc::MAP_FAILED {
+        return Err(io::Error::last_os_error());
+    }
+    NonNull::new(p.cast()).ok_or_else(|| io::Error::other("mmap returned null"))
+}
+
+/// A freshly created segment waiting for its peer to attach.
+#[derive(Debug)]
+pub struct ShmSegment {
+    map: Mapping,
+    opts: ShmOptions,
+}
+
+impl ShmSegment {
+    /// Creates and initializes a segment named `/commperf-<pid>-<random>`.
+    pub fn create(opts: ShmOptions, max_message: usize) -> Result<Self, TransportError> {
+        opts.validate()?;
+        let name = format!("/{NAME_PREFIX}{}-{:016x}", std::process::id(), random_u64());
+        let cname = CString::new(name.clone()).expect("no NUL in generated name");
+        let len = header_bytes() + 2 * opts.ring_bytes;
+        // SAFETY: valid C string; O_EXCL so we never adopt someone else's segment.
+        let fd = unsafe {
+            libc::shm_open(cname.as_ptr(), libc::O_CREAT | libc::O_EXCL | libc::O_RDWR, 0o600)
+        };
+        if fd < 0 {
+            return Err(TransportError::io(
+                format!("creating shared-memory segment {name}"),
+                io::Error::last_os_error(),
+            ));
+        }
+        let cleanup = |e: io::Error, what: &str| {
+            // SAFETY: fd is open and the name was created by us.
+            unsafe {
+                libc::close(fd);
+                libc::shm_unlink(cname.as_ptr());
+            }
+            TransportError::io(format!("{what} shared-memory segment {name} ({len} bytes)"), e)
+        };
+        // SAFETY: fd is a valid shm fd.
+        if unsafe { libc::ftruncate(fd, len as libc::off_t) } != 0 {
+            return Err(cleanup(io::Error::last_os_error(), "sizing"));
+        }
+        let base = match map_fd(fd, len) {
+            Ok(b) => b,
+            Err(e) => return Err(cleanup(e, "mapping")),
+        };
+        // SAFETY: fd no longer needed once mapped.
+        unsafe { libc::close(fd) };
+        let map = Mapping { base, len, name, linked: true };
+        // SAFETY: nobody else has mapped the segment yet, so plain writes are exclusive.
+        unsafe {
+            let h = base.as_ptr() as *mut SegHeader;
+            (*h).magic = MAGIC;
+            (*h).version = LAYOUT_VERSION;
+            (*h).ring_bytes = opts.ring_bytes as u64;
+            (*h).max_message = max_message as u64;
+            (*h).frag_bytes = opts.frag_bytes as u64;
+            (*h).key = random_u64() | 1;
+        }
+        map.ctrl().hdr.0.pid[0].store(std::process::id() as i32, Ordering::Release);
+        Ok(ShmSegment { map, opts })
+    }
+
+    /// The name a peer passes to [`attach`].
+    pub fn name(&self) -> &str {
+        &self.map.name
+    }
+
+    /// Waits until the peer has attached, unlinks the name (nothing is left behind from here on,
+    /// whatever happens), and returns the creator's endpoint.
+    pub fn accept(
+        mut self,
+        cfg: EndpointConfig,
+        timeout: Duration,
+    ) -> Result<ShmEndpoint, TransportError> {
+        let start = Instant::now();
+        let peer_pid = loop {
+            let p = self.map.ctrl().hdr.0.pid[1].load(Ordering::Acquire);
+            if p != 0 {
+                break p;
+            }
+            if start.elapsed() > timeout {
+                return Err(TransportError::Timeout {
+                    peer: "shm peer (never attached)".into(),
+                    secs: timeout.as_secs(),
+                });
+            }
+            std::thread::sleep(Duration::from_micros(200));
+        };
+        self.map.unlink();
+        ShmEndpoint::new(self.map, 0, peer_pid, cfg, self.opts)
+    }
+}
+
+/// Attaches to a segment created by the peer.
+pub fn attach(name: &str, cfg: EndpointConfig) -> Result<ShmEndpoint, TransportError> {
+    let err = |e: io::Error| TransportError::io(format!("attaching shared-memory segment {name}"), e);
+    if !name.starts_with('/') || name[1..].contains('/') || !name[1..].starts_with(NAME_PREFIX) {
+        return Err(err(io::Error::other("not a commperf segment name")));
+    }
+    let cname = CString::new(name).map_err(|_| err(io::Error::other("NUL in name")))?;
+    // SAFETY: valid C string.
+    let fd = unsafe { libc::shm_open(cname.as_ptr(), libc::O_RDWR, 0) };
+    if fd < 0 {
+        return Err(err(io::Error::last_os_error()));
+    }
+    // SAFETY: fstat on an fd we own into a zeroed struct.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: as above.
+    if unsafe { libc::fstat(fd, &mut st) } != 0 {
+        let e = io::Error::last_os_error();
+        // SAFETY: fd is open.
+        unsafe { libc::close(fd) };
+        return Err(err(e));
+    }
+    let len = st.st_size as usize;
+    if len < header_bytes() + 2 * (64 << 10) {
+        // SAFETY: fd is open.
+        unsafe { libc::close(fd) };
+        return Err(err(io::Error::other(format!("segment too small ({len} bytes)"))));
+    }
+    let base = map_fd(fd, len);
+    // SAFETY: fd is open; the mapping (if any) keeps the memory.
+    unsafe { libc::close(fd) };
+    let map = Mapping { base: base.map_err(err)?, len, name: name.to_string(), linked: false };
+    let h = &map.ctrl().hdr.0;
+    let ring = h.ring_bytes as usize;
+    if h.magic != MAGIC
+        || h.version != LAYOUT_VERSION
+        || !ring.is_power_of_two()
+        || header_bytes() + 2 * ring != len
+    {
+        return Err(err(io::Error::other(format!(
+            "segment layout mismatch (magic {:#x}, version {}, ring {} B, size {} B)",
+            h.magic, h.version, ring, len
+        ))));
+    }
+    let opts = ShmOptions {
+        ring_bytes: ring,
+        frag_bytes: h.frag_bytes as usize,
+        single_copy_from: None,
+    };
+    opts.validate()?;
+    if h.max_message as usize != cfg.max_message {
+        return Err(err(io::Error::other(format!(
+            "maximum message size differs: segment {} B, ours {} B",
+            h.max_message, cfg.max_message
+        ))));
+    }
+    let peer_pid = h.pid[0].load(Ordering::Acquire);
+    h.pid[1].store(std::process::id() as i32, Ordering::Release);
+    ShmEndpoint::new(map, 1, peer_pid, cfg, opts)
+}
+
+/// Removes segments whose creator process no longer exists (left by a crashed run before its
+/// peer attached). Returns the names removed.
+pub fn remove_stale_segments() -> Vec<String> {
+    let mut removed = Vec::new();
+    let Ok(dir) = std::fs::read_dir("/dev/shm") else { return removed };
+    for ent in dir.flatten() {
+        let fname = ent.file_name().to_string_lossy().into_owned();
+        let Some(rest) = fname.strip_prefix(NAME_PREFIX) else { continue };
+        let Some(pid) = rest.split('-').next().and_then(|p| p.parse::<i32>().ok()) else {
+            continue;
+        };
+        if pid <= 0 || process_alive(pid) {
+            continue;
+        }
+        let cname = CString::new(format!("/{fname}")).expect("no NUL in dir entry");
+        // SAFETY: valid C string.
+        if unsafe { libc::shm_unlink(cname.as_ptr()) } == 0 {
+            removed.push(fname);
+        }
+    }
+    removed
+}
+
+fn process_alive(pid: i32) -> bool {
+    // SAFETY: signal 0 only checks existence and permission.
+    let r = unsafe { libc::kill(pid, 0) };
+    r == 0 || io::Error::last_os_error().raw_os_error() != Some(libc::ESRCH)
+}
+
+fn pidfd_open(pid: i32) -> Option<i32> {
+    // SAFETY: pidfd_open takes a pid and flags and returns a new fd or -1.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+    (fd >= 0).then_some(fd as i32)
+}
+
+fn futex_wait(word: &AtomicU32, expected: u32, timeout: Duration) {
+    let ts = libc::timespec {
+        tv_sec: timeout.as_secs() as libc::time_t,
+        tv_nsec: timeout.subsec_nanos() as libc::c_long,
+    };
+    // SAFETY: word is a valid aligned u32 in shared memory; FUTEX_WAIT (not PRIVATE) works across
+    // processes; spurious returns are handled by the callers' loops.
+    unsafe {
+        libc::syscall(
+            libc::SYS_futex,
+            word.as_ptr(),
+            libc::FUTEX_WAIT,
+            expected,
+            &ts as *const libc::timespec,
+        )
+    };
+}
+
+fn futex_wake(word: &AtomicU32) {
+    // SAFETY: as in futex_wait.
+    unsafe { libc::syscall(libc::SYS_futex, word.as_ptr(), libc::FUTEX_WAKE, 1) };
+}
+
+/// A slice of a ring record, as raw pointers (the ring is shared with another process).
+#[derive(Clone, Copy)]
+struct Rec {
+    ptr: *mut u8,
+}
+
+impl Rec {
+    fn stamp(&self) -> &AtomicU64 {
+        // SAFETY: records are 64-byte aligned inside the mapping.
+        unsafe { &*(self.ptr as *const AtomicU64) }
+    }
+    fn word(&self, i: usize) -> u64 {
+        // SAFETY: the header is 32 bytes inside the ring; read after an acquire on the stamp.
+        unsafe { std::ptr::read_volatile((self.ptr as *const u64).add(i)) }
+    }
+    fn set_word(&self, i: usize, v: u64) {
+        // SAFETY: the producer owns this record until it publishes the stamp.
+        unsafe { std::ptr::write((self.ptr as *mut u64).add(i), v) }
+    }
+    fn payload(&self) -> *mut u8 {
+        // SAFETY: payload follows the 32-byte header within the reserved record.
+        unsafe { self.ptr.add(HDR) }
+    }
+}
+
+/// Where an incoming message comes from, for the receive paths.
+enum Incoming {
+    Ring { total: usize, tag: Tag, first_len: usize, rec: Rec, rec_bytes: u64, kind: u32 },
+    Rndv { total: usize, tag: Tag, addr: u64, rec_bytes: u64 },
+}
+
+/// One end of a shared-memory connection.
+#[derive(Debug)]
+pub struct ShmEndpoint {
+    map: Mapping,
+    side: usize,
+    key: u64,
+    cap: u64,
+    frag: usize,
+    tx: *mut u8,
+    rx: *mut u8,
+    tail: u64,
+    peer_head_cache: u64,
+    head: u64,
+    rndv_sent: u64,
+    single_copy_from: usize,
+    peer_pid: i32,
+    pidfd: Option<i32>,
+    info: EndpointInfo,
+    cfg: EndpointConfig,
+    scratch: Vec<u8>,
+}
+
+// SAFETY: the raw ring pointers point into `map`, which the endpoint owns; an endpoint is used by
+// one thread at a time (all methods take &mut self).
+unsafe impl Send for ShmEndpoint {}
+
+impl Drop for ShmEndpoint {
+    fn drop(&mut self) {
+        let c = self.map.ctrl();
+        c.hdr.0.closed[self.side].store(1, Ordering::SeqCst);
+        self.ring_peer_always();
+        if let Some(fd) = self.pidfd.take() {
+            // SAFETY: fd is ours.
+            unsafe { libc::close(fd) };
+        }
+    }
+}
+
+impl ShmEndpoint {
+    fn new(
+        map: Mapping,
+        side: usize,
+        peer_pid: i32,
+        cfg: EndpointConfig,
+        opts: ShmOptions,
+    ) -> Result<Self, TransportError> {
+        let key = map.ctrl().hdr.0.key;
+        let ring = opts.ring_bytes;
+        let tx = map.ring(side, ring);
+        let rx = map.ring(1 - side, ring);
+        let me = std::process::id() as i32;
+        let peer = if peer_pid == me {
+            format!("shm peer in this process ({me})")
+        } else {
+            format!("local peer process {peer_pid} (shm)")
+        };
+        let pidfd = if peer_pid > 0 && peer_pid != me { pidfd_open(peer_pid) } else { None };
+        Ok(ShmEndpoint {
+            key,
+            cap: ring as u64,
+            frag: opts.frag_bytes,
+            tx,
+            rx,
+            tail: 0,
+            peer_head_cache: 0,
+            head: 0,
+            rndv_sent: 0,
+            single_copy_from: opts.single_copy_from.unwrap_or(usize::MAX),
+            peer_pid,
+            pidfd,
+            info: EndpointInfo {
+                transport: TransportKind::Shm,
+                mode: cfg.mode,
+                peer,
+                max_message: cfg.max_message,
+            },
+            cfg,
+            scratch: Vec::new(),
+            map,
+            side,
+        })
+    }
+
+    /// Sets the size from which `send` goes single-copy (`None`: never). Both ends may differ.
+    pub fn set_single_copy_from(&mut self, from: Option<usize>) {
+        self.single_copy_from = from.unwrap_or(usize::MAX);
+    }
+
+    fn ctrl(&self) -> &Control {
+        self.map.ctrl()
+    }
+
+    fn me(&self) -> &SideCtrl {
+        &self.ctrl().side[self.side]
+    }
+
+    fn peer(&self) -> &SideCtrl {
+        &self.ctrl().side[1 - self.side]
+    }
+
+    /// Liveness probe for the slow path: Err names how the peer went away.
+    fn check_peer(&self, mid_message: bool) -> Result<(), TransportError> {
+        if self.ctrl().hdr.0.closed[1 - self.side].load(Ordering::Acquire) != 0 {
+            return Err(TransportError::PeerClosed { peer: self.info.peer.clone(), mid_message });
+        }
+        if let Some(fd) = self.pidfd {
+            let mut p = libc::pollfd { fd, events: libc::POLLIN, revents: 0 };
+            // SAFETY: one valid pollfd, zero timeout.
+            if unsafe { libc::poll(&mut p, 1, 0) } > 0 {
+                return Err(TransportError::PeerDied { peer: self.info.peer.clone(), mid_message });
+            }
+        } else if self.peer_pid > 0 && !process_alive(self.peer_pid) {
+            return Err(TransportError::PeerDied { peer: self.info.peer.clone(), mid_message });
+        }
+        Ok(())
+    }
+
+    /// Waits until `ready()` holds, spinning then yielding (poll) or sleeping on our bell (block).
+    #[inline]
+    fn wait_until(
+        &self,
+        mid_message: bool,
+        mut ready: impl FnMut(&Self) -> bool,
+    ) -> Result<(), TransportError> {
+        if ready(self) {
+            return Ok(());
+        }
+        match self.cfg.mode {
+            Mode::Poll => {
+                let mut b = Backoff::new(self.cfg.idle_timeout);
+                let mut gone = None;
+                while !ready(self) {
+                    let r = b.snooze(|| match self.check_peer(mid_message) {
+                        Ok(()) => true,
+                        Err(e) => {
+                            gone = Some(e);
+                            false
+                        }
+                    });
+                    match r {
+                        Ok(()) => {}
+                        Err(WaitStop::PeerGone) => return Err(gone.expect("set with PeerGone")),
+                        Err(WaitStop::TimedOut) => return Err(self.timeout_error()),
+                    }
+                }
+                Ok(())
+            }
+            Mode::Block => self.sleep_until(mid_message, ready),
+        }
+    }
+
+    #[cold]
+    fn sleep_until(
+        &self,
+        mid_message: bool,
+        mut ready: impl FnMut(&Self) -> bool,
+    ) -> Result<(), TransportError> {
+        let start = Instant::now();
+        let (bell, sleeping) = (&self.me().bell.0 .0, &self.me().bell.0 .1);
+        loop {
+            let seen = bell.load(Ordering::SeqCst);
+            sleeping.store(1, Ordering::SeqCst);
+            fence(Ordering::SeqCst);
+            if ready(self) {
+                sleeping.store(0, Ordering::Relaxed);
+                return Ok(());
+            }
+            futex_wait(bell, seen, Duration::from_millis(50));
+            sleeping.store(0, Ordering::Relaxed);
+            if ready(self) {
+                return Ok(());
+            }
+            if bell.load(Ordering::SeqCst) == seen {
+                // Timed out (or spurious): the slow checks.
+                self.check_peer(mid_message)?;
+                if start.elapsed() > self.cfg.idle_timeout {
+                    return Err(self.timeout_error());
+                }
+            }
+        }
+    }
+
+    fn timeout_error(&self) -> TransportError {
+        TransportError::Timeout {
+            peer: self.info.peer.clone(),
+            secs: self.cfg.idle_timeout.as_secs(),
+        }
+    }
+
+    /// After a state change the peer may be sleeping on: ring its bell (blocking mode only).
+    #[inline]
+    fn ring_peer(&self) {
+        if self.cfg.mode == Mode::Block {
+            fence(Ordering::SeqCst);
+            self.ring_peer_always_if_sleeping();
+        }
+    }
+
+    fn ring_peer_always_if_sleeping(&self) {
+        let (bell, sleeping) = (&self.peer().bell.0 .0, &self.peer().bell.0 .1);
+        if sleeping.load(Ordering::SeqCst) != 0 {
+            bell.fetch_add(1, Ordering::SeqCst);
+            futex_wake(bell);
+        }
+    }
+
+    fn ring_peer_always(&self) {
+        fence(Ordering::SeqCst);
+        let bell = &self.peer().bell.0 .0;
+        bell.fetch_add(1, Ordering::SeqCst);
+        futex_wake(bell);
+    }
+
+    // ---- producer side -------------------------------------------------------------------
+
+    fn record_bytes(payload: usize) -> u64 {
+        ((HDR + payload).div_ceil(LINE) * LINE) as u64
+    }
+
+    /// Room needed to place a record of `rec` bytes at the tail, counting a skip to the ring end.
+    fn room_needed(&self, rec: u64) -> u64 {
+        let contig = self.cap - (self.tail & (self.cap - 1));
+        if rec > contig {
+            contig + rec
+        } else {
+            rec
+        }
+    }
+
+    fn has_room(&mut self, need: u64) -> bool {
+        if self.cap - (self.tail - self.peer_head_cache) >= need {
+            return true;
+        }
+        self.peer_head_cache = self.peer().head.0.load(Ordering::Acquire);
+        self.cap - (self.tail - self.peer_head_cache) >= need
+    }
+
+    /// Reserves a record (writing a skip record first if it would cross the ring end).
+    /// Requires `has_room(room_needed(rec))`.
+    fn reserve(&mut self, rec: u64) -> Rec {
+        let off = self.tail & (self.cap - 1);
+        let contig = self.cap - off;
+        if rec > contig {
+            let skip = Rec { ptr: self.tx_at(off) };
+            skip.set_word(1, 0);
+            skip.set_word(2, (KIND_SKIP as u64) << 32);
+            skip.stamp().store((self.tail + 1) ^ self.key, Ordering::Release);
+            self.tail += contig;
+            return Rec { ptr: self.tx_at(0) };
+        }
+        Rec { ptr: self.tx_at(off) }
+    }
+
+    fn tx_at(&self, off: u64) -> *mut u8 {
+        // SAFETY: off < cap, inside the tx ring.
+        unsafe { self.tx.add(off as usize) }
+    }
+
+    fn publish(&mut self, r: Rec, rec: u64) {
+        r.stamp().store((self.tail + 1) ^ self.key, Ordering::Release);
+        self.tail += rec;
+        self.ring_peer();
+    }
+
+    fn write_header(r: Rec, total: usize, tag: Tag, kind: u32, frag_len: usize) {
+        r.set_word(1, total as u64);
+        r.set_word(2, tag as u64 | (kind as u64) << 32);
+        r.set_word(3, frag_len as u64);
+    }
+
+    /// Tries to put the next piece of an outgoing ring message; returns bytes written or None.
+    fn try_put_piece(
+        &mut self,
+        tag: Tag,
+        total: usize,
+        off: usize,
+        fill: &mut impl FnMut(usize, &mut [u8]),
+    ) -> Option<usize> {
+        let whole = total <= self.frag;
+        let n = if whole { total } else { (total - off).min(self.frag) };
+        let rec = Self::record_bytes(n);
+        let need = self.room_needed(rec);
+        if !self.has_room(need) {
+            return None;
+        }
+        let r = self.reserve(rec);
+        Self::write_header(r, total, tag, if whole { KIND_WHOLE } else { KIND_FRAG }, n);
+        // SAFETY: the reserved record has room for n payload bytes; we own it until publish.
+        let piece = unsafe { std::slice::from_raw_parts_mut(r.payload(), n) };
+        fill(off, piece);
+        self.publish(r, rec);
+        Some(n)
+    }
+
+    fn check_send_len(&self, len: usize) -> Result<(), TransportError> {
+        if len > self.cfg.max_message {
+            return Err(TransportError::SendTooLarge { len, max: self.cfg.max_message });
+        }
+        Ok(())
+    }
+
+    fn ring_send(
+        &mut self,
+        tag: Tag,
+        len: usize,
+        mut fill: impl FnMut(usize, &mut [u8]),
+    ) -> Result<(), TransportError> {
+        let mut off = 0;
+        loop {
+            match self.try_put_piece(tag, len, off, &mut fill) {
+                Some(n) => {
+                    off += n;
+                    if off >= len {
+                        return Ok(());
+                    }
+                }
+                None => {
+                    let n = if len <= self.frag { len } else { (len - off).min(self.frag) };
+                    let need = self.room_needed(Self::record_bytes(n));
+                    let (tail, cap) = (self.tail, self.cap);
+                    self.wait_until(off > 0, |s| {
+                        cap - (tail - s.peer().head.0.load(Ordering::Acquire)) >= need
+                    })?;
+                }
+            }
+        }
+    }
+
+    /// Posts a rendezvous record for `data`; the caller then waits for `rndv_done`.
+    fn try_post_rndv(&mut self, tag: Tag, data: &[u8]) -> bool {
+        let rec = Self::record_bytes(8);
+        let need = self.room_needed(rec);
+        if !self.has_room(need) {
+            return false;
+        }
+        let r = self.reserve(rec);
+        Self::write_header(r, data.len(), tag, KIND_RNDV, 8);
+        // SAFETY: 8 payload bytes reserved.
+        unsafe { std::ptr::write_unaligned(r.payload() as *mut u64, data.as_ptr() as u64) };
+        self.rndv_sent += 1;
+        self.publish(r, rec);
+        true
+    }
+
+    fn rndv_complete(&self) -> bool {
+        self.peer().rndv_done.0.load(Ordering::Acquire) >= self.rndv_sent
+    }
+
+    // ---- consumer side -------------------------------------------------------------------
+
+    fn rx_rec(&self) -> Rec {
+        // SAFETY: head & (cap-1) < cap, inside the rx ring.
+        Rec { ptr: unsafe { self.rx.add((self.head & (self.cap - 1)) as usize) } }
+    }
+
+    #[inline]
+    fn rx_ready(&self) -> bool {
+        self.rx_rec().stamp().load(Ordering::Acquire) == (self.head + 1) ^ self.key
+    }
+
+    fn release(&mut self, rec_bytes: u64) {
+        self.head += rec_bytes;
+        self.me().head.0.store(self.head, Ordering::Release);
+        self.ring_peer();
+    }
+
+    /// Parses the ready record at head (skipping skip records). Returns None if nothing ready.
+    fn try_incoming(&mut self, mid_message: bool) -> Result<Option<Incoming>, TransportError> {
+        loop {
+            if !self.rx_ready() {
+                return Ok(None);
+            }
+            let r = self.rx_rec();
+            let total = r.word(1);
+            let w2 = r.word(2);
+            let (tag, kind) = (w2 as u32, (w2 >> 32) as u32);
+            let frag_len = r.word(3);
+            let off = self.head & (self.cap - 1);
+            if kind == KIND_SKIP {
+                self.release(self.cap - off);
+                continue;
+            }
+            let proto = |what: String| TransportError::Protocol { peer: self.info.peer.clone(), what };
+            if total > self.cfg.max_message as u64 {
+                return Err(TransportError::TooLarge {
+                    peer: self.info.peer.clone(),
+                    len: total,
+                    max: self.cfg.max_message,
+                });
+            }
+            let max_frag = if kind == KIND_RNDV { 8 } else { self.frag as u64 };
+            let rec_bytes = Self::record_bytes(frag_len.min(max_frag) as usize);
+            if frag_len > max_frag || off + rec_bytes > self.cap {
+                return Err(proto(format!("bad shm record: kind {kind}, fragment {frag_len} B")));
+            }
+            let total = total as usize;
+            return Ok(Some(match kind {
+                KIND_WHOLE | KIND_FRAG if !mid_message || kind == KIND_FRAG => Incoming::Ring {
+                    total,
+                    tag,
+                    first_len: frag_len as usize,
+                    rec: r,
+                    rec_bytes,
+                    kind,
+                },
+                KIND_RNDV if !mid_message => {
+                    // SAFETY: 8 payload bytes are part of the record.
+                    let addr = unsafe { std::ptr::read_unaligned(r.payload() as *const u64) };
+                    Incoming::Rndv { total, tag, addr, rec_bytes }
+                }
+                _ => return Err(proto(format!("unexpected shm record kind {kind}"))),
+            }));
+        }
+    }
+
+    fn next_incoming(&mut self, mid_message: bool) -> Result<Incoming, TransportError> {
+        loop {
+            if let Some(i) = self.try_incoming(mid_message)? {
+                return Ok(i);
+            }
+            self.wait_until(mid_message, |s| s.rx_ready())?;
+        }
+    }
+
+    /// Delivers the ring message whose first record is `first`, piece by piece.
+    fn drain_ring_message(
+        &mut self,
+        first: Incoming,
+        sink: &mut impl FnMut(Fragment<'_>),
+    ) -> Result<RecvInfo, TransportError> {
+        let Incoming::Ring { total, tag, first_len, rec, rec_bytes, kind } = first else {
+            unreachable!("ring message expected")
+        };
+        let mut off = 0usize;
+        let (mut len, mut r, mut rb, mut k) = (first_len, rec, rec_bytes, kind);
+        loop {
+            if (k == KIND_WHOLE && len != total) || off + len > total || (len == 0 && total != 0) {
+                return Err(TransportError::Protocol {
+                    peer: self.info.peer.clone(),
+                    what: format!("fragment of {len} B at offset {off} in a {total}-byte message"),
+                });
+            }
+            // SAFETY: the record holds `len` payload bytes, published with release.
+            let data = unsafe { std::slice::from_raw_parts(r.payload(), len) };
+            sink(Fragment { tag, total_len: total, offset: off, data });
+            off += len;
+            self.release(rb);
+            if off >= total {
+                return Ok(RecvInfo { tag, len: total });
+            }
+            match self.next_incoming(true)? {
+                Incoming::Ring { first_len, rec, rec_bytes, kind, tag: t2, total: t3 }
+                    if t2 == tag && t3 == total =>
+                {
+                    (len, r, rb, k) = (first_len, rec, rec_bytes, kind);
+                }
+                _ => {
+                    return Err(TransportError::Protocol {
+                        peer: self.info.peer.clone(),
+                        what: "fragment of another message interleaved".into(),
+                    })
+                }
+            }
+        }
+    }
+
+    fn cma_read(&self, addr: u64, off: usize, dst: &mut [u8]) -> Result<(), TransportError> {
+        let mut done = 0;
+        while done < dst.len() {
+            let local = libc::iovec {
+                // SAFETY: within dst.
+                iov_base: unsafe { dst.as_mut_ptr().add(done) }.cast(),
+                iov_len: dst.len() - done,
+            };
+            let remote = libc::iovec {
+                iov_base: (addr as usize + off + done) as *mut libc::c_void,
+                iov_len: dst.len() - done,
+            };
+            // SAFETY: local iovec is our writable memory; the remote one is read by the kernel
+            // from the peer, which keeps the buffer alive until we bump rndv_done.
+            let n = unsafe { libc::process_vm_readv(self.peer_pid, &local, 1, &remote, 1, 0) };
+            if n <= 0 {
+                let e = io::Error::last_os_error();
+                self.check_peer(true)?;
+                return Err(TransportError::io(
+                    format!(
+                        "single-copy read from {} (process_vm_readv; use --shm-single-copy never \
+                         where the kernel forbids it)",
+                        self.info.peer
+                    ),
+                    e,
+                ));
+            }
+            done += n as usize;
+        }
+        Ok(())
+    }
+
+    fn finish_rndv(&mut self, rec_bytes: u64) {
+        let c = &self.me().rndv_done.0;
+        c.store(c.load(Ordering::Relaxed) + 1, Ordering::Release);
+        self.release(rec_bytes);
+    }
+
+    /// Completes an incoming rendezvous into `buf` if it fits (else just acknowledges it).
+    fn rndv_into(
+        &mut self,
+        addr: u64,
+        total: usize,
+        rec_bytes: u64,
+        buf: &mut [u8],
+    ) -> Result<(), TransportError> {
+        let r = if total <= buf.len() { self.cma_read(addr, 0, &mut buf[..total]) } else { Ok(()) };
+        self.finish_rndv(rec_bytes);
+        r
+    }
+
+    fn recv_into(&mut self, inc: Incoming, buf: &mut [u8]) -> Result<RecvInfo, TransportError> {
+        let cap = buf.len();
+        let info = match inc {
+            Incoming::Rndv { total, tag, addr, rec_bytes } => {
+                self.rndv_into(addr, total, rec_bytes, buf)?;
+                RecvInfo { tag, len: total }
+            }
+            ring => self.drain_ring_message(ring, &mut |f: Fragment<'_>| {
+                if f.total_len <= cap {
+                    buf[f.offset..f.offset + f.data.len()].copy_from_slice(f.data);
+                }
+            })?,
+        };
+        if info.len > cap {
+            return Err(TransportError::Truncated { len: info.len, cap });
+        }
+        Ok(info)
+    }
+}
+
+impl Endpoint for ShmEndpoint {
+    fn send_with<F: FnMut(usize, &mut [u8])>(
+        &mut self,
+        tag: Tag,
+        len: usize,
+        fill: F,
+    ) -> Result<(), TransportError> {
+        self.check_send_len(len)?;
+        self.ring_send(tag, len, fill)
+    }
+
+    fn send(&mut self, tag: Tag, data: &[u8]) -> Result<(), TransportError> {
+        self.check_send_len(data.len())?;
+        if data.len() >= self.single_copy_from {
+            while !self.try_post_rndv(tag, data) {
+                let need = self.room_needed(Self::record_bytes(8));
+                let (tail, cap) = (self.tail, self.cap);
+                self.wait_until(false, |s| {
+                    cap - (tail - s.peer().head.0.load(Ordering::Acquire)) >= need
+                })?;
+            }
+            return self.wait_until(true, |s| s.rndv_complete());
+        }
+        self.ring_send(tag, data.len(), |off, piece| {
+            piece.copy_from_slice(&data[off..off + piece.len()])
+        })
+    }
+
+    fn recv_with<F: FnMut(Fragment<'_>)>(
+        &mut self,
+        mut sink: F,
+    ) -> Result<RecvInfo, TransportError> {
+        match self.next_incoming(false)? {
+            Incoming::Rndv { total, tag, addr, rec_bytes } => {
+                const CHUNK: usize = 1 << 20;
+                if self.scratch.len() < CHUNK.min(total) {
+                    self.scratch.resize(CHUNK.min(total), 0);
+                }
+                let mut scratch = std::mem::take(&mut self.scratch);
+                let mut off = 0;
+                let mut res = Ok(());
+                loop {
+                    let n = (total - off).min(CHUNK);
+                    if let Err(e) = self.cma_read(addr, off, &mut scratch[..n]) {
+                        res = Err(e);
+                        break;
+                    }
+                    sink(Fragment { tag, total_len: total, offset: off, data: &scratch[..n] });
+                    off += n;
+                    if off >= total {
+                        break;
+                    }
+                }
+                self.scratch = scratch;
+                self.finish_rndv(rec_bytes);
+                res.map(|()| RecvInfo { tag, len: total })
+            }
+            ring => self.drain_ring_message(ring, &mut sink),
+        }
+    }
+
+    fn recv(&mut self, buf: &mut [u8]) -> Result<RecvInfo, TransportError> {
+        let inc = self.next_incoming(false)?;
+        self.recv_into(inc, buf)
+    }
+
+    fn sendrecv(
+        &mut self,
+        tag: Tag,
+        data: &[u8],
+        buf: &mut [u8],
+    ) -> Result<RecvInfo, TransportError> {
+        self.check_send_len(data.len())?;
+        let rndv = data.len() >= self.single_copy_from;
+        let mut sent = 0usize;
+        let mut send_done = false;
+        let mut posted = false;
+        let mut got: Option<RecvInfo> = None;
+        let mut recv_off = 0usize;
+        let mut recv_meta: Option<(Tag, usize)> = None;
+        let cap = buf.len();
+        let mut truncated = false;
+        let copy = |f: Fragment<'_>, buf: &mut [u8]| {
+            if f.total_len <= cap {
+                buf[f.offset..f.offset + f.data.len()].copy_from_slice(f.data);
+            }
+        };
+        loop {
+            let mut progressed = false;
+            // Outgoing: one piece per turn, so the incoming side keeps draining.
+            if !send_done {
+                if rndv {
+                    if !posted {
+                        posted = self.try_post_rndv(tag, data);
+                        progressed |= posted;
+                    }
+                    if posted && self.rndv_complete() {
+                        send_done = true;
+                        progressed = true;
+                    }
+                } else if let Some(n) =
+                    self.try_put_piece(tag, data.len(), sent, &mut |off, piece: &mut [u8]| {
+                        piece.copy_from_slice(&data[off..off + piece.len()])
+                    })
+                {
+                    sent += n;
+                    send_done = sent >= data.len();
+                    progressed = true;
+                }
+            }
+            // Incoming: one record per turn.
+            if got.is_none() {
+                if let Some(inc) = self.try_incoming(recv_meta.is_some())? {
+                    progressed = true;
+                    match inc {
+                        Incoming::Rndv { total, tag, addr, rec_bytes } => {
+                            self.rndv_into(addr, total, rec_bytes, buf)?;
+                            truncated = total > cap;
+                            got = Some(RecvInfo { tag, len: total });
+                        }
+                        Incoming::Ring { total, tag: t, first_len, rec, rec_bytes, kind } => {
+                            if let Some((mt, mtotal)) = recv_meta {
+                                if mt != t || mtotal != total || kind != KIND_FRAG {
+                                    return Err(TransportError::Protocol {
+                                        peer: self.info.peer.clone(),
+                                        what: "fragment of another message interleaved".into(),
+                                    });
+                                }
+                            }
+                            if recv_off + first_len > total
+                                || (kind == KIND_WHOLE && first_len != total)
+                            {
+                                return Err(TransportError::Protocol {
+                                    peer: self.info.peer.clone(),
+                                    what: format!("bad fragment of {first_len} B at {recv_off}"),
+                                });
+                            }
+                            // SAFETY: published record with first_len payload bytes.
+                            let d = unsafe { std::slice::from_raw_parts(rec.payload(), first_len) };
+                            copy(
+                                Fragment { tag: t, total_len: total, offset: recv_off, data: d },
+                                buf,
+                            );
+                            recv_off += first_len;
+                            self.release(rec_bytes);
+                            if recv_off >= total {
+                                truncated = total > cap;
+                                got = Some(RecvInfo { tag: t, len: total });
+                            } else {
+                                recv_meta = Some((t, total));
+                            }
+                        }
+                    }
+                }
+            }
+            if send_done {
+                if let Some(info) = got {
+                    if truncated {
+                        return Err(TransportError::Truncated { len: info.len, cap });
+                    }
+                    return Ok(info);
+                }
+            }
+            if !progressed {
+                let (tail, c, sent_now, frag) = (self.tail, self.cap, sent, self.frag);
+                let dlen = data.len();
+                let rs = self.rndv_sent;
+                let mid = recv_meta.is_some() || sent > 0;
+                let recv_pending = got.is_none();
+                self.wait_until(mid, |s| {
+                    if recv_pending && s.rx_ready() {
+                        return true;
+                    }
+                    if send_done {
+                        return false;
+                    }
+                    if rndv {
+                        return if posted {
+                            s.peer().rndv_done.0.load(Ordering::Acquire) >= rs
+                        } else {
+                            let need = s.room_needed(Self::record_bytes(8));
+                            c - (tail - s.peer().head.0.load(Ordering::Acquire)) >= need
+                        };
+                    }
+                    let n = if dlen <= frag { dlen } else { (dlen - sent_now).min(frag) };
+                    let need = s.room_needed(Self::record_bytes(n));
+                    c - (tail - s.peer().head.0.load(Ordering::Acquire)) >= need
+                })?;
+            }
+        }
+    }
+
+    fn info(&self) -> &EndpointInfo {
+        &self.info
+    }
+}
+
+/// Both ends of a connection in this process (for tests and in-process use).
+pub fn pair(cfg: EndpointConfig, opts: ShmOptions) -> Result<(ShmEndpoint, ShmEndpoint), TransportError> {
+    let seg = ShmSegment::create(opts, cfg.max_message)?;
+    let name = seg.name().to_string();
+    let mut b = attach(&name, cfg)?;
+    let mut a = seg.accept(cfg, Duration::from_secs(5))?;
+    a.set_single_copy_from(opts.single_copy_from);
+    b.set_single_copy_from(opts.single_copy_from);
+    Ok((a, b))
+}

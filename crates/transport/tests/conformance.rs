@@ -1,0 +1,163 @@
+//! Runs the conformance kit over every realization and both completion modes, and checks that a
+//! peer process killed in the middle of a message is reported promptly.
+
+use commperf_transport::conformance as kit;
+use commperf_transport::sys::shm::{self, ShmOptions};
+use commperf_transport::{Endpoint, EndpointConfig, Mode, TransportError};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+fn cfg(mode: Mode) -> EndpointConfig {
+    EndpointConfig { mode, max_message: 64 << 20, idle_timeout: Duration::from_secs(30) }
+}
+
+fn shm_pipelined(mode: Mode) -> (shm::ShmEndpoint, shm::ShmEndpoint) {
+    let o = ShmOptions { single_copy_from: None, ..ShmOptions::default() };
+    shm::pair(cfg(mode), o).expect("shm pair")
+}
+
+fn shm_single_copy(mode: Mode) -> (shm::ShmEndpoint, shm::ShmEndpoint) {
+    let o = ShmOptions { single_copy_from: Some(256 << 10), ..ShmOptions::default() };
+    shm::pair(cfg(mode), o).expect("shm pair")
+}
+
+macro_rules! kit_for {
+    ($name:ident, $make:expr) => {
+        mod $name {
+            use super::*;
+            #[test]
+            fn order_and_tags() {
+                let (a, b) = $make;
+                kit::order_and_tags(a, b);
+            }
+            #[test]
+            fn size_ladder_integrity() {
+                let (a, b) = $make;
+                kit::size_ladder_integrity(a, b);
+            }
+            #[test]
+            fn duplex_large() {
+                let (a, b) = $make;
+                kit::duplex_large(a, b);
+            }
+            #[test]
+            fn truncation_keeps_stream() {
+                let (a, b) = $make;
+                kit::truncation_keeps_stream(a, b);
+            }
+            #[test]
+            fn send_too_large() {
+                let (a, _b) = $make;
+                kit::send_too_large(a);
+            }
+            #[test]
+            fn peer_closed_while_waiting() {
+                let (a, b) = $make;
+                kit::peer_closed_while_waiting(a, b);
+            }
+        }
+    };
+}
+
+kit_for!(shm_pipe_poll, shm_pipelined(Mode::Poll));
+kit_for!(shm_pipe_block, shm_pipelined(Mode::Block));
+kit_for!(shm_cma_poll, shm_single_copy(Mode::Poll));
+kit_for!(shm_cma_block, shm_single_copy(Mode::Block));
+
+// ---- a real peer process killed mid-message ---------------------------------------------------
+
+const CHILD_ENV: &str = "COMMPERF_CONFORMANCE_CHILD";
+const BIG: usize = 8 << 20;
+
+/// The child side: connects as told, starts an 8 MiB message and SIGKILLs itself after the first
+/// piece has been handed over. Does nothing when run as an ordinary test.
+#[test]
+fn child_helper() {
+    let Ok(spec) = std::env::var(CHILD_ENV) else { return };
+    let (kind, rest) = spec.split_once(':').expect("kind:address:mode");
+    let (addr, mode) = rest.rsplit_once(':').expect("address:mode");
+    let mode: Mode = mode.parse().expect("mode");
+    match kind {
+        "shm" => die_mid_message(shm::attach(addr, cfg(mode)).expect("attach")),
+        other => extra_child(other, addr, cfg(mode)),
+    }
+}
+
+fn die_mid_message<E: Endpoint>(mut e: E) -> ! {
+    let _ = e.send_with(1, BIG, |off, piece| {
+        if off > 0 {
+            // SAFETY: kill(2) on our own pid; the test wants an abrupt death.
+            unsafe { libc::kill(libc::getpid(), libc::SIGKILL) };
+        }
+        piece.fill(0xAB);
+    });
+    unreachable!("the first piece must not be the whole message");
+}
+
+fn spawn_child(spec: &str) -> std::process::Child {
+    Command::new(std::env::current_exe().unwrap())
+        .args(["child_helper", "--exact", "--nocapture", "--test-threads=1"])
+        .env(CHILD_ENV, spec)
+        .spawn()
+        .expect("spawn child")
+}
+
+fn expect_mid_message_death<E: Endpoint>(mut e: E, child: &mut std::process::Child) {
+    let mut buf = vec![0u8; BIG];
+    let start = Instant::now();
+    let r = e.recv(&mut buf);
+    let took = start.elapsed();
+    let status = child.wait().expect("wait child");
+    assert!(!status.success(), "child should have been killed");
+    match r {
+        Err(TransportError::PeerDied { mid_message, ref peer })
+        | Err(TransportError::PeerClosed { mid_message, ref peer }) => {
+            assert!(mid_message, "death must be reported as mid-message: {r:?}");
+            assert!(!peer.is_empty());
+        }
+        other => panic!("expected the peer's death, got {other:?}"),
+    }
+    assert!(took < Duration::from_secs(5), "death noticed after {took:?}");
+}
+
+fn shm_death(mode: Mode) {
+    let seg = shm::ShmSegment::create(ShmOptions::default(), 64 << 20).expect("segment");
+    let name = seg.name().to_string();
+    let mut child = spawn_child(&format!("shm:{name}:{mode}"));
+    let e = seg.accept(cfg(mode), Duration::from_secs(20)).expect("accept");
+    let path = format!("/dev/shm{name}");
+    assert!(!std::path::Path::new(&path).exists(), "segment must be unlinked once attached");
+    expect_mid_message_death(e, &mut child);
+}
+
+#[test]
+fn shm_peer_killed_mid_message_poll() {
+    shm_death(Mode::Poll);
+}
+
+#[test]
+fn shm_peer_killed_mid_message_block() {
+    shm_death(Mode::Block);
+}
+
+#[test]
+fn stale_segments_of_dead_creators_are_removed() {
+    // A segment named after a pid that cannot exist (above pid_max) stands for a crashed run.
+    let name = format!("{}{}-deadbeef", shm::NAME_PREFIX, i32::MAX);
+    let path = format!("/dev/shm/{name}");
+    std::fs::write(&path, b"x").unwrap();
+    let removed = shm::remove_stale_segments();
+    assert!(removed.contains(&name), "{removed:?}");
+    assert!(!std::path::Path::new(&path).exists());
+    // A live creator's segment is left alone.
+    let seg = shm::ShmSegment::create(ShmOptions::default(), 1 << 20).unwrap();
+    let live = seg.name().trim_start_matches('/').to_string();
+    assert!(!shm::remove_stale_segments().contains(&live));
+    assert!(std::path::Path::new(&format!("/dev/shm/{live}")).exists());
+    drop(seg);
+    assert!(!std::path::Path::new(&format!("/dev/shm/{live}")).exists(), "drop unlinks");
+}
+
+fn extra_child(kind: &str, _addr: &str, _cfg: EndpointConfig) -> ! {
+    panic!("unknown child transport {kind}")
+}
