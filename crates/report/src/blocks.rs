@@ -1,0 +1,235 @@
+//! The human-readable formats (aligned text and Markdown): machine lines, then one block per
+//! (benchmark, transport, mode), OSU style. Both formats are built from the same [`Block`]s and
+//! the same [`Table`]s; they differ only in how headings and the table are written.
+
+use crate::table::{Align, Table};
+use commperf_core::{Benchmark, Mode, Report, Row, TransportKind};
+
+/// Rows of one (benchmark, transport, mode), in the order they appear in the report.
+#[derive(Debug)]
+struct Block<'a> {
+    benchmark: Benchmark,
+    transport: TransportKind,
+    mode: Mode,
+    rows: Vec<&'a Row>,
+}
+
+/// Groups rows by (benchmark, transport, mode); blocks are ordered by first appearance.
+fn blocks(report: &Report) -> Vec<Block<'_>> {
+    let mut out: Vec<Block<'_>> = Vec::new();
+    for row in &report.results {
+        let key = (row.benchmark, row.transport, row.mode);
+        match out
+            .iter_mut()
+            .find(|b| (b.benchmark, b.transport, b.mode) == key)
+        {
+            Some(b) => b.rows.push(row),
+            None => out.push(Block {
+                benchmark: row.benchmark,
+                transport: row.transport,
+                mode: row.mode,
+                rows: vec![row],
+            }),
+        }
+    }
+    out
+}
+
+impl Block<'_> {
+    /// The one window shared by every row, if there is one.
+    fn uniform_window(&self) -> Option<Option<u32>> {
+        let first = self.rows[0].window;
+        self.rows.iter().all(|r| r.window == first).then_some(first)
+    }
+
+    /// `["latency", "transport shm", "mode poll", "window 64", "validated"]`.
+    fn descriptor(&self) -> Vec<String> {
+        let mut parts = vec![
+            self.benchmark.to_string(),
+            format!("transport {}", self.transport),
+            format!("mode {}", self.mode),
+        ];
+        if let Some(Some(w)) = self.uniform_window() {
+            parts.push(format!("window {w}"));
+        }
+        let validated = self.rows.iter().filter(|r| r.validated).count();
+        if validated == self.rows.len() {
+            parts.push("validated".to_string());
+        } else if validated > 0 {
+            parts.push(format!(
+                "validated {validated} of {} sizes",
+                self.rows.len()
+            ));
+        }
+        parts
+    }
+
+    fn table(&self) -> Table {
+        type Cell = fn(&Row) -> String;
+        let mut cols: Vec<(&str, Cell)> = vec![("Size", |r| r.size_bytes.to_string())];
+        match self.benchmark {
+            Benchmark::Latency => cols.extend([
+                ("p50(us)", (|r| us(r.p50_us)) as Cell),
+                ("p90(us)", |r| us(r.p90_us)),
+                ("p99(us)", |r| us(r.p99_us)),
+                ("min(us)", |r| us(r.min_us)),
+                ("max(us)", |r| us(r.max_us)),
+                ("mean(us)", |r| us(r.mean_us)),
+            ]),
+            Benchmark::Bw | Benchmark::Bibw => cols.extend([
+                ("MB/s", (|r| r.mb_per_s.map_or_else(dash, fmt_mb)) as Cell),
+                ("msgs/s", |r| r.msgs_per_s.map_or_else(dash, fmt_rate)),
+            ]),
+            Benchmark::Mr => cols.extend([
+                (
+                    "msgs/s",
+                    (|r| r.msgs_per_s.map_or_else(dash, fmt_rate)) as Cell,
+                ),
+                ("MB/s", |r| r.mb_per_s.map_or_else(dash, fmt_mb)),
+            ]),
+        }
+        if self.rows.iter().any(|r| r.efficiency.is_some()) {
+            cols.push(("eff", |r| r.efficiency.map_or_else(dash, fmt_eff)));
+        }
+        if self.uniform_window().is_none() {
+            cols.push(("window", |r| r.window.map_or_else(dash, |w| w.to_string())));
+        }
+        let mut t = Table::new();
+        for (i, (name, _)) in cols.iter().enumerate() {
+            // The size is the key column: left, as OSU prints it, under a `# ` comment header.
+            t = t.column(*name, if i == 0 { Align::Left } else { Align::Right });
+        }
+        for r in &self.rows {
+            t.push_row(cols.iter().map(|(_, cell)| cell(r)).collect());
+        }
+        t
+    }
+}
+
+/// Absent figures are shown as `-` (never as a made-up zero).
+fn dash() -> String {
+    "-".to_string()
+}
+
+fn us(v: Option<f64>) -> String {
+    v.map_or_else(dash, fmt_us)
+}
+
+/// Microseconds: 3 decimals below 10 µs (where nanoseconds matter), 2 from 10 µs up.
+pub(crate) fn fmt_us(v: f64) -> String {
+    if v.abs() < 10.0 {
+        format!("{v:.3}")
+    } else {
+        format!("{v:.2}")
+    }
+}
+
+/// MB/s (MB = 1e6 B) with 2 decimals.
+fn fmt_mb(v: f64) -> String {
+    format!("{v:.2}")
+}
+
+/// Messages per second as an integer.
+fn fmt_rate(v: f64) -> String {
+    format!("{v:.0}")
+}
+
+/// A fraction as a percent with one decimal: 0.871 → `87.1%`.
+fn fmt_eff(v: f64) -> String {
+    format!("{:.1}%", v * 100.0)
+}
+
+/// `(label, text)` lines describing where and how the run was made.
+fn machine_lines(report: &Report) -> Vec<(&'static str, String)> {
+    let m = &report.machine;
+    let mut lines = vec![(
+        "machine",
+        format!("{}, {} cpus, kernel {}", m.cpu_model, m.cores, m.kernel),
+    )];
+    let ghz = m
+        .timer
+        .tsc_ghz
+        .map(|g| format!(" {g:.2} GHz"))
+        .unwrap_or_default();
+    lines.push((
+        "timer",
+        format!(
+            "{}{ghz}, read cost {:.1} ns",
+            m.timer.source, m.timer.cost_ns
+        ),
+    ));
+    let p = &report.placement;
+    let cpu = |c: Option<usize>| c.map_or_else(|| "unknown".to_string(), |c| c.to_string());
+    lines.push((
+        "placement",
+        format!(
+            "local cpu {}, peer cpu {} ({})",
+            cpu(p.local_cpu),
+            cpu(p.peer_cpu),
+            if p.pinned { "pinned" } else { "not pinned" }
+        ),
+    ));
+    if let Some(l) = &report.limits {
+        lines.push((
+            "limits",
+            format!(
+                "cache-line one-way {} us, memcpy {:.0} MB/s in cache, {:.0} MB/s out of cache",
+                fmt_us(l.cacheline_one_way_us),
+                l.memcpy_in_cache_mb_per_s,
+                l.memcpy_out_of_cache_mb_per_s
+            ),
+        ));
+    }
+    lines
+}
+
+/// The default format: `#` comment lines and aligned columns, readable and gnuplot-friendly.
+pub(crate) fn render_text(report: &Report) -> String {
+    let mut out = String::new();
+    for (label, text) in machine_lines(report) {
+        out.push_str(&format!("# {label}: {text}\n"));
+    }
+    let blocks = blocks(report);
+    if blocks.is_empty() {
+        out.push_str("\n# no results\n");
+    }
+    for b in blocks {
+        out.push_str(&format!("\n# commperf {}\n", b.descriptor().join(" | ")));
+        out.push_str(&b.table().render_text("# "));
+    }
+    out
+}
+
+/// Markdown: machine information as a bullet list, then a `##` heading and a pipe table per block.
+pub(crate) fn render_markdown(report: &Report) -> String {
+    let mut out = String::new();
+    for (label, text) in machine_lines(report) {
+        out.push_str(&format!("- {label}: {text}\n"));
+    }
+    let blocks = blocks(report);
+    if blocks.is_empty() {
+        out.push_str("\nNo results.\n");
+    }
+    for b in blocks {
+        out.push_str(&format!("\n## {}\n\n", b.descriptor().join(", ")));
+        out.push_str(&b.table().render_markdown());
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn number_rules() {
+        assert_eq!(fmt_us(0.0734), "0.073");
+        assert_eq!(fmt_us(9.9994), "9.999");
+        assert_eq!(fmt_us(10.0), "10.00");
+        assert_eq!(fmt_us(1234.567), "1234.57");
+        assert_eq!(fmt_mb(45000.0), "45000.00");
+        assert_eq!(fmt_rate(1_234_567.6), "1234568");
+        assert_eq!(fmt_eff(0.8712), "87.1%");
+        assert_eq!(fmt_eff(1.0), "100.0%");
+    }
+}

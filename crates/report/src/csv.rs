@@ -1,0 +1,57 @@
+//! CSV: one flat table of every row, every [`Row`](commperf_core::Row) field a column, named as
+//! in the JSON. Absent figures are empty cells; numbers are written at full precision (the
+//! shortest decimal that reads back to the same `f64`), for spreadsheets and scripts.
+
+use crate::table::{Align, Table};
+use commperf_core::Report;
+
+/// Column names, in order; equal to the JSON field names of a row.
+pub(crate) const COLUMNS: [&str; 17] = [
+    "benchmark",
+    "transport",
+    "mode",
+    "size_bytes",
+    "iterations",
+    "warmup",
+    "window",
+    "p50_us",
+    "p90_us",
+    "p99_us",
+    "min_us",
+    "max_us",
+    "mean_us",
+    "mb_per_s",
+    "msgs_per_s",
+    "efficiency",
+    "validated",
+];
+
+pub(crate) fn render_csv(report: &Report) -> String {
+    let mut t = Table::new();
+    for (i, name) in COLUMNS.iter().enumerate() {
+        t = t.column(*name, if i < 3 { Align::Left } else { Align::Right });
+    }
+    let opt = |v: Option<f64>| v.map(|v| v.to_string()).unwrap_or_default();
+    for r in &report.results {
+        t.push_row(vec![
+            r.benchmark.to_string(),
+            r.transport.to_string(),
+            r.mode.to_string(),
+            r.size_bytes.to_string(),
+            r.iterations.to_string(),
+            r.warmup.to_string(),
+            r.window.map(|w| w.to_string()).unwrap_or_default(),
+            opt(r.p50_us),
+            opt(r.p90_us),
+            opt(r.p99_us),
+            opt(r.min_us),
+            opt(r.max_us),
+            opt(r.mean_us),
+            opt(r.mb_per_s),
+            opt(r.msgs_per_s),
+            opt(r.efficiency),
+            r.validated.to_string(),
+        ]);
+    }
+    t.render_csv()
+}

@@ -1,0 +1,160 @@
+//! Exporters for commperf results: every [`Report`] can be rendered as an aligned text table
+//! (the default, OSU style), Markdown, CSV or JSON, and a saved JSON file can be read back with
+//! [`load_json`] and rendered again (`commperf report`).
+//!
+//! The crate needs only `commperf-core`, so results can be re-rendered without any transport.
+//! As in hyperfine's `export/`, every tabular format goes through one [`Table`] with three
+//! renderers, so column names, order and number formatting are decided in one place per format:
+//!
+//! * **table** — `#` machine lines (CPU, timer, placement, physical limits), then one block per
+//!   (benchmark, transport, mode) in the order the rows appear, each under a
+//!   `# commperf latency | transport shm | mode poll` comment and a `# Size …` column header, so
+//!   the output is both readable and loadable by gnuplot. Latencies in µs with 3 decimals below
+//!   10 µs and 2 above, MB/s with 2 decimals, msgs/s as an integer, efficiency as a percent;
+//!   absent figures are `-`.
+//! * **md** — the same blocks under `##` headings as pipe tables; machine lines as a bullet list.
+//! * **csv** — one flat table of every row with every field (named as in the JSON), empty cells
+//!   for absent figures, numbers at full precision.
+//! * **json** — the [`Report`] itself, pretty-printed.
+
+mod blocks;
+mod csv;
+mod table;
+
+pub use table::{Align, Table};
+
+use commperf_core::{Report, UnknownName, SCHEMA_VERSION};
+use std::fmt;
+use std::str::FromStr;
+
+/// An output format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Format {
+    /// Aligned text, one block per benchmark × transport × mode (the default).
+    #[default]
+    Table,
+    /// The result schema, pretty-printed.
+    Json,
+    /// One flat table of all rows.
+    Csv,
+    /// Markdown headings and pipe tables.
+    Md,
+}
+
+impl Format {
+    /// Every format, in the order they are listed to users.
+    pub const ALL: &'static [Format] = &[Format::Table, Format::Json, Format::Csv, Format::Md];
+
+    /// The name used on the command line.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Format::Table => "table",
+            Format::Json => "json",
+            Format::Csv => "csv",
+            Format::Md => "md",
+        }
+    }
+}
+
+impl fmt::Display for Format {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for Format {
+    type Err = UnknownName;
+
+    fn from_str(s: &str) -> Result<Format, UnknownName> {
+        Format::ALL
+            .iter()
+            .copied()
+            .find(|f| f.as_str() == s)
+            .ok_or_else(|| UnknownName {
+                what: "format",
+                given: s.to_string(),
+                allowed: "table json csv md",
+            })
+    }
+}
+
+/// Renders a report in the given format. The result always ends with a newline.
+pub fn render(report: &Report, format: Format) -> String {
+    match format {
+        Format::Table => blocks::render_text(report),
+        Format::Md => blocks::render_markdown(report),
+        Format::Csv => csv::render_csv(report),
+        Format::Json => {
+            // Cannot fail: every map key in the schema is a string and no Serialize impl errors.
+            let mut s = serde_json::to_string_pretty(report).expect("Report serializes to JSON");
+            s.push('\n');
+            s
+        }
+    }
+}
+
+/// Why a saved result file could not be read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ReportError {
+    /// Not JSON, or JSON that does not fit the result schema.
+    #[error("invalid result file at {line}:{column}: {message}")]
+    Parse {
+        /// 1-based line of the error (0 when unknown).
+        line: usize,
+        /// 1-based column of the error (0 when unknown).
+        column: usize,
+        message: String,
+    },
+    /// Written with a schema this build does not know.
+    #[error(
+        "result file has schema_version {found}, which this commperf cannot read (it reads \
+         versions 1 to {supported}){hint}",
+        hint = if *found > u64::from(*supported) {
+            "; it was written by a newer commperf"
+        } else {
+            ""
+        }
+    )]
+    UnsupportedVersion { found: u64, supported: u32 },
+}
+
+impl From<serde_json::Error> for ReportError {
+    fn from(e: serde_json::Error) -> ReportError {
+        let full = e.to_string();
+        // serde_json appends the position to its message; it is reported separately here.
+        let suffix = format!(" at line {} column {}", e.line(), e.column());
+        let message = full.strip_suffix(&suffix).unwrap_or(&full).to_string();
+        ReportError::Parse {
+            line: e.line(),
+            column: e.column(),
+            message,
+        }
+    }
+}
+
+/// Reads a result file written by [`render`] with [`Format::Json`] (or by any commperf whose
+/// schema version this build knows).
+///
+/// The `schema_version` is checked before the rest of the file, so a file from a newer commperf
+/// is refused by version (naming the version found and the one supported) rather than by
+/// whichever field happened to change.
+pub fn load_json(text: &str) -> Result<Report, ReportError> {
+    let value: serde_json::Value = serde_json::from_str(text)?;
+    if let Some(found) = value
+        .get("schema_version")
+        .and_then(serde_json::Value::as_u64)
+    {
+        if found == 0 || found > u64::from(SCHEMA_VERSION) {
+            return Err(ReportError::UnsupportedVersion {
+                found,
+                supported: SCHEMA_VERSION,
+            });
+        }
+    }
+    // Parsed again from the text (not from `value`) so that errors keep their line and column.
+    Ok(serde_json::from_str(text)?)
+}
+
+#[cfg(test)]
+mod tests;
