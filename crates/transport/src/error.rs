@@ -19,12 +19,10 @@ pub enum TransportError {
     SendTooLarge { len: usize, max: usize },
     #[error("protocol error from peer {peer}: {what}")]
     Protocol { peer: String, what: String },
-    #[error("{op}: {source}")]
-    Io {
-        op: String,
-        #[source]
-        source: io::Error,
-    },
+    // The cause is part of the message (and deliberately not a `#[source]`), so chains printed
+    // with `{:#}` do not repeat it.
+    #[error("{op}: {cause}")]
+    Io { op: String, cause: io::Error },
 }
 
 fn during(mid: bool) -> &'static str {
@@ -38,7 +36,7 @@ fn during(mid: bool) -> &'static str {
 impl TransportError {
     /// Wraps an I/O error with the operation that failed.
     pub fn io(op: impl Into<String>, source: io::Error) -> Self {
-        TransportError::Io { op: op.into(), source }
+        TransportError::Io { op: op.into(), cause: source }
     }
 
     /// True when the error means the peer is gone (closed, died or silent).

@@ -5,11 +5,14 @@
 //! idea). Benchmarks are generic over `E: Endpoint`, so the timed loops are statically dispatched;
 //! the runtime choice happens once, outside them.
 
+pub mod affinity;
 pub mod backoff;
+pub mod clock;
 #[doc(hidden)]
 pub mod conformance;
 pub mod endpoint;
 pub mod error;
+pub mod launch;
 pub mod sys;
 
 pub use commperf_core::{Mode, TransportKind};

@@ -909,6 +909,9 @@ impl ShmEndpoint {
             let n = unsafe { libc::process_vm_readv(self.peer_pid, &local, 1, &remote, 1, 0) };
             if n <= 0 {
                 let e = io::Error::last_os_error();
+                if e.raw_os_error() == Some(libc::ESRCH) {
+                    return Err(TransportError::PeerDied { peer: self.info.peer.clone(), mid_message: true });
+                }
                 self.check_peer(true)?;
                 return Err(TransportError::io(
                     format!(
@@ -974,23 +977,52 @@ impl Endpoint for ShmEndpoint {
         self.ring_send(tag, len, fill)
     }
 
+    #[inline]
     fn send(&mut self, tag: Tag, data: &[u8]) -> Result<(), TransportError> {
-        self.check_send_len(data.len())?;
-        if data.len() >= self.single_copy_from {
-            while !self.try_post_rndv(tag, data) {
-                let need = self.room_needed(Self::record_bytes(8));
-                let (tail, cap) = (self.tail, self.cap);
-                self.wait_until(false, |s| {
-                    cap - (tail - s.peer().head.0.load(Ordering::Acquire)) >= need
-                })?;
+        // Fast path: a small message that fits before the ring end with room known to be free.
+        let len = data.len();
+        if len <= self.frag && len <= self.cfg.max_message {
+            let rec = Self::record_bytes(len);
+            let off = self.tail & (self.cap - 1);
+            if rec <= self.cap - off && self.cap - (self.tail - self.peer_head_cache) >= rec {
+                let r = Rec { ptr: self.tx_at(off) };
+                Self::write_header(r, len, tag, KIND_WHOLE, len);
+                // SAFETY: the record has room for len payload bytes and is ours until published.
+                unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), r.payload(), len) };
+                self.publish(r, rec);
+                return Ok(());
             }
-            return self.wait_until(true, |s| s.rndv_complete());
         }
-        self.ring_send(tag, data.len(), |off, piece| {
-            piece.copy_from_slice(&data[off..off + piece.len()])
-        })
+        self.send_slow(tag, data)
     }
 
+    fn recv(&mut self, buf: &mut [u8]) -> Result<RecvInfo, TransportError> {
+        // Fast path: the next record is a whole small message that fits `buf`.
+        let mut b = None;
+        loop {
+            let r = self.rx_rec();
+            if r.stamp().load(Ordering::Acquire) == (self.head + 1) ^ self.key {
+                let w2 = r.word(2);
+                let total = r.word(1) as usize;
+                if (w2 >> 32) as u32 == KIND_WHOLE && total <= self.frag && total <= buf.len() {
+                    // SAFETY: a published whole record holds `total` payload bytes.
+                    unsafe { std::ptr::copy_nonoverlapping(r.payload(), buf.as_mut_ptr(), total) };
+                    self.release(Self::record_bytes(total));
+                    return Ok(RecvInfo { tag: w2 as u32, len: total });
+                }
+                break;
+            }
+            if self.cfg.mode == Mode::Block {
+                break;
+            }
+            let bo = b.get_or_insert_with(|| Backoff::new(self.cfg.idle_timeout));
+            if bo.snooze(|| self.check_peer(false).is_ok()).is_err() {
+                break; // the general path reports what happened
+            }
+        }
+        let inc = self.next_incoming(false)?;
+        self.recv_into(inc, buf)
+    }
     fn recv_with<F: FnMut(Fragment<'_>)>(
         &mut self,
         mut sink: F,
@@ -1022,11 +1054,6 @@ impl Endpoint for ShmEndpoint {
             }
             ring => self.drain_ring_message(ring, &mut sink),
         }
-    }
-
-    fn recv(&mut self, buf: &mut [u8]) -> Result<RecvInfo, TransportError> {
-        let inc = self.next_incoming(false)?;
-        self.recv_into(inc, buf)
     }
 
     fn sendrecv(
@@ -1158,6 +1185,26 @@ impl Endpoint for ShmEndpoint {
     fn info(&self) -> &EndpointInfo {
         &self.info
     }
+}
+
+impl ShmEndpoint {
+    fn send_slow(&mut self, tag: Tag, data: &[u8]) -> Result<(), TransportError> {
+        self.check_send_len(data.len())?;
+        if data.len() >= self.single_copy_from {
+            while !self.try_post_rndv(tag, data) {
+                let need = self.room_needed(Self::record_bytes(8));
+                let (tail, cap) = (self.tail, self.cap);
+                self.wait_until(false, |s| {
+                    cap - (tail - s.peer().head.0.load(Ordering::Acquire)) >= need
+                })?;
+            }
+            return self.wait_until(true, |s| s.rndv_complete());
+        }
+        self.ring_send(tag, data.len(), |off, piece| {
+            piece.copy_from_slice(&data[off..off + piece.len()])
+        })
+    }
+
 }
 
 /// Both ends of a connection in this process (for tests and in-process use).

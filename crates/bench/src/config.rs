@@ -1,0 +1,175 @@
+//! The validated configuration of a benchmark run, and the OSU-like defaults.
+
+use commperf_core::{Benchmark, Mode, TransportKind};
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Largest message size a run accepts (both ends allocate two buffers of the largest size).
+pub const MAX_SIZE: u64 = 1 << 30;
+
+/// How the peer is started or reached.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Launcher {
+    /// Start `exe __peer` locally (the default).
+    Local { exe: PathBuf },
+    /// A `commperf serve` at `addr` with session `token`.
+    Peer { addr: String, token: String },
+}
+
+/// Why a configuration was refused; each names the option.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ConfigError {
+    #[error("--sizes: {0}")]
+    Sizes(String),
+    #[error("--window: must be between 1 and 65536 (got {0})")]
+    Window(u64),
+    #[error("--iters: must be at least 1 (got 0)")]
+    Iterations,
+    #[error("--cpus: {0}")]
+    Cpus(String),
+    #[error("--transport {transport} with --peer: {why}")]
+    Remote { transport: TransportKind, why: String },
+}
+
+/// Everything a run needs, already checked.
+#[derive(Debug, Clone)]
+pub struct BenchConfig {
+    pub benchmarks: Vec<Benchmark>,
+    pub transports: Vec<TransportKind>,
+    pub modes: Vec<Mode>,
+    pub sizes: Vec<u64>,
+    pub iterations: Option<u64>,
+    pub warmup: Option<u64>,
+    pub window: u32,
+    pub validate: bool,
+    /// (local CPU, peer CPU).
+    pub cpus: Option<(usize, usize)>,
+    pub launcher: Launcher,
+    pub idle_timeout: Duration,
+    /// shm: messages from this size go single-copy (None: always through the ring).
+    pub shm_single_copy_from: Option<usize>,
+    pub shm_ring_bytes: usize,
+}
+
+impl BenchConfig {
+    /// The default suite's configuration with the OSU-like size ladder 1 B … 4 MiB.
+    pub fn new(launcher: Launcher) -> Self {
+        let d = commperf_transport::sys::shm::ShmOptions::default();
+        BenchConfig {
+            benchmarks: vec![Benchmark::Latency, Benchmark::Bw],
+            transports: vec![TransportKind::Shm, TransportKind::Tcp],
+            modes: vec![Mode::Poll],
+            sizes: (0..=22).map(|p| 1u64 << p).collect(),
+            iterations: None,
+            warmup: None,
+            window: 64,
+            validate: false,
+            cpus: None,
+            launcher,
+            idle_timeout: Duration::from_secs(60),
+            shm_single_copy_from: d.single_copy_from,
+            shm_ring_bytes: d.ring_bytes,
+        }
+    }
+
+    /// Checks cross-option constraints. Call after setting fields.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        if self.sizes.is_empty() {
+            return Err(ConfigError::Sizes("no sizes given".into()));
+        }
+        if let Some(&big) = self.sizes.iter().find(|&&s| s > MAX_SIZE) {
+            return Err(ConfigError::Sizes(format!(
+                "{big} bytes exceeds the largest supported message size, {MAX_SIZE} bytes (1G)"
+            )));
+        }
+        if self.window == 0 || self.window > 65536 {
+            return Err(ConfigError::Window(self.window as u64));
+        }
+        if self.iterations == Some(0) {
+            return Err(ConfigError::Iterations);
+        }
+        if let Some((a, b)) = self.cpus {
+            let allowed = commperf_transport::affinity::allowed_cpus();
+            for c in [a, b] {
+                if matches!(self.launcher, Launcher::Peer { .. }) && c == b {
+                    continue; // the peer's CPUs are the peer's business
+                }
+                if !allowed.contains(&c) {
+                    return Err(ConfigError::Cpus(format!(
+                        "CPU {c} is not available here (allowed: {})",
+                        allowed.iter().map(|c| c.to_string()).collect::<Vec<_>>().join(",")
+                    )));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Timed iterations and warm-up for one benchmark and size: OSU's scheme (many for small
+    /// messages, fewer for large), unless fixed by the user.
+    pub fn counts(&self, b: Benchmark, size: u64) -> (u64, u64) {
+        let (iters, warm) = default_counts(b, size);
+        let iters = self.iterations.unwrap_or(iters);
+        let warm = self.warmup.unwrap_or(if self.iterations.is_some() { iters / 10 } else { warm });
+        (iters, warm)
+    }
+
+    /// Largest message the data channel must carry.
+    pub fn max_message(&self) -> usize {
+        self.sizes.iter().copied().max().unwrap_or(1).max(64) as usize
+    }
+}
+
+/// OSU-like defaults: (timed iterations, warm-up).
+pub fn default_counts(b: Benchmark, size: u64) -> (u64, u64) {
+    const LARGE: u64 = 8 << 10;
+    match b {
+        Benchmark::Latency if size <= LARGE => (10_000, 1_000),
+        Benchmark::Latency if size < (1 << 20) => (1_000, 100),
+        Benchmark::Latency if size < (16 << 20) => (200, 20),
+        Benchmark::Latency => (20, 2),
+        _ if size <= LARGE => (1_000, 100),
+        _ if size < (1 << 20) => (100, 10),
+        _ if size < (16 << 20) => (20, 2),
+        _ => (4, 1),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cfg() -> BenchConfig {
+        BenchConfig::new(Launcher::Local { exe: "/bin/true".into() })
+    }
+
+    #[test]
+    fn defaults_follow_osu_and_user_counts_win() {
+        let mut c = cfg();
+        assert_eq!(c.sizes.first(), Some(&1));
+        assert_eq!(c.sizes.last(), Some(&(4 << 20)));
+        assert_eq!(c.counts(Benchmark::Latency, 8), (10_000, 1_000));
+        assert_eq!(c.counts(Benchmark::Latency, 64 << 10), (1_000, 100));
+        assert_eq!(c.counts(Benchmark::Bw, 1 << 20), (20, 2));
+        c.iterations = Some(50);
+        assert_eq!(c.counts(Benchmark::Latency, 8), (50, 5));
+        c.warmup = Some(0);
+        assert_eq!(c.counts(Benchmark::Bw, 8), (50, 0));
+    }
+
+    #[test]
+    fn bad_values_name_the_option() {
+        let mut c = cfg();
+        c.sizes = vec![8, 2 << 30];
+        assert_eq!(
+            c.validate().unwrap_err().to_string(),
+            "--sizes: 2147483648 bytes exceeds the largest supported message size, 1073741824 bytes (1G)"
+        );
+        let mut c = cfg();
+        c.window = 0;
+        assert!(c.validate().unwrap_err().to_string().starts_with("--window"));
+        let mut c = cfg();
+        c.cpus = Some((0, 4095));
+        assert!(c.validate().unwrap_err().to_string().starts_with("--cpus: CPU 4095"));
+    }
+}

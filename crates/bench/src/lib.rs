@@ -1,0 +1,19 @@
+//! The benchmarks of commperf and the machinery that runs them.
+//!
+//! - [`patterns`]: the timed loops (latency ping-pong, windowed bandwidth, bi-directional
+//!   bandwidth, message rate), generic over `E: Endpoint` so each is compiled per transport and
+//!   contains nothing but the measured work.
+//! - [`session`]: the two roles of a run. The client ([`run`]) decides everything, drives the
+//!   peer over the control channel and collects rows; the peer ([`serve_session`]) follows.
+//! - [`limits`]: what this machine can physically do (cache-line ping-pong, memcpy), so shm
+//!   results can say how close they come.
+//! - [`config`]: the validated configuration the CLI hands in (library crates never see clap).
+
+pub mod config;
+pub mod limits;
+pub mod machine;
+pub mod patterns;
+pub mod session;
+
+pub use config::{BenchConfig, ConfigError, Launcher, MAX_SIZE};
+pub use session::{run, serve_session, BenchError, Progress};

@@ -1,0 +1,253 @@
+//! The timed loops. Each comes in two roles: the initiator (the side that times) and the
+//! responder. Buffers are allocated by the caller before the loop and reused; inside the loop
+//! there is only the measured transfer, a clock read per sample, and (with validation) the
+//! pattern fill and check that `--validate` asks for.
+
+use commperf_transport::conformance::{fill, first_mismatch, pattern};
+use commperf_transport::{clock::Clock, Endpoint, TransportError};
+
+/// Tag of benchmark payloads and acknowledgements.
+const DATA: u32 = 1;
+const ACK: u32 = 2;
+
+/// A transfer failed at iteration `iteration` (counting warm-up).
+#[derive(Debug)]
+pub struct LoopError {
+    pub iteration: u64,
+    pub source: TransportError,
+}
+
+/// The first corrupted byte `--validate` found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Mismatch {
+    pub iteration: u64,
+    pub offset: usize,
+    pub expected: u8,
+    pub got: u8,
+}
+
+type LoopResult<T> = Result<T, LoopError>;
+
+fn at(iteration: u64) -> impl Fn(TransportError) -> LoopError {
+    move |source| LoopError { iteration, source }
+}
+
+/// Checks a received payload against message `seq`'s pattern; keeps the first mismatch.
+#[inline]
+fn check(buf: &[u8], seq: u64, first: &mut Option<Mismatch>) {
+    if first.is_none() {
+        if let Some(offset) = first_mismatch(buf, seq) {
+            *first = Some(Mismatch {
+                iteration: seq,
+                offset,
+                expected: pattern(seq, buf.len(), offset),
+                got: buf[offset],
+            });
+        }
+    }
+}
+
+/// Validation hook for tests: flips one byte of an outgoing payload (see `Corruption`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Corruption {
+    pub iteration: u64,
+    pub offset: usize,
+}
+
+#[inline]
+fn corrupt(buf: &mut [u8], i: u64, c: Option<Corruption>) {
+    if let Some(c) = c {
+        if c.iteration == i && c.offset < buf.len() {
+            buf[c.offset] ^= 0xFF;
+        }
+    }
+}
+
+/// Ping-pong, initiator side. `samples` receives one round-trip time in ticks per timed
+/// iteration (its length is the number of timed iterations).
+pub fn latency_initiator<E: Endpoint>(
+    ep: &mut E,
+    clock: &Clock,
+    sbuf: &mut [u8],
+    rbuf: &mut [u8],
+    warmup: u64,
+    samples: &mut [u64],
+    validate: bool,
+) -> LoopResult<Option<Mismatch>> {
+    let total = warmup + samples.len() as u64;
+    let mut bad = None;
+    // One clock read per round trip: each sample is the time between the ends of two
+    // consecutive round trips, which halves the timer's share of the figure.
+    let mut prev = clock.now();
+    for i in 0..total {
+        if validate {
+            fill(sbuf, i);
+        }
+        ep.send(DATA, sbuf).map_err(at(i))?;
+        let n = ep.recv(rbuf).map_err(at(i))?;
+        let t = clock.now();
+        if i >= warmup {
+            samples[(i - warmup) as usize] = t - prev;
+        }
+        prev = t;
+        if validate {
+            check(&rbuf[..n.len], i, &mut bad);
+        }
+    }
+    Ok(bad)
+}
+
+/// Ping-pong, responder side: echoes `total` messages of `sbuf.len()` bytes.
+pub fn latency_responder<E: Endpoint>(
+    ep: &mut E,
+    sbuf: &mut [u8],
+    rbuf: &mut [u8],
+    total: u64,
+    validate: bool,
+    corruption: Option<Corruption>,
+) -> LoopResult<Option<Mismatch>> {
+    let mut bad = None;
+    for i in 0..total {
+        let n = ep.recv(rbuf).map_err(at(i))?;
+        if validate {
+            check(&rbuf[..n.len], i, &mut bad);
+            fill(sbuf, i);
+            corrupt(sbuf, i, corruption);
+        }
+        ep.send(DATA, sbuf).map_err(at(i))?;
+    }
+    Ok(bad)
+}
+
+/// Windowed streaming (bw and mr), sender side: `window` sends, then a 1-byte ack, per
+/// iteration. Returns the ticks spent in the timed iterations.
+pub fn stream_sender<E: Endpoint>(
+    ep: &mut E,
+    clock: &Clock,
+    sbuf: &mut [u8],
+    window: u32,
+    warmup: u64,
+    iters: u64,
+    validate: bool,
+    corruption: Option<Corruption>,
+) -> LoopResult<u64> {
+    let mut ack = [0u8; 1];
+    let mut t0 = clock.now();
+    for i in 0..warmup + iters {
+        if i == warmup {
+            t0 = clock.now();
+        }
+        for w in 0..window as u64 {
+            if validate {
+                let seq = i * window as u64 + w;
+                fill(sbuf, seq);
+                corrupt(sbuf, seq, corruption);
+            }
+            ep.send(DATA, sbuf).map_err(at(i))?;
+        }
+        ep.recv(&mut ack).map_err(at(i))?;
+    }
+    Ok(clock.now() - t0)
+}
+
+/// Windowed streaming, receiver side.
+pub fn stream_receiver<E: Endpoint>(
+    ep: &mut E,
+    rbuf: &mut [u8],
+    window: u32,
+    total: u64,
+    validate: bool,
+) -> LoopResult<Option<Mismatch>> {
+    let mut bad = None;
+    for i in 0..total {
+        for w in 0..window as u64 {
+            let n = ep.recv(rbuf).map_err(at(i))?;
+            if validate {
+                check(&rbuf[..n.len], i * window as u64 + w, &mut bad);
+            }
+        }
+        ep.send(ACK, &[0]).map_err(at(i))?;
+    }
+    Ok(bad)
+}
+
+/// Bi-directional streaming: both sides exchange `window` messages per iteration with the
+/// duplex primitive. Returns the ticks of the timed iterations (meaningful on the initiator).
+#[allow(clippy::too_many_arguments)]
+pub fn bidir<E: Endpoint>(
+    ep: &mut E,
+    clock: &Clock,
+    sbuf: &mut [u8],
+    rbuf: &mut [u8],
+    window: u32,
+    warmup: u64,
+    iters: u64,
+    validate: bool,
+    corruption: Option<Corruption>,
+) -> LoopResult<(u64, Option<Mismatch>)> {
+    let mut bad = None;
+    let mut t0 = clock.now();
+    for i in 0..warmup + iters {
+        if i == warmup {
+            t0 = clock.now();
+        }
+        for w in 0..window as u64 {
+            let seq = i * window as u64 + w;
+            if validate {
+                fill(sbuf, seq);
+                corrupt(sbuf, seq, corruption);
+            }
+            let n = ep.sendrecv(DATA, sbuf, rbuf).map_err(at(i))?;
+            if validate {
+                check(&rbuf[..n.len], seq, &mut bad);
+            }
+        }
+    }
+    Ok((clock.now() - t0, bad))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use commperf_transport::sys::uds;
+    use commperf_transport::EndpointConfig;
+
+    #[test]
+    fn validation_reports_the_corrupted_byte() {
+        let (mut a, mut b) = uds::pair(EndpointConfig::default()).unwrap();
+        let clock = Clock::monotonic();
+        let h = std::thread::spawn(move || {
+            let (mut s, mut r) = (vec![0u8; 100], vec![0u8; 100]);
+            let c = Some(Corruption { iteration: 7, offset: 42 });
+            latency_responder(&mut b, &mut s, &mut r, 20, true, c).unwrap()
+        });
+        let (mut s, mut r) = (vec![0u8; 100], vec![0u8; 100]);
+        let mut samples = vec![0u64; 15];
+        let bad = latency_initiator(&mut a, &clock, &mut s, &mut r, 5, &mut samples, true).unwrap();
+        assert_eq!(h.join().unwrap(), None, "nothing corrupted on the way out");
+        let m = bad.expect("corruption must be found");
+        assert_eq!((m.iteration, m.offset), (7, 42));
+        assert_eq!(m.expected, pattern(7, 100, 42));
+        assert_eq!(m.got, pattern(7, 100, 42) ^ 0xFF);
+        assert!(samples.iter().all(|&t| t > 0));
+    }
+
+    #[test]
+    fn stream_counts_every_message() {
+        let (mut a, mut b) = uds::pair(EndpointConfig::default()).unwrap();
+        let clock = Clock::monotonic();
+        let h = std::thread::spawn(move || {
+            let mut r = vec![0u8; 64];
+            stream_receiver(&mut b, &mut r, 8, 13, true).unwrap()
+        });
+        let mut s = vec![0u8; 64];
+        let t = stream_sender(&mut a, &clock, &mut s, 8, 3, 10, true, None).unwrap();
+        assert_eq!(h.join().unwrap(), None);
+        assert!(t > 0);
+        // Everything was consumed: the next message on the stream is ours.
+        let h = std::thread::spawn(move || b.send(5, b"end").unwrap());
+        let mut buf = [0u8; 8];
+        assert_eq!(a.recv(&mut buf).unwrap().tag, 5);
+        h.join().unwrap();
+    }
+}

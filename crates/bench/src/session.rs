@@ -1,0 +1,439 @@
+//! A run as two roles over one control channel: the client decides and times, the peer follows.
+//!
+//! The client sends `place`, then per transport × mode a `data` spec (the launch layer builds the
+//! channel), then per benchmark × size a `run`; the peer answers `ready`, runs the responder loop
+//! and reports `done` with where it ran and anything `--validate` found. Errors name the peer and
+//! the phase (benchmark, size, transport, mode, iteration), because "connection reset" alone
+//! tells a user nothing about which of forty measurements died.
+
+use crate::config::{BenchConfig, Launcher, MAX_SIZE};
+use crate::limits::{self, LimitsError};
+use crate::machine;
+use crate::patterns::{self, Corruption, LoopError, Mismatch};
+use commperf_core::{Benchmark, Mode, Options, Placement, Report, Row, TransportKind};
+use commperf_stats::Summary;
+use commperf_transport::clock::Clock;
+use commperf_transport::launch::{self, AnyEndpoint, Control, DataSpec, LaunchError, LocalPeer};
+use commperf_transport::{affinity, with_endpoint, Endpoint, TransportError};
+use serde::{Deserialize, Serialize};
+use std::net::IpAddr;
+use std::time::{Duration, SystemTime};
+
+/// Client → peer.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Cmd {
+    /// Pin yourself to this CPU (or stay put) and say where you are.
+    Place { cpu: Option<usize> },
+    /// Build a data channel (handled by the launch layer; same shape as its `data` message).
+    Data(DataSpec),
+    /// Run the responder side of one measurement.
+    Run(RunSpec),
+    /// The session is over.
+    Bye,
+}
+
+/// One measurement, as the peer needs to know it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunSpec {
+    pub benchmark: Benchmark,
+    pub size: u64,
+    pub iterations: u64,
+    pub warmup: u64,
+    pub window: u32,
+    pub validate: bool,
+}
+
+/// Peer → client.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Reply {
+    Placed { cpu: Option<usize>, pinned: bool },
+    Ready,
+    Done { cpu: Option<usize>, mismatch: Option<Mismatch> },
+    Error { message: String },
+}
+
+/// What can end a run.
+#[derive(Debug, thiserror::Error)]
+pub enum BenchError {
+    #[error(transparent)]
+    Launch(#[from] LaunchError),
+    #[error("{phase}: {cause}")]
+    Transfer { phase: String, cause: TransportError },
+    #[error(
+        "--validate: {phase}: message {}, byte {}: expected {:#04x}, got {:#04x} (found by the {side})",
+        .mismatch.iteration, .mismatch.offset, .mismatch.expected, .mismatch.got
+    )]
+    Validation { phase: String, mismatch: Mismatch, side: &'static str },
+    #[error("{peer} failed {phase}: {message}")]
+    Peer { peer: String, phase: String, message: String },
+    #[error(transparent)]
+    Limits(#[from] LimitsError),
+    #[error("--cpus: {0}")]
+    Pin(String),
+}
+
+/// Progress of a long run (between measurements, never inside a timed loop).
+pub trait Progress {
+    fn update(&mut self, label: &str, done: usize, total: usize);
+    fn finish(&mut self) {}
+}
+
+impl Progress for () {
+    fn update(&mut self, _: &str, _: usize, _: usize) {}
+}
+
+fn phase(b: Benchmark, size: u64, t: TransportKind, m: Mode) -> String {
+    format!("{b} {size} B over {t} ({m})")
+}
+
+fn expect_reply(ctrl: &mut Control, phase: &str) -> Result<Reply, BenchError> {
+    match ctrl.recv::<Reply>()? {
+        Reply::Error { message } => Err(BenchError::Peer {
+            peer: ctrl.peer().into(),
+            phase: phase.into(),
+            message,
+        }),
+        r => Ok(r),
+    }
+}
+
+/// Runs the whole configured suite as the client and returns the report.
+pub fn run(cfg: &BenchConfig, progress: &mut dyn Progress) -> Result<Report, BenchError> {
+    let started_unix_s =
+        SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
+    let clock = Clock::calibrate();
+    let machine = machine::describe(clock.timer_info());
+    let token = launch::new_token();
+    let (_peer_guard, mut ctrl, token, peer_desc) = match &cfg.launcher {
+        Launcher::Local { exe } => {
+            commperf_transport::sys::shm::remove_stale_segments();
+            let args = ["__peer".to_string()];
+            let (p, c) = LocalPeer::spawn(exe, &args, &[("COMMPERF_SESSION_TOKEN", &token)])?;
+            (Some(p), c, token, None)
+        }
+        Launcher::Peer { addr, token } => {
+            let c = launch::connect_peer(addr, Duration::from_secs(10))?;
+            (None, c, token.clone(), Some(addr.clone()))
+        }
+    };
+    ctrl.set_timeout(cfg.idle_timeout)?;
+    launch::client_handshake(&mut ctrl, &token)?;
+
+    // Placement: --cpus, or for a local peer the first two allowed CPUs (peer on the first, as
+    // the anchors were measured: server on core 0, client on core 1).
+    let local = matches!(cfg.launcher, Launcher::Local { .. });
+    let cpus = cfg.cpus.or_else(|| {
+        let a = affinity::allowed_cpus();
+        (local && a.len() >= 2).then(|| (a[1], a[0]))
+    });
+    let restore = affinity::allowed_cpus();
+    if let Some((mine, _)) = cpus {
+        affinity::pin_to(mine).map_err(|e| BenchError::Pin(e.to_string()))?;
+    }
+    ctrl.send(&Cmd::Place { cpu: cpus.map(|c| c.1) })?;
+    let Reply::Placed { cpu: peer_cpu, pinned: peer_pinned } = expect_reply(&mut ctrl, "placement")?
+    else {
+        return Err(unexpected(&ctrl, "placement"));
+    };
+    if cpus.is_some() && !peer_pinned {
+        return Err(BenchError::Pin(format!("{} could not pin itself", ctrl.peer())));
+    }
+
+    let limits = match cpus {
+        Some((a, b)) if local && a != b && cfg.transports.contains(&TransportKind::Shm) => {
+            progress.update("measuring physical limits", 0, 1);
+            Some(limits::measure(&clock, [b, a])?)
+        }
+        _ => None,
+    };
+    if let Some((mine, _)) = cpus {
+        affinity::pin_to(mine).map_err(|e| BenchError::Pin(e.to_string()))?;
+    }
+
+    let total = cfg.transports.len() * cfg.modes.len() * cfg.benchmarks.len() * cfg.sizes.len();
+    let mut done = 0;
+    let mut results = Vec::with_capacity(total);
+    let max = cfg.max_message();
+    let mut sbuf = vec![0u8; max];
+    let mut rbuf = vec![0u8; max];
+    for &t in &cfg.transports {
+        for &m in &cfg.modes {
+            let mut spec = DataSpec::new(t, m, max);
+            spec.idle_timeout_ms = cfg.idle_timeout.as_millis() as u64;
+            spec.shm_single_copy_from = cfg.shm_single_copy_from;
+            spec.shm_ring_bytes = cfg.shm_ring_bytes;
+            let mut ep = launch::connect_data(&mut ctrl, &spec, &token)?;
+            for &b in &cfg.benchmarks {
+                for &size in &cfg.sizes {
+                    let ph = phase(b, size, t, m);
+                    progress.update(&ph, done, total);
+                    let (iters, warmup) = cfg.counts(b, size);
+                    let window = if b == Benchmark::Latency { 1 } else { cfg.window };
+                    let run = RunSpec {
+                        benchmark: b,
+                        size,
+                        iterations: iters,
+                        warmup,
+                        window,
+                        validate: cfg.validate,
+                    };
+                    ctrl.set_phase(ph.clone());
+                    ctrl.send(&Cmd::Run(run))?;
+                    if !matches!(expect_reply(&mut ctrl, &ph)?, Reply::Ready) {
+                        return Err(unexpected(&ctrl, &ph));
+                    }
+                    let (s, r) = (&mut sbuf[..size as usize], &mut rbuf[..]);
+                    let out = with_endpoint!(&mut ep, e => measure(e, &clock, run, s, r));
+                    let (mut row, mine) = out.map_err(|le| BenchError::Transfer {
+                        phase: format!("{ph}, iteration {}", le.iteration),
+                        cause: le.source,
+                    })?;
+                    let Reply::Done { mismatch, .. } = expect_reply(&mut ctrl, &ph)? else {
+                        return Err(unexpected(&ctrl, &ph));
+                    };
+                    if let Some(mm) = mine {
+                        return Err(BenchError::Validation { phase: ph, mismatch: mm, side: "client" });
+                    }
+                    if let Some(mm) = mismatch {
+                        return Err(BenchError::Validation { phase: ph, mismatch: mm, side: "peer" });
+                    }
+                    row.transport = t;
+                    row.mode = m;
+                    if t == TransportKind::Shm {
+                        row.efficiency = limits.as_ref().and_then(|l| limits::efficiency(l, &row));
+                    }
+                    results.push(row);
+                    done += 1;
+                }
+            }
+        }
+    }
+    ctrl.set_phase("the end of the session");
+    let local_cpu = affinity::current_cpu();
+    ctrl.send(&Cmd::Bye)?;
+    progress.finish();
+    let _ = affinity::set_allowed(&restore);
+    Ok(Report {
+        schema_version: commperf_core::SCHEMA_VERSION,
+        tool: format!("commperf {}", env!("CARGO_PKG_VERSION")),
+        started_unix_s,
+        machine,
+        options: Options {
+            benchmarks: cfg.benchmarks.clone(),
+            transports: cfg.transports.clone(),
+            modes: cfg.modes.clone(),
+            sizes_bytes: cfg.sizes.clone(),
+            iterations: cfg.iterations,
+            warmup: cfg.warmup,
+            window: cfg.window,
+            validate: cfg.validate,
+            launcher: if local { "local".into() } else { "peer".into() },
+            peer: peer_desc,
+        },
+        placement: Placement {
+            pinned: cpus.is_some(),
+            local_cpu: cpus.map(|c| c.0).or(local_cpu),
+            peer_cpu,
+        },
+        limits,
+        results,
+    })
+}
+
+fn unexpected(ctrl: &Control, phase: &str) -> BenchError {
+    BenchError::Peer {
+        peer: ctrl.peer().into(),
+        phase: phase.into(),
+        message: "answered out of turn".into(),
+    }
+}
+
+/// Runs one measurement as the initiator; returns the row (transport and mode unset) and any
+/// corruption the client saw.
+fn measure<E: Endpoint>(
+    ep: &mut E,
+    clock: &Clock,
+    run: RunSpec,
+    sbuf: &mut [u8],
+    rbuf: &mut [u8],
+) -> Result<(Row, Option<Mismatch>), LoopError> {
+    let mut row = Row::new(run.benchmark, ep.info().transport, ep.info().mode, run.size);
+    row.iterations = run.iterations;
+    row.warmup = run.warmup;
+    row.validated = run.validate;
+    let (w, it) = (run.window, run.iterations);
+    let secs = |ticks: u64| clock.ticks_to_ns(ticks) / 1e9;
+    let mismatch = match run.benchmark {
+        Benchmark::Latency => {
+            let mut samples = vec![0u64; it as usize];
+            let bad = patterns::latency_initiator(
+                ep,
+                clock,
+                sbuf,
+                rbuf,
+                run.warmup,
+                &mut samples,
+                run.validate,
+            )?;
+            let mut us: Vec<f64> =
+                samples.iter().map(|&t| clock.ticks_to_ns(t) / 2.0 / 1e3).collect();
+            if let Some(s) = Summary::from_unsorted(&mut us) {
+                row.p50_us = Some(s.p50);
+                row.p90_us = Some(s.p90);
+                row.p99_us = Some(s.p99);
+                row.min_us = Some(s.min);
+                row.max_us = Some(s.max);
+                row.mean_us = Some(s.mean);
+            }
+            bad
+        }
+        Benchmark::Bw | Benchmark::Mr => {
+            let ticks = patterns::stream_sender(
+                ep,
+                clock,
+                sbuf,
+                w,
+                run.warmup,
+                it,
+                run.validate,
+                None,
+            )?;
+            let msgs = (w as u64 * it) as f64;
+            row.window = Some(w);
+            row.mb_per_s = Some(msgs * run.size as f64 / secs(ticks) / 1e6);
+            row.msgs_per_s = Some(msgs / secs(ticks));
+            None
+        }
+        Benchmark::Bibw => {
+            let (ticks, bad) = patterns::bidir(
+                ep,
+                clock,
+                sbuf,
+                rbuf,
+                w,
+                run.warmup,
+                it,
+                run.validate,
+                None,
+            )?;
+            let msgs = 2.0 * (w as u64 * it) as f64;
+            row.window = Some(w);
+            row.mb_per_s = Some(msgs * run.size as f64 / secs(ticks) / 1e6);
+            row.msgs_per_s = Some(msgs / secs(ticks));
+            bad
+        }
+    };
+    Ok((row, mismatch))
+}
+
+/// Test hook: `COMMPERF_TEST_CORRUPT=ITERATION:OFFSET` makes the peer flip one payload byte, so
+/// tests can prove `--validate` finds it. Read once per session, never in a loop.
+fn corruption_from_env() -> Option<Corruption> {
+    let v = std::env::var("COMMPERF_TEST_CORRUPT").ok()?;
+    let (i, o) = v.split_once(':')?;
+    Some(Corruption { iteration: i.parse().ok()?, offset: o.parse().ok()? })
+}
+
+/// The peer's side of a session: follows the client's commands until `bye`.
+pub fn serve_session(ctrl: &mut Control, token: &str, bind_ip: IpAddr) -> Result<(), BenchError> {
+    let corruption = corruption_from_env();
+    let restore = affinity::allowed_cpus();
+    let clock = Clock::monotonic();
+    let mut ep: Option<AnyEndpoint> = None;
+    let mut bufs: (Vec<u8>, Vec<u8>) = (Vec::new(), Vec::new());
+    let result = loop {
+        ctrl.set_phase("waiting for the next command");
+        let cmd = match ctrl.recv::<Cmd>() {
+            Ok(c) => c,
+            Err(e) => break Err(e.into()),
+        };
+        match cmd {
+            Cmd::Place { cpu } => {
+                let pinned = match cpu {
+                    Some(c) => affinity::pin_to(c).is_ok(),
+                    None => false,
+                };
+                ctrl.send(&Reply::Placed { cpu: affinity::current_cpu(), pinned })?;
+            }
+            Cmd::Data(spec) => {
+                drop(ep.take());
+                if spec.max_message as u64 > MAX_SIZE {
+                    let message = format!(
+                        "maximum message {} B exceeds the supported {MAX_SIZE} B",
+                        spec.max_message
+                    );
+                    ctrl.send(&launch::SetupMsg::Error { message: message.clone() })?;
+                    break Err(BenchError::Peer { peer: ctrl.peer().into(), phase: "setup".into(), message });
+                }
+                let e = match launch::serve_data(ctrl, &spec, bind_ip, token) {
+                    Ok(e) => e,
+                    Err(e) => break Err(e.into()),
+                };
+                bufs = (vec![0u8; spec.max_message], vec![0u8; spec.max_message]);
+                ep = Some(e);
+            }
+            Cmd::Run(run) => {
+                let ph = format!("{} {} B", run.benchmark, run.size);
+                let Some(e) = ep.as_mut() else {
+                    ctrl.send(&Reply::Error { message: "no data channel".into() })?;
+                    continue;
+                };
+                if run.size as usize > bufs.0.len() || run.window == 0 {
+                    let message = format!("{ph}: size above the negotiated maximum");
+                    ctrl.send(&Reply::Error { message })?;
+                    continue;
+                }
+                ctrl.send(&Reply::Ready)?;
+                let (s, r) = (&mut bufs.0[..run.size as usize], &mut bufs.1[..]);
+                let out = with_endpoint!(e, e => respond(e, &clock, run, s, r, corruption));
+                match out {
+                    Ok(mismatch) => {
+                        ctrl.send(&Reply::Done { cpu: affinity::current_cpu(), mismatch })?
+                    }
+                    Err(le) => {
+                        let phase = format!("{ph}, iteration {}", le.iteration);
+                        let _ = ctrl.send(&Reply::Error { message: format!("{phase}: {}", le.source) });
+                        break Err(BenchError::Transfer { phase, cause: le.source });
+                    }
+                }
+            }
+            Cmd::Bye => break Ok(()),
+        }
+    };
+    let _ = affinity::set_allowed(&restore);
+    result
+}
+
+fn respond<E: Endpoint>(
+    ep: &mut E,
+    clock: &Clock,
+    run: RunSpec,
+    sbuf: &mut [u8],
+    rbuf: &mut [u8],
+    corruption: Option<Corruption>,
+) -> Result<Option<Mismatch>, LoopError> {
+    let total = run.warmup + run.iterations;
+    match run.benchmark {
+        Benchmark::Latency => {
+            patterns::latency_responder(ep, sbuf, rbuf, total, run.validate, corruption)
+        }
+        // Streams flow client → peer only: the peer has nothing to corrupt there.
+        Benchmark::Bw | Benchmark::Mr => {
+            patterns::stream_receiver(ep, rbuf, run.window, total, run.validate)
+        }
+        Benchmark::Bibw => patterns::bidir(
+            ep,
+            clock,
+            sbuf,
+            rbuf,
+            run.window,
+            run.warmup,
+            run.iterations,
+            run.validate,
+            corruption,
+        )
+        .map(|(_, bad)| bad),
+    }
+}

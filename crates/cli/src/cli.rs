@@ -1,0 +1,304 @@
+//! The command line, and its translation into library configurations.
+
+use crate::output::{Format, OutputArgs};
+use clap::{Args, Parser, Subcommand};
+use commperf_bench::{BenchConfig, ConfigError, Launcher};
+use commperf_core::{parse_size, parse_sizes, Benchmark, Mode, TransportKind};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "commperf",
+    version,
+    about = "Measure how fast communication really is: shared memory, TCP and Unix sockets",
+    long_about = None,
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run micro-benchmarks (default: latency and bw over shm and tcp)
+    Bench(BenchArgs),
+    /// Serve as the peer of `commperf bench --peer` on another host
+    Serve(ServeArgs),
+    /// Measure this machine's physical limits (cache-line ping-pong, memcpy)
+    Limits(LimitsArgs),
+    /// Re-render a saved JSON result file
+    Report(ReportArgs),
+    /// The peer process a local `bench` starts (internal)
+    #[command(name = "__peer", hide = true)]
+    Peer,
+}
+
+fn list<T: std::str::FromStr>(s: &str) -> Result<Vec<T>, String>
+where
+    T::Err: std::fmt::Display,
+{
+    let v: Result<Vec<T>, _> = s.split(',').map(str::trim).filter(|x| !x.is_empty()).map(T::from_str).collect();
+    match v {
+        Ok(v) if v.is_empty() => Err("empty list".into()),
+        Ok(v) => Ok(v),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+/// A comma-separated option value (one occurrence, many items).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct List<T>(pub Vec<T>);
+
+fn transports(s: &str) -> Result<List<TransportKind>, String> {
+    list(s).map(List)
+}
+fn modes(s: &str) -> Result<List<Mode>, String> {
+    list(s).map(List)
+}
+fn sizes(s: &str) -> Result<List<u64>, String> {
+    parse_sizes(s).map(List).map_err(|e| e.to_string())
+}
+fn cpu_pair(s: &str) -> Result<(usize, usize), String> {
+    let v: Vec<usize> = list(s).map_err(|_| format!("'{s}' is not two CPU numbers A,B"))?;
+    match v[..] {
+        [a, b] => Ok((a, b)),
+        _ => Err(format!("'{s}' is not two CPU numbers A,B")),
+    }
+}
+/// `--shm-single-copy`: a size, or never.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SingleCopy(pub Option<usize>);
+
+fn single_copy(s: &str) -> Result<SingleCopy, String> {
+    if s == "never" {
+        return Ok(SingleCopy(None));
+    }
+    parse_size(s).map(|v| SingleCopy(Some(v as usize))).map_err(|e| format!("{e}, or 'never'"))
+}
+fn positive_u64(s: &str) -> Result<u64, String> {
+    match s.parse::<u64>() {
+        Ok(0) => Err("must be at least 1".into()),
+        Ok(v) => Ok(v),
+        Err(_) => Err(format!("'{s}' is not a whole number")),
+    }
+}
+fn seconds(s: &str) -> Result<Duration, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v > 0.0 && v <= 86_400.0 => Ok(Duration::from_secs_f64(v)),
+        _ => Err(format!("'{s}' is not a number of seconds between 0 and 86400")),
+    }
+}
+
+#[derive(Debug, Args)]
+pub struct BenchArgs {
+    /// Benchmarks to run: latency, bw, bibw, mr, or all [default: latency bw]
+    #[arg(value_name = "BENCHMARK", value_parser = benchmark_name)]
+    pub benchmarks: Vec<Vec<Benchmark>>,
+    /// Transports, comma-separated: shm, tcp, uds [default: shm,tcp]
+    #[arg(long = "transport", short = 't', value_name = "LIST", value_parser = transports)]
+    pub transport: Option<List<TransportKind>>,
+    /// Completion modes, comma-separated: poll (busy-poll), block (sleep in the kernel)
+    #[arg(long, value_name = "LIST", value_parser = modes, default_value = "poll")]
+    pub mode: List<Mode>,
+    /// Message sizes: a list (1,8,64), a power-of-two ladder (1:4M), or both; k/M/G suffixes
+    #[arg(long, value_name = "SIZES", value_parser = sizes, default_value = "1:4M")]
+    pub sizes: List<u64>,
+    /// Timed iterations per size [default: OSU-like, more for small messages]
+    #[arg(long, value_name = "N", value_parser = positive_u64)]
+    pub iters: Option<u64>,
+    /// Untimed warm-up iterations per size [default: a tenth of the iterations]
+    #[arg(long, value_name = "N")]
+    pub warmup: Option<u64>,
+    /// Messages in flight per iteration for bw, bibw and mr
+    #[arg(long, value_name = "W", default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..=65536))]
+    pub window: u32,
+    /// Check every payload byte (as OSU's -c); timings then include the checking
+    #[arg(long)]
+    pub validate: bool,
+    /// Pin the local end to CPU A and the peer to CPU B [default for a local peer: the first two
+    /// allowed CPUs, peer on the first]
+    #[arg(long, value_name = "A,B", value_parser = cpu_pair)]
+    pub cpus: Option<(usize, usize)>,
+    /// Use a `commperf serve` at HOST:PORT as the peer instead of starting one locally
+    #[arg(long, value_name = "HOST:PORT", requires = "token")]
+    pub peer: Option<String>,
+    /// The session token `commperf serve` printed
+    #[arg(long, value_name = "TOKEN", requires = "peer")]
+    pub token: Option<String>,
+    /// shm: messages from this size go single-copy (process_vm_readv); 'never' pipelines all
+    #[arg(long, value_name = "SIZE|never", value_parser = single_copy, default_value = "256K")]
+    pub shm_single_copy: SingleCopy,
+    /// Give up when the peer makes no progress for this many seconds
+    #[arg(long, value_name = "SECS", value_parser = seconds, default_value = "60", allow_negative_numbers = true)]
+    pub timeout: Duration,
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+fn benchmark_name(s: &str) -> Result<Vec<Benchmark>, String> {
+    if s == "all" {
+        return Ok(Benchmark::ALL.to_vec());
+    }
+    s.parse::<Benchmark>().map(|b| vec![b]).map_err(|e| format!("{e} or all"))
+}
+
+impl BenchArgs {
+    pub fn to_config(&self) -> Result<BenchConfig, ConfigError> {
+        let launcher = match (&self.peer, &self.token) {
+            (Some(addr), Some(token)) => Launcher::Peer { addr: addr.clone(), token: token.clone() },
+            _ => Launcher::Local {
+                exe: std::env::current_exe().unwrap_or_else(|_| PathBuf::from("commperf")),
+            },
+        };
+        let mut c = BenchConfig::new(launcher);
+        let mut benches: Vec<Benchmark> = self.benchmarks.iter().flatten().copied().collect();
+        benches.dedup();
+        if !benches.is_empty() {
+            c.benchmarks = benches;
+        }
+        if let Some(t) = &self.transport {
+            c.transports = t.0.clone();
+        }
+        c.modes = self.mode.0.clone();
+        c.sizes = self.sizes.0.clone();
+        c.iterations = self.iters;
+        c.warmup = self.warmup;
+        c.window = self.window;
+        c.validate = self.validate;
+        c.cpus = self.cpus;
+        c.idle_timeout = self.timeout;
+        c.shm_single_copy_from = self.shm_single_copy.0;
+        c.validate()?;
+        Ok(c)
+    }
+}
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// Address to listen on (loopback by default; give 0.0.0.0:PORT to accept other hosts)
+    #[arg(long, value_name = "ADDR:PORT", default_value = "127.0.0.1:7707")]
+    pub listen: SocketAddr,
+    /// Use this session token instead of a random one
+    #[arg(long, value_name = "TOKEN")]
+    pub token: Option<String>,
+    /// Exit after the first session
+    #[arg(long)]
+    pub once: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct LimitsArgs {
+    /// The two CPUs to measure between [default: the first two allowed]
+    #[arg(long, value_name = "A,B", value_parser = cpu_pair)]
+    pub cpus: Option<(usize, usize)>,
+    /// Output format: table or json
+    #[arg(long, default_value = "table")]
+    pub format: Format,
+}
+
+impl LimitsArgs {
+    pub fn cpus(&self) -> Result<[usize; 2], String> {
+        let allowed = commperf_transport::affinity::allowed_cpus();
+        let (a, b) = match self.cpus {
+            Some(p) => p,
+            None if allowed.len() >= 2 => (allowed[0], allowed[1]),
+            None => return Err("--cpus: limits need two CPUs; this process may use one".into()),
+        };
+        for c in [a, b] {
+            if !allowed.contains(&c) {
+                return Err(format!("--cpus: CPU {c} is not available here"));
+            }
+        }
+        Ok([a, b])
+    }
+}
+
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// A JSON result file written by `commperf bench --format json`
+    pub file: PathBuf,
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+/// Clap's message up to its first blank line (the usage and tip that follow are dropped), joined
+/// into one line: `the following required arguments were not provided: --token <TOKEN>`.
+pub fn one_line(e: &clap::Error) -> String {
+    let text = e.render().to_string();
+    let head: Vec<&str> =
+        text.lines().take_while(|l| !l.trim().is_empty()).map(str::trim).collect();
+    let joined = head.join(" ");
+    joined.strip_prefix("error: ").unwrap_or(&joined).to_string()
+}
+
+/// Prints a clap error as one line (exit 2), or help/version as clap would (exit 0).
+pub fn clap_exit(e: clap::Error) -> ExitCode {
+    use clap::error::ErrorKind::*;
+    match e.kind() {
+        DisplayHelp | DisplayVersion | DisplayHelpOnMissingArgumentOrSubcommand => {
+            let _ = e.print();
+            if e.kind() == DisplayHelpOnMissingArgumentOrSubcommand {
+                ExitCode::from(2)
+            } else {
+                ExitCode::SUCCESS
+            }
+        }
+        _ => {
+            eprintln!("commperf: {}", one_line(&e));
+            ExitCode::from(2)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn command_line_definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn options_become_a_validated_config() {
+        let cli = Cli::try_parse_from([
+            "commperf", "bench", "latency", "all", "-t", "uds,shm", "--mode", "poll,block",
+            "--sizes", "1:8,1M", "--iters", "7", "--cpus", "0,0", "--shm-single-copy", "never",
+        ])
+        .unwrap();
+        let Command::Bench(b) = cli.command else { panic!("bench expected") };
+        let c = b.to_config().unwrap();
+        assert_eq!(c.benchmarks, Benchmark::ALL.to_vec());
+        assert_eq!(c.transports, vec![TransportKind::Uds, TransportKind::Shm]);
+        assert_eq!(c.modes, vec![Mode::Poll, Mode::Block]);
+        assert_eq!(c.sizes, vec![1, 2, 4, 8, 1 << 20]);
+        assert_eq!(c.iterations, Some(7));
+        assert_eq!(c.cpus, Some((0, 0)));
+        assert_eq!(c.shm_single_copy_from, None);
+    }
+
+    #[test]
+    fn bad_values_are_refused_with_the_option_named() {
+        for (args, needle) in [
+            (vec!["-t", "rdma"], "unknown transport 'rdma' (allowed: shm tcp uds)"),
+            (vec!["--mode", "spin"], "unknown mode 'spin' (allowed: poll block)"),
+            (vec!["--sizes", "8:1"], "range '8:1' is empty or reversed"),
+            (vec!["--sizes", "9223372036854775808"], "too large"),
+            (vec!["--window", "0"], "--window"),
+            (vec!["--iters", "0"], "must be at least 1"),
+            (vec!["--cpus", "1"], "not two CPU numbers"),
+            (vec!["--peer", "h:1"], "--token"),
+            (vec!["latenzy"], "unknown benchmark 'latenzy'"),
+        ] {
+            let mut argv = vec!["commperf", "bench"];
+            argv.extend(args.iter().copied());
+            let line = one_line(&Cli::try_parse_from(&argv).unwrap_err());
+            assert!(line.contains(needle), "{argv:?}: {line}");
+            assert!(!line.contains('\n'));
+        }
+    }
+}

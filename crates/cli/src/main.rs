@@ -1,0 +1,123 @@
+//! `commperf`: the one binary. Parses the command line with clap, turns it into the validated
+//! configurations the library crates take (they never see clap), and prints errors as one
+//! `commperf: …` line: exit 2 for a bad option value, 1 for a failure while running.
+
+mod cli;
+mod output;
+mod progress;
+
+use anyhow::{Context, Result};
+use clap::Parser;
+use cli::{Cli, Command};
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    let args = match Cli::try_parse() {
+        Ok(a) => a,
+        Err(e) => return cli::clap_exit(e),
+    };
+    let r = match args.command {
+        Command::Bench(b) => match b.to_config() {
+            Ok(cfg) => run_bench(&b, cfg),
+            Err(e) => return usage_error(e),
+        },
+        Command::Serve(s) => serve(&s),
+        Command::Limits(l) => match l.cpus() {
+            Ok(cpus) => limits(&l, cpus),
+            Err(e) => return usage_error(e),
+        },
+        Command::Report(r) => report(&r),
+        Command::Peer => peer(),
+    };
+    match r {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("commperf: {e:#}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+fn usage_error(e: impl std::fmt::Display) -> ExitCode {
+    eprintln!("commperf: {e}");
+    ExitCode::from(2)
+}
+
+fn run_bench(b: &cli::BenchArgs, cfg: commperf_bench::BenchConfig) -> Result<()> {
+    let mut progress = progress::TtyProgress::new();
+    let report = commperf_bench::run(&cfg, &mut progress).context("benchmark run failed")?;
+    output::emit(&report, b.output.format, b.output.out.as_deref())
+}
+
+fn serve(s: &cli::ServeArgs) -> Result<()> {
+    use commperf_transport::launch::Server;
+    use std::io::Write;
+    let server = Server::bind(s.listen, s.token.clone())
+        .with_context(|| format!("--listen {}", s.listen))?;
+    let addr = server.local_addr();
+    {
+        let mut out = std::io::stdout().lock();
+        writeln!(out, "commperf serve: listening on {addr}")?;
+        writeln!(out, "token: {}", server.token())?;
+        writeln!(out, "run: commperf bench --peer {addr} --token {}", server.token())?;
+        out.flush()?;
+    }
+    loop {
+        match server.accept(std::time::Duration::from_secs(10)) {
+            Ok((mut ctrl, _hello)) => {
+                let who = ctrl.peer().to_string();
+                eprintln!("commperf serve: session with {who} started");
+                ctrl.set_timeout(std::time::Duration::from_secs(600))?;
+                match commperf_bench::serve_session(&mut ctrl, server.token(), addr.ip()) {
+                    Ok(()) => eprintln!("commperf serve: session with {who} finished"),
+                    Err(e) => eprintln!("commperf serve: session with {who} failed: {e:#}"),
+                }
+                if s.once {
+                    return Ok(());
+                }
+            }
+            Err(e) => eprintln!("commperf serve: {e:#}"),
+        }
+    }
+}
+
+fn limits(l: &cli::LimitsArgs, cpus: [usize; 2]) -> Result<()> {
+    let clock = commperf_transport::clock::Clock::calibrate();
+    let lim = commperf_bench::limits::measure(&clock, cpus)?;
+    let text = match l.format {
+        output::Format::Json => serde_json::to_string_pretty(&lim)? + "\n",
+        _ => format!(
+            "# commperf limits | cpus {} and {}\n\
+             cache-line one-way (us)      {:.3}\n\
+             memcpy in cache (MB/s)       {:.0}   ({} KiB buffers)\n\
+             memcpy out of cache (MB/s)   {:.0}   ({} MiB buffers)\n",
+            cpus[0],
+            cpus[1],
+            lim.cacheline_one_way_us,
+            lim.memcpy_in_cache_mb_per_s,
+            lim.memcpy_in_cache_bytes >> 10,
+            lim.memcpy_out_of_cache_mb_per_s,
+            lim.memcpy_out_of_cache_bytes >> 20
+        ),
+    };
+    print!("{text}");
+    Ok(())
+}
+
+fn report(r: &cli::ReportArgs) -> Result<()> {
+    let text = std::fs::read_to_string(&r.file)
+        .with_context(|| format!("reading {}", r.file.display()))?;
+    let rep = commperf_report::load_json(&text).with_context(|| r.file.display().to_string())?;
+    output::emit(&rep, r.output.format, r.output.out.as_deref())
+}
+
+fn peer() -> Result<()> {
+    use commperf_transport::launch;
+    let token = std::env::var("COMMPERF_SESSION_TOKEN").unwrap_or_default();
+    let mut ctrl = launch::inherited_control(launch::PEER_CONTROL_FD)?;
+    launch::server_handshake(&mut ctrl, &token)?;
+    ctrl.set_timeout(std::time::Duration::from_secs(600))?;
+    commperf_bench::serve_session(&mut ctrl, &token, std::net::Ipv4Addr::LOCALHOST.into())
+        .context("peer session")?;
+    Ok(())
+}

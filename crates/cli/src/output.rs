@@ -1,0 +1,66 @@
+//! Where results go: stdout and/or a file, in the chosen format. Files are written to a
+//! temporary name and renamed, so a full disk or a crash never leaves half a result file.
+
+use anyhow::{Context, Result};
+use clap::Args;
+use commperf_core::Report;
+pub use commperf_report::Format;
+use std::io::Write;
+use std::path::Path;
+
+#[derive(Debug, Args)]
+pub struct OutputArgs {
+    /// Output format: table, json, csv, md [default: table, or from the -o file's extension]
+    #[arg(long, value_name = "FORMAT")]
+    pub format: Option<Format>,
+    /// Write the results to FILE (the table still goes to stdout)
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    pub out: Option<std::path::PathBuf>,
+}
+
+fn format_for(path: &Path) -> Format {
+    match path.extension().and_then(|e| e.to_str()) {
+        Some("json") => Format::Json,
+        Some("csv") => Format::Csv,
+        Some("md") => Format::Md,
+        _ => Format::Table,
+    }
+}
+
+/// Prints and/or writes `report` as asked.
+pub fn emit(report: &Report, format: Option<Format>, out: Option<&Path>) -> Result<()> {
+    match out {
+        None => {
+            let text = commperf_report::render(report, format.unwrap_or(Format::Table));
+            let mut o = std::io::stdout().lock();
+            o.write_all(text.as_bytes()).and_then(|_| o.flush()).context("writing to stdout")?;
+        }
+        Some(path) => {
+            let f = format.unwrap_or_else(|| format_for(path));
+            write_atomically(path, commperf_report::render(report, f).as_bytes())?;
+            let table = commperf_report::render(report, Format::Table);
+            print!("{table}");
+            eprintln!("commperf: wrote {} ({})", path.display(), f.as_str());
+        }
+    }
+    Ok(())
+}
+
+fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
+    let tmp = path.with_file_name(format!(
+        ".{}.tmp{}",
+        path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(),
+        std::process::id()
+    ));
+    let r = (|| -> std::io::Result<()> {
+        let mut f = std::fs::File::create(&tmp)?;
+        f.write_all(bytes)?;
+        f.sync_all()?;
+        std::fs::rename(&tmp, path)
+    })();
+    if let Err(e) = r {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(e).with_context(|| format!("writing {}", path.display()));
+    }
+    Ok(())
+}

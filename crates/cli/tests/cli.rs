@@ -1,0 +1,318 @@
+//! End-to-end tests of the `commperf` binary: real processes, real shared memory and sockets.
+
+use serde_json::Value;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+fn exe() -> &'static str {
+    env!("CARGO_BIN_EXE_commperf")
+}
+
+fn commperf(args: &[&str]) -> Output {
+    Command::new(exe()).args(args).output().expect("run commperf")
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn json_of(o: &Output) -> Value {
+    assert!(o.status.success(), "commperf failed: {}", stderr(o));
+    serde_json::from_slice(&o.stdout).expect("stdout is JSON")
+}
+
+fn f(v: &Value, k: &str) -> f64 {
+    v[k].as_f64().unwrap_or_else(|| panic!("{k} missing in {v}"))
+}
+
+#[test]
+fn bench_writes_the_documented_json_schema() {
+    let o = commperf(&[
+        "bench", "latency", "bw", "bibw", "mr", "-t", "shm,uds", "--sizes", "1,4K", "--iters", "300",
+        "--window", "8", "--format", "json",
+    ]);
+    let v = json_of(&o);
+    assert_eq!(v["schema_version"], 1);
+    assert!(v["machine"]["cpu_model"].is_string());
+    assert!(v["machine"]["cores"].as_u64().unwrap() >= 1);
+    assert!(f(&v["machine"]["timer"], "cost_ns") > 0.0);
+    let rows = v["results"].as_array().unwrap();
+    assert_eq!(rows.len(), 4 * 2 * 2, "benchmarks × transports × sizes");
+    for r in rows {
+        assert_eq!(r["iterations"], 300);
+        assert!(["shm", "uds"].contains(&r["transport"].as_str().unwrap()));
+        let size = r["size_bytes"].as_u64().unwrap();
+        match r["benchmark"].as_str().unwrap() {
+            "latency" => {
+                let (min, p50, p90, p99, max, mean) = (
+                    f(r, "min_us"),
+                    f(r, "p50_us"),
+                    f(r, "p90_us"),
+                    f(r, "p99_us"),
+                    f(r, "max_us"),
+                    f(r, "mean_us"),
+                );
+                assert!(min > 0.0 && min <= p50 && p50 <= p90 && p90 <= p99 && p99 <= max, "{r}");
+                assert!(min <= mean && mean <= max, "{r}");
+                assert!(r.get("mb_per_s").is_none());
+            }
+            "bw" | "mr" | "bibw" => {
+                assert_eq!(r["window"], 8);
+                let (mb, msgs) = (f(r, "mb_per_s"), f(r, "msgs_per_s"));
+                // The two figures describe the same transfer: MB/s = msgs/s × size / 1e6.
+                let want = msgs * size as f64 / 1e6;
+                assert!((mb - want).abs() <= 1e-9 * want.max(1.0), "{mb} vs {want}");
+                assert!(r.get("p50_us").is_none());
+            }
+            other => panic!("unexpected benchmark {other}"),
+        }
+    }
+    // Local runs pin both ends to different CPUs when there are two, and say so.
+    if std::thread::available_parallelism().unwrap().get() >= 2 {
+        assert_eq!(v["placement"]["pinned"], true);
+        assert_ne!(v["placement"]["local_cpu"], v["placement"]["peer_cpu"]);
+        let lim = &v["limits"];
+        assert!(f(lim, "cacheline_one_way_us") > 0.0);
+        // shm latency rows at ≤ 32 B carry their efficiency = limit / p50.
+        let shm1 = rows
+            .iter()
+            .find(|r| r["benchmark"] == "latency" && r["transport"] == "shm" && r["size_bytes"] == 1)
+            .unwrap();
+        let eff = f(shm1, "efficiency");
+        assert!((eff - f(lim, "cacheline_one_way_us") / f(shm1, "p50_us")).abs() < 1e-9);
+    }
+}
+
+#[test]
+fn bad_option_values_exit_2_with_one_line_naming_the_option() {
+    for (args, needles) in [
+        (vec!["bench", "-t", "rdma"], vec!["--transport", "allowed: shm tcp uds"]),
+        (vec!["bench", "--sizes", "9223372036854775808"], vec!["--sizes", "too large"]),
+        (vec!["bench", "--sizes", "2G"], vec!["--sizes", "exceeds the largest supported"]),
+        (vec!["bench", "--window", "0"], vec!["--window"]),
+        (vec!["bench", "--mode", "spin"], vec!["--mode", "allowed: poll block"]),
+        (vec!["bench", "--cpus", "0,9999"], vec!["--cpus", "9999"]),
+        (vec!["serve", "--listen", "nowhere"], vec!["--listen"]),
+        (vec!["bench", "--timeout", "-1"], vec!["--timeout"]),
+    ] {
+        let o = commperf(&args);
+        let e = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {e}");
+        assert_eq!(e.trim_end().lines().count(), 1, "{args:?}: one line, got {e:?}");
+        for n in needles {
+            assert!(e.contains(n), "{args:?}: {e:?} should mention {n}");
+        }
+    }
+}
+
+#[test]
+fn validate_reports_where_a_byte_was_corrupted() {
+    let o = Command::new(exe())
+        .args(["bench", "latency", "-t", "uds", "--sizes", "64", "--iters", "20", "--validate"])
+        .env("COMMPERF_TEST_CORRUPT", "5:3")
+        .output()
+        .unwrap();
+    let e = stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{e}");
+    assert!(e.contains("message 5, byte 3"), "{e}");
+    assert!(e.contains("latency 64 B over uds"), "{e}");
+    // Without corruption the same run validates cleanly.
+    let o = commperf(&["bench", "latency", "bibw", "-t", "shm", "--sizes", "1,100000", "--iters", "20", "--validate", "--format", "json"]);
+    let v = json_of(&o);
+    assert!(v["results"].as_array().unwrap().iter().all(|r| r["validated"] == true));
+}
+
+fn children_of(pid: u32) -> Vec<u32> {
+    let mut out = Vec::new();
+    for t in std::fs::read_dir(format!("/proc/{pid}/task")).into_iter().flatten().flatten() {
+        if let Ok(s) = std::fs::read_to_string(t.path().join("children")) {
+            out.extend(s.split_whitespace().filter_map(|x| x.parse::<u32>().ok()));
+        }
+    }
+    out
+}
+
+fn alive(pid: u32) -> bool {
+    // A zombie counts as gone.
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .map(|s| !s.rsplit(')').next().unwrap_or("").trim_start().starts_with('Z'))
+        .unwrap_or(false)
+}
+
+fn wait_for_peer(c: &Child) -> u32 {
+    let start = Instant::now();
+    loop {
+        if let Some(&p) = children_of(c.id()).first() {
+            return p;
+        }
+        assert!(start.elapsed() < Duration::from_secs(10), "peer process never appeared");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn shm_segments_of(pid: u32) -> Vec<String> {
+    std::fs::read_dir("/dev/shm")
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with(&format!("commperf-{pid}-")))
+        .collect()
+}
+
+fn killed_peer(transport: &str, mode: &str) {
+    let mut c = Command::new(exe())
+        .args(["bench", "latency", "-t", transport, "--mode", mode, "--sizes", "256K", "--iters"])
+        .arg("100000000")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let peer = wait_for_peer(&c);
+    std::thread::sleep(Duration::from_millis(2000)); // past set-up and limits, into the timed loop
+    // SAFETY: kill(2) with a pid we just read.
+    unsafe { libc::kill(peer as i32, libc::SIGKILL) };
+    let killed_at = Instant::now();
+    let status = loop {
+        if let Some(s) = c.try_wait().unwrap() {
+            break s;
+        }
+        if killed_at.elapsed() > Duration::from_secs(5) {
+            let _ = c.kill();
+            panic!("{transport}/{mode}: commperf still running 5 s after its peer died");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    let mut e = String::new();
+    c.stderr.take().unwrap().read_to_string(&mut e).unwrap();
+    assert_eq!(status.code(), Some(1), "{e}");
+    assert!(e.contains(&format!("latency 262144 B over {transport} ({mode})")), "phase named: {e}");
+    assert!(e.contains(&peer.to_string()) || e.contains("peer"), "peer named: {e}");
+    assert_eq!(e.trim_end().lines().count(), 1, "one error line: {e}");
+    assert!(!alive(peer), "peer process left behind");
+    assert!(shm_segments_of(c.id()).is_empty(), "shared-memory segment left behind");
+}
+
+#[test]
+fn killed_peer_is_reported_within_5_s_shm_poll() {
+    killed_peer("shm", "poll");
+}
+
+#[test]
+fn killed_peer_is_reported_within_5_s_shm_block() {
+    killed_peer("shm", "block");
+}
+
+#[test]
+fn killed_peer_is_reported_within_5_s_tcp() {
+    killed_peer("tcp", "poll");
+}
+
+#[test]
+fn killed_client_takes_its_peer_along() {
+    let mut c = Command::new(exe())
+        .args(["bench", "latency", "-t", "shm", "--sizes", "8", "--iters", "1000000000"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let peer = wait_for_peer(&c);
+    std::thread::sleep(Duration::from_millis(300));
+    c.kill().unwrap();
+    c.wait().unwrap();
+    let start = Instant::now();
+    while alive(peer) {
+        assert!(start.elapsed() < Duration::from_secs(5), "orphaned peer {peer} still running");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(shm_segments_of(c.id()).is_empty());
+}
+
+struct Served {
+    child: Child,
+    addr: String,
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn serve(token: &str) -> Served {
+    let mut child = Command::new(exe())
+        .args(["serve", "--listen", "127.0.0.1:0", "--token", token])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    BufReader::new(child.stdout.take().unwrap()).read_line(&mut first).unwrap();
+    let addr = first.trim().rsplit(' ').next().unwrap().to_string();
+    assert!(addr.starts_with("127.0.0.1:"), "{first}");
+    Served { child, addr }
+}
+
+#[test]
+fn serve_refuses_a_wrong_token_and_keeps_serving() {
+    let s = serve("right-token");
+    let o = commperf(&["bench", "latency", "-t", "tcp", "--sizes", "8", "--iters", "50", "--peer", &s.addr, "--token", "wrong"]);
+    let e = stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{e}");
+    assert!(e.contains("refused the session: wrong session token"), "{e}");
+    // A client speaking another protocol version is refused with a message, too.
+    let mut raw = std::net::TcpStream::connect(&s.addr).unwrap();
+    let hello = br#"{"type":"hello","magic":"commperf","protocol":99,"version":"9.9","token":"right-token"}"#;
+    raw.write_all(&(hello.len() as u32).to_le_bytes()).unwrap();
+    raw.write_all(hello).unwrap();
+    let mut len = [0u8; 4];
+    raw.read_exact(&mut len).unwrap();
+    let mut body = vec![0u8; u32::from_le_bytes(len) as usize];
+    raw.read_exact(&mut body).unwrap();
+    let reply: Value = serde_json::from_slice(&body).unwrap();
+    assert_eq!(reply["type"], "refused");
+    assert!(reply["reason"].as_str().unwrap().contains("protocol version 99"), "{reply}");
+    drop(raw);
+    // A frame announcing 4 GiB is refused without allocating it; the server lives on.
+    let mut raw = std::net::TcpStream::connect(&s.addr).unwrap();
+    raw.write_all(&u32::MAX.to_le_bytes()).unwrap();
+    drop(raw);
+    // And the right token still gets a full run, over both tcp and uds.
+    let o = commperf(&[
+        "bench", "latency", "bw", "-t", "tcp,uds", "--sizes", "8,64K", "--iters", "50", "--peer", &s.addr,
+        "--token", "right-token", "--format", "json",
+    ]);
+    let v = json_of(&o);
+    assert_eq!(v["results"].as_array().unwrap().len(), 8);
+    assert_eq!(v["options"]["launcher"], "peer");
+    assert_eq!(v["options"]["peer"], s.addr.as_str());
+}
+
+#[test]
+fn output_files_and_report_rerendering() {
+    let dir = std::env::temp_dir().join(format!("commperf-cli-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let json = dir.join("run.json");
+    let o = commperf(&["bench", "latency", "-t", "uds", "--sizes", "1,2,4", "--iters", "100", "-o", json.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let table = String::from_utf8(o.stdout).unwrap();
+    assert!(table.contains("# commperf latency | transport uds | mode poll"), "{table}");
+    let csv = commperf(&["report", json.to_str().unwrap(), "--format", "csv"]);
+    assert!(csv.status.success(), "{}", stderr(&csv));
+    let text = String::from_utf8(csv.stdout).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(lines[0].starts_with("benchmark,transport,mode,size_bytes"), "{text}");
+    assert_eq!(lines.len(), 1 + 3, "header and three sizes");
+    // An unwritable output is an error naming the file, and leaves nothing behind.
+    let bad = dir.join("no-such-dir").join("x.json");
+    let o = commperf(&["bench", "latency", "-t", "uds", "--sizes", "1", "--iters", "10", "-o", bad.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains(&bad.display().to_string()), "{}", stderr(&o));
+    // A malformed result file names the file and the position.
+    std::fs::write(dir.join("bad.json"), "{\"schema_version\": 1,\n  oops").unwrap();
+    let o = commperf(&["report", dir.join("bad.json").to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("bad.json") && stderr(&o).contains("2:"), "{}", stderr(&o));
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -1,0 +1,667 @@
+//! Getting two ends connected: a control channel, a versioned handshake, and data-channel setup
+//! for every realization, whether the peer is a process we started (`local`) or a
+//! `commperf serve` on another host (`peer`).
+//!
+//! The control channel carries small length-prefixed JSON messages (bounded: a peer cannot make
+//! us allocate more than [`MAX_CONTROL`] bytes). The client decides every option and the server
+//! follows; the server is the side that listens or creates, the client the side that connects or
+//! attaches, so the same code serves the local and the two-host case. Every data channel's first
+//! message is the session token, so a stranger who finds the listening port gets nothing.
+
+use crate::sys::shm::{self, ShmEndpoint, ShmOptions};
+use crate::sys::tcp::{self, TcpEndpoint};
+use crate::sys::uds::{self, UdsEndpoint};
+use crate::{Endpoint, EndpointConfig, TransportError};
+use commperf_core::{Mode, TransportKind};
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use std::io::{self, Read, Write};
+use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::PathBuf;
+use std::process::{Child, Command};
+use std::time::{Duration, Instant};
+
+/// Version of the control protocol; both ends must speak the same.
+pub const PROTOCOL_VERSION: u32 = 1;
+/// Largest control message accepted.
+pub const MAX_CONTROL: usize = 1 << 20;
+const MAGIC: &str = "commperf";
+/// Tag of the token message that opens every data channel.
+pub const TOKEN_TAG: u32 = 0xC0DE_70CE;
+
+/// Errors of the launch layer.
+#[derive(Debug, thiserror::Error)]
+pub enum LaunchError {
+    #[error("control channel to {peer}: {cause}")]
+    Control { peer: String, cause: io::Error },
+    #[error("control channel to {peer}: peer closed the connection{}", phase_suffix(.phase))]
+    ControlClosed { peer: String, phase: String },
+    #[error("control message from {peer} is malformed: {what}")]
+    Malformed { peer: String, what: String },
+    #[error("{peer} refused the session: {reason}")]
+    Refused { peer: String, reason: String },
+    #[error("{peer} reported an error: {message}")]
+    Remote { peer: String, message: String },
+    #[error(transparent)]
+    Transport(#[from] TransportError),
+    #[error("{what}: {cause}")]
+    Io { what: String, cause: io::Error },
+}
+
+fn phase_suffix(p: &str) -> String {
+    if p.is_empty() {
+        String::new()
+    } else {
+        format!(" during {p}")
+    }
+}
+
+/// A stream that can carry the control channel.
+pub trait ControlStream: Read + Write + Send + std::fmt::Debug {
+    fn set_timeout(&self, t: Option<Duration>) -> io::Result<()>;
+}
+
+impl ControlStream for TcpStream {
+    fn set_timeout(&self, t: Option<Duration>) -> io::Result<()> {
+        self.set_read_timeout(t)?;
+        self.set_write_timeout(t)
+    }
+}
+
+impl ControlStream for UnixStream {
+    fn set_timeout(&self, t: Option<Duration>) -> io::Result<()> {
+        self.set_read_timeout(t)?;
+        self.set_write_timeout(t)
+    }
+}
+
+/// The control channel: framed JSON messages with a bound and a timeout.
+#[derive(Debug)]
+pub struct Control {
+    stream: Box<dyn ControlStream>,
+    peer: String,
+    phase: String,
+}
+
+impl Control {
+    pub fn new(stream: Box<dyn ControlStream>, peer: String) -> Self {
+        Control { stream, peer, phase: String::new() }
+    }
+
+    /// Names the peer in every later error.
+    pub fn peer(&self) -> &str {
+        &self.peer
+    }
+
+    pub fn set_peer(&mut self, peer: String) {
+        self.peer = peer;
+    }
+
+    /// What the session is doing now, named in a closed-connection error.
+    pub fn set_phase(&mut self, phase: impl Into<String>) {
+        self.phase = phase.into();
+    }
+
+    /// Sets the longest wait for a message.
+    pub fn set_timeout(&mut self, t: Duration) -> Result<(), LaunchError> {
+        self.stream.set_timeout(Some(t)).map_err(|e| self.err(e))
+    }
+
+    fn err(&self, e: io::Error) -> LaunchError {
+        match e.kind() {
+            io::ErrorKind::UnexpectedEof
+            | io::ErrorKind::ConnectionReset
+            | io::ErrorKind::BrokenPipe => {
+                LaunchError::ControlClosed { peer: self.peer.clone(), phase: self.phase.clone() }
+            }
+            io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut => LaunchError::Control {
+                peer: self.peer.clone(),
+                cause: io::Error::new(
+                    io::ErrorKind::TimedOut,
+                    format!("no answer{} (timed out)", phase_suffix(&self.phase)),
+                ),
+            },
+            _ => LaunchError::Control { peer: self.peer.clone(), cause: e },
+        }
+    }
+
+    /// Sends one message.
+    pub fn send<T: Serialize>(&mut self, msg: &T) -> Result<(), LaunchError> {
+        let body = serde_json::to_vec(msg).expect("control messages serialize");
+        let mut frame = Vec::with_capacity(4 + body.len());
+        frame.extend_from_slice(&(body.len() as u32).to_le_bytes());
+        frame.extend_from_slice(&body);
+        self.stream.write_all(&frame).and_then(|_| self.stream.flush()).map_err(|e| self.err(e))
+    }
+
+    /// Receives one message, refusing frames above [`MAX_CONTROL`] before allocating them.
+    pub fn recv<T: DeserializeOwned>(&mut self) -> Result<T, LaunchError> {
+        let mut len = [0u8; 4];
+        self.stream.read_exact(&mut len).map_err(|e| self.err(e))?;
+        let len = u32::from_le_bytes(len) as usize;
+        if len > MAX_CONTROL {
+            return Err(LaunchError::Malformed {
+                peer: self.peer.clone(),
+                what: format!("frame of {len} bytes exceeds the {MAX_CONTROL}-byte limit"),
+            });
+        }
+        let mut body = vec![0u8; len];
+        self.stream.read_exact(&mut body).map_err(|e| self.err(e))?;
+        serde_json::from_slice(&body)
+            .map_err(|e| LaunchError::Malformed { peer: self.peer.clone(), what: e.to_string() })
+    }
+}
+
+/// Messages of the handshake and data-channel setup.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum SetupMsg {
+    Hello { magic: String, protocol: u32, version: String, token: String },
+    Welcome { protocol: u32, version: String, pid: u32, hostname: String },
+    Refused { reason: String },
+    /// Client → server: build a data channel like this.
+    Data(DataSpec),
+    /// Server → client: where to connect or attach.
+    Offer { address: String },
+    /// Server → client: the data channel is up and the token checked.
+    DataReady,
+    /// Either way: something failed; the session ends.
+    Error { message: String },
+}
+
+/// How to build a data channel; chosen by the client.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DataSpec {
+    pub transport: TransportKind,
+    pub mode: Mode,
+    pub max_message: usize,
+    pub idle_timeout_ms: u64,
+    pub shm_ring_bytes: usize,
+    pub shm_frag_bytes: usize,
+    pub shm_single_copy_from: Option<usize>,
+}
+
+impl DataSpec {
+    pub fn new(transport: TransportKind, mode: Mode, max_message: usize) -> Self {
+        let o = ShmOptions::default();
+        DataSpec {
+            transport,
+            mode,
+            max_message,
+            idle_timeout_ms: 60_000,
+            shm_ring_bytes: o.ring_bytes,
+            shm_frag_bytes: o.frag_bytes,
+            shm_single_copy_from: o.single_copy_from,
+        }
+    }
+
+    pub fn endpoint_config(&self) -> EndpointConfig {
+        EndpointConfig {
+            mode: self.mode,
+            max_message: self.max_message,
+            idle_timeout: Duration::from_millis(self.idle_timeout_ms),
+        }
+    }
+
+    fn shm_options(&self) -> ShmOptions {
+        ShmOptions {
+            ring_bytes: self.shm_ring_bytes,
+            frag_bytes: self.shm_frag_bytes,
+            single_copy_from: self.shm_single_copy_from,
+        }
+    }
+}
+
+/// What the server learned about the client in the handshake.
+#[derive(Debug, Clone)]
+pub struct ClientHello {
+    pub version: String,
+}
+
+/// What the client learned about the server.
+#[derive(Debug, Clone)]
+pub struct ServerHello {
+    pub version: String,
+    pub pid: u32,
+    pub hostname: String,
+}
+
+/// A fresh random session token (128 bits, hex).
+pub fn new_token() -> String {
+    let mut b = [0u8; 16];
+    let ok = std::fs::File::open("/dev/urandom").and_then(|mut f| f.read_exact(&mut b)).is_ok();
+    assert!(ok, "/dev/urandom is unreadable: cannot make a session token");
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+fn same_token(a: &str, b: &str) -> bool {
+    // Length leaks nothing useful (tokens have a fixed length); compare every byte regardless.
+    a.len() == b.len() && a.bytes().zip(b.bytes()).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+/// Local hostname, for reports and welcome messages.
+pub fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|s| s.trim().to_string())
+        .unwrap_or_else(|_| "unknown".into())
+}
+
+/// Client side of the handshake.
+pub fn client_handshake(ctrl: &mut Control, token: &str) -> Result<ServerHello, LaunchError> {
+    ctrl.set_phase("handshake");
+    ctrl.send(&SetupMsg::Hello {
+        magic: MAGIC.into(),
+        protocol: PROTOCOL_VERSION,
+        version: env!("CARGO_PKG_VERSION").into(),
+        token: token.into(),
+    })?;
+    match ctrl.recv::<SetupMsg>()? {
+        SetupMsg::Welcome { protocol, version, pid, hostname } if protocol == PROTOCOL_VERSION => {
+            Ok(ServerHello { version, pid, hostname })
+        }
+        SetupMsg::Welcome { protocol, version, .. } => Err(LaunchError::Refused {
+            peer: ctrl.peer().into(),
+            reason: format!(
+                "it speaks protocol {protocol} (commperf {version}), we speak {PROTOCOL_VERSION}"
+            ),
+        }),
+        SetupMsg::Refused { reason } => Err(LaunchError::Refused { peer: ctrl.peer().into(), reason }),
+        other => Err(unexpected(ctrl, &other)),
+    }
+}
+
+fn unexpected(ctrl: &Control, m: &SetupMsg) -> LaunchError {
+    LaunchError::Malformed { peer: ctrl.peer().into(), what: format!("unexpected message {m:?}") }
+}
+
+/// Server side of the handshake: refuses (with a message to the client) a wrong magic, protocol
+/// version or token.
+pub fn server_handshake(ctrl: &mut Control, token: &str) -> Result<ClientHello, LaunchError> {
+    ctrl.set_phase("handshake");
+    let refuse = |ctrl: &mut Control, reason: String| {
+        let _ = ctrl.send(&SetupMsg::Refused { reason: reason.clone() });
+        Err(LaunchError::Refused { peer: ctrl.peer().into(), reason })
+    };
+    match ctrl.recv::<SetupMsg>() {
+        Ok(SetupMsg::Hello { magic, protocol, version, token: t }) => {
+            if magic != MAGIC {
+                return refuse(ctrl, format!("not a commperf client (magic '{magic}')"));
+            }
+            if protocol != PROTOCOL_VERSION {
+                return refuse(
+                    ctrl,
+                    format!(
+                        "protocol version {protocol} (commperf {version}) is not supported; this \
+                         server speaks {PROTOCOL_VERSION} (commperf {})",
+                        env!("CARGO_PKG_VERSION")
+                    ),
+                );
+            }
+            if !same_token(&t, token) {
+                return refuse(ctrl, "wrong session token".into());
+            }
+            ctrl.send(&SetupMsg::Welcome {
+                protocol: PROTOCOL_VERSION,
+                version: env!("CARGO_PKG_VERSION").into(),
+                pid: std::process::id(),
+                hostname: hostname(),
+            })?;
+            Ok(ClientHello { version })
+        }
+        Ok(other) => refuse(ctrl, format!("expected a hello, got {other:?}")),
+        Err(e @ LaunchError::Malformed { .. }) => {
+            let _ = ctrl.send(&SetupMsg::Refused { reason: e.to_string() });
+            Err(e)
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// A connected endpoint of any realization; benchmarks dispatch on it once, outside their loops.
+#[derive(Debug)]
+pub enum AnyEndpoint {
+    Shm(ShmEndpoint),
+    Tcp(TcpEndpoint),
+    Uds(UdsEndpoint),
+}
+
+/// Runs `$body` with `$e` bound to the concrete endpoint inside an [`AnyEndpoint`], so the code
+/// in `$body` is monomorphized per realization.
+#[macro_export]
+macro_rules! with_endpoint {
+    ($any:expr, $e:ident => $body:expr) => {
+        match $any {
+            $crate::launch::AnyEndpoint::Shm($e) => $body,
+            $crate::launch::AnyEndpoint::Tcp($e) => $body,
+            $crate::launch::AnyEndpoint::Uds($e) => $body,
+        }
+    };
+}
+
+impl AnyEndpoint {
+    pub fn info(&self) -> &crate::EndpointInfo {
+        with_endpoint!(self, e => e.info())
+    }
+}
+
+fn accept_within<L, S>(
+    what: &str,
+    fd: i32,
+    timeout: Duration,
+    accept: impl FnOnce() -> io::Result<(S, L)>,
+) -> Result<(S, L), LaunchError> {
+    let mut p = libc::pollfd { fd, events: libc::POLLIN, revents: 0 };
+    // SAFETY: one valid pollfd for the listener's fd.
+    let r = unsafe { libc::poll(&mut p, 1, timeout.as_millis().min(i32::MAX as u128) as i32) };
+    if r <= 0 {
+        return Err(LaunchError::Io {
+            what: format!("waiting for the data connection on {what}"),
+            cause: io::Error::new(io::ErrorKind::TimedOut, "the client never connected"),
+        });
+    }
+    accept().map_err(|e| LaunchError::Io { what: format!("accept on {what}"), cause: e })
+}
+
+fn check_token<E: Endpoint>(e: &mut E, token: &str) -> Result<(), LaunchError> {
+    let mut buf = [0u8; 64];
+    let peer = e.info().peer.clone();
+    let bad = || LaunchError::Refused {
+        peer,
+        reason: "the data channel did not present the session token".into(),
+    };
+    match e.recv(&mut buf) {
+        Ok(i) if i.tag == TOKEN_TAG && same_token(std::str::from_utf8(&buf[..i.len]).unwrap_or(""), token) => {
+            Ok(())
+        }
+        Ok(_) | Err(TransportError::Truncated { .. }) => Err(bad()),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Server side: builds the data channel the client asked for, listening on `bind_ip` for
+/// sockets, and checks the token on it. Reports failures to the client before returning them.
+pub fn serve_data(
+    ctrl: &mut Control,
+    spec: &DataSpec,
+    bind_ip: IpAddr,
+    token: &str,
+) -> Result<AnyEndpoint, LaunchError> {
+    ctrl.set_phase(format!("{} data channel setup", spec.transport));
+    let r = serve_data_inner(ctrl, spec, bind_ip, token);
+    match r {
+        Ok(ep) => {
+            ctrl.send(&SetupMsg::DataReady)?;
+            Ok(ep)
+        }
+        Err(e) => {
+            let _ = ctrl.send(&SetupMsg::Error { message: format!("{e:#}") });
+            Err(e)
+        }
+    }
+}
+
+fn serve_data_inner(
+    ctrl: &mut Control,
+    spec: &DataSpec,
+    bind_ip: IpAddr,
+    token: &str,
+) -> Result<AnyEndpoint, LaunchError> {
+    let cfg = spec.endpoint_config();
+    let wait = cfg.idle_timeout.min(Duration::from_secs(30));
+    match spec.transport {
+        TransportKind::Shm => {
+            shm::remove_stale_segments();
+            let seg = shm::ShmSegment::create(spec.shm_options(), spec.max_message)?;
+            ctrl.send(&SetupMsg::Offer { address: seg.name().into() })?;
+            let mut e = seg.accept(cfg, wait)?;
+            e.set_single_copy_from(spec.shm_single_copy_from);
+            check_token(&mut e, token)?;
+            Ok(AnyEndpoint::Shm(e))
+        }
+        TransportKind::Tcp => {
+            let l = tcp::listen(SocketAddr::new(bind_ip, 0))?;
+            let addr = l.local_addr().map_err(|e| LaunchError::Io { what: "listener".into(), cause: e })?;
+            ctrl.send(&SetupMsg::Offer { address: addr.to_string() })?;
+            let (s, from) = accept_within(&addr.to_string(), l.as_raw_fd(), wait, || l.accept())?;
+            let mut e = tcp::from_stream(s, cfg, from.to_string())?;
+            check_token(&mut e, token)?;
+            Ok(AnyEndpoint::Tcp(e))
+        }
+        TransportKind::Uds => {
+            let path = uds_path();
+            let l = UnixListener::bind(&path)
+                .map_err(|e| LaunchError::Io { what: format!("bind {}", path.display()), cause: e })?;
+            let _unlink = Unlink(path.clone());
+            ctrl.send(&SetupMsg::Offer { address: path.display().to_string() })?;
+            let (s, _) = accept_within(&path.display().to_string(), l.as_raw_fd(), wait, || l.accept())?;
+            let mut e = uds::from_stream(s, cfg, format!("{} via {}", ctrl.peer(), path.display()))?;
+            check_token(&mut e, token)?;
+            Ok(AnyEndpoint::Uds(e))
+        }
+    }
+}
+
+struct Unlink(PathBuf);
+impl Drop for Unlink {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+fn uds_path() -> PathBuf {
+    let dir = std::env::var_os("TMPDIR").map(PathBuf::from).unwrap_or_else(|| "/tmp".into());
+    dir.join(format!("commperf-{}-{}.sock", std::process::id(), &new_token()[..12]))
+}
+
+/// Client side: asks for a data channel, connects to what the server offers, presents the token
+/// and waits for the server's go-ahead.
+pub fn connect_data(
+    ctrl: &mut Control,
+    spec: &DataSpec,
+    token: &str,
+) -> Result<AnyEndpoint, LaunchError> {
+    ctrl.set_phase(format!("{} data channel setup", spec.transport));
+    ctrl.send(&SetupMsg::Data(*spec))?;
+    let address = match ctrl.recv::<SetupMsg>()? {
+        SetupMsg::Offer { address } => address,
+        SetupMsg::Error { message } => {
+            return Err(LaunchError::Remote { peer: ctrl.peer().into(), message })
+        }
+        other => return Err(unexpected(ctrl, &other)),
+    };
+    let cfg = spec.endpoint_config();
+    let mut ep = match spec.transport {
+        TransportKind::Shm => {
+            let mut e = shm::attach(&address, cfg).map_err(|e| match e {
+                TransportError::Io { op, cause } if cause.kind() == io::ErrorKind::NotFound => {
+                    LaunchError::Io {
+                        what: format!(
+                            "{op}: transport shm needs both ends on one host ({} is elsewhere?)",
+                            ctrl.peer()
+                        ),
+                        cause,
+                    }
+                }
+                e => e.into(),
+            })?;
+            e.set_single_copy_from(spec.shm_single_copy_from);
+            AnyEndpoint::Shm(e)
+        }
+        TransportKind::Tcp => {
+            let addr: SocketAddr = address.parse().map_err(|_| LaunchError::Malformed {
+                peer: ctrl.peer().into(),
+                what: format!("offered address '{address}' is not host:port"),
+            })?;
+            AnyEndpoint::Tcp(tcp::connect(addr, cfg)?)
+        }
+        TransportKind::Uds => AnyEndpoint::Uds(uds::connect(&address, cfg).map_err(|e| {
+            LaunchError::Io {
+                what: format!("transport uds needs both ends on one host; {e}"),
+                cause: io::Error::other("unix socket unreachable"),
+            }
+        })?),
+    };
+    with_endpoint!(&mut ep, e => e.send(TOKEN_TAG, token.as_bytes()))?;
+    match ctrl.recv::<SetupMsg>()? {
+        SetupMsg::DataReady => Ok(ep),
+        SetupMsg::Error { message } => Err(LaunchError::Remote { peer: ctrl.peer().into(), message }),
+        other => Err(unexpected(ctrl, &other)),
+    }
+}
+
+// ---- local peer process -------------------------------------------------------------------------
+
+/// The file descriptor number the local peer finds its control channel on.
+pub const PEER_CONTROL_FD: i32 = 3;
+
+/// A peer process started by this process. Killed and reaped on drop if still running, so no
+/// run leaves processes behind.
+#[derive(Debug)]
+pub struct LocalPeer {
+    child: Child,
+}
+
+impl LocalPeer {
+    /// Starts `exe args…` with the other end of a socketpair as fd 3, dying with us
+    /// (PR_SET_PDEATHSIG). Returns the peer and our end of the control channel.
+    pub fn spawn(
+        exe: &std::path::Path,
+        args: &[String],
+        envs: &[(&str, &str)],
+    ) -> Result<(LocalPeer, Control), LaunchError> {
+        let (ours, theirs) = UnixStream::pair()
+            .map_err(|e| LaunchError::Io { what: "socketpair for the peer".into(), cause: e })?;
+        let child_fd = theirs.as_raw_fd();
+        let parent = std::process::id() as i32;
+        let mut cmd = Command::new(exe);
+        cmd.args(args);
+        cmd.envs(envs.iter().copied());
+        // SAFETY: only async-signal-safe calls (dup2, prctl, getppid, _exit) run in the child
+        // between fork and exec.
+        unsafe {
+            use std::os::unix::process::CommandExt;
+            cmd.pre_exec(move || {
+                if libc::dup2(child_fd, PEER_CONTROL_FD) < 0 {
+                    return Err(io::Error::last_os_error());
+                }
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                // If we were orphaned before prctl took effect, leave now.
+                if libc::getppid() != parent {
+                    libc::_exit(1);
+                }
+                Ok(())
+            });
+        }
+        let child = cmd.spawn().map_err(|e| LaunchError::Io {
+            what: format!("starting the peer process {}", exe.display()),
+            cause: e,
+        })?;
+        drop(theirs);
+        let pid = child.id();
+        let ctrl = Control::new(Box::new(ours), format!("local peer process {pid}"));
+        Ok((LocalPeer { child }, ctrl))
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Waits up to `grace` for the peer to exit by itself, then kills it; always reaps.
+    pub fn finish(&mut self, grace: Duration) -> Option<std::process::ExitStatus> {
+        let start = Instant::now();
+        loop {
+            match self.child.try_wait() {
+                Ok(Some(st)) => return Some(st),
+                Ok(None) if start.elapsed() < grace => std::thread::sleep(Duration::from_millis(5)),
+                _ => break,
+            }
+        }
+        let _ = self.child.kill();
+        self.child.wait().ok()
+    }
+}
+
+impl Drop for LocalPeer {
+    fn drop(&mut self) {
+        self.finish(Duration::from_millis(200));
+    }
+}
+
+/// In the peer process: the control channel the parent left on fd 3.
+pub fn inherited_control(fd: i32) -> Result<Control, LaunchError> {
+    // SAFETY: fcntl F_GETFD only checks the fd is open.
+    if unsafe { libc::fcntl(fd, libc::F_GETFD) } < 0 {
+        return Err(LaunchError::Io {
+            what: format!("control fd {fd} (this command is started by 'commperf bench')"),
+            cause: io::Error::last_os_error(),
+        });
+    }
+    // SAFETY: the fd is open and handed to us by the parent; we become its only owner.
+    let owned = unsafe { OwnedFd::from_raw_fd(fd) };
+    // SAFETY: F_SETFD on an open fd.
+    unsafe { libc::fcntl(owned.as_raw_fd(), libc::F_SETFD, libc::FD_CLOEXEC) };
+    let ppid = std::os::unix::process::parent_id();
+    Ok(Control::new(Box::new(UnixStream::from(owned)), format!("parent process {ppid}")))
+}
+
+// ---- two hosts ------------------------------------------------------------------------------
+
+/// Connects to a `commperf serve` at `addr`.
+pub fn connect_peer(addr: &str, timeout: Duration) -> Result<Control, LaunchError> {
+    use std::net::ToSocketAddrs;
+    let io_err = |what: String| move |e: io::Error| LaunchError::Io { what, cause: e };
+    let sa = addr
+        .to_socket_addrs()
+        .map_err(io_err(format!("resolving peer '{addr}'")))?
+        .next()
+        .ok_or_else(|| LaunchError::Io {
+            what: format!("resolving peer '{addr}'"),
+            cause: io::Error::other("no address"),
+        })?;
+    let s = TcpStream::connect_timeout(&sa, timeout)
+        .map_err(io_err(format!("connecting to commperf serve at {sa}")))?;
+    let _ = s.set_nodelay(true);
+    let mut c = Control::new(Box::new(s), format!("peer {sa}"));
+    c.set_timeout(timeout)?;
+    Ok(c)
+}
+
+/// A listening `commperf serve`.
+#[derive(Debug)]
+pub struct Server {
+    listener: TcpListener,
+    token: String,
+}
+
+impl Server {
+    /// Binds `addr`; `token` None makes a random one.
+    pub fn bind(addr: SocketAddr, token: Option<String>) -> Result<Server, LaunchError> {
+        let listener = TcpListener::bind(addr)
+            .map_err(|e| LaunchError::Io { what: format!("listen on {addr}"), cause: e })?;
+        Ok(Server { listener, token: token.unwrap_or_else(new_token) })
+    }
+
+    pub fn local_addr(&self) -> SocketAddr {
+        self.listener.local_addr().expect("bound listener has an address")
+    }
+
+    pub fn token(&self) -> &str {
+        &self.token
+    }
+
+    /// Accepts the next client and runs the handshake. A refused client is an `Err` the caller
+    /// logs before accepting again.
+    pub fn accept(&self, handshake_timeout: Duration) -> Result<(Control, ClientHello), LaunchError> {
+        let (s, from) = self
+            .listener
+            .accept()
+            .map_err(|e| LaunchError::Io { what: "accept".into(), cause: e })?;
+        let _ = s.set_nodelay(true);
+        let mut c = Control::new(Box::new(s), format!("client {from}"));
+        c.set_timeout(handshake_timeout)?;
+        let hello = server_handshake(&mut c, &self.token)?;
+        Ok((c, hello))
+    }
+}

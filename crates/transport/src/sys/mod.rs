@@ -1,0 +1,6 @@
+//! Realizations of [`crate::Endpoint`], one module each.
+
+pub mod shm;
+pub mod socket;
+pub mod tcp;
+pub mod uds;

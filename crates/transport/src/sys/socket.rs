@@ -1,0 +1,834 @@
+//! Stream-socket realization of [`Endpoint`], shared by TCP and Unix-domain stream sockets.
+//!
+//! A byte stream has no message boundaries, so every message is framed by a 16-byte header
+//! `{len: u64 LE, tag: u32 LE, magic: u32 LE = 0x43504D31 ("CPM1")}` followed by `len` payload
+//! bytes. The code is shaped by what sockperf-class latency measurements need:
+//!
+//! * **One syscall per send.** Header and payload leave in one `sendmsg(2)` with a two-element
+//!   iovec, straight from the caller's slice (the overridden [`Endpoint::send`]); `MSG_NOSIGNAL`
+//!   turns a dead peer into `EPIPE` instead of a `SIGPIPE` that would kill the benchmark.
+//! * **Ideally one syscall per receive.** Reads go into a 64 KiB buffer owned by the endpoint
+//!   (allocated once, at construction), so a header and a small payload, and often several small
+//!   messages, arrive in one `recv(2)`. For a large message, once the buffered bytes are consumed,
+//!   the copying [`Endpoint::recv`] reads the rest directly into the caller's buffer (no bounce
+//!   copy), while [`Endpoint::recv_with`] lends the message piece by piece from the 64 KiB buffer
+//!   and never allocates anything of the message's size.
+//! * **No allocation in steady state.** `send_with` fills a bounded scratch buffer (256 KiB, also
+//!   allocated at construction) chunk by chunk; error paths may allocate (they name the peer).
+//! * **Two completion modes.** [`Mode::Poll`]: the socket is `O_NONBLOCK` and every `EAGAIN` is
+//!   waited out with [`Backoff`] (bounded spin, then yield, idle timeout on the slow path).
+//!   [`Mode::Block`]: the socket blocks in the kernel with `SO_RCVTIMEO`/`SO_SNDTIMEO` set to the
+//!   idle timeout, so a silent peer yields [`TransportError::Timeout`] instead of a hang.
+//! * **Duplex without deadlock.** [`Endpoint::sendrecv`] makes non-blocking progress on both
+//!   directions (`MSG_DONTWAIT`) and, when neither can move, spins (Poll) or sleeps in `poll(2)`
+//!   on `POLLIN|POLLOUT` (Block), so two peers exchanging 64 MiB each never both wait on a full
+//!   socket buffer.
+//!
+//! A header with a bad magic is [`TransportError::Protocol`]; one announcing more than
+//! `max_message` is [`TransportError::TooLarge`]. Both leave the stream out of sync: the endpoint
+//! should be dropped. End of stream and `ECONNRESET`/`EPIPE` are
+//! [`TransportError::PeerClosed`], with `mid_message` telling whether part of a message had
+//! already been read or written.
+
+use crate::backoff::{Backoff, WaitStop};
+use crate::{Endpoint, EndpointConfig, EndpointInfo, Fragment, RecvInfo, Tag, TransportError};
+use commperf_core::{Mode, TransportKind};
+use std::fmt;
+use std::io;
+use std::os::fd::{AsRawFd, RawFd};
+use std::time::Duration;
+
+/// Bytes in a message header.
+pub const HEADER_LEN: usize = 16;
+/// The header's magic number, `"CPM1"` read as a big-endian word; sent little-endian.
+pub const MAGIC: u32 = 0x4350_4D31;
+/// Size of the receive buffer every endpoint owns.
+pub const READ_BUF_LEN: usize = 64 << 10;
+/// Largest scratch buffer `send_with` fills before handing a chunk to the kernel.
+pub const SEND_CHUNK: usize = 256 << 10;
+
+/// Encodes the header of a `len`-byte message with `tag`.
+#[inline]
+pub fn encode_header(tag: Tag, len: usize) -> [u8; HEADER_LEN] {
+    let mut h = [0u8; HEADER_LEN];
+    h[0..8].copy_from_slice(&(len as u64).to_le_bytes());
+    h[8..12].copy_from_slice(&tag.to_le_bytes());
+    h[12..16].copy_from_slice(&MAGIC.to_le_bytes());
+    h
+}
+
+/// A connected stream socket (TCP or Unix-domain) speaking commperf's framing.
+///
+/// `S` is the owned socket (`TcpStream`, `UnixStream`, or anything else that owns a connected
+/// stream socket's descriptor); it is kept only to own and eventually close the descriptor: all
+/// I/O goes through the raw descriptor so that the flags above can be used.
+pub struct StreamEndpoint<S> {
+    stream: S,
+    link: Link,
+    /// Receive buffer; `rbuf[rpos..rend]` holds bytes read but not yet consumed.
+    rbuf: Box<[u8]>,
+    rpos: usize,
+    rend: usize,
+    /// Scratch for `send_with`: header plus payload chunks.
+    scratch: Box<[u8]>,
+}
+
+/// The descriptor and configuration, kept apart from the buffers so both can be borrowed at once.
+struct Link {
+    fd: RawFd,
+    cfg: EndpointConfig,
+    info: EndpointInfo,
+}
+
+impl<S> fmt::Debug for StreamEndpoint<S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("StreamEndpoint")
+            .field("fd", &self.link.fd)
+            .field("info", &self.link.info)
+            .field("idle_timeout", &self.link.cfg.idle_timeout)
+            .field("buffered", &(self.rend - self.rpos))
+            .finish()
+    }
+}
+
+impl<S: AsRawFd> StreamEndpoint<S> {
+    /// Wraps a connected stream socket. Puts it in the configured mode: `O_NONBLOCK` for
+    /// [`Mode::Poll`]; blocking with `SO_RCVTIMEO`/`SO_SNDTIMEO` = `idle_timeout` for
+    /// [`Mode::Block`]. Allocates the receive and send scratch buffers once, here.
+    pub fn new(
+        stream: S,
+        cfg: EndpointConfig,
+        transport: TransportKind,
+        peer: String,
+    ) -> Result<Self, TransportError> {
+        let fd = stream.as_raw_fd();
+        match cfg.mode {
+            Mode::Poll => set_nonblocking(fd, true)?,
+            Mode::Block => {
+                set_nonblocking(fd, false)?;
+                set_timeout(fd, libc::SO_RCVTIMEO, cfg.idle_timeout)?;
+                set_timeout(fd, libc::SO_SNDTIMEO, cfg.idle_timeout)?;
+            }
+        }
+        let scratch_len = SEND_CHUNK.min(HEADER_LEN.saturating_add(cfg.max_message));
+        Ok(StreamEndpoint {
+            stream,
+            link: Link {
+                fd,
+                cfg,
+                info: EndpointInfo {
+                    transport,
+                    mode: cfg.mode,
+                    peer,
+                    max_message: cfg.max_message,
+                },
+            },
+            rbuf: vec![0u8; READ_BUF_LEN].into_boxed_slice(),
+            rpos: 0,
+            rend: 0,
+            scratch: vec![0u8; scratch_len].into_boxed_slice(),
+        })
+    }
+}
+
+impl<S> StreamEndpoint<S> {
+    /// The configuration this endpoint was created with.
+    pub fn config(&self) -> &EndpointConfig {
+        &self.link.cfg
+    }
+
+    /// The underlying socket.
+    pub fn get_ref(&self) -> &S {
+        &self.stream
+    }
+
+    /// Gives the socket back. Bytes already read into the endpoint's buffer are lost, and the
+    /// socket keeps the mode (non-blocking or timeouts) it was put in.
+    pub fn into_inner(self) -> S {
+        self.stream
+    }
+
+    /// Bytes received from the socket but not yet consumed by a receive.
+    pub fn buffered(&self) -> usize {
+        self.rend - self.rpos
+    }
+
+    /// Makes room for a header at `rpos`: resets an empty buffer, moves a partial header to
+    /// the front when it would not fit before the end.
+    #[inline]
+    fn make_room_for_header(&mut self) {
+        if self.rpos == self.rend {
+            self.rpos = 0;
+            self.rend = 0;
+        } else if self.rbuf.len() - self.rpos < HEADER_LEN {
+            self.rbuf.copy_within(self.rpos..self.rend, 0);
+            self.rend -= self.rpos;
+            self.rpos = 0;
+        }
+    }
+
+    /// Parses and consumes the header at `rpos` (at least `HEADER_LEN` bytes are buffered).
+    #[inline]
+    fn take_header(&mut self) -> Result<(Tag, usize), TransportError> {
+        let h = &self.rbuf[self.rpos..self.rpos + HEADER_LEN];
+        let len = u64::from_le_bytes(h[0..8].try_into().expect("8 bytes"));
+        let tag = u32::from_le_bytes(h[8..12].try_into().expect("4 bytes"));
+        let magic = u32::from_le_bytes(h[12..16].try_into().expect("4 bytes"));
+        self.rpos += HEADER_LEN;
+        if magic != MAGIC {
+            return Err(self.link.bad_magic(magic));
+        }
+        let max = self.link.cfg.max_message;
+        if len > max as u64 {
+            return Err(TransportError::TooLarge {
+                peer: self.link.info.peer.clone(),
+                len,
+                max,
+            });
+        }
+        Ok((tag, len as usize))
+    }
+
+    /// Waits for and consumes the next header.
+    fn read_header(&mut self) -> Result<(Tag, usize), TransportError> {
+        while self.rend - self.rpos < HEADER_LEN {
+            self.make_room_for_header();
+            let mid = self.rend > self.rpos;
+            let n = self
+                .link
+                .recv_some(&mut self.rbuf[self.rend..], false, mid)?;
+            self.rend += n;
+        }
+        self.take_header()
+    }
+
+    /// Lends the `len`-byte payload of the current message to `sink`, chunk by chunk.
+    fn lend_payload<F: FnMut(Fragment<'_>)>(
+        &mut self,
+        tag: Tag,
+        len: usize,
+        sink: &mut F,
+    ) -> Result<(), TransportError> {
+        let mut off = 0;
+        while off < len {
+            if self.rpos == self.rend {
+                self.rpos = 0;
+                self.rend = 0;
+                // A whole buffer of this message is still to come: let a blocking socket fill
+                // it in one wake-up.
+                let waitall = len - off >= self.rbuf.len();
+                self.rend = self.link.recv_some(&mut self.rbuf[..], waitall, true)?;
+            }
+            let take = (self.rend - self.rpos).min(len - off);
+            sink(Fragment {
+                tag,
+                total_len: len,
+                offset: off,
+                data: &self.rbuf[self.rpos..self.rpos + take],
+            });
+            self.rpos += take;
+            off += take;
+        }
+        Ok(())
+    }
+
+    /// One non-blocking step of the receive side of `sendrecv`: consumes what is buffered and
+    /// makes at most one `recv` call. Returns whether anything moved.
+    fn rx_step(&mut self, rx: &mut Rx, buf: &mut [u8]) -> Result<bool, TransportError> {
+        let mut progress = false;
+        loop {
+            match *rx {
+                Rx::Done { .. } => return Ok(progress),
+                Rx::Header => {
+                    if self.rend - self.rpos >= HEADER_LEN {
+                        let (tag, len) = self.take_header()?;
+                        *rx = Rx::Payload { tag, len, got: 0 };
+                        progress = true;
+                        continue;
+                    }
+                    self.make_room_for_header();
+                    let mid = self.rend > self.rpos;
+                    match sys_recv(
+                        self.link.fd,
+                        &mut self.rbuf[self.rend..],
+                        libc::MSG_DONTWAIT,
+                    ) {
+                        Ok(0) => return Err(self.link.closed(mid)),
+                        Ok(n) => self.rend += n,
+                        Err(e) if is_would_block(&e) => return Ok(progress),
+                        Err(e) => return Err(self.link.fail("recv", e, mid)),
+                    }
+                    // Parse what arrived, but make no second call in this step.
+                    if self.rend - self.rpos >= HEADER_LEN {
+                        let (tag, len) = self.take_header()?;
+                        *rx = Rx::Payload { tag, len, got: 0 };
+                    }
+                    return Ok(true);
+                }
+                Rx::Payload { tag, len, got } => {
+                    let fits = len <= buf.len();
+                    let avail = (self.rend - self.rpos).min(len - got);
+                    if avail > 0 {
+                        if fits {
+                            buf[got..got + avail]
+                                .copy_from_slice(&self.rbuf[self.rpos..self.rpos + avail]);
+                        }
+                        self.rpos += avail;
+                        *rx = Rx::Payload {
+                            tag,
+                            len,
+                            got: got + avail,
+                        };
+                        progress = true;
+                        continue;
+                    }
+                    if got == len {
+                        *rx = Rx::Done { tag, len };
+                        continue;
+                    }
+                    // Nothing buffered and more to come: one call, straight into the caller's
+                    // buffer when the message fits, else into ours to be discarded.
+                    let r = if fits {
+                        sys_recv(self.link.fd, &mut buf[got..len], libc::MSG_DONTWAIT)
+                    } else {
+                        self.rpos = 0;
+                        self.rend = 0;
+                        sys_recv(self.link.fd, &mut self.rbuf[..], libc::MSG_DONTWAIT)
+                    };
+                    match r {
+                        Ok(0) => return Err(self.link.closed(true)),
+                        Ok(n) if fits => {
+                            let got = got + n;
+                            *rx = if got == len {
+                                Rx::Done { tag, len }
+                            } else {
+                                Rx::Payload { tag, len, got }
+                            };
+                        }
+                        Ok(n) => self.rend = n,
+                        Err(e) if is_would_block(&e) => return Ok(progress),
+                        Err(e) => return Err(self.link.fail("recv", e, true)),
+                    }
+                    return Ok(true);
+                }
+            }
+        }
+    }
+}
+
+/// Receive state of `sendrecv`.
+#[derive(Debug, Clone, Copy)]
+enum Rx {
+    Header,
+    Payload { tag: Tag, len: usize, got: usize },
+    Done { tag: Tag, len: usize },
+}
+
+impl<S> Endpoint for StreamEndpoint<S> {
+    fn send_with<F: FnMut(usize, &mut [u8])>(
+        &mut self,
+        tag: Tag,
+        len: usize,
+        mut fill: F,
+    ) -> Result<(), TransportError> {
+        let max = self.link.cfg.max_message;
+        if len > max {
+            return Err(TransportError::SendTooLarge { len, max });
+        }
+        let Self { link, scratch, .. } = self;
+        scratch[..HEADER_LEN].copy_from_slice(&encode_header(tag, len));
+        // The first chunk carries the header, so a small message is one send.
+        let first = len.min(scratch.len() - HEADER_LEN);
+        if first > 0 {
+            fill(0, &mut scratch[HEADER_LEN..HEADER_LEN + first]);
+        }
+        link.send_all(&scratch[..HEADER_LEN + first], &[], false)?;
+        let mut off = first;
+        while off < len {
+            let n = scratch.len().min(len - off);
+            fill(off, &mut scratch[..n]);
+            link.send_all(&scratch[..n], &[], true)?;
+            off += n;
+        }
+        Ok(())
+    }
+
+    fn recv_with<F: FnMut(Fragment<'_>)>(
+        &mut self,
+        mut sink: F,
+    ) -> Result<RecvInfo, TransportError> {
+        let (tag, len) = self.read_header()?;
+        if len == 0 {
+            sink(Fragment {
+                tag,
+                total_len: 0,
+                offset: 0,
+                data: &[],
+            });
+        } else {
+            self.lend_payload(tag, len, &mut sink)?;
+        }
+        Ok(RecvInfo { tag, len })
+    }
+
+    fn sendrecv(
+        &mut self,
+        tag: Tag,
+        data: &[u8],
+        buf: &mut [u8],
+    ) -> Result<RecvInfo, TransportError> {
+        let max = self.link.cfg.max_message;
+        if data.len() > max {
+            return Err(TransportError::SendTooLarge {
+                len: data.len(),
+                max,
+            });
+        }
+        let hdr = encode_header(tag, data.len());
+        let total_out = HEADER_LEN + data.len();
+        let mut sent = 0usize;
+        let mut rx = Rx::Header;
+        let mut backoff: Option<Backoff> = None;
+        // Set when the send side found the peer gone: what it may still have sent us is read
+        // before reporting, so `mid_message` says whether either message was cut short.
+        let mut send_gone: Option<TransportError> = None;
+        loop {
+            let mut progress = false;
+            if send_gone.is_none() && sent < total_out {
+                let (a, b) = remaining(&hdr, data, sent);
+                match sys_sendv(self.link.fd, a, b, libc::MSG_DONTWAIT) {
+                    Ok(n) => {
+                        sent += n;
+                        progress |= n > 0;
+                    }
+                    Err(e) if is_would_block(&e) => {}
+                    Err(e) => {
+                        let err = self.link.fail("send", e, sent > 0);
+                        if !err.is_peer_gone() {
+                            return Err(err);
+                        }
+                        send_gone = Some(err);
+                    }
+                }
+            }
+            let send_mid = sent > 0 && sent < total_out;
+            match self.rx_step(&mut rx, buf) {
+                Ok(p) => progress |= p,
+                Err(e) => return Err(or_mid(e, send_mid)),
+            }
+            let recv_done = matches!(rx, Rx::Done { .. });
+            if let Some(err) = send_gone.take() {
+                if recv_done || !progress {
+                    let recv_mid =
+                        !recv_done && (self.rend > self.rpos || !matches!(rx, Rx::Header));
+                    return Err(or_mid(err, recv_mid));
+                }
+                send_gone = Some(err);
+                continue;
+            }
+            if recv_done && sent == total_out {
+                break;
+            }
+            if progress {
+                backoff = None;
+            } else {
+                self.link
+                    .wait_duplex(&mut backoff, !recv_done, sent < total_out)?;
+            }
+        }
+        let Rx::Done { tag, len } = rx else {
+            unreachable!("loop ends only when done")
+        };
+        if len > buf.len() {
+            return Err(TransportError::Truncated {
+                len,
+                cap: buf.len(),
+            });
+        }
+        Ok(RecvInfo { tag, len })
+    }
+
+    fn info(&self) -> &EndpointInfo {
+        &self.link.info
+    }
+
+    /// One `sendmsg` of header and `data`, straight from the caller's slice.
+    fn send(&mut self, tag: Tag, data: &[u8]) -> Result<(), TransportError> {
+        let max = self.link.cfg.max_message;
+        if data.len() > max {
+            return Err(TransportError::SendTooLarge {
+                len: data.len(),
+                max,
+            });
+        }
+        self.link
+            .send_all(&encode_header(tag, data.len()), data, false)
+    }
+
+    /// Copies what is buffered, then reads the rest of the message directly into `buf`.
+    fn recv(&mut self, buf: &mut [u8]) -> Result<RecvInfo, TransportError> {
+        let (tag, len) = self.read_header()?;
+        if len > buf.len() {
+            self.lend_payload(tag, len, &mut |_| {})?;
+            return Err(TransportError::Truncated {
+                len,
+                cap: buf.len(),
+            });
+        }
+        let avail = (self.rend - self.rpos).min(len);
+        buf[..avail].copy_from_slice(&self.rbuf[self.rpos..self.rpos + avail]);
+        self.rpos += avail;
+        let mut got = avail;
+        while got < len {
+            got += self.link.recv_some(&mut buf[got..len], true, true)?;
+        }
+        Ok(RecvInfo { tag, len })
+    }
+}
+
+impl<S> AsRawFd for StreamEndpoint<S> {
+    fn as_raw_fd(&self) -> RawFd {
+        self.link.fd
+    }
+}
+
+impl Link {
+    /// Receives at least one byte into `buf` (non-empty), waiting as the mode says. End of
+    /// stream is `PeerClosed`. `waitall` asks a blocking socket to fill `buf` in one call.
+    #[inline]
+    fn recv_some(&self, buf: &mut [u8], waitall: bool, mid: bool) -> Result<usize, TransportError> {
+        debug_assert!(!buf.is_empty());
+        let flags = match self.cfg.mode {
+            Mode::Block if waitall => libc::MSG_WAITALL,
+            _ => 0,
+        };
+        let mut backoff: Option<Backoff> = None;
+        loop {
+            match sys_recv(self.fd, buf, flags) {
+                Ok(0) => return Err(self.closed(mid)),
+                Ok(n) => return Ok(n),
+                Err(e) if is_would_block(&e) => self.wait(&mut backoff)?,
+                Err(e) => return Err(self.fail("recv", e, mid)),
+            }
+        }
+    }
+
+    /// Sends all of `a` then `b`, in as few `sendmsg` calls as the kernel allows.
+    #[inline]
+    fn send_all(&self, a: &[u8], b: &[u8], mid: bool) -> Result<(), TransportError> {
+        let total = a.len() + b.len();
+        let mut sent = 0;
+        let mut backoff: Option<Backoff> = None;
+        while sent < total {
+            let (x, y) = remaining(a, b, sent);
+            match sys_sendv(self.fd, x, y, 0) {
+                Ok(0) => {
+                    return Err(TransportError::io(
+                        format!("send to {}", self.info.peer),
+                        io::Error::from(io::ErrorKind::WriteZero),
+                    ))
+                }
+                Ok(n) => {
+                    sent += n;
+                    backoff = None;
+                }
+                Err(e) if is_would_block(&e) => self.wait(&mut backoff)?,
+                Err(e) => return Err(self.fail("send", e, mid || sent > 0)),
+            }
+        }
+        Ok(())
+    }
+
+    /// A single-direction call found nothing to do. In Poll mode, wait a little; in Block mode
+    /// the kernel already waited the whole idle timeout (`SO_RCVTIMEO`/`SO_SNDTIMEO`).
+    #[inline]
+    fn wait(&self, backoff: &mut Option<Backoff>) -> Result<(), TransportError> {
+        match self.cfg.mode {
+            Mode::Poll => self.snooze(backoff),
+            Mode::Block => Err(self.timeout()),
+        }
+    }
+
+    #[inline]
+    fn snooze(&self, backoff: &mut Option<Backoff>) -> Result<(), TransportError> {
+        let timeout = self.cfg.idle_timeout;
+        // End of stream tells a socket's death, so the liveness probe has nothing to add.
+        match backoff
+            .get_or_insert_with(|| Backoff::new(timeout))
+            .snooze(|| true)
+        {
+            Ok(()) => Ok(()),
+            Err(WaitStop::TimedOut) => Err(self.timeout()),
+            Err(WaitStop::PeerGone) => Err(TransportError::PeerDied {
+                peer: self.info.peer.clone(),
+                mid_message: true,
+            }),
+        }
+    }
+
+    /// Neither direction of a `sendrecv` could move: spin (Poll) or sleep in `poll(2)` (Block).
+    fn wait_duplex(
+        &self,
+        backoff: &mut Option<Backoff>,
+        want_in: bool,
+        want_out: bool,
+    ) -> Result<(), TransportError> {
+        match self.cfg.mode {
+            Mode::Poll => self.snooze(backoff),
+            Mode::Block => {
+                let mut events = 0;
+                if want_in {
+                    events |= libc::POLLIN;
+                }
+                if want_out {
+                    events |= libc::POLLOUT;
+                }
+                let mut pfd = libc::pollfd {
+                    fd: self.fd,
+                    events,
+                    revents: 0,
+                };
+                let ms = self.cfg.idle_timeout.as_millis();
+                let ms = if ms > i32::MAX as u128 { -1 } else { ms as i32 };
+                // SAFETY: `pfd` is a valid, initialized pollfd array of length 1 that lives
+                // for the whole call.
+                let r = unsafe { libc::poll(&mut pfd, 1, ms) };
+                match r {
+                    0 => Err(self.timeout()),
+                    r if r > 0 => Ok(()),
+                    _ => {
+                        let e = io::Error::last_os_error();
+                        if e.kind() == io::ErrorKind::Interrupted {
+                            Ok(())
+                        } else {
+                            Err(self.fail("poll", e, true))
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    #[cold]
+    fn timeout(&self) -> TransportError {
+        TransportError::Timeout {
+            peer: self.info.peer.clone(),
+            secs: self.cfg.idle_timeout.as_secs(),
+        }
+    }
+
+    #[cold]
+    fn closed(&self, mid: bool) -> TransportError {
+        TransportError::PeerClosed {
+            peer: self.info.peer.clone(),
+            mid_message: mid,
+        }
+    }
+
+    #[cold]
+    fn bad_magic(&self, magic: u32) -> TransportError {
+        TransportError::Protocol {
+            peer: self.info.peer.clone(),
+            what: format!(
+                "bad magic 0x{magic:08x} in message header (expected 0x{MAGIC:08x}, \"CPM1\")"
+            ),
+        }
+    }
+
+    /// Maps a socket error: a reset or broken connection is the peer closing.
+    #[cold]
+    fn fail(&self, op: &str, e: io::Error, mid: bool) -> TransportError {
+        match e.raw_os_error() {
+            Some(
+                libc::ECONNRESET
+                | libc::EPIPE
+                | libc::ECONNABORTED
+                | libc::ENOTCONN
+                | libc::ESHUTDOWN,
+            ) => self.closed(mid),
+            Some(libc::ETIMEDOUT | libc::EHOSTUNREACH | libc::ENETUNREACH) => {
+                TransportError::PeerDied {
+                    peer: self.info.peer.clone(),
+                    mid_message: mid,
+                }
+            }
+            _ => {
+                let dir = match op {
+                    "recv" => "from",
+                    "send" => "to",
+                    _ => "with",
+                };
+                TransportError::io(format!("{op} {dir} peer {}", self.info.peer), e)
+            }
+        }
+    }
+}
+
+/// Marks a peer-gone error as mid-message when `mid` says a message was cut short.
+fn or_mid(e: TransportError, mid: bool) -> TransportError {
+    match e {
+        TransportError::PeerClosed { peer, mid_message } => TransportError::PeerClosed {
+            peer,
+            mid_message: mid_message || mid,
+        },
+        TransportError::PeerDied { peer, mid_message } => TransportError::PeerDied {
+            peer,
+            mid_message: mid_message || mid,
+        },
+        e => e,
+    }
+}
+
+/// What is left of `a` followed by `b` after the first `done` bytes.
+#[inline]
+fn remaining<'a>(a: &'a [u8], b: &'a [u8], done: usize) -> (&'a [u8], &'a [u8]) {
+    if done < a.len() {
+        (&a[done..], b)
+    } else {
+        (&[], &b[done - a.len()..])
+    }
+}
+
+#[inline]
+fn is_would_block(e: &io::Error) -> bool {
+    e.kind() == io::ErrorKind::WouldBlock
+}
+
+/// `recv(2)`, retried on `EINTR`.
+#[inline]
+fn sys_recv(fd: RawFd, buf: &mut [u8], flags: libc::c_int) -> io::Result<usize> {
+    loop {
+        // SAFETY: `buf` is valid for writes of `buf.len()` bytes for the duration of the call,
+        // and `fd` is owned by the endpoint, which outlives the call.
+        let n = unsafe { libc::recv(fd, buf.as_mut_ptr().cast(), buf.len(), flags) };
+        if n >= 0 {
+            return Ok(n as usize);
+        }
+        let e = io::Error::last_os_error();
+        if e.kind() != io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    }
+}
+
+/// One `sendmsg(2)` of `a` then `b` (either may be empty), with `MSG_NOSIGNAL`, retried on
+/// `EINTR`.
+#[inline]
+fn sys_sendv(fd: RawFd, a: &[u8], b: &[u8], flags: libc::c_int) -> io::Result<usize> {
+    let mut iov = [
+        libc::iovec {
+            iov_base: a.as_ptr() as *mut libc::c_void,
+            iov_len: a.len(),
+        },
+        libc::iovec {
+            iov_base: b.as_ptr() as *mut libc::c_void,
+            iov_len: b.len(),
+        },
+    ];
+    let (start, count) = match (a.is_empty(), b.is_empty()) {
+        (false, false) => (0, 2),
+        (false, true) => (0, 1),
+        (true, false) => (1, 1),
+        (true, true) => return Ok(0),
+    };
+    // SAFETY: msghdr is a plain C struct for which all-zero is a valid value (no name, no
+    // control data).
+    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+    msg.msg_iov = iov[start..].as_mut_ptr();
+    msg.msg_iovlen = count as _;
+    loop {
+        // SAFETY: `msg` points at `count` initialized iovecs that describe `a` and `b`, which
+        // are valid for reads for the duration of the call; the kernel only reads through
+        // `iov_base` for sendmsg, so the `*mut` casts are never written through.
+        let n = unsafe { libc::sendmsg(fd, &msg, flags | libc::MSG_NOSIGNAL) };
+        if n >= 0 {
+            return Ok(n as usize);
+        }
+        let e = io::Error::last_os_error();
+        if e.kind() != io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    }
+}
+
+fn set_nonblocking(fd: RawFd, on: bool) -> Result<(), TransportError> {
+    // SAFETY: F_GETFL takes no argument and only reads the descriptor's flags.
+    let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
+    if flags < 0 {
+        return Err(TransportError::io(
+            "fcntl(F_GETFL)",
+            io::Error::last_os_error(),
+        ));
+    }
+    let new = if on {
+        flags | libc::O_NONBLOCK
+    } else {
+        flags & !libc::O_NONBLOCK
+    };
+    if new != flags {
+        // SAFETY: F_SETFL with an int flag set only changes the descriptor's status flags.
+        if unsafe { libc::fcntl(fd, libc::F_SETFL, new) } < 0 {
+            return Err(TransportError::io(
+                "fcntl(F_SETFL)",
+                io::Error::last_os_error(),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Sets `SO_RCVTIMEO` or `SO_SNDTIMEO`. A zero timeout would mean "forever" to the kernel, so it
+/// becomes the smallest positive one.
+fn set_timeout(fd: RawFd, opt: libc::c_int, t: Duration) -> Result<(), TransportError> {
+    let t = t.max(Duration::from_micros(1));
+    let secs = t.as_secs().min(i32::MAX as u64);
+    let tv = libc::timeval {
+        tv_sec: secs as libc::time_t,
+        tv_usec: t.subsec_micros() as libc::suseconds_t,
+    };
+    // SAFETY: `tv` is a valid timeval that lives for the call, and its exact size is passed.
+    let r = unsafe {
+        libc::setsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            opt,
+            (&tv as *const libc::timeval).cast(),
+            std::mem::size_of::<libc::timeval>() as libc::socklen_t,
+        )
+    };
+    if r < 0 {
+        let name = if opt == libc::SO_RCVTIMEO {
+            "SO_RCVTIMEO"
+        } else {
+            "SO_SNDTIMEO"
+        };
+        return Err(TransportError::io(
+            format!("setsockopt({name})"),
+            io::Error::last_os_error(),
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn header_layout() {
+        let h = encode_header(0x0102_0304, 0x1122_3344_5566);
+        assert_eq!(&h[0..8], &[0x66, 0x55, 0x44, 0x33, 0x22, 0x11, 0, 0]);
+        assert_eq!(&h[8..12], &[4, 3, 2, 1]);
+        assert_eq!(&h[12..16], b"1MPC");
+    }
+
+    #[test]
+    fn remaining_splits() {
+        let (a, b) = remaining(b"abc", b"defg", 0);
+        assert_eq!((a, b), (&b"abc"[..], &b"defg"[..]));
+        let (a, b) = remaining(b"abc", b"defg", 2);
+        assert_eq!((a, b), (&b"c"[..], &b"defg"[..]));
+        let (a, b) = remaining(b"abc", b"defg", 5);
+        assert_eq!((a, b), (&b""[..], &b"fg"[..]));
+    }
+}
