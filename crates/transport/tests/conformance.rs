@@ -3,6 +3,7 @@
 
 use commperf_transport::conformance as kit;
 use commperf_transport::sys::shm::{self, ShmOptions};
+use commperf_transport::sys::{tcp, uds};
 use commperf_transport::{Endpoint, EndpointConfig, Mode, TransportError};
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -19,6 +20,18 @@ fn shm_pipelined(mode: Mode) -> (shm::ShmEndpoint, shm::ShmEndpoint) {
 fn shm_single_copy(mode: Mode) -> (shm::ShmEndpoint, shm::ShmEndpoint) {
     let o = ShmOptions { single_copy_from: Some(256 << 10), ..ShmOptions::default() };
     shm::pair(cfg(mode), o).expect("shm pair")
+}
+
+fn tcp_pair(mode: Mode) -> (tcp::TcpEndpoint, tcp::TcpEndpoint) {
+    let l = tcp::listen("127.0.0.1:0".parse().unwrap()).expect("listen");
+    let addr = l.local_addr().unwrap();
+    let h = std::thread::spawn(move || tcp::accept(&l, cfg(mode)).expect("accept"));
+    let a = tcp::connect(addr, cfg(mode)).expect("connect");
+    (a, h.join().unwrap())
+}
+
+fn uds_pair(mode: Mode) -> (uds::UdsEndpoint, uds::UdsEndpoint) {
+    uds::pair(cfg(mode)).expect("socketpair")
 }
 
 macro_rules! kit_for {
@@ -63,6 +76,10 @@ kit_for!(shm_pipe_poll, shm_pipelined(Mode::Poll));
 kit_for!(shm_pipe_block, shm_pipelined(Mode::Block));
 kit_for!(shm_cma_poll, shm_single_copy(Mode::Poll));
 kit_for!(shm_cma_block, shm_single_copy(Mode::Block));
+kit_for!(tcp_poll, tcp_pair(Mode::Poll));
+kit_for!(tcp_block, tcp_pair(Mode::Block));
+kit_for!(uds_poll, uds_pair(Mode::Poll));
+kit_for!(uds_block, uds_pair(Mode::Block));
 
 // ---- a real peer process killed mid-message ---------------------------------------------------
 
@@ -158,6 +175,47 @@ fn stale_segments_of_dead_creators_are_removed() {
     assert!(!std::path::Path::new(&format!("/dev/shm/{live}")).exists(), "drop unlinks");
 }
 
-fn extra_child(kind: &str, _addr: &str, _cfg: EndpointConfig) -> ! {
-    panic!("unknown child transport {kind}")
+fn extra_child(kind: &str, addr: &str, cfg: EndpointConfig) -> ! {
+    match kind {
+        "tcp" => die_mid_message(tcp::connect(addr.parse().unwrap(), cfg).expect("connect")),
+        "uds" => die_mid_message(uds::connect(addr, cfg).expect("connect")),
+        other => panic!("unknown child transport {other}"),
+    }
+}
+
+fn tcp_death(mode: Mode) {
+    let l = tcp::listen("127.0.0.1:0".parse().unwrap()).unwrap();
+    let mut child = spawn_child(&format!("tcp:{}:{mode}", l.local_addr().unwrap()));
+    let e = tcp::accept(&l, cfg(mode)).unwrap();
+    expect_mid_message_death(e, &mut child);
+}
+
+fn uds_death(mode: Mode) {
+    let path = std::env::temp_dir().join(format!("commperf-conf-{}-{mode}.sock", std::process::id()));
+    let _ = std::fs::remove_file(&path);
+    let l = uds::listen(&path).unwrap();
+    let mut child = spawn_child(&format!("uds:{}:{mode}", path.display()));
+    let e = uds::accept(&l, cfg(mode)).unwrap();
+    let _ = std::fs::remove_file(&path);
+    expect_mid_message_death(e, &mut child);
+}
+
+#[test]
+fn tcp_peer_killed_mid_message_poll() {
+    tcp_death(Mode::Poll);
+}
+
+#[test]
+fn tcp_peer_killed_mid_message_block() {
+    tcp_death(Mode::Block);
+}
+
+#[test]
+fn uds_peer_killed_mid_message_poll() {
+    uds_death(Mode::Poll);
+}
+
+#[test]
+fn uds_peer_killed_mid_message_block() {
+    uds_death(Mode::Block);
 }
