@@ -28,7 +28,10 @@ pub enum ConfigError {
     #[error("--cpus: {0}")]
     Cpus(String),
     #[error("--transport {transport} with --peer: {why}")]
-    Remote { transport: TransportKind, why: String },
+    Remote {
+        transport: TransportKind,
+        why: String,
+    },
 }
 
 /// Everything a run needs, already checked.
@@ -97,7 +100,11 @@ impl BenchConfig {
                 if !allowed.contains(&c) {
                     return Err(ConfigError::Cpus(format!(
                         "CPU {c} is not available here (allowed: {})",
-                        allowed.iter().map(|c| c.to_string()).collect::<Vec<_>>().join(",")
+                        allowed
+                            .iter()
+                            .map(|c| c.to_string())
+                            .collect::<Vec<_>>()
+                            .join(",")
                     )));
                 }
             }
@@ -110,7 +117,11 @@ impl BenchConfig {
     pub fn counts(&self, b: Benchmark, size: u64) -> (u64, u64) {
         let (iters, warm) = default_counts(b, size);
         let iters = self.iterations.unwrap_or(iters);
-        let warm = self.warmup.unwrap_or(if self.iterations.is_some() { iters / 10 } else { warm });
+        let warm = self.warmup.unwrap_or(if self.iterations.is_some() {
+            iters / 10
+        } else {
+            warm
+        });
         (iters, warm)
     }
 
@@ -140,7 +151,9 @@ mod tests {
     use super::*;
 
     fn cfg() -> BenchConfig {
-        BenchConfig::new(Launcher::Local { exe: "/bin/true".into() })
+        BenchConfig::new(Launcher::Local {
+            exe: "/bin/true".into(),
+        })
     }
 
     #[test]
@@ -167,9 +180,17 @@ mod tests {
         );
         let mut c = cfg();
         c.window = 0;
-        assert!(c.validate().unwrap_err().to_string().starts_with("--window"));
+        assert!(c
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .starts_with("--window"));
         let mut c = cfg();
         c.cpus = Some((0, 4095));
-        assert!(c.validate().unwrap_err().to_string().starts_with("--cpus: CPU 4095"));
+        assert!(c
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .starts_with("--cpus: CPU 4095"));
     }
 }

@@ -9,6 +9,7 @@
 //!   results can say how close they come.
 //! - [`config`]: the validated configuration the CLI hands in (library crates never see clap).
 
+pub mod buf;
 pub mod config;
 pub mod limits;
 pub mod machine;

@@ -17,7 +17,9 @@ pub fn describe(timer: TimerInfo) -> Machine {
     Machine {
         hostname: commperf_transport::launch::hostname(),
         cpu_model,
-        cores: std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
+        cores: std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1),
         kernel,
         timer,
     }

@@ -63,23 +63,48 @@ fn corrupt(buf: &mut [u8], i: u64, c: Option<Corruption>) {
     }
 }
 
+/// How one measurement loops: counts, window, validation, and the test-only corruption.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Loop {
+    /// Untimed iterations first.
+    pub warmup: u64,
+    /// Timed iterations.
+    pub iters: u64,
+    /// Messages per iteration (bw, bibw, mr).
+    pub window: u32,
+    /// Fill every payload with its pattern and check every received byte.
+    pub validate: bool,
+    /// Flip one outgoing byte (tests of `--validate`).
+    pub corruption: Option<Corruption>,
+}
+
+impl Loop {
+    fn total(&self) -> u64 {
+        self.warmup + self.iters
+    }
+}
+
 /// Ping-pong, initiator side. `samples` receives one round-trip time in ticks per timed
-/// iteration (its length is the number of timed iterations).
+/// iteration (`samples.len()` must equal `lp.iters`).
 pub fn latency_initiator<E: Endpoint>(
     ep: &mut E,
     clock: &Clock,
     sbuf: &mut [u8],
     rbuf: &mut [u8],
-    warmup: u64,
+    lp: &Loop,
     samples: &mut [u64],
-    validate: bool,
 ) -> LoopResult<Option<Mismatch>> {
-    let total = warmup + samples.len() as u64;
+    assert_eq!(
+        samples.len() as u64,
+        lp.iters,
+        "one sample per timed iteration"
+    );
+    let (warmup, validate) = (lp.warmup, lp.validate);
     let mut bad = None;
     // One clock read per round trip: each sample is the time between the ends of two
     // consecutive round trips, which halves the timer's share of the figure.
     let mut prev = clock.now();
-    for i in 0..total {
+    for i in 0..lp.total() {
         if validate {
             fill(sbuf, i);
         }
@@ -97,22 +122,20 @@ pub fn latency_initiator<E: Endpoint>(
     Ok(bad)
 }
 
-/// Ping-pong, responder side: echoes `total` messages of `sbuf.len()` bytes.
+/// Ping-pong, responder side: echoes every message with one of `sbuf.len()` bytes.
 pub fn latency_responder<E: Endpoint>(
     ep: &mut E,
     sbuf: &mut [u8],
     rbuf: &mut [u8],
-    total: u64,
-    validate: bool,
-    corruption: Option<Corruption>,
+    lp: &Loop,
 ) -> LoopResult<Option<Mismatch>> {
     let mut bad = None;
-    for i in 0..total {
+    for i in 0..lp.total() {
         let n = ep.recv(rbuf).map_err(at(i))?;
-        if validate {
+        if lp.validate {
             check(&rbuf[..n.len], i, &mut bad);
             fill(sbuf, i);
-            corrupt(sbuf, i, corruption);
+            corrupt(sbuf, i, lp.corruption);
         }
         ep.send(DATA, sbuf).map_err(at(i))?;
     }
@@ -125,23 +148,20 @@ pub fn stream_sender<E: Endpoint>(
     ep: &mut E,
     clock: &Clock,
     sbuf: &mut [u8],
-    window: u32,
-    warmup: u64,
-    iters: u64,
-    validate: bool,
-    corruption: Option<Corruption>,
+    lp: &Loop,
 ) -> LoopResult<u64> {
+    let window = lp.window as u64;
     let mut ack = [0u8; 1];
     let mut t0 = clock.now();
-    for i in 0..warmup + iters {
-        if i == warmup {
+    for i in 0..lp.total() {
+        if i == lp.warmup {
             t0 = clock.now();
         }
-        for w in 0..window as u64 {
-            if validate {
-                let seq = i * window as u64 + w;
+        for w in 0..window {
+            if lp.validate {
+                let seq = i * window + w;
                 fill(sbuf, seq);
-                corrupt(sbuf, seq, corruption);
+                corrupt(sbuf, seq, lp.corruption);
             }
             ep.send(DATA, sbuf).map_err(at(i))?;
         }
@@ -154,16 +174,15 @@ pub fn stream_sender<E: Endpoint>(
 pub fn stream_receiver<E: Endpoint>(
     ep: &mut E,
     rbuf: &mut [u8],
-    window: u32,
-    total: u64,
-    validate: bool,
+    lp: &Loop,
 ) -> LoopResult<Option<Mismatch>> {
+    let window = lp.window as u64;
     let mut bad = None;
-    for i in 0..total {
-        for w in 0..window as u64 {
+    for i in 0..lp.total() {
+        for w in 0..window {
             let n = ep.recv(rbuf).map_err(at(i))?;
-            if validate {
-                check(&rbuf[..n.len], i * window as u64 + w, &mut bad);
+            if lp.validate {
+                check(&rbuf[..n.len], i * window + w, &mut bad);
             }
         }
         ep.send(ACK, &[0]).map_err(at(i))?;
@@ -173,32 +192,28 @@ pub fn stream_receiver<E: Endpoint>(
 
 /// Bi-directional streaming: both sides exchange `window` messages per iteration with the
 /// duplex primitive. Returns the ticks of the timed iterations (meaningful on the initiator).
-#[allow(clippy::too_many_arguments)]
 pub fn bidir<E: Endpoint>(
     ep: &mut E,
     clock: &Clock,
     sbuf: &mut [u8],
     rbuf: &mut [u8],
-    window: u32,
-    warmup: u64,
-    iters: u64,
-    validate: bool,
-    corruption: Option<Corruption>,
+    lp: &Loop,
 ) -> LoopResult<(u64, Option<Mismatch>)> {
+    let window = lp.window as u64;
     let mut bad = None;
     let mut t0 = clock.now();
-    for i in 0..warmup + iters {
-        if i == warmup {
+    for i in 0..lp.total() {
+        if i == lp.warmup {
             t0 = clock.now();
         }
-        for w in 0..window as u64 {
-            let seq = i * window as u64 + w;
-            if validate {
+        for w in 0..window {
+            let seq = i * window + w;
+            if lp.validate {
                 fill(sbuf, seq);
-                corrupt(sbuf, seq, corruption);
+                corrupt(sbuf, seq, lp.corruption);
             }
             let n = ep.sendrecv(DATA, sbuf, rbuf).map_err(at(i))?;
-            if validate {
+            if lp.validate {
                 check(&rbuf[..n.len], seq, &mut bad);
             }
         }
@@ -218,12 +233,29 @@ mod tests {
         let clock = Clock::monotonic();
         let h = std::thread::spawn(move || {
             let (mut s, mut r) = (vec![0u8; 100], vec![0u8; 100]);
-            let c = Some(Corruption { iteration: 7, offset: 42 });
-            latency_responder(&mut b, &mut s, &mut r, 20, true, c).unwrap()
+            let corruption = Some(Corruption {
+                iteration: 7,
+                offset: 42,
+            });
+            let lp = Loop {
+                warmup: 5,
+                iters: 15,
+                window: 1,
+                validate: true,
+                corruption,
+            };
+            latency_responder(&mut b, &mut s, &mut r, &lp).unwrap()
         });
         let (mut s, mut r) = (vec![0u8; 100], vec![0u8; 100]);
         let mut samples = vec![0u64; 15];
-        let bad = latency_initiator(&mut a, &clock, &mut s, &mut r, 5, &mut samples, true).unwrap();
+        let lp = Loop {
+            warmup: 5,
+            iters: 15,
+            window: 1,
+            validate: true,
+            corruption: None,
+        };
+        let bad = latency_initiator(&mut a, &clock, &mut s, &mut r, &lp, &mut samples).unwrap();
         assert_eq!(h.join().unwrap(), None, "nothing corrupted on the way out");
         let m = bad.expect("corruption must be found");
         assert_eq!((m.iteration, m.offset), (7, 42));
@@ -236,18 +268,27 @@ mod tests {
     fn stream_counts_every_message() {
         let (mut a, mut b) = uds::pair(EndpointConfig::default()).unwrap();
         let clock = Clock::monotonic();
+        let lp = Loop {
+            warmup: 3,
+            iters: 10,
+            window: 8,
+            validate: true,
+            corruption: None,
+        };
         let h = std::thread::spawn(move || {
             let mut r = vec![0u8; 64];
-            stream_receiver(&mut b, &mut r, 8, 13, true).unwrap()
+            let bad = stream_receiver(&mut b, &mut r, &lp).unwrap();
+            (b, bad)
         });
         let mut s = vec![0u8; 64];
-        let t = stream_sender(&mut a, &clock, &mut s, 8, 3, 10, true, None).unwrap();
-        assert_eq!(h.join().unwrap(), None);
+        let t = stream_sender(&mut a, &clock, &mut s, &lp).unwrap();
+        let (mut b, bad) = h.join().unwrap();
+        assert_eq!(bad, None);
         assert!(t > 0);
-        // Everything was consumed: the next message on the stream is ours.
-        let h = std::thread::spawn(move || b.send(5, b"end").unwrap());
+        // Everything was consumed: the next message on the stream is the one sent after.
+        b.send(5, b"end").unwrap();
         let mut buf = [0u8; 8];
-        assert_eq!(a.recv(&mut buf).unwrap().tag, 5);
-        h.join().unwrap();
+        let info = a.recv(&mut buf).unwrap();
+        assert_eq!((info.tag, &buf[..info.len]), (5, &b"end"[..]));
     }
 }

@@ -6,6 +6,7 @@
 //! the phase (benchmark, size, transport, mode, iteration), because "connection reset" alone
 //! tells a user nothing about which of forty measurements died.
 
+use crate::buf::PageBuf;
 use crate::config::{BenchConfig, Launcher, MAX_SIZE};
 use crate::limits::{self, LimitsError};
 use crate::machine;
@@ -44,14 +45,34 @@ pub struct RunSpec {
     pub validate: bool,
 }
 
+impl RunSpec {
+    fn looping(&self, corruption: Option<Corruption>) -> patterns::Loop {
+        patterns::Loop {
+            warmup: self.warmup,
+            iters: self.iterations,
+            window: self.window,
+            validate: self.validate,
+            corruption,
+        }
+    }
+}
+
 /// Peer → client.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum Reply {
-    Placed { cpu: Option<usize>, pinned: bool },
+    Placed {
+        cpu: Option<usize>,
+        pinned: bool,
+    },
     Ready,
-    Done { cpu: Option<usize>, mismatch: Option<Mismatch> },
-    Error { message: String },
+    Done {
+        cpu: Option<usize>,
+        mismatch: Option<Mismatch>,
+    },
+    Error {
+        message: String,
+    },
 }
 
 /// What can end a run.
@@ -60,14 +81,25 @@ pub enum BenchError {
     #[error(transparent)]
     Launch(#[from] LaunchError),
     #[error("{phase}: {cause}")]
-    Transfer { phase: String, cause: TransportError },
+    Transfer {
+        phase: String,
+        cause: TransportError,
+    },
     #[error(
         "--validate: {phase}: message {}, byte {}: expected {:#04x}, got {:#04x} (found by the {side})",
         .mismatch.iteration, .mismatch.offset, .mismatch.expected, .mismatch.got
     )]
-    Validation { phase: String, mismatch: Mismatch, side: &'static str },
+    Validation {
+        phase: String,
+        mismatch: Mismatch,
+        side: &'static str,
+    },
     #[error("{peer} failed {phase}: {message}")]
-    Peer { peer: String, phase: String, message: String },
+    Peer {
+        peer: String,
+        phase: String,
+        message: String,
+    },
     #[error(transparent)]
     Limits(#[from] LimitsError),
     #[error("--cpus: {0}")]
@@ -101,8 +133,10 @@ fn expect_reply(ctrl: &mut Control, phase: &str) -> Result<Reply, BenchError> {
 
 /// Runs the whole configured suite as the client and returns the report.
 pub fn run(cfg: &BenchConfig, progress: &mut dyn Progress) -> Result<Report, BenchError> {
-    let started_unix_s =
-        SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
+    let started_unix_s = SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
     let clock = Clock::calibrate();
     let machine = machine::describe(clock.timer_info());
     let token = launch::new_token();
@@ -132,13 +166,21 @@ pub fn run(cfg: &BenchConfig, progress: &mut dyn Progress) -> Result<Report, Ben
     if let Some((mine, _)) = cpus {
         affinity::pin_to(mine).map_err(|e| BenchError::Pin(e.to_string()))?;
     }
-    ctrl.send(&Cmd::Place { cpu: cpus.map(|c| c.1) })?;
-    let Reply::Placed { cpu: peer_cpu, pinned: peer_pinned } = expect_reply(&mut ctrl, "placement")?
+    ctrl.send(&Cmd::Place {
+        cpu: cpus.map(|c| c.1),
+    })?;
+    let Reply::Placed {
+        cpu: peer_cpu,
+        pinned: peer_pinned,
+    } = expect_reply(&mut ctrl, "placement")?
     else {
         return Err(unexpected(&ctrl, "placement"));
     };
     if cpus.is_some() && !peer_pinned {
-        return Err(BenchError::Pin(format!("{} could not pin itself", ctrl.peer())));
+        return Err(BenchError::Pin(format!(
+            "{} could not pin itself",
+            ctrl.peer()
+        )));
     }
 
     let limits = match cpus {
@@ -156,8 +198,9 @@ pub fn run(cfg: &BenchConfig, progress: &mut dyn Progress) -> Result<Report, Ben
     let mut done = 0;
     let mut results = Vec::with_capacity(total);
     let max = cfg.max_message();
-    let mut sbuf = vec![0u8; max];
-    let mut rbuf = vec![0u8; max];
+    let mut copy_bw = std::collections::BTreeMap::new();
+    let mut sbuf = PageBuf::new(max);
+    let mut rbuf = PageBuf::new(max);
     for &t in &cfg.transports {
         for &m in &cfg.modes {
             let mut spec = DataSpec::new(t, m, max);
@@ -170,7 +213,11 @@ pub fn run(cfg: &BenchConfig, progress: &mut dyn Progress) -> Result<Report, Ben
                     let ph = phase(b, size, t, m);
                     progress.update(&ph, done, total);
                     let (iters, warmup) = cfg.counts(b, size);
-                    let window = if b == Benchmark::Latency { 1 } else { cfg.window };
+                    let window = if b == Benchmark::Latency {
+                        1
+                    } else {
+                        cfg.window
+                    };
                     let run = RunSpec {
                         benchmark: b,
                         size,
@@ -194,15 +241,26 @@ pub fn run(cfg: &BenchConfig, progress: &mut dyn Progress) -> Result<Report, Ben
                         return Err(unexpected(&ctrl, &ph));
                     };
                     if let Some(mm) = mine {
-                        return Err(BenchError::Validation { phase: ph, mismatch: mm, side: "client" });
+                        return Err(BenchError::Validation {
+                            phase: ph,
+                            mismatch: mm,
+                            side: "client",
+                        });
                     }
                     if let Some(mm) = mismatch {
-                        return Err(BenchError::Validation { phase: ph, mismatch: mm, side: "peer" });
+                        return Err(BenchError::Validation {
+                            phase: ph,
+                            mismatch: mm,
+                            side: "peer",
+                        });
                     }
                     row.transport = t;
                     row.mode = m;
-                    if t == TransportKind::Shm {
-                        row.efficiency = limits.as_ref().and_then(|l| limits::efficiency(l, &row));
+                    if let (TransportKind::Shm, Some(l)) = (t, limits.as_ref()) {
+                        let copy = *copy_bw
+                            .entry(size)
+                            .or_insert_with(|| limits::memcpy_mb_per_s(&clock, size as usize, 5));
+                        row.efficiency = limits::efficiency(l, &row, copy);
                     }
                     results.push(row);
                     done += 1;
@@ -264,21 +322,16 @@ fn measure<E: Endpoint>(
     row.warmup = run.warmup;
     row.validated = run.validate;
     let (w, it) = (run.window, run.iterations);
+    let lp = run.looping(None);
     let secs = |ticks: u64| clock.ticks_to_ns(ticks) / 1e9;
     let mismatch = match run.benchmark {
         Benchmark::Latency => {
             let mut samples = vec![0u64; it as usize];
-            let bad = patterns::latency_initiator(
-                ep,
-                clock,
-                sbuf,
-                rbuf,
-                run.warmup,
-                &mut samples,
-                run.validate,
-            )?;
-            let mut us: Vec<f64> =
-                samples.iter().map(|&t| clock.ticks_to_ns(t) / 2.0 / 1e3).collect();
+            let bad = patterns::latency_initiator(ep, clock, sbuf, rbuf, &lp, &mut samples)?;
+            let mut us: Vec<f64> = samples
+                .iter()
+                .map(|&t| clock.ticks_to_ns(t) / 2.0 / 1e3)
+                .collect();
             if let Some(s) = Summary::from_unsorted(&mut us) {
                 row.p50_us = Some(s.p50);
                 row.p90_us = Some(s.p90);
@@ -290,16 +343,7 @@ fn measure<E: Endpoint>(
             bad
         }
         Benchmark::Bw | Benchmark::Mr => {
-            let ticks = patterns::stream_sender(
-                ep,
-                clock,
-                sbuf,
-                w,
-                run.warmup,
-                it,
-                run.validate,
-                None,
-            )?;
+            let ticks = patterns::stream_sender(ep, clock, sbuf, &lp)?;
             let msgs = (w as u64 * it) as f64;
             row.window = Some(w);
             row.mb_per_s = Some(msgs * run.size as f64 / secs(ticks) / 1e6);
@@ -307,17 +351,7 @@ fn measure<E: Endpoint>(
             None
         }
         Benchmark::Bibw => {
-            let (ticks, bad) = patterns::bidir(
-                ep,
-                clock,
-                sbuf,
-                rbuf,
-                w,
-                run.warmup,
-                it,
-                run.validate,
-                None,
-            )?;
+            let (ticks, bad) = patterns::bidir(ep, clock, sbuf, rbuf, &lp)?;
             let msgs = 2.0 * (w as u64 * it) as f64;
             row.window = Some(w);
             row.mb_per_s = Some(msgs * run.size as f64 / secs(ticks) / 1e6);
@@ -333,7 +367,10 @@ fn measure<E: Endpoint>(
 fn corruption_from_env() -> Option<Corruption> {
     let v = std::env::var("COMMPERF_TEST_CORRUPT").ok()?;
     let (i, o) = v.split_once(':')?;
-    Some(Corruption { iteration: i.parse().ok()?, offset: o.parse().ok()? })
+    Some(Corruption {
+        iteration: i.parse().ok()?,
+        offset: o.parse().ok()?,
+    })
 }
 
 /// The peer's side of a session: follows the client's commands until `bye`.
@@ -342,7 +379,7 @@ pub fn serve_session(ctrl: &mut Control, token: &str, bind_ip: IpAddr) -> Result
     let restore = affinity::allowed_cpus();
     let clock = Clock::monotonic();
     let mut ep: Option<AnyEndpoint> = None;
-    let mut bufs: (Vec<u8>, Vec<u8>) = (Vec::new(), Vec::new());
+    let mut bufs = (PageBuf::new(0), PageBuf::new(0));
     let result = loop {
         ctrl.set_phase("waiting for the next command");
         let cmd = match ctrl.recv::<Cmd>() {
@@ -355,7 +392,10 @@ pub fn serve_session(ctrl: &mut Control, token: &str, bind_ip: IpAddr) -> Result
                     Some(c) => affinity::pin_to(c).is_ok(),
                     None => false,
                 };
-                ctrl.send(&Reply::Placed { cpu: affinity::current_cpu(), pinned })?;
+                ctrl.send(&Reply::Placed {
+                    cpu: affinity::current_cpu(),
+                    pinned,
+                })?;
             }
             Cmd::Data(spec) => {
                 drop(ep.take());
@@ -364,20 +404,31 @@ pub fn serve_session(ctrl: &mut Control, token: &str, bind_ip: IpAddr) -> Result
                         "maximum message {} B exceeds the supported {MAX_SIZE} B",
                         spec.max_message
                     );
-                    ctrl.send(&launch::SetupMsg::Error { message: message.clone() })?;
-                    break Err(BenchError::Peer { peer: ctrl.peer().into(), phase: "setup".into(), message });
+                    ctrl.send(&launch::SetupMsg::Error {
+                        message: message.clone(),
+                    })?;
+                    break Err(BenchError::Peer {
+                        peer: ctrl.peer().into(),
+                        phase: "setup".into(),
+                        message,
+                    });
                 }
                 let e = match launch::serve_data(ctrl, &spec, bind_ip, token) {
                     Ok(e) => e,
                     Err(e) => break Err(e.into()),
                 };
-                bufs = (vec![0u8; spec.max_message], vec![0u8; spec.max_message]);
+                bufs = (
+                    PageBuf::new(spec.max_message),
+                    PageBuf::new(spec.max_message),
+                );
                 ep = Some(e);
             }
             Cmd::Run(run) => {
                 let ph = format!("{} {} B", run.benchmark, run.size);
                 let Some(e) = ep.as_mut() else {
-                    ctrl.send(&Reply::Error { message: "no data channel".into() })?;
+                    ctrl.send(&Reply::Error {
+                        message: "no data channel".into(),
+                    })?;
                     continue;
                 };
                 if run.size as usize > bufs.0.len() || run.window == 0 {
@@ -389,13 +440,19 @@ pub fn serve_session(ctrl: &mut Control, token: &str, bind_ip: IpAddr) -> Result
                 let (s, r) = (&mut bufs.0[..run.size as usize], &mut bufs.1[..]);
                 let out = with_endpoint!(e, e => respond(e, &clock, run, s, r, corruption));
                 match out {
-                    Ok(mismatch) => {
-                        ctrl.send(&Reply::Done { cpu: affinity::current_cpu(), mismatch })?
-                    }
+                    Ok(mismatch) => ctrl.send(&Reply::Done {
+                        cpu: affinity::current_cpu(),
+                        mismatch,
+                    })?,
                     Err(le) => {
                         let phase = format!("{ph}, iteration {}", le.iteration);
-                        let _ = ctrl.send(&Reply::Error { message: format!("{phase}: {}", le.source) });
-                        break Err(BenchError::Transfer { phase, cause: le.source });
+                        let _ = ctrl.send(&Reply::Error {
+                            message: format!("{phase}: {}", le.source),
+                        });
+                        break Err(BenchError::Transfer {
+                            phase,
+                            cause: le.source,
+                        });
                     }
                 }
             }
@@ -414,26 +471,11 @@ fn respond<E: Endpoint>(
     rbuf: &mut [u8],
     corruption: Option<Corruption>,
 ) -> Result<Option<Mismatch>, LoopError> {
-    let total = run.warmup + run.iterations;
+    let lp = run.looping(corruption);
     match run.benchmark {
-        Benchmark::Latency => {
-            patterns::latency_responder(ep, sbuf, rbuf, total, run.validate, corruption)
-        }
+        Benchmark::Latency => patterns::latency_responder(ep, sbuf, rbuf, &lp),
         // Streams flow client → peer only: the peer has nothing to corrupt there.
-        Benchmark::Bw | Benchmark::Mr => {
-            patterns::stream_receiver(ep, rbuf, run.window, total, run.validate)
-        }
-        Benchmark::Bibw => patterns::bidir(
-            ep,
-            clock,
-            sbuf,
-            rbuf,
-            run.window,
-            run.warmup,
-            run.iterations,
-            run.validate,
-            corruption,
-        )
-        .map(|(_, bad)| bad),
+        Benchmark::Bw | Benchmark::Mr => patterns::stream_receiver(ep, rbuf, &lp),
+        Benchmark::Bibw => patterns::bidir(ep, clock, sbuf, rbuf, &lp).map(|(_, bad)| bad),
     }
 }

@@ -24,7 +24,7 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run micro-benchmarks (default: latency and bw over shm and tcp)
-    Bench(BenchArgs),
+    Bench(Box<BenchArgs>),
     /// Serve as the peer of `commperf bench --peer` on another host
     Serve(ServeArgs),
     /// Measure this machine's physical limits (cache-line ping-pong, memcpy)
@@ -40,7 +40,12 @@ fn list<T: std::str::FromStr>(s: &str) -> Result<Vec<T>, String>
 where
     T::Err: std::fmt::Display,
 {
-    let v: Result<Vec<T>, _> = s.split(',').map(str::trim).filter(|x| !x.is_empty()).map(T::from_str).collect();
+    let v: Result<Vec<T>, _> = s
+        .split(',')
+        .map(str::trim)
+        .filter(|x| !x.is_empty())
+        .map(T::from_str)
+        .collect();
     match v {
         Ok(v) if v.is_empty() => Err("empty list".into()),
         Ok(v) => Ok(v),
@@ -76,7 +81,9 @@ fn single_copy(s: &str) -> Result<SingleCopy, String> {
     if s == "never" {
         return Ok(SingleCopy(None));
     }
-    parse_size(s).map(|v| SingleCopy(Some(v as usize))).map_err(|e| format!("{e}, or 'never'"))
+    parse_size(s)
+        .map(|v| SingleCopy(Some(v as usize)))
+        .map_err(|e| format!("{e}, or 'never'"))
 }
 fn positive_u64(s: &str) -> Result<u64, String> {
     match s.parse::<u64>() {
@@ -88,7 +95,9 @@ fn positive_u64(s: &str) -> Result<u64, String> {
 fn seconds(s: &str) -> Result<Duration, String> {
     match s.parse::<f64>() {
         Ok(v) if v > 0.0 && v <= 86_400.0 => Ok(Duration::from_secs_f64(v)),
-        _ => Err(format!("'{s}' is not a number of seconds between 0 and 86400")),
+        _ => Err(format!(
+            "'{s}' is not a number of seconds between 0 and 86400"
+        )),
     }
 }
 
@@ -129,7 +138,8 @@ pub struct BenchArgs {
     #[arg(long, value_name = "TOKEN", requires = "peer")]
     pub token: Option<String>,
     /// shm: messages from this size go single-copy (process_vm_readv); 'never' pipelines all
-    #[arg(long, value_name = "SIZE|never", value_parser = single_copy, default_value = "256K")]
+    /// through the ring
+    #[arg(long, value_name = "SIZE|never", value_parser = single_copy, default_value = "never")]
     pub shm_single_copy: SingleCopy,
     /// Give up when the peer makes no progress for this many seconds
     #[arg(long, value_name = "SECS", value_parser = seconds, default_value = "60", allow_negative_numbers = true)]
@@ -142,13 +152,18 @@ fn benchmark_name(s: &str) -> Result<Vec<Benchmark>, String> {
     if s == "all" {
         return Ok(Benchmark::ALL.to_vec());
     }
-    s.parse::<Benchmark>().map(|b| vec![b]).map_err(|e| format!("{e} or all"))
+    s.parse::<Benchmark>()
+        .map(|b| vec![b])
+        .map_err(|e| format!("{e} or all"))
 }
 
 impl BenchArgs {
     pub fn to_config(&self) -> Result<BenchConfig, ConfigError> {
         let launcher = match (&self.peer, &self.token) {
-            (Some(addr), Some(token)) => Launcher::Peer { addr: addr.clone(), token: token.clone() },
+            (Some(addr), Some(token)) => Launcher::Peer {
+                addr: addr.clone(),
+                token: token.clone(),
+            },
             _ => Launcher::Local {
                 exe: std::env::current_exe().unwrap_or_else(|_| PathBuf::from("commperf")),
             },
@@ -228,10 +243,16 @@ pub struct ReportArgs {
 /// into one line: `the following required arguments were not provided: --token <TOKEN>`.
 pub fn one_line(e: &clap::Error) -> String {
     let text = e.render().to_string();
-    let head: Vec<&str> =
-        text.lines().take_while(|l| !l.trim().is_empty()).map(str::trim).collect();
+    let head: Vec<&str> = text
+        .lines()
+        .take_while(|l| !l.trim().is_empty())
+        .map(str::trim)
+        .collect();
     let joined = head.join(" ");
-    joined.strip_prefix("error: ").unwrap_or(&joined).to_string()
+    joined
+        .strip_prefix("error: ")
+        .unwrap_or(&joined)
+        .to_string()
 }
 
 /// Prints a clap error as one line (exit 2), or help/version as clap would (exit 0).
@@ -266,11 +287,27 @@ mod tests {
     #[test]
     fn options_become_a_validated_config() {
         let cli = Cli::try_parse_from([
-            "commperf", "bench", "latency", "all", "-t", "uds,shm", "--mode", "poll,block",
-            "--sizes", "1:8,1M", "--iters", "7", "--cpus", "0,0", "--shm-single-copy", "never",
+            "commperf",
+            "bench",
+            "latency",
+            "all",
+            "-t",
+            "uds,shm",
+            "--mode",
+            "poll,block",
+            "--sizes",
+            "1:8,1M",
+            "--iters",
+            "7",
+            "--cpus",
+            "0,0",
+            "--shm-single-copy",
+            "never",
         ])
         .unwrap();
-        let Command::Bench(b) = cli.command else { panic!("bench expected") };
+        let Command::Bench(b) = cli.command else {
+            panic!("bench expected")
+        };
         let c = b.to_config().unwrap();
         assert_eq!(c.benchmarks, Benchmark::ALL.to_vec());
         assert_eq!(c.transports, vec![TransportKind::Uds, TransportKind::Shm]);
@@ -284,8 +321,14 @@ mod tests {
     #[test]
     fn bad_values_are_refused_with_the_option_named() {
         for (args, needle) in [
-            (vec!["-t", "rdma"], "unknown transport 'rdma' (allowed: shm tcp uds)"),
-            (vec!["--mode", "spin"], "unknown mode 'spin' (allowed: poll block)"),
+            (
+                vec!["-t", "rdma"],
+                "unknown transport 'rdma' (allowed: shm tcp uds)",
+            ),
+            (
+                vec!["--mode", "spin"],
+                "unknown mode 'spin' (allowed: poll block)",
+            ),
             (vec!["--sizes", "8:1"], "range '8:1' is empty or reversed"),
             (vec!["--sizes", "9223372036854775808"], "too large"),
             (vec!["--window", "0"], "--window"),

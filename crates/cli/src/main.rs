@@ -59,7 +59,11 @@ fn serve(s: &cli::ServeArgs) -> Result<()> {
         let mut out = std::io::stdout().lock();
         writeln!(out, "commperf serve: listening on {addr}")?;
         writeln!(out, "token: {}", server.token())?;
-        writeln!(out, "run: commperf bench --peer {addr} --token {}", server.token())?;
+        writeln!(
+            out,
+            "run: commperf bench --peer {addr} --token {}",
+            server.token()
+        )?;
         out.flush()?;
     }
     loop {

@@ -33,7 +33,9 @@ pub fn emit(report: &Report, format: Option<Format>, out: Option<&Path>) -> Resu
         None => {
             let text = commperf_report::render(report, format.unwrap_or(Format::Table));
             let mut o = std::io::stdout().lock();
-            o.write_all(text.as_bytes()).and_then(|_| o.flush()).context("writing to stdout")?;
+            o.write_all(text.as_bytes())
+                .and_then(|_| o.flush())
+                .context("writing to stdout")?;
         }
         Some(path) => {
             let f = format.unwrap_or_else(|| format_for(path));
@@ -49,7 +51,9 @@ pub fn emit(report: &Report, format: Option<Format>, out: Option<&Path>) -> Resu
 fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
     let tmp = path.with_file_name(format!(
         ".{}.tmp{}",
-        path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(),
+        path.file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default(),
         std::process::id()
     ));
     let r = (|| -> std::io::Result<()> {

@@ -14,7 +14,11 @@ pub struct TtyProgress {
 
 impl TtyProgress {
     pub fn new() -> Self {
-        TtyProgress { start: Instant::now(), tty: std::io::stderr().is_terminal(), shown: false }
+        TtyProgress {
+            start: Instant::now(),
+            tty: std::io::stderr().is_terminal(),
+            shown: false,
+        }
     }
 }
 
@@ -24,7 +28,7 @@ impl Progress for TtyProgress {
             return;
         }
         let width = 30;
-        let filled = if total == 0 { 0 } else { done * width / total };
+        let filled = (done * width).checked_div(total).unwrap_or(0).min(width);
         let mut e = std::io::stderr().lock();
         let _ = write!(
             e,

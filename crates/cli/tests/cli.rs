@@ -10,7 +10,10 @@ fn exe() -> &'static str {
 }
 
 fn commperf(args: &[&str]) -> Output {
-    Command::new(exe()).args(args).output().expect("run commperf")
+    Command::new(exe())
+        .args(args)
+        .output()
+        .expect("run commperf")
 }
 
 fn stderr(o: &Output) -> String {
@@ -23,14 +26,15 @@ fn json_of(o: &Output) -> Value {
 }
 
 fn f(v: &Value, k: &str) -> f64 {
-    v[k].as_f64().unwrap_or_else(|| panic!("{k} missing in {v}"))
+    v[k].as_f64()
+        .unwrap_or_else(|| panic!("{k} missing in {v}"))
 }
 
 #[test]
 fn bench_writes_the_documented_json_schema() {
     let o = commperf(&[
-        "bench", "latency", "bw", "bibw", "mr", "-t", "shm,uds", "--sizes", "1,4K", "--iters", "300",
-        "--window", "8", "--format", "json",
+        "bench", "latency", "bw", "bibw", "mr", "-t", "shm,uds", "--sizes", "1,4K", "--iters",
+        "300", "--window", "8", "--format", "json",
     ]);
     let v = json_of(&o);
     assert_eq!(v["schema_version"], 1);
@@ -53,7 +57,10 @@ fn bench_writes_the_documented_json_schema() {
                     f(r, "max_us"),
                     f(r, "mean_us"),
                 );
-                assert!(min > 0.0 && min <= p50 && p50 <= p90 && p90 <= p99 && p99 <= max, "{r}");
+                assert!(
+                    min > 0.0 && min <= p50 && p50 <= p90 && p90 <= p99 && p99 <= max,
+                    "{r}"
+                );
                 assert!(min <= mean && mean <= max, "{r}");
                 assert!(r.get("mb_per_s").is_none());
             }
@@ -74,24 +81,51 @@ fn bench_writes_the_documented_json_schema() {
         assert_ne!(v["placement"]["local_cpu"], v["placement"]["peer_cpu"]);
         let lim = &v["limits"];
         assert!(f(lim, "cacheline_one_way_us") > 0.0);
-        // shm latency rows at ≤ 32 B carry their efficiency = limit / p50.
+        // shm latency efficiency = (cache-line time + size / memcpy bandwidth) / p50: for 1 B the
+        // copy term is positive but far below 10 ns.
         let shm1 = rows
             .iter()
-            .find(|r| r["benchmark"] == "latency" && r["transport"] == "shm" && r["size_bytes"] == 1)
+            .find(|r| {
+                r["benchmark"] == "latency" && r["transport"] == "shm" && r["size_bytes"] == 1
+            })
             .unwrap();
-        let eff = f(shm1, "efficiency");
-        assert!((eff - f(lim, "cacheline_one_way_us") / f(shm1, "p50_us")).abs() < 1e-9);
+        let (eff, cl, p50) = (
+            f(shm1, "efficiency"),
+            f(lim, "cacheline_one_way_us"),
+            f(shm1, "p50_us"),
+        );
+        assert!(
+            eff > cl / p50 && eff < (cl + 0.01) / p50,
+            "eff {eff}, limit {cl}, p50 {p50}"
+        );
+        // Only shm rows of latency, bw and mr carry an efficiency.
+        for r in rows {
+            let expect = r["transport"] == "shm" && r["benchmark"] != "bibw";
+            assert_eq!(r.get("efficiency").is_some(), expect, "{r}");
+        }
     }
 }
 
 #[test]
 fn bad_option_values_exit_2_with_one_line_naming_the_option() {
     for (args, needles) in [
-        (vec!["bench", "-t", "rdma"], vec!["--transport", "allowed: shm tcp uds"]),
-        (vec!["bench", "--sizes", "9223372036854775808"], vec!["--sizes", "too large"]),
-        (vec!["bench", "--sizes", "2G"], vec!["--sizes", "exceeds the largest supported"]),
+        (
+            vec!["bench", "-t", "rdma"],
+            vec!["--transport", "allowed: shm tcp uds"],
+        ),
+        (
+            vec!["bench", "--sizes", "9223372036854775808"],
+            vec!["--sizes", "too large"],
+        ),
+        (
+            vec!["bench", "--sizes", "2G"],
+            vec!["--sizes", "exceeds the largest supported"],
+        ),
         (vec!["bench", "--window", "0"], vec!["--window"]),
-        (vec!["bench", "--mode", "spin"], vec!["--mode", "allowed: poll block"]),
+        (
+            vec!["bench", "--mode", "spin"],
+            vec!["--mode", "allowed: poll block"],
+        ),
         (vec!["bench", "--cpus", "0,9999"], vec!["--cpus", "9999"]),
         (vec!["serve", "--listen", "nowhere"], vec!["--listen"]),
         (vec!["bench", "--timeout", "-1"], vec!["--timeout"]),
@@ -99,7 +133,11 @@ fn bad_option_values_exit_2_with_one_line_naming_the_option() {
         let o = commperf(&args);
         let e = stderr(&o);
         assert_eq!(o.status.code(), Some(2), "{args:?}: {e}");
-        assert_eq!(e.trim_end().lines().count(), 1, "{args:?}: one line, got {e:?}");
+        assert_eq!(
+            e.trim_end().lines().count(),
+            1,
+            "{args:?}: one line, got {e:?}"
+        );
         for n in needles {
             assert!(e.contains(n), "{args:?}: {e:?} should mention {n}");
         }
@@ -109,7 +147,17 @@ fn bad_option_values_exit_2_with_one_line_naming_the_option() {
 #[test]
 fn validate_reports_where_a_byte_was_corrupted() {
     let o = Command::new(exe())
-        .args(["bench", "latency", "-t", "uds", "--sizes", "64", "--iters", "20", "--validate"])
+        .args([
+            "bench",
+            "latency",
+            "-t",
+            "uds",
+            "--sizes",
+            "64",
+            "--iters",
+            "20",
+            "--validate",
+        ])
         .env("COMMPERF_TEST_CORRUPT", "5:3")
         .output()
         .unwrap();
@@ -118,14 +166,35 @@ fn validate_reports_where_a_byte_was_corrupted() {
     assert!(e.contains("message 5, byte 3"), "{e}");
     assert!(e.contains("latency 64 B over uds"), "{e}");
     // Without corruption the same run validates cleanly.
-    let o = commperf(&["bench", "latency", "bibw", "-t", "shm", "--sizes", "1,100000", "--iters", "20", "--validate", "--format", "json"]);
+    let o = commperf(&[
+        "bench",
+        "latency",
+        "bibw",
+        "-t",
+        "shm",
+        "--sizes",
+        "1,100000",
+        "--iters",
+        "20",
+        "--validate",
+        "--format",
+        "json",
+    ]);
     let v = json_of(&o);
-    assert!(v["results"].as_array().unwrap().iter().all(|r| r["validated"] == true));
+    assert!(v["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|r| r["validated"] == true));
 }
 
 fn children_of(pid: u32) -> Vec<u32> {
     let mut out = Vec::new();
-    for t in std::fs::read_dir(format!("/proc/{pid}/task")).into_iter().flatten().flatten() {
+    for t in std::fs::read_dir(format!("/proc/{pid}/task"))
+        .into_iter()
+        .flatten()
+        .flatten()
+    {
         if let Ok(s) = std::fs::read_to_string(t.path().join("children")) {
             out.extend(s.split_whitespace().filter_map(|x| x.parse::<u32>().ok()));
         }
@@ -136,7 +205,13 @@ fn children_of(pid: u32) -> Vec<u32> {
 fn alive(pid: u32) -> bool {
     // A zombie counts as gone.
     std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .map(|s| !s.rsplit(')').next().unwrap_or("").trim_start().starts_with('Z'))
+        .map(|s| {
+            !s.rsplit(')')
+                .next()
+                .unwrap_or("")
+                .trim_start()
+                .starts_with('Z')
+        })
         .unwrap_or(false)
 }
 
@@ -146,7 +221,10 @@ fn wait_for_peer(c: &Child) -> u32 {
         if let Some(&p) = children_of(c.id()).first() {
             return p;
         }
-        assert!(start.elapsed() < Duration::from_secs(10), "peer process never appeared");
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "peer process never appeared"
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
 }
@@ -162,7 +240,9 @@ fn shm_segments_of(pid: u32) -> Vec<String> {
 
 fn killed_peer(transport: &str, mode: &str) {
     let mut c = Command::new(exe())
-        .args(["bench", "latency", "-t", transport, "--mode", mode, "--sizes", "256K", "--iters"])
+        .args([
+            "bench", "latency", "-t", transport, "--mode", mode, "--sizes", "256K", "--iters",
+        ])
         .arg("100000000")
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -170,7 +250,7 @@ fn killed_peer(transport: &str, mode: &str) {
         .unwrap();
     let peer = wait_for_peer(&c);
     std::thread::sleep(Duration::from_millis(2000)); // past set-up and limits, into the timed loop
-    // SAFETY: kill(2) with a pid we just read.
+                                                     // SAFETY: kill(2) with a pid we just read.
     unsafe { libc::kill(peer as i32, libc::SIGKILL) };
     let killed_at = Instant::now();
     let status = loop {
@@ -186,11 +266,20 @@ fn killed_peer(transport: &str, mode: &str) {
     let mut e = String::new();
     c.stderr.take().unwrap().read_to_string(&mut e).unwrap();
     assert_eq!(status.code(), Some(1), "{e}");
-    assert!(e.contains(&format!("latency 262144 B over {transport} ({mode})")), "phase named: {e}");
-    assert!(e.contains(&peer.to_string()) || e.contains("peer"), "peer named: {e}");
+    assert!(
+        e.contains(&format!("latency 262144 B over {transport} ({mode})")),
+        "phase named: {e}"
+    );
+    assert!(
+        e.contains(&peer.to_string()) || e.contains("peer"),
+        "peer named: {e}"
+    );
     assert_eq!(e.trim_end().lines().count(), 1, "one error line: {e}");
     assert!(!alive(peer), "peer process left behind");
-    assert!(shm_segments_of(c.id()).is_empty(), "shared-memory segment left behind");
+    assert!(
+        shm_segments_of(c.id()).is_empty(),
+        "shared-memory segment left behind"
+    );
 }
 
 #[test]
@@ -211,7 +300,16 @@ fn killed_peer_is_reported_within_5_s_tcp() {
 #[test]
 fn killed_client_takes_its_peer_along() {
     let mut c = Command::new(exe())
-        .args(["bench", "latency", "-t", "shm", "--sizes", "8", "--iters", "1000000000"])
+        .args([
+            "bench",
+            "latency",
+            "-t",
+            "shm",
+            "--sizes",
+            "8",
+            "--iters",
+            "1000000000",
+        ])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
@@ -222,7 +320,10 @@ fn killed_client_takes_its_peer_along() {
     c.wait().unwrap();
     let start = Instant::now();
     while alive(peer) {
-        assert!(start.elapsed() < Duration::from_secs(5), "orphaned peer {peer} still running");
+        assert!(
+            start.elapsed() < Duration::from_secs(5),
+            "orphaned peer {peer} still running"
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
     assert!(shm_segments_of(c.id()).is_empty());
@@ -248,7 +349,9 @@ fn serve(token: &str) -> Served {
         .spawn()
         .unwrap();
     let mut first = String::new();
-    BufReader::new(child.stdout.take().unwrap()).read_line(&mut first).unwrap();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
     let addr = first.trim().rsplit(' ').next().unwrap().to_string();
     assert!(addr.starts_with("127.0.0.1:"), "{first}");
     Served { child, addr }
@@ -257,10 +360,16 @@ fn serve(token: &str) -> Served {
 #[test]
 fn serve_refuses_a_wrong_token_and_keeps_serving() {
     let s = serve("right-token");
-    let o = commperf(&["bench", "latency", "-t", "tcp", "--sizes", "8", "--iters", "50", "--peer", &s.addr, "--token", "wrong"]);
+    let o = commperf(&[
+        "bench", "latency", "-t", "tcp", "--sizes", "8", "--iters", "50", "--peer", &s.addr,
+        "--token", "wrong",
+    ]);
     let e = stderr(&o);
     assert_eq!(o.status.code(), Some(1), "{e}");
-    assert!(e.contains("refused the session: wrong session token"), "{e}");
+    assert!(
+        e.contains("refused the session: wrong session token"),
+        "{e}"
+    );
     // A client speaking another protocol version is refused with a message, too.
     let mut raw = std::net::TcpStream::connect(&s.addr).unwrap();
     let hello = br#"{"type":"hello","magic":"commperf","protocol":99,"version":"9.9","token":"right-token"}"#;
@@ -272,7 +381,13 @@ fn serve_refuses_a_wrong_token_and_keeps_serving() {
     raw.read_exact(&mut body).unwrap();
     let reply: Value = serde_json::from_slice(&body).unwrap();
     assert_eq!(reply["type"], "refused");
-    assert!(reply["reason"].as_str().unwrap().contains("protocol version 99"), "{reply}");
+    assert!(
+        reply["reason"]
+            .as_str()
+            .unwrap()
+            .contains("protocol version 99"),
+        "{reply}"
+    );
     drop(raw);
     // A frame announcing 4 GiB is refused without allocating it; the server lives on.
     let mut raw = std::net::TcpStream::connect(&s.addr).unwrap();
@@ -280,8 +395,21 @@ fn serve_refuses_a_wrong_token_and_keeps_serving() {
     drop(raw);
     // And the right token still gets a full run, over both tcp and uds.
     let o = commperf(&[
-        "bench", "latency", "bw", "-t", "tcp,uds", "--sizes", "8,64K", "--iters", "50", "--peer", &s.addr,
-        "--token", "right-token", "--format", "json",
+        "bench",
+        "latency",
+        "bw",
+        "-t",
+        "tcp,uds",
+        "--sizes",
+        "8,64K",
+        "--iters",
+        "50",
+        "--peer",
+        &s.addr,
+        "--token",
+        "right-token",
+        "--format",
+        "json",
     ]);
     let v = json_of(&o);
     assert_eq!(v["results"].as_array().unwrap().len(), 8);
@@ -294,25 +422,61 @@ fn output_files_and_report_rerendering() {
     let dir = std::env::temp_dir().join(format!("commperf-cli-test-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let json = dir.join("run.json");
-    let o = commperf(&["bench", "latency", "-t", "uds", "--sizes", "1,2,4", "--iters", "100", "-o", json.to_str().unwrap()]);
+    let o = commperf(&[
+        "bench",
+        "latency",
+        "-t",
+        "uds",
+        "--sizes",
+        "1,2,4",
+        "--iters",
+        "100",
+        "-o",
+        json.to_str().unwrap(),
+    ]);
     assert!(o.status.success(), "{}", stderr(&o));
     let table = String::from_utf8(o.stdout).unwrap();
-    assert!(table.contains("# commperf latency | transport uds | mode poll"), "{table}");
+    assert!(
+        table.contains("# commperf latency | transport uds | mode poll"),
+        "{table}"
+    );
     let csv = commperf(&["report", json.to_str().unwrap(), "--format", "csv"]);
     assert!(csv.status.success(), "{}", stderr(&csv));
     let text = String::from_utf8(csv.stdout).unwrap();
     let lines: Vec<&str> = text.lines().collect();
-    assert!(lines[0].starts_with("benchmark,transport,mode,size_bytes"), "{text}");
+    assert!(
+        lines[0].starts_with("benchmark,transport,mode,size_bytes"),
+        "{text}"
+    );
     assert_eq!(lines.len(), 1 + 3, "header and three sizes");
     // An unwritable output is an error naming the file, and leaves nothing behind.
     let bad = dir.join("no-such-dir").join("x.json");
-    let o = commperf(&["bench", "latency", "-t", "uds", "--sizes", "1", "--iters", "10", "-o", bad.to_str().unwrap()]);
+    let o = commperf(&[
+        "bench",
+        "latency",
+        "-t",
+        "uds",
+        "--sizes",
+        "1",
+        "--iters",
+        "10",
+        "-o",
+        bad.to_str().unwrap(),
+    ]);
     assert_eq!(o.status.code(), Some(1));
-    assert!(stderr(&o).contains(&bad.display().to_string()), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains(&bad.display().to_string()),
+        "{}",
+        stderr(&o)
+    );
     // A malformed result file names the file and the position.
     std::fs::write(dir.join("bad.json"), "{\"schema_version\": 1,\n  oops").unwrap();
     let o = commperf(&["report", dir.join("bad.json").to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(1));
-    assert!(stderr(&o).contains("bad.json") && stderr(&o).contains("2:"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("bad.json") && stderr(&o).contains("2:"),
+        "{}",
+        stderr(&o)
+    );
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -93,7 +93,10 @@ mod tests {
             assert_eq!(t.as_str().parse::<TransportKind>().unwrap(), *t);
         }
         let e = "rdma".parse::<TransportKind>().unwrap_err();
-        assert_eq!(e.to_string(), "unknown transport 'rdma' (allowed: shm tcp uds)");
+        assert_eq!(
+            e.to_string(),
+            "unknown transport 'rdma' (allowed: shm tcp uds)"
+        );
         assert_eq!(serde_json::to_string(&Benchmark::Bibw).unwrap(), "\"bibw\"");
     }
 }

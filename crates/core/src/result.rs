@@ -133,8 +133,9 @@ pub struct Row {
     /// Messages per second (bw, bibw, mr).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub msgs_per_s: Option<f64>,
-    /// Fraction of the physical limit reached (shm only): cache-line limit / p50 for latency,
-    /// MB/s / memcpy limit for bandwidth.
+    /// Fraction of the physical limit reached (shm only). Latency: the cache-line one-way time
+    /// plus size ÷ memcpy bandwidth at this size, divided by p50. Bandwidth (bw, mr): MB/s ÷
+    /// memcpy bandwidth at this size. Both memcpy figures are measured in the same run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub efficiency: Option<f64>,
     /// Whether every payload byte was checked.
@@ -143,7 +144,12 @@ pub struct Row {
 
 impl Row {
     /// A row with identity fields set and every figure absent.
-    pub fn new(benchmark: Benchmark, transport: TransportKind, mode: Mode, size_bytes: u64) -> Self {
+    pub fn new(
+        benchmark: Benchmark,
+        transport: TransportKind,
+        mode: Mode,
+        size_bytes: u64,
+    ) -> Self {
         Row {
             benchmark,
             transport,

@@ -4,7 +4,9 @@
 /// Why a size or size list was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum SizeError {
-    #[error("'{0}' is not a size (expected a number with an optional k/M/G suffix, e.g. 64, 4k, 1M)")]
+    #[error(
+        "'{0}' is not a size (expected a number with an optional k/M/G suffix, e.g. 64, 4k, 1M)"
+    )]
     Malformed(String),
     #[error("'{0}' is too large (sizes must be below 2^62 bytes)")]
     TooLarge(String),
@@ -28,7 +30,9 @@ pub fn parse_size(s: &str) -> Result<u64, SizeError> {
     if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
         return Err(SizeError::Malformed(s.to_string()));
     }
-    let n: u64 = digits.parse().map_err(|_| SizeError::TooLarge(s.to_string()))?;
+    let n: u64 = digits
+        .parse()
+        .map_err(|_| SizeError::TooLarge(s.to_string()))?;
     match n.checked_mul(mult) {
         Some(v) if v < LIMIT => Ok(v),
         _ => Err(SizeError::TooLarge(s.to_string())),
@@ -51,7 +55,11 @@ pub fn parse_sizes(s: &str) -> Result<Vec<u64>, SizeError> {
             let mut v = lo.max(1);
             while v <= hi {
                 out.push(v);
-                v = if v.is_power_of_two() { v * 2 } else { v.next_power_of_two() };
+                v = if v.is_power_of_two() {
+                    v * 2
+                } else {
+                    v.next_power_of_two()
+                };
             }
         } else {
             out.push(parse_size(part)?);
@@ -91,9 +99,18 @@ mod tests {
         assert!(matches!(parse_size("-1"), Err(SizeError::Malformed(_))));
         assert!(matches!(parse_size("k"), Err(SizeError::Malformed(_))));
         // 2^63 and beyond are refused, not wrapped.
-        assert!(matches!(parse_size("9223372036854775808"), Err(SizeError::TooLarge(_))));
-        assert!(matches!(parse_size("99999999999999999999999"), Err(SizeError::TooLarge(_))));
-        assert!(matches!(parse_size("8589934592G"), Err(SizeError::TooLarge(_))));
+        assert!(matches!(
+            parse_size("9223372036854775808"),
+            Err(SizeError::TooLarge(_))
+        ));
+        assert!(matches!(
+            parse_size("99999999999999999999999"),
+            Err(SizeError::TooLarge(_))
+        ));
+        assert!(matches!(
+            parse_size("8589934592G"),
+            Err(SizeError::TooLarge(_))
+        ));
     }
 
     #[test]

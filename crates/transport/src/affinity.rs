@@ -12,7 +12,9 @@ pub fn allowed_cpus() -> Vec<usize> {
         return Vec::new();
     }
     // SAFETY: CPU_ISSET reads the set we own.
-    (0..libc::CPU_SETSIZE as usize).filter(|&c| unsafe { libc::CPU_ISSET(c, &set) }).collect()
+    (0..libc::CPU_SETSIZE as usize)
+        .filter(|&c| unsafe { libc::CPU_ISSET(c, &set) })
+        .collect()
 }
 
 /// Pins the calling thread to one CPU.
@@ -28,7 +30,10 @@ pub fn pin_to(cpu: usize) -> io::Result<()> {
     let r = unsafe { libc::sched_setaffinity(0, std::mem::size_of_val(&set), &set) };
     if r != 0 {
         let e = io::Error::last_os_error();
-        return Err(io::Error::new(e.kind(), format!("cannot pin to CPU {cpu}: {e}")));
+        return Err(io::Error::new(
+            e.kind(),
+            format!("cannot pin to CPU {cpu}: {e}"),
+        ));
     }
     Ok(())
 }

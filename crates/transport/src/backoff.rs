@@ -33,7 +33,12 @@ pub enum WaitStop {
 
 impl Backoff {
     pub fn new(timeout: Duration) -> Self {
-        Backoff { spins: 0, since_check: 0, started: None, timeout }
+        Backoff {
+            spins: 0,
+            since_check: 0,
+            started: None,
+            timeout,
+        }
     }
 
     /// Waits a little. `alive` is consulted now and then on the slow path.

@@ -28,7 +28,9 @@ pub struct Clock {
 fn invariant_tsc() -> bool {
     #[cfg(target_arch = "x86_64")]
     {
-        let Ok(info) = std::fs::read_to_string("/proc/cpuinfo") else { return false };
+        let Ok(info) = std::fs::read_to_string("/proc/cpuinfo") else {
+            return false;
+        };
         let flags = info.lines().find(|l| l.starts_with("flags")).unwrap_or("");
         let has = |f: &str| flags.split_whitespace().any(|x| x == f);
         has("constant_tsc") && has("nonstop_tsc")
@@ -63,7 +65,12 @@ impl Clock {
 
     fn calibrate_with(use_tsc: bool) -> Clock {
         let epoch = Instant::now();
-        let mut c = Clock { source: ClockSource::Monotonic, epoch, ns_per_tick: 1.0, cost_ns: 0.0 };
+        let mut c = Clock {
+            source: ClockSource::Monotonic,
+            epoch,
+            ns_per_tick: 1.0,
+            cost_ns: 0.0,
+        };
         #[cfg(target_arch = "x86_64")]
         if use_tsc {
             let mut ghz: Vec<f64> = (0..5)
@@ -131,7 +138,11 @@ impl Clock {
             ClockSource::Tsc { ghz } => ("tsc", Some(ghz)),
             ClockSource::Monotonic => ("monotonic", None),
         };
-        commperf_core::TimerInfo { source: source.into(), tsc_ghz, cost_ns: self.cost_ns }
+        commperf_core::TimerInfo {
+            source: source.into(),
+            tsc_ghz,
+            cost_ns: self.cost_ns,
+        }
     }
 }
 
@@ -147,8 +158,15 @@ mod tests {
         let (k1, t1) = (c.now(), Instant::now());
         let ns = c.ticks_to_ns(k1 - k0);
         let want = (t1 - t0).as_nanos() as f64;
-        assert!((ns - want).abs() / want < 0.02, "clock says {ns} ns, monotonic {want} ns");
-        assert!(c.cost_ns() > 0.0 && c.cost_ns() < 2000.0, "cost {}", c.cost_ns());
+        assert!(
+            (ns - want).abs() / want < 0.02,
+            "clock says {ns} ns, monotonic {want} ns"
+        );
+        assert!(
+            c.cost_ns() > 0.0 && c.cost_ns() < 2000.0,
+            "cost {}",
+            c.cost_ns()
+        );
     }
 
     #[test]

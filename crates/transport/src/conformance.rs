@@ -41,7 +41,9 @@ pub fn fill(buf: &mut [u8], seq: u64) {
 /// Index of the first byte of `buf` that differs from the pattern, if any.
 pub fn first_mismatch(buf: &[u8], seq: u64) -> Option<usize> {
     let n = buf.len();
-    buf.iter().enumerate().position(|(i, b)| *b != pattern(seq, n, i))
+    buf.iter()
+        .enumerate()
+        .position(|(i, b)| *b != pattern(seq, n, i))
 }
 
 fn run_pair<A, B, FA, FB>(a: A, b: B, fa: FA, fb: FB)
@@ -53,7 +55,8 @@ where
 {
     let h = thread::spawn(move || fb(b));
     fa(a);
-    h.join().expect("peer side of the conformance check panicked");
+    h.join()
+        .expect("peer side of the conformance check panicked");
 }
 
 /// Messages with interleaved tags arrive in send order, each with its own tag and payload.
@@ -84,7 +87,11 @@ where
                 let info = b.recv(&mut buf).expect("recv");
                 assert_eq!(info.tag, (i % 3) as u32 + 10, "tag of message {i}");
                 assert_eq!(info.len, (i % 300) as usize, "length of message {i}");
-                assert_eq!(first_mismatch(&buf[..info.len], i), None, "payload of message {i}");
+                assert_eq!(
+                    first_mismatch(&buf[..info.len], i),
+                    None,
+                    "payload of message {i}"
+                );
             }
             b.send(99, &N.to_le_bytes()).expect("send summary");
         },
@@ -114,7 +121,11 @@ where
                 buf[..s].fill(0);
                 let info = a.recv(&mut buf).expect("recv echo");
                 assert_eq!((info.tag, info.len), (9, s), "echo of size {s}");
-                assert_eq!(first_mismatch(&buf[..s], seq + 1000), None, "echo of size {s}");
+                assert_eq!(
+                    first_mismatch(&buf[..s], seq + 1000),
+                    None,
+                    "echo of size {s}"
+                );
             }
         },
         move |mut b| {
@@ -138,7 +149,11 @@ where
                         next += f.data.len();
                     })
                     .expect("recv_with");
-                assert_eq!((info.tag, info.len, next, bad), (8, s, s, None), "size {s} lent");
+                assert_eq!(
+                    (info.tag, info.len, next, bad),
+                    (8, s, s, None),
+                    "size {s} lent"
+                );
                 b.send_with(9, s, |off, piece| {
                     for (j, x) in piece.iter_mut().enumerate() {
                         *x = pattern(seq + 1000, s, off + j);
@@ -163,7 +178,11 @@ where
             let mut inb = vec![0u8; s];
             let info = e.sendrecv(me as u32, &out, &mut inb).expect("sendrecv");
             assert_eq!((info.tag, info.len), (1 - me as u32, s));
-            assert_eq!(first_mismatch(&inb, (1 - me) * 100 + s as u64), None, "duplex {s}");
+            assert_eq!(
+                first_mismatch(&inb, (1 - me) * 100 + s as u64),
+                None,
+                "duplex {s}"
+            );
         }
     }
     run_pair(a, b, |a| side(a, 0), |b| side(b, 1));
@@ -190,7 +209,9 @@ where
         |mut b| {
             let mut small = vec![0u8; 1000];
             match b.recv(&mut small) {
-                Err(TransportError::Truncated { len, cap }) => assert_eq!((len, cap), (3 << 20, 1000)),
+                Err(TransportError::Truncated { len, cap }) => {
+                    assert_eq!((len, cap), (3 << 20, 1000))
+                }
                 other => panic!("expected Truncated, got {other:?}"),
             }
             let info = b.recv(&mut small).expect("next message");

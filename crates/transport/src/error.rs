@@ -11,7 +11,9 @@ pub enum TransportError {
     PeerDied { peer: String, mid_message: bool },
     #[error("no progress from peer {peer} for {secs} s (idle timeout)")]
     Timeout { peer: String, secs: u64 },
-    #[error("peer {peer} announced a {len}-byte message, above the negotiated maximum of {max} bytes")]
+    #[error(
+        "peer {peer} announced a {len}-byte message, above the negotiated maximum of {max} bytes"
+    )]
     TooLarge { peer: String, len: u64, max: usize },
     #[error("message of {len} bytes does not fit the {cap}-byte receive buffer")]
     Truncated { len: usize, cap: usize },
@@ -36,7 +38,10 @@ fn during(mid: bool) -> &'static str {
 impl TransportError {
     /// Wraps an I/O error with the operation that failed.
     pub fn io(op: impl Into<String>, source: io::Error) -> Self {
-        TransportError::Io { op: op.into(), cause: source }
+        TransportError::Io {
+            op: op.into(),
+            cause: source,
+        }
     }
 
     /// True when the error means the peer is gone (closed, died or silent).

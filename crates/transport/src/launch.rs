@@ -87,7 +87,11 @@ pub struct Control {
 
 impl Control {
     pub fn new(stream: Box<dyn ControlStream>, peer: String) -> Self {
-        Control { stream, peer, phase: String::new() }
+        Control {
+            stream,
+            peer,
+            phase: String::new(),
+        }
     }
 
     /// Names the peer in every later error.
@@ -113,9 +117,10 @@ impl Control {
         match e.kind() {
             io::ErrorKind::UnexpectedEof
             | io::ErrorKind::ConnectionReset
-            | io::ErrorKind::BrokenPipe => {
-                LaunchError::ControlClosed { peer: self.peer.clone(), phase: self.phase.clone() }
-            }
+            | io::ErrorKind::BrokenPipe => LaunchError::ControlClosed {
+                peer: self.peer.clone(),
+                phase: self.phase.clone(),
+            },
             io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut => LaunchError::Control {
                 peer: self.peer.clone(),
                 cause: io::Error::new(
@@ -123,7 +128,10 @@ impl Control {
                     format!("no answer{} (timed out)", phase_suffix(&self.phase)),
                 ),
             },
-            _ => LaunchError::Control { peer: self.peer.clone(), cause: e },
+            _ => LaunchError::Control {
+                peer: self.peer.clone(),
+                cause: e,
+            },
         }
     }
 
@@ -133,7 +141,10 @@ impl Control {
         let mut frame = Vec::with_capacity(4 + body.len());
         frame.extend_from_slice(&(body.len() as u32).to_le_bytes());
         frame.extend_from_slice(&body);
-        self.stream.write_all(&frame).and_then(|_| self.stream.flush()).map_err(|e| self.err(e))
+        self.stream
+            .write_all(&frame)
+            .and_then(|_| self.stream.flush())
+            .map_err(|e| self.err(e))
     }
 
     /// Receives one message, refusing frames above [`MAX_CONTROL`] before allocating them.
@@ -149,8 +160,10 @@ impl Control {
         }
         let mut body = vec![0u8; len];
         self.stream.read_exact(&mut body).map_err(|e| self.err(e))?;
-        serde_json::from_slice(&body)
-            .map_err(|e| LaunchError::Malformed { peer: self.peer.clone(), what: e.to_string() })
+        serde_json::from_slice(&body).map_err(|e| LaunchError::Malformed {
+            peer: self.peer.clone(),
+            what: e.to_string(),
+        })
     }
 }
 
@@ -158,17 +171,33 @@ impl Control {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum SetupMsg {
-    Hello { magic: String, protocol: u32, version: String, token: String },
-    Welcome { protocol: u32, version: String, pid: u32, hostname: String },
-    Refused { reason: String },
+    Hello {
+        magic: String,
+        protocol: u32,
+        version: String,
+        token: String,
+    },
+    Welcome {
+        protocol: u32,
+        version: String,
+        pid: u32,
+        hostname: String,
+    },
+    Refused {
+        reason: String,
+    },
     /// Client → server: build a data channel like this.
     Data(DataSpec),
     /// Server → client: where to connect or attach.
-    Offer { address: String },
+    Offer {
+        address: String,
+    },
     /// Server → client: the data channel is up and the token checked.
     DataReady,
     /// Either way: something failed; the session ends.
-    Error { message: String },
+    Error {
+        message: String,
+    },
 }
 
 /// How to build a data channel; chosen by the client.
@@ -231,14 +260,23 @@ pub struct ServerHello {
 /// A fresh random session token (128 bits, hex).
 pub fn new_token() -> String {
     let mut b = [0u8; 16];
-    let ok = std::fs::File::open("/dev/urandom").and_then(|mut f| f.read_exact(&mut b)).is_ok();
-    assert!(ok, "/dev/urandom is unreadable: cannot make a session token");
+    let ok = std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| f.read_exact(&mut b))
+        .is_ok();
+    assert!(
+        ok,
+        "/dev/urandom is unreadable: cannot make a session token"
+    );
     b.iter().map(|x| format!("{x:02x}")).collect()
 }
 
 fn same_token(a: &str, b: &str) -> bool {
     // Length leaks nothing useful (tokens have a fixed length); compare every byte regardless.
-    a.len() == b.len() && a.bytes().zip(b.bytes()).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+    a.len() == b.len()
+        && a.bytes()
+            .zip(b.bytes())
+            .fold(0u8, |acc, (x, y)| acc | (x ^ y))
+            == 0
 }
 
 /// Local hostname, for reports and welcome messages.
@@ -258,22 +296,37 @@ pub fn client_handshake(ctrl: &mut Control, token: &str) -> Result<ServerHello, 
         token: token.into(),
     })?;
     match ctrl.recv::<SetupMsg>()? {
-        SetupMsg::Welcome { protocol, version, pid, hostname } if protocol == PROTOCOL_VERSION => {
-            Ok(ServerHello { version, pid, hostname })
-        }
-        SetupMsg::Welcome { protocol, version, .. } => Err(LaunchError::Refused {
+        SetupMsg::Welcome {
+            protocol,
+            version,
+            pid,
+            hostname,
+        } if protocol == PROTOCOL_VERSION => Ok(ServerHello {
+            version,
+            pid,
+            hostname,
+        }),
+        SetupMsg::Welcome {
+            protocol, version, ..
+        } => Err(LaunchError::Refused {
             peer: ctrl.peer().into(),
             reason: format!(
                 "it speaks protocol {protocol} (commperf {version}), we speak {PROTOCOL_VERSION}"
             ),
         }),
-        SetupMsg::Refused { reason } => Err(LaunchError::Refused { peer: ctrl.peer().into(), reason }),
+        SetupMsg::Refused { reason } => Err(LaunchError::Refused {
+            peer: ctrl.peer().into(),
+            reason,
+        }),
         other => Err(unexpected(ctrl, &other)),
     }
 }
 
 fn unexpected(ctrl: &Control, m: &SetupMsg) -> LaunchError {
-    LaunchError::Malformed { peer: ctrl.peer().into(), what: format!("unexpected message {m:?}") }
+    LaunchError::Malformed {
+        peer: ctrl.peer().into(),
+        what: format!("unexpected message {m:?}"),
+    }
 }
 
 /// Server side of the handshake: refuses (with a message to the client) a wrong magic, protocol
@@ -281,11 +334,21 @@ fn unexpected(ctrl: &Control, m: &SetupMsg) -> LaunchError {
 pub fn server_handshake(ctrl: &mut Control, token: &str) -> Result<ClientHello, LaunchError> {
     ctrl.set_phase("handshake");
     let refuse = |ctrl: &mut Control, reason: String| {
-        let _ = ctrl.send(&SetupMsg::Refused { reason: reason.clone() });
-        Err(LaunchError::Refused { peer: ctrl.peer().into(), reason })
+        let _ = ctrl.send(&SetupMsg::Refused {
+            reason: reason.clone(),
+        });
+        Err(LaunchError::Refused {
+            peer: ctrl.peer().into(),
+            reason,
+        })
     };
     match ctrl.recv::<SetupMsg>() {
-        Ok(SetupMsg::Hello { magic, protocol, version, token: t }) => {
+        Ok(SetupMsg::Hello {
+            magic,
+            protocol,
+            version,
+            token: t,
+        }) => {
             if magic != MAGIC {
                 return refuse(ctrl, format!("not a commperf client (magic '{magic}')"));
             }
@@ -312,7 +375,9 @@ pub fn server_handshake(ctrl: &mut Control, token: &str) -> Result<ClientHello, 
         }
         Ok(other) => refuse(ctrl, format!("expected a hello, got {other:?}")),
         Err(e @ LaunchError::Malformed { .. }) => {
-            let _ = ctrl.send(&SetupMsg::Refused { reason: e.to_string() });
+            let _ = ctrl.send(&SetupMsg::Refused {
+                reason: e.to_string(),
+            });
             Err(e)
         }
         Err(e) => Err(e),
@@ -352,7 +417,11 @@ fn accept_within<L, S>(
     timeout: Duration,
     accept: impl FnOnce() -> io::Result<(S, L)>,
 ) -> Result<(S, L), LaunchError> {
-    let mut p = libc::pollfd { fd, events: libc::POLLIN, revents: 0 };
+    let mut p = libc::pollfd {
+        fd,
+        events: libc::POLLIN,
+        revents: 0,
+    };
     // SAFETY: one valid pollfd for the listener's fd.
     let r = unsafe { libc::poll(&mut p, 1, timeout.as_millis().min(i32::MAX as u128) as i32) };
     if r <= 0 {
@@ -361,7 +430,10 @@ fn accept_within<L, S>(
             cause: io::Error::new(io::ErrorKind::TimedOut, "the client never connected"),
         });
     }
-    accept().map_err(|e| LaunchError::Io { what: format!("accept on {what}"), cause: e })
+    accept().map_err(|e| LaunchError::Io {
+        what: format!("accept on {what}"),
+        cause: e,
+    })
 }
 
 fn check_token<E: Endpoint>(e: &mut E, token: &str) -> Result<(), LaunchError> {
@@ -372,7 +444,10 @@ fn check_token<E: Endpoint>(e: &mut E, token: &str) -> Result<(), LaunchError> {
         reason: "the data channel did not present the session token".into(),
     };
     match e.recv(&mut buf) {
-        Ok(i) if i.tag == TOKEN_TAG && same_token(std::str::from_utf8(&buf[..i.len]).unwrap_or(""), token) => {
+        Ok(i)
+            if i.tag == TOKEN_TAG
+                && same_token(std::str::from_utf8(&buf[..i.len]).unwrap_or(""), token) =>
+        {
             Ok(())
         }
         Ok(_) | Err(TransportError::Truncated { .. }) => Err(bad()),
@@ -396,7 +471,9 @@ pub fn serve_data(
             Ok(ep)
         }
         Err(e) => {
-            let _ = ctrl.send(&SetupMsg::Error { message: format!("{e:#}") });
+            let _ = ctrl.send(&SetupMsg::Error {
+                message: format!("{e:#}"),
+            });
             Err(e)
         }
     }
@@ -414,7 +491,9 @@ fn serve_data_inner(
         TransportKind::Shm => {
             shm::remove_stale_segments();
             let seg = shm::ShmSegment::create(spec.shm_options(), spec.max_message)?;
-            ctrl.send(&SetupMsg::Offer { address: seg.name().into() })?;
+            ctrl.send(&SetupMsg::Offer {
+                address: seg.name().into(),
+            })?;
             let mut e = seg.accept(cfg, wait)?;
             e.set_single_copy_from(spec.shm_single_copy_from);
             check_token(&mut e, token)?;
@@ -422,8 +501,13 @@ fn serve_data_inner(
         }
         TransportKind::Tcp => {
             let l = tcp::listen(SocketAddr::new(bind_ip, 0))?;
-            let addr = l.local_addr().map_err(|e| LaunchError::Io { what: "listener".into(), cause: e })?;
-            ctrl.send(&SetupMsg::Offer { address: addr.to_string() })?;
+            let addr = l.local_addr().map_err(|e| LaunchError::Io {
+                what: "listener".into(),
+                cause: e,
+            })?;
+            ctrl.send(&SetupMsg::Offer {
+                address: addr.to_string(),
+            })?;
             let (s, from) = accept_within(&addr.to_string(), l.as_raw_fd(), wait, || l.accept())?;
             let mut e = tcp::from_stream(s, cfg, from.to_string())?;
             check_token(&mut e, token)?;
@@ -431,12 +515,19 @@ fn serve_data_inner(
         }
         TransportKind::Uds => {
             let path = uds_path();
-            let l = UnixListener::bind(&path)
-                .map_err(|e| LaunchError::Io { what: format!("bind {}", path.display()), cause: e })?;
+            let l = UnixListener::bind(&path).map_err(|e| LaunchError::Io {
+                what: format!("bind {}", path.display()),
+                cause: e,
+            })?;
             let _unlink = Unlink(path.clone());
-            ctrl.send(&SetupMsg::Offer { address: path.display().to_string() })?;
-            let (s, _) = accept_within(&path.display().to_string(), l.as_raw_fd(), wait, || l.accept())?;
-            let mut e = uds::from_stream(s, cfg, format!("{} via {}", ctrl.peer(), path.display()))?;
+            ctrl.send(&SetupMsg::Offer {
+                address: path.display().to_string(),
+            })?;
+            let (s, _) = accept_within(&path.display().to_string(), l.as_raw_fd(), wait, || {
+                l.accept()
+            })?;
+            let mut e =
+                uds::from_stream(s, cfg, format!("{} via {}", ctrl.peer(), path.display()))?;
             check_token(&mut e, token)?;
             Ok(AnyEndpoint::Uds(e))
         }
@@ -451,8 +542,14 @@ impl Drop for Unlink {
 }
 
 fn uds_path() -> PathBuf {
-    let dir = std::env::var_os("TMPDIR").map(PathBuf::from).unwrap_or_else(|| "/tmp".into());
-    dir.join(format!("commperf-{}-{}.sock", std::process::id(), &new_token()[..12]))
+    let dir = std::env::var_os("TMPDIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| "/tmp".into());
+    dir.join(format!(
+        "commperf-{}-{}.sock",
+        std::process::id(),
+        &new_token()[..12]
+    ))
 }
 
 /// Client side: asks for a data channel, connects to what the server offers, presents the token
@@ -467,7 +564,10 @@ pub fn connect_data(
     let address = match ctrl.recv::<SetupMsg>()? {
         SetupMsg::Offer { address } => address,
         SetupMsg::Error { message } => {
-            return Err(LaunchError::Remote { peer: ctrl.peer().into(), message })
+            return Err(LaunchError::Remote {
+                peer: ctrl.peer().into(),
+                message,
+            })
         }
         other => return Err(unexpected(ctrl, &other)),
     };
@@ -496,17 +596,20 @@ pub fn connect_data(
             })?;
             AnyEndpoint::Tcp(tcp::connect(addr, cfg)?)
         }
-        TransportKind::Uds => AnyEndpoint::Uds(uds::connect(&address, cfg).map_err(|e| {
-            LaunchError::Io {
+        TransportKind::Uds => {
+            AnyEndpoint::Uds(uds::connect(&address, cfg).map_err(|e| LaunchError::Io {
                 what: format!("transport uds needs both ends on one host; {e}"),
                 cause: io::Error::other("unix socket unreachable"),
-            }
-        })?),
+            })?)
+        }
     };
     with_endpoint!(&mut ep, e => e.send(TOKEN_TAG, token.as_bytes()))?;
     match ctrl.recv::<SetupMsg>()? {
         SetupMsg::DataReady => Ok(ep),
-        SetupMsg::Error { message } => Err(LaunchError::Remote { peer: ctrl.peer().into(), message }),
+        SetupMsg::Error { message } => Err(LaunchError::Remote {
+            peer: ctrl.peer().into(),
+            message,
+        }),
         other => Err(unexpected(ctrl, &other)),
     }
 }
@@ -531,8 +634,10 @@ impl LocalPeer {
         args: &[String],
         envs: &[(&str, &str)],
     ) -> Result<(LocalPeer, Control), LaunchError> {
-        let (ours, theirs) = UnixStream::pair()
-            .map_err(|e| LaunchError::Io { what: "socketpair for the peer".into(), cause: e })?;
+        let (ours, theirs) = UnixStream::pair().map_err(|e| LaunchError::Io {
+            what: "socketpair for the peer".into(),
+            cause: e,
+        })?;
         let child_fd = theirs.as_raw_fd();
         let parent = std::process::id() as i32;
         let mut cmd = Command::new(exe);
@@ -603,7 +708,10 @@ pub fn inherited_control(fd: i32) -> Result<Control, LaunchError> {
     // SAFETY: F_SETFD on an open fd.
     unsafe { libc::fcntl(owned.as_raw_fd(), libc::F_SETFD, libc::FD_CLOEXEC) };
     let ppid = std::os::unix::process::parent_id();
-    Ok(Control::new(Box::new(UnixStream::from(owned)), format!("parent process {ppid}")))
+    Ok(Control::new(
+        Box::new(UnixStream::from(owned)),
+        format!("parent process {ppid}"),
+    ))
 }
 
 // ---- two hosts ------------------------------------------------------------------------------
@@ -638,13 +746,20 @@ pub struct Server {
 impl Server {
     /// Binds `addr`; `token` None makes a random one.
     pub fn bind(addr: SocketAddr, token: Option<String>) -> Result<Server, LaunchError> {
-        let listener = TcpListener::bind(addr)
-            .map_err(|e| LaunchError::Io { what: format!("listen on {addr}"), cause: e })?;
-        Ok(Server { listener, token: token.unwrap_or_else(new_token) })
+        let listener = TcpListener::bind(addr).map_err(|e| LaunchError::Io {
+            what: format!("listen on {addr}"),
+            cause: e,
+        })?;
+        Ok(Server {
+            listener,
+            token: token.unwrap_or_else(new_token),
+        })
     }
 
     pub fn local_addr(&self) -> SocketAddr {
-        self.listener.local_addr().expect("bound listener has an address")
+        self.listener
+            .local_addr()
+            .expect("bound listener has an address")
     }
 
     pub fn token(&self) -> &str {
@@ -653,11 +768,14 @@ impl Server {
 
     /// Accepts the next client and runs the handshake. A refused client is an `Err` the caller
     /// logs before accepting again.
-    pub fn accept(&self, handshake_timeout: Duration) -> Result<(Control, ClientHello), LaunchError> {
-        let (s, from) = self
-            .listener
-            .accept()
-            .map_err(|e| LaunchError::Io { what: "accept".into(), cause: e })?;
+    pub fn accept(
+        &self,
+        handshake_timeout: Duration,
+    ) -> Result<(Control, ClientHello), LaunchError> {
+        let (s, from) = self.listener.accept().map_err(|e| LaunchError::Io {
+            what: "accept".into(),
+            cause: e,
+        })?;
         let _ = s.set_nodelay(true);
         let mut c = Control::new(Box::new(s), format!("client {from}"));
         c.set_timeout(handshake_timeout)?;

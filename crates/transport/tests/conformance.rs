@@ -9,16 +9,26 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 fn cfg(mode: Mode) -> EndpointConfig {
-    EndpointConfig { mode, max_message: 64 << 20, idle_timeout: Duration::from_secs(30) }
+    EndpointConfig {
+        mode,
+        max_message: 64 << 20,
+        idle_timeout: Duration::from_secs(30),
+    }
 }
 
 fn shm_pipelined(mode: Mode) -> (shm::ShmEndpoint, shm::ShmEndpoint) {
-    let o = ShmOptions { single_copy_from: None, ..ShmOptions::default() };
+    let o = ShmOptions {
+        single_copy_from: None,
+        ..ShmOptions::default()
+    };
     shm::pair(cfg(mode), o).expect("shm pair")
 }
 
 fn shm_single_copy(mode: Mode) -> (shm::ShmEndpoint, shm::ShmEndpoint) {
-    let o = ShmOptions { single_copy_from: Some(256 << 10), ..ShmOptions::default() };
+    let o = ShmOptions {
+        single_copy_from: Some(256 << 10),
+        ..ShmOptions::default()
+    };
     shm::pair(cfg(mode), o).expect("shm pair")
 }
 
@@ -90,7 +100,9 @@ const BIG: usize = 8 << 20;
 /// piece has been handed over. Does nothing when run as an ordinary test.
 #[test]
 fn child_helper() {
-    let Ok(spec) = std::env::var(CHILD_ENV) else { return };
+    let Ok(spec) = std::env::var(CHILD_ENV) else {
+        return;
+    };
     let (kind, rest) = spec.split_once(':').expect("kind:address:mode");
     let (addr, mode) = rest.rsplit_once(':').expect("address:mode");
     let mode: Mode = mode.parse().expect("mode");
@@ -127,23 +139,37 @@ fn expect_mid_message_death<E: Endpoint>(mut e: E, child: &mut std::process::Chi
     let status = child.wait().expect("wait child");
     assert!(!status.success(), "child should have been killed");
     match r {
-        Err(TransportError::PeerDied { mid_message, ref peer })
-        | Err(TransportError::PeerClosed { mid_message, ref peer }) => {
+        Err(TransportError::PeerDied {
+            mid_message,
+            ref peer,
+        })
+        | Err(TransportError::PeerClosed {
+            mid_message,
+            ref peer,
+        }) => {
             assert!(mid_message, "death must be reported as mid-message: {r:?}");
             assert!(!peer.is_empty());
         }
         other => panic!("expected the peer's death, got {other:?}"),
     }
-    assert!(took < Duration::from_secs(5), "death noticed after {took:?}");
+    assert!(
+        took < Duration::from_secs(5),
+        "death noticed after {took:?}"
+    );
 }
 
 fn shm_death(mode: Mode) {
     let seg = shm::ShmSegment::create(ShmOptions::default(), 64 << 20).expect("segment");
     let name = seg.name().to_string();
     let mut child = spawn_child(&format!("shm:{name}:{mode}"));
-    let e = seg.accept(cfg(mode), Duration::from_secs(20)).expect("accept");
+    let e = seg
+        .accept(cfg(mode), Duration::from_secs(20))
+        .expect("accept");
     let path = format!("/dev/shm{name}");
-    assert!(!std::path::Path::new(&path).exists(), "segment must be unlinked once attached");
+    assert!(
+        !std::path::Path::new(&path).exists(),
+        "segment must be unlinked once attached"
+    );
     expect_mid_message_death(e, &mut child);
 }
 
@@ -172,7 +198,10 @@ fn stale_segments_of_dead_creators_are_removed() {
     assert!(!shm::remove_stale_segments().contains(&live));
     assert!(std::path::Path::new(&format!("/dev/shm/{live}")).exists());
     drop(seg);
-    assert!(!std::path::Path::new(&format!("/dev/shm/{live}")).exists(), "drop unlinks");
+    assert!(
+        !std::path::Path::new(&format!("/dev/shm/{live}")).exists(),
+        "drop unlinks"
+    );
 }
 
 fn extra_child(kind: &str, addr: &str, cfg: EndpointConfig) -> ! {
@@ -191,7 +220,8 @@ fn tcp_death(mode: Mode) {
 }
 
 fn uds_death(mode: Mode) {
-    let path = std::env::temp_dir().join(format!("commperf-conf-{}-{mode}.sock", std::process::id()));
+    let path =
+        std::env::temp_dir().join(format!("commperf-conf-{}-{mode}.sock", std::process::id()));
     let _ = std::fs::remove_file(&path);
     let l = uds::listen(&path).unwrap();
     let mut child = spawn_child(&format!("uds:{}:{mode}", path.display()));

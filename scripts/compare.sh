@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# compare.sh — commperf against the anchors of ../shared/ANCHORS.md, measured in the same run.
+#
+# Runs scripts/anchors.sh (sockperf, iperf3, NetPIPE over TCP and Open MPI shared memory), an
+# osu_mbw_mr-style Open MPI message-rate program (scripts/anchors/mpi_mr.c), `commperf limits`,
+# and the matching commperf benchmarks, each figure the median of COMPARE_RUNS runs (default 3),
+# all pinned to the same two CPUs (peer/server on 0, client on 1). Prints a Markdown table with
+# the ratios the foundation issue asks about, and writes every raw figure to $OUT (JSON).
+#
+# Needs: cargo, python3; installs Debian's sockperf, iperf3, netpipe-*, openmpi when missing.
+# Usage: scripts/compare.sh [OUT.json]      (about 4 minutes)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+OUT="${1:-/tmp/commperf-compare.json}"
+RUNS="${COMPARE_RUNS:-3}"
+WORK="$(mktemp -d /tmp/compare.XXXXXX)"
+trap 'rm -rf "$WORK"' EXIT
+log() { printf '[compare %(%H:%M:%S)T] %s\n' -1 "$*" >&2; }
+
+cargo build --release --locked -q
+CP=target/release/commperf
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+
+log "anchors (scripts/anchors.sh)"
+ANCHORS_SOCKPERF_T=2 ANCHORS_IPERF_T=2 bash scripts/anchors.sh > "$WORK/anchors.json"
+
+log "Open MPI message rate (osu_mbw_mr-style, 8 B, window 64)"
+mr_runs=()
+if command -v mpicc >/dev/null; then
+    mpicc -O2 -o "$WORK/mpi_mr" scripts/anchors/mpi_mr.c
+    for _ in $(seq "$RUNS"); do
+        v=$(timeout 60 mpirun --oversubscribe -np 2 --bind-to core --mca pml ob1 --mca btl self,vader \
+            "$WORK/mpi_mr" 8 64 20000 2>/dev/null | sed -n 's/^msgs_per_s=//p' || true)
+        mr_runs+=("${v:-null}")
+    done
+fi
+printf '%s\n' "${mr_runs[@]:-null}" > "$WORK/mpi_mr.txt"
+
+cpjson() { # name, commperf args...
+    local name="$1"; shift
+    for i in $(seq "$RUNS"); do
+        "$CP" bench "$@" --cpus 1,0 --format json > "$WORK/$name.$i.json"
+    done
+}
+log "commperf figures"
+"$CP" limits --cpus 0,1 --format json > "$WORK/limits.json"
+cpjson shm_lat   latency -t shm --sizes 8 --iters 200000
+cpjson shm_bw    bw -t shm --sizes 1M
+cpjson shm_mr    mr -t shm --sizes 8 --window 64 --iters 20000
+cpjson tcp_poll  latency -t tcp --sizes 64 --iters 100000
+cpjson tcp_block latency -t tcp --mode block --sizes 64 --iters 20000
+cpjson tcp_bw    bw -t tcp --sizes 1M
+
+python3 - "$WORK" "$RUNS" "$OUT" <<'PY'
+import json, statistics, sys, os
+work, runs, out = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+a = json.load(open(f"{work}/anchors.json"))
+lim = json.load(open(f"{work}/limits.json"))
+mr = [float(x) for x in open(f"{work}/mpi_mr.txt").read().split() if x != "null"]
+def med(name, key):
+    vals = []
+    for i in range(1, runs + 1):
+        r = json.load(open(f"{work}/{name}.{i}.json"))["results"][0]
+        vals.append(r[key])
+    return statistics.median(vals), vals
+fig = {
+  "shm_lat_p50_us_8B": med("shm_lat", "p50_us"),
+  "shm_bw_mb_per_s_1MiB": med("shm_bw", "mb_per_s"),
+  "shm_mr_msgs_per_s_8B": med("shm_mr", "msgs_per_s"),
+  "tcp_poll_p50_us_64B": med("tcp_poll", "p50_us"),
+  "tcp_block_p50_us_64B": med("tcp_block", "p50_us"),
+  "tcp_bw_mb_per_s_1MiB": med("tcp_bw", "mb_per_s"),
+}
+m = lambda k: fig[k][0]
+cl = lim["cacheline_one_way_us"]
+iperf = a.get("iperf3_gb_per_s")
+rows = [
+  ("shm 8 B latency p50 / cache-line limit", m("shm_lat_p50_us_8B"), cl, "≤ 1.5", lambda r: r <= 1.5),
+  ("shm 8 B latency p50 / NPopenmpi 8 B", m("shm_lat_p50_us_8B"), a.get("npopenmpi_lat_us_8B"), "≤ 1", lambda r: r <= 1),
+  ("shm 1 MiB bw / NPopenmpi 1 MiB", m("shm_bw_mb_per_s_1MiB"), a.get("npopenmpi_mb_per_s_1MiB"), "≥ 1", lambda r: r >= 1),
+  ("shm 8 B msgs/s / Open MPI (osu_mbw_mr-style)", m("shm_mr_msgs_per_s_8B"), statistics.median(mr) if mr else None, "≥ 1", lambda r: r >= 1),
+  ("tcp poll 64 B p50 / sockperf --nonblocked", m("tcp_poll_p50_us_64B"), a.get("sockperf_pp_poll_p50_us_64B"), "≤ 1.05", lambda r: r <= 1.05),
+  ("tcp block 64 B p50 / sockperf blocking", m("tcp_block_p50_us_64B"), a.get("sockperf_pp_block_p50_us_64B"), "≤ 1.05", lambda r: r <= 1.05),
+  ("tcp 1 MiB bw / iperf3 single stream", m("tcp_bw_mb_per_s_1MiB"), iperf * 1000 if iperf else None, "≥ 0.9", lambda r: r >= 0.9),
+]
+print("| comparison | commperf | anchor | ratio | goal | met |")
+print("|---|---|---|---|---|---|")
+for name, ours, anchor, goal, ok in rows:
+    if anchor:
+        r = ours / anchor
+        print(f"| {name} | {ours:.4g} | {anchor:.4g} | {r:.3f} | {goal} | {'yes' if ok(r) else 'NO'} |")
+    else:
+        print(f"| {name} | {ours:.4g} | n/a | n/a | {goal} | n/a |")
+json.dump({"anchors": a, "limits": lim, "mpi_mr_msgs_per_s": mr,
+           "commperf": {k: {"median": v[0], "runs": v[1]} for k, v in fig.items()}},
+          open(out, "w"), indent=2)
+print(f"\nraw figures: {out}", file=sys.stderr)
+PY
