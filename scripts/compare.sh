@@ -63,7 +63,15 @@ def med(name, key):
         r = json.load(open(f"{work}/{name}.{i}.json"))["results"][0]
         vals.append(r[key])
     return statistics.median(vals), vals
+def in_run_ratio(name):
+    # p50 / cache-line limit, both from the same commperf process, moments apart.
+    vals = []
+    for i in range(1, runs + 1):
+        d = json.load(open(f"{work}/{name}.{i}.json"))
+        vals.append(d["results"][0]["p50_us"] / d["limits"]["cacheline_one_way_us"])
+    return statistics.median(vals), vals
 fig = {
+  "shm_lat_over_cacheline_8B": in_run_ratio("shm_lat"),
   "shm_lat_p50_us_8B": med("shm_lat", "p50_us"),
   "shm_bw_mb_per_s_1MiB": med("shm_bw", "mb_per_s"),
   "shm_mr_msgs_per_s_8B": med("shm_mr", "msgs_per_s"),
@@ -74,14 +82,16 @@ fig = {
 m = lambda k: fig[k][0]
 cl = lim["cacheline_one_way_us"]
 iperf = a.get("iperf3_gb_per_s")
+iperf_1m = a.get("iperf3_gb_per_s_1MiB_writes")
 rows = [
-  ("shm 8 B latency p50 / cache-line limit", m("shm_lat_p50_us_8B"), cl, "≤ 1.5", lambda r: r <= 1.5),
+  ("shm 8 B latency p50 / cache-line limit (same process, median of per-run ratios)", m("shm_lat_over_cacheline_8B"), 1.0, "≤ 1.5", lambda r: r <= 1.5),
   ("shm 8 B latency p50 / NPopenmpi 8 B", m("shm_lat_p50_us_8B"), a.get("npopenmpi_lat_us_8B"), "≤ 1", lambda r: r <= 1),
   ("shm 1 MiB bw / NPopenmpi 1 MiB", m("shm_bw_mb_per_s_1MiB"), a.get("npopenmpi_mb_per_s_1MiB"), "≥ 1", lambda r: r >= 1),
   ("shm 8 B msgs/s / Open MPI (osu_mbw_mr-style)", m("shm_mr_msgs_per_s_8B"), statistics.median(mr) if mr else None, "≥ 1", lambda r: r >= 1),
   ("tcp poll 64 B p50 / sockperf --nonblocked", m("tcp_poll_p50_us_64B"), a.get("sockperf_pp_poll_p50_us_64B"), "≤ 1.05", lambda r: r <= 1.05),
   ("tcp block 64 B p50 / sockperf blocking", m("tcp_block_p50_us_64B"), a.get("sockperf_pp_block_p50_us_64B"), "≤ 1.05", lambda r: r <= 1.05),
-  ("tcp 1 MiB bw / iperf3 single stream", m("tcp_bw_mb_per_s_1MiB"), iperf * 1000 if iperf else None, "≥ 0.9", lambda r: r >= 0.9),
+  ("tcp 1 MiB bw / iperf3 single stream (default 128 KiB writes)", m("tcp_bw_mb_per_s_1MiB"), iperf * 1000 if iperf else None, "≥ 0.9", lambda r: r >= 0.9),
+  ("tcp 1 MiB bw / iperf3 single stream (-l 1M)", m("tcp_bw_mb_per_s_1MiB"), iperf_1m * 1000 if iperf_1m else None, "≥ 0.9", lambda r: r >= 0.9),
 ]
 print("| comparison | commperf | anchor | ratio | goal | met |")
 print("|---|---|---|---|---|---|")

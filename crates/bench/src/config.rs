@@ -27,11 +27,6 @@ pub enum ConfigError {
     Iterations,
     #[error("--cpus: {0}")]
     Cpus(String),
-    #[error("--transport {transport} with --peer: {why}")]
-    Remote {
-        transport: TransportKind,
-        why: String,
-    },
 }
 
 /// Everything a run needs, already checked.

@@ -71,6 +71,7 @@ static GLOBAL: Counting = Counting;
 const MODES: [Mode; 2] = [Mode::Poll, Mode::Block];
 const MAX: usize = 64 << 20;
 const PROMPT: Duration = Duration::from_secs(2);
+const RAW_TIMEOUT: Duration = Duration::from_secs(10);
 
 fn cfg(mode: Mode) -> EndpointConfig {
     EndpointConfig {
@@ -97,15 +98,18 @@ fn tcp_raw(cfg: EndpointConfig) -> (tcp::TcpEndpoint, TcpStream) {
     let raw = TcpStream::connect(l.local_addr().unwrap()).unwrap();
     let ep = tcp::accept(&l, cfg).unwrap();
     assert_eq!(ep.info().peer, raw.local_addr().unwrap().to_string());
+    // A failing test must fail, not hang a raw writer on a full socket.
+    raw.set_write_timeout(Some(RAW_TIMEOUT)).unwrap();
+    raw.set_read_timeout(Some(RAW_TIMEOUT)).unwrap();
     (ep, raw)
 }
 
 fn uds_raw(cfg: EndpointConfig) -> (uds::UdsEndpoint, UnixStream) {
     let (x, y) = UnixStream::pair().unwrap();
-    (
-        uds::from_stream(x, cfg, "raw test peer".to_string()).unwrap(),
-        y,
-    )
+    y.set_write_timeout(Some(RAW_TIMEOUT)).unwrap();
+    y.set_read_timeout(Some(RAW_TIMEOUT)).unwrap();
+    let ep = uds::from_stream(x, cfg, "raw test peer".to_string()).unwrap();
+    (ep, y)
 }
 
 /// The payload of a `size`-byte message: byte i is `(i * 31 + size + salt) as u8`. The pattern

@@ -1165,8 +1165,16 @@ impl Endpoint for ShmEndpoint {
                 break;
             }
             let bo = b.get_or_insert_with(|| Backoff::new(self.cfg.idle_timeout));
-            if bo.snooze(|| self.check_peer(false).is_ok()).is_err() {
-                break; // the general path reports what happened
+            match bo.snooze(|| self.check_peer(false).is_ok()) {
+                Ok(()) => {}
+                Err(WaitStop::TimedOut) => return Err(self.timeout_error()),
+                Err(WaitStop::PeerGone) => {
+                    // Deliver what the peer managed to send before it went; else say it went.
+                    if self.rx_ready() {
+                        break;
+                    }
+                    self.check_peer(false)?;
+                }
             }
         }
         let inc = self.next_incoming(false)?;
