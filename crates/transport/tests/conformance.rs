@@ -253,13 +253,25 @@ fn uds_peer_killed_mid_message_block() {
 #[test]
 fn silent_shm_peer_times_out_after_one_idle_timeout() {
     for mode in [Mode::Poll, Mode::Block] {
-        let c = EndpointConfig { idle_timeout: Duration::from_millis(600), ..cfg(mode) };
+        let c = EndpointConfig {
+            idle_timeout: Duration::from_millis(600),
+            ..cfg(mode)
+        };
         let (mut a, _b) = shm::pair(c, ShmOptions::default()).unwrap();
         let start = Instant::now();
         let r = a.recv(&mut [0u8; 8]);
         let took = start.elapsed();
-        assert!(matches!(r, Err(TransportError::Timeout { .. })), "{mode}: {r:?}");
-        assert!(took >= Duration::from_millis(600), "{mode}: gave up early, after {took:?}");
-        assert!(took < Duration::from_millis(1150), "{mode}: waited {took:?}, more than one timeout");
+        assert!(
+            matches!(r, Err(TransportError::Timeout { .. })),
+            "{mode}: {r:?}"
+        );
+        assert!(
+            took >= Duration::from_millis(600),
+            "{mode}: gave up early, after {took:?}"
+        );
+        assert!(
+            took < Duration::from_millis(1150),
+            "{mode}: waited {took:?}, more than one timeout"
+        );
     }
 }
