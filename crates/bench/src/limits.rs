@@ -124,24 +124,31 @@ pub fn measure(clock: &Clock, cpus: [usize; 2]) -> Result<Limits, LimitsError> {
     })
 }
 
-/// The efficiency of one shm row against the physical limit for its size, given `copy_mb_per_s`,
-/// memcpy bandwidth for a message of that size measured in the same run:
-/// - latency: limit / measured, where the limit is one cache-line transfer plus copying the
-///   bytes once (`cacheline + size / copy_bw`); for a few bytes it is the cache-line time alone;
-/// - bw (and mr, the same transfer): measured / copy_bw, as every byte must be copied at least
-///   once. Small messages score low here because per-message costs, not bytes, dominate.
-pub fn efficiency(l: &Limits, row: &commperf_core::Row, copy_mb_per_s: f64) -> Option<f64> {
+/// Judges one shm row against the physical limit for its size: sets `limit_us` (latency) or
+/// `limit_mb_per_s` (bw, mr) and `efficiency`. `cacheline_us` is the one-way cache-line time
+/// between the two CPUs and `copy_mb_per_s` memcpy bandwidth for a message of this size, both
+/// measured in the same run.
+/// - latency: the limit is one cache-line transfer plus copying the bytes once
+///   (`cacheline + size / copy_bw`); efficiency = limit / p50;
+/// - bw and mr: the limit is copying every byte once; efficiency = MB/s / copy_bw. Small
+///   messages score low here because per-message costs, not bytes, dominate.
+pub fn judge(row: &mut commperf_core::Row, cacheline_us: f64, copy_mb_per_s: f64) {
     use commperf_core::Benchmark::*;
     if copy_mb_per_s.is_nan() || copy_mb_per_s <= 0.0 {
-        return None;
+        return;
     }
     match row.benchmark {
-        Latency => row.p50_us.map(|p| {
-            let copy_us = row.size_bytes as f64 / copy_mb_per_s; // MB/s = B/µs
-            (l.cacheline_one_way_us + copy_us) / p
-        }),
-        Bw | Mr => row.mb_per_s.map(|m| m / copy_mb_per_s),
-        Bibw => None,
+        Latency => {
+            // MB/s is bytes per microsecond.
+            let limit = cacheline_us + row.size_bytes as f64 / copy_mb_per_s;
+            row.limit_us = Some(limit);
+            row.efficiency = row.p50_us.map(|p| limit / p);
+        }
+        Bw | Mr => {
+            row.limit_mb_per_s = Some(copy_mb_per_s);
+            row.efficiency = row.mb_per_s.map(|m| m / copy_mb_per_s);
+        }
+        Bibw => {}
     }
 }
 
@@ -164,28 +171,31 @@ mod tests {
     }
 
     #[test]
-    fn efficiency_uses_the_matching_limit() {
+    fn rows_are_judged_against_the_limit_for_their_size() {
         use commperf_core::{Benchmark, Mode, Row, TransportKind};
-        let l = Limits {
-            cacheline_one_way_us: 0.1,
-            memcpy_in_cache_mb_per_s: 40_000.0,
-            memcpy_out_of_cache_mb_per_s: 20_000.0,
-            memcpy_in_cache_bytes: 1,
-            memcpy_out_of_cache_bytes: 1,
-            cpus: [0, 1],
-        };
         let mut r = Row::new(Benchmark::Latency, TransportKind::Shm, Mode::Poll, 0);
         r.p50_us = Some(0.125);
-        assert_eq!(efficiency(&l, &r, 40_000.0), Some(0.8));
+        judge(&mut r, 0.1, 40_000.0);
+        assert_eq!((r.limit_us, r.efficiency), (Some(0.1), Some(0.8)));
         // 4000 B at 40000 MB/s = 0.1 µs of copying on top of the 0.1 µs cache-line transfer.
-        r.size_bytes = 4000;
+        let mut r = Row::new(Benchmark::Latency, TransportKind::Shm, Mode::Poll, 4000);
         r.p50_us = Some(0.4);
-        assert_eq!(efficiency(&l, &r, 40_000.0), Some(0.5));
+        judge(&mut r, 0.1, 40_000.0);
+        assert_eq!((r.limit_us, r.efficiency), (Some(0.2), Some(0.5)));
         let mut b = Row::new(Benchmark::Bw, TransportKind::Shm, Mode::Poll, 1 << 20);
         b.mb_per_s = Some(15_000.0);
-        assert_eq!(efficiency(&l, &b, 20_000.0), Some(0.75));
-        assert_eq!(efficiency(&l, &b, 0.0), None);
-        let bi = Row::new(Benchmark::Bibw, TransportKind::Shm, Mode::Poll, 1 << 20);
-        assert_eq!(efficiency(&l, &bi, 20_000.0), None);
+        judge(&mut b, 0.1, 20_000.0);
+        assert_eq!(
+            (b.limit_mb_per_s, b.efficiency),
+            (Some(20_000.0), Some(0.75))
+        );
+        let mut z = Row::new(Benchmark::Bw, TransportKind::Shm, Mode::Poll, 1 << 20);
+        z.mb_per_s = Some(15_000.0);
+        judge(&mut z, 0.1, 0.0);
+        assert_eq!((z.limit_mb_per_s, z.efficiency), (None, None));
+        let mut bi = Row::new(Benchmark::Bibw, TransportKind::Shm, Mode::Poll, 1 << 20);
+        bi.mb_per_s = Some(15_000.0);
+        judge(&mut bi, 0.1, 20_000.0);
+        assert_eq!(bi.efficiency, None);
     }
 }

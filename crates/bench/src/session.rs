@@ -226,6 +226,18 @@ pub fn run(cfg: &BenchConfig, progress: &mut dyn Progress) -> Result<Report, Ben
                         window,
                         validate: cfg.validate,
                     };
+                    // The limit right before the row, while the peer's CPU is idle: on a VM the
+                    // two vCPUs move between cores (and their distance with them) during a run.
+                    let row_cacheline_us = match (limits.as_ref(), cpus) {
+                        (Some(_), Some((mine, theirs)))
+                            if t == TransportKind::Shm && b == Benchmark::Latency =>
+                        {
+                            let ns = limits::cacheline_one_way_ns(&clock, [theirs, mine], 5000, 5)?;
+                            affinity::pin_to(mine).map_err(|e| BenchError::Pin(e.to_string()))?;
+                            Some(ns / 1e3)
+                        }
+                        _ => None,
+                    };
                     ctrl.set_phase(ph.clone());
                     ctrl.send(&Cmd::Run(run))?;
                     if !matches!(expect_reply(&mut ctrl, &ph)?, Reply::Ready) {
@@ -260,7 +272,8 @@ pub fn run(cfg: &BenchConfig, progress: &mut dyn Progress) -> Result<Report, Ben
                         let copy = *copy_bw
                             .entry(size)
                             .or_insert_with(|| limits::memcpy_mb_per_s(&clock, size as usize, 5));
-                        row.efficiency = limits::efficiency(l, &row, copy);
+                        let cl = row_cacheline_us.unwrap_or(l.cacheline_one_way_us);
+                        limits::judge(&mut row, cl, copy);
                     }
                     results.push(row);
                     done += 1;

@@ -133,11 +133,18 @@ pub struct Row {
     /// Messages per second (bw, bibw, mr).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub msgs_per_s: Option<f64>,
-    /// Fraction of the physical limit reached (shm only). Latency: the cache-line one-way time
-    /// plus size ÷ memcpy bandwidth at this size, divided by p50. Bandwidth (bw, mr): MB/s ÷
-    /// memcpy bandwidth at this size. Both memcpy figures are measured in the same run.
+    /// Fraction of the physical limit reached (shm only): `limit_us / p50_us` for latency,
+    /// `mb_per_s / limit_mb_per_s` for bw and mr.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub efficiency: Option<f64>,
+    /// The latency limit this row is judged against, measured just before it (the vCPUs of a
+    /// VM move between cores, so a limit from the start of the run may not apply): one-way
+    /// cache-line time between the two CPUs plus size ÷ memcpy bandwidth at this size.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit_us: Option<f64>,
+    /// The bandwidth limit this row is judged against: memcpy bandwidth at this size.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit_mb_per_s: Option<f64>,
     /// Whether every payload byte was checked.
     pub validated: bool,
 }
@@ -167,6 +174,8 @@ impl Row {
             mb_per_s: None,
             msgs_per_s: None,
             efficiency: None,
+            limit_us: None,
+            limit_mb_per_s: None,
             validated: false,
         }
     }

@@ -6,7 +6,7 @@ use crate::table::{Align, Table};
 use commperf_core::Report;
 
 /// Column names, in order; equal to the JSON field names of a row.
-pub(crate) const COLUMNS: [&str; 17] = [
+pub(crate) const COLUMNS: [&str; 19] = [
     "benchmark",
     "transport",
     "mode",
@@ -23,6 +23,8 @@ pub(crate) const COLUMNS: [&str; 17] = [
     "mb_per_s",
     "msgs_per_s",
     "efficiency",
+    "limit_us",
+    "limit_mb_per_s",
     "validated",
 ];
 
@@ -50,6 +52,8 @@ pub(crate) fn render_csv(report: &Report) -> String {
             opt(r.mb_per_s),
             opt(r.msgs_per_s),
             opt(r.efficiency),
+            opt(r.limit_us),
+            opt(r.limit_mb_per_s),
             r.validated.to_string(),
         ]);
     }

@@ -131,7 +131,7 @@ fn markdown_format_has_headings_bullets_and_pipe_tables() {
 #[test]
 fn csv_format_is_one_flat_table_at_full_precision() {
     let expected = "\
-benchmark,transport,mode,size_bytes,iterations,warmup,window,p50_us,p90_us,p99_us,min_us,max_us,mean_us,mb_per_s,msgs_per_s,efficiency,validated
+benchmark,transport,mode,size_bytes,iterations,warmup,window,p50_us,p90_us,p99_us,min_us,max_us,mean_us,mb_per_s,msgs_per_s,efficiency,limit_us,limit_mb_per_s,validated
 latency,shm,poll,8,100000,1000,,0.2134,0.25,0.4012,0.18,12.5034,0.2231,,,0.3337,true
 bw,shm,poll,65536,2000,20,64,,,,,,,8012.3456,122258.6,0.4451,true
 latency,shm,poll,1048576,1000,10,,95.123,101.5,130.25,90,250.75,97.8761,,,,true
