@@ -64,11 +64,11 @@ def med(name, key):
         vals.append(r[key])
     return statistics.median(vals), vals
 def in_run_ratio(name):
-    # p50 / cache-line limit, both from the same commperf process, moments apart.
+    # p50 / the limit measured right before the row (cache-line one-way + 8 B of copying).
     vals = []
     for i in range(1, runs + 1):
-        d = json.load(open(f"{work}/{name}.{i}.json"))
-        vals.append(d["results"][0]["p50_us"] / d["limits"]["cacheline_one_way_us"])
+        r = json.load(open(f"{work}/{name}.{i}.json"))["results"][0]
+        vals.append(r["p50_us"] / r["limit_us"])
     return statistics.median(vals), vals
 fig = {
   "shm_lat_over_cacheline_8B": in_run_ratio("shm_lat"),
@@ -84,7 +84,7 @@ cl = lim["cacheline_one_way_us"]
 iperf = a.get("iperf3_gb_per_s")
 iperf_1m = a.get("iperf3_gb_per_s_1MiB_writes")
 rows = [
-  ("shm 8 B latency p50 / cache-line limit (same process, median of per-run ratios)", m("shm_lat_over_cacheline_8B"), 1.0, "≤ 1.5", lambda r: r <= 1.5),
+  ("shm 8 B latency p50 / physical limit measured just before it (median of per-run ratios)", m("shm_lat_over_cacheline_8B"), 1.0, "≤ 1.5", lambda r: r <= 1.5),
   ("shm 8 B latency p50 / NPopenmpi 8 B", m("shm_lat_p50_us_8B"), a.get("npopenmpi_lat_us_8B"), "≤ 1", lambda r: r <= 1),
   ("shm 1 MiB bw / NPopenmpi 1 MiB", m("shm_bw_mb_per_s_1MiB"), a.get("npopenmpi_mb_per_s_1MiB"), "≥ 1", lambda r: r >= 1),
   ("shm 8 B msgs/s / Open MPI (osu_mbw_mr-style)", m("shm_mr_msgs_per_s_8B"), statistics.median(mr) if mr else None, "≥ 1", lambda r: r >= 1),
