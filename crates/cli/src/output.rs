@@ -49,6 +49,15 @@ pub fn emit(report: &Report, format: Option<Format>, out: Option<&Path>) -> Resu
 }
 
 fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
+    // A device, pipe or socket (`-o /dev/stdout`) is written in place: renaming a temporary
+    // file over it would replace the device node.
+    if std::fs::metadata(path).is_ok_and(|m| !m.is_file()) {
+        let r = std::fs::OpenOptions::new()
+            .write(true)
+            .open(path)
+            .and_then(|mut f| f.write_all(bytes).and_then(|_| f.flush()));
+        return r.with_context(|| format!("writing {}", path.display()));
+    }
     let tmp = path.with_file_name(format!(
         ".{}.tmp{}",
         path.file_name()

@@ -473,6 +473,27 @@ fn output_files_and_report_rerendering() {
         "{}",
         stderr(&o)
     );
+    // A full disk (/dev/full answers every write with ENOSPC): an error naming the file, and
+    // the device is still a device afterwards (never replaced by a renamed temporary file).
+    let o = commperf(&[
+        "report",
+        json.to_str().unwrap(),
+        "-o",
+        "/dev/full",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    let e = stderr(&o);
+    assert!(
+        e.contains("writing /dev/full") && e.contains("No space left"),
+        "{e}"
+    );
+    use std::os::unix::fs::FileTypeExt;
+    assert!(std::fs::metadata("/dev/full")
+        .unwrap()
+        .file_type()
+        .is_char_device());
     // A malformed result file names the file and the position.
     std::fs::write(dir.join("bad.json"), "{\"schema_version\": 1,\n  oops").unwrap();
     let o = commperf(&["report", dir.join("bad.json").to_str().unwrap()]);

@@ -17,6 +17,7 @@ fn report() -> Report {
     lat_small.max_us = Some(12.5034);
     lat_small.mean_us = Some(0.2231);
     lat_small.efficiency = Some(0.3337);
+    lat_small.limit_us = Some(0.0712);
     lat_small.validated = true;
 
     let mut bw = Row::new(Benchmark::Bw, TransportKind::Shm, Mode::Poll, 65536);
@@ -26,6 +27,7 @@ fn report() -> Report {
     bw.mb_per_s = Some(8012.3456);
     bw.msgs_per_s = Some(122258.6);
     bw.efficiency = Some(0.4451);
+    bw.limit_mb_per_s = Some(18000.5);
     bw.validated = true;
 
     // Same block as the first row although a bw row comes between them; no efficiency.
@@ -132,9 +134,9 @@ fn markdown_format_has_headings_bullets_and_pipe_tables() {
 fn csv_format_is_one_flat_table_at_full_precision() {
     let expected = "\
 benchmark,transport,mode,size_bytes,iterations,warmup,window,p50_us,p90_us,p99_us,min_us,max_us,mean_us,mb_per_s,msgs_per_s,efficiency,limit_us,limit_mb_per_s,validated
-latency,shm,poll,8,100000,1000,,0.2134,0.25,0.4012,0.18,12.5034,0.2231,,,0.3337,true
-bw,shm,poll,65536,2000,20,64,,,,,,,8012.3456,122258.6,0.4451,true
-latency,shm,poll,1048576,1000,10,,95.123,101.5,130.25,90,250.75,97.8761,,,,true
+latency,shm,poll,8,100000,1000,,0.2134,0.25,0.4012,0.18,12.5034,0.2231,,,0.3337,0.0712,,true
+bw,shm,poll,65536,2000,20,64,,,,,,,8012.3456,122258.6,0.4451,,18000.5,true
+latency,shm,poll,1048576,1000,10,,95.123,101.5,130.25,90,250.75,97.8761,,,,,,true
 ";
     assert_eq!(render(&report(), Format::Csv), expected);
 }
@@ -144,6 +146,7 @@ fn csv_columns_are_exactly_the_row_fields() {
     let mut r = report().results[0].clone();
     r.window = Some(1);
     (r.mb_per_s, r.msgs_per_s) = (Some(1.0), Some(1.0));
+    (r.limit_us, r.limit_mb_per_s) = (Some(1.0), Some(1.0));
     let v = serde_json::to_value(&r).unwrap();
     let mut fields: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
     let mut columns = csv::COLUMNS.to_vec();

@@ -1409,3 +1409,45 @@ pub fn pair(
     b.set_single_copy_from(opts.single_copy_from);
     Ok((a, b))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Publishes a forged whole-message record announcing `total` bytes on `a`'s ring.
+    fn forge(a: &mut ShmEndpoint, total: usize) {
+        let rec = ShmEndpoint::record_bytes(8);
+        assert!(a.has_room(a.room_needed(rec)));
+        let r = a.reserve(rec);
+        ShmEndpoint::write_header(r, total, 3, KIND_WHOLE, 8);
+        a.publish(r, rec);
+    }
+
+    #[test]
+    fn a_record_announcing_more_than_the_maximum_is_refused() {
+        let cfg = EndpointConfig {
+            max_message: 1 << 20,
+            ..EndpointConfig::default()
+        };
+        let (mut a, mut b) = pair(cfg, ShmOptions::default()).unwrap();
+        forge(&mut a, 1 << 63);
+        let r = b.recv(&mut [0u8; 64]);
+        assert!(
+            matches!(r, Err(TransportError::TooLarge { len, max, .. }) if len == 1 << 63 && max == 1 << 20),
+            "{r:?}"
+        );
+        let (mut a, mut b) = pair(cfg, ShmOptions::default()).unwrap();
+        forge(&mut a, (1 << 20) + 1);
+        let r = b.recv_with(|_| panic!("nothing may be delivered"));
+        assert!(matches!(r, Err(TransportError::TooLarge { .. })), "{r:?}");
+    }
+
+    #[test]
+    fn small_payloads_share_the_stamp_line_and_larger_ones_start_aligned() {
+        assert_eq!(ShmEndpoint::record_bytes(0), 64);
+        assert_eq!(ShmEndpoint::record_bytes(INLINE_MAX), 64);
+        assert_eq!(payload_offset(INLINE_MAX + 1), 64);
+        assert_eq!(ShmEndpoint::record_bytes(INLINE_MAX + 1), 128);
+        assert_eq!(ShmEndpoint::record_bytes(4096), 64 + 4096);
+    }
+}
