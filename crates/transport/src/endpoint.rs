@@ -101,11 +101,7 @@ pub trait Endpoint {
     /// stream stays usable) and reported as [`TransportError::Truncated`].
     fn recv(&mut self, buf: &mut [u8]) -> Result<RecvInfo, TransportError> {
         let cap = buf.len();
-        let info = self.recv_with(|f| {
-            if f.total_len <= cap {
-                buf[f.offset..f.offset + f.data.len()].copy_from_slice(f.data);
-            }
-        })?;
+        let info = self.recv_with(|f| copy_into(buf, &f))?;
         if info.len > cap {
             return Err(TransportError::Truncated { len: info.len, cap });
         }
@@ -113,64 +109,52 @@ pub trait Endpoint {
     }
 }
 
-impl<E: Endpoint + ?Sized> Endpoint for &mut E {
-    fn send_with<F: FnMut(usize, &mut [u8])>(
-        &mut self,
-        tag: Tag,
-        len: usize,
-        fill: F,
-    ) -> Result<(), TransportError> {
-        (**self).send_with(tag, len, fill)
-    }
-    fn recv_with<F: FnMut(Fragment<'_>)>(&mut self, sink: F) -> Result<RecvInfo, TransportError> {
-        (**self).recv_with(sink)
-    }
-    fn sendrecv(
-        &mut self,
-        tag: Tag,
-        data: &[u8],
-        buf: &mut [u8],
-    ) -> Result<RecvInfo, TransportError> {
-        (**self).sendrecv(tag, data, buf)
-    }
-    fn info(&self) -> &EndpointInfo {
-        (**self).info()
-    }
-    fn send(&mut self, tag: Tag, data: &[u8]) -> Result<(), TransportError> {
-        (**self).send(tag, data)
-    }
-    fn recv(&mut self, buf: &mut [u8]) -> Result<RecvInfo, TransportError> {
-        (**self).recv(buf)
+/// The copying receive's sink: puts a lent piece where it belongs in `buf`; drops every piece
+/// of a message longer than `buf` (whose receive then reports [`TransportError::Truncated`]).
+#[inline]
+pub fn copy_into(buf: &mut [u8], f: &Fragment<'_>) {
+    if f.total_len <= buf.len() {
+        buf[f.offset..f.offset + f.data.len()].copy_from_slice(f.data);
     }
 }
 
-impl<E: Endpoint + ?Sized> Endpoint for Box<E> {
-    fn send_with<F: FnMut(usize, &mut [u8])>(
-        &mut self,
-        tag: Tag,
-        len: usize,
-        fill: F,
-    ) -> Result<(), TransportError> {
-        (**self).send_with(tag, len, fill)
-    }
-    fn recv_with<F: FnMut(Fragment<'_>)>(&mut self, sink: F) -> Result<RecvInfo, TransportError> {
-        (**self).recv_with(sink)
-    }
-    fn sendrecv(
-        &mut self,
-        tag: Tag,
-        data: &[u8],
-        buf: &mut [u8],
-    ) -> Result<RecvInfo, TransportError> {
-        (**self).sendrecv(tag, data, buf)
-    }
-    fn info(&self) -> &EndpointInfo {
-        (**self).info()
-    }
-    fn send(&mut self, tag: Tag, data: &[u8]) -> Result<(), TransportError> {
-        (**self).send(tag, data)
-    }
-    fn recv(&mut self, buf: &mut [u8]) -> Result<RecvInfo, TransportError> {
-        (**self).recv(buf)
-    }
+/// Forwarding impls, so `&mut E` and `Box<E>` are endpoints wherever `E` is.
+macro_rules! forward_endpoint {
+    ($($wrapper:ty),+) => {$(
+        impl<E: Endpoint + ?Sized> Endpoint for $wrapper {
+            fn send_with<F: FnMut(usize, &mut [u8])>(
+                &mut self,
+                tag: Tag,
+                len: usize,
+                fill: F,
+            ) -> Result<(), TransportError> {
+                (**self).send_with(tag, len, fill)
+            }
+            fn recv_with<F: FnMut(Fragment<'_>)>(
+                &mut self,
+                sink: F,
+            ) -> Result<RecvInfo, TransportError> {
+                (**self).recv_with(sink)
+            }
+            fn sendrecv(
+                &mut self,
+                tag: Tag,
+                data: &[u8],
+                buf: &mut [u8],
+            ) -> Result<RecvInfo, TransportError> {
+                (**self).sendrecv(tag, data, buf)
+            }
+            fn info(&self) -> &EndpointInfo {
+                (**self).info()
+            }
+            fn send(&mut self, tag: Tag, data: &[u8]) -> Result<(), TransportError> {
+                (**self).send(tag, data)
+            }
+            fn recv(&mut self, buf: &mut [u8]) -> Result<RecvInfo, TransportError> {
+                (**self).recv(buf)
+            }
+        }
+    )+};
 }
+
+forward_endpoint!(&mut E, Box<E>);

@@ -23,6 +23,7 @@
 //!   flag set on drop; both are checked only on the slow path of a wait.
 
 use crate::backoff::{Backoff, WaitStop};
+use crate::endpoint::copy_into;
 use crate::{Endpoint, EndpointConfig, EndpointInfo, Fragment, RecvInfo, Tag, TransportError};
 use commperf_core::{Mode, TransportKind};
 use std::ffi::CString;
@@ -473,20 +474,24 @@ impl Rec {
 
 /// Where an incoming message comes from, for the receive paths.
 enum Incoming {
-    Ring {
-        total: usize,
-        tag: Tag,
-        first_len: usize,
-        rec: Rec,
-        rec_bytes: u64,
-        kind: u32,
-    },
+    Ring(Piece),
     Rndv {
         total: usize,
         tag: Tag,
         addr: u64,
         rec_bytes: u64,
     },
+}
+
+/// One published ring record of an incoming message.
+#[derive(Clone, Copy)]
+struct Piece {
+    total: usize,
+    tag: Tag,
+    len: usize,
+    rec: Rec,
+    rec_bytes: u64,
+    kind: u32,
 }
 
 /// One end of a shared-memory connection.
@@ -930,14 +935,16 @@ impl ShmEndpoint {
             }
             let total = total as usize;
             return Ok(Some(match kind {
-                KIND_WHOLE | KIND_FRAG if !mid_message || kind == KIND_FRAG => Incoming::Ring {
-                    total,
-                    tag,
-                    first_len: frag_len as usize,
-                    rec: r,
-                    rec_bytes,
-                    kind,
-                },
+                KIND_WHOLE | KIND_FRAG if !mid_message || kind == KIND_FRAG => {
+                    Incoming::Ring(Piece {
+                        total,
+                        tag,
+                        len: frag_len as usize,
+                        rec: r,
+                        rec_bytes,
+                        kind,
+                    })
+                }
                 KIND_RNDV if !mid_message => {
                     // SAFETY: 8 payload bytes are part of the record.
                     let addr = unsafe { std::ptr::read_unaligned(r.payload(8) as *const u64) };
@@ -962,64 +969,60 @@ impl ShmEndpoint {
         }
     }
 
+    /// Checks that `p` continues the message being received at offset `off` (or starts one,
+    /// when `cont` is None), lends its payload to `sink` and frees its record. Returns its length.
+    fn take_piece(
+        &mut self,
+        p: Piece,
+        cont: Option<(Tag, usize)>,
+        off: usize,
+        sink: &mut impl FnMut(Fragment<'_>),
+    ) -> Result<usize, TransportError> {
+        let continues = match cont {
+            None => off == 0,
+            Some((tag, total)) => tag == p.tag && total == p.total,
+        };
+        if !continues
+            || (p.kind == KIND_WHOLE && p.len != p.total)
+            || off + p.len > p.total
+            || (p.len == 0 && p.total != 0)
+        {
+            return Err(TransportError::Protocol {
+                peer: self.info.peer.clone(),
+                what: format!(
+                    "a {}-byte piece of a {}-byte message (tag {}) does not continue the message \
+                     being received at offset {off}",
+                    p.len, p.total, p.tag
+                ),
+            });
+        }
+        // SAFETY: the record holds `p.len` payload bytes, published with release.
+        let data = unsafe { std::slice::from_raw_parts(p.rec.payload(p.len), p.len) };
+        sink(Fragment {
+            tag: p.tag,
+            total_len: p.total,
+            offset: off,
+            data,
+        });
+        self.release(p.rec_bytes);
+        Ok(p.len)
+    }
+
     /// Delivers the ring message whose first record is `first`, piece by piece.
     fn drain_ring_message(
         &mut self,
-        first: Incoming,
+        first: Piece,
         sink: &mut impl FnMut(Fragment<'_>),
     ) -> Result<RecvInfo, TransportError> {
-        let Incoming::Ring {
-            total,
-            tag,
-            first_len,
-            rec,
-            rec_bytes,
-            kind,
-        } = first
-        else {
-            unreachable!("ring message expected")
-        };
-        let mut off = 0usize;
-        let (mut len, mut r, mut rb, mut k) = (first_len, rec, rec_bytes, kind);
-        loop {
-            if (k == KIND_WHOLE && len != total) || off + len > total || (len == 0 && total != 0) {
-                return Err(TransportError::Protocol {
-                    peer: self.info.peer.clone(),
-                    what: format!("fragment of {len} B at offset {off} in a {total}-byte message"),
-                });
-            }
-            // SAFETY: the record holds `len` payload bytes, published with release.
-            let data = unsafe { std::slice::from_raw_parts(r.payload(len), len) };
-            sink(Fragment {
-                tag,
-                total_len: total,
-                offset: off,
-                data,
-            });
-            off += len;
-            self.release(rb);
-            if off >= total {
-                return Ok(RecvInfo { tag, len: total });
-            }
-            match self.next_incoming(true)? {
-                Incoming::Ring {
-                    first_len,
-                    rec,
-                    rec_bytes,
-                    kind,
-                    tag: t2,
-                    total: t3,
-                } if t2 == tag && t3 == total => {
-                    (len, r, rb, k) = (first_len, rec, rec_bytes, kind);
-                }
-                _ => {
-                    return Err(TransportError::Protocol {
-                        peer: self.info.peer.clone(),
-                        what: "fragment of another message interleaved".into(),
-                    })
-                }
-            }
+        let (tag, total) = (first.tag, first.total);
+        let mut off = self.take_piece(first, None, 0, sink)?;
+        while off < total {
+            let Incoming::Ring(p) = self.next_incoming(true)? else {
+                unreachable!("try_incoming refuses a rendezvous in the middle of a message")
+            };
+            off += self.take_piece(p, Some((tag, total)), off, sink)?;
         }
+        Ok(RecvInfo { tag, len: total })
     }
 
     fn cma_read(&self, addr: u64, off: usize, dst: &mut [u8]) -> Result<(), TransportError> {
@@ -1095,11 +1098,7 @@ impl ShmEndpoint {
                 self.rndv_into(addr, total, rec_bytes, buf)?;
                 RecvInfo { tag, len: total }
             }
-            ring => self.drain_ring_message(ring, &mut |f: Fragment<'_>| {
-                if f.total_len <= cap {
-                    buf[f.offset..f.offset + f.data.len()].copy_from_slice(f.data);
-                }
-            })?,
+            Incoming::Ring(p) => self.drain_ring_message(p, &mut |f| copy_into(buf, &f))?,
         };
         if info.len > cap {
             return Err(TransportError::Truncated { len: info.len, cap });
@@ -1219,7 +1218,7 @@ impl Endpoint for ShmEndpoint {
                 self.finish_rndv(rec_bytes);
                 res.map(|()| RecvInfo { tag, len: total })
             }
-            ring => self.drain_ring_message(ring, &mut sink),
+            Incoming::Ring(p) => self.drain_ring_message(p, &mut sink),
         }
     }
 
@@ -1239,11 +1238,6 @@ impl Endpoint for ShmEndpoint {
         let mut recv_meta: Option<(Tag, usize)> = None;
         let cap = buf.len();
         let mut truncated = false;
-        let copy = |f: Fragment<'_>, buf: &mut [u8]| {
-            if f.total_len <= cap {
-                buf[f.offset..f.offset + f.data.len()].copy_from_slice(f.data);
-            }
-        };
         loop {
             let mut progressed = false;
             // Outgoing: one piece per turn, so the incoming side keeps draining.
@@ -1282,45 +1276,10 @@ impl Endpoint for ShmEndpoint {
                             truncated = total > cap;
                             got = Some(RecvInfo { tag, len: total });
                         }
-                        Incoming::Ring {
-                            total,
-                            tag: t,
-                            first_len,
-                            rec,
-                            rec_bytes,
-                            kind,
-                        } => {
-                            if let Some((mt, mtotal)) = recv_meta {
-                                if mt != t || mtotal != total || kind != KIND_FRAG {
-                                    return Err(TransportError::Protocol {
-                                        peer: self.info.peer.clone(),
-                                        what: "fragment of another message interleaved".into(),
-                                    });
-                                }
-                            }
-                            if recv_off + first_len > total
-                                || (kind == KIND_WHOLE && first_len != total)
-                            {
-                                return Err(TransportError::Protocol {
-                                    peer: self.info.peer.clone(),
-                                    what: format!("bad fragment of {first_len} B at {recv_off}"),
-                                });
-                            }
-                            // SAFETY: published record with first_len payload bytes.
-                            let d = unsafe {
-                                std::slice::from_raw_parts(rec.payload(first_len), first_len)
-                            };
-                            copy(
-                                Fragment {
-                                    tag: t,
-                                    total_len: total,
-                                    offset: recv_off,
-                                    data: d,
-                                },
-                                buf,
-                            );
-                            recv_off += first_len;
-                            self.release(rec_bytes);
+                        Incoming::Ring(p) => {
+                            let (t, total) = (p.tag, p.total);
+                            recv_off += self
+                                .take_piece(p, recv_meta, recv_off, &mut |f| copy_into(buf, &f))?;
                             if recv_off >= total {
                                 truncated = total > cap;
                                 got = Some(RecvInfo { tag: t, len: total });
