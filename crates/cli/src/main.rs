@@ -55,17 +55,15 @@ fn serve(s: &cli::ServeArgs) -> Result<()> {
     let server = Server::bind(s.listen, s.token.clone())
         .with_context(|| format!("--listen {}", s.listen))?;
     let addr = server.local_addr();
-    {
-        let mut out = std::io::stdout().lock();
-        writeln!(out, "commperf serve: listening on {addr}")?;
-        writeln!(out, "token: {}", server.token())?;
-        writeln!(
-            out,
-            "run: commperf bench --peer {addr} --token {}",
-            server.token()
-        )?;
-        out.flush()?;
-    }
+    // One write, and best effort: a server whose stdout was closed (a script that read the
+    // address and went away) must keep serving.
+    let banner = format!(
+        "commperf serve: listening on {addr}\ntoken: {t}\nrun: commperf bench --peer {addr} --token {t}\n",
+        t = server.token()
+    );
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_all(banner.as_bytes()).and_then(|_| out.flush());
+    drop(out);
     loop {
         match server.accept(std::time::Duration::from_secs(10)) {
             Ok((mut ctrl, _hello)) => {

@@ -336,6 +336,8 @@ fn killed_client_takes_its_peer_along() {
 struct Served {
     child: Child,
     addr: String,
+    /// Kept open: the server's stdout stays a live pipe for as long as it runs.
+    _banner: BufReader<std::process::ChildStdout>,
 }
 
 impl Drop for Served {
@@ -353,12 +355,15 @@ fn serve(token: &str) -> Served {
         .spawn()
         .unwrap();
     let mut first = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut first)
-        .unwrap();
+    let mut banner = BufReader::new(child.stdout.take().unwrap());
+    banner.read_line(&mut first).unwrap();
     let addr = first.trim().rsplit(' ').next().unwrap().to_string();
     assert!(addr.starts_with("127.0.0.1:"), "{first}");
-    Served { child, addr }
+    Served {
+        child,
+        addr,
+        _banner: banner,
+    }
 }
 
 #[test]
@@ -504,4 +509,32 @@ fn output_files_and_report_rerendering() {
         stderr(&o)
     );
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn serve_keeps_serving_after_its_stdout_is_closed() {
+    let mut s = serve("tok");
+    // The script that started the server read the address and went away.
+    drop(std::mem::replace(
+        &mut s._banner,
+        BufReader::new(
+            Command::new("true")
+                .stdout(Stdio::piped())
+                .spawn()
+                .unwrap()
+                .stdout
+                .take()
+                .unwrap(),
+        ),
+    ));
+    std::thread::sleep(Duration::from_millis(100));
+    let o = commperf(&[
+        "bench", "latency", "-t", "tcp", "--sizes", "8", "--iters", "50", "--peer", &s.addr,
+        "--token", "tok",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        s.child.try_wait().unwrap().is_none(),
+        "server still running"
+    );
 }
