@@ -7,6 +7,10 @@ use std::time::Duration;
 /// Largest message size a run accepts (both ends allocate two buffers of the largest size).
 pub const MAX_SIZE: u64 = 1 << 30;
 
+/// Most iterations (timed or warm-up) per size: latency keeps one 8-byte sample per timed
+/// iteration, so this bounds that buffer at 800 MB.
+pub const MAX_ITERS: u64 = 100_000_000;
+
 /// How the peer is started or reached.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Launcher {
@@ -23,8 +27,10 @@ pub enum ConfigError {
     Sizes(String),
     #[error("--window: must be between 1 and 65536 (got {0})")]
     Window(u64),
-    #[error("--iters: must be at least 1 (got 0)")]
-    Iterations,
+    #[error("--iters: must be between 1 and {MAX_ITERS} (got {0})")]
+    Iterations(u64),
+    #[error("--warmup: must be at most {MAX_ITERS} (got {0})")]
+    Warmup(u64),
     #[error("--cpus: {0}")]
     Cpus(String),
 }
@@ -83,8 +89,11 @@ impl BenchConfig {
         if self.window == 0 || self.window > 65536 {
             return Err(ConfigError::Window(self.window as u64));
         }
-        if self.iterations == Some(0) {
-            return Err(ConfigError::Iterations);
+        if let Some(n) = self.iterations.filter(|&n| n == 0 || n > MAX_ITERS) {
+            return Err(ConfigError::Iterations(n));
+        }
+        if let Some(n) = self.warmup.filter(|&n| n > MAX_ITERS) {
+            return Err(ConfigError::Warmup(n));
         }
         if let Some((a, b)) = self.cpus {
             let allowed = commperf_transport::affinity::allowed_cpus();
@@ -173,6 +182,19 @@ mod tests {
             c.validate().unwrap_err().to_string(),
             "--sizes: 2147483648 bytes exceeds the largest supported message size, 1073741824 bytes (1G)"
         );
+        let mut c = cfg();
+        c.iterations = Some(1 << 63);
+        assert_eq!(
+            c.validate().unwrap_err().to_string(),
+            "--iters: must be between 1 and 100000000 (got 9223372036854775808)"
+        );
+        let mut c = cfg();
+        c.warmup = Some(u64::MAX);
+        assert!(c
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .starts_with("--warmup: must be at most"));
         let mut c = cfg();
         c.window = 0;
         assert!(c

@@ -16,5 +16,5 @@ pub mod machine;
 pub mod patterns;
 pub mod session;
 
-pub use config::{BenchConfig, ConfigError, Launcher, MAX_SIZE};
+pub use config::{BenchConfig, ConfigError, Launcher, MAX_ITERS, MAX_SIZE};
 pub use session::{run, serve_session, BenchError, Progress};

@@ -80,7 +80,7 @@ pub struct Loop {
 
 impl Loop {
     fn total(&self) -> u64 {
-        self.warmup + self.iters
+        self.warmup.saturating_add(self.iters)
     }
 }
 

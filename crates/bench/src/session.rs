@@ -7,7 +7,7 @@
 //! tells a user nothing about which of forty measurements died.
 
 use crate::buf::PageBuf;
-use crate::config::{BenchConfig, Launcher, MAX_SIZE};
+use crate::config::{BenchConfig, Launcher, MAX_ITERS, MAX_SIZE};
 use crate::limits::{self, LimitsError};
 use crate::machine;
 use crate::patterns::{self, Corruption, LoopError, Mismatch};
@@ -444,8 +444,16 @@ pub fn serve_session(ctrl: &mut Control, token: &str, bind_ip: IpAddr) -> Result
                     })?;
                     continue;
                 };
-                if run.size as usize > bufs.0.len() || run.window == 0 {
+                if run.size as usize > bufs.0.len() {
                     let message = format!("{ph}: size above the negotiated maximum");
+                    ctrl.send(&Reply::Error { message })?;
+                    continue;
+                }
+                if run.window == 0 || run.iterations > MAX_ITERS || run.warmup > MAX_ITERS {
+                    let message = format!(
+                        "{ph}: window {}, {} iterations and {} warm-up are outside 1..={MAX_ITERS}",
+                        run.window, run.iterations, run.warmup
+                    );
                     ctrl.send(&Reply::Error { message })?;
                     continue;
                 }

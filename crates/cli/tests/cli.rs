@@ -127,6 +127,14 @@ fn bad_option_values_exit_2_with_one_line_naming_the_option() {
         ),
         (vec!["bench", "--window", "0"], vec!["--window"]),
         (
+            vec!["bench", "--iters", "9223372036854775807"],
+            vec!["--iters", "between 1 and"],
+        ),
+        (
+            vec!["bench", "--warmup", "18446744073709551615"],
+            vec!["--warmup"],
+        ),
+        (
             vec!["bench", "--mode", "spin"],
             vec!["--mode", "allowed: poll block"],
         ),
@@ -312,7 +320,7 @@ fn killed_client_takes_its_peer_along() {
             "--sizes",
             "8",
             "--iters",
-            "1000000000",
+            "100000000",
         ])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
