@@ -33,6 +33,8 @@ pub enum ConfigError {
     Warmup(u64),
     #[error("--cpus: {0}")]
     Cpus(String),
+    #[error("--transport: {0}")]
+    Transport(String),
 }
 
 /// Everything a run needs, already checked.
@@ -80,6 +82,17 @@ impl BenchConfig {
     pub fn validate(&self) -> Result<(), ConfigError> {
         if self.sizes.is_empty() {
             return Err(ConfigError::Sizes("no sizes given".into()));
+        }
+        if self.benchmarks.contains(&Benchmark::Loggp) && self.sizes.len() < 2 {
+            return Err(ConfigError::Sizes(
+                "loggp fits g and G over message sizes: give at least two".into(),
+            ));
+        }
+        if self.transports.contains(&TransportKind::Model) {
+            return Err(ConfigError::Transport(
+                "'model' is the in-process LogGP model used by the tests; use shm, tcp or uds"
+                    .into(),
+            ));
         }
         if let Some(&big) = self.sizes.iter().find(|&&s| s > MAX_SIZE) {
             return Err(ConfigError::Sizes(format!(
@@ -143,6 +156,10 @@ pub fn default_counts(b: Benchmark, size: u64) -> (u64, u64) {
         Benchmark::Latency if size < (1 << 20) => (1_000, 100),
         Benchmark::Latency if size < (16 << 20) => (200, 20),
         Benchmark::Latency => (20, 2),
+        // Repetitions of each parametrized round trip (median taken).
+        Benchmark::Loggp if size <= (64 << 10) => (100, 10),
+        Benchmark::Loggp if size < (1 << 20) => (30, 3),
+        Benchmark::Loggp => (10, 1),
         _ if size <= LARGE => (1_000, 100),
         _ if size < (1 << 20) => (100, 10),
         _ if size < (16 << 20) => (20, 2),

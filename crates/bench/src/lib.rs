@@ -12,6 +12,7 @@
 pub mod buf;
 pub mod config;
 pub mod limits;
+pub mod loggp;
 pub mod machine;
 pub mod patterns;
 pub mod session;

@@ -9,6 +9,7 @@
 use crate::buf::PageBuf;
 use crate::config::{BenchConfig, Launcher, MAX_ITERS, MAX_SIZE};
 use crate::limits::{self, LimitsError};
+use crate::loggp::{self, Prtt};
 use crate::machine;
 use crate::patterns::{self, Corruption, LoopError, Mismatch};
 use commperf_core::{Benchmark, Mode, Options, Placement, Report, Row, TransportKind};
@@ -35,7 +36,7 @@ pub enum Cmd {
 }
 
 /// One measurement, as the peer needs to know it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct RunSpec {
     pub benchmark: Benchmark,
     pub size: u64,
@@ -43,6 +44,9 @@ pub struct RunSpec {
     pub warmup: u64,
     pub window: u32,
     pub validate: bool,
+    /// The PRTT variant (loggp only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prtt: Option<Prtt>,
 }
 
 impl RunSpec {
@@ -209,11 +213,12 @@ pub fn run(cfg: &BenchConfig, progress: &mut dyn Progress) -> Result<Report, Ben
             spec.shm_ring_bytes = cfg.shm_ring_bytes;
             let mut ep = launch::connect_data(&mut ctrl, &spec, &token)?;
             for &b in &cfg.benchmarks {
+                let mut prtts = Vec::new();
                 for &size in &cfg.sizes {
                     let ph = phase(b, size, t, m);
                     progress.update(&ph, done, total);
                     let (iters, warmup) = cfg.counts(b, size);
-                    let window = if b == Benchmark::Latency {
+                    let window = if b == Benchmark::Latency || b == Benchmark::Loggp {
                         1
                     } else {
                         cfg.window
@@ -225,7 +230,39 @@ pub fn run(cfg: &BenchConfig, progress: &mut dyn Progress) -> Result<Report, Ben
                         warmup,
                         window,
                         validate: cfg.validate,
+                        prtt: None,
                     };
+                    let (s, r) = (&mut sbuf[..size as usize], &mut rbuf[..]);
+                    if b == Benchmark::Loggp {
+                        // Four parametrized round trips; the last two wait d = PRTT(1,0,s).
+                        let mut samples = vec![0.0; iters as usize];
+                        let mut figs = [0.0f64; 4];
+                        for k in 0..4 {
+                            let p = loggp::variants(loggp::N, figs[0])[k];
+                            let run = RunSpec {
+                                prtt: Some(p),
+                                ..run
+                            };
+                            let (fig, _) = exchange(&mut ctrl, &ph, run, || {
+                                with_endpoint!(&mut ep, e => loggp::prtt_client(
+                                    e, &clock, s, r, &p, warmup, &mut samples
+                                ))
+                            })?;
+                            figs[k] = fig;
+                        }
+                        let [p1, pn, pnd, pnr] = figs;
+                        let n = loggp::N;
+                        prtts.push(loggp::SizePrtt {
+                            size,
+                            n,
+                            p1,
+                            pn,
+                            pnd,
+                            pnr,
+                        });
+                        done += 1;
+                        continue;
+                    }
                     // The limit right before the row, while the peer's CPU is idle: on a VM the
                     // two vCPUs move between cores (and their distance with them) during a run.
                     let row_cacheline_us = match (limits.as_ref(), cpus) {
@@ -238,33 +275,20 @@ pub fn run(cfg: &BenchConfig, progress: &mut dyn Progress) -> Result<Report, Ben
                         }
                         _ => None,
                     };
-                    ctrl.set_phase(ph.clone());
-                    ctrl.send(&Cmd::Run(run))?;
-                    if !matches!(expect_reply(&mut ctrl, &ph)?, Reply::Ready) {
-                        return Err(unexpected(&ctrl, &ph));
-                    }
-                    let (s, r) = (&mut sbuf[..size as usize], &mut rbuf[..]);
-                    let out = with_endpoint!(&mut ep, e => measure(e, &clock, run, s, r));
-                    let (mut row, mine) = out.map_err(|le| BenchError::Transfer {
-                        phase: format!("{ph}, iteration {}", le.iteration),
-                        cause: le.source,
-                    })?;
-                    let Reply::Done { mismatch, .. } = expect_reply(&mut ctrl, &ph)? else {
-                        return Err(unexpected(&ctrl, &ph));
-                    };
-                    if let Some(mm) = mine {
-                        return Err(BenchError::Validation {
-                            phase: ph,
-                            mismatch: mm,
-                            side: "client",
-                        });
-                    }
-                    if let Some(mm) = mismatch {
-                        return Err(BenchError::Validation {
-                            phase: ph,
-                            mismatch: mm,
-                            side: "peer",
-                        });
+                    let ((mut row, mine), theirs) = exchange(
+                        &mut ctrl,
+                        &ph,
+                        run,
+                        || with_endpoint!(&mut ep, e => measure(e, &clock, run, s, r)),
+                    )?;
+                    for (mm, side) in [(mine, "client"), (theirs, "peer")] {
+                        if let Some(mismatch) = mm {
+                            return Err(BenchError::Validation {
+                                phase: ph,
+                                mismatch,
+                                side,
+                            });
+                        }
                     }
                     row.transport = t;
                     row.mode = m;
@@ -277,6 +301,9 @@ pub fn run(cfg: &BenchConfig, progress: &mut dyn Progress) -> Result<Report, Ben
                     }
                     results.push(row);
                     done += 1;
+                }
+                if b == Benchmark::Loggp {
+                    results.extend(loggp_rows(&prtts, t, m, cfg)?);
                 }
             }
         }
@@ -313,6 +340,58 @@ pub fn run(cfg: &BenchConfig, progress: &mut dyn Progress) -> Result<Report, Ben
     })
 }
 
+/// One measurement as a conversation: tell the peer, wait until it is ready, do the timed
+/// `work`, then collect the peer's report (and anything its validation found).
+fn exchange<T>(
+    ctrl: &mut Control,
+    ph: &str,
+    run: RunSpec,
+    work: impl FnOnce() -> Result<T, LoopError>,
+) -> Result<(T, Option<Mismatch>), BenchError> {
+    ctrl.set_phase(ph.to_string());
+    ctrl.send(&Cmd::Run(run))?;
+    if !matches!(expect_reply(ctrl, ph)?, Reply::Ready) {
+        return Err(unexpected(ctrl, ph));
+    }
+    let out = work().map_err(|le| BenchError::Transfer {
+        phase: format!("{ph}, iteration {}", le.iteration),
+        cause: le.source,
+    })?;
+    let Reply::Done { mismatch, .. } = expect_reply(ctrl, ph)? else {
+        return Err(unexpected(ctrl, ph));
+    };
+    Ok((out, mismatch))
+}
+
+/// Rows of a loggp measurement: one per size, from the fit over all sizes.
+fn loggp_rows(
+    prtts: &[loggp::SizePrtt],
+    t: TransportKind,
+    m: Mode,
+    cfg: &BenchConfig,
+) -> Result<Vec<Row>, BenchError> {
+    let fit = loggp::extract(prtts).ok_or_else(|| BenchError::Peer {
+        peer: "this process".into(),
+        phase: format!("loggp over {t} ({m})"),
+        message: "g and G could not be fitted (at least two distinct sizes are needed)".into(),
+    })?;
+    Ok(fit
+        .rows
+        .iter()
+        .map(|l| {
+            let mut row = Row::new(Benchmark::Loggp, t, m, l.size);
+            (row.iterations, row.warmup) = cfg.counts(Benchmark::Loggp, l.size);
+            row.p50_us = Some(l.latency_ns / 1e3);
+            row.o_s_us = Some(l.o_s_ns / 1e3);
+            row.o_r_us = Some(l.o_r_ns / 1e3);
+            row.g_us = Some(l.g_ns / 1e3);
+            row.gap_per_byte_us = Some(l.gap_per_byte_ns / 1e3);
+            row.L_us = Some(l.l_ns / 1e3);
+            row
+        })
+        .collect())
+}
+
 fn unexpected(ctrl: &Control, phase: &str) -> BenchError {
     BenchError::Peer {
         peer: ctrl.peer().into(),
@@ -338,6 +417,7 @@ fn measure<E: Endpoint>(
     let lp = run.looping(None);
     let secs = |ticks: u64| clock.ticks_to_ns(ticks) / 1e9;
     let mismatch = match run.benchmark {
+        Benchmark::Loggp => unreachable!("loggp runs its own exchanges"),
         Benchmark::Latency => {
             let mut samples = vec![0u64; it as usize];
             let bad = patterns::latency_initiator(ep, clock, sbuf, rbuf, &lp, &mut samples)?;
@@ -390,7 +470,8 @@ fn corruption_from_env() -> Option<Corruption> {
 pub fn serve_session(ctrl: &mut Control, token: &str, bind_ip: IpAddr) -> Result<(), BenchError> {
     let corruption = corruption_from_env();
     let restore = affinity::allowed_cpus();
-    let clock = Clock::monotonic();
+    // Calibrated: the PRTT server busy-waits exact delays.
+    let clock = Clock::calibrate();
     let mut ep: Option<AnyEndpoint> = None;
     let mut bufs = (PageBuf::new(0), PageBuf::new(0));
     let result = loop {
@@ -498,5 +579,17 @@ fn respond<E: Endpoint>(
         // Streams flow client → peer only: the peer has nothing to corrupt there.
         Benchmark::Bw | Benchmark::Mr => patterns::stream_receiver(ep, rbuf, &lp),
         Benchmark::Bibw => patterns::bidir(ep, clock, sbuf, rbuf, &lp).map(|(_, bad)| bad),
+        Benchmark::Loggp => {
+            let p = run.prtt.unwrap_or(Prtt::plain(1));
+            loggp::prtt_server(
+                ep,
+                clock,
+                sbuf,
+                rbuf,
+                &p,
+                lp.warmup.saturating_add(lp.iters),
+            )
+            .map(|()| None)
+        }
     }
 }

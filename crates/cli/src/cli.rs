@@ -323,7 +323,7 @@ mod tests {
         for (args, needle) in [
             (
                 vec!["-t", "rdma"],
-                "unknown transport 'rdma' (allowed: shm tcp uds)",
+                "unknown transport 'rdma' (allowed: shm tcp uds model)",
             ),
             (
                 vec!["--mode", "spin"],

@@ -546,3 +546,33 @@ fn serve_keeps_serving_after_its_stdout_is_closed() {
         "server still running"
     );
 }
+
+#[test]
+fn loggp_over_real_transports_reports_every_parameter_per_size() {
+    let o = commperf(&[
+        "bench", "loggp", "-t", "shm,uds", "--sizes", "4,1K,64K", "--format", "json",
+    ]);
+    let v = json_of(&o);
+    let rows = v["results"].as_array().unwrap();
+    assert_eq!(rows.len(), 2 * 3);
+    for r in rows {
+        assert_eq!(r["benchmark"], "loggp");
+        let (os, or, l, lat) = (f(r, "o_s_us"), f(r, "o_r_us"), f(r, "L_us"), f(r, "p50_us"));
+        // L is defined as latency − o_s − o_r (seed 004), latency as PRTT(1,0,s) / 2.
+        assert!((lat - (os + or + l)).abs() < 1e-9, "{r}");
+        assert!(lat > 0.0 && os.is_finite() && or.is_finite(), "{r}");
+        assert!(
+            f(r, "g_us").is_finite() && r["G_us_per_byte"].as_f64().is_some(),
+            "{r}"
+        );
+    }
+    let o2 = commperf(&[
+        "bench", "loggp", "-t", "uds", "--sizes", "8", "--format", "json",
+    ]);
+    assert_eq!(o2.status.code(), Some(2), "one size cannot give g and G");
+    assert!(stderr(&o2).contains("--sizes: loggp fits g and G over message sizes"));
+    // The model is for tests only and is refused with a reason.
+    let o3 = commperf(&["bench", "-t", "model"]);
+    assert_eq!(o3.status.code(), Some(2));
+    assert!(stderr(&o3).contains("--transport: 'model' is the in-process LogGP model"));
+}

@@ -58,6 +58,8 @@ named_enum!(
         Bibw => "bibw",
         /// Message rate: small messages in windows.
         Mr => "mr",
+        /// LogGP parameters by parametrized round trips (Netgauge's PRTT method).
+        Loggp => "loggp",
     }
 );
 
@@ -70,6 +72,8 @@ named_enum!(
         Tcp => "tcp",
         /// Unix domain stream sockets.
         Uds => "uds",
+        /// A deterministic model charging exact LogGP costs in virtual time (tests, in-process).
+        Model => "model",
     }
 );
 
@@ -95,7 +99,7 @@ mod tests {
         let e = "rdma".parse::<TransportKind>().unwrap_err();
         assert_eq!(
             e.to_string(),
-            "unknown transport 'rdma' (allowed: shm tcp uds)"
+            "unknown transport 'rdma' (allowed: shm tcp uds model)"
         );
         assert_eq!(serde_json::to_string(&Benchmark::Bibw).unwrap(), "\"bibw\"");
     }

@@ -103,6 +103,7 @@ pub struct Limits {
 
 /// One measured point.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[allow(non_snake_case)] // `L_us`: LogGP's L, which must not read as a lower-case l
 pub struct Row {
     pub benchmark: Benchmark,
     pub transport: TransportKind,
@@ -145,6 +146,22 @@ pub struct Row {
     /// The bandwidth limit this row is judged against: memcpy bandwidth at this size.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub limit_mb_per_s: Option<f64>,
+    /// LogGP (loggp benchmark), per size: send overhead, receive overhead, gap per message, gap
+    /// per byte and network latency, by Netgauge's PRTT method.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub o_s_us: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub o_r_us: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub g_us: Option<f64>,
+    #[serde(
+        default,
+        rename = "G_us_per_byte",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub gap_per_byte_us: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub L_us: Option<f64>,
     /// Whether every payload byte was checked.
     pub validated: bool,
 }
@@ -176,6 +193,11 @@ impl Row {
             efficiency: None,
             limit_us: None,
             limit_mb_per_s: None,
+            o_s_us: None,
+            o_r_us: None,
+            g_us: None,
+            gap_per_byte_us: None,
+            L_us: None,
             validated: false,
         }
     }

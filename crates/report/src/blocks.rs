@@ -80,6 +80,17 @@ impl Block<'_> {
                 ("MB/s", (|r| r.mb_per_s.map_or_else(dash, fmt_mb)) as Cell),
                 ("msgs/s", |r| r.msgs_per_s.map_or_else(dash, fmt_rate)),
             ]),
+            Benchmark::Loggp => cols.extend([
+                ("o_s(us)", (|r| us(r.o_s_us)) as Cell),
+                ("o_r(us)", |r| us(r.o_r_us)),
+                ("g(us)", |r| us(r.g_us)),
+                // G per byte is a few picoseconds: shown in ns/B to stay readable.
+                ("G(ns/B)", |r| {
+                    r.gap_per_byte_us
+                        .map_or_else(dash, |g| format!("{:.5}", g * 1e3))
+                }),
+                ("L(us)", |r| us(r.L_us)),
+            ]),
             Benchmark::Mr => cols.extend([
                 (
                     "msgs/s",
@@ -183,6 +194,73 @@ fn machine_lines(report: &Report) -> Vec<(&'static str, String)> {
     lines
 }
 
+/// Seed 004's Table 3.1 layout and Figure 3.5 as a table: LogGP per transport and mode at 4 B
+/// (or each one's smallest size when 4 B was not measured), and each parameter's share of the
+/// one-way latency. None when the report has no loggp rows.
+fn loggp_summary(report: &Report) -> Option<(String, Table)> {
+    let mut cols: Vec<&Row> = Vec::new();
+    for r in report
+        .results
+        .iter()
+        .filter(|r| r.benchmark == Benchmark::Loggp)
+    {
+        match cols
+            .iter_mut()
+            .find(|c| (c.transport, c.mode) == (r.transport, r.mode))
+        {
+            Some(c) if c.size_bytes != 4 && (r.size_bytes == 4 || r.size_bytes < c.size_bytes) => {
+                *c = r
+            }
+            Some(_) => {}
+            None => cols.push(r),
+        }
+    }
+    if cols.is_empty() {
+        return None;
+    }
+    let sizes: Vec<String> = cols.iter().map(|c| c.size_bytes.to_string()).collect();
+    let mut t = Table::new().column("parameter", Align::Left);
+    for c in &cols {
+        t = t.column(format!("{} {}", c.transport, c.mode), Align::Right);
+    }
+    type Get = fn(&Row) -> Option<f64>;
+    let share = |part: Option<f64>, r: &Row| match (part, r.p50_us) {
+        (Some(x), Some(l)) if l > 0.0 => format!("{:.0}%", 100.0 * x / l),
+        _ => dash(),
+    };
+    let values: [(&str, Get); 5] = [
+        ("O_s (us)", |r| r.o_s_us),
+        ("O_r (us)", |r| r.o_r_us),
+        ("g (us)", |r| r.g_us),
+        ("L (us)", |r| r.L_us),
+        ("latency (us)", |r| r.p50_us),
+    ];
+    for (name, get) in values {
+        let mut row = vec![name.to_string()];
+        row.extend(cols.iter().map(|r| get(r).map_or_else(dash, fmt_us)));
+        t.push_row(row);
+    }
+    let shares: [(&str, Get); 3] = [
+        ("O_s share", |r| r.o_s_us),
+        ("O_r share", |r| r.o_r_us),
+        ("L share", |r| r.L_us),
+    ];
+    for (name, get) in shares {
+        let mut row = vec![name.to_string()];
+        row.extend(cols.iter().map(|r| share(get(r), r)));
+        t.push_row(row);
+    }
+    let at = if sizes.iter().all(|s| s == "4") {
+        "4 B".to_string()
+    } else {
+        format!("sizes {} B", sizes.join(", "))
+    };
+    Some((
+        format!("loggp summary at {at} (seed 004 Table 3.1, Figure 3.5)"),
+        t,
+    ))
+}
+
 /// The default format: `#` comment lines and aligned columns, readable and gnuplot-friendly.
 pub(crate) fn render_text(report: &Report) -> String {
     let mut out = String::new();
@@ -196,6 +274,10 @@ pub(crate) fn render_text(report: &Report) -> String {
     for b in blocks {
         out.push_str(&format!("\n# commperf {}\n", b.descriptor().join(" | ")));
         out.push_str(&b.table().render_text("# "));
+    }
+    if let Some((title, t)) = loggp_summary(report) {
+        out.push_str(&format!("\n# commperf {title}\n"));
+        out.push_str(&t.render_text("# "));
     }
     out
 }
@@ -213,6 +295,10 @@ pub(crate) fn render_markdown(report: &Report) -> String {
     for b in blocks {
         out.push_str(&format!("\n## {}\n\n", b.descriptor().join(", ")));
         out.push_str(&b.table().render_markdown());
+    }
+    if let Some((title, t)) = loggp_summary(report) {
+        out.push_str(&format!("\n## {title}\n\n"));
+        out.push_str(&t.render_markdown());
     }
     out
 }

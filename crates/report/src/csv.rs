@@ -6,7 +6,7 @@ use crate::table::{Align, Table};
 use commperf_core::Report;
 
 /// Column names, in order; equal to the JSON field names of a row.
-pub(crate) const COLUMNS: [&str; 19] = [
+pub(crate) const COLUMNS: [&str; 24] = [
     "benchmark",
     "transport",
     "mode",
@@ -25,6 +25,11 @@ pub(crate) const COLUMNS: [&str; 19] = [
     "efficiency",
     "limit_us",
     "limit_mb_per_s",
+    "o_s_us",
+    "o_r_us",
+    "g_us",
+    "G_us_per_byte",
+    "L_us",
     "validated",
 ];
 
@@ -54,6 +59,11 @@ pub(crate) fn render_csv(report: &Report) -> String {
             opt(r.efficiency),
             opt(r.limit_us),
             opt(r.limit_mb_per_s),
+            opt(r.o_s_us),
+            opt(r.o_r_us),
+            opt(r.g_us),
+            opt(r.gap_per_byte_us),
+            opt(r.L_us),
             r.validated.to_string(),
         ]);
     }

@@ -133,10 +133,10 @@ fn markdown_format_has_headings_bullets_and_pipe_tables() {
 #[test]
 fn csv_format_is_one_flat_table_at_full_precision() {
     let expected = "\
-benchmark,transport,mode,size_bytes,iterations,warmup,window,p50_us,p90_us,p99_us,min_us,max_us,mean_us,mb_per_s,msgs_per_s,efficiency,limit_us,limit_mb_per_s,validated
-latency,shm,poll,8,100000,1000,,0.2134,0.25,0.4012,0.18,12.5034,0.2231,,,0.3337,0.0712,,true
-bw,shm,poll,65536,2000,20,64,,,,,,,8012.3456,122258.6,0.4451,,18000.5,true
-latency,shm,poll,1048576,1000,10,,95.123,101.5,130.25,90,250.75,97.8761,,,,,,true
+benchmark,transport,mode,size_bytes,iterations,warmup,window,p50_us,p90_us,p99_us,min_us,max_us,mean_us,mb_per_s,msgs_per_s,efficiency,limit_us,limit_mb_per_s,o_s_us,o_r_us,g_us,G_us_per_byte,L_us,validated
+latency,shm,poll,8,100000,1000,,0.2134,0.25,0.4012,0.18,12.5034,0.2231,,,0.3337,0.0712,,,,,,,true
+bw,shm,poll,65536,2000,20,64,,,,,,,8012.3456,122258.6,0.4451,,18000.5,,,,,,true
+latency,shm,poll,1048576,1000,10,,95.123,101.5,130.25,90,250.75,97.8761,,,,,,,,,,,true
 ";
     assert_eq!(render(&report(), Format::Csv), expected);
 }
@@ -147,6 +147,8 @@ fn csv_columns_are_exactly_the_row_fields() {
     r.window = Some(1);
     (r.mb_per_s, r.msgs_per_s) = (Some(1.0), Some(1.0));
     (r.limit_us, r.limit_mb_per_s) = (Some(1.0), Some(1.0));
+    (r.o_s_us, r.o_r_us, r.g_us, r.gap_per_byte_us, r.L_us) =
+        (Some(1.0), Some(1.0), Some(1.0), Some(1.0), Some(1.0));
     let v = serde_json::to_value(&r).unwrap();
     let mut fields: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
     let mut columns = csv::COLUMNS.to_vec();
@@ -275,4 +277,41 @@ fn format_names_parse_and_errors_list_allowed_values() {
         e.to_string(),
         "unknown format 'html' (allowed: table json csv md)"
     );
+}
+
+#[test]
+fn loggp_summary_follows_seed_004_table_3_1() {
+    let mut r = report();
+    r.results.clear();
+    for (t, size, os, or, l) in [
+        (TransportKind::Shm, 1, 0.9, 0.9, 0.9),
+        (TransportKind::Shm, 4, 0.02, 0.03, 0.05),
+        (TransportKind::Tcp, 4, 3.0, 1.0, 1.0),
+    ] {
+        let mut row = Row::new(Benchmark::Loggp, t, Mode::Poll, size);
+        (row.o_s_us, row.o_r_us, row.L_us) = (Some(os), Some(or), Some(l));
+        row.g_us = Some(0.5);
+        row.p50_us = Some(os + or + l);
+        r.results.push(row);
+    }
+    let text = render(&r, Format::Table);
+    let summary = text
+        .split("# commperf loggp summary ")
+        .nth(1)
+        .expect("summary present");
+    let expected = "\
+ at 4 B (seed 004 Table 3.1, Figure 3.5)
+# parameter   shm poll  tcp poll
+O_s (us)         0.020     3.000
+O_r (us)         0.030     1.000
+g (us)           0.500     0.500
+L (us)           0.050     1.000
+latency (us)     0.100     5.000
+O_s share          20%       60%
+O_r share          30%       20%
+L share            50%       20%
+";
+    assert_eq!(summary, expected);
+    // No loggp rows, no summary.
+    assert!(!render(&report(), Format::Table).contains("loggp summary"));
 }

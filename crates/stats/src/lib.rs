@@ -138,24 +138,38 @@ impl LinearFit {
 /// Returns `None` when the slices differ in length, hold fewer than two points, contain a
 /// non-finite value, or when every `x` is the same (the slope is then undefined).
 pub fn fit_line(xs: &[f64], ys: &[f64]) -> Option<LinearFit> {
+    fit_line_weighted(xs, ys, &vec![1.0; xs.len()])
+}
+
+/// Weighted least squares: minimizes Σ wᵢ (yᵢ − a − b·xᵢ)². With wᵢ = 1/yᵢ² this fits relative
+/// errors, which is what a size ladder from 1 B to megabytes needs (plain least squares would
+/// let the largest sizes decide the intercept alone). `r2` is the weighted coefficient of
+/// determination. None as for [`fit_line`], or for weights that are negative, non-finite or all 0.
+pub fn fit_line_weighted(xs: &[f64], ys: &[f64], ws: &[f64]) -> Option<LinearFit> {
     let n = xs.len();
-    if n != ys.len() || n < 2 || xs.iter().chain(ys).any(|v| !v.is_finite()) {
+    if n != ys.len() || n != ws.len() || n < 2 {
+        return None;
+    }
+    if xs.iter().chain(ys).chain(ws).any(|v| !v.is_finite()) || ws.iter().any(|&w| w < 0.0) {
         return None;
     }
     // Compared exactly: centred sums of equal values can leave a tiny non-zero variance.
     if xs.iter().all(|&x| x == xs[0]) {
         return None;
     }
-    let nf = n as f64;
-    let mx = xs.iter().sum::<f64>() / nf;
-    let my = ys.iter().sum::<f64>() / nf;
+    let sw: f64 = ws.iter().sum();
+    if sw <= 0.0 {
+        return None;
+    }
+    let mx = xs.iter().zip(ws).map(|(x, w)| x * w).sum::<f64>() / sw;
+    let my = ys.iter().zip(ws).map(|(y, w)| y * w).sum::<f64>() / sw;
     // Centred sums: far better conditioned than Σx² − n·x̄² for sizes up to 2^30 bytes.
     let (mut sxx, mut sxy, mut syy) = (0.0, 0.0, 0.0);
-    for (&x, &y) in xs.iter().zip(ys) {
+    for ((&x, &y), &w) in xs.iter().zip(ys).zip(ws) {
         let (dx, dy) = (x - mx, y - my);
-        sxx += dx * dx;
-        sxy += dx * dy;
-        syy += dy * dy;
+        sxx += w * dx * dx;
+        sxy += w * dx * dy;
+        syy += w * dy * dy;
     }
     if sxx <= 0.0 || !sxx.is_finite() {
         return None;
@@ -174,9 +188,134 @@ pub fn fit_line(xs: &[f64], ys: &[f64]) -> Option<LinearFit> {
     })
 }
 
+/// One piece of a piecewise-linear fit: points `start..end` (indices into the sorted input).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Segment {
+    pub start: usize,
+    pub end: usize,
+    /// x of the first and last point of the piece.
+    pub from_x: f64,
+    pub to_x: f64,
+    pub fit: LinearFit,
+    /// Root-mean-square relative residual of the piece's points.
+    pub rel_rms: f64,
+}
+
+fn rel_weights(ys: &[f64]) -> Vec<f64> {
+    ys.iter()
+        .map(|&y| if y != 0.0 { 1.0 / (y * y) } else { 1.0 })
+        .collect()
+}
+
+fn segment(xs: &[f64], ys: &[f64], start: usize, end: usize) -> Option<Segment> {
+    let (x, y) = (&xs[start..end], &ys[start..end]);
+    let fit = fit_line_weighted(x, y, &rel_weights(y))?;
+    let sse: f64 = x
+        .iter()
+        .zip(y)
+        .map(|(&xi, &yi)| {
+            let r = yi - fit.at(xi);
+            if yi != 0.0 {
+                (r / yi).powi(2)
+            } else {
+                r * r
+            }
+        })
+        .sum();
+    Some(Segment {
+        start,
+        end,
+        from_x: x[0],
+        to_x: x[x.len() - 1],
+        fit,
+        rel_rms: (sse / x.len() as f64).sqrt(),
+    })
+}
+
+fn sse(s: &Segment) -> f64 {
+    s.rel_rms * s.rel_rms * (s.end - s.start) as f64
+}
+
+/// Piecewise-linear fit with breakpoints found automatically (binary segmentation): starting
+/// from one line over all points (sorted by x), the piece whose best split lowers the relative
+/// squared error most is split, as long as that piece fits worse than `tolerance` (relative RMS
+/// residual, e.g. 0.02) and the split removes at least three quarters of its error. Every piece
+/// keeps at least `min_points` (≥ 2) points; at most `max_pieces` pieces. Breakpoints are where
+/// a protocol changes (eager → rendezvous, ring → single copy): the cost line jumps or bends.
+pub fn piecewise_fit(
+    xs: &[f64],
+    ys: &[f64],
+    max_pieces: usize,
+    min_points: usize,
+    tolerance: f64,
+) -> Option<Vec<Segment>> {
+    let min_points = min_points.max(2);
+    if xs.len() != ys.len() || xs.windows(2).any(|w| w[0] > w[1]) {
+        return None;
+    }
+    let mut pieces = vec![segment(xs, ys, 0, xs.len())?];
+    while pieces.len() < max_pieces.max(1) {
+        let mut best: Option<(usize, Segment, Segment, f64)> = None;
+        for (i, p) in pieces.iter().enumerate() {
+            if p.rel_rms <= tolerance || p.end - p.start < 2 * min_points {
+                continue;
+            }
+            for k in p.start + min_points..=p.end - min_points {
+                let (Some(a), Some(b)) = (segment(xs, ys, p.start, k), segment(xs, ys, k, p.end))
+                else {
+                    continue;
+                };
+                let gain = sse(p) - sse(&a) - sse(&b);
+                if gain >= 0.75 * sse(p) && best.as_ref().is_none_or(|bb| gain > bb.3) {
+                    best = Some((i, a, b, gain));
+                }
+            }
+        }
+        let Some((i, a, b, _)) = best else { break };
+        pieces.splice(i..=i, [a, b]);
+    }
+    Some(pieces)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn piecewise_fit_finds_a_protocol_change_exactly() {
+        // y = 0.5 + 0.001·x up to 8192, then 4.0 + 0.0004·x (a rendezvous: dearer start, faster bytes).
+        let xs: Vec<f64> = (0..=22).map(|p| (1u64 << p) as f64).collect();
+        let ys: Vec<f64> = xs
+            .iter()
+            .map(|&x| {
+                if x <= 8192.0 {
+                    0.5 + 0.001 * x
+                } else {
+                    4.0 + 0.0004 * x
+                }
+            })
+            .collect();
+        let p = piecewise_fit(&xs, &ys, 3, 2, 0.01).unwrap();
+        assert_eq!(p.len(), 2, "{p:?}");
+        assert_eq!((p[0].to_x, p[1].from_x), (8192.0, 16384.0));
+        assert!(close(p[0].fit.intercept, 0.5) && close(p[0].fit.slope, 0.001));
+        assert!(close(p[1].fit.intercept, 4.0) && close(p[1].fit.slope, 0.0004));
+        // A single line fits a single protocol: no breakpoint is invented.
+        let ys1: Vec<f64> = xs.iter().map(|&x| 0.5 + 0.001 * x).collect();
+        assert_eq!(piecewise_fit(&xs, &ys1, 3, 2, 0.01).unwrap().len(), 1);
+    }
+
+    #[test]
+    fn weighted_fit_follows_relative_errors() {
+        // The intercept of a line over 1 B … 1 MiB is decided by the small sizes once weighted.
+        let xs = [1.0, 1024.0, 1048576.0];
+        let ys = [1.0, 2.0, 1000.0];
+        let w = fit_line_weighted(&xs, &ys, &[1.0, 0.25, 1e-6]).unwrap();
+        let plain = fit_line(&xs, &ys).unwrap();
+        assert!((w.intercept - 1.0).abs() < (plain.intercept - 1.0).abs());
+        assert!(fit_line_weighted(&xs, &ys, &[1.0, -1.0, 1.0]).is_none());
+        assert!(fit_line_weighted(&xs, &ys, &[0.0, 0.0, 0.0]).is_none());
+    }
 
     fn close(a: f64, b: f64) -> bool {
         (a - b).abs() <= 1e-12 * b.abs().max(1.0)

@@ -146,6 +146,28 @@ impl Clock {
     }
 }
 
+/// What timed loops read and wait on: the real clock, or a model transport's virtual clock.
+pub trait Timer {
+    /// Now, in nanoseconds since an arbitrary origin.
+    fn now_ns(&self) -> f64;
+    /// Busy-waits `ns` nanoseconds (the CPU stays busy, as the PRTT method requires).
+    fn spin_ns(&self, ns: f64);
+}
+
+impl Timer for Clock {
+    #[inline]
+    fn now_ns(&self) -> f64 {
+        self.ticks_to_ns(self.now())
+    }
+
+    fn spin_ns(&self, ns: f64) {
+        let start = self.now();
+        while self.ticks_to_ns(self.now() - start) < ns {
+            std::hint::spin_loop();
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

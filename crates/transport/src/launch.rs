@@ -488,6 +488,7 @@ fn serve_data_inner(
     let cfg = spec.endpoint_config();
     let wait = cfg.idle_timeout.min(Duration::from_secs(30));
     match spec.transport {
+        TransportKind::Model => Err(model_not_launchable()),
         TransportKind::Shm => {
             shm::remove_stale_segments();
             let seg = shm::ShmSegment::create(spec.shm_options(), spec.max_message)?;
@@ -534,6 +535,13 @@ fn serve_data_inner(
     }
 }
 
+fn model_not_launchable() -> LaunchError {
+    LaunchError::Io {
+        what: "transport model".into(),
+        cause: io::Error::other("the LogGP model runs in-process only; it has no peer to launch"),
+    }
+}
+
 struct Unlink(PathBuf);
 impl Drop for Unlink {
     fn drop(&mut self) {
@@ -573,6 +581,7 @@ pub fn connect_data(
     };
     let cfg = spec.endpoint_config();
     let mut ep = match spec.transport {
+        TransportKind::Model => return Err(model_not_launchable()),
         TransportKind::Shm => {
             let mut e = shm::attach(&address, cfg).map_err(|e| match e {
                 TransportError::Io { op, cause } if cause.kind() == io::ErrorKind::NotFound => {

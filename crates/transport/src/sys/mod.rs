@@ -1,5 +1,6 @@
 //! Realizations of [`crate::Endpoint`], one module each.
 
+pub mod model;
 pub mod shm;
 pub mod socket;
 pub mod tcp;
