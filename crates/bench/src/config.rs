@@ -55,6 +55,8 @@ pub struct BenchConfig {
     /// shm: messages from this size go single-copy (None: always through the ring).
     pub shm_single_copy_from: Option<usize>,
     pub shm_ring_bytes: usize,
+    /// `blocking`: checks spun before sleeping in the spin-then-block variant.
+    pub block_spins: u32,
 }
 
 impl BenchConfig {
@@ -75,6 +77,7 @@ impl BenchConfig {
             idle_timeout: Duration::from_secs(60),
             shm_single_copy_from: d.single_copy_from,
             shm_ring_bytes: d.ring_bytes,
+            block_spins: 1000,
         }
     }
 

@@ -11,6 +11,7 @@
 
 pub mod buf;
 pub mod config;
+pub mod extended;
 pub mod limits;
 pub mod loggp;
 pub mod machine;

@@ -84,13 +84,73 @@ impl Loop {
     }
 }
 
+/// The buffers a ping-pong sends from and receives into: one pair reused for every message
+/// (the standard test), or a pool rotated through so that every message uses a fresh buffer on
+/// different pages (the buffer-management test, seed 004 §3.3.5).
+#[derive(Debug)]
+pub struct Buffers<'a> {
+    send: &'a mut [u8],
+    recv: &'a mut [u8],
+    size: usize,
+    recv_len: usize,
+    stride: usize,
+    count: u64,
+}
+
+impl<'a> Buffers<'a> {
+    /// One send buffer of exactly the message size and one receive buffer, reused.
+    pub fn reused(send: &'a mut [u8], recv: &'a mut [u8]) -> Self {
+        let (size, recv_len) = (send.len(), recv.len());
+        Buffers {
+            send,
+            recv,
+            size,
+            recv_len,
+            stride: 0,
+            count: 1,
+        }
+    }
+
+    /// Buffers of `size` bytes taken in turn from two pools, each `stride` bytes apart (a whole
+    /// number of pages plus one, so consecutive buffers never share a page).
+    pub fn rotating(send: &'a mut [u8], recv: &'a mut [u8], size: usize, stride: usize) -> Self {
+        assert!(
+            stride >= size && stride > 0,
+            "stride {stride} below size {size}"
+        );
+        let count = (send.len().min(recv.len()) / stride).max(1) as u64;
+        let recv_len = stride.min(recv.len());
+        Buffers {
+            send,
+            recv,
+            size,
+            recv_len,
+            stride,
+            count,
+        }
+    }
+
+    /// How many distinct buffers are used in turn.
+    pub fn count(&self) -> u64 {
+        self.count
+    }
+
+    #[inline]
+    fn pick(&mut self, i: u64) -> (&mut [u8], &mut [u8]) {
+        let k = (i % self.count) as usize * self.stride;
+        (
+            &mut self.send[k..k + self.size],
+            &mut self.recv[k..k + self.recv_len],
+        )
+    }
+}
+
 /// Ping-pong, initiator side. `samples` receives one round-trip time in ticks per timed
 /// iteration (`samples.len()` must equal `lp.iters`).
 pub fn latency_initiator<E: Endpoint>(
     ep: &mut E,
     clock: &Clock,
-    sbuf: &mut [u8],
-    rbuf: &mut [u8],
+    bufs: &mut Buffers<'_>,
     lp: &Loop,
     samples: &mut [u64],
 ) -> LoopResult<Option<Mismatch>> {
@@ -105,6 +165,7 @@ pub fn latency_initiator<E: Endpoint>(
     // consecutive round trips, which halves the timer's share of the figure.
     let mut prev = clock.now();
     for i in 0..lp.total() {
+        let (sbuf, rbuf) = bufs.pick(i);
         if validate {
             fill(sbuf, i);
         }
@@ -122,15 +183,15 @@ pub fn latency_initiator<E: Endpoint>(
     Ok(bad)
 }
 
-/// Ping-pong, responder side: echoes every message with one of `sbuf.len()` bytes.
+/// Ping-pong, responder side: echoes every message with one of the same size.
 pub fn latency_responder<E: Endpoint>(
     ep: &mut E,
-    sbuf: &mut [u8],
-    rbuf: &mut [u8],
+    bufs: &mut Buffers<'_>,
     lp: &Loop,
 ) -> LoopResult<Option<Mismatch>> {
     let mut bad = None;
     for i in 0..lp.total() {
+        let (sbuf, rbuf) = bufs.pick(i);
         let n = ep.recv(rbuf).map_err(at(i))?;
         if lp.validate {
             check(&rbuf[..n.len], i, &mut bad);
@@ -224,6 +285,21 @@ pub fn bidir<E: Endpoint>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn rotating_buffers_never_share_a_page() {
+        let (mut s, mut r) = (vec![0u8; 10 * 8192], vec![0u8; 10 * 8192]);
+        let mut b = Buffers::rotating(&mut s, &mut r, 100, 8192);
+        assert_eq!(b.count(), 10);
+        let base = b.send.as_ptr() as usize;
+        let starts: Vec<usize> = (0..12)
+            .map(|i| b.pick(i).0.as_ptr() as usize - base)
+            .collect();
+        assert_eq!(&starts[..3], &[0, 8192, 16384]);
+        assert_eq!(starts[10], 0, "wraps after count buffers");
+        assert_eq!(b.pick(3).0.len(), 100);
+        assert_eq!(b.pick(3).1.len(), 8192);
+    }
     use commperf_transport::sys::uds;
     use commperf_transport::EndpointConfig;
 
@@ -244,7 +320,7 @@ mod tests {
                 validate: true,
                 corruption,
             };
-            latency_responder(&mut b, &mut s, &mut r, &lp).unwrap()
+            latency_responder(&mut b, &mut Buffers::reused(&mut s, &mut r), &lp).unwrap()
         });
         let (mut s, mut r) = (vec![0u8; 100], vec![0u8; 100]);
         let mut samples = vec![0u64; 15];
@@ -255,7 +331,8 @@ mod tests {
             validate: true,
             corruption: None,
         };
-        let bad = latency_initiator(&mut a, &clock, &mut s, &mut r, &lp, &mut samples).unwrap();
+        let mut bufs = Buffers::reused(&mut s, &mut r);
+        let bad = latency_initiator(&mut a, &clock, &mut bufs, &lp, &mut samples).unwrap();
         assert_eq!(h.join().unwrap(), None, "nothing corrupted on the way out");
         let m = bad.expect("corruption must be found");
         assert_eq!((m.iteration, m.offset), (7, 42));

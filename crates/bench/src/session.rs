@@ -8,15 +8,16 @@
 
 use crate::buf::PageBuf;
 use crate::config::{BenchConfig, Launcher, MAX_ITERS, MAX_SIZE};
+use crate::extended;
 use crate::limits::{self, LimitsError};
 use crate::loggp::{self, Prtt};
 use crate::machine;
-use crate::patterns::{self, Corruption, LoopError, Mismatch};
+use crate::patterns::{self, Buffers, Corruption, LoopError, Mismatch};
 use commperf_core::{Benchmark, Mode, Options, Placement, Report, Row, TransportKind};
 use commperf_stats::Summary;
 use commperf_transport::clock::Clock;
 use commperf_transport::launch::{self, AnyEndpoint, Control, DataSpec, LaunchError, LocalPeer};
-use commperf_transport::{affinity, with_endpoint, Endpoint, TransportError};
+use commperf_transport::{affinity, with_endpoint, Endpoint, SwitchMode, TransportError};
 use serde::{Deserialize, Serialize};
 use std::net::IpAddr;
 use std::time::{Duration, SystemTime};
@@ -47,6 +48,11 @@ pub struct RunSpec {
     /// The PRTT variant (loggp only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prtt: Option<Prtt>,
+    /// Completion mode both ends switch to before this run, and checks spun before blocking.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mode: Option<Mode>,
+    #[serde(default)]
+    pub block_spins: u32,
 }
 
 impl RunSpec {
@@ -231,6 +237,8 @@ pub fn run(cfg: &BenchConfig, progress: &mut dyn Progress) -> Result<Report, Ben
                         window,
                         validate: cfg.validate,
                         prtt: None,
+                        mode: Some(m),
+                        block_spins: 0,
                     };
                     let (s, r) = (&mut sbuf[..size as usize], &mut rbuf[..]);
                     if b == Benchmark::Loggp {
@@ -263,6 +271,44 @@ pub fn run(cfg: &BenchConfig, progress: &mut dyn Progress) -> Result<Report, Ben
                         done += 1;
                         continue;
                     }
+                    if matches!(b, Benchmark::Bufmgmt | Benchmark::Blocking) {
+                        // The latency test with one thing changed, against the standard latency
+                        // measured on the same connection just before.
+                        let base_mode = if b == Benchmark::Blocking {
+                            Mode::Poll
+                        } else {
+                            m
+                        };
+                        let base = RunSpec {
+                            benchmark: Benchmark::Latency,
+                            mode: Some(base_mode),
+                            ..run
+                        };
+                        let base_p50 =
+                            latency_row(&mut ctrl, &mut ep, &clock, &ph, base, s, r)?.p50_us;
+                        let variants = if b == Benchmark::Blocking {
+                            vec![(Mode::Block, 0), (Mode::Block, cfg.block_spins)]
+                        } else {
+                            vec![(m, 0)]
+                        };
+                        for (mode, spins) in variants {
+                            let v = RunSpec {
+                                mode: Some(mode),
+                                block_spins: spins,
+                                ..run
+                            };
+                            let mut row = latency_row(&mut ctrl, &mut ep, &clock, &ph, v, s, r)?;
+                            (row.transport, row.mode) = (t, mode);
+                            row.baseline_p50_us = base_p50;
+                            row.cost_us = row.p50_us.zip(base_p50).map(|(v, b)| v - b);
+                            if b == Benchmark::Blocking {
+                                row.block_spins = Some(spins);
+                            }
+                            results.push(row);
+                        }
+                        done += 1;
+                        continue;
+                    }
                     // The limit right before the row, while the peer's CPU is idle: on a VM the
                     // two vCPUs move between cores (and their distance with them) during a run.
                     let row_cacheline_us = match (limits.as_ref(), cpus) {
@@ -275,21 +321,7 @@ pub fn run(cfg: &BenchConfig, progress: &mut dyn Progress) -> Result<Report, Ben
                         }
                         _ => None,
                     };
-                    let ((mut row, mine), theirs) = exchange(
-                        &mut ctrl,
-                        &ph,
-                        run,
-                        || with_endpoint!(&mut ep, e => measure(e, &clock, run, s, r)),
-                    )?;
-                    for (mm, side) in [(mine, "client"), (theirs, "peer")] {
-                        if let Some(mismatch) = mm {
-                            return Err(BenchError::Validation {
-                                phase: ph,
-                                mismatch,
-                                side,
-                            });
-                        }
-                    }
+                    let mut row = latency_row(&mut ctrl, &mut ep, &clock, &ph, run, s, r)?;
                     row.transport = t;
                     row.mode = m;
                     if let (TransportKind::Shm, Some(l)) = (t, limits.as_ref()) {
@@ -363,6 +395,44 @@ fn exchange<T>(
     Ok((out, mismatch))
 }
 
+/// One measurement of the latency family (or any pattern [`measure`] runs): switches this end to
+/// the run's completion mode, runs the exchange, and turns corruption found by either side into
+/// an error.
+fn latency_row(
+    ctrl: &mut Control,
+    ep: &mut AnyEndpoint,
+    clock: &Clock,
+    ph: &str,
+    run: RunSpec,
+    s: &mut [u8],
+    r: &mut [u8],
+) -> Result<Row, BenchError> {
+    if let Some(mode) = run.mode {
+        with_endpoint!(&mut *ep, e => e.set_mode(mode, run.block_spins)).map_err(|cause| {
+            BenchError::Transfer {
+                phase: format!("{ph}: switching to {mode} mode"),
+                cause,
+            }
+        })?;
+    }
+    let ((row, mine), theirs) = exchange(
+        ctrl,
+        ph,
+        run,
+        || with_endpoint!(&mut *ep, e => measure(e, clock, run, s, r)),
+    )?;
+    for (mm, side) in [(mine, "client"), (theirs, "peer")] {
+        if let Some(mismatch) = mm {
+            return Err(BenchError::Validation {
+                phase: ph.to_string(),
+                mismatch,
+                side,
+            });
+        }
+    }
+    Ok(row)
+}
+
 /// Rows of a loggp measurement: one per size, from the fit over all sizes.
 fn loggp_rows(
     prtts: &[loggp::SizePrtt],
@@ -418,9 +488,17 @@ fn measure<E: Endpoint>(
     let secs = |ticks: u64| clock.ticks_to_ns(ticks) / 1e9;
     let mismatch = match run.benchmark {
         Benchmark::Loggp => unreachable!("loggp runs its own exchanges"),
-        Benchmark::Latency => {
+        Benchmark::Latency | Benchmark::Blocking | Benchmark::Bufmgmt => {
             let mut samples = vec![0u64; it as usize];
-            let bad = patterns::latency_initiator(ep, clock, sbuf, rbuf, &lp, &mut samples)?;
+            let mut pools;
+            let mut bufs = if run.benchmark == Benchmark::Bufmgmt {
+                pools = extended::fresh_pools(run.size as usize);
+                let (sp, rp, stride) = (&mut pools.0, &mut pools.1, pools.2);
+                Buffers::rotating(sp, rp, run.size as usize, stride)
+            } else {
+                Buffers::reused(sbuf, rbuf)
+            };
+            let bad = patterns::latency_initiator(ep, clock, &mut bufs, &lp, &mut samples)?;
             let mut us: Vec<f64> = samples
                 .iter()
                 .map(|&t| clock.ticks_to_ns(t) / 2.0 / 1e3)
@@ -538,6 +616,15 @@ pub fn serve_session(ctrl: &mut Control, token: &str, bind_ip: IpAddr) -> Result
                     ctrl.send(&Reply::Error { message })?;
                     continue;
                 }
+                if let Some(mode) = run.mode {
+                    let switched = with_endpoint!(&mut *e, e => e.set_mode(mode, run.block_spins));
+                    if let Err(err) = switched {
+                        ctrl.send(&Reply::Error {
+                            message: format!("{ph}: {err}"),
+                        })?;
+                        continue;
+                    }
+                }
                 ctrl.send(&Reply::Ready)?;
                 let (s, r) = (&mut bufs.0[..run.size as usize], &mut bufs.1[..]);
                 let out = with_endpoint!(e, e => respond(e, &clock, run, s, r, corruption));
@@ -575,7 +662,14 @@ fn respond<E: Endpoint>(
 ) -> Result<Option<Mismatch>, LoopError> {
     let lp = run.looping(corruption);
     match run.benchmark {
-        Benchmark::Latency => patterns::latency_responder(ep, sbuf, rbuf, &lp),
+        Benchmark::Latency | Benchmark::Blocking => {
+            patterns::latency_responder(ep, &mut Buffers::reused(sbuf, rbuf), &lp)
+        }
+        Benchmark::Bufmgmt => {
+            let (mut sp, mut rp, stride) = extended::fresh_pools(run.size as usize);
+            let mut bufs = Buffers::rotating(&mut sp, &mut rp, run.size as usize, stride);
+            patterns::latency_responder(ep, &mut bufs, &lp)
+        }
         // Streams flow client → peer only: the peer has nothing to corrupt there.
         Benchmark::Bw | Benchmark::Mr => patterns::stream_receiver(ep, rbuf, &lp),
         Benchmark::Bibw => patterns::bidir(ep, clock, sbuf, rbuf, &lp).map(|(_, bad)| bad),

@@ -103,7 +103,8 @@ fn seconds(s: &str) -> Result<Duration, String> {
 
 #[derive(Debug, Args)]
 pub struct BenchArgs {
-    /// Benchmarks to run: latency, bw, bibw, mr, or all [default: latency bw]
+    /// Benchmarks to run: latency, bw, bibw, mr, loggp, bufmgmt, blocking, or all
+    /// [default: latency bw]
     #[arg(value_name = "BENCHMARK", value_parser = benchmark_name)]
     pub benchmarks: Vec<Vec<Benchmark>>,
     /// Transports, comma-separated: shm, tcp, uds [default: shm,tcp]
@@ -141,6 +142,9 @@ pub struct BenchArgs {
     /// through the ring
     #[arg(long, value_name = "SIZE|never", value_parser = single_copy, default_value = "never")]
     pub shm_single_copy: SingleCopy,
+    /// blocking: checks spun before sleeping in the spin-then-block variant
+    #[arg(long, value_name = "N", default_value_t = 1000)]
+    pub spin: u32,
     /// Give up when the peer makes no progress for this many seconds
     #[arg(long, value_name = "SECS", value_parser = seconds, default_value = "60", allow_negative_numbers = true)]
     pub timeout: Duration,
@@ -185,6 +189,7 @@ impl BenchArgs {
         c.validate = self.validate;
         c.cpus = self.cpus;
         c.idle_timeout = self.timeout;
+        c.block_spins = self.spin;
         c.shm_single_copy_from = self.shm_single_copy.0;
         c.validate()?;
         Ok(c)

@@ -576,3 +576,61 @@ fn loggp_over_real_transports_reports_every_parameter_per_size() {
     assert_eq!(o3.status.code(), Some(2));
     assert!(stderr(&o3).contains("--transport: 'model' is the in-process LogGP model"));
 }
+
+fn rows_of(v: &Value, bench: &str) -> Vec<Value> {
+    v["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["benchmark"] == bench)
+        .cloned()
+        .collect()
+}
+
+#[test]
+fn blocking_costs_more_than_polling_and_spinning_first_wins_it_back() {
+    let o = commperf(&[
+        "bench", "blocking", "-t", "tcp,uds", "--sizes", "16", "--iters", "3000", "--format",
+        "json",
+    ]);
+    let v = json_of(&o);
+    let rows = rows_of(&v, "blocking");
+    assert_eq!(rows.len(), 2 * 2, "two variants per transport");
+    for r in &rows {
+        assert_eq!(r["mode"], "block");
+        let (p50, base, cost) = (f(r, "p50_us"), f(r, "baseline_p50_us"), f(r, "cost_us"));
+        assert!((cost - (p50 - base)).abs() < 1e-9, "{r}");
+        match r["block_spins"].as_u64().unwrap() {
+            // Waking a sleeping process costs microseconds on any Linux, tens on these VMs.
+            0 => assert!(cost > 2.0, "blocking must cost more than polling: {r}"),
+            1000 => {} // compared with blocking at once below
+            n => panic!("unexpected spin count {n}"),
+        }
+    }
+    for t in ["tcp", "uds"] {
+        let at_once = rows
+            .iter()
+            .find(|r| r["transport"] == t && r["block_spins"] == 0)
+            .unwrap();
+        let hybrid = rows
+            .iter()
+            .find(|r| r["transport"] == t && r["block_spins"] == 1000)
+            .unwrap();
+        assert!(
+            f(hybrid, "p50_us") < f(at_once, "p50_us"),
+            "spinning first avoids the wake-up over {t}"
+        );
+    }
+}
+
+#[test]
+fn fresh_buffers_cost_more_than_a_reused_one_for_large_messages() {
+    let o = commperf(&[
+        "bench", "bufmgmt", "-t", "shm", "--sizes", "1M", "--iters", "300", "--format", "json",
+    ]);
+    let v = json_of(&o);
+    let r = &rows_of(&v, "bufmgmt")[0];
+    // A reused 1 MiB buffer stays in cache; one from a pool twice the LLC never does.
+    assert!(f(r, "cost_us") > 0.0, "{r}");
+    assert!(f(r, "p50_us") > f(r, "baseline_p50_us"), "{r}");
+}

@@ -60,6 +60,10 @@ named_enum!(
         Mr => "mr",
         /// LogGP parameters by parametrized round trips (Netgauge's PRTT method).
         Loggp => "loggp",
+        /// Latency with a fresh buffer per message from a pool larger than the LLC.
+        Bufmgmt => "bufmgmt",
+        /// Latency with blocking completion, and spin-then-block, against polling.
+        Blocking => "blocking",
     }
 );
 

@@ -146,6 +146,15 @@ pub struct Row {
     /// The bandwidth limit this row is judged against: memcpy bandwidth at this size.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub limit_mb_per_s: Option<f64>,
+    /// Extended benchmarks: the standard (polling, reused-buffer) latency p50 measured in the
+    /// same run, and this row's p50 minus it ("cost over standard latency").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub baseline_p50_us: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost_us: Option<f64>,
+    /// Blocking mode: checks spun before sleeping (0 = block at once; more = spin-then-block).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub block_spins: Option<u32>,
     /// LogGP (loggp benchmark), per size: send overhead, receive overhead, gap per message, gap
     /// per byte and network latency, by Netgauge's PRTT method.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -193,6 +202,9 @@ impl Row {
             efficiency: None,
             limit_us: None,
             limit_mb_per_s: None,
+            baseline_p50_us: None,
+            cost_us: None,
+            block_spins: None,
             o_s_us: None,
             o_r_us: None,
             g_us: None,

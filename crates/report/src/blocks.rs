@@ -5,29 +5,31 @@
 use crate::table::{Align, Table};
 use commperf_core::{Benchmark, Mode, Report, Row, TransportKind};
 
-/// Rows of one (benchmark, transport, mode), in the order they appear in the report.
+/// Rows of one (benchmark, transport, mode, spins before blocking), in report order.
 #[derive(Debug)]
 struct Block<'a> {
     benchmark: Benchmark,
     transport: TransportKind,
     mode: Mode,
+    block_spins: Option<u32>,
     rows: Vec<&'a Row>,
 }
 
-/// Groups rows by (benchmark, transport, mode); blocks are ordered by first appearance.
+/// Groups rows by (benchmark, transport, mode, spins); blocks are ordered by first appearance.
 fn blocks(report: &Report) -> Vec<Block<'_>> {
     let mut out: Vec<Block<'_>> = Vec::new();
     for row in &report.results {
-        let key = (row.benchmark, row.transport, row.mode);
+        let key = (row.benchmark, row.transport, row.mode, row.block_spins);
         match out
             .iter_mut()
-            .find(|b| (b.benchmark, b.transport, b.mode) == key)
+            .find(|b| (b.benchmark, b.transport, b.mode, b.block_spins) == key)
         {
             Some(b) => b.rows.push(row),
             None => out.push(Block {
                 benchmark: row.benchmark,
                 transport: row.transport,
                 mode: row.mode,
+                block_spins: row.block_spins,
                 rows: vec![row],
             }),
         }
@@ -49,6 +51,11 @@ impl Block<'_> {
             format!("transport {}", self.transport),
             format!("mode {}", self.mode),
         ];
+        match self.block_spins {
+            Some(0) => parts.push("blocking at once".into()),
+            Some(n) => parts.push(format!("spin {n} checks, then block")),
+            None => {}
+        }
         if let Some(Some(w)) = self.uniform_window() {
             parts.push(format!("window {w}"));
         }
@@ -68,6 +75,13 @@ impl Block<'_> {
         type Cell = fn(&Row) -> String;
         let mut cols: Vec<(&str, Cell)> = vec![("Size", |r| r.size_bytes.to_string())];
         match self.benchmark {
+            Benchmark::Bufmgmt | Benchmark::Blocking => cols.extend([
+                ("p50(us)", (|r| us(r.p50_us)) as Cell),
+                ("p90(us)", |r| us(r.p90_us)),
+                ("p99(us)", |r| us(r.p99_us)),
+                ("standard p50(us)", |r| us(r.baseline_p50_us)),
+                ("cost(us)", |r| us(r.cost_us)),
+            ]),
             Benchmark::Latency => cols.extend([
                 ("p50(us)", (|r| us(r.p50_us)) as Cell),
                 ("p90(us)", |r| us(r.p90_us)),

@@ -6,7 +6,7 @@ use crate::table::{Align, Table};
 use commperf_core::Report;
 
 /// Column names, in order; equal to the JSON field names of a row.
-pub(crate) const COLUMNS: [&str; 24] = [
+pub(crate) const COLUMNS: [&str; 27] = [
     "benchmark",
     "transport",
     "mode",
@@ -25,6 +25,9 @@ pub(crate) const COLUMNS: [&str; 24] = [
     "efficiency",
     "limit_us",
     "limit_mb_per_s",
+    "baseline_p50_us",
+    "cost_us",
+    "block_spins",
     "o_s_us",
     "o_r_us",
     "g_us",
@@ -59,6 +62,9 @@ pub(crate) fn render_csv(report: &Report) -> String {
             opt(r.efficiency),
             opt(r.limit_us),
             opt(r.limit_mb_per_s),
+            opt(r.baseline_p50_us),
+            opt(r.cost_us),
+            r.block_spins.map_or_else(String::new, |n| n.to_string()),
             opt(r.o_s_us),
             opt(r.o_r_us),
             opt(r.g_us),

@@ -42,6 +42,9 @@ pub struct EndpointConfig {
     pub max_message: usize,
     /// Longest time to wait for the peer to make any progress before giving up.
     pub idle_timeout: Duration,
+    /// In [`Mode::Block`]: checks made by spinning before going to sleep (0 = sleep at once).
+    /// A spin-then-block hybrid, as MVIA did (seed 004 §3.3.7).
+    pub block_spins: u32,
 }
 
 impl Default for EndpointConfig {
@@ -50,8 +53,15 @@ impl Default for EndpointConfig {
             mode: Mode::Poll,
             max_message: 64 << 20,
             idle_timeout: Duration::from_secs(60),
+            block_spins: 0,
         }
     }
+}
+
+/// Capability: switching completion detection on a live endpoint, so that polling, blocking
+/// and spin-then-block can be compared on one connection. Both ends must switch alike.
+pub trait SwitchMode {
+    fn set_mode(&mut self, mode: Mode, block_spins: u32) -> Result<(), TransportError>;
 }
 
 /// Identity of a connected endpoint, used to name the peer in errors and reports.

@@ -231,6 +231,7 @@ impl DataSpec {
             mode: self.mode,
             max_message: self.max_message,
             idle_timeout: Duration::from_millis(self.idle_timeout_ms),
+            block_spins: 0,
         }
     }
 

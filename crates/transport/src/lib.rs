@@ -16,5 +16,5 @@ pub mod launch;
 pub mod sys;
 
 pub use commperf_core::{Mode, TransportKind};
-pub use endpoint::{Endpoint, EndpointConfig, EndpointInfo, Fragment, RecvInfo, Tag};
+pub use endpoint::{Endpoint, EndpointConfig, EndpointInfo, Fragment, RecvInfo, SwitchMode, Tag};
 pub use error::TransportError;

@@ -13,6 +13,7 @@ fn cfg(mode: Mode) -> EndpointConfig {
         mode,
         max_message: 64 << 20,
         idle_timeout: Duration::from_secs(30),
+        block_spins: 0,
     }
 }
 

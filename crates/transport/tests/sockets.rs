@@ -78,6 +78,7 @@ fn cfg(mode: Mode) -> EndpointConfig {
         mode,
         max_message: MAX,
         idle_timeout: Duration::from_secs(10),
+        block_spins: 0,
     }
 }
 

@@ -105,6 +105,17 @@ impl std::fmt::Debug for Msg {
     }
 }
 
+impl crate::SwitchMode for ModelEndpoint {
+    fn set_mode(
+        &mut self,
+        mode: commperf_core::Mode,
+        block_spins: u32,
+    ) -> Result<(), TransportError> {
+        (self.cfg.mode, self.cfg.block_spins, self.info.mode) = (mode, block_spins, mode);
+        Ok(())
+    }
+}
+
 /// Two connected model endpoints, both clocks at 0.
 pub fn pair(params: ModelParams, cfg: EndpointConfig) -> (ModelEndpoint, ModelEndpoint) {
     let (ta, rb) = channel();

@@ -658,7 +658,15 @@ impl ShmEndpoint {
                 }
                 Ok(())
             }
-            Mode::Block => self.sleep_until(mid_message, ready),
+            Mode::Block => {
+                for _ in 0..self.cfg.block_spins {
+                    if ready(self) {
+                        return Ok(());
+                    }
+                    std::hint::spin_loop();
+                }
+                self.sleep_until(mid_message, ready)
+            }
         }
     }
 
@@ -1352,6 +1360,13 @@ impl ShmEndpoint {
         self.ring_send(tag, data.len(), |off, piece| {
             piece.copy_from_slice(&data[off..off + piece.len()])
         })
+    }
+}
+
+impl crate::SwitchMode for ShmEndpoint {
+    fn set_mode(&mut self, mode: Mode, block_spins: u32) -> Result<(), TransportError> {
+        (self.cfg.mode, self.cfg.block_spins, self.info.mode) = (mode, block_spins, mode);
+        Ok(())
     }
 }
 

@@ -131,6 +131,24 @@ impl<S: AsRawFd> StreamEndpoint<S> {
     }
 }
 
+impl<S> crate::SwitchMode for StreamEndpoint<S> {
+    fn set_mode(&mut self, mode: Mode, block_spins: u32) -> Result<(), TransportError> {
+        let fd = self.link.fd;
+        match mode {
+            Mode::Poll => set_nonblocking(fd, true)?,
+            Mode::Block => {
+                set_nonblocking(fd, false)?;
+                set_timeout(fd, libc::SO_RCVTIMEO, self.link.cfg.idle_timeout)?;
+                set_timeout(fd, libc::SO_SNDTIMEO, self.link.cfg.idle_timeout)?;
+            }
+        }
+        self.link.cfg.mode = mode;
+        self.link.cfg.block_spins = block_spins;
+        self.link.info.mode = mode;
+        Ok(())
+    }
+}
+
 impl<S> StreamEndpoint<S> {
     /// The configuration this endpoint was created with.
     pub fn config(&self) -> &EndpointConfig {
@@ -502,6 +520,17 @@ impl Link {
             Mode::Block if waitall => libc::MSG_WAITALL,
             _ => 0,
         };
+        if self.cfg.mode == Mode::Block {
+            // Spin-then-block: non-blocking checks first, then the blocking call.
+            for _ in 0..self.cfg.block_spins {
+                match sys_recv(self.fd, buf, libc::MSG_DONTWAIT) {
+                    Ok(0) => return Err(self.closed(mid)),
+                    Ok(n) => return Ok(n),
+                    Err(e) if is_would_block(&e) => std::hint::spin_loop(),
+                    Err(e) => return Err(self.fail("recv", e, mid)),
+                }
+            }
+        }
         let mut backoff: Option<Backoff> = None;
         loop {
             match sys_recv(self.fd, buf, flags) {
