@@ -43,9 +43,50 @@ pub fn fresh_pools(size: usize) -> (PageBuf, PageBuf, usize) {
     (send, recv, stride)
 }
 
+/// A message of `size` bytes as `k` segments scattered in memory: each segment starts on a page
+/// of its own, a page after the previous one ends. Returns the memory and each segment's range.
+pub fn scattered(size: usize, k: usize) -> (PageBuf, Vec<std::ops::Range<usize>>) {
+    let k = k.clamp(1, size.max(1));
+    let seg = size.div_ceil(k).max(1);
+    let stride = seg.div_ceil(PAGE) * PAGE + PAGE;
+    let mut ranges = Vec::with_capacity(k);
+    let mut left = size;
+    for i in 0..k {
+        let n = seg.min(left);
+        ranges.push(i * stride..i * stride + n);
+        left -= n;
+    }
+    let mut mem = PageBuf::new(k * stride);
+    mem.fill(0x3C);
+    (mem, ranges)
+}
+
+/// Segment counts the noncontig test tries for a message of `size` bytes: 1, 2, 4 … 64, as long
+/// as every segment keeps at least one byte.
+pub fn segment_counts(size: u64) -> Vec<u32> {
+    (0..=6)
+        .map(|p| 1u32 << p)
+        .filter(|&k| k as u64 <= size.max(1))
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn scattered_segments_cover_the_size_on_pages_of_their_own() {
+        let (mem, r) = scattered(10_000, 4);
+        assert_eq!(r.iter().map(|x| x.len()).sum::<usize>(), 10_000);
+        assert_eq!(r.len(), 4);
+        assert!(r
+            .windows(2)
+            .all(|w| w[1].start >= w[0].end.div_ceil(PAGE) * PAGE + PAGE));
+        assert!(r.iter().all(|x| x.start % PAGE == 0 && x.end <= mem.len()));
+        assert_eq!(segment_counts(1), vec![1]);
+        assert_eq!(segment_counts(5), vec![1, 2, 4]);
+        assert_eq!(segment_counts(1 << 20), vec![1, 2, 4, 8, 16, 32, 64]);
+    }
 
     #[test]
     fn pools_outgrow_the_cache_and_never_share_pages() {

@@ -4,7 +4,7 @@
 //! pattern fill and check that `--validate` asks for.
 
 use commperf_transport::conformance::{fill, first_mismatch, pattern};
-use commperf_transport::{clock::Clock, Endpoint, TransportError};
+use commperf_transport::{clock::Clock, Endpoint, TransportError, VectoredSend};
 
 /// Tag of benchmark payloads and acknowledgements.
 const DATA: u32 = 1;
@@ -201,6 +201,70 @@ pub fn latency_responder<E: Endpoint>(
         ep.send(DATA, sbuf).map_err(at(i))?;
     }
     Ok(bad)
+}
+
+/// Sends one message made of `parts`: gathered by the transport, or first packed into `pack`.
+#[inline]
+fn send_scattered<E: Endpoint + VectoredSend>(
+    ep: &mut E,
+    parts: &[&[u8]],
+    pack: &mut Option<&mut [u8]>,
+) -> Result<(), TransportError> {
+    match pack {
+        Some(buf) => {
+            let mut off = 0;
+            for p in parts {
+                buf[off..off + p.len()].copy_from_slice(p);
+                off += p.len();
+            }
+            ep.send(DATA, &buf[..off])
+        }
+        None => ep.send_vectored(DATA, parts),
+    }
+}
+
+/// Ping-pong whose messages (both ways) are sent from scattered `parts`, vectored or packed
+/// (seed 004 §3.3.8). Initiator side; one sample per timed round trip, as in the latency test.
+pub fn scattered_initiator<E: Endpoint + VectoredSend>(
+    ep: &mut E,
+    clock: &Clock,
+    parts: &[&[u8]],
+    mut pack: Option<&mut [u8]>,
+    rbuf: &mut [u8],
+    lp: &Loop,
+    samples: &mut [u64],
+) -> LoopResult<()> {
+    assert_eq!(
+        samples.len() as u64,
+        lp.iters,
+        "one sample per timed iteration"
+    );
+    let mut prev = clock.now();
+    for i in 0..lp.total() {
+        send_scattered(ep, parts, &mut pack).map_err(at(i))?;
+        ep.recv(rbuf).map_err(at(i))?;
+        let t = clock.now();
+        if i >= lp.warmup {
+            samples[(i - lp.warmup) as usize] = t - prev;
+        }
+        prev = t;
+    }
+    Ok(())
+}
+
+/// Responder side of [`scattered_initiator`].
+pub fn scattered_responder<E: Endpoint + VectoredSend>(
+    ep: &mut E,
+    parts: &[&[u8]],
+    mut pack: Option<&mut [u8]>,
+    rbuf: &mut [u8],
+    lp: &Loop,
+) -> LoopResult<()> {
+    for i in 0..lp.total() {
+        ep.recv(rbuf).map_err(at(i))?;
+        send_scattered(ep, parts, &mut pack).map_err(at(i))?;
+    }
+    Ok(())
 }
 
 /// Windowed streaming (bw and mr), sender side: `window` sends, then a 1-byte ack, per

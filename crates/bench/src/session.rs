@@ -17,7 +17,9 @@ use commperf_core::{Benchmark, Mode, Options, Placement, Report, Row, TransportK
 use commperf_stats::Summary;
 use commperf_transport::clock::Clock;
 use commperf_transport::launch::{self, AnyEndpoint, Control, DataSpec, LaunchError, LocalPeer};
-use commperf_transport::{affinity, with_endpoint, Endpoint, SwitchMode, TransportError};
+use commperf_transport::{
+    affinity, with_endpoint, Endpoint, SwitchMode, TransportError, VectoredSend,
+};
 use serde::{Deserialize, Serialize};
 use std::net::IpAddr;
 use std::time::{Duration, SystemTime};
@@ -53,6 +55,11 @@ pub struct RunSpec {
     pub mode: Option<Mode>,
     #[serde(default)]
     pub block_spins: u32,
+    /// noncontig: segments the message is scattered over, and whether it is packed first.
+    #[serde(default)]
+    pub segments: u32,
+    #[serde(default)]
+    pub packed: bool,
 }
 
 impl RunSpec {
@@ -239,6 +246,8 @@ pub fn run(cfg: &BenchConfig, progress: &mut dyn Progress) -> Result<Report, Ben
                         prtt: None,
                         mode: Some(m),
                         block_spins: 0,
+                        segments: 0,
+                        packed: false,
                     };
                     let (s, r) = (&mut sbuf[..size as usize], &mut rbuf[..]);
                     if b == Benchmark::Loggp {
@@ -271,7 +280,10 @@ pub fn run(cfg: &BenchConfig, progress: &mut dyn Progress) -> Result<Report, Ben
                         done += 1;
                         continue;
                     }
-                    if matches!(b, Benchmark::Bufmgmt | Benchmark::Blocking) {
+                    if matches!(
+                        b,
+                        Benchmark::Bufmgmt | Benchmark::Blocking | Benchmark::Noncontig
+                    ) {
                         // The latency test with one thing changed, against the standard latency
                         // measured on the same connection just before.
                         let base_mode = if b == Benchmark::Blocking {
@@ -286,15 +298,26 @@ pub fn run(cfg: &BenchConfig, progress: &mut dyn Progress) -> Result<Report, Ben
                         };
                         let base_p50 =
                             latency_row(&mut ctrl, &mut ep, &clock, &ph, base, s, r)?.p50_us;
-                        let variants = if b == Benchmark::Blocking {
-                            vec![(Mode::Block, 0), (Mode::Block, cfg.block_spins)]
-                        } else {
-                            vec![(m, 0)]
+                        // (mode, spins before blocking, segments, packed) of each variant.
+                        let variants: Vec<(Mode, u32, u32, bool)> = match b {
+                            Benchmark::Blocking => vec![
+                                (Mode::Block, 0, 0, false),
+                                (Mode::Block, cfg.block_spins, 0, false),
+                            ],
+                            Benchmark::Noncontig => extended::segment_counts(size)
+                                .into_iter()
+                                .flat_map(|k| [(m, 0, k, false), (m, 0, k, true)])
+                                .collect(),
+                            _ => vec![(m, 0, 0, false)],
                         };
-                        for (mode, spins) in variants {
+                        for (mode, spins, segments, packed) in variants {
                             let v = RunSpec {
                                 mode: Some(mode),
                                 block_spins: spins,
+                                segments,
+                                packed,
+                                // Scattered segments carry no per-message pattern to check.
+                                validate: cfg.validate && b != Benchmark::Noncontig,
                                 ..run
                             };
                             let mut row = latency_row(&mut ctrl, &mut ep, &clock, &ph, v, s, r)?;
@@ -303,6 +326,9 @@ pub fn run(cfg: &BenchConfig, progress: &mut dyn Progress) -> Result<Report, Ben
                             row.cost_us = row.p50_us.zip(base_p50).map(|(v, b)| v - b);
                             if b == Benchmark::Blocking {
                                 row.block_spins = Some(spins);
+                            }
+                            if b == Benchmark::Noncontig {
+                                (row.segments, row.packed) = (Some(segments), Some(packed));
                             }
                             results.push(row);
                         }
@@ -470,9 +496,25 @@ fn unexpected(ctrl: &Control, phase: &str) -> BenchError {
     }
 }
 
+/// Sets the one-way latency statistics of `row` from round-trip samples in ticks.
+fn summarize_latency(row: &mut Row, clock: &Clock, samples: &[u64]) {
+    let mut us: Vec<f64> = samples
+        .iter()
+        .map(|&t| clock.ticks_to_ns(t) / 2.0 / 1e3)
+        .collect();
+    if let Some(s) = Summary::from_unsorted(&mut us) {
+        row.p50_us = Some(s.p50);
+        row.p90_us = Some(s.p90);
+        row.p99_us = Some(s.p99);
+        row.min_us = Some(s.min);
+        row.max_us = Some(s.max);
+        row.mean_us = Some(s.mean);
+    }
+}
+
 /// Runs one measurement as the initiator; returns the row (transport and mode unset) and any
 /// corruption the client saw.
-fn measure<E: Endpoint>(
+fn measure<E: Endpoint + VectoredSend>(
     ep: &mut E,
     clock: &Clock,
     run: RunSpec,
@@ -488,6 +530,23 @@ fn measure<E: Endpoint>(
     let secs = |ticks: u64| clock.ticks_to_ns(ticks) / 1e9;
     let mismatch = match run.benchmark {
         Benchmark::Loggp => unreachable!("loggp runs its own exchanges"),
+        Benchmark::Noncontig => {
+            let (mem, ranges) = extended::scattered(run.size as usize, run.segments as usize);
+            let parts: Vec<&[u8]> = ranges.iter().map(|r| &mem[r.clone()]).collect();
+            let mut pack = run.packed.then(|| PageBuf::new(run.size as usize));
+            let mut samples = vec![0u64; it as usize];
+            patterns::scattered_initiator(
+                ep,
+                clock,
+                &parts,
+                pack.as_deref_mut(),
+                rbuf,
+                &lp,
+                &mut samples,
+            )?;
+            summarize_latency(&mut row, clock, &samples);
+            None
+        }
         Benchmark::Latency | Benchmark::Blocking | Benchmark::Bufmgmt => {
             let mut samples = vec![0u64; it as usize];
             let mut pools;
@@ -499,18 +558,7 @@ fn measure<E: Endpoint>(
                 Buffers::reused(sbuf, rbuf)
             };
             let bad = patterns::latency_initiator(ep, clock, &mut bufs, &lp, &mut samples)?;
-            let mut us: Vec<f64> = samples
-                .iter()
-                .map(|&t| clock.ticks_to_ns(t) / 2.0 / 1e3)
-                .collect();
-            if let Some(s) = Summary::from_unsorted(&mut us) {
-                row.p50_us = Some(s.p50);
-                row.p90_us = Some(s.p90);
-                row.p99_us = Some(s.p99);
-                row.min_us = Some(s.min);
-                row.max_us = Some(s.max);
-                row.mean_us = Some(s.mean);
-            }
+            summarize_latency(&mut row, clock, &samples);
             bad
         }
         Benchmark::Bw | Benchmark::Mr => {
@@ -652,7 +700,7 @@ pub fn serve_session(ctrl: &mut Control, token: &str, bind_ip: IpAddr) -> Result
     result
 }
 
-fn respond<E: Endpoint>(
+fn respond<E: Endpoint + VectoredSend>(
     ep: &mut E,
     clock: &Clock,
     run: RunSpec,
@@ -664,6 +712,12 @@ fn respond<E: Endpoint>(
     match run.benchmark {
         Benchmark::Latency | Benchmark::Blocking => {
             patterns::latency_responder(ep, &mut Buffers::reused(sbuf, rbuf), &lp)
+        }
+        Benchmark::Noncontig => {
+            let (mem, ranges) = extended::scattered(run.size as usize, run.segments as usize);
+            let parts: Vec<&[u8]> = ranges.iter().map(|r| &mem[r.clone()]).collect();
+            let mut pack = run.packed.then(|| PageBuf::new(run.size as usize));
+            patterns::scattered_responder(ep, &parts, pack.as_deref_mut(), rbuf, &lp).map(|()| None)
         }
         Benchmark::Bufmgmt => {
             let (mut sp, mut rp, stride) = extended::fresh_pools(run.size as usize);

@@ -64,6 +64,8 @@ named_enum!(
         Bufmgmt => "bufmgmt",
         /// Latency with blocking completion, and spin-then-block, against polling.
         Blocking => "blocking",
+        /// Latency of one size split into k scattered segments: vectored against packed.
+        Noncontig => "noncontig",
     }
 );
 

@@ -152,6 +152,12 @@ pub struct Row {
     pub baseline_p50_us: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cost_us: Option<f64>,
+    /// noncontig: the message was sent from this many scattered segments, gathered by the
+    /// transport (`packed` false) or packed into one buffer first (`packed` true).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub segments: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub packed: Option<bool>,
     /// Blocking mode: checks spun before sleeping (0 = block at once; more = spin-then-block).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub block_spins: Option<u32>,
@@ -205,6 +211,8 @@ impl Row {
             baseline_p50_us: None,
             cost_us: None,
             block_spins: None,
+            segments: None,
+            packed: None,
             o_s_us: None,
             o_r_us: None,
             g_us: None,

@@ -12,6 +12,7 @@ struct Block<'a> {
     transport: TransportKind,
     mode: Mode,
     block_spins: Option<u32>,
+    packed: Option<bool>,
     rows: Vec<&'a Row>,
 }
 
@@ -19,10 +20,16 @@ struct Block<'a> {
 fn blocks(report: &Report) -> Vec<Block<'_>> {
     let mut out: Vec<Block<'_>> = Vec::new();
     for row in &report.results {
-        let key = (row.benchmark, row.transport, row.mode, row.block_spins);
+        let key = (
+            row.benchmark,
+            row.transport,
+            row.mode,
+            row.block_spins,
+            row.packed,
+        );
         match out
             .iter_mut()
-            .find(|b| (b.benchmark, b.transport, b.mode, b.block_spins) == key)
+            .find(|b| (b.benchmark, b.transport, b.mode, b.block_spins, b.packed) == key)
         {
             Some(b) => b.rows.push(row),
             None => out.push(Block {
@@ -30,6 +37,7 @@ fn blocks(report: &Report) -> Vec<Block<'_>> {
                 transport: row.transport,
                 mode: row.mode,
                 block_spins: row.block_spins,
+                packed: row.packed,
                 rows: vec![row],
             }),
         }
@@ -51,6 +59,11 @@ impl Block<'_> {
             format!("transport {}", self.transport),
             format!("mode {}", self.mode),
         ];
+        match self.packed {
+            Some(true) => parts.push("packed into one buffer first".into()),
+            Some(false) => parts.push("vectored (gathered by the transport)".into()),
+            None => {}
+        }
         match self.block_spins {
             Some(0) => parts.push("blocking at once".into()),
             Some(n) => parts.push(format!("spin {n} checks, then block")),
@@ -75,6 +88,17 @@ impl Block<'_> {
         type Cell = fn(&Row) -> String;
         let mut cols: Vec<(&str, Cell)> = vec![("Size", |r| r.size_bytes.to_string())];
         match self.benchmark {
+            Benchmark::Noncontig => cols.extend([
+                (
+                    "segments",
+                    (|r| r.segments.map_or_else(dash, |k| k.to_string())) as Cell,
+                ),
+                ("p50(us)", |r| us(r.p50_us)),
+                ("p90(us)", |r| us(r.p90_us)),
+                ("p99(us)", |r| us(r.p99_us)),
+                ("standard p50(us)", |r| us(r.baseline_p50_us)),
+                ("cost(us)", |r| us(r.cost_us)),
+            ]),
             Benchmark::Bufmgmt | Benchmark::Blocking => cols.extend([
                 ("p50(us)", (|r| us(r.p50_us)) as Cell),
                 ("p90(us)", |r| us(r.p90_us)),

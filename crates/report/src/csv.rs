@@ -6,7 +6,7 @@ use crate::table::{Align, Table};
 use commperf_core::Report;
 
 /// Column names, in order; equal to the JSON field names of a row.
-pub(crate) const COLUMNS: [&str; 27] = [
+pub(crate) const COLUMNS: [&str; 29] = [
     "benchmark",
     "transport",
     "mode",
@@ -28,6 +28,8 @@ pub(crate) const COLUMNS: [&str; 27] = [
     "baseline_p50_us",
     "cost_us",
     "block_spins",
+    "segments",
+    "packed",
     "o_s_us",
     "o_r_us",
     "g_us",
@@ -65,6 +67,8 @@ pub(crate) fn render_csv(report: &Report) -> String {
             opt(r.baseline_p50_us),
             opt(r.cost_us),
             r.block_spins.map_or_else(String::new, |n| n.to_string()),
+            r.segments.map_or_else(String::new, |n| n.to_string()),
+            r.packed.map_or_else(String::new, |b| b.to_string()),
             opt(r.o_s_us),
             opt(r.o_r_us),
             opt(r.g_us),

@@ -5,7 +5,7 @@
 //! Every check asserts exact bytes, tags and lengths, so a realization that reorders, truncates,
 //! mixes tags or corrupts a byte fails with a message saying where.
 
-use crate::{Endpoint, Fragment, TransportError};
+use crate::{Endpoint, Fragment, TransportError, VectoredSend};
 use std::thread;
 
 /// Sizes every realization must carry, 0 B to 64 MiB: powers of two plus awkward odd sizes.
@@ -256,6 +256,56 @@ where
         |b| {
             thread::sleep(std::time::Duration::from_millis(50));
             drop(b);
+        },
+    );
+}
+
+/// A message gathered from scattered parts arrives as their exact concatenation: parts of
+/// uneven sizes, empty parts, many parts (past the iovec limit of one `sendmsg`), large totals.
+pub fn vectored_send_integrity<A, B>(a: A, b: B)
+where
+    A: Endpoint + VectoredSend + Send + 'static,
+    B: Endpoint + Send + 'static,
+{
+    const CASES: [(usize, usize); 6] = [
+        (0, 1),
+        (1, 3),
+        (100, 7),
+        (65536, 64),
+        (16 << 20, 64),
+        (100_000, 200),
+    ];
+    run_pair(
+        a,
+        b,
+        |mut a| {
+            for (i, &(total, k)) in CASES.iter().enumerate() {
+                let mut whole = vec![0u8; total];
+                fill(&mut whole, i as u64);
+                // Scatter: each part copied to its own allocation, with an empty part in between.
+                let step = total.div_ceil(k).max(1);
+                let owned: Vec<Vec<u8>> = whole.chunks(step).map(<[u8]>::to_vec).collect();
+                let mut parts: Vec<&[u8]> = Vec::new();
+                for (j, p) in owned.iter().enumerate() {
+                    parts.push(p);
+                    if j % 5 == 1 {
+                        parts.push(&[]);
+                    }
+                }
+                a.send_vectored(40 + i as u32, &parts)
+                    .expect("send_vectored");
+            }
+            let mut ack = [0u8; 1];
+            a.recv(&mut ack).expect("ack");
+        },
+        |mut b| {
+            let mut buf = vec![0u8; 16 << 20];
+            for (i, &(total, _)) in CASES.iter().enumerate() {
+                let info = b.recv(&mut buf).expect("recv");
+                assert_eq!((info.tag, info.len), (40 + i as u32, total), "case {i}");
+                assert_eq!(first_mismatch(&buf[..total], i as u64), None, "case {i}");
+            }
+            b.send(1, &[1]).expect("ack");
         },
     );
 }

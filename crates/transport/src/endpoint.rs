@@ -64,6 +64,31 @@ pub trait SwitchMode {
     fn set_mode(&mut self, mode: Mode, block_spins: u32) -> Result<(), TransportError>;
 }
 
+/// Capability: one message gathered from several pieces of memory by the transport itself
+/// (`writev`-style), without the caller packing it into one buffer first.
+pub trait VectoredSend {
+    fn send_vectored(&mut self, tag: Tag, parts: &[&[u8]]) -> Result<(), TransportError>;
+}
+
+/// Copies into `piece` the bytes of the concatenation of `parts` that start at `offset`.
+/// The gather step of a vectored send into transport memory.
+#[inline]
+pub fn gather(parts: &[&[u8]], offset: usize, piece: &mut [u8]) {
+    let (mut skip, mut at) = (offset, 0);
+    for p in parts {
+        if at == piece.len() {
+            break;
+        }
+        if skip >= p.len() {
+            skip -= p.len();
+            continue;
+        }
+        let n = (p.len() - skip).min(piece.len() - at);
+        piece[at..at + n].copy_from_slice(&p[skip..skip + n]);
+        (skip, at) = (0, at + n);
+    }
+}
+
 /// Identity of a connected endpoint, used to name the peer in errors and reports.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EndpointInfo {
@@ -168,3 +193,22 @@ macro_rules! forward_endpoint {
 }
 
 forward_endpoint!(&mut E, Box<E>);
+
+#[cfg(test)]
+mod tests {
+    use super::gather;
+
+    #[test]
+    fn gather_takes_the_right_bytes_across_part_boundaries() {
+        let parts: [&[u8]; 3] = [b"abc", b"", b"defgh"];
+        let mut piece = [0u8; 4];
+        gather(&parts, 2, &mut piece);
+        assert_eq!(&piece, b"cdef");
+        let mut all = [0u8; 8];
+        gather(&parts, 0, &mut all);
+        assert_eq!(&all, b"abcdefgh");
+        let mut tail = [0u8; 2];
+        gather(&parts, 6, &mut tail);
+        assert_eq!(&tail, b"gh");
+    }
+}

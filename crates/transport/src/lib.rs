@@ -16,5 +16,8 @@ pub mod launch;
 pub mod sys;
 
 pub use commperf_core::{Mode, TransportKind};
-pub use endpoint::{Endpoint, EndpointConfig, EndpointInfo, Fragment, RecvInfo, SwitchMode, Tag};
+pub use endpoint::{
+    gather, Endpoint, EndpointConfig, EndpointInfo, Fragment, RecvInfo, SwitchMode, Tag,
+    VectoredSend,
+};
 pub use error::TransportError;

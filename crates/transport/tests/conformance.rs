@@ -75,6 +75,11 @@ macro_rules! kit_for {
                 kit::send_too_large(a);
             }
             #[test]
+            fn vectored_send_integrity() {
+                let (a, b) = $make;
+                kit::vectored_send_integrity(a, b);
+            }
+            #[test]
             fn peer_closed_while_waiting() {
                 let (a, b) = $make;
                 kit::peer_closed_while_waiting(a, b);

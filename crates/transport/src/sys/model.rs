@@ -105,6 +105,14 @@ impl std::fmt::Debug for Msg {
     }
 }
 
+/// Gathers the parts straight into transport memory (the ring, for shm): no packing buffer.
+impl crate::VectoredSend for ModelEndpoint {
+    fn send_vectored(&mut self, tag: Tag, parts: &[&[u8]]) -> Result<(), TransportError> {
+        let len = parts.iter().map(|p| p.len()).sum();
+        self.send_with(tag, len, |off, piece| crate::gather(parts, off, piece))
+    }
+}
+
 impl crate::SwitchMode for ModelEndpoint {
     fn set_mode(
         &mut self,

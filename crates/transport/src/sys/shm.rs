@@ -1363,6 +1363,14 @@ impl ShmEndpoint {
     }
 }
 
+/// Gathers the parts straight into transport memory (the ring, for shm): no packing buffer.
+impl crate::VectoredSend for ShmEndpoint {
+    fn send_vectored(&mut self, tag: Tag, parts: &[&[u8]]) -> Result<(), TransportError> {
+        let len = parts.iter().map(|p| p.len()).sum();
+        self.send_with(tag, len, |off, piece| crate::gather(parts, off, piece))
+    }
+}
+
 impl crate::SwitchMode for ShmEndpoint {
     fn set_mode(&mut self, mode: Mode, block_spins: u32) -> Result<(), TransportError> {
         (self.cfg.mode, self.cfg.block_spins, self.info.mode) = (mode, block_spins, mode);

@@ -131,6 +131,77 @@ impl<S: AsRawFd> StreamEndpoint<S> {
     }
 }
 
+/// Most iovecs handed to one `sendmsg` (Linux's UIO_MAXIOV is 1024).
+const MAX_IOV: usize = 129;
+
+/// One `sendmsg` with an iovec per part (header first): the kernel gathers, nothing is packed.
+/// More than 128 parts are gathered through the send scratch buffer instead.
+impl<S> crate::VectoredSend for StreamEndpoint<S> {
+    fn send_vectored(&mut self, tag: Tag, parts: &[&[u8]]) -> Result<(), TransportError> {
+        let len: usize = parts.iter().map(|p| p.len()).sum();
+        let max = self.link.cfg.max_message;
+        if len > max {
+            return Err(TransportError::SendTooLarge { len, max });
+        }
+        if parts.len() >= MAX_IOV {
+            return self.send_with(tag, len, |off, piece| crate::gather(parts, off, piece));
+        }
+        let hdr = encode_header(tag, len);
+        let empty = libc::iovec {
+            iov_base: std::ptr::null_mut(),
+            iov_len: 0,
+        };
+        let mut iov = [empty; MAX_IOV];
+        let mut n = 0;
+        for p in std::iter::once(&hdr[..])
+            .chain(parts.iter().copied())
+            .filter(|p| !p.is_empty())
+        {
+            iov[n] = libc::iovec {
+                iov_base: p.as_ptr() as *mut libc::c_void,
+                iov_len: p.len(),
+            };
+            n += 1;
+        }
+        let (mut first, mut left) = (0, HEADER_LEN + len);
+        let mut backoff: Option<Backoff> = None;
+        while left > 0 {
+            // SAFETY: msghdr is a plain C struct for which all-zero is a valid value.
+            let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+            msg.msg_iov = iov[first..n].as_mut_ptr();
+            msg.msg_iovlen = (n - first) as _;
+            // SAFETY: the iovecs describe `hdr` and `parts`, live and readable for the call;
+            // sendmsg only reads through them.
+            let r = unsafe { libc::sendmsg(self.link.fd, &msg, libc::MSG_NOSIGNAL) };
+            if r < 0 {
+                let e = io::Error::last_os_error();
+                match e.kind() {
+                    io::ErrorKind::Interrupted => continue,
+                    _ if is_would_block(&e) => self.link.wait(&mut backoff)?,
+                    _ => return Err(self.link.fail("send", e, left < HEADER_LEN + len)),
+                }
+                continue;
+            }
+            let mut k = r as usize;
+            left -= k;
+            backoff = None;
+            // Skip what went out: whole iovecs, then the sent front of a partial one.
+            while k > 0 && first < n {
+                if k >= iov[first].iov_len {
+                    k -= iov[first].iov_len;
+                    first += 1;
+                } else {
+                    // SAFETY: advancing within the same slice by fewer bytes than it has.
+                    iov[first].iov_base = unsafe { (iov[first].iov_base as *mut u8).add(k) }.cast();
+                    iov[first].iov_len -= k;
+                    k = 0;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
 impl<S> crate::SwitchMode for StreamEndpoint<S> {
     fn set_mode(&mut self, mode: Mode, block_spins: u32) -> Result<(), TransportError> {
         let fd = self.link.fd;
