@@ -103,7 +103,7 @@ fn fresh_buffers_cost_more_than_a_reused_one_for_large_messages() {
 }
 
 #[test]
-fn sixty_four_scattered_segments_cost_more_than_one_when_packed() {
+fn sixty_four_scattered_segments_cost_more_than_one() {
     holds_in_two_of_three("noncontig", || {
         let v = bench_json(&[
             "noncontig",
@@ -128,10 +128,16 @@ fn sixty_four_scattered_segments_cost_more_than_one_when_packed() {
             assert!((f(r, "cost_us") - (f(r, "p50_us") - f(r, "baseline_p50_us"))).abs() < 1e-9);
             f(r, "p50_us")
         };
-        for t in ["shm", "uds"] {
-            // 64 copies of 16 B from 64 pages against one copy of 1 KiB.
-            if p50(t, 64, true) <= p50(t, 1, true) {
-                return Err(format!("{t}: packing 64 segments cost no more than 1"));
+        // shm, packed: 64 copies of 16 B from 64 pages against one copy of 1 KiB (3× here).
+        // uds, vectored: the kernel walks 64 iovecs against one (about +2 µs here). The packing
+        // cost over uds (+0.3 µs on 3 µs) is within the run-to-run noise, so it is not asserted.
+        for (t, packed) in [("shm", true), ("uds", false)] {
+            let (one, many) = (p50(t, 1, packed), p50(t, 64, packed));
+            if many <= one {
+                let how = if packed { "packed" } else { "vectored" };
+                return Err(format!(
+                    "{t} {how}: 64 segments {many} µs, 1 segment {one} µs"
+                ));
             }
         }
         Ok(())
