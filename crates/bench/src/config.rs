@@ -57,6 +57,8 @@ pub struct BenchConfig {
     pub shm_ring_bytes: usize,
     /// `blocking`: checks spun before sleeping in the spin-then-block variant.
     pub block_spins: u32,
+    /// A tenth of the default iterations (sizes are the caller's business).
+    pub quick: bool,
 }
 
 impl BenchConfig {
@@ -78,6 +80,7 @@ impl BenchConfig {
             shm_single_copy_from: d.single_copy_from,
             shm_ring_bytes: d.ring_bytes,
             block_spins: 1000,
+            quick: false,
         }
     }
 
@@ -136,6 +139,11 @@ impl BenchConfig {
     /// messages, fewer for large), unless fixed by the user.
     pub fn counts(&self, b: Benchmark, size: u64) -> (u64, u64) {
         let (iters, warm) = default_counts(b, size);
+        let (iters, warm) = if self.quick {
+            ((iters / 10).max(5), (warm / 10).max(1))
+        } else {
+            (iters, warm)
+        };
         let iters = self.iterations.unwrap_or(iters);
         let warm = self.warmup.unwrap_or(if self.iterations.is_some() {
             iters / 10
@@ -192,6 +200,10 @@ mod tests {
         assert_eq!(c.counts(Benchmark::Latency, 8), (50, 5));
         c.warmup = Some(0);
         assert_eq!(c.counts(Benchmark::Bw, 8), (50, 0));
+        let mut q = cfg();
+        q.quick = true;
+        assert_eq!(q.counts(Benchmark::Latency, 8), (1_000, 100));
+        assert_eq!(q.counts(Benchmark::Loggp, 4 << 20), (5, 1));
     }
 
     #[test]

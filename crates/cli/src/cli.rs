@@ -114,8 +114,12 @@ pub struct BenchArgs {
     #[arg(long, value_name = "LIST", value_parser = modes, default_value = "poll")]
     pub mode: List<Mode>,
     /// Message sizes: a list (1,8,64), a power-of-two ladder (1:4M), or both; k/M/G suffixes
-    #[arg(long, value_name = "SIZES", value_parser = sizes, default_value = "1:4M")]
-    pub sizes: List<u64>,
+    /// [default: 1:4M; with --quick 4,64,4K,64K,1M]
+    #[arg(long, value_name = "SIZES", value_parser = sizes)]
+    pub sizes: Option<List<u64>>,
+    /// A quick pass: five sizes (unless --sizes is given) and a tenth of the iterations
+    #[arg(long)]
+    pub quick: bool,
     /// Timed iterations per size [default: OSU-like, more for small messages]
     #[arg(long, value_name = "N", value_parser = positive_u64)]
     pub iters: Option<u64>,
@@ -182,7 +186,12 @@ impl BenchArgs {
             c.transports = t.0.clone();
         }
         c.modes = self.mode.0.clone();
-        c.sizes = self.sizes.0.clone();
+        c.quick = self.quick;
+        c.sizes = match (&self.sizes, self.quick) {
+            (Some(s), _) => s.0.clone(),
+            (None, true) => vec![4, 64, 4 << 10, 64 << 10, 1 << 20],
+            (None, false) => c.sizes.clone(),
+        };
         c.iterations = self.iters;
         c.warmup = self.warmup;
         c.window = self.window;

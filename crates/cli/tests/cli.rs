@@ -576,3 +576,48 @@ fn loggp_over_real_transports_reports_every_parameter_per_size() {
     assert_eq!(o3.status.code(), Some(2));
     assert!(stderr(&o3).contains("--transport: 'model' is the in-process LogGP model"));
 }
+
+#[test]
+fn all_quick_runs_every_benchmark_with_a_tenth_of_the_iterations() {
+    let o = commperf(&["bench", "all", "--quick", "-t", "uds", "--format", "json"]);
+    let v = json_of(&o);
+    let rows = v["results"].as_array().unwrap();
+    let names: std::collections::BTreeSet<&str> = rows
+        .iter()
+        .map(|r| r["benchmark"].as_str().unwrap())
+        .collect();
+    let want = [
+        "bibw",
+        "blocking",
+        "bufmgmt",
+        "bw",
+        "latency",
+        "loggp",
+        "mr",
+        "noncontig",
+    ];
+    assert_eq!(names.into_iter().collect::<Vec<_>>(), want);
+    let lat4 = rows
+        .iter()
+        .find(|r| r["benchmark"] == "latency" && r["size_bytes"] == 4)
+        .unwrap();
+    assert_eq!(
+        (lat4["iterations"].as_u64(), lat4["warmup"].as_u64()),
+        (Some(1000), Some(100))
+    );
+    let sizes: std::collections::BTreeSet<u64> = rows
+        .iter()
+        .map(|r| r["size_bytes"].as_u64().unwrap())
+        .collect();
+    assert_eq!(
+        sizes.into_iter().collect::<Vec<_>>(),
+        vec![4, 64, 4096, 65536, 1 << 20]
+    );
+    // The table ends with seed 004's Table 3.1 layout at 4 B.
+    let t = commperf(&["bench", "loggp", "--quick", "-t", "uds"]);
+    let text = String::from_utf8(t.stdout).unwrap();
+    assert!(
+        text.contains("# commperf loggp summary at 4 B (seed 004 Table 3.1, Figure 3.5)"),
+        "{text}"
+    );
+}

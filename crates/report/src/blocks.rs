@@ -288,8 +288,8 @@ fn loggp_summary(report: &Report) -> Option<(String, Table)> {
         row.extend(cols.iter().map(|r| share(get(r), r)));
         t.push_row(row);
     }
-    let at = if sizes.iter().all(|s| s == "4") {
-        "4 B".to_string()
+    let at = if sizes.iter().all(|s| *s == sizes[0]) {
+        format!("{} B", sizes[0])
     } else {
         format!("sizes {} B", sizes.join(", "))
     };
