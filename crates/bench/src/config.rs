@@ -35,6 +35,10 @@ pub enum ConfigError {
     Cpus(String),
     #[error("--transport: {0}")]
     Transport(String),
+    #[error("--mode: {0}")]
+    Mode(String),
+    #[error("--conns-max: {0}")]
+    Conns(String),
 }
 
 /// Everything a run needs, already checked.
@@ -59,6 +63,8 @@ pub struct BenchConfig {
     pub block_spins: u32,
     /// A tenth of the default iterations (sizes are the caller's business).
     pub quick: bool,
+    /// conns: most endpoints held open (1, 2, 4 … up to this).
+    pub conns_max: u32,
 }
 
 impl BenchConfig {
@@ -81,6 +87,7 @@ impl BenchConfig {
             shm_ring_bytes: d.ring_bytes,
             block_spins: 1000,
             quick: false,
+            conns_max: 1024,
         }
     }
 
@@ -93,6 +100,23 @@ impl BenchConfig {
             return Err(ConfigError::Sizes(
                 "loggp fits g and G over message sizes: give at least two".into(),
             ));
+        }
+        if self.benchmarks.contains(&Benchmark::Conns) {
+            if !self.modes.contains(&Mode::Poll) {
+                return Err(ConfigError::Mode(
+                    "conns sweeps its endpoints by polling; run it with --mode poll".into(),
+                ));
+            }
+            // Each open endpoint costs this process a descriptor (socket or pidfd).
+            let need = self.conns_max as u64 + 64;
+            let limit = crate::extended::open_file_limit();
+            if need > limit {
+                return Err(ConfigError::Conns(format!(
+                    "{} endpoints need about {need} file descriptors, but this process may open \
+                     {limit}; raise the limit (ulimit -n {need}) or lower --conns-max",
+                    self.conns_max
+                )));
+            }
         }
         if self.transports.contains(&TransportKind::Model) {
             return Err(ConfigError::Transport(
@@ -171,6 +195,7 @@ pub fn default_counts(b: Benchmark, size: u64) -> (u64, u64) {
         Benchmark::Loggp if size <= (64 << 10) => (100, 10),
         Benchmark::Loggp if size < (1 << 20) => (30, 3),
         Benchmark::Loggp => (10, 1),
+        Benchmark::Conns => (2_000, 200),
         _ if size <= LARGE => (1_000, 100),
         _ if size < (1 << 20) => (100, 10),
         _ if size < (16 << 20) => (20, 2),

@@ -61,6 +61,27 @@ pub fn scattered(size: usize, k: usize) -> (PageBuf, Vec<std::ops::Range<usize>>
     (mem, ranges)
 }
 
+/// Endpoint counts the conns test tries: 1, 2, 4 … up to `max`.
+pub fn conn_counts(max: u32) -> Vec<u32> {
+    (0..=20)
+        .map(|p| 1u32 << p)
+        .take_while(|&n| n <= max.max(1))
+        .collect()
+}
+
+/// Open-file limit of this process (soft).
+pub fn open_file_limit() -> u64 {
+    let mut r = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit fills the struct we own.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut r) } != 0 {
+        return 1024;
+    }
+    r.rlim_cur
+}
+
 /// Segment counts the noncontig test tries for a message of `size` bytes: 1, 2, 4 … 64, as long
 /// as every segment keeps at least one byte.
 pub fn segment_counts(size: u64) -> Vec<u32> {

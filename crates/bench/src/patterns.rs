@@ -3,8 +3,9 @@
 //! there is only the measured transfer, a clock read per sample, and (with validation) the
 //! pattern fill and check that `--validate` asks for.
 
+use commperf_transport::backoff::{Backoff, WaitStop};
 use commperf_transport::conformance::{fill, first_mismatch, pattern};
-use commperf_transport::{clock::Clock, Endpoint, TransportError, VectoredSend};
+use commperf_transport::{clock::Clock, Endpoint, Readiness, TransportError, VectoredSend};
 
 /// Tag of benchmark payloads and acknowledgements.
 const DATA: u32 = 1;
@@ -201,6 +202,66 @@ pub fn latency_responder<E: Endpoint>(
         ep.send(DATA, sbuf).map_err(at(i))?;
     }
     Ok(bad)
+}
+
+/// Ping-pong on `ep` while `others` stay open: every wait for the reply sweeps all endpoints,
+/// the others first, as a process holding many connections must find the one with work
+/// (seed 004 §3.3.6). One sample per round trip, as in the latency test.
+#[allow(clippy::too_many_arguments)]
+pub fn latency_sweep_initiator<E: Endpoint + Readiness, X: Readiness>(
+    ep: &mut E,
+    others: &[X],
+    clock: &Clock,
+    sbuf: &[u8],
+    rbuf: &mut [u8],
+    lp: &Loop,
+    idle: std::time::Duration,
+    samples: &mut [u64],
+) -> LoopResult<()> {
+    assert_eq!(
+        samples.len() as u64,
+        lp.iters,
+        "one sample per timed iteration"
+    );
+    let mut prev = clock.now();
+    for i in 0..lp.total() {
+        ep.send(DATA, sbuf).map_err(at(i))?;
+        let mut backoff = Backoff::new(idle);
+        loop {
+            for o in others {
+                o.readable_now().map_err(at(i))?;
+            }
+            if ep.readable_now().map_err(at(i))? {
+                break;
+            }
+            let mut gone = None;
+            let r = backoff.snooze(|| match ep.check_alive() {
+                Ok(()) => true,
+                Err(e) => {
+                    gone = Some(e);
+                    false
+                }
+            });
+            match r {
+                Ok(()) => {}
+                Err(WaitStop::PeerGone) => return Err(at(i)(gone.expect("set with PeerGone"))),
+                Err(WaitStop::TimedOut) => {
+                    let peer = ep.info().peer.clone();
+                    return Err(at(i)(TransportError::Timeout {
+                        peer,
+                        secs: idle.as_secs(),
+                    }));
+                }
+            }
+        }
+        ep.recv(rbuf).map_err(at(i))?;
+        let t = clock.now();
+        if i >= lp.warmup {
+            samples[(i - lp.warmup) as usize] = t - prev;
+        }
+        prev = t;
+    }
+    Ok(())
 }
 
 /// Sends one message made of `parts`: gathered by the transport, or first packed into `pack`.

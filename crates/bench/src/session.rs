@@ -28,6 +28,8 @@ use std::time::{Duration, SystemTime};
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum Cmd {
+    /// Close the extra channels opened for the conns benchmark.
+    DropExtras,
     /// Pin yourself to this CPU (or stay put) and say where you are.
     Place { cpu: Option<usize> },
     /// Build a data channel (handled by the launch layer; same shape as its `data` message).
@@ -225,6 +227,7 @@ pub fn run(cfg: &BenchConfig, progress: &mut dyn Progress) -> Result<Report, Ben
             spec.shm_single_copy_from = cfg.shm_single_copy_from;
             spec.shm_ring_bytes = cfg.shm_ring_bytes;
             let mut ep = launch::connect_data(&mut ctrl, &spec, &token)?;
+            let mut extras: Vec<AnyEndpoint> = Vec::new();
             for &b in &cfg.benchmarks {
                 let mut prtts = Vec::new();
                 for &size in &cfg.sizes {
@@ -250,6 +253,53 @@ pub fn run(cfg: &BenchConfig, progress: &mut dyn Progress) -> Result<Report, Ben
                         packed: false,
                     };
                     let (s, r) = (&mut sbuf[..size as usize], &mut rbuf[..]);
+                    if b == Benchmark::Conns && m == Mode::Block {
+                        break; // conns sweeps by polling; its block-mode pass has no meaning
+                    }
+                    if b == Benchmark::Conns {
+                        // One 16-byte latency per endpoint count, with that many open.
+                        for n in extended::conn_counts(cfg.conns_max) {
+                            while extras.len() + 1 < n as usize {
+                                let extra = DataSpec {
+                                    extra: true,
+                                    shm_ring_bytes: 64 << 10,
+                                    shm_frag_bytes: 8 << 10,
+                                    ..spec
+                                };
+                                extras.push(launch::connect_data(&mut ctrl, &extra, &token)?);
+                            }
+                            let run = RunSpec { size: 16, ..run };
+                            let (s16, ph) = (&mut sbuf[..16], format!("conns {n} over {t} ({m})"));
+                            let mut samples = vec![0u64; iters as usize];
+                            let lp = run.looping(None);
+                            let mut row = Row::new(Benchmark::Conns, t, m, 16);
+                            (row.iterations, row.warmup) = (iters, warmup);
+                            exchange(&mut ctrl, &ph, run, || {
+                                with_endpoint!(&mut ep, e => patterns::latency_sweep_initiator(
+                                    e, &extras, &clock, s16, r, &lp, cfg.idle_timeout, &mut samples
+                                ))
+                            })?;
+                            summarize_latency(&mut row, &clock, &samples);
+                            row.connections = Some(n);
+                            let base = results
+                                .iter()
+                                .rev()
+                                .find(|x: &&Row| {
+                                    x.benchmark == Benchmark::Conns
+                                        && (x.transport, x.mode) == (t, m)
+                                        && x.connections == Some(1)
+                                })
+                                .and_then(|x| x.p50_us)
+                                .or(row.p50_us);
+                            row.baseline_p50_us = base;
+                            row.cost_us = row.p50_us.zip(base).map(|(v, b)| v - b);
+                            results.push(row);
+                        }
+                        extras.clear();
+                        ctrl.send(&Cmd::DropExtras)?;
+                        done += 1;
+                        break; // one size: conns measures 16-byte messages only
+                    }
                     if b == Benchmark::Loggp {
                         // Four parametrized round trips; the last two wait d = PRTT(1,0,s).
                         let mut samples = vec![0.0; iters as usize];
@@ -529,7 +579,7 @@ fn measure<E: Endpoint + VectoredSend>(
     let lp = run.looping(None);
     let secs = |ticks: u64| clock.ticks_to_ns(ticks) / 1e9;
     let mismatch = match run.benchmark {
-        Benchmark::Loggp => unreachable!("loggp runs its own exchanges"),
+        Benchmark::Loggp | Benchmark::Conns => unreachable!("runs its own exchanges"),
         Benchmark::Noncontig => {
             let (mem, ranges) = extended::scattered(run.size as usize, run.segments as usize);
             let parts: Vec<&[u8]> = ranges.iter().map(|r| &mem[r.clone()]).collect();
@@ -599,6 +649,8 @@ pub fn serve_session(ctrl: &mut Control, token: &str, bind_ip: IpAddr) -> Result
     // Calibrated: the PRTT server busy-waits exact delays.
     let clock = Clock::calibrate();
     let mut ep: Option<AnyEndpoint> = None;
+    // Channels the client keeps open for the conns benchmark; never used here.
+    let mut extras: Vec<AnyEndpoint> = Vec::new();
     let mut bufs = (PageBuf::new(0), PageBuf::new(0));
     let result = loop {
         ctrl.set_phase("waiting for the next command");
@@ -617,8 +669,16 @@ pub fn serve_session(ctrl: &mut Control, token: &str, bind_ip: IpAddr) -> Result
                     pinned,
                 })?;
             }
+            Cmd::DropExtras => extras.clear(),
+            Cmd::Data(spec) if spec.extra => {
+                match launch::serve_data(ctrl, &spec, bind_ip, token) {
+                    Ok(e) => extras.push(e),
+                    Err(e) => break Err(e.into()),
+                }
+            }
             Cmd::Data(spec) => {
                 drop(ep.take());
+                extras.clear();
                 if spec.max_message as u64 > MAX_SIZE {
                     let message = format!(
                         "maximum message {} B exceeds the supported {MAX_SIZE} B",
@@ -710,7 +770,7 @@ fn respond<E: Endpoint + VectoredSend>(
 ) -> Result<Option<Mismatch>, LoopError> {
     let lp = run.looping(corruption);
     match run.benchmark {
-        Benchmark::Latency | Benchmark::Blocking => {
+        Benchmark::Latency | Benchmark::Blocking | Benchmark::Conns => {
             patterns::latency_responder(ep, &mut Buffers::reused(sbuf, rbuf), &lp)
         }
         Benchmark::Noncontig => {

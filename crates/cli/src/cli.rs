@@ -149,6 +149,9 @@ pub struct BenchArgs {
     /// blocking: checks spun before sleeping in the spin-then-block variant
     #[arg(long, value_name = "N", default_value_t = 1000)]
     pub spin: u32,
+    /// conns: most endpoints held open (the test tries 1, 2, 4 … up to this)
+    #[arg(long, value_name = "N", default_value_t = 1024, value_parser = clap::value_parser!(u32).range(1..=65536))]
+    pub conns_max: u32,
     /// Give up when the peer makes no progress for this many seconds
     #[arg(long, value_name = "SECS", value_parser = seconds, default_value = "60", allow_negative_numbers = true)]
     pub timeout: Duration,
@@ -199,6 +202,7 @@ impl BenchArgs {
         c.cpus = self.cpus;
         c.idle_timeout = self.timeout;
         c.block_spins = self.spin;
+        c.conns_max = self.conns_max;
         c.shm_single_copy_from = self.shm_single_copy.0;
         c.validate()?;
         Ok(c)

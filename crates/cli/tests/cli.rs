@@ -591,6 +591,7 @@ fn all_quick_runs_every_benchmark_with_a_tenth_of_the_iterations() {
         "blocking",
         "bufmgmt",
         "bw",
+        "conns",
         "latency",
         "loggp",
         "mr",
@@ -605,8 +606,10 @@ fn all_quick_runs_every_benchmark_with_a_tenth_of_the_iterations() {
         (lat4["iterations"].as_u64(), lat4["warmup"].as_u64()),
         (Some(1000), Some(100))
     );
+    // Every benchmark but conns (16-byte messages by definition) runs the quick ladder.
     let sizes: std::collections::BTreeSet<u64> = rows
         .iter()
+        .filter(|r| r["benchmark"] != "conns")
         .map(|r| r["size_bytes"].as_u64().unwrap())
         .collect();
     assert_eq!(
@@ -620,4 +623,31 @@ fn all_quick_runs_every_benchmark_with_a_tenth_of_the_iterations() {
         text.contains("# commperf loggp summary at 4 B (seed 004 Table 3.1, Figure 3.5)"),
         "{text}"
     );
+}
+
+#[test]
+fn conns_beyond_the_descriptor_limit_is_refused_with_the_limit() {
+    let o = Command::new("sh")
+        .args([
+            "-c",
+            &format!(
+                "ulimit -n 256 && exec {} bench conns --conns-max 1024",
+                exe()
+            ),
+        ])
+        .output()
+        .unwrap();
+    let e = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{e}");
+    assert!(
+        e.contains("--conns-max: 1024 endpoints need about 1088 file descriptors"),
+        "{e}"
+    );
+    assert!(
+        e.contains("may open 256") && e.contains("ulimit -n 1088"),
+        "{e}"
+    );
+    let o = commperf(&["bench", "conns", "--mode", "block"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("--mode: conns sweeps its endpoints by polling"));
 }

@@ -143,3 +143,35 @@ fn sixty_four_scattered_segments_cost_more_than_one() {
         Ok(())
     });
 }
+
+#[test]
+fn sweeping_more_open_endpoints_costs_more() {
+    holds_in_two_of_three("conns", || {
+        let v = bench_json(&["conns", "-t", "uds", "--conns-max", "64", "--iters", "500"]);
+        let rows = rows_of(&v, "conns");
+        let counts: Vec<u64> = rows
+            .iter()
+            .map(|r| r["connections"].as_u64().unwrap())
+            .collect();
+        assert_eq!(counts, vec![1, 2, 4, 8, 16, 32, 64]);
+        let p50 = |n: u64| {
+            f(
+                rows.iter().find(|r| r["connections"] == n).unwrap(),
+                "p50_us",
+            )
+        };
+        assert!(rows
+            .iter()
+            .all(|r| (f(r, "baseline_p50_us") - p50(1)).abs() < 1e-9));
+        // Every wait polls 64 sockets instead of one: one syscall each.
+        if p50(64) > p50(1) + 2.0 {
+            Ok(())
+        } else {
+            Err(format!(
+                "64 endpoints {} µs, 1 endpoint {} µs",
+                p50(64),
+                p50(1)
+            ))
+        }
+    });
+}

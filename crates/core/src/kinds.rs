@@ -66,6 +66,8 @@ named_enum!(
         Blocking => "blocking",
         /// Latency of one size split into k scattered segments: vectored against packed.
         Noncontig => "noncontig",
+        /// 16-byte latency while the client keeps N open endpoints and sweeps them all.
+        Conns => "conns",
     }
 );
 

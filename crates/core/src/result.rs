@@ -152,6 +152,9 @@ pub struct Row {
     pub baseline_p50_us: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cost_us: Option<f64>,
+    /// conns: endpoints the client held open and swept for completions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub connections: Option<u32>,
     /// noncontig: the message was sent from this many scattered segments, gathered by the
     /// transport (`packed` false) or packed into one buffer first (`packed` true).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -211,6 +214,7 @@ impl Row {
             baseline_p50_us: None,
             cost_us: None,
             block_spins: None,
+            connections: None,
             segments: None,
             packed: None,
             o_s_us: None,

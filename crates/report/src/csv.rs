@@ -6,7 +6,7 @@ use crate::table::{Align, Table};
 use commperf_core::Report;
 
 /// Column names, in order; equal to the JSON field names of a row.
-pub(crate) const COLUMNS: [&str; 29] = [
+pub(crate) const COLUMNS: [&str; 30] = [
     "benchmark",
     "transport",
     "mode",
@@ -28,6 +28,7 @@ pub(crate) const COLUMNS: [&str; 29] = [
     "baseline_p50_us",
     "cost_us",
     "block_spins",
+    "connections",
     "segments",
     "packed",
     "o_s_us",
@@ -67,6 +68,7 @@ pub(crate) fn render_csv(report: &Report) -> String {
             opt(r.baseline_p50_us),
             opt(r.cost_us),
             r.block_spins.map_or_else(String::new, |n| n.to_string()),
+            r.connections.map_or_else(String::new, |n| n.to_string()),
             r.segments.map_or_else(String::new, |n| n.to_string()),
             r.packed.map_or_else(String::new, |b| b.to_string()),
             opt(r.o_s_us),

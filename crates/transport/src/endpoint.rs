@@ -89,6 +89,18 @@ pub fn gather(parts: &[&[u8]], offset: usize, piece: &mut [u8]) {
     }
 }
 
+/// Capability: asking, without waiting, whether a message has (begun to) arrive. What a
+/// process holding many endpoints sweeps to find the one with work (seed 004 §3.3.6).
+pub trait Readiness {
+    fn readable_now(&self) -> Result<bool, TransportError>;
+
+    /// Whether the peer is still there; for the slow path of a sweep (a socket's death shows as
+    /// readable end-of-stream, so only transports without one need more).
+    fn check_alive(&self) -> Result<(), TransportError> {
+        Ok(())
+    }
+}
+
 /// Identity of a connected endpoint, used to name the peer in errors and reports.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EndpointInfo {

@@ -210,6 +210,9 @@ pub struct DataSpec {
     pub shm_ring_bytes: usize,
     pub shm_frag_bytes: usize,
     pub shm_single_copy_from: Option<usize>,
+    /// An additional channel the server only keeps open (the conns benchmark).
+    #[serde(default)]
+    pub extra: bool,
 }
 
 impl DataSpec {
@@ -223,6 +226,7 @@ impl DataSpec {
             shm_ring_bytes: o.ring_bytes,
             shm_frag_bytes: o.frag_bytes,
             shm_single_copy_from: o.single_copy_from,
+            extra: false,
         }
     }
 
@@ -409,6 +413,17 @@ macro_rules! with_endpoint {
 impl AnyEndpoint {
     pub fn info(&self) -> &crate::EndpointInfo {
         with_endpoint!(self, e => e.info())
+    }
+}
+
+impl crate::Readiness for AnyEndpoint {
+    #[inline]
+    fn readable_now(&self) -> Result<bool, TransportError> {
+        with_endpoint!(self, e => e.readable_now())
+    }
+
+    fn check_alive(&self) -> Result<(), TransportError> {
+        with_endpoint!(self, e => e.check_alive())
     }
 }
 

@@ -17,7 +17,7 @@ pub mod sys;
 
 pub use commperf_core::{Mode, TransportKind};
 pub use endpoint::{
-    gather, Endpoint, EndpointConfig, EndpointInfo, Fragment, RecvInfo, SwitchMode, Tag,
+    gather, Endpoint, EndpointConfig, EndpointInfo, Fragment, Readiness, RecvInfo, SwitchMode, Tag,
     VectoredSend,
 };
 pub use error::TransportError;

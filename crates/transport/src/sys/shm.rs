@@ -1371,6 +1371,17 @@ impl crate::VectoredSend for ShmEndpoint {
     }
 }
 
+/// A record published at the read position: one load of the stamp's cache line.
+impl crate::Readiness for ShmEndpoint {
+    fn readable_now(&self) -> Result<bool, TransportError> {
+        Ok(self.rx_ready())
+    }
+
+    fn check_alive(&self) -> Result<(), TransportError> {
+        self.check_peer(false)
+    }
+}
+
 impl crate::SwitchMode for ShmEndpoint {
     fn set_mode(&mut self, mode: Mode, block_spins: u32) -> Result<(), TransportError> {
         (self.cfg.mode, self.cfg.block_spins, self.info.mode) = (mode, block_spins, mode);

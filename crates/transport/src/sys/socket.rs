@@ -202,6 +202,26 @@ impl<S> crate::VectoredSend for StreamEndpoint<S> {
     }
 }
 
+/// Bytes already buffered, or a zero-timeout `poll(2)` on the socket: one syscall per check.
+impl<S> crate::Readiness for StreamEndpoint<S> {
+    fn readable_now(&self) -> Result<bool, TransportError> {
+        if self.rend > self.rpos {
+            return Ok(true);
+        }
+        let mut p = libc::pollfd {
+            fd: self.link.fd,
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: one valid pollfd, zero timeout.
+        let r = unsafe { libc::poll(&mut p, 1, 0) };
+        if r < 0 {
+            return Err(self.link.fail("poll", io::Error::last_os_error(), false));
+        }
+        Ok(r > 0)
+    }
+}
+
 impl<S> crate::SwitchMode for StreamEndpoint<S> {
     fn set_mode(&mut self, mode: Mode, block_spins: u32) -> Result<(), TransportError> {
         let fd = self.link.fd;
