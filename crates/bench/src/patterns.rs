@@ -3,7 +3,7 @@
 //! there is only the measured transfer, a clock read per sample, and (with validation) the
 //! pattern fill and check that `--validate` asks for.
 
-use commperf_transport::backoff::{Backoff, WaitStop};
+use commperf_transport::backoff::{Backoff, Stopped};
 use commperf_transport::conformance::{fill, first_mismatch, pattern};
 use commperf_transport::{clock::Clock, Endpoint, Readiness, TransportError, VectoredSend};
 
@@ -146,6 +146,41 @@ impl<'a> Buffers<'a> {
     }
 }
 
+/// Per-iteration round-trip samples with one clock read per round trip: each sample is the time
+/// between the ends of two consecutive round trips, which halves the timer's share of the
+/// figure. Warm-up laps are read but not kept.
+struct Laps<'a> {
+    clock: &'a Clock,
+    prev: u64,
+    warmup: u64,
+    samples: &'a mut [u64],
+}
+
+impl<'a> Laps<'a> {
+    fn new(clock: &'a Clock, lp: &Loop, samples: &'a mut [u64]) -> Self {
+        assert_eq!(
+            samples.len() as u64,
+            lp.iters,
+            "one sample per timed iteration"
+        );
+        Laps {
+            clock,
+            prev: clock.now(),
+            warmup: lp.warmup,
+            samples,
+        }
+    }
+
+    #[inline(always)]
+    fn lap(&mut self, i: u64) {
+        let t = self.clock.now();
+        if i >= self.warmup {
+            self.samples[(i - self.warmup) as usize] = t - self.prev;
+        }
+        self.prev = t;
+    }
+}
+
 /// Ping-pong, initiator side. `samples` receives one round-trip time in ticks per timed
 /// iteration (`samples.len()` must equal `lp.iters`).
 pub fn latency_initiator<E: Endpoint>(
@@ -155,16 +190,9 @@ pub fn latency_initiator<E: Endpoint>(
     lp: &Loop,
     samples: &mut [u64],
 ) -> LoopResult<Option<Mismatch>> {
-    assert_eq!(
-        samples.len() as u64,
-        lp.iters,
-        "one sample per timed iteration"
-    );
-    let (warmup, validate) = (lp.warmup, lp.validate);
+    let validate = lp.validate;
     let mut bad = None;
-    // One clock read per round trip: each sample is the time between the ends of two
-    // consecutive round trips, which halves the timer's share of the figure.
-    let mut prev = clock.now();
+    let mut laps = Laps::new(clock, lp, samples);
     for i in 0..lp.total() {
         let (sbuf, rbuf) = bufs.pick(i);
         if validate {
@@ -172,11 +200,7 @@ pub fn latency_initiator<E: Endpoint>(
         }
         ep.send(DATA, sbuf).map_err(at(i))?;
         let n = ep.recv(rbuf).map_err(at(i))?;
-        let t = clock.now();
-        if i >= warmup {
-            samples[(i - warmup) as usize] = t - prev;
-        }
-        prev = t;
+        laps.lap(i);
         if validate {
             check(&rbuf[..n.len], i, &mut bad);
         }
@@ -218,12 +242,7 @@ pub fn latency_sweep_initiator<E: Endpoint + Readiness, X: Readiness>(
     idle: std::time::Duration,
     samples: &mut [u64],
 ) -> LoopResult<()> {
-    assert_eq!(
-        samples.len() as u64,
-        lp.iters,
-        "one sample per timed iteration"
-    );
-    let mut prev = clock.now();
+    let mut laps = Laps::new(clock, lp, samples);
     for i in 0..lp.total() {
         ep.send(DATA, sbuf).map_err(at(i))?;
         let mut backoff = Backoff::new(idle);
@@ -234,18 +253,10 @@ pub fn latency_sweep_initiator<E: Endpoint + Readiness, X: Readiness>(
             if ep.readable_now().map_err(at(i))? {
                 break;
             }
-            let mut gone = None;
-            let r = backoff.snooze(|| match ep.check_alive() {
-                Ok(()) => true,
-                Err(e) => {
-                    gone = Some(e);
-                    false
-                }
-            });
-            match r {
+            match backoff.snooze_checked(|| ep.check_alive()) {
                 Ok(()) => {}
-                Err(WaitStop::PeerGone) => return Err(at(i)(gone.expect("set with PeerGone"))),
-                Err(WaitStop::TimedOut) => {
+                Err(Stopped::Gone(e)) => return Err(at(i)(e)),
+                Err(Stopped::TimedOut) => {
                     let peer = ep.info().peer.clone();
                     return Err(at(i)(TransportError::Timeout {
                         peer,
@@ -255,11 +266,7 @@ pub fn latency_sweep_initiator<E: Endpoint + Readiness, X: Readiness>(
             }
         }
         ep.recv(rbuf).map_err(at(i))?;
-        let t = clock.now();
-        if i >= lp.warmup {
-            samples[(i - lp.warmup) as usize] = t - prev;
-        }
-        prev = t;
+        laps.lap(i);
     }
     Ok(())
 }
@@ -295,20 +302,11 @@ pub fn scattered_initiator<E: Endpoint + VectoredSend>(
     lp: &Loop,
     samples: &mut [u64],
 ) -> LoopResult<()> {
-    assert_eq!(
-        samples.len() as u64,
-        lp.iters,
-        "one sample per timed iteration"
-    );
-    let mut prev = clock.now();
+    let mut laps = Laps::new(clock, lp, samples);
     for i in 0..lp.total() {
         send_scattered(ep, parts, &mut pack).map_err(at(i))?;
         ep.recv(rbuf).map_err(at(i))?;
-        let t = clock.now();
-        if i >= lp.warmup {
-            samples[(i - lp.warmup) as usize] = t - prev;
-        }
-        prev = t;
+        laps.lap(i);
     }
     Ok(())
 }

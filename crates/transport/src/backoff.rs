@@ -22,6 +22,13 @@ pub struct Backoff {
     timeout: Duration,
 }
 
+/// Why a checked wait gave up: the idle timeout, or the check's own error.
+#[derive(Debug)]
+pub enum Stopped<E> {
+    TimedOut,
+    Gone(E),
+}
+
 /// Why a wait gave up.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum WaitStop {
@@ -50,6 +57,27 @@ impl Backoff {
             return Ok(());
         }
         self.slow(alive)
+    }
+
+    /// [`Backoff::snooze`] with a liveness check that says why the peer is gone.
+    #[inline]
+    pub fn snooze_checked<E>(
+        &mut self,
+        check: impl FnOnce() -> Result<(), E>,
+    ) -> Result<(), Stopped<E>> {
+        let mut gone = None;
+        let r = self.snooze(|| match check() {
+            Ok(()) => true,
+            Err(e) => {
+                gone = Some(e);
+                false
+            }
+        });
+        match r {
+            Ok(()) => Ok(()),
+            Err(WaitStop::TimedOut) => Err(Stopped::TimedOut),
+            Err(WaitStop::PeerGone) => Err(Stopped::Gone(gone.expect("set with PeerGone"))),
+        }
     }
 
     #[cold]

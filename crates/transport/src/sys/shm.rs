@@ -22,7 +22,7 @@
 //! - **Peer death** is seen through a pidfd (readable once the process exits) and a `closed`
 //!   flag set on drop; both are checked only on the slow path of a wait.
 
-use crate::backoff::{Backoff, WaitStop};
+use crate::backoff::{Backoff, Stopped, WaitStop};
 use crate::endpoint::copy_into;
 use crate::{Endpoint, EndpointConfig, EndpointInfo, Fragment, RecvInfo, Tag, TransportError};
 use commperf_core::{Mode, TransportKind};
@@ -641,19 +641,11 @@ impl ShmEndpoint {
         match self.cfg.mode {
             Mode::Poll => {
                 let mut b = Backoff::new(self.cfg.idle_timeout);
-                let mut gone = None;
                 while !ready(self) {
-                    let r = b.snooze(|| match self.check_peer(mid_message) {
-                        Ok(()) => true,
-                        Err(e) => {
-                            gone = Some(e);
-                            false
-                        }
-                    });
-                    match r {
+                    match b.snooze_checked(|| self.check_peer(mid_message)) {
                         Ok(()) => {}
-                        Err(WaitStop::PeerGone) => return Err(gone.expect("set with PeerGone")),
-                        Err(WaitStop::TimedOut) => return Err(self.timeout_error()),
+                        Err(Stopped::Gone(e)) => return Err(e),
+                        Err(Stopped::TimedOut) => return Err(self.timeout_error()),
                     }
                 }
                 Ok(())
