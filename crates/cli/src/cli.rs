@@ -103,7 +103,8 @@ fn seconds(s: &str) -> Result<Duration, String> {
 
 #[derive(Debug, Args)]
 pub struct BenchArgs {
-    /// Benchmarks to run: latency, bw, bibw, mr, loggp, bufmgmt, blocking, or all
+    /// Benchmarks to run: latency, bw, bibw, mr, loggp, bufmgmt, blocking, noncontig, conns,
+    /// or all
     /// [default: latency bw]
     #[arg(value_name = "BENCHMARK", value_parser = benchmark_name)]
     pub benchmarks: Vec<Vec<Benchmark>>,
