@@ -65,6 +65,9 @@ pub struct BenchConfig {
     pub quick: bool,
     /// conns: most endpoints held open (1, 2, 4 … up to this).
     pub conns_max: u32,
+    /// Skip benchmark × transport combinations the transport cannot do (for `all`) instead of
+    /// refusing them.
+    pub skip_unsupported: bool,
 }
 
 impl BenchConfig {
@@ -88,6 +91,7 @@ impl BenchConfig {
             block_spins: 1000,
             quick: false,
             conns_max: 1024,
+            skip_unsupported: false,
         }
     }
 
@@ -101,8 +105,19 @@ impl BenchConfig {
                 "loggp fits g and G over message sizes: give at least two".into(),
             ));
         }
-        if self.benchmarks.contains(&Benchmark::Conns) {
-            if !self.modes.contains(&Mode::Poll) {
+        if self.benchmarks.contains(&Benchmark::Cq) && !self.skip_unsupported {
+            use commperf_transport::launch::has_completion_queue;
+            if let Some(t) = self.transports.iter().find(|&&t| !has_completion_queue(t)) {
+                return Err(ConfigError::Transport(format!(
+                    "transport {t} cannot do cq: it has no completion queue (its endpoints have \
+                     no descriptor to wait on; tcp and uds have, through epoll)"
+                )));
+            }
+        }
+        let many =
+            self.benchmarks.contains(&Benchmark::Conns) || self.benchmarks.contains(&Benchmark::Cq);
+        if many {
+            if self.benchmarks.contains(&Benchmark::Conns) && !self.modes.contains(&Mode::Poll) {
                 return Err(ConfigError::Mode(
                     "conns sweeps its endpoints by polling; run it with --mode poll".into(),
                 ));

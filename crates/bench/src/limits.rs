@@ -148,7 +148,7 @@ pub fn judge(row: &mut commperf_core::Row, cacheline_us: f64, copy_mb_per_s: f64
             row.limit_mb_per_s = Some(copy_mb_per_s);
             row.efficiency = row.mb_per_s.map(|m| m / copy_mb_per_s);
         }
-        Bibw | Loggp | Bufmgmt | Blocking | Noncontig | Conns => {}
+        Bibw | Loggp | Bufmgmt | Blocking | Noncontig | Conns | Cq => {}
     }
 }
 

@@ -271,6 +271,52 @@ pub fn latency_sweep_initiator<E: Endpoint + Readiness, X: Readiness>(
     Ok(())
 }
 
+/// Ping-pong on `ep` whose replies are detected through a completion queue over it and the other
+/// open endpoints: one `epoll_wait` per check (0 timeout when polling, the idle timeout when
+/// blocking) instead of a check per endpoint. One message is in flight at a time, so nothing
+/// can wait unseen in the endpoint's own read-ahead.
+#[allow(clippy::too_many_arguments)]
+pub fn latency_cq_initiator<E: Endpoint>(
+    ep: &mut E,
+    cq: &commperf_transport::cq::EpollSet,
+    key: u64,
+    clock: &Clock,
+    sbuf: &[u8],
+    rbuf: &mut [u8],
+    lp: &Loop,
+    idle: std::time::Duration,
+    samples: &mut [u64],
+) -> LoopResult<()> {
+    let block = ep.info().mode == commperf_core::Mode::Block;
+    let timeout_ms = if block {
+        idle.as_millis().min(i32::MAX as u128) as i32
+    } else {
+        0
+    };
+    let mut laps = Laps::new(clock, lp, samples);
+    for i in 0..lp.total() {
+        ep.send(DATA, sbuf).map_err(at(i))?;
+        let mut backoff = Backoff::new(idle);
+        loop {
+            let timed_out = match cq.wait(timeout_ms).map_err(at(i))? {
+                Some(k) if k == key => break,
+                Some(_) => false, // traffic on another endpoint: not expected, not ours
+                None => block || backoff.snooze(|| true).is_err(),
+            };
+            if timed_out {
+                let peer = ep.info().peer.clone();
+                return Err(at(i)(TransportError::Timeout {
+                    peer,
+                    secs: idle.as_secs(),
+                }));
+            }
+        }
+        ep.recv(rbuf).map_err(at(i))?;
+        laps.lap(i);
+    }
+    Ok(())
+}
+
 /// Sends one message made of `parts`: gathered by the transport, or first packed into `pack`.
 #[inline]
 fn send_scattered<E: Endpoint + VectoredSend>(

@@ -253,52 +253,28 @@ pub fn run(cfg: &BenchConfig, progress: &mut dyn Progress) -> Result<Report, Ben
                         packed: false,
                     };
                     let (s, r) = (&mut sbuf[..size as usize], &mut rbuf[..]);
-                    if b == Benchmark::Conns && m == Mode::Block {
-                        break; // conns sweeps by polling; its block-mode pass has no meaning
-                    }
-                    if b == Benchmark::Conns {
-                        // One 16-byte latency per endpoint count, with that many open.
-                        for n in extended::conn_counts(cfg.conns_max) {
-                            while extras.len() + 1 < n as usize {
-                                let extra = DataSpec {
-                                    extra: true,
-                                    shm_ring_bytes: 64 << 10,
-                                    shm_frag_bytes: 8 << 10,
-                                    ..spec
-                                };
-                                extras.push(launch::connect_data(&mut ctrl, &extra, &token)?);
-                            }
-                            let run = RunSpec { size: 16, ..run };
-                            let (s16, ph) = (&mut sbuf[..16], format!("conns {n} over {t} ({m})"));
-                            let mut samples = vec![0u64; iters as usize];
-                            let lp = run.looping(None);
-                            let mut row = Row::new(Benchmark::Conns, t, m, 16);
-                            (row.iterations, row.warmup) = (iters, warmup);
-                            exchange(&mut ctrl, &ph, run, || {
-                                with_endpoint!(&mut ep, e => patterns::latency_sweep_initiator(
-                                    e, &extras, &clock, s16, r, &lp, cfg.idle_timeout, &mut samples
-                                ))
-                            })?;
-                            summarize_latency(&mut row, &clock, &samples);
-                            row.connections = Some(n);
-                            let base = results
-                                .iter()
-                                .rev()
-                                .find(|x: &&Row| {
-                                    x.benchmark == Benchmark::Conns
-                                        && (x.transport, x.mode) == (t, m)
-                                        && x.connections == Some(1)
-                                })
-                                .and_then(|x| x.p50_us)
-                                .or(row.p50_us);
-                            row.baseline_p50_us = base;
-                            row.cost_us = row.p50_us.zip(base).map(|(v, b)| v - b);
-                            results.push(row);
+                    if matches!(b, Benchmark::Conns | Benchmark::Cq) {
+                        // conns sweeps by polling, so its block-mode pass means nothing; cq needs
+                        // endpoints a completion queue can watch (refused up front, or skipped
+                        // for `all`).
+                        let skip = (b == Benchmark::Conns && m == Mode::Block)
+                            || (b == Benchmark::Cq && !launch::has_completion_queue(t));
+                        if !skip {
+                            let mut env = ConnsEnv {
+                                ctrl: &mut ctrl,
+                                ep: &mut ep,
+                                extras: &mut extras,
+                                clock: &clock,
+                                spec,
+                                token: &token,
+                                cfg,
+                            };
+                            results.extend(conns_rows(&mut env, b, run, &mut sbuf[..16], r)?);
+                            extras.clear();
+                            ctrl.send(&Cmd::DropExtras)?;
                         }
-                        extras.clear();
-                        ctrl.send(&Cmd::DropExtras)?;
                         done += 1;
-                        break; // one size: conns measures 16-byte messages only
+                        break; // one size: both measure 16-byte messages only
                     }
                     if b == Benchmark::Loggp {
                         // Four parametrized round trips; the last two wait d = PRTT(1,0,s).
@@ -509,6 +485,118 @@ fn latency_row(
     Ok(row)
 }
 
+/// What the conns and cq measurements work with.
+struct ConnsEnv<'a> {
+    ctrl: &'a mut Control,
+    ep: &'a mut AnyEndpoint,
+    extras: &'a mut Vec<AnyEndpoint>,
+    clock: &'a Clock,
+    spec: DataSpec,
+    token: &'a str,
+    cfg: &'a BenchConfig,
+}
+
+/// conns and cq: for N = 1, 2, 4 … endpoints held open (extra channels opened as N grows),
+/// 16-byte latency with the reply found by sweeping all N (polling), and for cq also through a
+/// completion queue over them, in the run's mode.
+fn conns_rows(
+    env: &mut ConnsEnv<'_>,
+    b: Benchmark,
+    run: RunSpec,
+    s16: &mut [u8],
+    r: &mut [u8],
+) -> Result<Vec<Row>, BenchError> {
+    let (t, m) = (env.spec.transport, env.spec.mode);
+    let mut rows = Vec::new();
+    let mut one_conn_p50 = None;
+    for n in extended::conn_counts(env.cfg.conns_max) {
+        while env.extras.len() + 1 < n as usize {
+            let extra = DataSpec {
+                extra: true,
+                shm_ring_bytes: 64 << 10,
+                shm_frag_bytes: 8 << 10,
+                ..env.spec
+            };
+            env.extras
+                .push(launch::connect_data(env.ctrl, &extra, env.token)?);
+        }
+        let ph = format!("{b} with {n} endpoints over {t} ({m})");
+        let switch = |ep: &mut AnyEndpoint, mode: Mode| {
+            with_endpoint!(ep, e => e.set_mode(mode, 0)).map_err(|cause| BenchError::Transfer {
+                phase: ph.clone(),
+                cause,
+            })
+        };
+        let new_row = |bench: Benchmark, samples: &[u64]| {
+            let mut row = Row::new(bench, t, m, 16);
+            (row.iterations, row.warmup) = (run.iterations, run.warmup);
+            summarize_latency(&mut row, env.clock, samples);
+            row.connections = Some(n);
+            row
+        };
+        // Sweeping every endpoint, polling.
+        let sweep = RunSpec {
+            size: 16,
+            benchmark: Benchmark::Conns,
+            mode: Some(Mode::Poll),
+            ..run
+        };
+        switch(env.ep, Mode::Poll)?;
+        let lp = sweep.looping(None);
+        let mut samples = vec![0u64; run.iterations as usize];
+        let (ep, extras, clock, idle) =
+            (&mut *env.ep, &*env.extras, env.clock, env.cfg.idle_timeout);
+        exchange(env.ctrl, &ph, sweep, || {
+            with_endpoint!(&mut *ep, e => patterns::latency_sweep_initiator(
+                e, extras, clock, s16, r, &lp, idle, &mut samples
+            ))
+        })?;
+        let mut row = new_row(Benchmark::Conns, &samples);
+        if b == Benchmark::Conns {
+            let base = *one_conn_p50.get_or_insert(row.p50_us);
+            row.baseline_p50_us = base;
+            row.cost_us = row.p50_us.zip(base).map(|(v, b)| v - b);
+            row.mode = Mode::Poll;
+            rows.push(row);
+            continue;
+        }
+        // A completion queue over the same endpoints, in the run's mode.
+        let cq_failed = |cause| BenchError::Transfer {
+            phase: ph.clone(),
+            cause,
+        };
+        let mut set = commperf_transport::cq::EpollSet::new().map_err(cq_failed)?;
+        for (key, x) in std::iter::once(&*env.ep)
+            .chain(env.extras.iter())
+            .enumerate()
+        {
+            let fd = x
+                .completion_fd()
+                .expect("checked: the transport has a completion queue");
+            set.add(fd, key as u64).map_err(cq_failed)?;
+        }
+        let cq = RunSpec {
+            size: 16,
+            benchmark: Benchmark::Cq,
+            mode: Some(m),
+            ..run
+        };
+        switch(env.ep, m)?;
+        let lp = cq.looping(None);
+        let ep = &mut *env.ep;
+        exchange(env.ctrl, &ph, cq, || {
+            with_endpoint!(&mut *ep, e => patterns::latency_cq_initiator(
+                e, &set, 0, clock, s16, r, &lp, idle, &mut samples
+            ))
+        })?;
+        let mut cq_row = new_row(Benchmark::Cq, &samples);
+        cq_row.baseline_p50_us = row.p50_us;
+        cq_row.cost_us = cq_row.p50_us.zip(row.p50_us).map(|(v, b)| v - b);
+        rows.push(cq_row);
+    }
+    Ok(rows)
+}
+
 /// Rows of a loggp measurement: one per size, from the fit over all sizes.
 fn loggp_rows(
     prtts: &[loggp::SizePrtt],
@@ -579,7 +667,9 @@ fn measure<E: Endpoint + VectoredSend>(
     let lp = run.looping(None);
     let secs = |ticks: u64| clock.ticks_to_ns(ticks) / 1e9;
     let mismatch = match run.benchmark {
-        Benchmark::Loggp | Benchmark::Conns => unreachable!("runs its own exchanges"),
+        Benchmark::Loggp | Benchmark::Conns | Benchmark::Cq => {
+            unreachable!("runs its own exchanges")
+        }
         Benchmark::Noncontig => {
             let (mem, ranges) = extended::scattered(run.size as usize, run.segments as usize);
             let parts: Vec<&[u8]> = ranges.iter().map(|r| &mem[r.clone()]).collect();
@@ -770,7 +860,7 @@ fn respond<E: Endpoint + VectoredSend>(
 ) -> Result<Option<Mismatch>, LoopError> {
     let lp = run.looping(corruption);
     match run.benchmark {
-        Benchmark::Latency | Benchmark::Blocking | Benchmark::Conns => {
+        Benchmark::Latency | Benchmark::Blocking | Benchmark::Conns | Benchmark::Cq => {
             patterns::latency_responder(ep, &mut Buffers::reused(sbuf, rbuf), &lp)
         }
         Benchmark::Noncontig => {

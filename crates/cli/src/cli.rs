@@ -186,6 +186,11 @@ impl BenchArgs {
         if !benches.is_empty() {
             c.benchmarks = benches;
         }
+        // `all` means "everything each transport can do"; named benchmarks must all be possible.
+        c.skip_unsupported = self
+            .benchmarks
+            .iter()
+            .any(|b| b.len() == Benchmark::ALL.len());
         if let Some(t) = &self.transport {
             c.transports = t.0.clone();
         }

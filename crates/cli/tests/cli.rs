@@ -592,6 +592,7 @@ fn all_quick_runs_every_benchmark_with_a_tenth_of_the_iterations() {
         "bufmgmt",
         "bw",
         "conns",
+        "cq",
         "latency",
         "loggp",
         "mr",
@@ -606,10 +607,10 @@ fn all_quick_runs_every_benchmark_with_a_tenth_of_the_iterations() {
         (lat4["iterations"].as_u64(), lat4["warmup"].as_u64()),
         (Some(1000), Some(100))
     );
-    // Every benchmark but conns (16-byte messages by definition) runs the quick ladder.
+    // Every benchmark but conns and cq (16-byte messages by definition) runs the quick ladder.
     let sizes: std::collections::BTreeSet<u64> = rows
         .iter()
-        .filter(|r| r["benchmark"] != "conns")
+        .filter(|r| r["benchmark"] != "conns" && r["benchmark"] != "cq")
         .map(|r| r["size_bytes"].as_u64().unwrap())
         .collect();
     assert_eq!(
@@ -646,6 +647,14 @@ fn conns_beyond_the_descriptor_limit_is_refused_with_the_limit() {
     assert!(
         e.contains("may open 256") && e.contains("ulimit -n 1088"),
         "{e}"
+    );
+    // A benchmark the transport cannot do is refused up front, naming both.
+    let o = commperf(&["bench", "cq", "-t", "uds,shm"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("transport shm cannot do cq: it has no completion queue"),
+        "{}",
+        stderr(&o)
     );
     let o = commperf(&["bench", "conns", "--mode", "block"]);
     assert_eq!(o.status.code(), Some(2));

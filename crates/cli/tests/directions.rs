@@ -175,3 +175,23 @@ fn sweeping_more_open_endpoints_costs_more() {
         }
     });
 }
+
+#[test]
+fn a_completion_queue_beats_sweeping_many_endpoints() {
+    holds_in_two_of_three("cq", || {
+        let v = bench_json(&["cq", "-t", "uds", "--conns-max", "64", "--iters", "500"]);
+        let rows = rows_of(&v, "cq");
+        assert_eq!(rows.len(), 7);
+        let at64 = rows.iter().find(|r| r["connections"] == 64).unwrap();
+        let (cq, sweep) = (f(at64, "p50_us"), f(at64, "baseline_p50_us"));
+        assert!((f(at64, "cost_us") - (cq - sweep)).abs() < 1e-9);
+        // One epoll_wait against 64 poll(2) calls per check.
+        if cq + 2.0 < sweep {
+            Ok(())
+        } else {
+            Err(format!(
+                "64 endpoints: completion queue {cq} µs, sweep {sweep} µs"
+            ))
+        }
+    });
+}

@@ -68,6 +68,8 @@ named_enum!(
         Noncontig => "noncontig",
         /// 16-byte latency while the client keeps N open endpoints and sweeps them all.
         Conns => "conns",
+        /// The same with a completion queue over the N endpoints, against sweeping them.
+        Cq => "cq",
     }
 );
 

@@ -88,6 +88,17 @@ impl Block<'_> {
         type Cell = fn(&Row) -> String;
         let mut cols: Vec<(&str, Cell)> = vec![("Size", |r| r.size_bytes.to_string())];
         match self.benchmark {
+            Benchmark::Cq => cols.extend([
+                (
+                    "conns",
+                    (|r| r.connections.map_or_else(dash, |k| k.to_string())) as Cell,
+                ),
+                ("p50(us)", |r| us(r.p50_us)),
+                ("p90(us)", |r| us(r.p90_us)),
+                ("p99(us)", |r| us(r.p99_us)),
+                ("sweep p50(us)", |r| us(r.baseline_p50_us)),
+                ("cost(us)", |r| us(r.cost_us)),
+            ]),
             Benchmark::Conns => cols.extend([
                 (
                     "conns",

@@ -414,6 +414,20 @@ impl AnyEndpoint {
     pub fn info(&self) -> &crate::EndpointInfo {
         with_endpoint!(self, e => e.info())
     }
+
+    /// The descriptor a completion queue can watch, if the realization has one.
+    pub fn completion_fd(&self) -> Option<std::os::fd::RawFd> {
+        match self {
+            AnyEndpoint::Shm(_) => None,
+            AnyEndpoint::Tcp(e) => Some(e.as_raw_fd()),
+            AnyEndpoint::Uds(e) => Some(e.as_raw_fd()),
+        }
+    }
+}
+
+/// Whether `t` can put its endpoints on a completion queue ([`crate::cq`]).
+pub fn has_completion_queue(t: TransportKind) -> bool {
+    matches!(t, TransportKind::Tcp | TransportKind::Uds)
 }
 
 impl crate::Readiness for AnyEndpoint {

@@ -10,6 +10,7 @@ pub mod backoff;
 pub mod clock;
 #[doc(hidden)]
 pub mod conformance;
+pub mod cq;
 pub mod endpoint;
 pub mod error;
 pub mod launch;
