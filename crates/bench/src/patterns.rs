@@ -228,6 +228,14 @@ pub fn latency_responder<E: Endpoint>(
     Ok(bad)
 }
 
+/// The error of a wait on `ep` that saw no progress for `idle`.
+fn idle_timeout<E: Endpoint>(ep: &E, idle: std::time::Duration) -> TransportError {
+    TransportError::Timeout {
+        peer: ep.info().peer.clone(),
+        secs: idle.as_secs(),
+    }
+}
+
 /// Ping-pong on `ep` while `others` stay open: every wait for the reply sweeps all endpoints,
 /// the others first, as a process holding many connections must find the one with work
 /// (seed 004 §3.3.6). One sample per round trip, as in the latency test.
@@ -256,13 +264,7 @@ pub fn latency_sweep_initiator<E: Endpoint + Readiness, X: Readiness>(
             match backoff.snooze_checked(|| ep.check_alive()) {
                 Ok(()) => {}
                 Err(Stopped::Gone(e)) => return Err(at(i)(e)),
-                Err(Stopped::TimedOut) => {
-                    let peer = ep.info().peer.clone();
-                    return Err(at(i)(TransportError::Timeout {
-                        peer,
-                        secs: idle.as_secs(),
-                    }));
-                }
+                Err(Stopped::TimedOut) => return Err(at(i)(idle_timeout(ep, idle))),
             }
         }
         ep.recv(rbuf).map_err(at(i))?;
@@ -304,11 +306,7 @@ pub fn latency_cq_initiator<E: Endpoint>(
                 None => block || backoff.snooze(|| true).is_err(),
             };
             if timed_out {
-                let peer = ep.info().peer.clone();
-                return Err(at(i)(TransportError::Timeout {
-                    peer,
-                    secs: idle.as_secs(),
-                }));
+                return Err(at(i)(idle_timeout(ep, idle)));
             }
         }
         ep.recv(rbuf).map_err(at(i))?;
