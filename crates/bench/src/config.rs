@@ -41,6 +41,11 @@ pub enum ConfigError {
     Conns(String),
 }
 
+/// Whether `t` drives its socket through io_uring.
+pub fn is_uring(t: TransportKind) -> bool {
+    matches!(t, TransportKind::UringTcp | TransportKind::UringUds)
+}
+
 /// Everything a run needs, already checked.
 #[derive(Debug, Clone)]
 pub struct BenchConfig {
@@ -59,6 +64,8 @@ pub struct BenchConfig {
     /// shm: messages from this size go single-copy (None: always through the ring).
     pub shm_single_copy_from: Option<usize>,
     pub shm_ring_bytes: usize,
+    /// uring transports: a kernel thread polls the submission queue.
+    pub uring_sqpoll: bool,
     /// `blocking`: checks spun before sleeping in the spin-then-block variant.
     pub block_spins: u32,
     /// A tenth of the default iterations (sizes are the caller's business).
@@ -88,6 +95,7 @@ impl BenchConfig {
             idle_timeout: Duration::from_secs(60),
             shm_single_copy_from: d.single_copy_from,
             shm_ring_bytes: d.ring_bytes,
+            uring_sqpoll: false,
             block_spins: 1000,
             quick: false,
             conns_max: 1024,
@@ -110,7 +118,8 @@ impl BenchConfig {
             if let Some(t) = self.transports.iter().find(|&&t| !has_completion_queue(t)) {
                 return Err(ConfigError::Transport(format!(
                     "transport {t} cannot do cq: it has no completion queue (its endpoints have \
-                     no descriptor to wait on; tcp and uds have, through epoll)"
+                     no descriptor to wait on; tcp and uds have, through epoll, and uring-tcp \
+                     and uring-uds through an io_uring)"
                 )));
             }
         }
@@ -122,8 +131,14 @@ impl BenchConfig {
                     "conns sweeps its endpoints by polling; run it with --mode poll".into(),
                 ));
             }
-            // Each open endpoint costs this process a descriptor (socket or pidfd).
-            let need = self.conns_max as u64 + 64;
+            // Each open endpoint costs this process a descriptor (socket or pidfd), and an
+            // io_uring endpoint one more for its ring.
+            let per = if self.transports.iter().any(|t| is_uring(*t)) {
+                2
+            } else {
+                1
+            };
+            let need = per * self.conns_max as u64 + 64;
             let limit = crate::extended::open_file_limit();
             if need > limit {
                 return Err(ConfigError::Conns(format!(
@@ -135,7 +150,8 @@ impl BenchConfig {
         }
         if self.transports.contains(&TransportKind::Model) {
             return Err(ConfigError::Transport(
-                "'model' is the in-process LogGP model used by the tests; use shm, tcp or uds"
+                "'model' is the in-process LogGP model used by the tests; use shm, tcp, uds, \
+                 uring-tcp or uring-uds"
                     .into(),
             ));
         }

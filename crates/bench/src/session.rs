@@ -226,6 +226,7 @@ pub fn run(cfg: &BenchConfig, progress: &mut dyn Progress) -> Result<Report, Ben
             spec.idle_timeout_ms = cfg.idle_timeout.as_millis() as u64;
             spec.shm_single_copy_from = cfg.shm_single_copy_from;
             spec.shm_ring_bytes = cfg.shm_ring_bytes;
+            spec.uring_sqpoll = cfg.uring_sqpoll;
             let mut ep = launch::connect_data(&mut ctrl, &spec, &token)?;
             let mut extras: Vec<AnyEndpoint> = Vec::new();
             for &b in &cfg.benchmarks {

@@ -58,7 +58,15 @@ where
 pub struct List<T>(pub Vec<T>);
 
 fn transports(s: &str) -> Result<List<TransportKind>, String> {
-    list(s).map(List)
+    // `uring` names both io_uring realizations.
+    let expanded: Vec<&str> = s
+        .split(',')
+        .flat_map(|t| match t.trim() {
+            "uring" => vec!["uring-tcp", "uring-uds"],
+            other => vec![other],
+        })
+        .collect();
+    list(&expanded.join(",")).map(List)
 }
 fn modes(s: &str) -> Result<List<Mode>, String> {
     list(s).map(List)
@@ -108,7 +116,8 @@ pub struct BenchArgs {
     /// [default: latency bw]
     #[arg(value_name = "BENCHMARK", value_parser = benchmark_name)]
     pub benchmarks: Vec<Vec<Benchmark>>,
-    /// Transports, comma-separated: shm, tcp, uds [default: shm,tcp]
+    /// Transports, comma-separated: shm, tcp, uds, uring-tcp, uring-uds (uring = both io_uring
+    /// ones) [default: shm,tcp]
     #[arg(long = "transport", short = 't', value_name = "LIST", value_parser = transports)]
     pub transport: Option<List<TransportKind>>,
     /// Completion modes, comma-separated: poll (busy-poll), block (sleep in the kernel)
@@ -147,6 +156,10 @@ pub struct BenchArgs {
     /// through the ring
     #[arg(long, value_name = "SIZE|never", value_parser = single_copy, default_value = "never")]
     pub shm_single_copy: SingleCopy,
+    /// uring-tcp, uring-uds: a kernel thread polls the submission queue (IORING_SETUP_SQPOLL),
+    /// so submitting costs no syscall; it takes a core while it polls
+    #[arg(long)]
+    pub uring_sqpoll: bool,
     /// blocking: checks spun before sleeping in the spin-then-block variant
     #[arg(long, value_name = "N", default_value_t = 1000)]
     pub spin: u32,
@@ -210,6 +223,7 @@ impl BenchArgs {
         c.block_spins = self.spin;
         c.conns_max = self.conns_max;
         c.shm_single_copy_from = self.shm_single_copy.0;
+        c.uring_sqpoll = self.uring_sqpoll;
         c.validate()?;
         Ok(c)
     }
@@ -347,7 +361,7 @@ mod tests {
         for (args, needle) in [
             (
                 vec!["-t", "rdma"],
-                "unknown transport 'rdma' (allowed: shm tcp uds model)",
+                "unknown transport 'rdma' (allowed: shm tcp uds uring-tcp uring-uds model)",
             ),
             (
                 vec!["--mode", "spin"],
@@ -367,5 +381,21 @@ mod tests {
             assert!(line.contains(needle), "{argv:?}: {line}");
             assert!(!line.contains('\n'));
         }
+    }
+
+    #[test]
+    fn uring_names_both_io_uring_transports() {
+        let cli = Cli::try_parse_from(["commperf", "bench", "-t", "shm,uring"]).unwrap();
+        let Command::Bench(b) = cli.command else {
+            panic!("bench expected")
+        };
+        assert_eq!(
+            b.transport.unwrap().0,
+            [
+                TransportKind::Shm,
+                TransportKind::UringTcp,
+                TransportKind::UringUds
+            ]
+        );
     }
 }

@@ -82,6 +82,12 @@ named_enum!(
         Tcp => "tcp",
         /// Unix domain stream sockets.
         Uds => "uds",
+        /// io_uring over TCP: fixed file, registered buffers, optional SQPOLL.
+        #[serde(rename = "uring-tcp")]
+        UringTcp => "uring-tcp",
+        /// io_uring over Unix domain stream sockets.
+        #[serde(rename = "uring-uds")]
+        UringUds => "uring-uds",
         /// A deterministic model charging exact LogGP costs in virtual time (tests, in-process).
         Model => "model",
     }
@@ -109,8 +115,12 @@ mod tests {
         let e = "rdma".parse::<TransportKind>().unwrap_err();
         assert_eq!(
             e.to_string(),
-            "unknown transport 'rdma' (allowed: shm tcp uds model)"
+            "unknown transport 'rdma' (allowed: shm tcp uds uring-tcp uring-uds model)"
         );
         assert_eq!(serde_json::to_string(&Benchmark::Bibw).unwrap(), "\"bibw\"");
+        for t in TransportKind::ALL {
+            let json = serde_json::to_string(t).unwrap();
+            assert_eq!(json, format!("\"{t}\""), "serde and the command line agree");
+        }
     }
 }

@@ -11,6 +11,7 @@
 use crate::sys::shm::{self, ShmEndpoint, ShmOptions};
 use crate::sys::tcp::{self, TcpEndpoint};
 use crate::sys::uds::{self, UdsEndpoint};
+use crate::sys::uring::{UringEndpoint, UringOptions};
 use crate::{Endpoint, EndpointConfig, TransportError};
 use commperf_core::{Mode, TransportKind};
 use serde::de::DeserializeOwned;
@@ -213,6 +214,9 @@ pub struct DataSpec {
     /// An additional channel the server only keeps open (the conns benchmark).
     #[serde(default)]
     pub extra: bool,
+    /// io_uring transports: a kernel thread polls the submission queue.
+    #[serde(default)]
+    pub uring_sqpoll: bool,
 }
 
 impl DataSpec {
@@ -227,6 +231,7 @@ impl DataSpec {
             shm_frag_bytes: o.frag_bytes,
             shm_single_copy_from: o.single_copy_from,
             extra: false,
+            uring_sqpoll: false,
         }
     }
 
@@ -236,6 +241,19 @@ impl DataSpec {
             max_message: self.max_message,
             idle_timeout: Duration::from_millis(self.idle_timeout_ms),
             block_spins: 0,
+        }
+    }
+
+    /// Held-open extra channels get small registered buffers and no SQPOLL thread: a thousand
+    /// of them must not pin hundreds of MiB or start a thousand kernel pollers.
+    fn uring_options(&self) -> UringOptions {
+        if self.extra {
+            UringOptions::small()
+        } else {
+            UringOptions {
+                sqpoll: self.uring_sqpoll,
+                ..UringOptions::default()
+            }
         }
     }
 
@@ -395,6 +413,8 @@ pub enum AnyEndpoint {
     Shm(ShmEndpoint),
     Tcp(TcpEndpoint),
     Uds(UdsEndpoint),
+    UringTcp(UringEndpoint<TcpStream>),
+    UringUds(UringEndpoint<UnixStream>),
 }
 
 /// Runs `$body` with `$e` bound to the concrete endpoint inside an [`AnyEndpoint`], so the code
@@ -406,6 +426,8 @@ macro_rules! with_endpoint {
             $crate::launch::AnyEndpoint::Shm($e) => $body,
             $crate::launch::AnyEndpoint::Tcp($e) => $body,
             $crate::launch::AnyEndpoint::Uds($e) => $body,
+            $crate::launch::AnyEndpoint::UringTcp($e) => $body,
+            $crate::launch::AnyEndpoint::UringUds($e) => $body,
         }
     };
 }
@@ -421,13 +443,18 @@ impl AnyEndpoint {
             AnyEndpoint::Shm(_) => None,
             AnyEndpoint::Tcp(e) => Some(e.as_raw_fd()),
             AnyEndpoint::Uds(e) => Some(e.as_raw_fd()),
+            AnyEndpoint::UringTcp(e) => Some(e.as_raw_fd()),
+            AnyEndpoint::UringUds(e) => Some(e.as_raw_fd()),
         }
     }
 }
 
 /// Whether `t` can put its endpoints on a completion queue ([`crate::cq`]).
 pub fn has_completion_queue(t: TransportKind) -> bool {
-    matches!(t, TransportKind::Tcp | TransportKind::Uds)
+    matches!(
+        t,
+        TransportKind::Tcp | TransportKind::Uds | TransportKind::UringTcp | TransportKind::UringUds
+    )
 }
 
 impl crate::Readiness for AnyEndpoint {
@@ -530,7 +557,7 @@ fn serve_data_inner(
             check_token(&mut e, token)?;
             Ok(AnyEndpoint::Shm(e))
         }
-        TransportKind::Tcp => {
+        TransportKind::Tcp | TransportKind::UringTcp => {
             let l = tcp::listen(SocketAddr::new(bind_ip, 0))?;
             let addr = l.local_addr().map_err(|e| LaunchError::Io {
                 what: "listener".into(),
@@ -540,11 +567,11 @@ fn serve_data_inner(
                 address: addr.to_string(),
             })?;
             let (s, from) = accept_within(&addr.to_string(), l.as_raw_fd(), wait, || l.accept())?;
-            let mut e = tcp::from_stream(s, cfg, from.to_string())?;
-            check_token(&mut e, token)?;
-            Ok(AnyEndpoint::Tcp(e))
+            let mut e = wrap_tcp(spec, s, from.to_string())?;
+            with_endpoint!(&mut e, e => check_token(e, token))?;
+            Ok(e)
         }
-        TransportKind::Uds => {
+        TransportKind::Uds | TransportKind::UringUds => {
             let path = uds_path();
             let l = UnixListener::bind(&path).map_err(|e| LaunchError::Io {
                 what: format!("bind {}", path.display()),
@@ -557,12 +584,46 @@ fn serve_data_inner(
             let (s, _) = accept_within(&path.display().to_string(), l.as_raw_fd(), wait, || {
                 l.accept()
             })?;
-            let mut e =
-                uds::from_stream(s, cfg, format!("{} via {}", ctrl.peer(), path.display()))?;
-            check_token(&mut e, token)?;
-            Ok(AnyEndpoint::Uds(e))
+            let peer = format!("{} via {}", ctrl.peer(), path.display());
+            let mut e = wrap_uds(spec, s, peer)?;
+            with_endpoint!(&mut e, e => check_token(e, token))?;
+            Ok(e)
         }
     }
+}
+
+/// A connected TCP stream as the endpoint `spec` asks for (`TCP_NODELAY` either way).
+fn wrap_tcp(spec: &DataSpec, s: TcpStream, peer: String) -> Result<AnyEndpoint, LaunchError> {
+    let cfg = spec.endpoint_config();
+    if spec.transport == TransportKind::Tcp {
+        return Ok(AnyEndpoint::Tcp(tcp::from_stream(s, cfg, peer)?));
+    }
+    s.set_nodelay(true).map_err(|e| LaunchError::Io {
+        what: format!("set TCP_NODELAY on connection to {peer}"),
+        cause: e,
+    })?;
+    Ok(AnyEndpoint::UringTcp(UringEndpoint::new(
+        s,
+        cfg,
+        TransportKind::UringTcp,
+        peer,
+        spec.uring_options(),
+    )?))
+}
+
+/// A connected Unix stream as the endpoint `spec` asks for.
+fn wrap_uds(spec: &DataSpec, s: UnixStream, peer: String) -> Result<AnyEndpoint, LaunchError> {
+    let cfg = spec.endpoint_config();
+    if spec.transport == TransportKind::Uds {
+        return Ok(AnyEndpoint::Uds(uds::from_stream(s, cfg, peer)?));
+    }
+    Ok(AnyEndpoint::UringUds(UringEndpoint::new(
+        s,
+        cfg,
+        TransportKind::UringUds,
+        peer,
+        spec.uring_options(),
+    )?))
 }
 
 fn model_not_launchable() -> LaunchError {
@@ -628,18 +689,35 @@ pub fn connect_data(
             e.set_single_copy_from(spec.shm_single_copy_from);
             AnyEndpoint::Shm(e)
         }
-        TransportKind::Tcp => {
+        TransportKind::Tcp | TransportKind::UringTcp => {
             let addr: SocketAddr = address.parse().map_err(|_| LaunchError::Malformed {
                 peer: ctrl.peer().into(),
                 what: format!("offered address '{address}' is not host:port"),
             })?;
-            AnyEndpoint::Tcp(tcp::connect(addr, cfg)?)
+            let s = if cfg.idle_timeout.is_zero() {
+                TcpStream::connect(addr)
+            } else {
+                TcpStream::connect_timeout(&addr, cfg.idle_timeout)
+            }
+            .map_err(|e| LaunchError::Io {
+                what: format!("connect to {addr}"),
+                cause: e,
+            })?;
+            wrap_tcp(spec, s, addr.to_string())?
         }
-        TransportKind::Uds => {
-            AnyEndpoint::Uds(uds::connect(&address, cfg).map_err(|e| LaunchError::Io {
-                what: format!("transport uds needs both ends on one host; {e}"),
-                cause: io::Error::other("unix socket unreachable"),
-            })?)
+        TransportKind::Uds | TransportKind::UringUds => {
+            let s = UnixStream::connect(&address).map_err(|e| LaunchError::Io {
+                what: format!(
+                    "connect to unix socket {address}: transport {} needs both ends on one host",
+                    spec.transport
+                ),
+                cause: e,
+            })?;
+            let peer = match uds::peer_pid(s.as_raw_fd()) {
+                Some(pid) => format!("local peer process {pid} at {address}"),
+                None => format!("unix socket {address}"),
+            };
+            wrap_uds(spec, s, peer)?
         }
     };
     with_endpoint!(&mut ep, e => e.send(TOKEN_TAG, token.as_bytes()))?;

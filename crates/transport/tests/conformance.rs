@@ -3,7 +3,9 @@
 
 use commperf_transport::conformance as kit;
 use commperf_transport::sys::shm::{self, ShmOptions};
+use commperf_transport::sys::uring::{self, UringEndpoint, UringOptions};
 use commperf_transport::sys::{tcp, uds};
+use commperf_transport::TransportKind;
 use commperf_transport::{Endpoint, EndpointConfig, Mode, TransportError};
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -43,6 +45,45 @@ fn tcp_pair(mode: Mode) -> (tcp::TcpEndpoint, tcp::TcpEndpoint) {
 
 fn uds_pair(mode: Mode) -> (uds::UdsEndpoint, uds::UdsEndpoint) {
     uds::pair(cfg(mode)).expect("socketpair")
+}
+
+fn uring_uds_pair(mode: Mode, opts: UringOptions) -> (UdsUring, UdsUring) {
+    uring::uds_pair(cfg(mode), opts).expect("uring socketpair")
+}
+
+type UdsUring = UringEndpoint<std::os::unix::net::UnixStream>;
+type TcpUring = UringEndpoint<std::net::TcpStream>;
+
+fn uring_tcp(s: std::net::TcpStream, mode: Mode, opts: UringOptions) -> TcpUring {
+    s.set_nodelay(true).unwrap();
+    UringEndpoint::new(s, cfg(mode), TransportKind::UringTcp, "tcp".into(), opts).expect("ring")
+}
+
+fn uring_tcp_pair(mode: Mode, opts: UringOptions) -> (TcpUring, TcpUring) {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").expect("listen");
+    let addr = l.local_addr().unwrap();
+    let h = std::thread::spawn(move || l.accept().expect("accept").0);
+    let a = std::net::TcpStream::connect(addr).expect("connect");
+    (
+        uring_tcp(a, mode, opts),
+        uring_tcp(h.join().unwrap(), mode, opts),
+    )
+}
+
+/// Small registered buffers, so that messages cross many buffer refills and partial writes.
+fn tiny() -> UringOptions {
+    UringOptions {
+        sqpoll: false,
+        send_buf_bytes: 1000,
+        recv_buf_bytes: 333,
+    }
+}
+
+fn sqpoll() -> UringOptions {
+    UringOptions {
+        sqpoll: true,
+        ..UringOptions::default()
+    }
 }
 
 macro_rules! kit_for {
@@ -96,6 +137,27 @@ kit_for!(tcp_poll, tcp_pair(Mode::Poll));
 kit_for!(tcp_block, tcp_pair(Mode::Block));
 kit_for!(uds_poll, uds_pair(Mode::Poll));
 kit_for!(uds_block, uds_pair(Mode::Block));
+kit_for!(
+    uring_uds_poll,
+    uring_uds_pair(Mode::Poll, UringOptions::default())
+);
+kit_for!(
+    uring_uds_block,
+    uring_uds_pair(Mode::Block, UringOptions::default())
+);
+kit_for!(uring_uds_tiny_buffers, uring_uds_pair(Mode::Poll, tiny()));
+kit_for!(
+    uring_tcp_poll,
+    uring_tcp_pair(Mode::Poll, UringOptions::default())
+);
+kit_for!(
+    uring_tcp_block,
+    uring_tcp_pair(Mode::Block, UringOptions::default())
+);
+kit_for!(
+    uring_tcp_sqpoll_block,
+    uring_tcp_pair(Mode::Block, sqpoll())
+);
 
 // ---- a real peer process killed mid-message ---------------------------------------------------
 
@@ -214,6 +276,13 @@ fn extra_child(kind: &str, addr: &str, cfg: EndpointConfig) -> ! {
     match kind {
         "tcp" => die_mid_message(tcp::connect(addr.parse().unwrap(), cfg).expect("connect")),
         "uds" => die_mid_message(uds::connect(addr, cfg).expect("connect")),
+        "uring-uds" => {
+            let s = std::os::unix::net::UnixStream::connect(addr).expect("connect");
+            die_mid_message(
+                UringEndpoint::new(s, cfg, TransportKind::UringUds, "parent".into(), tiny())
+                    .expect("ring"),
+            )
+        }
         other => panic!("unknown child transport {other}"),
     }
 }
@@ -225,15 +294,32 @@ fn tcp_death(mode: Mode) {
     expect_mid_message_death(e, &mut child);
 }
 
-fn uds_death(mode: Mode) {
-    let path =
-        std::env::temp_dir().join(format!("commperf-conf-{}-{mode}.sock", std::process::id()));
+fn uds_death(mode: Mode, uring: bool) {
+    let kind = if uring { "uring-uds" } else { "uds" };
+    let path = std::env::temp_dir().join(format!(
+        "commperf-conf-{}-{kind}-{mode}.sock",
+        std::process::id()
+    ));
     let _ = std::fs::remove_file(&path);
     let l = uds::listen(&path).unwrap();
-    let mut child = spawn_child(&format!("uds:{}:{mode}", path.display()));
-    let e = uds::accept(&l, cfg(mode)).unwrap();
-    let _ = std::fs::remove_file(&path);
-    expect_mid_message_death(e, &mut child);
+    let mut child = spawn_child(&format!("{kind}:{}:{mode}", path.display()));
+    if uring {
+        let (s, _) = l.accept().unwrap();
+        let _ = std::fs::remove_file(&path);
+        let e = UringEndpoint::new(
+            s,
+            cfg(mode),
+            TransportKind::UringUds,
+            "child".into(),
+            tiny(),
+        )
+        .unwrap();
+        expect_mid_message_death(e, &mut child);
+    } else {
+        let e = uds::accept(&l, cfg(mode)).unwrap();
+        let _ = std::fs::remove_file(&path);
+        expect_mid_message_death(e, &mut child);
+    }
 }
 
 #[test]
@@ -248,12 +334,51 @@ fn tcp_peer_killed_mid_message_block() {
 
 #[test]
 fn uds_peer_killed_mid_message_poll() {
-    uds_death(Mode::Poll);
+    uds_death(Mode::Poll, false);
 }
 
 #[test]
 fn uds_peer_killed_mid_message_block() {
-    uds_death(Mode::Block);
+    uds_death(Mode::Block, false);
+}
+
+#[test]
+fn uring_peer_killed_mid_message_poll() {
+    uds_death(Mode::Poll, true);
+}
+
+#[test]
+fn uring_peer_killed_mid_message_block() {
+    uds_death(Mode::Block, true);
+}
+
+#[test]
+fn silent_uring_peer_times_out_after_one_idle_timeout_and_leaves_nothing_in_flight() {
+    for (mode, spins) in [(Mode::Poll, 0), (Mode::Block, 0), (Mode::Block, 1000)] {
+        let c = EndpointConfig {
+            idle_timeout: Duration::from_millis(600),
+            block_spins: spins,
+            ..cfg(mode)
+        };
+        let (mut a, _b) = uring::uds_pair(c, UringOptions::default()).unwrap();
+        let mut buf = vec![0u8; 64];
+        let start = Instant::now();
+        let r = a.recv(&mut buf);
+        let took = start.elapsed();
+        assert!(
+            matches!(r, Err(TransportError::Timeout { .. })),
+            "{mode}: {r:?}"
+        );
+        assert!(
+            took >= Duration::from_millis(600) && took < Duration::from_millis(1150),
+            "{mode}: gave up after {took:?}, not one idle timeout"
+        );
+        // The pending receive was completed and reaped: the caller's buffer is free again and
+        // nothing writes into it later.
+        drop(buf);
+        let r = a.send(1, b"after");
+        assert!(r.is_err(), "the endpoint was shut down: {r:?}");
+    }
 }
 
 #[test]

@@ -5,3 +5,4 @@ pub mod shm;
 pub mod socket;
 pub mod tcp;
 pub mod uds;
+pub mod uring;

@@ -57,6 +57,81 @@ pub fn encode_header(tag: Tag, len: usize) -> [u8; HEADER_LEN] {
     h
 }
 
+/// Parses a header: checks the magic and that the announced length is within `max` (nothing of
+/// an unchecked size is ever allocated), and names `peer` when it is not.
+#[inline]
+pub(crate) fn parse_header(
+    h: &[u8],
+    max: usize,
+    peer: &str,
+) -> Result<(Tag, usize), TransportError> {
+    let len = u64::from_le_bytes(h[0..8].try_into().expect("8 bytes"));
+    let tag = u32::from_le_bytes(h[8..12].try_into().expect("4 bytes"));
+    let magic = u32::from_le_bytes(h[12..16].try_into().expect("4 bytes"));
+    if magic != MAGIC {
+        return Err(TransportError::Protocol {
+            peer: peer.to_string(),
+            what: format!(
+                "bad magic 0x{magic:08x} in message header (expected 0x{MAGIC:08x}, \"CPM1\")"
+            ),
+        });
+    }
+    if len > max as u64 {
+        return Err(TransportError::TooLarge {
+            peer: peer.to_string(),
+            len,
+            max,
+        });
+    }
+    Ok((tag, len as usize))
+}
+
+/// Maps a socket error: a reset or broken connection is the peer closing, an unreachable one the
+/// peer dying; anything else keeps its cause, with the operation and the peer named.
+#[cold]
+pub(crate) fn socket_error(peer: &str, op: &str, e: io::Error, mid: bool) -> TransportError {
+    match e.raw_os_error() {
+        Some(
+            libc::ECONNRESET | libc::EPIPE | libc::ECONNABORTED | libc::ENOTCONN | libc::ESHUTDOWN,
+        ) => TransportError::PeerClosed {
+            peer: peer.to_string(),
+            mid_message: mid,
+        },
+        Some(libc::ETIMEDOUT | libc::EHOSTUNREACH | libc::ENETUNREACH) => {
+            TransportError::PeerDied {
+                peer: peer.to_string(),
+                mid_message: mid,
+            }
+        }
+        _ => {
+            let dir = match op {
+                "recv" => "from",
+                "send" => "to",
+                _ => "with",
+            };
+            TransportError::io(format!("{op} {dir} peer {peer}"), e)
+        }
+    }
+}
+
+/// Drops the first `k` bytes from the iovecs `iov[*first..]`: whole ones, then the sent front of
+/// a partial one. What a short `sendmsg` leaves to send.
+#[inline]
+pub(crate) fn advance_iovecs(iov: &mut [libc::iovec], first: &mut usize, mut k: usize) {
+    while k > 0 && *first < iov.len() {
+        let v = &mut iov[*first];
+        if k >= v.iov_len {
+            k -= v.iov_len;
+            *first += 1;
+        } else {
+            // SAFETY: advancing within the same slice by fewer bytes than it has.
+            v.iov_base = unsafe { (v.iov_base as *mut u8).add(k) }.cast();
+            v.iov_len -= k;
+            k = 0;
+        }
+    }
+}
+
 /// A connected stream socket (TCP or Unix-domain) speaking commperf's framing.
 ///
 /// `S` is the owned socket (`TcpStream`, `UnixStream`, or anything else that owns a connected
@@ -182,21 +257,10 @@ impl<S> crate::VectoredSend for StreamEndpoint<S> {
                 }
                 continue;
             }
-            let mut k = r as usize;
+            let k = r as usize;
             left -= k;
             backoff = None;
-            // Skip what went out: whole iovecs, then the sent front of a partial one.
-            while k > 0 && first < n {
-                if k >= iov[first].iov_len {
-                    k -= iov[first].iov_len;
-                    first += 1;
-                } else {
-                    // SAFETY: advancing within the same slice by fewer bytes than it has.
-                    iov[first].iov_base = unsafe { (iov[first].iov_base as *mut u8).add(k) }.cast();
-                    iov[first].iov_len -= k;
-                    k = 0;
-                }
-            }
+            advance_iovecs(&mut iov[..n], &mut first, k);
         }
         Ok(())
     }
@@ -280,22 +344,8 @@ impl<S> StreamEndpoint<S> {
     #[inline]
     fn take_header(&mut self) -> Result<(Tag, usize), TransportError> {
         let h = &self.rbuf[self.rpos..self.rpos + HEADER_LEN];
-        let len = u64::from_le_bytes(h[0..8].try_into().expect("8 bytes"));
-        let tag = u32::from_le_bytes(h[8..12].try_into().expect("4 bytes"));
-        let magic = u32::from_le_bytes(h[12..16].try_into().expect("4 bytes"));
         self.rpos += HEADER_LEN;
-        if magic != MAGIC {
-            return Err(self.link.bad_magic(magic));
-        }
-        let max = self.link.cfg.max_message;
-        if len > max as u64 {
-            return Err(TransportError::TooLarge {
-                peer: self.link.info.peer.clone(),
-                len,
-                max,
-            });
-        }
-        Ok((tag, len as usize))
+        parse_header(h, self.link.cfg.max_message, &self.link.info.peer)
     }
 
     /// Waits for and consumes the next header.
@@ -746,41 +796,8 @@ impl Link {
     }
 
     #[cold]
-    fn bad_magic(&self, magic: u32) -> TransportError {
-        TransportError::Protocol {
-            peer: self.info.peer.clone(),
-            what: format!(
-                "bad magic 0x{magic:08x} in message header (expected 0x{MAGIC:08x}, \"CPM1\")"
-            ),
-        }
-    }
-
-    /// Maps a socket error: a reset or broken connection is the peer closing.
-    #[cold]
     fn fail(&self, op: &str, e: io::Error, mid: bool) -> TransportError {
-        match e.raw_os_error() {
-            Some(
-                libc::ECONNRESET
-                | libc::EPIPE
-                | libc::ECONNABORTED
-                | libc::ENOTCONN
-                | libc::ESHUTDOWN,
-            ) => self.closed(mid),
-            Some(libc::ETIMEDOUT | libc::EHOSTUNREACH | libc::ENETUNREACH) => {
-                TransportError::PeerDied {
-                    peer: self.info.peer.clone(),
-                    mid_message: mid,
-                }
-            }
-            _ => {
-                let dir = match op {
-                    "recv" => "from",
-                    "send" => "to",
-                    _ => "with",
-                };
-                TransportError::io(format!("{op} {dir} peer {}", self.info.peer), e)
-            }
-        }
+        socket_error(&self.info.peer, op, e, mid)
     }
 }
 
@@ -871,7 +888,7 @@ fn sys_sendv(fd: RawFd, a: &[u8], b: &[u8], flags: libc::c_int) -> io::Result<us
     }
 }
 
-fn set_nonblocking(fd: RawFd, on: bool) -> Result<(), TransportError> {
+pub(crate) fn set_nonblocking(fd: RawFd, on: bool) -> Result<(), TransportError> {
     // SAFETY: F_GETFL takes no argument and only reads the descriptor's flags.
     let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
     if flags < 0 {

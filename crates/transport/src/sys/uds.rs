@@ -66,7 +66,7 @@ pub fn accept(listener: &UnixListener, cfg: EndpointConfig) -> Result<UdsEndpoin
 }
 
 /// The process id of the peer of a connected Unix socket, from `SO_PEERCRED`.
-fn peer_pid(fd: RawFd) -> Option<i32> {
+pub(crate) fn peer_pid(fd: RawFd) -> Option<i32> {
     let mut cred = libc::ucred {
         pid: 0,
         uid: 0,
