@@ -274,13 +274,13 @@ pub fn latency_sweep_initiator<E: Endpoint + Readiness, X: Readiness>(
 }
 
 /// Ping-pong on `ep` whose replies are detected through a completion queue over it and the other
-/// open endpoints: one `epoll_wait` per check (0 timeout when polling, the idle timeout when
+/// open endpoints: one wait on the queue per check (0 timeout when polling, the idle timeout when
 /// blocking) instead of a check per endpoint. One message is in flight at a time, so nothing
 /// can wait unseen in the endpoint's own read-ahead.
 #[allow(clippy::too_many_arguments)]
-pub fn latency_cq_initiator<E: Endpoint>(
+pub fn latency_cq_initiator<E: Endpoint, Q: commperf_transport::cq::CompletionQueue>(
     ep: &mut E,
-    cq: &commperf_transport::cq::EpollSet,
+    cq: &mut Q,
     key: u64,
     clock: &Clock,
     sbuf: &[u8],

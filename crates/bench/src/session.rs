@@ -16,6 +16,7 @@ use crate::patterns::{self, Buffers, Corruption, LoopError, Mismatch};
 use commperf_core::{Benchmark, Mode, Options, Placement, Report, Row, TransportKind};
 use commperf_stats::Summary;
 use commperf_transport::clock::Clock;
+use commperf_transport::cq::{EpollSet, UringPollSet};
 use commperf_transport::launch::{self, AnyEndpoint, Control, DataSpec, LaunchError, LocalPeer};
 use commperf_transport::{
     affinity, with_endpoint, Endpoint, SwitchMode, TransportError, VectoredSend,
@@ -486,6 +487,12 @@ fn latency_row(
     Ok(row)
 }
 
+/// The completion queue a transport's endpoints are watched through.
+enum AnyCq {
+    Epoll(EpollSet),
+    Uring(UringPollSet),
+}
+
 /// What the conns and cq measurements work with.
 struct ConnsEnv<'a> {
     ctrl: &'a mut Control,
@@ -566,7 +573,12 @@ fn conns_rows(
             phase: ph.clone(),
             cause,
         };
-        let mut set = commperf_transport::cq::EpollSet::new().map_err(cq_failed)?;
+        // The uring transports wait on an io_uring, the socket ones on epoll.
+        let mut queue = if crate::config::is_uring(t) {
+            AnyCq::Uring(UringPollSet::new().map_err(cq_failed)?)
+        } else {
+            AnyCq::Epoll(EpollSet::new().map_err(cq_failed)?)
+        };
         for (key, x) in std::iter::once(&*env.ep)
             .chain(env.extras.iter())
             .enumerate()
@@ -574,7 +586,11 @@ fn conns_rows(
             let fd = x
                 .completion_fd()
                 .expect("checked: the transport has a completion queue");
-            set.add(fd, key as u64).map_err(cq_failed)?;
+            match &mut queue {
+                AnyCq::Epoll(q) => q.add(fd, key as u64),
+                AnyCq::Uring(q) => q.add(fd, key as u64),
+            }
+            .map_err(cq_failed)?;
         }
         let cq = RunSpec {
             size: 16,
@@ -585,10 +601,13 @@ fn conns_rows(
         switch(env.ep, m)?;
         let lp = cq.looping(None);
         let ep = &mut *env.ep;
-        exchange(env.ctrl, &ph, cq, || {
-            with_endpoint!(&mut *ep, e => patterns::latency_cq_initiator(
-                e, &set, 0, clock, s16, r, &lp, idle, &mut samples
-            ))
+        exchange(env.ctrl, &ph, cq, || match &mut queue {
+            AnyCq::Epoll(q) => with_endpoint!(&mut *ep, e => patterns::latency_cq_initiator(
+                e, q, 0, clock, s16, r, &lp, idle, &mut samples
+            )),
+            AnyCq::Uring(q) => with_endpoint!(&mut *ep, e => patterns::latency_cq_initiator(
+                e, q, 0, clock, s16, r, &lp, idle, &mut samples
+            )),
         })?;
         let mut cq_row = new_row(Benchmark::Cq, &samples);
         cq_row.baseline_p50_us = row.p50_us;
