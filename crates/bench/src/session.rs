@@ -13,7 +13,7 @@ use crate::limits::{self, LimitsError};
 use crate::loggp::{self, Prtt};
 use crate::machine;
 use crate::patterns::{self, Buffers, Corruption, LoopError, Mismatch};
-use commperf_core::{Benchmark, Mode, Options, Placement, Report, Row, TransportKind};
+use commperf_core::{Benchmark, BufferUse, Mode, Options, Placement, Report, Row, TransportKind};
 use commperf_stats::Summary;
 use commperf_transport::clock::Clock;
 use commperf_transport::cq::{EpollSet, UringPollSet};
@@ -63,6 +63,9 @@ pub struct RunSpec {
     pub segments: u32,
     #[serde(default)]
     pub packed: bool,
+    /// bufmgmt: send and receive in the transport's registered memory, in place.
+    #[serde(default)]
+    pub in_place: bool,
 }
 
 impl RunSpec {
@@ -253,6 +256,7 @@ pub fn run(cfg: &BenchConfig, progress: &mut dyn Progress) -> Result<Report, Ben
                         block_spins: 0,
                         segments: 0,
                         packed: false,
+                        in_place: false,
                     };
                     let (s, r) = (&mut sbuf[..size as usize], &mut rbuf[..]);
                     if matches!(b, Benchmark::Conns | Benchmark::Cq) {
@@ -326,24 +330,32 @@ pub fn run(cfg: &BenchConfig, progress: &mut dyn Progress) -> Result<Report, Ben
                         };
                         let base_p50 =
                             latency_row(&mut ctrl, &mut ep, &clock, &ph, base, s, r)?.p50_us;
-                        // (mode, spins before blocking, segments, packed) of each variant.
-                        let variants: Vec<(Mode, u32, u32, bool)> = match b {
+                        // (mode, spins before blocking, segments, packed, in place) of each
+                        // variant.
+                        let variants: Vec<(Mode, u32, u32, bool, bool)> = match b {
                             Benchmark::Blocking => vec![
-                                (Mode::Block, 0, 0, false),
-                                (Mode::Block, cfg.block_spins, 0, false),
+                                (Mode::Block, 0, 0, false, false),
+                                (Mode::Block, cfg.block_spins, 0, false, false),
                             ],
                             Benchmark::Noncontig => extended::segment_counts(size)
                                 .into_iter()
-                                .flat_map(|k| [(m, 0, k, false), (m, 0, k, true)])
+                                .flat_map(|k| [(m, 0, k, false, false), (m, 0, k, true, false)])
                                 .collect(),
-                            _ => vec![(m, 0, 0, false)],
+                            // Registered memory where the transport has it (the shm segment,
+                            // io_uring's fixed buffers); the baseline is the private-buffer
+                            // (copied) standard latency.
+                            _ if launch::has_registered_memory(t) => {
+                                vec![(m, 0, 0, false, false), (m, 0, 0, false, true)]
+                            }
+                            _ => vec![(m, 0, 0, false, false)],
                         };
-                        for (mode, spins, segments, packed) in variants {
+                        for (mode, spins, segments, packed, in_place) in variants {
                             let v = RunSpec {
                                 mode: Some(mode),
                                 block_spins: spins,
                                 segments,
                                 packed,
+                                in_place,
                                 // Scattered segments carry no per-message pattern to check.
                                 validate: cfg.validate && b != Benchmark::Noncontig,
                                 ..run
@@ -357,6 +369,13 @@ pub fn run(cfg: &BenchConfig, progress: &mut dyn Progress) -> Result<Report, Ben
                             }
                             if b == Benchmark::Noncontig {
                                 (row.segments, row.packed) = (Some(segments), Some(packed));
+                            }
+                            if b == Benchmark::Bufmgmt {
+                                row.buffers = Some(if in_place {
+                                    BufferUse::Registered
+                                } else {
+                                    BufferUse::Fresh
+                                });
                             }
                             results.push(row);
                         }
@@ -490,7 +509,7 @@ fn latency_row(
 /// The completion queue a transport's endpoints are watched through.
 enum AnyCq {
     Epoll(EpollSet),
-    Uring(UringPollSet),
+    Uring(Box<UringPollSet>),
 }
 
 /// What the conns and cq measurements work with.
@@ -575,7 +594,7 @@ fn conns_rows(
         };
         // The uring transports wait on an io_uring, the socket ones on epoll.
         let mut queue = if crate::config::is_uring(t) {
-            AnyCq::Uring(UringPollSet::new().map_err(cq_failed)?)
+            AnyCq::Uring(Box::new(UringPollSet::new().map_err(cq_failed)?))
         } else {
             AnyCq::Epoll(EpollSet::new().map_err(cq_failed)?)
         };
@@ -706,6 +725,13 @@ fn measure<E: Endpoint + VectoredSend>(
             )?;
             summarize_latency(&mut row, clock, &samples);
             None
+        }
+        Benchmark::Bufmgmt if run.in_place => {
+            let mut samples = vec![0u64; it as usize];
+            let bad =
+                patterns::in_place_initiator(ep, clock, run.size as usize, &lp, &mut samples)?;
+            summarize_latency(&mut row, clock, &samples);
+            bad
         }
         Benchmark::Latency | Benchmark::Blocking | Benchmark::Bufmgmt => {
             let mut samples = vec![0u64; it as usize];
@@ -888,6 +914,9 @@ fn respond<E: Endpoint + VectoredSend>(
             let parts: Vec<&[u8]> = ranges.iter().map(|r| &mem[r.clone()]).collect();
             let mut pack = run.packed.then(|| PageBuf::new(run.size as usize));
             patterns::scattered_responder(ep, &parts, pack.as_deref_mut(), rbuf, &lp).map(|()| None)
+        }
+        Benchmark::Bufmgmt if run.in_place => {
+            patterns::in_place_responder(ep, run.size as usize, &lp)
         }
         Benchmark::Bufmgmt => {
             let (mut sp, mut rp, stride) = extended::fresh_pools(run.size as usize);

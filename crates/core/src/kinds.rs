@@ -94,6 +94,17 @@ named_enum!(
 );
 
 named_enum!(
+    /// bufmgmt: what the messages of a variant are sent from and received into.
+    BufferUse, "buffer use", {
+        /// A fresh buffer per message, on another page, from pools larger than the LLC.
+        Fresh => "fresh",
+        /// The transport's registered memory (the shm segment, io_uring's fixed buffers), used
+        /// in place: the message is formed and consumed there, nothing is copied.
+        Registered => "registered",
+    }
+);
+
+named_enum!(
     /// How completion is detected.
     Mode, "mode", {
         /// Busy-poll (with a bounded spin, then yield).

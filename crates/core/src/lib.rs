@@ -8,6 +8,6 @@ pub mod kinds;
 pub mod result;
 pub mod units;
 
-pub use kinds::{Benchmark, Mode, TransportKind, UnknownName};
+pub use kinds::{Benchmark, BufferUse, Mode, TransportKind, UnknownName};
 pub use result::{Limits, Machine, Options, Placement, Report, Row, TimerInfo, SCHEMA_VERSION};
 pub use units::{format_size, parse_size, parse_sizes, SizeError};

@@ -5,7 +5,7 @@
 //! `mb_per_s`, and a missing number is better than a wrong one. `schema_version` changes when a
 //! field changes meaning or disappears; adding a field does not change it.
 
-use crate::{Benchmark, Mode, TransportKind};
+use crate::{Benchmark, BufferUse, Mode, TransportKind};
 use serde::{Deserialize, Serialize};
 
 /// Version of the result schema written by this build.
@@ -161,6 +161,10 @@ pub struct Row {
     pub segments: Option<u32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub packed: Option<bool>,
+    /// bufmgmt: the variant's buffers (fresh per message, or registered memory used in place);
+    /// its baseline is the standard latency, from one private buffer copied in and out.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub buffers: Option<BufferUse>,
     /// Blocking mode: checks spun before sleeping (0 = block at once; more = spin-then-block).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub block_spins: Option<u32>,
@@ -217,6 +221,7 @@ impl Row {
             connections: None,
             segments: None,
             packed: None,
+            buffers: None,
             o_s_us: None,
             o_r_us: None,
             g_us: None,

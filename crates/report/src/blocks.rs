@@ -3,7 +3,7 @@
 //! the same [`Table`]s; they differ only in how headings and the table are written.
 
 use crate::table::{Align, Table};
-use commperf_core::{Benchmark, Mode, Report, Row, TransportKind};
+use commperf_core::{Benchmark, BufferUse, Mode, Report, Row, TransportKind};
 
 /// Rows of one (benchmark, transport, mode, spins before blocking), in report order.
 #[derive(Debug)]
@@ -13,6 +13,7 @@ struct Block<'a> {
     mode: Mode,
     block_spins: Option<u32>,
     packed: Option<bool>,
+    buffers: Option<BufferUse>,
     rows: Vec<&'a Row>,
 }
 
@@ -26,11 +27,18 @@ fn blocks(report: &Report) -> Vec<Block<'_>> {
             row.mode,
             row.block_spins,
             row.packed,
+            row.buffers,
         );
-        match out
-            .iter_mut()
-            .find(|b| (b.benchmark, b.transport, b.mode, b.block_spins, b.packed) == key)
-        {
+        match out.iter_mut().find(|b| {
+            (
+                b.benchmark,
+                b.transport,
+                b.mode,
+                b.block_spins,
+                b.packed,
+                b.buffers,
+            ) == key
+        }) {
             Some(b) => b.rows.push(row),
             None => out.push(Block {
                 benchmark: row.benchmark,
@@ -38,6 +46,7 @@ fn blocks(report: &Report) -> Vec<Block<'_>> {
                 mode: row.mode,
                 block_spins: row.block_spins,
                 packed: row.packed,
+                buffers: row.buffers,
                 rows: vec![row],
             }),
         }
@@ -62,6 +71,13 @@ impl Block<'_> {
         match self.packed {
             Some(true) => parts.push("packed into one buffer first".into()),
             Some(false) => parts.push("vectored (gathered by the transport)".into()),
+            None => {}
+        }
+        match self.buffers {
+            Some(BufferUse::Fresh) => parts.push("a fresh buffer per message (pool > LLC)".into()),
+            Some(BufferUse::Registered) => {
+                parts.push("registered memory used in place (no copy)".into())
+            }
             None => {}
         }
         match self.block_spins {

@@ -6,7 +6,7 @@ use crate::table::{Align, Table};
 use commperf_core::Report;
 
 /// Column names, in order; equal to the JSON field names of a row.
-pub(crate) const COLUMNS: [&str; 30] = [
+pub(crate) const COLUMNS: [&str; 31] = [
     "benchmark",
     "transport",
     "mode",
@@ -31,6 +31,7 @@ pub(crate) const COLUMNS: [&str; 30] = [
     "connections",
     "segments",
     "packed",
+    "buffers",
     "o_s_us",
     "o_r_us",
     "g_us",
@@ -71,6 +72,7 @@ pub(crate) fn render_csv(report: &Report) -> String {
             r.connections.map_or_else(String::new, |n| n.to_string()),
             r.segments.map_or_else(String::new, |n| n.to_string()),
             r.packed.map_or_else(String::new, |b| b.to_string()),
+            r.buffers.map_or_else(String::new, |b| b.to_string()),
             opt(r.o_s_us),
             opt(r.o_r_us),
             opt(r.g_us),

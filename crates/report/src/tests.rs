@@ -133,10 +133,10 @@ fn markdown_format_has_headings_bullets_and_pipe_tables() {
 #[test]
 fn csv_format_is_one_flat_table_at_full_precision() {
     let expected = "\
-benchmark,transport,mode,size_bytes,iterations,warmup,window,p50_us,p90_us,p99_us,min_us,max_us,mean_us,mb_per_s,msgs_per_s,efficiency,limit_us,limit_mb_per_s,baseline_p50_us,cost_us,block_spins,connections,segments,packed,o_s_us,o_r_us,g_us,G_us_per_byte,L_us,validated
-latency,shm,poll,8,100000,1000,,0.2134,0.25,0.4012,0.18,12.5034,0.2231,,,0.3337,0.0712,,,,,,,,,,,,,true
-bw,shm,poll,65536,2000,20,64,,,,,,,8012.3456,122258.6,0.4451,,18000.5,,,,,,,,,,,,true
-latency,shm,poll,1048576,1000,10,,95.123,101.5,130.25,90,250.75,97.8761,,,,,,,,,,,,,,,,,true
+benchmark,transport,mode,size_bytes,iterations,warmup,window,p50_us,p90_us,p99_us,min_us,max_us,mean_us,mb_per_s,msgs_per_s,efficiency,limit_us,limit_mb_per_s,baseline_p50_us,cost_us,block_spins,connections,segments,packed,buffers,o_s_us,o_r_us,g_us,G_us_per_byte,L_us,validated
+latency,shm,poll,8,100000,1000,,0.2134,0.25,0.4012,0.18,12.5034,0.2231,,,0.3337,0.0712,,,,,,,,,,,,,,true
+bw,shm,poll,65536,2000,20,64,,,,,,,8012.3456,122258.6,0.4451,,18000.5,,,,,,,,,,,,,true
+latency,shm,poll,1048576,1000,10,,95.123,101.5,130.25,90,250.75,97.8761,,,,,,,,,,,,,,,,,,true
 ";
     assert_eq!(render(&report(), Format::Csv), expected);
 }
@@ -149,6 +149,7 @@ fn csv_columns_are_exactly_the_row_fields() {
     (r.limit_us, r.limit_mb_per_s) = (Some(1.0), Some(1.0));
     (r.baseline_p50_us, r.cost_us, r.block_spins) = (Some(1.0), Some(1.0), Some(1));
     (r.segments, r.packed, r.connections) = (Some(2), Some(true), Some(8));
+    r.buffers = Some(commperf_core::BufferUse::Registered);
     (r.o_s_us, r.o_r_us, r.g_us, r.gap_per_byte_us, r.L_us) =
         (Some(1.0), Some(1.0), Some(1.0), Some(1.0), Some(1.0));
     let v = serde_json::to_value(&r).unwrap();

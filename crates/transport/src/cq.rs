@@ -18,11 +18,18 @@ pub trait CompletionQueue {
     fn wait(&mut self, timeout_ms: i32) -> Result<Option<u64>, TransportError>;
 }
 
-impl<Q: CompletionQueue + ?Sized> CompletionQueue for &mut Q {
-    fn wait(&mut self, timeout_ms: i32) -> Result<Option<u64>, TransportError> {
-        (**self).wait(timeout_ms)
-    }
+macro_rules! forward_cq {
+    ($($wrapper:ty),+) => {$(
+        impl<Q: CompletionQueue + ?Sized> CompletionQueue for $wrapper {
+            #[inline]
+            fn wait(&mut self, timeout_ms: i32) -> Result<Option<u64>, TransportError> {
+                (**self).wait(timeout_ms)
+            }
+        }
+    )+};
 }
+
+forward_cq!(&mut Q, Box<Q>);
 
 /// An epoll set of endpoint descriptors, each registered with a key.
 #[derive(Debug)]

@@ -449,6 +449,15 @@ impl AnyEndpoint {
     }
 }
 
+/// Whether `t` lends registered memory on its lending path (`send_with`/`recv_with` work in the
+/// shm segment, or in io_uring's fixed buffers), so that using it in place saves the copies.
+pub fn has_registered_memory(t: TransportKind) -> bool {
+    matches!(
+        t,
+        TransportKind::Shm | TransportKind::UringTcp | TransportKind::UringUds
+    )
+}
+
 /// Whether `t` can put its endpoints on a completion queue ([`crate::cq`]).
 pub fn has_completion_queue(t: TransportKind) -> bool {
     matches!(

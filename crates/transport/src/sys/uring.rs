@@ -137,10 +137,15 @@ fn refused(e: io::Error, sqpoll: bool) -> TransportError {
             "the kernel refuses an SQPOLL ring to this process (it needs CAP_SYS_NICE before \
              Linux 5.11; kernel.io_uring_disabled = {disabled}); run without --uring-sqpoll"
         ),
+        Some(libc::EPERM | libc::EACCES) if disabled == "0" => {
+            "the kernel refuses io_uring to this process: a seccomp filter forbids \
+             io_uring_setup (as container runtimes often install; kernel.io_uring_disabled is 0)"
+                .to_string()
+        }
         Some(libc::EPERM | libc::EACCES) => format!(
             "the kernel refuses io_uring to this process: kernel.io_uring_disabled = {disabled} \
              (0 allows everyone, 1 only root and kernel.io_uring_group, 2 no one), or a seccomp \
-             filter forbids io_uring_setup (as container runtimes often do)"
+             filter forbids io_uring_setup"
         ),
         Some(libc::ENOMEM) => {
             "not enough locked memory for the rings (raise `ulimit -l`)".to_string()
