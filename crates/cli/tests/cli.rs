@@ -200,6 +200,58 @@ fn validate_reports_where_a_byte_was_corrupted() {
         .all(|r| r["validated"] == true));
 }
 
+#[test]
+fn noncontig_validates_its_scattered_messages() {
+    // The hook is limited to noncontig runs: the latency baseline each noncontig size measures
+    // first stays clean, so only the check of the scattered messages can find this byte.
+    for t in ["uds", "shm"] {
+        let o = Command::new(exe())
+            .args([
+                "bench",
+                "noncontig",
+                "-t",
+                t,
+                "--sizes",
+                "64",
+                "--iters",
+                "20",
+                "--validate",
+            ])
+            .env("COMMPERF_TEST_CORRUPT", "5:37:noncontig")
+            .output()
+            .unwrap();
+        let e = stderr(&o);
+        assert_eq!(o.status.code(), Some(1), "{t}: {e}");
+        assert!(e.contains("message 5, byte 37"), "{t}: {e}");
+        assert!(
+            e.contains(&format!(
+                "noncontig 64 B over {t} (poll), 1 segment, vectored"
+            )),
+            "{t}: {e}"
+        );
+        assert!(e.contains("found by the client"), "{t}: {e}");
+    }
+    // Clean: every row, baseline-compared variants for each k, vectored and packed, validated.
+    let o = commperf(&[
+        "bench",
+        "noncontig",
+        "-t",
+        "uds,shm",
+        "--sizes",
+        "4,3000",
+        "--iters",
+        "20",
+        "--validate",
+        "--format",
+        "json",
+    ]);
+    let v = json_of(&o);
+    let rows = v["results"].as_array().unwrap();
+    // 4 B: k = 1, 2, 4; 3000 B: k = 1 … 64; each vectored and packed; over two transports.
+    assert_eq!(rows.len(), 2 * 2 * (3 + 7), "{rows:?}");
+    assert!(rows.iter().all(|r| r["validated"] == true), "{rows:?}");
+}
+
 fn children_of(pid: u32) -> Vec<u32> {
     let mut out = Vec::new();
     for t in std::fs::read_dir(format!("/proc/{pid}/task"))
