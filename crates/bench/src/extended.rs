@@ -82,10 +82,14 @@ pub fn open_file_limit() -> u64 {
     r.rlim_cur
 }
 
-/// Segment counts the noncontig test tries for a message of `size` bytes: 1, 2, 4 … 64, as long
-/// as every segment keeps at least one byte.
+/// Most segments a noncontig message is split into. The peer refuses more: every segment adds at
+/// least two pages of memory, and the validating loops keep the segments' slices on the stack.
+pub const MAX_SEGMENTS: u32 = 64;
+
+/// Segment counts the noncontig test tries for a message of `size` bytes: 1, 2, 4 …
+/// [`MAX_SEGMENTS`], as long as every segment keeps at least one byte.
 pub fn segment_counts(size: u64) -> Vec<u32> {
-    (0..=6)
+    (0..=MAX_SEGMENTS.ilog2())
         .map(|p| 1u32 << p)
         .filter(|&k| k as u64 <= size.max(1))
         .collect()

@@ -3,9 +3,11 @@
 //! there is only the measured transfer, a clock read per sample, and (with validation) the
 //! pattern fill and check that `--validate` asks for.
 
+use crate::extended::MAX_SEGMENTS;
 use commperf_transport::backoff::{Backoff, Stopped};
 use commperf_transport::conformance::{fill, first_mismatch, pattern};
 use commperf_transport::{clock::Clock, Endpoint, Readiness, TransportError, VectoredSend};
+use std::ops::Range;
 
 /// Tag of benchmark payloads and acknowledgements.
 const DATA: u32 = 1;
@@ -424,39 +426,206 @@ fn send_scattered<E: Endpoint + VectoredSend>(
     }
 }
 
-/// Ping-pong whose messages (both ways) are sent from scattered `parts`, vectored or packed
+/// One message laid out as segments of `mem` (seed 004 §3.3.8): the message is the
+/// concatenation of `mem[r]` for each range `r`, in order.
+#[derive(Debug)]
+pub struct Scattered<'a> {
+    mem: &'a mut [u8],
+    ranges: &'a [Range<usize>],
+    size: usize,
+}
+
+impl<'a> Scattered<'a> {
+    /// At most [`MAX_SEGMENTS`] ranges, each inside `mem` (the caller's layout, not user input:
+    /// the peer refuses larger segment counts before it builds one).
+    pub fn new(mem: &'a mut [u8], ranges: &'a [Range<usize>]) -> Self {
+        assert!(
+            ranges.len() <= MAX_SEGMENTS as usize,
+            "{} segments, at most {MAX_SEGMENTS}",
+            ranges.len()
+        );
+        assert!(
+            ranges
+                .iter()
+                .all(|r| r.start <= r.end && r.end <= mem.len()),
+            "segments outside their memory"
+        );
+        let size = ranges.iter().map(|r| r.len()).sum();
+        Scattered { mem, ranges, size }
+    }
+
+    /// The message's length: the sum of its segments.
+    pub fn len(&self) -> usize {
+        self.size
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.size == 0
+    }
+
+    /// The segments, as the transport's vectored send takes them.
+    pub fn parts(&self) -> Vec<&[u8]> {
+        self.ranges.iter().map(|r| &self.mem[r.clone()]).collect()
+    }
+
+    /// Writes message `seq`'s pattern across the segments, as if they were one buffer, then
+    /// applies the test corruption at its offset in that logical buffer.
+    fn fill(&mut self, seq: u64, c: Option<Corruption>) {
+        let mut off = 0;
+        for r in self.ranges {
+            for (j, b) in self.mem[r.clone()].iter_mut().enumerate() {
+                *b = pattern(seq, self.size, off + j);
+            }
+            off += r.len();
+        }
+        if let Some(c) = c.filter(|c| c.iteration == seq && c.offset < self.size) {
+            let (mut skip, mut k) = (c.offset, 0);
+            while skip >= self.ranges[k].len() {
+                skip -= self.ranges[k].len();
+                k += 1;
+            }
+            self.mem[self.ranges[k].start + skip] ^= 0xFF;
+        }
+    }
+}
+
+/// How each outgoing scattered message is produced: the same untouched segments every time, or
+/// (validating) message `i`'s pattern written into them first. Two types rather than a branch,
+/// so the measured loop without `--validate` is the loop without validation code, as in the
+/// other ping-pongs where the only extra work is behind `if validate`.
+trait ScatterSource {
+    fn send<E: Endpoint + VectoredSend>(
+        &mut self,
+        ep: &mut E,
+        i: u64,
+        pack: &mut Option<&mut [u8]>,
+    ) -> Result<(), TransportError>;
+}
+
+/// Segments sent as they are, their slices built once before the loop.
+struct Fixed<'a>(Vec<&'a [u8]>);
+
+impl ScatterSource for Fixed<'_> {
+    #[inline]
+    fn send<E: Endpoint + VectoredSend>(
+        &mut self,
+        ep: &mut E,
+        _: u64,
+        pack: &mut Option<&mut [u8]>,
+    ) -> Result<(), TransportError> {
+        send_scattered(ep, &self.0, pack)
+    }
+}
+
+/// Segments refilled with each message's pattern (and the test corruption) before it leaves.
+struct Patterned<'m, 'a> {
+    msg: &'m mut Scattered<'a>,
+    corruption: Option<Corruption>,
+}
+
+impl ScatterSource for Patterned<'_, '_> {
+    #[inline]
+    fn send<E: Endpoint + VectoredSend>(
+        &mut self,
+        ep: &mut E,
+        i: u64,
+        pack: &mut Option<&mut [u8]>,
+    ) -> Result<(), TransportError> {
+        self.msg.fill(i, self.corruption);
+        // The slices must be rebuilt after every fill (the fill borrows the memory mutably);
+        // on the stack, because the loop must not allocate.
+        let mut slots: [&[u8]; MAX_SEGMENTS as usize] = [&[]; MAX_SEGMENTS as usize];
+        let msg = &*self.msg;
+        for (s, r) in slots.iter_mut().zip(msg.ranges) {
+            *s = &msg.mem[r.clone()];
+        }
+        send_scattered(ep, &slots[..msg.ranges.len()], pack)
+    }
+}
+
+/// Ping-pong whose messages (both ways) are sent from scattered segments, vectored or packed
 /// (seed 004 §3.3.8). Initiator side; one sample per timed round trip, as in the latency test.
+/// With `lp.validate` every outgoing message carries its pattern across the segments and every
+/// reply (received contiguous) is checked against its own.
 pub fn scattered_initiator<E: Endpoint + VectoredSend>(
     ep: &mut E,
     clock: &Clock,
-    parts: &[&[u8]],
+    msg: &mut Scattered<'_>,
+    pack: Option<&mut [u8]>,
+    rbuf: &mut [u8],
+    lp: &Loop,
+    samples: &mut [u64],
+) -> LoopResult<Option<Mismatch>> {
+    if lp.validate {
+        let src = Patterned {
+            msg,
+            corruption: lp.corruption,
+        };
+        scattered_initiator_loop(ep, clock, src, pack, rbuf, lp, samples)
+    } else {
+        let src = Fixed(msg.parts());
+        scattered_initiator_loop(ep, clock, src, pack, rbuf, lp, samples)
+    }
+}
+
+fn scattered_initiator_loop<E: Endpoint + VectoredSend, S: ScatterSource>(
+    ep: &mut E,
+    clock: &Clock,
+    mut src: S,
     mut pack: Option<&mut [u8]>,
     rbuf: &mut [u8],
     lp: &Loop,
     samples: &mut [u64],
-) -> LoopResult<()> {
+) -> LoopResult<Option<Mismatch>> {
+    let mut bad = None;
     let mut laps = Laps::new(clock, lp, samples);
     for i in 0..lp.total() {
-        send_scattered(ep, parts, &mut pack).map_err(at(i))?;
-        ep.recv(rbuf).map_err(at(i))?;
+        src.send(ep, i, &mut pack).map_err(at(i))?;
+        let n = ep.recv(rbuf).map_err(at(i))?;
         laps.lap(i);
+        if lp.validate {
+            check(&rbuf[..n.len], i, &mut bad);
+        }
     }
-    Ok(())
+    Ok(bad)
 }
 
-/// Responder side of [`scattered_initiator`].
+/// Responder side of [`scattered_initiator`]: checks each message (with `lp.validate`), then
+/// answers with message `i` scattered the same way, corrupted where `lp.corruption` says.
 pub fn scattered_responder<E: Endpoint + VectoredSend>(
     ep: &mut E,
-    parts: &[&[u8]],
+    msg: &mut Scattered<'_>,
+    pack: Option<&mut [u8]>,
+    rbuf: &mut [u8],
+    lp: &Loop,
+) -> LoopResult<Option<Mismatch>> {
+    if lp.validate {
+        let src = Patterned {
+            msg,
+            corruption: lp.corruption,
+        };
+        scattered_responder_loop(ep, src, pack, rbuf, lp)
+    } else {
+        scattered_responder_loop(ep, Fixed(msg.parts()), pack, rbuf, lp)
+    }
+}
+
+fn scattered_responder_loop<E: Endpoint + VectoredSend, S: ScatterSource>(
+    ep: &mut E,
+    mut src: S,
     mut pack: Option<&mut [u8]>,
     rbuf: &mut [u8],
     lp: &Loop,
-) -> LoopResult<()> {
+) -> LoopResult<Option<Mismatch>> {
+    let mut bad = None;
     for i in 0..lp.total() {
-        ep.recv(rbuf).map_err(at(i))?;
-        send_scattered(ep, parts, &mut pack).map_err(at(i))?;
+        let n = ep.recv(rbuf).map_err(at(i))?;
+        if lp.validate {
+            check(&rbuf[..n.len], i, &mut bad);
+        }
+        src.send(ep, i, &mut pack).map_err(at(i))?;
     }
-    Ok(())
+    Ok(bad)
 }
 
 /// Windowed streaming (bw and mr), sender side: `window` sends, then a 1-byte ack, per
@@ -632,6 +801,110 @@ mod tests {
         let (a, b) =
             uring::uds_pair(EndpointConfig::default(), uring::UringOptions::default()).unwrap();
         in_place_catches(a, b);
+    }
+
+    /// Runs a validated scattered ping-pong of `size` bytes in `k` segments over a uds pair,
+    /// the responder corrupting `corruption`; returns what each side found.
+    fn scattered_run(
+        size: usize,
+        k: usize,
+        packed: bool,
+        corruption: Option<Corruption>,
+    ) -> (Option<Mismatch>, Option<Mismatch>) {
+        let (mut a, mut b) = uds::pair(EndpointConfig::default()).unwrap();
+        let lp = Loop {
+            warmup: 2,
+            iters: 10,
+            window: 1,
+            validate: true,
+            corruption: None,
+        };
+        let h = std::thread::spawn(move || {
+            let (mut mem, ranges) = crate::extended::scattered(size, k);
+            let mut msg = Scattered::new(&mut mem, &ranges);
+            let mut pack = packed.then(|| vec![0u8; size]);
+            let mut r = vec![0u8; size];
+            let lp = Loop { corruption, ..lp };
+            scattered_responder(&mut b, &mut msg, pack.as_deref_mut(), &mut r, &lp).unwrap()
+        });
+        let (mut mem, ranges) = crate::extended::scattered(size, k);
+        let mut msg = Scattered::new(&mut mem, &ranges);
+        let mut pack = packed.then(|| vec![0u8; size]);
+        let mut r = vec![0u8; size];
+        let mut samples = vec![0u64; 10];
+        let mine = scattered_initiator(
+            &mut a,
+            &Clock::monotonic(),
+            &mut msg,
+            pack.as_deref_mut(),
+            &mut r,
+            &lp,
+            &mut samples,
+        )
+        .unwrap();
+        assert!(samples.iter().all(|&t| t > 0));
+        (mine, h.join().unwrap())
+    }
+
+    #[test]
+    fn scattered_segments_carry_one_message_pattern() {
+        let (mut mem, ranges) = crate::extended::scattered(1000, 4);
+        let mut msg = Scattered::new(&mut mem, &ranges);
+        assert_eq!(msg.len(), 1000);
+        msg.fill(9, None);
+        let joined: Vec<u8> = msg.parts().concat();
+        assert_eq!(first_mismatch(&joined, 9), None);
+        // The segments really are apart: the bytes between them are not the pattern's.
+        assert_eq!(msg.mem[ranges[0].end], 0x3C);
+        // A corruption lands at its offset in the joined message, here inside the third
+        // segment (250 bytes each), and nowhere else.
+        msg.fill(
+            9,
+            Some(Corruption {
+                iteration: 9,
+                offset: 610,
+            }),
+        );
+        let joined: Vec<u8> = msg.parts().concat();
+        assert_eq!(first_mismatch(&joined, 9), Some(610));
+        assert_eq!(joined[610], pattern(9, 1000, 610) ^ 0xFF);
+        assert_eq!(msg.mem[ranges[2].start + 110], joined[610]);
+        let mut fixed = joined.clone();
+        fixed[610] ^= 0xFF;
+        assert_eq!(first_mismatch(&fixed, 9), None, "exactly one byte flipped");
+        // Another message's corruption leaves this one alone.
+        msg.fill(
+            3,
+            Some(Corruption {
+                iteration: 9,
+                offset: 610,
+            }),
+        );
+        assert_eq!(first_mismatch(&msg.parts().concat(), 3), None);
+    }
+
+    #[test]
+    fn scattered_validation_reports_the_corrupted_byte() {
+        let c = Some(Corruption {
+            iteration: 7,
+            offset: 600,
+        });
+        for packed in [false, true] {
+            assert_eq!(scattered_run(1000, 4, packed, None), (None, None));
+            let (mine, theirs) = scattered_run(1000, 4, packed, c);
+            assert_eq!(theirs, None, "nothing corrupted on the way out");
+            let m = mine.expect("corruption must be found");
+            assert_eq!((m.iteration, m.offset), (7, 600), "packed: {packed}");
+            assert_eq!(m.expected, pattern(7, 1000, 600));
+            assert_eq!(m.got, pattern(7, 1000, 600) ^ 0xFF);
+        }
+        // One byte in one segment: the smallest message.
+        let one = Some(Corruption {
+            iteration: 0,
+            offset: 0,
+        });
+        let (mine, _) = scattered_run(1, 1, false, one);
+        assert_eq!(mine.map(|m| (m.iteration, m.offset)), Some((0, 0)));
     }
 
     #[test]

@@ -12,7 +12,7 @@ use crate::extended;
 use crate::limits::{self, LimitsError};
 use crate::loggp::{self, Prtt};
 use crate::machine;
-use crate::patterns::{self, Buffers, Corruption, LoopError, Mismatch};
+use crate::patterns::{self, Buffers, Corruption, LoopError, Mismatch, Scattered};
 use commperf_core::{Benchmark, BufferUse, Mode, Options, Placement, Report, Row, TransportKind};
 use commperf_stats::Summary;
 use commperf_transport::clock::Clock;
@@ -356,11 +356,19 @@ pub fn run(cfg: &BenchConfig, progress: &mut dyn Progress) -> Result<Report, Ben
                                 segments,
                                 packed,
                                 in_place,
-                                // Scattered segments carry no per-message pattern to check.
-                                validate: cfg.validate && b != Benchmark::Noncontig,
                                 ..run
                             };
-                            let mut row = latency_row(&mut ctrl, &mut ep, &clock, &ph, v, s, r)?;
+                            // Errors name the variant, not only the benchmark: a noncontig
+                            // size runs up to fourteen of them after its baseline.
+                            let vph = match b {
+                                Benchmark::Noncontig => format!(
+                                    "{ph}, {segments} segment{}, {}",
+                                    if segments == 1 { "" } else { "s" },
+                                    if packed { "packed" } else { "vectored" }
+                                ),
+                                _ => ph.clone(),
+                            };
+                            let mut row = latency_row(&mut ctrl, &mut ep, &clock, &vph, v, s, r)?;
                             (row.transport, row.mode) = (t, mode);
                             row.baseline_p50_us = base_p50;
                             row.cost_us = row.p50_us.zip(base_p50).map(|(v, b)| v - b);
@@ -710,21 +718,21 @@ fn measure<E: Endpoint + VectoredSend>(
             unreachable!("runs its own exchanges")
         }
         Benchmark::Noncontig => {
-            let (mem, ranges) = extended::scattered(run.size as usize, run.segments as usize);
-            let parts: Vec<&[u8]> = ranges.iter().map(|r| &mem[r.clone()]).collect();
+            let (mut mem, ranges) = extended::scattered(run.size as usize, run.segments as usize);
+            let mut msg = Scattered::new(&mut mem, &ranges);
             let mut pack = run.packed.then(|| PageBuf::new(run.size as usize));
             let mut samples = vec![0u64; it as usize];
-            patterns::scattered_initiator(
+            let bad = patterns::scattered_initiator(
                 ep,
                 clock,
-                &parts,
+                &mut msg,
                 pack.as_deref_mut(),
                 rbuf,
                 &lp,
                 &mut samples,
             )?;
             summarize_latency(&mut row, clock, &samples);
-            None
+            bad
         }
         Benchmark::Bufmgmt if run.in_place => {
             let mut samples = vec![0u64; it as usize];
@@ -767,15 +775,35 @@ fn measure<E: Endpoint + VectoredSend>(
     Ok((row, mismatch))
 }
 
-/// Test hook: `COMMPERF_TEST_CORRUPT=ITERATION:OFFSET` makes the peer flip one payload byte, so
-/// tests can prove `--validate` finds it. Read once per session, never in a loop.
-fn corruption_from_env() -> Option<Corruption> {
-    let v = std::env::var("COMMPERF_TEST_CORRUPT").ok()?;
-    let (i, o) = v.split_once(':')?;
-    Some(Corruption {
-        iteration: i.parse().ok()?,
-        offset: o.parse().ok()?,
-    })
+/// The test corruption, and the one benchmark it is limited to (if any).
+type CorruptHook = (Corruption, Option<Benchmark>);
+
+/// Test hook: `COMMPERF_TEST_CORRUPT=ITERATION:OFFSET[:BENCHMARK]` makes the peer flip one
+/// payload byte, so tests can prove `--validate` finds it. With a benchmark, only runs of that
+/// benchmark are corrupted: noncontig measures its latency baseline first, and a test of the
+/// scattered messages must not be satisfied by the baseline's finding. Read once per session,
+/// never in a loop.
+fn corruption_from_env() -> Option<CorruptHook> {
+    parse_corruption(&std::env::var("COMMPERF_TEST_CORRUPT").ok()?)
+}
+
+fn parse_corruption(v: &str) -> Option<CorruptHook> {
+    let mut it = v.split(':');
+    let c = Corruption {
+        iteration: it.next()?.parse().ok()?,
+        offset: it.next()?.parse().ok()?,
+    };
+    let only = match it.next() {
+        Some(b) => Some(b.parse().ok()?),
+        None => None,
+    };
+    it.next().is_none().then_some((c, only))
+}
+
+/// The corruption that applies to `run`.
+fn corruption_for(hook: Option<CorruptHook>, run: &RunSpec) -> Option<Corruption> {
+    let (c, only) = hook?;
+    only.is_none_or(|b| b == run.benchmark).then_some(c)
 }
 
 /// The peer's side of a session: follows the client's commands until `bye`.
@@ -852,6 +880,15 @@ pub fn serve_session(ctrl: &mut Control, token: &str, bind_ip: IpAddr) -> Result
                     ctrl.send(&Reply::Error { message })?;
                     continue;
                 }
+                if run.benchmark == Benchmark::Noncontig && run.segments > extended::MAX_SEGMENTS {
+                    let message = format!(
+                        "{ph}: {} segments, at most {} allowed",
+                        run.segments,
+                        extended::MAX_SEGMENTS
+                    );
+                    ctrl.send(&Reply::Error { message })?;
+                    continue;
+                }
                 if run.window == 0 || run.iterations > MAX_ITERS || run.warmup > MAX_ITERS {
                     let message = format!(
                         "{ph}: window {}, {} iterations and {} warm-up are outside 1..={MAX_ITERS}",
@@ -871,7 +908,8 @@ pub fn serve_session(ctrl: &mut Control, token: &str, bind_ip: IpAddr) -> Result
                 }
                 ctrl.send(&Reply::Ready)?;
                 let (s, r) = (&mut bufs.0[..run.size as usize], &mut bufs.1[..]);
-                let out = with_endpoint!(e, e => respond(e, &clock, run, s, r, corruption));
+                let c = corruption_for(corruption, &run);
+                let out = with_endpoint!(e, e => respond(e, &clock, run, s, r, c));
                 match out {
                     Ok(mismatch) => ctrl.send(&Reply::Done {
                         cpu: affinity::current_cpu(),
@@ -910,10 +948,10 @@ fn respond<E: Endpoint + VectoredSend>(
             patterns::latency_responder(ep, &mut Buffers::reused(sbuf, rbuf), &lp)
         }
         Benchmark::Noncontig => {
-            let (mem, ranges) = extended::scattered(run.size as usize, run.segments as usize);
-            let parts: Vec<&[u8]> = ranges.iter().map(|r| &mem[r.clone()]).collect();
+            let (mut mem, ranges) = extended::scattered(run.size as usize, run.segments as usize);
+            let mut msg = Scattered::new(&mut mem, &ranges);
             let mut pack = run.packed.then(|| PageBuf::new(run.size as usize));
-            patterns::scattered_responder(ep, &parts, pack.as_deref_mut(), rbuf, &lp).map(|()| None)
+            patterns::scattered_responder(ep, &mut msg, pack.as_deref_mut(), rbuf, &lp)
         }
         Benchmark::Bufmgmt if run.in_place => {
             patterns::in_place_responder(ep, run.size as usize, &lp)
@@ -938,5 +976,48 @@ fn respond<E: Endpoint + VectoredSend>(
             )
             .map(|()| None)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_corruption_hook_can_be_limited_to_one_benchmark() {
+        let c = Corruption {
+            iteration: 5,
+            offset: 3,
+        };
+        assert_eq!(parse_corruption("5:3"), Some((c, None)));
+        assert_eq!(
+            parse_corruption("5:3:noncontig"),
+            Some((c, Some(Benchmark::Noncontig)))
+        );
+        for bad in ["", "5", "5:x", "5:3:nope", "5:3:latency:1"] {
+            assert_eq!(parse_corruption(bad), None, "{bad:?}");
+        }
+        let run = |benchmark| RunSpec {
+            benchmark,
+            size: 64,
+            iterations: 10,
+            warmup: 1,
+            window: 1,
+            validate: true,
+            prtt: None,
+            mode: None,
+            block_spins: 0,
+            segments: 1,
+            packed: false,
+            in_place: false,
+        };
+        let hook = Some((c, Some(Benchmark::Noncontig)));
+        assert_eq!(corruption_for(hook, &run(Benchmark::Noncontig)), Some(c));
+        assert_eq!(corruption_for(hook, &run(Benchmark::Latency)), None);
+        assert_eq!(
+            corruption_for(Some((c, None)), &run(Benchmark::Latency)),
+            Some(c)
+        );
+        assert_eq!(corruption_for(None, &run(Benchmark::Latency)), None);
     }
 }

@@ -229,6 +229,21 @@ impl BenchArgs {
     }
 }
 
+impl BenchArgs {
+    /// `--plot-loggp` draws loggp results: refused before a run that will have none, instead
+    /// of failing after it.
+    pub fn check_plot(&self, cfg: &BenchConfig) -> Result<(), String> {
+        match &self.output.plot_loggp {
+            Some(path) if !cfg.benchmarks.contains(&Benchmark::Loggp) => Err(format!(
+                "--plot-loggp {}: draws loggp results, and this run has no loggp benchmark \
+                 (add `loggp` to the benchmarks)",
+                path.display()
+            )),
+            _ => Ok(()),
+        }
+    }
+}
+
 #[derive(Debug, Args)]
 pub struct ServeArgs {
     /// Address to listen on (loopback by default; give 0.0.0.0:PORT to accept other hosts)
@@ -354,6 +369,27 @@ mod tests {
         assert_eq!(c.iterations, Some(7));
         assert_eq!(c.cpus, Some((0, 0)));
         assert_eq!(c.shm_single_copy_from, None);
+    }
+
+    #[test]
+    fn plot_loggp_needs_the_loggp_benchmark() {
+        let check = |args: &[&str]| {
+            let mut argv = vec!["commperf", "bench"];
+            argv.extend(args);
+            let Command::Bench(b) = Cli::try_parse_from(&argv).unwrap().command else {
+                panic!("bench expected")
+            };
+            b.check_plot(&b.to_config().unwrap())
+        };
+        let e = check(&["latency", "--plot-loggp", "f.svg"]).unwrap_err();
+        assert!(e.starts_with("--plot-loggp f.svg: "), "{e}");
+        assert!(e.contains("no loggp benchmark"), "{e}");
+        assert_eq!(
+            check(&["latency", "loggp", "--plot-loggp", "f.svg"]),
+            Ok(())
+        );
+        assert_eq!(check(&["all", "--plot-loggp", "f.svg"]), Ok(()));
+        assert_eq!(check(&["latency"]), Ok(()));
     }
 
     #[test]

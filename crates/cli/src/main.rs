@@ -18,7 +18,10 @@ fn main() -> ExitCode {
     };
     let r = match args.command {
         Command::Bench(b) => match b.to_config() {
-            Ok(cfg) => run_bench(&b, cfg),
+            Ok(cfg) => match b.check_plot(&cfg) {
+                Ok(()) => run_bench(&b, cfg),
+                Err(e) => return usage_error(e),
+            },
             Err(e) => return usage_error(e),
         },
         Command::Serve(s) => serve(&s),
@@ -46,7 +49,13 @@ fn usage_error(e: impl std::fmt::Display) -> ExitCode {
 fn run_bench(b: &cli::BenchArgs, cfg: commperf_bench::BenchConfig) -> Result<()> {
     let mut progress = progress::TtyProgress::new();
     let report = commperf_bench::run(&cfg, &mut progress).context("benchmark run failed")?;
-    output::emit(&report, b.output.format, b.output.out.as_deref())
+    // The results first: a figure that cannot be drawn must not cost the measurements.
+    output::emit(&report, b.output.format, b.output.out.as_deref())?;
+    if let Some(path) = &b.output.plot_loggp {
+        let svg = output::loggp_svg(&report, path, "this run")?;
+        output::write_plot(path, &svg)?;
+    }
+    Ok(())
 }
 
 fn serve(s: &cli::ServeArgs) -> Result<()> {
@@ -110,7 +119,19 @@ fn report(r: &cli::ReportArgs) -> Result<()> {
     let text = std::fs::read_to_string(&r.file)
         .with_context(|| format!("reading {}", r.file.display()))?;
     let rep = commperf_report::load_json(&text).with_context(|| r.file.display().to_string())?;
-    output::emit(&rep, r.output.format, r.output.out.as_deref())
+    // Drawn before anything is printed: a file without loggp results is refused up front.
+    let svg = match &r.output.plot_loggp {
+        Some(path) => Some((
+            path,
+            output::loggp_svg(&rep, path, &r.file.display().to_string())?,
+        )),
+        None => None,
+    };
+    output::emit(&rep, r.output.format, r.output.out.as_deref())?;
+    if let Some((path, svg)) = svg {
+        output::write_plot(path, &svg)?;
+    }
+    Ok(())
 }
 
 fn peer() -> Result<()> {

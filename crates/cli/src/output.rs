@@ -16,6 +16,10 @@ pub struct OutputArgs {
     /// Write the results to FILE (the table still goes to stdout)
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     pub out: Option<std::path::PathBuf>,
+    /// Also draw O_s and O_r against message size from the loggp results (seed 004 Figure
+    /// 3.6) as an SVG file
+    #[arg(long, value_name = "FILE.svg")]
+    pub plot_loggp: Option<std::path::PathBuf>,
 }
 
 fn format_for(path: &Path) -> Format {
@@ -45,6 +49,20 @@ pub fn emit(report: &Report, format: Option<Format>, out: Option<&Path>) -> Resu
             eprintln!("commperf: wrote {} ({})", path.display(), f.as_str());
         }
     }
+    Ok(())
+}
+
+/// The loggp figure of `report` as SVG, for `--plot-loggp path`; `source` names where the
+/// results came from, so an error says which file lacked loggp results.
+pub fn loggp_svg(report: &Report, path: &Path, source: &str) -> Result<String> {
+    commperf_report::loggp_svg(report)
+        .with_context(|| format!("--plot-loggp {}: {source}", path.display()))
+}
+
+/// Writes a figure made by [`loggp_svg`], as result files are written.
+pub fn write_plot(path: &Path, svg: &str) -> Result<()> {
+    write_atomically(path, svg.as_bytes())?;
+    eprintln!("commperf: wrote {} (svg)", path.display());
     Ok(())
 }
 

@@ -200,6 +200,58 @@ fn validate_reports_where_a_byte_was_corrupted() {
         .all(|r| r["validated"] == true));
 }
 
+#[test]
+fn noncontig_validates_its_scattered_messages() {
+    // The hook is limited to noncontig runs: the latency baseline each noncontig size measures
+    // first stays clean, so only the check of the scattered messages can find this byte.
+    for t in ["uds", "shm"] {
+        let o = Command::new(exe())
+            .args([
+                "bench",
+                "noncontig",
+                "-t",
+                t,
+                "--sizes",
+                "64",
+                "--iters",
+                "20",
+                "--validate",
+            ])
+            .env("COMMPERF_TEST_CORRUPT", "5:37:noncontig")
+            .output()
+            .unwrap();
+        let e = stderr(&o);
+        assert_eq!(o.status.code(), Some(1), "{t}: {e}");
+        assert!(e.contains("message 5, byte 37"), "{t}: {e}");
+        assert!(
+            e.contains(&format!(
+                "noncontig 64 B over {t} (poll), 1 segment, vectored"
+            )),
+            "{t}: {e}"
+        );
+        assert!(e.contains("found by the client"), "{t}: {e}");
+    }
+    // Clean: every row, baseline-compared variants for each k, vectored and packed, validated.
+    let o = commperf(&[
+        "bench",
+        "noncontig",
+        "-t",
+        "uds,shm",
+        "--sizes",
+        "4,3000",
+        "--iters",
+        "20",
+        "--validate",
+        "--format",
+        "json",
+    ]);
+    let v = json_of(&o);
+    let rows = v["results"].as_array().unwrap();
+    // 4 B: k = 1, 2, 4; 3000 B: k = 1 … 64; each vectored and packed; over two transports.
+    assert_eq!(rows.len(), 2 * 2 * (3 + 7), "{rows:?}");
+    assert!(rows.iter().all(|r| r["validated"] == true), "{rows:?}");
+}
+
 fn children_of(pid: u32) -> Vec<u32> {
     let mut out = Vec::new();
     for t in std::fs::read_dir(format!("/proc/{pid}/task"))
@@ -516,6 +568,194 @@ fn output_files_and_report_rerendering() {
         "{}",
         stderr(&o)
     );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Checks that `text` is a well-formed SVG document (an XML declaration, then one `svg` root
+/// with the SVG namespace; every tag closed in order; attribute quotes balanced; no stray `<`
+/// or `>` in text) and returns the start tags in document order, each as written between `<`
+/// and `>`.
+fn svg_tags(text: &str) -> Vec<String> {
+    let mut rest = text
+        .strip_prefix("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n")
+        .expect("an XML declaration first");
+    let (mut open, mut tags) = (Vec::<String>::new(), Vec::new());
+    while let Some(i) = rest.find('<') {
+        assert!(
+            !rest[..i].contains('>'),
+            "stray '>' before {:?}",
+            &rest[i..]
+        );
+        let j = i + rest[i..].find('>').expect("unterminated tag");
+        let tag = &rest[i + 1..j];
+        assert!(!tag.contains('<'), "'<' inside tag {tag:?}");
+        assert_eq!(
+            tag.matches('"').count() % 2,
+            0,
+            "unbalanced quotes in {tag:?}"
+        );
+        if let Some(name) = tag.strip_prefix('/') {
+            assert_eq!(
+                open.pop().as_deref(),
+                Some(name),
+                "</{name}> closes nothing open"
+            );
+        } else {
+            let name = tag
+                .split(|c: char| c.is_whitespace() || c == '/')
+                .next()
+                .unwrap()
+                .to_string();
+            assert!(!name.is_empty(), "nameless tag {tag:?}");
+            if tags.is_empty() {
+                assert_eq!(name, "svg", "the root is svg");
+                assert!(
+                    tag.contains(r#"xmlns="http://www.w3.org/2000/svg""#),
+                    "{tag}"
+                );
+            } else {
+                assert!(!open.is_empty(), "{tag:?} after the root closed");
+            }
+            if !tag.ends_with('/') {
+                open.push(name);
+            }
+            tags.push(tag.to_string());
+        }
+        rest = &rest[j + 1..];
+    }
+    assert!(open.is_empty(), "unclosed: {open:?}");
+    assert!(rest.trim().is_empty(), "text after the root: {rest:?}");
+    tags
+}
+
+/// The (transport, mode, parameter) of each series group, and its polyline's point count.
+fn svg_series(tags: &[String]) -> Vec<(String, usize)> {
+    let attr = |tag: &str, name: &str| -> String {
+        let from = tag
+            .find(&format!(" {name}=\""))
+            .unwrap_or_else(|| panic!("no {name} in {tag}"))
+            + name.len()
+            + 3;
+        tag[from..from + tag[from..].find('"').unwrap()].to_string()
+    };
+    let mut out = Vec::new();
+    for (i, t) in tags.iter().enumerate() {
+        if t.starts_with("g class=\"series\"") {
+            let poly = &tags[i + 1];
+            assert!(poly.starts_with("polyline "), "{poly}");
+            let points = attr(poly, "points");
+            for xy in points.split(' ') {
+                let (x, y) = xy.split_once(',').unwrap();
+                let (x, y): (f64, f64) = (x.parse().unwrap(), y.parse().unwrap());
+                assert!(
+                    (0.0..=760.0).contains(&x) && (0.0..=440.0).contains(&y),
+                    "{xy}"
+                );
+            }
+            let key = format!(
+                "{} {} {}",
+                attr(t, "data-transport"),
+                attr(t, "data-mode"),
+                attr(t, "data-parameter")
+            );
+            out.push((key, points.split(' ').count()));
+        }
+    }
+    out
+}
+
+#[test]
+fn plot_loggp_writes_seed_004_figure_3_6_as_svg() {
+    let dir = std::env::temp_dir().join(format!("commperf-plot-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (json, bench_svg, report_svg) = (
+        dir.join("loggp.json"),
+        dir.join("bench.svg"),
+        dir.join("report.svg"),
+    );
+    let p = |x: &std::path::Path| x.to_str().unwrap().to_string();
+    let o = commperf(&[
+        "bench",
+        "loggp",
+        "-t",
+        "uds,shm",
+        "--sizes",
+        "4,64,1K",
+        "--iters",
+        "20",
+        "-o",
+        &p(&json),
+        "--plot-loggp",
+        &p(&bench_svg),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stderr(&o).contains(&format!("wrote {} (svg)", bench_svg.display())));
+    let table = String::from_utf8(o.stdout).unwrap();
+    for t in ["uds", "shm"] {
+        assert!(
+            table.contains(&format!(
+                "# commperf O_s and O_r against size (seed 004 Figure 3.6) | transport {t} | mode poll"
+            )),
+            "{table}"
+        );
+    }
+    let o = commperf(&["report", &p(&json), "--plot-loggp", &p(&report_svg)]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let svg = std::fs::read_to_string(&report_svg).unwrap();
+    let series = svg_series(&svg_tags(&svg));
+    assert_eq!(
+        series,
+        [
+            ("uds poll O_s".to_string(), 3),
+            ("uds poll O_r".to_string(), 3),
+            ("shm poll O_s".to_string(), 3),
+            ("shm poll O_r".to_string(), 3),
+        ],
+        "one polyline per transport, mode and parameter, a point per size"
+    );
+    assert_eq!(svg.matches("<polyline ").count(), 4);
+    for label in [">4</text>", ">64</text>", ">1K</text>"] {
+        assert!(svg.contains(label), "size label {label} missing");
+    }
+    // Re-rendered from the saved file, the same figure to the byte.
+    assert_eq!(std::fs::read_to_string(&bench_svg).unwrap(), svg);
+
+    // Results without loggp rows: an error naming both files, printed before any table, and
+    // no figure written.
+    let lat = dir.join("latency.json");
+    let o = commperf(&[
+        "bench",
+        "latency",
+        "-t",
+        "uds",
+        "--sizes",
+        "8",
+        "--iters",
+        "10",
+        "-o",
+        &p(&lat),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let none = dir.join("none.svg");
+    let o = commperf(&["report", &p(&lat), "--plot-loggp", &p(&none)]);
+    assert_eq!(o.status.code(), Some(1));
+    let e = stderr(&o);
+    assert_eq!(
+        e.trim_end(),
+        format!(
+            "commperf: --plot-loggp {}: {}: no loggp results to plot (they come from `commperf \
+             bench loggp`)",
+            none.display(),
+            lat.display()
+        )
+    );
+    assert!(o.stdout.is_empty());
+    assert!(!none.exists());
+    // And a bench that will have none is refused before it runs.
+    let o = commperf(&["bench", "latency", "--plot-loggp", &p(&none)]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("--plot-loggp"), "{}", stderr(&o));
+    assert!(!none.exists());
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

@@ -350,6 +350,13 @@ pub(crate) fn render_text(report: &Report) -> String {
     for b in blocks {
         out.push_str(&format!("\n# commperf {}\n", b.descriptor().join(" | ")));
         out.push_str(&b.table().render_text("# "));
+        if b.benchmark == Benchmark::Loggp {
+            let heading = format!("transport {} | mode {}", b.transport, b.mode);
+            if let Some(chart) = crate::plot::text_chart(&b.rows, &heading) {
+                out.push('\n');
+                out.push_str(&chart);
+            }
+        }
     }
     if let Some((title, t)) = loggp_summary(report) {
         out.push_str(&format!("\n# commperf {title}\n"));

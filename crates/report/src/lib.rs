@@ -16,11 +16,17 @@
 //! * **csv** — one flat table of every row with every field (named as in the JSON), empty cells
 //!   for absent figures, numbers at full precision.
 //! * **json** — the [`Report`] itself, pretty-printed.
+//!
+//! Loggp results also have a figure, seed 004's Figure 3.6 (O_s and O_r against size, per
+//! transport and mode): a small ASCII chart after each loggp block of the table format, and a
+//! standalone SVG document from [`loggp_svg`].
 
 mod blocks;
 mod csv;
+mod plot;
 mod table;
 
+pub use plot::{loggp_svg, PlotError};
 pub use table::{Align, Table};
 
 use commperf_core::{Report, UnknownName, SCHEMA_VERSION};

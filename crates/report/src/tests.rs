@@ -318,3 +318,262 @@ L share            50%       20%
     // No loggp rows, no summary.
     assert!(!render(&report(), Format::Table).contains("loggp summary"));
 }
+
+/// A loggp report: shm polling at 1 B … 1 MiB (O_r absent at 64 B), tcp polling at 1 B … 64 B
+/// with one negative O_s.
+fn loggp_report() -> Report {
+    let mut r = report();
+    r.results.clear();
+    r.limits = None;
+    let shm = [
+        (1, Some(0.1), Some(0.2)),
+        (4, Some(0.1), Some(0.2)),
+        (16, Some(0.2), Some(0.2)),
+        (64, Some(0.4), None),
+        (1 << 10, Some(1.5), Some(1.0)),
+        (64 << 10, Some(2.4), Some(1.7)),
+        (1 << 20, Some(3.2), Some(2.0)),
+    ];
+    let tcp = [
+        (1, Some(-0.5), Some(1.5)),
+        (4, Some(1.2), Some(1.5)),
+        (64, Some(2.0), Some(2.5)),
+    ];
+    for (t, pts) in [
+        (TransportKind::Shm, &shm[..]),
+        (TransportKind::Tcp, &tcp[..]),
+    ] {
+        for &(size, os, or) in pts {
+            let mut row = Row::new(Benchmark::Loggp, t, Mode::Poll, size);
+            (row.o_s_us, row.o_r_us) = (os, or);
+            (row.g_us, row.L_us, row.p50_us) = (Some(0.5), Some(1.0), Some(2.0));
+            r.results.push(row);
+        }
+    }
+    r
+}
+
+/// A smaller one for the SVG snapshot: shm polling at 1, 4 and 16 B (O_r absent at 4 B) and
+/// tcp blocking at 4 and 64 B with a negative O_s.
+fn small_loggp_report() -> Report {
+    let mut r = loggp_report();
+    r.results.clear();
+    for (t, m, size, os, or) in [
+        (TransportKind::Shm, Mode::Poll, 1, Some(0.5), Some(1.0)),
+        (TransportKind::Shm, Mode::Poll, 4, Some(1.0), None),
+        (TransportKind::Shm, Mode::Poll, 16, Some(2.5), Some(1.5)),
+        (TransportKind::Tcp, Mode::Block, 4, Some(-0.5), Some(2.0)),
+        (TransportKind::Tcp, Mode::Block, 64, Some(3.0), Some(2.0)),
+    ] {
+        let mut row = Row::new(Benchmark::Loggp, t, m, size);
+        (row.o_s_us, row.o_r_us) = (os, or);
+        r.results.push(row);
+    }
+    r
+}
+
+#[test]
+fn loggp_blocks_end_with_seed_004_figure_3_6_as_text() {
+    // Sizes on a log2 axis labelled every other power, µs from 0 (or the lowest value) up; a
+    // size whose O_r is absent (64 B) has an `s` and no `r`, and where both land in one cell
+    // the cell shows `*`.
+    let expected = "\
+# machine: AMD EPYC 7763 64-Core Processor, 2 cpus, kernel 6.8.0-45-generic
+# timer: tsc 2.45 GHz, read cost 9.8 ns
+# placement: local cpu 0, peer cpu 1 (pinned)
+
+# commperf loggp | transport shm | mode poll
+# Size   o_s(us)  o_r(us)  g(us)  G(ns/B)  L(us)
+1          0.100    0.200  0.500        -  1.000
+4          0.100    0.200  0.500        -  1.000
+16         0.200    0.200  0.500        -  1.000
+64         0.400        -  0.500        -  1.000
+1024       1.500    1.000  0.500        -  1.000
+65536      2.400    1.700  0.500        -  1.000
+1048576    3.200    2.000  0.500        -  1.000
+
+# commperf O_s and O_r against size (seed 004 Figure 3.6) | transport shm | mode poll
+#    us
+# 3.200 |                                                            s
+#       |
+#       |                                                s
+#       |                                                            r
+#       |                                                r
+# 1.422 |                              s
+#       |                              r
+#       |
+#       |r     r     *     s
+# 0.000 |s     s
+#       +-------------------------------------------------------------
+#        1     4     16    64    256   1K    4K    16K   64K   256K  1M
+#        size (bytes, log2 scale); s = O_s, r = O_r, * = both
+
+# commperf loggp | transport tcp | mode poll
+# Size  o_s(us)  o_r(us)  g(us)  G(ns/B)  L(us)
+1        -0.500    1.500  0.500        -  1.000
+4         1.200    1.500  0.500        -  1.000
+64        2.000    2.500  0.500        -  1.000
+
+# commperf O_s and O_r against size (seed 004 Figure 3.6) | transport tcp | mode poll
+#     us
+#  2.500 |                                    r
+#        |                                    s
+#        |
+#        |r           r
+#        |            s
+#  0.833 |
+#        |
+#        |
+#        |
+# -0.500 |s
+#        +-------------------------------------
+#         1     2     4     8     16    32    64
+#         size (bytes, log2 scale); s = O_s, r = O_r, * = both
+
+# commperf loggp summary at 4 B (seed 004 Table 3.1, Figure 3.5)
+# parameter   shm poll  tcp poll
+O_s (us)         0.100     1.200
+O_r (us)         0.200     1.500
+g (us)           0.500     0.500
+L (us)           1.000     1.000
+latency (us)     2.000     2.000
+O_s share           5%       60%
+O_r share          10%       75%
+L share            50%       50%
+";
+    assert_eq!(render(&loggp_report(), Format::Table), expected);
+    // At most about 20 lines per chart (here 15, from its title to the blank line after it).
+    for chart in expected
+        .split("# commperf O_s and O_r against size")
+        .skip(1)
+    {
+        let chart = chart.split("\n\n").next().unwrap();
+        assert_eq!(chart.lines().count(), 15, "{chart}");
+    }
+    // Markdown and the other formats are unchanged: the figure is for the text table.
+    assert!(!render(&loggp_report(), Format::Md).contains("Figure 3.6"));
+}
+
+#[test]
+fn loggp_svg_is_seed_004_figure_3_6() {
+    // x: 1 B … 64 B over 510 px, 85 px per power of two; y: -1 … 3 µs over 340 px, 85 px per
+    // µs (0 at y = 299). shm O_r has no point at 4 B, where it is absent.
+    let expected = "\
+<?xml version=\"1.0\" encoding=\"UTF-8\"?>
+<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"760\" height=\"440\" viewBox=\"0 0 760 440\" font-family=\"sans-serif\" font-size=\"12\">
+<title>O_s and O_r against size (seed 004 Figure 3.6)</title>
+<rect x=\"0\" y=\"0\" width=\"760\" height=\"440\" fill=\"white\"/>
+<text x=\"325.0\" y=\"24\" text-anchor=\"middle\" font-size=\"15\">O_s and O_r against size (seed 004 Figure 3.6)</text>
+<g stroke=\"#e0e0e0\" stroke-width=\"1\">
+<line x1=\"70.0\" y1=\"44.0\" x2=\"70.0\" y2=\"384.0\"/>
+<line x1=\"155.0\" y1=\"44.0\" x2=\"155.0\" y2=\"384.0\"/>
+<line x1=\"240.0\" y1=\"44.0\" x2=\"240.0\" y2=\"384.0\"/>
+<line x1=\"325.0\" y1=\"44.0\" x2=\"325.0\" y2=\"384.0\"/>
+<line x1=\"410.0\" y1=\"44.0\" x2=\"410.0\" y2=\"384.0\"/>
+<line x1=\"495.0\" y1=\"44.0\" x2=\"495.0\" y2=\"384.0\"/>
+<line x1=\"580.0\" y1=\"44.0\" x2=\"580.0\" y2=\"384.0\"/>
+<line x1=\"70.0\" y1=\"384.0\" x2=\"580.0\" y2=\"384.0\"/>
+<line x1=\"70.0\" y1=\"299.0\" x2=\"580.0\" y2=\"299.0\"/>
+<line x1=\"70.0\" y1=\"214.0\" x2=\"580.0\" y2=\"214.0\"/>
+<line x1=\"70.0\" y1=\"129.0\" x2=\"580.0\" y2=\"129.0\"/>
+<line x1=\"70.0\" y1=\"44.0\" x2=\"580.0\" y2=\"44.0\"/>
+</g>
+<g stroke=\"#000000\" stroke-width=\"1\"><line x1=\"70.0\" y1=\"384.0\" x2=\"580.0\" y2=\"384.0\"/><line x1=\"70.0\" y1=\"44.0\" x2=\"70.0\" y2=\"384.0\"/></g>
+<line x1=\"70.0\" y1=\"299.0\" x2=\"580.0\" y2=\"299.0\" stroke=\"#808080\" stroke-width=\"1\"/>
+<g text-anchor=\"middle\">
+<text x=\"70.0\" y=\"402.0\">1</text>
+<text x=\"155.0\" y=\"402.0\">2</text>
+<text x=\"240.0\" y=\"402.0\">4</text>
+<text x=\"325.0\" y=\"402.0\">8</text>
+<text x=\"410.0\" y=\"402.0\">16</text>
+<text x=\"495.0\" y=\"402.0\">32</text>
+<text x=\"580.0\" y=\"402.0\">64</text>
+</g>
+<g text-anchor=\"end\">
+<text x=\"62.0\" y=\"388.0\">-1</text>
+<text x=\"62.0\" y=\"303.0\">0</text>
+<text x=\"62.0\" y=\"218.0\">1</text>
+<text x=\"62.0\" y=\"133.0\">2</text>
+<text x=\"62.0\" y=\"48.0\">3</text>
+</g>
+<text x=\"325.0\" y=\"424.0\" text-anchor=\"middle\">message size (bytes, log2 scale)</text>
+<text x=\"18.0\" y=\"214.0\" text-anchor=\"middle\" transform=\"rotate(-90 18.0 214.0)\">overhead (µs)</text>
+<g class=\"series\" data-transport=\"shm\" data-mode=\"poll\" data-parameter=\"O_s\">
+<polyline fill=\"none\" stroke=\"#1f77b4\" stroke-width=\"2\" points=\"70.0,256.5 240.0,214.0 410.0,86.5\"/>
+<circle cx=\"70.0\" cy=\"256.5\" r=\"3\" fill=\"#1f77b4\"/>
+<circle cx=\"240.0\" cy=\"214.0\" r=\"3\" fill=\"#1f77b4\"/>
+<circle cx=\"410.0\" cy=\"86.5\" r=\"3\" fill=\"#1f77b4\"/>
+</g>
+<g class=\"series\" data-transport=\"shm\" data-mode=\"poll\" data-parameter=\"O_r\">
+<polyline fill=\"none\" stroke=\"#1f77b4\" stroke-width=\"2\" stroke-dasharray=\"6 4\" points=\"70.0,214.0 410.0,171.5\"/>
+<rect x=\"67.0\" y=\"211.0\" width=\"6\" height=\"6\" fill=\"#1f77b4\"/>
+<rect x=\"407.0\" y=\"168.5\" width=\"6\" height=\"6\" fill=\"#1f77b4\"/>
+</g>
+<g class=\"series\" data-transport=\"tcp\" data-mode=\"block\" data-parameter=\"O_s\">
+<polyline fill=\"none\" stroke=\"#d62728\" stroke-width=\"2\" points=\"240.0,341.5 580.0,44.0\"/>
+<circle cx=\"240.0\" cy=\"341.5\" r=\"3\" fill=\"#d62728\"/>
+<circle cx=\"580.0\" cy=\"44.0\" r=\"3\" fill=\"#d62728\"/>
+</g>
+<g class=\"series\" data-transport=\"tcp\" data-mode=\"block\" data-parameter=\"O_r\">
+<polyline fill=\"none\" stroke=\"#d62728\" stroke-width=\"2\" stroke-dasharray=\"6 4\" points=\"240.0,129.0 580.0,129.0\"/>
+<rect x=\"237.0\" y=\"126.0\" width=\"6\" height=\"6\" fill=\"#d62728\"/>
+<rect x=\"577.0\" y=\"126.0\" width=\"6\" height=\"6\" fill=\"#d62728\"/>
+</g>
+<g class=\"legend\">
+<line x1=\"596.0\" y1=\"52.0\" x2=\"624.0\" y2=\"52.0\" stroke=\"#1f77b4\" stroke-width=\"2\"/>
+<circle cx=\"610.0\" cy=\"52.0\" r=\"3\" fill=\"#1f77b4\"/>
+<text x=\"632.0\" y=\"56.0\">shm poll O_s</text>
+<line x1=\"596.0\" y1=\"70.0\" x2=\"624.0\" y2=\"70.0\" stroke=\"#1f77b4\" stroke-width=\"2\" stroke-dasharray=\"6 4\"/>
+<rect x=\"607.0\" y=\"67.0\" width=\"6\" height=\"6\" fill=\"#1f77b4\"/>
+<text x=\"632.0\" y=\"74.0\">shm poll O_r</text>
+<line x1=\"596.0\" y1=\"88.0\" x2=\"624.0\" y2=\"88.0\" stroke=\"#d62728\" stroke-width=\"2\"/>
+<circle cx=\"610.0\" cy=\"88.0\" r=\"3\" fill=\"#d62728\"/>
+<text x=\"632.0\" y=\"92.0\">tcp block O_s</text>
+<line x1=\"596.0\" y1=\"106.0\" x2=\"624.0\" y2=\"106.0\" stroke=\"#d62728\" stroke-width=\"2\" stroke-dasharray=\"6 4\"/>
+<rect x=\"607.0\" y=\"103.0\" width=\"6\" height=\"6\" fill=\"#d62728\"/>
+<text x=\"632.0\" y=\"110.0\">tcp block O_r</text>
+</g>
+</svg>
+";
+    assert_eq!(loggp_svg(&small_loggp_report()).unwrap(), expected);
+}
+
+#[test]
+fn loggp_figures_need_loggp_values() {
+    assert_eq!(loggp_svg(&report()), Err(PlotError::NoLoggp));
+    assert_eq!(
+        PlotError::NoLoggp.to_string(),
+        "no loggp results to plot (they come from `commperf bench loggp`)"
+    );
+    // Loggp rows, but nothing to draw: O_s and O_r absent, or only at size 0 (no place on a
+    // log axis). No SVG, and no text chart under the block either.
+    let mut r = small_loggp_report();
+    for row in &mut r.results {
+        row.o_r_us = None;
+        row.o_s_us = None;
+    }
+    r.results[0].size_bytes = 0;
+    r.results[0].o_s_us = Some(1.0);
+    assert_eq!(loggp_svg(&r), Err(PlotError::NoValues));
+    let text = render(&r, Format::Table);
+    assert!(text.contains("# commperf loggp | transport shm"), "{text}");
+    assert!(!text.contains("Figure 3.6"), "{text}");
+    // One value is enough for both renderings: the only polyline has one point, at the left
+    // end of a one-power axis (16 B … 32 B) and the top of a 0 … 0.25 µs one.
+    r.results[2].o_r_us = Some(0.25);
+    let svg = loggp_svg(&r).unwrap();
+    assert_eq!(svg.matches("<polyline").count(), 1);
+    assert!(svg.contains(r#"data-parameter="O_r">"#));
+    assert!(svg.contains(r#"points="70.0,44.0"/>"#), "{svg}");
+    let text = render(&r, Format::Table);
+    let chart = text
+        .split("Figure 3.6) | transport shm | mode poll\n")
+        .nth(1)
+        .unwrap();
+    assert!(chart.starts_with("#    us\n# 0.250 |r\n"), "{chart}");
+    assert!(chart.contains("\n#       +-\n#        16\n"), "{chart}");
+    assert!(
+        !text.contains("Figure 3.6) | transport tcp"),
+        "tcp has no values: no chart"
+    );
+}
