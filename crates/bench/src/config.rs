@@ -113,13 +113,26 @@ impl BenchConfig {
                 "loggp fits g and G over message sizes: give at least two".into(),
             ));
         }
+        if self.transports.contains(&TransportKind::Model) {
+            return Err(ConfigError::Transport(
+                "'model' is the in-process LogGP model used by the tests; use shm, tcp, uds, \
+                 uring-tcp or uring-uds"
+                    .into(),
+            ));
+        }
+        if self.uring_sqpoll && !self.transports.iter().any(|t| is_uring(*t)) {
+            return Err(ConfigError::Transport(
+                "--uring-sqpoll applies to the io_uring transports; add uring-tcp or uring-uds"
+                    .into(),
+            ));
+        }
         if self.benchmarks.contains(&Benchmark::Cq) && !self.skip_unsupported {
             use commperf_transport::launch::has_completion_queue;
             if let Some(t) = self.transports.iter().find(|&&t| !has_completion_queue(t)) {
                 return Err(ConfigError::Transport(format!(
-                    "transport {t} cannot do cq: it has no completion queue (its endpoints have \
-                     no descriptor to wait on; tcp and uds have, through epoll, and uring-tcp \
-                     and uring-uds through an io_uring)"
+                    "transport {t} cannot do cq: it has no completion queue (shm has one in \
+                     shared memory, tcp and uds through epoll, uring-tcp and uring-uds through \
+                     an io_uring)"
                 )));
             }
         }
@@ -147,13 +160,6 @@ impl BenchConfig {
                     self.conns_max
                 )));
             }
-        }
-        if self.transports.contains(&TransportKind::Model) {
-            return Err(ConfigError::Transport(
-                "'model' is the in-process LogGP model used by the tests; use shm, tcp, uds, \
-                 uring-tcp or uring-uds"
-                    .into(),
-            ));
         }
         if let Some(&big) = self.sizes.iter().find(|&&s| s > MAX_SIZE) {
             return Err(ConfigError::Sizes(format!(

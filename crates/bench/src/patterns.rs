@@ -369,7 +369,7 @@ pub fn latency_sweep_initiator<E: Endpoint + Readiness, X: Readiness>(
 /// blocking) instead of a check per endpoint. One message is in flight at a time, so nothing
 /// can wait unseen in the endpoint's own read-ahead.
 #[allow(clippy::too_many_arguments)]
-pub fn latency_cq_initiator<E: Endpoint, Q: commperf_transport::cq::CompletionQueue>(
+pub fn latency_cq_initiator<E: Endpoint + Readiness, Q: commperf_transport::cq::CompletionQueue>(
     ep: &mut E,
     cq: &mut Q,
     key: u64,
@@ -381,8 +381,10 @@ pub fn latency_cq_initiator<E: Endpoint, Q: commperf_transport::cq::CompletionQu
     samples: &mut [u64],
 ) -> LoopResult<()> {
     let block = ep.info().mode == commperf_core::Mode::Block;
+    // Blocking waits sleep in slices of at most a second, so that a peer that died (and whose
+    // endpoint, on shm, will never post again) is noticed between them.
     let timeout_ms = if block {
-        idle.as_millis().min(i32::MAX as u128) as i32
+        idle.as_millis().clamp(1, 1000) as i32
     } else {
         0
     };
@@ -390,11 +392,21 @@ pub fn latency_cq_initiator<E: Endpoint, Q: commperf_transport::cq::CompletionQu
     for i in 0..lp.total() {
         ep.send(DATA, sbuf).map_err(at(i))?;
         let mut backoff = Backoff::new(idle);
+        let mut slept = std::time::Duration::ZERO;
         loop {
             let timed_out = match cq.wait(timeout_ms).map_err(at(i))? {
                 Some(k) if k == key => break,
                 Some(_) => false, // traffic on another endpoint: not expected, not ours
-                None => block || backoff.snooze(|| true).is_err(),
+                None if block => {
+                    ep.check_alive().map_err(at(i))?;
+                    slept += std::time::Duration::from_millis(timeout_ms as u64);
+                    slept >= idle
+                }
+                None => match backoff.snooze_checked(|| ep.check_alive()) {
+                    Ok(()) => false,
+                    Err(Stopped::Gone(e)) => return Err(at(i)(e)),
+                    Err(Stopped::TimedOut) => true,
+                },
             };
             if timed_out {
                 return Err(at(i)(idle_timeout(ep, idle)));

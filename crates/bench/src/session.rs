@@ -18,6 +18,7 @@ use commperf_stats::Summary;
 use commperf_transport::clock::Clock;
 use commperf_transport::cq::{EpollSet, UringPollSet};
 use commperf_transport::launch::{self, AnyEndpoint, Control, DataSpec, LaunchError, LocalPeer};
+use commperf_transport::sys::shm::{self, ShmCq};
 use commperf_transport::{
     affinity, with_endpoint, Endpoint, SwitchMode, TransportError, VectoredSend,
 };
@@ -37,6 +38,9 @@ pub enum Cmd {
     Data(DataSpec),
     /// Run the responder side of one measurement.
     Run(RunSpec),
+    /// Announce every record your endpoints publish on this shm completion queue (their
+    /// keys: 0 for the main channel, then the extras in order); `None`: stop announcing.
+    Notify { segment: Option<String> },
     /// The session is over.
     Bye,
 }
@@ -514,10 +518,25 @@ fn latency_row(
     Ok(row)
 }
 
+/// Asks the peer to announce its endpoints' records on the shm completion queue `segment`
+/// (or to stop, with `None`).
+fn notify(ctrl: &mut Control, ph: &str, segment: Option<String>) -> Result<(), BenchError> {
+    ctrl.send(&Cmd::Notify { segment })?;
+    match expect_reply(ctrl, ph)? {
+        Reply::Ready => Ok(()),
+        other => Err(BenchError::Peer {
+            peer: ctrl.peer().into(),
+            phase: ph.to_string(),
+            message: format!("unexpected reply {other:?} to the completion-queue request"),
+        }),
+    }
+}
+
 /// The completion queue a transport's endpoints are watched through.
 enum AnyCq {
     Epoll(EpollSet),
     Uring(Box<UringPollSet>),
+    Shm(ShmCq),
 }
 
 /// What the conns and cq measurements work with.
@@ -601,7 +620,13 @@ fn conns_rows(
             cause,
         };
         // The uring transports wait on an io_uring, the socket ones on epoll.
-        let mut queue = if crate::config::is_uring(t) {
+        // shm: a queue in shared memory that the peer's endpoints post to.
+        let mut queue = if t == TransportKind::Shm {
+            let mut q = ShmCq::create(m).map_err(cq_failed)?;
+            notify(env.ctrl, &ph, Some(q.name().to_string()))?;
+            q.unlink();
+            AnyCq::Shm(q)
+        } else if crate::config::is_uring(t) {
             AnyCq::Uring(Box::new(UringPollSet::new().map_err(cq_failed)?))
         } else {
             AnyCq::Epoll(EpollSet::new().map_err(cq_failed)?)
@@ -610,12 +635,11 @@ fn conns_rows(
             .chain(env.extras.iter())
             .enumerate()
         {
-            let fd = x
-                .completion_fd()
-                .expect("checked: the transport has a completion queue");
-            match &mut queue {
-                AnyCq::Epoll(q) => q.add(fd, key as u64),
-                AnyCq::Uring(q) => q.add(fd, key as u64),
+            let fd = x.completion_fd();
+            match (&mut queue, fd) {
+                (AnyCq::Epoll(q), Some(fd)) => q.add(fd, key as u64),
+                (AnyCq::Uring(q), Some(fd)) => q.add(fd, key as u64),
+                _ => Ok(()),
             }
             .map_err(cq_failed)?;
         }
@@ -633,9 +657,15 @@ fn conns_rows(
                 e, q, 0, clock, s16, r, &lp, idle, &mut samples
             )),
             AnyCq::Uring(q) => with_endpoint!(&mut *ep, e => patterns::latency_cq_initiator(
+                e, &mut **q, 0, clock, s16, r, &lp, idle, &mut samples
+            )),
+            AnyCq::Shm(q) => with_endpoint!(&mut *ep, e => patterns::latency_cq_initiator(
                 e, q, 0, clock, s16, r, &lp, idle, &mut samples
             )),
         })?;
+        if matches!(queue, AnyCq::Shm(_)) {
+            notify(env.ctrl, &ph, None)?;
+        }
         let mut cq_row = new_row(Benchmark::Cq, &samples);
         cq_row.baseline_p50_us = row.p50_us;
         cq_row.cost_us = cq_row.p50_us.zip(row.p50_us).map(|(v, b)| v - b);
@@ -834,6 +864,22 @@ pub fn serve_session(ctrl: &mut Control, token: &str, bind_ip: IpAddr) -> Result
                 })?;
             }
             Cmd::DropExtras => extras.clear(),
+            Cmd::Notify { segment } => {
+                let attached = segment.as_deref().map(shm::attach_cq).transpose();
+                match attached {
+                    Ok(att) => {
+                        for (key, x) in ep.iter_mut().chain(extras.iter_mut()).enumerate() {
+                            if let AnyEndpoint::Shm(e) = x {
+                                e.set_notify(att.as_ref().map(|a| a.poster(key as u64)));
+                            }
+                        }
+                        ctrl.send(&Reply::Ready)?;
+                    }
+                    Err(e) => ctrl.send(&Reply::Error {
+                        message: e.to_string(),
+                    })?,
+                }
+            }
             Cmd::Data(spec) if spec.extra => {
                 match launch::serve_data(ctrl, &spec, bind_ip, token) {
                     Ok(e) => extras.push(e),

@@ -888,11 +888,11 @@ fn conns_beyond_the_descriptor_limit_is_refused_with_the_limit() {
         e.contains("may open 256") && e.contains("ulimit -n 1088"),
         "{e}"
     );
-    // A benchmark the transport cannot do is refused up front, naming both.
-    let o = commperf(&["bench", "cq", "-t", "uds,shm"]);
+    // An option for a transport the run does not use is refused up front, naming both.
+    let o = commperf(&["bench", "latency", "-t", "uds,shm", "--uring-sqpoll"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(
-        stderr(&o).contains("transport shm cannot do cq: it has no completion queue"),
+        stderr(&o).contains("--uring-sqpoll applies to the io_uring transports"),
         "{}",
         stderr(&o)
     );

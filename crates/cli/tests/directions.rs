@@ -194,4 +194,19 @@ fn a_completion_queue_beats_sweeping_many_endpoints() {
             ))
         }
     });
+    // shm: one shared-memory queue against 256 ring checks (about 2 ns each) per poll.
+    holds_in_two_of_three("cq over shm", || {
+        let v = bench_json(&["cq", "-t", "shm", "--conns-max", "256", "--iters", "2000"]);
+        let rows = rows_of(&v, "cq");
+        assert_eq!(rows.len(), 9);
+        let at256 = rows.iter().find(|r| r["connections"] == 256).unwrap();
+        let (cq, sweep) = (f(at256, "p50_us"), f(at256, "baseline_p50_us"));
+        if cq < sweep {
+            Ok(())
+        } else {
+            Err(format!(
+                "256 endpoints: completion queue {cq} µs, sweep {sweep} µs"
+            ))
+        }
+    });
 }

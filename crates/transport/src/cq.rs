@@ -2,8 +2,9 @@
 //! asking each endpoint in turn (seed 004 §3.3.9). One small trait, two realizations: an epoll
 //! set (for the tcp and uds transports) and an io_uring whose completion queue receives a
 //! multishot poll completion per endpoint that has input (for the uring transports, whose
-//! process already speaks io_uring). Shared-memory rings have no kernel object to wait on, so
-//! shm has no completion queue here (sweeping its rings is what the `conns` benchmark measures).
+//! process already speaks io_uring). Shared-memory rings have no kernel object to wait on; their
+//! queue, [`crate::sys::shm::ShmCq`], is a ring in shared memory that the other process's
+//! endpoints post to as they publish.
 
 use crate::TransportError;
 use io_uring::{cqueue, opcode, types, IoUring};

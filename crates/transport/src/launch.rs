@@ -458,12 +458,10 @@ pub fn has_registered_memory(t: TransportKind) -> bool {
     )
 }
 
-/// Whether `t` can put its endpoints on a completion queue ([`crate::cq`]).
+/// Whether `t` can put its endpoints on a completion queue (epoll for sockets, an io_uring for
+/// the uring transports, a shared-memory queue the peer posts to for shm) ([`crate::cq`]).
 pub fn has_completion_queue(t: TransportKind) -> bool {
-    matches!(
-        t,
-        TransportKind::Tcp | TransportKind::Uds | TransportKind::UringTcp | TransportKind::UringUds
-    )
+    t != TransportKind::Model
 }
 
 impl crate::Readiness for AnyEndpoint {

@@ -27,6 +27,7 @@ use crate::endpoint::copy_into;
 use crate::{Endpoint, EndpointConfig, EndpointInfo, Fragment, RecvInfo, Tag, TransportError};
 use commperf_core::{Mode, TransportKind};
 use std::ffi::CString;
+use std::fmt;
 use std::io;
 use std::ptr::NonNull;
 use std::sync::atomic::{fence, AtomicI32, AtomicU32, AtomicU64, Ordering};
@@ -514,6 +515,8 @@ pub struct ShmEndpoint {
     info: EndpointInfo,
     cfg: EndpointConfig,
     scratch: Vec<u8>,
+    /// Where every published record is also announced, with this endpoint's key.
+    notify: Option<CqPoster>,
 }
 
 // SAFETY: the raw ring pointers point into `map`, which the endpoint owns; an endpoint is used by
@@ -576,9 +579,15 @@ impl ShmEndpoint {
             },
             cfg,
             scratch: Vec::new(),
+            notify: None,
             map,
             side,
         })
+    }
+
+    /// Announces every record this endpoint publishes on a completion queue (`None`: stop).
+    pub fn set_notify(&mut self, poster: Option<CqPoster>) {
+        self.notify = poster;
     }
 
     /// Sets the size from which `send` goes single-copy (`None`: never). Both ends may differ.
@@ -779,6 +788,9 @@ impl ShmEndpoint {
             .store((self.tail + 1) ^ self.key, Ordering::Release);
         self.tail += rec;
         self.ring_peer();
+        if let Some(n) = &self.notify {
+            n.post();
+        }
     }
 
     fn write_header(r: Rec, total: usize, tag: Tag, kind: u32, frag_len: usize) {
@@ -1395,9 +1407,367 @@ pub fn pair(
     Ok((a, b))
 }
 
+// ---- a completion queue over many rings ---------------------------------------------------------
+
+/// Slots of a shared-memory completion queue.
+pub const CQ_SLOTS: u64 = 4096;
+const CQ_MAGIC: u64 = u64::from_le_bytes(*b"CPSHMCQ1");
+
+#[repr(C)]
+struct CqSlot {
+    /// `position + 1` once `key` is written (release), so the consumer reads whole entries.
+    stamp: AtomicU64,
+    key: AtomicU64,
+}
+
+#[repr(C)]
+struct CqShared {
+    magic: u64,
+    /// Next slot the consumer reads.
+    head: Line<AtomicU64>,
+    /// Next slot a producer claims.
+    tail: Line<AtomicU64>,
+    /// The consumer's futex bell, whether it sleeps on it, and whether an entry was dropped.
+    bell: Line<(AtomicU32, AtomicU32, AtomicU32)>,
+    slots: [CqSlot; CQ_SLOTS as usize],
+}
+
+/// A mapped completion-queue segment.
+struct CqMap {
+    base: NonNull<CqShared>,
+    name: String,
+    linked: bool,
+}
+
+// SAFETY: the segment holds only atomics, so sharing the mapping between threads is sound.
+unsafe impl Send for CqMap {}
+// SAFETY: as above.
+unsafe impl Sync for CqMap {}
+
+impl CqMap {
+    fn shared(&self) -> &CqShared {
+        // SAFETY: the mapping is at least size_of::<CqShared>() long, page aligned, and all
+        // fields written after creation are atomics.
+        unsafe { self.base.as_ref() }
+    }
+
+    fn unlink(&mut self) {
+        if self.linked {
+            if let Ok(c) = CString::new(self.name.clone()) {
+                // SAFETY: c is a valid NUL-terminated string.
+                unsafe { libc::shm_unlink(c.as_ptr()) };
+            }
+            self.linked = false;
+        }
+    }
+}
+
+impl Drop for CqMap {
+    fn drop(&mut self) {
+        self.unlink();
+        // SAFETY: base and the length come from a successful mmap and are unmapped once.
+        unsafe { libc::munmap(self.base.as_ptr().cast(), std::mem::size_of::<CqShared>()) };
+    }
+}
+
+impl fmt::Debug for CqMap {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CqMap").field("name", &self.name).finish()
+    }
+}
+
+/// A completion queue in shared memory: the shm answer to epoll (seed 004 §3.3.9). Endpoints of
+/// the *other* process post their key into it each time they publish a record
+/// ([`ShmEndpoint::set_notify`]), so one poller reads one queue instead of sweeping every ring.
+/// Many producers, one consumer; polling reads a cache line, blocking sleeps on a futex.
+#[derive(Debug)]
+pub struct ShmCq {
+    map: CqMap,
+    mode: Mode,
+}
+
+impl ShmCq {
+    /// Creates the queue's segment (named like the connection segments, so a crashed run's is
+    /// removed by [`remove_stale_segments`]).
+    pub fn create(mode: Mode) -> Result<Self, TransportError> {
+        let name = format!("/{NAME_PREFIX}{}-{:016x}", std::process::id(), random_u64());
+        let cname = CString::new(name.clone()).expect("no NUL in generated name");
+        let len = std::mem::size_of::<CqShared>();
+        // SAFETY: valid C string; O_EXCL so we never adopt someone else's segment.
+        let fd = unsafe {
+            libc::shm_open(
+                cname.as_ptr(),
+                libc::O_CREAT | libc::O_EXCL | libc::O_RDWR,
+                0o600,
+            )
+        };
+        if fd < 0 {
+            return Err(TransportError::io(
+                format!("creating completion-queue segment {name}"),
+                io::Error::last_os_error(),
+            ));
+        }
+        // SAFETY: fd is a valid shm fd we own.
+        let sized = unsafe { libc::ftruncate(fd, len as libc::off_t) } == 0;
+        let mapped = if sized {
+            map_fd(fd, len)
+        } else {
+            Err(io::Error::last_os_error())
+        };
+        // SAFETY: fd is no longer needed once mapped (or on failure).
+        unsafe { libc::close(fd) };
+        let base = match mapped {
+            Ok(b) => b.cast::<CqShared>(),
+            Err(e) => {
+                // SAFETY: the name was created by us.
+                unsafe { libc::shm_unlink(cname.as_ptr()) };
+                return Err(TransportError::io(
+                    format!("mapping completion-queue segment {name} ({len} bytes)"),
+                    e,
+                ));
+            }
+        };
+        // SAFETY: nobody else has mapped the segment yet; it is zero-filled by ftruncate.
+        unsafe { (*base.as_ptr()).magic = CQ_MAGIC };
+        Ok(ShmCq {
+            map: CqMap {
+                base,
+                name,
+                linked: true,
+            },
+            mode,
+        })
+    }
+
+    /// The name the other process passes to [`attach_cq`].
+    pub fn name(&self) -> &str {
+        &self.map.name
+    }
+
+    /// Removes the name once the other process has attached: nothing is left behind.
+    pub fn unlink(&mut self) {
+        self.map.unlink();
+    }
+
+    /// Polling or sleeping when a wait has a timeout.
+    pub fn set_mode(&mut self, mode: Mode) {
+        self.mode = mode;
+    }
+
+    #[inline]
+    fn try_pop(&self) -> Option<u64> {
+        let q = self.map.shared();
+        let h = q.head.0.load(Ordering::Relaxed);
+        let slot = &q.slots[(h % CQ_SLOTS) as usize];
+        if slot.stamp.load(Ordering::Acquire) != h + 1 {
+            return None;
+        }
+        let key = slot.key.load(Ordering::Relaxed);
+        q.head.0.store(h + 1, Ordering::Release);
+        Some(key)
+    }
+
+    fn overflowed(&self) -> Result<(), TransportError> {
+        if self.map.shared().bell.0 .2.swap(0, Ordering::AcqRel) != 0 {
+            return Err(TransportError::Protocol {
+                peer: "the completion queue's producers".into(),
+                what: format!("more than {CQ_SLOTS} completions were left unreaped"),
+            });
+        }
+        Ok(())
+    }
+}
+
+impl crate::cq::CompletionQueue for ShmCq {
+    #[inline]
+    fn wait(&mut self, timeout_ms: i32) -> Result<Option<u64>, TransportError> {
+        if let Some(k) = self.try_pop() {
+            return Ok(Some(k));
+        }
+        self.overflowed()?;
+        if timeout_ms == 0 {
+            return Ok(None);
+        }
+        let limit = if timeout_ms < 0 {
+            Duration::from_secs(u32::MAX as u64)
+        } else {
+            Duration::from_millis(timeout_ms as u64)
+        };
+        let start = Instant::now();
+        let (bell, sleeping, _) = &self.map.shared().bell.0;
+        loop {
+            if self.mode == Mode::Poll {
+                std::hint::spin_loop();
+            } else {
+                let seen = bell.load(Ordering::SeqCst);
+                sleeping.store(1, Ordering::SeqCst);
+                fence(Ordering::SeqCst);
+                // Dekker with the producer's post: it stores the entry, then reads `sleeping`.
+                let late = self.try_pop();
+                if late.is_none() {
+                    futex_wait(bell, seen, limit.saturating_sub(start.elapsed()));
+                }
+                sleeping.store(0, Ordering::SeqCst);
+                if late.is_some() {
+                    return Ok(late);
+                }
+            }
+            if let Some(k) = self.try_pop() {
+                return Ok(Some(k));
+            }
+            if start.elapsed() >= limit {
+                return Ok(None);
+            }
+        }
+    }
+}
+
+/// A producer's handle on a completion queue: posts one key.
+#[derive(Debug, Clone)]
+pub struct CqPoster {
+    map: std::sync::Arc<CqMap>,
+    key: u64,
+}
+
+/// A producer's attachment to a completion queue another process created; hand out
+/// [`CqPoster`]s with [`CqAttachment::poster`].
+#[derive(Debug, Clone)]
+pub struct CqAttachment {
+    map: std::sync::Arc<CqMap>,
+}
+
+/// Attaches to the completion queue named `name`.
+pub fn attach_cq(name: &str) -> Result<CqAttachment, TransportError> {
+    let err = |e: io::Error| TransportError::io(format!("attaching completion queue {name}"), e);
+    if !name.starts_with('/') || name[1..].contains('/') || !name[1..].starts_with(NAME_PREFIX) {
+        return Err(err(io::Error::other("not a commperf segment name")));
+    }
+    let cname = CString::new(name).map_err(|_| err(io::Error::other("NUL in name")))?;
+    // SAFETY: valid C string.
+    let fd = unsafe { libc::shm_open(cname.as_ptr(), libc::O_RDWR, 0) };
+    if fd < 0 {
+        return Err(err(io::Error::last_os_error()));
+    }
+    let len = std::mem::size_of::<CqShared>();
+    // SAFETY: fstat on the fd we just opened, into a zeroed stat.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: as above.
+    let size_ok = unsafe { libc::fstat(fd, &mut st) } == 0 && st.st_size as usize == len;
+    let mapped = if size_ok {
+        map_fd(fd, len)
+    } else {
+        Err(io::Error::other("segment has the wrong size"))
+    };
+    // SAFETY: fd no longer needed.
+    unsafe { libc::close(fd) };
+    let map = CqMap {
+        base: mapped.map_err(err)?.cast::<CqShared>(),
+        name: name.to_string(),
+        linked: false,
+    };
+    if map.shared().magic != CQ_MAGIC {
+        return Err(err(io::Error::other("not a commperf completion queue")));
+    }
+    Ok(CqAttachment {
+        map: std::sync::Arc::new(map),
+    })
+}
+
+impl CqAttachment {
+    /// A handle that posts `key`.
+    pub fn poster(&self, key: u64) -> CqPoster {
+        CqPoster {
+            map: self.map.clone(),
+            key,
+        }
+    }
+}
+
+impl CqPoster {
+    /// Appends the key; sets the overflow flag instead when the queue is full (never blocks:
+    /// a producer must not wait on a consumer that may be waiting on it).
+    #[inline]
+    fn post(&self) {
+        let q = self.map.shared();
+        let mut t = q.tail.0.load(Ordering::Relaxed);
+        loop {
+            if t - q.head.0.load(Ordering::Acquire) >= CQ_SLOTS {
+                q.bell.0 .2.store(1, Ordering::Release);
+                return;
+            }
+            match q
+                .tail
+                .0
+                .compare_exchange_weak(t, t + 1, Ordering::AcqRel, Ordering::Relaxed)
+            {
+                Ok(_) => break,
+                Err(now) => t = now,
+            }
+        }
+        let slot = &q.slots[(t % CQ_SLOTS) as usize];
+        slot.key.store(self.key, Ordering::Relaxed);
+        slot.stamp.store(t + 1, Ordering::Release);
+        fence(Ordering::SeqCst);
+        let (bell, sleeping, _) = &q.bell.0;
+        if sleeping.load(Ordering::SeqCst) != 0 {
+            bell.fetch_add(1, Ordering::SeqCst);
+            futex_wake(bell);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cq::CompletionQueue;
+
+    /// The completion queue reports the endpoint that published, only it, once per record, and
+    /// wakes a sleeping poller; a ping-pong driven by it in either mode never loses a wake-up.
+    #[test]
+    fn the_completion_queue_names_the_endpoint_that_published() {
+        for mode in [Mode::Poll, Mode::Block] {
+            let cfg = EndpointConfig {
+                mode,
+                idle_timeout: Duration::from_secs(10),
+                ..EndpointConfig::default()
+            };
+            let mut cq = ShmCq::create(mode).unwrap();
+            let att = attach_cq(cq.name()).unwrap();
+            cq.unlink();
+            let (mut a1, mut b1) = pair(cfg, ShmOptions::default()).unwrap();
+            let (mut a2, mut b2) = pair(cfg, ShmOptions::default()).unwrap();
+            a1.set_notify(Some(att.poster(10)));
+            a2.set_notify(Some(att.poster(20)));
+            assert_eq!(cq.wait(0).unwrap(), None);
+            a2.send(1, b"x").unwrap();
+            assert_eq!(cq.wait(0).unwrap(), Some(20));
+            assert_eq!(cq.wait(0).unwrap(), None, "one entry per record");
+            b2.recv(&mut [0u8; 8]).unwrap();
+            b1.send(1, b"y").unwrap(); // b1 does not post
+            assert_eq!(cq.wait(50).unwrap(), None);
+            a1.recv(&mut [0u8; 8]).unwrap();
+            // A ping-pong whose replies are found through the queue only.
+            const N: u64 = 20_000;
+            let (mut x, mut y) = pair(cfg, ShmOptions::default()).unwrap();
+            y.set_notify(Some(att.poster(7)));
+            let h = std::thread::spawn(move || {
+                let mut buf = [0u8; 16];
+                for _ in 0..N {
+                    y.recv(&mut buf).unwrap();
+                    y.send(1, &buf).unwrap();
+                }
+            });
+            let mut buf = [0u8; 16];
+            for i in 0..N {
+                x.send(1, &buf).unwrap();
+                let k = cq.wait(2000).unwrap();
+                assert!(k.is_some(), "{mode}: reply {i} never announced");
+                assert_eq!(k, Some(7));
+                x.recv(&mut buf).unwrap();
+            }
+            h.join().unwrap();
+        }
+    }
 
     /// Publishes a forged whole-message record announcing `total` bytes on `a`'s ring.
     fn forge(a: &mut ShmEndpoint, total: usize) {
