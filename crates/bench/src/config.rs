@@ -103,6 +103,20 @@ impl BenchConfig {
         }
     }
 
+    /// A run that is allowed but will measure the scheduler rather than the transport: SQPOLL
+    /// with polling ends needs a core for each of the two polling processes and each of their
+    /// two kernel submission pollers. Measured on 2 CPUs: 4 ms per one-way trip instead of 10 µs.
+    pub fn oversubscription_warning(&self) -> Option<String> {
+        let cpus = commperf_transport::affinity::allowed_cpus().len();
+        (self.uring_sqpoll && self.modes.contains(&Mode::Poll) && cpus < 4).then(|| {
+            format!(
+                "--uring-sqpoll with --mode poll keeps four threads busy (two polling processes, \
+                 two kernel SQ pollers) on {cpus} CPUs: they take turns, and poll-mode latency \
+                 becomes the scheduler's time slice; use --mode block with SQPOLL here"
+            )
+        })
+    }
+
     /// Checks cross-option constraints. Call after setting fields.
     pub fn validate(&self) -> Result<(), ConfigError> {
         if self.sizes.is_empty() {

@@ -47,6 +47,9 @@ fn usage_error(e: impl std::fmt::Display) -> ExitCode {
 }
 
 fn run_bench(b: &cli::BenchArgs, cfg: commperf_bench::BenchConfig) -> Result<()> {
+    if let Some(w) = cfg.oversubscription_warning() {
+        eprintln!("commperf: warning: {w}");
+    }
     let mut progress = progress::TtyProgress::new();
     let report = commperf_bench::run(&cfg, &mut progress).context("benchmark run failed")?;
     // The results first: a figure that cannot be drawn must not cost the measurements.
