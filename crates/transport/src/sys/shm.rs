@@ -1595,9 +1595,16 @@ impl crate::cq::CompletionQueue for ShmCq {
         };
         let start = Instant::now();
         let (bell, sleeping, _) = &self.map.shared().bell.0;
+        let mut spins = 0u32;
         loop {
             if self.mode == Mode::Poll {
-                std::hint::spin_loop();
+                // Spin a little, then yield: a polling wait must not own a core for a second.
+                spins = spins.saturating_add(1);
+                if spins < crate::backoff::SPIN_LIMIT {
+                    std::hint::spin_loop();
+                } else {
+                    std::thread::yield_now();
+                }
             } else {
                 let seen = bell.load(Ordering::SeqCst);
                 sleeping.store(1, Ordering::SeqCst);

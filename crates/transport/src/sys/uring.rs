@@ -691,8 +691,12 @@ impl<S> Endpoint for UringEndpoint<S> {
         let (mut send_busy, mut recv_busy) = (false, false);
         let mut rx = Rx::Header;
         loop {
-            if let Err(e) = self.rx_buffered(&mut rx, buf) {
-                return Err(self.bail(e));
+            // Buffered bytes change only when a receive completes, and a receive in flight
+            // writes at `rend`: the buffer is reorganized only while none is.
+            if !recv_busy {
+                if let Err(e) = self.rx_buffered(&mut rx, buf) {
+                    return Err(self.bail(e));
+                }
             }
             if sent < total_out && !send_busy {
                 msg.msg_iov = iov[first..n].as_mut_ptr();
