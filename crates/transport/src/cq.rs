@@ -236,14 +236,20 @@ mod tests {
     use std::io::Write;
     use std::os::unix::net::UnixStream;
 
-    #[test]
-    fn the_set_reports_the_endpoint_that_has_input() {
+    /// Five socket pairs, the first end of pair k watched as key 100 + k.
+    fn five_watched(mut add: impl FnMut(RawFd, u64)) -> Vec<(UnixStream, UnixStream)> {
         let pairs: Vec<(UnixStream, UnixStream)> =
             (0..5).map(|_| UnixStream::pair().unwrap()).collect();
-        let mut set = EpollSet::new().unwrap();
         for (k, (a, _)) in pairs.iter().enumerate() {
-            set.add(a.as_raw_fd(), 100 + k as u64).unwrap();
+            add(a.as_raw_fd(), 100 + k as u64);
         }
+        pairs
+    }
+
+    #[test]
+    fn the_set_reports_the_endpoint_that_has_input() {
+        let mut set = EpollSet::new().unwrap();
+        let pairs = five_watched(|fd, k| set.add(fd, k).unwrap());
         assert_eq!(set.len(), 5);
         assert_eq!(set.wait(0).unwrap(), None, "nothing arrived yet");
         (&pairs[3].1).write_all(b"x").unwrap();
@@ -252,12 +258,8 @@ mod tests {
 
     #[test]
     fn the_uring_queue_reports_each_arrival_with_its_key() {
-        let pairs: Vec<(UnixStream, UnixStream)> =
-            (0..5).map(|_| UnixStream::pair().unwrap()).collect();
         let mut set = UringPollSet::new().unwrap();
-        for (k, (a, _)) in pairs.iter().enumerate() {
-            set.add(a.as_raw_fd(), 100 + k as u64).unwrap();
-        }
+        let pairs = five_watched(|fd, k| set.add(fd, k).unwrap());
         assert_eq!(set.len(), 5);
         assert_eq!(set.wait(0).unwrap(), None, "nothing arrived yet");
         (&pairs[3].1).write_all(b"x").unwrap();

@@ -207,7 +207,30 @@ impl<S: AsRawFd> StreamEndpoint<S> {
 }
 
 /// Most iovecs handed to one `sendmsg` (Linux's UIO_MAXIOV is 1024).
-const MAX_IOV: usize = 129;
+pub(crate) const MAX_IOV: usize = 129;
+
+pub(crate) const EMPTY_IOV: libc::iovec = libc::iovec {
+    iov_base: std::ptr::null_mut(),
+    iov_len: 0,
+};
+
+/// Fills `iov` with the header and then every non-empty part (fewer than [`MAX_IOV`] parts);
+/// returns how many iovecs it used. The gather list of one vectored send.
+#[inline]
+pub(crate) fn header_and_parts(hdr: &[u8], parts: &[&[u8]], iov: &mut [libc::iovec]) -> usize {
+    let mut n = 0;
+    for p in std::iter::once(hdr)
+        .chain(parts.iter().copied())
+        .filter(|p| !p.is_empty())
+    {
+        iov[n] = libc::iovec {
+            iov_base: p.as_ptr() as *mut libc::c_void,
+            iov_len: p.len(),
+        };
+        n += 1;
+    }
+    n
+}
 
 /// One `sendmsg` with an iovec per part (header first): the kernel gathers, nothing is packed.
 /// More than 128 parts are gathered through the send scratch buffer instead.
@@ -222,22 +245,8 @@ impl<S> crate::VectoredSend for StreamEndpoint<S> {
             return self.send_with(tag, len, |off, piece| crate::gather(parts, off, piece));
         }
         let hdr = encode_header(tag, len);
-        let empty = libc::iovec {
-            iov_base: std::ptr::null_mut(),
-            iov_len: 0,
-        };
-        let mut iov = [empty; MAX_IOV];
-        let mut n = 0;
-        for p in std::iter::once(&hdr[..])
-            .chain(parts.iter().copied())
-            .filter(|p| !p.is_empty())
-        {
-            iov[n] = libc::iovec {
-                iov_base: p.as_ptr() as *mut libc::c_void,
-                iov_len: p.len(),
-            };
-            n += 1;
-        }
+        let mut iov = [EMPTY_IOV; MAX_IOV];
+        let n = header_and_parts(&hdr, parts, &mut iov);
         let (mut first, mut left) = (0, HEADER_LEN + len);
         let mut backoff: Option<Backoff> = None;
         while left > 0 {

@@ -36,7 +36,8 @@
 //! the endpoint fails with a message saying which and what to use instead.
 
 use super::socket::{
-    advance_iovecs, encode_header, parse_header, set_nonblocking, socket_error, HEADER_LEN,
+    advance_iovecs, encode_header, header_and_parts, parse_header, set_nonblocking, socket_error,
+    EMPTY_IOV, HEADER_LEN, MAX_IOV,
 };
 use crate::backoff::Backoff;
 use crate::{Endpoint, EndpointConfig, EndpointInfo, Fragment, RecvInfo, Tag, TransportError};
@@ -58,8 +59,6 @@ const RECV_BUF: u16 = 1;
 /// `user_data` of the two kinds of operation.
 const SEND_OP: u64 = 1;
 const RECV_OP: u64 = 2;
-/// Most iovecs handed to one `SENDMSG` (as the socket realization).
-const MAX_IOV: usize = 129;
 /// Longest wait for pending operations to complete after the socket was shut down.
 const DRAIN_LIMIT: Duration = Duration::from_secs(10);
 
@@ -437,34 +436,16 @@ impl<S> UringEndpoint<S> {
     /// Sends a header and `parts` with `SENDMSG` straight from the caller's memory.
     fn send_plain(&mut self, tag: Tag, len: usize, parts: &[&[u8]]) -> Result<(), TransportError> {
         let hdr = encode_header(tag, len);
-        let empty = libc::iovec {
-            iov_base: std::ptr::null_mut(),
-            iov_len: 0,
-        };
-        let mut iov = [empty; MAX_IOV];
-        let mut n = 0;
-        for p in std::iter::once(&hdr[..])
-            .chain(parts.iter().copied())
-            .filter(|p| !p.is_empty())
-        {
-            iov[n] = libc::iovec {
-                iov_base: p.as_ptr() as *mut libc::c_void,
-                iov_len: p.len(),
-            };
-            n += 1;
-        }
+        let mut iov = [EMPTY_IOV; MAX_IOV];
+        let n = header_and_parts(&hdr, parts, &mut iov);
         let (mut first, mut left) = (0, HEADER_LEN + len);
         while left > 0 {
             // SAFETY: msghdr is a plain C struct for which all-zero is a valid value.
             let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
             msg.msg_iov = iov[first..n].as_mut_ptr();
             msg.msg_iovlen = (n - first) as _;
-            let e = opcode::SendMsg::new(types::Fixed(0), &msg)
-                .flags(libc::MSG_NOSIGNAL as u32)
-                .build()
-                .user_data(SEND_OP);
             // `msg`, `iov`, `hdr` and `parts` outlive the operation: it is reaped just below.
-            self.push(e)?;
+            self.push(sendmsg(&msg))?;
             let r = self.complete(SEND_OP)?;
             if r <= 0 {
                 return Err(self.failed("send", r, left < HEADER_LEN + len));
@@ -612,6 +593,15 @@ impl<S> UringEndpoint<S> {
     }
 }
 
+/// The `SENDMSG` of `msg` on the fixed socket; a dead peer is `EPIPE`, not `SIGPIPE`.
+#[inline]
+fn sendmsg(msg: &libc::msghdr) -> squeue::Entry {
+    opcode::SendMsg::new(types::Fixed(0), msg)
+        .flags(libc::MSG_NOSIGNAL as u32)
+        .build()
+        .user_data(SEND_OP)
+}
+
 /// Where the receive half of a `sendrecv` stands.
 #[derive(Debug, Clone, Copy)]
 enum Rx {
@@ -701,12 +691,8 @@ impl<S> Endpoint for UringEndpoint<S> {
             if sent < total_out && !send_busy {
                 msg.msg_iov = iov[first..n].as_mut_ptr();
                 msg.msg_iovlen = (n - first) as _;
-                let e = opcode::SendMsg::new(types::Fixed(0), &msg)
-                    .flags(libc::MSG_NOSIGNAL as u32)
-                    .build()
-                    .user_data(SEND_OP);
                 // Everything the operation names lives until the loop has reaped it.
-                self.push(e)?;
+                self.push(sendmsg(&msg))?;
                 send_busy = true;
             }
             if !matches!(rx, Rx::Done { .. }) && !recv_busy {
