@@ -1,0 +1,18 @@
+//! Prediction of communication time with network contention: seed 003's CCMOD, calibrated from
+//! commperf's own measurements, and a LogGP model of the same workloads for comparison.
+//!
+//! It needs only `core` and `stats`: a prediction is made from files (a trace, a topology, a
+//! profile) and can be made and tested without any transport. The pieces follow CCMOD's three
+//! customization points — workload ([`parse`] into one [`workload::Workload`]), network
+//! ([`topology::Network`] plus link classes and the quiet-network cost [`tcom::Tcom`]) and output
+//! ([`output`]) — around one engine ([`engine`]). Everything runs in virtual time with seeded
+//! randomness and (time, sequence) tie-breaking, so the same input and seed give byte-identical
+//! output.
+
+pub mod collectives;
+pub mod parse;
+pub mod rng;
+pub mod tcom;
+pub mod topology;
+pub mod workload;
+pub mod output;

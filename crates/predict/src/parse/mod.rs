@@ -1,0 +1,150 @@
+//! Trace readers: commperf's own text format, GOAL schedules (LogGOPSim) and SimGrid
+//! time-independent traces, all into one [`Workload`].
+//!
+//! Every error names file:line:column and the offending token; no input makes a reader panic
+//! (the readers are fuzzed in `tests/fuzz.rs`).
+
+mod goal;
+mod own;
+mod simgrid;
+
+use crate::collectives::Algorithms;
+use crate::workload::Workload;
+use std::fmt;
+use std::path::Path;
+
+/// The trace formats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TraceFormat {
+    Own,
+    Goal,
+    SimGrid,
+}
+
+impl std::str::FromStr for TraceFormat {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "own" => Ok(TraceFormat::Own),
+            "goal" => Ok(TraceFormat::Goal),
+            "simgrid" => Ok(TraceFormat::SimGrid),
+            _ => Err(format!("unknown trace format `{s}` (expected own, goal or simgrid)")),
+        }
+    }
+}
+
+impl fmt::Display for TraceFormat {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            TraceFormat::Own => "own",
+            TraceFormat::Goal => "goal",
+            TraceFormat::SimGrid => "simgrid",
+        })
+    }
+}
+
+/// Options every reader takes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ParseOptions {
+    /// Host speed for SimGrid `compute` (flop/s). Default 1e9.
+    pub host_speed_flops: f64,
+    /// Collective algorithms.
+    pub algorithms: Algorithms,
+}
+
+impl Default for ParseOptions {
+    fn default() -> Self {
+        ParseOptions {
+            host_speed_flops: 1e9,
+            algorithms: Algorithms::default(),
+        }
+    }
+}
+
+/// A syntax or meaning error at a place in a file.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{file}:{line}:{column}: {message}{}", token_suffix(.token))]
+pub struct ParseError {
+    pub file: String,
+    /// 1-based.
+    pub line: usize,
+    /// 1-based, in characters.
+    pub column: usize,
+    /// The offending token (empty at end of input).
+    pub token: String,
+    pub message: String,
+}
+
+fn token_suffix(t: &str) -> String {
+    if t.is_empty() {
+        String::new()
+    } else {
+        format!(" (at `{t}`)")
+    }
+}
+
+/// Why a trace could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum TraceError {
+    #[error("{path}: {source}")]
+    Io {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error(transparent)]
+    Parse(#[from] ParseError),
+}
+
+/// Guesses the format from the first meaningful line: `num_ranks` → GOAL; `<rank> <action>` →
+/// SimGrid; otherwise commperf's own.
+pub fn detect(text: &str) -> TraceFormat {
+    for line in text.lines() {
+        let l = line.trim();
+        if l.is_empty() || l.starts_with('#') || l.starts_with("//") {
+            continue;
+        }
+        let mut words = l.split_whitespace();
+        let first = words.next().unwrap_or("");
+        if first == "num_ranks" {
+            return TraceFormat::Goal;
+        }
+        if first.parse::<u64>().is_ok() && words.next().is_some() {
+            return TraceFormat::SimGrid;
+        }
+        return TraceFormat::Own;
+    }
+    TraceFormat::Own
+}
+
+/// Reads a trace file (format detected when `format` is None). SimGrid index files (a list of
+/// per-rank trace files) are followed relative to the index's directory.
+pub fn read_trace(
+    path: &Path,
+    format: Option<TraceFormat>,
+    opts: &ParseOptions,
+) -> Result<Workload, TraceError> {
+    let text = std::fs::read_to_string(path).map_err(|source| TraceError::Io {
+        path: path.display().to_string(),
+        source,
+    })?;
+    let name = path.display().to_string();
+    let format = format.unwrap_or_else(|| detect(&text));
+    match format {
+        TraceFormat::SimGrid => simgrid::parse_file(path, &text, opts),
+        _ => Ok(parse_str(&text, &name, format, opts)?),
+    }
+}
+
+/// Parses text already in memory (`name` is used in errors).
+pub fn parse_str(
+    text: &str,
+    name: &str,
+    format: TraceFormat,
+    opts: &ParseOptions,
+) -> Result<Workload, ParseError> {
+    match format {
+        TraceFormat::Own => own::parse(text, name, opts),
+        TraceFormat::Goal => goal::parse(text, name, opts),
+        TraceFormat::SimGrid => simgrid::parse_single(text, name, opts),
+    }
+}

@@ -1,0 +1,425 @@
+//! One representation of every workload: per rank, a list of operations with dependencies.
+//!
+//! It is GOAL's (LogGOPSim's) model, because it is the most general of the three inputs: an
+//! operation starts when every operation it `requires` has completed and every operation it
+//! `irequires` has started. A sequential program (commperf's own traces, SimGrid traces) is the
+//! special case built by [`SeqProgram`]: each operation requires the last blocking one, and
+//! irequires the one before it when that one was non-blocking, so posting order is kept.
+//!
+//! The layout is flat (one vector of operations, ranks as ranges, dependencies in compressed
+//! rows) because a million-rank schedule must fit in a few hundred megabytes.
+
+/// A rank (an MPI process) of the workload.
+pub type Rank = u32;
+
+/// Wildcard for a receive's source or tag (`MPI_ANY_SOURCE`, `MPI_ANY_TAG`).
+pub const ANY: u32 = u32::MAX;
+
+/// One operation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OpKind {
+    /// Local work of `ns` nanoseconds of virtual time: compute, sleep, or (with 0) a join point
+    /// such as a wait. Occupies the rank's CPU.
+    Calc { ns: u64 },
+    /// Sends `bytes` to `to` with `tag`.
+    Send { to: Rank, tag: u32, bytes: u64 },
+    /// Receives `bytes` from `from` (or [`ANY`]) with `tag` (or [`ANY`]).
+    Recv { from: Rank, tag: u32, bytes: u64 },
+}
+
+/// How an operation depends on an earlier one of the same rank.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum DepKind {
+    /// Start only after the other operation completed.
+    Requires,
+    /// Start only after the other operation started.
+    IRequires,
+}
+
+/// Index of an operation within its rank.
+pub type Local = u32;
+
+const IREQ_BIT: u32 = 1 << 31;
+
+/// A finished workload: every rank's operations and dependencies.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Workload {
+    nranks: u32,
+    ops: Vec<OpKind>,
+    /// Operations of rank r are `ops[rank_start[r]..rank_start[r + 1]]`.
+    rank_start: Vec<u32>,
+    /// Dependencies of global operation i are `deps[dep_start[i]..dep_start[i + 1]]`: a local
+    /// index of the same rank, with [`IREQ_BIT`] set for `irequires`.
+    dep_start: Vec<u32>,
+    deps: Vec<u32>,
+}
+
+impl Workload {
+    pub fn nranks(&self) -> u32 {
+        self.nranks
+    }
+
+    /// Every operation of every rank.
+    pub fn len(&self) -> usize {
+        self.ops.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.ops.is_empty()
+    }
+
+    /// Global index range of rank `r`'s operations.
+    pub fn rank_ops(&self, r: Rank) -> std::ops::Range<usize> {
+        self.rank_start[r as usize] as usize..self.rank_start[r as usize + 1] as usize
+    }
+
+    /// The operation at global index `i`.
+    pub fn op(&self, i: usize) -> OpKind {
+        self.ops[i]
+    }
+
+    /// All operations, by global index.
+    pub fn ops(&self) -> &[OpKind] {
+        &self.ops
+    }
+
+    /// The rank owning global operation `i` (binary search: for reports, not hot loops).
+    pub fn rank_of(&self, i: usize) -> Rank {
+        (self.rank_start.partition_point(|&s| s as usize <= i) - 1) as Rank
+    }
+
+    /// Dependencies of global operation `i`, as (global index of the other operation, kind).
+    pub fn deps(&self, i: usize) -> impl Iterator<Item = (usize, DepKind)> + '_ {
+        let base = self.rank_start[self.rank_of_fast(i)] as usize;
+        self.deps[self.dep_start[i] as usize..self.dep_start[i + 1] as usize]
+            .iter()
+            .map(move |&d| {
+                let kind = if d & IREQ_BIT != 0 {
+                    DepKind::IRequires
+                } else {
+                    DepKind::Requires
+                };
+                (base + (d & !IREQ_BIT) as usize, kind)
+            })
+    }
+
+    fn rank_of_fast(&self, i: usize) -> usize {
+        self.rank_start.partition_point(|&s| s as usize <= i) - 1
+    }
+
+    /// Raw dependency rows for engines: `(dep_start, deps)`; entries are local indices with the
+    /// top bit set for `irequires` (see [`Workload::decode_dep`]).
+    pub fn dep_rows(&self) -> (&[u32], &[u32]) {
+        (&self.dep_start, &self.deps)
+    }
+
+    /// Splits a raw dependency entry into (local index, kind).
+    pub fn decode_dep(d: u32) -> (Local, DepKind) {
+        if d & IREQ_BIT != 0 {
+            (d & !IREQ_BIT, DepKind::IRequires)
+        } else {
+            (d, DepKind::Requires)
+        }
+    }
+
+    /// `rank_start` (length `nranks + 1`).
+    pub fn rank_starts(&self) -> &[u32] {
+        &self.rank_start
+    }
+
+    /// Counts of (sends, receives, calcs).
+    pub fn counts(&self) -> (usize, usize, usize) {
+        let mut c = (0, 0, 0);
+        for op in &self.ops {
+            match op {
+                OpKind::Send { .. } => c.0 += 1,
+                OpKind::Recv { .. } => c.1 += 1,
+                OpKind::Calc { .. } => c.2 += 1,
+            }
+        }
+        c
+    }
+}
+
+/// Why a workload cannot be built.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum BuildError {
+    #[error("rank {rank} is outside 0..{nranks}")]
+    RankOutOfRange { rank: u64, nranks: u32 },
+    #[error("rank {0} is defined twice")]
+    DuplicateRank(Rank),
+    #[error("operation {op} of rank {rank} depends on operation {on}, which does not exist")]
+    BadDependency { rank: Rank, op: Local, on: Local },
+    #[error("operation {op} of rank {rank} depends on itself")]
+    SelfDependency { rank: Rank, op: Local },
+    #[error("more than {max} operations")]
+    TooLarge { max: u64 },
+}
+
+/// Builds a [`Workload`] rank by rank, in any rank order.
+#[derive(Debug)]
+pub struct WorkloadBuilder {
+    nranks: u32,
+    ops: Vec<OpKind>,
+    dep_start: Vec<u32>,
+    deps: Vec<u32>,
+    /// (rank, first global op, end) of each rank added, in the order added.
+    chunks: Vec<(Rank, u32, u32)>,
+    defined: Vec<bool>,
+    scratch: Vec<(Local, u32)>,
+}
+
+impl WorkloadBuilder {
+    pub fn new(nranks: u32) -> Self {
+        WorkloadBuilder {
+            nranks,
+            ops: Vec::new(),
+            dep_start: vec![0],
+            deps: Vec::new(),
+            chunks: Vec::new(),
+            defined: vec![false; nranks as usize],
+            scratch: Vec::new(),
+        }
+    }
+
+    pub fn nranks(&self) -> u32 {
+        self.nranks
+    }
+
+    /// Whether rank `r` was added already.
+    pub fn is_defined(&self, r: Rank) -> bool {
+        self.defined.get(r as usize).copied().unwrap_or(false)
+    }
+
+    /// Adds rank `r` with its operations and its dependencies `(op, on, kind)` (local indices).
+    pub fn add_rank(
+        &mut self,
+        r: Rank,
+        ops: &[OpKind],
+        deps: &[(Local, Local, DepKind)],
+    ) -> Result<(), BuildError> {
+        if r >= self.nranks {
+            return Err(BuildError::RankOutOfRange {
+                rank: r as u64,
+                nranks: self.nranks,
+            });
+        }
+        if self.defined[r as usize] {
+            return Err(BuildError::DuplicateRank(r));
+        }
+        let n = ops.len() as u64;
+        if self.ops.len() as u64 + n >= u32::MAX as u64 || self.deps.len() as u64 + deps.len() as u64 >= u32::MAX as u64 {
+            return Err(BuildError::TooLarge {
+                max: u32::MAX as u64 - 1,
+            });
+        }
+        self.scratch.clear();
+        for &(op, on, kind) in deps {
+            if op as u64 >= n || on as u64 >= n {
+                return Err(BuildError::BadDependency { rank: r, op, on });
+            }
+            if op == on {
+                return Err(BuildError::SelfDependency { rank: r, op });
+            }
+            let enc = match kind {
+                DepKind::Requires => on,
+                DepKind::IRequires => on | IREQ_BIT,
+            };
+            self.scratch.push((op, enc));
+        }
+        // Stable by operation, so a rank's dependencies keep the order they were written in.
+        self.scratch.sort_by_key(|&(op, _)| op);
+        self.scratch.dedup();
+        let first = self.ops.len() as u32;
+        self.ops.extend_from_slice(ops);
+        let mut k = 0;
+        for op in 0..ops.len() as u32 {
+            while k < self.scratch.len() && self.scratch[k].0 == op {
+                self.deps.push(self.scratch[k].1);
+                k += 1;
+            }
+            self.dep_start.push(self.deps.len() as u32);
+        }
+        self.chunks.push((r, first, self.ops.len() as u32));
+        self.defined[r as usize] = true;
+        Ok(())
+    }
+
+    /// Adds a sequential program as rank `r`.
+    pub fn add_program(&mut self, r: Rank, p: &SeqProgram) -> Result<(), BuildError> {
+        self.add_rank(r, &p.ops, &p.deps)
+    }
+
+    /// Finishes: ranks never added have no operations.
+    pub fn finish(self) -> Workload {
+        let WorkloadBuilder {
+            nranks,
+            ops,
+            dep_start,
+            deps,
+            mut chunks,
+            ..
+        } = self;
+        let in_order = chunks.windows(2).all(|w| w[0].0 < w[1].0);
+        let (ops, dep_start, deps) = if in_order {
+            (ops, dep_start, deps)
+        } else {
+            chunks.sort_by_key(|c| c.0);
+            let mut o = Vec::with_capacity(ops.len());
+            let mut ds = Vec::with_capacity(dep_start.len());
+            let mut d = Vec::with_capacity(deps.len());
+            ds.push(0);
+            for &(_, a, b) in &chunks {
+                for i in a as usize..b as usize {
+                    o.push(ops[i]);
+                    d.extend_from_slice(&deps[dep_start[i] as usize..dep_start[i + 1] as usize]);
+                    ds.push(d.len() as u32);
+                }
+            }
+            (o, ds, d)
+        };
+        let mut rank_start = Vec::with_capacity(nranks as usize + 1);
+        let mut ci = 0;
+        let mut pos = 0u32;
+        for r in 0..nranks {
+            rank_start.push(pos);
+            if ci < chunks.len() && chunks[ci].0 == r {
+                pos += chunks[ci].2 - chunks[ci].1;
+                ci += 1;
+            }
+        }
+        rank_start.push(pos);
+        Workload {
+            nranks,
+            ops,
+            rank_start,
+            dep_start,
+            deps,
+        }
+    }
+}
+
+/// A request handle of a sequential program: the local index of a non-blocking operation.
+pub type Request = Local;
+
+/// One rank's program written in program order (blocking and non-blocking calls), turned into
+/// operations with dependencies.
+#[derive(Debug, Clone, Default)]
+pub struct SeqProgram {
+    ops: Vec<OpKind>,
+    deps: Vec<(Local, Local, DepKind)>,
+    last_blocking: Option<Local>,
+    last: Option<Local>,
+}
+
+impl SeqProgram {
+    pub fn new() -> Self {
+        SeqProgram::default()
+    }
+
+    pub fn len(&self) -> usize {
+        self.ops.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.ops.is_empty()
+    }
+
+    pub fn ops(&self) -> &[OpKind] {
+        &self.ops
+    }
+
+    pub fn deps(&self) -> &[(Local, Local, DepKind)] {
+        &self.deps
+    }
+
+    fn push(&mut self, op: OpKind) -> Local {
+        let i = self.ops.len() as Local;
+        self.ops.push(op);
+        if let Some(b) = self.last_blocking {
+            self.deps.push((i, b, DepKind::Requires));
+        }
+        if let Some(l) = self.last {
+            if Some(l) != self.last_blocking {
+                self.deps.push((i, l, DepKind::IRequires));
+            }
+        }
+        self.last = Some(i);
+        i
+    }
+
+    /// A blocking call: everything after it waits for it to complete.
+    pub fn blocking(&mut self, op: OpKind) -> Local {
+        let i = self.push(op);
+        self.last_blocking = Some(i);
+        i
+    }
+
+    /// A non-blocking call: later calls only wait for it to have started. Returns its request.
+    pub fn nonblocking(&mut self, op: OpKind) -> Request {
+        self.push(op)
+    }
+
+    /// Waits for the given requests (MPI_Wait / MPI_Waitall): a zero-time blocking join point.
+    /// Requests that are not operations of this program are ignored by the builder's checks.
+    pub fn wait(&mut self, reqs: &[Request]) -> Local {
+        let i = self.blocking(OpKind::Calc { ns: 0 });
+        for &r in reqs {
+            if r != i {
+                self.deps.push((i, r, DepKind::Requires));
+            }
+        }
+        i
+    }
+
+    /// Local work of `ns` nanoseconds (blocking).
+    pub fn calc(&mut self, ns: u64) -> Local {
+        self.blocking(OpKind::Calc { ns })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ranks_added_out_of_order_are_laid_out_by_rank() {
+        let mut b = WorkloadBuilder::new(3);
+        let mut p = SeqProgram::new();
+        p.calc(5);
+        let r = p.nonblocking(OpKind::Send { to: 0, tag: 1, bytes: 8 });
+        p.calc(7);
+        p.wait(&[r]);
+        b.add_program(2, &p).unwrap();
+        b.add_rank(0, &[OpKind::Recv { from: 2, tag: 1, bytes: 8 }], &[])
+            .unwrap();
+        assert_eq!(b.add_rank(0, &[], &[]), Err(BuildError::DuplicateRank(0)));
+        let w = b.finish();
+        assert_eq!(w.rank_ops(0), 0..1);
+        assert_eq!(w.rank_ops(1), 1..1);
+        assert_eq!(w.rank_ops(2), 1..5);
+        assert_eq!(w.rank_of(3), 2);
+        // The isend requires the calc; the second calc requires the first calc and irequires
+        // the isend; the wait requires the second calc and the isend.
+        let d: Vec<_> = w.deps(2).collect();
+        assert_eq!(d, vec![(1, DepKind::Requires)]);
+        let d: Vec<_> = w.deps(3).collect();
+        assert_eq!(d, vec![(1, DepKind::Requires), (2, DepKind::IRequires)]);
+        let mut d: Vec<_> = w.deps(4).collect();
+        d.sort_by_key(|x| x.0);
+        assert_eq!(d, vec![(2, DepKind::Requires), (3, DepKind::Requires)]);
+    }
+
+    #[test]
+    fn bad_dependencies_are_refused() {
+        let mut b = WorkloadBuilder::new(1);
+        let e = b.add_rank(0, &[OpKind::Calc { ns: 1 }], &[(0, 3, DepKind::Requires)]);
+        assert_eq!(e, Err(BuildError::BadDependency { rank: 0, op: 0, on: 3 }));
+        let e = b.add_rank(0, &[OpKind::Calc { ns: 1 }], &[(0, 0, DepKind::Requires)]);
+        assert_eq!(e, Err(BuildError::SelfDependency { rank: 0, op: 0 }));
+        assert!(matches!(
+            b.add_rank(4, &[], &[]),
+            Err(BuildError::RankOutOfRange { rank: 4, .. })
+        ));
+    }
+}
