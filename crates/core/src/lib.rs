@@ -9,7 +9,7 @@ pub mod profile;
 pub mod result;
 pub mod units;
 
-pub use profile::{LogGpPoint, Profile, TcomPiece, TcomPoint, PROFILE_SCHEMA_VERSION};
 pub use kinds::{Benchmark, BufferUse, Mode, TransportKind, UnknownName};
+pub use profile::{LogGpPoint, Profile, TcomPiece, TcomPoint, PROFILE_SCHEMA_VERSION};
 pub use result::{Limits, Machine, Options, Placement, Report, Row, TimerInfo, SCHEMA_VERSION};
 pub use units::{format_size, parse_size, parse_sizes, SizeError};

@@ -10,9 +10,10 @@
 //! output.
 
 pub mod collectives;
+pub mod output;
 pub mod parse;
+pub mod profile;
 pub mod rng;
 pub mod tcom;
 pub mod topology;
 pub mod workload;
-pub mod output;

@@ -69,7 +69,11 @@ impl Tcom {
             if index > 0 && p.from_bytes <= pieces[index - 1].to_bytes {
                 return Err(bad("it overlaps or precedes the piece before it"));
             }
-            out.push((p.from_bytes, p.intercept_us * 1e3, p.slope_us_per_byte * 1e3));
+            out.push((
+                p.from_bytes,
+                p.intercept_us * 1e3,
+                p.slope_us_per_byte * 1e3,
+            ));
         }
         // The last piece must move bytes, or a large message would never finish under contention.
         if out.last().is_some_and(|p| p.2 <= 0.0) {
@@ -97,7 +101,10 @@ impl Tcom {
     }
 
     fn piece(&self, len: u64) -> (f64, f64) {
-        let i = self.pieces.partition_point(|p| p.0 <= len).saturating_sub(1);
+        let i = self
+            .pieces
+            .partition_point(|p| p.0 <= len)
+            .saturating_sub(1);
         (self.pieces[i].1, self.pieces[i].2)
     }
 
@@ -138,8 +145,11 @@ mod tests {
 
     #[test]
     fn pieces_cost_by_size_and_invert() {
-        let t = Tcom::from_pieces(&[piece(0, 2020, 10.0, 0.01), piece(2021, u64::MAX, 30.0, 0.005)])
-            .unwrap();
+        let t = Tcom::from_pieces(&[
+            piece(0, 2020, 10.0, 0.01),
+            piece(2021, u64::MAX, 30.0, 0.005),
+        ])
+        .unwrap();
         assert_eq!(t.quiet_ns(1000), 20_000.0);
         assert_eq!(t.quiet_ns(4000), 50_000.0);
         // Half the quiet time past the intercept moves half the bytes.

@@ -208,7 +208,9 @@ impl WorkloadBuilder {
             return Err(BuildError::DuplicateRank(r));
         }
         let n = ops.len() as u64;
-        if self.ops.len() as u64 + n >= u32::MAX as u64 || self.deps.len() as u64 + deps.len() as u64 >= u32::MAX as u64 {
+        if self.ops.len() as u64 + n >= u32::MAX as u64
+            || self.deps.len() as u64 + deps.len() as u64 >= u32::MAX as u64
+        {
             return Err(BuildError::TooLarge {
                 max: u32::MAX as u64 - 1,
             });
@@ -387,12 +389,24 @@ mod tests {
         let mut b = WorkloadBuilder::new(3);
         let mut p = SeqProgram::new();
         p.calc(5);
-        let r = p.nonblocking(OpKind::Send { to: 0, tag: 1, bytes: 8 });
+        let r = p.nonblocking(OpKind::Send {
+            to: 0,
+            tag: 1,
+            bytes: 8,
+        });
         p.calc(7);
         p.wait(&[r]);
         b.add_program(2, &p).unwrap();
-        b.add_rank(0, &[OpKind::Recv { from: 2, tag: 1, bytes: 8 }], &[])
-            .unwrap();
+        b.add_rank(
+            0,
+            &[OpKind::Recv {
+                from: 2,
+                tag: 1,
+                bytes: 8,
+            }],
+            &[],
+        )
+        .unwrap();
         assert_eq!(b.add_rank(0, &[], &[]), Err(BuildError::DuplicateRank(0)));
         let w = b.finish();
         assert_eq!(w.rank_ops(0), 0..1);
@@ -414,7 +428,14 @@ mod tests {
     fn bad_dependencies_are_refused() {
         let mut b = WorkloadBuilder::new(1);
         let e = b.add_rank(0, &[OpKind::Calc { ns: 1 }], &[(0, 3, DepKind::Requires)]);
-        assert_eq!(e, Err(BuildError::BadDependency { rank: 0, op: 0, on: 3 }));
+        assert_eq!(
+            e,
+            Err(BuildError::BadDependency {
+                rank: 0,
+                op: 0,
+                on: 3
+            })
+        );
         let e = b.add_rank(0, &[OpKind::Calc { ns: 1 }], &[(0, 0, DepKind::Requires)]);
         assert_eq!(e, Err(BuildError::SelfDependency { rank: 0, op: 0 }));
         assert!(matches!(

@@ -28,7 +28,9 @@ impl std::str::FromStr for TraceFormat {
             "own" => Ok(TraceFormat::Own),
             "goal" => Ok(TraceFormat::Goal),
             "simgrid" => Ok(TraceFormat::SimGrid),
-            _ => Err(format!("unknown trace format `{s}` (expected own, goal or simgrid)")),
+            _ => Err(format!(
+                "unknown trace format `{s}` (expected own, goal or simgrid)"
+            )),
         }
     }
 }

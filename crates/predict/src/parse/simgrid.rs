@@ -4,7 +4,11 @@ use super::{ParseError, ParseOptions, TraceError};
 use crate::workload::Workload;
 use std::path::Path;
 
-pub(crate) fn parse_single(_text: &str, name: &str, _opts: &ParseOptions) -> Result<Workload, ParseError> {
+pub(crate) fn parse_single(
+    _text: &str,
+    name: &str,
+    _opts: &ParseOptions,
+) -> Result<Workload, ParseError> {
     Err(ParseError {
         file: name.to_string(),
         line: 1,
@@ -14,6 +18,10 @@ pub(crate) fn parse_single(_text: &str, name: &str, _opts: &ParseOptions) -> Res
     })
 }
 
-pub(crate) fn parse_file(path: &Path, text: &str, opts: &ParseOptions) -> Result<Workload, TraceError> {
+pub(crate) fn parse_file(
+    path: &Path,
+    text: &str,
+    opts: &ParseOptions,
+) -> Result<Workload, TraceError> {
     Ok(parse_single(text, &path.display().to_string(), opts)?)
 }

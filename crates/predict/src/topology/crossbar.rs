@@ -29,7 +29,11 @@ impl Crossbar {
 
 impl Network for Crossbar {
     fn describe(&self) -> String {
-        format!("crossbar ({} hosts, {} links)", self.hosts, self.links.len())
+        format!(
+            "crossbar ({} hosts, {} links)",
+            self.hosts,
+            self.links.len()
+        )
     }
     fn hosts(&self) -> u32 {
         self.hosts

@@ -39,7 +39,11 @@ pub enum TopologyError {
     #[error("the workload has {ranks} ranks but the network has only {hosts} hosts (give a larger network or a --rank-map)")]
     TooFewHosts { ranks: u32, hosts: u32 },
     #[error("no route from {from} to {to}: {why}")]
-    NoRoute { from: String, to: String, why: String },
+    NoRoute {
+        from: String,
+        to: String,
+        why: String,
+    },
 }
 
 /// A network: hosts, directed links, and a deterministic routing function.
