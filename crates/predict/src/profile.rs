@@ -52,11 +52,13 @@ pub fn profile_from_points(points: &[TcomPoint], source: &str) -> Result<Profile
         .ok_or_else(|| ProfileError::Unusable("the regression failed".into()))?;
     let mut tcom = Vec::with_capacity(segs.len());
     for (i, s) in segs.iter().enumerate() {
-        let from = if i == 0 { 0 } else { merged[s.start].0 };
+        // A piece owns the sizes up to its last measured one; sizes between two measured
+        // ladders fall to the lower piece (what was last seen to hold).
+        let from = if i == 0 { 0 } else { merged[s.start - 1].0 + 1 };
         let to = if i + 1 == segs.len() {
             u64::MAX
         } else {
-            merged[segs[i + 1].start].0 - 1
+            merged[s.end - 1].0
         };
         let mut intercept = s.fit.intercept;
         let slope = s.fit.slope.max(0.0);
