@@ -10,6 +10,7 @@
 //! output.
 
 pub mod collectives;
+pub mod engine;
 pub mod output;
 pub mod parse;
 pub mod profile;
