@@ -34,6 +34,12 @@ pub enum Command {
     /// The peer process a local `bench` starts (internal)
     #[command(name = "__peer", hide = true)]
     Peer,
+    /// Build a rate-limited cluster of network namespaces, measure patterns on it and compare
+    /// with their prediction (needs root)
+    Testbed(Box<crate::testbed::TestbedArgs>),
+    /// One rank of `testbed` inside its namespace (internal)
+    #[command(name = "__testbed-rank", hide = true)]
+    TestbedRank(crate::testbed::TestbedRankArgs),
 }
 
 fn list<T: std::str::FromStr>(s: &str) -> Result<Vec<T>, String>

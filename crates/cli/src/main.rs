@@ -5,6 +5,7 @@
 mod cli;
 mod output;
 mod progress;
+mod testbed;
 
 use anyhow::{Context, Result};
 use clap::Parser;
@@ -31,6 +32,8 @@ fn main() -> ExitCode {
         },
         Command::Report(r) => report(&r),
         Command::Peer => peer(),
+        Command::Testbed(t) => testbed::testbed(&t),
+        Command::TestbedRank(r) => testbed::testbed_rank(&r),
     };
     match r {
         Ok(()) => ExitCode::SUCCESS,

@@ -1,0 +1,893 @@
+//! The orchestrator: builds the cluster, starts one rank per namespace, calibrates Tcom by
+//! ping-pong between two of them, measures each pattern, predicts it, and reports both.
+//!
+//! Cleanup is layered so that nothing outlives a run: rank processes are killed by a guard's
+//! `Drop` (and by their parent-death signal if this process is killed outright); the cluster
+//! removes everything with the run's name prefix in its `Drop`; SIGINT, SIGTERM and SIGHUP
+//! only set a flag that every wait here checks, so an interrupted run unwinds through those
+//! same guards instead of dying in the middle. What a SIGKILLed run leaves behind,
+//! `--cleanup` ([`crate::netns::cleanup_stale`]) removes.
+
+use crate::netns::{Cluster, ClusterSpec, Shaper};
+use crate::pattern::Pattern;
+use crate::proto::{FromRank, PingPongPoint, Rung, ToRank, Work, TOKEN_ENV};
+use crate::{now_ns, TestbedError};
+use commperf_core::{Profile, TcomPoint};
+use commperf_transport::launch::{self, Control};
+use serde::{Deserialize, Serialize};
+use std::net::{SocketAddr, TcpListener};
+use std::os::fd::AsRawFd;
+use std::os::unix::process::CommandExt;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+/// Version of the report schema.
+pub const TESTBED_SCHEMA_VERSION: u32 = 1;
+
+static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_signal(_: libc::c_int) {
+    // Only an atomic store: async-signal-safe.
+    INTERRUPTED.store(true, Ordering::SeqCst);
+}
+
+/// Makes SIGINT, SIGTERM and SIGHUP set a flag instead of killing the process, so that a run
+/// unwinds and cleans up. Call once, from the binary, before [`run`].
+pub fn install_interrupt_handler() {
+    for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+        // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
+        unsafe { libc::signal(sig, on_signal as *const () as libc::sighandler_t) };
+    }
+}
+
+/// Whether a signal asked the run to stop.
+pub fn interrupted() -> bool {
+    INTERRUPTED.load(Ordering::SeqCst)
+}
+
+/// What to run.
+#[derive(Debug, Clone)]
+pub struct TestbedConfig {
+    pub hosts: u32,
+    pub rate_bit_per_s: u64,
+    pub shaper: Shaper,
+    pub offloads_off: bool,
+    /// Pattern names (`incast`, `alltoall`, `ring`, `halo`).
+    pub patterns: Vec<String>,
+    /// Message size of every pattern.
+    pub bytes: u64,
+    /// Timed iterations per pattern (after `warmup` untimed ones).
+    pub iters: u32,
+    pub warmup: u32,
+    /// Calibration ladder; None = the default for the rate and message size.
+    pub ladder: Option<Vec<Rung>>,
+    /// The binary to start as a rank (`commperf`, which has the hidden rank subcommand).
+    pub exe: PathBuf,
+    /// Leave the namespaces in place afterwards.
+    pub keep: bool,
+    /// Test hook: kill this rank's process just before the first pattern starts.
+    pub kill_rank_for_test: Option<u32>,
+}
+
+/// One pattern's outcome.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PatternResult {
+    pub pattern: String,
+    pub messages: u64,
+    pub bytes_per_message: u64,
+    /// Most bytes one host sends or receives per iteration.
+    pub max_host_bytes: u64,
+    /// That over the link rate: no iteration can be faster (µs).
+    pub rate_bound_us: f64,
+    /// Every timed iteration, µs (start barrier to the last rank's finish).
+    pub measured_us: Vec<f64>,
+    pub measured_median_us: f64,
+    pub measured_min_us: f64,
+    pub measured_max_us: f64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub predicted_us: Option<f64>,
+    /// (predicted − measured median) / measured median · 100.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error_pct: Option<f64>,
+    /// Why there is no prediction, if there is none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub predict_error: Option<String>,
+}
+
+/// The whole run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TestbedReport {
+    pub schema_version: u32,
+    pub tool: String,
+    pub hosts: u32,
+    pub rate_bit_per_s: u64,
+    pub shaper: String,
+    pub bytes_per_message: u64,
+    pub iters: u32,
+    pub warmup: u32,
+    /// Ping-pong medians between hosts 0 and 1 (one-way µs) and the profile fitted to them.
+    pub profile: Profile,
+    pub patterns: Vec<PatternResult>,
+    pub notes: Vec<String>,
+}
+
+/// The default ladder: powers of four from 1 B, then every power of two from 64 KiB up to
+/// `max(4 MiB, bytes)`; about one second of round trips per rung, at least 3 and at most 30.
+pub fn default_ladder(rate_bit_per_s: u64, bytes: u64) -> Vec<Rung> {
+    let top = bytes.max(4 << 20);
+    let mut sizes: Vec<u64> = vec![1, 1 << 10, 4 << 10, 16 << 10];
+    let mut s = 64u64 << 10;
+    while s < top {
+        sizes.push(s);
+        s *= 2;
+    }
+    sizes.push(top);
+    if !sizes.contains(&bytes) {
+        sizes.push(bytes);
+        sizes.sort_unstable();
+    }
+    sizes
+        .into_iter()
+        .map(|b| {
+            let rt_s = 2.0 * (b as f64 * 8.0) / rate_bit_per_s as f64 + 0.0005;
+            Rung {
+                bytes: b,
+                reps: (1.0 / rt_s).clamp(3.0, 30.0) as u32,
+            }
+        })
+        .collect()
+}
+
+/// Rank processes of the run; killed on drop.
+#[derive(Debug)]
+struct Ranks {
+    children: Vec<Child>,
+}
+
+impl Ranks {
+    /// A rank that has exited: (rank, status text).
+    fn exited(&mut self) -> Option<(u32, String)> {
+        for (i, c) in self.children.iter_mut().enumerate() {
+            if let Ok(Some(st)) = c.try_wait() {
+                return Some((i as u32, st.to_string()));
+            }
+        }
+        None
+    }
+
+    fn kill_all(&mut self) {
+        for c in &mut self.children {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+impl Drop for Ranks {
+    fn drop(&mut self) {
+        self.kill_all();
+    }
+}
+
+enum Event {
+    Msg(u32, FromRank),
+    Closed(u32, String),
+}
+
+/// The coordinator's side of the control channels.
+struct Coordinator {
+    writers: Vec<Control>,
+    events: mpsc::Receiver<Event>,
+    ranks: Ranks,
+}
+
+impl Coordinator {
+    fn send(&mut self, rank: u32, msg: &ToRank) -> Result<(), TestbedError> {
+        self.writers[rank as usize]
+            .send(msg)
+            .map_err(|e| TestbedError::Rank {
+                rank,
+                message: e.to_string(),
+            })
+    }
+
+    /// Waits for one message from each of `from`; a failure, a closed channel, an exited
+    /// process, a signal or the timeout ends the wait with an error naming the rank.
+    fn gather(
+        &mut self,
+        from: &[u32],
+        what: &str,
+        timeout: Duration,
+    ) -> Result<Vec<(u32, FromRank)>, TestbedError> {
+        let deadline = Instant::now() + timeout;
+        let mut got: Vec<(u32, FromRank)> = Vec::with_capacity(from.len());
+        while got.len() < from.len() {
+            if interrupted() {
+                return Err(TestbedError::Interrupted);
+            }
+            match self.events.recv_timeout(Duration::from_millis(100)) {
+                Ok(Event::Msg(rank, FromRank::Failed { message })) => {
+                    return Err(TestbedError::Rank { rank, message })
+                }
+                Ok(Event::Msg(rank, msg)) => {
+                    if !from.contains(&rank) || got.iter().any(|(r, _)| *r == rank) {
+                        return Err(TestbedError::Rank {
+                            rank,
+                            message: format!("unexpected message while waiting for {what}"),
+                        });
+                    }
+                    got.push((rank, msg));
+                }
+                Ok(Event::Closed(rank, why)) => {
+                    // Give a Failed report already on its way the chance to be the message.
+                    std::thread::sleep(Duration::from_millis(50));
+                    if let Ok(Event::Msg(r, FromRank::Failed { message })) = self.events.try_recv()
+                    {
+                        return Err(TestbedError::Rank { rank: r, message });
+                    }
+                    let status = self.ranks.exited().map(|(_, s)| s).unwrap_or_default();
+                    return Err(TestbedError::Rank {
+                        rank,
+                        message: format!(
+                            "control channel closed while waiting for {what}: {why} {status}"
+                        )
+                        .trim_end()
+                        .to_string(),
+                    });
+                }
+                Err(mpsc::RecvTimeoutError::Timeout) => {
+                    if let Some((rank, status)) = self.ranks.exited() {
+                        return Err(TestbedError::Rank {
+                            rank,
+                            message: format!("process exited ({status}) while waiting for {what}"),
+                        });
+                    }
+                    if Instant::now() > deadline {
+                        let missing: Vec<u32> = from
+                            .iter()
+                            .copied()
+                            .filter(|r| !got.iter().any(|(g, _)| g == r))
+                            .collect();
+                        return Err(TestbedError::Timeout {
+                            what: format!("{what} from ranks {missing:?}"),
+                            secs: timeout.as_secs(),
+                        });
+                    }
+                }
+                Err(mpsc::RecvTimeoutError::Disconnected) => {
+                    return Err(TestbedError::Protocol(
+                        "every control channel closed".into(),
+                    ))
+                }
+            }
+        }
+        Ok(got)
+    }
+
+    /// Sends a job to `ranks` and waits until each has its connections.
+    fn start_job(
+        &mut self,
+        job: u32,
+        peers: &[SocketAddr],
+        works: Vec<(u32, Work)>,
+        timeout: Duration,
+    ) -> Result<(), TestbedError> {
+        let ranks: Vec<u32> = works.iter().map(|(r, _)| *r).collect();
+        for (r, work) in works {
+            self.send(
+                r,
+                &ToRank::Job {
+                    job,
+                    peers: peers.to_vec(),
+                    work,
+                    timeout_s: timeout.as_secs().max(1),
+                },
+            )?;
+        }
+        self.gather(&ranks, "data connections (Ready)", timeout)?;
+        Ok(())
+    }
+
+    /// A common start time, far enough ahead for a Go to reach every rank.
+    fn go(&mut self, ranks: &[u32], iter: u32) -> Result<u64, TestbedError> {
+        let start_at_ns = now_ns() + 2_000_000 + 200_000 * ranks.len() as u64;
+        for &r in ranks {
+            self.send(r, &ToRank::Go { iter, start_at_ns })?;
+        }
+        Ok(start_at_ns)
+    }
+}
+
+/// Runs the testbed: calibrate, measure, predict. `progress` gets one line per step.
+pub fn run(
+    cfg: &TestbedConfig,
+    progress: &mut dyn FnMut(&str),
+) -> Result<TestbedReport, TestbedError> {
+    if cfg.iters == 0 {
+        return Err(TestbedError::Config("--iters must be at least 1".into()));
+    }
+    if cfg.bytes == 0 {
+        return Err(TestbedError::Config("--bytes must be at least 1".into()));
+    }
+    // Every pattern is built first: a bad name fails before anything is made.
+    let patterns: Vec<Pattern> = cfg
+        .patterns
+        .iter()
+        .map(|n| Pattern::by_name(n, cfg.hosts, cfg.bytes))
+        .collect::<Result<_, _>>()?;
+    progress(&format!(
+        "building {} namespaces, {} per link per direction ({:?})",
+        cfg.hosts,
+        format_rate(cfg.rate_bit_per_s),
+        cfg.shaper
+    ));
+    let mut cluster = Cluster::build(&ClusterSpec {
+        hosts: cfg.hosts,
+        rate_bit_per_s: cfg.rate_bit_per_s,
+        shaper: cfg.shaper,
+        offloads_off: cfg.offloads_off,
+    })?;
+    if cfg.keep {
+        cluster.keep();
+    }
+    let mut notes = cluster.notes.clone();
+    for n in &notes {
+        progress(&format!("note: {n}"));
+    }
+    let result = run_on(cfg, &cluster, &patterns, progress, &mut notes);
+    // The ranks are gone by now (their guard dropped inside run_on); the cluster goes next.
+    if !cfg.keep {
+        cluster.remove();
+    } else {
+        progress(&format!(
+            "kept namespaces {}h0.. (remove with `commperf testbed --cleanup`)",
+            cluster.prefix
+        ));
+    }
+    let (profile, results) = result?;
+    Ok(TestbedReport {
+        schema_version: TESTBED_SCHEMA_VERSION,
+        tool: format!("commperf {}", env!("CARGO_PKG_VERSION")),
+        hosts: cfg.hosts,
+        rate_bit_per_s: cfg.rate_bit_per_s,
+        shaper: format!("{:?}", cfg.shaper).to_lowercase(),
+        bytes_per_message: cfg.bytes,
+        iters: cfg.iters,
+        warmup: cfg.warmup,
+        profile,
+        patterns: results,
+        notes,
+    })
+}
+
+fn format_rate(bit: u64) -> String {
+    if bit % 1_000_000_000 == 0 {
+        format!("{} Gbit/s", bit / 1_000_000_000)
+    } else if bit % 1_000_000 == 0 {
+        format!("{} Mbit/s", bit / 1_000_000)
+    } else {
+        format!("{} kbit/s", bit as f64 / 1e3)
+    }
+}
+
+fn median(v: &[f64]) -> f64 {
+    let mut s = v.to_vec();
+    s.sort_by(f64::total_cmp);
+    match s.len() {
+        0 => f64::NAN,
+        n if n % 2 == 1 => s[n / 2],
+        n => (s[n / 2 - 1] + s[n / 2]) / 2.0,
+    }
+}
+
+fn spawn_ranks(
+    cfg: &TestbedConfig,
+    cluster: &Cluster,
+    ctrl: SocketAddr,
+    token: &str,
+) -> Result<Ranks, TestbedError> {
+    let mut ranks = Ranks {
+        children: Vec::new(),
+    };
+    for (i, h) in cluster.hosts.iter().enumerate() {
+        let mut cmd = Command::new("ip");
+        cmd.args(["netns", "exec", &h.netns])
+            .arg(&cfg.exe)
+            .args(["__testbed-rank", "--rank", &i.to_string()])
+            .args(["--ctrl", &ctrl.to_string(), "--listen", &h.addr.to_string()])
+            .env(TOKEN_ENV, token)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null());
+        // SAFETY: between fork and exec only async-signal-safe calls: setpgid and prctl.
+        // Own process group: a terminal's Ctrl-C reaches the coordinator only, which then
+        // stops the ranks itself. Parent-death signal: if the coordinator is killed outright,
+        // the kernel kills the rank (`ip netns exec` execs the rank in place, so the signal
+        // setting carries over to it).
+        unsafe {
+            cmd.pre_exec(|| {
+                libc::setpgid(0, 0);
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                Ok(())
+            });
+        }
+        let child = cmd
+            .spawn()
+            .map_err(|e| TestbedError::io(format!("start rank {i} in {}", h.netns), e))?;
+        ranks.children.push(child);
+    }
+    Ok(ranks)
+}
+
+/// Accepts every rank's control connection and checks its hello.
+fn connect_ranks(
+    listener: &TcpListener,
+    mut ranks: Ranks,
+    n: u32,
+    token: &str,
+) -> Result<(Coordinator, Vec<SocketAddr>, Vec<std::net::IpAddr>), TestbedError> {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    listener
+        .set_nonblocking(true)
+        .map_err(|e| TestbedError::io("control listener", e))?;
+    let mut slots: Vec<Option<(Control, u16, std::net::IpAddr)>> = (0..n).map(|_| None).collect();
+    let mut have = 0;
+    let (tx, rx) = mpsc::channel::<Event>();
+    while have < n {
+        if interrupted() {
+            return Err(TestbedError::Interrupted);
+        }
+        if let Some((rank, status)) = ranks.exited() {
+            return Err(TestbedError::Rank {
+                rank,
+                message: format!("process exited ({status}) before connecting"),
+            });
+        }
+        if Instant::now() > deadline {
+            let missing: Vec<usize> = (0..n as usize).filter(|&i| slots[i].is_none()).collect();
+            return Err(TestbedError::Timeout {
+                what: format!("ranks {missing:?} to connect"),
+                secs: 30,
+            });
+        }
+        let (stream, addr) = match listener.accept() {
+            Ok(x) => x,
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                poll_in(listener.as_raw_fd(), 100);
+                continue;
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(TestbedError::io("accept a rank", e)),
+        };
+        stream
+            .set_nonblocking(false)
+            .map_err(|e| TestbedError::io("control stream", e))?;
+        let _ = stream.set_nodelay(true);
+        let reader = stream
+            .try_clone()
+            .map_err(|e| TestbedError::io("control stream", e))?;
+        let mut ctrl = Control::new(Box::new(stream), format!("rank at {addr}"));
+        ctrl.set_timeout(Duration::from_secs(10))?;
+        let (rank, port) = match ctrl.recv::<FromRank>() {
+            Ok(FromRank::Hello {
+                token: t,
+                rank,
+                data_port,
+            }) if t == token && rank < n && slots[rank as usize].is_none() => (rank, data_port),
+            // A stranger, a wrong token or a duplicate: not one of ours; drop it.
+            _ => continue,
+        };
+        ctrl.set_peer(format!("rank {rank}"));
+        ctrl.set_timeout(Duration::from_secs(600))?;
+        let mut rctl = Control::new(Box::new(reader), format!("rank {rank}"));
+        // The reader blocks as long as a job can take; the coordinator's own waits carry
+        // the real timeouts.
+        rctl.set_timeout(Duration::from_secs(24 * 3600))?;
+        let tx = tx.clone();
+        std::thread::spawn(move || loop {
+            match rctl.recv::<FromRank>() {
+                Ok(m) => {
+                    if tx.send(Event::Msg(rank, m)).is_err() {
+                        break;
+                    }
+                }
+                Err(e) => {
+                    let _ = tx.send(Event::Closed(rank, e.to_string()));
+                    break;
+                }
+            }
+        });
+        slots[rank as usize] = Some((ctrl, port, addr.ip()));
+        have += 1;
+    }
+    let mut writers = Vec::with_capacity(n as usize);
+    let mut data = Vec::with_capacity(n as usize);
+    let mut ips = Vec::with_capacity(n as usize);
+    for (ctrl, port, ip) in slots.into_iter().flatten() {
+        writers.push(ctrl);
+        data.push(SocketAddr::new(ip, port));
+        ips.push(ip);
+    }
+    Ok((
+        Coordinator {
+            writers,
+            events: rx,
+            ranks,
+        },
+        data,
+        ips,
+    ))
+}
+
+fn poll_in(fd: i32, ms: i32) {
+    let mut p = libc::pollfd {
+        fd,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: one valid pollfd; the result only says whether to try again.
+    unsafe { libc::poll(&mut p, 1, ms) };
+}
+
+type Measured = (Profile, Vec<PatternResult>);
+
+fn run_on(
+    cfg: &TestbedConfig,
+    cluster: &Cluster,
+    patterns: &[Pattern],
+    progress: &mut dyn FnMut(&str),
+    notes: &mut Vec<String>,
+) -> Result<Measured, TestbedError> {
+    let listener = TcpListener::bind((cluster.bridge_addr, 0))
+        .map_err(|e| TestbedError::io(format!("listen on {}", cluster.bridge_addr), e))?;
+    let ctrl_addr = listener
+        .local_addr()
+        .map_err(|e| TestbedError::io("control listener", e))?;
+    let token = launch::new_token();
+    progress(&format!("starting {} ranks", cfg.hosts));
+    let ranks = spawn_ranks(cfg, cluster, ctrl_addr, &token)?;
+    let (mut co, peers, _) = connect_ranks(&listener, ranks, cfg.hosts, &token)?;
+    let per_byte_s = 8.0 / cfg.rate_bit_per_s as f64;
+
+    // Calibration: ping-pong between hosts 0 and 1 over the shaped links.
+    let ladder = cfg
+        .ladder
+        .clone()
+        .unwrap_or_else(|| default_ladder(cfg.rate_bit_per_s, cfg.bytes));
+    let est: f64 = ladder
+        .iter()
+        .map(|r| (r.reps + 1) as f64 * 2.0 * (r.bytes as f64 * per_byte_s + 0.001))
+        .sum();
+    progress(&format!(
+        "calibrating: ping-pong host 0 <-> host 1, {} sizes {} B .. {} B (about {:.0} s)",
+        ladder.len(),
+        ladder.first().map_or(0, |r| r.bytes),
+        ladder.last().map_or(0, |r| r.bytes),
+        est
+    ));
+    let timeout = Duration::from_secs_f64(30.0 + 10.0 * est);
+    co.start_job(
+        0,
+        &peers,
+        vec![
+            (
+                0,
+                Work::PingPong {
+                    peer: 1,
+                    initiator: true,
+                    ladder: ladder.clone(),
+                },
+            ),
+            (
+                1,
+                Work::PingPong {
+                    peer: 0,
+                    initiator: false,
+                    ladder: ladder.clone(),
+                },
+            ),
+        ],
+        timeout,
+    )?;
+    co.go(&[0, 1], 0)?;
+    let mut points: Vec<PingPongPoint> = Vec::new();
+    for (_, m) in co.gather(&[0, 1], "ping-pong results", timeout)? {
+        if let FromRank::PingPong { points: p } = m {
+            if !p.is_empty() {
+                points = p;
+            }
+        }
+    }
+    let tpoints: Vec<TcomPoint> = points
+        .iter()
+        .map(|p| TcomPoint {
+            size_bytes: p.bytes,
+            time_us: median(&p.one_way_us),
+        })
+        .collect();
+    for p in &tpoints {
+        progress(&format!(
+            "  {:>9} B  one-way {:>12.1} us",
+            p.size_bytes, p.time_us
+        ));
+    }
+    let mut profile = commperf_predict::profile::profile_from_points(
+        &tpoints,
+        &format!(
+            "commperf testbed calibration ({} hosts, {}, {:?})",
+            cfg.hosts,
+            format_rate(cfg.rate_bit_per_s),
+            cfg.shaper
+        ),
+    )
+    .map_err(|e| TestbedError::Calibration(e.to_string()))?;
+    profile.transport = Some("tcp".into());
+    join_pieces(&mut profile);
+
+    if let Some(r) = cfg.kill_rank_for_test {
+        if let Some(c) = co.ranks.children.get_mut(r as usize) {
+            let _ = c.kill();
+        }
+    }
+
+    let all: Vec<u32> = (0..cfg.hosts).collect();
+    let mut results = Vec::with_capacity(patterns.len());
+    for (k, p) in patterns.iter().enumerate() {
+        let bound_s = p.max_host_bytes() as f64 * per_byte_s;
+        progress(&format!(
+            "measuring {}: {} messages of {} B, {} + {} iterations (rate bound {:.1} ms each)",
+            p.name,
+            p.messages().len(),
+            cfg.bytes,
+            cfg.warmup,
+            cfg.iters,
+            bound_s * 1e3
+        ));
+        let timeout = Duration::from_secs_f64(30.0 + 20.0 * bound_s);
+        let total = cfg.warmup + cfg.iters;
+        let works = p
+            .ranks
+            .iter()
+            .enumerate()
+            .map(|(r, part)| {
+                (
+                    r as u32,
+                    Work::Pattern {
+                        part: part.clone(),
+                        iters: total,
+                    },
+                )
+            })
+            .collect();
+        co.start_job(k as u32 + 1, &peers, works, timeout)?;
+        let mut measured = Vec::with_capacity(cfg.iters as usize);
+        for it in 0..total {
+            let start = co.go(&all, it)?;
+            let done = co.gather(&all, &format!("{} iteration {it}", p.name), timeout)?;
+            let finish = done
+                .iter()
+                .filter_map(|(_, m)| match m {
+                    FromRank::Done { finish_ns, .. } => Some(*finish_ns),
+                    _ => None,
+                })
+                .max()
+                .unwrap_or(start);
+            if it >= cfg.warmup {
+                measured.push(finish.saturating_sub(start) as f64 / 1e3);
+            }
+        }
+        let med = median(&measured);
+        let (predicted_us, predict_error) = match crate::predict::predict_pattern(p, &profile) {
+            Ok(t) => (Some(t), None),
+            Err(e) => (None, Some(e.to_string())),
+        };
+        let error_pct = predicted_us.map(|t| (t - med) / med * 100.0);
+        let r = PatternResult {
+            pattern: p.name.clone(),
+            messages: p.messages().len() as u64,
+            bytes_per_message: cfg.bytes,
+            max_host_bytes: p.max_host_bytes(),
+            rate_bound_us: bound_s * 1e6,
+            measured_median_us: med,
+            measured_min_us: measured.iter().copied().fold(f64::INFINITY, f64::min),
+            measured_max_us: measured.iter().copied().fold(0.0, f64::max),
+            measured_us: measured,
+            predicted_us,
+            error_pct,
+            predict_error,
+        };
+        progress(&format!(
+            "  {}: measured median {:.1} ms (min {:.1}, max {:.1}), predicted {}",
+            r.pattern,
+            r.measured_median_us / 1e3,
+            r.measured_min_us / 1e3,
+            r.measured_max_us / 1e3,
+            match (r.predicted_us, &r.predict_error) {
+                (Some(t), _) => format!("{:.1} ms", t / 1e3),
+                (None, Some(e)) => format!("none ({e})"),
+                (None, None) => "none".into(),
+            }
+        ));
+        results.push(r);
+    }
+    if results.iter().any(|r| r.predict_error.is_some()) {
+        notes.push("some patterns have no prediction (see predict_error)".into());
+    }
+    for r in 0..cfg.hosts {
+        let _ = co.send(r, &ToRank::Quit);
+    }
+    // Give the ranks a moment to leave on their own; the guard kills what remains.
+    let t0 = Instant::now();
+    while t0.elapsed() < Duration::from_secs(2)
+        && co
+            .ranks
+            .children
+            .iter_mut()
+            .any(|c| matches!(c.try_wait(), Ok(None)))
+    {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    drop(co);
+    Ok((profile, results))
+}
+
+/// Moves each boundary between two Tcom pieces to where their lines cross, when they cross
+/// between the two pieces' measured sizes. A piece fitted over large sizes can have a negative
+/// intercept (the shaper's token bucket lets the first bytes through at veth speed), and then
+/// costs less than nothing just above the last size of the piece before it; the crossing is
+/// where the large-message line really takes over.
+pub fn join_pieces(p: &mut Profile) {
+    for i in 1..p.tcom.len() {
+        let (a, b) = (p.tcom[i - 1], p.tcom[i]);
+        let cost =
+            |q: &commperf_core::TcomPiece, x: u64| q.intercept_us + q.slope_us_per_byte * x as f64;
+        if cost(&b, b.from_bytes) >= cost(&a, a.to_bytes) {
+            continue;
+        }
+        let last = p
+            .points
+            .iter()
+            .map(|q| q.size_bytes)
+            .filter(|&x| x > b.from_bytes)
+            .min()
+            .unwrap_or(b.from_bytes);
+        if b.slope_us_per_byte > a.slope_us_per_byte {
+            let x = (a.intercept_us - b.intercept_us) / (b.slope_us_per_byte - a.slope_us_per_byte);
+            let x = (x.ceil() as u64).clamp(b.from_bytes, last);
+            p.tcom[i - 1].to_bytes = x - 1;
+            p.tcom[i].from_bytes = x;
+        }
+        // Still below the piece before (no crossing in range): lift the piece to meet it.
+        let (a, b) = (p.tcom[i - 1], p.tcom[i]);
+        let gap = cost(&a, a.to_bytes) - cost(&b, b.from_bytes);
+        if gap > 0.0 {
+            p.tcom[i].intercept_us += gap;
+        }
+    }
+}
+
+/// The report as a table: measured against predicted, per pattern.
+pub fn render_table(r: &TestbedReport) -> String {
+    let mut s = format!(
+        "# commperf testbed | {} hosts, {} per link per direction ({}), {} B messages, median of {} iterations\n",
+        r.hosts,
+        format_rate(r.rate_bit_per_s),
+        r.shaper,
+        r.bytes_per_message,
+        r.iters
+    );
+    s += "# Tcom (one-way, from ping-pong host 0 <-> 1):";
+    for p in &r.profile.tcom {
+        s += &format!(
+            " [{}..{} B: {:.1} us + {:.6} us/B]",
+            p.from_bytes,
+            if p.to_bytes == u64::MAX {
+                "inf".to_string()
+            } else {
+                p.to_bytes.to_string()
+            },
+            p.intercept_us,
+            p.slope_us_per_byte
+        );
+    }
+    s += "\n";
+    s += &format!(
+        "{:<10} {:>8} {:>12} {:>14} {:>12} {:>12} {:>14} {:>9}\n",
+        "pattern",
+        "messages",
+        "bound(ms)",
+        "measured(ms)",
+        "min(ms)",
+        "max(ms)",
+        "predicted(ms)",
+        "error(%)"
+    );
+    for p in &r.patterns {
+        s += &format!(
+            "{:<10} {:>8} {:>12.2} {:>14.2} {:>12.2} {:>12.2} {:>14} {:>9}\n",
+            p.pattern,
+            p.messages,
+            p.rate_bound_us / 1e3,
+            p.measured_median_us / 1e3,
+            p.measured_min_us / 1e3,
+            p.measured_max_us / 1e3,
+            p.predicted_us
+                .map_or("-".to_string(), |t| format!("{:.2}", t / 1e3)),
+            p.error_pct.map_or("-".to_string(), |e| format!("{e:+.1}")),
+        );
+    }
+    for p in &r.patterns {
+        if let Some(e) = &p.predict_error {
+            s += &format!("# {}: no prediction: {e}\n", p.pattern);
+        }
+    }
+    for n in &r.notes {
+        s += &format!("# note: {n}\n");
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pieces_meet_where_their_lines_cross() {
+        use commperf_core::TcomPiece;
+        let mut p = commperf_predict::profile::profile_from_points(
+            &[
+                TcomPoint {
+                    size_bytes: 1,
+                    time_us: 12.8,
+                },
+                TcomPoint {
+                    size_bytes: 4096,
+                    time_us: 44.0,
+                },
+                TcomPoint {
+                    size_bytes: 16384,
+                    time_us: 686.0,
+                },
+                TcomPoint {
+                    size_bytes: 1 << 20,
+                    time_us: 84316.0,
+                },
+            ],
+            "t",
+        )
+        .unwrap();
+        p.tcom = vec![
+            TcomPiece {
+                from_bytes: 0,
+                to_bytes: 4096,
+                intercept_us: 12.8,
+                slope_us_per_byte: 0.0077,
+            },
+            TcomPiece {
+                from_bytes: 4097,
+                to_bytes: u64::MAX,
+                intercept_us: -641.5,
+                slope_us_per_byte: 0.081,
+            },
+        ];
+        join_pieces(&mut p);
+        assert_eq!(p.tcom[1].from_bytes, 8927);
+        assert_eq!(p.tcom[0].to_bytes, 8926);
+        assert!(commperf_predict::tcom::Tcom::from_profile(&p).is_ok());
+    }
+
+    #[test]
+    fn ladder_covers_the_message_size() {
+        let l = default_ladder(100_000_000, 1 << 20);
+        assert_eq!(l.first().map(|r| r.bytes), Some(1));
+        assert_eq!(l.last().map(|r| r.bytes), Some(4 << 20));
+        assert!(l.iter().any(|r| r.bytes == 1 << 20));
+        assert!(l.iter().all(|r| (3..=30).contains(&r.reps)));
+        let big = default_ladder(100_000_000, 10 << 20);
+        assert_eq!(big.last().map(|r| r.bytes), Some(10 << 20));
+        assert_eq!(median(&[3.0, 1.0, 2.0]), 2.0);
+        assert_eq!(median(&[4.0, 1.0, 2.0, 3.0]), 2.5);
+    }
+}
