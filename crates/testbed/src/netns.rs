@@ -262,11 +262,13 @@ fn shaper_cmds(
     peers: &[Ipv4Addr],
 ) -> Vec<Vec<String>> {
     let rate = format!("{rate_bit}bit");
-    // Burst: 1 ms at the rate, at least a few frames. Small, because every byte of burst goes
-    // at veth speed and shortens a transfer by burst/rate, once per link and not once per
-    // message as a calibrated Tcom would count it; the watchdog is a high-resolution timer,
-    // so a small bucket still keeps the rate.
-    let burst = (rate_bit / 8 / 1000).max(4096).to_string();
+    // Burst: one full frame (and a little). As small as it can be, because every byte of
+    // burst goes at veth speed: a lone ping-pong message gets the buckets of both its links
+    // for free, a message sharing a busy link does not, and the calibrated Tcom would carry
+    // that gift into every prediction. The watchdog is a high-resolution timer, so a
+    // one-frame bucket still keeps the rate (measured: sustained transfers at 101 % of it).
+    let burst = "1600".to_string();
+    let _ = rate_bit;
     // A deep FIFO under every class: a drop means a TCP retransmission timeout, hundreds of
     // ms of noise.
     let fifo = |parent: &str, handle: &str| {

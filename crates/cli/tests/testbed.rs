@@ -1,0 +1,193 @@
+//! `commperf testbed` for real: a small cluster of network namespaces with shaped links, patterns
+//! measured over TCP and compared with their prediction; and the clean-up after a normal run,
+//! after a rank dies and after Ctrl-C. Needs root, iproute2 and tc; elsewhere each test says
+//! why it did not run.
+
+use serde_json::Value;
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+const EXE: &str = env!("CARGO_BIN_EXE_commperf");
+
+fn can_run() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
+    let tools = ["ip", "tc"].iter().all(|t| {
+        Command::new(t)
+            .arg("-V")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+    });
+    if !(root && tools) {
+        eprintln!("SKIPPED: needs root, iproute2 and tc to build network namespaces");
+    }
+    root && tools
+}
+
+/// Namespaces and root-namespace links a run with this pid left behind.
+fn leftovers(pid: u32) -> Vec<String> {
+    let prefix = format!("cpt{pid}-");
+    let ns = Command::new("ip").args(["netns", "list"]).output().unwrap();
+    let links = Command::new("ip").args(["-o", "link"]).output().unwrap();
+    let mut v: Vec<String> = String::from_utf8_lossy(&ns.stdout)
+        .lines()
+        .chain(String::from_utf8_lossy(&links.stdout).lines())
+        .filter(|l| l.contains(&prefix))
+        .map(str::to_string)
+        .collect();
+    v.sort();
+    v
+}
+
+/// Rank processes still running (the tests run one testbed at a time, see [`SERIAL`]).
+fn rank_processes() -> usize {
+    let out = Command::new("ps").args(["-eo", "args"]).output();
+    out.map(|o| {
+        String::from_utf8_lossy(&o.stdout)
+            .lines()
+            .filter(|l| l.contains(EXE) && l.contains("__testbed-rank"))
+            .count()
+    })
+    .unwrap_or(0)
+}
+
+/// One testbed at a time: they would share 2 cores and each other's timing.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// A small quick testbed: 4 hosts, 200 Mbit/s, 128 KiB messages, a short ladder.
+fn small_run(iters: &str, extra: &[&str]) -> std::process::Child {
+    Command::new(EXE)
+        .args([
+            "testbed", "--hosts", "4", "--rate", "200mbit", "--bytes", "128K",
+        ])
+        .args(["--iters", iters, "--ladder", "1,4K,16K,64K,128K,256K,512K"])
+        .args(["--ladder-reps", "5", "--format", "json"])
+        .args(extra)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+#[test]
+fn patterns_are_measured_plausibly_and_nothing_is_left_behind() {
+    if !can_run() {
+        return;
+    }
+    let _one = serial();
+    let child = small_run("3", &[]);
+    let pid = child.id();
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert_eq!(leftovers(pid), Vec::<String>::new(), "after a normal run");
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["hosts"], 4);
+    let rate_bytes_per_us = 200e6 / 8.0 / 1e6;
+    let pats = v["patterns"].as_array().unwrap();
+    assert_eq!(pats.len(), 4);
+    for p in pats {
+        let name = p["pattern"].as_str().unwrap();
+        let med = p["measured_median_us"].as_f64().unwrap();
+        let max_bytes = p["max_host_bytes"].as_f64().unwrap();
+        // No iteration can beat the busiest host's bytes over the link rate (3 % slack: the
+        // token bucket lets its first frame through at veth speed) ...
+        assert!(
+            med >= 0.97 * max_bytes / rate_bytes_per_us,
+            "{name}: {med} us is faster than the rate allows"
+        );
+        // ... nor should it take many times that (that would mean retransmission timeouts).
+        assert!(
+            med <= 3.0 * max_bytes / rate_bytes_per_us + 20_000.0,
+            "{name}: {med} us is implausibly slow"
+        );
+        if name == "incast" {
+            assert_eq!(max_bytes, 3.0 * 131072.0);
+        }
+        // Once the engine predicts: within 25 % on this tiny, short run (128 KiB messages, 3
+        // iterations, on a shared 2-core machine); the 10 % goal is for the default run.
+        if let Some(pred) = p["predicted_us"].as_f64() {
+            let err = (pred - med).abs() / med;
+            assert!(
+                err <= 0.25,
+                "{name}: predicted {pred} us, measured {med} us"
+            );
+        }
+    }
+    // The calibration's profile is there and usable.
+    assert!(!v["profile"]["tcom"].as_array().unwrap().is_empty());
+}
+
+#[test]
+fn a_dead_rank_is_named_and_everything_is_removed() {
+    if !can_run() {
+        return;
+    }
+    let _one = serial();
+    let child = small_run("3", &["--kill-rank", "2", "--patterns", "ring"]);
+    let pid = child.id();
+    let t0 = Instant::now();
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("rank 2"), "{stderr}");
+    assert!(
+        t0.elapsed() < Duration::from_secs(60),
+        "took {:?}",
+        t0.elapsed()
+    );
+    assert_eq!(leftovers(pid), Vec::<String>::new(), "after a dead rank");
+    assert_eq!(rank_processes(), 0);
+}
+
+#[test]
+fn ctrl_c_cleans_up() {
+    if !can_run() {
+        return;
+    }
+    let _one = serial();
+    let mut child = small_run("50", &["--patterns", "alltoall"]);
+    let pid = child.id();
+    // Wait until the patterns are running, then interrupt as a terminal would.
+    let mut err = BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    let mut seen = String::new();
+    while err.read_line(&mut line).unwrap_or(0) > 0 {
+        seen += &line;
+        if line.contains("measuring") {
+            break;
+        }
+        line.clear();
+    }
+    assert!(seen.contains("measuring"), "{seen}");
+    std::thread::sleep(Duration::from_millis(300));
+    // SAFETY: kill on our own child's pid.
+    unsafe { libc::kill(pid as libc::pid_t, libc::SIGINT) };
+    let mut rest = String::new();
+    let _ = std::io::Read::read_to_string(&mut err, &mut rest);
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(1), "{seen}{rest}");
+    assert!(rest.contains("interrupted"), "{rest}");
+    assert_eq!(leftovers(pid), Vec::<String>::new(), "after Ctrl-C");
+}
+
+#[test]
+fn without_root_the_error_says_so() {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        let out = Command::new(EXE).args(["testbed"]).output().unwrap();
+        assert_eq!(out.status.code(), Some(1));
+        assert!(String::from_utf8_lossy(&out.stderr).contains("needs root"));
+    } else {
+        // As root the message cannot be provoked without dropping privileges; the wording is
+        // checked by `commperf-testbed`'s error type.
+        eprintln!("SKIPPED: running as root");
+    }
+}
