@@ -77,6 +77,8 @@ pub enum FromRank {
     Done {
         iter: u32,
         finish_ns: u64,
+        /// How late its latest thread woke up after the common start.
+        late_ns: u64,
     },
     PingPong {
         points: Vec<PingPongPoint>,

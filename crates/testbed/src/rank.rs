@@ -205,7 +205,8 @@ fn wait_readable(fd: i32, t: Duration) {
 }
 
 /// What a worker thread reports per iteration: its finish time or why it failed.
-type WorkerResult = Result<u64, String>;
+/// (how late it started after the common start, finish time), ns.
+type WorkerResult = Result<(u64, u64), String>;
 
 fn run_pattern(
     ctrl: &mut Control,
@@ -232,10 +233,11 @@ fn run_pattern(
                 let buf = vec![0x5Au8; sizes.iter().copied().max().unwrap_or(0) as usize];
                 while let Ok(at) = rx.recv() {
                     sleep_until_ns(at);
+                    let late = now_ns().saturating_sub(at);
                     let r = sizes
                         .iter()
                         .try_for_each(|&n| ep.send(DATA_TAG, &buf[..n as usize]))
-                        .map(|_| now_ns())
+                        .map(|_| (late, now_ns()))
                         .map_err(|e| format!("send to rank {peer}: {e}"));
                     if done.send(r).is_err() {
                         break;
@@ -252,6 +254,7 @@ fn run_pattern(
                 let mut buf = vec![0u8; sizes.iter().copied().max().unwrap_or(0) as usize];
                 while let Ok(at) = rx.recv() {
                     sleep_until_ns(at);
+                    let late = now_ns().saturating_sub(at);
                     let r = sizes
                         .iter()
                         .try_for_each(|&n| match ep.recv(&mut buf) {
@@ -262,7 +265,7 @@ fn run_pattern(
                             }),
                             Err(e) => Err(e),
                         })
-                        .map(|_| now_ns())
+                        .map(|_| (late, now_ns()))
                         .map_err(|e| format!("receive from rank {peer}: {e}"));
                     if done.send(r).is_err() {
                         break;
@@ -289,10 +292,13 @@ fn run_pattern(
                     let _ = s.send(start_at_ns);
                 }
                 // A rank with nothing to do finishes the moment it starts.
-                let mut finish = start_at_ns;
+                let (mut finish, mut late_ns) = (start_at_ns, 0);
                 for _ in 0..workers {
                     match done_rx.recv() {
-                        Ok(Ok(t)) => finish = finish.max(t),
+                        Ok(Ok((l, t))) => {
+                            finish = finish.max(t);
+                            late_ns = late_ns.max(l);
+                        }
                         Ok(Err(m)) => return Err(TestbedError::Protocol(m)),
                         Err(_) => {
                             return Err(TestbedError::Protocol("a worker thread vanished".into()))
@@ -305,6 +311,7 @@ fn run_pattern(
                 ctrl.send(&FromRank::Done {
                     iter,
                     finish_ns: finish,
+                    late_ns,
                 })?;
             }
             Ok(())

@@ -87,6 +87,9 @@ pub struct PatternResult {
     pub measured_median_us: f64,
     pub measured_min_us: f64,
     pub measured_max_us: f64,
+    /// Per iteration, how late the last thread of any rank started after the common start;
+    /// the median over iterations (µs). Scheduling noise: it adds to the measured time.
+    pub start_late_median_us: f64,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub predicted_us: Option<f64>,
     /// (predicted − measured median) / measured median · 100.
@@ -663,19 +666,23 @@ fn run_on(
             .collect();
         co.start_job(k as u32 + 1, &peers, works, timeout)?;
         let mut measured = Vec::with_capacity(cfg.iters as usize);
+        let mut lates = Vec::with_capacity(cfg.iters as usize);
         for it in 0..total {
             let start = co.go(&all, it)?;
             let done = co.gather(&all, &format!("{} iteration {it}", p.name), timeout)?;
-            let finish = done
-                .iter()
-                .filter_map(|(_, m)| match m {
-                    FromRank::Done { finish_ns, .. } => Some(*finish_ns),
-                    _ => None,
-                })
-                .max()
-                .unwrap_or(start);
+            let (mut finish, mut late) = (start, 0);
+            for (_, m) in &done {
+                if let FromRank::Done {
+                    finish_ns, late_ns, ..
+                } = m
+                {
+                    finish = finish.max(*finish_ns);
+                    late = late.max(*late_ns);
+                }
+            }
             if it >= cfg.warmup {
                 measured.push(finish.saturating_sub(start) as f64 / 1e3);
+                lates.push(late as f64 / 1e3);
             }
         }
         let med = median(&measured);
@@ -694,16 +701,18 @@ fn run_on(
             measured_min_us: measured.iter().copied().fold(f64::INFINITY, f64::min),
             measured_max_us: measured.iter().copied().fold(0.0, f64::max),
             measured_us: measured,
+            start_late_median_us: median(&lates),
             predicted_us,
             error_pct,
             predict_error,
         };
         progress(&format!(
-            "  {}: measured median {:.1} ms (min {:.1}, max {:.1}), predicted {}",
+            "  {}: measured median {:.1} ms (min {:.1}, max {:.1}; latest start +{:.2} ms), predicted {}",
             r.pattern,
             r.measured_median_us / 1e3,
             r.measured_min_us / 1e3,
             r.measured_max_us / 1e3,
+            r.start_late_median_us / 1e3,
             match (r.predicted_us, &r.predict_error) {
                 (Some(t), _) => format!("{:.1} ms", t / 1e3),
                 (None, Some(e)) => format!("none ({e})"),
