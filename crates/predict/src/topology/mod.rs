@@ -156,7 +156,7 @@ impl FromStr for TopologySpec {
             "torus" => {
                 let dims: Result<Vec<u32>, _> = args.split('x').map(str::parse::<u32>).collect();
                 let dims = dims.map_err(|_| bad("torus needs dimensions, e.g. torus:8x8 or torus:4x4x4"))?;
-                if !(2..=3).contains(&dims.len()) || dims.iter().any(|&d| d == 0) {
+                if !(2..=3).contains(&dims.len()) || dims.contains(&0) {
                     return Err(bad("a torus has 2 or 3 dimensions, each at least 1"));
                 }
                 if dims.iter().map(|&d| d as u64).product::<u64>() > 1 << 24 {
