@@ -72,6 +72,17 @@ struct Msg {
     start_t: f64,
 }
 
+/// Dependencies not yet satisfied (or [`DONE`]), owning rank, and where its dependents start in
+/// `rev` (they end where the next operation's start).
+#[derive(Debug, Clone, Copy, Default)]
+struct OpSt {
+    pending: u32,
+    rank: u32,
+    rev_start: u32,
+}
+
+const DONE: u32 = u32::MAX;
+
 #[derive(Debug, Clone, Copy, Default)]
 struct RankState {
     cpu_free: f64,
@@ -145,11 +156,10 @@ pub(crate) struct Sim<'a> {
     heap: BinaryHeap<Ev>,
     events: u64,
 
-    op_rank: Vec<u32>,
-    pending: Vec<u32>,
-    rev_start: Vec<u32>,
+    /// Per operation in one place: the engine visits operations in time order, which jumps
+    /// across ranks, so every separate array would be one more cache miss per operation.
+    st: Vec<OpSt>,
     rev: Vec<u32>,
-    done: Vec<bool>,
     completed: u64,
     ready: Vec<u32>,
 
@@ -215,7 +225,13 @@ impl<'a> Sim<'a> {
         for i in 0..n {
             count[i + 1] += count[i];
         }
-        let rev_start = count.clone();
+        let mut st: Vec<OpSt> = (0..=n)
+            .map(|i| OpSt {
+                pending: if i < n { pending[i] } else { 0 },
+                rank: if i < n { op_rank[i] } else { 0 },
+                rev_start: count[i],
+            })
+            .collect();
         let mut fill = count;
         let mut rev = vec![0u32; deps.len()];
         for i in 0..n {
@@ -284,11 +300,8 @@ impl<'a> Sim<'a> {
             seq: 0,
             heap: BinaryHeap::new(),
             events: 0,
-            op_rank,
-            pending,
-            rev_start,
+            st,
             rev,
-            done: vec![false; n],
             completed: 0,
             ready,
             ranks: vec![RankState::default(); nranks],
@@ -347,8 +360,11 @@ impl<'a> Sim<'a> {
 
     fn deadlock(&self) -> PredictError {
         let stuck = self.w.len() as u64 - self.completed;
-        let first = self.done.iter().position(|d| !d).unwrap_or(0);
-        let r = self.op_rank[first];
+        let first = self.st[..self.w.len()]
+            .iter()
+            .position(|s| s.pending != DONE)
+            .unwrap_or(0);
+        let r = self.st[first].rank;
         let local = first as u32 - self.w.rank_starts()[r as usize];
         let what = match self.w.op(first) {
             OpKind::Calc { ns } => format!("calc {ns} ns, waiting for its dependencies"),
@@ -396,15 +412,15 @@ impl<'a> Sim<'a> {
 
     fn notify(&mut self, op: u32, on_start: bool) {
         let (a, b) = (
-            self.rev_start[op as usize] as usize,
-            self.rev_start[op as usize + 1] as usize,
+            self.st[op as usize].rev_start as usize,
+            self.st[op as usize + 1].rev_start as usize,
         );
         for k in a..b {
             let d = self.rev[k];
             if (d & IREQ_BIT != 0) == on_start {
                 let j = (d & !IREQ_BIT) as usize;
-                self.pending[j] -= 1;
-                if self.pending[j] == 0 {
+                self.st[j].pending -= 1;
+                if self.st[j].pending == 0 {
                     self.ready.push(j as u32);
                 }
             }
@@ -417,7 +433,7 @@ impl<'a> Sim<'a> {
             starts[op as usize] = t;
         }
         self.notify(op, true);
-        let rank = self.op_rank[op as usize];
+        let rank = self.st[op as usize].rank;
         match self.w.op(op as usize) {
             OpKind::Calc { ns } => {
                 if ns == 0 {
@@ -508,9 +524,9 @@ impl<'a> Sim<'a> {
 
     fn complete(&mut self, op: u32) {
         let t = self.now;
-        self.done[op as usize] = true;
+        self.st[op as usize].pending = DONE;
         self.completed += 1;
-        let rank = self.op_rank[op as usize];
+        let rank = self.st[op as usize].rank;
         let r = &mut self.ranks[rank as usize];
         r.finish = r.finish.max(t);
         if let Some((starts, tl)) = &mut self.timeline {
