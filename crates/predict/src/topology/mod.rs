@@ -5,9 +5,15 @@
 //! only routes; bandwidth and latency belong to link *classes* (`host`, `switch`, …), which the
 //! prediction configures, so one topology serves any link speed.
 
+mod clos;
 mod crossbar;
+mod fattree;
+mod torus;
 
+pub use clos::Clos;
 pub use crossbar::Crossbar;
+pub use fattree::FatTree;
+pub use torus::Torus;
 
 use std::path::PathBuf;
 use std::str::FromStr;
@@ -156,7 +162,7 @@ impl FromStr for TopologySpec {
             "torus" => {
                 let dims: Result<Vec<u32>, _> = args.split('x').map(str::parse::<u32>).collect();
                 let dims = dims.map_err(|_| bad("torus needs dimensions, e.g. torus:8x8 or torus:4x4x4"))?;
-                if !(2..=3).contains(&dims.len()) || dims.iter().any(|&d| d == 0) {
+                if !(2..=3).contains(&dims.len()) || dims.contains(&0) {
                     return Err(bad("a torus has 2 or 3 dimensions, each at least 1"));
                 }
                 if dims.iter().map(|&d| d as u64).product::<u64>() > 1 << 24 {
@@ -180,13 +186,45 @@ pub fn build(
     nranks: u32,
     seed: u64,
 ) -> Result<Box<dyn Network>, TopologyError> {
-    let _ = seed;
-    match spec {
-        TopologySpec::Crossbar => Ok(Box::new(Crossbar::new(nranks.max(1)))),
-        other => Err(TopologyError::Spec {
-            spec: format!("{other:?}"),
-            why: "not built yet".into(),
-        }),
+    Ok(match spec {
+        TopologySpec::Crossbar => {
+            check_size("crossbar", 2 * nranks.max(1) as u64)?;
+            Box::new(Crossbar::new(nranks.max(1)))
+        }
+        TopologySpec::Clos { hosts, group } => Box::new(Clos::new(*hosts, *group, seed)?),
+        TopologySpec::FatTree { k } => Box::new(FatTree::new(*k)?),
+        TopologySpec::Torus { dims } => Box::new(Torus::new(dims)?),
+        TopologySpec::Dot(path) => {
+            return Err(TopologyError::Spec {
+                spec: path.display().to_string(),
+                why: "dot files are not read yet".into(),
+            })
+        }
+    })
+}
+
+/// The most directed links a generated or loaded network may have (a fat tree with k=128 has
+/// 3,145,728): every link is a few dozen bytes of names, so this bounds memory to a few hundred
+/// MB and turns an absurd spec into an error instead of an allocation failure.
+pub const MAX_LINKS: u64 = 1 << 22;
+
+/// An error when a network of `links` directed links would be too large to build.
+fn check_size(spec: &str, links: u64) -> Result<(), TopologyError> {
+    if links > MAX_LINKS {
+        return Err(TopologyError::Spec {
+            spec: spec.to_string(),
+            why: format!("{links} directed links is more than the {MAX_LINKS} this tool builds"),
+        });
+    }
+    Ok(())
+}
+
+/// The error for a route asked between hosts that do not exist.
+fn no_such_host(src: u32, dst: u32, hosts: u32) -> TopologyError {
+    TopologyError::NoRoute {
+        from: format!("host {src}"),
+        to: format!("host {dst}"),
+        why: format!("the network has hosts 0..{hosts}"),
     }
 }
 
