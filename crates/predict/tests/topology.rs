@@ -3,7 +3,9 @@
 
 use std::collections::HashSet;
 
-use commperf_predict::topology::{build, Clos, FatTree, Network, TopologySpec, Torus};
+use commperf_predict::topology::{
+    build, Clos, Dot, FatTree, Network, RankMap, TopologyError, TopologySpec, Torus,
+};
 
 fn route(net: &dyn Network, a: u32, b: u32) -> Vec<u32> {
     let mut out = Vec::new();
@@ -301,4 +303,265 @@ fn build_from_specs() {
     };
     assert_eq!(routes(5), routes(5));
     assert!((0..10).any(|s| routes(s) != routes(5)));
+    let dot = env!("CARGO_MANIFEST_DIR").to_string() + "/tests/data/simplenet.dot";
+    assert_eq!(b(&dot).unwrap().hosts(), 11);
+}
+
+fn simplenet() -> String {
+    std::fs::read_to_string(env!("CARGO_MANIFEST_DIR").to_string() + "/tests/data/simplenet.dot")
+        .unwrap()
+}
+
+fn file_err(r: Result<Dot, TopologyError>) -> (usize, usize, String) {
+    match r {
+        Err(TopologyError::File {
+            line, column, why, ..
+        }) => (line, column, why),
+        other => panic!("expected a file error, got {other:?}"),
+    }
+}
+
+#[test]
+fn dot_simplenet() {
+    let net = Dot::parse(&simplenet(), "simplenet.dot").unwrap();
+    assert_eq!(net.hosts(), 11);
+    assert_eq!(net.links().len(), 22);
+    assert_eq!(net.host_name(10), "H10");
+    assert_eq!(hops(&net, 0, 10), ["H0>S1", "S1>H10"]);
+    assert_eq!(hops(&net, 10, 2), ["H10>S1", "S1>H2"]);
+    assert_eq!(classes(&net, &route(&net, 0, 1)), ["host", "host"]);
+    assert!(net.describe().contains("mycoolnetwork"));
+    check_all_pairs(&net);
+}
+
+#[test]
+fn dot_syntax() {
+    // Two switches, quoted IDs, several attributes, classes, comments of every kind, chains,
+    // node statements, edge defaults, first-appearance host order.
+    let text = r#"
+# a preprocessor-style line
+/* a block
+   comment */ digraph "two switches" {
+    node [shape=box]; graph [rankdir=LR]
+    rankdir = LR
+    "b" -> S [comment="a", label=x]  // trailing comment
+    a -> S [label="up"; comment=" b , c "]
+    c -> S [comment="a,b"]
+    S -> a [comment="a"]
+    S -> T -> "c" [comment="c", class="trunk"]
+    edge [class=slow]
+    S -> b [comment="b"]
+    T -> S [comment="a,b"]
+    a
+}
+"#;
+    let net = Dot::parse(text, "t.dot").unwrap();
+    assert_eq!(net.hosts(), 3);
+    assert_eq!(
+        (0..3).map(|h| net.host_name(h)).collect::<Vec<_>>(),
+        ["b", "a", "c"]
+    );
+    assert_eq!(hops(&net, 1, 2), ["a>S", "S>T", "T>c"]);
+    assert_eq!(
+        classes(&net, &route(&net, 1, 2)),
+        ["host", "trunk", "trunk"]
+    );
+    assert_eq!(classes(&net, &route(&net, 1, 0)), ["host", "slow"]);
+    // c's uplink lists only a and b; T -> S carries nothing towards c.
+    assert_eq!(hops(&net, 2, 1), ["c>S", "S>a"]);
+    // A missing comment entry is a NoRoute error.
+    let text = "digraph { H0 -> S [comment=\"H1\"]; S -> H1 [comment=\"H1\"]; H1 -> S; }";
+    let net = Dot::parse(text, "t.dot").unwrap();
+    assert_eq!(net.hosts(), 2);
+    let mut out = vec![99];
+    assert!(matches!(
+        net.route(1, 0, &mut out),
+        Err(TopologyError::NoRoute { .. })
+    ));
+    assert_eq!(out, [99], "a failed route leaves `out` as it was");
+    // A loop is an error, not a hang.
+    let text =
+        "digraph { H0 -> A [comment=H1]; A -> B [comment=H1]; B -> A [comment=H1]; H1 -> A }";
+    let net = Dot::parse(text, "t.dot").unwrap();
+    let err = net.route(0, 1, &mut Vec::new()).unwrap_err();
+    assert!(err.to_string().contains("loop"), "{err}");
+
+    // Undirected: each edge both ways, oriented towards the destinations it lists.
+    // In a tree every cable may simply list every host.
+    let all = "[comment=\"H0,H1,H2\"]";
+    let text =
+        format!("graph g {{ H0 -- S1 {all}; H1 -- S1 {all}; S1 -- S2 {all}; S2 -- H2 {all} }}");
+    let net = Dot::parse(&text, "t.dot").unwrap();
+    assert_eq!(net.links().len(), 8);
+    assert_eq!(hops(&net, 0, 2), ["H0>S1", "S1>S2", "S2>H2"]);
+    assert_eq!(hops(&net, 2, 1), ["H2>S2", "S2>S1", "S1>H1"]);
+    check_all_pairs(&net);
+    // Or only the destinations on the far side of some end: H0 -- S1 lists H0 (towards H0),
+    // and H0's own uplink is found through the others.
+    let text = "graph g { H0 -- S1 [comment=\"H0,H1,H2\"]; H1 -- S1 [comment=\"H0,H1,H2\"]; S1 -- S2 [comment=\"H0,H1,H2\"]; S2 -- H2 [comment=\"H0,H1,H2\"] }";
+    let net = Dot::parse(text, "t.dot").unwrap();
+    assert_eq!(net.links().len(), 8);
+    assert_eq!(hops(&net, 0, 2), ["H0>S1", "S1>S2", "S2>H2"]);
+    assert_eq!(hops(&net, 2, 1), ["H2>S2", "S2>S1", "S1>H1"]);
+    assert_eq!(
+        classes(&net, &route(&net, 0, 2)),
+        ["host", "switch", "host"]
+    );
+    check_all_pairs(&net);
+}
+
+#[test]
+fn dot_errors() {
+    let cases: &[(&str, usize, usize, &str)] = &[
+        ("digraph { H0 -> S [comment=\"H1\"] ", 1, 34, "missing `}`"),
+        ("digraph {\n  H0 -- S }", 2, 6, "`--`"),
+        ("graph {\n  H0 -> S }", 2, 6, "`->`"),
+        ("digraph { subgraph x { H0 } }", 1, 11, "subgraph"),
+        ("digraph { A -> {B C} }", 1, 16, "subgraph"),
+        ("digraph { H0 -> S [comment=\"H9\"] }", 1, 28, "`H9`"),
+        ("digraph { H0 -> S [comment=\"H1] }", 1, 28, "unterminated"),
+        ("digraph { H0 -> S /* }", 1, 19, "unterminated"),
+        ("digraph { H0 -> S } x", 1, 21, "one graph"),
+        ("network { }", 1, 1, "`network`"),
+        ("digraph { H0 -> S [comment=H1 = ] }", 1, 31, "`=`"),
+        (
+            "digraph { H0 -> S; S -> H0 [comment=H0]; S -> H1 [comment=\"H0\"] }",
+            1,
+            59,
+            "two out-edges",
+        ),
+        ("digraph { H0 -> 3x }", 1, 17, "quoted"),
+        ("digraph { H0 -> S @ }", 1, 19, "`@`"),
+        ("digraph { A -> B }", 1, 1, "no hosts"),
+        ("digraph { H0 -> S [class=\"\"] }", 1, 26, "class"),
+    ];
+    for (text, line, col, why) in cases {
+        let (l, c, w) = file_err(Dot::parse(text, "t.dot"));
+        assert_eq!((l, c), (*line, *col), "{text}: {w}");
+        assert!(w.contains(why), "{text}: {w}");
+    }
+    let err = Dot::parse("digraph { H0 -> S @ }", "net.dot").unwrap_err();
+    assert_eq!(err.to_string(), "net.dot:1:19: unexpected character `@`");
+    assert!(matches!(
+        Dot::from_file(std::path::Path::new("/nonexistent/x.dot")),
+        Err(TopologyError::Io(_))
+    ));
+}
+
+#[test]
+fn dot_mutation_fuzz() {
+    // Deterministic mutations of simplenet.dot: parsing and routing must never panic.
+    let base: Vec<char> = simplenet().chars().collect();
+    let alphabet: Vec<char> = "{}[];,=:-><\"#/*\\ \nHSx0123456789graphdigraphsubgraph"
+        .chars()
+        .collect();
+    let mut state = 0x1234_5678_u64;
+    let mut rnd = |n: usize| {
+        state = state
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        ((state >> 33) as usize) % n.max(1)
+    };
+    let (mut ok, mut bad) = (0, 0);
+    for _ in 0..2000 {
+        let mut t = base.clone();
+        for _ in 0..1 + rnd(4) {
+            let at = rnd(t.len() + 1);
+            match rnd(5) {
+                0 if at < t.len() => {
+                    t.remove(at);
+                }
+                1 => t.insert(at, alphabet[rnd(alphabet.len())]),
+                2 if at < t.len() => t[at] = alphabet[rnd(alphabet.len())],
+                3 => t.truncate(at),
+                _ => {
+                    // Duplicate a slice somewhere else.
+                    let from = rnd(t.len());
+                    let len = rnd(40).min(t.len() - from.min(t.len()));
+                    let piece: Vec<char> = t[from..from + len].to_vec();
+                    let at = at.min(t.len());
+                    t.splice(at..at, piece);
+                }
+            }
+        }
+        let text: String = t.into_iter().collect();
+        match Dot::parse(&text, "m.dot") {
+            Ok(net) => {
+                ok += 1;
+                let mut out = Vec::new();
+                for a in 0..net.hosts() {
+                    for b in 0..net.hosts() {
+                        out.clear();
+                        let _ = net.route(a, b, &mut out);
+                    }
+                    let _ = net.host_name(a);
+                }
+                let _ = net.describe();
+            }
+            Err(e) => {
+                bad += 1;
+                assert!(!e.to_string().is_empty());
+            }
+        }
+    }
+    assert!(ok > 0 && bad > 0, "ok {ok}, bad {bad}");
+}
+
+fn place(text: &str, net: &dyn Network) -> Result<RankMap, TopologyError> {
+    RankMap::parse(text, "map.txt", net)
+}
+
+#[test]
+fn rank_maps() {
+    let net = Clos::new(16, 4, 1).unwrap();
+    let map = place("# rank host\n0 h3\n2 5  # by index\n\n1 h3\n3 15\n", &net).unwrap();
+    assert_eq!(map.0, [3, 3, 5, 15]);
+    // Two ranks on one host cross no links.
+    assert!(route(&net, map.0[0], map.0[1]).is_empty());
+
+    let dot = Dot::parse(&simplenet(), "simplenet.dot").unwrap();
+    assert_eq!(place("0 H10\n1 H0\n", &dot).unwrap().0, [10, 0]);
+
+    let err = |text: &str| match place(text, &net) {
+        Err(TopologyError::File {
+            line, column, why, ..
+        }) => (line, column, why),
+        other => panic!("{text}: expected an error, got {other:?}"),
+    };
+    let (l, c, w) = err("0 h1\n2 h2\n3 h3\n");
+    assert!(w.contains("rank 1 is not placed"), "{w}");
+    assert_eq!((l, c), (3, 1));
+    let (l, c, w) = err("0 h1\n  1 16\n");
+    assert_eq!((l, c), (2, 5));
+    assert!(w.contains("out of range"), "{w}");
+    let (l, c, w) = err("0 h1\n1 h99\n");
+    assert_eq!((l, c), (2, 3));
+    assert!(w.contains("`h99`"), "{w}");
+    let (l, c, w) = err("0 h1\nx h2\n");
+    assert_eq!((l, c), (2, 1));
+    assert!(w.contains("`x`"), "{w}");
+    let (l, c, w) = err("0 h1\n0 h2\n");
+    assert_eq!((l, c), (2, 1));
+    assert!(w.contains("twice"), "{w}");
+    let (l, c, w) = err("0 h1 extra\n");
+    assert_eq!((l, c), (1, 6));
+    assert!(w.contains("`extra`"), "{w}");
+    let (_, _, w) = err("# nothing\n");
+    assert!(w.contains("no ranks"), "{w}");
+    let (_, _, w) = err("99999999999 h1\n");
+    assert!(w.contains("rank"), "{w}");
+    let (_, _, w) = err("4000000000 h1\n");
+    assert!(w.contains("rank 0 is not placed"), "{w}");
+    let (l, c, w) = err("0 h1\n1\n");
+    assert_eq!((l, c), (2, 1));
+    assert!(w.contains("found only `1`"), "{w}");
+
+    let dir = std::env::temp_dir().join(format!("commperf-rankmap-{}", std::process::id()));
+    std::fs::write(&dir, "0 h0\n1 h0\n").unwrap();
+    assert_eq!(RankMap::from_file(&dir, &net).unwrap().0, [0, 0]);
+    let _ = std::fs::remove_file(&dir);
+    assert!(matches!(
+        RankMap::from_file(std::path::Path::new("/nonexistent/map"), &net),
+        Err(TopologyError::Io(_))
+    ));
 }
