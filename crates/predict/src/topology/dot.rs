@@ -826,7 +826,7 @@ impl Network for Dot {
             if self.graph.is_empty() {
                 String::new()
             } else {
-                format!(" (graph {})", self.graph)
+                format!(", graph `{}`", self.graph)
             },
             self.hosts.len(),
             self.nodes.len(),
