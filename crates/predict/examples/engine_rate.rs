@@ -24,8 +24,16 @@ fn main() {
         for i in 1..n {
             let to = (r + i) % n;
             let from = (r + n - i) % n;
-            let a = p.nonblocking(OpKind::Recv { from, tag: i, bytes: 4096 });
-            let c = p.nonblocking(OpKind::Send { to, tag: i, bytes: 4096 });
+            let a = p.nonblocking(OpKind::Recv {
+                from,
+                tag: i,
+                bytes: 4096,
+            });
+            let c = p.nonblocking(OpKind::Send {
+                to,
+                tag: i,
+                bytes: 4096,
+            });
             p.wait(&[a, c]);
         }
         b.add_program(r, &p).expect("program");

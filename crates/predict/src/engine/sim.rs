@@ -62,7 +62,6 @@ impl Ord for Ev {
 struct Msg {
     src: u32,
     dst: u32,
-    tag: u32,
     bytes: u64,
     send_op: u32,
     recv_op: u32,
@@ -164,8 +163,11 @@ pub(crate) struct Sim<'a> {
     ready: Vec<u32>,
 
     ranks: Vec<RankState>,
-    unexpected: Vec<Vec<u32>>,
-    posted: Vec<Vec<u32>>,
+    /// Per receiving rank, in arrival order: (message, source, tag) of unmatched sends, and
+    /// (operation, source, tag) of unmatched receives. The keys are kept inline so matching
+    /// does not visit each candidate's operation or message.
+    unexpected: Vec<Vec<[u32; 3]>>,
+    posted: Vec<Vec<[u32; 3]>>,
     msgs: Vec<Msg>,
     msg_free: Vec<u32>,
     messages: u64,
@@ -225,7 +227,7 @@ impl<'a> Sim<'a> {
         for i in 0..n {
             count[i + 1] += count[i];
         }
-        let mut st: Vec<OpSt> = (0..=n)
+        let st: Vec<OpSt> = (0..=n)
             .map(|i| OpSt {
                 pending: if i < n { pending[i] } else { 0 },
                 rank: if i < n { op_rank[i] } else { 0 },
@@ -460,7 +462,6 @@ impl<'a> Sim<'a> {
                 let m = Msg {
                     src: rank,
                     dst: to,
-                    tag,
                     bytes,
                     send_op: op,
                     recv_op: NONE,
@@ -482,16 +483,13 @@ impl<'a> Sim<'a> {
                 self.messages += 1;
                 // The earliest posted receive that accepts it.
                 let posted = &mut self.posted[to as usize];
-                let hit = posted.iter().position(|&r| match self.w.op(r as usize) {
-                    OpKind::Recv { from, tag: rt, .. } => {
-                        (from == ANY || from == rank) && (rt == ANY || rt == tag)
-                    }
-                    _ => false,
+                let hit = posted.iter().position(|&[_, from, rt]| {
+                    (from == ANY || from == rank) && (rt == ANY || rt == tag)
                 });
                 if let Some(p) = hit {
-                    self.msgs[mid as usize].recv_op = posted.remove(p);
+                    self.msgs[mid as usize].recv_op = posted.remove(p)[0];
                 } else {
-                    self.unexpected[to as usize].push(mid);
+                    self.unexpected[to as usize].push([mid, rank, tag]);
                 }
                 if self.msgs[mid as usize].eager || self.msgs[mid as usize].recv_op != NONE {
                     self.start_transfer(mid)?;
@@ -499,14 +497,12 @@ impl<'a> Sim<'a> {
             }
             OpKind::Recv { from, tag, .. } => {
                 let unexpected = &mut self.unexpected[rank as usize];
-                let msgs = &self.msgs;
-                let hit = unexpected.iter().position(|&m| {
-                    let m = &msgs[m as usize];
-                    (from == ANY || from == m.src) && (tag == ANY || tag == m.tag)
+                let hit = unexpected.iter().position(|&[_, src, mt]| {
+                    (from == ANY || from == src) && (tag == ANY || tag == mt)
                 });
                 match hit {
                     Some(p) => {
-                        let mid = unexpected.remove(p);
+                        let mid = unexpected.remove(p)[0];
                         self.msgs[mid as usize].recv_op = op;
                         let m = self.msgs[mid as usize];
                         if m.arrived {
@@ -515,7 +511,7 @@ impl<'a> Sim<'a> {
                             self.start_transfer(mid)?;
                         }
                     }
-                    None => self.posted[rank as usize].push(op),
+                    None => self.posted[rank as usize].push([op, from, tag]),
                 }
             }
         }
