@@ -4,6 +4,7 @@
 
 mod cli;
 mod output;
+mod predict;
 mod progress;
 
 use anyhow::{Context, Result};
@@ -30,6 +31,7 @@ fn main() -> ExitCode {
             Err(e) => return usage_error(e),
         },
         Command::Report(r) => report(&r),
+        Command::Predict(p) => predict::run(&p),
         Command::Peer => peer(),
     };
     match r {
