@@ -10,6 +10,7 @@
 //! output.
 
 pub mod collectives;
+pub mod gen;
 pub mod output;
 pub mod parse;
 pub mod profile;
