@@ -33,6 +33,8 @@ pub enum Command {
     Report(ReportArgs),
     /// Predict a trace's communication time on a network, with contention (seed 003) or LogGP
     Predict(Box<crate::predict::PredictArgs>),
+    /// Write a workload trace of a known pattern (for predict, the testbed, LogGOPSim)
+    GenTrace(crate::gentrace::GenTraceArgs),
     /// The peer process a local `bench` starts (internal)
     #[command(name = "__peer", hide = true)]
     Peer,

@@ -3,6 +3,7 @@
 //! `commperf: …` line: exit 2 for a bad option value, 1 for a failure while running.
 
 mod cli;
+mod gentrace;
 mod output;
 mod predict;
 mod progress;
@@ -32,6 +33,7 @@ fn main() -> ExitCode {
         },
         Command::Report(r) => report(&r),
         Command::Predict(p) => predict::run(&p),
+        Command::GenTrace(g) => gentrace::run(&g),
         Command::Peer => peer(),
     };
     match r {

@@ -294,26 +294,23 @@ pub fn run(a: &PredictArgs) -> Result<()> {
             Some(engine::bounds(&inputs, &cfg, a.bounds_runs).context("bounds failed")?);
     }
     let p = &outcome.prediction;
-    let json = serde_json::to_string_pretty(p).context("serializing the prediction")? + "\n";
-    let table = commperf_predict::output::table::render(p);
+    // Rendered only when written: a million-rank JSON summary is hundreds of megabytes.
+    let json = || -> Result<String> {
+        Ok(serde_json::to_string_pretty(p).context("serializing the prediction")? + "\n")
+    };
+    let table = || commperf_predict::output::table::render(p);
     match &a.out {
         Some(path) => {
             let as_json =
                 a.format == PredictFormat::Json || path.extension().is_some_and(|e| e == "json");
-            write_atomically(
-                path,
-                if as_json {
-                    json.as_bytes()
-                } else {
-                    table.as_bytes()
-                },
-            )?;
-            print!("{table}");
+            let body = if as_json { json()? } else { table() };
+            write_atomically(path, body.as_bytes())?;
+            print!("{}", table());
             eprintln!("commperf: wrote {}", path.display());
         }
         None => match a.format {
-            PredictFormat::Json => print!("{json}"),
-            PredictFormat::Table => print!("{table}"),
+            PredictFormat::Json => print!("{}", json()?),
+            PredictFormat::Table => print!("{}", table()),
         },
     }
     if let Some(tl) = &outcome.timeline {

@@ -1,5 +1,6 @@
 //! The engines: seed 003's contention model and a LogGP (LogGOPS) model over the same workload.
 
+mod queue;
 mod sim;
 
 use crate::output::{
@@ -250,9 +251,9 @@ pub fn predict(inputs: &Inputs<'_>, cfg: &PredictConfig) -> Result<Outcome, Pred
             wait_us: ((finish - compute - comm) / 1e3).max(0.0),
         })
         .collect();
-    let net_links = inputs.network.links();
     let mut links: Vec<LinkUse> = Vec::new();
     if cfg.model == Model::Contention {
+        let net_links = inputs.network.links();
         for (id, &(busy, bytes, max_count)) in sim.links.iter().enumerate() {
             if max_count == 0 {
                 continue;

@@ -6,13 +6,12 @@
 //! times resolve in the order the events were created: the same input always gives the same
 //! output. Memory is per operation a few words, so a million-rank schedule fits.
 
+use super::queue::{key, time_of, RadixHeap};
 use super::{Background, LogGp, Model, PredictConfig, PredictError};
 use crate::output::{Arrow, Span, SpanKind, Timeline};
 use crate::tcom::Tcom;
 use crate::topology::{Network, RankMap};
 use crate::workload::{OpKind, Workload, ANY};
-use std::cmp::Ordering;
-use std::collections::BinaryHeap;
 
 const NONE: u32 = u32::MAX;
 const IREQ_BIT: u32 = 1 << 31;
@@ -29,33 +28,6 @@ enum EvKind {
     Deliver,
     /// Background load changes (exponential model).
     Epoch,
-}
-
-#[derive(Debug, Clone, Copy)]
-struct Ev {
-    t: f64,
-    seq: u64,
-    kind: EvKind,
-    a: u32,
-    b: u32,
-}
-
-impl PartialEq for Ev {
-    fn eq(&self, o: &Self) -> bool {
-        self.cmp(o) == Ordering::Equal
-    }
-}
-impl Eq for Ev {}
-impl PartialOrd for Ev {
-    fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
-        Some(self.cmp(o))
-    }
-}
-impl Ord for Ev {
-    // Reversed: BinaryHeap is a max-heap and the earliest event must come out first.
-    fn cmp(&self, o: &Self) -> Ordering {
-        o.t.total_cmp(&self.t).then(o.seq.cmp(&self.seq))
-    }
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -124,6 +96,80 @@ struct LinkState {
     max_count: u32,
 }
 
+const POSTED: usize = 0;
+const UNEXPECTED: usize = 1;
+
+/// FIFO lists of match keys per (rank, kind), singly linked through one slab.
+#[derive(Debug)]
+struct Queues {
+    /// Per rank: head and tail of the posted list, then of the unexpected list.
+    ends: Vec<[u32; 4]>,
+    nodes: Vec<([u32; 3], u32)>,
+    free: u32,
+}
+
+impl Queues {
+    fn new(nranks: usize) -> Self {
+        Queues {
+            ends: vec![[NONE; 4]; nranks],
+            nodes: Vec::new(),
+            free: NONE,
+        }
+    }
+
+    fn push(&mut self, which: usize, rank: u32, k: [u32; 3]) {
+        let id = if self.free != NONE {
+            let id = self.free;
+            self.free = self.nodes[id as usize].1;
+            self.nodes[id as usize] = (k, NONE);
+            id
+        } else {
+            self.nodes.push((k, NONE));
+            (self.nodes.len() - 1) as u32
+        };
+        let e = &mut self.ends[rank as usize];
+        let (h, t) = (2 * which, 2 * which + 1);
+        if e[t] == NONE {
+            e[h] = id;
+        } else {
+            self.nodes[e[t] as usize].1 = id;
+        }
+        e[t] = id;
+    }
+
+    /// Removes and returns the first key of the list that `hit` accepts.
+    fn take(
+        &mut self,
+        which: usize,
+        rank: u32,
+        hit: impl Fn([u32; 3]) -> bool,
+    ) -> Option<[u32; 3]> {
+        let (h, t) = (2 * which, 2 * which + 1);
+        let mut prev = NONE;
+        let mut cur = self.ends[rank as usize][h];
+        while cur != NONE {
+            let (k, next) = self.nodes[cur as usize];
+            if hit(k) {
+                let e = &mut self.ends[rank as usize];
+                if prev == NONE {
+                    e[h] = next;
+                } else {
+                    self.nodes[prev as usize].1 = next;
+                }
+                if e[t] == cur {
+                    e[t] = prev;
+                }
+                self.nodes[cur as usize].1 = self.free;
+                self.free = cur;
+                return Some(k);
+            }
+            prev = cur;
+            cur = next;
+        }
+        None
+    }
+}
+
 /// What a finished simulation hands to the summary.
 #[derive(Debug, Clone)]
 pub(crate) struct SimResult {
@@ -152,7 +198,7 @@ pub(crate) struct Sim<'a> {
 
     now: f64,
     seq: u64,
-    heap: BinaryHeap<Ev>,
+    heap: RadixHeap<(EvKind, u32, u32)>,
     events: u64,
 
     /// Per operation in one place: the engine visits operations in time order, which jumps
@@ -163,11 +209,11 @@ pub(crate) struct Sim<'a> {
     ready: Vec<u32>,
 
     ranks: Vec<RankState>,
-    /// Per receiving rank, in arrival order: (message, source, tag) of unmatched sends, and
-    /// (operation, source, tag) of unmatched receives. The keys are kept inline so matching
-    /// does not visit each candidate's operation or message.
-    unexpected: Vec<Vec<[u32; 3]>>,
-    posted: Vec<Vec<[u32; 3]>>,
+    /// Per receiving rank, in arrival order: (message, source, tag) of unmatched sends
+    /// (`UNEXPECTED`), and (operation, source, tag) of unmatched receives (`POSTED`), as linked
+    /// lists in one slab — a million ranks cannot each afford two vectors. The keys are kept
+    /// inline so matching does not visit each candidate's operation or message.
+    queues: Queues,
     msgs: Vec<Msg>,
     msg_free: Vec<u32>,
     messages: u64,
@@ -250,8 +296,13 @@ impl<'a> Sim<'a> {
                 fill[on] += 1;
             }
         }
-        let links: Vec<LinkState> = net
-            .links()
+        // The LogGP model has no links: a million-host network's link table is not built.
+        let net_links: &[crate::topology::Link] = if cfg.model == Model::LogGp {
+            &[]
+        } else {
+            net.links()
+        };
+        let links: Vec<LinkState> = net_links
             .iter()
             .map(|l| {
                 let class = cfg.link_classes.iter().find(|c| c.name == l.class);
@@ -265,8 +316,7 @@ impl<'a> Sim<'a> {
                 }
             })
             .collect();
-        let class_latency = net
-            .links()
+        let class_latency = net_links
             .iter()
             .map(|l| {
                 cfg.link_classes
@@ -300,15 +350,14 @@ impl<'a> Sim<'a> {
             class_latency,
             now: 0.0,
             seq: 0,
-            heap: BinaryHeap::new(),
+            heap: RadixHeap::new(),
             events: 0,
             st,
             rev,
             completed: 0,
             ready,
             ranks: vec![RankState::default(); nranks],
-            unexpected: vec![Vec::new(); nranks],
-            posted: vec![Vec::new(); nranks],
+            queues: Queues::new(nranks),
             msgs: Vec::new(),
             msg_free: Vec::new(),
             messages: 0,
@@ -326,29 +375,23 @@ impl<'a> Sim<'a> {
 
     fn push(&mut self, t: f64, kind: EvKind, a: u32, b: u32) {
         self.seq += 1;
-        self.heap.push(Ev {
-            t,
-            seq: self.seq,
-            kind,
-            a,
-            b,
-        });
+        self.heap.push(key(t, self.seq), (kind, a, b));
     }
 
     pub(crate) fn run(mut self) -> Result<SimResult, PredictError> {
         self.drain_ready()?;
-        while let Some(ev) = self.heap.pop() {
-            self.now = ev.t;
-            match ev.kind {
-                EvKind::OpDone => self.complete(ev.a),
+        while let Some((k, (kind, a, b))) = self.heap.pop() {
+            self.now = time_of(k);
+            match kind {
+                EvKind::OpDone => self.complete(a),
                 EvKind::FlowEnd => {
-                    if self.flows[ev.a as usize].version != ev.b {
+                    if self.flows[a as usize].version != b {
                         continue;
                     }
-                    self.flow_end(ev.a);
+                    self.flow_end(a);
                 }
-                EvKind::Arrive => self.loggp_arrive(ev.a),
-                EvKind::Deliver => self.arrived(ev.a),
+                EvKind::Arrive => self.loggp_arrive(a),
+                EvKind::Deliver => self.arrived(a),
                 EvKind::Epoch => self.epoch(),
             }
             self.events += 1;
@@ -482,27 +525,23 @@ impl<'a> Sim<'a> {
                 };
                 self.messages += 1;
                 // The earliest posted receive that accepts it.
-                let posted = &mut self.posted[to as usize];
-                let hit = posted.iter().position(|&[_, from, rt]| {
+                let hit = self.queues.take(POSTED, to, |[_, from, rt]| {
                     (from == ANY || from == rank) && (rt == ANY || rt == tag)
                 });
-                if let Some(p) = hit {
-                    self.msgs[mid as usize].recv_op = posted.remove(p)[0];
-                } else {
-                    self.unexpected[to as usize].push([mid, rank, tag]);
+                match hit {
+                    Some([recv, _, _]) => self.msgs[mid as usize].recv_op = recv,
+                    None => self.queues.push(UNEXPECTED, to, [mid, rank, tag]),
                 }
                 if self.msgs[mid as usize].eager || self.msgs[mid as usize].recv_op != NONE {
                     self.start_transfer(mid)?;
                 }
             }
             OpKind::Recv { from, tag, .. } => {
-                let unexpected = &mut self.unexpected[rank as usize];
-                let hit = unexpected.iter().position(|&[_, src, mt]| {
+                let hit = self.queues.take(UNEXPECTED, rank, |[_, src, mt]| {
                     (from == ANY || from == src) && (tag == ANY || tag == mt)
                 });
                 match hit {
-                    Some(p) => {
-                        let mid = unexpected.remove(p)[0];
+                    Some([mid, _, _]) => {
                         self.msgs[mid as usize].recv_op = op;
                         let m = self.msgs[mid as usize];
                         if m.arrived {
@@ -511,7 +550,7 @@ impl<'a> Sim<'a> {
                             self.start_transfer(mid)?;
                         }
                     }
-                    None => self.posted[rank as usize].push([op, from, tag]),
+                    None => self.queues.push(POSTED, rank, [op, from, tag]),
                 }
             }
         }
