@@ -917,3 +917,43 @@ fn generated_patterns_parse_back_and_run() {
         ""
     );
 }
+
+#[test]
+fn own_and_simgrid_refuse_traces_that_expand_beyond_the_operation_limit() {
+    assert_eq!(
+        own_err("ranks 16777216\nrank 0\nalltoall 8\n"),
+        "t.trace:3:1: the trace expands into more than 67108864 operations (at `alltoall`)"
+    );
+    assert_eq!(
+        sg_err("0 send 16777215 0 8\n0 alltoall 8 8\n"),
+        "t.txt:2:3: the trace expands into more than 67108864 operations (at `alltoall`)"
+    );
+}
+
+/// The performance goal's input: a 2^20-rank binomial broadcast in GOAL (~3.1 M operations).
+/// A timing, not a check: run with
+/// `cargo test --release -p commperf-predict --test parsers -- --ignored --nocapture million`.
+#[test]
+#[ignore]
+fn million_rank_goal_broadcast_parse_time() {
+    use std::time::Instant;
+    let n = 1 << 20;
+    let t = Instant::now();
+    let mut v = Vec::with_capacity(110 << 20);
+    goal_binomial_bcast(n, 1, &mut v).unwrap();
+    let gen = t.elapsed();
+    let text = String::from_utf8(v).unwrap();
+    let t = Instant::now();
+    let w = parse_str(&text, "bcast-1M.goal", TraceFormat::Goal, &opts()).unwrap();
+    let parse = t.elapsed();
+    let (s, r, c) = w.counts();
+    eprintln!(
+        "1M-rank GOAL broadcast: {} MB written in {:.3} s, parsed in {:.3} s: {} ops \
+         ({s} sends, {r} recvs, {c} calcs)",
+        text.len() / 1_000_000,
+        gen.as_secs_f64(),
+        parse.as_secs_f64(),
+        w.len()
+    );
+    assert_eq!((s, r), (n as usize - 1, n as usize - 1));
+}
