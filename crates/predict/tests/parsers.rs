@@ -957,3 +957,18 @@ fn million_rank_goal_broadcast_parse_time() {
     );
     assert_eq!((s, r), (n as usize - 1, n as usize - 1));
 }
+
+#[test]
+fn the_documented_example_parses() {
+    let doc =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("TRACE-FORMAT.md"))
+            .unwrap();
+    let start = doc.find("```text\n").unwrap() + "```text\n".len();
+    let end = start + doc[start..].find("```").unwrap();
+    let w = own(&doc[start..end]);
+    assert_eq!(w.nranks(), 3);
+    // Two user messages and the 4 of a 3-rank recursive-doubling allreduce (the matcher and
+    // executor here do not handle `any`).
+    assert_eq!(w.counts().0, 6);
+    assert_eq!(w.counts().1, 6);
+}
