@@ -171,7 +171,10 @@ fn seeds() -> Vec<(String, Vec<u8>)> {
         Pattern::PairwiseAllToAll,
         Pattern::RingShift,
     ] {
-        out.push((p.to_string(), own_pattern_string(p, 4, 64, 1).into_bytes()));
+        out.push((
+            p.to_string(),
+            own_pattern_string(p, 4, 64, 1).unwrap().into_bytes(),
+        ));
     }
     out
 }
