@@ -290,6 +290,45 @@ impl Algorithms {
         }
     }
 
+    /// An upper bound on the operations [`Algorithms::expand`] adds to one rank's program, so
+    /// readers can refuse a two-line trace that would expand into billions of operations
+    /// (`ranks 16777216` and one `alltoall`) before allocating them.
+    pub fn ops_bound(&self, coll: &Collective, nranks: u32) -> u64 {
+        let log = (nranks as u64).next_power_of_two().trailing_zeros() as u64 + 2;
+        let lin = nranks as u64 + 2;
+        let steps = match coll {
+            Collective::Barrier => log,
+            Collective::Bcast { .. } => match self.bcast {
+                BcastAlgo::Binomial => log,
+                BcastAlgo::Linear => lin,
+            },
+            Collective::Reduce { .. } => match self.reduce {
+                ReduceAlgo::Binomial => log,
+                ReduceAlgo::Linear => lin,
+            },
+            Collective::Allreduce { .. } => match self.allreduce {
+                AllreduceAlgo::RecursiveDoubling | AllreduceAlgo::ReduceBcast => 2 * log,
+                AllreduceAlgo::Ring => 2 * lin,
+            },
+            Collective::Allgather { .. } | Collective::Allgatherv { .. } => match self.allgather {
+                AllgatherAlgo::RecursiveDoubling => log,
+                AllgatherAlgo::Ring => lin,
+            },
+            Collective::Alltoall { .. } | Collective::Alltoallv { .. } => lin,
+            Collective::Gather { .. } | Collective::Gatherv { .. } => match self.gather {
+                GatherAlgo::Binomial => log,
+                GatherAlgo::Linear => lin,
+            },
+            Collective::Scatter { .. } | Collective::Scatterv { .. } => match self.scatter {
+                ScatterAlgo::Binomial => log,
+                ScatterAlgo::Linear => lin,
+            },
+            Collective::ReduceScatter { .. } => lin,
+        };
+        // At most a send, a receive, a wait and a combine step per step, plus the final compute.
+        4 * steps + 1
+    }
+
     fn allgather(&self, p: &mut SeqProgram, c: &Ctx, b: Blocks<'_>) {
         match self.allgather {
             AllgatherAlgo::RecursiveDoubling => rd_allgather(p, c, b),

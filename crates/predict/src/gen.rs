@@ -199,14 +199,17 @@ pub fn own_pattern(
     Ok(())
 }
 
-/// [`own_pattern`] into a string.
-pub fn own_pattern_string(pattern: Pattern, nranks: u32, bytes: u64, iters: u32) -> String {
+/// [`own_pattern`] into a string (fails only for a [`Pattern::Halo2D`] grid that is not
+/// `nranks` ranks).
+pub fn own_pattern_string(
+    pattern: Pattern,
+    nranks: u32,
+    bytes: u64,
+    iters: u32,
+) -> io::Result<String> {
     let mut v = Vec::new();
-    // Writing to a Vec cannot fail except for a Halo2D grid that does not match nranks.
-    match own_pattern(pattern, nranks, bytes, iters, &mut v) {
-        Ok(()) => String::from_utf8(v).unwrap_or_default(),
-        Err(_) => String::new(),
-    }
+    own_pattern(pattern, nranks, bytes, iters, &mut v)?;
+    String::from_utf8(v).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))
 }
 
 #[cfg(test)]

@@ -904,7 +904,7 @@ fn generated_patterns_parse_back_and_run() {
         (Pattern::PairwiseAllToAll, 5, 20),
     ];
     for &(p, n, per_iter) in cases {
-        let text = own_pattern_string(p, n, 4096, 3);
+        let text = own_pattern_string(p, n, 4096, 3).unwrap();
         let w = parse_str(&text, &p.to_string(), TraceFormat::Own, &opts())
             .unwrap_or_else(|e| panic!("{p}: {e}\n{text}"));
         assert_eq!(w.nranks(), n);
@@ -912,8 +912,60 @@ fn generated_patterns_parse_back_and_run() {
         assert_eq!(w.counts().1, 3 * per_iter, "{p}");
         check(&w);
     }
+    assert!(own_pattern_string(Pattern::Halo2D { x: 3, y: 3 }, 8, 1, 1).is_err());
+}
+
+#[test]
+fn own_and_simgrid_refuse_traces_that_expand_beyond_the_operation_limit() {
     assert_eq!(
-        own_pattern_string(Pattern::Halo2D { x: 3, y: 3 }, 8, 1, 1),
-        ""
+        own_err("ranks 16777216\nrank 0\nalltoall 8\n"),
+        "t.trace:3:1: the trace expands into more than 67108864 operations (at `alltoall`)"
     );
+    assert_eq!(
+        sg_err("0 send 16777215 0 8\n0 alltoall 8 8\n"),
+        "t.txt:2:3: the trace expands into more than 67108864 operations (at `alltoall`)"
+    );
+}
+
+/// The performance goal's input: a 2^20-rank binomial broadcast in GOAL (~3.1 M operations).
+/// A timing, not a check: run with
+/// `cargo test --release -p commperf-predict --test parsers -- --ignored --nocapture million`.
+#[test]
+#[ignore]
+fn million_rank_goal_broadcast_parse_time() {
+    use std::time::Instant;
+    let n = 1 << 20;
+    let t = Instant::now();
+    let mut v = Vec::with_capacity(110 << 20);
+    goal_binomial_bcast(n, 1, &mut v).unwrap();
+    let gen = t.elapsed();
+    let text = String::from_utf8(v).unwrap();
+    let t = Instant::now();
+    let w = parse_str(&text, "bcast-1M.goal", TraceFormat::Goal, &opts()).unwrap();
+    let parse = t.elapsed();
+    let (s, r, c) = w.counts();
+    eprintln!(
+        "1M-rank GOAL broadcast: {} MB written in {:.3} s, parsed in {:.3} s: {} ops \
+         ({s} sends, {r} recvs, {c} calcs)",
+        text.len() / 1_000_000,
+        gen.as_secs_f64(),
+        parse.as_secs_f64(),
+        w.len()
+    );
+    assert_eq!((s, r), (n as usize - 1, n as usize - 1));
+}
+
+#[test]
+fn the_documented_example_parses() {
+    let doc =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("TRACE-FORMAT.md"))
+            .unwrap();
+    let start = doc.find("```text\n").unwrap() + "```text\n".len();
+    let end = start + doc[start..].find("```").unwrap();
+    let w = own(&doc[start..end]);
+    assert_eq!(w.nranks(), 3);
+    // Two user messages and the 4 of a 3-rank recursive-doubling allreduce (the matcher and
+    // executor here do not handle `any`).
+    assert_eq!(w.counts().0, 6);
+    assert_eq!(w.counts().1, 6);
 }

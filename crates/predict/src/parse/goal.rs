@@ -207,16 +207,19 @@ impl<'a> Scanner<'a> {
         }
     }
 
-    /// Consumes `word` if it is the next word.
-    fn accept(&mut self, word: &[u8]) -> Result<bool, ParseError> {
+    /// Consumes the next word if it is one of `words` and returns its index. One scan for
+    /// all the optional keywords after an operation (most often the next word is a label).
+    fn accept_any(&mut self, words: &[&[u8]]) -> Result<Option<usize>, ParseError> {
         self.skip()?;
         let save = self.pos;
         let t = self.word()?;
-        if self.bytes(t) == word {
-            Ok(true)
-        } else {
-            self.pos = save;
-            Ok(false)
+        let w = self.bytes(t);
+        match words.iter().position(|k| *k == w) {
+            Some(i) => Ok(Some(i)),
+            None => {
+                self.pos = save;
+                Ok(None)
+            }
         }
     }
 }
@@ -319,13 +322,11 @@ pub(crate) fn parse(text: &str, name: &str, _opts: &ParseOptions) -> Result<Work
                         return Err(s.err(peer_tok, format!("rank {peer} is outside 0..{nranks}")));
                     }
                     let mut tag = 0u32;
-                    loop {
-                        if s.accept(b"tag")? {
+                    while let Some(k) = s.accept_any(&[b"tag", b"cpu", b"nic"])? {
+                        if k == 0 {
                             tag = s.number("a tag", u32::MAX as u64 - 1)?.0 as u32;
-                        } else if s.accept(b"cpu")? || s.accept(b"nic")? {
-                            s.number("a number", u64::MAX)?;
                         } else {
-                            break;
+                            s.number("a number", u64::MAX)?;
                         }
                     }
                     let peer = peer as u32;
@@ -345,7 +346,7 @@ pub(crate) fn parse(text: &str, name: &str, _opts: &ParseOptions) -> Result<Work
                 }
                 b"calc" => {
                     let (ns, _) = s.number("a time in nanoseconds", MAX_NS)?;
-                    while s.accept(b"cpu")? || s.accept(b"nic")? {
+                    while s.accept_any(&[b"cpu", b"nic"])?.is_some() {
                         s.number("a number", u64::MAX)?;
                     }
                     OpKind::Calc { ns }

@@ -137,6 +137,11 @@ pub const MAX_RANKS: u64 = 1 << 24;
 /// Largest duration in virtual nanoseconds any reader accepts (about 31 years).
 pub const MAX_NS: u64 = 1 << 60;
 
+/// Most operations a trace may expand into (2^26, twenty times the million-rank broadcast):
+/// collectives multiply a few bytes of text into many operations, and a reader must refuse an
+/// input that would exhaust memory rather than die trying.
+pub const MAX_OPS: u64 = 1 << 26;
+
 /// Why a trace could not be read.
 #[derive(Debug, thiserror::Error)]
 pub enum TraceError {

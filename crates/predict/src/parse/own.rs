@@ -10,7 +10,7 @@
 //! Every rank must call the same collectives in the same order: each rank keeps a running hash
 //! of its calls and all ranks are compared with the first, in constant memory.
 
-use super::{error_at, ParseError, ParseOptions, MAX_BYTES, MAX_NS, MAX_RANKS};
+use super::{error_at, ParseError, ParseOptions, MAX_BYTES, MAX_NS, MAX_OPS, MAX_RANKS};
 use crate::collectives::{coll_tag, BlockCounts, Collective, COLL_TAG_BASE};
 use crate::workload::{OpKind, Rank, Request, SeqProgram, Workload, WorkloadBuilder, ANY};
 use std::collections::HashMap;
@@ -49,6 +49,8 @@ struct Parser<'a> {
     builder: Option<WorkloadBuilder>,
     block: Option<Block<'a>>,
     coll_ref: Option<CollRef>,
+    /// Operations of the ranks already finished.
+    total_ops: u64,
 }
 
 /// Units of sizes: binary (KiB) and decimal (KB = 1000 B, as everywhere in commperf).
@@ -255,6 +257,7 @@ impl<'a> Parser<'a> {
             }
             Some(_) => {}
         }
+        self.total_ops += b.prog.len() as u64;
         if let Some(builder) = self.builder.as_mut() {
             builder.add_program(b.rank, &b.prog).map_err(|e| {
                 error_at(
@@ -483,7 +486,15 @@ impl<'a> Parser<'a> {
                 let coll = self.collective(kw, head, args, toks, line_end)?;
                 let algos = &self.opts.algorithms;
                 let nranks = self.nranks;
+                let total = self.total_ops;
+                let too_many = self.err(
+                    head,
+                    format!("the trace expands into more than {MAX_OPS} operations"),
+                );
                 let b = self.block(head)?;
+                if total + b.prog.len() as u64 + algos.ops_bound(&coll, nranks) > MAX_OPS {
+                    return Err(too_many);
+                }
                 let tag = coll_tag(b.colls);
                 algos.expand(&mut b.prog, b.rank, nranks, tag, &coll);
                 b.colls += 1;
@@ -581,6 +592,7 @@ pub(crate) fn parse(text: &str, name: &str, opts: &ParseOptions) -> Result<Workl
         builder: None,
         block: None,
         coll_ref: None,
+        total_ops: 0,
     };
     let bytes = text.as_bytes();
     let mut toks: Vec<Tok> = Vec::new();

@@ -34,7 +34,9 @@
 //! is a point-to-point partner (so a single rank's file of a split trace reads on its own).
 
 use super::own::{coll_signature, mix};
-use super::{error_at, ParseError, ParseOptions, TraceError, MAX_BYTES, MAX_NS, MAX_RANKS};
+use super::{
+    error_at, ParseError, ParseOptions, TraceError, MAX_BYTES, MAX_NS, MAX_OPS, MAX_RANKS,
+};
 use crate::collectives::{coll_tag, BlockCounts, Collective, COLL_TAG_BASE};
 use crate::workload::{OpKind, Rank, Request, SeqProgram, Workload, WorkloadBuilder, ANY};
 use std::collections::{BTreeMap, HashMap, VecDeque};
@@ -295,6 +297,7 @@ fn parse_sources(srcs: &[Source<'_>], opts: &ParseOptions) -> Result<Workload, P
     }
     let nranks = max.map_or(0, |m| m + 1) as u32;
     let mut ranks: BTreeMap<Rank, RankState> = BTreeMap::new();
+    let mut total_ops: u64 = 0;
     for (si, src) in srcs.iter().enumerate() {
         for line in lines(src.text) {
             tokens(src.text, line, &mut toks);
@@ -324,7 +327,9 @@ fn parse_sources(srcs: &[Source<'_>], opts: &ParseOptions) -> Result<Workload, P
                 first: (si, t0.start, t0.end),
                 ..RankState::default()
             });
-            action(&c, r, st)?;
+            let before = st.prog.len() as u64;
+            action(&c, r, st, total_ops)?;
+            total_ops += st.prog.len() as u64 - before;
         }
     }
     // Every rank must call the same collectives in the same order.
@@ -379,7 +384,7 @@ fn parse_sources(srcs: &[Source<'_>], opts: &ParseOptions) -> Result<Workload, P
     Ok(b.finish())
 }
 
-fn action(c: &Ctx<'_, '_>, me: Rank, st: &mut RankState) -> Result<(), ParseError> {
+fn action(c: &Ctx<'_, '_>, me: Rank, st: &mut RankState, total_ops: u64) -> Result<(), ParseError> {
     let at = c.toks[1];
     let name = c.word(at);
     let dt = st.dt;
@@ -606,6 +611,12 @@ fn action(c: &Ctx<'_, '_>, me: Rank, st: &mut RankState) -> Result<(), ParseErro
             ))
         }
     };
+    if total_ops + c.opts.algorithms.ops_bound(&coll, c.nranks) > MAX_OPS {
+        return Err(c.err(
+            at,
+            format!("the trace expands into more than {MAX_OPS} operations"),
+        ));
+    }
     let tag = coll_tag(st.colls);
     c.opts
         .algorithms
