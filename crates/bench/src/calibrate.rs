@@ -23,12 +23,15 @@ use std::fmt::Write as _;
 pub enum CalibrateError {
     #[error(transparent)]
     Config(#[from] ConfigError),
+    // Bench and Fit carry their cause in the message, not as a source, so that an error chain
+    // printed with all its causes does not say it twice.
     #[error("measuring failed: {0}")]
-    Bench(#[from] BenchError),
+    Bench(BenchError),
     #[error("the run has no latency result for {0}: nothing to fit Tcom to")]
     NoLatency(String),
-    #[error("fitting Tcom: {0}")]
-    Fit(#[from] ProfileError),
+    /// With the measured points, so a noisy run can be told from a bad fit.
+    #[error("fitting Tcom: {cause} (measured one-way p50: {points})")]
+    Fit { cause: ProfileError, points: String },
 }
 
 /// A validated calibration run.
@@ -79,7 +82,7 @@ impl CalibrateConfig {
 
 /// Measures and fits.
 pub fn run(cfg: &CalibrateConfig, progress: &mut dyn Progress) -> Result<Profile, CalibrateError> {
-    let report = crate::run(&cfg.bench, progress)?;
+    let report = crate::run(&cfg.bench, progress).map_err(CalibrateError::Bench)?;
     profile_from_report(&report, cfg.transport, &cfg.source())
 }
 
@@ -119,7 +122,15 @@ pub fn profile_from_report(
     if points.is_empty() {
         return Err(CalibrateError::NoLatency(transport.to_string()));
     }
-    let mut profile = profile_from_points(&points, source)?;
+    let mut profile =
+        profile_from_points(&points, source).map_err(|cause| CalibrateError::Fit {
+            cause,
+            points: points
+                .iter()
+                .map(|p| format!("{} B {:.3} us", p.size_bytes, p.time_us))
+                .collect::<Vec<_>>()
+                .join(", "),
+        })?;
     profile.transport = Some(transport.to_string());
     profile.machine = Some(report.machine.clone());
     profile.loggp = rows(Benchmark::Loggp)
