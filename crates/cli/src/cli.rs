@@ -34,6 +34,8 @@ pub enum Command {
     Limits(LimitsArgs),
     /// Re-render a saved JSON result file
     Report(ReportArgs),
+    /// Predict a trace's communication time on a network, with contention (seed 003) or LogGP
+    Predict(Box<crate::predict::PredictArgs>),
     /// The peer process a local `bench` starts (internal)
     #[command(name = "__peer", hide = true)]
     Peer,

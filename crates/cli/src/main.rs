@@ -5,6 +5,7 @@
 mod calibrate;
 mod cli;
 mod output;
+mod predict;
 mod progress;
 
 use anyhow::{Context, Result};
@@ -35,6 +36,7 @@ fn main() -> ExitCode {
             Err(e) => return usage_error(e),
         },
         Command::Report(r) => report(&r),
+        Command::Predict(p) => predict::run(&p),
         Command::Peer => peer(),
     };
     match r {

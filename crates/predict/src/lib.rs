@@ -11,6 +11,7 @@
 
 pub mod collectives;
 pub mod engine;
+pub mod gen;
 pub mod netgauge;
 pub mod output;
 pub mod parse;
