@@ -2,6 +2,7 @@
 //! configurations the library crates take (they never see clap), and prints errors as one
 //! `commperf: …` line: exit 2 for a bad option value, 1 for a failure while running.
 
+mod calibrate;
 mod cli;
 mod gentrace;
 mod output;
@@ -24,6 +25,10 @@ fn main() -> ExitCode {
                 Ok(()) => run_bench(&b, cfg),
                 Err(e) => return usage_error(e),
             },
+            Err(e) => return usage_error(e),
+        },
+        Command::Calibrate(c) => match c.to_job() {
+            Ok(job) => calibrate::run(&c, job),
             Err(e) => return usage_error(e),
         },
         Command::Serve(s) => serve(&s),
