@@ -10,6 +10,7 @@
 //! - [`config`]: the validated configuration the CLI hands in (library crates never see clap).
 
 pub mod buf;
+pub mod calibrate;
 pub mod config;
 pub mod extended;
 pub mod limits;

@@ -25,12 +25,19 @@ pub struct Cli {
 pub enum Command {
     /// Run micro-benchmarks (default: latency and bw over shm and tcp)
     Bench(Box<BenchArgs>),
+    /// Measure a network path (or convert a Netgauge file, or take Tcom by hand) into the
+    /// profile `predict` reads
+    Calibrate(Box<crate::calibrate::CalibrateArgs>),
     /// Serve as the peer of `commperf bench --peer` on another host
     Serve(ServeArgs),
     /// Measure this machine's physical limits (cache-line ping-pong, memcpy)
     Limits(LimitsArgs),
     /// Re-render a saved JSON result file
     Report(ReportArgs),
+    /// Predict a trace's communication time on a network, with contention (seed 003) or LogGP
+    Predict(Box<crate::predict::PredictArgs>),
+    /// Write a workload trace of a known pattern (for predict, the testbed, LogGOPSim)
+    GenTrace(crate::gentrace::GenTraceArgs),
     /// The peer process a local `bench` starts (internal)
     #[command(name = "__peer", hide = true)]
     Peer,
@@ -80,7 +87,7 @@ fn modes(s: &str) -> Result<List<Mode>, String> {
 fn sizes(s: &str) -> Result<List<u64>, String> {
     parse_sizes(s).map(List).map_err(|e| e.to_string())
 }
-fn cpu_pair(s: &str) -> Result<(usize, usize), String> {
+pub(crate) fn cpu_pair(s: &str) -> Result<(usize, usize), String> {
     let v: Vec<usize> = list(s).map_err(|_| format!("'{s}' is not two CPU numbers A,B"))?;
     match v[..] {
         [a, b] => Ok((a, b)),
@@ -106,7 +113,7 @@ fn positive_u64(s: &str) -> Result<u64, String> {
         Err(_) => Err(format!("'{s}' is not a whole number")),
     }
 }
-fn seconds(s: &str) -> Result<Duration, String> {
+pub(crate) fn seconds(s: &str) -> Result<Duration, String> {
     match s.parse::<f64>() {
         Ok(v) if v > 0.0 && v <= 86_400.0 => Ok(Duration::from_secs_f64(v)),
         _ => Err(format!(

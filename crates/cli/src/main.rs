@@ -2,8 +2,11 @@
 //! configurations the library crates take (they never see clap), and prints errors as one
 //! `commperf: …` line: exit 2 for a bad option value, 1 for a failure while running.
 
+mod calibrate;
 mod cli;
+mod gentrace;
 mod output;
+mod predict;
 mod progress;
 mod testbed;
 
@@ -25,12 +28,18 @@ fn main() -> ExitCode {
             },
             Err(e) => return usage_error(e),
         },
+        Command::Calibrate(c) => match c.to_job() {
+            Ok(job) => calibrate::run(&c, job),
+            Err(e) => return usage_error(e),
+        },
         Command::Serve(s) => serve(&s),
         Command::Limits(l) => match l.cpus() {
             Ok(cpus) => limits(&l, cpus),
             Err(e) => return usage_error(e),
         },
         Command::Report(r) => report(&r),
+        Command::Predict(p) => predict::run(&p),
+        Command::GenTrace(g) => gentrace::run(&g),
         Command::Peer => peer(),
         Command::Testbed(t) => testbed::testbed(&t),
         Command::TestbedRank(r) => testbed::testbed_rank(&r),

@@ -66,7 +66,7 @@ pub fn write_plot(path: &Path, svg: &str) -> Result<()> {
     Ok(())
 }
 
-fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
+pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
     // A device, pipe or socket (`-o /dev/stdout`) is written in place: renaming a temporary
     // file over it would replace the device node.
     if std::fs::metadata(path).is_ok_and(|m| !m.is_file()) {

@@ -11,6 +11,8 @@
 
 pub mod collectives;
 pub mod engine;
+pub mod gen;
+pub mod netgauge;
 pub mod output;
 pub mod parse;
 pub mod profile;

@@ -1,6 +1,11 @@
 //! The engines: seed 003's contention model and a LogGP (LogGOPS) model over the same workload.
 
-use crate::output::{Prediction, Timeline};
+mod queue;
+mod sim;
+
+use crate::output::{
+    Bounds, Knee, LinkUse, Prediction, RankTimes, Timeline, PREDICTION_SCHEMA_VERSION,
+};
 use crate::tcom::Tcom;
 use crate::topology::{Network, RankMap};
 use crate::workload::Workload;
@@ -121,8 +126,279 @@ pub struct Outcome {
     pub timeline: Option<Timeline>,
 }
 
+impl LogGp {
+    /// From a profile's LogGP points: L, o and g at the smallest size, G at the largest (the
+    /// per-byte cost of the bulk protocol). Without points, derived from Tcom: half of
+    /// Tcom(1 B) is split 1/4 : 1/4 : 1/2 into o_s, o_r and L, g = o_s, G = Tcom's peak slope.
+    pub fn from_profile(profile: Option<&commperf_core::Profile>, tcom: &Tcom) -> LogGp {
+        if let Some(p) = profile.filter(|p| !p.loggp.is_empty()) {
+            let mut pts = p.loggp.clone();
+            pts.sort_by_key(|q| q.size_bytes);
+            let (lo, hi) = (pts[0], pts[pts.len() - 1]);
+            let nonneg = |v: f64| if v.is_finite() && v > 0.0 { v } else { 0.0 };
+            return LogGp {
+                L_ns: nonneg(lo.L_us) * 1e3,
+                o_s_ns: nonneg(lo.o_s_us) * 1e3,
+                o_r_ns: nonneg(lo.o_r_us) * 1e3,
+                g_ns: nonneg(lo.g_us) * 1e3,
+                G_ns_per_byte: if hi.G_us_per_byte.is_finite() && hi.G_us_per_byte > 0.0 {
+                    hi.G_us_per_byte * 1e3
+                } else {
+                    1.0 / tcom.peak_bytes_per_ns()
+                },
+                O_ns_per_byte: 0.0,
+            };
+        }
+        let t1 = tcom.quiet_ns(1);
+        LogGp {
+            L_ns: t1 / 2.0,
+            o_s_ns: t1 / 4.0,
+            o_r_ns: t1 / 4.0,
+            g_ns: t1 / 4.0,
+            G_ns_per_byte: 1.0 / tcom.peak_bytes_per_ns(),
+            O_ns_per_byte: 0.0,
+        }
+    }
+}
+
+fn background_name(b: Background) -> String {
+    match b {
+        Background::None => "none".into(),
+        Background::Const(f) => format!("const:{f}"),
+        Background::Exp { mean, .. } => format!("exp:{mean}"),
+    }
+}
+
+fn mean_background(b: Background) -> f64 {
+    match b {
+        Background::None => 0.0,
+        Background::Const(f) => f,
+        // The cap at 0.95 trims the tail: E[min(X, c)] = m·(1 − e^(−c/m)) for X ~ Exp(mean m).
+        Background::Exp { mean, .. } if mean > 0.0 => mean * (1.0 - (-0.95 / mean).exp()),
+        Background::Exp { .. } => 0.0,
+    }
+}
+
+fn check(inputs: &Inputs<'_>, cfg: &PredictConfig) -> Result<(), PredictError> {
+    match cfg.background {
+        Background::Const(f) if !(0.0..1.0).contains(&f) => {
+            return Err(PredictError::Config(format!(
+                "constant background load {f} is outside [0, 1)"
+            )))
+        }
+        Background::Exp { mean, period_ns }
+            if !((0.0..1.0).contains(&mean) && period_ns.is_finite() && period_ns > 0.0) =>
+        {
+            return Err(PredictError::Config(format!(
+                "exponential background mean {mean} must lie in [0, 1) and its period be positive"
+            )))
+        }
+        _ => {}
+    }
+    for c in &cfg.link_classes {
+        if c.bandwidth_bytes_per_ns
+            .is_some_and(|b| !(b.is_finite() && b > 0.0))
+            || !(c.latency_ns.is_finite() && c.latency_ns >= 0.0)
+        {
+            return Err(PredictError::Config(format!(
+                "link class `{}` needs a positive bandwidth and a non-negative latency",
+                c.name
+            )));
+        }
+    }
+    if cfg.packet_bytes == 0 {
+        return Err(PredictError::Config(
+            "the packet size must be positive".into(),
+        ));
+    }
+    if inputs.rank_map.0.len() < inputs.workload.nranks() as usize {
+        return Err(PredictError::Config(format!(
+            "the rank map places {} ranks but the workload has {}",
+            inputs.rank_map.0.len(),
+            inputs.workload.nranks()
+        )));
+    }
+    Ok(())
+}
+
 /// Predicts the workload's communication time.
 pub fn predict(inputs: &Inputs<'_>, cfg: &PredictConfig) -> Result<Outcome, PredictError> {
-    let _ = (inputs, cfg);
-    Err(PredictError::Config("not implemented yet".into()))
+    check(inputs, cfg)?;
+    let loggp = inputs
+        .loggp
+        .copied()
+        .unwrap_or_else(|| LogGp::from_profile(None, inputs.tcom));
+    let sim = sim::Sim::new(
+        inputs.workload,
+        inputs.network,
+        inputs.rank_map,
+        inputs.tcom,
+        loggp,
+        cfg,
+    )?
+    .run()?;
+    let total_us = sim.total_ns / 1e3;
+    let ranks = sim
+        .ranks
+        .iter()
+        .enumerate()
+        .map(|(r, &(finish, compute, comm))| RankTimes {
+            rank: r as u32,
+            host: inputs.network.host_name(inputs.rank_map.0[r]),
+            finish_us: finish / 1e3,
+            compute_us: compute / 1e3,
+            comm_us: comm / 1e3,
+            wait_us: ((finish - compute - comm) / 1e3).max(0.0),
+        })
+        .collect();
+    let mut links: Vec<LinkUse> = Vec::new();
+    if cfg.model == Model::Contention {
+        let net_links = inputs.network.links();
+        for (id, &(busy, bytes, max_count)) in sim.links.iter().enumerate() {
+            if max_count == 0 {
+                continue;
+            }
+            let l = &net_links[id];
+            links.push(LinkUse {
+                id: id as u32,
+                from: l.from.clone(),
+                to: l.to.clone(),
+                class: l.class.clone(),
+                bytes,
+                busy_us: busy / 1e3,
+                utilization: if sim.total_ns > 0.0 {
+                    busy / sim.total_ns
+                } else {
+                    0.0
+                },
+                max_contention: max_count,
+            });
+        }
+    }
+    let mut order: Vec<&LinkUse> = links.iter().collect();
+    order.sort_by(|a, b| {
+        b.busy_us
+            .total_cmp(&a.busy_us)
+            .then(b.bytes.total_cmp(&a.bytes))
+            .then(a.id.cmp(&b.id))
+    });
+    let bottlenecks: Vec<String> = order
+        .iter()
+        .take(5)
+        .map(|l| format!("{}->{}", l.from, l.to))
+        .collect();
+    let bg = mean_background(cfg.background);
+    let knee = order.first().map(|l| {
+        let pkt = cfg.packet_bytes as f64;
+        let cap = sim.link_cap[l.id as usize];
+        let peak_bytes_per_s = inputs.tcom.peak_bytes_per_ns() * 1e9 * cap;
+        Knee {
+            link: format!("{}->{}", l.from, l.to),
+            packet_bytes: cfg.packet_bytes,
+            capacity_pkts_per_s: peak_bytes_per_s * (1.0 - bg) / pkt,
+            busy_throughput_pkts_per_s: if l.busy_us > 0.0 {
+                l.bytes / pkt / (l.busy_us / 1e6)
+            } else {
+                0.0
+            },
+            mean_throughput_pkts_per_s: if total_us > 0.0 {
+                l.bytes / pkt / (total_us / 1e6)
+            } else {
+                0.0
+            },
+            background_load: bg,
+        }
+    });
+    let prediction = Prediction {
+        schema_version: PREDICTION_SCHEMA_VERSION,
+        tool: format!("commperf {}", env!("CARGO_PKG_VERSION")),
+        model: match cfg.model {
+            Model::Contention => "contention".into(),
+            Model::LogGp => "loggp".into(),
+        },
+        trace: inputs.trace_name.to_string(),
+        trace_format: inputs.trace_format.to_string(),
+        topology: inputs.network.describe(),
+        profile: inputs.profile_name.to_string(),
+        background: background_name(cfg.background),
+        seed: cfg.seed,
+        eager_threshold_bytes: cfg.eager_threshold_bytes,
+        ranks_count: inputs.workload.nranks(),
+        operations: inputs.workload.len() as u64,
+        messages: sim.messages,
+        events: sim.events,
+        total_us,
+        ranks,
+        links,
+        bottlenecks,
+        knee: if cfg.model == Model::Contention {
+            knee
+        } else {
+            None
+        },
+        bounds: None,
+    };
+    Ok(Outcome {
+        prediction,
+        timeline: sim.timeline,
+    })
 }
+
+/// `--bounds` (seed 003: predict bounds, not single figures): the best case without background
+/// load, and the average and worst over `runs` seeded background draws (seeds `seed`,
+/// `seed + 1`, …), run on all cores. A constant load needs one draw.
+pub fn bounds(inputs: &Inputs<'_>, cfg: &PredictConfig, runs: u32) -> Result<Bounds, PredictError> {
+    let runs = match cfg.background {
+        Background::Exp { .. } => runs.max(1),
+        _ => 1,
+    };
+    let mut cfgs = Vec::with_capacity(runs as usize + 1);
+    let mut best = cfg.clone();
+    best.background = Background::None;
+    best.timeline = false;
+    cfgs.push(best);
+    for i in 0..runs {
+        let mut c = cfg.clone();
+        c.seed = cfg.seed.wrapping_add(i as u64);
+        c.timeline = false;
+        cfgs.push(c);
+    }
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(cfgs.len());
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let mut totals: Vec<Option<Result<f64, PredictError>>> = vec![None; cfgs.len()];
+    let results = std::sync::Mutex::new(&mut totals);
+    std::thread::scope(|s| {
+        for _ in 0..threads {
+            s.spawn(|| loop {
+                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                if i >= cfgs.len() {
+                    break;
+                }
+                let r = predict(inputs, &cfgs[i]).map(|o| o.prediction.total_us);
+                if let Ok(mut guard) = results.lock() {
+                    guard[i] = Some(r);
+                }
+            });
+        }
+    });
+    let mut vals = Vec::with_capacity(totals.len());
+    for t in totals {
+        match t {
+            Some(Ok(v)) => vals.push(v),
+            Some(Err(e)) => return Err(e),
+            None => return Err(PredictError::Config("a bounds run did not finish".into())),
+        }
+    }
+    let draws = &vals[1..];
+    Ok(Bounds {
+        best_us: vals[0],
+        average_us: draws.iter().sum::<f64>() / draws.len() as f64,
+        worst_us: draws.iter().copied().fold(f64::MIN, f64::max),
+        runs,
+    })
+}
+
+#[cfg(test)]
+mod tests;

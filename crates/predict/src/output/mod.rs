@@ -4,6 +4,12 @@
 
 use serde::{Deserialize, Serialize};
 
+pub mod chrome;
+#[cfg(test)]
+mod fixtures;
+pub mod svg;
+pub mod table;
+
 /// Version of the prediction schema written by this build.
 pub const PREDICTION_SCHEMA_VERSION: u32 = 1;
 

@@ -85,6 +85,63 @@ fn token_suffix(t: &str) -> String {
     }
 }
 
+/// Longest token quoted in an error; longer ones (a megabyte of digits) are cut.
+const MAX_TOKEN_CHARS: usize = 64;
+
+/// The error for the token at bytes `start..end` of `text`. Parsers keep byte offsets only and
+/// pay for line and column counting when they fail, which keeps the fast paths fast. Offsets
+/// need not be on character boundaries: columns count characters, never bytes.
+pub(crate) fn error_at(
+    name: &str,
+    text: &str,
+    start: usize,
+    end: usize,
+    message: impl Into<String>,
+) -> ParseError {
+    let bytes = text.as_bytes();
+    let start = start.min(bytes.len());
+    let end = end.clamp(start, bytes.len());
+    let before = &bytes[..start];
+    let line = 1 + before.iter().filter(|&&b| b == b'\n').count();
+    let line_start = before
+        .iter()
+        .rposition(|&b| b == b'\n')
+        .map_or(0, |i| i + 1);
+    // Characters are the bytes that do not continue a UTF-8 sequence.
+    let column = 1 + bytes[line_start..start]
+        .iter()
+        .filter(|&&b| b & 0xC0 != 0x80)
+        .count();
+    let tok = String::from_utf8_lossy(&bytes[start..end]);
+    let token = if tok.chars().count() > MAX_TOKEN_CHARS {
+        let mut t: String = tok.chars().take(MAX_TOKEN_CHARS).collect();
+        t.push('…');
+        t
+    } else {
+        tok.into_owned()
+    };
+    ParseError {
+        file: name.to_string(),
+        line,
+        column,
+        token,
+        message: message.into(),
+    }
+}
+
+/// Largest message size any reader accepts (2^48 bytes): sums of many sizes stay far from
+/// overflowing u64.
+pub const MAX_BYTES: u64 = 1 << 48;
+/// Largest number of ranks any reader accepts (2^24).
+pub const MAX_RANKS: u64 = 1 << 24;
+/// Largest duration in virtual nanoseconds any reader accepts (about 31 years).
+pub const MAX_NS: u64 = 1 << 60;
+
+/// Most operations a trace may expand into (2^26, twenty times the million-rank broadcast):
+/// collectives multiply a few bytes of text into many operations, and a reader must refuse an
+/// input that would exhaust memory rather than die trying.
+pub const MAX_OPS: u64 = 1 << 26;
+
 /// Why a trace could not be read.
 #[derive(Debug, thiserror::Error)]
 pub enum TraceError {
@@ -130,7 +187,12 @@ pub fn read_trace(
         source,
     })?;
     let name = path.display().to_string();
-    let format = format.unwrap_or_else(|| detect(&text));
+    // An index of SimGrid per-rank files reads like words to `detect`; only the file system
+    // can tell it apart.
+    let format = format.unwrap_or_else(|| match detect(&text) {
+        TraceFormat::Own if simgrid::is_existing_index(path, &text) => TraceFormat::SimGrid,
+        f => f,
+    });
     match format {
         TraceFormat::SimGrid => simgrid::parse_file(path, &text, opts),
         _ => Ok(parse_str(&text, &name, format, opts)?),

@@ -1,14 +1,682 @@
-//! TODO(helper): the own reader.
+//! commperf's own trace format: one MPI-like program per rank, in plain text.
+//!
+//! Line-oriented and written for people as much as for generators: `ranks N` first, then one
+//! `rank R` block per rank whose lines are that rank's calls in program order (blocking and
+//! non-blocking point-to-point with named requests, compute with units, the usual collectives).
+//! The grammar is in `crates/predict/TRACE-FORMAT.md`; keep the two in step.
+//!
+//! Collectives are expanded by [`Algorithms`](crate::collectives::Algorithms) into
+//! point-to-point messages tagged from a reserved space, so user tags must be below 2^31.
+//! Every rank must call the same collectives in the same order: each rank keeps a running hash
+//! of its calls and all ranks are compared with the first, in constant memory.
 
-use super::{ParseError, ParseOptions};
-use crate::workload::Workload;
+use super::{error_at, ParseError, ParseOptions, MAX_BYTES, MAX_NS, MAX_OPS, MAX_RANKS};
+use crate::collectives::{coll_tag, BlockCounts, Collective, COLL_TAG_BASE};
+use crate::workload::{OpKind, Rank, Request, SeqProgram, Workload, WorkloadBuilder, ANY};
+use std::collections::HashMap;
 
-pub(crate) fn parse(_text: &str, name: &str, _opts: &ParseOptions) -> Result<Workload, ParseError> {
-    Err(ParseError {
-        file: name.to_string(),
-        line: 1,
-        column: 1,
-        token: String::new(),
-        message: "not implemented yet".into(),
+#[derive(Clone, Copy)]
+struct Tok {
+    start: usize,
+    end: usize,
+}
+
+/// One rank's block while it is being read.
+struct Block<'a> {
+    rank: Rank,
+    rank_tok: Tok,
+    prog: SeqProgram,
+    /// Named requests not yet waited for.
+    named: HashMap<&'a str, Request>,
+    /// Every request not yet waited for, with its name if any (for a bare `waitall`).
+    outstanding: Vec<(Request, Option<&'a str>)>,
+    colls: u64,
+    coll_hash: u64,
+}
+
+/// The collectives the first finished rank called: every other rank must match.
+struct CollRef {
+    rank: Rank,
+    count: u64,
+    hash: u64,
+}
+
+struct Parser<'a> {
+    name: &'a str,
+    text: &'a str,
+    opts: &'a ParseOptions,
+    nranks: u32,
+    builder: Option<WorkloadBuilder>,
+    block: Option<Block<'a>>,
+    coll_ref: Option<CollRef>,
+    /// Operations of the ranks already finished.
+    total_ops: u64,
+}
+
+/// Units of sizes: binary (KiB) and decimal (KB = 1000 B, as everywhere in commperf).
+const SIZE_UNITS: &[(&str, u64)] = &[
+    ("B", 1),
+    ("KiB", 1 << 10),
+    ("MiB", 1 << 20),
+    ("GiB", 1 << 30),
+    ("KB", 1_000),
+    ("MB", 1_000_000),
+    ("GB", 1_000_000_000),
+];
+
+const TIME_UNITS: &[(&str, f64)] = &[("ns", 1.0), ("us", 1e3), ("ms", 1e6), ("s", 1e9)];
+
+fn is_name(w: &str) -> bool {
+    let mut c = w.chars();
+    matches!(c.next(), Some(ch) if ch.is_ascii_alphabetic() || ch == '_')
+        && c.all(|ch| ch.is_ascii_alphanumeric() || ch == '_')
+}
+
+/// Parses a size with an optional unit; `None` when malformed, `Some(Err)` when too large.
+pub(crate) fn parse_size_unit(w: &str) -> Option<Result<u64, ()>> {
+    let split = w.find(|c: char| !c.is_ascii_digit()).unwrap_or(w.len());
+    let (digits, unit) = w.split_at(split);
+    if digits.is_empty() {
+        return None;
+    }
+    let mult = if unit.is_empty() {
+        1
+    } else {
+        SIZE_UNITS.iter().find(|(u, _)| *u == unit)?.1
+    };
+    let v = match digits.parse::<u64>() {
+        Ok(v) => v,
+        Err(_) => return Some(Err(())),
+    };
+    Some(match v.checked_mul(mult) {
+        Some(b) if b <= MAX_BYTES => Ok(b),
+        _ => Err(()),
     })
+}
+
+/// Parses `12.5us` into nanoseconds (rounded); `None` when malformed, `Some(Err)` when too long.
+pub(crate) fn parse_duration(w: &str) -> Option<Result<u64, ()>> {
+    let split = w
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(w.len());
+    let (num, unit) = w.split_at(split);
+    let mult = TIME_UNITS.iter().find(|(u, _)| *u == unit)?.1;
+    // Digits with at most one point and a digit on at least one side.
+    let mut parts = num.splitn(2, '.');
+    let int = parts.next().unwrap_or("");
+    let frac = parts.next().unwrap_or("");
+    if (int.is_empty() && frac.is_empty()) || frac.contains('.') {
+        return None;
+    }
+    let v: f64 = num.parse().ok()?;
+    let ns = (v * mult).round();
+    Some(if ns.is_finite() && ns <= MAX_NS as f64 {
+        Ok(ns as u64)
+    } else {
+        Err(())
+    })
+}
+
+pub(crate) fn mix(h: u64, v: u64) -> u64 {
+    crate::rng::mix(h ^ v.wrapping_mul(0x9e37_79b9_7f4a_7c15))
+}
+
+/// A signature of one collective call (kind, root, sizes), so ranks can be compared.
+pub(crate) fn coll_signature(c: &Collective) -> u64 {
+    let kind = c.name().bytes().fold(0u64, |h, b| mix(h, b as u64));
+    let mut h = mix(kind, c.root().map_or(u64::MAX, u64::from));
+    match c {
+        Collective::Bcast { bytes, .. }
+        | Collective::Reduce { bytes, .. }
+        | Collective::Allreduce { bytes, .. }
+        | Collective::Allgather { bytes }
+        | Collective::Alltoall { bytes }
+        | Collective::Gather { bytes, .. }
+        | Collective::Scatter { bytes, .. }
+        | Collective::ReduceScatter {
+            counts: BlockCounts::Uniform(bytes),
+            ..
+        } => h = mix(h, *bytes),
+        _ => {}
+    }
+    h
+}
+
+impl<'a> Parser<'a> {
+    fn err(&self, t: Tok, msg: impl Into<String>) -> ParseError {
+        error_at(self.name, self.text, t.start, t.end, msg)
+    }
+
+    fn word(&self, t: Tok) -> &'a str {
+        self.text.get(t.start..t.end).unwrap_or("")
+    }
+
+    /// The error for a missing token at the end of the line `toks` came from.
+    fn missing(&self, toks: &[Tok], line_end: usize, what: &str) -> ParseError {
+        let at = toks.last().map_or(line_end, |t| t.end);
+        error_at(
+            self.name,
+            self.text,
+            at,
+            at,
+            format!("expected {what} at the end of the line"),
+        )
+    }
+
+    fn rank_arg(&self, t: Tok, allow_any: bool) -> Result<Rank, ParseError> {
+        let w = self.word(t);
+        if allow_any && w == "any" {
+            return Ok(ANY);
+        }
+        match w.parse::<u64>() {
+            Ok(r) if r < self.nranks as u64 => Ok(r as Rank),
+            Ok(r) => Err(self.err(t, format!("rank {r} is outside 0..{}", self.nranks))),
+            Err(_) if !w.is_empty() && w.bytes().all(|b| b.is_ascii_digit()) => {
+                Err(self.err(t, format!("rank is outside 0..{}", self.nranks)))
+            }
+            Err(_) => Err(self.err(
+                t,
+                if allow_any {
+                    "expected a rank or `any`"
+                } else {
+                    "expected a rank"
+                },
+            )),
+        }
+    }
+
+    fn size_arg(&self, t: Tok) -> Result<u64, ParseError> {
+        match parse_size_unit(self.word(t)) {
+            Some(Ok(b)) => Ok(b),
+            Some(Err(())) => {
+                Err(self.err(t, format!("size is larger than 2^48 = {MAX_BYTES} bytes")))
+            }
+            None => Err(self.err(
+                t,
+                "expected a size (digits with an optional unit B, KiB, MiB, GiB, KB, MB or GB)",
+            )),
+        }
+    }
+
+    fn tag_arg(&self, t: Tok, allow_any: bool) -> Result<u32, ParseError> {
+        let w = self.word(t);
+        if allow_any && w == "any" {
+            return Ok(ANY);
+        }
+        match w.parse::<u64>() {
+            Ok(v) if v < COLL_TAG_BASE as u64 => Ok(v as u32),
+            Ok(_) => Err(self.err(
+                t,
+                "tags must be below 2^31 (higher tags are reserved for collectives)",
+            )),
+            Err(_) if !w.is_empty() && w.bytes().all(|b| b.is_ascii_digit()) => Err(self.err(
+                t,
+                "tags must be below 2^31 (higher tags are reserved for collectives)",
+            )),
+            Err(_) => Err(self.err(
+                t,
+                if allow_any {
+                    "expected a tag or `any`"
+                } else {
+                    "expected a tag"
+                },
+            )),
+        }
+    }
+
+    fn block(&mut self, t: Tok) -> Result<&mut Block<'a>, ParseError> {
+        let msg = "operation outside a rank block (start one with `rank R`)";
+        match self.block.as_mut() {
+            Some(b) => Ok(b),
+            None => Err(error_at(self.name, self.text, t.start, t.end, msg)),
+        }
+    }
+
+    fn finish_block(&mut self) -> Result<(), ParseError> {
+        let Some(b) = self.block.take() else {
+            return Ok(());
+        };
+        match &self.coll_ref {
+            None => {
+                self.coll_ref = Some(CollRef {
+                    rank: b.rank,
+                    count: b.colls,
+                    hash: b.coll_hash,
+                })
+            }
+            Some(r) if r.count != b.colls || r.hash != b.coll_hash => {
+                return Err(self.err(
+                    b.rank_tok,
+                    format!(
+                        "rank {} calls collectives differently from rank {} ({} calls against \
+                         {}, or other kinds, roots or sizes); every rank must call the same \
+                         collectives in the same order",
+                        b.rank, r.rank, b.colls, r.count
+                    ),
+                ))
+            }
+            Some(_) => {}
+        }
+        self.total_ops += b.prog.len() as u64;
+        if let Some(builder) = self.builder.as_mut() {
+            builder.add_program(b.rank, &b.prog).map_err(|e| {
+                error_at(
+                    self.name,
+                    self.text,
+                    b.rank_tok.start,
+                    b.rank_tok.end,
+                    e.to_string(),
+                )
+            })?;
+        }
+        Ok(())
+    }
+
+    /// Reads `[tag T] [as NAME]` after a point-to-point call's fixed arguments.
+    fn p2p_options(
+        &self,
+        rest: &[Tok],
+        allow_any: bool,
+        allow_name: bool,
+        line_end: usize,
+        all: &[Tok],
+    ) -> Result<(u32, Option<Tok>), ParseError> {
+        let mut tag = 0u32;
+        let mut name = None;
+        let mut i = 0;
+        while i < rest.len() {
+            let kw = self.word(rest[i]);
+            let Some(&val) = rest.get(i + 1) else {
+                return match kw {
+                    "tag" | "as" => Err(self.missing(
+                        all,
+                        line_end,
+                        if kw == "tag" {
+                            "a tag"
+                        } else {
+                            "a request name"
+                        },
+                    )),
+                    _ => Err(self.err(rest[i], "unexpected word (expected `tag T` or `as NAME`)")),
+                };
+            };
+            match kw {
+                "tag" => tag = self.tag_arg(val, allow_any)?,
+                "as" if allow_name => {
+                    if !is_name(self.word(val)) {
+                        return Err(self.err(
+                            val,
+                            "a request name is letters, digits and `_`, not starting with a digit",
+                        ));
+                    }
+                    name = Some(val);
+                }
+                _ => {
+                    let expect = if allow_name {
+                        "`tag T` or `as NAME`"
+                    } else {
+                        "`tag T`"
+                    };
+                    return Err(self.err(rest[i], format!("unexpected word (expected {expect})")));
+                }
+            }
+            i += 2;
+        }
+        Ok((tag, name))
+    }
+
+    fn statement(&mut self, toks: &[Tok], line_end: usize) -> Result<(), ParseError> {
+        let head = toks[0];
+        let kw = self.word(head);
+        let args = &toks[1..];
+        let exact = |p: &Self, n: usize, what: &str| -> Result<(), ParseError> {
+            if args.len() < n {
+                Err(p.missing(toks, line_end, what))
+            } else if args.len() > n {
+                Err(p.err(args[n], format!("unexpected word after `{kw}`'s arguments")))
+            } else {
+                Ok(())
+            }
+        };
+        if self.builder.is_none() {
+            if kw != "ranks" {
+                return Err(self.err(head, "a trace starts with `ranks N`"));
+            }
+            exact(self, 1, "a number of ranks")?;
+            let w = self.word(args[0]);
+            return match w.parse::<u64>() {
+                Ok(n) if (1..=MAX_RANKS).contains(&n) => {
+                    self.nranks = n as u32;
+                    self.builder = Some(WorkloadBuilder::new(n as u32));
+                    Ok(())
+                }
+                _ if !w.is_empty() && w.bytes().all(|b| b.is_ascii_digit()) => Err(self.err(
+                    args[0],
+                    format!("the number of ranks must be 1 to 2^24 = {MAX_RANKS}"),
+                )),
+                _ => Err(self.err(args[0], "expected a number of ranks")),
+            };
+        }
+        match kw {
+            "ranks" => Err(self.err(head, "`ranks` is given twice")),
+            "rank" => {
+                // `rank R` or `rank R:`.
+                let Some(&rt) = args.first() else {
+                    return Err(self.missing(toks, line_end, "a rank"));
+                };
+                let w = self.word(rt);
+                let rtok = if w.len() > 1 && w.ends_with(':') {
+                    Tok {
+                        start: rt.start,
+                        end: rt.end - 1,
+                    }
+                } else {
+                    rt
+                };
+                let extra = match args.get(1) {
+                    Some(t) if self.word(*t) == ":" && rtok.end == rt.end => args.get(2),
+                    other => other,
+                };
+                if let Some(t) = extra {
+                    return Err(self.err(*t, "unexpected word after `rank R`"));
+                }
+                let r = self.rank_arg(rtok, false)?;
+                self.finish_block()?;
+                if self.builder.as_ref().is_some_and(|b| b.is_defined(r)) {
+                    return Err(self.err(rtok, format!("rank {r} is defined twice")));
+                }
+                self.block = Some(Block {
+                    rank: r,
+                    rank_tok: rtok,
+                    prog: SeqProgram::new(),
+                    named: HashMap::new(),
+                    outstanding: Vec::new(),
+                    colls: 0,
+                    coll_hash: 0,
+                });
+                Ok(())
+            }
+            "compute" | "sleep" => {
+                exact(self, 1, "a duration (such as `12.5us`)")?;
+                let ns = match parse_duration(self.word(args[0])) {
+                    Some(Ok(ns)) => ns,
+                    Some(Err(())) => return Err(self.err(args[0], "duration is too long")),
+                    None => {
+                        return Err(self.err(
+                            args[0],
+                            "expected a duration: a number with a unit ns, us, ms or s",
+                        ))
+                    }
+                };
+                self.block(head)?.prog.calc(ns);
+                Ok(())
+            }
+            "send" | "recv" | "isend" | "irecv" => {
+                let is_send = kw.ends_with("send");
+                let nonblocking = kw.starts_with('i');
+                if args.len() < 2 {
+                    return Err(self.missing(
+                        toks,
+                        line_end,
+                        if args.is_empty() { "a rank" } else { "a size" },
+                    ));
+                }
+                let peer = self.rank_arg(args[0], !is_send)?;
+                let bytes = self.size_arg(args[1])?;
+                let (tag, name) =
+                    self.p2p_options(&args[2..], !is_send, nonblocking, line_end, toks)?;
+                let op = if is_send {
+                    OpKind::Send {
+                        to: peer,
+                        tag,
+                        bytes,
+                    }
+                } else {
+                    OpKind::Recv {
+                        from: peer,
+                        tag,
+                        bytes,
+                    }
+                };
+                let name_str = name.map(|t| self.word(t));
+                if let (Some(t), Some(b)) = (name, self.block.as_ref()) {
+                    if b.named.contains_key(self.word(t)) {
+                        return Err(self.err(
+                            t,
+                            "a request of this name is still outstanding (wait for it first)",
+                        ));
+                    }
+                }
+                let b = self.block(head)?;
+                if !nonblocking {
+                    b.prog.blocking(op);
+                    return Ok(());
+                }
+                let req = b.prog.nonblocking(op);
+                b.outstanding.push((req, name_str));
+                if let Some(n) = name_str {
+                    b.named.insert(n, req);
+                }
+                Ok(())
+            }
+            "wait" | "waitall" => {
+                if kw == "wait" {
+                    exact(self, 1, "a request name")?;
+                }
+                let mut reqs = Vec::with_capacity(args.len());
+                for &t in args {
+                    let n = self.word(t);
+                    let unknown = self.err(t, "no outstanding request has this name");
+                    let b = self.block(head)?;
+                    let Some(r) = b.named.remove(n) else {
+                        return Err(unknown);
+                    };
+                    b.outstanding.retain(|&(q, _)| q != r);
+                    reqs.push(r);
+                }
+                let b = self.block(head)?;
+                if args.is_empty() {
+                    reqs.extend(b.outstanding.drain(..).map(|(r, _)| r));
+                    b.named.clear();
+                }
+                b.prog.wait(&reqs);
+                Ok(())
+            }
+            _ => {
+                let coll = self.collective(kw, head, args, toks, line_end)?;
+                let algos = &self.opts.algorithms;
+                let nranks = self.nranks;
+                let total = self.total_ops;
+                let too_many = self.err(
+                    head,
+                    format!("the trace expands into more than {MAX_OPS} operations"),
+                );
+                let b = self.block(head)?;
+                if total + b.prog.len() as u64 + algos.ops_bound(&coll, nranks) > MAX_OPS {
+                    return Err(too_many);
+                }
+                let tag = coll_tag(b.colls);
+                algos.expand(&mut b.prog, b.rank, nranks, tag, &coll);
+                b.colls += 1;
+                b.coll_hash = mix(b.coll_hash, coll_signature(&coll));
+                Ok(())
+            }
+        }
+    }
+
+    fn collective(
+        &self,
+        kw: &str,
+        head: Tok,
+        args: &[Tok],
+        toks: &[Tok],
+        line_end: usize,
+    ) -> Result<Collective, ParseError> {
+        let rooted = matches!(kw, "bcast" | "reduce" | "gather" | "scatter");
+        let sized =
+            rooted || matches!(kw, "allreduce" | "alltoall" | "allgather" | "reducescatter");
+        if !sized && kw != "barrier" {
+            return Err(self.err(
+                head,
+                "unknown operation (expected compute, send, recv, isend, irecv, wait, waitall, \
+                 barrier, bcast, reduce, allreduce, alltoall, allgather, gather, scatter or \
+                 reducescatter)",
+            ));
+        }
+        // `root` first, so `bcast 0 8` is told what is wrong rather than that a size is missing.
+        if let (true, Some(&t)) = (rooted, args.first()) {
+            if self.word(t) != "root" {
+                return Err(self.err(t, format!("expected `root R` (as in `{kw} root 0 1KiB`)")));
+            }
+        }
+        let want = if rooted {
+            3
+        } else if sized {
+            1
+        } else {
+            0
+        };
+        if args.len() < want {
+            let what = if rooted && args.is_empty() {
+                "`root R`"
+            } else if rooted && args.len() == 1 {
+                "a root rank"
+            } else {
+                "a size"
+            };
+            return Err(self.missing(toks, line_end, what));
+        }
+        if let Some(t) = args.get(want) {
+            return Err(self.err(*t, format!("unexpected word after `{kw}`'s arguments")));
+        }
+        let root = if rooted {
+            self.rank_arg(args[1], false)?
+        } else {
+            0
+        };
+        let bytes = if sized {
+            self.size_arg(args[want - 1])?
+        } else {
+            0
+        };
+        Ok(match kw {
+            "barrier" => Collective::Barrier,
+            "bcast" => Collective::Bcast { root, bytes },
+            "reduce" => Collective::Reduce {
+                root,
+                bytes,
+                compute_ns: 0,
+            },
+            "allreduce" => Collective::Allreduce {
+                bytes,
+                compute_ns: 0,
+            },
+            "alltoall" => Collective::Alltoall { bytes },
+            "allgather" => Collective::Allgather { bytes },
+            "gather" => Collective::Gather { root, bytes },
+            "scatter" => Collective::Scatter { root, bytes },
+            _ => Collective::ReduceScatter {
+                counts: BlockCounts::Uniform(bytes),
+                compute_ns: 0,
+            },
+        })
+    }
+}
+
+pub(crate) fn parse(text: &str, name: &str, opts: &ParseOptions) -> Result<Workload, ParseError> {
+    let mut p = Parser {
+        name,
+        text,
+        opts,
+        nranks: 0,
+        builder: None,
+        block: None,
+        coll_ref: None,
+        total_ops: 0,
+    };
+    let bytes = text.as_bytes();
+    let mut toks: Vec<Tok> = Vec::new();
+    let mut line_start = 0;
+    while line_start <= bytes.len() {
+        let line_end = bytes[line_start..]
+            .iter()
+            .position(|&b| b == b'\n')
+            .map_or(bytes.len(), |i| line_start + i);
+        // Tokens: runs of non-blank bytes, up to a `#` comment.
+        toks.clear();
+        let mut i = line_start;
+        while i < line_end {
+            let c = bytes[i];
+            if c == b'#' {
+                break;
+            }
+            if c.is_ascii_whitespace() {
+                i += 1;
+                continue;
+            }
+            let s = i;
+            while i < line_end && !bytes[i].is_ascii_whitespace() && bytes[i] != b'#' {
+                i += 1;
+            }
+            toks.push(Tok { start: s, end: i });
+        }
+        if !toks.is_empty() {
+            p.statement(&toks, line_end)?;
+        }
+        line_start = line_end + 1;
+    }
+    if p.builder.is_none() {
+        return Err(error_at(
+            name,
+            text,
+            text.len(),
+            text.len(),
+            "expected `ranks N`, found end of input",
+        ));
+    }
+    p.finish_block()?;
+    let builder = p.builder.take().unwrap_or_else(|| WorkloadBuilder::new(0));
+    // Ranks without a block call no collectives: wrong when the others do.
+    if let Some(r) = &p.coll_ref {
+        if r.count > 0 {
+            if let Some(missing) = (0..p.nranks).find(|&q| !builder.is_defined(q)) {
+                return Err(error_at(
+                    name,
+                    text,
+                    text.len(),
+                    text.len(),
+                    format!(
+                        "rank {missing} has no block, but rank {} calls {} collectives; every \
+                         rank must call the same collectives",
+                        r.rank, r.count
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(builder.finish())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_and_durations() {
+        assert_eq!(parse_size_unit("1KiB"), Some(Ok(1024)));
+        assert_eq!(parse_size_unit("3MB"), Some(Ok(3_000_000)));
+        assert_eq!(parse_size_unit("64"), Some(Ok(64)));
+        assert_eq!(parse_size_unit("64B"), Some(Ok(64)));
+        assert_eq!(parse_size_unit("9223372036854775808"), Some(Err(())));
+        assert_eq!(parse_size_unit("99999999999999999999999"), Some(Err(())));
+        assert_eq!(parse_size_unit("1Kib"), None);
+        assert_eq!(parse_size_unit("-1"), None);
+        assert_eq!(parse_duration("12.5us"), Some(Ok(12_500)));
+        assert_eq!(parse_duration("3s"), Some(Ok(3_000_000_000)));
+        assert_eq!(parse_duration(".5ms"), Some(Ok(500_000)));
+        assert_eq!(parse_duration("1.2.3ns"), None);
+        assert_eq!(parse_duration("5"), None);
+        assert_eq!(parse_duration("1e3us"), None);
+        assert_eq!(parse_duration("99999999999999999999999999s"), Some(Err(())));
+    }
 }

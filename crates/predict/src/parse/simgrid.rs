@@ -1,21 +1,667 @@
-//! TODO(helper): the SimGrid time-independent trace reader.
+//! SimGrid time-independent traces (SMPI replay) into a [`Workload`].
+//!
+//! A trace is either one file whose lines are `<rank> <action> <args…>` for every rank, or an
+//! index file listing one trace file per line (paths relative to the index's directory). The
+//! actions and their argument orders follow SimGrid's replay
+//! (`src/smpi/internals/smpi_replay.cpp`, SimGrid 3.27–3.28, 2021; the parsers `SendRecvParser`,
+//! `WaitTestParser`, `BcastArgParser`, `ReduceArgParser`, `AllToAllArgParser`, `GatherArgParser`,
+//! `GatherVArgParser`, `ScatterArgParser`, `ScatterVArgParser`, `ReduceScatterArgParser`,
+//! `AllToAllVArgParser`):
+//!
+//! | action | arguments |
+//! |---|---|
+//! | `init` | `[x]` — any argument makes the default datatype MPI_DOUBLE (MPE traces), none MPI_BYTE (TAU) |
+//! | `send` `isend` `recv` `irecv` | `partner tag count [datatype]` (a recv count ≤ 0 means unknown: 0 bytes here) |
+//! | `wait` `test` | `src dst tag` — the request of that key; `test` is a no-op here |
+//! | `waitall` | every outstanding request |
+//! | `compute` | `flops` (ns = flops / host speed · 1e9) |
+//! | `sleep` | `seconds` |
+//! | `barrier` | |
+//! | `bcast` | `count [root [datatype]]` |
+//! | `reduce` | `comm comp [root [datatype]]` (comp flops computed after the collective) |
+//! | `allreduce` | `comm comp [datatype]` |
+//! | `alltoall` | `send recv [dt1 [dt2]]` (per pair) |
+//! | `alltoallv` | `sendbuf sendcounts×n recvbuf recvcounts×n [dt1 dt2]` |
+//! | `gather` | `send recv [root [dt1 [dt2]]]`; `allgather`: `send recv [dt1 [dt2]]` |
+//! | `gatherv` | `send recvcounts×n [root [dt1 [dt2]]]`; `allgatherv`: `send recvcounts×n [dt] [disps×n]` |
+//! | `scatter` | `send recv [root [dt1 [dt2]]]`; `scatterv`: `sendcounts×n recv [root [dt1 [dt2]]]` |
+//! | `reducescatter` | `recvcounts×n comp [datatype]` |
+//! | `finalize` `comm_size` `comm_split` `comm_dup` `location` | ignored |
+//!
+//! Counts are in datatypes; datatype ids are SimGrid's classic table (0 MPI_DOUBLE, 1 MPI_INT,
+//! 2 MPI_CHAR, 3 MPI_SHORT, 4 MPI_LONG, 5 MPI_FLOAT, 6 MPI_BYTE; others the default). Numbers may
+//! be written `1e6`. The number of ranks is one more than the largest rank that starts a line or
+//! is a point-to-point partner (so a single rank's file of a split trace reads on its own).
 
-use super::{ParseError, ParseOptions, TraceError};
-use crate::workload::Workload;
+use super::own::{coll_signature, mix};
+use super::{
+    error_at, ParseError, ParseOptions, TraceError, MAX_BYTES, MAX_NS, MAX_OPS, MAX_RANKS,
+};
+use crate::collectives::{coll_tag, BlockCounts, Collective, COLL_TAG_BASE};
+use crate::workload::{OpKind, Rank, Request, SeqProgram, Workload, WorkloadBuilder, ANY};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::path::Path;
 
-pub(crate) fn parse_single(
-    _text: &str,
-    name: &str,
-    _opts: &ParseOptions,
-) -> Result<Workload, ParseError> {
-    Err(ParseError {
-        file: name.to_string(),
-        line: 1,
-        column: 1,
-        token: String::new(),
-        message: "not implemented yet".into(),
+#[derive(Clone, Copy)]
+struct Tok {
+    start: usize,
+    end: usize,
+}
+
+/// One input file.
+struct Source<'a> {
+    name: &'a str,
+    text: &'a str,
+}
+
+#[derive(Default)]
+struct RankState {
+    prog: SeqProgram,
+    /// Bytes of the default datatype (set by `init`).
+    dt: u64,
+    /// Outstanding requests by SimGrid's key (src, dst, tag), oldest first.
+    reqs: HashMap<(i64, i64, i64), VecDeque<Request>>,
+    colls: u64,
+    coll_hash: u64,
+    /// Where the rank first appears, for errors about the rank as a whole.
+    first: (usize, usize, usize),
+}
+
+/// Sizes of SimGrid's classic datatype ids.
+const DATATYPE_BYTES: [u64; 7] = [8, 4, 1, 2, 8, 4, 1];
+
+fn tokens(text: &str, line: (usize, usize), out: &mut Vec<Tok>) {
+    out.clear();
+    let b = text.as_bytes();
+    let mut i = line.0;
+    while i < line.1 {
+        if b[i].is_ascii_whitespace() {
+            i += 1;
+            continue;
+        }
+        let s = i;
+        while i < line.1 && !b[i].is_ascii_whitespace() {
+            i += 1;
+        }
+        out.push(Tok { start: s, end: i });
+    }
+}
+
+/// Byte ranges of the lines of `text`.
+fn lines(text: &str) -> impl Iterator<Item = (usize, usize)> + '_ {
+    let b = text.as_bytes();
+    let mut start = 0;
+    std::iter::from_fn(move || {
+        if start > b.len() {
+            return None;
+        }
+        let end = b[start..]
+            .iter()
+            .position(|&c| c == b'\n')
+            .map_or(b.len(), |i| start + i);
+        let r = (start, end);
+        start = end + 1;
+        Some(r)
     })
+}
+
+struct Ctx<'a, 'b> {
+    src: &'b Source<'a>,
+    toks: &'b [Tok],
+    line_end: usize,
+    opts: &'b ParseOptions,
+    nranks: u32,
+}
+
+impl Ctx<'_, '_> {
+    fn word(&self, t: Tok) -> &str {
+        self.src.text.get(t.start..t.end).unwrap_or("")
+    }
+
+    fn err(&self, t: Tok, msg: impl Into<String>) -> ParseError {
+        error_at(self.src.name, self.src.text, t.start, t.end, msg)
+    }
+
+    /// Argument `i` (0 = the first after the action), or an error naming what is missing.
+    fn arg(&self, i: usize, what: &str) -> Result<Tok, ParseError> {
+        match self.toks.get(i + 2) {
+            Some(&t) => Ok(t),
+            None => {
+                let at = self.toks.last().map_or(self.line_end, |t| t.end);
+                Err(error_at(
+                    self.src.name,
+                    self.src.text,
+                    at,
+                    at,
+                    format!("`{}` needs {what} here", self.word(self.toks[1])),
+                ))
+            }
+        }
+    }
+
+    fn nargs(&self) -> usize {
+        self.toks.len().saturating_sub(2)
+    }
+
+    fn at_most(&self, n: usize) -> Result<(), ParseError> {
+        match self.toks.get(n + 2) {
+            Some(&t) => Err(self.err(
+                t,
+                format!("too many arguments for `{}`", self.word(self.toks[1])),
+            )),
+            None => Ok(()),
+        }
+    }
+
+    /// An integer (SimGrid's `stoi` fields), optionally allowing -1.
+    fn int(&self, t: Tok, what: &str, min: i64, max: i64) -> Result<i64, ParseError> {
+        let w = self.word(t);
+        let digits = w.strip_prefix('-').unwrap_or(w);
+        if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+            return Err(self.err(t, format!("expected {what} (an integer)")));
+        }
+        match w.parse::<i64>() {
+            Ok(v) if (min..=max).contains(&v) => Ok(v),
+            _ => Err(self.err(t, format!("{what} must be in {min}..={max}"))),
+        }
+    }
+
+    fn rank(&self, t: Tok, allow_any: bool) -> Result<Rank, ParseError> {
+        let min = if allow_any { -1 } else { 0 };
+        let v = self.int(t, "a rank", min, self.nranks as i64 - 1)?;
+        Ok(if v < 0 { ANY } else { v as Rank })
+    }
+
+    /// A real number (SimGrid's `parse_double` fields): finite and ≥ 0 unless `allow_neg`.
+    fn real(&self, t: Tok, what: &str, allow_neg: bool) -> Result<f64, ParseError> {
+        let w = self.word(t);
+        // Rust also reads `inf`, `nan` and `infinity`: only digits, signs, points and exponents.
+        let plain = !w.is_empty()
+            && w.bytes()
+                .all(|b| b.is_ascii_digit() || matches!(b, b'.' | b'e' | b'E' | b'+' | b'-'));
+        match w.parse::<f64>() {
+            Ok(v) if plain && v.is_finite() && (allow_neg || v >= 0.0) => Ok(v),
+            Ok(_) if plain => Err(self.err(t, format!("{what} must be a finite number ≥ 0"))),
+            _ => Err(self.err(t, format!("expected {what} (a number such as 1e6)"))),
+        }
+    }
+
+    /// `count` datatypes of `dt` bytes, as bytes.
+    fn bytes(&self, t: Tok, count: f64, dt: u64) -> Result<u64, ParseError> {
+        let b = (count * dt as f64).round();
+        if b > MAX_BYTES as f64 {
+            return Err(self.err(
+                t,
+                format!("message is larger than 2^48 = {MAX_BYTES} bytes"),
+            ));
+        }
+        Ok(b.max(0.0) as u64)
+    }
+
+    fn size(&self, i: usize, what: &str, dt: u64) -> Result<u64, ParseError> {
+        let t = self.arg(i, what)?;
+        let c = self.real(t, what, false)?;
+        self.bytes(t, c, dt)
+    }
+
+    fn flops_ns(&self, t: Tok) -> Result<u64, ParseError> {
+        let flops = self.real(t, "a number of flops", false)?;
+        let speed = self.opts.host_speed_flops;
+        if !(speed.is_finite() && speed > 0.0) {
+            return Err(self.err(
+                t,
+                format!("host speed {speed} flop/s is not a positive number"),
+            ));
+        }
+        self.ns(t, flops / speed * 1e9)
+    }
+
+    fn ns(&self, t: Tok, ns: f64) -> Result<u64, ParseError> {
+        let ns = ns.round();
+        if !(ns.is_finite() && ns <= MAX_NS as f64) {
+            return Err(self.err(t, "duration is too long"));
+        }
+        Ok(ns.max(0.0) as u64)
+    }
+
+    /// An optional datatype at argument `i`: its size, or `default`.
+    fn datatype(&self, i: usize, default: u64) -> Result<u64, ParseError> {
+        let Some(&t) = self.toks.get(i + 2) else {
+            return Ok(default);
+        };
+        let id = self.int(t, "a datatype id", i64::MIN + 1, i64::MAX)?;
+        Ok(usize::try_from(id)
+            .ok()
+            .and_then(|i| DATATYPE_BYTES.get(i).copied())
+            .unwrap_or(default))
+    }
+
+    /// `n` counts starting at argument `i`, in datatypes of `dt` bytes.
+    fn counts(&self, i: usize, dt: u64) -> Result<Vec<u64>, ParseError> {
+        (0..self.nranks as usize)
+            .map(|k| {
+                let t = self.arg(i + k, &format!("{} counts (one per rank)", self.nranks))?;
+                let c = self.int(t, "a count", 0, i64::MAX)?;
+                self.bytes(t, c as f64, dt)
+            })
+            .collect()
+    }
+}
+
+/// Largest rank mentioned: line ranks and point-to-point partners. Out-of-range numbers are
+/// reported by the main pass.
+fn max_rank(src: &Source<'_>, toks: &mut Vec<Tok>) -> Result<Option<u64>, ParseError> {
+    let mut max: Option<u64> = None;
+    for line in lines(src.text) {
+        tokens(src.text, line, toks);
+        let Some(&t0) = toks.first() else { continue };
+        let w0 = &src.text[t0.start..t0.end];
+        if w0.starts_with('#') {
+            continue;
+        }
+        let mut seen = |t: Tok| -> Result<(), ParseError> {
+            if let Ok(r) = src.text[t.start..t.end].parse::<u64>() {
+                if r >= MAX_RANKS {
+                    return Err(error_at(
+                        src.name,
+                        src.text,
+                        t.start,
+                        t.end,
+                        format!("rank {r} is beyond the limit of 2^24 ranks"),
+                    ));
+                }
+                max = Some(max.map_or(r, |m| m.max(r)));
+            }
+            Ok(())
+        };
+        seen(t0)?;
+        if let (Some(a), Some(&p)) = (toks.get(1), toks.get(2)) {
+            if matches!(
+                &src.text[a.start..a.end],
+                "send" | "isend" | "recv" | "irecv"
+            ) {
+                seen(p)?;
+            }
+        }
+    }
+    Ok(max)
+}
+
+fn parse_sources(srcs: &[Source<'_>], opts: &ParseOptions) -> Result<Workload, ParseError> {
+    let mut toks = Vec::new();
+    let mut max: Option<u64> = None;
+    for s in srcs {
+        if let Some(m) = max_rank(s, &mut toks)? {
+            max = Some(max.map_or(m, |x| x.max(m)));
+        }
+    }
+    let nranks = max.map_or(0, |m| m + 1) as u32;
+    let mut ranks: BTreeMap<Rank, RankState> = BTreeMap::new();
+    let mut total_ops: u64 = 0;
+    for (si, src) in srcs.iter().enumerate() {
+        for line in lines(src.text) {
+            tokens(src.text, line, &mut toks);
+            let Some(&t0) = toks.first() else { continue };
+            if src.text[t0.start..t0.end].starts_with('#') {
+                continue;
+            }
+            let c = Ctx {
+                src,
+                toks: &toks,
+                line_end: line.1,
+                opts,
+                nranks,
+            };
+            let r = c.rank(t0, false)?;
+            if toks.len() < 2 {
+                return Err(error_at(
+                    src.name,
+                    src.text,
+                    t0.end,
+                    t0.end,
+                    "expected an action after the rank",
+                ));
+            }
+            let st = ranks.entry(r).or_insert_with(|| RankState {
+                dt: 1,
+                first: (si, t0.start, t0.end),
+                ..RankState::default()
+            });
+            let before = st.prog.len() as u64;
+            action(&c, r, st, total_ops)?;
+            total_ops += st.prog.len() as u64 - before;
+        }
+    }
+    // Every rank must call the same collectives in the same order.
+    let mut reference: Option<(Rank, u64, u64)> = None;
+    for (&r, st) in &ranks {
+        match reference {
+            None => reference = Some((r, st.colls, st.coll_hash)),
+            Some((r0, n0, h0)) if n0 != st.colls || h0 != st.coll_hash => {
+                let (si, a, b) = st.first;
+                let src = &srcs[si];
+                return Err(error_at(
+                    src.name,
+                    src.text,
+                    a,
+                    b,
+                    format!(
+                        "rank {r} calls collectives differently from rank {r0} ({} calls against \
+                         {n0}, or other kinds or roots); every rank must call the same \
+                         collectives in the same order",
+                        st.colls
+                    ),
+                ));
+            }
+            Some(_) => {}
+        }
+    }
+    if let Some((r0, n0, _)) = reference {
+        if n0 > 0 {
+            if let Some(missing) = (0..nranks).find(|q| !ranks.contains_key(q)) {
+                let src = &srcs[srcs.len() - 1];
+                let end = src.text.len();
+                return Err(error_at(
+                    src.name,
+                    src.text,
+                    end,
+                    end,
+                    format!(
+                        "rank {missing} has no actions, but rank {r0} calls {n0} collectives; \
+                         every rank must call the same collectives"
+                    ),
+                ));
+            }
+        }
+    }
+    let mut b = WorkloadBuilder::new(nranks);
+    for (&r, st) in &ranks {
+        if let Err(e) = b.add_program(r, &st.prog) {
+            let (si, a, z) = st.first;
+            return Err(error_at(srcs[si].name, srcs[si].text, a, z, e.to_string()));
+        }
+    }
+    Ok(b.finish())
+}
+
+fn action(c: &Ctx<'_, '_>, me: Rank, st: &mut RankState, total_ops: u64) -> Result<(), ParseError> {
+    let at = c.toks[1];
+    let name = c.word(at);
+    let dt = st.dt;
+    let coll = match name {
+        "init" => {
+            c.at_most(1)?;
+            // SimGrid: an argument means an MPE trace, counted in MPI_DOUBLEs.
+            st.dt = if c.nargs() > 0 { 8 } else { 1 };
+            return Ok(());
+        }
+        "finalize" | "comm_size" | "comm_split" | "comm_dup" | "location" => return Ok(()),
+        "send" | "isend" | "recv" | "irecv" => {
+            c.at_most(4)?;
+            let is_send = name.ends_with("send");
+            let pt = c.arg(0, "a partner rank")?;
+            let peer = c.rank(pt, !is_send)?;
+            let tt = c.arg(1, "a tag")?;
+            let tag = c.int(
+                tt,
+                "a tag",
+                if is_send { 0 } else { -1 },
+                COLL_TAG_BASE as i64 - 1,
+            )?;
+            let st_t = c.arg(2, "a count")?;
+            let count = c.real(st_t, "a count", !is_send)?;
+            let bytes = c.bytes(st_t, count, c.datatype(3, dt)?)?;
+            let tag32 = if tag < 0 { ANY } else { tag as u32 };
+            let op = if is_send {
+                OpKind::Send {
+                    to: peer,
+                    tag: tag32,
+                    bytes,
+                }
+            } else {
+                OpKind::Recv {
+                    from: peer,
+                    tag: tag32,
+                    bytes,
+                }
+            };
+            if name.starts_with('i') {
+                let req = st.prog.nonblocking(op);
+                let peer_key = if peer == ANY { -1 } else { peer as i64 };
+                let key = if is_send {
+                    (me as i64, peer_key, tag)
+                } else {
+                    (peer_key, me as i64, tag)
+                };
+                st.reqs.entry(key).or_default().push_back(req);
+            } else {
+                st.prog.blocking(op);
+            }
+            return Ok(());
+        }
+        "wait" | "test" => {
+            c.at_most(3)?;
+            let mut key = [0i64; 3];
+            for (i, k) in key.iter_mut().enumerate() {
+                let t = c.arg(i, "src, dst and tag")?;
+                *k = c.int(t, "a rank or tag", -1, i64::from(u32::MAX))?;
+            }
+            if name == "wait" {
+                let key = (key[0], key[1], key[2]);
+                // SimGrid: a wait without a request was satisfied by an earlier test.
+                if let Some(q) = st.reqs.get_mut(&key) {
+                    if let Some(req) = q.pop_front() {
+                        st.prog.wait(&[req]);
+                    }
+                    if q.is_empty() {
+                        st.reqs.remove(&key);
+                    }
+                }
+            }
+            return Ok(());
+        }
+        "waitall" => {
+            c.at_most(0)?;
+            let mut all: Vec<Request> = st.reqs.drain().flat_map(|(_, q)| q).collect();
+            if !all.is_empty() {
+                all.sort_unstable();
+                st.prog.wait(&all);
+            }
+            return Ok(());
+        }
+        "compute" => {
+            c.at_most(1)?;
+            let ns = c.flops_ns(c.arg(0, "a number of flops")?)?;
+            st.prog.calc(ns);
+            return Ok(());
+        }
+        "sleep" => {
+            c.at_most(1)?;
+            let t = c.arg(0, "a number of seconds")?;
+            let s = c.real(t, "a number of seconds", false)?;
+            let ns = c.ns(t, s * 1e9)?;
+            st.prog.calc(ns);
+            return Ok(());
+        }
+        "barrier" => {
+            c.at_most(0)?;
+            Collective::Barrier
+        }
+        "bcast" => {
+            c.at_most(3)?;
+            let root = opt_root(c, 1)?;
+            Collective::Bcast {
+                root,
+                bytes: c.size(0, "a count", c.datatype(2, dt)?)?,
+            }
+        }
+        "reduce" | "allreduce" => {
+            let rooted = name == "reduce";
+            c.at_most(if rooted { 4 } else { 3 })?;
+            let dt1 = c.datatype(if rooted { 3 } else { 2 }, dt)?;
+            let bytes = c.size(0, "a count to communicate", dt1)?;
+            let compute_ns = c.flops_ns(c.arg(1, "a number of flops to compute")?)?;
+            if rooted {
+                Collective::Reduce {
+                    root: opt_root(c, 2)?,
+                    bytes,
+                    compute_ns,
+                }
+            } else {
+                Collective::Allreduce { bytes, compute_ns }
+            }
+        }
+        "alltoall" => {
+            c.at_most(4)?;
+            let dt1 = c.datatype(2, dt)?;
+            let bytes = c.size(0, "a send count", dt1)?;
+            c.size(1, "a receive count", c.datatype(3, dt)?)?;
+            Collective::Alltoall { bytes }
+        }
+        "alltoallv" => {
+            let n = c.nranks as usize;
+            c.at_most(2 * n + 4)?;
+            c.size(0, "a send buffer size", 1)?;
+            c.size(n + 1, "a receive buffer size", 1)?;
+            let (dt1, dt2) = if c.nargs() > 2 * n + 2 {
+                (c.datatype(2 * n + 2, dt)?, c.datatype(2 * n + 3, dt)?)
+            } else {
+                (dt, dt)
+            };
+            Collective::Alltoallv {
+                send: c.counts(1, dt1)?,
+                recv: c.counts(n + 2, dt2)?,
+            }
+        }
+        "gather" | "allgather" | "scatter" => {
+            let rooted = name != "allgather";
+            let d = usize::from(rooted);
+            c.at_most(4 + d)?;
+            let dt1 = c.datatype(2 + d, dt)?;
+            let bytes = c.size(0, "a send count", dt1)?;
+            let rbytes = c.size(1, "a receive count", c.datatype(3 + d, dt)?)?;
+            match name {
+                "gather" => Collective::Gather {
+                    root: opt_root(c, 2)?,
+                    bytes,
+                },
+                "scatter" => Collective::Scatter {
+                    root: opt_root(c, 2)?,
+                    bytes: rbytes,
+                },
+                _ => Collective::Allgather { bytes },
+            }
+        }
+        "gatherv" => {
+            let n = c.nranks as usize;
+            c.at_most(n + 4)?;
+            c.size(0, "a send count", c.datatype(n + 2, dt)?)?;
+            Collective::Gatherv {
+                root: opt_root(c, n + 1)?,
+                counts: c.counts(1, c.datatype(n + 3, dt)?)?,
+            }
+        }
+        "allgatherv" => {
+            let n = c.nranks as usize;
+            c.at_most(2 * n + 2)?;
+            c.size(0, "a send count", dt)?;
+            // After the counts: nothing, a datatype, displacements, or both (SimGrid's rule).
+            let rest = c.nargs().saturating_sub(n + 1);
+            let dt2 = if rest == 1 || rest == n + 1 {
+                c.datatype(n + 1, dt)?
+            } else if rest == 0 || rest == n {
+                dt
+            } else {
+                return Err(c.err(
+                    c.toks[c.toks.len() - 1],
+                    "allgatherv takes a datatype and/or one displacement per rank after the counts",
+                ));
+            };
+            Collective::Allgatherv {
+                counts: c.counts(1, dt2)?,
+            }
+        }
+        "scatterv" => {
+            let n = c.nranks as usize;
+            c.at_most(n + 4)?;
+            let dt1 = c.datatype(n + 2, dt)?;
+            c.size(n, "a receive count", c.datatype(n + 3, dt)?)?;
+            Collective::Scatterv {
+                root: opt_root(c, n + 1)?,
+                counts: c.counts(0, dt1)?,
+            }
+        }
+        "reducescatter" => {
+            let n = c.nranks as usize;
+            c.at_most(n + 2)?;
+            let dt1 = c.datatype(n + 1, dt)?;
+            let compute_ns = c.flops_ns(c.arg(n, "a number of flops to compute")?)?;
+            Collective::ReduceScatter {
+                counts: BlockCounts::PerRank(c.counts(0, dt1)?),
+                compute_ns,
+            }
+        }
+        _ => {
+            return Err(c.err(
+                at,
+                "unknown action (SimGrid replay actions: init, finalize, send, isend, recv, \
+                 irecv, wait, test, waitall, compute, sleep, barrier, bcast, reduce, allreduce, \
+                 alltoall, alltoallv, gather, gatherv, allgather, allgatherv, scatter, scatterv, \
+                 reducescatter)",
+            ))
+        }
+    };
+    if total_ops + c.opts.algorithms.ops_bound(&coll, c.nranks) > MAX_OPS {
+        return Err(c.err(
+            at,
+            format!("the trace expands into more than {MAX_OPS} operations"),
+        ));
+    }
+    let tag = coll_tag(st.colls);
+    c.opts
+        .algorithms
+        .expand(&mut st.prog, me, c.nranks, tag, &coll);
+    st.colls += 1;
+    st.coll_hash = mix(st.coll_hash, coll_signature(&coll));
+    Ok(())
+}
+
+fn opt_root(c: &Ctx<'_, '_>, i: usize) -> Result<Rank, ParseError> {
+    match c.toks.get(i + 2) {
+        Some(&t) => c.rank(t, false),
+        None => Ok(0),
+    }
+}
+
+pub(crate) fn parse_single(
+    text: &str,
+    name: &str,
+    opts: &ParseOptions,
+) -> Result<Workload, ParseError> {
+    parse_sources(&[Source { name, text }], opts)
+}
+
+/// An index file: every non-empty line is a path, none starts like a trace line (a number).
+fn is_index(text: &str) -> bool {
+    let mut any = false;
+    for l in text.lines().map(str::trim).filter(|l| !l.is_empty()) {
+        if l.starts_with(|c: char| c.is_ascii_digit() || c == '#') {
+            return false;
+        }
+        any = true;
+    }
+    any
+}
+
+/// An index file whose every listed file exists (relative to the index's directory).
+pub(crate) fn is_existing_index(path: &Path, text: &str) -> bool {
+    let dir = path.parent().unwrap_or_else(|| Path::new("."));
+    is_index(text)
+        && text
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty())
+            .all(|l| dir.join(l).is_file())
 }
 
 pub(crate) fn parse_file(
@@ -23,5 +669,34 @@ pub(crate) fn parse_file(
     text: &str,
     opts: &ParseOptions,
 ) -> Result<Workload, TraceError> {
-    Ok(parse_single(text, &path.display().to_string(), opts)?)
+    let name = path.display().to_string();
+    if !is_index(text) {
+        return Ok(parse_single(text, &name, opts)?);
+    }
+    let dir = path.parent().unwrap_or_else(|| Path::new("."));
+    let mut files: Vec<(String, String)> = Vec::new();
+    for (start, end) in lines(text) {
+        let raw = &text[start..end];
+        let l = raw.trim();
+        if l.is_empty() {
+            continue;
+        }
+        let p = dir.join(l);
+        let body = std::fs::read_to_string(&p).map_err(|e| {
+            let lead = raw.len() - raw.trim_start().len();
+            error_at(
+                &name,
+                text,
+                start + lead,
+                start + lead + l.len(),
+                format!("cannot read the listed trace file {}: {e}", p.display()),
+            )
+        })?;
+        files.push((p.display().to_string(), body));
+    }
+    let srcs: Vec<Source<'_>> = files
+        .iter()
+        .map(|(n, t)| Source { name: n, text: t })
+        .collect();
+    Ok(parse_sources(&srcs, opts)?)
 }

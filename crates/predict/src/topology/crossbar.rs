@@ -2,14 +2,23 @@
 
 use super::{Link, Network, TopologyError};
 
+/// The link table is built on first use: the LogGP model never asks for it, and for a million
+/// hosts it would be hundreds of megabytes of names.
 #[derive(Debug, Clone)]
 pub struct Crossbar {
     hosts: u32,
-    links: Vec<Link>,
+    links: std::sync::OnceLock<Vec<Link>>,
 }
 
 impl Crossbar {
     pub fn new(hosts: u32) -> Self {
+        Crossbar {
+            hosts,
+            links: std::sync::OnceLock::new(),
+        }
+    }
+
+    fn build_links(hosts: u32) -> Vec<Link> {
         let mut links = Vec::with_capacity(2 * hosts as usize);
         for h in 0..hosts {
             links.push(Link {
@@ -23,7 +32,7 @@ impl Crossbar {
                 class: "host".into(),
             });
         }
-        Crossbar { hosts, links }
+        links
     }
 }
 
@@ -32,14 +41,14 @@ impl Network for Crossbar {
         format!(
             "crossbar ({} hosts, {} links)",
             self.hosts,
-            self.links.len()
+            2 * self.hosts as u64
         )
     }
     fn hosts(&self) -> u32 {
         self.hosts
     }
     fn links(&self) -> &[Link] {
-        &self.links
+        self.links.get_or_init(|| Crossbar::build_links(self.hosts))
     }
     fn route(&self, src: u32, dst: u32, out: &mut Vec<u32>) -> Result<(), TopologyError> {
         if src != dst {

@@ -5,11 +5,19 @@
 //! only routes; bandwidth and latency belong to link *classes* (`host`, `switch`, …), which the
 //! prediction configures, so one topology serves any link speed.
 
+mod clos;
 mod crossbar;
+mod dot;
+mod fattree;
+mod torus;
 
+pub use clos::Clos;
 pub use crossbar::Crossbar;
+pub use dot::Dot;
+pub use fattree::FatTree;
+pub use torus::Torus;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
 /// A directed link.
@@ -156,7 +164,7 @@ impl FromStr for TopologySpec {
             "torus" => {
                 let dims: Result<Vec<u32>, _> = args.split('x').map(str::parse::<u32>).collect();
                 let dims = dims.map_err(|_| bad("torus needs dimensions, e.g. torus:8x8 or torus:4x4x4"))?;
-                if !(2..=3).contains(&dims.len()) || dims.iter().any(|&d| d == 0) {
+                if !(2..=3).contains(&dims.len()) || dims.contains(&0) {
                     return Err(bad("a torus has 2 or 3 dimensions, each at least 1"));
                 }
                 if dims.iter().map(|&d| d as u64).product::<u64>() > 1 << 24 {
@@ -180,13 +188,40 @@ pub fn build(
     nranks: u32,
     seed: u64,
 ) -> Result<Box<dyn Network>, TopologyError> {
-    let _ = seed;
-    match spec {
-        TopologySpec::Crossbar => Ok(Box::new(Crossbar::new(nranks.max(1)))),
-        other => Err(TopologyError::Spec {
-            spec: format!("{other:?}"),
-            why: "not built yet".into(),
-        }),
+    Ok(match spec {
+        TopologySpec::Crossbar => {
+            check_size("crossbar", 2 * nranks.max(1) as u64)?;
+            Box::new(Crossbar::new(nranks.max(1)))
+        }
+        TopologySpec::Clos { hosts, group } => Box::new(Clos::new(*hosts, *group, seed)?),
+        TopologySpec::FatTree { k } => Box::new(FatTree::new(*k)?),
+        TopologySpec::Torus { dims } => Box::new(Torus::new(dims)?),
+        TopologySpec::Dot(path) => Box::new(Dot::from_file(path)?),
+    })
+}
+
+/// The most directed links a generated or loaded network may have (a fat tree with k=128 has
+/// 3,145,728): every link is a few dozen bytes of names, so this bounds memory to a few hundred
+/// MB and turns an absurd spec into an error instead of an allocation failure.
+pub const MAX_LINKS: u64 = 1 << 22;
+
+/// An error when a network of `links` directed links would be too large to build.
+fn check_size(spec: &str, links: u64) -> Result<(), TopologyError> {
+    if links > MAX_LINKS {
+        return Err(TopologyError::Spec {
+            spec: spec.to_string(),
+            why: format!("{links} directed links is more than the {MAX_LINKS} this tool builds"),
+        });
+    }
+    Ok(())
+}
+
+/// The error for a route asked between hosts that do not exist.
+fn no_such_host(src: u32, dst: u32, hosts: u32) -> TopologyError {
+    TopologyError::NoRoute {
+        from: format!("host {src}"),
+        to: format!("host {dst}"),
+        why: format!("the network has hosts 0..{hosts}"),
     }
 }
 
@@ -205,4 +240,127 @@ impl RankMap {
         }
         Ok(RankMap((0..nranks).collect()))
     }
+
+    /// Reads a rank map file (see [`RankMap::parse`]).
+    pub fn from_file(path: &Path, net: &dyn Network) -> Result<RankMap, TopologyError> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| TopologyError::Io(format!("{}: {e}", path.display())))?;
+        RankMap::parse(&text, &path.display().to_string(), net)
+    }
+
+    /// Parses a rank map: one `RANK HOST` pair a line, HOST a host name of `net` (e.g. `h3`, or a
+    /// dot file's node name) or else a host index; `#` starts a comment; blank lines are
+    /// ignored. The listed ranks must be exactly `0..=max` (an error names the first missing
+    /// rank, or the second line of a rank given twice). Several ranks may share a host: their
+    /// messages to each other cross no links. `file` names the input in error messages.
+    pub fn parse(text: &str, file: &str, net: &dyn Network) -> Result<RankMap, TopologyError> {
+        let err = |line: usize, column: usize, why: String| TopologyError::File {
+            file: file.to_string(),
+            line,
+            column,
+            why,
+        };
+        let mut by_name: Option<std::collections::HashMap<String, u32>> = None;
+        // (rank, host, line, column) per placement, in file order.
+        let mut placed: Vec<(u32, u32, usize, usize)> = Vec::new();
+        for (i, raw) in text.lines().enumerate() {
+            let line = i + 1;
+            let body = raw.split_once('#').map_or(raw, |x| x.0);
+            let mut fields = Vec::new();
+            let mut rest = body;
+            while let Some(start) = rest.find(|c: char| !c.is_whitespace()) {
+                let tail = &rest[start..];
+                let len = tail.find(char::is_whitespace).unwrap_or(tail.len());
+                let column = body.len() - rest.len() + start;
+                fields.push((column_of(body, column), &tail[..len]));
+                rest = &tail[len..];
+            }
+            match fields.as_slice() {
+                [] => continue,
+                [(c, rank), (hc, host)] => {
+                    let rank: u32 = rank.parse().map_err(|_| {
+                        err(line, *c, format!("`{rank}` is not a rank (a whole number)"))
+                    })?;
+                    let names = by_name.get_or_insert_with(|| {
+                        (0..net.hosts()).map(|h| (net.host_name(h), h)).collect()
+                    });
+                    let h = match names.get(*host) {
+                        Some(&h) => h,
+                        None => match host.parse::<u32>() {
+                            Ok(h) if h < net.hosts() => h,
+                            Ok(h) => {
+                                return Err(err(
+                                    line,
+                                    *hc,
+                                    format!(
+                                        "host {h} is out of range: the network has hosts 0..{}",
+                                        net.hosts()
+                                    ),
+                                ))
+                            }
+                            Err(_) => {
+                                return Err(err(
+                                    line,
+                                    *hc,
+                                    format!(
+                                        "`{host}` is neither a host name nor a host index of {}",
+                                        net.describe()
+                                    ),
+                                ))
+                            }
+                        },
+                    };
+                    placed.push((rank, h, line, *c));
+                }
+                [(c, only)] => {
+                    return Err(err(
+                        line,
+                        *c,
+                        format!("expected `RANK HOST`, found only `{only}`"),
+                    ))
+                }
+                [.., (c, extra)] => {
+                    return Err(err(
+                        line,
+                        *c,
+                        format!("expected `RANK HOST`, found `{extra}`"),
+                    ))
+                }
+            }
+        }
+        if placed.is_empty() {
+            return Err(err(1, 1, "no ranks placed".into()));
+        }
+        // Stable: of two lines placing one rank, the later one is reported.
+        placed.sort_by_key(|p| p.0);
+        let mut hosts = Vec::with_capacity(placed.len());
+        for &(rank, h, line, column) in &placed {
+            let want = hosts.len() as u32;
+            if rank < want {
+                let first = placed.iter().find(|p| p.0 == rank).map_or(line, |p| p.2);
+                return Err(err(
+                    line,
+                    column,
+                    format!("rank {rank} is placed twice (first on line {first})"),
+                ));
+            }
+            if rank > want {
+                return Err(err(
+                    text.lines().count().max(1),
+                    1,
+                    format!(
+                        "rank {want} is not placed (ranks 0..={} must all be listed)",
+                        placed.last().map_or(rank, |p| p.0)
+                    ),
+                ));
+            }
+            hosts.push(h);
+        }
+        Ok(RankMap(hosts))
+    }
+}
+
+/// The 1-based column (in characters) of byte offset `byte` of `line`.
+fn column_of(line: &str, byte: usize) -> usize {
+    line.get(..byte).map_or(byte, |s| s.chars().count()) + 1
 }

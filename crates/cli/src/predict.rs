@@ -1,0 +1,369 @@
+//! `commperf predict`: the command line of the predictor, turned into the predict crate's
+//! configuration (the library never sees clap).
+
+use crate::output::write_atomically;
+use anyhow::{bail, Context, Result};
+use clap::{Args, ValueEnum};
+use commperf_core::Profile;
+use commperf_predict::engine::{self, Background, Inputs, LinkClass, LogGp, Model, PredictConfig};
+use commperf_predict::parse::{self, ParseOptions, TraceFormat};
+use commperf_predict::tcom::Tcom;
+use commperf_predict::topology::{self, RankMap, TopologySpec};
+use std::path::PathBuf;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ModelArg {
+    /// Seed 003: link contention and background load over the topology
+    Contention,
+    /// LogGP/LogGOPS: endpoint contention only, for comparison with LogGOPSim
+    Loggp,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum PredictFormat {
+    Table,
+    Json,
+}
+
+#[derive(Debug, Args)]
+pub struct PredictArgs {
+    /// The workload trace: commperf's own format, a GOAL schedule, or a SimGrid
+    /// time-independent trace (one file, or an index of per-rank files)
+    #[arg(long, value_name = "FILE")]
+    pub trace: PathBuf,
+    /// The trace's format [default: detected from the content]
+    #[arg(long = "format-in", value_name = "own|goal|simgrid", value_parser = trace_format)]
+    pub format_in: Option<TraceFormat>,
+    /// The network: crossbar, clos[:hosts=N,group=G], fattree:k=K, torus:XxY[xZ], or a
+    /// Graphviz .dot file whose edge comments list the destinations routed over them
+    #[arg(long, value_name = "SPEC", default_value = "crossbar", value_parser = topology_spec)]
+    pub topology: TopologySpec,
+    /// Rank → host placement file (`RANK HOST` per line) [default: rank r on host r]
+    #[arg(long, value_name = "FILE")]
+    pub rank_map: Option<PathBuf>,
+    /// A profile from `commperf calibrate` (Tcom pieces, LogGP) [default: 10 Gbit/s, 5 µs]
+    #[arg(long, value_name = "FILE")]
+    pub profile: Option<PathBuf>,
+    /// The model
+    #[arg(long, value_enum, default_value = "contention")]
+    pub model: ModelArg,
+    /// Background load on every link: none, const:F (a fraction in [0, 1)), or exp:F
+    /// (exponential around the mean F, redrawn every --background-period)
+    #[arg(long, value_name = "SPEC", default_value = "none", value_parser = background)]
+    pub background: Background,
+    /// How often an exponential background load is redrawn, in µs
+    #[arg(long, value_name = "US", default_value = "100", value_parser = positive_f64)]
+    pub background_period: f64,
+    /// Seed of every random choice (background draws, Clos uplinks)
+    #[arg(long, default_value = "1")]
+    pub seed: u64,
+    /// Also predict best (no background), average and worst case over seeded draws, on all cores
+    #[arg(long)]
+    pub bounds: bool,
+    /// Background draws for --bounds
+    #[arg(long, value_name = "N", default_value = "16", value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    pub bounds_runs: u32,
+    /// Host speed for SimGrid `compute` actions, flop/s
+    #[arg(long, value_name = "FLOPS", default_value = "1e9", value_parser = positive_f64)]
+    pub host_speed: f64,
+    /// Messages up to this size are sent eagerly; larger ones wait for the receive
+    #[arg(long, value_name = "SIZE", default_value = "64k", value_parser = size)]
+    pub eager: u64,
+    /// A link class's bandwidth and extra latency: CLASS=RATE[,LATENCY], e.g. core=40Gbit/s,1us
+    /// (repeatable; classes not given run at the profile's bandwidth)
+    #[arg(long = "link", value_name = "CLASS=RATE[,LAT]", value_parser = link_class)]
+    pub links: Vec<LinkClass>,
+    /// Packet size for the knee capacity
+    #[arg(long, value_name = "SIZE", default_value = "4k", value_parser = size)]
+    pub packet: u64,
+    /// Output format
+    #[arg(long, value_enum, default_value = "table")]
+    pub format: PredictFormat,
+    /// Write the result to FILE (JSON when it ends in .json)
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    pub out: Option<PathBuf>,
+    /// Write the space-time diagram as Chrome trace-event JSON (opens in Perfetto)
+    #[arg(long, value_name = "FILE.json")]
+    pub timeline: Option<PathBuf>,
+    /// Write the space-time diagram as SVG
+    #[arg(long, value_name = "FILE.svg")]
+    pub timeline_svg: Option<PathBuf>,
+}
+
+fn trace_format(s: &str) -> Result<TraceFormat, String> {
+    s.parse()
+}
+
+fn topology_spec(s: &str) -> Result<TopologySpec, String> {
+    s.parse()
+        .map_err(|e: topology::TopologyError| e.to_string())
+}
+
+fn positive_f64(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v.is_finite() && v > 0.0 => Ok(v),
+        _ => Err(format!("'{s}' is not a positive number")),
+    }
+}
+
+fn size(s: &str) -> Result<u64, String> {
+    commperf_core::parse_size(s).map_err(|e| e.to_string())
+}
+
+fn fraction(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if (0.0..1.0).contains(&v) => Ok(v),
+        _ => Err(format!("'{s}' is not a fraction in [0, 1)")),
+    }
+}
+
+fn background(s: &str) -> Result<Background, String> {
+    match s.split_once(':') {
+        None if s == "none" => Ok(Background::None),
+        Some(("const", f)) => Ok(Background::Const(fraction(f)?)),
+        // The period is filled in from --background-period.
+        Some(("exp", f)) => Ok(Background::Exp {
+            mean: fraction(f)?,
+            period_ns: 0.0,
+        }),
+        _ => Err(format!(
+            "'{s}' is not a background load (none, const:F or exp:F)"
+        )),
+    }
+}
+
+/// `RATE` in bit/s with k/M/G/T prefixes (`10Gbit/s`, `100mbit`, `1.25GB/s` for bytes).
+fn rate_bytes_per_ns(s: &str) -> Result<f64, String> {
+    let l = s.trim().to_ascii_lowercase();
+    let (num, rest) = l.split_at(
+        l.find(|c: char| !(c.is_ascii_digit() || c == '.' || c == 'e'))
+            .unwrap_or(l.len()),
+    );
+    let v: f64 = num
+        .parse()
+        .map_err(|_| format!("'{s}' does not start with a number"))?;
+    let rest = rest.trim_end_matches("/s").trim_end_matches("ps");
+    let (mult, unit) = match rest.chars().next() {
+        Some('k') => (1e3, &rest[1..]),
+        Some('m') => (1e6, &rest[1..]),
+        Some('g') => (1e9, &rest[1..]),
+        Some('t') => (1e12, &rest[1..]),
+        _ => (1.0, rest),
+    };
+    let bits = match unit {
+        "bit" | "b" => true,
+        "byte" | "bytes" => false,
+        _ => return Err(format!("'{s}': give a rate like 10Gbit/s or 1.25GByte/s")),
+    };
+    let bytes_per_s = v * mult / if bits { 8.0 } else { 1.0 };
+    if !(bytes_per_s.is_finite() && bytes_per_s > 0.0) {
+        return Err(format!("'{s}' is not a positive rate"));
+    }
+    Ok(bytes_per_s / 1e9)
+}
+
+fn duration_ns(s: &str) -> Result<f64, String> {
+    let (num, unit) = s.split_at(
+        s.find(|c: char| c.is_ascii_alphabetic() || c == 'µ')
+            .unwrap_or(s.len()),
+    );
+    let v: f64 = num
+        .parse()
+        .map_err(|_| format!("'{s}' is not a duration like 1us"))?;
+    let mult = match unit {
+        "ns" => 1.0,
+        "us" | "µs" => 1e3,
+        "ms" => 1e6,
+        "s" => 1e9,
+        _ => return Err(format!("'{s}': give a unit (ns, us, ms, s)")),
+    };
+    if !(v.is_finite() && v >= 0.0) {
+        return Err(format!("'{s}' is not a non-negative duration"));
+    }
+    Ok(v * mult)
+}
+
+fn link_class(s: &str) -> Result<LinkClass, String> {
+    let (name, rest) = s
+        .split_once('=')
+        .ok_or_else(|| format!("'{s}' is not CLASS=RATE[,LATENCY]"))?;
+    if name.is_empty() {
+        return Err(format!("'{s}' names no link class"));
+    }
+    let (rate, lat) = match rest.split_once(',') {
+        Some((r, l)) => (r, Some(l)),
+        None => (rest, None),
+    };
+    Ok(LinkClass {
+        name: name.to_string(),
+        bandwidth_bytes_per_ns: if rate.is_empty() {
+            None
+        } else {
+            Some(rate_bytes_per_ns(rate)?)
+        },
+        latency_ns: lat.map(duration_ns).transpose()?.unwrap_or(0.0),
+    })
+}
+
+/// Runs `commperf predict`.
+pub fn run(a: &PredictArgs) -> Result<()> {
+    let mut opts = ParseOptions {
+        host_speed_flops: a.host_speed,
+        ..ParseOptions::default()
+    };
+    opts.host_speed_flops = a.host_speed;
+    let text_format = match a.format_in {
+        Some(f) => f,
+        None => {
+            // Detection reads the file's start; the reader reads it again in full.
+            let head = read_head(&a.trace)?;
+            parse::detect(&head)
+        }
+    };
+    let workload = parse::read_trace(&a.trace, Some(text_format), &opts)
+        .with_context(|| format!("reading trace {}", a.trace.display()))?;
+    let profile: Option<Profile> = match &a.profile {
+        Some(p) => {
+            let text = std::fs::read_to_string(p)
+                .with_context(|| format!("reading profile {}", p.display()))?;
+            Some(
+                serde_json::from_str(&text)
+                    .with_context(|| format!("{}: not a commperf profile", p.display()))?,
+            )
+        }
+        None => None,
+    };
+    let tcom = match &profile {
+        Some(p) => Tcom::from_profile(p).with_context(|| {
+            format!(
+                "profile {}",
+                a.profile
+                    .as_ref()
+                    .map_or(String::new(), |p| p.display().to_string())
+            )
+        })?,
+        None => Tcom::default_ethernet(),
+    };
+    let loggp = LogGp::from_profile(profile.as_ref(), &tcom);
+    let net = topology::build(&a.topology, workload.nranks(), a.seed)?;
+    let map = match &a.rank_map {
+        Some(path) => RankMap::from_file(path, &*net)?,
+        None => RankMap::identity(workload.nranks(), &*net)?,
+    };
+    let background = match a.background {
+        Background::Exp { mean, .. } => Background::Exp {
+            mean,
+            period_ns: a.background_period * 1e3,
+        },
+        b => b,
+    };
+    let cfg = PredictConfig {
+        model: match a.model {
+            ModelArg::Contention => Model::Contention,
+            ModelArg::Loggp => Model::LogGp,
+        },
+        eager_threshold_bytes: a.eager,
+        background,
+        seed: a.seed,
+        link_classes: a.links.clone(),
+        packet_bytes: a.packet,
+        timeline: a.timeline.is_some() || a.timeline_svg.is_some(),
+    };
+    if a.bounds && cfg.model == Model::LogGp {
+        bail!("--bounds needs the contention model: the LogGP model has no background load");
+    }
+    let trace_name = a.trace.display().to_string();
+    let format_name = text_format.to_string();
+    let profile_name = profile.as_ref().map_or_else(
+        || "default (10 Gbit/s, 5 µs)".to_string(),
+        |p| p.source.clone(),
+    );
+    let inputs = Inputs {
+        workload: &workload,
+        network: &*net,
+        rank_map: &map,
+        tcom: &tcom,
+        loggp: Some(&loggp),
+        trace_name: &trace_name,
+        trace_format: &format_name,
+        profile_name: &profile_name,
+    };
+    let mut outcome = engine::predict(&inputs, &cfg).context("prediction failed")?;
+    if a.bounds {
+        outcome.prediction.bounds =
+            Some(engine::bounds(&inputs, &cfg, a.bounds_runs).context("bounds failed")?);
+    }
+    let p = &outcome.prediction;
+    // Rendered only when written: a million-rank JSON summary is hundreds of megabytes.
+    let json = || -> Result<String> {
+        Ok(serde_json::to_string_pretty(p).context("serializing the prediction")? + "\n")
+    };
+    let table = || commperf_predict::output::table::render(p);
+    match &a.out {
+        Some(path) => {
+            let as_json =
+                a.format == PredictFormat::Json || path.extension().is_some_and(|e| e == "json");
+            let body = if as_json { json()? } else { table() };
+            write_atomically(path, body.as_bytes())?;
+            print!("{}", table());
+            eprintln!("commperf: wrote {}", path.display());
+        }
+        None => match a.format {
+            PredictFormat::Json => print!("{}", json()?),
+            PredictFormat::Table => print!("{}", table()),
+        },
+    }
+    if let Some(tl) = &outcome.timeline {
+        if let Some(path) = &a.timeline {
+            write_atomically(
+                path,
+                commperf_predict::output::chrome::render(tl, p).as_bytes(),
+            )?;
+            eprintln!("commperf: wrote {} (Chrome trace events)", path.display());
+        }
+        if let Some(path) = &a.timeline_svg {
+            write_atomically(
+                path,
+                commperf_predict::output::svg::render(tl, p).as_bytes(),
+            )?;
+            eprintln!("commperf: wrote {} (svg)", path.display());
+        }
+    }
+    Ok(())
+}
+
+fn read_head(path: &std::path::Path) -> Result<String> {
+    use std::io::Read;
+    let f =
+        std::fs::File::open(path).with_context(|| format!("reading trace {}", path.display()))?;
+    let mut buf = Vec::with_capacity(64 * 1024);
+    f.take(64 * 1024)
+        .read_to_end(&mut buf)
+        .with_context(|| format!("reading trace {}", path.display()))?;
+    Ok(String::from_utf8_lossy(&buf).into_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rates_durations_and_classes_parse() {
+        assert_eq!(rate_bytes_per_ns("10Gbit/s"), Ok(1.25));
+        assert_eq!(rate_bytes_per_ns("100mbit"), Ok(0.0125));
+        assert_eq!(rate_bytes_per_ns("2GByte/s"), Ok(2.0));
+        assert!(rate_bytes_per_ns("fast").is_err());
+        assert!(rate_bytes_per_ns("0gbit").is_err());
+        assert_eq!(duration_ns("1.5us"), Ok(1500.0));
+        assert!(duration_ns("3").is_err());
+        let c = link_class("core=40Gbit/s,1us").unwrap();
+        assert_eq!(
+            (c.name.as_str(), c.bandwidth_bytes_per_ns, c.latency_ns),
+            ("core", Some(5.0), 1000.0)
+        );
+        assert!(link_class("=1Gbit").is_err());
+        assert_eq!(background("const:0.3"), Ok(Background::Const(0.3)));
+        assert!(background("const:1").is_err());
+        assert!(background("exp:-1").is_err());
+    }
+}

@@ -1,0 +1,884 @@
+//! The simulation shared by both models: operations start when their dependencies allow,
+//! sends and receives match in MPI order, and a message's transfer is handed to the model — a
+//! flow over links (contention) or LogGP arithmetic on the endpoints.
+//!
+//! Virtual time is f64 nanoseconds. Events are ordered by (time, sequence number), so equal
+//! times resolve in the order the events were created: the same input always gives the same
+//! output. Memory is per operation a few words, so a million-rank schedule fits.
+
+use super::queue::{key, time_of, RadixHeap};
+use super::{Background, LogGp, Model, PredictConfig, PredictError};
+use crate::output::{Arrow, Span, SpanKind, Timeline};
+use crate::tcom::Tcom;
+use crate::topology::{Network, RankMap};
+use crate::workload::{OpKind, Workload, ANY};
+
+const NONE: u32 = u32::MAX;
+const IREQ_BIT: u32 = 1 << 31;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum EvKind {
+    /// A calc, or a LogGP send's CPU part, completes.
+    OpDone,
+    /// A flow may have finished (valid if its version still matches).
+    FlowEnd,
+    /// A LogGP message reached the receiver's NIC.
+    Arrive,
+    /// A LogGP message passed the receiver's NIC gap and is delivered.
+    Deliver,
+    /// Background load changes (exponential model).
+    Epoch,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Msg {
+    src: u32,
+    dst: u32,
+    bytes: u64,
+    send_op: u32,
+    recv_op: u32,
+    eager: bool,
+    started: bool,
+    arrived: bool,
+    start_t: f64,
+}
+
+/// Dependencies not yet satisfied (or [`DONE`]), owning rank, and where its dependents start in
+/// `rev` (they end where the next operation's start).
+#[derive(Debug, Clone, Copy, Default)]
+struct OpSt {
+    pending: u32,
+    rank: u32,
+    rev_start: u32,
+}
+
+const DONE: u32 = u32::MAX;
+
+#[derive(Debug, Clone, Copy, Default)]
+struct RankState {
+    cpu_free: f64,
+    calc_total: f64,
+    /// LogGP: the NIC's next free time for sending and for receiving.
+    nic_send_free: f64,
+    nic_recv_free: f64,
+    in_flight: u32,
+    comm_since: f64,
+    compute_at_since: f64,
+    comm: f64,
+    finish: f64,
+}
+
+impl RankState {
+    /// Compute time done by `t`: calcs queue back to back after the last gap, so everything
+    /// dispatched is done except what lies after `t` (see the module doc of `engine`).
+    fn compute_by(&self, t: f64) -> f64 {
+        self.calc_total - (self.cpu_free - t).max(0.0)
+    }
+}
+
+#[derive(Debug, Clone, Default)]
+struct Flow {
+    msg: u32,
+    route: Vec<u32>,
+    work_left: f64,
+    last: f64,
+    rate: f64,
+    version: u32,
+}
+
+#[derive(Debug, Clone, Default)]
+struct LinkState {
+    flows: Vec<u32>,
+    cap: f64,
+    busy_since: f64,
+    busy: f64,
+    bytes: f64,
+    max_count: u32,
+}
+
+const POSTED: usize = 0;
+const UNEXPECTED: usize = 1;
+
+/// FIFO lists of match keys per (rank, kind), singly linked through one slab.
+#[derive(Debug)]
+struct Queues {
+    /// Per rank: head and tail of the posted list, then of the unexpected list.
+    ends: Vec<[u32; 4]>,
+    nodes: Vec<([u32; 3], u32)>,
+    free: u32,
+}
+
+impl Queues {
+    fn new(nranks: usize) -> Self {
+        Queues {
+            ends: vec![[NONE; 4]; nranks],
+            nodes: Vec::new(),
+            free: NONE,
+        }
+    }
+
+    fn push(&mut self, which: usize, rank: u32, k: [u32; 3]) {
+        let id = if self.free != NONE {
+            let id = self.free;
+            self.free = self.nodes[id as usize].1;
+            self.nodes[id as usize] = (k, NONE);
+            id
+        } else {
+            self.nodes.push((k, NONE));
+            (self.nodes.len() - 1) as u32
+        };
+        let e = &mut self.ends[rank as usize];
+        let (h, t) = (2 * which, 2 * which + 1);
+        if e[t] == NONE {
+            e[h] = id;
+        } else {
+            self.nodes[e[t] as usize].1 = id;
+        }
+        e[t] = id;
+    }
+
+    /// Removes and returns the first key of the list that `hit` accepts.
+    fn take(
+        &mut self,
+        which: usize,
+        rank: u32,
+        hit: impl Fn([u32; 3]) -> bool,
+    ) -> Option<[u32; 3]> {
+        let (h, t) = (2 * which, 2 * which + 1);
+        let mut prev = NONE;
+        let mut cur = self.ends[rank as usize][h];
+        while cur != NONE {
+            let (k, next) = self.nodes[cur as usize];
+            if hit(k) {
+                let e = &mut self.ends[rank as usize];
+                if prev == NONE {
+                    e[h] = next;
+                } else {
+                    self.nodes[prev as usize].1 = next;
+                }
+                if e[t] == cur {
+                    e[t] = prev;
+                }
+                self.nodes[cur as usize].1 = self.free;
+                self.free = cur;
+                return Some(k);
+            }
+            prev = cur;
+            cur = next;
+        }
+        None
+    }
+}
+
+/// What a finished simulation hands to the summary.
+#[derive(Debug, Clone)]
+pub(crate) struct SimResult {
+    pub total_ns: f64,
+    pub messages: u64,
+    pub events: u64,
+    /// Per rank: finish, compute, comm (ns).
+    pub ranks: Vec<(f64, f64, f64)>,
+    /// Per link: busy ns, bytes, max contention.
+    pub links: Vec<(f64, f64, u32)>,
+    pub link_cap: Vec<f64>,
+    pub timeline: Option<Timeline>,
+}
+
+pub(crate) struct Sim<'a> {
+    w: &'a Workload,
+    net: &'a dyn Network,
+    map: &'a RankMap,
+    tcom: &'a Tcom,
+    loggp: LogGp,
+    model: Model,
+    eager_max: u64,
+    background: Background,
+    seed: u64,
+    class_latency: Vec<f64>,
+
+    now: f64,
+    seq: u64,
+    heap: RadixHeap<(EvKind, u32, u32)>,
+    events: u64,
+
+    /// Per operation in one place: the engine visits operations in time order, which jumps
+    /// across ranks, so every separate array would be one more cache miss per operation.
+    st: Vec<OpSt>,
+    rev: Vec<u32>,
+    completed: u64,
+    ready: Vec<u32>,
+
+    ranks: Vec<RankState>,
+    /// Per receiving rank, in arrival order: (message, source, tag) of unmatched sends
+    /// (`UNEXPECTED`), and (operation, source, tag) of unmatched receives (`POSTED`), as linked
+    /// lists in one slab — a million ranks cannot each afford two vectors. The keys are kept
+    /// inline so matching does not visit each candidate's operation or message.
+    queues: Queues,
+    msgs: Vec<Msg>,
+    msg_free: Vec<u32>,
+    messages: u64,
+
+    flows: Vec<Flow>,
+    flow_free: Vec<u32>,
+    links: Vec<LinkState>,
+    mark: Vec<u64>,
+    stamp: u64,
+    touched: Vec<u32>,
+    epoch_pending: bool,
+    active_flows: u64,
+
+    timeline: Option<(Vec<f64>, Timeline)>,
+}
+
+impl<'a> Sim<'a> {
+    pub(crate) fn new(
+        w: &'a Workload,
+        net: &'a dyn Network,
+        map: &'a RankMap,
+        tcom: &'a Tcom,
+        loggp: LogGp,
+        cfg: &PredictConfig,
+    ) -> Result<Self, PredictError> {
+        let n = w.len();
+        let nranks = w.nranks() as usize;
+        if map.0.len() < nranks {
+            return Err(PredictError::Config(format!(
+                "the rank map places {} ranks but the workload has {nranks}",
+                map.0.len()
+            )));
+        }
+        if let Some(&h) = map.0.iter().find(|&&h| h >= net.hosts()) {
+            return Err(PredictError::Config(format!(
+                "the rank map names host {h}, but the network has {} hosts",
+                net.hosts()
+            )));
+        }
+        let mut op_rank = vec![0u32; n];
+        let starts = w.rank_starts();
+        for r in 0..nranks {
+            op_rank[starts[r] as usize..starts[r + 1] as usize].fill(r as u32);
+        }
+        // Dependents in compressed rows: who waits for operation i to start or complete.
+        let (dep_start, deps) = w.dep_rows();
+        let mut pending = vec![0u32; n];
+        let mut count = vec![0u32; n + 1];
+        for i in 0..n {
+            let base = starts[op_rank[i] as usize];
+            pending[i] = dep_start[i + 1] - dep_start[i];
+            for &d in &deps[dep_start[i] as usize..dep_start[i + 1] as usize] {
+                let (local, _) = Workload::decode_dep(d);
+                count[(base + local) as usize + 1] += 1;
+            }
+        }
+        for i in 0..n {
+            count[i + 1] += count[i];
+        }
+        let st: Vec<OpSt> = (0..=n)
+            .map(|i| OpSt {
+                pending: if i < n { pending[i] } else { 0 },
+                rank: if i < n { op_rank[i] } else { 0 },
+                rev_start: count[i],
+            })
+            .collect();
+        let mut fill = count;
+        let mut rev = vec![0u32; deps.len()];
+        for i in 0..n {
+            let base = starts[op_rank[i] as usize];
+            for &d in &deps[dep_start[i] as usize..dep_start[i + 1] as usize] {
+                let (local, kind) = Workload::decode_dep(d);
+                let on = (base + local) as usize;
+                let bit = if kind == crate::workload::DepKind::IRequires {
+                    IREQ_BIT
+                } else {
+                    0
+                };
+                rev[fill[on] as usize] = i as u32 | bit;
+                fill[on] += 1;
+            }
+        }
+        // The LogGP model has no links: a million-host network's link table is not built.
+        let net_links: &[crate::topology::Link] = if cfg.model == Model::LogGp {
+            &[]
+        } else {
+            net.links()
+        };
+        let links: Vec<LinkState> = net_links
+            .iter()
+            .map(|l| {
+                let class = cfg.link_classes.iter().find(|c| c.name == l.class);
+                let cap = match class.and_then(|c| c.bandwidth_bytes_per_ns) {
+                    Some(bw) => bw / tcom.peak_bytes_per_ns(),
+                    None => 1.0,
+                };
+                LinkState {
+                    cap,
+                    ..LinkState::default()
+                }
+            })
+            .collect();
+        let class_latency = net_links
+            .iter()
+            .map(|l| {
+                cfg.link_classes
+                    .iter()
+                    .find(|c| c.name == l.class)
+                    .map_or(0.0, |c| c.latency_ns)
+            })
+            .collect();
+        let ready: Vec<u32> = (0..n as u32)
+            .filter(|&i| pending[i as usize] == 0)
+            .collect();
+        let timeline = cfg.timeline.then(|| {
+            (
+                vec![0.0; n],
+                Timeline {
+                    nranks: w.nranks(),
+                    ..Timeline::default()
+                },
+            )
+        });
+        Ok(Sim {
+            w,
+            net,
+            map,
+            tcom,
+            loggp,
+            model: cfg.model,
+            eager_max: cfg.eager_threshold_bytes,
+            background: cfg.background,
+            seed: cfg.seed,
+            class_latency,
+            now: 0.0,
+            seq: 0,
+            heap: RadixHeap::new(),
+            events: 0,
+            st,
+            rev,
+            completed: 0,
+            ready,
+            ranks: vec![RankState::default(); nranks],
+            queues: Queues::new(nranks),
+            msgs: Vec::new(),
+            msg_free: Vec::new(),
+            messages: 0,
+            flows: Vec::new(),
+            flow_free: Vec::new(),
+            links,
+            mark: Vec::new(),
+            stamp: 0,
+            touched: Vec::new(),
+            epoch_pending: false,
+            active_flows: 0,
+            timeline,
+        })
+    }
+
+    fn push(&mut self, t: f64, kind: EvKind, a: u32, b: u32) {
+        self.seq += 1;
+        self.heap.push(key(t, self.seq), (kind, a, b));
+    }
+
+    pub(crate) fn run(mut self) -> Result<SimResult, PredictError> {
+        self.drain_ready()?;
+        while let Some((k, (kind, a, b))) = self.heap.pop() {
+            self.now = time_of(k);
+            match kind {
+                EvKind::OpDone => self.complete(a),
+                EvKind::FlowEnd => {
+                    if self.flows[a as usize].version != b {
+                        continue;
+                    }
+                    self.flow_end(a);
+                }
+                EvKind::Arrive => self.loggp_arrive(a),
+                EvKind::Deliver => self.arrived(a),
+                EvKind::Epoch => self.epoch(),
+            }
+            self.events += 1;
+            self.drain_ready()?;
+        }
+        if self.completed < self.w.len() as u64 {
+            return Err(self.deadlock());
+        }
+        Ok(self.finish())
+    }
+
+    fn deadlock(&self) -> PredictError {
+        let stuck = self.w.len() as u64 - self.completed;
+        let first = self.st[..self.w.len()]
+            .iter()
+            .position(|s| s.pending != DONE)
+            .unwrap_or(0);
+        let r = self.st[first].rank;
+        let local = first as u32 - self.w.rank_starts()[r as usize];
+        let what = match self.w.op(first) {
+            OpKind::Calc { ns } => format!("calc {ns} ns, waiting for its dependencies"),
+            OpKind::Send { to, tag, bytes } => {
+                format!("send {bytes} B to rank {to} tag {tag}, never received")
+            }
+            OpKind::Recv { from, tag, bytes } => format!(
+                "recv {bytes} B from {} tag {}, never matched",
+                if from == ANY {
+                    "any".into()
+                } else {
+                    format!("rank {from}")
+                },
+                if tag == ANY {
+                    "any".into()
+                } else {
+                    tag.to_string()
+                }
+            ),
+        };
+        PredictError::Deadlock {
+            at_us: self.now / 1e3,
+            stuck,
+            rank: r,
+            op: local,
+            what,
+        }
+    }
+
+    fn drain_ready(&mut self) -> Result<(), PredictError> {
+        // Dispatching can make more operations ready; the worklist keeps this iterative.
+        let mut i = 0;
+        while i < self.ready.len() {
+            let op = self.ready[i];
+            i += 1;
+            self.dispatch(op)?;
+            if i > 4096 && i * 2 > self.ready.len() {
+                self.ready.drain(..i);
+                i = 0;
+            }
+        }
+        self.ready.clear();
+        Ok(())
+    }
+
+    fn notify(&mut self, op: u32, on_start: bool) {
+        let (a, b) = (
+            self.st[op as usize].rev_start as usize,
+            self.st[op as usize + 1].rev_start as usize,
+        );
+        for k in a..b {
+            let d = self.rev[k];
+            if (d & IREQ_BIT != 0) == on_start {
+                let j = (d & !IREQ_BIT) as usize;
+                self.st[j].pending -= 1;
+                if self.st[j].pending == 0 {
+                    self.ready.push(j as u32);
+                }
+            }
+        }
+    }
+
+    fn dispatch(&mut self, op: u32) -> Result<(), PredictError> {
+        let t = self.now;
+        if let Some((starts, _)) = &mut self.timeline {
+            starts[op as usize] = t;
+        }
+        self.notify(op, true);
+        let rank = self.st[op as usize].rank;
+        match self.w.op(op as usize) {
+            OpKind::Calc { ns } => {
+                if ns == 0 {
+                    self.complete(op);
+                } else {
+                    let r = &mut self.ranks[rank as usize];
+                    let start = t.max(r.cpu_free);
+                    r.cpu_free = start + ns as f64;
+                    r.calc_total += ns as f64;
+                    let end = r.cpu_free;
+                    if let Some((starts, _)) = &mut self.timeline {
+                        starts[op as usize] = start;
+                    }
+                    self.push(end, EvKind::OpDone, op, 0);
+                }
+            }
+            OpKind::Send { to, tag, bytes } => {
+                if to >= self.w.nranks() {
+                    return Err(PredictError::Config(format!(
+                        "rank {rank} sends to rank {to}, outside 0..{}",
+                        self.w.nranks()
+                    )));
+                }
+                let m = Msg {
+                    src: rank,
+                    dst: to,
+                    bytes,
+                    send_op: op,
+                    recv_op: NONE,
+                    eager: bytes <= self.eager_max,
+                    started: false,
+                    arrived: false,
+                    start_t: 0.0,
+                };
+                let mid = match self.msg_free.pop() {
+                    Some(id) => {
+                        self.msgs[id as usize] = m;
+                        id
+                    }
+                    None => {
+                        self.msgs.push(m);
+                        (self.msgs.len() - 1) as u32
+                    }
+                };
+                self.messages += 1;
+                // The earliest posted receive that accepts it.
+                let hit = self.queues.take(POSTED, to, |[_, from, rt]| {
+                    (from == ANY || from == rank) && (rt == ANY || rt == tag)
+                });
+                match hit {
+                    Some([recv, _, _]) => self.msgs[mid as usize].recv_op = recv,
+                    None => self.queues.push(UNEXPECTED, to, [mid, rank, tag]),
+                }
+                if self.msgs[mid as usize].eager || self.msgs[mid as usize].recv_op != NONE {
+                    self.start_transfer(mid)?;
+                }
+            }
+            OpKind::Recv { from, tag, .. } => {
+                let hit = self.queues.take(UNEXPECTED, rank, |[_, src, mt]| {
+                    (from == ANY || from == src) && (tag == ANY || tag == mt)
+                });
+                match hit {
+                    Some([mid, _, _]) => {
+                        self.msgs[mid as usize].recv_op = op;
+                        let m = self.msgs[mid as usize];
+                        if m.arrived {
+                            self.deliver_recv(mid);
+                        } else if !m.started {
+                            self.start_transfer(mid)?;
+                        }
+                    }
+                    None => self.queues.push(POSTED, rank, [op, from, tag]),
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn complete(&mut self, op: u32) {
+        let t = self.now;
+        self.st[op as usize].pending = DONE;
+        self.completed += 1;
+        let rank = self.st[op as usize].rank;
+        let r = &mut self.ranks[rank as usize];
+        r.finish = r.finish.max(t);
+        if let Some((starts, tl)) = &mut self.timeline {
+            let start = starts[op as usize];
+            let (kind, peer, bytes) = match self.w.op(op as usize) {
+                OpKind::Calc { ns: 0 } => (None, None, 0),
+                OpKind::Calc { .. } => (Some(SpanKind::Compute), None, 0),
+                OpKind::Send { to, bytes, .. } => (Some(SpanKind::Send), Some(to), bytes),
+                OpKind::Recv { from, bytes, .. } => {
+                    (Some(SpanKind::Recv), (from != ANY).then_some(from), bytes)
+                }
+            };
+            if let Some(kind) = kind {
+                tl.spans.push(Span {
+                    rank,
+                    kind,
+                    start_ns: start,
+                    end_ns: t,
+                    peer,
+                    bytes,
+                });
+            }
+        }
+        self.notify(op, false);
+    }
+
+    fn comm_change(&mut self, rank: u32, up: bool) {
+        let t = self.now;
+        let r = &mut self.ranks[rank as usize];
+        let c = r.compute_by(t);
+        if r.in_flight > 0 {
+            r.comm += ((t - r.comm_since) - (c - r.compute_at_since)).max(0.0);
+        }
+        r.comm_since = t;
+        r.compute_at_since = c;
+        if up {
+            r.in_flight += 1;
+        } else {
+            r.in_flight -= 1;
+        }
+    }
+
+    fn start_transfer(&mut self, mid: u32) -> Result<(), PredictError> {
+        let t = self.now;
+        let m = &mut self.msgs[mid as usize];
+        m.started = true;
+        m.start_t = t;
+        let m = *m;
+        match self.model {
+            Model::Contention => {
+                self.comm_change(m.src, true);
+                self.comm_change(m.dst, true);
+                self.flow_start(mid)?;
+            }
+            Model::LogGp => {
+                let p = self.loggp;
+                let s = &mut self.ranks[m.src as usize];
+                let t0 = t.max(s.cpu_free).max(s.nic_send_free);
+                let b = m.bytes as f64;
+                let cpu_end = t0 + p.o_s_ns + b * p.O_ns_per_byte;
+                s.cpu_free = cpu_end;
+                s.calc_total += cpu_end - t0;
+                s.nic_send_free = t0 + p.g_ns + b * p.G_ns_per_byte;
+                let arrive = t0 + p.o_s_ns + p.L_ns + b * p.G_ns_per_byte;
+                self.msgs[mid as usize].start_t = t0;
+                self.comm_change(m.src, true);
+                self.comm_change(m.dst, true);
+                self.push(arrive, EvKind::Arrive, mid, 0);
+                if m.eager {
+                    self.push(cpu_end, EvKind::OpDone, m.send_op, 0);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn loggp_arrive(&mut self, mid: u32) {
+        let t = self.now;
+        let m = self.msgs[mid as usize];
+        let p = self.loggp;
+        let r = &mut self.ranks[m.dst as usize];
+        let ta = t.max(r.nic_recv_free);
+        r.nic_recv_free = ta + p.g_ns + m.bytes as f64 * p.G_ns_per_byte;
+        if ta > t {
+            self.push(ta, EvKind::Deliver, mid, 0);
+        } else {
+            self.arrived(mid);
+        }
+    }
+
+    /// The message is at the receiver.
+    fn arrived(&mut self, mid: u32) {
+        let t = self.now;
+        let m = self.msgs[mid as usize];
+        self.comm_change(m.src, false);
+        self.comm_change(m.dst, false);
+        if let Some((_, tl)) = &mut self.timeline {
+            tl.messages.push(Arrow {
+                src: m.src,
+                dst: m.dst,
+                bytes: m.bytes,
+                start_ns: m.start_t,
+                end_ns: t,
+            });
+        }
+        self.msgs[mid as usize].arrived = true;
+        // A send completes when its data is out (contention), or for rendezvous when it is
+        // delivered; a LogGP eager send completed after its overhead already.
+        if self.model == Model::Contention || !m.eager {
+            self.complete(m.send_op);
+        }
+        if m.recv_op != NONE {
+            self.deliver_recv(mid);
+        }
+    }
+
+    /// The matched receive of an arrived message completes (after o_r in LogGP).
+    fn deliver_recv(&mut self, mid: u32) {
+        let m = self.msgs[mid as usize];
+        match self.model {
+            Model::Contention => self.complete(m.recv_op),
+            Model::LogGp => {
+                let p = self.loggp;
+                let r = &mut self.ranks[m.dst as usize];
+                let t1 = self.now.max(r.cpu_free);
+                let end = t1 + p.o_r_ns + m.bytes as f64 * p.O_ns_per_byte;
+                r.cpu_free = end;
+                r.calc_total += end - t1;
+                self.push(end, EvKind::OpDone, m.recv_op, 0);
+            }
+        }
+        self.msg_free.push(mid);
+    }
+
+    // ---- contention model ----
+
+    fn background_at(&self, link: u32) -> f64 {
+        match self.background {
+            Background::None => 0.0,
+            Background::Const(f) => f,
+            Background::Exp { mean, period_ns } => {
+                let epoch = (self.now / period_ns).floor() as u64;
+                let h = crate::rng::mix(
+                    self.seed ^ crate::rng::mix((link as u64) << 32 ^ epoch.wrapping_mul(0x9e37)),
+                );
+                let u = ((h >> 11) as f64 + 0.5) * (1.0 / (1u64 << 53) as f64);
+                (-mean * u.ln()).min(0.95)
+            }
+        }
+    }
+
+    fn availability(&self, f: u32) -> f64 {
+        let mut ba: f64 = 1.0;
+        for &l in &self.flows[f as usize].route {
+            let ls = &self.links[l as usize];
+            let v = ls.cap * (1.0 - self.background_at(l)) / ls.flows.len() as f64;
+            ba = ba.min(v);
+        }
+        ba.max(1e-9)
+    }
+
+    fn flow_start(&mut self, mid: u32) -> Result<(), PredictError> {
+        let m = self.msgs[mid as usize];
+        let id = match self.flow_free.pop() {
+            Some(id) => id,
+            None => {
+                self.flows.push(Flow::default());
+                self.mark.push(0);
+                (self.flows.len() - 1) as u32
+            }
+        };
+        let mut route = std::mem::take(&mut self.flows[id as usize].route);
+        route.clear();
+        self.net.route(
+            self.map.0[m.src as usize],
+            self.map.0[m.dst as usize],
+            &mut route,
+        )?;
+        let extra: f64 = route.iter().map(|&l| self.class_latency[l as usize]).sum();
+        let t = self.now;
+        for &l in &route {
+            let ls = &mut self.links[l as usize];
+            if ls.flows.is_empty() {
+                ls.busy_since = t;
+            }
+            ls.flows.push(id);
+            ls.max_count = ls.max_count.max(ls.flows.len() as u32);
+        }
+        let f = &mut self.flows[id as usize];
+        f.msg = mid;
+        f.route = route;
+        f.work_left = self.tcom.quiet_ns(m.bytes) + extra;
+        f.last = t;
+        f.rate = 0.0;
+        self.active_flows += 1;
+        self.retouch(id, true);
+        if matches!(self.background, Background::Exp { .. }) && !self.epoch_pending {
+            if let Background::Exp { period_ns, .. } = self.background {
+                let next = ((t / period_ns).floor() + 1.0) * period_ns;
+                self.epoch_pending = true;
+                self.push(next, EvKind::Epoch, 0, 0);
+            }
+        }
+        Ok(())
+    }
+
+    /// Re-derives the availability of every flow sharing a link with `changed` (and of
+    /// `changed` itself when it is new): only what the change touched.
+    fn retouch(&mut self, changed: u32, include_self: bool) {
+        self.stamp += 1;
+        let stamp = self.stamp;
+        let mut touched = std::mem::take(&mut self.touched);
+        touched.clear();
+        if include_self {
+            self.mark[changed as usize] = stamp;
+            touched.push(changed);
+        }
+        for &l in &self.flows[changed as usize].route {
+            for &g in &self.links[l as usize].flows {
+                if self.mark[g as usize] != stamp {
+                    self.mark[g as usize] = stamp;
+                    touched.push(g);
+                }
+            }
+        }
+        for &g in &touched {
+            self.reschedule(g);
+        }
+        self.touched = touched;
+    }
+
+    fn reschedule(&mut self, g: u32) {
+        let ba = self.availability(g);
+        let t = self.now;
+        let f = &mut self.flows[g as usize];
+        if ba == f.rate {
+            return;
+        }
+        f.work_left = (f.work_left - f.rate * (t - f.last)).max(0.0);
+        f.last = t;
+        f.rate = ba;
+        f.version = f.version.wrapping_add(1);
+        let (end, v) = (t + f.work_left / ba, f.version);
+        self.push(end, EvKind::FlowEnd, g, v);
+    }
+
+    fn flow_end(&mut self, id: u32) {
+        let t = self.now;
+        let mid = self.flows[id as usize].msg;
+        let bytes = self.msgs[mid as usize].bytes as f64;
+        let route = std::mem::take(&mut self.flows[id as usize].route);
+        for &l in &route {
+            let ls = &mut self.links[l as usize];
+            if let Some(p) = ls.flows.iter().position(|&g| g == id) {
+                ls.flows.swap_remove(p);
+            }
+            ls.bytes += bytes;
+            if ls.flows.is_empty() {
+                ls.busy += t - ls.busy_since;
+            }
+        }
+        self.flows[id as usize].route = route;
+        self.flows[id as usize].version = self.flows[id as usize].version.wrapping_add(1);
+        self.flows[id as usize].rate = 0.0;
+        self.active_flows -= 1;
+        self.retouch(id, false);
+        self.flow_free.push(id);
+        self.arrived(mid);
+    }
+
+    fn epoch(&mut self) {
+        self.epoch_pending = false;
+        if self.active_flows == 0 {
+            return;
+        }
+        // Every link's load changed: every active flow is touched.
+        let ids: Vec<u32> = (0..self.flows.len() as u32)
+            .filter(|&f| {
+                !self.flows[f as usize].route.is_empty() && self.flows[f as usize].rate > 0.0
+            })
+            .collect();
+        for g in ids {
+            self.reschedule(g);
+        }
+        if let Background::Exp { period_ns, .. } = self.background {
+            self.epoch_pending = true;
+            let next = ((self.now / period_ns).floor() + 1.0) * period_ns;
+            self.push(next, EvKind::Epoch, 0, 0);
+        }
+    }
+
+    fn finish(self) -> SimResult {
+        let total = self.ranks.iter().map(|r| r.finish).fold(0.0, f64::max);
+        SimResult {
+            total_ns: total,
+            messages: self.messages,
+            events: self.events,
+            ranks: self
+                .ranks
+                .iter()
+                .map(|r| (r.finish, r.calc_total, r.comm))
+                .collect(),
+            links: self
+                .links
+                .iter()
+                .map(|l| (l.busy, l.bytes, l.max_count))
+                .collect(),
+            link_cap: self.links.iter().map(|l| l.cap).collect(),
+            timeline: self.timeline.map(|(_, mut tl)| {
+                tl.spans.sort_by(|a, b| {
+                    a.rank
+                        .cmp(&b.rank)
+                        .then(a.start_ns.total_cmp(&b.start_ns))
+                        .then(a.end_ns.total_cmp(&b.end_ns))
+                });
+                tl
+            }),
+        }
+    }
+}

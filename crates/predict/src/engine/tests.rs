@@ -1,0 +1,321 @@
+//! Exact answers computed by hand.
+
+use super::*;
+use crate::topology::Crossbar;
+use crate::workload::{OpKind, SeqProgram, WorkloadBuilder};
+
+fn send(to: u32, bytes: u64) -> OpKind {
+    OpKind::Send { to, tag: 0, bytes }
+}
+fn recv(from: u32, bytes: u64) -> OpKind {
+    OpKind::Recv {
+        from,
+        tag: 0,
+        bytes,
+    }
+}
+
+/// Runs `ranks` (each a list of blocking operations) on a crossbar with Tcom = 1000 ns + 1 ns/B.
+fn run(ranks: &[Vec<OpKind>], cfg: &PredictConfig) -> Prediction {
+    run_full(ranks, cfg).prediction
+}
+
+fn run_full(ranks: &[Vec<OpKind>], cfg: &PredictConfig) -> Outcome {
+    let mut b = WorkloadBuilder::new(ranks.len() as u32);
+    for (r, ops) in ranks.iter().enumerate() {
+        let mut p = SeqProgram::new();
+        for &op in ops {
+            p.blocking(op);
+        }
+        b.add_program(r as u32, &p).unwrap();
+    }
+    let w = b.finish();
+    let net = Crossbar::new(w.nranks());
+    let map = RankMap::identity(w.nranks(), &net).unwrap();
+    let tcom = Tcom::line(1000.0, 1.0);
+    let loggp = LogGp {
+        L_ns: 1000.0,
+        o_s_ns: 100.0,
+        o_r_ns: 100.0,
+        g_ns: 200.0,
+        G_ns_per_byte: 1.0,
+        O_ns_per_byte: 0.0,
+    };
+    let inputs = Inputs {
+        workload: &w,
+        network: &net,
+        rank_map: &map,
+        tcom: &tcom,
+        loggp: Some(&loggp),
+        trace_name: "test",
+        trace_format: "own",
+        profile_name: "line",
+    };
+    predict(&inputs, cfg).unwrap()
+}
+
+#[test]
+fn one_message_costs_tcom() {
+    let p = run(
+        &[vec![send(1, 1000)], vec![recv(0, 1000)]],
+        &PredictConfig::default(),
+    );
+    assert_eq!(p.total_us, 2.0);
+    assert_eq!(p.messages, 1);
+}
+
+#[test]
+fn two_messages_sharing_a_link_take_twice_as_long() {
+    let p = run(
+        &[
+            vec![send(2, 1000)],
+            vec![send(2, 1000)],
+            vec![recv(0, 1000), recv(1, 1000)],
+        ],
+        &PredictConfig::default(),
+    );
+    assert_eq!(p.total_us, 4.0);
+    // The receiver's downlink carried both, two at a time.
+    let down = p.links.iter().find(|l| l.to == "h2").unwrap();
+    assert_eq!(
+        (down.max_contention, down.bytes, down.busy_us),
+        (2, 2000.0, 4.0)
+    );
+    assert_eq!(p.bottlenecks[0], "s0->h2");
+}
+
+#[test]
+fn an_8_to_1_incast_serializes_at_the_receivers_link() {
+    let mut ranks: Vec<Vec<OpKind>> = (1..=8).map(|_| vec![send(0, 1000)]).collect();
+    ranks.insert(0, (1..=8).map(|s| recv(s, 1000)).collect());
+    let p = run(&ranks, &PredictConfig::default());
+    assert_eq!(p.total_us, 16.0);
+    for r in &p.ranks[1..] {
+        assert_eq!(r.finish_us, 16.0);
+    }
+}
+
+#[test]
+fn a_short_message_leaves_and_the_long_one_speeds_up() {
+    // A: 1000 B (2000 ns quiet), B: 3000 B (4000 ns quiet) into the same receiver. Both at half
+    // speed until A is done at 4000 ns; B then has 2000 ns of quiet work left at full speed.
+    let o = run_full(
+        &[
+            vec![send(2, 1000)],
+            vec![send(2, 3000)],
+            vec![recv(0, 1000), recv(1, 3000)],
+        ],
+        &PredictConfig {
+            timeline: true,
+            ..PredictConfig::default()
+        },
+    );
+    assert_eq!(o.prediction.ranks[0].finish_us, 4.0);
+    assert_eq!(o.prediction.ranks[1].finish_us, 6.0);
+    let tl = o.timeline.unwrap();
+    assert_eq!(tl.messages.len(), 2);
+    assert_eq!(
+        (tl.messages[0].start_ns, tl.messages[0].end_ns),
+        (0.0, 4000.0)
+    );
+    assert_eq!(tl.messages[1].end_ns, 6000.0);
+}
+
+#[test]
+fn disjoint_routes_do_not_contend() {
+    let p = run(
+        &[
+            vec![send(1, 1000)],
+            vec![recv(0, 1000)],
+            vec![send(3, 1000)],
+            vec![recv(2, 1000)],
+        ],
+        &PredictConfig::default(),
+    );
+    assert_eq!(p.total_us, 2.0);
+}
+
+#[test]
+fn eager_messages_fly_before_the_receive_and_rendezvous_waits_for_it() {
+    let ranks = [
+        vec![send(1, 1000)],
+        vec![OpKind::Calc { ns: 5000 }, recv(0, 1000)],
+    ];
+    let eager = run(&ranks, &PredictConfig::default());
+    assert_eq!(
+        (eager.ranks[0].finish_us, eager.ranks[1].finish_us),
+        (2.0, 5.0)
+    );
+    let rndv = run(
+        &ranks,
+        &PredictConfig {
+            eager_threshold_bytes: 999,
+            ..PredictConfig::default()
+        },
+    );
+    assert_eq!(
+        (rndv.ranks[0].finish_us, rndv.ranks[1].finish_us),
+        (7.0, 7.0)
+    );
+    // Rank 0 waited 5 µs for the receive, then communicated for 2.
+    assert_eq!(
+        (
+            rndv.ranks[0].compute_us,
+            rndv.ranks[0].comm_us,
+            rndv.ranks[0].wait_us
+        ),
+        (0.0, 2.0, 5.0)
+    );
+    assert_eq!(
+        (
+            rndv.ranks[1].compute_us,
+            rndv.ranks[1].comm_us,
+            rndv.ranks[1].wait_us
+        ),
+        (5.0, 2.0, 0.0)
+    );
+}
+
+#[test]
+fn constant_background_load_halves_availability() {
+    let p = run(
+        &[vec![send(1, 1000)], vec![recv(0, 1000)]],
+        &PredictConfig {
+            background: Background::Const(0.5),
+            ..PredictConfig::default()
+        },
+    );
+    assert_eq!(p.total_us, 4.0);
+    let k = p.knee.unwrap();
+    // Peak 1 B/ns = 1e9 B/s, half left, 4096-byte packets.
+    assert_eq!(k.capacity_pkts_per_s, 0.5e9 / 4096.0);
+}
+
+#[test]
+fn exponential_background_is_seeded_and_slows_down() {
+    let ranks = [vec![send(1, 100_000)], vec![recv(0, 100_000)]];
+    let cfg = |seed| PredictConfig {
+        background: Background::Exp {
+            mean: 0.3,
+            period_ns: 1000.0,
+        },
+        seed,
+        ..PredictConfig::default()
+    };
+    let a = run(&ranks, &cfg(1));
+    let b = run(&ranks, &cfg(1));
+    let c = run(&ranks, &cfg(2));
+    assert_eq!(a, b);
+    assert_ne!(a.total_us, c.total_us);
+    // Quiet: 101 µs. The load takes on average about 30 % of the bandwidth.
+    assert!(a.total_us > 120.0 && a.total_us < 200.0, "{}", a.total_us);
+}
+
+#[test]
+fn loggp_charges_overheads_gaps_and_latency() {
+    // Two independent sends from rank 0 (GOAL-style, no dependency between them).
+    let mut b = WorkloadBuilder::new(2);
+    b.add_rank(0, &[send(1, 1000), send(1, 1000)], &[]).unwrap();
+    b.add_rank(1, &[recv(0, 1000), recv(0, 1000)], &[]).unwrap();
+    let w = b.finish();
+    let net = Crossbar::new(2);
+    let map = RankMap::identity(2, &net).unwrap();
+    let tcom = Tcom::line(1000.0, 1.0);
+    let loggp = LogGp {
+        L_ns: 1000.0,
+        o_s_ns: 100.0,
+        o_r_ns: 100.0,
+        g_ns: 200.0,
+        G_ns_per_byte: 1.0,
+        O_ns_per_byte: 0.0,
+    };
+    let inputs = Inputs {
+        workload: &w,
+        network: &net,
+        rank_map: &map,
+        tcom: &tcom,
+        loggp: Some(&loggp),
+        trace_name: "t",
+        trace_format: "goal",
+        profile_name: "p",
+    };
+    let cfg = PredictConfig {
+        model: Model::LogGp,
+        ..PredictConfig::default()
+    };
+    let p = predict(&inputs, &cfg).unwrap().prediction;
+    // First: leaves at 0, arrives 0+100+1000+1000 = 2100, received 2200. Second: the NIC is
+    // free at 0+200+1000 = 1200, arrives 1200+2100 = 3300, received 3400.
+    assert_eq!(p.ranks[1].finish_us, 3.4);
+    assert_eq!(p.ranks[0].finish_us, 1.3);
+    assert!(p.links.is_empty() && p.knee.is_none());
+}
+
+#[test]
+fn an_unmatched_receive_is_a_deadlock_not_a_hang() {
+    let mut b = WorkloadBuilder::new(2);
+    b.add_rank(1, &[recv(0, 8)], &[]).unwrap();
+    let w = b.finish();
+    let net = Crossbar::new(2);
+    let map = RankMap::identity(2, &net).unwrap();
+    let tcom = Tcom::line(1000.0, 1.0);
+    let inputs = Inputs {
+        workload: &w,
+        network: &net,
+        rank_map: &map,
+        tcom: &tcom,
+        loggp: None,
+        trace_name: "t",
+        trace_format: "own",
+        profile_name: "p",
+    };
+    let e = predict(&inputs, &PredictConfig::default()).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "deadlock at 0.000 µs: 1 operations can never start or finish; first: rank 1, operation 0 (recv 8 B from rank 0 tag 0, never matched)"
+    );
+}
+
+#[test]
+fn bounds_run_best_average_and_worst() {
+    let mut b = WorkloadBuilder::new(2);
+    b.add_rank(0, &[send(1, 100_000)], &[]).unwrap();
+    b.add_rank(1, &[recv(0, 100_000)], &[]).unwrap();
+    let w = b.finish();
+    let net = Crossbar::new(2);
+    let map = RankMap::identity(2, &net).unwrap();
+    let tcom = Tcom::line(1000.0, 1.0);
+    let inputs = Inputs {
+        workload: &w,
+        network: &net,
+        rank_map: &map,
+        tcom: &tcom,
+        loggp: None,
+        trace_name: "t",
+        trace_format: "own",
+        profile_name: "p",
+    };
+    let cfg = PredictConfig {
+        background: Background::Exp {
+            mean: 0.3,
+            period_ns: 1000.0,
+        },
+        ..PredictConfig::default()
+    };
+    let bd = bounds(&inputs, &cfg, 8).unwrap();
+    assert_eq!(bd.best_us, 101.0);
+    assert!(
+        bd.best_us < bd.average_us && bd.average_us <= bd.worst_us,
+        "{bd:?}"
+    );
+    assert_eq!(bd.runs, 8);
+    let c = PredictConfig {
+        background: Background::Const(0.5),
+        ..PredictConfig::default()
+    };
+    let bd = bounds(&inputs, &c, 8).unwrap();
+    assert_eq!(
+        (bd.best_us, bd.average_us, bd.worst_us, bd.runs),
+        (101.0, 202.0, 202.0, 1)
+    );
+}

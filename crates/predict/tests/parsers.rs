@@ -1,0 +1,971 @@
+//! The trace readers on real files (LogGOPSim's and SimGrid's examples, copied into
+//! `tests/data` with their origins), the collective algorithms checked by a small matcher and a
+//! small executor, the generators read back, and error positions on malformed inputs.
+
+use commperf_predict::collectives::{
+    coll_tag, Algorithms, AllgatherAlgo, AllreduceAlgo, AlltoallAlgo, BarrierAlgo, BcastAlgo,
+    BlockCounts, Collective, GatherAlgo, ReduceAlgo, ReduceScatterAlgo, ScatterAlgo,
+};
+use commperf_predict::gen::{goal_binomial_bcast, own_pattern_string, Pattern};
+use commperf_predict::parse::{parse_str, read_trace, ParseOptions, TraceFormat};
+use commperf_predict::workload::{DepKind, OpKind, SeqProgram, Workload, WorkloadBuilder, ANY};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+fn data(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data")
+        .join(name)
+}
+
+fn read(name: &str) -> String {
+    std::fs::read_to_string(data(name)).unwrap()
+}
+
+fn opts() -> ParseOptions {
+    ParseOptions::default()
+}
+
+fn own(text: &str) -> Workload {
+    parse_str(text, "t.trace", TraceFormat::Own, &opts()).unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn own_err(text: &str) -> String {
+    parse_str(text, "t.trace", TraceFormat::Own, &opts())
+        .unwrap_err()
+        .to_string()
+}
+
+fn sg(text: &str) -> Workload {
+    parse_str(text, "t.txt", TraceFormat::SimGrid, &opts()).unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn sg_err(text: &str) -> String {
+    parse_str(text, "t.txt", TraceFormat::SimGrid, &opts())
+        .unwrap_err()
+        .to_string()
+}
+
+fn goal_err(text: &str) -> String {
+    parse_str(text, "t.goal", TraceFormat::Goal, &opts())
+        .unwrap_err()
+        .to_string()
+}
+
+/// Every send paired one-to-one with a receive of the same (src, dst, tag, bytes); receives
+/// from ANY are not used by the collectives and are refused here.
+fn assert_matched(w: &Workload) {
+    let mut bal: HashMap<(u32, u32, u32, u64), i64> = HashMap::new();
+    for r in 0..w.nranks() {
+        for i in w.rank_ops(r) {
+            match w.op(i) {
+                OpKind::Send { to, tag, bytes } => {
+                    *bal.entry((r, to, tag, bytes)).or_default() += 1
+                }
+                OpKind::Recv { from, tag, bytes } => {
+                    assert!(from != ANY && tag != ANY);
+                    *bal.entry((from, r, tag, bytes)).or_default() -= 1
+                }
+                OpKind::Calc { .. } => {}
+            }
+        }
+    }
+    let bad: Vec<_> = bal.iter().filter(|(_, &v)| v != 0).collect();
+    assert!(bad.is_empty(), "unmatched (src, dst, tag, bytes): {bad:?}");
+}
+
+/// Runs the workload in zero time: sends complete at once (`eager`) or when their receive has
+/// started (rendezvous); a receive completes once its send started. Messages of one (src, dst,
+/// tag) match in order. True when every operation completes (no deadlock).
+fn runs_to_completion(w: &Workload, eager: bool) -> bool {
+    let n = w.len();
+    let mut started = vec![false; n];
+    let mut done = vec![false; n];
+    // k-th send/recv of each key, by global index.
+    let mut nth = vec![0usize; n];
+    let mut sends: HashMap<(u32, u32, u32), Vec<usize>> = HashMap::new();
+    let mut recvs: HashMap<(u32, u32, u32), Vec<usize>> = HashMap::new();
+    for r in 0..w.nranks() {
+        for i in w.rank_ops(r) {
+            match w.op(i) {
+                OpKind::Send { to, tag, .. } => {
+                    let v = sends.entry((r, to, tag)).or_default();
+                    nth[i] = v.len();
+                    v.push(i);
+                }
+                OpKind::Recv { from, tag, .. } => {
+                    let v = recvs.entry((from, r, tag)).or_default();
+                    nth[i] = v.len();
+                    v.push(i);
+                }
+                OpKind::Calc { .. } => {}
+            }
+        }
+    }
+    loop {
+        let mut progress = false;
+        for r in 0..w.nranks() {
+            for i in w.rank_ops(r) {
+                if !started[i]
+                    && w.deps(i).all(|(d, k)| match k {
+                        DepKind::Requires => done[d],
+                        DepKind::IRequires => started[d],
+                    })
+                {
+                    started[i] = true;
+                    progress = true;
+                }
+                if started[i] && !done[i] {
+                    let ok = match w.op(i) {
+                        OpKind::Calc { .. } => true,
+                        OpKind::Send { to, tag, .. } => {
+                            eager
+                                || recvs
+                                    .get(&(r, to, tag))
+                                    .and_then(|v| v.get(nth[i]))
+                                    .is_some_and(|&j| started[j])
+                        }
+                        OpKind::Recv { from, tag, .. } => sends
+                            .get(&(from, r, tag))
+                            .and_then(|v| v.get(nth[i]))
+                            .is_some_and(|&j| started[j]),
+                    };
+                    if ok {
+                        done[i] = true;
+                        progress = true;
+                    }
+                }
+            }
+        }
+        if !progress {
+            return done.iter().all(|&d| d);
+        }
+    }
+}
+
+fn expand_all(a: &Algorithms, n: u32, coll: &Collective) -> Workload {
+    let mut b = WorkloadBuilder::new(n);
+    for r in 0..n {
+        let mut p = SeqProgram::new();
+        a.expand(&mut p, r, n, coll_tag(0), coll);
+        b.add_program(r, &p).unwrap();
+    }
+    b.finish()
+}
+
+fn check(w: &Workload) {
+    assert_matched(w);
+    assert!(runs_to_completion(w, true), "deadlock with eager sends");
+    assert!(
+        runs_to_completion(w, false),
+        "deadlock with rendezvous sends"
+    );
+}
+
+fn msgs(w: &Workload) -> usize {
+    w.counts().0
+}
+
+fn recvs_per_rank(w: &Workload) -> Vec<usize> {
+    (0..w.nranks())
+        .map(|r| {
+            w.rank_ops(r)
+                .filter(|&i| matches!(w.op(i), OpKind::Recv { .. }))
+                .count()
+        })
+        .collect()
+}
+
+fn log2_ceil(n: u32) -> usize {
+    (n as u64).next_power_of_two().trailing_zeros() as usize
+}
+
+const SIZES: [u32; 9] = [1, 2, 3, 4, 5, 6, 7, 8, 9];
+
+// ---------------------------------------------------------------- real files
+
+#[test]
+fn every_example_file_parses() {
+    let mut n = 0;
+    for e in std::fs::read_dir(data("")).unwrap() {
+        let p = e.unwrap().path();
+        let fmt = match p.extension().and_then(|x| x.to_str()) {
+            Some("goal") => TraceFormat::Goal,
+            Some("txt") => TraceFormat::SimGrid,
+            _ => continue,
+        };
+        let text = std::fs::read_to_string(&p).unwrap();
+        let w = parse_str(&text, &p.display().to_string(), fmt, &opts())
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert!(!w.is_empty(), "{}", p.display());
+        // Detection agrees with the extension.
+        let w2 = read_trace(&p, None, &opts()).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(w, w2);
+        n += 1;
+    }
+    assert_eq!(n, 10);
+}
+
+#[test]
+fn binary_tree_32_has_the_exact_operations_and_dependencies() {
+    let w = parse_str(
+        &read("binary_tree_32.goal"),
+        "b",
+        TraceFormat::Goal,
+        &opts(),
+    )
+    .unwrap();
+    assert_eq!(w.nranks(), 32);
+    assert_eq!(w.counts(), (31, 31, 0));
+    assert_eq!(w.len(), 62);
+    // Every send of a non-root rank requires that rank's receive (its l1); the root's five sends
+    // have no dependencies: 31 − 5 = 26 dependencies in all.
+    let mut ndeps = 0;
+    for r in 0..32 {
+        let ops = w.rank_ops(r);
+        for i in ops.clone() {
+            let d: Vec<_> = w.deps(i).collect();
+            ndeps += d.len();
+            if matches!(w.op(i), OpKind::Send { .. }) && r != 0 {
+                assert_eq!(d, vec![(ops.start, DepKind::Requires)]);
+            } else {
+                assert!(d.is_empty());
+            }
+        }
+    }
+    assert_eq!(ndeps, 26);
+    assert_eq!(recvs_per_rank(&w)[1..], [1; 31]);
+    assert_eq!(
+        w.op(w.rank_ops(31).start),
+        OpKind::Recv {
+            from: 15,
+            tag: 0,
+            bytes: 1
+        }
+    );
+    check(&w);
+}
+
+#[test]
+fn generated_binomial_goal_is_loggopsim_file() {
+    let mut v = Vec::new();
+    goal_binomial_bcast(32, 1, &mut v).unwrap();
+    assert_eq!(String::from_utf8(v).unwrap(), read("binary_tree_32.goal"));
+}
+
+#[test]
+fn generated_binomial_goal_of_1024_ranks_runs() {
+    let mut v = Vec::new();
+    goal_binomial_bcast(1024, 64, &mut v).unwrap();
+    let w = parse_str(
+        std::str::from_utf8(&v).unwrap(),
+        "g",
+        TraceFormat::Goal,
+        &opts(),
+    )
+    .unwrap();
+    assert_eq!(w.counts(), (1023, 1023, 0));
+    check(&w);
+}
+
+#[test]
+fn simgrid_point_to_point_examples() {
+    // rank 1: recv, compute 1e9 flops = 1 s at 1 Gflop/s, isend, irecv, wait for the irecv.
+    let w = sg(&read("actions1.txt"));
+    assert_eq!(w.nranks(), 2);
+    let ops: Vec<_> = w.rank_ops(1).map(|i| w.op(i)).collect();
+    assert_eq!(
+        ops,
+        vec![
+            OpKind::Recv {
+                from: 0,
+                tag: 0,
+                bytes: 1_000_000
+            },
+            OpKind::Calc { ns: 1_000_000_000 },
+            OpKind::Send {
+                to: 0,
+                tag: 1,
+                bytes: 1_000_000
+            },
+            OpKind::Recv {
+                from: 0,
+                tag: 2,
+                bytes: 1_000_000
+            },
+            OpKind::Calc { ns: 0 },
+        ]
+    );
+    // `wait 0 1 2` waits for the irecv (src 0, dst 1, tag 2) only.
+    let wait: Vec<_> = w.deps(4).collect();
+    assert!(wait.contains(&(3, DepKind::Requires)));
+    assert!(!wait.contains(&(2, DepKind::Requires)));
+
+    // The split trace through its index file reads as the two halves together.
+    let idx = read_trace(&data("split_traces"), None, &opts()).unwrap();
+    assert_eq!(idx.nranks(), 2);
+    assert_eq!(idx.counts(), (3, 3, 2));
+    check(&idx);
+
+    let w = sg(&read("actions_with_isend.txt"));
+    assert_eq!(w.counts().0, 3);
+    check(&w);
+    let w = sg(&read("actions_waitall.txt"));
+    assert_eq!(w.counts(), (3, 3, 3));
+    check(&w);
+    // Host speed scales compute.
+    let fast = ParseOptions {
+        host_speed_flops: 2e9,
+        ..ParseOptions::default()
+    };
+    let w = parse_str(&read("actions1.txt"), "a", TraceFormat::SimGrid, &fast).unwrap();
+    assert_eq!(
+        w.op(w.rank_ops(1).start + 1),
+        OpKind::Calc { ns: 500_000_000 }
+    );
+}
+
+#[test]
+fn simgrid_collective_examples() {
+    // 3 ranks, recursive doubling allreduce: 2·rem + pof2·log2(pof2) = 2 + 2 = 4 messages,
+    // then the 5e8 flops of the allreduce and the explicit compute.
+    let w = sg(&read("actions_allreduce.txt"));
+    assert_eq!(w.counts(), (4, 4, w.counts().2));
+    assert!(w.ops().contains(&OpKind::Calc { ns: 500_000_000 }));
+    check(&w);
+    // Pairwise alltoall of 500 B: n(n − 1) = 6.
+    let w = sg(&read("actions_alltoall.txt"));
+    assert_eq!(w.counts().0, 6);
+    assert!(w.ops().iter().all(|o| match o {
+        OpKind::Send { bytes, .. } => *bytes == 500,
+        _ => true,
+    }));
+    check(&w);
+    // Dissemination barrier over 3 ranks: 3 · ⌈log2 3⌉ = 6 zero-byte messages, plus 1 send.
+    let w = sg(&read("actions_barrier.txt"));
+    assert_eq!(w.counts().0, 7);
+    check(&w);
+    // Two binomial broadcasts (2 messages each) and a binomial reduce (2).
+    let w = sg(&read("actions_bcast.txt"));
+    assert_eq!(w.counts().0, 6);
+    check(&w);
+    // gather 68 68 0 0 0: root 0, datatype 0 = MPI_DOUBLE, so 68 · 8 bytes per rank, 3 blocks
+    // reaching the root over a binomial tree of 4.
+    let w = sg(&read("actions_gather.txt"));
+    let into_root: u64 = w
+        .rank_ops(0)
+        .map(|i| match w.op(i) {
+            OpKind::Recv { bytes, .. } => bytes,
+            _ => 0,
+        })
+        .sum();
+    assert_eq!(into_root, 3 * 68 * 8);
+    check(&w);
+}
+
+#[test]
+fn simgrid_init_argument_switches_to_doubles_and_datatypes_scale_counts() {
+    let w =
+        sg("0 init 1\n1 init 1\n0 send 1 0 10\n1 recv 0 0 10\n0 send 1 1 10 1\n1 recv 0 1 10 1\n");
+    assert_eq!(
+        w.op(0),
+        OpKind::Send {
+            to: 1,
+            tag: 0,
+            bytes: 80
+        }
+    );
+    assert_eq!(
+        w.op(1),
+        OpKind::Send {
+            to: 1,
+            tag: 1,
+            bytes: 40
+        }
+    );
+    let w = sg("0 init\n0 bcast 10 1 5\n1 init\n1 bcast 10 1 5\n0 sleep 0.25\n");
+    assert_eq!(
+        w.op(w.rank_ops(1).start),
+        OpKind::Send {
+            to: 0,
+            tag: coll_tag(0),
+            bytes: 40
+        }
+    );
+    assert_eq!(
+        w.op(w.rank_ops(0).end - 1),
+        OpKind::Calc { ns: 250_000_000 }
+    );
+    // v-collectives take one count per rank.
+    let w = sg("0 alltoallv 10 0 1 10 0 2\n1 alltoallv 10 2 0 10 1 0\n\
+                0 reducescatter 3 4 1e3\n1 reducescatter 3 4 1e3\n\
+                0 gatherv 3 3 4 1\n1 gatherv 4 3 4 1\n0 allgatherv 3 3 4\n1 allgatherv 4 3 4 0 3\n\
+                0 scatterv 3 4 3 1\n1 scatterv 3 4 4 1");
+    check(&w);
+}
+
+#[test]
+fn simgrid_errors_name_file_line_column_and_token() {
+    assert_eq!(
+        sg_err("0 init\n0 send 1 0 1e400\n"),
+        "t.txt:2:12: a count must be a finite number ≥ 0 (at `1e400`)"
+    );
+    assert_eq!(
+        sg_err("0 init\n0 send 1 -3 10\n"),
+        "t.txt:2:10: a tag must be in 0..=2147483647 (at `-3`)"
+    );
+    assert_eq!(
+        sg_err("0 init\n0 frobnicate 3\n"),
+        "t.txt:2:3: unknown action (SimGrid replay actions: init, finalize, send, isend, recv, \
+         irecv, wait, test, waitall, compute, sleep, barrier, bcast, reduce, allreduce, alltoall, \
+         alltoallv, gather, gatherv, allgather, allgatherv, scatter, scatterv, reducescatter) \
+         (at `frobnicate`)"
+    );
+    assert_eq!(
+        sg_err("0 compute nan"),
+        "t.txt:1:11: expected a number of flops (a number such as 1e6) (at `nan`)"
+    );
+    assert_eq!(
+        sg_err("0 send 1 0"),
+        "t.txt:1:11: `send` needs a count here"
+    );
+    assert_eq!(
+        sg_err("0 barrier\n1 compute 5\n"),
+        "t.txt:2:1: rank 1 calls collectives differently from rank 0 (0 calls against 1, or \
+         other kinds or roots); every rank must call the same collectives in the same order \
+         (at `1`)"
+    );
+}
+
+// ---------------------------------------------------------------- collectives
+
+#[test]
+fn bcast_reaches_every_rank_exactly_once() {
+    for algo in [BcastAlgo::Binomial, BcastAlgo::Linear] {
+        let a = Algorithms {
+            bcast: algo,
+            ..Algorithms::default()
+        };
+        for n in SIZES {
+            for root in [0, n / 2, n - 1] {
+                let w = expand_all(&a, n, &Collective::Bcast { root, bytes: 100 });
+                check(&w);
+                assert_eq!(msgs(&w), n as usize - 1, "{algo} n={n}");
+                for (r, c) in recvs_per_rank(&w).into_iter().enumerate() {
+                    assert_eq!(c, usize::from(r as u32 != root), "{algo} n={n} root={root}");
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn reduce_gather_scatter_move_the_textbook_volume() {
+    for n in SIZES {
+        for root in [0, n - 1] {
+            for algo in [ReduceAlgo::Binomial, ReduceAlgo::Linear] {
+                let a = Algorithms {
+                    reduce: algo,
+                    reduce_step_ns: 5,
+                    ..Algorithms::default()
+                };
+                let w = expand_all(
+                    &a,
+                    n,
+                    &Collective::Reduce {
+                        root,
+                        bytes: 8,
+                        compute_ns: 0,
+                    },
+                );
+                check(&w);
+                assert_eq!(msgs(&w), n as usize - 1);
+                // One combine step per received contribution.
+                assert_eq!(w.counts().2, n as usize - 1);
+            }
+            for (g, s) in [
+                (GatherAlgo::Binomial, ScatterAlgo::Binomial),
+                (GatherAlgo::Linear, ScatterAlgo::Linear),
+            ] {
+                let a = Algorithms {
+                    gather: g,
+                    scatter: s,
+                    ..Algorithms::default()
+                };
+                for coll in [
+                    Collective::Gather { root, bytes: 10 },
+                    Collective::Scatter { root, bytes: 10 },
+                    Collective::Gatherv {
+                        root,
+                        counts: (0..n as u64).collect(),
+                    },
+                    Collective::Scatterv {
+                        root,
+                        counts: (0..n as u64).map(|j| j * 3).collect(),
+                    },
+                ] {
+                    let w = expand_all(&a, n, &coll);
+                    check(&w);
+                    // The root receives (gather) or sends (scatter) everyone else's blocks.
+                    let total: u64 = match &coll {
+                        Collective::Gather { .. } | Collective::Scatter { .. } => {
+                            10 * (n as u64 - 1)
+                        }
+                        Collective::Gatherv { counts, .. }
+                        | Collective::Scatterv { counts, .. } => {
+                            counts.iter().sum::<u64>() - counts[root as usize]
+                        }
+                        _ => unreachable!(),
+                    };
+                    let at_root: u64 = w
+                        .rank_ops(root)
+                        .map(|i| match w.op(i) {
+                            OpKind::Recv { bytes, .. } | OpKind::Send { bytes, .. } => bytes,
+                            _ => 0,
+                        })
+                        .sum();
+                    assert_eq!(at_root, total, "{coll:?} n={n}");
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn allreduce_message_counts_are_the_textbook_ones() {
+    for n in SIZES {
+        let pof2 = if n.is_power_of_two() {
+            n
+        } else {
+            n.next_power_of_two() / 2
+        };
+        let rem = (n - pof2) as usize;
+        let rd = 2 * rem + pof2 as usize * pof2.trailing_zeros() as usize;
+        let ring = if n > 1 {
+            2 * n as usize * (n as usize - 1)
+        } else {
+            0
+        };
+        let rb = 2 * (n as usize - 1);
+        for (algo, want) in [
+            (AllreduceAlgo::RecursiveDoubling, rd),
+            (AllreduceAlgo::Ring, ring),
+            (AllreduceAlgo::ReduceBcast, rb),
+        ] {
+            let a = Algorithms {
+                allreduce: algo,
+                ..Algorithms::default()
+            };
+            let w = expand_all(
+                &a,
+                n,
+                &Collective::Allreduce {
+                    bytes: 1000,
+                    compute_ns: 7,
+                },
+            );
+            check(&w);
+            assert_eq!(msgs(&w), want, "{algo} n={n}");
+            // Every rank ends with the reduced data: it receives at least once (n > 1).
+            if n > 1 {
+                assert!(recvs_per_rank(&w).iter().all(|&c| c > 0));
+            }
+        }
+    }
+    // Spot values from the brief: n = 2, 3, 4, 5, 7, 8 → 2, 4, 8, 10, 14, 24 messages.
+    let a = Algorithms::default();
+    let got: Vec<_> = [2, 3, 4, 5, 7, 8]
+        .iter()
+        .map(|&n| {
+            msgs(&expand_all(
+                &a,
+                n,
+                &Collective::Allreduce {
+                    bytes: 8,
+                    compute_ns: 0,
+                },
+            ))
+        })
+        .collect();
+    assert_eq!(got, vec![2, 4, 8, 10, 14, 24]);
+}
+
+#[test]
+fn ring_allreduce_moves_2_n_minus_1_over_n_of_the_data_per_rank() {
+    let a = Algorithms::parse_list("allreduce=ring").unwrap();
+    let n = 5;
+    let w = expand_all(
+        &a,
+        n,
+        &Collective::Allreduce {
+            bytes: 1003,
+            compute_ns: 0,
+        },
+    );
+    let total: u64 = w
+        .ops()
+        .iter()
+        .map(|o| match o {
+            OpKind::Send { bytes, .. } => *bytes,
+            _ => 0,
+        })
+        .sum();
+    // Every rank sends every chunk but one, twice.
+    assert_eq!(total, 2 * (n as u64 - 1) * 1003);
+}
+
+#[test]
+fn allgather_alltoall_barrier_reducescatter_counts() {
+    for n in SIZES {
+        let nn = n as usize;
+        let pof2 = if n.is_power_of_two() {
+            n
+        } else {
+            n.next_power_of_two() / 2
+        };
+        let rd = 2 * (n - pof2) as usize + pof2 as usize * pof2.trailing_zeros() as usize;
+        for (algo, want) in [
+            (AllgatherAlgo::RecursiveDoubling, rd),
+            (AllgatherAlgo::Ring, nn * (nn - 1)),
+        ] {
+            let a = Algorithms {
+                allgather: algo,
+                ..Algorithms::default()
+            };
+            for coll in [
+                Collective::Allgather { bytes: 16 },
+                Collective::Allgatherv {
+                    counts: (1..=n as u64).collect(),
+                },
+            ] {
+                let w = expand_all(&a, n, &coll);
+                check(&w);
+                assert_eq!(msgs(&w), want, "{algo} n={n}");
+                // Every rank receives everyone else's blocks.
+                let per_rank: Vec<u64> = (0..n)
+                    .map(|r| {
+                        w.rank_ops(r)
+                            .map(|i| match w.op(i) {
+                                OpKind::Recv { bytes, .. } => bytes,
+                                _ => 0,
+                            })
+                            .sum()
+                    })
+                    .collect();
+                if algo == AllgatherAlgo::Ring {
+                    for (r, got) in per_rank.iter().enumerate() {
+                        let want = match &coll {
+                            Collective::Allgather { bytes } => bytes * (n as u64 - 1),
+                            Collective::Allgatherv { counts } => {
+                                counts.iter().sum::<u64>() - counts[r]
+                            }
+                            _ => unreachable!(),
+                        };
+                        assert_eq!(*got, want);
+                    }
+                }
+            }
+        }
+        for algo in [AlltoallAlgo::Pairwise, AlltoallAlgo::Linear] {
+            let a = Algorithms {
+                alltoall: algo,
+                ..Algorithms::default()
+            };
+            let w = expand_all(&a, n, &Collective::Alltoall { bytes: 3 });
+            check(&w);
+            assert_eq!(msgs(&w), nn * (nn - 1), "{algo} n={n}");
+            assert!(recvs_per_rank(&w).iter().all(|&c| c == nn - 1));
+        }
+        let w = expand_all(&Algorithms::default(), n, &Collective::Barrier);
+        check(&w);
+        assert_eq!(msgs(&w), nn * log2_ceil(n));
+        let _ = BarrierAlgo::Dissemination;
+        for algo in [ReduceScatterAlgo::Ring, ReduceScatterAlgo::Pairwise] {
+            let a = Algorithms {
+                reducescatter: algo,
+                ..Algorithms::default()
+            };
+            let w = expand_all(
+                &a,
+                n,
+                &Collective::ReduceScatter {
+                    counts: BlockCounts::PerRank((1..=n as u64).collect()),
+                    compute_ns: 0,
+                },
+            );
+            check(&w);
+            assert_eq!(msgs(&w), nn * (nn - 1), "{algo} n={n}");
+        }
+    }
+}
+
+#[test]
+fn pairwise_alltoall_step_i_pairs_r_plus_i_and_r_minus_i() {
+    let w = expand_all(
+        &Algorithms::default(),
+        4,
+        &Collective::Alltoall { bytes: 1 },
+    );
+    let rank1: Vec<_> = w.rank_ops(1).map(|i| w.op(i)).collect();
+    let t = coll_tag(0);
+    let step = |to, from| {
+        [
+            OpKind::Send {
+                to,
+                tag: t,
+                bytes: 1,
+            },
+            OpKind::Recv {
+                from,
+                tag: t,
+                bytes: 1,
+            },
+            OpKind::Calc { ns: 0 },
+        ]
+    };
+    let want: Vec<_> = [step(2, 0), step(3, 3), step(0, 2)].concat();
+    assert_eq!(rank1, want);
+}
+
+// ---------------------------------------------------------------- own format
+
+#[test]
+fn own_format_example_reads_as_written() {
+    let w = own(
+        "# two ranks\nranks 2\n\nrank 0\n  compute 1.5us   # work\n  isend 1 1KiB tag 3 as a\n\
+         irecv 1 64B as b\n  wait a\n  waitall b\n  barrier\n\
+         rank 1:\n  recv 0 1KiB tag 3\n  send 0 64\n  barrier\n",
+    );
+    assert_eq!(w.nranks(), 2);
+    let r0: Vec<_> = w.rank_ops(0).map(|i| w.op(i)).collect();
+    assert_eq!(r0[0], OpKind::Calc { ns: 1500 });
+    assert_eq!(
+        r0[1],
+        OpKind::Send {
+            to: 1,
+            tag: 3,
+            bytes: 1024
+        }
+    );
+    assert_eq!(
+        r0[2],
+        OpKind::Recv {
+            from: 1,
+            tag: 0,
+            bytes: 64
+        }
+    );
+    // `wait a` joins the isend only; `waitall b` the irecv.
+    assert!(w.deps(3).any(|d| d == (1, DepKind::Requires)));
+    assert!(!w.deps(3).any(|d| d == (2, DepKind::Requires)));
+    assert!(w.deps(4).any(|d| d == (2, DepKind::Requires)));
+    check(&w);
+}
+
+#[test]
+fn own_format_collectives_and_any() {
+    let text = "ranks 3\nrank 0\nbcast root 2 1MiB\nallreduce 1KB\nalltoall 8\nallgather 8\n\
+                gather root 1 8\nscatter root 0 8\nreduce root 0 8\nreducescatter 8\nbarrier\n\
+                recv any 1 tag any\n";
+    let mut all = String::from(text);
+    for r in 1..3 {
+        all.push_str(&format!(
+            "rank {r}\nbcast root 2 1MiB\nallreduce 1KB\nalltoall 8\nallgather 8\n\
+             gather root 1 8\nscatter root 0 8\nreduce root 0 8\nreducescatter 8\nbarrier\n\
+             send 0 1 tag {r}\n"
+        ));
+    }
+    let w = own(&all);
+    let anys = w
+        .ops()
+        .iter()
+        .filter(|o| {
+            matches!(
+                o,
+                OpKind::Recv {
+                    from: ANY,
+                    tag: ANY,
+                    ..
+                }
+            )
+        })
+        .count();
+    assert_eq!(anys, 1);
+    // Collective messages carry reserved tags numbered per call.
+    assert!(w
+        .ops()
+        .iter()
+        .any(|o| matches!(o, OpKind::Send { tag, .. } if *tag == coll_tag(8))));
+}
+
+#[test]
+fn own_format_errors_name_line_column_and_token() {
+    let cases: &[(&str, &str)] = &[
+        ("compute 1us\n", "t.trace:1:1: a trace starts with `ranks N` (at `compute`)"),
+        ("ranks 2\nrank 0\nsend 2 8\n", "t.trace:3:6: rank 2 is outside 0..2 (at `2`)"),
+        (
+            "ranks 2\nrank 0\nsend 1 9223372036854775808\n",
+            "t.trace:3:8: size is larger than 2^48 = 281474976710656 bytes (at \
+             `9223372036854775808`)",
+        ),
+        (
+            "ranks 2\nrank 0\n  isend 1 8 tag 2147483648\n",
+            "t.trace:3:17: tags must be below 2^31 (higher tags are reserved for collectives) \
+             (at `2147483648`)",
+        ),
+        (
+            "ranks 2\nrank 0\ncompute 5 us\n",
+            "t.trace:3:11: unexpected word after `compute`'s arguments (at `us`)",
+        ),
+        (
+            "ranks 2\nrank 0\ncompute 5\n",
+            "t.trace:3:9: expected a duration: a number with a unit ns, us, ms or s (at `5`)",
+        ),
+        ("ranks 2\nrank 0\nsend 1\n", "t.trace:3:7: expected a size at the end of the line"),
+        (
+            "ranks 2\nrank 0\nwait r1\n",
+            "t.trace:3:6: no outstanding request has this name (at `r1`)",
+        ),
+        (
+            "ranks 2\nrank 0\nisend 1 8 as r\nisend 1 8 as r\n",
+            "t.trace:4:14: a request of this name is still outstanding (wait for it first) (at `r`)",
+        ),
+        ("ranks 2\nsend 1 8\n", "t.trace:2:1: operation outside a rank block (start one with `rank R`) (at `send`)"),
+        (
+            "ranks 2\nrank 0\nbarrier\nrank 1\n",
+            "t.trace:4:6: rank 1 calls collectives differently from rank 0 (0 calls against 1, \
+             or other kinds, roots or sizes); every rank must call the same collectives in the \
+             same order (at `1`)",
+        ),
+        (
+            "ranks 2\nrank 0\nbarrier\n",
+            "t.trace:4:1: rank 1 has no block, but rank 0 calls 1 collectives; every rank must \
+             call the same collectives",
+        ),
+        ("ranks 2\nrank 0\nrank 0\n", "t.trace:3:6: rank 0 is defined twice (at `0`)"),
+        (
+            "ranks 2\nrank 0\nbcast 0 8\n",
+            "t.trace:3:7: expected `root R` (as in `bcast root 0 1KiB`) (at `0`)",
+        ),
+        ("ranks 99999999999\n", "t.trace:1:7: the number of ranks must be 1 to 2^24 = 16777216 (at `99999999999`)"),
+        ("ranks 2\nrank 0\n  sned 1 8\n", "t.trace:3:3: unknown operation (expected compute, send, recv, isend, irecv, wait, waitall, barrier, bcast, reduce, allreduce, alltoall, allgather, gather, scatter or reducescatter) (at `sned`)"),
+        // Columns count characters, not bytes.
+        ("ranks 2\nrank 0 # é\ncompute 1µs\n", "t.trace:3:9: expected a duration: a number with a unit ns, us, ms or s (at `1µs`)"),
+    ];
+    for (text, want) in cases {
+        assert_eq!(&own_err(text), want, "input: {text:?}");
+    }
+    let e = parse_str("ranks 2\nrank 0\nsé 1 8", "t", TraceFormat::Own, &opts()).unwrap_err();
+    assert_eq!((e.line, e.column, e.token.as_str()), (3, 1, "sé"));
+}
+
+#[test]
+fn goal_errors_name_line_column_and_token() {
+    assert_eq!(
+        goal_err("num_ranks 2\nrank 0 {\n  l1: send 18446744073709551616b to 1\n}\n"),
+        "t.goal:3:12: size is larger than 281474976710656 bytes (at `18446744073709551616b`)"
+    );
+    assert_eq!(
+        goal_err("num_ranks 2\nrank 0 {\n  l1: send 8b to 1 tag -1\n}\n"),
+        "t.goal:3:24: expected a tag (at `-1`)"
+    );
+    assert_eq!(
+        goal_err("num_ranks 2\nrank 0 {\n  l1: sned 8b to 1\n}\n"),
+        "t.goal:3:7: expected `send`, `recv` or `calc` (at `sned`)"
+    );
+    assert_eq!(
+        goal_err("num_ranks 2\nrank 1 {\n}\nrank 1 { }"),
+        "t.goal:4:6: rank 1 is defined twice (at `1`)"
+    );
+    assert_eq!(
+        goal_err("rank 0 {}"),
+        "t.goal:1:1: expected `num_ranks` (at `rank`)"
+    );
+    assert_eq!(
+        goal_err("num_ranks 2\nrank 0 {\n  l1: calc 5\n  l1 requires l1\n}"),
+        "t.goal:4:15: an operation cannot depend on itself (at `l1`)"
+    );
+    assert_eq!(
+        goal_err("num_ranks 2\nrank 0 {\n  l1: calc 5\n  l1 needs l1\n}"),
+        "t.goal:4:6: expected `requires` or `irequires` (at `needs`)"
+    );
+}
+
+// ---------------------------------------------------------------- generators
+
+#[test]
+fn generated_patterns_parse_back_and_run() {
+    let cases: &[(Pattern, u32, usize)] = &[
+        (Pattern::Incast, 5, 4),
+        (Pattern::AllToAll, 5, 20),
+        (Pattern::RingShift, 5, 5),
+        (Pattern::Halo2D { x: 3, y: 2 }, 6, 24),
+        (Pattern::Halo2D { x: 2, y: 2 }, 4, 16),
+        (Pattern::PairwiseAllToAll, 5, 20),
+    ];
+    for &(p, n, per_iter) in cases {
+        let text = own_pattern_string(p, n, 4096, 3).unwrap();
+        let w = parse_str(&text, &p.to_string(), TraceFormat::Own, &opts())
+            .unwrap_or_else(|e| panic!("{p}: {e}\n{text}"));
+        assert_eq!(w.nranks(), n);
+        assert_eq!(w.counts().0, 3 * per_iter, "{p}");
+        assert_eq!(w.counts().1, 3 * per_iter, "{p}");
+        check(&w);
+    }
+    assert!(own_pattern_string(Pattern::Halo2D { x: 3, y: 3 }, 8, 1, 1).is_err());
+}
+
+#[test]
+fn own_and_simgrid_refuse_traces_that_expand_beyond_the_operation_limit() {
+    assert_eq!(
+        own_err("ranks 16777216\nrank 0\nalltoall 8\n"),
+        "t.trace:3:1: the trace expands into more than 67108864 operations (at `alltoall`)"
+    );
+    assert_eq!(
+        sg_err("0 send 16777215 0 8\n0 alltoall 8 8\n"),
+        "t.txt:2:3: the trace expands into more than 67108864 operations (at `alltoall`)"
+    );
+}
+
+/// The performance goal's input: a 2^20-rank binomial broadcast in GOAL (~3.1 M operations).
+/// A timing, not a check: run with
+/// `cargo test --release -p commperf-predict --test parsers -- --ignored --nocapture million`.
+#[test]
+#[ignore]
+fn million_rank_goal_broadcast_parse_time() {
+    use std::time::Instant;
+    let n = 1 << 20;
+    let t = Instant::now();
+    let mut v = Vec::with_capacity(110 << 20);
+    goal_binomial_bcast(n, 1, &mut v).unwrap();
+    let gen = t.elapsed();
+    let text = String::from_utf8(v).unwrap();
+    let t = Instant::now();
+    let w = parse_str(&text, "bcast-1M.goal", TraceFormat::Goal, &opts()).unwrap();
+    let parse = t.elapsed();
+    let (s, r, c) = w.counts();
+    eprintln!(
+        "1M-rank GOAL broadcast: {} MB written in {:.3} s, parsed in {:.3} s: {} ops \
+         ({s} sends, {r} recvs, {c} calcs)",
+        text.len() / 1_000_000,
+        gen.as_secs_f64(),
+        parse.as_secs_f64(),
+        w.len()
+    );
+    assert_eq!((s, r), (n as usize - 1, n as usize - 1));
+}
+
+#[test]
+fn the_documented_example_parses() {
+    let doc =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("TRACE-FORMAT.md"))
+            .unwrap();
+    let start = doc.find("```text\n").unwrap() + "```text\n".len();
+    let end = start + doc[start..].find("```").unwrap();
+    let w = own(&doc[start..end]);
+    assert_eq!(w.nranks(), 3);
+    // Two user messages and the 4 of a 3-rank recursive-doubling allreduce (the matcher and
+    // executor here do not handle `any`).
+    assert_eq!(w.counts().0, 6);
+    assert_eq!(w.counts().1, 6);
+}
