@@ -75,6 +75,10 @@ pub struct ClusterSpec {
     /// Turn segmentation/receive offloads off on every veth (needs `ethtool`; skipped with a
     /// note where it is missing). Off means the shaper sees wire-sized packets.
     pub offloads_off: bool,
+    /// Largest segmentation-offload packet on every veth (`ip link set … gso_max_size`), so
+    /// that with offloads on a shaper never releases more than this in one piece. None = the
+    /// kernel's default (64 KiB).
+    pub gso_max_bytes: Option<u32>,
 }
 
 /// One host: a namespace and the two ends of its cable.
@@ -422,6 +426,20 @@ impl Cluster {
             let cidr = format!("{}/24", h.addr);
             ip(&["-n", &h.netns, "addr", "add", &cidr, "dev", &h.dev])?;
             ip(&["-n", &h.netns, "link", "set", "lo", "up"])?;
+            if let Some(g) = spec.gso_max_bytes {
+                let g = g.to_string();
+                ip(&["link", "set", "dev", &h.port, "gso_max_size", &g])?;
+                ip(&[
+                    "-n",
+                    &h.netns,
+                    "link",
+                    "set",
+                    "dev",
+                    &h.dev,
+                    "gso_max_size",
+                    &g,
+                ])?;
+            }
             if ethtool {
                 let off = ["tso", "off", "gso", "off", "gro", "off"];
                 run("ethtool", &[&["-K", &h.port][..], &off].concat())?;

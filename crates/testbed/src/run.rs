@@ -55,6 +55,8 @@ pub struct TestbedConfig {
     pub rate_bit_per_s: u64,
     pub shaper: Shaper,
     pub offloads_off: bool,
+    /// See [`ClusterSpec::gso_max_bytes`].
+    pub gso_max_bytes: Option<u32>,
     /// Pattern names (`incast`, `alltoall`, `ring`, `halo`).
     pub patterns: Vec<String>,
     /// Message size of every pattern.
@@ -332,6 +334,7 @@ pub fn run(
         rate_bit_per_s: cfg.rate_bit_per_s,
         shaper: cfg.shaper,
         offloads_off: cfg.offloads_off,
+        gso_max_bytes: cfg.gso_max_bytes,
     })?;
     if cfg.keep {
         cluster.keep();
