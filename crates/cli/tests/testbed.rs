@@ -61,14 +61,15 @@ fn serial() -> std::sync::MutexGuard<'static, ()> {
     SERIAL.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// A small quick testbed: 4 hosts, 200 Mbit/s, 128 KiB messages, a short ladder.
+/// A small quick testbed: 4 hosts, 200 Mbit/s, 128 KiB messages, few repetitions.
 fn small_run(iters: &str, extra: &[&str]) -> std::process::Child {
     Command::new(EXE)
         .args([
             "testbed", "--hosts", "4", "--rate", "200mbit", "--bytes", "128K",
         ])
-        .args(["--iters", iters, "--ladder", "1,4K,16K,64K,128K,256K,512K"])
-        .args(["--ladder-reps", "5", "--format", "json"])
+        // The default ladder (1 B .. 4 MiB), 3 round trips each: a short ladder of 7 sizes
+        // was fitted with one straight line that missed the large sizes by 30 %.
+        .args(["--iters", iters, "--ladder-reps", "3", "--format", "json"])
         .args(extra)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -111,8 +112,10 @@ fn patterns_are_measured_plausibly_and_nothing_is_left_behind() {
         if name == "incast" {
             assert_eq!(max_bytes, 3.0 * 131072.0);
         }
-        // Once the engine predicts: within 25 % on this tiny, short run (128 KiB messages, 3
-        // iterations, on a shared 2-core machine); the 10 % goal is for the default run.
+        // Within 25 % on this tiny, short run: 128 KiB messages make the ring a 5 ms
+        // iteration, where a rank thread waking 0.5 ms late on a busy 2-core machine is 10 %
+        // (measured -1 % .. -11 % here); the 10 % goal is for the default run (1 MiB, 8 hosts,
+        // measured -2 % .. -4 %).
         if let Some(pred) = p["predicted_us"].as_f64() {
             let err = (pred - med).abs() / med;
             assert!(
