@@ -211,6 +211,14 @@ fn prefix_pid(name: &str) -> Option<u32> {
 }
 
 fn pid_alive(pid: u32) -> bool {
+    // A zombie (killed, not yet reaped: common where pid 1 does not reap) is dead.
+    if let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        if let Some((_, rest)) = stat.rsplit_once(") ") {
+            if rest.starts_with('Z') || rest.starts_with('X') {
+                return false;
+            }
+        }
+    }
     // SAFETY: kill with signal 0 only checks for existence and permission.
     let r = unsafe { libc::kill(pid as libc::pid_t, 0) };
     r == 0 || std::io::Error::last_os_error().raw_os_error() != Some(libc::ESRCH)
@@ -552,6 +560,12 @@ mod tests {
         assert!(parse_rate("fast").is_err());
         assert!(parse_rate("10furlongs").is_err());
         assert!(parse_rate("0bit").is_err());
+    }
+
+    #[test]
+    fn liveness() {
+        assert!(pid_alive(std::process::id()));
+        assert!(!pid_alive(u32::MAX / 2));
     }
 
     #[test]

@@ -62,7 +62,7 @@ pub enum PatternError {
     },
     #[error("unknown pattern '{0}' (known: incast, alltoall, ring, halo)")]
     Unknown(String),
-    #[error("halo needs a grid: {0} ranks cannot be arranged as X x Y with X, Y >= 2")]
+    #[error("halo needs a grid: {0} ranks cannot be arranged as X x Y with X, Y >= 2 (choose other --hosts, or leave halo out of --patterns)")]
     NoGrid(u32),
 }
 
