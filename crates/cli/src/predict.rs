@@ -212,15 +212,7 @@ pub fn run(a: &PredictArgs) -> Result<()> {
         ..ParseOptions::default()
     };
     opts.host_speed_flops = a.host_speed;
-    let text_format = match a.format_in {
-        Some(f) => f,
-        None => {
-            // Detection reads the file's start; the reader reads it again in full.
-            let head = read_head(&a.trace)?;
-            parse::detect(&head)
-        }
-    };
-    let workload = parse::read_trace(&a.trace, Some(text_format), &opts)
+    let (workload, text_format) = parse::read_trace_as(&a.trace, a.format_in, &opts)
         .with_context(|| format!("reading trace {}", a.trace.display()))?;
     let profile: Option<Profile> = match &a.profile {
         Some(p) => {
@@ -330,17 +322,6 @@ pub fn run(a: &PredictArgs) -> Result<()> {
         }
     }
     Ok(())
-}
-
-fn read_head(path: &std::path::Path) -> Result<String> {
-    use std::io::Read;
-    let f =
-        std::fs::File::open(path).with_context(|| format!("reading trace {}", path.display()))?;
-    let mut buf = Vec::with_capacity(64 * 1024);
-    f.take(64 * 1024)
-        .read_to_end(&mut buf)
-        .with_context(|| format!("reading trace {}", path.display()))?;
-    Ok(String::from_utf8_lossy(&buf).into_owned())
 }
 
 #[cfg(test)]
