@@ -67,14 +67,14 @@ pub struct PredictArgs {
     #[arg(long, value_name = "FLOPS", default_value = "1e9", value_parser = positive_f64)]
     pub host_speed: f64,
     /// Messages up to this size are sent eagerly; larger ones wait for the receive
-    #[arg(long, value_name = "SIZE", default_value = "64k", value_parser = size)]
+    #[arg(long, value_name = "SIZE", default_value = "64k", value_parser = crate::cli::size)]
     pub eager: u64,
     /// A link class's bandwidth and extra latency: CLASS=RATE[,LATENCY], e.g. core=40Gbit/s,1us
     /// (repeatable; classes not given run at the profile's bandwidth)
     #[arg(long = "link", value_name = "CLASS=RATE[,LAT]", value_parser = link_class)]
     pub links: Vec<LinkClass>,
     /// Packet size for the knee capacity
-    #[arg(long, value_name = "SIZE", default_value = "4k", value_parser = size)]
+    #[arg(long, value_name = "SIZE", default_value = "4k", value_parser = crate::cli::size)]
     pub packet: u64,
     /// Output format
     #[arg(long, value_enum, default_value = "table")]
@@ -104,10 +104,6 @@ fn positive_f64(s: &str) -> Result<f64, String> {
         Ok(v) if v.is_finite() && v > 0.0 => Ok(v),
         _ => Err(format!("'{s}' is not a positive number")),
     }
-}
-
-fn size(s: &str) -> Result<u64, String> {
-    commperf_core::parse_size(s).map_err(|e| e.to_string())
 }
 
 fn fraction(s: &str) -> Result<f64, String> {
