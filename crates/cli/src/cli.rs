@@ -95,6 +95,11 @@ pub(crate) fn cpu_pair(s: &str) -> Result<(usize, usize), String> {
     }
 }
 /// `--shm-single-copy`: a size, or never.
+/// One message size (k/M/G suffixes), for any subcommand.
+pub(crate) fn size(s: &str) -> Result<u64, String> {
+    parse_size(s).map_err(|e| e.to_string())
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SingleCopy(pub Option<usize>);
 

@@ -23,7 +23,7 @@ pub struct GenTraceArgs {
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(2..=16_777_216))]
     pub ranks: u32,
     /// Message size (k/M/G suffixes)
-    #[arg(long, value_name = "SIZE", default_value = "1k", value_parser = size)]
+    #[arg(long, value_name = "SIZE", default_value = "1k", value_parser = crate::cli::size)]
     pub bytes: u64,
     /// Repetitions (own format)
     #[arg(long, value_name = "K", default_value = "1", value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
@@ -34,10 +34,6 @@ pub struct GenTraceArgs {
     /// Write to FILE [default: stdout]
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     pub out: Option<PathBuf>,
-}
-
-fn size(s: &str) -> Result<u64, String> {
-    commperf_core::parse_size(s).map_err(|e| e.to_string())
 }
 
 fn pattern(s: &str, ranks: u32) -> Result<Option<Pattern>> {

@@ -67,14 +67,14 @@ pub struct PredictArgs {
     #[arg(long, value_name = "FLOPS", default_value = "1e9", value_parser = positive_f64)]
     pub host_speed: f64,
     /// Messages up to this size are sent eagerly; larger ones wait for the receive
-    #[arg(long, value_name = "SIZE", default_value = "64k", value_parser = size)]
+    #[arg(long, value_name = "SIZE", default_value = "64k", value_parser = crate::cli::size)]
     pub eager: u64,
     /// A link class's bandwidth and extra latency: CLASS=RATE[,LATENCY], e.g. core=40Gbit/s,1us
     /// (repeatable; classes not given run at the profile's bandwidth)
     #[arg(long = "link", value_name = "CLASS=RATE[,LAT]", value_parser = link_class)]
     pub links: Vec<LinkClass>,
     /// Packet size for the knee capacity
-    #[arg(long, value_name = "SIZE", default_value = "4k", value_parser = size)]
+    #[arg(long, value_name = "SIZE", default_value = "4k", value_parser = crate::cli::size)]
     pub packet: u64,
     /// Output format
     #[arg(long, value_enum, default_value = "table")]
@@ -104,10 +104,6 @@ fn positive_f64(s: &str) -> Result<f64, String> {
         Ok(v) if v.is_finite() && v > 0.0 => Ok(v),
         _ => Err(format!("'{s}' is not a positive number")),
     }
-}
-
-fn size(s: &str) -> Result<u64, String> {
-    commperf_core::parse_size(s).map_err(|e| e.to_string())
 }
 
 fn fraction(s: &str) -> Result<f64, String> {
@@ -212,15 +208,7 @@ pub fn run(a: &PredictArgs) -> Result<()> {
         ..ParseOptions::default()
     };
     opts.host_speed_flops = a.host_speed;
-    let text_format = match a.format_in {
-        Some(f) => f,
-        None => {
-            // Detection reads the file's start; the reader reads it again in full.
-            let head = read_head(&a.trace)?;
-            parse::detect(&head)
-        }
-    };
-    let workload = parse::read_trace(&a.trace, Some(text_format), &opts)
+    let (workload, text_format) = parse::read_trace_as(&a.trace, a.format_in, &opts)
         .with_context(|| format!("reading trace {}", a.trace.display()))?;
     let profile: Option<Profile> = match &a.profile {
         Some(p) => {
@@ -330,17 +318,6 @@ pub fn run(a: &PredictArgs) -> Result<()> {
         }
     }
     Ok(())
-}
-
-fn read_head(path: &std::path::Path) -> Result<String> {
-    use std::io::Read;
-    let f =
-        std::fs::File::open(path).with_context(|| format!("reading trace {}", path.display()))?;
-    let mut buf = Vec::with_capacity(64 * 1024);
-    f.take(64 * 1024)
-        .read_to_end(&mut buf)
-        .with_context(|| format!("reading trace {}", path.display()))?;
-    Ok(String::from_utf8_lossy(&buf).into_owned())
 }
 
 #[cfg(test)]

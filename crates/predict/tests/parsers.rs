@@ -957,10 +957,12 @@ fn million_rank_goal_broadcast_parse_time() {
 
 #[test]
 fn the_documented_example_parses() {
+    // The grammar lives in the README's predict section.
     let doc =
-        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("TRACE-FORMAT.md"))
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../README.md"))
             .unwrap();
-    let start = doc.find("```text\n").unwrap() + "```text\n".len();
+    let own_format = doc.find("#### commperf's own format").unwrap();
+    let start = own_format + doc[own_format..].find("```text\n").unwrap() + "```text\n".len();
     let end = start + doc[start..].find("```").unwrap();
     let w = own(&doc[start..end]);
     assert_eq!(w.nranks(), 3);

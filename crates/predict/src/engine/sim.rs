@@ -6,7 +6,7 @@
 //! times resolve in the order the events were created: the same input always gives the same
 //! output. Memory is per operation a few words, so a million-rank schedule fits.
 
-use super::queue::{key, time_of, RadixHeap};
+use super::queue::{key, time_of, EventQueue};
 use super::{Background, LogGp, Model, PredictConfig, PredictError};
 use crate::output::{Arrow, Span, SpanKind, Timeline};
 use crate::tcom::Tcom;
@@ -198,7 +198,7 @@ pub(crate) struct Sim<'a> {
 
     now: f64,
     seq: u64,
-    heap: RadixHeap<(EvKind, u32, u32)>,
+    heap: EventQueue<(EvKind, u32, u32)>,
     events: u64,
 
     /// Per operation in one place: the engine visits operations in time order, which jumps
@@ -350,7 +350,7 @@ impl<'a> Sim<'a> {
             class_latency,
             now: 0.0,
             seq: 0,
-            heap: RadixHeap::new(),
+            heap: EventQueue::new(),
             events: 0,
             st,
             rev,

@@ -182,6 +182,15 @@ pub fn read_trace(
     format: Option<TraceFormat>,
     opts: &ParseOptions,
 ) -> Result<Workload, TraceError> {
+    read_trace_as(path, format, opts).map(|(w, _)| w)
+}
+
+/// [`read_trace`], also saying which format was read (detected or given).
+pub fn read_trace_as(
+    path: &Path,
+    format: Option<TraceFormat>,
+    opts: &ParseOptions,
+) -> Result<(Workload, TraceFormat), TraceError> {
     let text = std::fs::read_to_string(path).map_err(|source| TraceError::Io {
         path: path.display().to_string(),
         source,
@@ -193,10 +202,11 @@ pub fn read_trace(
         TraceFormat::Own if simgrid::is_existing_index(path, &text) => TraceFormat::SimGrid,
         f => f,
     });
-    match format {
-        TraceFormat::SimGrid => simgrid::parse_file(path, &text, opts),
-        _ => Ok(parse_str(&text, &name, format, opts)?),
-    }
+    let w = match format {
+        TraceFormat::SimGrid => simgrid::parse_file(path, &text, opts)?,
+        _ => parse_str(&text, &name, format, opts)?,
+    };
+    Ok((w, format))
 }
 
 /// Parses text already in memory (`name` is used in errors).

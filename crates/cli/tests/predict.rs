@@ -1,0 +1,264 @@
+//! End-to-end tests of `commperf predict` and `commperf gen-trace`: every example file written
+//! by another project predicts, results are byte-identical for the same seed, the models and
+//! topologies give the answers computed by hand, and bad input is refused with a clear message.
+
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn commperf(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_commperf"))
+        .args(args)
+        .output()
+        .expect("run commperf")
+}
+
+fn data(name: &str) -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../predict/tests/data")
+        .join(name)
+        .display()
+        .to_string()
+}
+
+fn tmp(name: &str) -> PathBuf {
+    std::env::temp_dir().join(format!("commperf-predict-{}-{name}", std::process::id()))
+}
+
+fn json(args: &[&str]) -> Value {
+    let mut a = args.to_vec();
+    a.extend(["--format", "json"]);
+    let o = commperf(&a);
+    assert!(
+        o.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    serde_json::from_slice(&o.stdout).expect("JSON")
+}
+
+fn err(args: &[&str]) -> (i32, String) {
+    let o = commperf(args);
+    (
+        o.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn every_example_file_predicts() {
+    let files = [
+        ("binary_tree_32.goal", "goal", 32, 31),
+        ("actions_allreduce.txt", "simgrid", 3, 4),
+        ("actions_alltoall.txt", "simgrid", 3, 6),
+        ("actions_barrier.txt", "simgrid", 3, 7),
+        ("actions_bcast.txt", "simgrid", 3, 6),
+        ("actions_gather.txt", "simgrid", 4, 3),
+        ("actions_waitall.txt", "simgrid", 3, 3),
+        ("actions_with_isend.txt", "simgrid", 3, 3),
+        // actions0.txt and actions1.txt are the two halves of one trace, read through an index.
+        ("split_traces", "simgrid", 2, 3),
+    ];
+    for (f, format, ranks, messages) in files {
+        for model in ["contention", "loggp"] {
+            let p = json(&["predict", "--trace", &data(f), "--model", model]);
+            assert_eq!(p["schema_version"], 1, "{f}");
+            assert_eq!(p["trace_format"], format, "{f}");
+            assert_eq!(p["ranks_count"], ranks, "{f}");
+            assert_eq!(p["messages"], messages, "{f} {model}");
+            let total = p["total_us"].as_f64().unwrap();
+            assert!(total > 0.0, "{f}: {total}");
+            let last = p["ranks"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|r| r["finish_us"].as_f64().unwrap())
+                .fold(0.0, f64::max);
+            assert_eq!(last, total, "{f}");
+        }
+    }
+}
+
+#[test]
+fn the_binomial_tree_costs_what_the_tree_says() {
+    // Default Tcom: 5 µs + 0.8 ns/B, a hop of 1 B is 5.0008 µs. In the GOAL file rank 0 posts its
+    // 5 sends at once (no dependencies), so on the crossbar they share its uplink: all 5 arrive
+    // after 5 hops (rank 16, a leaf, finishes then). Rank 1 then sends 4 at once: it finishes
+    // after 9. Rank 31 is the last leaf: 0 → 1 → 3 → 7 → 15 → 31, each parent's sends sharing
+    // its uplink 5, 4, 3, 2 and 1 at a time — 15 hops.
+    let p = json(&["predict", "--trace", &data("binary_tree_32.goal")]);
+    let t = |r: usize| p["ranks"][r]["finish_us"].as_f64().unwrap();
+    let hop = 5.0008;
+    assert!((t(16) - 5.0 * hop).abs() < 1e-9, "{}", t(16));
+    assert!((t(1) - 9.0 * hop).abs() < 1e-9, "{}", t(1));
+    assert!((t(31) - 15.0 * hop).abs() < 1e-9, "{}", t(31));
+    assert!((p["total_us"].as_f64().unwrap() - 15.0 * hop).abs() < 1e-9);
+    assert_eq!(p["bottlenecks"][0], "h0->s0");
+}
+
+#[test]
+fn the_same_seed_gives_byte_identical_output() {
+    let args = [
+        "predict",
+        "--trace",
+        &data("actions_bcast.txt"),
+        "--background",
+        "exp:0.3",
+        "--seed",
+        "7",
+        "--format",
+        "json",
+    ];
+    let a = commperf(&args);
+    let b = commperf(&args);
+    assert!(a.status.success());
+    assert_eq!(a.stdout, b.stdout);
+    let mut other = args.to_vec();
+    other[7] = "8";
+    assert_ne!(commperf(&other).stdout, a.stdout);
+}
+
+#[test]
+fn generated_patterns_predict_on_every_topology() {
+    let trace = tmp("a2a.txt");
+    let t = trace.to_str().unwrap();
+    let o = commperf(&[
+        "gen-trace",
+        "pairwise",
+        "--ranks",
+        "16",
+        "--bytes",
+        "1k",
+        "-o",
+        t,
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let dot = data("simplenet.dot");
+    let mut totals = Vec::new();
+    for topo in [
+        "crossbar",
+        "clos",
+        "fattree:k=4",
+        "torus:4x4",
+        "torus:2x2x4",
+    ] {
+        let p = json(&["predict", "--trace", t, "--topology", topo]);
+        assert_eq!(p["messages"], 16 * 15, "{topo}");
+        totals.push(p["total_us"].as_f64().unwrap());
+    }
+    // The crossbar never contends in a pairwise exchange (each step is a permutation): 15 steps
+    // of one 1 KiB message each.
+    assert!(
+        (totals[0] - 15.0 * (5.0 + 0.8 * 1.024)).abs() < 1e-6,
+        "{totals:?}"
+    );
+    // Multi-hop networks share links: never faster than the crossbar.
+    assert!(totals.iter().all(|&x| x >= totals[0] - 1e-9), "{totals:?}");
+    // 11 ranks on the dot file's 11 hosts.
+    let o = commperf(&[
+        "gen-trace",
+        "incast",
+        "--ranks",
+        "11",
+        "--bytes",
+        "1k",
+        "-o",
+        t,
+    ]);
+    assert!(o.status.success());
+    let p = json(&["predict", "--trace", t, "--topology", &dot]);
+    assert_eq!(p["bottlenecks"][0], "S1->H0");
+    assert_eq!(
+        p["links"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|l| l["max_contention"].as_u64().unwrap())
+            .max(),
+        Some(10)
+    );
+    let _ = std::fs::remove_file(&trace);
+}
+
+#[test]
+fn bounds_and_timelines_are_written() {
+    let tl = tmp("tl.json");
+    let svg = tmp("tl.svg");
+    let p = json(&[
+        "predict",
+        "--trace",
+        &data("actions_waitall.txt"),
+        "--background",
+        "exp:0.2",
+        "--bounds",
+        "--bounds-runs",
+        "4",
+        "--timeline",
+        tl.to_str().unwrap(),
+        "--timeline-svg",
+        svg.to_str().unwrap(),
+    ]);
+    let b = &p["bounds"];
+    let (best, avg, worst) = (
+        b["best_us"].as_f64().unwrap(),
+        b["average_us"].as_f64().unwrap(),
+        b["worst_us"].as_f64().unwrap(),
+    );
+    assert!(best <= avg && avg <= worst, "{b}");
+    assert_eq!(b["runs"], 4);
+    let chrome: Value =
+        serde_json::from_str(&std::fs::read_to_string(&tl).unwrap()).expect("chrome JSON");
+    let events = chrome["traceEvents"].as_array().unwrap();
+    // One flow start per message.
+    assert_eq!(events.iter().filter(|e| e["ph"] == "s").count(), 3);
+    let s = std::fs::read_to_string(&svg).unwrap();
+    assert!(
+        s.starts_with("<svg") || s.starts_with("<?xml"),
+        "{}",
+        &s[..40.min(s.len())]
+    );
+    let _ = std::fs::remove_file(&tl);
+    let _ = std::fs::remove_file(&svg);
+}
+
+#[test]
+fn bad_input_is_refused_with_the_place() {
+    let bad = tmp("bad.goal");
+    std::fs::write(&bad, "num_ranks 2\nrank 0 {\nl1: send 8b to 7 tag 0\n}\n").unwrap();
+    let (code, e) = err(&["predict", "--trace", bad.to_str().unwrap()]);
+    assert_eq!(code, 1, "{e}");
+    assert!(e.contains("bad.goal:3:"), "{e}");
+    let (code, e) = err(&["predict", "--trace", &data("actions1.txt")]);
+    assert_eq!(code, 1);
+    assert!(e.contains("deadlock"), "{e}");
+    let (code, e) = err(&[
+        "predict",
+        "--trace",
+        &data("actions1.txt"),
+        "--topology",
+        "torus:3",
+    ]);
+    assert_eq!(code, 2);
+    assert!(e.contains("--topology"), "{e}");
+    let (code, e) = err(&[
+        "predict",
+        "--trace",
+        &data("binary_tree_32.goal"),
+        "--topology",
+        "fattree:k=2",
+    ]);
+    assert_eq!(code, 1);
+    assert!(e.contains("32 ranks") && e.contains("hosts"), "{e}");
+    let (code, _) = err(&["predict", "--trace", "/nonexistent/x.goal"]);
+    assert_eq!(code, 1);
+    let (code, e) = err(&[
+        "predict",
+        "--trace",
+        &data("binary_tree_32.goal"),
+        "--background",
+        "const:1.5",
+    ]);
+    assert_eq!(code, 2);
+    assert!(e.contains("--background"), "{e}");
+    let _ = std::fs::remove_file(&bad);
+}
