@@ -67,7 +67,9 @@ pub fn profile_from_points(points: &[TcomPoint], source: &str) -> Result<Profile
             .iter()
             .copied()
             .fold(f64::INFINITY, f64::min);
-        let at_first = intercept + slope * xs[s.start];
+        // At the piece's first size (not only its first measured one): a piece after a
+        // breakpoint with a negative intercept must not cost less there than half a point.
+        let at_first = intercept + slope * from as f64;
         if at_first < floor * 0.5 {
             intercept += floor * 0.5 - at_first;
         }
