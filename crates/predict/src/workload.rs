@@ -27,6 +27,25 @@ pub enum OpKind {
     Recv { from: Rank, tag: u32, bytes: u64 },
 }
 
+impl OpKind {
+    /// A send to `peer` or a receive from it: the readers parse both with one grammar.
+    pub fn p2p(is_send: bool, peer: Rank, tag: u32, bytes: u64) -> OpKind {
+        if is_send {
+            OpKind::Send {
+                to: peer,
+                tag,
+                bytes,
+            }
+        } else {
+            OpKind::Recv {
+                from: peer,
+                tag,
+                bytes,
+            }
+        }
+    }
+}
+
 /// How an operation depends on an earlier one of the same rank.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum DepKind {

@@ -330,19 +330,7 @@ pub(crate) fn parse(text: &str, name: &str, _opts: &ParseOptions) -> Result<Work
                         }
                     }
                     let peer = peer as u32;
-                    if is_send {
-                        OpKind::Send {
-                            to: peer,
-                            tag,
-                            bytes,
-                        }
-                    } else {
-                        OpKind::Recv {
-                            from: peer,
-                            tag,
-                            bytes,
-                        }
-                    }
+                    OpKind::p2p(is_send, peer, tag, bytes)
                 }
                 b"calc" => {
                     let (ns, _) = s.number("a time in nanoseconds", MAX_NS)?;

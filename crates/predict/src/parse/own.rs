@@ -425,19 +425,7 @@ impl<'a> Parser<'a> {
                 let bytes = self.size_arg(args[1])?;
                 let (tag, name) =
                     self.p2p_options(&args[2..], !is_send, nonblocking, line_end, toks)?;
-                let op = if is_send {
-                    OpKind::Send {
-                        to: peer,
-                        tag,
-                        bytes,
-                    }
-                } else {
-                    OpKind::Recv {
-                        from: peer,
-                        tag,
-                        bytes,
-                    }
-                };
+                let op = OpKind::p2p(is_send, peer, tag, bytes);
                 let name_str = name.map(|t| self.word(t));
                 if let (Some(t), Some(b)) = (name, self.block.as_ref()) {
                     if b.named.contains_key(self.word(t)) {
