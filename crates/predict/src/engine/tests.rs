@@ -29,29 +29,52 @@ fn run_full(ranks: &[Vec<OpKind>], cfg: &PredictConfig) -> Outcome {
         }
         b.add_program(r as u32, &p).unwrap();
     }
-    let w = b.finish();
-    let net = Crossbar::new(w.nranks());
-    let map = RankMap::identity(w.nranks(), &net).unwrap();
-    let tcom = Tcom::line(1000.0, 1.0);
-    let loggp = LogGp {
-        L_ns: 1000.0,
-        o_s_ns: 100.0,
-        o_r_ns: 100.0,
-        g_ns: 200.0,
-        G_ns_per_byte: 1.0,
-        O_ns_per_byte: 0.0,
-    };
-    let inputs = Inputs {
-        workload: &w,
-        network: &net,
-        rank_map: &map,
-        tcom: &tcom,
-        loggp: Some(&loggp),
-        trace_name: "test",
-        trace_format: "own",
-        profile_name: "line",
-    };
-    predict(&inputs, cfg).unwrap()
+    let f = Fixture::new(b.finish());
+    predict(&f.inputs(), cfg).unwrap()
+}
+
+/// A workload on a crossbar of its size, Tcom = 1000 ns + 1 ns/B, and LogGP parameters
+/// L = 1000, o = 100, g = 200 ns, G = 1 ns/B.
+struct Fixture {
+    w: Workload,
+    net: Crossbar,
+    map: RankMap,
+    tcom: Tcom,
+    loggp: LogGp,
+}
+
+impl Fixture {
+    fn new(w: Workload) -> Self {
+        let net = Crossbar::new(w.nranks());
+        let map = RankMap::identity(w.nranks(), &net).unwrap();
+        Fixture {
+            w,
+            net,
+            map,
+            tcom: Tcom::line(1000.0, 1.0),
+            loggp: LogGp {
+                L_ns: 1000.0,
+                o_s_ns: 100.0,
+                o_r_ns: 100.0,
+                g_ns: 200.0,
+                G_ns_per_byte: 1.0,
+                O_ns_per_byte: 0.0,
+            },
+        }
+    }
+
+    fn inputs(&self) -> Inputs<'_> {
+        Inputs {
+            workload: &self.w,
+            network: &self.net,
+            rank_map: &self.map,
+            tcom: &self.tcom,
+            loggp: Some(&self.loggp),
+            trace_name: "test",
+            trace_format: "own",
+            profile_name: "line",
+        }
+    }
 }
 
 #[test]
@@ -217,28 +240,8 @@ fn loggp_charges_overheads_gaps_and_latency() {
     let mut b = WorkloadBuilder::new(2);
     b.add_rank(0, &[send(1, 1000), send(1, 1000)], &[]).unwrap();
     b.add_rank(1, &[recv(0, 1000), recv(0, 1000)], &[]).unwrap();
-    let w = b.finish();
-    let net = Crossbar::new(2);
-    let map = RankMap::identity(2, &net).unwrap();
-    let tcom = Tcom::line(1000.0, 1.0);
-    let loggp = LogGp {
-        L_ns: 1000.0,
-        o_s_ns: 100.0,
-        o_r_ns: 100.0,
-        g_ns: 200.0,
-        G_ns_per_byte: 1.0,
-        O_ns_per_byte: 0.0,
-    };
-    let inputs = Inputs {
-        workload: &w,
-        network: &net,
-        rank_map: &map,
-        tcom: &tcom,
-        loggp: Some(&loggp),
-        trace_name: "t",
-        trace_format: "goal",
-        profile_name: "p",
-    };
+    let f = Fixture::new(b.finish());
+    let inputs = f.inputs();
     let cfg = PredictConfig {
         model: Model::LogGp,
         ..PredictConfig::default()
@@ -255,20 +258,8 @@ fn loggp_charges_overheads_gaps_and_latency() {
 fn an_unmatched_receive_is_a_deadlock_not_a_hang() {
     let mut b = WorkloadBuilder::new(2);
     b.add_rank(1, &[recv(0, 8)], &[]).unwrap();
-    let w = b.finish();
-    let net = Crossbar::new(2);
-    let map = RankMap::identity(2, &net).unwrap();
-    let tcom = Tcom::line(1000.0, 1.0);
-    let inputs = Inputs {
-        workload: &w,
-        network: &net,
-        rank_map: &map,
-        tcom: &tcom,
-        loggp: None,
-        trace_name: "t",
-        trace_format: "own",
-        profile_name: "p",
-    };
+    let f = Fixture::new(b.finish());
+    let inputs = f.inputs();
     let e = predict(&inputs, &PredictConfig::default()).unwrap_err();
     assert_eq!(
         e.to_string(),
@@ -281,20 +272,8 @@ fn bounds_run_best_average_and_worst() {
     let mut b = WorkloadBuilder::new(2);
     b.add_rank(0, &[send(1, 100_000)], &[]).unwrap();
     b.add_rank(1, &[recv(0, 100_000)], &[]).unwrap();
-    let w = b.finish();
-    let net = Crossbar::new(2);
-    let map = RankMap::identity(2, &net).unwrap();
-    let tcom = Tcom::line(1000.0, 1.0);
-    let inputs = Inputs {
-        workload: &w,
-        network: &net,
-        rank_map: &map,
-        tcom: &tcom,
-        loggp: None,
-        trace_name: "t",
-        trace_format: "own",
-        profile_name: "p",
-    };
+    let f = Fixture::new(b.finish());
+    let inputs = f.inputs();
     let cfg = PredictConfig {
         background: Background::Exp {
             mean: 0.3,
