@@ -203,11 +203,10 @@ fn link_class(s: &str) -> Result<LinkClass, String> {
 
 /// Runs `commperf predict`.
 pub fn run(a: &PredictArgs) -> Result<()> {
-    let mut opts = ParseOptions {
+    let opts = ParseOptions {
         host_speed_flops: a.host_speed,
         ..ParseOptions::default()
     };
-    opts.host_speed_flops = a.host_speed;
     let (workload, text_format) = parse::read_trace_as(&a.trace, a.format_in, &opts)
         .with_context(|| format!("reading trace {}", a.trace.display()))?;
     let profile: Option<Profile> = match &a.profile {

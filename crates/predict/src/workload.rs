@@ -109,21 +109,13 @@ impl Workload {
 
     /// Dependencies of global operation `i`, as (global index of the other operation, kind).
     pub fn deps(&self, i: usize) -> impl Iterator<Item = (usize, DepKind)> + '_ {
-        let base = self.rank_start[self.rank_of_fast(i)] as usize;
+        let base = self.rank_start[self.rank_of(i) as usize] as usize;
         self.deps[self.dep_start[i] as usize..self.dep_start[i + 1] as usize]
             .iter()
             .map(move |&d| {
-                let kind = if d & IREQ_BIT != 0 {
-                    DepKind::IRequires
-                } else {
-                    DepKind::Requires
-                };
-                (base + (d & !IREQ_BIT) as usize, kind)
+                let (local, kind) = Workload::decode_dep(d);
+                (base + local as usize, kind)
             })
-    }
-
-    fn rank_of_fast(&self, i: usize) -> usize {
-        self.rank_start.partition_point(|&s| s as usize <= i) - 1
     }
 
     /// Raw dependency rows for engines: `(dep_start, deps)`; entries are local indices with the

@@ -218,6 +218,12 @@ fn check(inputs: &Inputs<'_>, cfg: &PredictConfig) -> Result<(), PredictError> {
             inputs.workload.nranks()
         )));
     }
+    let hosts = inputs.network.hosts();
+    if let Some(&h) = inputs.rank_map.0.iter().find(|&&h| h >= hosts) {
+        return Err(PredictError::Config(format!(
+            "the rank map names host {h}, but the network has {hosts} hosts"
+        )));
+    }
     Ok(())
 }
 

@@ -241,18 +241,7 @@ impl<'a> Sim<'a> {
     ) -> Result<Self, PredictError> {
         let n = w.len();
         let nranks = w.nranks() as usize;
-        if map.0.len() < nranks {
-            return Err(PredictError::Config(format!(
-                "the rank map places {} ranks but the workload has {nranks}",
-                map.0.len()
-            )));
-        }
-        if let Some(&h) = map.0.iter().find(|&&h| h >= net.hosts()) {
-            return Err(PredictError::Config(format!(
-                "the rank map names host {h}, but the network has {} hosts",
-                net.hosts()
-            )));
-        }
+        // The rank map was checked against the workload and the network by `engine::check`.
         let mut op_rank = vec![0u32; n];
         let starts = w.rank_starts();
         for r in 0..nranks {
@@ -302,29 +291,20 @@ impl<'a> Sim<'a> {
         } else {
             net.links()
         };
-        let links: Vec<LinkState> = net_links
-            .iter()
-            .map(|l| {
-                let class = cfg.link_classes.iter().find(|c| c.name == l.class);
-                let cap = match class.and_then(|c| c.bandwidth_bytes_per_ns) {
-                    Some(bw) => bw / tcom.peak_bytes_per_ns(),
-                    None => 1.0,
-                };
-                LinkState {
-                    cap,
-                    ..LinkState::default()
-                }
-            })
-            .collect();
-        let class_latency = net_links
-            .iter()
-            .map(|l| {
-                cfg.link_classes
-                    .iter()
-                    .find(|c| c.name == l.class)
-                    .map_or(0.0, |c| c.latency_ns)
-            })
-            .collect();
+        let mut links = Vec::with_capacity(net_links.len());
+        let mut class_latency = Vec::with_capacity(net_links.len());
+        for l in net_links {
+            let class = cfg.link_classes.iter().find(|c| c.name == l.class);
+            let cap = match class.and_then(|c| c.bandwidth_bytes_per_ns) {
+                Some(bw) => bw / tcom.peak_bytes_per_ns(),
+                None => 1.0,
+            };
+            links.push(LinkState {
+                cap,
+                ..LinkState::default()
+            });
+            class_latency.push(class.map_or(0.0, |c| c.latency_ns));
+        }
         let ready: Vec<u32> = (0..n as u32)
             .filter(|&i| pending[i as usize] == 0)
             .collect();
