@@ -4,7 +4,6 @@
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
-use commperf_core::parse_size;
 use commperf_testbed::netns::{self, Shaper};
 use commperf_testbed::proto::TOKEN_ENV;
 use commperf_testbed::rank::{rank_main, RankArgs};
@@ -14,9 +13,6 @@ use std::path::PathBuf;
 
 fn rate(s: &str) -> Result<u64, String> {
     netns::parse_rate(s)
-}
-fn size(s: &str) -> Result<u64, String> {
-    parse_size(s).map_err(|e| e.to_string())
 }
 /// A comma-separated list of pattern names.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -67,7 +63,7 @@ pub struct TestbedArgs {
     )]
     pub patterns: PatternList,
     /// Size of every message of every pattern (k/M suffixes)
-    #[arg(long, value_name = "SIZE", default_value = "1M", value_parser = size)]
+    #[arg(long, value_name = "SIZE", default_value = "1M", value_parser = crate::cli::size)]
     pub bytes: u64,
     /// Timed iterations per pattern (the median is compared)
     #[arg(long, value_name = "R", default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=10000))]
@@ -87,7 +83,7 @@ pub struct TestbedArgs {
     /// Largest offload (GSO) packet on every veth; 0 = the kernel's default (64K). A shaper
     /// releases a whole GSO packet at once: with 64K ones, links shared by several pairs were
     /// shared unevenly (all-to-all 14 % slower than with 16K, measured)
-    #[arg(long, value_name = "SIZE", default_value = "16K", value_parser = size)]
+    #[arg(long, value_name = "SIZE", default_value = "16K", value_parser = crate::cli::size)]
     pub gso_max: u64,
     /// Calibration sizes (ping-pong host 0 <-> 1), e.g. 1,4K,64K:4M [default: 1 B .. 4 MiB]
     #[arg(long, value_name = "SIZES")]
