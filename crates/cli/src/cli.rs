@@ -415,7 +415,7 @@ mod tests {
         for (args, needle) in [
             (
                 vec!["-t", "rdma"],
-                "unknown transport 'rdma' (allowed: shm tcp uds uring-tcp uring-uds model)",
+                "unknown transport 'rdma' (allowed: shm tcp uds uring-tcp uring-uds model mpi)",
             ),
             (
                 vec!["--mode", "spin"],

@@ -90,6 +90,9 @@ named_enum!(
         UringUds => "uring-uds",
         /// A deterministic model charging exact LogGP costs in virtual time (tests, in-process).
         Model => "model",
+        /// The MPI layer (MPI_Send/MPI_Recv, MPI_Isend/MPI_Irecv windows) between ranks that
+        /// mpirun placed; needs a build with the `mpi` feature.
+        Mpi => "mpi",
     }
 );
 
@@ -126,7 +129,7 @@ mod tests {
         let e = "rdma".parse::<TransportKind>().unwrap_err();
         assert_eq!(
             e.to_string(),
-            "unknown transport 'rdma' (allowed: shm tcp uds uring-tcp uring-uds model)"
+            "unknown transport 'rdma' (allowed: shm tcp uds uring-tcp uring-uds model mpi)"
         );
         assert_eq!(serde_json::to_string(&Benchmark::Bibw).unwrap(), "\"bibw\"");
         for t in TransportKind::ALL {

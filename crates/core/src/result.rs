@@ -66,7 +66,8 @@ pub struct Options {
     pub warmup: Option<u64>,
     pub window: u32,
     pub validate: bool,
-    /// `local` (peer process started by commperf) or `peer` (a `commperf serve` elsewhere).
+    /// `local` (peer process started by commperf), `peer` (a `commperf serve` elsewhere) or
+    /// `mpi` (ranks placed by mpirun).
     pub launcher: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub peer: Option<String>,
@@ -184,6 +185,12 @@ pub struct Row {
     pub gap_per_byte_us: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub L_us: Option<f64>,
+    /// Pairs of ranks that measured at once (OSU's multi-pair tests, under `--launcher mpi` or
+    /// `--transport mpi` with more than two ranks): bandwidth and message rate are then sums
+    /// over the pairs (osu_mbw_mr), latency figures the mean of each pair's figure
+    /// (osu_multi_lat). Absent for one pair.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pairs: Option<u32>,
     /// Whether every payload byte was checked.
     pub validated: bool,
 }
@@ -227,6 +234,7 @@ impl Row {
             g_us: None,
             gap_per_byte_us: None,
             L_us: None,
+            pairs: None,
             validated: false,
         }
     }

@@ -552,7 +552,7 @@ fn serve_data_inner(
     let cfg = spec.endpoint_config();
     let wait = cfg.idle_timeout.min(Duration::from_secs(30));
     match spec.transport {
-        TransportKind::Model => Err(model_not_launchable()),
+        TransportKind::Model | TransportKind::Mpi => Err(not_launchable(spec.transport)),
         TransportKind::Shm => {
             shm::remove_stale_segments();
             let seg = shm::ShmSegment::create(spec.shm_options(), spec.max_message)?;
@@ -633,10 +633,16 @@ fn wrap_uds(spec: &DataSpec, s: UnixStream, peer: String) -> Result<AnyEndpoint,
     )?))
 }
 
-fn model_not_launchable() -> LaunchError {
+/// Transports that no data-channel handshake can build: the model lives in one process, and
+/// MPI's channel is the MPI library's, between ranks mpirun started.
+fn not_launchable(t: TransportKind) -> LaunchError {
+    let why = match t {
+        TransportKind::Mpi => "MPI ranks are started by mpirun, not by a commperf launcher",
+        _ => "the LogGP model runs in-process only; it has no peer to launch",
+    };
     LaunchError::Io {
-        what: "transport model".into(),
-        cause: io::Error::other("the LogGP model runs in-process only; it has no peer to launch"),
+        what: format!("transport {t}"),
+        cause: io::Error::other(why),
     }
 }
 
@@ -679,7 +685,7 @@ pub fn connect_data(
     };
     let cfg = spec.endpoint_config();
     let mut ep = match spec.transport {
-        TransportKind::Model => return Err(model_not_launchable()),
+        TransportKind::Model | TransportKind::Mpi => return Err(not_launchable(spec.transport)),
         TransportKind::Shm => {
             let mut e = shm::attach(&address, cfg).map_err(|e| match e {
                 TransportError::Io { op, cause } if cause.kind() == io::ErrorKind::NotFound => {
