@@ -477,6 +477,7 @@ mod tests {
                 validate: false,
                 launcher: "local".into(),
                 peer: None,
+                mpi_library: None,
             },
             placement: Placement {
                 pinned: false,

@@ -18,6 +18,9 @@ pub enum Launcher {
     Local { exe: PathBuf },
     /// A `commperf serve` at `addr` with session `token`.
     Peer { addr: String, token: String },
+    /// The session server of an MPI rank placed by mpirun, at `addr` with `token` (both sent
+    /// over MPI by that rank).
+    Mpi { addr: String, token: String },
 }
 
 /// Why a configuration was refused; each names the option.
@@ -127,6 +130,22 @@ impl BenchConfig {
                 "loggp fits g and G over message sizes: give at least two".into(),
             ));
         }
+        if self.transports.contains(&TransportKind::Mpi) {
+            if self.transports.len() > 1 {
+                return Err(ConfigError::Transport(
+                    "mpi runs alone: it is a layer above the others; to compare it with one, \
+                     use --layers (e.g. --layers shm,mpi)"
+                        .into(),
+                ));
+            }
+            if self.modes != [Mode::Poll] {
+                return Err(ConfigError::Mode(
+                    "MPI completes messages its own way; its blocking benchmark compares \
+                     MPI_Wait with an MPI_Test loop: run mpi with --mode poll"
+                        .into(),
+                ));
+            }
+        }
         if self.transports.contains(&TransportKind::Model) {
             return Err(ConfigError::Transport(
                 "'model' is the in-process LogGP model used by the tests; use shm, tcp, uds, \
@@ -192,7 +211,7 @@ impl BenchConfig {
         if let Some((a, b)) = self.cpus {
             let allowed = commperf_transport::affinity::allowed_cpus();
             for c in [a, b] {
-                if matches!(self.launcher, Launcher::Peer { .. }) && c == b {
+                if !matches!(self.launcher, Launcher::Local { .. }) && c == b {
                     continue; // the peer's CPUs are the peer's business
                 }
                 if !allowed.contains(&c) {

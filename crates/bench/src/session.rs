@@ -174,7 +174,7 @@ pub fn run(cfg: &BenchConfig, progress: &mut dyn Progress) -> Result<Report, Ben
             let (p, c) = LocalPeer::spawn(exe, &args, &[("COMMPERF_SESSION_TOKEN", &token)])?;
             (Some(p), c, token, None)
         }
-        Launcher::Peer { addr, token } => {
+        Launcher::Peer { addr, token } | Launcher::Mpi { addr, token } => {
             let c = launch::connect_peer(addr, Duration::from_secs(10))?;
             (None, c, token.clone(), Some(addr.clone()))
         }
@@ -444,8 +444,13 @@ pub fn run(cfg: &BenchConfig, progress: &mut dyn Progress) -> Result<Report, Ben
             warmup: cfg.warmup,
             window: cfg.window,
             validate: cfg.validate,
-            launcher: if local { "local".into() } else { "peer".into() },
+            launcher: match cfg.launcher {
+                Launcher::Local { .. } => "local".into(),
+                Launcher::Peer { .. } => "peer".into(),
+                Launcher::Mpi { .. } => "mpi".into(),
+            },
             peer: peer_desc,
+            mpi_library: None,
         },
         placement: Placement {
             pinned: cpus.is_some(),
@@ -675,7 +680,8 @@ fn conns_rows(
 }
 
 /// Rows of a loggp measurement: one per size, from the fit over all sizes.
-fn loggp_rows(
+/// The loggp rows of one transport and mode: LogGP per size from the PRTT figures.
+pub fn loggp_rows(
     prtts: &[loggp::SizePrtt],
     t: TransportKind,
     m: Mode,
@@ -712,7 +718,7 @@ fn unexpected(ctrl: &Control, phase: &str) -> BenchError {
 }
 
 /// Sets the one-way latency statistics of `row` from round-trip samples in ticks.
-fn summarize_latency(row: &mut Row, clock: &Clock, samples: &[u64]) {
+pub fn summarize_latency(row: &mut Row, clock: &Clock, samples: &[u64]) {
     let mut us: Vec<f64> = samples
         .iter()
         .map(|&t| clock.ticks_to_ns(t) / 2.0 / 1e3)

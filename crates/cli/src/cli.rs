@@ -167,6 +167,17 @@ pub struct BenchArgs {
     /// Use a `commperf serve` at HOST:PORT as the peer instead of starting one locally
     #[arg(long, value_name = "HOST:PORT", requires = "token")]
     pub peer: Option<String>,
+    /// How the ends are started: local (commperf starts its peer) or mpi (ranks placed by
+    /// mpirun or srun: `mpirun -np 2 commperf bench --launcher mpi -t tcp`; more ranks form
+    /// pairs as OSU's multi-pair tests do). Outside mpirun, commperf starts `mpirun -np 2`
+    /// itself. Needs a build with `--features mpi`
+    #[arg(long, value_name = "local|mpi", default_value = "local", value_parser = ["local", "mpi"], conflicts_with = "peer")]
+    pub launcher: String,
+    /// Run the suite at two layers between the same two ranks and compare them (seed 004
+    /// chapter 4): the latency the upper layer adds, the bandwidth it delivers, where it
+    /// changes protocol. LOWER is a transport, UPPER usually mpi: shm,mpi or tcp,mpi
+    #[arg(long, value_name = "LOWER,UPPER", value_parser = transports, conflicts_with_all = ["transport", "peer"])]
+    pub layers: Option<List<TransportKind>>,
     /// The session token `commperf serve` printed
     #[arg(long, value_name = "TOKEN", requires = "peer")]
     pub token: Option<String>,
@@ -225,6 +236,7 @@ impl BenchArgs {
         if let Some(t) = &self.transport {
             c.transports = t.0.clone();
         }
+
         c.modes = self.mode.0.clone();
         c.quick = self.quick;
         c.sizes = match (&self.sizes, self.quick) {
@@ -242,12 +254,64 @@ impl BenchArgs {
         c.conns_max = self.conns_max;
         c.shm_single_copy_from = self.shm_single_copy.0;
         c.uring_sqpoll = self.uring_sqpoll;
-        c.validate()?;
+        match &self.layers {
+            // Each layer is checked as the run of its own it will be (`mpi` runs alone).
+            Some(l) => {
+                for &t in &l.0 {
+                    let mut one = c.clone();
+                    one.transports = vec![t];
+                    one.validate()?;
+                }
+                c.transports = l.0.clone();
+            }
+            None => c.validate()?,
+        }
         Ok(c)
     }
 }
 
 impl BenchArgs {
+    /// The layers an MPI run measures, one report each: `[[mpi]]` for `--transport mpi`, the
+    /// transports for `--launcher mpi`, one per layer for `--layers`; `None` without MPI.
+    pub fn mpi_layers(&self, cfg: &BenchConfig) -> Result<Option<Vec<Vec<TransportKind>>>, String> {
+        let uses_mpi = self.launcher == "mpi"
+            || self.layers.is_some()
+            || cfg.transports.contains(&TransportKind::Mpi);
+        if !uses_mpi {
+            return Ok(None);
+        }
+        if self.cpus.is_some() {
+            return Err(
+                "--cpus: mpirun places and binds MPI ranks; use its binding options \
+                        (Open MPI: --bind-to core, --cpu-list; MPICH: -bind-to core)"
+                    .into(),
+            );
+        }
+        let Some(layers) = &self.layers else {
+            return Ok(Some(vec![cfg.transports.clone()]));
+        };
+        match layers.0[..] {
+            [lower, upper] if lower != upper => {
+                if lower == TransportKind::Mpi {
+                    return Err(format!(
+                        "--layers {lower},{upper}: the lower layer comes first (e.g. \
+                         {upper},{lower})"
+                    ));
+                }
+                Ok(Some(vec![vec![lower], vec![upper]]))
+            }
+            _ => Err(format!(
+                "--layers takes two different layers, lower first (e.g. shm,mpi), not '{}'",
+                layers
+                    .0
+                    .iter()
+                    .map(|t| t.as_str())
+                    .collect::<Vec<_>>()
+                    .join(",")
+            )),
+        }
+    }
+
     /// `--plot-loggp` draws loggp results: refused before a run that will have none, instead
     /// of failing after it.
     pub fn check_plot(&self, cfg: &BenchConfig) -> Result<(), String> {

@@ -5,6 +5,7 @@
 mod calibrate;
 mod cli;
 mod gentrace;
+mod mpi;
 mod output;
 mod predict;
 mod progress;
@@ -22,8 +23,9 @@ fn main() -> ExitCode {
     };
     let r = match args.command {
         Command::Bench(b) => match b.to_config() {
-            Ok(cfg) => match b.check_plot(&cfg) {
-                Ok(()) => run_bench(&b, cfg),
+            Ok(cfg) => match b.check_plot(&cfg).and_then(|()| b.mpi_layers(&cfg)) {
+                Ok(None) => run_bench(&b, cfg),
+                Ok(Some(layers)) => mpi::bench(&b, cfg, layers),
                 Err(e) => return usage_error(e),
             },
             Err(e) => return usage_error(e),

@@ -71,6 +71,9 @@ pub struct Options {
     pub launcher: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub peer: Option<String>,
+    /// The MPI library the ranks ran with (`Open MPI v4.1.4`), for MPI launches.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mpi_library: Option<String>,
 }
 
 /// CPU placement of the two ends.

@@ -68,6 +68,7 @@ fn report() -> Report {
             validate: true,
             launcher: "local".to_string(),
             peer: None,
+            mpi_library: None,
         },
         placement: Placement {
             pinned: true,

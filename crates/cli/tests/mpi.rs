@@ -1,0 +1,411 @@
+//! The MPI layer end to end: real mpirun, real ranks. These tests need a build with
+//! `--features mpi` and an MPI launcher; without them they skip with a message, unless
+//! `COMMPERF_REQUIRE_MPI=1` (set by CI) makes a missing MPI a failure, so CI never skips them
+//! silently.
+
+use serde_json::Value;
+use std::process::{Command, Output};
+
+fn exe() -> &'static str {
+    env!("CARGO_BIN_EXE_commperf")
+}
+
+/// Whether the MPI tests can run here; prints why not (or panics when CI requires them).
+fn mpi_ready(test: &str) -> bool {
+    let why = if !cfg!(feature = "mpi") {
+        Some("this build has no MPI (cargo test --features mpi)".to_string())
+    } else if Command::new("mpirun").arg("--version").output().is_err() {
+        Some("no mpirun in PATH (apt-get install openmpi-bin libopenmpi-dev)".to_string())
+    } else {
+        None
+    };
+    match why {
+        None => true,
+        Some(why) if std::env::var_os("COMMPERF_REQUIRE_MPI").is_some() => {
+            panic!("{test}: COMMPERF_REQUIRE_MPI is set, but {why}")
+        }
+        Some(why) => {
+            eprintln!("skipping {test}: {why}");
+            false
+        }
+    }
+}
+
+/// `mpirun -np N` with what running as root and on few cores needs, under a time limit: a
+/// hang is a failure, not a stuck test run.
+fn mpirun(np: u32, args: &[&str]) -> Output {
+    let mut c = Command::new("timeout");
+    c.args([
+        "-k",
+        "10",
+        "240",
+        "mpirun",
+        "-np",
+        &np.to_string(),
+        "--oversubscribe",
+    ]);
+    c.env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        .arg(exe())
+        .args(args);
+    c.output().expect("run mpirun")
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+fn ok(o: &Output) {
+    assert!(
+        o.status.success(),
+        "failed ({}):\nstdout:\n{}\nstderr:\n{}",
+        o.status,
+        text(&o.stdout),
+        text(&o.stderr)
+    );
+}
+
+fn f(v: &Value, k: &str) -> f64 {
+    v[k].as_f64()
+        .unwrap_or_else(|| panic!("{k} missing in {v}"))
+}
+
+fn tmp(name: &str) -> std::path::PathBuf {
+    let d = std::env::temp_dir().join(format!("commperf-mpi-test-{}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    d.join(name)
+}
+
+fn rows<'a>(v: &'a Value, bench: &str) -> Vec<&'a Value> {
+    v["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["benchmark"] == bench)
+        .collect()
+}
+
+#[test]
+fn the_mpi_layer_measures_latency_and_bandwidth_and_rank_0_writes_the_results() {
+    if !mpi_ready("mpi latency/bw") {
+        return;
+    }
+    let out = tmp("lat.json");
+    let o = mpirun(
+        2,
+        &[
+            "bench",
+            "latency",
+            "bw",
+            "bibw",
+            "--transport",
+            "mpi",
+            "--sizes",
+            "8,256K",
+            "--iters",
+            "200",
+            "-o",
+            out.to_str().unwrap(),
+        ],
+    );
+    ok(&o);
+    // Rank 0 alone prints the table (and says it wrote the file).
+    let stdout = text(&o.stdout);
+    assert_eq!(
+        stdout.matches("# commperf latency | transport mpi").count(),
+        1,
+        "{stdout}"
+    );
+    assert_eq!(text(&o.stderr).matches("wrote").count(), 1);
+    let v: Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
+    assert_eq!(v["schema_version"], 1);
+    assert_eq!(v["options"]["launcher"], "mpi");
+    let lib = v["options"]["mpi_library"].as_str().unwrap();
+    assert!(lib.contains("Open MPI") || lib.contains("MPICH"), "{lib}");
+    let lat = rows(&v, "latency");
+    assert_eq!(lat.len(), 2);
+    assert!(lat
+        .iter()
+        .all(|r| r["transport"] == "mpi" && r["iterations"] == 200));
+    // 256 KiB take longer than 8 B, and both take some time but not seconds.
+    let (small, big) = (f(lat[0], "p50_us"), f(lat[1], "p50_us"));
+    assert!(small > 0.0 && small < big && big < 1e5, "{small} {big}");
+    let bw = rows(&v, "bw");
+    assert_eq!(bw.len(), 2);
+    for r in bw.iter().chain(rows(&v, "bibw").iter()) {
+        let size = r["size_bytes"].as_f64().unwrap();
+        let want = f(r, "msgs_per_s") * size / 1e6;
+        assert!((f(r, "mb_per_s") - want).abs() <= 1e-6 * want, "{r}");
+        assert_eq!(r["window"], 64);
+    }
+    assert!(f(bw[1], "mb_per_s") > f(bw[0], "mb_per_s"));
+}
+
+#[test]
+fn the_whole_suite_runs_at_the_mpi_layer_and_validates_every_byte() {
+    if !mpi_ready("mpi suite") {
+        return;
+    }
+    let out = tmp("all.json");
+    let o = mpirun(
+        2,
+        &[
+            "bench",
+            "all",
+            "--transport",
+            "mpi",
+            "--sizes",
+            "8,4K",
+            "--iters",
+            "40",
+            "--validate",
+            "--window",
+            "4",
+            "-o",
+            out.to_str().unwrap(),
+        ],
+    );
+    ok(&o);
+    let v: Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
+    let all = v["results"].as_array().unwrap();
+    // Every row but loggp's (the PRTT rounds time, they do not check bytes, at every layer).
+    assert!(
+        all.iter()
+            .all(|r| r["validated"] == true || r["benchmark"] == "loggp"),
+        "every row validated"
+    );
+    for b in ["latency", "bw", "bibw", "mr", "loggp", "bufmgmt"] {
+        assert_eq!(rows(&v, b).len(), 2, "{b}: one row per size");
+    }
+    // Extended tests: their cost is their p50 minus the baseline measured with them.
+    for b in ["bufmgmt", "blocking", "noncontig", "cq", "conns"] {
+        for r in rows(&v, b) {
+            let want = f(r, "p50_us") - f(r, "baseline_p50_us");
+            assert!((f(r, "cost_us") - want).abs() < 1e-9, "{r}");
+        }
+    }
+    // blocking: MPI_Wait (block) and an MPI_Test loop (poll) per size.
+    let modes: Vec<&str> = rows(&v, "blocking")
+        .iter()
+        .map(|r| r["mode"].as_str().unwrap())
+        .collect();
+    assert_eq!(modes, ["block", "poll", "block", "poll"]);
+    // noncontig: segment counts 1..8 at 8 B and 1..64 at 4 KiB, datatype and packed each.
+    let nc = rows(&v, "noncontig");
+    assert_eq!(nc.len(), 2 * (4 + 7));
+    assert_eq!(nc.iter().filter(|r| r["packed"] == true).count(), 4 + 7);
+    // cq and conns measure 16-byte messages once.
+    assert_eq!(rows(&v, "cq").len(), 1);
+    assert_eq!(rows(&v, "cq")[0]["size_bytes"], 16);
+    assert_eq!(rows(&v, "conns")[0]["connections"], 1);
+    // loggp: the PRTT figures give an o_s and o_r per size, and one g/G fit.
+    for r in rows(&v, "loggp") {
+        assert!(
+            f(r, "o_s_us") > -1.0 && r["G_us_per_byte"].is_number(),
+            "{r}"
+        );
+    }
+}
+
+#[test]
+fn transports_run_between_ranks_that_mpirun_placed() {
+    if !mpi_ready("--launcher mpi") {
+        return;
+    }
+    let out = tmp("launched.json");
+    let o = mpirun(
+        2,
+        &[
+            "bench",
+            "latency",
+            "bw",
+            "--launcher",
+            "mpi",
+            "-t",
+            "tcp,shm",
+            "--sizes",
+            "8,64K",
+            "--iters",
+            "200",
+            "-o",
+            out.to_str().unwrap(),
+        ],
+    );
+    ok(&o);
+    let v: Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
+    assert_eq!(v["options"]["launcher"], "mpi");
+    assert!(v["options"]["peer"]
+        .as_str()
+        .unwrap()
+        .starts_with("rank 1 on "));
+    let ts: Vec<&str> = v["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["transport"].as_str().unwrap())
+        .collect();
+    assert_eq!(ts.iter().filter(|&&t| t == "tcp").count(), 4);
+    assert_eq!(ts.iter().filter(|&&t| t == "shm").count(), 4);
+    let leftovers: Vec<_> = std::fs::read_dir("/dev/shm")
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().starts_with("commperf-"))
+        .collect();
+    assert!(leftovers.is_empty(), "shm segments left: {leftovers:?}");
+}
+
+#[test]
+fn four_ranks_measure_as_two_pairs_and_rates_add_up() {
+    if !mpi_ready("multi-pair") {
+        return;
+    }
+    for args in [
+        &["--transport", "mpi"][..],
+        &["--launcher", "mpi", "-t", "uds"][..],
+    ] {
+        let out = tmp("pairs.json");
+        let mut a = vec![
+            "bench", "latency", "mr", "--sizes", "8", "--iters", "30", "-o",
+        ];
+        a.push(out.to_str().unwrap());
+        a.extend(args);
+        let o = mpirun(4, &a);
+        ok(&o);
+        let v: Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
+        assert!(
+            v["options"]["peer"]
+                .as_str()
+                .unwrap()
+                .ends_with("(2 pairs)"),
+            "{v}"
+        );
+        let all = v["results"].as_array().unwrap();
+        assert_eq!(all.len(), 2);
+        assert!(all.iter().all(|r| r["pairs"] == 2), "{args:?}: {all:?}");
+    }
+}
+
+#[test]
+fn one_rank_or_an_odd_count_is_a_clear_error_and_an_mpi_abort() {
+    if !mpi_ready("bad rank counts") {
+        return;
+    }
+    let o = mpirun(1, &["bench", "latency", "--launcher", "mpi", "-t", "tcp"]);
+    assert!(!o.status.success());
+    let e = text(&o.stderr);
+    assert!(
+        e.contains("commperf: rank 0: this MPI job has one rank"),
+        "{e}"
+    );
+    assert!(e.contains("MPI_ABORT"), "{e}");
+    let o = mpirun(3, &["bench", "latency", "--transport", "mpi"]);
+    assert!(!o.status.success());
+    let e = text(&o.stderr);
+    for r in 0..3 {
+        assert!(
+            e.contains(&format!("commperf: rank {r}: this MPI job has 3 ranks")),
+            "{e}"
+        );
+    }
+}
+
+#[test]
+fn differing_commperf_versions_are_named_on_every_rank() {
+    if !mpi_ready("version check") {
+        return;
+    }
+    let o = Command::new("timeout")
+        .args([
+            "-k",
+            "10",
+            "120",
+            "mpirun",
+            "--oversubscribe",
+            "-np",
+            "1",
+            exe(),
+        ])
+        .args(["bench", "latency", "--transport", "mpi", ":", "-np", "1"])
+        .args(["-x", "COMMPERF_TEST_MPI_VERSION=9.9.9", exe()])
+        .args(["bench", "latency", "--transport", "mpi"])
+        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    let e = text(&o.stderr);
+    let want = "commperf versions differ between ranks: rank 0 runs commperf";
+    for r in 0..2 {
+        assert!(e.contains(&format!("commperf: rank {r}: {want}")), "{e}");
+    }
+    assert!(e.contains("rank 1 runs commperf 9.9.9"), "{e}");
+    assert!(
+        !text(&o.stdout).contains("# commperf latency"),
+        "nothing measured"
+    );
+}
+
+#[test]
+fn outside_mpirun_commperf_starts_two_ranks_itself() {
+    if !mpi_ready("mpirun relaunch") {
+        return;
+    }
+    let o = Command::new("timeout")
+        .args(["-k", "10", "240", exe()])
+        .args([
+            "bench",
+            "latency",
+            "--transport",
+            "mpi",
+            "--sizes",
+            "8",
+            "--iters",
+            "100",
+        ])
+        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        .output()
+        .unwrap();
+    ok(&o);
+    let e = text(&o.stderr);
+    assert!(e.contains("not started by mpirun; running 2 ranks"), "{e}");
+    assert_eq!(
+        text(&o.stdout)
+            .matches("# commperf latency | transport mpi")
+            .count(),
+        1
+    );
+}
+
+#[test]
+fn mpi_options_are_checked_before_anything_starts() {
+    for (args, needle) in [
+        (&["bench", "-t", "shm,mpi"][..], "mpi runs alone"),
+        (
+            &["bench", "-t", "mpi", "--mode", "block"][..],
+            "--mode poll",
+        ),
+        (
+            &["bench", "--layers", "mpi,shm"][..],
+            "lower layer comes first",
+        ),
+        (&["bench", "--layers", "shm"][..], "two different layers"),
+        (
+            &["bench", "--launcher", "mpi", "--cpus", "0,1"][..],
+            "mpirun places and binds",
+        ),
+    ] {
+        let o = Command::new(exe()).args(args).output().unwrap();
+        assert_eq!(o.status.code(), Some(2), "{args:?}");
+        let e = text(&o.stderr);
+        assert!(e.contains(needle), "{args:?}: {e}");
+    }
+    if !cfg!(feature = "mpi") {
+        let o = Command::new(exe())
+            .args(["bench", "-t", "mpi"])
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(1));
+        assert!(text(&o.stderr).contains("built without MPI support"));
+    }
+}

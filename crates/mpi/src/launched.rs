@@ -1,0 +1,198 @@
+//! `--launcher mpi`: the transport layer (shm, tcp, uds, io_uring) measured between ranks that
+//! mpirun placed, so a cluster run uses the cluster's launcher and its placement.
+//!
+//! Each pair runs the ordinary client/peer session of `commperf-bench`: the responder binds a
+//! session server and sends its address and a fresh session token to its initiator over MPI
+//! (the token never leaves the MPI job), the initiator connects as it would to `commperf
+//! serve`. The server binds loopback when both ranks share a host, otherwise the address of the
+//! interface that routes to the initiator's host. With several pairs the initiators meet at a
+//! barrier before every measurement (through the session's progress hook), so the pairs
+//! measure together as in OSU's multi-pair tests.
+
+use crate::world::MpiWorld;
+use crate::{aggregate, MpiError};
+use commperf_bench::{BenchConfig, Launcher, Progress};
+use commperf_core::{Report, Row, TransportKind};
+use commperf_transport::launch::{LaunchError, Server};
+use mpi::topology::SimpleCommunicator;
+use mpi::traits::*;
+use serde::{Deserialize, Serialize};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr, ToSocketAddrs, UdpSocket};
+use std::time::Duration;
+
+/// Responder → initiator: where its session server listens, or why it does not.
+#[derive(Debug, Serialize, Deserialize)]
+enum Offer {
+    Listening { addr: String, token: String },
+    Failed { message: String },
+}
+
+/// Progress that also starts every measurement of every pair together.
+struct PairSync<'a> {
+    initiators: &'a SimpleCommunicator,
+    inner: &'a mut dyn Progress,
+}
+
+impl Progress for PairSync<'_> {
+    fn update(&mut self, label: &str, done: usize, total: usize) {
+        self.initiators.barrier();
+        self.inner.update(label, done, total);
+    }
+
+    fn finish(&mut self) {
+        self.inner.finish();
+    }
+}
+
+/// Transports whose two ends must share a host.
+fn same_host_only(t: TransportKind) -> bool {
+    matches!(
+        t,
+        TransportKind::Shm | TransportKind::Uds | TransportKind::UringUds
+    )
+}
+
+/// The address this rank's server binds: loopback for a peer on this host, else the local
+/// address of the interface that routes to the peer's host.
+fn bind_ip(peer_host: &str, same_host: bool) -> Result<IpAddr, String> {
+    if same_host {
+        return Ok(Ipv4Addr::LOCALHOST.into());
+    }
+    let there = (peer_host, 9)
+        .to_socket_addrs()
+        .map_err(|e| format!("cannot resolve the initiator's host '{peer_host}': {e}"))?
+        .next()
+        .ok_or_else(|| format!("the initiator's host '{peer_host}' has no address"))?;
+    // Connecting a UDP socket sends nothing; it only asks the kernel for the route.
+    let probe = UdpSocket::bind(SocketAddr::new(
+        if there.is_ipv4() {
+            Ipv4Addr::UNSPECIFIED.into()
+        } else {
+            std::net::Ipv6Addr::UNSPECIFIED.into()
+        },
+        0,
+    ))
+    .and_then(|s| s.connect(there).map(|_| s))
+    .and_then(|s| s.local_addr())
+    .map_err(|e| format!("no route to the initiator's host '{peer_host}' ({there}): {e}"))?;
+    Ok(probe.ip())
+}
+
+pub(crate) fn run(
+    world: &MpiWorld,
+    cfg: &BenchConfig,
+    progress: &mut dyn Progress,
+) -> Result<Option<Report>, MpiError> {
+    let pair = world.pair();
+    // Every rank checks every pair, so all reach the same verdict.
+    for r in 0..(world.size() / 2) {
+        let p = crate::Pair::of(r, world.size());
+        let (a, b) = (world.host(r), world.host(p.peer));
+        if let Some(t) = cfg.transports.iter().find(|&&t| same_host_only(t)) {
+            if a != b {
+                return Err(MpiError::Startup(format!(
+                    "transport {t} needs both ranks of a pair on one host, and rank {r} runs on \
+                     {a}, rank {} on {b}: place pairs together (e.g. mpirun --map-by ppr:2:node) \
+                     or use tcp",
+                    p.peer
+                )));
+            }
+        }
+    }
+    let initiators = world.side();
+    let same_host = world.host(world.rank()) == world.host(pair.peer);
+    if !pair.initiator {
+        let server = bind_ip(world.host(pair.peer), same_host)
+            .and_then(|ip| Server::bind(SocketAddr::new(ip, 0), None).map_err(|e| e.to_string()));
+        let server = match server {
+            Ok(s) => s,
+            Err(message) => {
+                world.send_json(
+                    pair.peer,
+                    &Offer::Failed {
+                        message: message.clone(),
+                    },
+                )?;
+                return Err(MpiError::Startup(message));
+            }
+        };
+        world.send_json(
+            pair.peer,
+            &Offer::Listening {
+                addr: server.local_addr().to_string(),
+                token: server.token().to_string(),
+            },
+        )?;
+        serve(&server, cfg, pair.peer)?;
+        return Ok(None);
+    }
+    let (addr, token) = match world.recv_json::<Offer>(pair.peer)? {
+        Offer::Listening { addr, token } => (addr, token),
+        Offer::Failed { message } => {
+            return Err(MpiError::Startup(format!("rank {}: {message}", pair.peer)))
+        }
+    };
+    let mut c = cfg.clone();
+    c.launcher = Launcher::Mpi { addr, token };
+    let mut sync = PairSync {
+        initiators: &initiators,
+        inner: progress,
+    };
+    let mut report = commperf_bench::run(&c, &mut sync)?;
+    if world.rank() != 0 {
+        world.send_json(0, &report.results)?;
+        return Ok(None);
+    }
+    let mut per_pair = vec![std::mem::take(&mut report.results)];
+    for p in 1..pair.pairs as i32 {
+        per_pair.push(world.recv_json::<Vec<Row>>(p)?);
+    }
+    report.results = aggregate::combine(&per_pair).map_err(MpiError::Combine)?;
+    report.options.mpi_library = Some(world.library().to_string());
+    report.options.peer = Some(format!(
+        "rank {} on {} ({} pair{})",
+        pair.peer,
+        world.host(pair.peer),
+        pair.pairs,
+        if pair.pairs == 1 { "" } else { "s" }
+    ));
+    Ok(Some(report))
+}
+
+/// Serves the one session of this pair. A connection that fails the token check (someone else
+/// on the network) is turned away and the server waits for its initiator again.
+fn serve(server: &Server, cfg: &BenchConfig, initiator: i32) -> Result<(), MpiError> {
+    let handshake = Duration::from_secs(30).min(cfg.idle_timeout);
+    loop {
+        match server.accept(handshake) {
+            Ok((mut ctrl, _)) => {
+                ctrl.set_timeout(cfg.idle_timeout.max(Duration::from_secs(600)))?;
+                let ip = server.local_addr().ip();
+                commperf_bench::serve_session(&mut ctrl, server.token(), ip)?;
+                return Ok(());
+            }
+            Err(LaunchError::Io { what, cause }) if what == "accept" => {
+                return Err(MpiError::Startup(format!(
+                    "waiting for rank {initiator} to connect: {cause}"
+                )))
+            }
+            Err(e) => {
+                eprintln!("commperf: turned away a connection that was not rank {initiator}: {e}")
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn servers_bind_loopback_for_a_peer_on_the_same_host() {
+        assert_eq!(bind_ip("anything", true), Ok(Ipv4Addr::LOCALHOST.into()));
+        // A peer named by a loopback address is reached through loopback.
+        assert_eq!(bind_ip("127.0.0.1", false), Ok(Ipv4Addr::LOCALHOST.into()));
+        let e = bind_ip("no-such-host.invalid", false).unwrap_err();
+        assert!(e.contains("no-such-host.invalid"), "{e}");
+    }
+}

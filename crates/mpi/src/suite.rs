@@ -1,0 +1,696 @@
+//! The suite at the MPI layer (seed 004 chapter 4), SPMD: every rank runs the same schedule,
+//! the initiator of each pair times and keeps the rows, its responder answers. Before every
+//! measurement all ranks meet at a barrier, so the pairs of a multi-pair run measure together.
+//!
+//! Each test is the MPI form of its transport-layer counterpart, made with the calls OSU's
+//! tests make:
+//! - latency: MPI_Send / MPI_Recv ping-pong, one clock read per round trip;
+//! - bw, mr: a window of MPI_Isend, MPI_Waitall, then a 4-byte ack (osu_bw, osu_mbw_mr); the
+//!   receiver posts the window's MPI_Irecv into one buffer, as OSU does (one slot per message
+//!   with `--validate`, so every message can be checked);
+//! - bibw: both sides post a window of MPI_Irecv and MPI_Isend, one MPI_Waitall (osu_bibw);
+//! - loggp: Netgauge's PRTT rounds over MPI_Send / MPI_Recv;
+//! - bufmgmt: a fresh buffer per message, against the reused one;
+//! - blocking: MPI_Irecv + MPI_Wait, and MPI_Irecv + an MPI_Test polling loop, against MPI_Recv;
+//! - noncontig: an MPI_Type_vector derived datatype, and the same segments packed by hand;
+//! - cq: receives from MPI_ANY_SOURCE against a named source;
+//! - conns: latency after the rank has exchanged a message with every other rank (so an MPI
+//!   that connects lazily has opened all its connections), against latency before.
+//!
+//! Extended tests report their cost as the difference from the baseline measured just before
+//! with the same loop, as at the transport layer.
+
+use crate::endpoint::{transport_error, MpiEndpoint};
+use crate::raw::{any_source, Comm, Datatype, MpiCallError, Received, Window};
+use crate::world::MpiWorld;
+use crate::{aggregate, MpiError, Pair};
+use commperf_bench::buf::PageBuf;
+use commperf_bench::patterns::{self, Buffers, Loop, LoopError, Mismatch};
+use commperf_bench::session::{loggp_rows, summarize_latency};
+use commperf_bench::{extended, loggp, machine, BenchConfig, Progress, MAX_SIZE};
+use commperf_core::{Benchmark, BufferUse, Mode, Options, Placement, Report, Row, TransportKind};
+use commperf_transport::clock::Clock;
+use commperf_transport::conformance::{fill, first_mismatch, pattern};
+use std::time::SystemTime;
+
+const DATA: i32 = 1;
+const ACK: i32 = 2;
+const CONNECT: i32 = 3;
+
+/// How the ping-pong's receives complete.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Receive {
+    /// MPI_Recv from the peer (the standard test).
+    Named,
+    /// MPI_Recv from MPI_ANY_SOURCE (cq).
+    AnySource,
+    /// MPI_Irecv, then MPI_Wait.
+    Wait,
+    /// MPI_Irecv, then MPI_Test until done.
+    Test,
+}
+
+fn at(i: u64) -> impl Fn(MpiCallError) -> LoopError {
+    move |e| LoopError {
+        iteration: i,
+        source: transport_error(e),
+    }
+}
+
+#[inline]
+fn check(buf: &[u8], seq: u64, first: &mut Option<Mismatch>) {
+    if first.is_none() {
+        if let Some(offset) = first_mismatch(buf, seq) {
+            *first = Some(Mismatch {
+                iteration: seq,
+                offset,
+                expected: pattern(seq, buf.len(), offset),
+                got: buf[offset],
+            });
+        }
+    }
+}
+
+/// Everything one rank's measurements share.
+struct Ctx<'a> {
+    world: &'a MpiWorld,
+    comm: Comm,
+    pair: Pair,
+    clock: Clock,
+    cfg: &'a BenchConfig,
+    win: Window,
+}
+
+impl Ctx<'_> {
+    fn looping(&self, b: Benchmark, size: u64) -> Loop {
+        let (iters, warmup) = self.cfg.counts(b, size);
+        let window = match b {
+            Benchmark::Bw | Benchmark::Bibw | Benchmark::Mr => self.cfg.window,
+            _ => 1,
+        };
+        Loop {
+            warmup,
+            iters,
+            window,
+            validate: self.cfg.validate,
+            corruption: None,
+        }
+    }
+
+    /// Ends one measurement: the responder tells the initiator what its validation found,
+    /// and the initiator turns corruption seen by either side into an error.
+    fn settle(&self, phase: &str, mine: Option<Mismatch>) -> Result<(), MpiError> {
+        if !self.cfg.validate {
+            return Ok(());
+        }
+        if !self.pair.initiator {
+            return self.world.send_json(self.pair.peer, &mine);
+        }
+        let theirs: Option<Mismatch> = self.world.recv_json(self.pair.peer)?;
+        for (m, side) in [(mine, "initiator"), (theirs, "responder")] {
+            if let Some(mismatch) = m {
+                return Err(MpiError::Validation {
+                    phase: phase.into(),
+                    mismatch,
+                    side,
+                });
+            }
+        }
+        Ok(())
+    }
+
+    fn row(&self, b: Benchmark, mode: Mode, size: u64, lp: &Loop) -> Row {
+        let mut row = Row::new(b, TransportKind::Mpi, mode, size);
+        (row.iterations, row.warmup, row.validated) = (lp.iters, lp.warmup, lp.validate);
+        row
+    }
+
+    /// One ping-pong measurement with receives of `kind`; the initiator gets the row.
+    fn pingpong(
+        &self,
+        phase: &str,
+        b: Benchmark,
+        mode: Mode,
+        kind: Receive,
+        bufs: (&mut [u8], &mut [u8]),
+        lp: &Loop,
+    ) -> Result<Option<Row>, MpiError> {
+        let (comm, peer) = (self.comm, self.pair.peer);
+        let src = if kind == Receive::AnySource {
+            any_source()
+        } else {
+            peer
+        };
+        let (s, r) = bufs;
+        let mut samples = vec![
+            0u64;
+            if self.pair.initiator {
+                lp.iters as usize
+            } else {
+                0
+            }
+        ];
+        let run = |s: &mut [u8], r: &mut [u8], samples: &mut [u64]| match kind {
+            Receive::Named | Receive::AnySource => {
+                ping(self, s, r, lp, samples, |b| comm.recv(src, DATA, b))
+            }
+            Receive::Wait => ping(self, s, r, lp, samples, |b| comm.irecv_wait(src, DATA, b)),
+            Receive::Test => ping(self, s, r, lp, samples, |b| comm.irecv_test(src, DATA, b)),
+        };
+        let mine = run(s, r, &mut samples).map_err(|le| transfer(phase, le))?;
+        self.settle(phase, mine)?;
+        Ok(self.pair.initiator.then(|| {
+            let mut row = self.row(b, mode, s.len() as u64, lp);
+            summarize_latency(&mut row, &self.clock, &samples);
+            row
+        }))
+    }
+}
+
+fn transfer(phase: &str, le: LoopError) -> MpiError {
+    MpiError::Transfer {
+        phase: format!("{phase}, iteration {}", le.iteration),
+        cause: le.source,
+    }
+}
+
+/// The ping-pong loop of either role; `recv` is the receive under test.
+#[inline]
+fn ping<F: FnMut(&mut [u8]) -> Result<Received, MpiCallError>>(
+    ctx: &Ctx<'_>,
+    s: &mut [u8],
+    r: &mut [u8],
+    lp: &Loop,
+    samples: &mut [u64],
+    mut recv: F,
+) -> Result<Option<Mismatch>, LoopError> {
+    let (comm, peer, clock) = (ctx.comm, ctx.pair.peer, &ctx.clock);
+    let total = lp.warmup + lp.iters;
+    let mut bad = None;
+    if ctx.pair.initiator {
+        let mut prev = clock.now();
+        for i in 0..total {
+            if lp.validate {
+                fill(s, i);
+            }
+            comm.send(peer, DATA, s).map_err(at(i))?;
+            let n = recv(r).map_err(at(i))?;
+            let t = clock.now();
+            if i >= lp.warmup {
+                samples[(i - lp.warmup) as usize] = t - prev;
+            }
+            prev = t;
+            if lp.validate {
+                check(&r[..n.len], i, &mut bad);
+            }
+        }
+    } else {
+        for i in 0..total {
+            let n = recv(r).map_err(at(i))?;
+            if lp.validate {
+                check(&r[..n.len], i, &mut bad);
+                fill(s, i);
+            }
+            comm.send(peer, DATA, s).map_err(at(i))?;
+        }
+    }
+    Ok(bad)
+}
+
+/// Runs the suite; rank 0 gets the report (pairs combined).
+pub(crate) fn run(
+    world: &MpiWorld,
+    cfg: &BenchConfig,
+    progress: &mut dyn Progress,
+) -> Result<Option<Report>, MpiError> {
+    let started_unix_s = SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    let pair = world.pair();
+    let max = cfg.max_message();
+    let slots = if cfg.validate { cfg.window as usize } else { 1 };
+    if (max as u64).saturating_mul(slots as u64) > MAX_SIZE {
+        return Err(MpiError::Startup(format!(
+            "--validate keeps a window of {} messages of up to {max} B apart to check each, \
+             more than {MAX_SIZE} B: lower --window or the largest size",
+            cfg.window
+        )));
+    }
+    let mut ctx = Ctx {
+        world,
+        comm: world.data(),
+        pair,
+        clock: Clock::calibrate(),
+        cfg,
+        win: Window::new(2 * cfg.window.max(1) as usize + 2 * world.size() as usize),
+    };
+    let mut sbuf = PageBuf::new(max);
+    let mut rbuf = PageBuf::new(max * slots);
+    let mut results = Vec::new();
+    let total = cfg.benchmarks.len() * cfg.sizes.len();
+    let mut done = 0;
+    for &b in &cfg.benchmarks {
+        let mut prtts = Vec::new();
+        for &size in &cfg.sizes {
+            let size = if matches!(b, Benchmark::Conns | Benchmark::Cq) {
+                16
+            } else {
+                size
+            };
+            let ph = format!("{b} {size} B over mpi");
+            progress.update(&ph, done, total);
+            done += 1;
+            let (s, r) = (&mut sbuf[..size as usize], &mut rbuf[..]);
+            measure(&mut ctx, b, size, &ph, s, r, &mut results, &mut prtts)?;
+            if matches!(b, Benchmark::Conns | Benchmark::Cq) {
+                break; // 16-byte messages only, as at the transport layer
+            }
+        }
+        if b == Benchmark::Loggp && pair.initiator {
+            results.extend(loggp_rows(&prtts, TransportKind::Mpi, Mode::Poll, cfg)?);
+        }
+    }
+    progress.finish();
+    finish(world, cfg, ctx.clock, started_unix_s, results)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn measure(
+    ctx: &mut Ctx<'_>,
+    b: Benchmark,
+    size: u64,
+    ph: &str,
+    s: &mut [u8],
+    r: &mut [u8],
+    results: &mut Vec<Row>,
+    prtts: &mut Vec<loggp::SizePrtt>,
+) -> Result<(), MpiError> {
+    let lp = ctx.looping(b, size);
+    let initiator = ctx.pair.initiator;
+    ctx.world.barrier();
+    // The standard latency, measured just before an extended test's variants.
+    let baseline =
+        |ctx: &mut Ctx<'_>, s: &mut [u8], r: &mut [u8]| -> Result<Option<f64>, MpiError> {
+            let row = ctx.pingpong(
+                ph,
+                Benchmark::Latency,
+                Mode::Poll,
+                Receive::Named,
+                (s, r),
+                &lp,
+            )?;
+            Ok(row.and_then(|r| r.p50_us))
+        };
+    let with_cost = |mut row: Row, base: Option<f64>| {
+        row.baseline_p50_us = base;
+        row.cost_us = row.p50_us.zip(base).map(|(v, b)| v - b);
+        row
+    };
+    match b {
+        Benchmark::Latency => {
+            results.extend(ctx.pingpong(ph, b, Mode::Poll, Receive::Named, (s, r), &lp)?);
+        }
+        Benchmark::Bw | Benchmark::Mr | Benchmark::Bibw => {
+            let row = stream(ctx, b, ph, s, r, &lp)?;
+            results.extend(row);
+        }
+        Benchmark::Blocking => {
+            let base = baseline(ctx, s, r)?;
+            for (mode, kind) in [(Mode::Block, Receive::Wait), (Mode::Poll, Receive::Test)] {
+                ctx.world.barrier();
+                if let Some(mut row) = ctx.pingpong(ph, b, mode, kind, (s, r), &lp)? {
+                    row.block_spins = (kind == Receive::Wait).then_some(0);
+                    results.push(with_cost(row, base));
+                }
+            }
+        }
+        Benchmark::Cq => {
+            let base = baseline(ctx, s, r)?;
+            ctx.world.barrier();
+            if let Some(mut row) =
+                ctx.pingpong(ph, b, Mode::Poll, Receive::AnySource, (s, r), &lp)?
+            {
+                row.connections = Some(ctx.world.size() as u32 - 1);
+                results.push(with_cost(row, base));
+            }
+        }
+        Benchmark::Conns => {
+            let before = ctx.pingpong(ph, b, Mode::Poll, Receive::Named, (s, r), &lp)?;
+            let base = before.as_ref().and_then(|r| r.p50_us);
+            if let Some(mut row) = before {
+                row.connections = Some(1);
+                results.push(with_cost(row, base));
+            }
+            let others = ctx.world.size() as u32 - 1;
+            if others > 1 {
+                connect_all(ctx).map_err(|e| MpiError::Transfer {
+                    phase: format!("{ph}: exchanging a message with every rank"),
+                    cause: transport_error(e),
+                })?;
+                ctx.world.barrier();
+                if let Some(mut row) =
+                    ctx.pingpong(ph, b, Mode::Poll, Receive::Named, (s, r), &lp)?
+                {
+                    row.connections = Some(others);
+                    results.push(with_cost(row, base));
+                }
+            }
+        }
+        Benchmark::Bufmgmt => {
+            // Both through the generic loop over the MPI endpoint, so the difference is the
+            // buffers alone.
+            let base = generic_latency(ctx, ph, s, r, &lp, false)?.and_then(|r| r.p50_us);
+            ctx.world.barrier();
+            if let Some(mut row) = generic_latency(ctx, ph, s, r, &lp, true)? {
+                row.buffers = Some(BufferUse::Fresh);
+                results.push(with_cost(row, base));
+            }
+        }
+        Benchmark::Noncontig => {
+            let base = baseline(ctx, s, r)?;
+            for k in extended::segment_counts(size) {
+                for packed in [false, true] {
+                    ctx.world.barrier();
+                    let vph = format!(
+                        "{ph}, {k} segment{}, {}",
+                        if k == 1 { "" } else { "s" },
+                        if packed { "packed" } else { "derived datatype" }
+                    );
+                    if let Some(mut row) = noncontig(ctx, &vph, size, k, packed, r, &lp)? {
+                        (row.segments, row.packed) = (Some(k), Some(packed));
+                        results.push(with_cost(row, base));
+                    }
+                }
+            }
+        }
+        Benchmark::Loggp => {
+            let mut ep = MpiEndpoint::new(ctx.comm, ctx.pair.peer, peer_desc(ctx), s.len().max(64));
+            let mut figs = [0.0f64; 4];
+            let mut samples = vec![0.0; lp.iters as usize];
+            for k in 0..4 {
+                ctx.world.barrier();
+                let res = if initiator {
+                    let p = loggp::variants(loggp::N, figs[0])[k];
+                    ctx.world.send_json(ctx.pair.peer, &p)?;
+                    loggp::prtt_client(&mut ep, &ctx.clock, s, r, &p, lp.warmup, &mut samples)
+                        .map(|f| figs[k] = f)
+                } else {
+                    let p: loggp::Prtt = ctx.world.recv_json(ctx.pair.peer)?;
+                    loggp::prtt_server(&mut ep, &ctx.clock, s, r, &p, lp.warmup + lp.iters)
+                };
+                res.map_err(|le| transfer(ph, le))?;
+            }
+            let [p1, pn, pnd, pnr] = figs;
+            prtts.push(loggp::SizePrtt {
+                size,
+                n: loggp::N,
+                p1,
+                pn,
+                pnd,
+                pnr,
+            });
+        }
+    }
+    Ok(())
+}
+
+fn peer_desc(ctx: &Ctx<'_>) -> String {
+    let p = ctx.pair.peer;
+    format!("rank {p} on {}", ctx.world.host(p))
+}
+
+/// The latency loop shared with the transport layer, over the MPI endpoint: reused buffers, or
+/// (`fresh`) a fresh buffer per message from pools larger than the last-level cache.
+fn generic_latency(
+    ctx: &mut Ctx<'_>,
+    ph: &str,
+    s: &mut [u8],
+    r: &mut [u8],
+    lp: &Loop,
+    fresh: bool,
+) -> Result<Option<Row>, MpiError> {
+    let size = s.len();
+    let mut ep = MpiEndpoint::new(ctx.comm, ctx.pair.peer, peer_desc(ctx), size.max(64));
+    let mut pools;
+    let mut bufs = if fresh {
+        pools = extended::fresh_pools(size);
+        let (sp, rp, stride) = (&mut pools.0, &mut pools.1, pools.2);
+        Buffers::rotating(sp, rp, size, stride)
+    } else {
+        Buffers::reused(s, r)
+    };
+    let mut samples = vec![
+        0u64;
+        if ctx.pair.initiator {
+            lp.iters as usize
+        } else {
+            0
+        }
+    ];
+    let mine = if ctx.pair.initiator {
+        patterns::latency_initiator(&mut ep, &ctx.clock, &mut bufs, lp, &mut samples)
+    } else {
+        patterns::latency_responder(&mut ep, &mut bufs, lp)
+    }
+    .map_err(|le| transfer(ph, le))?;
+    ctx.settle(ph, mine)?;
+    let b = if fresh {
+        Benchmark::Bufmgmt
+    } else {
+        Benchmark::Latency
+    };
+    Ok(ctx.pair.initiator.then(|| {
+        let mut row = ctx.row(b, Mode::Poll, size as u64, lp);
+        summarize_latency(&mut row, &ctx.clock, &samples);
+        row
+    }))
+}
+
+/// bw, mr (a window out, an ack back) and bibw (windows both ways); the initiator's row.
+fn stream(
+    ctx: &mut Ctx<'_>,
+    b: Benchmark,
+    ph: &str,
+    s: &mut [u8],
+    r: &mut [u8],
+    lp: &Loop,
+) -> Result<Option<Row>, MpiError> {
+    let (comm, peer, w) = (ctx.comm, ctx.pair.peer, lp.window as usize);
+    let size = s.len();
+    // One slot per message when validating, so each can be checked; otherwise every receive
+    // of a window lands in one buffer, as in OSU's tests.
+    let slot = if lp.validate { size } else { 0 };
+    let total = lp.warmup + lp.iters;
+    let mut ack = [0u8; 4];
+    let mut bad = None;
+    let mut ticks = 0;
+    let check_slots = |r: &[u8], i: u64, bad: &mut Option<Mismatch>| {
+        for k in 0..w {
+            check(&r[k * size..(k + 1) * size], i, bad);
+        }
+    };
+    let initiator = ctx.pair.initiator;
+    let win = &mut ctx.win;
+    let clock = &ctx.clock;
+    let res = (|| -> Result<(), LoopError> {
+        let mut t0 = clock.now();
+        for i in 0..total {
+            if i == lp.warmup {
+                t0 = clock.now();
+            }
+            match (b, initiator) {
+                (Benchmark::Bibw, _) => {
+                    if lp.validate {
+                        fill(s, i);
+                    }
+                    win.exchange_all(comm, peer, DATA, s, r, slot, w)
+                        .map_err(at(i))?;
+                    if lp.validate {
+                        check_slots(r, i, &mut bad);
+                    }
+                }
+                (_, true) => {
+                    if lp.validate {
+                        fill(s, i);
+                    }
+                    win.send_all(comm, peer, DATA, s, w).map_err(at(i))?;
+                    comm.recv(peer, ACK, &mut ack).map_err(at(i))?;
+                }
+                (_, false) => {
+                    win.recv_all(comm, peer, DATA, r, size, slot, w)
+                        .map_err(at(i))?;
+                    if lp.validate {
+                        check_slots(r, i, &mut bad);
+                    }
+                    comm.send(peer, ACK, &ack).map_err(at(i))?;
+                }
+            }
+        }
+        ticks = clock.now() - t0;
+        Ok(())
+    })();
+    res.map_err(|le| transfer(ph, le))?;
+    ctx.settle(ph, bad)?;
+    if !ctx.pair.initiator {
+        return Ok(None);
+    }
+    let mut row = ctx.row(b, Mode::Poll, size as u64, lp);
+    let secs = ctx.clock.ticks_to_ns(ticks) / 1e9;
+    let both = if b == Benchmark::Bibw { 2.0 } else { 1.0 };
+    let msgs = both * (w as u64 * lp.iters) as f64;
+    row.window = Some(lp.window);
+    row.mb_per_s = Some(msgs * size as f64 / secs / 1e6);
+    row.msgs_per_s = Some(msgs / secs);
+    Ok(Some(row))
+}
+
+/// Ping-pong whose messages leave from `k` scattered segments, described to MPI by a derived
+/// datatype or packed by hand into one buffer first; replies are received contiguous, as at the
+/// transport layer.
+fn noncontig(
+    ctx: &mut Ctx<'_>,
+    ph: &str,
+    size: u64,
+    k: u32,
+    packed: bool,
+    r: &mut [u8],
+    lp: &Loop,
+) -> Result<Option<Row>, MpiError> {
+    let (comm, peer, clock) = (ctx.comm, ctx.pair.peer, &ctx.clock);
+    let (mut mem, ranges) = extended::scattered(size as usize, k as usize);
+    let dt = Datatype::segments(&ranges)?;
+    let mut pack = PageBuf::new(size as usize);
+    let r = &mut r[..size as usize];
+    let mut samples = vec![
+        0u64;
+        if ctx.pair.initiator {
+            lp.iters as usize
+        } else {
+            0
+        }
+    ];
+    let mut bad = None;
+    let total = lp.warmup + lp.iters;
+    let send = |i: u64, mem: &mut [u8], pack: &mut [u8]| -> Result<(), MpiCallError> {
+        if lp.validate {
+            let mut off = 0;
+            for rg in &ranges {
+                for (j, b) in mem[rg.clone()].iter_mut().enumerate() {
+                    *b = pattern(i, size as usize, off + j);
+                }
+                off += rg.len();
+            }
+        }
+        if packed {
+            let mut off = 0;
+            for rg in &ranges {
+                pack[off..off + rg.len()].copy_from_slice(&mem[rg.clone()]);
+                off += rg.len();
+            }
+            comm.send(peer, DATA, pack)
+        } else {
+            comm.send_typed(peer, DATA, mem, &dt)
+        }
+    };
+    let res = (|| -> Result<(), LoopError> {
+        let mut prev = clock.now();
+        for i in 0..total {
+            if ctx.pair.initiator {
+                send(i, &mut mem, &mut pack).map_err(at(i))?;
+                let n = comm.recv(peer, DATA, r).map_err(at(i))?;
+                let t = clock.now();
+                if i >= lp.warmup {
+                    samples[(i - lp.warmup) as usize] = t - prev;
+                }
+                prev = t;
+                if lp.validate {
+                    check(&r[..n.len], i, &mut bad);
+                }
+            } else {
+                let n = comm.recv(peer, DATA, r).map_err(at(i))?;
+                if lp.validate {
+                    check(&r[..n.len], i, &mut bad);
+                }
+                send(i, &mut mem, &mut pack).map_err(at(i))?;
+            }
+        }
+        Ok(())
+    })();
+    res.map_err(|le| transfer(ph, le))?;
+    ctx.settle(ph, bad)?;
+    Ok(ctx.pair.initiator.then(|| {
+        let mut row = ctx.row(Benchmark::Noncontig, Mode::Poll, size, lp);
+        summarize_latency(&mut row, &ctx.clock, &samples);
+        row
+    }))
+}
+
+/// Every rank sends one 16-byte message to every other and receives one from each.
+fn connect_all(ctx: &mut Ctx<'_>) -> Result<(), MpiCallError> {
+    let n = ctx.world.size() as usize;
+    let me = ctx.world.rank();
+    let out = [0u8; 16];
+    let mut inbox = vec![0u8; 16 * n];
+    let others: Vec<i32> = (0..n as i32).filter(|&p| p != me).collect();
+    ctx.win
+        .scatter_gather(ctx.comm, &others, CONNECT, &out, &mut inbox)
+}
+
+/// Builds rank 0's report: each initiator's rows, combined over the pairs.
+fn finish(
+    world: &MpiWorld,
+    cfg: &BenchConfig,
+    clock: Clock,
+    started_unix_s: u64,
+    rows: Vec<Row>,
+) -> Result<Option<Report>, MpiError> {
+    let pair = world.pair();
+    let cpu = commperf_transport::affinity::current_cpu();
+    if !pair.initiator {
+        world.send_json(pair.peer, &cpu)?;
+        return Ok(None);
+    }
+    let peer_cpu: Option<usize> = world.recv_json(pair.peer)?;
+    if world.rank() != 0 {
+        world.send_json(0, &rows)?;
+        return Ok(None);
+    }
+    let mut per_pair = vec![rows];
+    for p in 1..pair.pairs as i32 {
+        per_pair.push(world.recv_json::<Vec<Row>>(p)?);
+    }
+    let results = aggregate::combine(&per_pair).map_err(MpiError::Combine)?;
+    Ok(Some(Report {
+        schema_version: commperf_core::SCHEMA_VERSION,
+        tool: format!("commperf {}", env!("CARGO_PKG_VERSION")),
+        started_unix_s,
+        machine: machine::describe(clock.timer_info()),
+        options: Options {
+            benchmarks: cfg.benchmarks.clone(),
+            transports: vec![TransportKind::Mpi],
+            modes: vec![Mode::Poll],
+            sizes_bytes: cfg.sizes.clone(),
+            iterations: cfg.iterations,
+            warmup: cfg.warmup,
+            window: cfg.window,
+            validate: cfg.validate,
+            launcher: "mpi".into(),
+            peer: Some(format!(
+                "rank {} on {} ({} pair{})",
+                pair.peer,
+                world.host(pair.peer),
+                pair.pairs,
+                if pair.pairs == 1 { "" } else { "s" }
+            )),
+            mpi_library: Some(world.library().to_string()),
+        },
+        placement: Placement {
+            pinned: false,
+            local_cpu: cpu,
+            peer_cpu,
+        },
+        limits: None,
+        results,
+    }))
+}

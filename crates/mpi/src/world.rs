@@ -1,0 +1,193 @@
+//! The MPI job as commperf sees it: initialization, the start-up agreement between ranks, the
+//! pairs, and small control messages.
+//!
+//! Every check of the start-up runs on data all ranks share (one all-gather of a fixed-size
+//! record per rank), so every rank reaches the same verdict and prints the same error: no rank
+//! waits for an answer that a failed rank will never send.
+
+use crate::raw::Comm;
+use crate::startup::{agree, clip, fnv, Hello, Pair, HELLO_BYTES, MAGIC, VERSION_OVERRIDE};
+use crate::MpiError;
+use mpi::topology::{Color, SimpleCommunicator};
+use mpi::traits::*;
+use serde::{de::DeserializeOwned, Serialize};
+
+/// Control messages (reports of a whole run included) are bounded before anything is received.
+pub(crate) const MAX_CONTROL: usize = 64 << 20;
+
+/// An initialized MPI job that passed the start-up agreement. Dropping it finalizes MPI.
+pub struct MpiWorld {
+    rank: i32,
+    size: i32,
+    hosts: Vec<String>,
+    library: String,
+    /// Measurements run here only.
+    data: SimpleCommunicator,
+    /// Start-up, barriers and control messages.
+    ctl: SimpleCommunicator,
+    world: SimpleCommunicator,
+    // Last: finalizes MPI after the communicators above are freed.
+    _universe: mpi::environment::Universe,
+}
+
+impl std::fmt::Debug for MpiWorld {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MpiWorld")
+            .field("rank", &self.rank)
+            .field("size", &self.size)
+            .field("library", &self.library)
+            .finish()
+    }
+}
+
+/// The MPI library this build is linked with, first line (`Open MPI v4.1.4, …`, `MPICH
+/// Version: 4.0.2`); callable before MPI_Init.
+pub fn library_version() -> String {
+    let v = mpi::environment::library_version().unwrap_or_default();
+    let first = v.trim_end_matches('\0').lines().next().unwrap_or("").trim();
+    first.trim_end_matches(',').to_string()
+}
+
+impl MpiWorld {
+    /// MPI_Init, and the communicators commperf uses. Call [`MpiWorld::agree`] next.
+    pub fn init() -> Result<MpiWorld, MpiError> {
+        let universe = mpi::initialize().ok_or(MpiError::AlreadyInitialized)?;
+        let world = universe.world();
+        let (ctl, data) = (world.duplicate(), world.duplicate());
+        for c in [&world, &ctl, &data] {
+            Comm(c.as_raw()).errors_return()?;
+        }
+        let (rank, size) = (world.rank(), world.size());
+        Ok(MpiWorld {
+            rank,
+            size,
+            hosts: Vec::new(),
+            library: library_version(),
+            data,
+            ctl,
+            world,
+            _universe: universe,
+        })
+    }
+
+    /// The start-up agreement: at least two ranks and an even number of them, one commperf
+    /// version and one command line everywhere. `args` is this rank's command line after the
+    /// program name. Every rank gets the same verdict; on an error the caller reports it and
+    /// ends the job with [`MpiWorld::abort`].
+    pub fn agree(&mut self, args: &str) -> Result<(), MpiError> {
+        let mut version =
+            std::env::var(VERSION_OVERRIDE).unwrap_or_else(|_| env!("CARGO_PKG_VERSION").into());
+        clip(&mut version, 64);
+        let mut host = commperf_transport::launch::hostname();
+        clip(&mut host, 255);
+        let digest = format!("#{:016x}", fnv(args.as_bytes()));
+        let mut hello = Hello {
+            magic: MAGIC.into(),
+            version,
+            host,
+            args: args.to_string(),
+        };
+        let mut json = serde_json::to_vec(&hello).expect("a hello serializes");
+        if json.len() > HELLO_BYTES {
+            // Too long to show: compared by digest.
+            clip(&mut hello.host, 64);
+            hello.args = digest;
+            json = serde_json::to_vec(&hello).expect("a hello serializes");
+        }
+        let mut mine = [0u8; HELLO_BYTES];
+        mine[..json.len()].copy_from_slice(&json);
+        let mut all = vec![0u8; HELLO_BYTES * self.size as usize];
+        self.ctl.all_gather_into(&mine[..], &mut all[..]);
+        let hellos: Vec<Option<Hello>> = all
+            .chunks(HELLO_BYTES)
+            .map(|c| {
+                let end = c.iter().position(|&b| b == 0).unwrap_or(c.len());
+                serde_json::from_slice::<Hello>(&c[..end])
+                    .ok()
+                    .filter(|h| h.magic == MAGIC)
+            })
+            .collect();
+        agree(self.size, &hellos)?;
+        self.hosts = hellos
+            .into_iter()
+            .map(|h| h.map(|h| h.host).unwrap_or_default())
+            .collect();
+        Ok(())
+    }
+
+    pub fn rank(&self) -> i32 {
+        self.rank
+    }
+
+    pub fn size(&self) -> i32 {
+        self.size
+    }
+
+    pub fn host(&self, rank: i32) -> &str {
+        &self.hosts[rank as usize]
+    }
+
+    pub fn library(&self) -> &str {
+        &self.library
+    }
+
+    pub fn pair(&self) -> Pair {
+        Pair::of(self.rank, self.size)
+    }
+
+    /// The communicator measurements run on.
+    pub(crate) fn data(&self) -> Comm {
+        Comm(self.data.as_raw())
+    }
+
+    pub(crate) fn ctl(&self) -> Comm {
+        Comm(self.ctl.as_raw())
+    }
+
+    /// Every rank waits here until all have arrived.
+    pub fn barrier(&self) {
+        self.ctl.barrier();
+    }
+
+    /// The initiators of all pairs as one communicator (responders get their own), for
+    /// starting the pairs' measurements together.
+    pub(crate) fn side(&self) -> SimpleCommunicator {
+        let color = Color::with_value(i32::from(!self.pair().initiator));
+        self.ctl
+            .split_by_color(color)
+            .expect("every rank has a color")
+    }
+
+    /// Ends the whole job: MPI_Abort on the world communicator.
+    pub fn abort(&self, code: i32) -> ! {
+        self.world.abort(code)
+    }
+
+    /// Sends `msg` as JSON on the control communicator.
+    pub(crate) fn send_json<T: Serialize>(&self, dest: i32, msg: &T) -> Result<(), MpiError> {
+        let bytes = serde_json::to_vec(msg).expect("control messages serialize");
+        Ok(self.ctl().send(dest, CONTROL_TAG, &bytes)?)
+    }
+
+    /// Receives one JSON control message from `source`, refusing one longer than
+    /// [`MAX_CONTROL`] before allocating for it.
+    pub(crate) fn recv_json<T: DeserializeOwned>(&self, source: i32) -> Result<T, MpiError> {
+        let ctl = self.ctl();
+        let p = ctl.probe(source, CONTROL_TAG)?;
+        if p.len > MAX_CONTROL {
+            return Err(MpiError::Protocol(format!(
+                "rank {source} announced a {}-byte control message (at most {MAX_CONTROL})",
+                p.len
+            )));
+        }
+        let mut buf = vec![0u8; p.len];
+        ctl.recv(source, CONTROL_TAG, &mut buf)?;
+        serde_json::from_slice(&buf).map_err(|e| {
+            MpiError::Protocol(format!(
+                "rank {source} sent a malformed control message: {e}"
+            ))
+        })
+    }
+}
+
+const CONTROL_TAG: i32 = 77;
