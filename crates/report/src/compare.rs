@@ -878,7 +878,15 @@ fn bandwidth_verdict(b: &BenchmarkComparison, lo: TransportKind, up: TransportKi
             None => return format!("no size has a bandwidth on both {lo} and {up}"),
         },
     };
-    let pct = |f: f64| format!("{:.0} %", 100.0 * f);
+    // One decimal below 10 %, so a layer delivering 0.4 % does not read as delivering nothing.
+    let pct = |f: f64| {
+        let p = 100.0 * f;
+        if p < 9.95 {
+            format!("{p:.1} %")
+        } else {
+            format!("{p:.0} %")
+        }
+    };
     let mut text = if head > 1.05 {
         format!(
             "{up} is faster than {lo} here: {} of its {what} {head_words}",

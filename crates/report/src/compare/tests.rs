@@ -568,6 +568,13 @@ fn bandwidth_verdicts() {
         "mpi is faster than tcp here: 112 % of its bandwidth at large messages (>= 64 KiB), \
          90 % at small ones"
     );
+    // A tiny fraction keeps a decimal rather than reading "0 %".
+    let lo = report("a", rows(SHM, [1.0, 1.0, 1.0]));
+    let up = report("b", rows(TCP, [0.004, 0.18, 0.18]));
+    assert_eq!(
+        compare(&lo, &up).unwrap().benchmarks[0].verdict,
+        "tcp delivers 18 % of shm's bandwidth at large messages (>= 64 KiB), 0.4 % at small ones"
+    );
     // A message rate at small sizes only.
     let lo = report("a", vec![bw(Benchmark::Mr, SHM, 8, 40.0)]);
     let up = report("b", vec![bw(Benchmark::Mr, MPI, 8, 10.0)]);
