@@ -291,9 +291,7 @@ fn groups(report: &Report, role: Role) -> Result<Vec<Group<'_>>, CompareError> {
         match out.iter().position(|g| g.key == key) {
             Some(i) => {
                 out[i].rows.push(r);
-                if !transports[i].contains(&r.transport) {
-                    transports[i].push(r.transport);
-                }
+                push_new(&mut transports[i], r.transport);
             }
             None => {
                 out.push(Group {
