@@ -34,6 +34,9 @@ pub enum Command {
     Limits(LimitsArgs),
     /// Re-render a saved JSON result file
     Report(ReportArgs),
+    /// Compare two result files layer against layer: the latency an upper layer (MPI) adds to a
+    /// lower one (shm, tcp), the bandwidth it delivers, where it changes protocol
+    Compare(crate::compare::CompareArgs),
     /// Predict a trace's communication time on a network, with contention (seed 003) or LogGP
     Predict(Box<crate::predict::PredictArgs>),
     /// Write a workload trace of a known pattern (for predict, the testbed, LogGOPSim)

@@ -4,6 +4,7 @@
 
 mod calibrate;
 mod cli;
+mod compare;
 mod gentrace;
 mod mpi;
 mod output;
@@ -40,6 +41,7 @@ fn main() -> ExitCode {
             Err(e) => return usage_error(e),
         },
         Command::Report(r) => report(&r),
+        Command::Compare(c) => compare::run(&c),
         Command::Predict(p) => predict::run(&p),
         Command::GenTrace(g) => gentrace::run(&g),
         Command::Peer => peer(),

@@ -33,9 +33,20 @@ fn format_for(path: &Path) -> Format {
 
 /// Prints and/or writes `report` as asked.
 pub fn emit(report: &Report, format: Option<Format>, out: Option<&Path>) -> Result<()> {
+    emit_with(|f| commperf_report::render(report, f), format, out)
+}
+
+/// Prints and/or writes whatever `render` makes in a format: without `out`, `format` (default
+/// table) to stdout; with it, `format` (default: from the file's extension) to the file and the
+/// table to stdout.
+pub fn emit_with(
+    render: impl Fn(Format) -> String,
+    format: Option<Format>,
+    out: Option<&Path>,
+) -> Result<()> {
     match out {
         None => {
-            let text = commperf_report::render(report, format.unwrap_or(Format::Table));
+            let text = render(format.unwrap_or(Format::Table));
             let mut o = std::io::stdout().lock();
             o.write_all(text.as_bytes())
                 .and_then(|_| o.flush())
@@ -43,9 +54,8 @@ pub fn emit(report: &Report, format: Option<Format>, out: Option<&Path>) -> Resu
         }
         Some(path) => {
             let f = format.unwrap_or_else(|| format_for(path));
-            write_atomically(path, commperf_report::render(report, f).as_bytes())?;
-            let table = commperf_report::render(report, Format::Table);
-            print!("{table}");
+            write_atomically(path, render(f).as_bytes())?;
+            print!("{}", render(Format::Table));
             eprintln!("commperf: wrote {} ({})", path.display(), f.as_str());
         }
     }

@@ -68,23 +68,7 @@ impl Block<'_> {
             format!("transport {}", self.transport),
             format!("mode {}", self.mode),
         ];
-        match self.packed {
-            Some(true) => parts.push("packed into one buffer first".into()),
-            Some(false) => parts.push("vectored (gathered by the transport)".into()),
-            None => {}
-        }
-        match self.buffers {
-            Some(BufferUse::Fresh) => parts.push("a fresh buffer per message (pool > LLC)".into()),
-            Some(BufferUse::Registered) => {
-                parts.push("registered memory used in place (no copy)".into())
-            }
-            None => {}
-        }
-        match self.block_spins {
-            Some(0) => parts.push("blocking at once".into()),
-            Some(n) => parts.push(format!("spin {n} checks, then block")),
-            None => {}
-        }
+        parts.extend(variant_words(self.packed, self.buffers, self.block_spins));
         if let Some(Some(w)) = self.uniform_window() {
             parts.push(format!("window {w}"));
         }
@@ -193,8 +177,35 @@ impl Block<'_> {
     }
 }
 
+/// How a block's variant keys read in its heading (shared with the layer comparison).
+pub(crate) fn variant_words(
+    packed: Option<bool>,
+    buffers: Option<BufferUse>,
+    block_spins: Option<u32>,
+) -> Vec<String> {
+    let mut parts = Vec::new();
+    match packed {
+        Some(true) => parts.push("packed into one buffer first".into()),
+        Some(false) => parts.push("vectored (gathered by the transport)".into()),
+        None => {}
+    }
+    match buffers {
+        Some(BufferUse::Fresh) => parts.push("a fresh buffer per message (pool > LLC)".into()),
+        Some(BufferUse::Registered) => {
+            parts.push("registered memory used in place (no copy)".into())
+        }
+        None => {}
+    }
+    match block_spins {
+        Some(0) => parts.push("blocking at once".into()),
+        Some(n) => parts.push(format!("spin {n} checks, then block")),
+        None => {}
+    }
+    parts
+}
+
 /// Absent figures are shown as `-` (never as a made-up zero).
-fn dash() -> String {
+pub(crate) fn dash() -> String {
     "-".to_string()
 }
 
@@ -212,17 +223,17 @@ pub(crate) fn fmt_us(v: f64) -> String {
 }
 
 /// MB/s (MB = 1e6 B) with 2 decimals.
-fn fmt_mb(v: f64) -> String {
+pub(crate) fn fmt_mb(v: f64) -> String {
     format!("{v:.2}")
 }
 
 /// Messages per second as an integer.
-fn fmt_rate(v: f64) -> String {
+pub(crate) fn fmt_rate(v: f64) -> String {
     format!("{v:.0}")
 }
 
 /// A fraction as a percent with one decimal: 0.871 → `87.1%`.
-fn fmt_eff(v: f64) -> String {
+pub(crate) fn fmt_eff(v: f64) -> String {
     format!("{:.1}%", v * 100.0)
 }
 

@@ -20,12 +20,21 @@
 //! Loggp results also have a figure, seed 004's Figure 3.6 (O_s and O_r against size, per
 //! transport and mode): a small ASCII chart after each loggp block of the table format, and a
 //! standalone SVG document from [`loggp_svg`].
+//!
+//! Two reports of the same suite, one measured at a lower layer (a transport) and one at an
+//! upper layer (MPI), can be compared point by point with [`compare`] and the result rendered in
+//! the same formats with [`render_comparison`] (`commperf compare`, seed 004 chapter 4).
 
 mod blocks;
+mod compare;
 mod csv;
 mod plot;
 mod table;
 
+pub use compare::{
+    compare, render_comparison, BenchmarkComparison, CompareError, Comparison, LayerInfo,
+    NotCompared, Point, ProtocolChange, Role, COMPARE_SCHEMA_VERSION,
+};
 pub use plot::{loggp_svg, PlotError};
 pub use table::{Align, Table};
 
