@@ -83,12 +83,23 @@ mod with_mpi {
     /// report goes to FILE's name with the layer added (`out.shm.json`, `out.mpi.json`, in
     /// FILE's format), so `commperf compare` can be run on them again later.
     fn emit_layers(lower: &Report, upper: &Report, b: &BenchArgs) -> Result<()> {
+        let mut sources = Vec::new();
         for r in [lower, upper] {
             let layer = commperf_mpi::layer_name(&r.options.transports);
             let path = b.output.out.as_deref().map(|p| layer_path(p, &layer));
             output::emit(r, b.output.format, path.as_deref())?;
+            sources.push(path.map_or(layer, |p| p.display().to_string()));
         }
-        Ok(())
+        // Both layers' results are out before the comparison can fail.
+        let mut c = commperf_report::compare(lower, upper).context("comparing the layers")?;
+        c.lower.source = Some(sources[0].clone());
+        c.upper.source = Some(sources[1].clone());
+        println!();
+        output::emit_with(
+            |f| commperf_report::render_comparison(&c, f),
+            b.output.format,
+            b.output.out.as_deref(),
+        )
     }
 
     fn layer_path(p: &std::path::Path, layer: &str) -> std::path::PathBuf {

@@ -59,6 +59,7 @@ fn report(t: TransportKind, lat: &[(u64, f64)], bw: &[(u64, f64)]) -> Report {
             validate: false,
             launcher: "local".into(),
             peer: None,
+            mpi_library: None,
         },
         placement: Placement {
             pinned: false,

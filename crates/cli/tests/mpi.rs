@@ -409,3 +409,60 @@ fn mpi_options_are_checked_before_anything_starts() {
         assert!(text(&o.stderr).contains("built without MPI support"));
     }
 }
+
+#[test]
+fn layers_runs_both_layers_between_the_same_ranks_and_compares_them() {
+    if !mpi_ready("--layers") {
+        return;
+    }
+    let out = tmp("layers.json");
+    let o = mpirun(
+        2,
+        &[
+            "bench",
+            "latency",
+            "bw",
+            "--layers",
+            "shm,mpi",
+            "--sizes",
+            "8,64K",
+            "--iters",
+            "200",
+            "-o",
+            out.to_str().unwrap(),
+        ],
+    );
+    ok(&o);
+    let read = |p: std::path::PathBuf| -> Value {
+        serde_json::from_slice(&std::fs::read(&p).unwrap_or_else(|e| panic!("{p:?}: {e}"))).unwrap()
+    };
+    let shm = read(out.with_file_name("layers.shm.json"));
+    let mpi = read(out.with_file_name("layers.mpi.json"));
+    let cmp = read(out.clone());
+    assert_eq!(shm["options"]["transports"][0], "shm");
+    assert_eq!(mpi["options"]["transports"][0], "mpi");
+    assert_eq!(cmp["schema_version"], 1);
+    let lat = cmp["benchmarks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|b| b["benchmark"] == "latency")
+        .unwrap();
+    // The comparison is computed from the two reports written beside it.
+    for (i, p) in lat["points"].as_array().unwrap().iter().enumerate() {
+        let (l, u) = (
+            f(&shm["results"][i], "p50_us"),
+            f(&mpi["results"][i], "p50_us"),
+        );
+        assert_eq!(f(p, "lower_p50_us"), l);
+        assert_eq!(f(p, "upper_p50_us"), u);
+        assert!((f(p, "added_us") - (u - l)).abs() < 1e-12);
+    }
+    assert!(
+        lat["verdict"].as_str().unwrap().starts_with("mpi "),
+        "{lat}"
+    );
+    let stdout = text(&o.stdout);
+    assert!(stdout.contains("# commperf compare latency"), "{stdout}");
+    assert_eq!(stdout.matches("# verdict: ").count(), 2, "{stdout}");
+}

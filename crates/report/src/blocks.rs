@@ -68,9 +68,18 @@ impl Block<'_> {
             format!("transport {}", self.transport),
             format!("mode {}", self.mode),
         ];
-        parts.extend(variant_words(self.packed, self.buffers, self.block_spins));
+        if self.transport == TransportKind::Mpi {
+            parts.extend(mpi_words(self.benchmark, self.mode, self.packed));
+        }
+        if self.transport != TransportKind::Mpi || self.benchmark == Benchmark::Bufmgmt {
+            parts.extend(variant_words(self.packed, self.buffers, self.block_spins));
+        }
         if let Some(Some(w)) = self.uniform_window() {
             parts.push(format!("window {w}"));
+        }
+        if let Some(n) = self.rows[0].pairs {
+            // Sums (bandwidth, rate) or means (latency) over pairs measuring at once.
+            parts.push(format!("{n} pairs"));
         }
         let validated = self.rows.iter().filter(|r| r.validated).count();
         if validated == self.rows.len() {
@@ -96,7 +105,15 @@ impl Block<'_> {
                 ("p50(us)", |r| us(r.p50_us)),
                 ("p90(us)", |r| us(r.p90_us)),
                 ("p99(us)", |r| us(r.p99_us)),
-                ("sweep p50(us)", |r| us(r.baseline_p50_us)),
+                (
+                    // At the MPI layer the baseline receives from a named source.
+                    if self.transport == TransportKind::Mpi {
+                        "named p50(us)"
+                    } else {
+                        "sweep p50(us)"
+                    },
+                    |r| us(r.baseline_p50_us),
+                ),
                 ("cost(us)", |r| us(r.cost_us)),
             ]),
             Benchmark::Conns => cols.extend([
@@ -202,6 +219,20 @@ pub(crate) fn variant_words(
         None => {}
     }
     parts
+}
+
+/// What the MPI layer's variants do, in MPI's words (the transport layer's words would say
+/// "gathered by the transport" for a derived datatype).
+pub(crate) fn mpi_words(b: Benchmark, mode: Mode, packed: Option<bool>) -> Vec<String> {
+    let w = match (b, mode, packed) {
+        (Benchmark::Noncontig, _, Some(true)) => "packed into one buffer first",
+        (Benchmark::Noncontig, _, _) => "a derived datatype (MPI_Type_vector)",
+        (Benchmark::Blocking, Mode::Block, _) => "MPI_Irecv + MPI_Wait",
+        (Benchmark::Blocking, Mode::Poll, _) => "MPI_Irecv + an MPI_Test loop",
+        (Benchmark::Cq, _, _) => "receives from MPI_ANY_SOURCE",
+        _ => return Vec::new(),
+    };
+    vec![w.to_string()]
 }
 
 /// Absent figures are shown as `-` (never as a made-up zero).

@@ -6,7 +6,7 @@ use crate::table::{Align, Table};
 use commperf_core::Report;
 
 /// Column names, in order; equal to the JSON field names of a row.
-pub(crate) const COLUMNS: [&str; 31] = [
+pub(crate) const COLUMNS: [&str; 32] = [
     "benchmark",
     "transport",
     "mode",
@@ -37,6 +37,7 @@ pub(crate) const COLUMNS: [&str; 31] = [
     "g_us",
     "G_us_per_byte",
     "L_us",
+    "pairs",
     "validated",
 ];
 
@@ -78,6 +79,7 @@ pub(crate) fn render_csv(report: &Report) -> String {
             opt(r.g_us),
             opt(r.gap_per_byte_us),
             opt(r.L_us),
+            r.pairs.map_or_else(String::new, |n| n.to_string()),
             r.validated.to_string(),
         ]);
     }

@@ -134,10 +134,10 @@ fn markdown_format_has_headings_bullets_and_pipe_tables() {
 #[test]
 fn csv_format_is_one_flat_table_at_full_precision() {
     let expected = "\
-benchmark,transport,mode,size_bytes,iterations,warmup,window,p50_us,p90_us,p99_us,min_us,max_us,mean_us,mb_per_s,msgs_per_s,efficiency,limit_us,limit_mb_per_s,baseline_p50_us,cost_us,block_spins,connections,segments,packed,buffers,o_s_us,o_r_us,g_us,G_us_per_byte,L_us,validated
-latency,shm,poll,8,100000,1000,,0.2134,0.25,0.4012,0.18,12.5034,0.2231,,,0.3337,0.0712,,,,,,,,,,,,,,true
-bw,shm,poll,65536,2000,20,64,,,,,,,8012.3456,122258.6,0.4451,,18000.5,,,,,,,,,,,,,true
-latency,shm,poll,1048576,1000,10,,95.123,101.5,130.25,90,250.75,97.8761,,,,,,,,,,,,,,,,,,true
+benchmark,transport,mode,size_bytes,iterations,warmup,window,p50_us,p90_us,p99_us,min_us,max_us,mean_us,mb_per_s,msgs_per_s,efficiency,limit_us,limit_mb_per_s,baseline_p50_us,cost_us,block_spins,connections,segments,packed,buffers,o_s_us,o_r_us,g_us,G_us_per_byte,L_us,pairs,validated
+latency,shm,poll,8,100000,1000,,0.2134,0.25,0.4012,0.18,12.5034,0.2231,,,0.3337,0.0712,,,,,,,,,,,,,,,true
+bw,shm,poll,65536,2000,20,64,,,,,,,8012.3456,122258.6,0.4451,,18000.5,,,,,,,,,,,,,,true
+latency,shm,poll,1048576,1000,10,,95.123,101.5,130.25,90,250.75,97.8761,,,,,,,,,,,,,,,,,,,true
 ";
     assert_eq!(render(&report(), Format::Csv), expected);
 }
@@ -153,6 +153,7 @@ fn csv_columns_are_exactly_the_row_fields() {
     r.buffers = Some(commperf_core::BufferUse::Registered);
     (r.o_s_us, r.o_r_us, r.g_us, r.gap_per_byte_us, r.L_us) =
         (Some(1.0), Some(1.0), Some(1.0), Some(1.0), Some(1.0));
+    r.pairs = Some(2);
     let v = serde_json::to_value(&r).unwrap();
     let mut fields: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
     let mut columns = csv::COLUMNS.to_vec();
@@ -576,5 +577,29 @@ fn loggp_figures_need_loggp_values() {
     assert!(
         !text.contains("Figure 3.6) | transport tcp"),
         "tcp has no values: no chart"
+    );
+}
+
+#[test]
+fn mpi_rows_are_described_in_mpi_words_and_pairs_are_named() {
+    let mut r = report();
+    let mut nc = Row::new(Benchmark::Noncontig, TransportKind::Mpi, Mode::Poll, 64);
+    (nc.segments, nc.packed, nc.p50_us) = (Some(4), Some(false), Some(0.5));
+    let mut cq = Row::new(Benchmark::Cq, TransportKind::Mpi, Mode::Poll, 16);
+    (cq.connections, cq.p50_us, cq.baseline_p50_us) = (Some(1), Some(0.3), Some(0.2));
+    let mut bw = Row::new(Benchmark::Bw, TransportKind::Mpi, Mode::Poll, 8);
+    (bw.mb_per_s, bw.msgs_per_s, bw.pairs) = (Some(1.0), Some(125_000.0), Some(2));
+    r.results = vec![nc, cq, bw];
+    let text = render(&r, Format::Table);
+    assert!(
+        text.contains("# commperf noncontig | transport mpi | mode poll | a derived datatype (MPI_Type_vector)\n"),
+        "{text}"
+    );
+    assert!(!text.contains("gathered by the transport"), "{text}");
+    assert!(text.contains("| receives from MPI_ANY_SOURCE\n"), "{text}");
+    assert!(text.contains("named p50(us)"), "{text}");
+    assert!(
+        text.contains("# commperf bw | transport mpi | mode poll | 2 pairs\n"),
+        "{text}"
     );
 }

@@ -32,6 +32,7 @@ fn report(host: &str, rows: Vec<Row>) -> Report {
             validate: false,
             launcher: "local".to_string(),
             peer: None,
+            mpi_library: None,
         },
         placement: Placement {
             pinned: true,
@@ -420,6 +421,39 @@ fn a_break_the_lower_layer_has_too_is_not_the_upper_layers() {
     let b = &compare(&lo, &up).unwrap().benchmarks[0];
     assert_eq!(b.protocol_changes.len(), 1);
     assert_eq!(b.protocol_changes[0].first_size_after, 4096);
+}
+
+#[test]
+fn a_small_lower_bend_beside_a_large_upper_jump_leaves_the_jump_to_the_upper_layer() {
+    // Measured on the 2-vCPU VM (bench latency --layers shm,mpi, 1 B … 64 KiB): shm bends by
+    // 0.04 us at 2 KiB, Open MPI jumps by 2 us at its 4 KiB shared-memory eager limit.
+    let xs: Vec<u64> = (0..17).map(|p| 1u64 << p).collect();
+    let shm = [
+        0.080, 0.075, 0.075, 0.075, 0.075, 0.070, 0.125, 0.120, 0.130, 0.170, 0.210, 0.265, 0.406,
+        0.541, 0.972, 1.773, 3.296,
+    ];
+    let mpi = [
+        0.200, 0.185, 0.175, 0.175, 0.190, 0.223, 0.190, 0.200, 0.220, 0.326, 0.391, 0.486, 2.865,
+        3.304, 4.058, 5.460, 8.408,
+    ];
+    let lo = report(
+        "vm",
+        xs.iter().zip(shm).map(|(&s, p)| lat(SHM, s, p)).collect(),
+    );
+    let up = report(
+        "vm",
+        xs.iter().zip(mpi).map(|(&s, p)| lat(MPI, s, p)).collect(),
+    );
+    let b = &compare(&lo, &up).unwrap().benchmarks[0];
+    assert_eq!(b.protocol_changes.len(), 1, "{:?}", b.protocol_changes);
+    let ch = &b.protocol_changes[0];
+    assert_eq!((ch.last_size_before, ch.first_size_after), (2048, 4096));
+    assert!(
+        b.verdict
+            .contains("protocol change between 2 KiB and 4 KiB"),
+        "{}",
+        b.verdict
+    );
 }
 
 #[test]
