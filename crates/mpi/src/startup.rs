@@ -100,6 +100,14 @@ pub(crate) fn agree(size: i32, hellos: &[Option<Hello>]) -> Result<(), MpiError>
     Ok(())
 }
 
+/// The short name of an MPI library from its version string: the first line up to the first
+/// comma, spaces collapsed (Open MPI's string goes on with package and repository details).
+pub(crate) fn library_name(v: &str) -> String {
+    let first = v.trim_end_matches('\0').lines().next().unwrap_or("");
+    let head = first.split(',').next().unwrap_or("");
+    head.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
 /// Shortens `s` to at most `n` bytes, at a character boundary.
 pub(crate) fn clip(s: &mut String, n: usize) {
     let mut cut = n.min(s.len());
@@ -126,6 +134,18 @@ mod tests {
             host: "h".into(),
             args: args.into(),
         })
+    }
+
+    #[test]
+    fn library_names_are_short() {
+        assert_eq!(
+            library_name("Open MPI v4.1.4, package: Debian OpenMPI, ident: 4.1.4, repo rev: v4.1.4, May 26, 2022\0"),
+            "Open MPI v4.1.4"
+        );
+        assert_eq!(
+            library_name("MPICH Version:\t4.0.2\nMPICH Release date:\tThu Apr  7 2022\n"),
+            "MPICH Version: 4.0.2"
+        );
     }
 
     #[test]

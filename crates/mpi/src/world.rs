@@ -40,12 +40,10 @@ impl std::fmt::Debug for MpiWorld {
     }
 }
 
-/// The MPI library this build is linked with, first line (`Open MPI v4.1.4, …`, `MPICH
-/// Version: 4.0.2`); callable before MPI_Init.
+/// The MPI library this build is linked with (`Open MPI v4.1.4`, `MPICH Version: 4.0.2`);
+/// callable before MPI_Init.
 pub fn library_version() -> String {
-    let v = mpi::environment::library_version().unwrap_or_default();
-    let first = v.trim_end_matches('\0').lines().next().unwrap_or("").trim();
-    first.trim_end_matches(',').to_string()
+    crate::startup::library_name(&mpi::environment::library_version().unwrap_or_default())
 }
 
 impl MpiWorld {
