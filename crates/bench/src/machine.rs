@@ -17,9 +17,12 @@ pub fn describe(timer: TimerInfo) -> Machine {
     Machine {
         hostname: commperf_transport::launch::hostname(),
         cpu_model,
-        cores: std::thread::available_parallelism()
-            .map(|n| n.get())
-            .unwrap_or(1),
+        // Online CPUs, not the ones this process may use: under mpirun's binding that is one.
+        // SAFETY: sysconf has no preconditions.
+        cores: match unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) } {
+            n if n > 0 => n as usize,
+            _ => std::thread::available_parallelism().map_or(1, |n| n.get()),
+        },
         kernel,
         timer,
     }

@@ -37,7 +37,7 @@ fn at(iteration: u64) -> impl Fn(TransportError) -> LoopError {
 
 /// Checks a received payload against message `seq`'s pattern; keeps the first mismatch.
 #[inline]
-fn check(buf: &[u8], seq: u64, first: &mut Option<Mismatch>) {
+pub fn check(buf: &[u8], seq: u64, first: &mut Option<Mismatch>) {
     if first.is_none() {
         if let Some(offset) = first_mismatch(buf, seq) {
             *first = Some(Mismatch {

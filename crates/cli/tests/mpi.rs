@@ -6,6 +6,10 @@
 use serde_json::Value;
 use std::process::{Command, Output};
 
+/// Held by the tests that use shm between ranks: one of them checks that no segment is left
+/// behind, which another one running at the same time would make fail.
+static SHM: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 fn exe() -> &'static str {
     env!("CARGO_BIN_EXE_commperf")
 }
@@ -212,6 +216,7 @@ fn transports_run_between_ranks_that_mpirun_placed() {
     if !mpi_ready("--launcher mpi") {
         return;
     }
+    let _shm = SHM.lock().unwrap_or_else(|e| e.into_inner());
     let out = tmp("launched.json");
     let o = mpirun(
         2,
@@ -415,6 +420,7 @@ fn layers_runs_both_layers_between_the_same_ranks_and_compares_them() {
     if !mpi_ready("--layers") {
         return;
     }
+    let _shm = SHM.lock().unwrap_or_else(|e| e.into_inner());
     let out = tmp("layers.json");
     let o = mpirun(
         2,

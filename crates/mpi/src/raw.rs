@@ -201,62 +201,67 @@ impl Comm {
         received(&st, "MPI_Sendrecv")
     }
 
+    /// Posts MPI_Irecv into `buf` and lets `complete` finish the request.
+    ///
+    /// # Safety
+    /// `complete` must leave the request completed (or freed) when it returns, error or not:
+    /// `buf` is only borrowed until then.
+    #[inline]
+    unsafe fn irecv_then(
+        &self,
+        source: i32,
+        tag: i32,
+        buf: &mut [u8],
+        complete: impl FnOnce(&mut ffi::MPI_Request) -> R<()>,
+    ) -> R<()> {
+        let n = count(buf.len(), "MPI_Irecv")?;
+        let mut req = null_request();
+        // SAFETY: `buf` is valid for writing `n` bytes and stays borrowed until `complete`
+        // has completed the request (the caller's promise).
+        let rc = unsafe {
+            ffi::MPI_Irecv(
+                buf.as_mut_ptr().cast(),
+                n,
+                byte(),
+                source,
+                tag,
+                self.0,
+                &mut req,
+            )
+        };
+        check("MPI_Irecv", rc)?;
+        complete(&mut req)
+    }
+
     /// MPI_Irecv, then MPI_Wait: completion left to the library's blocking wait.
     #[inline]
     pub fn irecv_wait(&self, source: i32, tag: i32, buf: &mut [u8]) -> R<()> {
-        let n = count(buf.len(), "MPI_Irecv")?;
-        let mut req = null_request();
-        // SAFETY: `buf` stays mutably borrowed until MPI_Wait has completed the request.
+        // SAFETY: MPI_Wait completes the request before returning, on success or error.
         unsafe {
-            check(
-                "MPI_Irecv",
-                ffi::MPI_Irecv(
-                    buf.as_mut_ptr().cast(),
-                    n,
-                    byte(),
-                    source,
-                    tag,
-                    self.0,
-                    &mut req,
-                ),
-            )?;
-            check(
-                "MPI_Wait",
-                ffi::MPI_Wait(&mut req, ffi::RSMPI_STATUS_IGNORE),
-            )
+            self.irecv_then(source, tag, buf, |req| {
+                check("MPI_Wait", ffi::MPI_Wait(req, ffi::RSMPI_STATUS_IGNORE))
+            })
         }
     }
 
     /// MPI_Irecv, then MPI_Test until it completes: completion detected by polling.
     #[inline]
     pub fn irecv_test(&self, source: i32, tag: i32, buf: &mut [u8]) -> R<()> {
-        let n = count(buf.len(), "MPI_Irecv")?;
-        let mut req = null_request();
-        let mut done: c_int = 0;
-        // SAFETY: `buf` stays mutably borrowed until MPI_Test reports the request complete; on
-        // an error return the request is freed by MPI_Wait before the borrow ends.
+        // SAFETY: the loop ends only when MPI_Test reports the request complete; on an error
+        // MPI_Wait completes it before the error is returned.
         unsafe {
-            check(
-                "MPI_Irecv",
-                ffi::MPI_Irecv(
-                    buf.as_mut_ptr().cast(),
-                    n,
-                    byte(),
-                    source,
-                    tag,
-                    self.0,
-                    &mut req,
-                ),
-            )?;
-            while done == 0 {
-                let rc = ffi::MPI_Test(&mut req, &mut done, ffi::RSMPI_STATUS_IGNORE);
-                if rc != 0 {
-                    ffi::MPI_Wait(&mut req, ffi::RSMPI_STATUS_IGNORE);
-                    check("MPI_Test", rc)?;
+            self.irecv_then(source, tag, buf, |req| {
+                let mut done: c_int = 0;
+                while done == 0 {
+                    let rc = ffi::MPI_Test(req, &mut done, ffi::RSMPI_STATUS_IGNORE);
+                    if rc != 0 {
+                        ffi::MPI_Wait(req, ffi::RSMPI_STATUS_IGNORE);
+                        return check("MPI_Test", rc);
+                    }
                 }
-            }
+                Ok(())
+            })
         }
-        Ok(())
     }
 
     /// One message of the derived datatype `dt` from `base` (MPI packs it, or sends it

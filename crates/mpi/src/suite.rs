@@ -25,12 +25,12 @@ use crate::raw::{any_source, Comm, Datatype, MpiCallError, Window};
 use crate::world::MpiWorld;
 use crate::{aggregate, MpiError, Pair};
 use commperf_bench::buf::PageBuf;
-use commperf_bench::patterns::{self, Buffers, Loop, LoopError, Mismatch};
+use commperf_bench::patterns::{self, check, Buffers, Loop, LoopError, Mismatch};
 use commperf_bench::session::{loggp_rows, summarize_latency};
 use commperf_bench::{extended, loggp, machine, BenchConfig, Progress, MAX_SIZE};
 use commperf_core::{Benchmark, BufferUse, Mode, Options, Placement, Report, Row, TransportKind};
 use commperf_transport::clock::Clock;
-use commperf_transport::conformance::{fill, first_mismatch, pattern};
+use commperf_transport::conformance::{fill, pattern};
 use std::time::SystemTime;
 
 const DATA: i32 = 1;
@@ -54,20 +54,6 @@ fn at(i: u64) -> impl Fn(MpiCallError) -> LoopError {
     move |e| LoopError {
         iteration: i,
         source: transport_error(e),
-    }
-}
-
-#[inline]
-fn check(buf: &[u8], seq: u64, first: &mut Option<Mismatch>) {
-    if first.is_none() {
-        if let Some(offset) = first_mismatch(buf, seq) {
-            *first = Some(Mismatch {
-                iteration: seq,
-                offset,
-                expected: pattern(seq, buf.len(), offset),
-                got: buf[offset],
-            });
-        }
     }
 }
 
