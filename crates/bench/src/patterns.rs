@@ -151,7 +151,8 @@ impl<'a> Buffers<'a> {
 /// Per-iteration round-trip samples with one clock read per round trip: each sample is the time
 /// between the ends of two consecutive round trips, which halves the timer's share of the
 /// figure. Warm-up laps are read but not kept.
-struct Laps<'a> {
+#[derive(Debug)]
+pub struct Laps<'a> {
     clock: &'a Clock,
     prev: u64,
     warmup: u64,
@@ -159,7 +160,8 @@ struct Laps<'a> {
 }
 
 impl<'a> Laps<'a> {
-    fn new(clock: &'a Clock, lp: &Loop, samples: &'a mut [u64]) -> Self {
+    /// Starts the first lap now; `samples` has one slot per timed iteration.
+    pub fn new(clock: &'a Clock, lp: &Loop, samples: &'a mut [u64]) -> Self {
         assert_eq!(
             samples.len() as u64,
             lp.iters,
@@ -173,8 +175,9 @@ impl<'a> Laps<'a> {
         }
     }
 
+    /// Ends iteration `i`'s lap (kept once `i` is past the warm-up) and starts the next.
     #[inline(always)]
-    fn lap(&mut self, i: u64) {
+    pub fn lap(&mut self, i: u64) {
         let t = self.clock.now();
         if i >= self.warmup {
             self.samples[(i - self.warmup) as usize] = t - self.prev;
@@ -480,9 +483,24 @@ impl<'a> Scattered<'a> {
         self.ranges.iter().map(|r| &self.mem[r.clone()]).collect()
     }
 
+    /// The memory the segments lie in (what an MPI derived datatype describes).
+    pub fn memory(&self) -> &[u8] {
+        self.mem
+    }
+
+    /// Copies the segments, in order, to the start of `out` (the hand-packed variant).
+    #[inline]
+    pub fn pack_into(&self, out: &mut [u8]) {
+        let mut off = 0;
+        for r in self.ranges {
+            out[off..off + r.len()].copy_from_slice(&self.mem[r.clone()]);
+            off += r.len();
+        }
+    }
+
     /// Writes message `seq`'s pattern across the segments, as if they were one buffer, then
     /// applies the test corruption at its offset in that logical buffer.
-    fn fill(&mut self, seq: u64, c: Option<Corruption>) {
+    pub fn fill(&mut self, seq: u64, c: Option<Corruption>) {
         let mut off = 0;
         for r in self.ranges {
             for (j, b) in self.mem[r.clone()].iter_mut().enumerate() {

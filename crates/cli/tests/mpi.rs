@@ -80,6 +80,12 @@ fn tmp(name: &str) -> std::path::PathBuf {
     d.join(name)
 }
 
+/// A JSON file the run wrote; a missing or malformed one fails the test naming it.
+fn read_json(p: &std::path::Path) -> Value {
+    let bytes = std::fs::read(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+    serde_json::from_slice(&bytes).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+}
+
 fn rows<'a>(v: &'a Value, bench: &str) -> Vec<&'a Value> {
     v["results"]
         .as_array()
@@ -121,7 +127,7 @@ fn the_mpi_layer_measures_latency_and_bandwidth_and_rank_0_writes_the_results() 
         "{stdout}"
     );
     assert_eq!(text(&o.stderr).matches("wrote").count(), 1);
-    let v: Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
+    let v = read_json(&out);
     assert_eq!(v["schema_version"], 1);
     assert_eq!(v["options"]["launcher"], "mpi");
     let lib = v["options"]["mpi_library"].as_str().unwrap();
@@ -170,7 +176,7 @@ fn the_whole_suite_runs_at_the_mpi_layer_and_validates_every_byte() {
         ],
     );
     ok(&o);
-    let v: Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
+    let v = read_json(&out);
     let all = v["results"].as_array().unwrap();
     // Every row but loggp's (the PRTT rounds time, they do not check bytes, at every layer).
     assert!(
@@ -237,7 +243,7 @@ fn transports_run_between_ranks_that_mpirun_placed() {
         ],
     );
     ok(&o);
-    let v: Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
+    let v = read_json(&out);
     assert_eq!(v["options"]["launcher"], "mpi");
     assert!(v["options"]["peer"]
         .as_str()
@@ -276,7 +282,7 @@ fn four_ranks_measure_as_two_pairs_and_rates_add_up() {
         a.extend(args);
         let o = mpirun(4, &a);
         ok(&o);
-        let v: Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
+        let v = read_json(&out);
         assert!(
             v["options"]["peer"]
                 .as_str()
@@ -439,12 +445,9 @@ fn layers_runs_both_layers_between_the_same_ranks_and_compares_them() {
         ],
     );
     ok(&o);
-    let read = |p: std::path::PathBuf| -> Value {
-        serde_json::from_slice(&std::fs::read(&p).unwrap_or_else(|e| panic!("{p:?}: {e}"))).unwrap()
-    };
-    let shm = read(out.with_file_name("layers.shm.json"));
-    let mpi = read(out.with_file_name("layers.mpi.json"));
-    let cmp = read(out.clone());
+    let shm = read_json(&out.with_file_name("layers.shm.json"));
+    let mpi = read_json(&out.with_file_name("layers.mpi.json"));
+    let cmp = read_json(&out);
     assert_eq!(shm["options"]["transports"][0], "shm");
     assert_eq!(mpi["options"]["transports"][0], "mpi");
     assert_eq!(cmp["schema_version"], 1);

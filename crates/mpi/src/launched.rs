@@ -10,9 +10,9 @@
 //! measure together as in OSU's multi-pair tests.
 
 use crate::world::MpiWorld;
-use crate::{aggregate, MpiError};
+use crate::MpiError;
 use commperf_bench::{BenchConfig, Launcher, Progress};
-use commperf_core::{Report, Row, TransportKind};
+use commperf_core::{Report, TransportKind};
 use commperf_transport::launch::{LaunchError, Server};
 use mpi::topology::SimpleCommunicator;
 use mpi::traits::*;
@@ -139,23 +139,12 @@ pub(crate) fn run(
         inner: progress,
     };
     let mut report = commperf_bench::run(&c, &mut sync)?;
-    if world.rank() != 0 {
-        world.send_json(0, &report.results)?;
+    let Some(results) = world.combine_pairs(std::mem::take(&mut report.results))? else {
         return Ok(None);
-    }
-    let mut per_pair = vec![std::mem::take(&mut report.results)];
-    for p in 1..pair.pairs as i32 {
-        per_pair.push(world.recv_json::<Vec<Row>>(p)?);
-    }
-    report.results = aggregate::combine(&per_pair).map_err(MpiError::Combine)?;
+    };
+    report.results = results;
     report.options.mpi_library = Some(world.library().to_string());
-    report.options.peer = Some(format!(
-        "rank {} on {} ({} pair{})",
-        pair.peer,
-        world.host(pair.peer),
-        pair.pairs,
-        if pair.pairs == 1 { "" } else { "s" }
-    ));
+    report.options.peer = Some(world.peer_description());
     Ok(Some(report))
 }
 

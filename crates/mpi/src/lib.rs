@@ -63,20 +63,8 @@ pub enum MpiError {
     Call(#[from] raw::MpiCallError),
     #[error("{0}")]
     Protocol(String),
-    #[error("{phase}: {cause}")]
-    Transfer {
-        phase: String,
-        cause: commperf_transport::TransportError,
-    },
-    #[error(
-        "--validate: {phase}: message {}, byte {}: expected {:#04x}, got {:#04x} (found by the {side})",
-        .mismatch.iteration, .mismatch.offset, .mismatch.expected, .mismatch.got
-    )]
-    Validation {
-        phase: String,
-        mismatch: commperf_bench::patterns::Mismatch,
-        side: &'static str,
-    },
+    /// A transfer that failed, or corruption `--validate` found: reported as the transport
+    /// layer's session reports them.
     #[error(transparent)]
     Bench(#[from] BenchError),
     #[error(transparent)]

@@ -123,23 +123,32 @@ impl Comm {
         })
     }
 
+    /// MPI_Recv into `buf`, the status written to `st` (or MPI_STATUS_IGNORE).
+    ///
+    /// # Safety
+    /// `st` is MPI_STATUS_IGNORE or points to a status the caller owns.
+    #[inline]
+    unsafe fn recv_status(
+        &self,
+        source: i32,
+        tag: i32,
+        buf: &mut [u8],
+        st: *mut ffi::MPI_Status,
+    ) -> R<()> {
+        let n = count(buf.len(), "MPI_Recv")?;
+        // SAFETY: `buf` is valid for writing `n` bytes for the whole blocking call; `st` as the
+        // caller promised.
+        check("MPI_Recv", unsafe {
+            ffi::MPI_Recv(buf.as_mut_ptr().cast(), n, byte(), source, tag, self.0, st)
+        })
+    }
+
     /// MPI_Recv into `buf` (a longer message is an MPI_ERR_TRUNCATE error).
     #[inline]
     pub fn recv(&self, source: i32, tag: i32, buf: &mut [u8]) -> R<Received> {
-        let n = count(buf.len(), "MPI_Recv")?;
         let mut st = zeroed_status();
-        // SAFETY: `buf` is valid for writing `n` bytes for the whole blocking call.
-        check("MPI_Recv", unsafe {
-            ffi::MPI_Recv(
-                buf.as_mut_ptr().cast(),
-                n,
-                byte(),
-                source,
-                tag,
-                self.0,
-                &mut st,
-            )
-        })?;
+        // SAFETY: `st` is ours.
+        unsafe { self.recv_status(source, tag, buf, &mut st) }?;
         received(&st, "MPI_Recv")
     }
 
@@ -147,20 +156,8 @@ impl Comm {
     /// knows the length it expects calls it: no MPI_Get_count after every receive.
     #[inline]
     pub fn recv_into(&self, source: i32, tag: i32, buf: &mut [u8]) -> R<()> {
-        let n = count(buf.len(), "MPI_Recv")?;
-        // SAFETY: `buf` is valid for writing `n` bytes for the whole blocking call; the
-        // status argument is MPI's "ignore" sentinel.
-        check("MPI_Recv", unsafe {
-            ffi::MPI_Recv(
-                buf.as_mut_ptr().cast(),
-                n,
-                byte(),
-                source,
-                tag,
-                self.0,
-                ffi::RSMPI_STATUS_IGNORE,
-            )
-        })
+        // SAFETY: MPI's "ignore" sentinel.
+        unsafe { self.recv_status(source, tag, buf, ffi::RSMPI_STATUS_IGNORE) }
     }
 
     /// MPI_Probe: waits for a message and says where from and how long it is.

@@ -23,14 +23,14 @@
 use crate::endpoint::{transport_error, MpiEndpoint};
 use crate::raw::{any_source, Comm, Datatype, MpiCallError, Window};
 use crate::world::MpiWorld;
-use crate::{aggregate, MpiError, Pair};
+use crate::{MpiError, Pair};
 use commperf_bench::buf::PageBuf;
-use commperf_bench::patterns::{self, check, Buffers, Loop, LoopError, Mismatch};
+use commperf_bench::patterns::{self, check, Buffers, Laps, Loop, LoopError, Mismatch, Scattered};
 use commperf_bench::session::{loggp_rows, summarize_latency};
-use commperf_bench::{extended, loggp, machine, BenchConfig, Progress, MAX_SIZE};
+use commperf_bench::{extended, loggp, machine, BenchConfig, BenchError, Progress, MAX_SIZE};
 use commperf_core::{Benchmark, BufferUse, Mode, Options, Placement, Report, Row, TransportKind};
 use commperf_transport::clock::Clock;
-use commperf_transport::conformance::{fill, pattern};
+use commperf_transport::conformance::fill;
 use std::time::SystemTime;
 
 const DATA: i32 = 1;
@@ -95,11 +95,12 @@ impl Ctx<'_> {
         let theirs: Option<Mismatch> = self.world.recv_json(self.pair.peer)?;
         for (m, side) in [(mine, "initiator"), (theirs, "responder")] {
             if let Some(mismatch) = m {
-                return Err(MpiError::Validation {
+                return Err(BenchError::Validation {
                     phase: phase.into(),
                     mismatch,
                     side,
-                });
+                }
+                .into());
             }
         }
         Ok(())
@@ -154,10 +155,11 @@ impl Ctx<'_> {
 }
 
 fn transfer(phase: &str, le: LoopError) -> MpiError {
-    MpiError::Transfer {
+    BenchError::Transfer {
         phase: format!("{phase}, iteration {}", le.iteration),
         cause: le.source,
     }
+    .into()
 }
 
 /// The ping-pong loop of either role; `recv` is the receive under test.
@@ -177,18 +179,14 @@ fn ping<F: FnMut(&mut [u8]) -> Result<(), MpiCallError>>(
     // MPI truncation error): no status, no MPI_Get_count in the loop.
     let r = &mut r[..s.len()];
     if ctx.pair.initiator {
-        let mut prev = clock.now();
+        let mut laps = Laps::new(clock, lp, samples);
         for i in 0..total {
             if lp.validate {
                 fill(s, i);
             }
             comm.send(peer, DATA, s).map_err(at(i))?;
             recv(r).map_err(at(i))?;
-            let t = clock.now();
-            if i >= lp.warmup {
-                samples[(i - lp.warmup) as usize] = t - prev;
-            }
-            prev = t;
+            laps.lap(i);
             if lp.validate {
                 check(r, i, &mut bad);
             }
@@ -333,7 +331,7 @@ fn measure(
             }
             let others = ctx.world.size() as u32 - 1;
             if others > 1 {
-                connect_all(ctx).map_err(|e| MpiError::Transfer {
+                connect_all(ctx).map_err(|e| BenchError::Transfer {
                     phase: format!("{ph}: exchanging a message with every rank"),
                     cause: transport_error(e),
                 })?;
@@ -549,6 +547,7 @@ fn noncontig(
     let (comm, peer, clock) = (ctx.comm, ctx.pair.peer, &ctx.clock);
     let (mut mem, ranges) = extended::scattered(size as usize, k as usize);
     let dt = Datatype::segments(&ranges)?;
+    let mut msg = Scattered::new(&mut mem, &ranges);
     let mut pack = PageBuf::new(size as usize);
     let r = &mut r[..size as usize];
     let mut samples = vec![
@@ -561,47 +560,35 @@ fn noncontig(
     ];
     let mut bad = None;
     let total = lp.warmup + lp.iters;
-    let send = |i: u64, mem: &mut [u8], pack: &mut [u8]| -> Result<(), MpiCallError> {
+    let mut send = |i: u64| -> Result<(), MpiCallError> {
         if lp.validate {
-            let mut off = 0;
-            for rg in &ranges {
-                for (j, b) in mem[rg.clone()].iter_mut().enumerate() {
-                    *b = pattern(i, size as usize, off + j);
-                }
-                off += rg.len();
-            }
+            msg.fill(i, None);
         }
         if packed {
-            let mut off = 0;
-            for rg in &ranges {
-                pack[off..off + rg.len()].copy_from_slice(&mem[rg.clone()]);
-                off += rg.len();
-            }
-            comm.send(peer, DATA, pack)
+            msg.pack_into(&mut pack);
+            comm.send(peer, DATA, &pack)
         } else {
-            comm.send_typed(peer, DATA, mem, &dt)
+            comm.send_typed(peer, DATA, msg.memory(), &dt)
         }
     };
     let res = (|| -> Result<(), LoopError> {
-        let mut prev = clock.now();
-        for i in 0..total {
-            if ctx.pair.initiator {
-                send(i, &mut mem, &mut pack).map_err(at(i))?;
+        if ctx.pair.initiator {
+            let mut laps = Laps::new(clock, lp, &mut samples);
+            for i in 0..total {
+                send(i).map_err(at(i))?;
                 comm.recv_into(peer, DATA, r).map_err(at(i))?;
-                let t = clock.now();
-                if i >= lp.warmup {
-                    samples[(i - lp.warmup) as usize] = t - prev;
-                }
-                prev = t;
+                laps.lap(i);
                 if lp.validate {
                     check(r, i, &mut bad);
                 }
-            } else {
+            }
+        } else {
+            for i in 0..total {
                 comm.recv_into(peer, DATA, r).map_err(at(i))?;
                 if lp.validate {
                     check(r, i, &mut bad);
                 }
-                send(i, &mut mem, &mut pack).map_err(at(i))?;
+                send(i).map_err(at(i))?;
             }
         }
         Ok(())
@@ -641,15 +628,9 @@ fn finish(
         return Ok(None);
     }
     let peer_cpu: Option<usize> = world.recv_json(pair.peer)?;
-    if world.rank() != 0 {
-        world.send_json(0, &rows)?;
+    let Some(results) = world.combine_pairs(rows)? else {
         return Ok(None);
-    }
-    let mut per_pair = vec![rows];
-    for p in 1..pair.pairs as i32 {
-        per_pair.push(world.recv_json::<Vec<Row>>(p)?);
-    }
-    let results = aggregate::combine(&per_pair).map_err(MpiError::Combine)?;
+    };
     Ok(Some(Report {
         schema_version: commperf_core::SCHEMA_VERSION,
         tool: format!("commperf {}", env!("CARGO_PKG_VERSION")),
@@ -665,13 +646,7 @@ fn finish(
             window: cfg.window,
             validate: cfg.validate,
             launcher: "mpi".into(),
-            peer: Some(format!(
-                "rank {} on {} ({} pair{})",
-                pair.peer,
-                world.host(pair.peer),
-                pair.pairs,
-                if pair.pairs == 1 { "" } else { "s" }
-            )),
+            peer: Some(world.peer_description()),
             mpi_library: Some(world.library().to_string()),
         },
         placement: Placement {

@@ -8,6 +8,7 @@
 use crate::raw::Comm;
 use crate::startup::{agree, clip, fnv, Hello, Pair, HELLO_BYTES, MAGIC, VERSION_OVERRIDE};
 use crate::MpiError;
+use commperf_core::Row;
 use mpi::topology::{Color, SimpleCommunicator};
 use mpi::traits::*;
 use serde::{de::DeserializeOwned, Serialize};
@@ -159,6 +160,34 @@ impl MpiWorld {
     /// Ends the whole job: MPI_Abort on the world communicator.
     pub fn abort(&self, code: i32) -> ! {
         self.world.abort(code)
+    }
+
+    /// The pairs' rows combined on rank 0 (`None` on the other initiators, which send theirs
+    /// there). Call on initiators only.
+    pub(crate) fn combine_pairs(&self, rows: Vec<Row>) -> Result<Option<Vec<Row>>, MpiError> {
+        if self.rank != 0 {
+            self.send_json(0, &rows)?;
+            return Ok(None);
+        }
+        let mut per_pair = vec![rows];
+        for p in 1..self.pair().pairs as i32 {
+            per_pair.push(self.recv_json::<Vec<Row>>(p)?);
+        }
+        crate::aggregate::combine(&per_pair)
+            .map(Some)
+            .map_err(MpiError::Combine)
+    }
+
+    /// This rank's peer for a report: `rank 1 on node2 (2 pairs)`.
+    pub(crate) fn peer_description(&self) -> String {
+        let p = self.pair();
+        format!(
+            "rank {} on {} ({} pair{})",
+            p.peer,
+            self.host(p.peer),
+            p.pairs,
+            if p.pairs == 1 { "" } else { "s" }
+        )
     }
 
     /// Sends `msg` as JSON on the control communicator.
