@@ -12,6 +12,7 @@
 pub mod buf;
 pub mod calibrate;
 pub mod config;
+pub mod cost;
 pub mod extended;
 pub mod limits;
 pub mod loggp;

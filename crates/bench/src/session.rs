@@ -8,13 +8,14 @@
 
 use crate::buf::PageBuf;
 use crate::config::{BenchConfig, Launcher, MAX_ITERS, MAX_SIZE};
+use crate::cost;
 use crate::extended;
 use crate::limits::{self, LimitsError};
 use crate::loggp::{self, Prtt};
 use crate::machine;
 use crate::patterns::{self, Buffers, Corruption, LoopError, Mismatch, Scattered};
 use commperf_core::{Benchmark, BufferUse, Mode, Options, Placement, Report, Row, TransportKind};
-use commperf_stats::Summary;
+use commperf_stats::{median_uncertainty, Summary};
 use commperf_transport::clock::Clock;
 use commperf_transport::cq::{EpollSet, UringPollSet};
 use commperf_transport::launch::{self, AnyEndpoint, Control, DataSpec, LaunchError, LocalPeer};
@@ -289,9 +290,9 @@ pub fn run(cfg: &BenchConfig, progress: &mut dyn Progress) -> Result<Report, Ben
                     if b == Benchmark::Loggp {
                         // Four parametrized round trips; the last two wait d = PRTT(1,0,s).
                         let mut samples = vec![0.0; iters as usize];
-                        let mut figs = [0.0f64; 4];
+                        let mut figs = [loggp::Timing::default(); 4];
                         for k in 0..4 {
-                            let p = loggp::variants(loggp::N, figs[0])[k];
+                            let p = loggp::variants(loggp::N, figs[0].ns)[k];
                             let run = RunSpec {
                                 prtt: Some(p),
                                 ..run
@@ -303,16 +304,7 @@ pub fn run(cfg: &BenchConfig, progress: &mut dyn Progress) -> Result<Report, Ben
                             })?;
                             figs[k] = fig;
                         }
-                        let [p1, pn, pnd, pnr] = figs;
-                        let n = loggp::N;
-                        prtts.push(loggp::SizePrtt {
-                            size,
-                            n,
-                            p1,
-                            pn,
-                            pnd,
-                            pnr,
-                        });
+                        prtts.push(loggp::SizePrtt::new(size, loggp::N, figs));
                         done += 1;
                         continue;
                     }
@@ -332,11 +324,10 @@ pub fn run(cfg: &BenchConfig, progress: &mut dyn Progress) -> Result<Report, Ben
                             mode: Some(base_mode),
                             ..run
                         };
-                        let base_p50 =
-                            latency_row(&mut ctrl, &mut ep, &clock, &ph, base, s, r)?.p50_us;
+                        let before = latency_row(&mut ctrl, &mut ep, &clock, &ph, base, s, r)?;
                         // (mode, spins before blocking, segments, packed, in place) of each
                         // variant.
-                        let variants: Vec<(Mode, u32, u32, bool, bool)> = match b {
+                        let variants: Vec<Variant> = match b {
                             Benchmark::Blocking => vec![
                                 (Mode::Block, 0, 0, false, false),
                                 (Mode::Block, cfg.block_spins, 0, false, false),
@@ -353,41 +344,37 @@ pub fn run(cfg: &BenchConfig, progress: &mut dyn Progress) -> Result<Report, Ben
                             }
                             _ => vec![(m, 0, 0, false, false)],
                         };
-                        for (mode, spins, segments, packed, in_place) in variants {
-                            let v = RunSpec {
-                                mode: Some(mode),
-                                block_spins: spins,
-                                segments,
-                                packed,
-                                in_place,
-                                ..run
+                        let mut measured = Vec::with_capacity(variants.len());
+                        for var in variants {
+                            let (v, vph) = variant_run(b, run, &ph, var);
+                            let row = latency_row(&mut ctrl, &mut ep, &clock, &vph, v, s, r)?;
+                            measured.push((var, label_variant(row, b, t, var)));
+                        }
+                        // The baseline again: how far the machine drifted while the variants
+                        // ran is part of the noise their costs are judged against.
+                        let after = latency_row(&mut ctrl, &mut ep, &clock, &ph, base, s, r)?;
+                        let around = cost::Baseline::around(&before, &after);
+                        for (var, mut row) in measured {
+                            // Registered memory used in place does less than the baseline,
+                            // which copies in and out: it can be faster.
+                            let saving = if var.4 {
+                                cost::Saving::Possible
+                            } else {
+                                cost::Saving::Impossible
                             };
-                            // Errors name the variant, not only the benchmark: a noncontig
-                            // size runs up to fourteen of them after its baseline.
-                            let vph = match b {
-                                Benchmark::Noncontig => format!(
-                                    "{ph}, {segments} segment{}, {}",
-                                    if segments == 1 { "" } else { "s" },
-                                    if packed { "packed" } else { "vectored" }
-                                ),
-                                _ => ph.clone(),
-                            };
-                            let mut row = latency_row(&mut ctrl, &mut ep, &clock, &vph, v, s, r)?;
-                            (row.transport, row.mode) = (t, mode);
-                            row.baseline_p50_us = base_p50;
-                            row.cost_us = row.p50_us.zip(base_p50).map(|(v, b)| v - b);
-                            if b == Benchmark::Blocking {
-                                row.block_spins = Some(spins);
-                            }
-                            if b == Benchmark::Noncontig {
-                                (row.segments, row.packed) = (Some(segments), Some(packed));
-                            }
-                            if b == Benchmark::Bufmgmt {
-                                row.buffers = Some(if in_place {
-                                    BufferUse::Registered
-                                } else {
-                                    BufferUse::Fresh
-                                });
+                            if let cost::Verdict::BelowBaseline { by_us, band_us } =
+                                cost::judge(&mut row, around, saving, false)
+                            {
+                                // Below its baseline beyond noise: both again, back to back.
+                                let (v, vph) = variant_run(b, run, &ph, var);
+                                let base_again =
+                                    latency_row(&mut ctrl, &mut ep, &clock, &ph, base, s, r)?;
+                                let again = latency_row(&mut ctrl, &mut ep, &clock, &vph, v, s, r)?;
+                                row = label_variant(again, b, t, var);
+                                row.notes.push(format!(
+                                    "measured again: the first measurement was {by_us:.3} µs below its baseline, beyond the noise (±{band_us:.3} µs)"
+                                ));
+                                cost::judge(&mut row, cost::Baseline::of(&base_again), saving, true);
                             }
                             results.push(row);
                         }
@@ -410,11 +397,44 @@ pub fn run(cfg: &BenchConfig, progress: &mut dyn Progress) -> Result<Report, Ben
                     row.transport = t;
                     row.mode = m;
                     if let (TransportKind::Shm, Some(l)) = (t, limits.as_ref()) {
-                        let copy = *copy_bw
-                            .entry(size)
-                            .or_insert_with(|| limits::memcpy_mb_per_s(&clock, size as usize, 5));
+                        // Both ends' CPUs copying at once: no transport between them can move
+                        // the bytes faster.
+                        let pair = cpus.map_or([0, 0], |(mine, theirs)| [theirs, mine]);
+                        let copy = match copy_bw.get(&size) {
+                            Some(&c) => c,
+                            None => {
+                                let c = limits::memcpy_two_cpus_mb_per_s(&clock, size as usize, pair, 5)?;
+                                *copy_bw.entry(size).or_insert(c)
+                            }
+                        };
                         let cl = row_cacheline_us.unwrap_or(l.cacheline_one_way_us);
-                        limits::judge(&mut row, cl, copy);
+                        if let limits::Judged::AboveLimit(_) =
+                            limits::judge(&mut row, cl, copy, false)
+                        {
+                            // A limit that does not hold was measured in other conditions
+                            // (a vCPU moved): measure it again, more carefully, and judge once
+                            // more; the row keeps whichever limit is faster.
+                            let again =
+                                limits::memcpy_two_cpus_mb_per_s(&clock, size as usize, pair, 15)?;
+                            let copy = copy.max(again);
+                            copy_bw.insert(size, copy);
+                            let cl = match (cpus, b) {
+                                (Some((mine, theirs)), Benchmark::Latency) => {
+                                    let ns = limits::cacheline_one_way_ns(
+                                        &clock,
+                                        [theirs, mine],
+                                        5000,
+                                        15,
+                                    )?;
+                                    (ns / 1e3).min(cl)
+                                }
+                                _ => cl,
+                            };
+                            limits::judge(&mut row, cl, copy, true);
+                        }
+                        if let Some((mine, _)) = cpus {
+                            affinity::pin_to(mine).map_err(|e| BenchError::Pin(e.to_string()))?;
+                        }
                     }
                     results.push(row);
                     done += 1;
@@ -460,6 +480,51 @@ pub fn run(cfg: &BenchConfig, progress: &mut dyn Progress) -> Result<Report, Ben
         limits,
         results,
     })
+}
+
+/// One variant of an extended test: (mode, spins before blocking, segments, packed, in place).
+type Variant = (Mode, u32, u32, bool, bool);
+
+/// The run of one variant of an extended test, and the phase its errors name (a noncontig size
+/// runs up to fourteen variants after its baseline).
+fn variant_run(b: Benchmark, run: RunSpec, ph: &str, var: Variant) -> (RunSpec, String) {
+    let (mode, block_spins, segments, packed, in_place) = var;
+    let vph = match b {
+        Benchmark::Noncontig => format!(
+            "{ph}, {segments} segment{}, {}",
+            if segments == 1 { "" } else { "s" },
+            if packed { "packed" } else { "vectored" }
+        ),
+        _ => ph.to_string(),
+    };
+    let v = RunSpec {
+        mode: Some(mode),
+        block_spins,
+        segments,
+        packed,
+        in_place,
+        ..run
+    };
+    (v, vph)
+}
+
+/// A variant's row with the keys that tell it from the others of its benchmark.
+fn label_variant(mut row: Row, b: Benchmark, t: TransportKind, var: Variant) -> Row {
+    let (mode, spins, segments, packed, in_place) = var;
+    (row.transport, row.mode) = (t, mode);
+    match b {
+        Benchmark::Blocking => row.block_spins = Some(spins),
+        Benchmark::Noncontig => (row.segments, row.packed) = (Some(segments), Some(packed)),
+        Benchmark::Bufmgmt => {
+            row.buffers = Some(if in_place {
+                BufferUse::Registered
+            } else {
+                BufferUse::Fresh
+            })
+        }
+        _ => {}
+    }
+    row
 }
 
 /// One measurement as a conversation: tell the peer, wait until it is ready, do the timed
@@ -567,7 +632,7 @@ fn conns_rows(
 ) -> Result<Vec<Row>, BenchError> {
     let (t, m) = (env.spec.transport, env.spec.mode);
     let mut rows = Vec::new();
-    let mut one_conn_p50 = None;
+    let mut one_conn = None;
     for n in extended::conn_counts(env.cfg.conns_max) {
         while env.extras.len() + 1 < n as usize {
             let extra = DataSpec {
@@ -612,9 +677,8 @@ fn conns_rows(
         })?;
         let mut row = new_row(Benchmark::Conns, &samples);
         if b == Benchmark::Conns {
-            let base = *one_conn_p50.get_or_insert(row.p50_us);
-            row.baseline_p50_us = base;
-            row.cost_us = row.p50_us.zip(base).map(|(v, b)| v - b);
+            let base = *one_conn.get_or_insert(cost::Baseline::of(&row));
+            cost::judge(&mut row, base, cost::Saving::Impossible, true);
             row.mode = Mode::Poll;
             rows.push(row);
             continue;
@@ -672,8 +736,13 @@ fn conns_rows(
             notify(env.ctrl, &ph, None)?;
         }
         let mut cq_row = new_row(Benchmark::Cq, &samples);
-        cq_row.baseline_p50_us = row.p50_us;
-        cq_row.cost_us = cq_row.p50_us.zip(row.p50_us).map(|(v, b)| v - b);
+        // One wait on a queue instead of a sweep over N endpoints can be faster: a saving.
+        cost::judge(
+            &mut cq_row,
+            cost::Baseline::of(&row),
+            cost::Saving::Possible,
+            true,
+        );
         rows.push(cq_row);
     }
     Ok(rows)
@@ -692,18 +761,33 @@ pub fn loggp_rows(
         phase: format!("loggp over {t} ({m})"),
         message: "g and G could not be fitted (at least two distinct sizes are needed)".into(),
     })?;
+    let us = |ns: Option<f64>| ns.map(|v| v / 1e3);
     Ok(fit
         .rows
         .iter()
         .map(|l| {
+            let p = &fit.pieces[l.piece];
             let mut row = Row::new(Benchmark::Loggp, t, m, l.size);
             (row.iterations, row.warmup) = cfg.counts(Benchmark::Loggp, l.size);
             row.p50_us = Some(l.latency_ns / 1e3);
-            row.o_s_us = Some(l.o_s_ns / 1e3);
-            row.o_r_us = Some(l.o_r_ns / 1e3);
-            row.g_us = Some(l.g_ns / 1e3);
-            row.gap_per_byte_us = Some(l.gap_per_byte_ns / 1e3);
-            row.L_us = Some(l.l_ns / 1e3);
+            row.o_s_us = us(l.o_s_ns);
+            row.o_r_us = us(l.o_r_ns);
+            row.gap_us = us(l.gap_ns);
+            row.o_s_fixed_us = us(p.o_s_ns);
+            row.O_s_us_per_byte = us(p.o_s_per_byte_ns);
+            row.o_r_fixed_us = us(p.o_r_ns);
+            row.O_r_us_per_byte = us(p.o_r_per_byte_ns);
+            row.g_us = us(p.g_ns);
+            row.gap_per_byte_us = us(p.gap_per_byte_ns);
+            row.L_us = us(p.l_ns);
+            row.overlap_us = us(p.overlap_ns);
+            row.model_us = us(p.one_way_ns(l.size));
+            (row.piece_from_bytes, row.piece_to_bytes) = (Some(p.from_size), Some(p.to_size));
+            row.notes.clone_from(&l.notes);
+            // A piece's notes once, on its first row.
+            if l.size == p.from_size {
+                row.notes.extend(p.notes.iter().cloned());
+            }
             row
         })
         .collect())
@@ -725,6 +809,7 @@ pub fn summarize_latency(row: &mut Row, clock: &Clock, samples: &[u64]) {
         .collect();
     if let Some(s) = Summary::from_unsorted(&mut us) {
         row.p50_us = Some(s.p50);
+        row.p50_noise_us = median_uncertainty(&us);
         row.p90_us = Some(s.p90);
         row.p99_us = Some(s.p99);
         row.min_us = Some(s.min);

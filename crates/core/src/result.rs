@@ -9,7 +9,11 @@ use crate::{Benchmark, BufferUse, Mode, TransportKind};
 use serde::{Deserialize, Serialize};
 
 /// Version of the result schema written by this build.
-pub const SCHEMA_VERSION: u32 = 1;
+///
+/// 2: `L_us` of a loggp row is LogGOPS's size-independent L of the row's protocol piece (it was
+/// seed 004's latency − o_s − o_r at that size, which could be negative); loggp rows gained the
+/// per-byte overheads, the overlap and the piece; any row may carry `notes`.
+pub const SCHEMA_VERSION: u32 = 2;
 
 /// A whole run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -103,6 +107,13 @@ pub struct Limits {
     pub memcpy_out_of_cache_bytes: u64,
     /// CPUs the cache-line ping-pong ran between.
     pub cpus: [usize; 2],
+    /// The same two memcpy figures with both CPUs copying at once, each its own half: the
+    /// fastest any transport between two processes on these CPUs could move the bytes (a
+    /// pipelined transport copies on both sides at once, and can beat one CPU's memcpy).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memcpy_two_cpus_in_cache_mb_per_s: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memcpy_two_cpus_out_of_cache_mb_per_s: Option<f64>,
 }
 
 /// One measured point.
@@ -132,6 +143,10 @@ pub struct Row {
     pub max_us: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mean_us: Option<f64>,
+    /// Standard uncertainty of `p50_us` (from the order statistics around the median): two of
+    /// these either side is a ~95 % interval.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p50_noise_us: Option<f64>,
     /// Bandwidth, MB = 1e6 bytes (bw, bibw, mr).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mb_per_s: Option<f64>,
@@ -156,6 +171,13 @@ pub struct Row {
     pub baseline_p50_us: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cost_us: Option<f64>,
+    /// The noise band of `cost_us` (twice the standard uncertainty of the difference, including
+    /// the baseline's drift during the measurement): a cost within it is no measurable cost.
+    /// Below zero within it a cost is given as 0; below zero beyond it it is re-measured, and
+    /// left out with a note if it stays there (except where the variant can save time: then it
+    /// is a saving).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost_noise_us: Option<f64>,
     /// conns: endpoints the client held open and swept for completions.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub connections: Option<u32>,
@@ -172,12 +194,30 @@ pub struct Row {
     /// Blocking mode: checks spun before sleeping (0 = block at once; more = spin-then-block).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub block_spins: Option<u32>,
-    /// LogGP (loggp benchmark), per size: send overhead, receive overhead, gap per message, gap
-    /// per byte and network latency, by Netgauge's PRTT method.
+    /// LogGOPS (loggp benchmark). Per size: `o_s_us` and `o_r_us`, the CPU time of one send and
+    /// one receive of this size, and `gap_us`, g + G·s measured at this size. Per protocol
+    /// piece (`piece_from_bytes` ..= `piece_to_bytes`, the same on every row of the piece): the
+    /// fixed overheads `o_s_fixed_us`, `o_r_fixed_us` and per-byte ones `O_s_us_per_byte`,
+    /// `O_r_us_per_byte` (o + O·s per side), the gap `g_us` and `G_us_per_byte`, the
+    /// size-independent network latency `L_us` and `overlap_us`, how far the one-way time falls
+    /// below o_s + L + o_r + max(O_r, G)·s because the transport overlaps the two sides' work;
+    /// `model_us` is LogGOPS's one-way time at this size with those parameters (`p50_us` holds
+    /// the measured one). A figure that is not identifiable at the measured sizes, or came out
+    /// below zero beyond its noise, is absent and a note says why; none is ever negative.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub o_s_us: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub o_r_us: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gap_us: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub o_s_fixed_us: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub O_s_us_per_byte: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub o_r_fixed_us: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub O_r_us_per_byte: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub g_us: Option<f64>,
     #[serde(
@@ -188,6 +228,14 @@ pub struct Row {
     pub gap_per_byte_us: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub L_us: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub overlap_us: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model_us: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub piece_from_bytes: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub piece_to_bytes: Option<u64>,
     /// Pairs of ranks that measured at once (OSU's multi-pair tests, under `--launcher mpi` or
     /// `--transport mpi` with more than two ranks): bandwidth and message rate are then sums
     /// over the pairs (osu_mbw_mr), latency figures the mean of each pair's figure
@@ -196,6 +244,10 @@ pub struct Row {
     pub pairs: Option<u32>,
     /// Whether every payload byte was checked.
     pub validated: bool,
+    /// Why a figure of this row is absent or was judged (within noise, re-measured, not
+    /// identifiable), in words; empty for most rows.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
 }
 
 impl Row {
@@ -220,6 +272,7 @@ impl Row {
             min_us: None,
             max_us: None,
             mean_us: None,
+            p50_noise_us: None,
             mb_per_s: None,
             msgs_per_s: None,
             efficiency: None,
@@ -227,6 +280,7 @@ impl Row {
             limit_mb_per_s: None,
             baseline_p50_us: None,
             cost_us: None,
+            cost_noise_us: None,
             block_spins: None,
             connections: None,
             segments: None,
@@ -234,11 +288,21 @@ impl Row {
             buffers: None,
             o_s_us: None,
             o_r_us: None,
+            gap_us: None,
+            o_s_fixed_us: None,
+            O_s_us_per_byte: None,
+            o_r_fixed_us: None,
+            O_r_us_per_byte: None,
             g_us: None,
             gap_per_byte_us: None,
             L_us: None,
+            overlap_us: None,
+            model_us: None,
+            piece_from_bytes: None,
+            piece_to_bytes: None,
             pairs: None,
             validated: false,
+            notes: Vec::new(),
         }
     }
 }

@@ -26,6 +26,7 @@ use crate::world::MpiWorld;
 use crate::{MpiError, Pair};
 use commperf_bench::buf::PageBuf;
 use commperf_bench::patterns::{self, check, Buffers, Laps, Loop, LoopError, Mismatch, Scattered};
+use commperf_bench::cost::{self, Baseline, Saving};
 use commperf_bench::session::{loggp_rows, summarize_latency};
 use commperf_bench::{extended, loggp, machine, BenchConfig, BenchError, Progress, MAX_SIZE};
 use commperf_core::{Benchmark, BufferUse, Mode, Options, Placement, Report, Row, TransportKind};
@@ -278,7 +279,7 @@ fn measure(
     ctx.world.barrier();
     // The standard latency, measured just before an extended test's variants.
     let baseline =
-        |ctx: &mut Ctx<'_>, s: &mut [u8], r: &mut [u8]| -> Result<Option<f64>, MpiError> {
+        |ctx: &mut Ctx<'_>, s: &mut [u8], r: &mut [u8]| -> Result<Option<Baseline>, MpiError> {
             let row = ctx.pingpong(
                 ph,
                 Benchmark::Latency,
@@ -287,11 +288,13 @@ fn measure(
                 (s, r),
                 &lp,
             )?;
-            Ok(row.and_then(|r| r.p50_us))
+            Ok(row.as_ref().and_then(Baseline::of))
         };
-    let with_cost = |mut row: Row, base: Option<f64>| {
-        row.baseline_p50_us = base;
-        row.cost_us = row.p50_us.zip(base).map(|(v, b)| v - b);
+    // Judged against the baseline's and the variant's noise; at this layer a variant below its
+    // baseline beyond noise is left out with a note rather than measured again (both ranks
+    // would have to agree to repeat it).
+    let with_cost = |mut row: Row, base: Option<Baseline>| {
+        cost::judge(&mut row, base, Saving::Impossible, true);
         row
     };
     match b {
@@ -324,7 +327,7 @@ fn measure(
         }
         Benchmark::Conns => {
             let before = ctx.pingpong(ph, b, Mode::Poll, Receive::Named, (s, r), &lp)?;
-            let base = before.as_ref().and_then(|r| r.p50_us);
+            let base = before.as_ref().and_then(Baseline::of);
             if let Some(mut row) = before {
                 row.connections = Some(1);
                 results.push(with_cost(row, base));
@@ -347,7 +350,9 @@ fn measure(
         Benchmark::Bufmgmt => {
             // Both through the generic loop over the MPI endpoint, so the difference is the
             // buffers alone.
-            let base = generic_latency(ctx, ph, s, r, &lp, false)?.and_then(|r| r.p50_us);
+            let base = generic_latency(ctx, ph, s, r, &lp, false)?
+                .as_ref()
+                .and_then(Baseline::of);
             ctx.world.barrier();
             if let Some(mut row) = generic_latency(ctx, ph, s, r, &lp, true)? {
                 row.buffers = Some(BufferUse::Fresh);
@@ -373,12 +378,12 @@ fn measure(
         }
         Benchmark::Loggp => {
             let mut ep = MpiEndpoint::new(ctx.comm, ctx.pair.peer, peer_desc(ctx), s.len().max(64));
-            let mut figs = [0.0f64; 4];
+            let mut figs = [loggp::Timing::default(); 4];
             let mut samples = vec![0.0; lp.iters as usize];
             for k in 0..4 {
                 ctx.world.barrier();
                 let res = if initiator {
-                    let p = loggp::variants(loggp::N, figs[0])[k];
+                    let p = loggp::variants(loggp::N, figs[0].ns)[k];
                     ctx.world.send_json(ctx.pair.peer, &p)?;
                     loggp::prtt_client(&mut ep, &ctx.clock, s, r, &p, lp.warmup, &mut samples)
                         .map(|f| figs[k] = f)
@@ -388,15 +393,7 @@ fn measure(
                 };
                 res.map_err(|le| transfer(ph, le))?;
             }
-            let [p1, pn, pnd, pnr] = figs;
-            prtts.push(loggp::SizePrtt {
-                size,
-                n: loggp::N,
-                p1,
-                pn,
-                pnd,
-                pnr,
-            });
+            prtts.push(loggp::SizePrtt::new(size, loggp::N, figs));
         }
     }
     Ok(())

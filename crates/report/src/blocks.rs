@@ -114,7 +114,7 @@ impl Block<'_> {
                     },
                     |r| us(r.baseline_p50_us),
                 ),
-                ("cost(us)", |r| us(r.cost_us)),
+                ("cost(us)", cost),
             ]),
             Benchmark::Conns => cols.extend([
                 (
@@ -125,7 +125,7 @@ impl Block<'_> {
                 ("p90(us)", |r| us(r.p90_us)),
                 ("p99(us)", |r| us(r.p99_us)),
                 ("1 conn p50(us)", |r| us(r.baseline_p50_us)),
-                ("cost(us)", |r| us(r.cost_us)),
+                ("cost(us)", cost),
             ]),
             Benchmark::Noncontig => cols.extend([
                 (
@@ -136,14 +136,14 @@ impl Block<'_> {
                 ("p90(us)", |r| us(r.p90_us)),
                 ("p99(us)", |r| us(r.p99_us)),
                 ("standard p50(us)", |r| us(r.baseline_p50_us)),
-                ("cost(us)", |r| us(r.cost_us)),
+                ("cost(us)", cost),
             ]),
             Benchmark::Bufmgmt | Benchmark::Blocking => cols.extend([
                 ("p50(us)", (|r| us(r.p50_us)) as Cell),
                 ("p90(us)", |r| us(r.p90_us)),
                 ("p99(us)", |r| us(r.p99_us)),
                 ("standard p50(us)", |r| us(r.baseline_p50_us)),
-                ("cost(us)", |r| us(r.cost_us)),
+                ("cost(us)", cost),
             ]),
             Benchmark::Latency => cols.extend([
                 ("p50(us)", (|r| us(r.p50_us)) as Cell),
@@ -157,16 +157,14 @@ impl Block<'_> {
                 ("MB/s", (|r| r.mb_per_s.map_or_else(dash, fmt_mb)) as Cell),
                 ("msgs/s", |r| r.msgs_per_s.map_or_else(dash, fmt_rate)),
             ]),
+            // Per size what was measured (seed 004's Figure 3.6 plots o_s and o_r) and the
+            // LogGOPS one-way time from the piece's parameters, which follow in their own table.
             Benchmark::Loggp => cols.extend([
                 ("o_s(us)", (|r| us(r.o_s_us)) as Cell),
                 ("o_r(us)", |r| us(r.o_r_us)),
-                ("g(us)", |r| us(r.g_us)),
-                // G per byte is a few picoseconds: shown in ns/B to stay readable.
-                ("G(ns/B)", |r| {
-                    r.gap_per_byte_us
-                        .map_or_else(dash, |g| format!("{:.5}", g * 1e3))
-                }),
-                ("L(us)", |r| us(r.L_us)),
+                ("g+G*s(us)", |r| us(r.gap_us)),
+                ("latency(us)", |r| us(r.p50_us)),
+                ("LogGOPS(us)", |r| us(r.model_us)),
             ]),
             Benchmark::Mr => cols.extend([
                 (
@@ -235,6 +233,79 @@ pub(crate) fn mpi_words(b: Benchmark, mode: Mode, packed: Option<bool>) -> Vec<S
     vec![w.to_string()]
 }
 
+/// A cost within its noise band reads `≈0`: no measurable cost, whatever its sign.
+fn cost(r: &Row) -> String {
+    match (r.cost_us, r.cost_noise_us) {
+        (Some(c), Some(band)) if c.abs() <= band => "≈0".to_string(),
+        (c, _) => us(c),
+    }
+}
+
+/// The LogGOPS parameters of a loggp block, one row per protocol piece (the rows of a piece
+/// carry the same figures): None when the rows carry no pieces.
+fn loggp_pieces(rows: &[&Row]) -> Option<Table> {
+    let mut pieces: Vec<&Row> = Vec::new();
+    for r in rows {
+        if r.piece_from_bytes.is_some()
+            && !pieces
+                .iter()
+                .any(|p| (p.piece_from_bytes, p.piece_to_bytes) == (r.piece_from_bytes, r.piece_to_bytes))
+        {
+            pieces.push(r);
+        }
+    }
+    if pieces.is_empty() {
+        return None;
+    }
+    type Cell = fn(&Row) -> String;
+    let cols: [(&str, Cell); 9] = [
+        ("sizes", |r| {
+            let b = |v: Option<u64>| v.map_or_else(dash, |v| v.to_string());
+            format!("{}-{}", b(r.piece_from_bytes), b(r.piece_to_bytes))
+        }),
+        ("o_s(us)", |r| us(r.o_s_fixed_us)),
+        ("O_s(ns/B)", |r| {
+            r.O_s_us_per_byte
+                .map_or_else(dash, |g| format!("{:.5}", g * 1e3))
+        }),
+        ("o_r(us)", |r| us(r.o_r_fixed_us)),
+        ("O_r(ns/B)", |r| {
+            r.O_r_us_per_byte
+                .map_or_else(dash, |g| format!("{:.5}", g * 1e3))
+        }),
+        ("g(us)", |r| us(r.g_us)),
+        // G per byte is a few picoseconds: shown in ns/B to stay readable.
+        ("G(ns/B)", |r| {
+            r.gap_per_byte_us
+                .map_or_else(dash, |g| format!("{:.5}", g * 1e3))
+        }),
+        ("L(us)", |r| us(r.L_us)),
+        ("overlap(us)", |r| us(r.overlap_us)),
+    ];
+    let mut t = Table::new();
+    for (i, (name, _)) in cols.iter().enumerate() {
+        t = t.column(*name, if i == 0 { Align::Left } else { Align::Right });
+    }
+    for p in pieces {
+        t.push_row(cols.iter().map(|(_, cell)| cell(p)).collect());
+    }
+    Some(t)
+}
+
+/// Every note of a block's rows, once each, in row order.
+fn notes<'a>(rows: &[&'a Row]) -> Vec<&'a str> {
+    let mut out: Vec<&str> = Vec::new();
+    for n in rows.iter().flat_map(|r| r.notes.iter()) {
+        if !out.contains(&n.as_str()) {
+            out.push(n);
+        }
+    }
+    out
+}
+
+/// What a loggp block's fit table means, in one line.
+const LOGGP_FIT_TITLE: &str = "LogGOPS per protocol: o + O*s per side, L size-independent; latency = o_s + L + o_r + max(O_r, G)*s - overlap";
+
 /// Absent figures are shown as `-` (never as a made-up zero).
 pub(crate) fn dash() -> String {
     "-".to_string()
@@ -302,10 +373,17 @@ fn machine_lines(report: &Report) -> Vec<(&'static str, String)> {
         lines.push((
             "limits",
             format!(
-                "cache-line one-way {} us, memcpy {:.0} MB/s in cache, {:.0} MB/s out of cache",
+                "cache-line one-way {} us, memcpy {:.0} MB/s in cache, {:.0} MB/s out of cache{}",
                 fmt_us(l.cacheline_one_way_us),
                 l.memcpy_in_cache_mb_per_s,
-                l.memcpy_out_of_cache_mb_per_s
+                l.memcpy_out_of_cache_mb_per_s,
+                match (
+                    l.memcpy_two_cpus_in_cache_mb_per_s,
+                    l.memcpy_two_cpus_out_of_cache_mb_per_s
+                ) {
+                    (Some(i), Some(o)) => format!(" (both CPUs at once: {i:.0} and {o:.0} MB/s)"),
+                    _ => String::new(),
+                }
             ),
         ));
     }
@@ -346,11 +424,15 @@ fn loggp_summary(report: &Report) -> Option<(String, Table)> {
         (Some(x), Some(l)) if l > 0.0 => format!("{:.0}%", 100.0 * x / l),
         _ => dash(),
     };
-    let values: [(&str, Get); 5] = [
-        ("O_s (us)", |r| r.o_s_us),
-        ("O_r (us)", |r| r.o_r_us),
+    // Seed 004 writes the overheads O_s and O_r; here they are LogGOPS's o_s(s) and o_r(s) at
+    // this size (O is LogGOPS's per-byte overhead). latency = o_s + L + o_r − overlap + the
+    // per-byte terms, which are small at 4 B.
+    let values: [(&str, Get); 6] = [
+        ("o_s (us)", |r| r.o_s_us),
+        ("o_r (us)", |r| r.o_r_us),
         ("g (us)", |r| r.g_us),
         ("L (us)", |r| r.L_us),
+        ("overlap (us)", |r| r.overlap_us),
         ("latency (us)", |r| r.p50_us),
     ];
     for (name, get) in values {
@@ -358,10 +440,11 @@ fn loggp_summary(report: &Report) -> Option<(String, Table)> {
         row.extend(cols.iter().map(|r| get(r).map_or_else(dash, fmt_us)));
         t.push_row(row);
     }
-    let shares: [(&str, Get); 3] = [
-        ("O_s share", |r| r.o_s_us),
-        ("O_r share", |r| r.o_r_us),
+    let shares: [(&str, Get); 4] = [
+        ("o_s share", |r| r.o_s_us),
+        ("o_r share", |r| r.o_r_us),
         ("L share", |r| r.L_us),
+        ("overlap share (-)", |r| r.overlap_us),
     ];
     for (name, get) in shares {
         let mut row = vec![name.to_string()];
@@ -393,6 +476,15 @@ pub(crate) fn render_text(report: &Report) -> String {
         out.push_str(&format!("\n# commperf {}\n", b.descriptor().join(" | ")));
         out.push_str(&b.table().render_text("# "));
         if b.benchmark == Benchmark::Loggp {
+            if let Some(t) = loggp_pieces(&b.rows) {
+                out.push_str(&format!("# {LOGGP_FIT_TITLE}\n"));
+                out.push_str(&t.render_text("# "));
+            }
+        }
+        for n in notes(&b.rows) {
+            out.push_str(&format!("# note: {n}\n"));
+        }
+        if b.benchmark == Benchmark::Loggp {
             let heading = format!("transport {} | mode {}", b.transport, b.mode);
             if let Some(chart) = crate::plot::text_chart(&b.rows, &heading) {
                 out.push('\n');
@@ -420,6 +512,19 @@ pub(crate) fn render_markdown(report: &Report) -> String {
     for b in blocks {
         out.push_str(&format!("\n## {}\n\n", b.descriptor().join(", ")));
         out.push_str(&b.table().render_markdown());
+        if b.benchmark == Benchmark::Loggp {
+            if let Some(t) = loggp_pieces(&b.rows) {
+                out.push_str(&format!("\n{LOGGP_FIT_TITLE}:\n\n"));
+                out.push_str(&t.render_markdown());
+            }
+        }
+        let notes = notes(&b.rows);
+        if !notes.is_empty() {
+            out.push('\n');
+            for n in notes {
+                out.push_str(&format!("- note: {n}\n"));
+            }
+        }
     }
     if let Some((title, t)) = loggp_summary(report) {
         out.push_str(&format!("\n## {title}\n\n"));

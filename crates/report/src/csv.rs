@@ -6,7 +6,7 @@ use crate::table::{Align, Table};
 use commperf_core::Report;
 
 /// Column names, in order; equal to the JSON field names of a row.
-pub(crate) const COLUMNS: [&str; 32] = [
+pub(crate) const COLUMNS: [&str; 44] = [
     "benchmark",
     "transport",
     "mode",
@@ -20,6 +20,7 @@ pub(crate) const COLUMNS: [&str; 32] = [
     "min_us",
     "max_us",
     "mean_us",
+    "p50_noise_us",
     "mb_per_s",
     "msgs_per_s",
     "efficiency",
@@ -27,6 +28,7 @@ pub(crate) const COLUMNS: [&str; 32] = [
     "limit_mb_per_s",
     "baseline_p50_us",
     "cost_us",
+    "cost_noise_us",
     "block_spins",
     "connections",
     "segments",
@@ -34,11 +36,21 @@ pub(crate) const COLUMNS: [&str; 32] = [
     "buffers",
     "o_s_us",
     "o_r_us",
+    "gap_us",
+    "o_s_fixed_us",
+    "O_s_us_per_byte",
+    "o_r_fixed_us",
+    "O_r_us_per_byte",
     "g_us",
     "G_us_per_byte",
     "L_us",
+    "overlap_us",
+    "model_us",
+    "piece_from_bytes",
+    "piece_to_bytes",
     "pairs",
     "validated",
+    "notes",
 ];
 
 pub(crate) fn render_csv(report: &Report) -> String {
@@ -62,6 +74,7 @@ pub(crate) fn render_csv(report: &Report) -> String {
             opt(r.min_us),
             opt(r.max_us),
             opt(r.mean_us),
+            opt(r.p50_noise_us),
             opt(r.mb_per_s),
             opt(r.msgs_per_s),
             opt(r.efficiency),
@@ -69,6 +82,7 @@ pub(crate) fn render_csv(report: &Report) -> String {
             opt(r.limit_mb_per_s),
             opt(r.baseline_p50_us),
             opt(r.cost_us),
+            opt(r.cost_noise_us),
             r.block_spins.map_or_else(String::new, |n| n.to_string()),
             r.connections.map_or_else(String::new, |n| n.to_string()),
             r.segments.map_or_else(String::new, |n| n.to_string()),
@@ -76,11 +90,22 @@ pub(crate) fn render_csv(report: &Report) -> String {
             r.buffers.map_or_else(String::new, |b| b.to_string()),
             opt(r.o_s_us),
             opt(r.o_r_us),
+            opt(r.gap_us),
+            opt(r.o_s_fixed_us),
+            opt(r.O_s_us_per_byte),
+            opt(r.o_r_fixed_us),
+            opt(r.O_r_us_per_byte),
             opt(r.g_us),
             opt(r.gap_per_byte_us),
             opt(r.L_us),
+            opt(r.overlap_us),
+            opt(r.model_us),
+            r.piece_from_bytes.map_or_else(String::new, |n| n.to_string()),
+            r.piece_to_bytes.map_or_else(String::new, |n| n.to_string()),
             r.pairs.map_or_else(String::new, |n| n.to_string()),
             r.validated.to_string(),
+            // One cell: notes joined; the CSV writer quotes what needs quoting.
+            r.notes.join("; "),
         ]);
     }
     t.render_csv()

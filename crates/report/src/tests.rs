@@ -82,6 +82,8 @@ fn report() -> Report {
             memcpy_in_cache_bytes: 1 << 20,
             memcpy_out_of_cache_bytes: 1 << 30,
             cpus: [0, 1],
+            memcpy_two_cpus_in_cache_mb_per_s: None,
+            memcpy_two_cpus_out_of_cache_mb_per_s: None,
         }),
         results: vec![lat_small, bw, lat_large],
     }

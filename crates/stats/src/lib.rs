@@ -27,6 +27,9 @@
 
 use serde::{Deserialize, Serialize};
 
+pub mod noise;
+pub use noise::{fit_line_uncertain, median_uncertainty, NonNegative, UncertainFit};
+
 /// Order statistics and mean of a set of samples, in the samples' own unit.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Summary {

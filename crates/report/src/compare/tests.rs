@@ -542,6 +542,8 @@ fn growing_overhead_verdict_gives_the_copy_speed() {
         memcpy_in_cache_bytes: 1 << 20,
         memcpy_out_of_cache_bytes: 1 << 28,
         cpus: [0, 1],
+        memcpy_two_cpus_in_cache_mb_per_s: None,
+        memcpy_two_cpus_out_of_cache_mb_per_s: None,
     });
     let b = &compare(&lo, &up).unwrap().benchmarks[0];
     assert!(

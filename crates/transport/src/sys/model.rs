@@ -5,17 +5,24 @@
 //! real measurement code over it, and the measurement must find what it was given. It is not a
 //! simulation of any real network and is never offered as one.
 //!
-//! Semantics, per message of s bytes (all times virtual, in ns, per side):
+//! Semantics, per message of s bytes (all times virtual, in ns, per side), LogGOPS as
+//! LogGOPSim charges it (o + O·s on each CPU, g + G·s on each NIC, L size-independent):
 //! - a send starts when the sender is free and at least `g + G·s_prev` after the previous send
-//!   started (the gap, per message and per byte of the previous message); the sender is busy
-//!   `o_s` from the start;
-//! - the message arrives at the receiver `o_s + G·s + L` after its send started;
-//! - a receive completes `o_r` after the later of "receiver free" and "message arrived".
+//!   started (the NIC gap, per message and per byte of the previous message); the sender's CPU
+//!   is busy `o_s + O_s·s` from the start;
+//! - the message's first byte arrives `o_s + L` after its send started and its bytes stream in
+//!   at `G` per byte (the sender's per-byte work overlaps the transfer, as a pipelined copy does);
+//! - a receive starts at `b`, the later of "receiver free" and "first byte arrived", and
+//!   completes at the later of `b + o_r + O_r·s` (its own work) and `first byte + o_r + G·s`
+//!   (it cannot finish before the last byte is in).
 //!
-//! So a ping-pong's one-way time is `o_s + G·s + L + o_r`. Above an optional size threshold a
-//! second parameter set applies (a protocol change such as eager → rendezvous). The two sides
-//! run in two threads joined by channels; virtual time never depends on real scheduling, so
-//! results are identical from run to run.
+//! So a ping-pong's one-way time is `o_s + L + o_r + max(O_r, G)·s`, and a receive of a
+//! message that arrived long ago costs `o_r + O_r·s`. A negative `L` makes the first byte arrive
+//! before the sender's fixed overhead is over: a transport whose send and receive overheads
+//! overlap (TCP over loopback delivers into the receiver's socket from inside the sending call).
+//! Above an optional size threshold a second parameter set applies (a protocol change such as
+//! eager → rendezvous). The two sides run in two threads joined by channels; virtual time never
+//! depends on real scheduling, so results are identical from run to run.
 
 use crate::clock::Timer;
 use crate::{Endpoint, EndpointConfig, EndpointInfo, Fragment, RecvInfo, Tag, TransportError};
@@ -24,14 +31,18 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{channel, Receiver, RecvTimeoutError, Sender};
 use std::sync::Arc;
 
-/// LogGP parameters in nanoseconds (G in ns per byte).
-#[derive(Debug, Clone, Copy, PartialEq)]
+/// LogGOPS parameters in nanoseconds (G and O in ns per byte).
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct LogGp {
     pub o_s_ns: f64,
     pub o_r_ns: f64,
     pub g_ns: f64,
     pub gap_per_byte_ns: f64,
     pub l_ns: f64,
+    /// Per-byte CPU overhead of a send (LogGOPS O, sender side).
+    pub o_s_per_byte_ns: f64,
+    /// Per-byte CPU overhead of a receive (LogGOPS O, receiver side).
+    pub o_r_per_byte_ns: f64,
 }
 
 /// The model's parameters: one set, or two with a protocol change above `threshold` bytes.
@@ -54,6 +65,7 @@ impl ModelParams {
 struct Msg {
     tag: Tag,
     data: Vec<u8>,
+    /// When the first byte arrives.
     arrival_ns: f64,
 }
 
@@ -169,8 +181,8 @@ impl ModelEndpoint {
             None => now,
         };
         self.prev_send = Some((start, s));
-        self.clock.set(start + p.o_s_ns);
-        let arrival_ns = start + p.o_s_ns + p.gap_per_byte_ns * s as f64 + p.l_ns;
+        self.clock.set(start + p.o_s_ns + p.o_s_per_byte_ns * s as f64);
+        let arrival_ns = start + p.o_s_ns + p.l_ns;
         self.tx
             .send(Msg {
                 tag,
@@ -199,8 +211,12 @@ impl ModelEndpoint {
                 })
             }
         };
-        let o_r = self.params.at(m.data.len()).o_r_ns;
-        self.clock.set(self.clock.get().max(m.arrival_ns) + o_r);
+        let s = m.data.len() as f64;
+        let p = self.params.at(m.data.len());
+        let begin = self.clock.get().max(m.arrival_ns);
+        let own = begin + p.o_r_ns + p.o_r_per_byte_ns * s;
+        let last_byte = m.arrival_ns + p.o_r_ns + p.gap_per_byte_ns * s;
+        self.clock.set(own.max(last_byte));
         Ok(m)
     }
 }
