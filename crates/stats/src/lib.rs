@@ -1,5 +1,7 @@
 //! Sample statistics for commperf: order statistics of timing samples ([`Summary`],
-//! [`percentile`]) and ordinary least-squares line fits ([`fit_line`]).
+//! [`percentile`]) and ordinary least-squares line fits ([`fit_line`]); and the value [`axis`]
+//! of a chart (linear, or log10 where the values span decades), shared by every chart that
+//! plots measured numbers.
 //!
 //! Every benchmark turns a vector of per-iteration timings into the same handful of figures
 //! (p50, p90, p99, min, max, mean), and every model (`Tcom` pieces, LogGP `g + G·s`, pipeline
@@ -26,6 +28,8 @@
 //!   slice sit only at its two ends, where they are trimmed off.
 
 use serde::{Deserialize, Serialize};
+
+pub mod axis;
 
 /// Order statistics and mean of a set of samples, in the samples' own unit.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
