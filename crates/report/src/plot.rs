@@ -147,8 +147,8 @@ fn pow_label(p: u32) -> String {
     format_size(1u64 << p.min(63))
 }
 
-/// Rows of the text chart's plot area on a linear axis, about (a whole number per tick step,
-/// so every tick label sits on the row of its value).
+/// About how many rows the text chart's plot area has (exactly: a whole number of rows per
+/// tick interval, so every tick label sits on the row of its value; see [`text_rows`]).
 const TEXT_ROWS: u32 = 10;
 /// Most rows of the plot area on a log axis.
 const TEXT_LOG_ROWS: u32 = 17;
