@@ -2,12 +2,18 @@
 //! against message size, per transport and mode, from the loggp rows of a report. Two
 //! renderings from the same points: a small ASCII chart for the table format, and an SVG file.
 //!
-//! Sizes go on a log2 axis (the suite measures powers of two), overheads on a linear µs axis that
-//! always includes 0, so a flat overhead looks flat and a negative one (measurement noise around
-//! zero, see the README) sits visibly below the axis. Absent values are left out, never drawn
-//! as 0: a row without O_s simply has no O_s point.
+//! Sizes go on a log2 axis (the suite measures powers of two). Overheads go on the shared µs
+//! [`Axis`] of `commperf-stats`: linear and including 0 while the values are within a factor of
+//! 30 of each other, so a flat overhead looks flat and a negative one (measurement noise around
+//! zero, see the README) sits visibly below the axis; log10 when they span more (0.02 µs at 1 B
+//! and 900 µs at 1 MiB), so the small sizes do not all land on zero. A log axis cannot place a
+//! value at or below 0: those go on a `≤ 0` baseline of their own (the `<=0` row of the text
+//! chart, the x axis of the SVG), never onto the lowest decade. Both renderings say which
+//! scale they use. Absent values are left out, never drawn as 0: a row without O_s simply has
+//! no O_s point.
 
 use commperf_core::{format_size, Benchmark, Mode, Report, Row, TransportKind};
+use commperf_stats::axis::{Axis, Scale};
 use std::fmt::Write as _;
 
 /// The figure's title, in both renderings.
@@ -136,41 +142,71 @@ fn pow_range<'a>(all: impl Iterator<Item = &'a (u64, f64)>) -> (u32, u32) {
     (lo, hi)
 }
 
-/// The value range of the y axis: every value and 0; never empty.
-fn value_range<'a>(all: impl Iterator<Item = &'a (u64, f64)>) -> (f64, f64) {
-    let (mut lo, mut hi) = (0.0f64, 0.0f64);
-    for &(_, v) in all {
-        lo = lo.min(v);
-        hi = hi.max(v);
-    }
-    if hi - lo <= 0.0 {
-        hi = lo + 1.0;
-    }
-    (lo, hi)
-}
-
 /// The label of size 2^p: `1`, `4`, `64`, `1K`, `64K`, `1M`, …
 fn pow_label(p: u32) -> String {
     format_size(1u64 << p.min(63))
 }
 
-/// Rows of the text chart's plot area.
-const TEXT_ROWS: usize = 10;
+/// About how many rows the text chart's plot area has (exactly: a whole number of rows per
+/// tick interval, so every tick label sits on the row of its value; see [`text_rows`]).
+const TEXT_ROWS: u32 = 10;
+/// Most rows of the plot area on a log axis.
+const TEXT_LOG_ROWS: u32 = 17;
 /// Widest plot area of the text chart, in columns.
 const TEXT_WIDTH: u32 = 66;
+/// The label of the text chart's row for values a log axis cannot place.
+const TEXT_NONPOSITIVE: &str = "<=0";
+
+/// Rows of the text chart's plot area on `axis`: a whole number per tick interval, so each
+/// tick is exactly on a row: about [`TEXT_ROWS`] on a linear axis; on a log axis at least
+/// [`TEXT_ROWS`], three rows a decade up to 5 decades (the rows between stand for about 2.15
+/// and 4.64 times the decade), two up to 8, one beyond, and never more than [`TEXT_LOG_ROWS`].
+fn text_rows(axis: &Axis) -> u32 {
+    let n = axis.intervals();
+    match axis.scale() {
+        Scale::Linear => {
+            let per = ((TEXT_ROWS - 1) as f64 / n as f64).round().max(1.0) as u32;
+            n * per + 1
+        }
+        Scale::Log10 => {
+            let per = match n {
+                0..=5 => 3,
+                6..=8 => 2,
+                _ => 1,
+            };
+            let per = per.max((TEXT_ROWS - 1).div_ceil(n));
+            (n * per + 1).min(TEXT_LOG_ROWS)
+        }
+    }
+}
 
 /// The ASCII chart of one loggp block (one transport and mode), every line starting with `# `
 /// so the table output stays loadable by gnuplot. None when no row has a value to plot.
 ///
+/// The µs axis is the shared [`Axis`]: linear from 0 (or the lowest value) when the values
+/// are within a factor of [`LOG_RATIO`](commperf_stats::axis::LOG_RATIO) of each other, log10
+/// from decade to decade when they span more, so sub-µs overheads of small messages stay apart
+/// from the ms ones of large messages. Values at or below 0 have no place on a log axis: they
+/// go on a row of their own labelled `<=0`, under the plot.
+///
 /// ```text
 /// # commperf O_s and O_r against size (seed 004 Figure 3.6) | transport shm | mode poll
-/// #     us
-/// # 2.000 |              s
-/// #       |        s  *
-/// # 0.000 |s  *  r
-/// #       +--------------
-/// #        1     4    16
-/// #        size (bytes, log2 scale); s = O_s, r = O_r, * = both
+/// #  us, log10 scale
+/// #  10 |                        s
+/// #     |                        r
+/// #     |                  r
+/// #     |                  s
+/// #     |
+/// #   1 |            *
+/// #     |
+/// #     |      r
+/// #     |r
+/// #     |s
+/// # 0.1 |
+/// # <=0 |      s
+/// #     +-------------------------
+/// #      1     2     4     8     16
+/// #      size (bytes, log2 scale); s = O_s, r = O_r, * = both
 /// ```
 pub(crate) fn text_chart(rows: &[&Row], heading: &str) -> Option<String> {
     let os = points(rows.iter().copied(), Param::Os);
@@ -184,14 +220,25 @@ pub(crate) fn text_chart(rows: &[&Row], heading: &str) -> Option<String> {
     // (one size alone: one column).
     let step = TEXT_WIDTH.checked_div(span).map_or(1, |w| w.clamp(1, 6));
     let width = (span * step + 1) as usize;
-    let (lo, hi) = value_range(os.iter().chain(&or));
-    let row_of = |v: f64| (((v - lo) / (hi - lo)) * (TEXT_ROWS - 1) as f64).round() as usize;
+    let axis = Axis::for_values(os.iter().chain(&or).map(|&(_, v)| v));
+    let nrows = text_rows(&axis) as usize;
+    // The row of a value, 0 at the bottom; None for the row below the plot (values a log axis
+    // cannot place).
+    let row_of = |v: f64| {
+        axis.position(v)
+            .map(|f| ((f * (nrows - 1) as f64).round().max(0.0) as usize).min(nrows - 1))
+    };
     let col_of = |s: u64| (((log2(s) - pmin as f64) * step as f64).round() as usize).min(width - 1);
 
-    let mut grid = vec![vec![' '; width]; TEXT_ROWS];
+    let mut grid = vec![vec![' '; width]; nrows];
+    let mut below: Option<Vec<char>> = None;
     for (pts, mark) in [(&os, 's'), (&or, 'r')] {
         for &(s, v) in pts {
-            let cell = &mut grid[row_of(v).min(TEXT_ROWS - 1)][col_of(s)];
+            let line = match row_of(v) {
+                Some(r) => &mut grid[r],
+                None => below.get_or_insert_with(|| vec![' '; width]),
+            };
+            let cell = &mut line[col_of(s)];
             *cell = match *cell {
                 ' ' => mark,
                 c if c == mark => mark,
@@ -200,14 +247,19 @@ pub(crate) fn text_chart(rows: &[&Row], heading: &str) -> Option<String> {
         }
     }
 
-    // Y labels on the top, middle and bottom rows: the value each of those rows stands for.
-    let row_value = |r: usize| lo + (hi - lo) * r as f64 / (TEXT_ROWS - 1) as f64;
-    let labelled = [TEXT_ROWS - 1, (TEXT_ROWS - 1) / 2, 0];
-    let labels: Vec<String> = labelled
+    // Each tick's label on the row of its value (a row holds one label: the first tick on it).
+    let mut labels: Vec<Option<String>> = vec![None; nrows];
+    for t in axis.ticks() {
+        let r = ((t.position * (nrows - 1) as f64).round() as usize).min(nrows - 1);
+        labels[r].get_or_insert(t.label);
+    }
+    let lw = labels
         .iter()
-        .map(|&r| crate::blocks::fmt_us(row_value(r)))
-        .collect();
-    let lw = labels.iter().map(String::len).max().unwrap_or(0);
+        .flatten()
+        .map(String::len)
+        .chain(below.as_ref().map(|_| TEXT_NONPOSITIVE.len()))
+        .max()
+        .unwrap_or(0);
 
     let mut out = String::new();
     let mut line = |s: String| {
@@ -215,29 +267,30 @@ pub(crate) fn text_chart(rows: &[&Row], heading: &str) -> Option<String> {
         out.push('\n');
     };
     line(format!("# commperf {TITLE} | {heading}"));
-    line(format!("# {:>lw$}", "us"));
-    for r in (0..TEXT_ROWS).rev() {
-        let label = labelled
-            .iter()
-            .position(|&l| l == r)
-            .map_or("", |i| labels[i].as_str());
+    line(format!("# {:>lw$}, {}", "us", axis.scale().caption()));
+    for r in (0..nrows).rev() {
+        let label = labels[r].as_deref().unwrap_or("");
         let cells: String = grid[r].iter().collect();
         line(format!("# {label:>lw$} |{cells}"));
+    }
+    if let Some(cells) = &below {
+        let cells: String = cells.iter().collect();
+        line(format!("# {TEXT_NONPOSITIVE:>lw$} |{cells}"));
     }
     line(format!("# {:lw$} +{}", "", "-".repeat(width)));
     // Size labels every k-th power of two (k chosen so neighbours never touch), on powers that
     // are multiples of k, so a 1 B … 4 MiB ladder reads 1, 4, 16, 64 … 1M, 4M.
     let longest = (pmin..=pmax).map(|p| pow_label(p).len()).max().unwrap_or(1) as u32;
     let k = (longest + 1).div_ceil(step).max(1);
-    let mut axis = String::new();
+    let mut sizes = String::new();
     for p in (pmin..=pmax).filter(|p| p % k == 0 || span == 0) {
         let col = ((p - pmin) * step) as usize;
-        if axis.len() < col {
-            axis.push_str(&" ".repeat(col - axis.len()));
+        if sizes.len() < col {
+            sizes.push_str(&" ".repeat(col - sizes.len()));
         }
-        axis.push_str(&pow_label(p));
+        sizes.push_str(&pow_label(p));
     }
-    line(format!("# {:lw$}  {axis}", ""));
+    line(format!("# {:lw$}  {sizes}", ""));
     line(format!(
         "# {:lw$}  size (bytes, log2 scale); s = O_s, r = O_r, * = both",
         ""
@@ -253,46 +306,16 @@ const RIGHT: f64 = 180.0;
 const TOP: f64 = 44.0;
 const BOTTOM: f64 = 56.0;
 const LEGEND_STEP: f64 = 18.0;
+/// On a log µs axis with values at or below 0: the gap between the lowest decade and the
+/// x axis, which then is the `≤ 0` baseline those values are drawn on.
+const NONPOSITIVE_GAP: f64 = 24.0;
+/// Least distance between two y tick labels.
+const Y_LABEL_STEP: f64 = 14.0;
 
 /// One colour per transport and mode (Tableau 10), reused in order when there are more.
 const COLOURS: [&str; 8] = [
     "#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf",
 ];
-
-/// A round step for about five y ticks over `span`: 1, 2 or 5 times a power of ten. Computed
-/// by scaling instead of logarithms, so the ticks are the same on every libm.
-fn nice_step(span: f64) -> f64 {
-    let raw = span / 5.0;
-    let mut scale = 1.0;
-    while raw / scale >= 10.0 {
-        scale *= 10.0;
-    }
-    while raw / scale < 1.0 {
-        scale /= 10.0;
-    }
-    let f = raw / scale;
-    let m = if f <= 1.0 {
-        1.0
-    } else if f <= 2.0 {
-        2.0
-    } else if f <= 5.0 {
-        5.0
-    } else {
-        10.0
-    };
-    m * scale
-}
-
-/// Decimals that show a tick step exactly (0.25 → 2, 5 → 0).
-fn decimals(step: f64) -> usize {
-    let mut d = 0;
-    let mut s = step;
-    while d < 6 && (s - s.round()).abs() > 1e-9 * step.max(1.0) {
-        s *= 10.0;
-        d += 1;
-    }
-    d
-}
 
 /// Escapes text for SVG content and attribute values.
 fn esc(s: &str) -> String {
@@ -302,10 +325,13 @@ fn esc(s: &str) -> String {
         .replace('"', "&quot;")
 }
 
-/// The figure as a standalone SVG document: a log2 size axis labelled 1, 4, 64, 1K … , a linear
-/// µs axis from the lowest value (or 0) to the highest, one polyline per transport, mode and
-/// parameter (O_s solid with round markers, O_r dashed with square markers, one colour per
-/// transport and mode) and a legend. Deterministic: the same report gives the same bytes.
+/// The figure as a standalone SVG document: a log2 size axis labelled 1, 4, 64, 1K … , a µs
+/// axis (the shared [`Axis`]: linear from the lowest value or 0 to the highest, or log10 from
+/// decade to decade when the values span more than a factor of
+/// [`LOG_RATIO`](commperf_stats::axis::LOG_RATIO), with values at or below 0 on a `≤ 0`
+/// baseline under the lowest decade), one polyline per transport, mode and parameter (O_s solid
+/// with round markers, O_r dashed with square markers, one colour per transport and mode) and a
+/// legend. Deterministic: the same report gives the same bytes.
 pub fn loggp_svg(report: &Report) -> Result<String, PlotError> {
     let series = series(report)?;
     let all = || series.iter().flat_map(|s| s.points.iter());
@@ -313,14 +339,21 @@ pub fn loggp_svg(report: &Report) -> Result<String, PlotError> {
     if pmax == pmin {
         pmax = pmin + 1; // one size: give the axis a width, the point sits on its left end
     }
-    let (vlo, vhi) = value_range(all());
-    let step = nice_step(vhi - vlo);
-    let (ylo, yhi) = ((vlo / step).floor() * step, (vhi / step).ceil() * step);
+    let axis = Axis::for_values(all().map(|&(_, v)| v));
+    let nonpositive = all().any(|&(_, v)| axis.position(v).is_none());
     let height = SVG_H.max(TOP + series.len() as f64 * LEGEND_STEP + 2.0 * LEGEND_STEP);
     let (pw, ph) = (SVG_W - LEFT - RIGHT, height - TOP - BOTTOM);
-    let x_of = |l: f64| LEFT + (l - pmin as f64) / (pmax - pmin) as f64 * pw;
-    let y_of = |v: f64| TOP + ph - (v - ylo) / (yhi - ylo) * ph;
     let (right, bottom) = (LEFT + pw, TOP + ph);
+    let x_of = |l: f64| LEFT + (l - pmin as f64) / (pmax - pmin) as f64 * pw;
+    // The axis runs from `low` up to TOP; a value it cannot place sits on the x axis below.
+    let low = if nonpositive {
+        bottom - NONPOSITIVE_GAP
+    } else {
+        bottom
+    };
+    let y_at = |position: f64| low - position * (low - TOP);
+    let y_of = |v: f64| axis.position(v).map_or(bottom, y_at);
+    let ticks = axis.ticks();
 
     let mut o = String::new();
     // Writing to a String cannot fail; the results of write! are ignored for that reason.
@@ -342,7 +375,8 @@ pub fn loggp_svg(report: &Report) -> Result<String, PlotError> {
     );
 
     // Grid and ticks: every power of two on x, labelled every k-th so labels (about 36 px
-    // wide at most) never overlap; round µs steps on y.
+    // wide at most) never overlap; the axis's round ticks on y, labelled every k-th so labels
+    // stay apart.
     let per_pow = pw / (pmax - pmin) as f64;
     let k = ((40.0 / per_pow).ceil() as u32).max(1);
     let _ = writeln!(o, r##"<g stroke="#e0e0e0" stroke-width="1">"##);
@@ -353,9 +387,8 @@ pub fn loggp_svg(report: &Report) -> Result<String, PlotError> {
             r#"<line x1="{x:.1}" y1="{TOP:.1}" x2="{x:.1}" y2="{bottom:.1}"/>"#
         );
     }
-    let nticks = ((yhi - ylo) / step).round() as i64;
-    for i in 0..=nticks {
-        let y = y_of(ylo + i as f64 * step);
+    for t in &ticks {
+        let y = y_at(t.position);
         let _ = writeln!(
             o,
             r#"<line x1="{LEFT:.1}" y1="{y:.1}" x2="{right:.1}" y2="{y:.1}"/>"#
@@ -366,7 +399,7 @@ pub fn loggp_svg(report: &Report) -> Result<String, PlotError> {
         o,
         r##"<g stroke="#000000" stroke-width="1"><line x1="{LEFT:.1}" y1="{bottom:.1}" x2="{right:.1}" y2="{bottom:.1}"/><line x1="{LEFT:.1}" y1="{TOP:.1}" x2="{LEFT:.1}" y2="{bottom:.1}"/></g>"##
     );
-    if ylo < 0.0 {
+    if axis.scale() == Scale::Linear && ticks.first().is_some_and(|t| t.value < 0.0) {
         let y0 = y_of(0.0);
         let _ = writeln!(
             o,
@@ -384,17 +417,24 @@ pub fn loggp_svg(report: &Report) -> Result<String, PlotError> {
         );
     }
     let _ = writeln!(o, "</g>");
-    let d = decimals(step);
+    let per_tick = (low - TOP) / f64::from(axis.intervals());
+    let ky = ((Y_LABEL_STEP / per_tick).ceil() as usize).max(1);
     let _ = writeln!(o, r#"<g text-anchor="end">"#);
-    for i in 0..=nticks {
-        let v = ylo + i as f64 * step;
-        // Rounding can leave -0.0 at zero; it must read 0.
-        let v = if v.abs() < step * 1e-9 { 0.0 } else { v };
+    for t in ticks.iter().step_by(ky) {
         let _ = writeln!(
             o,
-            r#"<text x="{:.1}" y="{:.1}">{v:.d$}</text>"#,
+            r#"<text x="{:.1}" y="{:.1}">{}</text>"#,
             LEFT - 8.0,
-            y_of(v) + 4.0
+            y_at(t.position) + 4.0,
+            esc(&t.label)
+        );
+    }
+    if nonpositive {
+        let _ = writeln!(
+            o,
+            r#"<text x="{:.1}" y="{:.1}">≤ 0</text>"#,
+            LEFT - 8.0,
+            bottom + 4.0
         );
     }
     let _ = writeln!(o, "</g>");
@@ -407,7 +447,8 @@ pub fn loggp_svg(report: &Report) -> Result<String, PlotError> {
     let (yx, yy) = (18.0, TOP + ph / 2.0);
     let _ = writeln!(
         o,
-        r#"<text x="{yx:.1}" y="{yy:.1}" text-anchor="middle" transform="rotate(-90 {yx:.1} {yy:.1})">overhead (µs)</text>"#
+        r#"<text x="{yx:.1}" y="{yy:.1}" text-anchor="middle" transform="rotate(-90 {yx:.1} {yy:.1})">overhead (µs, {})</text>"#,
+        axis.scale().caption()
     );
 
     // The series, then the legend with the same styles.
@@ -497,16 +538,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn y_ticks_are_round_and_exactly_printed() {
-        assert_eq!(nice_step(3.5), 1.0);
-        assert_eq!(nice_step(0.37), 0.1);
-        assert_eq!(nice_step(12.0), 5.0);
-        assert_eq!(nice_step(1.0), 0.2);
-        assert_eq!(nice_step(700.0), 200.0);
-        assert_eq!(decimals(1.0), 0);
-        assert_eq!(decimals(200.0), 0);
-        assert_eq!(decimals(0.2), 1);
-        assert_eq!(decimals(0.05), 2);
+    fn size_labels_use_binary_prefixes() {
         assert_eq!(
             (0..=30).step_by(10).map(pow_label).collect::<Vec<_>>(),
             ["1", "1K", "1M", "1G"]
@@ -531,11 +563,192 @@ mod tests {
         assert!(lines[1..].iter().all(|l| l.len() <= 80), "{chart}");
         assert_eq!(
             lines[13],
-            "#        1     8     64    512   4K    32K   256K  2M    16M   128M  1G"
+            "#     1     8     64    512   4K    32K   256K  2M    16M   128M  1G"
         );
-        // Linear in µs: the top row holds 512 MiB and 1 GiB (29 and 30 µs, at the last two
-        // points, two columns apart), the bottom row 1 and 2 B (0 and 1 µs).
-        assert_eq!(lines[2], format!("# 30.00 |{}s s", " ".repeat(58)));
-        assert_eq!(lines[11], "# 0.000 |s s");
+        // 1 … 30 µs is within the factor of 30: linear, ticks 0, 10, 20, 30 every third row.
+        // The top row holds 512 MiB and 1 GiB (29 and 30 µs, at the last two points, two
+        // columns apart), the bottom row 1 and 2 B (0 and 1 µs).
+        assert_eq!(lines[1], "# us, linear scale");
+        assert_eq!(lines[2], format!("# 30 |{}s s", " ".repeat(58)));
+        // 19, 20 and 21 µs (at 512 KiB … 2 MiB) are nearest the row of 20.
+        assert_eq!(lines[5], format!("# 20 |{}s s s", " ".repeat(38)));
+        assert_eq!(lines[11], "#  0 |s s");
+    }
+
+    /// Loggp rows of one transport and mode with the given (size, O_s) values.
+    fn os_rows(points: &[(u64, f64)]) -> Vec<Row> {
+        points
+            .iter()
+            .map(|&(size, os)| {
+                let mut r = Row::new(Benchmark::Loggp, TransportKind::Shm, Mode::Poll, size);
+                r.o_s_us = Some(os);
+                r
+            })
+            .collect()
+    }
+
+    /// A text chart taken apart: the y-axis title, the labelled rows from the top, and where
+    /// each marker is, as (row counted from the bottom of the plot, column in the plot).
+    /// The `<=0` row, when there is one, is row `None`.
+    struct Parsed {
+        title: String,
+        labels: Vec<(usize, String)>,
+        marks: Vec<(Option<usize>, usize)>,
+        nrows: usize,
+    }
+
+    fn parse(chart: &str) -> Parsed {
+        let lines: Vec<&str> = chart.lines().collect();
+        let plot: Vec<&str> = lines[2..]
+            .iter()
+            .copied()
+            .take_while(|l| !l.trim_start_matches('#').trim_start().starts_with('+'))
+            .collect();
+        let has_below = plot.last().is_some_and(|l| l.contains("<=0 |"));
+        let nrows = plot.len() - usize::from(has_below);
+        let bar = plot[0].find('|').unwrap();
+        let (mut labels, mut marks) = (Vec::new(), Vec::new());
+        for (i, l) in plot.iter().enumerate() {
+            assert_eq!(l.find('|'), Some(bar), "{chart}");
+            let row = (i < nrows).then(|| nrows - 1 - i);
+            let label = l[2..bar].trim();
+            if let (Some(r), false) = (row, label.is_empty()) {
+                labels.push((r, label.to_string()));
+            }
+            for (c, ch) in l[bar + 1..].chars().enumerate() {
+                if ch != ' ' {
+                    marks.push((row, c));
+                }
+            }
+        }
+        Parsed {
+            title: lines[1].trim_start_matches('#').trim().to_string(),
+            labels,
+            marks,
+            nrows,
+        }
+    }
+
+    #[test]
+    fn values_spanning_decades_get_a_log_axis_on_which_small_ones_stay_apart() {
+        // O_s from 0.02 µs at 1 B to 300 µs at 2 KiB, one size per power of two. On a linear
+        // axis to 300 µs every value up to 15 µs would sit on the bottom row.
+        let values = [
+            0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 100.0, 300.0,
+        ];
+        let points: Vec<(u64, f64)> = values
+            .iter()
+            .enumerate()
+            .map(|(p, &v)| (1u64 << p, v))
+            .collect();
+        let rows = os_rows(&points);
+        let refs: Vec<&Row> = rows.iter().collect();
+        let chart = text_chart(&refs, "transport shm | mode poll").unwrap();
+        let c = parse(&chart);
+        assert_eq!(c.title, "us, log10 scale", "{chart}");
+        // Decades 0.01 … 1000 µs, three rows a decade: 16 rows, a label every third row.
+        assert_eq!(c.nrows, 16, "{chart}");
+        assert_eq!(
+            c.labels,
+            [
+                (15, "1k".to_string()),
+                (12, "100".to_string()),
+                (9, "10".to_string()),
+                (6, "1".to_string()),
+                (3, "0.1".to_string()),
+                (0, "0.01".to_string()),
+            ],
+            "{chart}"
+        );
+        // Each marker is on the row of its value: 3 rows per factor of ten above 0.01 µs,
+        // rounded; one marker per column (6 columns per power of two).
+        let expected: Vec<(Option<usize>, usize)> = values
+            .iter()
+            .enumerate()
+            .map(|(p, &v)| {
+                let row = ((v / 0.01f64).log10() * 3.0).round() as usize;
+                (Some(row), p * 6)
+            })
+            .collect();
+        let mut marks = c.marks.clone();
+        marks.sort_by_key(|&(_, col)| col);
+        assert_eq!(marks, expected, "{chart}");
+        // Spelled out: the sub-µs values each have a row of their own, in ascending order.
+        let small: Vec<usize> = marks[..6].iter().map(|&(r, _)| r.unwrap()).collect();
+        assert_eq!(small, [1, 2, 3, 4, 5, 6], "{chart}");
+        assert!(
+            marks.windows(2).all(|w| w[0].0 < w[1].0),
+            "rows ascend with the values\n{chart}"
+        );
+        assert!(
+            !chart.contains("<=0"),
+            "no value at or below 0: no such row\n{chart}"
+        );
+        // The plot still fits 80 columns.
+        assert!(chart.lines().skip(1).all(|l| l.len() <= 80), "{chart}");
+    }
+
+    #[test]
+    fn a_narrow_range_keeps_a_linear_axis_from_zero() {
+        // 2.0 … 3.2 µs: a factor of 1.6, linear from 0 with ticks at every µs, two rows a tick.
+        let rows = os_rows(&[(1, 2.0), (2, 2.5), (4, 3.2)]);
+        let refs: Vec<&Row> = rows.iter().collect();
+        let chart = text_chart(&refs, "transport shm | mode poll").unwrap();
+        let c = parse(&chart);
+        assert_eq!(c.title, "us, linear scale", "{chart}");
+        assert_eq!(c.nrows, 9, "{chart}");
+        let labels: Vec<(usize, &str)> = c.labels.iter().map(|(r, l)| (*r, l.as_str())).collect();
+        assert_eq!(
+            labels,
+            [(8, "4"), (6, "3"), (4, "2"), (2, "1"), (0, "0")],
+            "{chart}"
+        );
+        // Row of v: v / 4 µs of 8 rows, rounded: 2.0 → 4, 2.5 → 5, 3.2 → 6.4 → 6.
+        let mut marks = c.marks.clone();
+        marks.sort_by_key(|&(_, col)| col);
+        assert_eq!(
+            marks,
+            [(Some(4), 0), (Some(5), 6), (Some(6), 12)],
+            "{chart}"
+        );
+    }
+
+    #[test]
+    fn zero_and_negative_values_go_on_their_own_row_under_a_log_axis() {
+        // O_s of -0.5 µs (noise around zero) at 2 B and 0 at 4 B among values from 0.05 to
+        // 50 µs: a log axis, which has no place for them.
+        let rows = os_rows(&[(1, 0.05), (2, -0.5), (4, 0.0), (8, 0.5), (16, 50.0)]);
+        let refs: Vec<&Row> = rows.iter().collect();
+        let chart = text_chart(&refs, "transport shm | mode poll").unwrap();
+        let c = parse(&chart);
+        assert_eq!(c.title, "us, log10 scale", "{chart}");
+        // Decades 0.01 … 100: 4 decades, 3 rows each, 13 rows; then the `<=0` row.
+        assert_eq!(c.nrows, 13, "{chart}");
+        assert_eq!(c.labels.last(), Some(&(0, "0.01".to_string())), "{chart}");
+        let below = chart
+            .lines()
+            .find(|l| l.contains("<=0 |"))
+            .expect("a <=0 row");
+        assert_eq!(below, "#  <=0 |      s     s", "{chart}");
+        let mut marks = c.marks.clone();
+        marks.sort_by_key(|&(_, col)| col);
+        // 0.05 → log10(5)·3 = 2.1 → row 2 (not the bottom row: the smallest positive value is
+        // not confused with the ones at or below 0), 0.5 → 5.1 → 5, 50 → 11.1 → 11.
+        assert_eq!(
+            marks,
+            [
+                (Some(2), 0),
+                (None, 6),
+                (None, 12),
+                (Some(5), 18),
+                (Some(11), 24)
+            ],
+            "{chart}"
+        );
+        // The row sits between the plot and the size axis.
+        let lines: Vec<&str> = chart.lines().collect();
+        let at = lines.iter().position(|l| l.contains("<=0 |")).unwrap();
+        assert!(lines[at - 1].starts_with("# 0.01 |"), "{chart}");
+        assert!(lines[at + 1].contains("+---"), "{chart}");
     }
 }

@@ -378,9 +378,10 @@ fn small_loggp_report() -> Report {
 
 #[test]
 fn loggp_blocks_end_with_seed_004_figure_3_6_as_text() {
-    // Sizes on a log2 axis labelled every other power, µs from 0 (or the lowest value) up; a
-    // size whose O_r is absent (64 B) has an `s` and no `r`, and where both land in one cell
-    // the cell shows `*`.
+    // Sizes on a log2 axis labelled every other power. shm's overheads (0.1 … 3.2 µs) span more
+    // than a factor of 30: a log10 µs axis from 0.1 to 10, five rows a decade. tcp's (positive
+    // ones 1.2 … 2.5 µs) do not: linear from -1 to 3 µs, two rows a µs. A size whose O_r is
+    // absent (64 B) has an `s` and no `r`, and where both land in one cell the cell shows `*`.
     let expected = "\
 # machine: AMD EPYC 7763 64-Core Processor, 2 cpus, kernel 6.8.0-45-generic
 # timer: tsc 2.45 GHz, read cost 9.8 ns
@@ -397,20 +398,21 @@ fn loggp_blocks_end_with_seed_004_figure_3_6_as_text() {
 1048576    3.200    2.000  0.500        -  1.000
 
 # commperf O_s and O_r against size (seed 004 Figure 3.6) | transport shm | mode poll
-#    us
-# 3.200 |                                                            s
-#       |
-#       |                                                s
-#       |                                                            r
-#       |                                                r
-# 1.422 |                              s
-#       |                              r
-#       |
-#       |r     r     *     s
-# 0.000 |s     s
-#       +-------------------------------------------------------------
-#        1     4     16    64    256   1K    4K    16K   64K   256K  1M
-#        size (bytes, log2 scale); s = O_s, r = O_r, * = both
+#  us, log10 scale
+#  10 |
+#     |
+#     |                                                            s
+#     |                                                s           r
+#     |                              s                 r
+#   1 |                              r
+#     |
+#     |                  s
+#     |r     r     *
+#     |
+# 0.1 |s     s
+#     +-------------------------------------------------------------
+#      1     4     16    64    256   1K    4K    16K   64K   256K  1M
+#      size (bytes, log2 scale); s = O_s, r = O_r, * = both
 
 # commperf loggp | transport tcp | mode poll
 # Size  o_s(us)  o_r(us)  g(us)  G(ns/B)  L(us)
@@ -419,20 +421,19 @@ fn loggp_blocks_end_with_seed_004_figure_3_6_as_text() {
 64        2.000    2.500  0.500        -  1.000
 
 # commperf O_s and O_r against size (seed 004 Figure 3.6) | transport tcp | mode poll
-#     us
-#  2.500 |                                    r
-#        |                                    s
-#        |
-#        |r           r
-#        |            s
-#  0.833 |
-#        |
-#        |
-#        |
-# -0.500 |s
-#        +-------------------------------------
-#         1     2     4     8     16    32    64
-#         size (bytes, log2 scale); s = O_s, r = O_r, * = both
+# us, linear scale
+#  3 |
+#    |                                    r
+#  2 |                                    s
+#    |r           r
+#  1 |            s
+#    |
+#  0 |
+#    |s
+# -1 |
+#    +-------------------------------------
+#     1     2     4     8     16    32    64
+#     size (bytes, log2 scale); s = O_s, r = O_r, * = both
 
 # commperf loggp summary at 4 B (seed 004 Table 3.1, Figure 3.5)
 # parameter   shm poll  tcp poll
@@ -446,14 +447,13 @@ O_r share          10%       75%
 L share            50%       50%
 ";
     assert_eq!(render(&loggp_report(), Format::Table), expected);
-    // At most about 20 lines per chart (here 15, from its title to the blank line after it).
-    for chart in expected
+    // At most about 20 lines per chart (from its title to the blank line after it).
+    let heights: Vec<usize> = expected
         .split("# commperf O_s and O_r against size")
         .skip(1)
-    {
-        let chart = chart.split("\n\n").next().unwrap();
-        assert_eq!(chart.lines().count(), 15, "{chart}");
-    }
+        .map(|chart| chart.split("\n\n").next().unwrap().lines().count())
+        .collect();
+    assert_eq!(heights, [16, 14]);
     // Markdown and the other formats are unchanged: the figure is for the text table.
     assert!(!render(&loggp_report(), Format::Md).contains("Figure 3.6"));
 }
@@ -461,7 +461,8 @@ L share            50%       50%
 #[test]
 fn loggp_svg_is_seed_004_figure_3_6() {
     // x: 1 B … 64 B over 510 px, 85 px per power of two; y: -1 … 3 µs over 340 px, 85 px per
-    // µs (0 at y = 299). shm O_r has no point at 4 B, where it is absent.
+    // µs (0 at y = 299), linear as the positive values are within a factor of 30 (0.5 … 3).
+    // shm O_r has no point at 4 B, where it is absent.
     let expected = "\
 <?xml version=\"1.0\" encoding=\"UTF-8\"?>
 <svg xmlns=\"http://www.w3.org/2000/svg\" width=\"760\" height=\"440\" viewBox=\"0 0 760 440\" font-family=\"sans-serif\" font-size=\"12\">
@@ -501,7 +502,7 @@ fn loggp_svg_is_seed_004_figure_3_6() {
 <text x=\"62.0\" y=\"48.0\">3</text>
 </g>
 <text x=\"325.0\" y=\"424.0\" text-anchor=\"middle\">message size (bytes, log2 scale)</text>
-<text x=\"18.0\" y=\"214.0\" text-anchor=\"middle\" transform=\"rotate(-90 18.0 214.0)\">overhead (µs)</text>
+<text x=\"18.0\" y=\"214.0\" text-anchor=\"middle\" transform=\"rotate(-90 18.0 214.0)\">overhead (µs, linear scale)</text>
 <g class=\"series\" data-transport=\"shm\" data-mode=\"poll\" data-parameter=\"O_s\">
 <polyline fill=\"none\" stroke=\"#1f77b4\" stroke-width=\"2\" points=\"70.0,256.5 240.0,214.0 410.0,86.5\"/>
 <circle cx=\"70.0\" cy=\"256.5\" r=\"3\" fill=\"#1f77b4\"/>
@@ -543,6 +544,49 @@ fn loggp_svg_is_seed_004_figure_3_6() {
 }
 
 #[test]
+fn the_svg_uses_a_log_axis_with_a_baseline_for_values_at_or_below_zero() {
+    let mut report = small_loggp_report();
+    report.results.clear();
+    for (size, os) in [(1, 0.02), (2, -0.5), (4, 1.0), (8, 300.0)] {
+        let mut r = Row::new(Benchmark::Loggp, TransportKind::Shm, Mode::Poll, size);
+        r.o_s_us = Some(os);
+        report.results.push(r);
+    }
+    let svg = loggp_svg(&report).unwrap();
+    assert!(svg.contains(">overhead (µs, log10 scale)</text>"), "{svg}");
+    // Decades 0.01 … 1000 µs from y = 360 (24 px above the x axis at 384) up to y = 44:
+    // 316 px over 5 decades, 63.2 px a decade; labelled at each decade.
+    for (label, y) in [
+        ("0.01", 360.0),
+        ("0.1", 296.8),
+        ("1", 233.6),
+        ("10", 170.4),
+        ("100", 107.2),
+        ("1k", 44.0),
+    ] {
+        let text = format!(r#"<text x="62.0" y="{:.1}">{label}</text>"#, y + 4.0f64);
+        assert!(svg.contains(&text), "{text}\n{svg}");
+    }
+    assert!(
+        svg.contains(r#"<text x="62.0" y="388.0">≤ 0</text>"#),
+        "{svg}"
+    );
+    // 1 µs on its decade, 300 µs at log10(3)·63.2 px above 100, -0.5 µs on the x axis.
+    let y300 = 107.2 - 3f64.log10() * 63.2;
+    for (x, y) in [
+        (70.0, 360.0 - 2f64.log10() * 63.2),
+        (240.0, 384.0),
+        (410.0, 233.6),
+        (580.0, y300),
+    ] {
+        let circle = format!(r#"<circle cx="{x:.1}" cy="{y:.1}" r="3""#);
+        assert!(svg.contains(&circle), "{circle}\n{svg}");
+    }
+    // No zero line on a log axis (there is no zero on it).
+    assert!(!svg.contains(r##"stroke="#808080""##), "{svg}");
+}
+
+#[test]
 fn loggp_figures_need_loggp_values() {
     assert_eq!(loggp_svg(&report()), Err(PlotError::NoLoggp));
     assert_eq!(
@@ -563,7 +607,7 @@ fn loggp_figures_need_loggp_values() {
     assert!(text.contains("# commperf loggp | transport shm"), "{text}");
     assert!(!text.contains("Figure 3.6"), "{text}");
     // One value is enough for both renderings: the only polyline has one point, at the left
-    // end of a one-power axis (16 B … 32 B) and the top of a 0 … 0.25 µs one.
+    // end of a one-power axis (16 B … 32 B) and the top of a linear 0 … 0.25 µs one.
     r.results[2].o_r_us = Some(0.25);
     let svg = loggp_svg(&r).unwrap();
     assert_eq!(svg.matches("<polyline").count(), 1);
@@ -574,8 +618,14 @@ fn loggp_figures_need_loggp_values() {
         .split("Figure 3.6) | transport shm | mode poll\n")
         .nth(1)
         .unwrap();
-    assert!(chart.starts_with("#    us\n# 0.250 |r\n"), "{chart}");
-    assert!(chart.contains("\n#       +-\n#        16\n"), "{chart}");
+    assert!(
+        chart.starts_with("#   us, linear scale\n# 0.25 |r\n"),
+        "{chart}"
+    );
+    assert!(
+        chart.contains("\n# 0.00 |\n#      +-\n#       16\n"),
+        "{chart}"
+    );
     assert!(
         !text.contains("Figure 3.6) | transport tcp"),
         "tcp has no values: no chart"

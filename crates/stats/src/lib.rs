@@ -1,5 +1,7 @@
 //! Sample statistics for commperf: order statistics of timing samples ([`Summary`],
-//! [`percentile`]) and ordinary least-squares line fits ([`fit_line`]).
+//! [`percentile`]) and ordinary least-squares line fits ([`fit_line`]); and the value [`axis`]
+//! of a chart (linear, or log10 where the values span decades), shared by every chart that
+//! plots measured numbers.
 //!
 //! Every benchmark turns a vector of per-iteration timings into the same handful of figures
 //! (p50, p90, p99, min, max, mean), and every model (`Tcom` pieces, LogGP `g + G·s`, pipeline
@@ -27,6 +29,7 @@
 
 use serde::{Deserialize, Serialize};
 
+pub mod axis;
 pub mod noise;
 pub use noise::{fit_line_uncertain, median_uncertainty, NonNegative, UncertainFit};
 
