@@ -133,16 +133,39 @@ pub fn profile_from_report(
         })?;
     profile.transport = Some(transport.to_string());
     profile.machine = Some(report.machine.clone());
-    profile.loggp = rows(Benchmark::Loggp)
-        .into_iter()
-        .filter_map(|r| {
+    profile.loggp = loggp_points(&rows(Benchmark::Loggp));
+    Ok(profile)
+}
+
+/// The profile's LogGP points from loggp rows (sorted by size). LogGOPS has one L for all sizes,
+/// but `bench loggp` can identify it only in a protocol piece whose fixed overheads show (the
+/// small sizes); a piece where it could not is given that one L. Likewise a piece whose fixed
+/// gap g could not be told from G·s borrows g from the nearest size that has one, as the
+/// Netgauge reader does. A size whose own overheads were left out (below zero beyond noise) is
+/// no point.
+fn loggp_points(rows: &[&commperf_core::Row]) -> Vec<LogGpPoint> {
+    let mut rows = rows.to_vec();
+    rows.sort_by_key(|r| r.size_bytes);
+    let l = rows.iter().find_map(|r| r.L_us);
+    let nearest_g = |i: usize| -> Option<f64> {
+        (0..rows.len()).find_map(|d| {
+            let lo = i.checked_sub(d).and_then(|j| rows[j].g_us);
+            lo.or_else(|| rows.get(i + d).and_then(|r| r.g_us))
+        })
+    };
+    rows.iter()
+        .enumerate()
+        .filter_map(|(i, r)| {
             Some(LogGpPoint {
                 size_bytes: r.size_bytes,
-                L_us: r.L_us?,
+                L_us: r.L_us.or(l)?,
                 o_s_us: r.o_s_us?,
                 o_r_us: r.o_r_us?,
-                g_us: r.g_us?,
+                g_us: nearest_g(i)?,
                 G_us_per_byte: r.gap_per_byte_us?,
+                O_s_us_per_byte: r.O_s_us_per_byte,
+                O_r_us_per_byte: r.O_r_us_per_byte,
+                overlap_us: r.overlap_us,
             })
         })
         .filter(|l| {
@@ -150,8 +173,7 @@ pub fn profile_from_report(
                 .iter()
                 .all(|v| v.is_finite())
         })
-        .collect();
-    Ok(profile)
+        .collect()
 }
 
 /// Why a hand-given Tcom was refused: which piece (1-based), its text, and what is wrong.
@@ -446,9 +468,18 @@ mod tests {
             let mut r = Row::new(Benchmark::Latency, TransportKind::Shm, Mode::Poll, s);
             r.p50_us = Some(1.0 + 0.001 * s as f64);
             results.push(r);
+            // Two protocol pieces; the large one's fixed costs (g, L) are not identifiable, and
+            // o_s at 64 KiB was left out (below zero beyond noise).
             let mut l = Row::new(Benchmark::Loggp, TransportKind::Shm, Mode::Poll, s);
-            (l.o_s_us, l.o_r_us, l.g_us, l.gap_per_byte_us, l.L_us) =
-                (Some(0.2), Some(0.3), Some(0.4), Some(0.001), Some(0.5));
+            (l.o_s_us, l.o_r_us) = (Some(0.2), Some(0.3));
+            if s <= 1024 {
+                (l.g_us, l.gap_per_byte_us, l.L_us) = (Some(0.4), Some(0.001), Some(0.5));
+            } else {
+                (l.gap_per_byte_us, l.O_s_us_per_byte) = (Some(0.0001), Some(0.00005));
+            }
+            if s == 65536 {
+                l.o_s_us = None;
+            }
             results.push(l);
         }
         let report = Report {
@@ -490,7 +521,12 @@ mod tests {
         let p = profile_from_report(&report, TransportKind::Shm, "src").unwrap();
         assert_eq!(p.transport.as_deref(), Some("shm"));
         assert_eq!(p.points.len(), 5);
-        assert_eq!(p.loggp.len(), 5);
+        let sizes: Vec<u64> = p.loggp.iter().map(|l| l.size_bytes).collect();
+        assert_eq!(sizes, [8, 64, 1024, 1 << 20]);
+        // LogGOPS's one L, and g from the nearest size with one; G and O_s its own.
+        let big = p.loggp[3];
+        assert_eq!((big.L_us, big.g_us, big.G_us_per_byte), (0.5, 0.4, 0.0001));
+        assert_eq!(big.O_s_us_per_byte, Some(0.00005));
         assert_eq!(p.tcom.len(), 1);
         assert!((p.tcom[0].slope_us_per_byte - 0.001).abs() < 1e-9);
         assert!(matches!(

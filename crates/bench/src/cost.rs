@@ -103,7 +103,12 @@ mod tests {
     use commperf_core::{Benchmark, Mode, TransportKind};
 
     fn row(p50: f64, noise: f64) -> Row {
-        let mut r = Row::new(Benchmark::Noncontig, TransportKind::Tcp, Mode::Poll, 1 << 22);
+        let mut r = Row::new(
+            Benchmark::Noncontig,
+            TransportKind::Tcp,
+            Mode::Poll,
+            1 << 22,
+        );
         (r.p50_us, r.p50_noise_us) = (Some(p50), Some(noise));
         r
     }
@@ -113,12 +118,18 @@ mod tests {
         let base = Baseline::of(&row(817.66, 3.0));
         // +100.91 µs: a cost.
         let mut r = row(918.57, 4.0);
-        assert_eq!(judge(&mut r, base, Saving::Impossible, false), Verdict::Done);
+        assert_eq!(
+            judge(&mut r, base, Saving::Impossible, false),
+            Verdict::Done
+        );
         assert!((r.cost_us.unwrap() - 100.91).abs() < 1e-9);
         assert_eq!(r.cost_noise_us, Some(10.0), "2·√(3² + 4²)");
         // −3 µs within ±10 µs: no measurable cost, shown as 0.
         let mut r = row(814.66, 4.0);
-        assert_eq!(judge(&mut r, base, Saving::Impossible, false), Verdict::Done);
+        assert_eq!(
+            judge(&mut r, base, Saving::Impossible, false),
+            Verdict::Done
+        );
         assert_eq!(r.cost_us, Some(0.0));
         // −198 µs: measure again; nothing printed meanwhile ...
         let mut r = row(619.66, 4.0);
@@ -128,7 +139,9 @@ mod tests {
         // ... and if it stays there, left out with a note.
         judge(&mut r, base, Saving::Impossible, true);
         assert_eq!(r.cost_us, None);
-        assert!(r.notes[0].starts_with("p50 619.660 µs is 198.000 µs below its baseline 817.660 µs"));
+        assert!(
+            r.notes[0].starts_with("p50 619.660 µs is 198.000 µs below its baseline 817.660 µs")
+        );
         // Registered memory used in place saves the baseline's copies: a saving, reported.
         let mut r = row(619.66, 4.0);
         assert_eq!(judge(&mut r, base, Saving::Possible, false), Verdict::Done);
@@ -143,7 +156,10 @@ mod tests {
         assert!((b.noise_us - (4.5f64 + 100.0).sqrt()).abs() < 1e-9, "{b:?}");
         // So a variant at 805 is within noise of it (band 2·√(1 + 104.5) ≈ 20.5 µs).
         let mut r = row(805.0, 1.0);
-        assert_eq!(judge(&mut r, Some(b), Saving::Impossible, true), Verdict::Done);
+        assert_eq!(
+            judge(&mut r, Some(b), Saving::Impossible, true),
+            Verdict::Done
+        );
         assert_eq!(r.cost_us, Some(0.0));
     }
 }

@@ -242,7 +242,12 @@ pub enum Judged {
 /// An efficiency above 1 within two noise bands of the row's p50 (latency; bandwidth figures
 /// carry no noise of their own, so any excess counts) is shown as 1 with a note. Beyond that
 /// it is left out: [`Judged::AboveLimit`], with a note once `last` is set.
-pub fn judge(row: &mut commperf_core::Row, cacheline_us: f64, copy_mb_per_s: f64, last: bool) -> Judged {
+pub fn judge(
+    row: &mut commperf_core::Row,
+    cacheline_us: f64,
+    copy_mb_per_s: f64,
+    last: bool,
+) -> Judged {
     use commperf_core::Benchmark::*;
     if copy_mb_per_s.is_nan() || copy_mb_per_s <= 0.0 {
         return Judged::Done;
@@ -312,7 +317,10 @@ mod tests {
             // (allowing for a noisy machine: 70 %), nor more than three times less.
             let one = memcpy_mb_per_s(&clock, 16 << 20, 5);
             let two = memcpy_two_cpus_mb_per_s(&clock, 16 << 20, pair, 5).unwrap();
-            assert!(two > 0.7 * one && two < 3.0 * one, "one {one} MB/s, two {two} MB/s");
+            assert!(
+                two > 0.7 * one && two < 3.0 * one,
+                "one {one} MB/s, two {two} MB/s"
+            );
         }
     }
 
@@ -357,22 +365,36 @@ mod tests {
         let mut r = row(0.098, 0.002);
         assert_eq!(judge(&mut r, 0.1, 40_000.0, false), Judged::Done);
         assert_eq!(r.efficiency, Some(1.0));
-        assert!(r.notes[0].starts_with("efficiency 102.0 % is within the noise"), "{:?}", r.notes);
+        assert!(
+            r.notes[0].starts_with("efficiency 102.0 % is within the noise"),
+            "{:?}",
+            r.notes
+        );
         // p50 0.08 ± 0.001: 125 % is far beyond it: left out, measure the limit again ...
         let mut r = row(0.08, 0.001);
-        assert_eq!(judge(&mut r, 0.1, 40_000.0, false), Judged::AboveLimit(1.25));
+        assert_eq!(
+            judge(&mut r, 0.1, 40_000.0, false),
+            Judged::AboveLimit(1.25)
+        );
         assert_eq!(r.efficiency, None);
         assert!(r.notes.is_empty());
         // ... and if it still does not hold, say so.
         assert_eq!(judge(&mut r, 0.1, 40_000.0, true), Judged::AboveLimit(1.25));
         assert_eq!(r.efficiency, None);
-        assert!(r.notes[0].contains("the limit did not hold"), "{:?}", r.notes);
+        assert!(
+            r.notes[0].contains("the limit did not hold"),
+            "{:?}",
+            r.notes
+        );
         // A re-measured limit that holds replaces the note with the figure.
         assert_eq!(judge(&mut r, 0.05, 40_000.0, true), Judged::Done);
         assert_eq!((r.efficiency, r.notes.len()), (Some(0.625), 0));
         // Bandwidth has no noise of its own: any excess is beyond it.
         let mut b = Row::new(Benchmark::Bw, TransportKind::Shm, Mode::Poll, 1 << 30);
         b.mb_per_s = Some(24_180.0);
-        assert_eq!(judge(&mut b, 0.1, 10_000.0, false), Judged::AboveLimit(2.418));
+        assert_eq!(
+            judge(&mut b, 0.1, 10_000.0, false),
+            Judged::AboveLimit(2.418)
+        );
     }
 }

@@ -262,10 +262,7 @@ impl Piece {
             (Some(a), None) | (None, Some(a)) => a,
             (None, None) => return None,
         };
-        Some(
-            self.o_s_ns? + self.l_ns? + self.o_r_ns? + per_byte * size as f64
-                - self.overlap_ns?,
-        )
+        Some(self.o_s_ns? + self.l_ns? + self.o_r_ns? + per_byte * size as f64 - self.overlap_ns?)
     }
 }
 
@@ -658,7 +655,9 @@ mod tests {
         within(piece.o_s_ns, 2000.0, "o_s");
         within(piece.o_r_per_byte_ns, 0.07, "O_r");
         assert!(
-            piece.notes[0].starts_with("over sizes 1 to 256K the one-way time is 0.250 µs ± 0.000 µs below o_s + o_r"),
+            piece.notes[0].starts_with(
+                "over sizes 1 to 256K the one-way time is 0.250 µs ± 0.000 µs below o_s + o_r"
+            ),
             "{:?}",
             piece.notes
         );
@@ -736,19 +735,34 @@ mod tests {
             .into_iter()
             .map(|s| {
                 let x = s as f64;
-                synthetic(s, 100.0 + 0.04 * x, 120.0 + 0.05 * x, 50.0 + per_byte * x, 60.0 + per_byte * x, 1000.0)
+                synthetic(
+                    s,
+                    100.0 + 0.04 * x,
+                    120.0 + 0.05 * x,
+                    50.0 + per_byte * x,
+                    60.0 + per_byte * x,
+                    1000.0,
+                )
             })
             .collect();
         let fit = extract(&pts).unwrap();
         let p = &fit.pieces[0];
-        assert_eq!((p.g_ns, p.o_s_ns, p.o_r_ns, p.l_ns), (None, None, None, None));
+        assert_eq!(
+            (p.g_ns, p.o_s_ns, p.o_r_ns, p.l_ns),
+            (None, None, None, None)
+        );
         within(p.gap_per_byte_ns, per_byte, "G");
         within(p.o_s_per_byte_ns, 0.04, "O_s");
         assert!(
-            p.notes.iter().any(|n| n.starts_with("g is not identifiable over sizes 1M to 4M")),
+            p.notes
+                .iter()
+                .any(|n| n.starts_with("g is not identifiable over sizes 1M to 4M")),
             "{:?}",
             p.notes
         );
-        assert!(p.notes.iter().any(|n| n.starts_with("L is not identifiable")));
+        assert!(p
+            .notes
+            .iter()
+            .any(|n| n.starts_with("L is not identifiable")));
     }
 }

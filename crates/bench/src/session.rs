@@ -374,7 +374,12 @@ pub fn run(cfg: &BenchConfig, progress: &mut dyn Progress) -> Result<Report, Ben
                                 row.notes.push(format!(
                                     "measured again: the first measurement was {by_us:.3} µs below its baseline, beyond the noise (±{band_us:.3} µs)"
                                 ));
-                                cost::judge(&mut row, cost::Baseline::of(&base_again), saving, true);
+                                cost::judge(
+                                    &mut row,
+                                    cost::Baseline::of(&base_again),
+                                    saving,
+                                    true,
+                                );
                             }
                             results.push(row);
                         }
@@ -403,7 +408,12 @@ pub fn run(cfg: &BenchConfig, progress: &mut dyn Progress) -> Result<Report, Ben
                         let copy = match copy_bw.get(&size) {
                             Some(&c) => c,
                             None => {
-                                let c = limits::memcpy_two_cpus_mb_per_s(&clock, size as usize, pair, 5)?;
+                                let c = limits::memcpy_two_cpus_mb_per_s(
+                                    &clock,
+                                    size as usize,
+                                    pair,
+                                    5,
+                                )?;
                                 *copy_bw.entry(size).or_insert(c)
                             }
                         };

@@ -694,7 +694,7 @@ fn plot_loggp_writes_seed_004_figure_3_6_as_svg() {
     for t in ["uds", "shm"] {
         assert!(
             table.contains(&format!(
-                "# commperf O_s and O_r against size (seed 004 Figure 3.6) | transport {t} | mode poll"
+                "# commperf o_s and o_r against size (seed 004 Figure 3.6) | transport {t} | mode poll"
             )),
             "{table}"
         );
@@ -706,10 +706,10 @@ fn plot_loggp_writes_seed_004_figure_3_6_as_svg() {
     assert_eq!(
         series,
         [
-            ("uds poll O_s".to_string(), 3),
-            ("uds poll O_r".to_string(), 3),
-            ("shm poll O_s".to_string(), 3),
-            ("shm poll O_r".to_string(), 3),
+            ("uds poll o_s".to_string(), 3),
+            ("uds poll o_r".to_string(), 3),
+            ("shm poll o_s".to_string(), 3),
+            ("shm poll o_r".to_string(), 3),
         ],
         "one polyline per transport, mode and parameter, a point per size"
     );

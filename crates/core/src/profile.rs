@@ -49,7 +49,8 @@ pub struct TcomPoint {
     pub time_us: f64,
 }
 
-/// LogGP parameters measured at one message size (Netgauge's PRTT method).
+/// LogGP parameters measured at one message size (Netgauge's PRTT method): `o_s_us` and
+/// `o_r_us` are the overheads of a message of this size (per-byte part included).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[allow(non_snake_case)]
 pub struct LogGpPoint {
@@ -59,4 +60,14 @@ pub struct LogGpPoint {
     pub o_r_us: f64,
     pub g_us: f64,
     pub G_us_per_byte: f64,
+    /// LogGOPS's per-byte overheads of this size's protocol (`bench loggp`; absent from
+    /// Netgauge files and older profiles).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub O_s_us_per_byte: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub O_r_us_per_byte: Option<f64>,
+    /// How far this protocol's one-way time falls below o_s + L + o_r + max(O_r, G)·s because
+    /// the transport overlaps the two sides' work (`bench loggp`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub overlap_us: Option<f64>,
 }

@@ -318,6 +318,9 @@ fn loggp_points(rows: &[NetgaugeRow]) -> Vec<LogGpPoint> {
             o_r_us: r.o_r_us,
             g_us: nearest(i, |r| r.g_us),
             G_us_per_byte: nearest(i, |r| r.G_us_per_byte),
+            O_s_us_per_byte: None,
+            O_r_us_per_byte: None,
+            overlap_us: None,
         })
         .collect()
 }

@@ -160,11 +160,11 @@ impl Block<'_> {
             // Per size what was measured (seed 004's Figure 3.6 plots o_s and o_r) and the
             // LogGOPS one-way time from the piece's parameters, which follow in their own table.
             Benchmark::Loggp => cols.extend([
-                ("o_s(us)", (|r| us(r.o_s_us)) as Cell),
-                ("o_r(us)", |r| us(r.o_r_us)),
-                ("g+G*s(us)", |r| us(r.gap_us)),
-                ("latency(us)", |r| us(r.p50_us)),
-                ("LogGOPS(us)", |r| us(r.model_us)),
+                ("o_s(us)", (|r| time(r.o_s_us)) as Cell),
+                ("o_r(us)", |r| time(r.o_r_us)),
+                ("g+G*s(us)", |r| time(r.gap_us)),
+                ("latency(us)", |r| time(r.p50_us)),
+                ("LogGOPS(us)", |r| time(r.model_us)),
             ]),
             Benchmark::Mr => cols.extend([
                 (
@@ -233,6 +233,18 @@ pub(crate) fn mpi_words(b: Benchmark, mode: Mode, packed: Option<bool>) -> Vec<S
     vec![w.to_string()]
 }
 
+/// A LogGOPS figure, which cannot be negative: a negative one (only a result file of schema 1
+/// can hold one, from seed 004's L = latency − o_s − o_r) is shown as absent, never printed.
+fn time(v: Option<f64>) -> String {
+    us(v.filter(|x| *x >= 0.0))
+}
+
+/// A per-byte LogGOPS figure in ns per byte (a few picoseconds per byte reads as 0.00x).
+fn per_byte(v: Option<f64>) -> String {
+    v.filter(|x| *x >= 0.0)
+        .map_or_else(dash, |g| format!("{:.5}", g * 1e3))
+}
+
 /// A cost within its noise band reads `≈0`: no measurable cost, whatever its sign.
 fn cost(r: &Row) -> String {
     match (r.cost_us, r.cost_noise_us) {
@@ -247,9 +259,9 @@ fn loggp_pieces(rows: &[&Row]) -> Option<Table> {
     let mut pieces: Vec<&Row> = Vec::new();
     for r in rows {
         if r.piece_from_bytes.is_some()
-            && !pieces
-                .iter()
-                .any(|p| (p.piece_from_bytes, p.piece_to_bytes) == (r.piece_from_bytes, r.piece_to_bytes))
+            && !pieces.iter().any(|p| {
+                (p.piece_from_bytes, p.piece_to_bytes) == (r.piece_from_bytes, r.piece_to_bytes)
+            })
         {
             pieces.push(r);
         }
@@ -263,24 +275,14 @@ fn loggp_pieces(rows: &[&Row]) -> Option<Table> {
             let b = |v: Option<u64>| v.map_or_else(dash, |v| v.to_string());
             format!("{}-{}", b(r.piece_from_bytes), b(r.piece_to_bytes))
         }),
-        ("o_s(us)", |r| us(r.o_s_fixed_us)),
-        ("O_s(ns/B)", |r| {
-            r.O_s_us_per_byte
-                .map_or_else(dash, |g| format!("{:.5}", g * 1e3))
-        }),
-        ("o_r(us)", |r| us(r.o_r_fixed_us)),
-        ("O_r(ns/B)", |r| {
-            r.O_r_us_per_byte
-                .map_or_else(dash, |g| format!("{:.5}", g * 1e3))
-        }),
-        ("g(us)", |r| us(r.g_us)),
-        // G per byte is a few picoseconds: shown in ns/B to stay readable.
-        ("G(ns/B)", |r| {
-            r.gap_per_byte_us
-                .map_or_else(dash, |g| format!("{:.5}", g * 1e3))
-        }),
-        ("L(us)", |r| us(r.L_us)),
-        ("overlap(us)", |r| us(r.overlap_us)),
+        ("o_s(us)", |r| time(r.o_s_fixed_us)),
+        ("O_s(ns/B)", |r| per_byte(r.O_s_us_per_byte)),
+        ("o_r(us)", |r| time(r.o_r_fixed_us)),
+        ("O_r(ns/B)", |r| per_byte(r.O_r_us_per_byte)),
+        ("g(us)", |r| time(r.g_us)),
+        ("G(ns/B)", |r| per_byte(r.gap_per_byte_us)),
+        ("L(us)", |r| time(r.L_us)),
+        ("overlap(us)", |r| time(r.overlap_us)),
     ];
     let mut t = Table::new();
     for (i, (name, _)) in cols.iter().enumerate() {
@@ -421,7 +423,7 @@ fn loggp_summary(report: &Report) -> Option<(String, Table)> {
     }
     type Get = fn(&Row) -> Option<f64>;
     let share = |part: Option<f64>, r: &Row| match (part, r.p50_us) {
-        (Some(x), Some(l)) if l > 0.0 => format!("{:.0}%", 100.0 * x / l),
+        (Some(x), Some(l)) if l > 0.0 && x >= 0.0 => format!("{:.0}%", 100.0 * x / l),
         _ => dash(),
     };
     // Seed 004 writes the overheads O_s and O_r; here they are LogGOPS's o_s(s) and o_r(s) at
@@ -437,7 +439,7 @@ fn loggp_summary(report: &Report) -> Option<(String, Table)> {
     ];
     for (name, get) in values {
         let mut row = vec![name.to_string()];
-        row.extend(cols.iter().map(|r| get(r).map_or_else(dash, fmt_us)));
+        row.extend(cols.iter().map(|r| time(get(r))));
         t.push_row(row);
     }
     let shares: [(&str, Get); 4] = [

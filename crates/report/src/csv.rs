@@ -100,7 +100,8 @@ pub(crate) fn render_csv(report: &Report) -> String {
             opt(r.L_us),
             opt(r.overlap_us),
             opt(r.model_us),
-            r.piece_from_bytes.map_or_else(String::new, |n| n.to_string()),
+            r.piece_from_bytes
+                .map_or_else(String::new, |n| n.to_string()),
             r.piece_to_bytes.map_or_else(String::new, |n| n.to_string()),
             r.pairs.map_or_else(String::new, |n| n.to_string()),
             r.validated.to_string(),

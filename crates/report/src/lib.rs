@@ -17,7 +17,7 @@
 //!   for absent figures, numbers at full precision.
 //! * **json** — the [`Report`] itself, pretty-printed.
 //!
-//! Loggp results also have a figure, seed 004's Figure 3.6 (O_s and O_r against size, per
+//! Loggp results also have a figure, seed 004's Figure 3.6 (o_s and o_r against size, per
 //! transport and mode): a small ASCII chart after each loggp block of the table format, and a
 //! standalone SVG document from [`loggp_svg`].
 //!

@@ -1,4 +1,4 @@
-//! Seed 004's Figure 3.6: the send overhead O_s (and here also the receive overhead O_r)
+//! Seed 004's Figure 3.6: the send overhead o_s (and here also the receive overhead o_r)
 //! against message size, per transport and mode, from the loggp rows of a report. Two
 //! renderings from the same points: a small ASCII chart for the table format, and an SVG file.
 //!
@@ -9,15 +9,15 @@
 //! and 900 µs at 1 MiB), so the small sizes do not all land on zero. A log axis cannot place a
 //! value at or below 0: those go on a `≤ 0` baseline of their own (the `<=0` row of the text
 //! chart, the x axis of the SVG), never onto the lowest decade. Both renderings say which
-//! scale they use. Absent values are left out, never drawn as 0: a row without O_s simply has
-//! no O_s point.
+//! scale they use. Absent values are left out, never drawn as 0: a row without o_s simply has
+//! no o_s point.
 
 use commperf_core::{format_size, Benchmark, Mode, Report, Row, TransportKind};
 use commperf_stats::axis::{Axis, Scale};
 use std::fmt::Write as _;
 
 /// The figure's title, in both renderings.
-pub const TITLE: &str = "O_s and O_r against size (seed 004 Figure 3.6)";
+pub const TITLE: &str = "o_s and o_r against size (seed 004 Figure 3.6)";
 
 /// Why no figure can be drawn.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -26,8 +26,8 @@ pub enum PlotError {
     /// The report has no loggp rows at all.
     #[error("no loggp results to plot (they come from `commperf bench loggp`)")]
     NoLoggp,
-    /// Loggp rows, but none with an O_s or O_r value at a size above 0.
-    #[error("the loggp results have no O_s or O_r values to plot")]
+    /// Loggp rows, but none with an o_s or o_r value at a size above 0.
+    #[error("the loggp results have no o_s or o_r values to plot")]
     NoValues,
 }
 
@@ -50,8 +50,8 @@ impl Param {
 
     fn name(self) -> &'static str {
         match self {
-            Param::Os => "O_s",
-            Param::Or => "O_r",
+            Param::Os => "o_s",
+            Param::Or => "o_r",
         }
     }
 }
@@ -82,7 +82,7 @@ fn points<'a>(rows: impl Iterator<Item = &'a Row>, param: Param) -> Vec<(u64, f6
 }
 
 /// Every non-empty series of the report: per (transport, mode) in order of first appearance,
-/// O_s then O_r.
+/// o_s then o_r.
 fn series(report: &Report) -> Result<Vec<Series>, PlotError> {
     let loggp: Vec<&Row> = report
         .results
@@ -190,7 +190,7 @@ fn text_rows(axis: &Axis) -> u32 {
 /// go on a row of their own labelled `<=0`, under the plot.
 ///
 /// ```text
-/// # commperf O_s and O_r against size (seed 004 Figure 3.6) | transport shm | mode poll
+/// # commperf o_s and o_r against size (seed 004 Figure 3.6) | transport shm | mode poll
 /// #  us, log10 scale
 /// #  10 |                        s
 /// #     |                        r
@@ -206,7 +206,7 @@ fn text_rows(axis: &Axis) -> u32 {
 /// # <=0 |      s
 /// #     +-------------------------
 /// #      1     2     4     8     16
-/// #      size (bytes, log2 scale); s = O_s, r = O_r, * = both
+/// #      size (bytes, log2 scale); s = o_s, r = o_r, * = both
 /// ```
 pub(crate) fn text_chart(rows: &[&Row], heading: &str) -> Option<String> {
     let os = points(rows.iter().copied(), Param::Os);
@@ -292,7 +292,7 @@ pub(crate) fn text_chart(rows: &[&Row], heading: &str) -> Option<String> {
     }
     line(format!("# {:lw$}  {sizes}", ""));
     line(format!(
-        "# {:lw$}  size (bytes, log2 scale); s = O_s, r = O_r, * = both",
+        "# {:lw$}  size (bytes, log2 scale); s = o_s, r = o_r, * = both",
         ""
     ));
     Some(out)
@@ -329,8 +329,8 @@ fn esc(s: &str) -> String {
 /// axis (the shared [`Axis`]: linear from the lowest value or 0 to the highest, or log10 from
 /// decade to decade when the values span more than a factor of
 /// [`LOG_RATIO`](commperf_stats::axis::LOG_RATIO), with values at or below 0 on a `≤ 0`
-/// baseline under the lowest decade), one polyline per transport, mode and parameter (O_s solid
-/// with round markers, O_r dashed with square markers, one colour per transport and mode) and a
+/// baseline under the lowest decade), one polyline per transport, mode and parameter (o_s solid
+/// with round markers, o_r dashed with square markers, one colour per transport and mode) and a
 /// legend. Deterministic: the same report gives the same bytes.
 pub fn loggp_svg(report: &Report) -> Result<String, PlotError> {
     let series = series(report)?;
@@ -575,7 +575,7 @@ mod tests {
         assert_eq!(lines[11], "#  0 |s s");
     }
 
-    /// Loggp rows of one transport and mode with the given (size, O_s) values.
+    /// Loggp rows of one transport and mode with the given (size, o_s) values.
     fn os_rows(points: &[(u64, f64)]) -> Vec<Row> {
         points
             .iter()
@@ -631,7 +631,7 @@ mod tests {
 
     #[test]
     fn values_spanning_decades_get_a_log_axis_on_which_small_ones_stay_apart() {
-        // O_s from 0.02 µs at 1 B to 300 µs at 2 KiB, one size per power of two. On a linear
+        // o_s from 0.02 µs at 1 B to 300 µs at 2 KiB, one size per power of two. On a linear
         // axis to 300 µs every value up to 15 µs would sit on the bottom row.
         let values = [
             0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 100.0, 300.0,
@@ -715,7 +715,7 @@ mod tests {
 
     #[test]
     fn zero_and_negative_values_go_on_their_own_row_under_a_log_axis() {
-        // O_s of -0.5 µs (noise around zero) at 2 B and 0 at 4 B among values from 0.05 to
+        // o_s of -0.5 µs (noise around zero) at 2 B and 0 at 4 B among values from 0.05 to
         // 50 µs: a log axis, which has no place for them.
         let rows = os_rows(&[(1, 0.05), (2, -0.5), (4, 0.0), (8, 0.5), (16, 50.0)]);
         let refs: Vec<&Row> = rows.iter().collect();

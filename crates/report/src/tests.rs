@@ -136,10 +136,10 @@ fn markdown_format_has_headings_bullets_and_pipe_tables() {
 #[test]
 fn csv_format_is_one_flat_table_at_full_precision() {
     let expected = "\
-benchmark,transport,mode,size_bytes,iterations,warmup,window,p50_us,p90_us,p99_us,min_us,max_us,mean_us,mb_per_s,msgs_per_s,efficiency,limit_us,limit_mb_per_s,baseline_p50_us,cost_us,block_spins,connections,segments,packed,buffers,o_s_us,o_r_us,g_us,G_us_per_byte,L_us,pairs,validated
-latency,shm,poll,8,100000,1000,,0.2134,0.25,0.4012,0.18,12.5034,0.2231,,,0.3337,0.0712,,,,,,,,,,,,,,,true
-bw,shm,poll,65536,2000,20,64,,,,,,,8012.3456,122258.6,0.4451,,18000.5,,,,,,,,,,,,,,true
-latency,shm,poll,1048576,1000,10,,95.123,101.5,130.25,90,250.75,97.8761,,,,,,,,,,,,,,,,,,,true
+benchmark,transport,mode,size_bytes,iterations,warmup,window,p50_us,p90_us,p99_us,min_us,max_us,mean_us,p50_noise_us,mb_per_s,msgs_per_s,efficiency,limit_us,limit_mb_per_s,baseline_p50_us,cost_us,cost_noise_us,block_spins,connections,segments,packed,buffers,o_s_us,o_r_us,gap_us,o_s_fixed_us,O_s_us_per_byte,o_r_fixed_us,O_r_us_per_byte,g_us,G_us_per_byte,L_us,overlap_us,model_us,piece_from_bytes,piece_to_bytes,pairs,validated,notes
+latency,shm,poll,8,100000,1000,,0.2134,0.25,0.4012,0.18,12.5034,0.2231,,,,0.3337,0.0712,,,,,,,,,,,,,,,,,,,,,,,,,true,
+bw,shm,poll,65536,2000,20,64,,,,,,,,8012.3456,122258.6,0.4451,,18000.5,,,,,,,,,,,,,,,,,,,,,,,,true,
+latency,shm,poll,1048576,1000,10,,95.123,101.5,130.25,90,250.75,97.8761,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,true,
 ";
     assert_eq!(render(&report(), Format::Csv), expected);
 }
@@ -155,6 +155,11 @@ fn csv_columns_are_exactly_the_row_fields() {
     r.buffers = Some(commperf_core::BufferUse::Registered);
     (r.o_s_us, r.o_r_us, r.g_us, r.gap_per_byte_us, r.L_us) =
         (Some(1.0), Some(1.0), Some(1.0), Some(1.0), Some(1.0));
+    (r.gap_us, r.o_s_fixed_us, r.O_s_us_per_byte) = (Some(1.0), Some(1.0), Some(1.0));
+    (r.o_r_fixed_us, r.O_r_us_per_byte, r.overlap_us) = (Some(1.0), Some(1.0), Some(1.0));
+    (r.model_us, r.piece_from_bytes, r.piece_to_bytes) = (Some(1.0), Some(1), Some(2));
+    (r.p50_noise_us, r.cost_noise_us) = (Some(1.0), Some(1.0));
+    r.notes = vec!["a note".into()];
     r.pairs = Some(2);
     let v = serde_json::to_value(&r).unwrap();
     let mut fields: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
@@ -212,7 +217,7 @@ fn empty_results_say_so() {
 fn json_round_trips_through_load_json() {
     let r = report();
     let text = render(&r, Format::Json);
-    assert!(text.starts_with("{\n  \"schema_version\": 1,\n"));
+    assert!(text.starts_with("{\n  \"schema_version\": 2,\n"));
     assert!(text.ends_with("}\n"));
     assert_eq!(load_json(&text).unwrap(), r);
 }
@@ -236,7 +241,7 @@ fn newer_schema_version_is_refused_by_name() {
     assert_eq!(
         msg,
         "result file has schema_version 99, which this commperf cannot read (it reads versions \
-         1 to 1); it was written by a newer commperf"
+         1 to 2); it was written by a newer commperf"
     );
     v["schema_version"] = 0.into();
     assert!(matches!(
@@ -290,15 +295,17 @@ fn format_names_parse_and_errors_list_allowed_values() {
 fn loggp_summary_follows_seed_004_table_3_1() {
     let mut r = report();
     r.results.clear();
-    for (t, size, os, or, l) in [
-        (TransportKind::Shm, 1, 0.9, 0.9, 0.9),
-        (TransportKind::Shm, 4, 0.02, 0.03, 0.05),
-        (TransportKind::Tcp, 4, 3.0, 1.0, 1.0),
+    // (transport, size, o_s, o_r, L, overlap): tcp's overheads overlap by 0.4 µs.
+    for (t, size, os, or, l, ov) in [
+        (TransportKind::Shm, 1, 0.9, 0.9, 0.9, 0.0),
+        (TransportKind::Shm, 4, 0.02, 0.03, 0.05, 0.0),
+        (TransportKind::Tcp, 4, 3.0, 1.4, 0.0, 0.4),
     ] {
         let mut row = Row::new(Benchmark::Loggp, t, Mode::Poll, size);
-        (row.o_s_us, row.o_r_us, row.L_us) = (Some(os), Some(or), Some(l));
+        (row.o_s_us, row.o_r_us) = (Some(os), Some(or));
+        (row.L_us, row.overlap_us) = (Some(l), Some(ov));
         row.g_us = Some(0.5);
-        row.p50_us = Some(os + or + l);
+        row.p50_us = Some(os + or + l - ov);
         r.results.push(row);
     }
     let text = render(&r, Format::Table);
@@ -308,57 +315,87 @@ fn loggp_summary_follows_seed_004_table_3_1() {
         .expect("summary present");
     let expected = "\
  at 4 B (seed 004 Table 3.1, Figure 3.5)
-# parameter   shm poll  tcp poll
-O_s (us)         0.020     3.000
-O_r (us)         0.030     1.000
-g (us)           0.500     0.500
-L (us)           0.050     1.000
-latency (us)     0.100     5.000
-O_s share          20%       60%
-O_r share          30%       20%
-L share            50%       20%
+# parameter        shm poll  tcp poll
+o_s (us)              0.020     3.000
+o_r (us)              0.030     1.400
+g (us)                0.500     0.500
+L (us)                0.050     0.000
+overlap (us)          0.000     0.400
+latency (us)          0.100     4.000
+o_s share               20%       75%
+o_r share               30%       35%
+L share                 50%        0%
+overlap share (-)        0%       10%
 ";
     assert_eq!(summary, expected);
     // No loggp rows, no summary.
     assert!(!render(&report(), Format::Table).contains("loggp summary"));
 }
 
-/// A loggp report: shm polling at 1 B … 1 MiB (O_r absent at 64 B), tcp polling at 1 B … 64 B
-/// with one negative O_s.
+/// A loggp report as `bench loggp` writes it: shm polling at 1 B … 1 MiB in two protocol
+/// pieces (o_r absent at 64 B; the second piece's fixed costs not identifiable, with notes),
+/// tcp polling at 1 B … 64 B in one piece whose overheads overlap (L 0, overlap 0.3 µs).
 fn loggp_report() -> Report {
     let mut r = report();
     r.results.clear();
     r.limits = None;
-    let shm = [
-        (1, Some(0.1), Some(0.2)),
-        (4, Some(0.1), Some(0.2)),
-        (16, Some(0.2), Some(0.2)),
-        (64, Some(0.4), None),
-        (1 << 10, Some(1.5), Some(1.0)),
-        (64 << 10, Some(2.4), Some(1.7)),
-        (1 << 20, Some(3.2), Some(2.0)),
+    // (size, o_s, o_r, g + G·s, latency, model)
+    type Point = (u64, Option<f64>, Option<f64>, f64, f64, Option<f64>);
+    let shm: [Point; 7] = [
+        (1, Some(0.1), Some(0.2), 0.5, 0.35, Some(0.35)),
+        (4, Some(0.1), Some(0.2), 0.5, 0.35, Some(0.35)),
+        (16, Some(0.2), Some(0.2), 0.5, 0.36, Some(0.35)),
+        (64, Some(0.4), None, 0.51, 0.36, Some(0.36)),
+        (1 << 10, Some(1.5), Some(1.0), 0.6, 0.45, Some(0.45)),
+        (64 << 10, Some(2.4), Some(1.7), 6.0, 7.5, None),
+        (1 << 20, Some(3.2), Some(2.0), 90.0, 95.0, None),
     ];
-    let tcp = [
-        (1, Some(-0.5), Some(1.5)),
-        (4, Some(1.2), Some(1.5)),
-        (64, Some(2.0), Some(2.5)),
-    ];
-    for (t, pts) in [
-        (TransportKind::Shm, &shm[..]),
-        (TransportKind::Tcp, &tcp[..]),
-    ] {
-        for &(size, os, or) in pts {
-            let mut row = Row::new(Benchmark::Loggp, t, Mode::Poll, size);
-            (row.o_s_us, row.o_r_us) = (os, or);
-            (row.g_us, row.L_us, row.p50_us) = (Some(0.5), Some(1.0), Some(2.0));
-            r.results.push(row);
+    for &(size, os, or, gap, lat, model) in &shm {
+        let mut row = Row::new(Benchmark::Loggp, TransportKind::Shm, Mode::Poll, size);
+        (row.o_s_us, row.o_r_us, row.gap_us) = (os, or, Some(gap));
+        (row.p50_us, row.model_us) = (Some(lat), model);
+        if size <= 1024 {
+            (row.piece_from_bytes, row.piece_to_bytes) = (Some(1), Some(1024));
+            (row.o_s_fixed_us, row.O_s_us_per_byte) = (Some(0.1), Some(0.0009));
+            (row.o_r_fixed_us, row.O_r_us_per_byte) = (Some(0.2), Some(0.0008));
+            (row.g_us, row.gap_per_byte_us) = (Some(0.5), Some(0.0001));
+            (row.L_us, row.overlap_us) = (Some(0.05), Some(0.0));
+        } else {
+            (row.piece_from_bytes, row.piece_to_bytes) = (Some(65536), Some(1 << 20));
+            (row.O_s_us_per_byte, row.O_r_us_per_byte) = (Some(0.00001), Some(0.000002));
+            row.gap_per_byte_us = Some(0.000085);
+            if size == 65536 {
+                row.notes = vec![
+                    "g is not identifiable over sizes 64K to 1M".into(),
+                    "L is not identifiable over sizes 64K to 1M".into(),
+                ];
+            }
         }
+        r.results.push(row);
+    }
+    for (size, os, gap) in [(1, Some(2.2), 2.4), (4, None, 2.4), (64, Some(2.3), 2.5)] {
+        let mut row = Row::new(Benchmark::Loggp, TransportKind::Tcp, Mode::Poll, size);
+        (row.o_s_us, row.o_r_us, row.gap_us) = (os, Some(0.9), Some(gap));
+        (row.p50_us, row.model_us) = (Some(2.8), Some(2.8));
+        (row.piece_from_bytes, row.piece_to_bytes) = (Some(1), Some(64));
+        (row.o_s_fixed_us, row.o_r_fixed_us, row.g_us) = (Some(2.2), Some(0.9), Some(2.4));
+        (row.L_us, row.overlap_us) = (Some(0.0), Some(0.3));
+        if size == 1 {
+            row.notes = vec![
+                "over sizes 1 to 64 the one-way time is 0.300 µs ± 0.020 µs below o_s + o_r".into(),
+            ];
+        }
+        if size == 4 {
+            row.notes =
+                vec!["o_s at 4 B: -0.700 µs ± 0.010 µs is below zero beyond its noise".into()];
+        }
+        r.results.push(row);
     }
     r
 }
 
-/// A smaller one for the SVG snapshot: shm polling at 1, 4 and 16 B (O_r absent at 4 B) and
-/// tcp blocking at 4 and 64 B with a negative O_s.
+/// A smaller one for the SVG snapshot: shm polling at 1, 4 and 16 B (o_r absent at 4 B) and
+/// tcp blocking at 4 and 64 B with a negative o_s.
 fn small_loggp_report() -> Report {
     let mut r = loggp_report();
     r.results.clear();
@@ -378,26 +415,34 @@ fn small_loggp_report() -> Report {
 
 #[test]
 fn loggp_blocks_end_with_seed_004_figure_3_6_as_text() {
-    // Sizes on a log2 axis labelled every other power. shm's overheads (0.1 … 3.2 µs) span more
-    // than a factor of 30: a log10 µs axis from 0.1 to 10, five rows a decade. tcp's (positive
-    // ones 1.2 … 2.5 µs) do not: linear from -1 to 3 µs, two rows a µs. A size whose O_r is
-    // absent (64 B) has an `s` and no `r`, and where both land in one cell the cell shows `*`.
+    // Per size the measured figures and LogGOPS's one-way time, then the parameters of each
+    // protocol piece (absent where not identifiable), the rows' notes, and the chart. Sizes on
+    // a log2 axis labelled every other power. shm's overheads (0.1 … 3.2 µs) span more than a
+    // factor of 30: a log10 µs axis from 0.1 to 10, five rows a decade. tcp's (0.9 … 2.3 µs)
+    // do not: linear from 0 to 2.5 µs. A size whose o_r (shm, 64 B) or o_s (tcp, 4 B) is
+    // absent has only the other's mark, and where both land in one cell the cell shows `*`.
     let expected = "\
 # machine: AMD EPYC 7763 64-Core Processor, 2 cpus, kernel 6.8.0-45-generic
 # timer: tsc 2.45 GHz, read cost 9.8 ns
 # placement: local cpu 0, peer cpu 1 (pinned)
 
 # commperf loggp | transport shm | mode poll
-# Size   o_s(us)  o_r(us)  g(us)  G(ns/B)  L(us)
-1          0.100    0.200  0.500        -  1.000
-4          0.100    0.200  0.500        -  1.000
-16         0.200    0.200  0.500        -  1.000
-64         0.400        -  0.500        -  1.000
-1024       1.500    1.000  0.500        -  1.000
-65536      2.400    1.700  0.500        -  1.000
-1048576    3.200    2.000  0.500        -  1.000
+# Size   o_s(us)  o_r(us)  g+G*s(us)  latency(us)  LogGOPS(us)
+1          0.100    0.200      0.500        0.350        0.350
+4          0.100    0.200      0.500        0.350        0.350
+16         0.200    0.200      0.500        0.360        0.350
+64         0.400        -      0.510        0.360        0.360
+1024       1.500    1.000      0.600        0.450        0.450
+65536      2.400    1.700      6.000        7.500            -
+1048576    3.200    2.000      90.00        95.00            -
+# LogGOPS per protocol: o + O*s per side, L size-independent; latency = o_s + L + o_r + max(O_r, G)*s - overlap
+# sizes        o_s(us)  O_s(ns/B)  o_r(us)  O_r(ns/B)  g(us)  G(ns/B)  L(us)  overlap(us)
+1-1024           0.100    0.90000    0.200    0.80000  0.500  0.10000  0.050        0.000
+65536-1048576        -    0.01000        -    0.00200      -  0.08500      -            -
+# note: g is not identifiable over sizes 64K to 1M
+# note: L is not identifiable over sizes 64K to 1M
 
-# commperf O_s and O_r against size (seed 004 Figure 3.6) | transport shm | mode poll
+# commperf o_s and o_r against size (seed 004 Figure 3.6) | transport shm | mode poll
 #  us, log10 scale
 #  10 |
 #     |
@@ -412,63 +457,77 @@ fn loggp_blocks_end_with_seed_004_figure_3_6_as_text() {
 # 0.1 |s     s
 #     +-------------------------------------------------------------
 #      1     4     16    64    256   1K    4K    16K   64K   256K  1M
-#      size (bytes, log2 scale); s = O_s, r = O_r, * = both
+#      size (bytes, log2 scale); s = o_s, r = o_r, * = both
 
 # commperf loggp | transport tcp | mode poll
-# Size  o_s(us)  o_r(us)  g(us)  G(ns/B)  L(us)
-1        -0.500    1.500  0.500        -  1.000
-4         1.200    1.500  0.500        -  1.000
-64        2.000    2.500  0.500        -  1.000
+# Size  o_s(us)  o_r(us)  g+G*s(us)  latency(us)  LogGOPS(us)
+1         2.200    0.900      2.400        2.800        2.800
+4             -    0.900      2.400        2.800        2.800
+64        2.300    0.900      2.500        2.800        2.800
+# LogGOPS per protocol: o + O*s per side, L size-independent; latency = o_s + L + o_r + max(O_r, G)*s - overlap
+# sizes  o_s(us)  O_s(ns/B)  o_r(us)  O_r(ns/B)  g(us)  G(ns/B)  L(us)  overlap(us)
+1-64       2.200          -    0.900          -  2.400        -  0.000        0.300
+# note: over sizes 1 to 64 the one-way time is 0.300 µs ± 0.020 µs below o_s + o_r
+# note: o_s at 4 B: -0.700 µs ± 0.010 µs is below zero beyond its noise
 
-# commperf O_s and O_r against size (seed 004 Figure 3.6) | transport tcp | mode poll
-# us, linear scale
-#  3 |
-#    |                                    r
-#  2 |                                    s
-#    |r           r
-#  1 |            s
-#    |
-#  0 |
-#    |s
-# -1 |
-#    +-------------------------------------
-#     1     2     4     8     16    32    64
-#     size (bytes, log2 scale); s = O_s, r = O_r, * = both
+# commperf o_s and o_r against size (seed 004 Figure 3.6) | transport tcp | mode poll
+#  us, linear scale
+# 2.5 |
+#     |s                                   s
+# 2.0 |
+#     |
+# 1.5 |
+#     |
+# 1.0 |r           r                       r
+#     |
+# 0.5 |
+#     |
+# 0.0 |
+#     +-------------------------------------
+#      1     2     4     8     16    32    64
+#      size (bytes, log2 scale); s = o_s, r = o_r, * = both
 
 # commperf loggp summary at 4 B (seed 004 Table 3.1, Figure 3.5)
-# parameter   shm poll  tcp poll
-O_s (us)         0.100     1.200
-O_r (us)         0.200     1.500
-g (us)           0.500     0.500
-L (us)           1.000     1.000
-latency (us)     2.000     2.000
-O_s share           5%       60%
-O_r share          10%       75%
-L share            50%       50%
+# parameter        shm poll  tcp poll
+o_s (us)              0.100         -
+o_r (us)              0.200     0.900
+g (us)                0.500     2.400
+L (us)                0.050     0.000
+overlap (us)          0.000     0.300
+latency (us)          0.350     2.800
+o_s share               29%         -
+o_r share               57%       32%
+L share                 14%        0%
+overlap share (-)        0%       11%
 ";
     assert_eq!(render(&loggp_report(), Format::Table), expected);
     // At most about 20 lines per chart (from its title to the blank line after it).
     let heights: Vec<usize> = expected
-        .split("# commperf O_s and O_r against size")
+        .split("# commperf o_s and o_r against size")
         .skip(1)
         .map(|chart| chart.split("\n\n").next().unwrap().lines().count())
         .collect();
-    assert_eq!(heights, [16, 14]);
-    // Markdown and the other formats are unchanged: the figure is for the text table.
-    assert!(!render(&loggp_report(), Format::Md).contains("Figure 3.6"));
+    assert_eq!(heights, [16, 16]);
+    // Markdown has the tables and notes but not the figure, which is for the text table.
+    let md = render(&loggp_report(), Format::Md);
+    assert!(!md.contains("Figure 3.6"));
+    assert!(md.contains("\n| 1-64  |   2.200 |         - |   0.900 |         - | 2.400 |       - | 0.000 |       0.300 |\n"), "{md}");
+    assert!(
+        md.contains("\n- note: o_s at 4 B: -0.700 µs ± 0.010 µs is below zero beyond its noise\n")
+    );
 }
 
 #[test]
 fn loggp_svg_is_seed_004_figure_3_6() {
     // x: 1 B … 64 B over 510 px, 85 px per power of two; y: -1 … 3 µs over 340 px, 85 px per
     // µs (0 at y = 299), linear as the positive values are within a factor of 30 (0.5 … 3).
-    // shm O_r has no point at 4 B, where it is absent.
+    // shm o_r has no point at 4 B, where it is absent.
     let expected = "\
 <?xml version=\"1.0\" encoding=\"UTF-8\"?>
 <svg xmlns=\"http://www.w3.org/2000/svg\" width=\"760\" height=\"440\" viewBox=\"0 0 760 440\" font-family=\"sans-serif\" font-size=\"12\">
-<title>O_s and O_r against size (seed 004 Figure 3.6)</title>
+<title>o_s and o_r against size (seed 004 Figure 3.6)</title>
 <rect x=\"0\" y=\"0\" width=\"760\" height=\"440\" fill=\"white\"/>
-<text x=\"325.0\" y=\"24\" text-anchor=\"middle\" font-size=\"15\">O_s and O_r against size (seed 004 Figure 3.6)</text>
+<text x=\"325.0\" y=\"24\" text-anchor=\"middle\" font-size=\"15\">o_s and o_r against size (seed 004 Figure 3.6)</text>
 <g stroke=\"#e0e0e0\" stroke-width=\"1\">
 <line x1=\"70.0\" y1=\"44.0\" x2=\"70.0\" y2=\"384.0\"/>
 <line x1=\"155.0\" y1=\"44.0\" x2=\"155.0\" y2=\"384.0\"/>
@@ -503,23 +562,23 @@ fn loggp_svg_is_seed_004_figure_3_6() {
 </g>
 <text x=\"325.0\" y=\"424.0\" text-anchor=\"middle\">message size (bytes, log2 scale)</text>
 <text x=\"18.0\" y=\"214.0\" text-anchor=\"middle\" transform=\"rotate(-90 18.0 214.0)\">overhead (µs, linear scale)</text>
-<g class=\"series\" data-transport=\"shm\" data-mode=\"poll\" data-parameter=\"O_s\">
+<g class=\"series\" data-transport=\"shm\" data-mode=\"poll\" data-parameter=\"o_s\">
 <polyline fill=\"none\" stroke=\"#1f77b4\" stroke-width=\"2\" points=\"70.0,256.5 240.0,214.0 410.0,86.5\"/>
 <circle cx=\"70.0\" cy=\"256.5\" r=\"3\" fill=\"#1f77b4\"/>
 <circle cx=\"240.0\" cy=\"214.0\" r=\"3\" fill=\"#1f77b4\"/>
 <circle cx=\"410.0\" cy=\"86.5\" r=\"3\" fill=\"#1f77b4\"/>
 </g>
-<g class=\"series\" data-transport=\"shm\" data-mode=\"poll\" data-parameter=\"O_r\">
+<g class=\"series\" data-transport=\"shm\" data-mode=\"poll\" data-parameter=\"o_r\">
 <polyline fill=\"none\" stroke=\"#1f77b4\" stroke-width=\"2\" stroke-dasharray=\"6 4\" points=\"70.0,214.0 410.0,171.5\"/>
 <rect x=\"67.0\" y=\"211.0\" width=\"6\" height=\"6\" fill=\"#1f77b4\"/>
 <rect x=\"407.0\" y=\"168.5\" width=\"6\" height=\"6\" fill=\"#1f77b4\"/>
 </g>
-<g class=\"series\" data-transport=\"tcp\" data-mode=\"block\" data-parameter=\"O_s\">
+<g class=\"series\" data-transport=\"tcp\" data-mode=\"block\" data-parameter=\"o_s\">
 <polyline fill=\"none\" stroke=\"#d62728\" stroke-width=\"2\" points=\"240.0,341.5 580.0,44.0\"/>
 <circle cx=\"240.0\" cy=\"341.5\" r=\"3\" fill=\"#d62728\"/>
 <circle cx=\"580.0\" cy=\"44.0\" r=\"3\" fill=\"#d62728\"/>
 </g>
-<g class=\"series\" data-transport=\"tcp\" data-mode=\"block\" data-parameter=\"O_r\">
+<g class=\"series\" data-transport=\"tcp\" data-mode=\"block\" data-parameter=\"o_r\">
 <polyline fill=\"none\" stroke=\"#d62728\" stroke-width=\"2\" stroke-dasharray=\"6 4\" points=\"240.0,129.0 580.0,129.0\"/>
 <rect x=\"237.0\" y=\"126.0\" width=\"6\" height=\"6\" fill=\"#d62728\"/>
 <rect x=\"577.0\" y=\"126.0\" width=\"6\" height=\"6\" fill=\"#d62728\"/>
@@ -527,16 +586,16 @@ fn loggp_svg_is_seed_004_figure_3_6() {
 <g class=\"legend\">
 <line x1=\"596.0\" y1=\"52.0\" x2=\"624.0\" y2=\"52.0\" stroke=\"#1f77b4\" stroke-width=\"2\"/>
 <circle cx=\"610.0\" cy=\"52.0\" r=\"3\" fill=\"#1f77b4\"/>
-<text x=\"632.0\" y=\"56.0\">shm poll O_s</text>
+<text x=\"632.0\" y=\"56.0\">shm poll o_s</text>
 <line x1=\"596.0\" y1=\"70.0\" x2=\"624.0\" y2=\"70.0\" stroke=\"#1f77b4\" stroke-width=\"2\" stroke-dasharray=\"6 4\"/>
 <rect x=\"607.0\" y=\"67.0\" width=\"6\" height=\"6\" fill=\"#1f77b4\"/>
-<text x=\"632.0\" y=\"74.0\">shm poll O_r</text>
+<text x=\"632.0\" y=\"74.0\">shm poll o_r</text>
 <line x1=\"596.0\" y1=\"88.0\" x2=\"624.0\" y2=\"88.0\" stroke=\"#d62728\" stroke-width=\"2\"/>
 <circle cx=\"610.0\" cy=\"88.0\" r=\"3\" fill=\"#d62728\"/>
-<text x=\"632.0\" y=\"92.0\">tcp block O_s</text>
+<text x=\"632.0\" y=\"92.0\">tcp block o_s</text>
 <line x1=\"596.0\" y1=\"106.0\" x2=\"624.0\" y2=\"106.0\" stroke=\"#d62728\" stroke-width=\"2\" stroke-dasharray=\"6 4\"/>
 <rect x=\"607.0\" y=\"103.0\" width=\"6\" height=\"6\" fill=\"#d62728\"/>
-<text x=\"632.0\" y=\"110.0\">tcp block O_r</text>
+<text x=\"632.0\" y=\"110.0\">tcp block o_r</text>
 </g>
 </svg>
 ";
@@ -593,7 +652,7 @@ fn loggp_figures_need_loggp_values() {
         PlotError::NoLoggp.to_string(),
         "no loggp results to plot (they come from `commperf bench loggp`)"
     );
-    // Loggp rows, but nothing to draw: O_s and O_r absent, or only at size 0 (no place on a
+    // Loggp rows, but nothing to draw: o_s and o_r absent, or only at size 0 (no place on a
     // log axis). No SVG, and no text chart under the block either.
     let mut r = small_loggp_report();
     for row in &mut r.results {
@@ -611,7 +670,7 @@ fn loggp_figures_need_loggp_values() {
     r.results[2].o_r_us = Some(0.25);
     let svg = loggp_svg(&r).unwrap();
     assert_eq!(svg.matches("<polyline").count(), 1);
-    assert!(svg.contains(r#"data-parameter="O_r">"#));
+    assert!(svg.contains(r#"data-parameter="o_r">"#));
     assert!(svg.contains(r#"points="70.0,44.0"/>"#), "{svg}");
     let text = render(&r, Format::Table);
     let chart = text
@@ -653,5 +712,52 @@ fn mpi_rows_are_described_in_mpi_words_and_pairs_are_named() {
     assert!(
         text.contains("# commperf bw | transport mpi | mode poll | 2 pairs\n"),
         "{text}"
+    );
+}
+
+#[test]
+fn costs_within_their_noise_read_as_none_and_left_out_ones_say_why() {
+    let mut r = report();
+    r.results.clear();
+    r.limits = None;
+    // (segments, p50, cost, noise band, note)
+    for (k, p50, cost, band, note) in [
+        (1, 817.0, Some(0.0), 10.0, None),
+        (2, 830.0, Some(12.5), 10.0, None),
+        (4, 815.0, Some(4.0), 10.0, None),
+        (
+            8,
+            620.0,
+            None,
+            10.0,
+            Some("p50 620.000 µs is 197.000 µs below its baseline"),
+        ),
+    ] {
+        let mut row = Row::new(
+            Benchmark::Noncontig,
+            TransportKind::Tcp,
+            Mode::Poll,
+            1 << 22,
+        );
+        (row.segments, row.packed) = (Some(k), Some(false));
+        (row.p50_us, row.baseline_p50_us) = (Some(p50), Some(817.0));
+        (row.cost_us, row.cost_noise_us) = (cost, Some(band));
+        row.notes = note.into_iter().map(String::from).collect();
+        r.results.push(row);
+    }
+    let text = render(&r, Format::Table);
+    let block: Vec<&str> = text
+        .lines()
+        .skip_while(|l| !l.starts_with("# commperf noncontig"))
+        .collect();
+    assert_eq!(
+        block[1..].join("\n"),
+        "\
+# Size   segments  p50(us)  p90(us)  p99(us)  standard p50(us)  cost(us)
+4194304         1   817.00        -        -            817.00        ≈0
+4194304         2   830.00        -        -            817.00     12.50
+4194304         4   815.00        -        -            817.00        ≈0
+4194304         8   620.00        -        -            817.00         -
+# note: p50 620.000 µs is 197.000 µs below its baseline"
     );
 }

@@ -59,7 +59,11 @@ pub fn fit_line_uncertain(xs: &[f64], ys: &[f64], ws: &[f64], us: &[f64]) -> Opt
     let n = xs.len();
     let sw: f64 = ws.iter().sum();
     let mx = xs.iter().zip(ws).map(|(x, w)| x * w).sum::<f64>() / sw;
-    let sxx: f64 = xs.iter().zip(ws).map(|(x, w)| w * (x - mx) * (x - mx)).sum();
+    let sxx: f64 = xs
+        .iter()
+        .zip(ws)
+        .map(|(x, w)| w * (x - mx) * (x - mx))
+        .sum();
     let hc = if n > 2 {
         n as f64 / (n - 2) as f64
     } else {
@@ -166,8 +170,14 @@ mod tests {
     #[test]
     fn negative_values_are_noise_or_defects_by_their_band() {
         assert_eq!(NonNegative::judge(0.5, 0.1), NonNegative::Value(0.5));
-        assert_eq!(NonNegative::judge(-0.15, 0.1), NonNegative::WithinNoise(-0.15));
-        assert_eq!(NonNegative::judge(-0.25, 0.1), NonNegative::NotPhysical(-0.25));
+        assert_eq!(
+            NonNegative::judge(-0.15, 0.1),
+            NonNegative::WithinNoise(-0.15)
+        );
+        assert_eq!(
+            NonNegative::judge(-0.25, 0.1),
+            NonNegative::NotPhysical(-0.25)
+        );
         assert_eq!(NonNegative::judge(-0.15, 0.1).shown(), Some(0.0));
         assert_eq!(NonNegative::judge(-0.25, 0.1).shown(), None);
         assert_eq!(NonNegative::judge(-1e-9, 0.0).shown(), None);

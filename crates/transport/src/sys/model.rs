@@ -181,7 +181,8 @@ impl ModelEndpoint {
             None => now,
         };
         self.prev_send = Some((start, s));
-        self.clock.set(start + p.o_s_ns + p.o_s_per_byte_ns * s as f64);
+        self.clock
+            .set(start + p.o_s_ns + p.o_s_per_byte_ns * s as f64);
         let arrival_ns = start + p.o_s_ns + p.l_ns;
         self.tx
             .send(Msg {
