@@ -93,9 +93,10 @@ fn calibrate_measures_shm_into_a_profile() {
         fitted < 2.0 * measured && measured < 2.0 * fitted,
         "Tcom(1 MiB) = {fitted} µs against {measured} µs measured"
     );
-    // LogGP rows by default, one per size.
+    // LogGP rows by default, one per size (a size whose overheads came out below zero beyond
+    // noise is no point: on a loaded machine one or two may be left out).
     let loggp = p["loggp"].as_array().unwrap();
-    assert_eq!(loggp.len(), 5);
+    assert!((3..=5).contains(&loggp.len()), "{loggp:?}");
     for l in loggp {
         for k in ["L_us", "o_s_us", "o_r_us", "g_us", "G_us_per_byte"] {
             assert!(l[k].is_number(), "{k} in {l}");

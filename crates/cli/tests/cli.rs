@@ -37,7 +37,7 @@ fn bench_writes_the_documented_json_schema() {
         "300", "--window", "8", "--format", "json",
     ]);
     let v = json_of(&o);
-    assert_eq!(v["schema_version"], 1);
+    assert_eq!(v["schema_version"], 2);
     assert!(v["machine"]["cpu_model"].is_string());
     assert!(v["machine"]["cores"].as_u64().unwrap() >= 1);
     assert!(f(&v["machine"]["timer"], "cost_ns") > 0.0);
@@ -82,30 +82,46 @@ fn bench_writes_the_documented_json_schema() {
         let lim = &v["limits"];
         assert!(f(lim, "cacheline_one_way_us") > 0.0);
         assert!(f(lim, "cacheline_one_way_us") > 0.0);
+        assert!(f(lim, "memcpy_two_cpus_out_of_cache_mb_per_s") > 0.0);
         // Each shm row carries the limit it was judged against, measured just before it, and
-        // its efficiency follows from it exactly.
+        // its efficiency follows from it exactly; never above 100 %: within the row's noise of
+        // it, 100 % with a note; beyond it, left out with a note.
         for r in rows.iter().filter(|r| r["transport"] == "shm") {
-            match r["benchmark"].as_str().unwrap() {
+            let ratio = match r["benchmark"].as_str().unwrap() {
                 "latency" => {
                     let (limit, p50) = (f(r, "limit_us"), f(r, "p50_us"));
                     assert!(limit > 0.0 && limit < 100.0, "{r}");
-                    assert!((f(r, "efficiency") - limit / p50).abs() < 1e-12, "{r}");
+                    limit / p50
                 }
                 "bw" | "mr" => {
                     let limit = f(r, "limit_mb_per_s");
                     assert!(limit > 0.0, "{r}");
-                    assert!(
-                        (f(r, "efficiency") - f(r, "mb_per_s") / limit).abs() < 1e-12,
-                        "{r}"
-                    );
+                    f(r, "mb_per_s") / limit
                 }
-                _ => assert!(r.get("efficiency").is_none(), "{r}"),
+                _ => {
+                    assert!(r.get("efficiency").is_none(), "{r}");
+                    continue;
+                }
+            };
+            let note = |k: &str| {
+                r["notes"]
+                    .as_array()
+                    .is_some_and(|n| n.iter().any(|n| n.as_str().unwrap().contains(k)))
+            };
+            match r["efficiency"].as_f64() {
+                Some(e) if e < 1.0 => assert!((e - ratio).abs() < 1e-12, "{r}"),
+                Some(e) => assert!(e == 1.0 && ratio >= 1.0 && note("within the noise"), "{r}"),
+                None => assert!(ratio > 1.0 && note("the limit did not hold"), "{r}"),
             }
         }
-        // Only shm rows of latency, bw and mr carry an efficiency.
+        // Only shm rows of latency, bw and mr carry an efficiency (or a note why not).
         for r in rows {
             let expect = r["transport"] == "shm" && r["benchmark"] != "bibw";
-            assert_eq!(r.get("efficiency").is_some(), expect, "{r}");
+            assert_eq!(
+                r.get("efficiency").is_some() || r.get("notes").is_some(),
+                expect,
+                "{r}"
+            );
         }
     }
 }
@@ -795,16 +811,74 @@ fn loggp_over_real_transports_reports_every_parameter_per_size() {
     let v = json_of(&o);
     let rows = v["results"].as_array().unwrap();
     assert_eq!(rows.len(), 2 * 3);
+    let num = |r: &Value, k: &str| r[k].as_f64();
     for r in rows {
         assert_eq!(r["benchmark"], "loggp");
-        let (os, or, l, lat) = (f(r, "o_s_us"), f(r, "o_r_us"), f(r, "L_us"), f(r, "p50_us"));
-        // L is defined as latency − o_s − o_r (seed 004), latency as PRTT(1,0,s) / 2.
-        assert!((lat - (os + or + l)).abs() < 1e-9, "{r}");
-        assert!(lat > 0.0 && os.is_finite() && or.is_finite(), "{r}");
+        assert!(f(r, "p50_us") > 0.0, "{r}");
+        // No figure is ever negative: what came out below zero beyond noise is absent, with a
+        // note on the block saying why.
+        let figures = [
+            "o_s_us",
+            "o_r_us",
+            "gap_us",
+            "o_s_fixed_us",
+            "O_s_us_per_byte",
+            "o_r_fixed_us",
+            "O_r_us_per_byte",
+            "g_us",
+            "G_us_per_byte",
+            "L_us",
+            "overlap_us",
+            "model_us",
+        ];
+        for k in figures {
+            assert!(num(r, k).is_none_or(|v| v >= 0.0), "{k} in {r}");
+        }
+        // L and the overlap are never both above zero.
         assert!(
-            f(r, "g_us").is_finite() && r["G_us_per_byte"].as_f64().is_some(),
+            !(num(r, "L_us").unwrap_or(0.0) > 0.0 && num(r, "overlap_us").unwrap_or(0.0) > 0.0),
             "{r}"
         );
+        // LogGOPS's one-way time is the piece's parameters at this size.
+        if let Some(model) = num(r, "model_us") {
+            let s = f(r, "size_bytes");
+            let per_byte = num(r, "O_r_us_per_byte")
+                .unwrap_or(0.0)
+                .max(num(r, "G_us_per_byte").unwrap_or(0.0));
+            let want = f(r, "o_s_fixed_us") + f(r, "L_us") + f(r, "o_r_fixed_us") + per_byte * s
+                - f(r, "overlap_us");
+            assert!((model - want).abs() <= 1e-9 * want.max(1.0), "{r}");
+        }
+    }
+    for t in ["shm", "uds"] {
+        let block: Vec<&Value> = rows.iter().filter(|r| r["transport"] == t).collect();
+        // L is size-independent: one value per protocol piece.
+        for a in &block {
+            for b in &block {
+                if a["piece_from_bytes"] == b["piece_from_bytes"] {
+                    assert_eq!(a["L_us"], b["L_us"], "{a} {b}");
+                }
+            }
+        }
+        // The smallest size's piece has its fixed costs (4 B shows no per-byte cost to hide
+        // them), and every absent figure is explained.
+        assert!(
+            num(block[0], "L_us").is_some() && num(block[0], "g_us").is_some(),
+            "{block:?}"
+        );
+        let notes: usize = block
+            .iter()
+            .map(|r| r["notes"].as_array().map_or(0, Vec::len))
+            .sum();
+        let absent = block
+            .iter()
+            .filter(|r| {
+                ["o_s_us", "o_r_us", "L_us", "g_us"]
+                    .iter()
+                    .any(|k| r[*k].is_null())
+            })
+            .count();
+        assert!(absent == 0 || notes > 0, "{block:?}");
     }
     let o2 = commperf(&[
         "bench", "loggp", "-t", "uds", "--sizes", "8", "--format", "json",

@@ -4,6 +4,8 @@
 use serde_json::Value;
 use std::process::{Command, Output};
 
+mod common;
+
 fn exe() -> &'static str {
     env!("CARGO_BIN_EXE_commperf")
 }
@@ -75,12 +77,7 @@ fn the_suite_runs_over_both_uring_transports() {
             "{t}"
         );
         for r in &buf {
-            let (p50, base, cost) = (
-                r["p50_us"].as_f64().unwrap(),
-                r["baseline_p50_us"].as_f64().unwrap(),
-                r["cost_us"].as_f64().unwrap(),
-            );
-            assert!((p50 - base - cost).abs() < 1e-6, "{r}");
+            common::assert_cost_judged(r);
             assert_eq!(r["validated"], true, "{r}");
         }
         // cq: the io_uring completion queue at N = 1, 2, 4.

@@ -1,0 +1,34 @@
+//! Checks shared by the integration tests.
+
+use serde_json::Value;
+
+/// An extended test's cost as `commperf` judges it (crates/bench/src/cost.rs): the row's p50
+/// less its baseline's when that is not negative; 0 when below zero within the row's noise
+/// band; below zero beyond it only where the variant can save time (registered memory used in
+/// place, a completion queue); otherwise absent, with a note saying why.
+#[allow(dead_code)] // not every test file checks costs
+pub fn assert_cost_judged(r: &Value) {
+    let num = |k: &str| r[k].as_f64().unwrap_or_else(|| panic!("no {k} in {r}"));
+    let raw = num("p50_us") - num("baseline_p50_us");
+    let band = num("cost_noise_us");
+    assert!(band >= 0.0, "{r}");
+    let saving = r["buffers"] == "registered" || r["benchmark"] == "cq";
+    match r["cost_us"].as_f64() {
+        Some(c) if raw >= 0.0 => assert!((c - raw).abs() < 1e-9, "cost of {r}"),
+        Some(c) if raw >= -band => assert_eq!(c, 0.0, "cost within noise of {r}"),
+        Some(c) => {
+            assert!(saving, "a negative cost beyond noise: {r}");
+            assert!((c - raw).abs() < 1e-9, "saving of {r}");
+        }
+        None => {
+            assert!(raw < -band && !saving, "cost left out: {r}");
+            let notes = r["notes"].as_array().expect("a note says why");
+            assert!(
+                notes
+                    .iter()
+                    .any(|n| n.as_str().unwrap().contains("below its baseline")),
+                "{r}"
+            );
+        }
+    }
+}
