@@ -152,13 +152,7 @@ pub fn run(args: &CalibrateArgs, job: Job) -> Result<()> {
             crate::output::write_atomically(path, json.as_bytes())?;
             eprintln!("commperf: wrote {}", path.display());
         }
-        None => {
-            use std::io::Write;
-            let mut o = std::io::stdout().lock();
-            o.write_all(json.as_bytes())
-                .and_then(|_| o.flush())
-                .context("writing to stdout")?;
-        }
+        None => crate::output::print(&json)?,
     }
     eprint!("{}", calibrate::summary(&profile));
     Ok(())

@@ -398,15 +398,27 @@ pub fn clap_exit(e: clap::Error) -> ExitCode {
     use clap::error::ErrorKind::*;
     match e.kind() {
         DisplayHelp | DisplayVersion | DisplayHelpOnMissingArgumentOrSubcommand => {
-            let _ = e.print();
-            if e.kind() == DisplayHelpOnMissingArgumentOrSubcommand {
+            use std::io::IsTerminal;
+            let failed = if e.use_stderr() || std::io::stdout().is_terminal() {
+                // Help for a missing subcommand goes to stderr, best effort as every message;
+                // clap prints in colour on a terminal.
+                let _ = e.print();
+                false
+            } else {
+                crate::output::print(&e.render().to_string())
+                    .map_err(|w| crate::say(&format!("commperf: {w}")))
+                    .is_err()
+            };
+            if failed {
+                ExitCode::from(1)
+            } else if e.kind() == DisplayHelpOnMissingArgumentOrSubcommand {
                 ExitCode::from(2)
             } else {
                 ExitCode::SUCCESS
             }
         }
         _ => {
-            eprintln!("commperf: {}", one_line(&e));
+            crate::say(&format!("commperf: {}", one_line(&e)));
             ExitCode::from(2)
         }
     }

@@ -94,7 +94,7 @@ mod with_mpi {
         let mut c = commperf_report::compare(lower, upper).context("comparing the layers")?;
         c.lower.source = Some(sources[0].clone());
         c.upper.source = Some(sources[1].clone());
-        println!();
+        output::print("\n")?;
         output::emit_with(
             |f| commperf_report::render_comparison(&c, f),
             b.output.format,

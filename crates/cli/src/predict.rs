@@ -1,7 +1,7 @@
 //! `commperf predict`: the command line of the predictor, turned into the predict crate's
 //! configuration (the library never sees clap).
 
-use crate::output::write_atomically;
+use crate::output::{print, write_atomically};
 use anyhow::{bail, Context, Result};
 use clap::{Args, ValueEnum};
 use commperf_core::Profile;
@@ -211,8 +211,7 @@ pub fn run(a: &PredictArgs) -> Result<()> {
         .with_context(|| format!("reading trace {}", a.trace.display()))?;
     let profile: Option<Profile> = match &a.profile {
         Some(p) => {
-            let text = std::fs::read_to_string(p)
-                .with_context(|| format!("reading profile {}", p.display()))?;
+            let text = commperf_core::read_text(p).context("reading the profile")?;
             Some(
                 serde_json::from_str(&text)
                     .with_context(|| format!("{}: not a commperf profile", p.display()))?,
@@ -292,12 +291,12 @@ pub fn run(a: &PredictArgs) -> Result<()> {
                 a.format == PredictFormat::Json || path.extension().is_some_and(|e| e == "json");
             let body = if as_json { json()? } else { table() };
             write_atomically(path, body.as_bytes())?;
-            print!("{}", table());
+            print(&table())?;
             eprintln!("commperf: wrote {}", path.display());
         }
         None => match a.format {
-            PredictFormat::Json => print!("{}", json()?),
-            PredictFormat::Table => print!("{}", table()),
+            PredictFormat::Json => print(&json()?)?,
+            PredictFormat::Table => print(&table())?,
         },
     }
     if let Some(tl) = &outcome.timeline {

@@ -185,8 +185,8 @@ pub fn testbed(a: &TestbedArgs) -> Result<()> {
     let report = run::run(&cfg, &mut |line| eprintln!("commperf testbed: {line}"))?;
     let json = serde_json::to_string_pretty(&report)? + "\n";
     match a.format {
-        TbFormat::Table => print!("{}", run::render_table(&report)),
-        TbFormat::Json => print!("{json}"),
+        TbFormat::Table => crate::output::print(&run::render_table(&report))?,
+        TbFormat::Json => crate::output::print(&json)?,
     }
     if let Some(p) = &a.out {
         std::fs::write(p, &json).with_context(|| format!("write {}", p.display()))?;
