@@ -5,6 +5,8 @@
 mod calibrate;
 mod cli;
 mod compare;
+#[cfg(test)]
+mod docs_tests;
 mod gentrace;
 mod mpi;
 mod output;
@@ -76,8 +78,11 @@ pub(crate) fn say(line: &str) {
 }
 
 fn run_bench(b: &cli::BenchArgs, cfg: commperf_bench::BenchConfig) -> Result<()> {
-    if let Some(w) = cfg.oversubscription_warning() {
-        eprintln!("commperf: warning: {w}");
+    for w in [cfg.oversubscription_warning(), cfg.placement_warning()]
+        .into_iter()
+        .flatten()
+    {
+        say(&format!("commperf: warning: {w}"));
     }
     let mut progress = progress::TtyProgress::new();
     let report = commperf_bench::run(&cfg, &mut progress).context("benchmark run failed")?;

@@ -127,11 +127,11 @@ mod with_mpi {
         let path = std::env::var_os("PATH");
         let cmd = spawn::mpirun(Flavor::of(&lib), 2, &exe, &args, host, path.as_deref())
             .map_err(anyhow::Error::msg)?;
-        eprintln!(
+        crate::say(&format!(
             "commperf: not started by mpirun; running {} ranks with {lib}: {}",
             2,
             cmd.display()
-        );
+        ));
         let status = std::process::Command::new(&cmd.program)
             .args(&cmd.args)
             .status()

@@ -15,8 +15,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 #[derive(Debug, Args)]
 pub struct OutputArgs {
-    /// Output format: table, json, csv, md [default: table, or from the -o file's extension]
-    #[arg(long, value_name = "FORMAT")]
+    #[arg(long, value_name = "FORMAT", help = format_help())]
     pub format: Option<Format>,
     /// Write the results to FILE (the table still goes to stdout)
     #[arg(short = 'o', long = "output", value_name = "FILE")]
@@ -25,6 +24,13 @@ pub struct OutputArgs {
     /// 3.6) as an SVG file
     #[arg(long, value_name = "FILE.svg")]
     pub plot_loggp: Option<std::path::PathBuf>,
+}
+
+fn format_help() -> String {
+    format!(
+        "Output format: {} [default: table, or from the -o file's extension]",
+        crate::cli::names(Format::ALL)
+    )
 }
 
 fn format_for(path: &Path) -> Format {
@@ -55,7 +61,11 @@ pub fn emit_with(
             let f = format.unwrap_or_else(|| format_for(path));
             write_atomically(path, render(f).as_bytes())?;
             print(&render(Format::Table))?;
-            eprintln!("commperf: wrote {} ({})", path.display(), f.as_str());
+            crate::say(&format!(
+                "commperf: wrote {} ({})",
+                path.display(),
+                f.as_str()
+            ));
         }
     }
     Ok(())
@@ -115,7 +125,7 @@ pub fn loggp_svg(report: &Report, path: &Path, source: &str) -> Result<String> {
 /// Writes a figure made by [`loggp_svg`], as result files are written.
 pub fn write_plot(path: &Path, svg: &str) -> Result<()> {
     write_atomically(path, svg.as_bytes())?;
-    eprintln!("commperf: wrote {} (svg)", path.display());
+    crate::say(&format!("commperf: wrote {} (svg)", path.display()));
     Ok(())
 }
 

@@ -353,7 +353,7 @@ pub fn own_pattern(
                     }
                     writeln!(out)
                 }
-                Call::WaitAll(names) if names.is_empty() => writeln!(out, "waitall"),
+                Call::WaitAll([]) => writeln!(out, "waitall"),
                 Call::WaitAll(names) => writeln!(out, "waitall {}", names.join(" ")),
                 Call::Alltoall => writeln!(out, "alltoall {bytes}"),
             })?;

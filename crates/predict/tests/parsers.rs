@@ -942,8 +942,11 @@ fn shape(w: &Workload) -> Shape {
         .collect()
 }
 
-/// Sends and receives as sorted lists of (rank, peer, tag, bytes).
-fn messages(s: &Shape) -> (Vec<(u32, u32, u32, u64)>, Vec<(u32, u32, u32, u64)>) {
+/// (rank, peer, tag, bytes) of a send or receive.
+type Msg = (u32, u32, u32, u64);
+
+/// Sends and receives as sorted lists.
+fn messages(s: &Shape) -> (Vec<Msg>, Vec<Msg>) {
     let (mut sends, mut recvs) = (Vec::new(), Vec::new());
     for &(r, op, _) in s {
         match op {

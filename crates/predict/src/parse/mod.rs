@@ -21,6 +21,12 @@ pub enum TraceFormat {
     SimGrid,
 }
 
+impl TraceFormat {
+    /// Every format, as `--format-in` lists them.
+    pub const ALL: &'static [TraceFormat] =
+        &[TraceFormat::Own, TraceFormat::Goal, TraceFormat::SimGrid];
+}
+
 impl std::str::FromStr for TraceFormat {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
