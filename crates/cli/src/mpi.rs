@@ -132,13 +132,39 @@ mod with_mpi {
             2,
             cmd.display()
         ));
-        let status = std::process::Command::new(&cmd.program)
+        // The ranks' output reaches us through mpirun, which ignores its own write errors: it
+        // is copied to our stdout here, so a full disk is reported as for any other run.
+        let mut child = std::process::Command::new(&cmd.program)
             .args(&cmd.args)
-            .status()
+            .stdout(std::process::Stdio::piped())
+            .spawn()
             .with_context(|| format!("starting {}", cmd.program.display()))?;
+        let copied = copy_out(child.stdout.take());
+        let status = child.wait().context("waiting for mpirun")?;
+        copied?;
         if !status.success() {
             anyhow::bail!("{} failed ({status})", cmd.program.display());
         }
         Ok(())
+    }
+
+    /// Copies the ranks' output to stdout until mpirun closes it. After a failed write the
+    /// rest is read and dropped, so that mpirun never blocks on a full pipe.
+    fn copy_out(from: Option<std::process::ChildStdout>) -> Result<()> {
+        use std::io::Read;
+        let Some(mut from) = from else {
+            return Ok(());
+        };
+        let mut buf = vec![0u8; 64 << 10];
+        let mut result = Ok(());
+        loop {
+            match from.read(&mut buf) {
+                Ok(0) => return result,
+                Ok(n) if result.is_ok() => result = output::print_bytes(&buf[..n]),
+                Ok(_) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return result.and(Err(e).context("reading mpirun's output")),
+            }
+        }
     }
 }

@@ -102,11 +102,16 @@ static STDOUT_CLOSED: AtomicBool = AtomicBool::new(false);
 /// whose reader has gone is not a failure: what follows for stdout is dropped, and the rest of
 /// the work (files after the table) is still done.
 pub fn print(text: &str) -> Result<()> {
+    print_bytes(text.as_bytes())
+}
+
+/// [`print`] for bytes that need not be text (another process's output).
+pub fn print_bytes(bytes: &[u8]) -> Result<()> {
     if STDOUT_CLOSED.load(Ordering::Relaxed) {
         return Ok(());
     }
     let mut o = std::io::stdout().lock();
-    match o.write_all(text.as_bytes()).and_then(|()| o.flush()) {
+    match o.write_all(bytes).and_then(|()| o.flush()) {
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {
             STDOUT_CLOSED.store(true, Ordering::Relaxed);
             Ok(())

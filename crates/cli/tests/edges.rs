@@ -605,3 +605,57 @@ fn goal_of_every_pattern_predicts_what_the_own_format_predicts() {
         )
     );
 }
+
+/// The relaunch under mpirun (`bench --transport mpi` typed without mpirun): the ranks' output
+/// passes through mpirun, which ignores write errors; commperf copies it and reports them.
+#[test]
+fn an_mpi_run_started_by_commperf_reports_a_full_stdout() {
+    let why = if !cfg!(feature = "mpi") {
+        Some("this build has no MPI (cargo test --features mpi)")
+    } else if Command::new("mpirun").arg("--version").output().is_err() {
+        Some("no mpirun in PATH")
+    } else {
+        None
+    };
+    if let Some(why) = why {
+        assert!(
+            std::env::var_os("COMMPERF_REQUIRE_MPI").is_none(),
+            "COMMPERF_REQUIRE_MPI is set, but {why}"
+        );
+        eprintln!("skipping: {why}");
+        return;
+    }
+    let full = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .unwrap();
+    let o = Command::new("timeout")
+        .args(["-k", "10", "240", exe()])
+        .args([
+            "bench",
+            "latency",
+            "--transport",
+            "mpi",
+            "--sizes",
+            "8",
+            "--iters",
+            "50",
+        ])
+        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        .stdout(full)
+        .output()
+        .unwrap();
+    let e = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{e}");
+    assert!(!e.contains("panicked"), "{e}");
+    let errors: Vec<&str> = e
+        .lines()
+        .filter(|l| !l.starts_with("commperf: not started by mpirun") && progress_line(l).is_none())
+        .collect();
+    assert_eq!(
+        errors,
+        ["commperf: writing standard output: No space left on device (os error 28)"],
+        "{e}"
+    );
+}
