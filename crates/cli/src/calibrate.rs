@@ -149,7 +149,7 @@ pub fn run(args: &CalibrateArgs, job: Job) -> Result<()> {
             if let Some(w) = cfg.bench.placement_warning() {
                 crate::say(&format!("commperf: warning: {w}"));
             }
-            let mut progress = crate::progress::TtyProgress::new();
+            let mut progress = crate::progress::RunProgress::new();
             calibrate::run(&cfg, &mut progress).context("calibration failed")?
         }
         Job::Netgauge(path) => commperf_predict::netgauge::profile_from_file(&path)?,

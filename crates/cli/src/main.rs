@@ -84,7 +84,7 @@ fn run_bench(b: &cli::BenchArgs, cfg: commperf_bench::BenchConfig) -> Result<()>
     {
         say(&format!("commperf: warning: {w}"));
     }
-    let mut progress = progress::TtyProgress::new();
+    let mut progress = progress::RunProgress::new();
     let report = commperf_bench::run(&cfg, &mut progress).context("benchmark run failed")?;
     // The results first: a figure that cannot be drawn must not cost the measurements.
     output::emit(&report, b.output.format, b.output.out.as_deref())?;

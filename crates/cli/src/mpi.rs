@@ -19,7 +19,7 @@ pub use with_mpi::bench;
 mod with_mpi {
     use super::*;
     use crate::output;
-    use crate::progress::TtyProgress;
+    use crate::progress::RunProgress;
     use anyhow::Context;
     use commperf_core::Report;
     use commperf_mpi::spawn::{self, Flavor, Host};
@@ -40,7 +40,7 @@ mod with_mpi {
         }
         let mut tty;
         let progress: &mut dyn commperf_bench::Progress = if rank == 0 {
-            tty = TtyProgress::new();
+            tty = RunProgress::new();
             &mut tty
         } else {
             &mut ()

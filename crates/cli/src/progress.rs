@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 const QUIET: Duration = Duration::from_secs(2);
 
 #[derive(Debug)]
-pub struct TtyProgress {
+pub struct RunProgress {
     start: Instant,
     /// When the last benchmark finished (or the run started).
     last: Instant,
@@ -21,7 +21,7 @@ pub struct TtyProgress {
     bar: Option<ProgressBar>,
 }
 
-impl TtyProgress {
+impl RunProgress {
     pub fn new() -> Self {
         // A test hook, read once: `COMMPERF_PROGRESS_AFTER_MS=0` reports from the start, so a
         // test sees the lines of a run that takes less than two seconds.
@@ -30,7 +30,7 @@ impl TtyProgress {
             .and_then(|v| v.parse().ok())
             .map_or(QUIET, Duration::from_millis);
         let now = Instant::now();
-        TtyProgress {
+        RunProgress {
             start: now,
             last: now,
             quiet,
@@ -44,7 +44,7 @@ impl TtyProgress {
     }
 }
 
-impl Progress for TtyProgress {
+impl Progress for RunProgress {
     fn update(&mut self, label: &str, done: usize, total: usize) {
         if !self.tty || self.quiet() {
             return;
@@ -79,7 +79,7 @@ impl Progress for TtyProgress {
     }
 }
 
-impl Drop for TtyProgress {
+impl Drop for RunProgress {
     /// A run that failed never called `finish`: its error line must not land on the bar's.
     fn drop(&mut self) {
         self.finish();
