@@ -514,6 +514,7 @@ mod tests {
                 pinned: false,
                 local_cpu: None,
                 peer_cpu: None,
+                ..Placement::default()
             },
             limits: None,
             results,

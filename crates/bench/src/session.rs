@@ -136,7 +136,11 @@ pub enum BenchError {
 
 /// Progress of a long run (between measurements, never inside a timed loop).
 pub trait Progress {
+    /// The measurement `label` starts; `done` of `total` measurements are complete.
     fn update(&mut self, label: &str, done: usize, total: usize);
+    /// A benchmark finished over one transport and mode, all its sizes: `what` names it
+    /// (`latency over shm (poll)`); `done` of `total` such steps are complete.
+    fn finished(&mut self, _what: &str, _done: usize, _total: usize) {}
     fn finish(&mut self) {}
 }
 
@@ -183,20 +187,26 @@ pub fn run(cfg: &BenchConfig, progress: &mut dyn Progress) -> Result<Report, Ben
     ctrl.set_timeout(cfg.idle_timeout)?;
     launch::client_handshake(&mut ctrl, &token)?;
 
-    // Placement: --cpus, or for a local peer the first two allowed CPUs (peer on the first, as
-    // the anchors were measured: server on core 0, client on core 1).
+    // Placement: --cpus; or for a local peer the first two allowed CPUs (peer on the first, as
+    // the anchors were measured: server on core 0, client on core 1); or for a served peer this
+    // end on the first allowed CPU (an unpinned end wanders, and on a loaded host 3 µs became
+    // 4 ms) and the peer where its host puts it. Under mpirun, mpirun's binding stands.
     let local = matches!(cfg.launcher, Launcher::Local { .. });
-    let cpus = cfg.cpus.or_else(|| {
-        let a = affinity::allowed_cpus();
-        (local && a.len() >= 2).then(|| (a[1], a[0]))
-    });
     let restore = affinity::allowed_cpus();
-    if let Some((mine, _)) = cpus {
+    let (mine, theirs) = match (cfg.cpus, &cfg.launcher) {
+        (Some((a, b)), _) => (Some(a), Some(b)),
+        (None, Launcher::Local { .. }) if restore.len() >= 2 => {
+            (Some(restore[1]), Some(restore[0]))
+        }
+        (None, Launcher::Peer { .. }) => (restore.first().copied(), None),
+        _ => (None, None),
+    };
+    // Both ends pinned: the pair the physical limits are measured between.
+    let cpus = mine.zip(theirs);
+    if let Some(mine) = mine {
         affinity::pin_to(mine).map_err(|e| BenchError::Pin(e.to_string()))?;
     }
-    ctrl.send(&Cmd::Place {
-        cpu: cpus.map(|c| c.1),
-    })?;
+    ctrl.send(&Cmd::Place { cpu: theirs })?;
     let Reply::Placed {
         cpu: peer_cpu,
         pinned: peer_pinned,
@@ -204,7 +214,7 @@ pub fn run(cfg: &BenchConfig, progress: &mut dyn Progress) -> Result<Report, Ben
     else {
         return Err(unexpected(&ctrl, "placement"));
     };
-    if cpus.is_some() && !peer_pinned {
+    if theirs.is_some() && !peer_pinned {
         return Err(BenchError::Pin(format!(
             "{} could not pin itself",
             ctrl.peer()
@@ -218,12 +228,14 @@ pub fn run(cfg: &BenchConfig, progress: &mut dyn Progress) -> Result<Report, Ben
         }
         _ => None,
     };
-    if let Some((mine, _)) = cpus {
+    if let Some(mine) = mine {
         affinity::pin_to(mine).map_err(|e| BenchError::Pin(e.to_string()))?;
     }
 
     let total = cfg.transports.len() * cfg.modes.len() * cfg.benchmarks.len() * cfg.sizes.len();
     let mut done = 0;
+    let steps = cfg.transports.len() * cfg.modes.len() * cfg.benchmarks.len();
+    let mut steps_done = 0;
     let mut results = Vec::with_capacity(total);
     let max = cfg.max_message();
     let mut copy_bw = std::collections::BTreeMap::new();
@@ -452,6 +464,8 @@ pub fn run(cfg: &BenchConfig, progress: &mut dyn Progress) -> Result<Report, Ben
                 if b == Benchmark::Loggp {
                     results.extend(loggp_rows(&prtts, t, m, cfg)?);
                 }
+                steps_done += 1;
+                progress.finished(&format!("{b} over {t} ({m})"), steps_done, steps);
             }
         }
     }
@@ -484,8 +498,13 @@ pub fn run(cfg: &BenchConfig, progress: &mut dyn Progress) -> Result<Report, Ben
         },
         placement: Placement {
             pinned: cpus.is_some(),
-            local_cpu: cpus.map(|c| c.0).or(local_cpu),
+            local_cpu: mine.or(local_cpu),
             peer_cpu,
+            local_pinned: Some(mine.is_some()),
+            peer_pinned: Some(theirs.is_some()),
+            warning: cfg.shared_cpu().map(|c| {
+                format!("both ends on cpu {c}: they take turns, latency is the scheduler's")
+            }),
         },
         limits,
         results,

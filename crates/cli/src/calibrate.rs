@@ -19,8 +19,7 @@ use std::time::Duration;
 #[derive(Debug, Args)]
 #[command(group(ArgGroup::new("source").required(true).args(["transport", "from_netgauge", "tcom"])))]
 pub struct CalibrateArgs {
-    /// Measure this transport: shm, tcp, uds, uring-tcp or uring-uds
-    #[arg(long, short = 't', value_name = "T", value_parser = transport)]
+    #[arg(long, short = 't', value_name = "T", value_parser = transport, help = transport_help())]
     pub transport: Option<TransportKind>,
     /// Convert a Netgauge `loggp` output file instead of measuring
     #[arg(long, value_name = "FILE")]
@@ -45,7 +44,7 @@ pub struct CalibrateArgs {
     /// The session token `commperf serve` printed
     #[arg(long, value_name = "TOKEN", requires = "peer")]
     pub token: Option<String>,
-    /// Pin the local end to CPU A and the peer to CPU B
+    /// Pin the local end to CPU A and the peer to CPU B [default: as `bench` places them]
     #[arg(long, value_name = "A,B", value_parser = crate::cli::cpu_pair, conflicts_with_all = ["from_netgauge", "tcom"])]
     pub cpus: Option<(usize, usize)>,
     /// Give up when the peer makes no progress for this many seconds
@@ -64,7 +63,14 @@ pub struct HandTcom {
 }
 
 fn transport(s: &str) -> Result<TransportKind, String> {
-    s.parse::<TransportKind>().map_err(|e| e.to_string())
+    crate::cli::transport_in(s, &crate::cli::calibrate_transports(), false)
+}
+
+fn transport_help() -> String {
+    format!(
+        "Measure this transport: {}",
+        crate::cli::names(&crate::cli::calibrate_transports())
+    )
 }
 
 fn tcom_spec(s: &str) -> Result<HandTcom, String> {
@@ -140,7 +146,10 @@ impl CalibrateArgs {
 pub fn run(args: &CalibrateArgs, job: Job) -> Result<()> {
     let profile: Profile = match job {
         Job::Measure(cfg) => {
-            let mut progress = crate::progress::TtyProgress::new();
+            if let Some(w) = cfg.bench.placement_warning() {
+                crate::say(&format!("commperf: warning: {w}"));
+            }
+            let mut progress = crate::progress::RunProgress::new();
             calibrate::run(&cfg, &mut progress).context("calibration failed")?
         }
         Job::Netgauge(path) => commperf_predict::netgauge::profile_from_file(&path)?,
@@ -150,17 +159,11 @@ pub fn run(args: &CalibrateArgs, job: Job) -> Result<()> {
     match &args.out {
         Some(path) => {
             crate::output::write_atomically(path, json.as_bytes())?;
-            eprintln!("commperf: wrote {}", path.display());
+            crate::say(&format!("commperf: wrote {}", path.display()));
         }
-        None => {
-            use std::io::Write;
-            let mut o = std::io::stdout().lock();
-            o.write_all(json.as_bytes())
-                .and_then(|_| o.flush())
-                .context("writing to stdout")?;
-        }
+        None => crate::output::print(&json)?,
     }
-    eprint!("{}", calibrate::summary(&profile));
+    crate::say(calibrate::summary(&profile).trim_end());
     Ok(())
 }
 

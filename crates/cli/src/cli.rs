@@ -73,16 +73,84 @@ where
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct List<T>(pub Vec<T>);
 
+/// `a, b, c` of every value of a named enum, for help texts.
+pub(crate) fn names<T: std::fmt::Display>(all: &[T]) -> String {
+    all.iter()
+        .map(|v| v.to_string())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The transports `bench` measures: every one but the tests' in-process model.
+pub(crate) fn bench_transports() -> Vec<TransportKind> {
+    (TransportKind::ALL.iter().copied())
+        .filter(|&t| t != TransportKind::Model)
+        .collect()
+}
+
+/// The transports `calibrate` measures: `bench`'s but MPI, which mpirun starts.
+pub(crate) fn calibrate_transports() -> Vec<TransportKind> {
+    (bench_transports().into_iter())
+        .filter(|&t| t != TransportKind::Mpi)
+        .collect()
+}
+
+/// One transport name, one of `allowed`; an error lists exactly those (and `uring` where it
+/// may be used).
+pub(crate) fn transport_in(
+    s: &str,
+    allowed: &[TransportKind],
+    uring_alias: bool,
+) -> Result<TransportKind, String> {
+    let listed = || {
+        let mut l: Vec<String> = allowed.iter().map(|t| t.to_string()).collect();
+        if uring_alias {
+            l.push("uring (both io_uring ones)".into());
+        }
+        l.join(", ")
+    };
+    match s.parse::<TransportKind>() {
+        Ok(t) if allowed.contains(&t) => Ok(t),
+        Ok(TransportKind::Model) => Err(format!(
+            "'model' is the in-process LogGP model of the tests, not a transport to measure \
+             (allowed: {})",
+            listed()
+        )),
+        Ok(t) => Err(format!("'{t}' cannot be used here (allowed: {})", listed())),
+        Err(_) => Err(format!("unknown transport '{s}' (allowed: {})", listed())),
+    }
+}
+
 fn transports(s: &str) -> Result<List<TransportKind>, String> {
-    // `uring` names both io_uring realizations.
-    let expanded: Vec<&str> = s
-        .split(',')
-        .flat_map(|t| match t.trim() {
-            "uring" => vec!["uring-tcp", "uring-uds"],
-            other => vec![other],
-        })
-        .collect();
-    list(&expanded.join(",")).map(List)
+    let allowed = bench_transports();
+    let mut v = Vec::new();
+    for t in s.split(',').map(str::trim).filter(|t| !t.is_empty()) {
+        // `uring` names both io_uring realizations.
+        if t == "uring" {
+            v.extend([TransportKind::UringTcp, TransportKind::UringUds]);
+        } else {
+            v.push(transport_in(t, &allowed, true)?);
+        }
+    }
+    if v.is_empty() {
+        return Err("empty list".into());
+    }
+    Ok(List(v))
+}
+
+fn benchmarks_help() -> String {
+    format!(
+        "Benchmarks to run: {}, or all [default: latency bw]",
+        names(Benchmark::ALL)
+    )
+}
+
+fn transports_help() -> String {
+    format!(
+        "Transports, comma-separated: {} (uring = both io_uring ones; mpi needs a build with \
+         --features mpi) [default: shm,tcp]",
+        names(&bench_transports())
+    )
 }
 fn modes(s: &str) -> Result<List<Mode>, String> {
     list(s).map(List)
@@ -121,25 +189,22 @@ fn positive_u64(s: &str) -> Result<u64, String> {
         Err(_) => Err(format!("'{s}' is not a whole number")),
     }
 }
+/// A timeout in seconds: from a millisecond (0 would give up at once) to a day; the message
+/// states exactly the range accepted.
 pub(crate) fn seconds(s: &str) -> Result<Duration, String> {
     match s.parse::<f64>() {
-        Ok(v) if v > 0.0 && v <= 86_400.0 => Ok(Duration::from_secs_f64(v)),
+        Ok(v) if (0.001..=86_400.0).contains(&v) => Ok(Duration::from_secs_f64(v)),
         _ => Err(format!(
-            "'{s}' is not a number of seconds between 0 and 86400"
+            "'{s}' is not a number of seconds from 0.001 to 86400"
         )),
     }
 }
 
 #[derive(Debug, Args)]
 pub struct BenchArgs {
-    /// Benchmarks to run: latency, bw, bibw, mr, loggp, bufmgmt, blocking, noncontig, conns,
-    /// or all
-    /// [default: latency bw]
-    #[arg(value_name = "BENCHMARK", value_parser = benchmark_name)]
+    #[arg(value_name = "BENCHMARK", value_parser = benchmark_name, help = benchmarks_help())]
     pub benchmarks: Vec<Vec<Benchmark>>,
-    /// Transports, comma-separated: shm, tcp, uds, uring-tcp, uring-uds (uring = both io_uring
-    /// ones) [default: shm,tcp]
-    #[arg(long = "transport", short = 't', value_name = "LIST", value_parser = transports)]
+    #[arg(long = "transport", short = 't', value_name = "LIST", value_parser = transports, help = transports_help())]
     pub transport: Option<List<TransportKind>>,
     /// Completion modes, comma-separated: poll (busy-poll), block (sleep in the kernel)
     #[arg(long, value_name = "LIST", value_parser = modes, default_value = "poll")]
@@ -163,8 +228,9 @@ pub struct BenchArgs {
     /// Check every payload byte (as OSU's -c); timings then include the checking
     #[arg(long)]
     pub validate: bool,
-    /// Pin the local end to CPU A and the peer to CPU B [default for a local peer: the first two
-    /// allowed CPUs, peer on the first]
+    /// Pin the local end to CPU A and the peer to CPU B (A = B is allowed, with a warning)
+    /// [default: for a local peer the first two allowed CPUs, peer on the first; with --peer
+    /// this end on the first allowed CPU and the peer where its host puts it]
     #[arg(long, value_name = "A,B", value_parser = cpu_pair)]
     pub cpus: Option<(usize, usize)>,
     /// Use a `commperf serve` at HOST:PORT as the peer instead of starting one locally
@@ -348,8 +414,18 @@ pub struct LimitsArgs {
     #[arg(long, value_name = "A,B", value_parser = cpu_pair)]
     pub cpus: Option<(usize, usize)>,
     /// Output format: table or json
-    #[arg(long, default_value = "table")]
+    #[arg(long, default_value = "table", value_parser = table_or_json)]
     pub format: Format,
+}
+
+/// `limits` prints a few figures, as a table or as JSON; csv and md would only repeat the table.
+fn table_or_json(s: &str) -> Result<Format, String> {
+    match s.parse::<Format>() {
+        Ok(f @ (Format::Table | Format::Json)) => Ok(f),
+        _ => Err(format!(
+            "'{s}' is not a limits format (allowed: table, json)"
+        )),
+    }
 }
 
 impl LimitsArgs {
@@ -398,15 +474,27 @@ pub fn clap_exit(e: clap::Error) -> ExitCode {
     use clap::error::ErrorKind::*;
     match e.kind() {
         DisplayHelp | DisplayVersion | DisplayHelpOnMissingArgumentOrSubcommand => {
-            let _ = e.print();
-            if e.kind() == DisplayHelpOnMissingArgumentOrSubcommand {
+            use std::io::IsTerminal;
+            let failed = if e.use_stderr() || std::io::stdout().is_terminal() {
+                // Help for a missing subcommand goes to stderr, best effort as every message;
+                // clap prints in colour on a terminal.
+                let _ = e.print();
+                false
+            } else {
+                crate::output::print(&e.render().to_string())
+                    .map_err(|w| crate::say(&format!("commperf: {w}")))
+                    .is_err()
+            };
+            if failed {
+                ExitCode::from(1)
+            } else if e.kind() == DisplayHelpOnMissingArgumentOrSubcommand {
                 ExitCode::from(2)
             } else {
                 ExitCode::SUCCESS
             }
         }
         _ => {
-            eprintln!("commperf: {}", one_line(&e));
+            crate::say(&format!("commperf: {}", one_line(&e)));
             ExitCode::from(2)
         }
     }
@@ -482,7 +570,8 @@ mod tests {
         for (args, needle) in [
             (
                 vec!["-t", "rdma"],
-                "unknown transport 'rdma' (allowed: shm tcp uds uring-tcp uring-uds model mpi)",
+                "unknown transport 'rdma' (allowed: shm, tcp, uds, uring-tcp, uring-uds, mpi, \
+                 uring (both io_uring ones))",
             ),
             (
                 vec!["--mode", "spin"],

@@ -28,7 +28,7 @@ pub struct CompareArgs {
 /// A result file, with errors (unreadable, not JSON, unknown schema) prefixed by its path.
 fn load(path: &Path) -> Result<Report> {
     let name = || path.display().to_string();
-    let text = std::fs::read_to_string(path).with_context(name)?;
+    let text = commperf_core::read_text(path)?;
     commperf_report::load_json(&text).with_context(name)
 }
 

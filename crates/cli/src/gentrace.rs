@@ -1,23 +1,33 @@
 //! `commperf gen-trace`: writes workloads of any size whose shape is known — for benchmarks of
 //! the predictor, for the testbed, and for other tools (LogGOPSim reads the GOAL ones).
 
-use anyhow::{bail, Context, Result};
+use crate::output::StdoutError;
+use anyhow::{Context, Result};
 use clap::{Args, ValueEnum};
+use commperf_predict::collectives::Algorithms;
 use commperf_predict::gen::{self, Pattern};
 use std::io::Write;
 use std::path::PathBuf;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum GenFormat {
+    /// commperf's own trace format
     Own,
+    /// GOAL, LogGOPSim's schedule format
     Goal,
+}
+
+fn patterns_help() -> String {
+    format!(
+        "The pattern: {} (bcast: binomial broadcast from rank 0; ring: shift by one; halo: a \
+         periodic X×Y grid, four neighbours; pairwise: the alltoall collective)",
+        Pattern::NAMES.join(", ")
+    )
 }
 
 #[derive(Debug, Args)]
 pub struct GenTraceArgs {
-    /// The pattern: bcast (binomial broadcast from rank 0; GOAL), incast, alltoall, ring,
-    /// halo:XxY, pairwise (the alltoall collective)
-    #[arg(value_name = "PATTERN")]
+    #[arg(value_name = "PATTERN", help = patterns_help())]
     pub pattern: String,
     /// Number of ranks (for halo: X·Y)
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(2..=16_777_216))]
@@ -25,7 +35,7 @@ pub struct GenTraceArgs {
     /// Message size (k/M/G suffixes)
     #[arg(long, value_name = "SIZE", default_value = "1k", value_parser = crate::cli::size)]
     pub bytes: u64,
-    /// Repetitions (own format)
+    /// Repetitions of the pattern, each starting when the rank's previous one is complete
     #[arg(long, value_name = "K", default_value = "1", value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
     pub iters: u32,
     /// Output format [default: goal for bcast, own otherwise]
@@ -36,55 +46,43 @@ pub struct GenTraceArgs {
     pub out: Option<PathBuf>,
 }
 
-fn pattern(s: &str, ranks: u32) -> Result<Option<Pattern>> {
-    Ok(Some(match s {
-        "bcast" => return Ok(None),
-        "incast" => Pattern::Incast,
-        "alltoall" => Pattern::AllToAll,
-        "ring" => Pattern::RingShift,
-        "pairwise" => Pattern::PairwiseAllToAll,
-        _ => match s.strip_prefix("halo:").and_then(|d| d.split_once('x')) {
-            Some((x, y)) => {
-                let (x, y): (u32, u32) = (
-                    x.parse().context("halo:XxY needs whole numbers")?,
-                    y.parse().context("halo:XxY needs whole numbers")?,
-                );
-                if x as u64 * y as u64 != ranks as u64 {
-                    bail!("halo:{x}x{y} needs --ranks {}", x as u64 * y as u64);
-                }
-                Pattern::Halo2D { x, y }
-            }
-            None => bail!(
-                "unknown pattern `{s}` (expected bcast, incast, alltoall, ring, halo:XxY, pairwise)"
-            ),
-        },
-    }))
+impl GenTraceArgs {
+    /// The pattern, checked against `--ranks` (a usage error otherwise).
+    pub fn pattern(&self) -> Result<Pattern, String> {
+        Pattern::parse(&self.pattern, self.ranks)
+    }
 }
 
-pub fn run(a: &GenTraceArgs) -> Result<()> {
-    let pat = pattern(&a.pattern, a.ranks)?;
-    let format = a.format.unwrap_or(if pat.is_none() {
+pub fn run(a: &GenTraceArgs, pat: Pattern) -> Result<()> {
+    let format = a.format.unwrap_or(if pat == Pattern::Bcast {
         GenFormat::Goal
     } else {
         GenFormat::Own
     });
-    let mut sink: Box<dyn Write> = match &a.out {
-        Some(p) => {
-            Box::new(std::fs::File::create(p).with_context(|| format!("creating {}", p.display()))?)
+    let write = |w: &mut dyn Write| -> std::io::Result<()> {
+        let mut w = std::io::BufWriter::with_capacity(1 << 20, w);
+        match format {
+            GenFormat::Own => gen::own_pattern(pat, a.ranks, a.bytes, a.iters, &mut w)?,
+            GenFormat::Goal => gen::goal_pattern(
+                pat,
+                a.ranks,
+                a.bytes,
+                a.iters,
+                &Algorithms::default(),
+                &mut w,
+            )?,
         }
-        None => Box::new(std::io::stdout().lock()),
+        w.flush()
     };
-    let mut w = std::io::BufWriter::with_capacity(1 << 20, &mut sink);
-    let r = match (pat, format) {
-        (None, GenFormat::Goal) => gen::goal_binomial_bcast(a.ranks, a.bytes, &mut w),
-        (Some(p), GenFormat::Own) => gen::own_pattern(p, a.ranks, a.bytes, a.iters, &mut w),
-        (None, GenFormat::Own) => bail!("bcast is written as GOAL only (--format-out goal)"),
-        (Some(_), GenFormat::Goal) => bail!("only bcast is written as GOAL"),
-    };
-    r.and_then(|()| w.flush()).with_context(|| {
-        a.out.as_ref().map_or("writing stdout".into(), |p| {
-            format!("writing {}", p.display())
-        })
-    })?;
-    Ok(())
+    match &a.out {
+        // Written in place, as a generated trace can be gigabytes: a temporary copy beside it
+        // would need the space twice.
+        Some(p) => {
+            let mut f =
+                std::fs::File::create(p).with_context(|| format!("creating {}", p.display()))?;
+            write(&mut f).with_context(|| format!("writing {}", p.display()))
+        }
+        // A reader that closes the pipe early ends the generation quietly (see `main`).
+        None => write(&mut std::io::stdout().lock()).map_err(|e| StdoutError(e).into()),
+    }
 }

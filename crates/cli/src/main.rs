@@ -5,6 +5,8 @@
 mod calibrate;
 mod cli;
 mod compare;
+#[cfg(test)]
+mod docs_tests;
 mod gentrace;
 mod mpi;
 mod output;
@@ -43,30 +45,46 @@ fn main() -> ExitCode {
         Command::Report(r) => report(&r),
         Command::Compare(c) => compare::run(&c),
         Command::Predict(p) => predict::run(&p),
-        Command::GenTrace(g) => gentrace::run(&g),
+        Command::GenTrace(g) => match g.pattern() {
+            Ok(p) => gentrace::run(&g, p),
+            Err(e) => return usage_error(e),
+        },
         Command::Peer => peer(),
         Command::Testbed(t) => testbed::testbed(&t),
         Command::TestbedRank(r) => testbed::testbed_rank(&r),
     };
     match r {
         Ok(()) => ExitCode::SUCCESS,
+        // The reader of our output went away (`| head -1`): it took what it wanted, and a
+        // message would only land in the middle of its output.
+        Err(e) if output::StdoutError::is_broken_pipe(&e) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("commperf: {e:#}");
+            say(&format!("commperf: {e:#}"));
             ExitCode::from(1)
         }
     }
 }
 
 fn usage_error(e: impl std::fmt::Display) -> ExitCode {
-    eprintln!("commperf: {e}");
+    say(&format!("commperf: {e}"));
     ExitCode::from(2)
 }
 
+/// One line on stderr, best effort: `eprintln!` panics when stderr cannot be written, and the
+/// last message of a failing run must not turn into a panic.
+pub(crate) fn say(line: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr().lock(), "{line}");
+}
+
 fn run_bench(b: &cli::BenchArgs, cfg: commperf_bench::BenchConfig) -> Result<()> {
-    if let Some(w) = cfg.oversubscription_warning() {
-        eprintln!("commperf: warning: {w}");
+    for w in [cfg.oversubscription_warning(), cfg.placement_warning()]
+        .into_iter()
+        .flatten()
+    {
+        say(&format!("commperf: warning: {w}"));
     }
-    let mut progress = progress::TtyProgress::new();
+    let mut progress = progress::RunProgress::new();
     let report = commperf_bench::run(&cfg, &mut progress).context("benchmark run failed")?;
     // The results first: a figure that cannot be drawn must not cost the measurements.
     output::emit(&report, b.output.format, b.output.out.as_deref())?;
@@ -130,13 +148,11 @@ fn limits(l: &cli::LimitsArgs, cpus: [usize; 2]) -> Result<()> {
             lim.memcpy_out_of_cache_bytes >> 20
         ),
     };
-    print!("{text}");
-    Ok(())
+    output::print(&text)
 }
 
 fn report(r: &cli::ReportArgs) -> Result<()> {
-    let text = std::fs::read_to_string(&r.file)
-        .with_context(|| format!("reading {}", r.file.display()))?;
+    let text = commperf_core::read_text(&r.file)?;
     let rep = commperf_report::load_json(&text).with_context(|| r.file.display().to_string())?;
     // Drawn before anything is printed: a file without loggp results is refused up front.
     let svg = match &r.output.plot_loggp {

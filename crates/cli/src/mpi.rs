@@ -19,7 +19,7 @@ pub use with_mpi::bench;
 mod with_mpi {
     use super::*;
     use crate::output;
-    use crate::progress::TtyProgress;
+    use crate::progress::RunProgress;
     use anyhow::Context;
     use commperf_core::Report;
     use commperf_mpi::spawn::{self, Flavor, Host};
@@ -40,7 +40,7 @@ mod with_mpi {
         }
         let mut tty;
         let progress: &mut dyn commperf_bench::Progress = if rank == 0 {
-            tty = TtyProgress::new();
+            tty = RunProgress::new();
             &mut tty
         } else {
             &mut ()
@@ -94,7 +94,7 @@ mod with_mpi {
         let mut c = commperf_report::compare(lower, upper).context("comparing the layers")?;
         c.lower.source = Some(sources[0].clone());
         c.upper.source = Some(sources[1].clone());
-        println!();
+        output::print("\n")?;
         output::emit_with(
             |f| commperf_report::render_comparison(&c, f),
             b.output.format,
@@ -127,18 +127,44 @@ mod with_mpi {
         let path = std::env::var_os("PATH");
         let cmd = spawn::mpirun(Flavor::of(&lib), 2, &exe, &args, host, path.as_deref())
             .map_err(anyhow::Error::msg)?;
-        eprintln!(
+        crate::say(&format!(
             "commperf: not started by mpirun; running {} ranks with {lib}: {}",
             2,
             cmd.display()
-        );
-        let status = std::process::Command::new(&cmd.program)
+        ));
+        // The ranks' output reaches us through mpirun, which ignores its own write errors: it
+        // is copied to our stdout here, so a full disk is reported as for any other run.
+        let mut child = std::process::Command::new(&cmd.program)
             .args(&cmd.args)
-            .status()
+            .stdout(std::process::Stdio::piped())
+            .spawn()
             .with_context(|| format!("starting {}", cmd.program.display()))?;
+        let copied = copy_out(child.stdout.take());
+        let status = child.wait().context("waiting for mpirun")?;
+        copied?;
         if !status.success() {
             anyhow::bail!("{} failed ({status})", cmd.program.display());
         }
         Ok(())
+    }
+
+    /// Copies the ranks' output to stdout until mpirun closes it. After a failed write the
+    /// rest is read and dropped, so that mpirun never blocks on a full pipe.
+    fn copy_out(from: Option<std::process::ChildStdout>) -> Result<()> {
+        use std::io::Read;
+        let Some(mut from) = from else {
+            return Ok(());
+        };
+        let mut buf = vec![0u8; 64 << 10];
+        let mut result = Ok(());
+        loop {
+            match from.read(&mut buf) {
+                Ok(0) => return result,
+                Ok(n) if result.is_ok() => result = output::print_bytes(&buf[..n]),
+                Ok(_) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return result.and(Err(e).context("reading mpirun's output")),
+            }
+        }
     }
 }

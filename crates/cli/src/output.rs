@@ -1,5 +1,9 @@
 //! Where results go: stdout and/or a file, in the chosen format. Files are written to a
 //! temporary name and renamed, so a full disk or a crash never leaves half a result file.
+//!
+//! Every write to standard output goes through [`print`]: `print!` panics when the write fails
+//! (`> /dev/full`), and a measuring tool that ran for minutes must end with one line saying what
+//! went wrong, not a panic.
 
 use anyhow::{Context, Result};
 use clap::Args;
@@ -7,11 +11,11 @@ use commperf_core::Report;
 pub use commperf_report::Format;
 use std::io::Write;
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 #[derive(Debug, Args)]
 pub struct OutputArgs {
-    /// Output format: table, json, csv, md [default: table, or from the -o file's extension]
-    #[arg(long, value_name = "FORMAT")]
+    #[arg(long, value_name = "FORMAT", help = format_help())]
     pub format: Option<Format>,
     /// Write the results to FILE (the table still goes to stdout)
     #[arg(short = 'o', long = "output", value_name = "FILE")]
@@ -20,6 +24,13 @@ pub struct OutputArgs {
     /// 3.6) as an SVG file
     #[arg(long, value_name = "FILE.svg")]
     pub plot_loggp: Option<std::path::PathBuf>,
+}
+
+fn format_help() -> String {
+    format!(
+        "Output format: {} [default: table, or from the -o file's extension]",
+        crate::cli::names(Format::ALL)
+    )
 }
 
 fn format_for(path: &Path) -> Format {
@@ -45,21 +56,68 @@ pub fn emit_with(
     out: Option<&Path>,
 ) -> Result<()> {
     match out {
-        None => {
-            let text = render(format.unwrap_or(Format::Table));
-            let mut o = std::io::stdout().lock();
-            o.write_all(text.as_bytes())
-                .and_then(|_| o.flush())
-                .context("writing to stdout")?;
-        }
+        None => print(&render(format.unwrap_or(Format::Table)))?,
         Some(path) => {
             let f = format.unwrap_or_else(|| format_for(path));
             write_atomically(path, render(f).as_bytes())?;
-            print!("{}", render(Format::Table));
-            eprintln!("commperf: wrote {} ({})", path.display(), f.as_str());
+            print(&render(Format::Table))?;
+            crate::say(&format!(
+                "commperf: wrote {} ({})",
+                path.display(),
+                f.as_str()
+            ));
         }
     }
     Ok(())
+}
+
+/// A write to standard output that failed. `main` prints it as one line and exits 1, except
+/// for a closed pipe (`commperf … | head -1`), which ends the program quietly (exit 0): the
+/// reader took what it wanted.
+#[derive(Debug)]
+pub struct StdoutError(pub std::io::Error);
+
+impl std::fmt::Display for StdoutError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "writing standard output: {}", self.0)
+    }
+}
+
+impl std::error::Error for StdoutError {}
+
+impl StdoutError {
+    /// Whether `e` (or anything it wraps) is a write to a pipe whose reader has gone.
+    pub fn is_broken_pipe(e: &anyhow::Error) -> bool {
+        e.chain().any(|c| {
+            c.downcast_ref::<StdoutError>()
+                .is_some_and(|s| s.0.kind() == std::io::ErrorKind::BrokenPipe)
+        })
+    }
+}
+
+/// Set once standard output turned out to be a pipe without a reader.
+static STDOUT_CLOSED: AtomicBool = AtomicBool::new(false);
+
+/// Writes `text` to standard output and flushes it; a failure is a [`StdoutError`]. A pipe
+/// whose reader has gone is not a failure: what follows for stdout is dropped, and the rest of
+/// the work (files after the table) is still done.
+pub fn print(text: &str) -> Result<()> {
+    print_bytes(text.as_bytes())
+}
+
+/// [`print`] for bytes that need not be text (another process's output).
+pub fn print_bytes(bytes: &[u8]) -> Result<()> {
+    if STDOUT_CLOSED.load(Ordering::Relaxed) {
+        return Ok(());
+    }
+    let mut o = std::io::stdout().lock();
+    match o.write_all(bytes).and_then(|()| o.flush()) {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {
+            STDOUT_CLOSED.store(true, Ordering::Relaxed);
+            Ok(())
+        }
+        r => r.map_err(|e| StdoutError(e).into()),
+    }
 }
 
 /// The loggp figure of `report` as SVG, for `--plot-loggp path`; `source` names where the
@@ -72,7 +130,7 @@ pub fn loggp_svg(report: &Report, path: &Path, source: &str) -> Result<String> {
 /// Writes a figure made by [`loggp_svg`], as result files are written.
 pub fn write_plot(path: &Path, svg: &str) -> Result<()> {
     write_atomically(path, svg.as_bytes())?;
-    eprintln!("commperf: wrote {} (svg)", path.display());
+    crate::say(&format!("commperf: wrote {} (svg)", path.display()));
     Ok(())
 }
 

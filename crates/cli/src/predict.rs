@@ -1,10 +1,11 @@
 //! `commperf predict`: the command line of the predictor, turned into the predict crate's
 //! configuration (the library never sees clap).
 
-use crate::output::write_atomically;
+use crate::output::{print, write_atomically};
 use anyhow::{bail, Context, Result};
 use clap::{Args, ValueEnum};
 use commperf_core::Profile;
+use commperf_predict::collectives::Algorithms;
 use commperf_predict::engine::{self, Background, Inputs, LinkClass, LogGp, Model, PredictConfig};
 use commperf_predict::parse::{self, ParseOptions, TraceFormat};
 use commperf_predict::tcom::Tcom;
@@ -31,8 +32,7 @@ pub struct PredictArgs {
     /// time-independent trace (one file, or an index of per-rank files)
     #[arg(long, value_name = "FILE")]
     pub trace: PathBuf,
-    /// The trace's format [default: detected from the content]
-    #[arg(long = "format-in", value_name = "own|goal|simgrid", value_parser = trace_format)]
+    #[arg(long = "format-in", value_name = "FORMAT", value_parser = trace_format, help = trace_format_help())]
     pub format_in: Option<TraceFormat>,
     /// The network: crossbar, clos[:hosts=N,group=G], fattree:k=K, torus:XxY[xZ], or a
     /// Graphviz .dot file whose edge comments list the destinations routed over them
@@ -47,6 +47,8 @@ pub struct PredictArgs {
     /// The model
     #[arg(long, value_enum, default_value = "contention")]
     pub model: ModelArg,
+    #[arg(long = "algo", value_name = "FAMILY=NAME,…", value_parser = algorithms, help = algorithms_help())]
+    pub algo: Vec<String>,
     /// Background load on every link: none, const:F (a fraction in [0, 1)), or exp:F
     /// (exponential around the mean F, redrawn every --background-period)
     #[arg(long, value_name = "SPEC", default_value = "none", value_parser = background)]
@@ -88,6 +90,30 @@ pub struct PredictArgs {
     /// Write the space-time diagram as SVG
     #[arg(long, value_name = "FILE.svg")]
     pub timeline_svg: Option<PathBuf>,
+}
+
+/// `--algo`: checked here (a bad name is a usage error), combined in order in [`run`].
+fn algorithms(s: &str) -> Result<String, String> {
+    Algorithms::parse_list(s).map(|_| s.to_string())
+}
+
+fn algorithms_help() -> String {
+    let families: Vec<String> = Algorithms::choices()
+        .iter()
+        .map(|(f, names)| format!("{f}={}", names.join("|")))
+        .collect();
+    format!(
+        "The algorithm each collective family is expanded with, FAMILY=NAME,… (repeatable; \
+         families not named keep the first): {}",
+        families.join(", ")
+    )
+}
+
+fn trace_format_help() -> String {
+    format!(
+        "The trace's format: {} [default: detected from the content]",
+        crate::cli::names(TraceFormat::ALL)
+    )
 }
 
 fn trace_format(s: &str) -> Result<TraceFormat, String> {
@@ -205,14 +231,13 @@ fn link_class(s: &str) -> Result<LinkClass, String> {
 pub fn run(a: &PredictArgs) -> Result<()> {
     let opts = ParseOptions {
         host_speed_flops: a.host_speed,
-        ..ParseOptions::default()
+        algorithms: Algorithms::parse_list(&a.algo.join(",")).map_err(anyhow::Error::msg)?,
     };
     let (workload, text_format) = parse::read_trace_as(&a.trace, a.format_in, &opts)
         .with_context(|| format!("reading trace {}", a.trace.display()))?;
     let profile: Option<Profile> = match &a.profile {
         Some(p) => {
-            let text = std::fs::read_to_string(p)
-                .with_context(|| format!("reading profile {}", p.display()))?;
+            let text = commperf_core::read_text(p).context("reading the profile")?;
             Some(
                 serde_json::from_str(&text)
                     .with_context(|| format!("{}: not a commperf profile", p.display()))?,
@@ -292,12 +317,12 @@ pub fn run(a: &PredictArgs) -> Result<()> {
                 a.format == PredictFormat::Json || path.extension().is_some_and(|e| e == "json");
             let body = if as_json { json()? } else { table() };
             write_atomically(path, body.as_bytes())?;
-            print!("{}", table());
-            eprintln!("commperf: wrote {}", path.display());
+            print(&table())?;
+            crate::say(&format!("commperf: wrote {}", path.display()));
         }
         None => match a.format {
-            PredictFormat::Json => print!("{}", json()?),
-            PredictFormat::Table => print!("{}", table()),
+            PredictFormat::Json => print(&json()?)?,
+            PredictFormat::Table => print(&table())?,
         },
     }
     if let Some(tl) = &outcome.timeline {
@@ -306,14 +331,17 @@ pub fn run(a: &PredictArgs) -> Result<()> {
                 path,
                 commperf_predict::output::chrome::render(tl, p).as_bytes(),
             )?;
-            eprintln!("commperf: wrote {} (Chrome trace events)", path.display());
+            crate::say(&format!(
+                "commperf: wrote {} (Chrome trace events)",
+                path.display()
+            ));
         }
         if let Some(path) = &a.timeline_svg {
             write_atomically(
                 path,
                 commperf_predict::output::svg::render(tl, p).as_bytes(),
             )?;
-            eprintln!("commperf: wrote {} (svg)", path.display());
+            crate::say(&format!("commperf: wrote {} (svg)", path.display()));
         }
     }
     Ok(())

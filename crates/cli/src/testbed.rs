@@ -128,9 +128,9 @@ pub fn testbed(a: &TestbedArgs) -> Result<()> {
         netns::check_prerequisites()?;
         let removed = netns::cleanup_stale()?;
         if removed.is_empty() {
-            eprintln!("commperf testbed: nothing to clean up");
+            crate::say("commperf testbed: nothing to clean up");
         } else {
-            eprintln!("commperf testbed: removed {}", removed.join(" "));
+            crate::say(&format!("commperf testbed: removed {}", removed.join(" ")));
         }
         return Ok(());
     }
@@ -182,11 +182,13 @@ pub fn testbed(a: &TestbedArgs) -> Result<()> {
         kill_rank_for_test: a.kill_rank,
     };
     run::install_interrupt_handler();
-    let report = run::run(&cfg, &mut |line| eprintln!("commperf testbed: {line}"))?;
+    let report = run::run(&cfg, &mut |line| {
+        crate::say(&format!("commperf testbed: {line}"))
+    })?;
     let json = serde_json::to_string_pretty(&report)? + "\n";
     match a.format {
-        TbFormat::Table => print!("{}", run::render_table(&report)),
-        TbFormat::Json => print!("{json}"),
+        TbFormat::Table => crate::output::print(&run::render_table(&report))?,
+        TbFormat::Json => crate::output::print(&json)?,
     }
     if let Some(p) = &a.out {
         std::fs::write(p, &json).with_context(|| format!("write {}", p.display()))?;

@@ -131,7 +131,7 @@ fn bad_option_values_exit_2_with_one_line_naming_the_option() {
     for (args, needles) in [
         (
             vec!["bench", "-t", "rdma"],
-            vec!["--transport", "allowed: shm tcp uds"],
+            vec!["--transport", "allowed: shm, tcp, uds"],
         ),
         (
             vec!["bench", "--sizes", "9223372036854775808"],
@@ -885,10 +885,22 @@ fn loggp_over_real_transports_reports_every_parameter_per_size() {
     ]);
     assert_eq!(o2.status.code(), Some(2), "one size cannot give g and G");
     assert!(stderr(&o2).contains("--sizes: loggp fits g and G over message sizes"));
-    // The model is for tests only and is refused with a reason.
+    // The model is for tests only: refused with a reason, and never offered.
     let o3 = commperf(&["bench", "-t", "model"]);
     assert_eq!(o3.status.code(), Some(2));
-    assert!(stderr(&o3).contains("--transport: 'model' is the in-process LogGP model"));
+    let e = stderr(&o3);
+    assert!(e.contains("'model' is the in-process LogGP model"), "{e}");
+    let allowed = e.split("(allowed: ").nth(1).unwrap_or_default();
+    assert!(
+        allowed.starts_with("shm, tcp") && !allowed.contains("model"),
+        "{e}"
+    );
+    let e = stderr(&commperf(&["bench", "-t", "foo"]));
+    let allowed = e.split("(allowed: ").nth(1).unwrap_or_default();
+    assert!(
+        allowed.starts_with("shm, tcp") && !allowed.contains("model"),
+        "{e}"
+    );
 }
 
 #[test]

@@ -65,6 +65,7 @@ fn report(t: TransportKind, lat: &[(u64, f64)], bw: &[(u64, f64)]) -> Report {
             pinned: false,
             local_cpu: None,
             peer_cpu: None,
+            ..Placement::default()
         },
         limits: None,
         results: rows,

@@ -81,9 +81,9 @@ pub struct Options {
 }
 
 /// CPU placement of the two ends.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Placement {
-    /// Whether `--cpus` (or the default placement) pinned the ends.
+    /// Whether `--cpus` (or the default placement) pinned both ends.
     pub pinned: bool,
     /// CPU the local end was pinned to, or last ran on.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -91,6 +91,17 @@ pub struct Placement {
     /// CPU the peer was pinned to, or last ran on, as the peer reported it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub peer_cpu: Option<usize>,
+    /// Whether each end was pinned (a `--peer` run pins only this end unless `--cpus` names
+    /// the peer's CPU); absent in files from before they were recorded, where `pinned` speaks
+    /// for both.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub local_pinned: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peer_pinned: Option<bool>,
+    /// What is wrong with the placement, when something is: both ends on one CPU take turns
+    /// on it, and their latencies are the scheduler's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub warning: Option<String>,
 }
 
 /// Physical limits of this machine (`commperf limits`).

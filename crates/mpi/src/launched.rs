@@ -39,6 +39,10 @@ impl Progress for PairSync<'_> {
         self.inner.update(label, done, total);
     }
 
+    fn finished(&mut self, what: &str, done: usize, total: usize) {
+        self.inner.finished(what, done, total);
+    }
+
     fn finish(&mut self) {
         self.inner.finish();
     }

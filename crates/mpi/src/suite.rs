@@ -238,6 +238,7 @@ pub(crate) fn run(
     let mut results = Vec::new();
     let total = cfg.benchmarks.len() * cfg.sizes.len();
     let mut done = 0;
+    let mut finished = 0;
     for &b in &cfg.benchmarks {
         let mut prtts = Vec::new();
         for &size in &cfg.sizes {
@@ -258,6 +259,8 @@ pub(crate) fn run(
         if b == Benchmark::Loggp && pair.initiator {
             results.extend(loggp_rows(&prtts, TransportKind::Mpi, Mode::Poll, cfg)?);
         }
+        finished += 1;
+        progress.finished(&format!("{b} over mpi"), finished, cfg.benchmarks.len());
     }
     progress.finish();
     finish(world, cfg, ctx.clock, started_unix_s, results)
@@ -650,6 +653,7 @@ fn finish(
             pinned: false,
             local_cpu: cpu,
             peer_cpu,
+            ..Placement::default()
         },
         limits: None,
         results,

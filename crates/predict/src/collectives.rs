@@ -178,6 +178,21 @@ const FAMILIES: &[&str] = &[
 ];
 
 impl Algorithms {
+    /// Every family with its algorithms' names, the default first: what `--algo` offers.
+    pub fn choices() -> [(&'static str, &'static [&'static str]); 9] {
+        [
+            (BcastAlgo::FAMILY, BcastAlgo::NAMES),
+            (ReduceAlgo::FAMILY, ReduceAlgo::NAMES),
+            (AllreduceAlgo::FAMILY, AllreduceAlgo::NAMES),
+            (AllgatherAlgo::FAMILY, AllgatherAlgo::NAMES),
+            (AlltoallAlgo::FAMILY, AlltoallAlgo::NAMES),
+            (GatherAlgo::FAMILY, GatherAlgo::NAMES),
+            (ScatterAlgo::FAMILY, ScatterAlgo::NAMES),
+            (ReduceScatterAlgo::FAMILY, ReduceScatterAlgo::NAMES),
+            (BarrierAlgo::FAMILY, BarrierAlgo::NAMES),
+        ]
+    }
+
     /// Parses a CLI list such as `bcast=binomial,allreduce=ring,alltoall=pairwise`; families
     /// not named keep their defaults. An empty string gives the defaults.
     pub fn parse_list(s: &str) -> Result<Algorithms, String> {
@@ -934,6 +949,30 @@ fn dissemination_barrier(p: &mut SeqProgram, c: &Ctx) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn choices_cover_every_family_with_the_default_first() {
+        let c = Algorithms::choices();
+        assert_eq!(c.map(|(f, _)| f).to_vec(), FAMILIES.to_vec());
+        let d = Algorithms::default();
+        let defaults = [
+            d.bcast.name(),
+            d.reduce.name(),
+            d.allreduce.name(),
+            d.allgather.name(),
+            d.alltoall.name(),
+            d.gather.name(),
+            d.scatter.name(),
+            d.reducescatter.name(),
+            d.barrier.name(),
+        ];
+        for ((family, names), def) in c.iter().zip(defaults) {
+            assert_eq!(names[0], def, "{family}");
+            for n in *names {
+                assert!(Algorithms::parse_list(&format!("{family}={n}")).is_ok());
+            }
+        }
+    }
 
     #[test]
     fn parse_list_sets_named_families_and_names_choices_in_errors() {

@@ -59,8 +59,9 @@ pub enum NetgaugeError {
         #[source]
         source: ProfileError,
     },
-    #[error("{file}: {why}")]
-    Io { file: String, why: String },
+    /// The file could not be read, or is not text.
+    #[error("{0}")]
+    Text(String),
 }
 
 /// One data row, times in µs; NaN where Netgauge wrote `nan`.
@@ -277,14 +278,7 @@ pub fn profile_from_str(text: &str, file: &str) -> Result<Profile, NetgaugeError
 /// Reads and converts a Netgauge file.
 pub fn profile_from_file(path: &Path) -> Result<Profile, NetgaugeError> {
     let file = path.display().to_string();
-    let bytes = std::fs::read(path).map_err(|e| NetgaugeError::Io {
-        file: file.clone(),
-        why: e.to_string(),
-    })?;
-    let text = String::from_utf8(bytes).map_err(|e| NetgaugeError::Io {
-        file: file.clone(),
-        why: format!("not UTF-8 text (byte {})", e.utf8_error().valid_up_to()),
-    })?;
+    let text = commperf_core::read_text(path).map_err(|e| NetgaugeError::Text(e.to_string()))?;
     profile_from_str(&text, &file)
 }
 

@@ -915,6 +915,123 @@ fn generated_patterns_parse_back_and_run() {
     assert!(own_pattern_string(Pattern::Halo2D { x: 3, y: 3 }, 8, 1, 1).is_err());
 }
 
+/// A workload as comparable data: per operation its rank, kind (collective tags reduced to the
+/// call number, as GOAL writes them) and dependencies.
+type Shape = Vec<(u32, OpKind, Vec<(usize, DepKind)>)>;
+
+fn shape(w: &Workload) -> Shape {
+    let untag = |t: u32| t & !commperf_predict::collectives::COLL_TAG_BASE;
+    (0..w.nranks())
+        .flat_map(|r| w.rank_ops(r).map(move |i| (r, i)))
+        .map(|(r, i)| {
+            let op = match w.op(i) {
+                OpKind::Send { to, tag, bytes } => OpKind::Send {
+                    to,
+                    tag: untag(tag),
+                    bytes,
+                },
+                OpKind::Recv { from, tag, bytes } => OpKind::Recv {
+                    from,
+                    tag: untag(tag),
+                    bytes,
+                },
+                c => c,
+            };
+            (r, op, w.deps(i).collect())
+        })
+        .collect()
+}
+
+/// (rank, peer, tag, bytes) of a send or receive.
+type Msg = (u32, u32, u32, u64);
+
+/// Sends and receives as sorted lists.
+fn messages(s: &Shape) -> (Vec<Msg>, Vec<Msg>) {
+    let (mut sends, mut recvs) = (Vec::new(), Vec::new());
+    for &(r, op, _) in s {
+        match op {
+            OpKind::Send { to, tag, bytes } => sends.push((r, to, tag, bytes)),
+            OpKind::Recv { from, tag, bytes } => recvs.push((r, from, tag, bytes)),
+            OpKind::Calc { .. } => {}
+        }
+    }
+    sends.sort_unstable();
+    recvs.sort_unstable();
+    (sends, recvs)
+}
+
+/// Predicted total time on a crossbar with the default network, by both models.
+fn predicted_us(w: &Workload) -> [f64; 2] {
+    use commperf_predict::engine::{predict, Inputs, LogGp, Model, PredictConfig};
+    use commperf_predict::tcom::Tcom;
+    use commperf_predict::topology::{self, RankMap};
+    let net = topology::build(&"crossbar".parse().unwrap(), w.nranks(), 1).unwrap();
+    let map = RankMap::identity(w.nranks(), &*net).unwrap();
+    let tcom = Tcom::default_ethernet();
+    let loggp = LogGp::from_profile(None, &tcom);
+    let inputs = Inputs {
+        workload: w,
+        network: &*net,
+        rank_map: &map,
+        tcom: &tcom,
+        loggp: Some(&loggp),
+        trace_name: "t",
+        trace_format: "t",
+        profile_name: "t",
+    };
+    [Model::Contention, Model::LogGp].map(|model| {
+        let cfg = PredictConfig {
+            model,
+            ..PredictConfig::default()
+        };
+        predict(&inputs, &cfg).unwrap().prediction.total_us
+    })
+}
+
+#[test]
+fn every_pattern_written_as_goal_predicts_what_its_own_format_trace_predicts() {
+    use commperf_predict::gen::goal_pattern;
+    let patterns = [
+        (Pattern::Bcast, vec![2, 5, 8, 13]),
+        (Pattern::Incast, vec![2, 5]),
+        (Pattern::AllToAll, vec![2, 5]),
+        (Pattern::RingShift, vec![2, 5]),
+        (Pattern::Halo2D { x: 3, y: 2 }, vec![6]),
+        (Pattern::Halo2D { x: 2, y: 2 }, vec![4]),
+        (Pattern::PairwiseAllToAll, vec![2, 5, 6]),
+    ];
+    // Eager and rendezvous messages (the default threshold is 64 KiB), one and three
+    // repetitions.
+    for (p, ranks) in patterns {
+        for n in ranks {
+            for (bytes, iters) in [(64, 1), (64, 3), (1 << 20, 1), (1 << 20, 3)] {
+                let what = format!("{p}, {n} ranks, {bytes} B, {iters} iterations");
+                let own_text = own_pattern_string(p, n, bytes, iters).unwrap();
+                let mut v = Vec::new();
+                goal_pattern(p, n, bytes, iters, &Algorithms::default(), &mut v).unwrap();
+                let goal_text = String::from_utf8(v).unwrap();
+                let own_w = own(&own_text);
+                let goal_w = parse_str(&goal_text, "g.goal", TraceFormat::Goal, &opts())
+                    .unwrap_or_else(|e| panic!("{what}: {e}\n{goal_text}"));
+                check(&goal_w);
+                let (a, b) = (shape(&own_w), shape(&goal_w));
+                assert_eq!(messages(&a), messages(&b), "{what}: the same messages");
+                if p == Pattern::Bcast {
+                    // LogGOPSim's layout: the children's sends require only the receive, and
+                    // no zero-time join ends a repetition.
+                    assert!(n < 4 || goal_text.contains("l2 requires l1\n"), "{what}");
+                    assert!(!goal_text.contains("calc"), "{what}");
+                } else {
+                    assert_eq!(a, b, "{what}: the same operations and dependencies");
+                }
+                let (tp, tg) = (predicted_us(&own_w), predicted_us(&goal_w));
+                assert!(tp[0] > 0.0 && tp[1] > 0.0, "{what}: {tp:?}");
+                assert_eq!(tp, tg, "{what}: contention and LogGP predictions");
+            }
+        }
+    }
+}
+
 #[test]
 fn own_and_simgrid_refuse_traces_that_expand_beyond_the_operation_limit() {
     assert_eq!(

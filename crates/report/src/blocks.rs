@@ -362,15 +362,27 @@ fn machine_lines(report: &Report) -> Vec<(&'static str, String)> {
     ));
     let p = &report.placement;
     let cpu = |c: Option<usize>| c.map_or_else(|| "unknown".to_string(), |c| c.to_string());
-    lines.push((
-        "placement",
-        format!(
+    let pinned = |p: bool| if p { "pinned" } else { "not pinned" };
+    let placement = match (p.local_pinned, p.peer_pinned) {
+        // Older files know one flag for both ends.
+        (None, None) => format!(
             "local cpu {}, peer cpu {} ({})",
             cpu(p.local_cpu),
             cpu(p.peer_cpu),
-            if p.pinned { "pinned" } else { "not pinned" }
+            pinned(p.pinned)
         ),
-    ));
+        (l, r) => format!(
+            "local cpu {} ({}), peer cpu {} ({})",
+            cpu(p.local_cpu),
+            pinned(l.unwrap_or(p.pinned)),
+            cpu(p.peer_cpu),
+            pinned(r.unwrap_or(p.pinned))
+        ),
+    };
+    lines.push(("placement", placement));
+    if let Some(w) = &p.warning {
+        lines.push(("warning", w.clone()));
+    }
     if let Some(l) = &report.limits {
         lines.push((
             "limits",

@@ -74,6 +74,7 @@ fn report() -> Report {
             pinned: true,
             local_cpu: Some(0),
             peer_cpu: Some(1),
+            ..Placement::default()
         },
         limits: Some(Limits {
             cacheline_one_way_us: 0.0712,
@@ -180,6 +181,7 @@ fn mr_columns_mixed_windows_and_partial_validation() {
         pinned: false,
         local_cpu: None,
         peer_cpu: Some(3),
+        ..Placement::default()
     };
     r.machine.timer = TimerInfo {
         source: "monotonic".to_string(),

@@ -267,6 +267,8 @@ pub(crate) fn parse(text: &str, name: &str, _opts: &ParseOptions) -> Result<Work
     // Reused for every rank: a million ranks must not mean a million allocations of each.
     let mut ops: Vec<OpKind> = Vec::new();
     let mut deps: Vec<(Local, Local, DepKind)> = Vec::new();
+    // Where each dependency was written (its first label), for the cycle report.
+    let mut dep_at: Vec<Tok> = Vec::new();
     let mut labels: LabelMap<'_> = HashMap::default();
     let mut pending: Vec<Pending> = Vec::new();
     let max_rank = (nranks as u64).saturating_sub(1);
@@ -290,6 +292,7 @@ pub(crate) fn parse(text: &str, name: &str, _opts: &ParseOptions) -> Result<Work
         }
         ops.clear();
         deps.clear();
+        dep_at.clear();
         labels.clear();
         pending.clear();
         loop {
@@ -363,6 +366,7 @@ pub(crate) fn parse(text: &str, name: &str, _opts: &ParseOptions) -> Result<Work
                                 return Err(s.err(on, "an operation cannot depend on itself"));
                             }
                             deps.push((a, b, kind));
+                            dep_at.push(op_tok);
                         }
                         _ => pending.push(Pending {
                             op: op_tok,
@@ -395,12 +399,133 @@ pub(crate) fn parse(text: &str, name: &str, _opts: &ParseOptions) -> Result<Work
                 return Err(s.err(p.on, "an operation cannot depend on itself"));
             }
             deps.push((a, b, p.kind));
+            dep_at.push(p.op);
+        }
+        if let Some(cycle) = find_cycle(ops.len(), &deps) {
+            return Err(cycle_error(&s, rank, &labels, &deps, &dep_at, &cycle));
         }
         builder
             .add_rank(rank, &ops, &deps)
             .map_err(|e| s.err(rank_tok, e.to_string()))?;
     }
     Ok(builder.finish())
+}
+
+/// A dependency cycle among `n` operations, if there is one: the indices into `deps` of its
+/// edges in order (edge k leads from `deps[k].0` to the operation it waits for, `deps[k].1`,
+/// where the next edge starts; the last ends where the first starts).
+fn find_cycle(n: usize, deps: &[(Local, Local, DepKind)]) -> Option<Vec<usize>> {
+    // Programs in order (every dependency on an earlier operation) cannot have one: the common
+    // case costs one pass.
+    if deps.iter().all(|&(op, on, _)| on < op) {
+        return None;
+    }
+    // Edges op → on in compressed rows, then an iterative depth-first search with colours.
+    let mut start = vec![0u32; n + 1];
+    for &(op, _, _) in deps {
+        start[op as usize + 1] += 1;
+    }
+    for i in 0..n {
+        start[i + 1] += start[i];
+    }
+    let mut fill = start.clone();
+    let mut edges = vec![0u32; deps.len()];
+    for (k, &(op, _, _)) in deps.iter().enumerate() {
+        edges[fill[op as usize] as usize] = k as u32;
+        fill[op as usize] += 1;
+    }
+    const WHITE: u8 = 0;
+    const GREY: u8 = 1;
+    const BLACK: u8 = 2;
+    let mut colour = vec![WHITE; n];
+    // (operation, next edge to follow, edge that led here).
+    let mut stack: Vec<(usize, u32, usize)> = Vec::new();
+    for root in 0..n {
+        if colour[root] != WHITE {
+            continue;
+        }
+        colour[root] = GREY;
+        stack.push((root, start[root], usize::MAX));
+        while let Some(top) = stack.last_mut() {
+            let (v, next) = (top.0, top.1);
+            if next == start[v + 1] {
+                colour[v] = BLACK;
+                stack.pop();
+                continue;
+            }
+            top.1 += 1;
+            let k = edges[next as usize] as usize;
+            let w = deps[k].1 as usize;
+            match colour[w] {
+                WHITE => {
+                    colour[w] = GREY;
+                    stack.push((w, start[w], k));
+                }
+                GREY => {
+                    // w is on the stack: the cycle is the path from w down to v, then k.
+                    let from = stack.iter().position(|e| e.0 == w)?;
+                    let mut cycle: Vec<usize> = stack[from + 1..].iter().map(|e| e.2).collect();
+                    cycle.push(k);
+                    return Some(cycle);
+                }
+                _ => {}
+            }
+        }
+    }
+    None
+}
+
+/// `file:line:column: dependency cycle in rank R: l1 -> l2 -> l1 (…)` at the first of the
+/// cycle's dependencies in the file, naming every label and the line of every dependency.
+fn cycle_error(
+    s: &Scanner<'_>,
+    rank: u32,
+    labels: &LabelMap<'_>,
+    deps: &[(Local, Local, DepKind)],
+    dep_at: &[Tok],
+    cycle: &[usize],
+) -> ParseError {
+    let mut names: HashMap<Local, &str> = HashMap::new();
+    for (&l, &i) in labels {
+        names.insert(i, std::str::from_utf8(l).unwrap_or("?"));
+    }
+    let name = |i: Local| names.get(&i).copied().unwrap_or("?");
+    let line = |t: Tok| 1 + s.b[..t.start].iter().filter(|&&c| c == b'\n').count();
+    let mut path: Vec<&str> = cycle.iter().map(|&k| name(deps[k].0)).collect();
+    path.push(name(deps[cycle[0]].0));
+    let each: Vec<String> = cycle
+        .iter()
+        .map(|&k| {
+            let (op, on, kind) = deps[k];
+            let word = match kind {
+                DepKind::Requires => "requires",
+                DepKind::IRequires => "irequires",
+            };
+            format!(
+                "{} {word} {} on line {}",
+                name(op),
+                name(on),
+                line(dep_at[k])
+            )
+        })
+        .collect();
+    let first = cycle
+        .iter()
+        .map(|&k| dep_at[k])
+        .min_by_key(|t| t.start)
+        .unwrap_or(Tok { start: 0, end: 0 });
+    // No token quoted: the message names them all.
+    error_at(
+        s.name,
+        s.text,
+        first.start,
+        first.start,
+        format!(
+            "dependency cycle in rank {rank}: {} ({}): none of them can ever start",
+            path.join(" -> "),
+            each.join(", ")
+        ),
+    )
 }
 
 #[cfg(test)]
@@ -453,5 +578,36 @@ mod tests {
         );
         let e = p("num_ranks 2 /* open").unwrap_err();
         assert_eq!((e.line, e.column, e.token.as_str()), (1, 13, "/*"));
+    }
+
+    #[test]
+    fn a_dependency_cycle_is_reported_as_the_cycle() {
+        // Two labels waiting for each other, written after both exist.
+        let e = p(
+            "num_ranks 2\nrank 1 {\nl1: send 8b to 0\nl2: calc 5\nl1 requires l2\n\
+                   l2 requires l1\n}\nrank 0 { recv 8b from 1 }",
+        )
+        .unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "t.goal:5:1: dependency cycle in rank 1: l1 -> l2 -> l1 (l1 requires l2 on line 5, \
+             l2 requires l1 on line 6): none of them can ever start"
+        );
+        // Three, through forward references and irequires, in a rank whose other
+        // dependencies are fine: only the cycle is named.
+        let e = p(
+            "num_ranks 1\nrank 0 {\nb requires c\na: calc 1\nb: calc 2\nc: calc 3\n\
+                   d: calc 4\nd requires a\nc irequires d\nd requires b\n}",
+        )
+        .unwrap_err();
+        assert_eq!(
+            e.message,
+            "dependency cycle in rank 0: b -> c -> d -> b (b requires c on line 3, c irequires \
+             d on line 9, d requires b on line 10): none of them can ever start"
+        );
+        assert_eq!((e.line, e.column, e.token.as_str()), (3, 1, ""));
+        // Forward references without a cycle are fine.
+        let w = p("num_ranks 1\nrank 0 {\na requires b\na: calc 1\nb: calc 2\n}").unwrap();
+        assert_eq!(w.deps(0).collect::<Vec<_>>(), vec![(1, DepKind::Requires)]);
     }
 }

@@ -21,6 +21,12 @@ pub enum TraceFormat {
     SimGrid,
 }
 
+impl TraceFormat {
+    /// Every format, as `--format-in` lists them.
+    pub const ALL: &'static [TraceFormat] =
+        &[TraceFormat::Own, TraceFormat::Goal, TraceFormat::SimGrid];
+}
+
 impl std::str::FromStr for TraceFormat {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
@@ -145,11 +151,9 @@ pub const MAX_OPS: u64 = 1 << 26;
 /// Why a trace could not be read.
 #[derive(Debug, thiserror::Error)]
 pub enum TraceError {
-    #[error("{path}: {source}")]
-    Io {
-        path: String,
-        source: std::io::Error,
-    },
+    /// The file could not be read, or is not text (it names the first byte that is not UTF-8).
+    #[error(transparent)]
+    Text(#[from] commperf_core::TextError),
     #[error(transparent)]
     Parse(#[from] ParseError),
 }
@@ -191,10 +195,7 @@ pub fn read_trace_as(
     format: Option<TraceFormat>,
     opts: &ParseOptions,
 ) -> Result<(Workload, TraceFormat), TraceError> {
-    let text = std::fs::read_to_string(path).map_err(|source| TraceError::Io {
-        path: path.display().to_string(),
-        source,
-    })?;
+    let text = commperf_core::read_text(path)?;
     let name = path.display().to_string();
     // An index of SimGrid per-rank files reads like words to `detect`; only the file system
     // can tell it apart.

@@ -682,7 +682,7 @@ pub(crate) fn parse_file(
             continue;
         }
         let p = dir.join(l);
-        let body = std::fs::read_to_string(&p).map_err(|e| {
+        let body = commperf_core::read_text(&p).map_err(|e| {
             let lead = raw.len() - raw.trim_start().len();
             error_at(
                 &name,

@@ -620,8 +620,7 @@ impl Parser<'_> {
 impl Dot {
     /// Reads and parses a dot file.
     pub fn from_file(path: &Path) -> Result<Dot, TopologyError> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| TopologyError::Io(format!("{}: {e}", path.display())))?;
+        let text = commperf_core::read_text(path).map_err(|e| TopologyError::Io(e.to_string()))?;
         Dot::parse(&text, &path.display().to_string())
     }
 

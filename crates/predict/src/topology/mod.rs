@@ -243,8 +243,7 @@ impl RankMap {
 
     /// Reads a rank map file (see [`RankMap::parse`]).
     pub fn from_file(path: &Path, net: &dyn Network) -> Result<RankMap, TopologyError> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| TopologyError::Io(format!("{}: {e}", path.display())))?;
+        let text = commperf_core::read_text(path).map_err(|e| TopologyError::Io(e.to_string()))?;
         RankMap::parse(&text, &path.display().to_string(), net)
     }
 

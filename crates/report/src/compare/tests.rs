@@ -38,6 +38,7 @@ fn report(host: &str, rows: Vec<Row>) -> Report {
             pinned: true,
             local_cpu: Some(0),
             peer_cpu: Some(1),
+            ..Placement::default()
         },
         limits: None,
         results: rows,
