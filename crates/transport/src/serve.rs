@@ -306,8 +306,8 @@ impl Drop for Acceptor {
 }
 
 fn accept_loop(listener: &TcpListener, wake: &UnixStream, sh: &Arc<Shared>, tx: &Sender<Session>) {
-    // Out of descriptors with nobody to close: wait a little instead of spinning on a listener
-    // that stays readable.
+    // Out of descriptors with nobody to close (or another failing accept): wait a little
+    // instead of spinning on a listener that stays readable.
     let mut backing_off = false;
     let mut last_fail_logged: Option<Instant> = None;
     loop {
@@ -343,7 +343,10 @@ fn accept_loop(listener: &TcpListener, wake: &UnixStream, sh: &Arc<Shared>, tx: 
                     if out_of_fds && sh.evict_oldest() {
                         continue;
                     }
-                    backing_off = out_of_fds;
+                    // A connection that died in the queue is its own problem; anything else
+                    // would fail again at once.
+                    backing_off =
+                        !matches!(e.raw_os_error(), Some(libc::ECONNABORTED | libc::EPROTO));
                     if last_fail_logged.is_none_or(|t| t.elapsed() > Duration::from_secs(1)) {
                         (sh.log)(&ServeEvent::AcceptFailed { cause: e });
                         last_fail_logged = Some(Instant::now());
