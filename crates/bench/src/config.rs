@@ -1,15 +1,14 @@
 //! The validated configuration of a benchmark run, and the OSU-like defaults.
 
 use commperf_core::{Benchmark, Mode, TransportKind};
+use commperf_transport::bounds::{self, BoundError, SessionMemory};
+use commperf_transport::launch::DataSpec;
 use std::path::PathBuf;
 use std::time::Duration;
 
-/// Largest message size a run accepts (both ends allocate two buffers of the largest size).
-pub const MAX_SIZE: u64 = 1 << 30;
-
-/// Most iterations (timed or warm-up) per size: latency keeps one 8-byte sample per timed
-/// iteration, so this bounds that buffer at 800 MB.
-pub const MAX_ITERS: u64 = 100_000_000;
+/// Largest message size and most iterations a run accepts: the bounds a `commperf serve` holds
+/// its clients to ([`commperf_transport::bounds`]).
+pub use commperf_transport::bounds::{MAX_ITERS, MAX_SIZE};
 
 /// How the peer is started or reached.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -42,6 +41,15 @@ pub enum ConfigError {
     Mode(String),
     #[error("--conns-max: {0}")]
     Conns(String),
+    #[error("--spin: must be at most {max} (got {0})", max = bounds::MAX_BLOCK_SPINS)]
+    Spin(u32),
+    #[error("--shm-single-copy: must be at most {MAX_SIZE} bytes (1G) or 'never' (got {0})")]
+    SingleCopy(usize),
+    #[error("--timeout: {0}")]
+    Timeout(String),
+    /// A data-channel option outside the bounds a server holds clients to.
+    #[error(transparent)]
+    Bound(#[from] BoundError),
 }
 
 /// Whether `t` drives its socket through io_uring.
@@ -154,6 +162,78 @@ impl BenchConfig {
         ))
     }
 
+    /// The data channel this configuration asks for over `t` in mode `m`.
+    pub fn data_spec(&self, t: TransportKind, m: Mode) -> DataSpec {
+        let mut spec = DataSpec::new(t, m, self.max_message());
+        spec.idle_timeout_ms = self.idle_timeout.as_millis() as u64;
+        spec.shm_single_copy_from = self.shm_single_copy_from;
+        spec.shm_ring_bytes = self.shm_ring_bytes;
+        spec.uring_sqpoll = self.uring_sqpoll;
+        spec
+    }
+
+    /// What this run will ask of its peer, against the bounds a `commperf serve` holds every
+    /// client to ([`commperf_transport::bounds`]): refused here rather than by the peer.
+    fn check_bounds(&self) -> Result<(), ConfigError> {
+        if self.block_spins > bounds::MAX_BLOCK_SPINS {
+            return Err(ConfigError::Spin(self.block_spins));
+        }
+        if let Some(f) = self.shm_single_copy_from.filter(|&f| f as u64 > MAX_SIZE) {
+            return Err(ConfigError::SingleCopy(f));
+        }
+        let ms = self.idle_timeout.as_millis();
+        if ms < 1 || ms > bounds::MAX_IDLE_TIMEOUT_MS as u128 {
+            return Err(ConfigError::Timeout(format!(
+                "{} s is outside 0.001 to {} s",
+                self.idle_timeout.as_secs_f64(),
+                bounds::MAX_IDLE_TIMEOUT_MS / 1000
+            )));
+        }
+        let launched = self
+            .transports
+            .iter()
+            .filter(|t| !matches!(t, TransportKind::Model | TransportKind::Mpi));
+        for &t in launched {
+            let spec = self.data_spec(t, Mode::Poll);
+            spec.check()?;
+            // What the peer will hold at the peak of each benchmark.
+            let mut mem = SessionMemory::default();
+            let sizes_err = |e: BoundError| ConfigError::Sizes(e.to_string());
+            mem.add(
+                spec.memory_bytes() + 2 * spec.max_message as u64,
+                &format!("the {t} data channel and two message buffers of the largest size"),
+            )
+            .map_err(sizes_err)?;
+            for &b in &self.benchmarks {
+                match b {
+                    Benchmark::Conns | Benchmark::Cq => {
+                        let n = self.conns_max as u64 - 1;
+                        let what = format!("{n} held-open {t} channels");
+                        mem.check(n * spec.held_open().memory_bytes(), &what)
+                            .map_err(|e| ConfigError::Conns(e.to_string()))?;
+                    }
+                    Benchmark::Bufmgmt | Benchmark::Noncontig => {
+                        for &size in &self.sizes {
+                            let working = if b == Benchmark::Bufmgmt {
+                                crate::extended::fresh_pools_bytes(size)
+                            } else {
+                                let most = crate::extended::segment_counts(size)
+                                    .into_iter()
+                                    .max()
+                                    .unwrap_or(1);
+                                crate::extended::scattered_bytes(size, most) + size
+                            };
+                            let what = format!("{b} at {size} B");
+                            mem.check(working, &what).map_err(sizes_err)?;
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// Checks cross-option constraints. Call after setting fields.
     pub fn validate(&self) -> Result<(), ConfigError> {
         if self.sizes.is_empty() {
@@ -203,6 +283,13 @@ impl BenchConfig {
                 )));
             }
         }
+        if self.conns_max == 0 || self.conns_max > bounds::MAX_CONNS {
+            return Err(ConfigError::Conns(format!(
+                "must be between 1 and {} (got {})",
+                bounds::MAX_CONNS,
+                self.conns_max
+            )));
+        }
         let many =
             self.benchmarks.contains(&Benchmark::Conns) || self.benchmarks.contains(&Benchmark::Cq);
         if many {
@@ -211,16 +298,17 @@ impl BenchConfig {
                     "conns sweeps its endpoints by polling; run it with --mode poll".into(),
                 ));
             }
-            // Each open endpoint costs this process a descriptor (socket or pidfd), and an
-            // io_uring endpoint one more for its ring.
+            // Each open endpoint costs both ends a descriptor (socket or pidfd), and an io_uring
+            // endpoint one more for its ring; the peer keeps some for itself (a local peer
+            // inherits this limit, and a server refuses by the same rule).
             let per = if self.transports.iter().any(|t| is_uring(*t)) {
                 2
             } else {
                 1
             };
-            let need = per * self.conns_max as u64 + 64;
+            let need = per * (self.conns_max as u64 - 1) + bounds::FD_RESERVE;
             let limit = crate::extended::open_file_limit();
-            if need > limit {
+            if (self.conns_max as u64 - 1) > bounds::max_extra_channels(limit, per) {
                 return Err(ConfigError::Conns(format!(
                     "{} endpoints need about {need} file descriptors, but this process may open \
                      {limit}; raise the limit (ulimit -n {need}) or lower --conns-max",
@@ -242,6 +330,7 @@ impl BenchConfig {
         if let Some(n) = self.warmup.filter(|&n| n > MAX_ITERS) {
             return Err(ConfigError::Warmup(n));
         }
+        self.check_bounds()?;
         if let Some((a, b)) = self.cpus {
             let allowed = commperf_transport::affinity::allowed_cpus();
             for c in [a, b] {
@@ -321,6 +410,32 @@ pub fn default_counts(b: Benchmark, size: u64) -> (u64, u64) {
 mod tests {
     use super::*;
 
+    #[test]
+    fn every_benchmark_at_the_size_limit_fits_a_session_but_bufmgmt() {
+        for b in Benchmark::ALL.iter().copied() {
+            if matches!(b, Benchmark::Conns | Benchmark::Cq) {
+                continue; // 16-byte messages; bounded by --conns-max
+            }
+            let mut c = cfg();
+            c.benchmarks = vec![b];
+            c.sizes = vec![MAX_SIZE / 2, MAX_SIZE];
+            let r = c.validate();
+            if b == Benchmark::Bufmgmt {
+                let e = r.unwrap_err().to_string();
+                assert!(
+                    e.starts_with("--sizes: session memory = ")
+                        && e.contains("bufmgmt at 1073741824 B needs"),
+                    "{e}"
+                );
+                // Up to 512 MiB messages beside 1 GiB buffers.
+                c.sizes = vec![MAX_SIZE / 2];
+                c.validate().unwrap();
+            } else {
+                r.unwrap_or_else(|e| panic!("{b}: {e}"));
+            }
+        }
+    }
+
     fn cfg() -> BenchConfig {
         BenchConfig::new(Launcher::Local {
             exe: "/bin/true".into(),
@@ -373,6 +488,40 @@ mod tests {
             .unwrap_err()
             .to_string()
             .starts_with("--window"));
+        let mut c = cfg();
+        c.block_spins = commperf_transport::bounds::MAX_BLOCK_SPINS + 1;
+        assert_eq!(
+            c.validate().unwrap_err().to_string(),
+            "--spin: must be at most 1000000 (got 1000001)"
+        );
+        let mut c = cfg();
+        c.shm_single_copy_from = Some(MAX_SIZE as usize + 1);
+        assert!(c
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .starts_with("--shm-single-copy: must be at most 1073741824"));
+        let mut c = cfg();
+        c.idle_timeout = Duration::from_micros(100);
+        assert!(c
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .starts_with("--timeout: 0.0001 s is outside"));
+        // The issue's request, refused before it is sent.
+        let mut c = cfg();
+        c.shm_ring_bytes = 1 << 40;
+        assert_eq!(
+            c.validate().unwrap_err().to_string(),
+            "shm_ring_bytes = 1099511627776 is out of bounds: at most 67108864 (64 MiB)"
+        );
+        let mut c = cfg();
+        c.conns_max = commperf_transport::bounds::MAX_CONNS + 1;
+        assert!(c
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .starts_with("--conns-max: must be between 1 and 65536"));
         let mut c = cfg();
         c.cpus = Some((0, 4095));
         assert!(c

@@ -34,8 +34,7 @@ pub fn llc_bytes() -> usize {
 /// turn comes again). Pages are touched here, so the timed loop pays for address translation and
 /// cache misses, not for first-touch page faults.
 pub fn fresh_pools(size: usize) -> (PageBuf, PageBuf, usize) {
-    let stride = size.div_ceil(PAGE) * PAGE + PAGE;
-    let count = (2 * llc_bytes()).div_ceil(stride).max(2);
+    let (count, stride) = pool_layout(size);
     let mut send = PageBuf::new(count * stride);
     let mut recv = PageBuf::new(count * stride);
     send.fill(0x5A);
@@ -43,12 +42,37 @@ pub fn fresh_pools(size: usize) -> (PageBuf, PageBuf, usize) {
     (send, recv, stride)
 }
 
+/// Buffers per pool and the stride between them, for messages of `size` bytes.
+fn pool_layout(size: usize) -> (usize, usize) {
+    let stride = size.div_ceil(PAGE) * PAGE + PAGE;
+    let count = (2 * llc_bytes()).div_ceil(stride).max(2);
+    (count, stride)
+}
+
+/// Memory of [`fresh_pools`] for messages of `size` bytes (both pools).
+pub fn fresh_pools_bytes(size: u64) -> u64 {
+    let (count, stride) = pool_layout(size as usize);
+    2 * count as u64 * stride as u64
+}
+
+/// Memory of [`scattered`] for `size` bytes in `k` segments.
+pub fn scattered_bytes(size: u64, k: u32) -> u64 {
+    let (k, stride) = scattered_layout(size as usize, k as usize);
+    k as u64 * stride as u64
+}
+
+/// Segments (at least one, at most one per byte) and the stride between their starts.
+fn scattered_layout(size: usize, k: usize) -> (usize, usize) {
+    let k = k.clamp(1, size.max(1));
+    let seg = size.div_ceil(k).max(1);
+    (k, seg.div_ceil(PAGE) * PAGE + PAGE)
+}
+
 /// A message of `size` bytes as `k` segments scattered in memory: each segment starts on a page
 /// of its own, a page after the previous one ends. Returns the memory and each segment's range.
 pub fn scattered(size: usize, k: usize) -> (PageBuf, Vec<std::ops::Range<usize>>) {
-    let k = k.clamp(1, size.max(1));
+    let (k, stride) = scattered_layout(size, k);
     let seg = size.div_ceil(k).max(1);
-    let stride = seg.div_ceil(PAGE) * PAGE + PAGE;
     let mut ranges = Vec::with_capacity(k);
     let mut left = size;
     for i in 0..k {
@@ -82,9 +106,8 @@ pub fn open_file_limit() -> u64 {
     r.rlim_cur
 }
 
-/// Most segments a noncontig message is split into. The peer refuses more: every segment adds at
-/// least two pages of memory, and the validating loops keep the segments' slices on the stack.
-pub const MAX_SEGMENTS: u32 = 64;
+/// Most segments a noncontig message is split into (the peer refuses more).
+pub use commperf_transport::bounds::MAX_SEGMENTS;
 
 /// Segment counts the noncontig test tries for a message of `size` bytes: 1, 2, 4 …
 /// [`MAX_SEGMENTS`], as long as every segment keeps at least one byte.
@@ -122,5 +145,13 @@ mod tests {
         assert!(s.len() >= 2 * llc && r.len() == s.len());
         let (_, _, stride) = fresh_pools(8192);
         assert_eq!(stride, 3 * PAGE, "8 KiB buffers one page apart");
+        assert_eq!(fresh_pools_bytes(100), (s.len() + r.len()) as u64);
+        // What the session bound counts is what is allocated.
+        let (mem, _) = scattered(10_000, 4);
+        assert_eq!(scattered_bytes(10_000, 4), mem.len() as u64);
+        assert_eq!(
+            scattered_bytes(1 << 30, 64),
+            64 * ((16 << 20) + PAGE as u64)
+        );
     }
 }

@@ -7,7 +7,7 @@
 //! tells a user nothing about which of forty measurements died.
 
 use crate::buf::PageBuf;
-use crate::config::{BenchConfig, Launcher, MAX_ITERS, MAX_SIZE};
+use crate::config::{BenchConfig, Launcher};
 use crate::cost;
 use crate::extended;
 use crate::limits::{self, LimitsError};
@@ -16,6 +16,7 @@ use crate::machine;
 use crate::patterns::{self, Buffers, Corruption, LoopError, Mismatch, Scattered};
 use commperf_core::{Benchmark, BufferUse, Mode, Options, Placement, Report, Row, TransportKind};
 use commperf_stats::{median_uncertainty, Summary};
+use commperf_transport::bounds::{self, BoundError, SessionMemory};
 use commperf_transport::clock::Clock;
 use commperf_transport::cq::{EpollSet, UringPollSet};
 use commperf_transport::launch::{self, AnyEndpoint, Control, DataSpec, LaunchError, LocalPeer};
@@ -74,6 +75,59 @@ pub struct RunSpec {
 }
 
 impl RunSpec {
+    /// Checks every count and size against [`commperf_transport::bounds`], for a data channel
+    /// carrying at most `max_message` bytes that gives up after `idle` without progress.
+    pub fn check(&self, max_message: usize, idle: Duration) -> Result<(), BoundError> {
+        use commperf_transport::bounds::*;
+        at_most("size", self.size, max_message as u64).map_err(|mut e| {
+            e.rule += " (the data channel's max_message)";
+            e
+        })?;
+        at_most("iterations", self.iterations, MAX_ITERS)?;
+        at_most("warmup", self.warmup, MAX_ITERS)?;
+        within("window", self.window, 1, MAX_WINDOW)?;
+        at_most("block_spins", self.block_spins, MAX_BLOCK_SPINS)?;
+        at_most("segments", self.segments, MAX_SEGMENTS)?;
+        if let Some(p) = &self.prtt {
+            within("prtt.n", p.n, 1, MAX_PRTT_N)?;
+            // A busy-wait checks nothing while it runs: a delay beyond the idle timeout would
+            // time the other end out, and one of 1e300 ns would never end.
+            let max = idle.as_nanos() as f64;
+            for (field, d) in [
+                ("prtt.client_delay_ns", p.client_delay_ns),
+                ("prtt.server_delay_ns", p.server_delay_ns),
+            ] {
+                if !(0.0..=max).contains(&d) {
+                    // 1e300, not three hundred digits.
+                    let shown = if d.abs() < 1e15 {
+                        d.to_string()
+                    } else {
+                        format!("{d:e}")
+                    };
+                    return Err(BoundError::new(
+                        field,
+                        shown,
+                        format!("between 0 and {max} (the data channel's idle timeout)"),
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Memory this run allocates beside the session's message buffers (the same on both ends):
+    /// bufmgmt's pools of fresh buffers, noncontig's scattered message and pack buffer.
+    pub fn working_bytes(&self) -> u64 {
+        match self.benchmark {
+            Benchmark::Bufmgmt if !self.in_place => extended::fresh_pools_bytes(self.size),
+            Benchmark::Noncontig => {
+                extended::scattered_bytes(self.size, self.segments)
+                    + if self.packed { self.size } else { 0 }
+            }
+            _ => 0,
+        }
+    }
+
     fn looping(&self, corruption: Option<Corruption>) -> patterns::Loop {
         patterns::Loop {
             warmup: self.warmup,
@@ -132,6 +186,9 @@ pub enum BenchError {
     Limits(#[from] LimitsError),
     #[error("--cpus: {0}")]
     Pin(String),
+    /// A request outside the bounds both ends share.
+    #[error("{phase}: {error}")]
+    Bound { phase: String, error: BoundError },
 }
 
 /// Progress of a long run (between measurements, never inside a timed loop).
@@ -243,11 +300,7 @@ pub fn run(cfg: &BenchConfig, progress: &mut dyn Progress) -> Result<Report, Ben
     let mut rbuf = PageBuf::new(max);
     for &t in &cfg.transports {
         for &m in &cfg.modes {
-            let mut spec = DataSpec::new(t, m, max);
-            spec.idle_timeout_ms = cfg.idle_timeout.as_millis() as u64;
-            spec.shm_single_copy_from = cfg.shm_single_copy_from;
-            spec.shm_ring_bytes = cfg.shm_ring_bytes;
-            spec.uring_sqpoll = cfg.uring_sqpoll;
+            let spec = cfg.data_spec(t, m);
             let mut ep = launch::connect_data(&mut ctrl, &spec, &token)?;
             let mut extras: Vec<AnyEndpoint> = Vec::new();
             for &b in &cfg.benchmarks {
@@ -309,6 +362,14 @@ pub fn run(cfg: &BenchConfig, progress: &mut dyn Progress) -> Result<Report, Ben
                                 prtt: Some(p),
                                 ..run
                             };
+                            // The delay is measured, not configured: checked here, as the
+                            // peer will.
+                            run.check(max, cfg.idle_timeout).map_err(|error| {
+                                BenchError::Bound {
+                                    phase: ph.clone(),
+                                    error,
+                                }
+                            })?;
                             let (fig, _) = exchange(&mut ctrl, &ph, run, || {
                                 with_endpoint!(&mut ep, e => loggp::prtt_client(
                                     e, &clock, s, r, &p, warmup, &mut samples
@@ -664,12 +725,7 @@ fn conns_rows(
     let mut one_conn = None;
     for n in extended::conn_counts(env.cfg.conns_max) {
         while env.extras.len() + 1 < n as usize {
-            let extra = DataSpec {
-                extra: true,
-                shm_ring_bytes: 64 << 10,
-                shm_frag_bytes: 8 << 10,
-                ..env.spec
-            };
+            let extra = env.spec.held_open();
             env.extras
                 .push(launch::connect_data(env.ctrl, &extra, env.token)?);
         }
@@ -956,7 +1012,70 @@ fn corruption_for(hook: Option<CorruptHook>, run: &RunSpec) -> Option<Corruption
     only.is_none_or(|b| b == run.benchmark).then_some(c)
 }
 
-/// The peer's side of a session: follows the client's commands until `bye`.
+/// Most channels this process can hold open beside the data channel for a client, each taking
+/// `per` descriptors ([`bounds::max_extra_channels`] of its descriptor limit), and why.
+fn max_extra_channels(per: u64) -> (u64, String) {
+    let limit = extended::open_file_limit();
+    let max = bounds::max_extra_channels(limit, per);
+    let why = if max == bounds::MAX_CONNS as u64 - 1 {
+        format!("--conns-max {} less the data channel", bounds::MAX_CONNS)
+    } else {
+        format!(
+            "this process may open {limit} descriptors, keeps {} for itself and each channel \
+             takes {per}; raise `ulimit -n` where it runs",
+            bounds::FD_RESERVE
+        )
+    };
+    (max, why)
+}
+
+/// What a session holds, so that each request is checked against the bounds before anything is
+/// allocated for it.
+#[derive(Debug, Default)]
+struct Held {
+    memory: SessionMemory,
+    /// Of the held-open channels.
+    extra_bytes: u64,
+    /// The data channel's idle timeout (PRTT delays are bounded by it).
+    idle: Duration,
+}
+
+impl Held {
+    /// Checks a new data channel (the old one and its extras are gone).
+    fn check_main(&mut self, spec: &DataSpec) -> Result<u64, BoundError> {
+        spec.check()?;
+        self.memory = SessionMemory::default();
+        self.extra_bytes = 0;
+        let need = spec.memory_bytes() + 2 * spec.max_message as u64;
+        self.memory
+            .check(need, "the data channel and its two message buffers")?;
+        Ok(need)
+    }
+
+    fn check_extra(&self, spec: &DataSpec, open: usize) -> Result<u64, BoundError> {
+        spec.check()?;
+        let (max, why) = max_extra_channels(spec.descriptors());
+        if open as u64 + 1 > max {
+            return Err(BoundError::new(
+                "extra data channels",
+                open + 1,
+                format!("at most {max} ({why})"),
+            ));
+        }
+        let need = spec.memory_bytes();
+        self.memory.check(need, "one more held-open channel")?;
+        Ok(need)
+    }
+
+    fn drop_extras(&mut self) {
+        self.memory.release(self.extra_bytes);
+        self.extra_bytes = 0;
+    }
+}
+
+/// The peer's side of a session: follows the client's commands until `bye`. Every size the
+/// client sends is checked against [`commperf_transport::bounds`] before it is used; a request
+/// outside them is answered with the bound it broke and ends the session.
 pub fn serve_session(ctrl: &mut Control, token: &str, bind_ip: IpAddr) -> Result<(), BenchError> {
     let corruption = corruption_from_env();
     let restore = affinity::allowed_cpus();
@@ -966,6 +1085,20 @@ pub fn serve_session(ctrl: &mut Control, token: &str, bind_ip: IpAddr) -> Result
     // Channels the client keeps open for the conns benchmark; never used here.
     let mut extras: Vec<AnyEndpoint> = Vec::new();
     let mut bufs = (PageBuf::new(0), PageBuf::new(0));
+    let mut held = Held::default();
+    // Tells the client which bound its request broke, and ends the session.
+    let refuse = |ctrl: &mut Control, phase: String, error: BoundError, setup: bool| {
+        let message = format!("refused: {error}");
+        let sent = if setup {
+            ctrl.send(&launch::SetupMsg::Error { message })
+        } else {
+            ctrl.send(&Reply::Error { message })
+        };
+        match sent {
+            Ok(()) => BenchError::Bound { phase, error },
+            Err(e) => e.into(),
+        }
+    };
     let result = loop {
         ctrl.set_phase("waiting for the next command");
         let cmd = match ctrl.recv::<Cmd>() {
@@ -983,7 +1116,10 @@ pub fn serve_session(ctrl: &mut Control, token: &str, bind_ip: IpAddr) -> Result
                     pinned,
                 })?;
             }
-            Cmd::DropExtras => extras.clear(),
+            Cmd::DropExtras => {
+                extras.clear();
+                held.drop_extras();
+            }
             Cmd::Notify { segment } => {
                 let attached = segment.as_deref().map(shm::attach_cq).transpose();
                 match attached {
@@ -1001,28 +1137,32 @@ pub fn serve_session(ctrl: &mut Control, token: &str, bind_ip: IpAddr) -> Result
                 }
             }
             Cmd::Data(spec) if spec.extra => {
+                let need = match held.check_extra(&spec, extras.len()) {
+                    Ok(n) => n,
+                    Err(e) => break Err(refuse(ctrl, "held-open channel setup".into(), e, true)),
+                };
                 match launch::serve_data(ctrl, &spec, bind_ip, token) {
-                    Ok(e) => extras.push(e),
+                    Ok(e) => {
+                        extras.push(e);
+                        held.extra_bytes += need;
+                        // Checked just above.
+                        let _ = held.memory.add(need, "");
+                    }
                     Err(e) => break Err(e.into()),
                 }
             }
             Cmd::Data(spec) => {
                 drop(ep.take());
                 extras.clear();
-                if spec.max_message as u64 > MAX_SIZE {
-                    let message = format!(
-                        "maximum message {} B exceeds the supported {MAX_SIZE} B",
-                        spec.max_message
-                    );
-                    ctrl.send(&launch::SetupMsg::Error {
-                        message: message.clone(),
-                    })?;
-                    break Err(BenchError::Peer {
-                        peer: ctrl.peer().into(),
-                        phase: "setup".into(),
-                        message,
-                    });
-                }
+                // The old buffers go before the new are counted (and allocated).
+                drop(std::mem::replace(
+                    &mut bufs,
+                    (PageBuf::new(0), PageBuf::new(0)),
+                ));
+                let need = match held.check_main(&spec) {
+                    Ok(n) => n,
+                    Err(e) => break Err(refuse(ctrl, "data channel setup".into(), e, true)),
+                };
                 let e = match launch::serve_data(ctrl, &spec, bind_ip, token) {
                     Ok(e) => e,
                     Err(e) => break Err(e.into()),
@@ -1031,6 +1171,8 @@ pub fn serve_session(ctrl: &mut Control, token: &str, bind_ip: IpAddr) -> Result
                     PageBuf::new(spec.max_message),
                     PageBuf::new(spec.max_message),
                 );
+                let _ = held.memory.add(need, "");
+                held.idle = Duration::from_millis(spec.idle_timeout_ms);
                 ep = Some(e);
             }
             Cmd::Run(run) => {
@@ -1041,27 +1183,12 @@ pub fn serve_session(ctrl: &mut Control, token: &str, bind_ip: IpAddr) -> Result
                     })?;
                     continue;
                 };
-                if run.size as usize > bufs.0.len() {
-                    let message = format!("{ph}: size above the negotiated maximum");
-                    ctrl.send(&Reply::Error { message })?;
-                    continue;
-                }
-                if run.benchmark == Benchmark::Noncontig && run.segments > extended::MAX_SEGMENTS {
-                    let message = format!(
-                        "{ph}: {} segments, at most {} allowed",
-                        run.segments,
-                        extended::MAX_SEGMENTS
-                    );
-                    ctrl.send(&Reply::Error { message })?;
-                    continue;
-                }
-                if run.window == 0 || run.iterations > MAX_ITERS || run.warmup > MAX_ITERS {
-                    let message = format!(
-                        "{ph}: window {}, {} iterations and {} warm-up are outside 1..={MAX_ITERS}",
-                        run.window, run.iterations, run.warmup
-                    );
-                    ctrl.send(&Reply::Error { message })?;
-                    continue;
+                let checked = run.check(bufs.0.len(), held.idle).and_then(|()| {
+                    let what = format!("{ph}: the benchmark's working buffers");
+                    held.memory.check(run.working_bytes(), &what)
+                });
+                if let Err(err) = checked {
+                    break Err(refuse(ctrl, ph, err, false));
                 }
                 if let Some(mode) = run.mode {
                     let switched = with_endpoint!(&mut *e, e => e.set_mode(mode, run.block_spins));
@@ -1148,6 +1275,160 @@ fn respond<E: Endpoint + VectoredSend>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_run_field_is_refused_one_past_its_bound_and_named() {
+        use commperf_transport::bounds::*;
+        let idle = Duration::from_secs(60);
+        let ok = RunSpec {
+            benchmark: Benchmark::Loggp,
+            size: 4096,
+            iterations: MAX_ITERS,
+            warmup: MAX_ITERS,
+            window: MAX_WINDOW,
+            validate: false,
+            prtt: Some(Prtt {
+                n: MAX_PRTT_N,
+                client_delay_ns: idle.as_nanos() as f64,
+                server_delay_ns: 0.0,
+            }),
+            mode: None,
+            block_spins: MAX_BLOCK_SPINS,
+            segments: MAX_SEGMENTS,
+            packed: false,
+            in_place: false,
+        };
+        ok.check(4096, idle).unwrap();
+        let p = ok.prtt.unwrap();
+        let over = [
+            ("size", RunSpec { size: 4097, ..ok }),
+            (
+                "iterations",
+                RunSpec {
+                    iterations: MAX_ITERS + 1,
+                    ..ok
+                },
+            ),
+            (
+                "warmup",
+                RunSpec {
+                    warmup: MAX_ITERS + 1,
+                    ..ok
+                },
+            ),
+            (
+                "window",
+                RunSpec {
+                    window: MAX_WINDOW + 1,
+                    ..ok
+                },
+            ),
+            ("window", RunSpec { window: 0, ..ok }),
+            (
+                "block_spins",
+                RunSpec {
+                    block_spins: MAX_BLOCK_SPINS + 1,
+                    ..ok
+                },
+            ),
+            (
+                "segments",
+                RunSpec {
+                    segments: MAX_SEGMENTS + 1,
+                    ..ok
+                },
+            ),
+            (
+                "prtt.n",
+                RunSpec {
+                    prtt: Some(Prtt {
+                        n: MAX_PRTT_N + 1,
+                        ..p
+                    }),
+                    ..ok
+                },
+            ),
+            (
+                "prtt.n",
+                RunSpec {
+                    prtt: Some(Prtt { n: 0, ..p }),
+                    ..ok
+                },
+            ),
+            (
+                "prtt.client_delay_ns",
+                RunSpec {
+                    prtt: Some(Prtt {
+                        client_delay_ns: idle.as_nanos() as f64 + 1.0,
+                        ..p
+                    }),
+                    ..ok
+                },
+            ),
+            (
+                "prtt.server_delay_ns",
+                RunSpec {
+                    prtt: Some(Prtt {
+                        server_delay_ns: -1.0,
+                        ..p
+                    }),
+                    ..ok
+                },
+            ),
+        ];
+        for (field, run) in over {
+            let e = run.check(4096, idle).unwrap_err();
+            assert_eq!(e.field, field, "{e}");
+        }
+        let hang = RunSpec {
+            prtt: Some(Prtt {
+                server_delay_ns: 1e300,
+                ..p
+            }),
+            ..ok
+        };
+        assert_eq!(
+            hang.check(4096, idle).unwrap_err().to_string(),
+            "prtt.server_delay_ns = 1e300 is out of bounds: between 0 and 60000000000 (the data \
+             channel's idle timeout)"
+        );
+    }
+
+    #[test]
+    fn working_memory_is_what_the_responder_allocates() {
+        let run = |benchmark, size, segments, packed, in_place| RunSpec {
+            benchmark,
+            size,
+            iterations: 1,
+            warmup: 0,
+            window: 1,
+            validate: false,
+            prtt: None,
+            mode: None,
+            block_spins: 0,
+            segments,
+            packed,
+            in_place,
+        };
+        let (s, r, _) = extended::fresh_pools(1 << 20);
+        assert_eq!(
+            run(Benchmark::Bufmgmt, 1 << 20, 0, false, false).working_bytes(),
+            (s.len() + r.len()) as u64
+        );
+        assert_eq!(
+            run(Benchmark::Bufmgmt, 1 << 20, 0, false, true).working_bytes(),
+            0
+        );
+        let (m, _) = extended::scattered(1 << 20, 8);
+        assert_eq!(
+            run(Benchmark::Noncontig, 1 << 20, 8, true, false).working_bytes(),
+            m.len() as u64 + (1 << 20)
+        );
+        assert_eq!(
+            run(Benchmark::Latency, 1 << 30, 0, false, false).working_bytes(),
+            0
+        );
+    }
 
     #[test]
     fn the_corruption_hook_can_be_limited_to_one_benchmark() {

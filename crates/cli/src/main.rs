@@ -37,7 +37,10 @@ fn main() -> ExitCode {
             Ok(job) => calibrate::run(&c, job),
             Err(e) => return usage_error(e),
         },
-        Command::Serve(s) => serve(&s),
+        Command::Serve(s) => match serve_token(&s) {
+            Ok(()) => serve(&s),
+            Err(e) => return usage_error(e),
+        },
         Command::Limits(l) => match l.cpus() {
             Ok(cpus) => limits(&l, cpus),
             Err(e) => return usage_error(e),
@@ -95,36 +98,66 @@ fn run_bench(b: &cli::BenchArgs, cfg: commperf_bench::BenchConfig) -> Result<()>
     Ok(())
 }
 
+/// A token the data channels can carry (they send it as one message of at most
+/// [`bounds::MAX_TOKEN`] bytes).
+///
+/// [`bounds::MAX_TOKEN`]: commperf_transport::bounds::MAX_TOKEN
+fn serve_token(s: &cli::ServeArgs) -> std::result::Result<(), String> {
+    use commperf_transport::bounds::MAX_TOKEN;
+    match &s.token {
+        Some(t) if t.is_empty() || t.len() > MAX_TOKEN => Err(format!(
+            "--token: must be 1 to {MAX_TOKEN} bytes long (got {})",
+            t.len()
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// `commperf serve`: strangers are authenticated concurrently, each within one deadline, and at
+/// most a bounded number wait at once; sessions run one at a time, here, and a client that
+/// authenticates while one runs is told the server is busy ([`commperf_transport::serve`]).
 fn serve(s: &cli::ServeArgs) -> Result<()> {
     use commperf_transport::launch::Server;
+    use commperf_transport::serve::ServeLimits;
     use std::io::Write;
+    // What killed servers or runs left behind before their peers attached.
+    for name in commperf_transport::sys::shm::remove_stale_segments() {
+        eprintln!(
+            "commperf serve: removed /dev/shm/{name}, left by a process that no longer exists"
+        );
+    }
     let server = Server::bind(s.listen, s.token.clone())
         .with_context(|| format!("--listen {}", s.listen))?;
-    let addr = server.local_addr();
+    let (addr, token) = (server.local_addr(), server.token().to_string());
+    let acceptor = server.start(ServeLimits::default(), |ev| {
+        eprintln!("commperf serve: {ev}")
+    })?;
     // One write, and best effort: a server whose stdout was closed (a script that read the
-    // address and went away) must keep serving.
+    // address and went away) must keep serving. Written once clients are being accepted: it is
+    // the line scripts wait for.
     let banner = format!(
-        "commperf serve: listening on {addr}\ntoken: {t}\nrun: commperf bench --peer {addr} --token {t}\n",
-        t = server.token()
+        "commperf serve: listening on {addr}\ntoken: {token}\nrun: commperf bench --peer {addr} --token {token}\n"
     );
     let mut out = std::io::stdout().lock();
     let _ = out.write_all(banner.as_bytes()).and_then(|_| out.flush());
     drop(out);
     loop {
-        match server.accept(std::time::Duration::from_secs(10)) {
-            Ok((mut ctrl, _hello)) => {
-                let who = ctrl.peer().to_string();
-                eprintln!("commperf serve: session with {who} started");
-                ctrl.set_timeout(std::time::Duration::from_secs(600))?;
-                match commperf_bench::serve_session(&mut ctrl, server.token(), addr.ip()) {
-                    Ok(()) => eprintln!("commperf serve: session with {who} finished"),
-                    Err(e) => eprintln!("commperf serve: session with {who} failed: {e:#}"),
-                }
-                if s.once {
-                    return Ok(());
-                }
-            }
-            Err(e) => eprintln!("commperf serve: {e:#}"),
+        let mut session = acceptor.next_session()?;
+        let who = session.ctrl.peer().to_string();
+        eprintln!("commperf serve: session with {who} started");
+        let r = session
+            .ctrl
+            .set_timeout(std::time::Duration::from_secs(600))
+            .map_err(commperf_bench::BenchError::from)
+            .and_then(|()| commperf_bench::serve_session(&mut session.ctrl, &token, addr.ip()));
+        match r {
+            Ok(()) => eprintln!("commperf serve: session with {who} finished"),
+            Err(e) => eprintln!("commperf serve: session with {who} failed: {e:#}"),
+        }
+        // The next client may start its session from here on.
+        drop(session);
+        if s.once {
+            return Ok(());
         }
     }
 }

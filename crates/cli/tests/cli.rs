@@ -967,11 +967,11 @@ fn conns_beyond_the_descriptor_limit_is_refused_with_the_limit() {
     let e = stderr(&o);
     assert_eq!(o.status.code(), Some(2), "{e}");
     assert!(
-        e.contains("--conns-max: 1024 endpoints need about 1088 file descriptors"),
+        e.contains("--conns-max: 1024 endpoints need about 1215 file descriptors"),
         "{e}"
     );
     assert!(
-        e.contains("may open 256") && e.contains("ulimit -n 1088"),
+        e.contains("may open 256") && e.contains("ulimit -n 1215"),
         "{e}"
     );
     // An option for a transport the run does not use is refused up front, naming both.

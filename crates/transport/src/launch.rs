@@ -8,6 +8,7 @@
 //! attaches, so the same code serves the local and the two-host case. Every data channel's first
 //! message is the session token, so a stranger who finds the listening port gets nothing.
 
+use crate::bounds::{self, BoundError};
 use crate::sys::shm::{self, ShmEndpoint, ShmOptions};
 use crate::sys::tcp::{self, TcpEndpoint};
 use crate::sys::uds::{self, UdsEndpoint};
@@ -49,6 +50,9 @@ pub enum LaunchError {
     Transport(#[from] TransportError),
     #[error("{what}: {cause}")]
     Io { what: String, cause: io::Error },
+    /// A request outside the bounds both ends share, refused before it was sent or used.
+    #[error(transparent)]
+    Bound(#[from] BoundError),
 }
 
 fn phase_suffix(p: &str) -> String {
@@ -84,6 +88,10 @@ pub struct Control {
     stream: Box<dyn ControlStream>,
     peer: String,
     phase: String,
+    /// Largest frame accepted (smaller while a stranger has not authenticated).
+    max_frame: usize,
+    /// One deadline for everything until it is cleared (when it is, and how long it allowed).
+    deadline: Option<(Instant, Duration)>,
 }
 
 impl Control {
@@ -92,7 +100,59 @@ impl Control {
             stream,
             peer,
             phase: String::new(),
+            max_frame: MAX_CONTROL,
+            deadline: None,
         }
+    }
+
+    /// Refuses frames above `max` (at most [`MAX_CONTROL`]) before allocating them.
+    pub fn set_max_frame(&mut self, max: usize) {
+        self.max_frame = max.min(MAX_CONTROL);
+    }
+
+    /// Bounds every later send and receive by one deadline, `within` from now, however the
+    /// bytes trickle in (a per-read timeout would let one byte per timeout hold us forever).
+    /// `None` returns to the per-read timeout of [`Control::set_timeout`], which the caller sets
+    /// again.
+    pub fn set_deadline(&mut self, within: Option<Duration>) {
+        self.deadline = within.map(|d| (Instant::now() + d, d));
+    }
+
+    /// Bounds everything until `at` (see [`Control::set_deadline`]); `total` is what is named
+    /// when it passes.
+    pub fn set_deadline_at(&mut self, at: Instant, total: Duration) {
+        self.deadline = Some((at, total));
+    }
+
+    /// Before each read or write under a deadline: the time left as the socket's timeout.
+    fn arm_deadline(&mut self) -> io::Result<()> {
+        let Some((at, _)) = self.deadline else {
+            return Ok(());
+        };
+        let left = at.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(io::ErrorKind::TimedOut.into());
+        }
+        // A zero timeout means "none" to the socket: never hand it one.
+        self.stream
+            .set_timeout(Some(left.max(Duration::from_millis(1))))
+    }
+
+    fn read_full(&mut self, buf: &mut [u8]) -> io::Result<()> {
+        if self.deadline.is_none() {
+            return self.stream.read_exact(buf);
+        }
+        let mut off = 0;
+        while off < buf.len() {
+            self.arm_deadline()?;
+            match self.stream.read(&mut buf[off..]) {
+                Ok(0) => return Err(io::ErrorKind::UnexpectedEof.into()),
+                Ok(n) => off += n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
     }
 
     /// Names the peer in every later error.
@@ -122,13 +182,26 @@ impl Control {
                 peer: self.peer.clone(),
                 phase: self.phase.clone(),
             },
-            io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut => LaunchError::Control {
-                peer: self.peer.clone(),
-                cause: io::Error::new(
-                    io::ErrorKind::TimedOut,
-                    format!("no answer{} (timed out)", phase_suffix(&self.phase)),
-                ),
-            },
+            io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut => {
+                let what = match self.deadline {
+                    Some((at, total)) if Instant::now() + Duration::from_millis(50) >= at => {
+                        format!(
+                            "{} not completed within its {} s deadline",
+                            if self.phase.is_empty() {
+                                "exchange"
+                            } else {
+                                &self.phase
+                            },
+                            total.as_secs_f64()
+                        )
+                    }
+                    _ => format!("no answer{} (timed out)", phase_suffix(&self.phase)),
+                };
+                LaunchError::Control {
+                    peer: self.peer.clone(),
+                    cause: io::Error::new(io::ErrorKind::TimedOut, what),
+                }
+            }
             _ => LaunchError::Control {
                 peer: self.peer.clone(),
                 cause: e,
@@ -142,25 +215,30 @@ impl Control {
         let mut frame = Vec::with_capacity(4 + body.len());
         frame.extend_from_slice(&(body.len() as u32).to_le_bytes());
         frame.extend_from_slice(&body);
-        self.stream
-            .write_all(&frame)
+        self.arm_deadline()
+            .and_then(|_| self.stream.write_all(&frame))
             .and_then(|_| self.stream.flush())
             .map_err(|e| self.err(e))
     }
 
-    /// Receives one message, refusing frames above [`MAX_CONTROL`] before allocating them.
+    /// Receives one message, refusing frames above the limit ([`MAX_CONTROL`], or
+    /// [`Control::set_max_frame`]) before allocating them.
     pub fn recv<T: DeserializeOwned>(&mut self) -> Result<T, LaunchError> {
         let mut len = [0u8; 4];
-        self.stream.read_exact(&mut len).map_err(|e| self.err(e))?;
+        self.read_full(&mut len).map_err(|e| self.err(e))?;
         let len = u32::from_le_bytes(len) as usize;
-        if len > MAX_CONTROL {
+        if len > self.max_frame {
             return Err(LaunchError::Malformed {
                 peer: self.peer.clone(),
-                what: format!("frame of {len} bytes exceeds the {MAX_CONTROL}-byte limit"),
+                what: format!(
+                    "frame of {len} bytes exceeds the {}-byte limit{}",
+                    self.max_frame,
+                    phase_suffix(&self.phase)
+                ),
             });
         }
         let mut body = vec![0u8; len];
-        self.stream.read_exact(&mut body).map_err(|e| self.err(e))?;
+        self.read_full(&mut body).map_err(|e| self.err(e))?;
         serde_json::from_slice(&body).map_err(|e| LaunchError::Malformed {
             peer: self.peer.clone(),
             what: e.to_string(),
@@ -264,6 +342,98 @@ impl DataSpec {
             single_copy_from: self.shm_single_copy_from,
         }
     }
+
+    /// The spec of a channel held open beside this one (the conns benchmark): the smallest
+    /// rings, since it carries nothing but the token.
+    pub fn held_open(&self) -> DataSpec {
+        DataSpec {
+            extra: true,
+            shm_ring_bytes: bounds::MAX_EXTRA_SHM_RING_BYTES,
+            shm_frag_bytes: 8 << 10,
+            ..*self
+        }
+    }
+
+    /// Checks every size in the spec against [`crate::bounds`]: the server before it builds
+    /// anything, the client before it asks. Bounds that depend on the whole session (how many
+    /// extra channels, how much memory in all) are the session's to check.
+    pub fn check(&self) -> Result<(), BoundError> {
+        use bounds::*;
+        at_most_bytes("max_message", self.max_message as u64, MAX_SIZE)?;
+        within(
+            "idle_timeout_ms",
+            self.idle_timeout_ms,
+            1,
+            MAX_IDLE_TIMEOUT_MS,
+        )?;
+        if let Some(from) = self.shm_single_copy_from {
+            at_most_bytes("shm_single_copy_from", from as u64, MAX_SIZE)?;
+        }
+        if self.transport != TransportKind::Shm {
+            return Ok(());
+        }
+        let (ring_field, max_ring) = if self.extra {
+            (
+                "shm_ring_bytes (held-open channel)",
+                MAX_EXTRA_SHM_RING_BYTES,
+            )
+        } else {
+            ("shm_ring_bytes", MAX_SHM_RING_BYTES)
+        };
+        at_most_bytes(ring_field, self.shm_ring_bytes as u64, max_ring as u64)?;
+        if self.shm_ring_bytes < MIN_SHM_RING_BYTES || !self.shm_ring_bytes.is_power_of_two() {
+            return Err(BoundError::new(
+                ring_field,
+                self.shm_ring_bytes,
+                format!("a power of two between {MIN_SHM_RING_BYTES} and {max_ring}"),
+            ));
+        }
+        within(
+            "shm_frag_bytes",
+            self.shm_frag_bytes,
+            MIN_SHM_FRAG_BYTES,
+            max_shm_frag_bytes(self.shm_ring_bytes),
+        )
+        .map_err(|mut e| {
+            e.rule += &format!(
+                " (a quarter of the {} B ring, less 64)",
+                self.shm_ring_bytes
+            );
+            e
+        })
+    }
+
+    /// Memory the server holds for this channel (the client's end holds about the same): the
+    /// shared segment, io_uring's registered buffers and ring, or a socket endpoint's staging
+    /// buffers. Call after [`DataSpec::check`].
+    pub fn memory_bytes(&self) -> u64 {
+        use crate::sys::socket::{HEADER_LEN, READ_BUF_LEN, SEND_CHUNK};
+        // Submission and completion rings of a small io_uring, and the socket's staging.
+        const URING_RING: u64 = 16 << 10;
+        let socket =
+            (READ_BUF_LEN + SEND_CHUNK.min(HEADER_LEN.saturating_add(self.max_message))) as u64;
+        match self.transport {
+            TransportKind::Shm => shm::segment_bytes(self.shm_ring_bytes) as u64,
+            TransportKind::Tcp | TransportKind::Uds => socket,
+            TransportKind::UringTcp | TransportKind::UringUds => {
+                let o = self.uring_options();
+                URING_RING + (o.send_buf_bytes + o.recv_buf_bytes) as u64
+            }
+            TransportKind::Model | TransportKind::Mpi => 0,
+        }
+    }
+
+    /// Descriptors the server holds for this channel once it is up.
+    pub fn descriptors(&self) -> u64 {
+        match self.transport {
+            // The peer's pidfd (the segment's own descriptor is closed once mapped).
+            TransportKind::Shm => 1,
+            TransportKind::Tcp | TransportKind::Uds => 1,
+            // The socket and the ring.
+            TransportKind::UringTcp | TransportKind::UringUds => 2,
+            TransportKind::Model | TransportKind::Mpi => 0,
+        }
+    }
 }
 
 /// What the server learned about the client in the handshake.
@@ -355,6 +525,18 @@ fn unexpected(ctrl: &Control, m: &SetupMsg) -> LaunchError {
 /// Server side of the handshake: refuses (with a message to the client) a wrong magic, protocol
 /// version or token.
 pub fn server_handshake(ctrl: &mut Control, token: &str) -> Result<ClientHello, LaunchError> {
+    server_handshake_with(ctrl, token, || Ok(())).map(|(hello, ())| hello)
+}
+
+/// [`server_handshake`] that, once the client has proven it holds the token, asks `admit`
+/// whether it may start a session now; `Err(reason)` refuses it with that reason (a server
+/// busy with another session). What `admit` returns is handed back with the hello, and dropped
+/// if the welcome cannot be sent.
+pub fn server_handshake_with<T>(
+    ctrl: &mut Control,
+    token: &str,
+    admit: impl FnOnce() -> Result<T, String>,
+) -> Result<(ClientHello, T), LaunchError> {
     ctrl.set_phase("handshake");
     let refuse = |ctrl: &mut Control, reason: String| {
         let _ = ctrl.send(&SetupMsg::Refused {
@@ -388,13 +570,17 @@ pub fn server_handshake(ctrl: &mut Control, token: &str) -> Result<ClientHello, 
             if !same_token(&t, token) {
                 return refuse(ctrl, "wrong session token".into());
             }
+            let admitted = match admit() {
+                Ok(a) => a,
+                Err(reason) => return refuse(ctrl, reason),
+            };
             ctrl.send(&SetupMsg::Welcome {
                 protocol: PROTOCOL_VERSION,
                 version: env!("CARGO_PKG_VERSION").into(),
                 pid: std::process::id(),
                 hostname: hostname(),
             })?;
-            Ok(ClientHello { version })
+            Ok((ClientHello { version }, admitted))
         }
         Ok(other) => refuse(ctrl, format!("expected a hello, got {other:?}")),
         Err(e @ LaunchError::Malformed { .. }) => {
@@ -403,7 +589,19 @@ pub fn server_handshake(ctrl: &mut Control, token: &str) -> Result<ClientHello, 
             });
             Err(e)
         }
-        Err(e) => Err(e),
+        Err(e) => {
+            // A deadline that passed: say so to a client that is merely slow.
+            if let LaunchError::Control { cause, .. } = &e {
+                if cause.kind() == io::ErrorKind::TimedOut {
+                    let reason = cause.to_string();
+                    ctrl.set_deadline(None);
+                    if ctrl.set_timeout(Duration::from_millis(200)).is_ok() {
+                        let _ = ctrl.send(&SetupMsg::Refused { reason });
+                    }
+                }
+            }
+            Err(e)
+        }
     }
 }
 
@@ -528,7 +726,10 @@ pub fn serve_data(
     token: &str,
 ) -> Result<AnyEndpoint, LaunchError> {
     ctrl.set_phase(format!("{} data channel setup", spec.transport));
-    let r = serve_data_inner(ctrl, spec, bind_ip, token);
+    let r = match spec.check() {
+        Ok(()) => serve_data_inner(ctrl, spec, bind_ip, token),
+        Err(e) => Err(e.into()),
+    };
     match r {
         Ok(ep) => {
             ctrl.send(&SetupMsg::DataReady)?;
@@ -672,6 +873,8 @@ pub fn connect_data(
     token: &str,
 ) -> Result<AnyEndpoint, LaunchError> {
     ctrl.set_phase(format!("{} data channel setup", spec.transport));
+    // The server refuses the same: better said here, before anything is sent.
+    spec.check()?;
     ctrl.send(&SetupMsg::Data(*spec))?;
     let address = match ctrl.recv::<SetupMsg>()? {
         SetupMsg::Offer { address } => address,
@@ -896,8 +1099,10 @@ impl Server {
         &self.token
     }
 
-    /// Accepts the next client and runs the handshake. A refused client is an `Err` the caller
-    /// logs before accepting again.
+    /// Accepts the next client and runs the handshake, bounded as a whole by
+    /// `handshake_timeout`. A refused client is an `Err` the caller logs before accepting again.
+    /// One connection at a time: for a server that strangers may reach, [`Server::start`]
+    /// authenticates concurrently.
     pub fn accept(
         &self,
         handshake_timeout: Duration,
@@ -908,8 +1113,103 @@ impl Server {
         })?;
         let _ = s.set_nodelay(true);
         let mut c = Control::new(Box::new(s), format!("client {from}"));
-        c.set_timeout(handshake_timeout)?;
+        c.set_max_frame(bounds::MAX_HELLO);
+        c.set_deadline(Some(handshake_timeout));
         let hello = server_handshake(&mut c, &self.token)?;
+        c.set_deadline(None);
+        c.set_max_frame(MAX_CONTROL);
+        c.set_timeout(handshake_timeout)?;
         Ok((c, hello))
+    }
+
+    /// Starts accepting and authenticating clients concurrently (see [`crate::serve`]): each
+    /// connection gets one deadline for its whole handshake, at most `limits.max_pending`
+    /// unauthenticated connections are held, and one authenticated session at a time is
+    /// handed out by [`crate::serve::Acceptor::next_session`]; clients that authenticate while
+    /// it runs are told the server is busy. `log` hears of every connection turned away.
+    pub fn start(
+        self,
+        limits: crate::serve::ServeLimits,
+        log: impl Fn(&crate::serve::ServeEvent) + Send + Sync + 'static,
+    ) -> Result<crate::serve::Acceptor, LaunchError> {
+        crate::serve::Acceptor::start(self.listener, self.token, limits, Box::new(log))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_deadline_bounds_a_message_that_trickles_in() {
+        let (a, mut b) = UnixStream::pair().unwrap();
+        // A frame announcing 100 bytes, then one byte every 50 ms: each read succeeds long
+        // before any per-read timeout would fire.
+        let writer = std::thread::spawn(move || {
+            let _ = b.write_all(&100u32.to_le_bytes());
+            for _ in 0..100 {
+                if b.write_all(b" ").is_err() {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        });
+        let mut c = Control::new(Box::new(a), "trickler".into());
+        c.set_timeout(Duration::from_secs(1)).unwrap();
+        c.set_phase("handshake");
+        c.set_deadline(Some(Duration::from_millis(400)));
+        let t = Instant::now();
+        let e = c.recv::<SetupMsg>().unwrap_err();
+        let took = t.elapsed();
+        assert!(
+            took >= Duration::from_millis(380) && took < Duration::from_secs(3),
+            "{took:?}"
+        );
+        assert_eq!(
+            e.to_string(),
+            "control channel to trickler: handshake not completed within its 0.4 s deadline"
+        );
+        drop(c);
+        writer.join().unwrap();
+    }
+
+    #[test]
+    fn a_hello_frame_is_refused_beyond_its_own_limit() {
+        let (a, mut b) = UnixStream::pair().unwrap();
+        b.write_all(&(bounds::MAX_HELLO as u32 + 1).to_le_bytes())
+            .unwrap();
+        let mut c = Control::new(Box::new(a), "stranger".into());
+        c.set_max_frame(bounds::MAX_HELLO);
+        let e = c.recv::<SetupMsg>().unwrap_err().to_string();
+        assert!(
+            e.contains("frame of 65537 bytes exceeds the 65536-byte limit"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn the_client_checks_a_data_spec_before_sending_it() {
+        let spec = DataSpec::new(TransportKind::Shm, Mode::Poll, 1 << 20);
+        spec.check().unwrap();
+        spec.held_open().check().unwrap();
+        assert_eq!(
+            spec.memory_bytes(),
+            shm::segment_bytes(ShmOptions::default().ring_bytes) as u64
+        );
+        let (a, b) = UnixStream::pair().unwrap();
+        let mut c = Control::new(Box::new(a), "server".into());
+        let huge = DataSpec {
+            shm_ring_bytes: 1 << 41,
+            ..spec
+        };
+        let e = connect_data(&mut c, &huge, "token").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "shm_ring_bytes = 2199023255552 is out of bounds: at most 67108864 (64 MiB)"
+        );
+        drop(c);
+        let mut sent = Vec::new();
+        (&b).read_to_end(&mut sent).unwrap();
+        assert!(sent.is_empty(), "nothing was sent");
     }
 }

@@ -7,6 +7,7 @@
 
 pub mod affinity;
 pub mod backoff;
+pub mod bounds;
 pub mod clock;
 #[doc(hidden)]
 pub mod conformance;
@@ -14,6 +15,7 @@ pub mod cq;
 pub mod endpoint;
 pub mod error;
 pub mod launch;
+pub mod serve;
 pub mod sys;
 
 pub use commperf_core::{Mode, TransportKind};

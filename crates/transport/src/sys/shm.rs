@@ -16,9 +16,13 @@
 //! - **Blocking mode** sleeps on a per-side futex "bell". Whoever changes state the other side
 //!   may wait for (data published, space freed, rendezvous completed) rings the peer's bell when
 //!   the peer says it is asleep; Dekker-style SeqCst fences close the lost-wakeup race.
-//! - **Cleanup**: the creator unlinks the segment as soon as the peer has mapped it, so even two
-//!   SIGKILLs leave nothing in `/dev/shm`; names embed the creator's pid so that a run can remove
-//!   what a crashed run left behind before the peer attached ([`remove_stale_segments`]).
+//! - **Cleanup**: the segment is created without a name (`O_TMPFILE` in `/dev/shm`), sized,
+//!   mapped, pre-faulted and initialized, and only then linked under its name, so a creator
+//!   killed while doing any of that leaves nothing behind (the unnamed file dies with it). The
+//!   creator unlinks the name as soon as the peer has mapped the segment, so even two SIGKILLs
+//!   after that leave nothing in `/dev/shm`. Names embed the creator's pid, so that what a
+//!   creator killed between linking and the peer's attach leaves behind is removed by the next
+//!   run ([`remove_stale_segments`]).
 //! - **Peer death** is seen through a pidfd (readable once the process exits) and a `closed`
 //!   flag set on drop; both are checked only on the slow path of a wait.
 
@@ -89,10 +93,14 @@ impl Default for ShmOptions {
 
 impl ShmOptions {
     fn validate(&self) -> Result<(), TransportError> {
+        use crate::bounds::{MAX_SHM_RING_BYTES, MIN_SHM_RING_BYTES};
         let bad = |what: String| Err(TransportError::io("shm options", io::Error::other(what)));
-        if !self.ring_bytes.is_power_of_two() || self.ring_bytes < (64 << 10) {
+        if !self.ring_bytes.is_power_of_two()
+            || !(MIN_SHM_RING_BYTES..=MAX_SHM_RING_BYTES).contains(&self.ring_bytes)
+        {
             return bad(format!(
-                "ring size {} is not a power of two >= 64 KiB",
+                "ring size {} is not a power of two between {MIN_SHM_RING_BYTES} and \
+                 {MAX_SHM_RING_BYTES}",
                 self.ring_bytes
             ));
         }
@@ -141,6 +149,77 @@ struct Control {
 
 fn header_bytes() -> usize {
     std::mem::size_of::<Control>().div_ceil(PAGE) * PAGE
+}
+
+/// Size of the segment of two rings of `ring_bytes` each.
+pub fn segment_bytes(ring_bytes: usize) -> usize {
+    header_bytes().saturating_add(ring_bytes.saturating_mul(2))
+}
+
+/// Where POSIX shared memory lives (glibc's `shm_open` names files here).
+const SHM_DIR: &str = "/dev/shm";
+
+/// A file for a segment that has no name yet: `O_TMPFILE` in [`SHM_DIR`], linked under its
+/// name by [`link_segment`] once it is filled. `None` where the file system cannot make unnamed
+/// files (the caller then falls back to `shm_open`, named from the start).
+fn unnamed_segment() -> Option<io::Result<i32>> {
+    let dir = CString::new(SHM_DIR).expect("no NUL");
+    // SAFETY: valid C string; O_TMPFILE makes an unnamed regular file in the directory.
+    let fd = unsafe {
+        libc::open(
+            dir.as_ptr(),
+            libc::O_TMPFILE | libc::O_RDWR | libc::O_CLOEXEC,
+            0o600,
+        )
+    };
+    if fd >= 0 {
+        return Some(Ok(fd));
+    }
+    let e = io::Error::last_os_error();
+    match e.raw_os_error() {
+        // No O_TMPFILE on this file system or kernel (EISDIR: a kernel that ignores the flag),
+        // or no /dev/shm directory at all: shm_open may still work.
+        Some(libc::EOPNOTSUPP | libc::EISDIR | libc::EINVAL | libc::ENOENT) => None,
+        _ => Some(Err(e)),
+    }
+}
+
+/// Gives the unnamed file `fd` the shared-memory name `name` ("/commperf-…").
+fn link_segment(fd: i32, name: &str) -> io::Result<()> {
+    let from = CString::new(format!("/proc/self/fd/{fd}")).expect("no NUL");
+    let to = CString::new(format!("{SHM_DIR}{name}")).expect("no NUL in generated name");
+    // SAFETY: valid C strings; AT_SYMLINK_FOLLOW links the file the /proc entry points to.
+    let r = unsafe {
+        libc::linkat(
+            libc::AT_FDCWD,
+            from.as_ptr(),
+            libc::AT_FDCWD,
+            to.as_ptr(),
+            libc::AT_SYMLINK_FOLLOW,
+        )
+    };
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// Test hook: with `COMMPERF_TEST_PAUSE_SHM_CREATE` set, creation stops at `point` ("filled":
+/// sized, mapped, pre-faulted and initialized, not yet named; "named": linked, before the peer
+/// attaches), says so on stderr with the segment's size, and waits to be killed, so a test can
+/// kill the creator exactly there.
+fn pause_for_test(point: &str, len: usize) {
+    if std::env::var("COMMPERF_TEST_PAUSE_SHM_CREATE").as_deref() != Ok(point) {
+        return;
+    }
+    eprintln!(
+        "commperf: test hook: shm segment of {len} bytes {point} in process {}, pausing",
+        std::process::id()
+    );
+    loop {
+        std::thread::sleep(Duration::from_secs(3600));
+    }
 }
 
 /// A mapped segment. Unmapped on drop; unlinked on drop by the creator if still linked.
@@ -225,36 +304,46 @@ pub struct ShmSegment {
 }
 
 impl ShmSegment {
-    /// Creates and initializes a segment named `/commperf-<pid>-<random>`.
+    /// Creates and initializes a segment named `/commperf-<pid>-<random>`. The name appears
+    /// only once the segment is complete (see the module notes on cleanup).
     pub fn create(opts: ShmOptions, max_message: usize) -> Result<Self, TransportError> {
         opts.validate()?;
         let name = format!("/{NAME_PREFIX}{}-{:016x}", std::process::id(), random_u64());
         let cname = CString::new(name.clone()).expect("no NUL in generated name");
-        let len = header_bytes() + 2 * opts.ring_bytes;
-        // SAFETY: valid C string; O_EXCL so we never adopt someone else's segment.
-        let fd = unsafe {
-            libc::shm_open(
-                cname.as_ptr(),
-                libc::O_CREAT | libc::O_EXCL | libc::O_RDWR,
-                0o600,
-            )
-        };
-        if fd < 0 {
-            return Err(TransportError::io(
-                format!("creating shared-memory segment {name}"),
-                io::Error::last_os_error(),
-            ));
-        }
-        let cleanup = |e: io::Error, what: &str| {
-            // SAFETY: fd is open and the name was created by us.
-            unsafe {
-                libc::close(fd);
-                libc::shm_unlink(cname.as_ptr());
-            }
+        let len = segment_bytes(opts.ring_bytes);
+        let failed = |what: &str, e: io::Error| {
             TransportError::io(
                 format!("{what} shared-memory segment {name} ({len} bytes)"),
                 e,
             )
+        };
+        let (fd, named) = match unnamed_segment() {
+            Some(Ok(fd)) => (fd, false),
+            Some(Err(e)) => return Err(failed("creating", e)),
+            None => {
+                // SAFETY: valid C string; O_EXCL so we never adopt someone else's segment.
+                let fd = unsafe {
+                    libc::shm_open(
+                        cname.as_ptr(),
+                        libc::O_CREAT | libc::O_EXCL | libc::O_RDWR,
+                        0o600,
+                    )
+                };
+                if fd < 0 {
+                    return Err(failed("creating", io::Error::last_os_error()));
+                }
+                (fd, true)
+            }
+        };
+        let cleanup = |e: io::Error, what: &str| {
+            // SAFETY: fd is open; the name (if any) was created by us.
+            unsafe {
+                libc::close(fd);
+                if named {
+                    libc::shm_unlink(cname.as_ptr());
+                }
+            }
+            failed(what, e)
         };
         // SAFETY: fd is a valid shm fd.
         if unsafe { libc::ftruncate(fd, len as libc::off_t) } != 0 {
@@ -264,13 +353,11 @@ impl ShmSegment {
             Ok(b) => b,
             Err(e) => return Err(cleanup(e, "mapping")),
         };
-        // SAFETY: fd no longer needed once mapped.
-        unsafe { libc::close(fd) };
         let map = Mapping {
             base,
             len,
-            name,
-            linked: true,
+            name: name.clone(),
+            linked: named,
         };
         // SAFETY: nobody else has mapped the segment yet, so plain writes are exclusive.
         unsafe {
@@ -283,6 +370,20 @@ impl ShmSegment {
             (*h).key = random_u64() | 1;
         }
         map.ctrl().hdr.0.pid[0].store(std::process::id() as i32, Ordering::Release);
+        pause_for_test("filled", len);
+        let mut map = map;
+        if !named {
+            let linked = link_segment(fd, &map.name);
+            // SAFETY: fd is open; the mapping keeps the memory from here on.
+            unsafe { libc::close(fd) };
+            // Dropping the unnamed mapping frees everything on failure.
+            linked.map_err(|e| failed("naming", e))?;
+            map.linked = true;
+        } else {
+            // SAFETY: fd no longer needed once mapped.
+            unsafe { libc::close(fd) };
+        }
+        pause_for_test("named", len);
         Ok(ShmSegment { map, opts })
     }
 
@@ -340,11 +441,16 @@ pub fn attach(name: &str, cfg: EndpointConfig) -> Result<ShmEndpoint, TransportE
         return Err(err(e));
     }
     let len = st.st_size as usize;
-    if len < header_bytes() + 2 * (64 << 10) {
+    // Checked before mapping (and pre-faulting) anything: the creator may be a stranger.
+    let (min, max) = (
+        segment_bytes(crate::bounds::MIN_SHM_RING_BYTES),
+        segment_bytes(crate::bounds::MAX_SHM_RING_BYTES),
+    );
+    if !(min..=max).contains(&len) {
         // SAFETY: fd is open.
         unsafe { libc::close(fd) };
         return Err(err(io::Error::other(format!(
-            "segment too small ({len} bytes)"
+            "segment of {len} bytes is outside {min}..={max}"
         ))));
     }
     let base = map_fd(fd, len);
