@@ -167,19 +167,47 @@ fn limits(l: &cli::LimitsArgs, cpus: [usize; 2]) -> Result<()> {
     let lim = commperf_bench::limits::measure(&clock, cpus)?;
     let text = match l.format {
         output::Format::Json => serde_json::to_string_pretty(&lim)? + "\n",
-        _ => format!(
-            "# commperf limits | cpus {} and {}\n\
-             cache-line one-way (us)      {:.3}\n\
-             memcpy in cache (MB/s)       {:.0}   ({} KiB buffers)\n\
-             memcpy out of cache (MB/s)   {:.0}   ({} MiB buffers)\n",
-            cpus[0],
-            cpus[1],
-            lim.cacheline_one_way_us,
-            lim.memcpy_in_cache_mb_per_s,
-            lim.memcpy_in_cache_bytes >> 10,
-            lim.memcpy_out_of_cache_mb_per_s,
-            lim.memcpy_out_of_cache_bytes >> 20
-        ),
+        _ => {
+            let both = |v: Option<f64>| v.map_or_else(|| "-".to_string(), |v| format!("{v:.0}"));
+            let lines = [
+                (
+                    "cache-line one-way (us)",
+                    format!("{:.3}", lim.cacheline_one_way_us),
+                ),
+                (
+                    "memcpy in cache (MB/s)",
+                    format!(
+                        "{:.0}   ({} KiB buffers)",
+                        lim.memcpy_in_cache_mb_per_s,
+                        lim.memcpy_in_cache_bytes >> 10
+                    ),
+                ),
+                (
+                    "memcpy out of cache (MB/s)",
+                    format!(
+                        "{:.0}   ({} MiB buffers)",
+                        lim.memcpy_out_of_cache_mb_per_s,
+                        lim.memcpy_out_of_cache_bytes >> 20
+                    ),
+                ),
+                (
+                    "both CPUs, in cache (MB/s)",
+                    format!(
+                        "{}   (each CPU copying its half at once)",
+                        both(lim.memcpy_two_cpus_in_cache_mb_per_s)
+                    ),
+                ),
+                (
+                    "both CPUs, out of cache (MB/s)",
+                    both(lim.memcpy_two_cpus_out_of_cache_mb_per_s),
+                ),
+            ];
+            let mut text = format!("# commperf limits | cpus {} and {}\n", cpus[0], cpus[1]);
+            for (label, value) in lines {
+                text.push_str(&format!("{label:<31} {value}\n"));
+            }
+            text
+        }
     };
     output::print(&text)
 }
