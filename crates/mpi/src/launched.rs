@@ -13,7 +13,8 @@ use crate::world::MpiWorld;
 use crate::MpiError;
 use commperf_bench::{BenchConfig, Launcher, Progress};
 use commperf_core::{Report, TransportKind};
-use commperf_transport::launch::{LaunchError, Server};
+use commperf_transport::launch::Server;
+use commperf_transport::serve::ServeLimits;
 use mpi::topology::SimpleCommunicator;
 use mpi::traits::*;
 use serde::{Deserialize, Serialize};
@@ -127,7 +128,7 @@ pub(crate) fn run(
                 token: server.token().to_string(),
             },
         )?;
-        serve(&server, cfg, pair.peer)?;
+        serve(server, cfg, pair.peer)?;
         return Ok(None);
     }
     let (addr, token) = match world.recv_json::<Offer>(pair.peer)? {
@@ -152,28 +153,28 @@ pub(crate) fn run(
     Ok(Some(report))
 }
 
-/// Serves the one session of this pair. A connection that fails the token check (someone else
-/// on the network) is turned away and the server waits for its initiator again.
-fn serve(server: &Server, cfg: &BenchConfig, initiator: i32) -> Result<(), MpiError> {
-    let handshake = Duration::from_secs(30).min(cfg.idle_timeout);
-    loop {
-        match server.accept(handshake) {
-            Ok((mut ctrl, _)) => {
-                ctrl.set_timeout(cfg.idle_timeout.max(Duration::from_secs(600)))?;
-                let ip = server.local_addr().ip();
-                commperf_bench::serve_session(&mut ctrl, server.token(), ip)?;
-                return Ok(());
-            }
-            Err(LaunchError::Io { what, cause }) if what == "accept" => {
-                return Err(MpiError::Startup(format!(
-                    "waiting for rank {initiator} to connect: {cause}"
-                )))
-            }
-            Err(e) => {
-                eprintln!("commperf: turned away a connection that was not rank {initiator}: {e}")
-            }
-        }
-    }
+/// Serves the one session of this pair, through the same concurrent accept loop as `commperf
+/// serve`: a stranger on the network who connects first (or holds connections open) is turned
+/// away by the token check within the handshake deadline, and never delays the pair's own
+/// initiator.
+fn serve(server: Server, cfg: &BenchConfig, initiator: i32) -> Result<(), MpiError> {
+    let ip = server.local_addr().ip();
+    let token = server.token().to_string();
+    let limits = ServeLimits {
+        handshake: Duration::from_secs(30).min(cfg.idle_timeout),
+        ..ServeLimits::default()
+    };
+    let acceptor = server.start(limits, move |event| {
+        eprintln!("commperf: turned away a connection that was not rank {initiator}: {event}")
+    })?;
+    let mut session = acceptor
+        .next_session()
+        .map_err(|e| MpiError::Startup(format!("waiting for rank {initiator} to connect: {e}")))?;
+    session
+        .ctrl
+        .set_timeout(cfg.idle_timeout.max(Duration::from_secs(600)))?;
+    commperf_bench::serve_session(&mut session.ctrl, &token, ip)?;
+    Ok(())
 }
 
 #[cfg(test)]
