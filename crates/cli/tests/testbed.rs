@@ -170,7 +170,6 @@ fn ctrl_c_cleans_up() {
         line.clear();
     }
     assert!(seen.contains("measuring"), "{seen}");
-    std::thread::sleep(Duration::from_millis(300));
     // SAFETY: kill on our own child's pid.
     unsafe { libc::kill(pid as libc::pid_t, libc::SIGINT) };
     let mut rest = String::new();
