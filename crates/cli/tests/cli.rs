@@ -25,6 +25,31 @@ fn json_of(o: &Output) -> Value {
     serde_json::from_slice(&o.stdout).expect("stdout is JSON")
 }
 
+/// A scratch directory `PREFIX-PID` in the temp dir, removed when dropped: also when the test
+/// fails, so no run leaves it behind.
+struct ScratchDir(std::path::PathBuf);
+
+impl ScratchDir {
+    fn new(prefix: &str) -> ScratchDir {
+        let d = std::env::temp_dir().join(format!("{prefix}-{}", std::process::id()));
+        std::fs::create_dir_all(&d).unwrap();
+        ScratchDir(d)
+    }
+}
+
+impl std::ops::Deref for ScratchDir {
+    type Target = std::path::Path;
+    fn deref(&self) -> &std::path::Path {
+        &self.0
+    }
+}
+
+impl Drop for ScratchDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
 fn f(v: &Value, k: &str) -> f64 {
     v[k].as_f64()
         .unwrap_or_else(|| panic!("{k} missing in {v}"))
@@ -500,12 +525,14 @@ fn serve(token: &str) -> Served {
     let mut banner = BufReader::new(child.stdout.take().unwrap());
     banner.read_line(&mut first).unwrap();
     let addr = first.trim().rsplit(' ').next().unwrap().to_string();
-    assert!(addr.starts_with("127.0.0.1:"), "{first}");
-    Served {
+    // Built before the check, so that a failed check stops the server (Drop).
+    let s = Served {
         child,
         addr,
         _banner: banner,
-    }
+    };
+    assert!(s.addr.starts_with("127.0.0.1:"), "{first}");
+    s
 }
 
 #[test]
@@ -570,8 +597,7 @@ fn serve_refuses_a_wrong_token_and_keeps_serving() {
 
 #[test]
 fn output_files_and_report_rerendering() {
-    let dir = std::env::temp_dir().join(format!("commperf-cli-test-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = ScratchDir::new("commperf-cli-test");
     let json = dir.join("run.json");
     let o = commperf(&[
         "bench",
@@ -650,7 +676,6 @@ fn output_files_and_report_rerendering() {
         "{}",
         stderr(&o)
     );
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 /// Checks that `text` is a well-formed SVG document (an XML declaration, then one `svg` root
@@ -748,8 +773,7 @@ fn svg_series(tags: &[String]) -> Vec<(String, usize)> {
 
 #[test]
 fn plot_loggp_writes_seed_004_figure_3_6_as_svg() {
-    let dir = std::env::temp_dir().join(format!("commperf-plot-test-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = ScratchDir::new("commperf-plot-test");
     let (json, bench_svg, report_svg) = (
         dir.join("loggp.json"),
         dir.join("bench.svg"),
@@ -838,7 +862,6 @@ fn plot_loggp_writes_seed_004_figure_3_6_as_svg() {
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("--plot-loggp"), "{}", stderr(&o));
     assert!(!none.exists());
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]

@@ -301,6 +301,14 @@ fn uds_death(mode: Mode, uring: bool) {
         std::process::id()
     ));
     let _ = std::fs::remove_file(&path);
+    // The socket file goes with the test, also when it fails before the accept removes it.
+    struct Removed<'a>(&'a std::path::Path);
+    impl Drop for Removed<'_> {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_file(self.0);
+        }
+    }
+    let _removed = Removed(&path);
     let l = uds::listen(&path).unwrap();
     let mut child = spawn_child(&format!("{kind}:{}:{mode}", path.display()));
     if uring {
