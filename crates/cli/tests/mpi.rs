@@ -344,14 +344,24 @@ fn one_rank_or_an_odd_count_is_a_clear_error_and_an_mpi_abort() {
     if !mpi_ready("bad rank counts") {
         return;
     }
-    let o = mpirun(1, &["bench", "latency", "--launcher", "mpi", "-t", "tcp"]);
-    assert!(!o.status.success());
-    let e = text(&o.stderr);
-    assert!(
-        e.contains("commperf: rank 0: this MPI job has one rank"),
-        "{e}"
-    );
-    assert!(e.contains("MPI_ABORT"), "{e}");
+    // Open MPI's own "MPI_ABORT was invoked" report travels from the aborting rank to mpirun
+    // and can be lost when the rank is torn down first: on a loaded machine mpirun printed
+    // "ORTE_ERROR_LOG: Out of resource in file ../orte/util/show_help.c" instead (1 run in 6).
+    // commperf's message is required every time, Open MPI's report in one of three runs.
+    let mut without = Vec::new();
+    let reported = (0..3).any(|_| {
+        let o = mpirun(1, &["bench", "latency", "--launcher", "mpi", "-t", "tcp"]);
+        assert!(!o.status.success());
+        let e = text(&o.stderr);
+        assert!(
+            e.contains("commperf: rank 0: this MPI job has one rank"),
+            "{e}"
+        );
+        let aborted = e.contains("MPI_ABORT");
+        without.push(e);
+        aborted
+    });
+    assert!(reported, "no MPI_ABORT report in 3 runs: {without:#?}");
     let o = mpirun(3, &["bench", "latency", "--transport", "mpi"]);
     assert!(!o.status.success());
     let e = text(&o.stderr);
