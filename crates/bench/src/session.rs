@@ -993,6 +993,12 @@ fn corruption_from_env() -> Option<CorruptHook> {
     parse_corruption(&std::env::var("COMMPERF_TEST_CORRUPT").ok()?)
 }
 
+/// Test hook: with `COMMPERF_TEST_ANNOUNCE_RUNS` set, the peer prints one line on stderr as it
+/// enters each measurement's loop (`commperf test hook: peer PID runs BENCHMARK SIZE B`), so a
+/// test that kills it can wait for a measurement that is really running instead of guessing
+/// how long set-up takes. Read once per session, never in a loop.
+const ANNOUNCE_RUNS_ENV: &str = "COMMPERF_TEST_ANNOUNCE_RUNS";
+
 fn parse_corruption(v: &str) -> Option<CorruptHook> {
     let mut it = v.split(':');
     let c = Corruption {
@@ -1078,6 +1084,7 @@ impl Held {
 /// outside them is answered with the bound it broke and ends the session.
 pub fn serve_session(ctrl: &mut Control, token: &str, bind_ip: IpAddr) -> Result<(), BenchError> {
     let corruption = corruption_from_env();
+    let announce = std::env::var_os(ANNOUNCE_RUNS_ENV).is_some();
     let restore = affinity::allowed_cpus();
     // Calibrated: the PRTT server busy-waits exact delays.
     let clock = Clock::calibrate();
@@ -1200,6 +1207,9 @@ pub fn serve_session(ctrl: &mut Control, token: &str, bind_ip: IpAddr) -> Result
                     }
                 }
                 ctrl.send(&Reply::Ready)?;
+                if announce {
+                    eprintln!("commperf test hook: peer {} runs {ph}", std::process::id());
+                }
                 let (s, r) = (&mut bufs.0[..run.size as usize], &mut bufs.1[..]);
                 let c = corruption_for(corruption, &run);
                 let out = with_endpoint!(e, e => respond(e, &clock, run, s, r, c));

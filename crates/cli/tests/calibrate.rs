@@ -2,7 +2,7 @@
 //! Netgauge conversion of a real file, and hand-given Tcom.
 
 use serde_json::Value;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 fn commperf(args: &[&str]) -> Output {
@@ -16,8 +16,31 @@ fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
-fn tmp(name: &str) -> PathBuf {
-    std::env::temp_dir().join(format!("commperf-calibrate-{}-{name}", std::process::id()))
+/// A scratch file (or directory) in the temp dir, removed when dropped: also when the test
+/// fails, so no run leaves it behind.
+struct Tmp(PathBuf);
+
+impl std::ops::Deref for Tmp {
+    type Target = Path;
+    fn deref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl AsRef<Path> for Tmp {
+    fn as_ref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for Tmp {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0).or_else(|_| std::fs::remove_dir_all(&self.0));
+    }
+}
+
+fn tmp(name: &str) -> Tmp {
+    Tmp(std::env::temp_dir().join(format!("commperf-calibrate-{}-{name}", std::process::id())))
 }
 
 fn f(v: &Value, k: &str) -> f64 {
@@ -74,7 +97,6 @@ fn calibrate_measures_shm_into_a_profile() {
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
     let text = std::fs::read_to_string(&out).expect("profile written");
-    let _ = std::fs::remove_file(&out);
     let p: Value = serde_json::from_str(&text).expect("profile is JSON");
     assert_eq!(p["schema_version"], 1);
     assert_eq!(p["source"], "commperf calibrate --transport shm");

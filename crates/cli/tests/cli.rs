@@ -25,6 +25,31 @@ fn json_of(o: &Output) -> Value {
     serde_json::from_slice(&o.stdout).expect("stdout is JSON")
 }
 
+/// A scratch directory `PREFIX-PID` in the temp dir, removed when dropped: also when the test
+/// fails, so no run leaves it behind.
+struct ScratchDir(std::path::PathBuf);
+
+impl ScratchDir {
+    fn new(prefix: &str) -> ScratchDir {
+        let d = std::env::temp_dir().join(format!("{prefix}-{}", std::process::id()));
+        std::fs::create_dir_all(&d).unwrap();
+        ScratchDir(d)
+    }
+}
+
+impl std::ops::Deref for ScratchDir {
+    type Target = std::path::Path;
+    fn deref(&self) -> &std::path::Path {
+        &self.0
+    }
+}
+
+impl Drop for ScratchDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
 fn f(v: &Value, k: &str) -> f64 {
     v[k].as_f64()
         .unwrap_or_else(|| panic!("{k} missing in {v}"))
@@ -295,17 +320,112 @@ fn alive(pid: u32) -> bool {
         .unwrap_or(false)
 }
 
-fn wait_for_peer(c: &Child) -> u32 {
-    let start = Instant::now();
-    loop {
-        if let Some(&p) = children_of(c.id()).first() {
-            return p;
+/// What the peer prints on stderr, with `COMMPERF_TEST_ANNOUNCE_RUNS` set, as it enters a
+/// measurement's loop: `commperf test hook: peer PID runs BENCHMARK SIZE B`.
+const HOOK: &str = "commperf test hook: ";
+
+/// A `commperf` run whose stderr lines arrive on a channel as they are written, so a test can
+/// wait for the state it needs (the peer in its timed loop) instead of sleeping. Killed and
+/// reaped when dropped: a failing test leaves no run behind (its peer dies with it).
+struct Watched {
+    child: Child,
+    lines: std::sync::mpsc::Receiver<String>,
+    seen: Vec<String>,
+}
+
+impl Watched {
+    fn bench(args: &[&str]) -> Watched {
+        let mut child = Command::new(exe())
+            .arg("bench")
+            .args(args)
+            .env("COMMPERF_TEST_ANNOUNCE_RUNS", "1")
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let err = BufReader::new(child.stderr.take().unwrap());
+        let (tx, lines) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for l in err.lines().map_while(Result::ok) {
+                if tx.send(l).is_err() {
+                    break;
+                }
+            }
+        });
+        Watched {
+            child,
+            lines,
+            seen: Vec::new(),
         }
-        assert!(
-            start.elapsed() < Duration::from_secs(10),
-            "peer process never appeared"
-        );
-        std::thread::sleep(Duration::from_millis(20));
+    }
+
+    /// Waits (up to a minute: set-up includes the limits measurement, slow on a loaded machine)
+    /// until the peer announces the run `what` (e.g. "latency 262144 B"); returns its pid.
+    fn peer_running(&mut self, what: &str) -> u32 {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(l) => {
+                    let pid = l
+                        .strip_prefix(HOOK)
+                        .and_then(|r| r.strip_prefix("peer "))
+                        .and_then(|r| r.split_once(" runs "))
+                        .filter(|(_, run)| *run == what)
+                        .and_then(|(pid, _)| pid.parse().ok());
+                    self.seen.push(l);
+                    if let Some(pid) = pid {
+                        assert!(
+                            children_of(self.child.id()).contains(&pid),
+                            "the announced peer {pid} is not a child of commperf"
+                        );
+                        return pid;
+                    }
+                }
+                Err(e) => panic!(
+                    "the peer did not start {what} within 60 s ({e}); stderr so far: {:?}",
+                    self.seen
+                ),
+            }
+        }
+    }
+
+    /// Waits up to `limit` for the run to exit; None if it is still running then.
+    fn exit_within(&mut self, limit: Duration) -> Option<std::process::ExitStatus> {
+        let start = Instant::now();
+        loop {
+            if let Some(s) = self.child.try_wait().unwrap() {
+                return Some(s);
+            }
+            if start.elapsed() > limit {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
+    /// After exit: everything it wrote on stderr except the test hook's lines.
+    fn stderr_without_hook(&mut self) -> String {
+        // The reader ends at EOF, once the run and its peer (which shares the pipe) are gone.
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while let Ok(l) = self
+            .lines
+            .recv_timeout(deadline.saturating_duration_since(Instant::now()))
+        {
+            self.seen.push(l);
+        }
+        self.seen
+            .iter()
+            .filter(|l| !l.starts_with(HOOK))
+            .map(|l| format!("{l}\n"))
+            .collect()
+    }
+}
+
+impl Drop for Watched {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
     }
 }
 
@@ -319,32 +439,26 @@ fn shm_segments_of(pid: u32) -> Vec<String> {
 }
 
 fn killed_peer(transport: &str, mode: &str) {
-    let mut c = Command::new(exe())
-        .args([
-            "bench", "latency", "-t", transport, "--mode", mode, "--sizes", "256K", "--iters",
-        ])
-        .arg("100000000")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let peer = wait_for_peer(&c);
-    std::thread::sleep(Duration::from_millis(2000)); // past set-up and limits, into the timed loop
-                                                     // SAFETY: kill(2) with a pid we just read.
+    let mut c = Watched::bench(&[
+        "latency",
+        "-t",
+        transport,
+        "--mode",
+        mode,
+        "--sizes",
+        "256K",
+        "--iters",
+        "100000000",
+    ]);
+    // Killed only once it is in the timed loop: a kill during set-up is another test.
+    let peer = c.peer_running("latency 262144 B");
+    // SAFETY: kill(2) with the pid of our child's child, which cannot have been reaped (and
+    // its pid reused) while commperf is still running the measurement with it.
     unsafe { libc::kill(peer as i32, libc::SIGKILL) };
-    let killed_at = Instant::now();
-    let status = loop {
-        if let Some(s) = c.try_wait().unwrap() {
-            break s;
-        }
-        if killed_at.elapsed() > Duration::from_secs(5) {
-            let _ = c.kill();
-            panic!("{transport}/{mode}: commperf still running 5 s after its peer died");
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    };
-    let mut e = String::new();
-    c.stderr.take().unwrap().read_to_string(&mut e).unwrap();
+    let status = c.exit_within(Duration::from_secs(5)).unwrap_or_else(|| {
+        panic!("{transport}/{mode}: commperf still running 5 s after its peer died")
+    });
+    let e = c.stderr_without_hook();
     assert_eq!(status.code(), Some(1), "{e}");
     assert!(
         e.contains(&format!("latency 262144 B over {transport} ({mode})")),
@@ -357,7 +471,7 @@ fn killed_peer(transport: &str, mode: &str) {
     assert_eq!(e.trim_end().lines().count(), 1, "one error line: {e}");
     assert!(!alive(peer), "peer process left behind");
     assert!(
-        shm_segments_of(c.id()).is_empty(),
+        shm_segments_of(c.child.id()).is_empty(),
         "shared-memory segment left behind"
     );
 }
@@ -379,25 +493,18 @@ fn killed_peer_is_reported_within_5_s_tcp() {
 
 #[test]
 fn killed_client_takes_its_peer_along() {
-    let mut c = Command::new(exe())
-        .args([
-            "bench",
-            "latency",
-            "-t",
-            "shm",
-            "--sizes",
-            "8",
-            "--iters",
-            "100000000",
-        ])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let peer = wait_for_peer(&c);
-    std::thread::sleep(Duration::from_millis(300));
-    c.kill().unwrap();
-    c.wait().unwrap();
+    let mut c = Watched::bench(&[
+        "latency",
+        "-t",
+        "shm",
+        "--sizes",
+        "8",
+        "--iters",
+        "100000000",
+    ]);
+    let peer = c.peer_running("latency 8 B");
+    c.child.kill().unwrap();
+    c.child.wait().unwrap();
     let start = Instant::now();
     while alive(peer) {
         assert!(
@@ -406,7 +513,7 @@ fn killed_client_takes_its_peer_along() {
         );
         std::thread::sleep(Duration::from_millis(20));
     }
-    assert!(shm_segments_of(c.id()).is_empty());
+    assert!(shm_segments_of(c.child.id()).is_empty());
 }
 
 struct Served {
@@ -434,12 +541,14 @@ fn serve(token: &str) -> Served {
     let mut banner = BufReader::new(child.stdout.take().unwrap());
     banner.read_line(&mut first).unwrap();
     let addr = first.trim().rsplit(' ').next().unwrap().to_string();
-    assert!(addr.starts_with("127.0.0.1:"), "{first}");
-    Served {
+    // Built before the check, so that a failed check stops the server (Drop).
+    let s = Served {
         child,
         addr,
         _banner: banner,
-    }
+    };
+    assert!(s.addr.starts_with("127.0.0.1:"), "{first}");
+    s
 }
 
 #[test]
@@ -504,8 +613,7 @@ fn serve_refuses_a_wrong_token_and_keeps_serving() {
 
 #[test]
 fn output_files_and_report_rerendering() {
-    let dir = std::env::temp_dir().join(format!("commperf-cli-test-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = ScratchDir::new("commperf-cli-test");
     let json = dir.join("run.json");
     let o = commperf(&[
         "bench",
@@ -584,7 +692,6 @@ fn output_files_and_report_rerendering() {
         "{}",
         stderr(&o)
     );
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 /// Checks that `text` is a well-formed SVG document (an XML declaration, then one `svg` root
@@ -682,8 +789,7 @@ fn svg_series(tags: &[String]) -> Vec<(String, usize)> {
 
 #[test]
 fn plot_loggp_writes_seed_004_figure_3_6_as_svg() {
-    let dir = std::env::temp_dir().join(format!("commperf-plot-test-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = ScratchDir::new("commperf-plot-test");
     let (json, bench_svg, report_svg) = (
         dir.join("loggp.json"),
         dir.join("bench.svg"),
@@ -772,7 +878,6 @@ fn plot_loggp_writes_seed_004_figure_3_6_as_svg() {
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("--plot-loggp"), "{}", stderr(&o));
     assert!(!none.exists());
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]
@@ -791,7 +896,6 @@ fn serve_keeps_serving_after_its_stdout_is_closed() {
                 .unwrap(),
         ),
     ));
-    std::thread::sleep(Duration::from_millis(100));
     let o = commperf(&[
         "bench", "latency", "-t", "tcp", "--sizes", "8", "--iters", "50", "--peer", &s.addr,
         "--token", "tok",

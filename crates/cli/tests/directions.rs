@@ -1,15 +1,31 @@
 //! The extended benchmarks must show their effect where the mechanism exists (issue 3): these
 //! tests assert the direction of each effect on real transports.
 //!
-//! Timing directions cannot be judged while other tests oversubscribe the cores, so they live in
-//! a test binary of their own (cargo runs test binaries one after another), run one at a time
-//! (a lock), and a direction must hold in at least two of three attempts.
+//! A direction is judged on paired, interleaved measurements, never on two runs far apart: on a
+//! loaded machine (another build, a CPU hog) the level of a latency moves between runs by more
+//! than some of these effects, but it moves both sides of a pair measured back to back alike.
+//! Each test takes several blocks "baseline, variant" in a row and asserts on the median of
+//! the per-block differences, against a threshold chosen from the effect measured on this
+//! 2-vCPU VM (idle, and at load 2: one `yes` per core) and from the spread between blocks, so
+//! that the assertion fails if the mechanism were absent (a difference of about zero).
+//!
+//! Blocks within one process and connection: the CLI removes repeated sizes, so a block per
+//! size of nearly the same message (16, 17, 18 … B; 1 MiB − k × 4 KiB), where the benchmark
+//! measures its baseline and its variants on the same connection just before each other.
+//! conns and cq measure one size only; their blocks are repeated runs.
+//!
+//! The tests run one at a time (a lock) in a test binary of their own (cargo runs test
+//! binaries one after another), so they do not load each other.
 
 use serde_json::Value;
 use std::process::Command;
-use std::sync::Mutex;
+use std::sync::{Mutex, MutexGuard};
 
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+fn one_at_a_time() -> MutexGuard<'static, ()> {
+    ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
+}
 
 fn bench_json(args: &[&str]) -> Value {
     let o = Command::new(env!("CARGO_BIN_EXE_commperf"))
@@ -37,116 +53,213 @@ fn rows_of(v: &Value, bench: &str) -> Vec<Value> {
         .collect()
 }
 
-/// Runs `attempt` up to three times; passes once it has held twice. Failures are reported.
-fn holds_in_two_of_three(what: &str, mut attempt: impl FnMut() -> Result<(), String>) {
-    let _guard = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let (mut held, mut misses) = (0, Vec::new());
-    for _ in 0..3 {
-        match attempt() {
-            Ok(()) => held += 1,
-            Err(e) => misses.push(e),
-        }
-        if held == 2 {
-            return;
-        }
+/// The row of `rows` whose fields have the given values.
+fn row<'a>(rows: &'a [Value], what: &[(&str, Value)]) -> &'a Value {
+    rows.iter()
+        .find(|r| what.iter().all(|(k, v)| r[*k] == *v))
+        .unwrap_or_else(|| panic!("no row with {what:?} in {rows:#?}"))
+}
+
+fn median(v: &[f64]) -> f64 {
+    let mut s = v.to_vec();
+    s.sort_by(f64::total_cmp);
+    let n = s.len();
+    if n % 2 == 1 {
+        s[n / 2]
+    } else {
+        (s[n / 2 - 1] + s[n / 2]) / 2.0
     }
-    panic!("{what}: held {held} of 3 times; misses: {misses:#?}");
+}
+
+/// Comma-separated sizes `first`, `first + step`, … (`n` of them): one block each.
+fn sizes(first: i64, step: i64, n: i64) -> String {
+    (0..n)
+        .map(|i| (first + i * step).to_string())
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// Asserts that the median of the per-block `gains` exceeds `threshold`, showing every block.
+fn median_above(what: &str, gains: &[f64], threshold: f64, blocks: &[String]) {
+    let m = median(gains);
+    assert!(
+        m > threshold,
+        "{what}: median {m:.3} µs over {} blocks, expected more than {threshold:.3} µs; \
+         blocks: {blocks:#?}",
+        gains.len()
+    );
 }
 
 #[test]
 fn blocking_costs_more_than_polling_and_spinning_first_wins_it_back() {
-    holds_in_two_of_three("blocking", || {
-        let v = bench_json(&[
-            "blocking", "-t", "tcp,uds", "--sizes", "16", "--iters", "3000",
-        ]);
-        let rows = rows_of(&v, "blocking");
-        assert_eq!(rows.len(), 2 * 2, "two variants per transport");
-        for r in &rows {
-            assert_eq!(r["mode"], "block");
-            let (p50, base, cost) = (f(r, "p50_us"), f(r, "baseline_p50_us"), f(r, "cost_us"));
-            assert!((cost - (p50 - base)).abs() < 1e-9, "{r}");
-        }
-        for t in ["tcp", "uds"] {
+    let _one = one_at_a_time();
+    // 7 blocks: baseline (poll), block at once, spin 1000 checks then block.
+    let v = bench_json(&[
+        "blocking",
+        "-t",
+        "tcp,uds",
+        "--sizes",
+        &sizes(16, 1, 7),
+        "--iters",
+        "2000",
+    ]);
+    let rows = rows_of(&v, "blocking");
+    assert_eq!(
+        rows.len(),
+        2 * 2 * 7,
+        "two variants per transport and block"
+    );
+    for r in &rows {
+        assert_eq!(r["mode"], "block");
+        let (p50, base, cost) = (f(r, "p50_us"), f(r, "baseline_p50_us"), f(r, "cost_us"));
+        assert!((cost - (p50 - base)).abs() < 1e-9, "{r}");
+    }
+    for t in ["tcp", "uds"] {
+        let (mut costs, mut wins, mut blocks) = (Vec::new(), Vec::new(), Vec::new());
+        for size in 16..23 {
             let find = |spins: u64| {
-                rows.iter()
-                    .find(|r| r["transport"] == t && r["block_spins"] == spins)
-                    .unwrap()
+                row(
+                    &rows,
+                    &[
+                        ("transport", t.into()),
+                        ("size_bytes", size.into()),
+                        ("block_spins", spins.into()),
+                    ],
+                )
             };
             let (at_once, hybrid) = (find(0), find(1000));
-            // Waking a sleeping process costs microseconds on any Linux, tens on these VMs.
-            if f(at_once, "cost_us") <= 2.0 {
-                return Err(format!("{t}: blocking should cost over 2 µs: {at_once}"));
-            }
-            if f(hybrid, "p50_us") >= f(at_once, "p50_us") {
-                return Err(format!(
-                    "{t}: spinning first should avoid the wake-up: {hybrid}"
-                ));
-            }
+            let base = f(at_once, "baseline_p50_us");
+            let (once, spun) = (f(at_once, "p50_us"), f(hybrid, "p50_us"));
+            costs.push(once - base);
+            wins.push(once - spun);
+            blocks.push(format!(
+                "{size} B: poll {base:.2}, block {once:.2}, spin then block {spun:.2}"
+            ));
         }
-        Ok(())
-    });
+        // Waking a sleeping process costs microseconds on any Linux; on this VM 22–33 µs over
+        // a 1.6 (uds) or 2.7 µs (tcp) polled round trip, idle and at load 2, with blocks
+        // within ±3 µs of each other. 2 µs is far above that spread of a median.
+        median_above(&format!("{t}: blocking costs"), &costs, 2.0, &blocks);
+        // Spinning first takes the wake-up out of nearly every round trip: here it wins back
+        // the whole cost (hybrid within 0.1 µs of polling). Without the spin both variants
+        // would be the same blocking wait (a median difference of about zero ± 1.5 µs), so
+        // half the cost is the bar.
+        median_above(
+            &format!("{t}: spinning first wins back"),
+            &wins,
+            0.5 * median(&costs),
+            &blocks,
+        );
+    }
 }
 
 #[test]
 fn fresh_buffers_cost_more_than_a_reused_one_for_large_messages() {
-    holds_in_two_of_three("bufmgmt", || {
-        let v = bench_json(&["bufmgmt", "-t", "shm", "--sizes", "1M", "--iters", "300"]);
-        let r = &rows_of(&v, "bufmgmt")[0];
-        assert!((f(r, "cost_us") - (f(r, "p50_us") - f(r, "baseline_p50_us"))).abs() < 1e-9);
-        // A reused 1 MiB buffer stays in cache; one from a pool twice the LLC never does.
-        if f(r, "cost_us") > 0.0 {
-            Ok(())
-        } else {
-            Err(format!("fresh buffers cost nothing: {r}"))
-        }
-    });
+    let _one = one_at_a_time();
+    // 5 blocks of about 1 MiB (1 MiB − k × 4 KiB): the reused-buffer baseline, then a fresh
+    // buffer from a pool twice the LLC every iteration. Each block builds its two pools (the
+    // slow part: two × 2 × LLC filled on each side), so 5 blocks take about 20 s.
+    let v = bench_json(&[
+        "bufmgmt",
+        "-t",
+        "shm",
+        "--sizes",
+        &sizes(1 << 20, -4096, 5),
+        "--iters",
+        "300",
+    ]);
+    let rows = rows_of(&v, "bufmgmt");
+    let (mut costs, mut bases, mut blocks) = (Vec::new(), Vec::new(), Vec::new());
+    for r in rows.iter().filter(|r| r["buffers"] == "fresh") {
+        let (p50, base, cost) = (f(r, "p50_us"), f(r, "baseline_p50_us"), f(r, "cost_us"));
+        assert!((cost - (p50 - base)).abs() < 1e-9, "{r}");
+        costs.push(cost);
+        bases.push(base);
+        blocks.push(format!(
+            "{} B: reused {base:.1}, fresh {p50:.1}",
+            r["size_bytes"]
+        ));
+    }
+    assert_eq!(costs.len(), 5, "{rows:#?}");
+    // A reused 1 MiB buffer stays in cache; one from a pool twice the LLC never does. Measured
+    // here: reused 75–80 µs, fresh 124–126 µs idle (+45…49 µs, +60 %) and more at load 2
+    // (preemption lands in the slower loop). Reusing the buffer would make the difference
+    // about zero (blocks spread by ±3 µs), so a fifth of the baseline (~15 µs) is the bar.
+    median_above("fresh buffers cost", &costs, 0.2 * median(&bases), &blocks);
 }
 
 #[test]
 fn sixty_four_scattered_segments_cost_more_than_one() {
-    holds_in_two_of_three("noncontig", || {
-        let v = bench_json(&[
-            "noncontig",
-            "-t",
-            "shm,uds",
-            "--sizes",
-            "1K",
-            "--iters",
-            "5000",
-        ]);
-        let rows = rows_of(&v, "noncontig");
-        assert_eq!(
-            rows.len(),
-            2 * 7 * 2,
-            "transports × k = 1…64 × vectored/packed"
-        );
-        let p50 = |t: &str, k: u64, packed: bool| {
-            let r = rows
-                .iter()
-                .find(|r| r["transport"] == t && r["segments"] == k && r["packed"] == packed)
-                .unwrap_or_else(|| panic!("{t} {k} {packed}"));
-            assert!((f(r, "cost_us") - (f(r, "p50_us") - f(r, "baseline_p50_us"))).abs() < 1e-9);
-            f(r, "p50_us")
-        };
-        // shm, packed: 64 copies of 16 B from 64 pages against one copy of 1 KiB (3× here).
-        // uds, vectored: the kernel walks 64 iovecs against one (about +2 µs here). The packing
-        // cost over uds (+0.3 µs on 3 µs) is within the run-to-run noise, so it is not asserted.
-        for (t, packed) in [("shm", true), ("uds", false)] {
-            let (one, many) = (p50(t, 1, packed), p50(t, 64, packed));
-            if many <= one {
-                let how = if packed { "packed" } else { "vectored" };
-                return Err(format!(
-                    "{t} {how}: 64 segments {many} µs, 1 segment {one} µs"
-                ));
-            }
+    let _one = one_at_a_time();
+    // 5 blocks of 1 KiB + k × 64 B: 64 segments of 16 … 20 B each, so every block scatters
+    // into exactly 64 equal segments. 2000 iterations: at load 2 a preempted round trip costs
+    // a scheduler slice, and the 15 variants of a block add up.
+    let v = bench_json(&[
+        "noncontig",
+        "-t",
+        "shm,uds",
+        "--sizes",
+        &sizes(1024, 64, 5),
+        "--iters",
+        "2000",
+    ]);
+    let rows = rows_of(&v, "noncontig");
+    assert_eq!(
+        rows.len(),
+        2 * 5 * 7 * 2,
+        "transports × blocks × k = 1…64 × vectored/packed"
+    );
+    for r in &rows {
+        assert!((f(r, "cost_us") - (f(r, "p50_us") - f(r, "baseline_p50_us"))).abs() < 1e-9);
+    }
+    // shm, packed: 64 copies of 16 B from 64 pages against one copy of 1 KiB; measured +0.15 µs
+    // on 0.52 (+29 %, idle and at load 2, blocks within ±0.03 µs).
+    // uds, vectored: the kernel walks 64 iovecs against one; +1.0 µs on 2.1 (+48 %, blocks
+    // within ±0.05 µs). The bars are about a third of those effects: 10 % and 15 % of the
+    // one-segment latency. The packing cost over uds (+0.2 µs on 2.1) is close to the noise
+    // between runs, so it is not asserted.
+    for (t, packed, share) in [("shm", true, 0.10), ("uds", false, 0.15)] {
+        let (mut costs, mut ones, mut blocks) = (Vec::new(), Vec::new(), Vec::new());
+        for size in (0..5).map(|i| 1024 + 64 * i) {
+            let p50 = |k: u64| {
+                f(
+                    row(
+                        &rows,
+                        &[
+                            ("transport", t.into()),
+                            ("size_bytes", size.into()),
+                            ("segments", k.into()),
+                            ("packed", packed.into()),
+                        ],
+                    ),
+                    "p50_us",
+                )
+            };
+            let (one, many) = (p50(1), p50(64));
+            costs.push(many - one);
+            ones.push(one);
+            blocks.push(format!(
+                "{size} B: 1 segment {one:.3}, 64 segments {many:.3}"
+            ));
         }
-        Ok(())
-    });
+        let how = if packed { "packed" } else { "vectored" };
+        median_above(
+            &format!("{t} {how}: 64 segments cost"),
+            &costs,
+            share * median(&ones),
+            &blocks,
+        );
+    }
 }
+
+/// Runs of conns or cq, which measure one size only: their blocks are repeated runs.
+const RUNS: usize = 7;
 
 #[test]
 fn sweeping_more_open_endpoints_costs_more() {
-    holds_in_two_of_three("conns", || {
+    let _one = one_at_a_time();
+    let (mut costs, mut blocks) = (Vec::new(), Vec::new());
+    for _ in 0..RUNS {
         let v = bench_json(&["conns", "-t", "uds", "--conns-max", "64", "--iters", "500"]);
         let rows = rows_of(&v, "conns");
         let counts: Vec<u64> = rows
@@ -154,59 +267,66 @@ fn sweeping_more_open_endpoints_costs_more() {
             .map(|r| r["connections"].as_u64().unwrap())
             .collect();
         assert_eq!(counts, vec![1, 2, 4, 8, 16, 32, 64]);
-        let p50 = |n: u64| {
-            f(
-                rows.iter().find(|r| r["connections"] == n).unwrap(),
-                "p50_us",
-            )
-        };
+        let p50 = |n: u64| f(row(&rows, &[("connections", n.into())]), "p50_us");
         assert!(rows
             .iter()
             .all(|r| (f(r, "baseline_p50_us") - p50(1)).abs() < 1e-9));
-        // Every wait polls 64 sockets instead of one: one syscall each.
-        if p50(64) > p50(1) + 2.0 {
-            Ok(())
-        } else {
-            Err(format!(
-                "64 endpoints {} µs, 1 endpoint {} µs",
-                p50(64),
-                p50(1)
-            ))
-        }
-    });
+        costs.push(p50(64) - p50(1));
+        blocks.push(format!(
+            "1 endpoint {:.2}, 64 endpoints {:.2}",
+            p50(1),
+            p50(64)
+        ));
+    }
+    // Every wait polls 64 sockets instead of one: one syscall each. Measured 1.6 → 5.7 µs
+    // (+4.1 µs) idle and at load 2, runs within ±0.2 µs; without the sweep the difference
+    // would be about zero.
+    median_above("64 endpoints cost", &costs, 2.0, &blocks);
 }
 
 #[test]
 fn a_completion_queue_beats_sweeping_many_endpoints() {
-    holds_in_two_of_three("cq", || {
-        let v = bench_json(&["cq", "-t", "uds", "--conns-max", "64", "--iters", "500"]);
-        let rows = rows_of(&v, "cq");
-        assert_eq!(rows.len(), 7);
-        let at64 = rows.iter().find(|r| r["connections"] == 64).unwrap();
-        let (cq, sweep) = (f(at64, "p50_us"), f(at64, "baseline_p50_us"));
-        assert!((f(at64, "cost_us") - (cq - sweep)).abs() < 1e-9);
-        // One epoll_wait against 64 poll(2) calls per check.
-        if cq + 2.0 < sweep {
-            Ok(())
-        } else {
-            Err(format!(
-                "64 endpoints: completion queue {cq} µs, sweep {sweep} µs"
-            ))
+    let _one = one_at_a_time();
+    // At each endpoint count a run measures the sweep and then the queue over the same
+    // endpoints: one pair per run at the largest count.
+    let pairs = |t: &str, max: u64, iters: &str, want_rows: usize| {
+        let (mut wins, mut sweeps, mut blocks) = (Vec::new(), Vec::new(), Vec::new());
+        for _ in 0..RUNS {
+            let v = bench_json(&[
+                "cq",
+                "-t",
+                t,
+                "--conns-max",
+                &max.to_string(),
+                "--iters",
+                iters,
+            ]);
+            let rows = rows_of(&v, "cq");
+            assert_eq!(rows.len(), want_rows);
+            let at = row(&rows, &[("connections", max.into())]);
+            let (cq, sweep) = (f(at, "p50_us"), f(at, "baseline_p50_us"));
+            assert!((f(at, "cost_us") - (cq - sweep)).abs() < 1e-9);
+            wins.push(sweep - cq);
+            sweeps.push(sweep);
+            blocks.push(format!(
+                "{max} endpoints: sweep {sweep:.3}, completion queue {cq:.3}"
+            ));
         }
-    });
+        (wins, sweeps, blocks)
+    };
+    // uds: one epoll_wait against 64 poll(2) calls per check. Measured: sweep 5.6–5.8 µs,
+    // queue 1.9–2.0 µs (3.7 µs won) idle and at load 2; a queue that swept too would win
+    // about nothing.
+    let (wins, _, blocks) = pairs("uds", 64, "500", 7);
+    median_above("uds: the completion queue wins", &wins, 2.0, &blocks);
     // shm: one shared-memory queue against 256 ring checks (about 2 ns each) per poll.
-    holds_in_two_of_three("cq over shm", || {
-        let v = bench_json(&["cq", "-t", "shm", "--conns-max", "256", "--iters", "2000"]);
-        let rows = rows_of(&v, "cq");
-        assert_eq!(rows.len(), 9);
-        let at256 = rows.iter().find(|r| r["connections"] == 256).unwrap();
-        let (cq, sweep) = (f(at256, "p50_us"), f(at256, "baseline_p50_us"));
-        if cq < sweep {
-            Ok(())
-        } else {
-            Err(format!(
-                "256 endpoints: completion queue {cq} µs, sweep {sweep} µs"
-            ))
-        }
-    });
+    // Measured: sweep 0.37 µs, queue 0.21–0.25 µs (0.12–0.16 µs won, 30–40 %); the bar is 15 %
+    // of the sweep.
+    let (wins, sweeps, blocks) = pairs("shm", 256, "2000", 9);
+    median_above(
+        "shm: the completion queue wins",
+        &wins,
+        0.15 * median(&sweeps),
+        &blocks,
+    );
 }

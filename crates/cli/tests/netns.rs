@@ -4,7 +4,8 @@
 
 use serde_json::Value;
 use std::io::{BufRead, BufReader};
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
 
 fn ip(args: &[&str]) -> bool {
     Command::new("ip")
@@ -50,6 +51,32 @@ impl Drop for Hosts {
     }
 }
 
+/// The server, killed and reaped when dropped: a failed assertion leaves no server waiting in
+/// a namespace that is about to be deleted (declared after [`Hosts`], so dropped before it).
+struct Server(Child);
+
+impl Server {
+    fn exit_within(&mut self, limit: Duration) -> Option<ExitStatus> {
+        let start = Instant::now();
+        loop {
+            if let Some(s) = self.0.try_wait().unwrap() {
+                return Some(s);
+            }
+            if start.elapsed() > limit {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 #[test]
 fn bench_against_serve_in_another_network_namespace() {
     // SAFETY: geteuid has no preconditions.
@@ -61,25 +88,27 @@ fn bench_against_serve_in_another_network_namespace() {
         panic!("running as root with iproute2, but the network namespaces could not be made");
     };
     let exe = env!("CARGO_BIN_EXE_commperf");
-    let mut server = Command::new("ip")
-        .args([
-            "netns",
-            "exec",
-            &hosts.a,
-            exe,
-            "serve",
-            "--listen",
-            "10.231.0.1:0",
-            "--once",
-        ])
-        .args(["--token", "netns-token"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut server = Server(
+        Command::new("ip")
+            .args([
+                "netns",
+                "exec",
+                &hosts.a,
+                exe,
+                "serve",
+                "--listen",
+                "10.231.0.1:0",
+                "--once",
+            ])
+            .args(["--token", "netns-token"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
     let mut first = String::new();
     // Kept open until the end: the server's stdout stays a live pipe.
-    let mut banner = BufReader::new(server.stdout.take().unwrap());
+    let mut banner = BufReader::new(server.0.stdout.take().unwrap());
     banner.read_line(&mut first).unwrap();
     let addr = first.trim().rsplit(' ').next().unwrap().to_string();
     assert!(addr.starts_with("10.231.0.1:"), "{first}");
@@ -100,13 +129,17 @@ fn bench_against_serve_in_another_network_namespace() {
         .args(["--format", "json"])
         .output()
         .unwrap();
-    let status = server.wait().unwrap(); // --once: the server leaves after the session
     assert!(
         out.status.success(),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    assert!(status.success(), "server exit {status}");
+    // --once: the server leaves after the session.
+    let status = server.exit_within(Duration::from_secs(30));
+    assert!(
+        status.is_some_and(|s| s.success()),
+        "server after the session: {status:?}"
+    );
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["options"]["peer"], addr.as_str());
     let rows = v["results"].as_array().unwrap();

@@ -21,8 +21,31 @@ fn data(name: &str) -> String {
         .to_string()
 }
 
-fn tmp(name: &str) -> PathBuf {
-    std::env::temp_dir().join(format!("commperf-predict-{}-{name}", std::process::id()))
+/// A scratch file (or directory) in the temp dir, removed when dropped: also when the test
+/// fails, so no run leaves it behind.
+struct Tmp(PathBuf);
+
+impl std::ops::Deref for Tmp {
+    type Target = Path;
+    fn deref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl AsRef<Path> for Tmp {
+    fn as_ref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for Tmp {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0).or_else(|_| std::fs::remove_dir_all(&self.0));
+    }
+}
+
+fn tmp(name: &str) -> Tmp {
+    Tmp(std::env::temp_dir().join(format!("commperf-predict-{}-{name}", std::process::id())))
 }
 
 fn json(args: &[&str]) -> Value {
@@ -177,7 +200,6 @@ fn generated_patterns_predict_on_every_topology() {
             .max(),
         Some(10)
     );
-    let _ = std::fs::remove_file(&trace);
 }
 
 #[test]
@@ -217,8 +239,6 @@ fn bounds_and_timelines_are_written() {
         "{}",
         &s[..40.min(s.len())]
     );
-    let _ = std::fs::remove_file(&tl);
-    let _ = std::fs::remove_file(&svg);
 }
 
 #[test]
@@ -260,5 +280,4 @@ fn bad_input_is_refused_with_the_place() {
     ]);
     assert_eq!(code, 2);
     assert!(e.contains("--background"), "{e}");
-    let _ = std::fs::remove_file(&bad);
 }

@@ -556,10 +556,18 @@ fn rank_maps() {
     assert_eq!((l, c), (2, 1));
     assert!(w.contains("found only `1`"), "{w}");
 
-    let dir = std::env::temp_dir().join(format!("commperf-rankmap-{}", std::process::id()));
-    std::fs::write(&dir, "0 h0\n1 h0\n").unwrap();
-    assert_eq!(RankMap::from_file(&dir, &net).unwrap().0, [0, 0]);
-    let _ = std::fs::remove_file(&dir);
+    // Removed when dropped, also when the assertion fails.
+    struct Removed(std::path::PathBuf);
+    impl Drop for Removed {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_file(&self.0);
+        }
+    }
+    let map =
+        Removed(std::env::temp_dir().join(format!("commperf-rankmap-{}", std::process::id())));
+    std::fs::write(&map.0, "0 h0\n1 h0\n").unwrap();
+    assert_eq!(RankMap::from_file(&map.0, &net).unwrap().0, [0, 0]);
+    drop(map);
     assert!(matches!(
         RankMap::from_file(std::path::Path::new("/nonexistent/map"), &net),
         Err(TopologyError::Io(_))

@@ -215,7 +215,7 @@ impl Coordinator {
             }
             match self.events.recv_timeout(Duration::from_millis(100)) {
                 Ok(Event::Msg(rank, FromRank::Failed { message })) => {
-                    return Err(TestbedError::Rank { rank, message })
+                    return Err(self.dead_rank_first(rank, message, what))
                 }
                 Ok(Event::Msg(rank, msg)) => {
                     if !from.contains(&rank) || got.iter().any(|(r, _)| *r == rank) {
@@ -227,11 +227,15 @@ impl Coordinator {
                     got.push((rank, msg));
                 }
                 Ok(Event::Closed(rank, why)) => {
-                    // Give a Failed report already on its way the chance to be the message.
+                    // Give the closing rank's own Failed report, already on its way, the chance
+                    // to be the message. Another rank's failure is not: it is most likely the
+                    // consequence (a connection to the closed rank refused).
                     std::thread::sleep(Duration::from_millis(50));
                     if let Ok(Event::Msg(r, FromRank::Failed { message })) = self.events.try_recv()
                     {
-                        return Err(TestbedError::Rank { rank: r, message });
+                        if r == rank {
+                            return Err(TestbedError::Rank { rank: r, message });
+                        }
                     }
                     let status = self.ranks.exited().map(|(_, s)| s).unwrap_or_default();
                     return Err(TestbedError::Rank {
@@ -270,6 +274,39 @@ impl Coordinator {
             }
         }
         Ok(got)
+    }
+
+    /// The error for rank `rank` reporting `message`: unless another rank's process has exited,
+    /// which is then the news (the report is most likely its consequence: a connection to the
+    /// dead rank refused or reset). Its exit is waited for briefly: a killed rank's sockets
+    /// close a moment before its parent can reap it, and on a loaded machine the failure of
+    /// the rank that found it gone can arrive first.
+    fn dead_rank_first(&mut self, rank: u32, message: String, what: &str) -> TestbedError {
+        let until = Instant::now() + Duration::from_millis(200);
+        loop {
+            let other = self
+                .ranks
+                .children
+                .iter_mut()
+                .enumerate()
+                .find_map(|(i, c)| {
+                    let st = c.try_wait().ok().flatten()?;
+                    (i as u32 != rank).then_some((i as u32, st))
+                });
+            if let Some((dead, status)) = other {
+                return TestbedError::Rank {
+                    rank: dead,
+                    message: format!(
+                        "process exited ({status}) while waiting for {what} \
+                         (then rank {rank}: {message})"
+                    ),
+                };
+            }
+            if Instant::now() > until {
+                return TestbedError::Rank { rank, message };
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
     }
 
     /// Sends a job to `ranks` and waits until each has its connections.

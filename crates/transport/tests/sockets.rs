@@ -910,6 +910,14 @@ transport_tests!(uds_tests, TransportKind::Uds, uds_pair, uds_raw);
 fn uds_listen_connect_accept_names_peer_process() {
     let path = std::env::temp_dir().join(format!("commperf-sockets-{}.sock", std::process::id()));
     let _ = std::fs::remove_file(&path);
+    // The socket file goes with the test, also when it fails.
+    struct Removed<'a>(&'a std::path::Path);
+    impl Drop for Removed<'_> {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_file(self.0);
+        }
+    }
+    let _removed = Removed(&path);
     let l = uds::listen(&path).unwrap();
     let mut a = uds::connect(&path, cfg(Mode::Block)).unwrap();
     let mut b = uds::accept(&l, cfg(Mode::Poll)).unwrap();
@@ -923,7 +931,6 @@ fn uds_listen_connect_accept_names_peer_process() {
     let mut buf = [0u8; 32];
     assert_eq!(b.recv(&mut buf).unwrap(), RecvInfo { tag: 3, len: 11 });
     assert_eq!(&buf[..11], b"over a path");
-    std::fs::remove_file(&path).unwrap();
 }
 
 #[test]
@@ -960,6 +967,9 @@ fn send_to_dead_peer_is_peer_closed_not_sigpipe() {
         drop(raw);
         let peer = ep.info().peer.clone();
         let data = pattern(10_000, 0);
+        // The first sends may still be accepted (TCP learns of the close from the RST its
+        // first send provokes); a peer that stays "alive" for 10 s is a failure.
+        let deadline = Instant::now() + Duration::from_secs(10);
         for i in 0.. {
             let r = if i % 2 == 0 {
                 ep.send(1, &data)
@@ -969,7 +979,7 @@ fn send_to_dead_peer_is_peer_closed_not_sigpipe() {
                 })
             };
             match r {
-                Ok(()) if i < 200 => thread::sleep(Duration::from_millis(5)),
+                Ok(()) if Instant::now() < deadline => thread::sleep(Duration::from_millis(5)),
                 Ok(()) => panic!("{what}: sends to a closed peer keep succeeding"),
                 Err(TransportError::PeerClosed { peer: p, .. }) => {
                     assert_eq!(p, peer, "{what}");
