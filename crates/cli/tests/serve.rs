@@ -777,7 +777,10 @@ fn the_client_refuses_what_a_server_would_refuse_before_connecting() {
             "--shm-single-copy: must be at most 1073741824",
         ),
         (&["bufmgmt", "--sizes", "1G"], "--sizes: session memory = "),
-        (&["--timeout", "0.0001"], "--timeout: 0.0001 s is outside"),
+        (
+            &["--timeout", "0.0001"],
+            "'0.0001' is not a number of seconds from 0.001 to 86400",
+        ),
     ];
     for (args, expect) in cases {
         let o = Command::new(exe())
