@@ -312,16 +312,12 @@ mod tests {
         }
         let mb = memcpy_mb_per_s(&clock, 64 << 10, 3);
         assert!((100.0..1e6).contains(&mb), "memcpy {mb} MB/s");
-        if pair[0] != pair[1] {
-            // Two CPUs copying halves at once never take longer than one copying the whole
-            // (allowing for a noisy machine: 70 %), nor more than three times less.
-            let one = memcpy_mb_per_s(&clock, 16 << 20, 5);
-            let two = memcpy_two_cpus_mb_per_s(&clock, 16 << 20, pair, 5).unwrap();
-            assert!(
-                two > 0.7 * one && two < 3.0 * one,
-                "one {one} MB/s, two {two} MB/s"
-            );
-        }
+        // Both CPUs at once (how the two compare is a benchmark's question, not a test's: a
+        // CPU hog on one of them makes the pair as slow as that CPU).
+        let two = memcpy_two_cpus_mb_per_s(&clock, 1 << 20, pair, 3).unwrap();
+        assert!((100.0..2e6).contains(&two), "memcpy on both CPUs {two} MB/s");
+        // The CPUs are given back: this thread may run where it could before.
+        assert_eq!(affinity::allowed_cpus(), cpus);
     }
 
     #[test]
