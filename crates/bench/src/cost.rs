@@ -32,13 +32,17 @@ impl Baseline {
         })
     }
 
-    /// The baseline measured before and after the variants: the mean of the two, its noise
-    /// grown by half their difference (what the machine drifted while the variants ran).
+    /// The baseline measured before and after the variants: the faster of the two (a
+    /// disturbance, such as another process taking the CPU, only ever adds time: under a CPU
+    /// hog one of them can come out 50× slower, and a mean would carry that into every cost),
+    /// its noise grown by half their difference (what the machine drifted while the variants
+    /// ran).
     pub fn around(before: &Row, after: &Row) -> Option<Baseline> {
         let (a, b) = (Baseline::of(before)?, Baseline::of(after)?);
+        let faster = if b.p50_us < a.p50_us { b } else { a };
         Some(Baseline {
-            p50_us: (a.p50_us + b.p50_us) / 2.0,
-            noise_us: (a.noise_us.hypot(b.noise_us) / 2.0).hypot((a.p50_us - b.p50_us) / 2.0),
+            p50_us: faster.p50_us,
+            noise_us: faster.noise_us.hypot((a.p50_us - b.p50_us) / 2.0),
         })
     }
 }
@@ -150,16 +154,26 @@ mod tests {
 
     #[test]
     fn the_baselines_drift_is_noise() {
-        // 810 ± 3 before, 830 ± 3 after: 820, with √((√18/2)² + 10²) ≈ 10.2 µs of noise.
+        // 810 ± 3 before, 830 ± 3 after: the faster, 810, with √(3² + 10²) ≈ 10.4 µs of noise.
         let b = Baseline::around(&row(810.0, 3.0), &row(830.0, 3.0)).unwrap();
-        assert_eq!(b.p50_us, 820.0);
-        assert!((b.noise_us - (4.5f64 + 100.0).sqrt()).abs() < 1e-9, "{b:?}");
-        // So a variant at 805 is within noise of it (band 2·√(1 + 104.5) ≈ 20.5 µs).
-        let mut r = row(805.0, 1.0);
+        assert_eq!(b.p50_us, 810.0);
+        assert!((b.noise_us - 109f64.sqrt()).abs() < 1e-9, "{b:?}");
+        // So a variant at 795 is within noise of it (band 2·√(1 + 109) ≈ 21 µs) ...
+        let mut r = row(795.0, 1.0);
         assert_eq!(
             judge(&mut r, Some(b), Saving::Impossible, true),
             Verdict::Done
         );
         assert_eq!(r.cost_us, Some(0.0));
+        // ... and one disturbed baseline (a CPU hog took its CPU) does not move the other.
+        let b = Baseline::around(&row(4000.0, 900.0), &row(78.0, 0.5)).unwrap();
+        assert_eq!(b.p50_us, 78.0);
+        let mut r = row(126.0, 0.5);
+        judge(&mut r, Some(b), Saving::Impossible, true);
+        assert_eq!(r.cost_us, Some(48.0));
+        assert!(
+            r.cost_noise_us.unwrap() > 48.0,
+            "the drift makes it uncertain: {r:?}"
+        );
     }
 }

@@ -315,7 +315,10 @@ mod tests {
         // Both CPUs at once (how the two compare is a benchmark's question, not a test's: a
         // CPU hog on one of them makes the pair as slow as that CPU).
         let two = memcpy_two_cpus_mb_per_s(&clock, 1 << 20, pair, 3).unwrap();
-        assert!((100.0..2e6).contains(&two), "memcpy on both CPUs {two} MB/s");
+        assert!(
+            (100.0..2e6).contains(&two),
+            "memcpy on both CPUs {two} MB/s"
+        );
         // The CPUs are given back: this thread may run where it could before.
         assert_eq!(affinity::allowed_cpus(), cpus);
     }
