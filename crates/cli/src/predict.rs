@@ -68,6 +68,11 @@ pub struct PredictArgs {
     /// Host speed for SimGrid `compute` actions, flop/s
     #[arg(long, value_name = "FLOPS", default_value = "1e9", value_parser = positive_f64)]
     pub host_speed: f64,
+    /// LogGP/LogGOPS parameters for --model loggp, in ns (ns per byte for G and O), as
+    /// LogGOPSim takes them: L=…,o=…,g=…,G=…[,O=…] (o for both sides, or o_s=… and o_r=…)
+    /// [default: from the profile's LogGP points]
+    #[arg(long, value_name = "L=NS,o=NS,g=NS,G=NS[,O=NS]", value_parser = loggp_params)]
+    pub loggp: Option<LogGp>,
     /// Messages up to this size are sent eagerly; larger ones wait for the receive
     #[arg(long, value_name = "SIZE", default_value = "64k", value_parser = crate::cli::size)]
     pub eager: u64,
@@ -123,6 +128,52 @@ fn trace_format(s: &str) -> Result<TraceFormat, String> {
 fn topology_spec(s: &str) -> Result<TopologySpec, String> {
     s.parse()
         .map_err(|e: topology::TopologyError| e.to_string())
+}
+
+/// `--loggp`: every parameter named once; L, o (or o_s and o_r), g and G required.
+fn loggp_params(s: &str) -> Result<LogGp, String> {
+    let mut v: [Option<f64>; 6] = [None; 6];
+    const NAMES: [&str; 6] = ["L", "o_s", "o_r", "g", "G", "O"];
+    for part in s.split(',') {
+        let (k, val) = part
+            .split_once('=')
+            .ok_or_else(|| format!("'{part}' is not NAME=NS (names: L, o, o_s, o_r, g, G, O)"))?;
+        let x: f64 = val
+            .trim()
+            .trim_end_matches("ns")
+            .parse()
+            .ok()
+            .filter(|x: &f64| x.is_finite() && *x >= 0.0)
+            .ok_or_else(|| format!("{k}={val}: not a non-negative number of ns"))?;
+        let slots: &[usize] = match k.trim() {
+            "L" => &[0],
+            "o" => &[1, 2],
+            "o_s" => &[1],
+            "o_r" => &[2],
+            "g" => &[3],
+            "G" => &[4],
+            "O" => &[5],
+            other => {
+                return Err(format!(
+                    "unknown LogGP parameter '{other}' (names: L, o, o_s, o_r, g, G, O)"
+                ))
+            }
+        };
+        for &i in slots {
+            if v[i].replace(x).is_some() {
+                return Err(format!("{} is given twice", NAMES[i]));
+            }
+        }
+    }
+    let need = |i: usize| v[i].ok_or_else(|| format!("{} is missing", NAMES[i]));
+    Ok(LogGp {
+        L_ns: need(0)?,
+        o_s_ns: need(1)?,
+        o_r_ns: need(2)?,
+        g_ns: need(3)?,
+        G_ns_per_byte: need(4)?,
+        O_ns_per_byte: v[5].unwrap_or(0.0),
+    })
 }
 
 fn positive_f64(s: &str) -> Result<f64, String> {
@@ -256,7 +307,9 @@ pub fn run(a: &PredictArgs) -> Result<()> {
         })?,
         None => Tcom::default_ethernet(),
     };
-    let loggp = LogGp::from_profile(profile.as_ref(), &tcom);
+    let loggp = a
+        .loggp
+        .unwrap_or_else(|| LogGp::from_profile(profile.as_ref(), &tcom));
     let net = topology::build(&a.topology, workload.nranks(), a.seed)?;
     let map = match &a.rank_map {
         Some(path) => RankMap::from_file(path, &*net)?,
@@ -281,6 +334,9 @@ pub fn run(a: &PredictArgs) -> Result<()> {
         packet_bytes: a.packet,
         timeline: a.timeline.is_some() || a.timeline_svg.is_some(),
     };
+    if a.loggp.is_some() && cfg.model != Model::LogGp {
+        bail!("--loggp sets the parameters of --model loggp; add --model loggp");
+    }
     if a.bounds && cfg.model == Model::LogGp {
         bail!("--bounds needs the contention model: the LogGP model has no background load");
     }

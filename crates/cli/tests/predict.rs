@@ -281,3 +281,42 @@ fn bad_input_is_refused_with_the_place() {
     assert_eq!(code, 2);
     assert!(e.contains("--background"), "{e}");
 }
+
+#[test]
+fn loggp_parameters_given_as_loggopsim_takes_them() {
+    // LogGOPSim's answer for this schedule (tests/data/loggopsim-reference): host 7 at 16 500 ns.
+    let p = json(&[
+        "predict",
+        "--trace",
+        &data("loggopsim-reference/binomialtreebcast_8_1.goal"),
+        "--model",
+        "loggp",
+        "--loggp",
+        "L=2500,o=1500,g=1000,G=6,O=0",
+        "--eager",
+        "65535",
+    ]);
+    assert_eq!(p["total_us"].as_f64().unwrap(), 16.5);
+    assert_eq!(p["ranks"][7]["finish_us"].as_f64().unwrap(), 16.5);
+    assert_eq!(p["ranks"][0]["finish_us"].as_f64().unwrap(), 4.5);
+    // A tree of 1-byte messages has no compute: overhead is communication.
+    assert_eq!(p["ranks"][0]["compute_us"].as_f64().unwrap(), 0.0);
+    assert_eq!(p["ranks"][0]["comm_us"].as_f64().unwrap(), 4.5);
+    let goal = data("loggopsim-reference/binomialtreebcast_8_1.goal");
+    for (arg, want) in [
+        ("L=1,o=1,g=1", "G is missing"),
+        ("L=1,o=1,g=1,G=1,o_s=2", "o_s is given twice"),
+        ("L=1,o=1,g=1,G=1,x=2", "unknown LogGP parameter 'x'"),
+        ("L=-1,o=1,g=1,G=1", "L=-1: not a non-negative number of ns"),
+        ("L", "'L' is not NAME=NS"),
+    ] {
+        let (code, e) = err(&[
+            "predict", "--trace", &goal, "--model", "loggp", "--loggp", arg,
+        ]);
+        assert_eq!(code, 2, "{arg}: {e}");
+        assert!(e.contains(want), "{arg}: {e}");
+    }
+    let (code, e) = err(&["predict", "--trace", &goal, "--loggp", "L=1,o=1,g=1,G=1"]);
+    assert_eq!(code, 1);
+    assert!(e.contains("add --model loggp"), "{e}");
+}

@@ -1,5 +1,6 @@
 //! The engines: seed 003's contention model and a LogGP (LogGOPS) model over the same workload.
 
+mod loggops;
 mod queue;
 mod sim;
 
@@ -234,15 +235,23 @@ pub fn predict(inputs: &Inputs<'_>, cfg: &PredictConfig) -> Result<Outcome, Pred
         .loggp
         .copied()
         .unwrap_or_else(|| LogGp::from_profile(None, inputs.tcom));
-    let sim = sim::Sim::new(
-        inputs.workload,
-        inputs.network,
-        inputs.rank_map,
-        inputs.tcom,
-        loggp,
-        cfg,
-    )?
-    .run()?;
+    let sim = match cfg.model {
+        Model::LogGp => loggops::run(
+            inputs.workload,
+            loggp,
+            cfg.eager_threshold_bytes,
+            cfg.timeline,
+        )?,
+        Model::Contention => sim::Sim::new(
+            inputs.workload,
+            inputs.network,
+            inputs.rank_map,
+            inputs.tcom,
+            loggp,
+            cfg,
+        )?
+        .run()?,
+    };
     let total_us = sim.total_ns / 1e3;
     let ranks = sim
         .ranks

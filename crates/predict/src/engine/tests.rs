@@ -247,11 +247,47 @@ fn loggp_charges_overheads_gaps_and_latency() {
         ..PredictConfig::default()
     };
     let p = predict(&inputs, &cfg).unwrap().prediction;
-    // First: leaves at 0, arrives 0+100+1000+1000 = 2100, received 2200. Second: the NIC is
-    // free at 0+200+1000 = 1200, arrives 1200+2100 = 3300, received 3400.
-    assert_eq!(p.ranks[1].finish_us, 3.4);
-    assert_eq!(p.ranks[0].finish_us, 1.3);
+    // LogGOPSim's rules, s = 1000 B so (s − 1)·G = 999 ns. First send at 0: CPU to 100, NIC
+    // to 0 + 200 + 999 = 1199, first byte at 0 + 100 + 1000 = 1100. The second waits for the
+    // NIC: 1199, CPU to 1299, arrives 2299. The receiver takes the first at 1100: CPU to
+    // 1100 + 100 + 999 = 2199, NIC to 1100 + 200 + 999 = 2299; the second at 2299, CPU to
+    // 2299 + 100 + 999 = 3398.
+    assert_eq!(p.ranks[1].finish_us, 3.398);
+    assert_eq!(p.ranks[0].finish_us, 1.299);
+    // Overhead is communication, not compute; the rest is waiting (for data, for the gap).
+    assert_eq!((p.ranks[0].compute_us, p.ranks[0].comm_us), (0.0, 0.2));
+    assert_eq!((p.ranks[1].compute_us, p.ranks[1].comm_us), (0.0, 2.198));
+    assert!((p.ranks[1].wait_us - 1.2).abs() < 1e-9);
+    assert!((p.ranks[0].wait_us - 1.099).abs() < 1e-9);
     assert!(p.links.is_empty() && p.knee.is_none());
+}
+
+#[test]
+fn loggp_rendezvous_completes_at_the_match_and_receive_overhead_waits_for_the_cpu() {
+    let run_loggp = |ranks: &[Vec<OpKind>]| {
+        run(
+            ranks,
+            &PredictConfig {
+                model: Model::LogGp,
+                ..PredictConfig::default()
+            },
+        )
+    };
+    let p = run_loggp(&[
+        vec![send(1, 100_000), send(1, 8)],
+        vec![OpKind::Calc { ns: 5000 }, recv(0, 100_000), recv(0, 8)],
+    ]);
+    // The 100 kB message arrives at 1100 but the receiver computes until 5000: it is taken in
+    // at 5000 (CPU to 5000 + 100 + 99 999 = 105 099) and the receive, posted at 5000, matches
+    // it there: the rendezvous send completes at 5000, its host's NIC still busy until
+    // 0 + 200 + 99 999 = 100 199, when the 8-byte send goes (CPU to 100 299, arrival 101 299).
+    // The receiver takes it when its CPU (105 099) and its NIC are free: the NIC took the
+    // 100 kB in from 5000 to 5000 + 200 + 99 999 = 105 199; CPU to 105 199 + 100 + 7.
+    assert_eq!(p.ranks[0].finish_us, 100.299);
+    assert_eq!(p.ranks[1].finish_us, 105.306);
+    assert_eq!(p.ranks[1].compute_us, 5.0);
+    let r = &p.ranks[1];
+    assert!((r.compute_us + r.comm_us + r.wait_us - r.finish_us).abs() < 1e-9);
 }
 
 #[test]
