@@ -280,6 +280,7 @@ pub fn run(a: &PredictArgs) -> Result<()> {
         link_classes: a.links.clone(),
         packet_bytes: a.packet,
         timeline: a.timeline.is_some() || a.timeline_svg.is_some(),
+        ..PredictConfig::default()
     };
     if a.bounds && cfg.model == Model::LogGp {
         bail!("--bounds needs the contention model: the LogGP model has no background load");

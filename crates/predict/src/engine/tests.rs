@@ -88,7 +88,8 @@ fn one_message_costs_tcom() {
 }
 
 #[test]
-fn two_messages_sharing_a_link_take_twice_as_long() {
+fn two_messages_sharing_a_link_share_its_bandwidth_not_their_latency() {
+    // Each pays Tcom's 1000 ns intercept alone, then 1000 B at half the link: 1000 + 2000 ns.
     let p = run(
         &[
             vec![send(2, 1000)],
@@ -97,12 +98,12 @@ fn two_messages_sharing_a_link_take_twice_as_long() {
         ],
         &PredictConfig::default(),
     );
-    assert_eq!(p.total_us, 4.0);
-    // The receiver's downlink carried both, two at a time.
+    assert_eq!(p.total_us, 3.0);
+    // The receiver's downlink carried both, two at a time, while their bytes moved.
     let down = p.links.iter().find(|l| l.to == "h2").unwrap();
     assert_eq!(
         (down.max_contention, down.bytes, down.busy_us),
-        (2, 2000.0, 4.0)
+        (2, 2000.0, 2.0)
     );
     assert_eq!(p.bottlenecks[0], "s0->h2");
 }
@@ -112,16 +113,18 @@ fn an_8_to_1_incast_serializes_at_the_receivers_link() {
     let mut ranks: Vec<Vec<OpKind>> = (1..=8).map(|_| vec![send(0, 1000)]).collect();
     ranks.insert(0, (1..=8).map(|s| recv(s, 1000)).collect());
     let p = run(&ranks, &PredictConfig::default());
-    assert_eq!(p.total_us, 16.0);
+    // The latencies overlap; the 8 × 1000 B share the receiver's link: 1000 + 8000 ns.
+    assert_eq!(p.total_us, 9.0);
     for r in &p.ranks[1..] {
-        assert_eq!(r.finish_us, 16.0);
+        assert_eq!(r.finish_us, 9.0);
     }
 }
 
 #[test]
 fn a_short_message_leaves_and_the_long_one_speeds_up() {
-    // A: 1000 B (2000 ns quiet), B: 3000 B (4000 ns quiet) into the same receiver. Both at half
-    // speed until A is done at 4000 ns; B then has 2000 ns of quiet work left at full speed.
+    // A: 1000 B, B: 3000 B into the same receiver. Both pay the 1000 ns latency alone, then move
+    // bytes at half speed until A is done at 1000 + 2000 ns; B then has 2000 B left at full
+    // speed, done at 5000 ns.
     let o = run_full(
         &[
             vec![send(2, 1000)],
@@ -133,15 +136,15 @@ fn a_short_message_leaves_and_the_long_one_speeds_up() {
             ..PredictConfig::default()
         },
     );
-    assert_eq!(o.prediction.ranks[0].finish_us, 4.0);
-    assert_eq!(o.prediction.ranks[1].finish_us, 6.0);
+    assert_eq!(o.prediction.ranks[0].finish_us, 3.0);
+    assert_eq!(o.prediction.ranks[1].finish_us, 5.0);
     let tl = o.timeline.unwrap();
     assert_eq!(tl.messages.len(), 2);
     assert_eq!(
         (tl.messages[0].start_ns, tl.messages[0].end_ns),
-        (0.0, 4000.0)
+        (0.0, 3000.0)
     );
-    assert_eq!(tl.messages[1].end_ns, 6000.0);
+    assert_eq!(tl.messages[1].end_ns, 5000.0);
 }
 
 #[test]
@@ -208,7 +211,8 @@ fn constant_background_load_halves_availability() {
             ..PredictConfig::default()
         },
     );
-    assert_eq!(p.total_us, 4.0);
+    // The load takes bandwidth, not latency: 1000 + 1000 B at half speed.
+    assert_eq!(p.total_us, 3.0);
     let k = p.knee.unwrap();
     // Peak 1 B/ns = 1e9 B/s, half left, 4096-byte packets.
     assert_eq!(k.capacity_pkts_per_s, 0.5e9 / 4096.0);
@@ -295,6 +299,6 @@ fn bounds_run_best_average_and_worst() {
     let bd = bounds(&inputs, &c, 8).unwrap();
     assert_eq!(
         (bd.best_us, bd.average_us, bd.worst_us, bd.runs),
-        (101.0, 202.0, 202.0, 1)
+        (101.0, 201.0, 201.0, 1)
     );
 }

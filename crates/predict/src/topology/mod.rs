@@ -30,6 +30,16 @@ pub struct Link {
     pub class: String,
 }
 
+/// A link's own bandwidth and latency, when the topology file gives them (a SimGrid platform);
+/// a `--link` class setting still overrides them.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LinkSpec {
+    pub bandwidth_bytes_per_ns: f64,
+    pub latency_ns: f64,
+    /// SimGrid's `FATPIPE`: every message gets the whole bandwidth (no sharing).
+    pub fatpipe: bool,
+}
+
 /// Why a route or a topology cannot be made.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum TopologyError {
@@ -69,6 +79,15 @@ pub trait Network: Send + Sync + std::fmt::Debug {
     /// Appends the directed links a message from host `src` to host `dst` crosses, in order.
     /// Nothing for `src == dst`. Deterministic: the same pair always gets the same route.
     fn route(&self, src: u32, dst: u32, out: &mut Vec<u32>) -> Result<(), TopologyError>;
+    /// Per link (indexed like [`Network::links`]), its bandwidth and latency when the topology
+    /// itself says; None when links are configured by class only.
+    fn link_specs(&self) -> Option<&[LinkSpec]> {
+        None
+    }
+    /// Host `h`'s compute speed in flop/s when the topology says.
+    fn host_speed(&self, _h: u32) -> Option<f64> {
+        None
+    }
 }
 
 impl<N: Network + ?Sized> Network for Box<N> {
@@ -86,6 +105,12 @@ impl<N: Network + ?Sized> Network for Box<N> {
     }
     fn route(&self, src: u32, dst: u32, out: &mut Vec<u32>) -> Result<(), TopologyError> {
         (**self).route(src, dst, out)
+    }
+    fn link_specs(&self) -> Option<&[LinkSpec]> {
+        (**self).link_specs()
+    }
+    fn host_speed(&self, h: u32) -> Option<f64> {
+        (**self).host_speed(h)
     }
 }
 
