@@ -9,12 +9,14 @@ mod clos;
 mod crossbar;
 mod dot;
 mod fattree;
+mod simgrid;
 mod torus;
 
 pub use clos::Clos;
 pub use crossbar::Crossbar;
 pub use dot::Dot;
 pub use fattree::FatTree;
+pub use simgrid::SimGridPlatform;
 pub use torus::Torus;
 
 use std::path::{Path, PathBuf};
@@ -127,6 +129,8 @@ pub enum TopologySpec {
     Torus { dims: Vec<u32> },
     /// Graphviz dot file with LogGOPSim routing comments.
     Dot(PathBuf),
+    /// SimGrid platform XML (clusters, or hosts, links and routes of a Full zone).
+    SimGrid(PathBuf),
 }
 
 impl FromStr for TopologySpec {
@@ -197,11 +201,12 @@ impl FromStr for TopologySpec {
                 }
                 Ok(TopologySpec::Torus { dims })
             }
+            _ if s.ends_with(".xml") => Ok(TopologySpec::SimGrid(PathBuf::from(s))),
             _ if s.ends_with(".dot") || s.ends_with(".gv") || std::path::Path::new(s).is_file() => {
                 Ok(TopologySpec::Dot(PathBuf::from(s)))
             }
             _ => Err(bad(
-                "expected crossbar, clos[:hosts=N,group=G], fattree:k=K, torus:XxY[xZ] or a .dot file",
+                "expected crossbar, clos[:hosts=N,group=G], fattree:k=K, torus:XxY[xZ], a .dot file or a SimGrid platform .xml",
             )),
         }
     }
@@ -222,6 +227,7 @@ pub fn build(
         TopologySpec::FatTree { k } => Box::new(FatTree::new(*k)?),
         TopologySpec::Torus { dims } => Box::new(Torus::new(dims)?),
         TopologySpec::Dot(path) => Box::new(Dot::from_file(path)?),
+        TopologySpec::SimGrid(path) => Box::new(SimGridPlatform::from_file(path)?),
     })
 }
 
