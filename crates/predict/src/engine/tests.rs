@@ -302,3 +302,77 @@ fn bounds_run_best_average_and_worst() {
         (101.0, 201.0, 201.0, 1)
     );
 }
+
+#[test]
+fn concurrent_small_messages_do_not_serialize_on_latency() {
+    // 8 ranks each send 1 B to rank 0 at once over links with 10 µs of latency each (two per
+    // route). Each pays 1000 ns of Tcom intercept + 20 µs of links alone; then the 8 bytes
+    // share rank 0's downlink at 1/8 each: 8 ns. Dividing the latency by the share, as before
+    // issue 12, gave 8 × 21,001 ns = 168 µs.
+    let mut ranks: Vec<Vec<OpKind>> = (1..=8).map(|_| vec![send(0, 1)]).collect();
+    ranks.insert(0, (1..=8).map(|s| recv(s, 1)).collect());
+    let cfg = PredictConfig {
+        link_classes: vec![LinkClass {
+            name: "host".into(),
+            bandwidth_bytes_per_ns: None,
+            latency_ns: 10_000.0,
+        }],
+        ..PredictConfig::default()
+    };
+    let p = run(&ranks, &cfg);
+    assert_eq!(p.total_us, 21.008);
+    for r in &p.ranks[1..] {
+        assert_eq!(r.finish_us, 21.008);
+    }
+}
+
+#[test]
+fn shared_cables_carry_both_directions_in_one_capacity() {
+    let ranks = [
+        vec![send(1, 1000), recv(1, 1000)],
+        vec![send(0, 1000), recv(0, 1000)],
+    ];
+    // Rank 1's send goes while rank 0's is in flight only if both are eager: they are.
+    let full = run(&ranks, &PredictConfig::default());
+    assert_eq!(full.total_us, 2.0);
+    let shared = run(
+        &ranks,
+        &PredictConfig {
+            sharing: Sharing::Shared,
+            ..PredictConfig::default()
+        },
+    );
+    // 1000 ns latency each, then 2 × 1000 B through each cable's one capacity.
+    assert_eq!(shared.total_us, 3.0);
+}
+
+#[test]
+fn latency_and_bandwidth_factors_scale_links_by_size() {
+    let ranks = [vec![send(1, 1000)], vec![recv(0, 1000)]];
+    let cfg = PredictConfig {
+        link_classes: vec![LinkClass {
+            name: "host".into(),
+            bandwidth_bytes_per_ns: None,
+            latency_ns: 500.0,
+        }],
+        latency_factor: SizeFactors::parse("0:2;2000:10").unwrap(),
+        bandwidth_factor: SizeFactors::parse("0.5").unwrap(),
+        ..PredictConfig::default()
+    };
+    // Tcom's 1000 ns intercept is not scaled, the links' 2 × 500 ns are (× 2 below 2000 B); the
+    // bytes move at half speed.
+    assert_eq!(run(&ranks, &cfg).total_us, 1.0 + 2.0 + 2.0);
+    let f = SizeFactors::parse(SizeFactors::SMPI_LATENCY).unwrap();
+    assert_eq!(
+        (f.at(0), f.at(256), f.at(257), f.at(1 << 20)),
+        (2.01467, 2.01467, 1.95341, 11.6436)
+    );
+    assert!(SizeFactors::parse("1:x").is_err() && SizeFactors::parse("0:-1").is_err());
+    // TCP gamma: at most gamma / (2 × 1000 ns) = 0.5 B/ns, the bytes take 2000 ns instead of
+    // 1000 (× 2 for the bandwidth factor).
+    let gamma = PredictConfig {
+        tcp_gamma_bytes: 1000.0,
+        ..cfg
+    };
+    assert_eq!(run(&ranks, &gamma).total_us, 1.0 + 2.0 + 4.0);
+}
