@@ -1,7 +1,7 @@
 //! Issue 12, item 2: the contention model against SimGrid. SimGrid's own replay examples over
 //! the same platform (a cluster with real link latencies, split-duplex and shared private links)
 //! must come out within 5 % of SimGrid 3.32's simulated time, small messages and large alike.
-//! SimGrid's answers are stored (data/simgrid-answers.txt, provenance in data/SOURCES.md), so
+//! SimGrid's answers are stored (data/simgrid-answers.dat, provenance in data/SOURCES.md), so
 //! this needs no SimGrid; `simgrid_itself_still_gives_the_stored_answers` reruns it when
 //! `smpirun` is installed.
 
@@ -20,7 +20,7 @@ fn data(name: &str) -> PathBuf {
 
 /// (trace, ranks, platform, SimGrid's seconds) per stored answer.
 fn answers() -> Vec<(String, u32, String, f64)> {
-    let text = std::fs::read_to_string(data("simgrid-answers.txt")).unwrap();
+    let text = std::fs::read_to_string(data("simgrid-answers.dat")).unwrap();
     text.lines()
         .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
         .map(|l| {

@@ -1,6 +1,6 @@
 #!/bin/sh
 # Replays one SimGrid time-independent trace with SimGrid's own smpirun and prints the simulated
-# time in seconds (the figures of simgrid-answers.txt).
+# time in seconds (the figures of simgrid-answers.dat).
 #   usage: simgrid-run.sh TRACE RANKS PLATFORM     (run from this directory)
 # TRACE is one file holding every rank's lines (split here into one file per rank, which is what
 # smpirun -replay reads, through an index) or an index of per-rank files. Rank r runs on the
