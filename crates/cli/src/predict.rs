@@ -6,7 +6,9 @@ use anyhow::{bail, Context, Result};
 use clap::{Args, ValueEnum};
 use commperf_core::Profile;
 use commperf_predict::collectives::Algorithms;
-use commperf_predict::engine::{self, Background, Inputs, LinkClass, LogGp, Model, PredictConfig};
+use commperf_predict::engine::{
+    self, Background, Inputs, LinkClass, LogGp, Model, PredictConfig, Sharing, SizeFactors,
+};
 use commperf_predict::parse::{self, ParseOptions, TraceFormat};
 use commperf_predict::tcom::Tcom;
 use commperf_predict::topology::{self, RankMap, TopologySpec};
@@ -18,6 +20,24 @@ pub enum ModelArg {
     Contention,
     /// LogGP/LogGOPS: endpoint contention only, for comparison with LogGOPSim
     Loggp,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum SharingArg {
+    /// Each direction of a cable has its whole bandwidth
+    FullDuplex,
+    /// Both directions of a cable share one bandwidth (SimGrid's SHARED, its default)
+    Shared,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum FactorsArg {
+    /// No correction: latency and bandwidth as given
+    None,
+    /// SMPI's piecewise factors by message size (what `smpirun` uses: network/model SMPI)
+    Smpi,
+    /// SimGrid's LV08 model: latency × 13.01, bandwidth × 0.97
+    Lv08,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -34,8 +54,10 @@ pub struct PredictArgs {
     pub trace: PathBuf,
     #[arg(long = "format-in", value_name = "FORMAT", value_parser = trace_format, help = trace_format_help())]
     pub format_in: Option<TraceFormat>,
-    /// The network: crossbar, clos[:hosts=N,group=G], fattree:k=K, torus:XxY[xZ], or a
-    /// Graphviz .dot file whose edge comments list the destinations routed over them
+    /// The network: crossbar, clos[:hosts=N,group=G], fattree:k=K, torus:XxY[xZ], a
+    /// Graphviz .dot file whose edge comments list the destinations routed over them, or a
+    /// SimGrid platform .xml (cluster, or hosts, links and routes; links keep their bandwidth,
+    /// latency and sharing policy, hosts their speed)
     #[arg(long, value_name = "SPEC", default_value = "crossbar", value_parser = topology_spec)]
     pub topology: TopologySpec,
     /// Rank → host placement file (`RANK HOST` per line) [default: rank r on host r]
@@ -80,6 +102,24 @@ pub struct PredictArgs {
     /// (repeatable; classes not given run at the profile's bandwidth)
     #[arg(long = "link", value_name = "CLASS=RATE[,LAT]", value_parser = link_class)]
     pub links: Vec<LinkClass>,
+    /// Whether a cable's two directions share its bandwidth (contention model)
+    #[arg(long, value_enum, default_value = "full-duplex")]
+    pub sharing: SharingArg,
+    /// Latency and bandwidth correction factors by message size, as SimGrid applies them to
+    /// link latency and bandwidth (Tcom's own intercept is never scaled)
+    #[arg(long, value_enum, default_value = "none")]
+    pub factors: FactorsArg,
+    /// The links' latency factor, SimGrid's syntax: a number, or SIZE:FACTOR;… (replaces the
+    /// one --factors gives)
+    #[arg(long, value_name = "SPEC", value_parser = size_factors)]
+    pub latency_factor: Option<SizeFactors>,
+    /// The bandwidth factor, SimGrid's syntax (replaces the one --factors gives)
+    #[arg(long, value_name = "SPEC", value_parser = size_factors)]
+    pub bandwidth_factor: Option<SizeFactors>,
+    /// SimGrid's TCP window (network/TCP-gamma, bytes): a message moves at most
+    /// gamma / (2 × its links' latency) per second; 0 turns the bound off
+    #[arg(long, value_name = "BYTES", default_value = "0", value_parser = nonneg_f64)]
+    pub tcp_gamma: f64,
     /// Packet size for the knee capacity
     #[arg(long, value_name = "SIZE", default_value = "4k", value_parser = crate::cli::size)]
     pub packet: u64,
@@ -181,6 +221,17 @@ fn positive_f64(s: &str) -> Result<f64, String> {
         Ok(v) if v.is_finite() && v > 0.0 => Ok(v),
         _ => Err(format!("'{s}' is not a positive number")),
     }
+}
+
+fn nonneg_f64(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v.is_finite() && v >= 0.0 => Ok(v),
+        _ => Err(format!("'{s}' is not a non-negative number")),
+    }
+}
+
+fn size_factors(s: &str) -> Result<SizeFactors, String> {
+    SizeFactors::parse(s).map_err(|e| e.to_string())
 }
 
 fn fraction(s: &str) -> Result<f64, String> {
@@ -305,6 +356,9 @@ pub fn run(a: &PredictArgs) -> Result<()> {
                     .map_or(String::new(), |p| p.display().to_string())
             )
         })?,
+        // A SimGrid platform carries every link's bandwidth and latency: Tcom only sets the
+        // reference the link bandwidths are relative to, with no start-up cost of its own.
+        None if matches!(a.topology, TopologySpec::SimGrid(_)) => Tcom::line(0.0, 1.0),
         None => Tcom::default_ethernet(),
     };
     let loggp = a
@@ -322,6 +376,24 @@ pub fn run(a: &PredictArgs) -> Result<()> {
         },
         b => b,
     };
+    let (lat_f, bw_f) = match a.factors {
+        FactorsArg::None => (SizeFactors::default(), SizeFactors::default()),
+        FactorsArg::Smpi => (
+            SizeFactors::parse(SizeFactors::SMPI_LATENCY)?,
+            SizeFactors::parse(SizeFactors::SMPI_BANDWIDTH)?,
+        ),
+        FactorsArg::Lv08 => (SizeFactors::constant(13.01), SizeFactors::constant(0.97)),
+    };
+    // A SimGrid trace's `compute` amounts are flops: a platform host's own speed replaces
+    // --host-speed for the ranks placed on it.
+    let calc_scale: Vec<f64> = if text_format == TraceFormat::SimGrid {
+        map.0
+            .iter()
+            .map(|&h| net.host_speed(h).map_or(1.0, |s| a.host_speed / s))
+            .collect()
+    } else {
+        Vec::new()
+    };
     let cfg = PredictConfig {
         model: match a.model {
             ModelArg::Contention => Model::Contention,
@@ -333,6 +405,14 @@ pub fn run(a: &PredictArgs) -> Result<()> {
         link_classes: a.links.clone(),
         packet_bytes: a.packet,
         timeline: a.timeline.is_some() || a.timeline_svg.is_some(),
+        sharing: match a.sharing {
+            SharingArg::FullDuplex => Sharing::FullDuplex,
+            SharingArg::Shared => Sharing::Shared,
+        },
+        latency_factor: a.latency_factor.clone().unwrap_or(lat_f),
+        bandwidth_factor: a.bandwidth_factor.clone().unwrap_or(bw_f),
+        tcp_gamma_bytes: a.tcp_gamma,
+        calc_scale,
     };
     if a.loggp.is_some() && cfg.model != Model::LogGp {
         bail!("--loggp sets the parameters of --model loggp; add --model loggp");

@@ -104,18 +104,21 @@ fn every_example_file_predicts() {
 
 #[test]
 fn the_binomial_tree_costs_what_the_tree_says() {
-    // Default Tcom: 5 µs + 0.8 ns/B, a hop of 1 B is 5.0008 µs. In the GOAL file rank 0 posts its
-    // 5 sends at once (no dependencies), so on the crossbar they share its uplink: all 5 arrive
-    // after 5 hops (rank 16, a leaf, finishes then). Rank 1 then sends 4 at once: it finishes
-    // after 9. Rank 31 is the last leaf: 0 → 1 → 3 → 7 → 15 → 31, each parent's sends sharing
-    // its uplink 5, 4, 3, 2 and 1 at a time — 15 hops.
+    // Default Tcom: 5 µs + 0.8 ns/B. A hop pays its 5 µs of latency alone and only its byte is
+    // shared: k sends posted at once by one parent take 5 µs + k × 0.8 ns. In the GOAL file rank
+    // 0 posts its 5 sends at once (no dependencies): all 5 arrive at 5.004 µs (rank 16, a leaf,
+    // finishes then). Rank 1 then sends 4 at once: it finishes at 5.004 + 5.0032. Rank 31 is the
+    // last leaf: 0 → 1 → 3 → 7 → 15 → 31, each parent's sends sharing its uplink 5, 4, 3, 2 and
+    // 1 at a time: 5 × 5 µs + 15 × 0.8 ns. (Before issue 12 the latency was shared too: 15 hops
+    // of 5.0008 µs.)
     let p = json(&["predict", "--trace", &data("binary_tree_32.goal")]);
     let t = |r: usize| p["ranks"][r]["finish_us"].as_f64().unwrap();
-    let hop = 5.0008;
-    assert!((t(16) - 5.0 * hop).abs() < 1e-9, "{}", t(16));
-    assert!((t(1) - 9.0 * hop).abs() < 1e-9, "{}", t(1));
-    assert!((t(31) - 15.0 * hop).abs() < 1e-9, "{}", t(31));
-    assert!((p["total_us"].as_f64().unwrap() - 15.0 * hop).abs() < 1e-9);
+    let hop = |k: f64| 5.0 + k * 0.0008;
+    assert!((t(16) - hop(5.0)).abs() < 1e-9, "{}", t(16));
+    assert!((t(1) - hop(5.0) - hop(4.0)).abs() < 1e-9, "{}", t(1));
+    let last = 5.0 * 5.0 + 15.0 * 0.0008;
+    assert!((t(31) - last).abs() < 1e-9, "{}", t(31));
+    assert!((p["total_us"].as_f64().unwrap() - last).abs() < 1e-9);
     assert_eq!(p["bottlenecks"][0], "h0->s0");
 }
 

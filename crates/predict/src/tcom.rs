@@ -114,6 +114,13 @@ impl Tcom {
         (a + b * len as f64).max(0.0)
     }
 
+    /// The start-up part of a `len`-byte message's quiet time: its piece's intercept, within
+    /// `0..=quiet_ns(len)`. It is latency, not bytes, so it is not shared under contention.
+    pub fn latency_ns(&self, len: u64) -> f64 {
+        let (a, _) = self.piece(len);
+        a.clamp(0.0, self.quiet_ns(len))
+    }
+
     /// Bytes of a `len`-byte message moved once `elapsed_ns` of its quiet-network time has
     /// passed: the inverse of [`Tcom::quiet_ns`] within the message's piece.
     pub fn bytes_after(&self, len: u64, elapsed_ns: f64) -> f64 {

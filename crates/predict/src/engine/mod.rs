@@ -44,6 +44,90 @@ pub struct LinkClass {
     pub latency_ns: f64,
 }
 
+/// How the two directions of a cable share its bandwidth (contention model).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Sharing {
+    /// Each direction has the full bandwidth (seed 003's routing array: a row per direction).
+    #[default]
+    FullDuplex,
+    /// Both directions share one capacity: SimGrid's default `SHARED` link policy. The reverse
+    /// of a directed link is the link with `from` and `to` swapped.
+    Shared,
+}
+
+/// A correction factor by message size, piecewise constant (SimGrid's `network/latency-factor`
+/// and `network/bandwidth-factor`, e.g. SMPI's): the factor of the largest threshold not above
+/// the size; below every threshold, 1.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SizeFactors(Vec<(u64, f64)>);
+
+/// Why a factor list cannot be read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FactorError {
+    #[error(
+        "`{spec}`: `{part}` is not SIZE:FACTOR (a whole number of bytes and a positive factor)"
+    )]
+    Part { spec: String, part: String },
+}
+
+impl Default for SizeFactors {
+    fn default() -> Self {
+        SizeFactors::constant(1.0)
+    }
+}
+
+impl SizeFactors {
+    /// SMPI's default latency factors (SimGrid 3.32, `network/model:SMPI`, which `smpirun` sets).
+    pub const SMPI_LATENCY: &'static str = "65472:11.6436;15424:3.48845;9376:2.59299;\
+        5776:2.18796;3484:1.88101;1426:1.61075;732:1.9503;257:1.95341;0:2.01467";
+    /// SMPI's default bandwidth factors (SimGrid 3.32).
+    pub const SMPI_BANDWIDTH: &'static str = "65472:0.940694;15424:0.697866;9376:0.58729;\
+        5776:1.08739;3484:0.77493;1426:0.608902;732:0.341987;257:0.338112;0:0.812084";
+
+    /// The same factor for every size.
+    pub fn constant(f: f64) -> SizeFactors {
+        SizeFactors(vec![(0, f)])
+    }
+
+    /// SimGrid's syntax: one factor (`13.01`), or `SIZE:FACTOR` pairs separated by `;` in any
+    /// order (`65472:11.6436;0:2.01467`).
+    pub fn parse(spec: &str) -> Result<SizeFactors, FactorError> {
+        let bad = |part: &str| FactorError::Part {
+            spec: spec.to_string(),
+            part: part.to_string(),
+        };
+        let positive = |v: &str| {
+            v.trim()
+                .parse::<f64>()
+                .ok()
+                .filter(|f| f.is_finite() && *f > 0.0)
+        };
+        if let Some(f) = positive(spec) {
+            return Ok(SizeFactors::constant(f));
+        }
+        let mut out = Vec::new();
+        for part in spec.split(';').map(str::trim).filter(|p| !p.is_empty()) {
+            let (size, f) = part.split_once(':').ok_or_else(|| bad(part))?;
+            let size = size.trim().parse::<u64>().map_err(|_| bad(part))?;
+            let f = positive(f).ok_or_else(|| bad(part))?;
+            out.push((size, f));
+        }
+        if out.is_empty() {
+            return Err(bad(spec));
+        }
+        out.sort_by_key(|p| p.0);
+        Ok(SizeFactors(out))
+    }
+
+    /// The factor for a message of `bytes`.
+    pub fn at(&self, bytes: u64) -> f64 {
+        match self.0.partition_point(|p| p.0 <= bytes) {
+            0 => 1.0,
+            i => self.0[i - 1].1,
+        }
+    }
+}
+
 /// LogGP parameters (ns), for the LogGP model.
 #[derive(Debug, Clone, Copy, PartialEq)]
 #[allow(non_snake_case)]
@@ -72,6 +156,20 @@ pub struct PredictConfig {
     pub packet_bytes: u64,
     /// Record a timeline (spans and messages).
     pub timeline: bool,
+    /// Whether a cable's two directions share its bandwidth.
+    pub sharing: Sharing,
+    /// Multiplies the links' latency of a message by size (SimGrid's latency factor; Tcom's
+    /// own intercept is measured, so it is never scaled).
+    pub latency_factor: SizeFactors,
+    /// Multiplies the bandwidth a message gets by size (SimGrid's bandwidth factor: the message
+    /// takes its share of the links but moves its bytes at `factor` times that share).
+    pub bandwidth_factor: SizeFactors,
+    /// SimGrid's TCP window bound (`network/TCP-gamma`, bytes): a message moves at most
+    /// `gamma / (2 · its links' latency)` bytes per second. 0: no bound.
+    pub tcp_gamma_bytes: f64,
+    /// Per rank, a factor on its calc durations (a host faster or slower than the one the trace
+    /// was converted for); missing ranks keep 1.
+    pub calc_scale: Vec<f64>,
 }
 
 impl Default for PredictConfig {
@@ -84,6 +182,11 @@ impl Default for PredictConfig {
             link_classes: Vec::new(),
             packet_bytes: 4096,
             timeline: false,
+            sharing: Sharing::FullDuplex,
+            latency_factor: SizeFactors::default(),
+            bandwidth_factor: SizeFactors::default(),
+            tcp_gamma_bytes: 0.0,
+            calc_scale: Vec::new(),
         }
     }
 }
@@ -206,6 +309,20 @@ fn check(inputs: &Inputs<'_>, cfg: &PredictConfig) -> Result<(), PredictError> {
                 c.name
             )));
         }
+    }
+    if !(cfg.tcp_gamma_bytes.is_finite() && cfg.tcp_gamma_bytes >= 0.0) {
+        return Err(PredictError::Config(
+            "the TCP window (gamma) must be a non-negative number of bytes".into(),
+        ));
+    }
+    if let Some(s) = cfg
+        .calc_scale
+        .iter()
+        .find(|s| !(s.is_finite() && **s > 0.0))
+    {
+        return Err(PredictError::Config(format!(
+            "a calc scale of {s} is not a positive factor"
+        )));
     }
     if cfg.packet_bytes == 0 {
         return Err(PredictError::Config(

@@ -7,7 +7,7 @@
 //! output. Memory is per operation a few words, so a million-rank schedule fits.
 
 use super::queue::{key, time_of, EventQueue};
-use super::{Background, LogGp, Model, PredictConfig, PredictError};
+use super::{Background, LogGp, Model, PredictConfig, PredictError, Sharing, SizeFactors};
 use crate::output::{Arrow, Span, SpanKind, Timeline};
 use crate::tcom::Tcom;
 use crate::topology::{Network, RankMap};
@@ -84,12 +84,19 @@ struct Flow {
     last: f64,
     rate: f64,
     version: u32,
+    /// On its links: the latency phase is over and the bytes are moving (SimGrid's model: a
+    /// message pays its latency alone, then shares the links' bandwidth).
+    joined: bool,
+    /// The most availability it may get (TCP window bound); infinite without one.
+    bound: f64,
 }
 
 #[derive(Debug, Clone, Default)]
 struct LinkState {
     flows: Vec<u32>,
     cap: f64,
+    /// Every flow gets the whole capacity (SimGrid FATPIPE).
+    fatpipe: bool,
     busy_since: f64,
     busy: f64,
     bytes: f64,
@@ -194,7 +201,14 @@ pub(crate) struct Sim<'a> {
     eager_max: u64,
     background: Background,
     seed: u64,
+    /// Per directed link: its latency (ns), and the link whose capacity it uses (itself, or
+    /// for shared cables the first of its two directions).
     class_latency: Vec<f64>,
+    cap_of: Vec<u32>,
+    latency_factor: SizeFactors,
+    bandwidth_factor: SizeFactors,
+    tcp_gamma: f64,
+    calc_scale: Vec<f64>,
 
     now: f64,
     seq: u64,
@@ -293,17 +307,43 @@ impl<'a> Sim<'a> {
         };
         let mut links = Vec::with_capacity(net_links.len());
         let mut class_latency = Vec::with_capacity(net_links.len());
-        for l in net_links {
+        let specs = net.link_specs().filter(|s| s.len() == net_links.len());
+        for (i, l) in net_links.iter().enumerate() {
             let class = cfg.link_classes.iter().find(|c| c.name == l.class);
-            let cap = match class.and_then(|c| c.bandwidth_bytes_per_ns) {
+            let spec = specs.map(|s| s[i]);
+            let bw = class
+                .and_then(|c| c.bandwidth_bytes_per_ns)
+                .or(spec.map(|s| s.bandwidth_bytes_per_ns));
+            let cap = match bw {
                 Some(bw) => bw / tcom.peak_bytes_per_ns(),
                 None => 1.0,
             };
             links.push(LinkState {
                 cap,
+                fatpipe: spec.is_some_and(|s| s.fatpipe),
                 ..LinkState::default()
             });
-            class_latency.push(class.map_or(0.0, |c| c.latency_ns));
+            // A class's latency replaces the link's own when it gives one.
+            let class_lat = class.map_or(0.0, |c| c.latency_ns);
+            class_latency.push(match spec {
+                Some(s) if class_lat == 0.0 => s.latency_ns,
+                _ => class_lat,
+            });
+        }
+        // Shared cables: both directions count against the capacity of the first one.
+        let mut cap_of: Vec<u32> = (0..net_links.len() as u32).collect();
+        if cfg.sharing == Sharing::Shared {
+            let mut by_ends = std::collections::HashMap::with_capacity(net_links.len());
+            for (i, l) in net_links.iter().enumerate() {
+                by_ends
+                    .entry((l.from.as_str(), l.to.as_str()))
+                    .or_insert(i as u32);
+            }
+            for (i, l) in net_links.iter().enumerate() {
+                if let Some(&j) = by_ends.get(&(l.to.as_str(), l.from.as_str())) {
+                    cap_of[i] = cap_of[i].min(j);
+                }
+            }
         }
         let ready: Vec<u32> = (0..n as u32)
             .filter(|&i| pending[i as usize] == 0)
@@ -328,6 +368,11 @@ impl<'a> Sim<'a> {
             background: cfg.background,
             seed: cfg.seed,
             class_latency,
+            cap_of,
+            latency_factor: cfg.latency_factor.clone(),
+            bandwidth_factor: cfg.bandwidth_factor.clone(),
+            tcp_gamma: cfg.tcp_gamma_bytes,
+            calc_scale: cfg.calc_scale.clone(),
             now: 0.0,
             seq: 0,
             heap: EventQueue::new(),
@@ -464,10 +509,11 @@ impl<'a> Sim<'a> {
                 if ns == 0 {
                     self.complete(op);
                 } else {
+                    let ns = ns as f64 * self.calc_scale.get(rank as usize).copied().unwrap_or(1.0);
                     let r = &mut self.ranks[rank as usize];
                     let start = t.max(r.cpu_free);
-                    r.cpu_free = start + ns as f64;
-                    r.calc_total += ns as f64;
+                    r.cpu_free = start + ns;
+                    r.calc_total += ns;
                     let end = r.cpu_free;
                     if let Some((starts, _)) = &mut self.timeline {
                         starts[op as usize] = start;
@@ -697,10 +743,15 @@ impl<'a> Sim<'a> {
         let mut ba: f64 = 1.0;
         for &l in &self.flows[f as usize].route {
             let ls = &self.links[l as usize];
-            let v = ls.cap * (1.0 - self.background_at(l)) / ls.flows.len() as f64;
+            let share = if ls.fatpipe {
+                1.0
+            } else {
+                ls.flows.len() as f64
+            };
+            let v = ls.cap * (1.0 - self.background_at(l)) / share;
             ba = ba.min(v);
         }
-        ba.max(1e-9)
+        ba.min(self.flows[f as usize].bound).max(1e-9)
     }
 
     fn flow_start(&mut self, mid: u32) -> Result<(), PredictError> {
@@ -720,8 +771,54 @@ impl<'a> Sim<'a> {
             self.map.0[m.dst as usize],
             &mut route,
         )?;
-        let extra: f64 = route.iter().map(|&l| self.class_latency[l as usize]).sum();
+        // Latency is not shared: the links' latency (scaled by the latency factor) and Tcom's
+        // start-up intercept elapse at rate 1 before the message takes its share of the links;
+        // only the bytes are divided by the bandwidth availability (seed 003's BA divides the
+        // bandwidth), stretched by the inverse of the bandwidth factor.
+        let links_lat: f64 = route.iter().map(|&l| self.class_latency[l as usize]).sum();
+        let quiet = self.tcom.quiet_ns(m.bytes);
+        let start_up = self.tcom.latency_ns(m.bytes);
+        let latency = start_up + links_lat * self.latency_factor.at(m.bytes);
+        let bound = if self.tcp_gamma > 0.0 && links_lat > 0.0 {
+            self.tcp_gamma / (2.0 * links_lat) / self.tcom.peak_bytes_per_ns()
+        } else {
+            f64::INFINITY
+        };
+        for l in route.iter_mut() {
+            *l = self.cap_of[*l as usize];
+        }
         let t = self.now;
+        let f = &mut self.flows[id as usize];
+        f.msg = mid;
+        f.route = route;
+        f.work_left = (quiet - start_up) / self.bandwidth_factor.at(m.bytes);
+        f.last = t;
+        f.rate = 0.0;
+        f.bound = bound;
+        f.joined = false;
+        self.active_flows += 1;
+        if latency > 0.0 {
+            // The flow's FlowEnd event at the end of its latency puts it on its links.
+            f.version = f.version.wrapping_add(1);
+            let v = f.version;
+            self.push(t + latency, EvKind::FlowEnd, id, v);
+        } else {
+            self.join(id);
+        }
+        if matches!(self.background, Background::Exp { .. }) && !self.epoch_pending {
+            if let Background::Exp { period_ns, .. } = self.background {
+                let next = ((t / period_ns).floor() + 1.0) * period_ns;
+                self.epoch_pending = true;
+                self.push(next, EvKind::Epoch, 0, 0);
+            }
+        }
+        Ok(())
+    }
+
+    /// The flow's latency is paid: it takes its share of its links from now on.
+    fn join(&mut self, id: u32) {
+        let t = self.now;
+        let route = std::mem::take(&mut self.flows[id as usize].route);
         for &l in &route {
             let ls = &mut self.links[l as usize];
             if ls.flows.is_empty() {
@@ -731,21 +828,10 @@ impl<'a> Sim<'a> {
             ls.max_count = ls.max_count.max(ls.flows.len() as u32);
         }
         let f = &mut self.flows[id as usize];
-        f.msg = mid;
         f.route = route;
-        f.work_left = self.tcom.quiet_ns(m.bytes) + extra;
+        f.joined = true;
         f.last = t;
-        f.rate = 0.0;
-        self.active_flows += 1;
         self.retouch(id, true);
-        if matches!(self.background, Background::Exp { .. }) && !self.epoch_pending {
-            if let Background::Exp { period_ns, .. } = self.background {
-                let next = ((t / period_ns).floor() + 1.0) * period_ns;
-                self.epoch_pending = true;
-                self.push(next, EvKind::Epoch, 0, 0);
-            }
-        }
-        Ok(())
     }
 
     /// Re-derives the availability of every flow sharing a link with `changed` (and of
@@ -789,6 +875,10 @@ impl<'a> Sim<'a> {
     }
 
     fn flow_end(&mut self, id: u32) {
+        if !self.flows[id as usize].joined {
+            self.join(id);
+            return;
+        }
         let t = self.now;
         let mid = self.flows[id as usize].msg;
         let bytes = self.msgs[mid as usize].bytes as f64;

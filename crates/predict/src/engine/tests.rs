@@ -88,7 +88,8 @@ fn one_message_costs_tcom() {
 }
 
 #[test]
-fn two_messages_sharing_a_link_take_twice_as_long() {
+fn two_messages_sharing_a_link_share_its_bandwidth_not_their_latency() {
+    // Each pays Tcom's 1000 ns intercept alone, then 1000 B at half the link: 1000 + 2000 ns.
     let p = run(
         &[
             vec![send(2, 1000)],
@@ -97,12 +98,12 @@ fn two_messages_sharing_a_link_take_twice_as_long() {
         ],
         &PredictConfig::default(),
     );
-    assert_eq!(p.total_us, 4.0);
-    // The receiver's downlink carried both, two at a time.
+    assert_eq!(p.total_us, 3.0);
+    // The receiver's downlink carried both, two at a time, while their bytes moved.
     let down = p.links.iter().find(|l| l.to == "h2").unwrap();
     assert_eq!(
         (down.max_contention, down.bytes, down.busy_us),
-        (2, 2000.0, 4.0)
+        (2, 2000.0, 2.0)
     );
     assert_eq!(p.bottlenecks[0], "s0->h2");
 }
@@ -112,16 +113,18 @@ fn an_8_to_1_incast_serializes_at_the_receivers_link() {
     let mut ranks: Vec<Vec<OpKind>> = (1..=8).map(|_| vec![send(0, 1000)]).collect();
     ranks.insert(0, (1..=8).map(|s| recv(s, 1000)).collect());
     let p = run(&ranks, &PredictConfig::default());
-    assert_eq!(p.total_us, 16.0);
+    // The latencies overlap; the 8 × 1000 B share the receiver's link: 1000 + 8000 ns.
+    assert_eq!(p.total_us, 9.0);
     for r in &p.ranks[1..] {
-        assert_eq!(r.finish_us, 16.0);
+        assert_eq!(r.finish_us, 9.0);
     }
 }
 
 #[test]
 fn a_short_message_leaves_and_the_long_one_speeds_up() {
-    // A: 1000 B (2000 ns quiet), B: 3000 B (4000 ns quiet) into the same receiver. Both at half
-    // speed until A is done at 4000 ns; B then has 2000 ns of quiet work left at full speed.
+    // A: 1000 B, B: 3000 B into the same receiver. Both pay the 1000 ns latency alone, then move
+    // bytes at half speed until A is done at 1000 + 2000 ns; B then has 2000 B left at full
+    // speed, done at 5000 ns.
     let o = run_full(
         &[
             vec![send(2, 1000)],
@@ -133,15 +136,15 @@ fn a_short_message_leaves_and_the_long_one_speeds_up() {
             ..PredictConfig::default()
         },
     );
-    assert_eq!(o.prediction.ranks[0].finish_us, 4.0);
-    assert_eq!(o.prediction.ranks[1].finish_us, 6.0);
+    assert_eq!(o.prediction.ranks[0].finish_us, 3.0);
+    assert_eq!(o.prediction.ranks[1].finish_us, 5.0);
     let tl = o.timeline.unwrap();
     assert_eq!(tl.messages.len(), 2);
     assert_eq!(
         (tl.messages[0].start_ns, tl.messages[0].end_ns),
-        (0.0, 4000.0)
+        (0.0, 3000.0)
     );
-    assert_eq!(tl.messages[1].end_ns, 6000.0);
+    assert_eq!(tl.messages[1].end_ns, 5000.0);
 }
 
 #[test]
@@ -208,7 +211,8 @@ fn constant_background_load_halves_availability() {
             ..PredictConfig::default()
         },
     );
-    assert_eq!(p.total_us, 4.0);
+    // The load takes bandwidth, not latency: 1000 + 1000 B at half speed.
+    assert_eq!(p.total_us, 3.0);
     let k = p.knee.unwrap();
     // Peak 1 B/ns = 1e9 B/s, half left, 4096-byte packets.
     assert_eq!(k.capacity_pkts_per_s, 0.5e9 / 4096.0);
@@ -331,6 +335,80 @@ fn bounds_run_best_average_and_worst() {
     let bd = bounds(&inputs, &c, 8).unwrap();
     assert_eq!(
         (bd.best_us, bd.average_us, bd.worst_us, bd.runs),
-        (101.0, 202.0, 202.0, 1)
+        (101.0, 201.0, 201.0, 1)
     );
+}
+
+#[test]
+fn concurrent_small_messages_do_not_serialize_on_latency() {
+    // 8 ranks each send 1 B to rank 0 at once over links with 10 µs of latency each (two per
+    // route). Each pays 1000 ns of Tcom intercept + 20 µs of links alone; then the 8 bytes
+    // share rank 0's downlink at 1/8 each: 8 ns. Dividing the latency by the share, as before
+    // issue 12, gave 8 × 21,001 ns = 168 µs.
+    let mut ranks: Vec<Vec<OpKind>> = (1..=8).map(|_| vec![send(0, 1)]).collect();
+    ranks.insert(0, (1..=8).map(|s| recv(s, 1)).collect());
+    let cfg = PredictConfig {
+        link_classes: vec![LinkClass {
+            name: "host".into(),
+            bandwidth_bytes_per_ns: None,
+            latency_ns: 10_000.0,
+        }],
+        ..PredictConfig::default()
+    };
+    let p = run(&ranks, &cfg);
+    assert_eq!(p.total_us, 21.008);
+    for r in &p.ranks[1..] {
+        assert_eq!(r.finish_us, 21.008);
+    }
+}
+
+#[test]
+fn shared_cables_carry_both_directions_in_one_capacity() {
+    let ranks = [
+        vec![send(1, 1000), recv(1, 1000)],
+        vec![send(0, 1000), recv(0, 1000)],
+    ];
+    // Rank 1's send goes while rank 0's is in flight only if both are eager: they are.
+    let full = run(&ranks, &PredictConfig::default());
+    assert_eq!(full.total_us, 2.0);
+    let shared = run(
+        &ranks,
+        &PredictConfig {
+            sharing: Sharing::Shared,
+            ..PredictConfig::default()
+        },
+    );
+    // 1000 ns latency each, then 2 × 1000 B through each cable's one capacity.
+    assert_eq!(shared.total_us, 3.0);
+}
+
+#[test]
+fn latency_and_bandwidth_factors_scale_links_by_size() {
+    let ranks = [vec![send(1, 1000)], vec![recv(0, 1000)]];
+    let cfg = PredictConfig {
+        link_classes: vec![LinkClass {
+            name: "host".into(),
+            bandwidth_bytes_per_ns: None,
+            latency_ns: 500.0,
+        }],
+        latency_factor: SizeFactors::parse("0:2;2000:10").unwrap(),
+        bandwidth_factor: SizeFactors::parse("0.5").unwrap(),
+        ..PredictConfig::default()
+    };
+    // Tcom's 1000 ns intercept is not scaled, the links' 2 × 500 ns are (× 2 below 2000 B); the
+    // bytes move at half speed.
+    assert_eq!(run(&ranks, &cfg).total_us, 1.0 + 2.0 + 2.0);
+    let f = SizeFactors::parse(SizeFactors::SMPI_LATENCY).unwrap();
+    assert_eq!(
+        (f.at(0), f.at(256), f.at(257), f.at(1 << 20)),
+        (2.01467, 2.01467, 1.95341, 11.6436)
+    );
+    assert!(SizeFactors::parse("1:x").is_err() && SizeFactors::parse("0:-1").is_err());
+    // TCP gamma: at most gamma / (2 × 1000 ns) = 0.5 B/ns, the bytes take 2000 ns instead of
+    // 1000 (× 2 for the bandwidth factor).
+    let gamma = PredictConfig {
+        tcp_gamma_bytes: 1000.0,
+        ..cfg
+    };
+    assert_eq!(run(&ranks, &gamma).total_us, 1.0 + 2.0 + 4.0);
 }

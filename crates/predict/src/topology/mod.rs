@@ -9,12 +9,14 @@ mod clos;
 mod crossbar;
 mod dot;
 mod fattree;
+mod simgrid;
 mod torus;
 
 pub use clos::Clos;
 pub use crossbar::Crossbar;
 pub use dot::Dot;
 pub use fattree::FatTree;
+pub use simgrid::SimGridPlatform;
 pub use torus::Torus;
 
 use std::path::{Path, PathBuf};
@@ -28,6 +30,16 @@ pub struct Link {
     pub to: String,
     /// The link's class, e.g. `host` (a host's own cable) or `switch` (between switches).
     pub class: String,
+}
+
+/// A link's own bandwidth and latency, when the topology file gives them (a SimGrid platform);
+/// a `--link` class setting still overrides them.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LinkSpec {
+    pub bandwidth_bytes_per_ns: f64,
+    pub latency_ns: f64,
+    /// SimGrid's `FATPIPE`: every message gets the whole bandwidth (no sharing).
+    pub fatpipe: bool,
 }
 
 /// Why a route or a topology cannot be made.
@@ -69,6 +81,15 @@ pub trait Network: Send + Sync + std::fmt::Debug {
     /// Appends the directed links a message from host `src` to host `dst` crosses, in order.
     /// Nothing for `src == dst`. Deterministic: the same pair always gets the same route.
     fn route(&self, src: u32, dst: u32, out: &mut Vec<u32>) -> Result<(), TopologyError>;
+    /// Per link (indexed like [`Network::links`]), its bandwidth and latency when the topology
+    /// itself says; None when links are configured by class only.
+    fn link_specs(&self) -> Option<&[LinkSpec]> {
+        None
+    }
+    /// Host `h`'s compute speed in flop/s when the topology says.
+    fn host_speed(&self, _h: u32) -> Option<f64> {
+        None
+    }
 }
 
 impl<N: Network + ?Sized> Network for Box<N> {
@@ -87,6 +108,12 @@ impl<N: Network + ?Sized> Network for Box<N> {
     fn route(&self, src: u32, dst: u32, out: &mut Vec<u32>) -> Result<(), TopologyError> {
         (**self).route(src, dst, out)
     }
+    fn link_specs(&self) -> Option<&[LinkSpec]> {
+        (**self).link_specs()
+    }
+    fn host_speed(&self, h: u32) -> Option<f64> {
+        (**self).host_speed(h)
+    }
 }
 
 /// `--topology` as written on the command line.
@@ -102,6 +129,8 @@ pub enum TopologySpec {
     Torus { dims: Vec<u32> },
     /// Graphviz dot file with LogGOPSim routing comments.
     Dot(PathBuf),
+    /// SimGrid platform XML (clusters, or hosts, links and routes of a Full zone).
+    SimGrid(PathBuf),
 }
 
 impl FromStr for TopologySpec {
@@ -172,11 +201,12 @@ impl FromStr for TopologySpec {
                 }
                 Ok(TopologySpec::Torus { dims })
             }
+            _ if s.ends_with(".xml") => Ok(TopologySpec::SimGrid(PathBuf::from(s))),
             _ if s.ends_with(".dot") || s.ends_with(".gv") || std::path::Path::new(s).is_file() => {
                 Ok(TopologySpec::Dot(PathBuf::from(s)))
             }
             _ => Err(bad(
-                "expected crossbar, clos[:hosts=N,group=G], fattree:k=K, torus:XxY[xZ] or a .dot file",
+                "expected crossbar, clos[:hosts=N,group=G], fattree:k=K, torus:XxY[xZ], a .dot file or a SimGrid platform .xml",
             )),
         }
     }
@@ -197,6 +227,7 @@ pub fn build(
         TopologySpec::FatTree { k } => Box::new(FatTree::new(*k)?),
         TopologySpec::Torus { dims } => Box::new(Torus::new(dims)?),
         TopologySpec::Dot(path) => Box::new(Dot::from_file(path)?),
+        TopologySpec::SimGrid(path) => Box::new(SimGridPlatform::from_file(path)?),
     })
 }
 

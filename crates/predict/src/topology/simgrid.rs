@@ -1,0 +1,748 @@
+//! SimGrid platform files (the XML `smpirun -platform` reads), the subset that describes a
+//! cluster or a flat network: so that a prediction runs over the same links as a SimGrid run.
+//!
+//! Read: `platform`, `zone` (or the older `AS`) with `routing="Full"`, `cluster` (one switch
+//! and a private link per host, with an optional backbone), `host`, `link`, `route` with
+//! `link_ctn`. Anything else — another element, another routing, an attribute not listed
+//! here — is refused by name rather than silently ignored, since it would change the answer.
+//!
+//! Links keep SimGrid's sharing policies: `SHARED` (SimGrid's default for `link`: both
+//! directions share one capacity) is one link used in both directions; `SPLITDUPLEX` (the
+//! default of a cluster's private links; `FULLDUPLEX` is its old name) is two links, `_UP` and
+//! `_DOWN`; `FATPIPE` gives every message the whole bandwidth. Each link carries its own
+//! bandwidth and latency ([`Network::link_specs`]); its class is its id (for `--link`
+//! overrides), `host` for a cluster's private links and `backbone` for its backbone.
+
+use super::{Link, LinkSpec, Network, TopologyError};
+use std::collections::HashMap;
+use std::path::Path;
+
+/// A network read from a SimGrid platform file.
+#[derive(Debug, Clone)]
+pub struct SimGridPlatform {
+    name: String,
+    hosts: Vec<(String, f64)>,
+    links: Vec<Link>,
+    specs: Vec<LinkSpec>,
+    /// Per (src, dst) host pair with a route: its directed links.
+    routes: HashMap<(u32, u32), Vec<u32>>,
+    /// Clusters: (first host, host count, private links' UP ids (one per host), their DOWN ids,
+    /// backbone).
+    clusters: Vec<Cluster>,
+}
+
+#[derive(Debug, Clone)]
+struct Cluster {
+    first: u32,
+    count: u32,
+    up: Vec<u32>,
+    down: Vec<u32>,
+    backbone: Option<u32>,
+}
+
+/// A platform link as declared: its directed ids (UP, DOWN; equal when shared).
+#[derive(Debug, Clone, Copy)]
+struct Declared {
+    up: u32,
+    down: u32,
+}
+
+/// The route being read: src, dst, symmetrical, and per `link_ctn` its directed link this way
+/// and the other way.
+type PendingRoute = (u32, u32, bool, Vec<(u32, u32)>);
+
+struct Tag<'a> {
+    name: &'a str,
+    attrs: Vec<(&'a str, String)>,
+    closing: bool,
+    self_closing: bool,
+    line: usize,
+    column: usize,
+}
+
+impl SimGridPlatform {
+    pub fn from_file(path: &Path) -> Result<SimGridPlatform, TopologyError> {
+        let text = commperf_core::read_text(path).map_err(|e| TopologyError::Io(e.to_string()))?;
+        SimGridPlatform::parse(&text, &path.display().to_string())
+    }
+
+    /// Parses a platform; `file` names it in errors.
+    pub fn parse(text: &str, file: &str) -> Result<SimGridPlatform, TopologyError> {
+        let tags = tokenize(text, file)?;
+        let mut p = SimGridPlatform {
+            name: file.to_string(),
+            hosts: Vec::new(),
+            links: Vec::new(),
+            specs: Vec::new(),
+            routes: HashMap::new(),
+            clusters: Vec::new(),
+        };
+        let mut declared: HashMap<String, Declared> = HashMap::new();
+        let mut host_ids: HashMap<String, u32> = HashMap::new();
+        let mut stack: Vec<&str> = Vec::new();
+        let mut route: Option<PendingRoute> = None;
+        let mut seen_platform = false;
+        for t in &tags {
+            let err = |why: String| TopologyError::File {
+                file: file.to_string(),
+                line: t.line,
+                column: t.column,
+                why,
+            };
+            if t.closing {
+                if stack.pop() != Some(t.name) {
+                    return Err(err(format!("`</{}>` closes nothing open", t.name)));
+                }
+                if t.name == "route" {
+                    if let Some((s, d, sym, ls)) = route.take() {
+                        p.routes.insert((s, d), ls.iter().map(|l| l.0).collect());
+                        if sym {
+                            p.routes
+                                .entry((d, s))
+                                .or_insert_with(|| ls.iter().rev().map(|l| l.1).collect());
+                        }
+                    }
+                }
+                continue;
+            }
+            let parent = stack.last().copied();
+            let allowed: &[&str] = match (t.name, parent) {
+                ("platform", None) => &["version"],
+                ("zone" | "AS", Some("platform")) => &["id", "routing"],
+                ("cluster", Some("platform" | "zone" | "AS")) => &[
+                    "id",
+                    "prefix",
+                    "suffix",
+                    "radical",
+                    "speed",
+                    "core",
+                    "bw",
+                    "lat",
+                    "sharing_policy",
+                    "bb_bw",
+                    "bb_lat",
+                    "bb_sharing_policy",
+                    "router_id",
+                    "topology",
+                ],
+                ("host", Some("zone" | "AS")) => &["id", "speed", "core"],
+                ("link", Some("zone" | "AS")) => &["id", "bandwidth", "latency", "sharing_policy"],
+                ("route", Some("zone" | "AS")) => &["src", "dst", "symmetrical"],
+                ("link_ctn", Some("route")) => &["id", "direction"],
+                (name, Some(parent)) => {
+                    return Err(err(format!(
+                        "SimGrid element `<{name}>` inside `<{parent}>` is not read by commperf (it reads platform, zone routing=\"Full\", cluster, host, link, route, link_ctn)"
+                    )))
+                }
+                (name, None) => {
+                    return Err(err(format!(
+                        "`<{name}>` at the top: a SimGrid platform file starts with `<platform>`"
+                    )))
+                }
+            };
+            for (k, _) in &t.attrs {
+                if !allowed.contains(k) {
+                    return Err(err(format!(
+                        "attribute `{k}` of `<{}>` is not read by commperf (it reads {})",
+                        t.name,
+                        allowed.join(", ")
+                    )));
+                }
+            }
+            let get = |k: &str| t.attrs.iter().find(|a| a.0 == k).map(|a| a.1.as_str());
+            let need = |k: &str| get(k).ok_or_else(|| err(format!("`<{}>` needs `{k}`", t.name)));
+            match t.name {
+                "platform" => seen_platform = true,
+                "zone" | "AS" => {
+                    let routing = need("routing")?;
+                    if routing != "Full" {
+                        return Err(err(format!(
+                            "zone routing `{routing}` is not read by commperf (only Full: routes listed one by one)"
+                        )));
+                    }
+                }
+                "host" => {
+                    let id = need("id")?.to_string();
+                    let speed = speed(need("speed")?).map_err(&err)?;
+                    let h = p.hosts.len() as u32;
+                    if host_ids.insert(id.clone(), h).is_some() {
+                        return Err(err(format!("host `{id}` is declared twice")));
+                    }
+                    p.hosts.push((id, speed));
+                }
+                "link" => {
+                    let id = need("id")?.to_string();
+                    let bw = bandwidth(need("bandwidth")?).map_err(&err)?;
+                    let lat = get("latency").map_or(Ok(0.0), latency).map_err(&err)?;
+                    let policy = get("sharing_policy").unwrap_or("SHARED");
+                    let d = p.declare(&id, &id, bw, lat, policy, &id).map_err(&err)?;
+                    if declared.insert(id.clone(), d).is_some() {
+                        return Err(err(format!("link `{id}` is declared twice")));
+                    }
+                }
+                "cluster" => {
+                    let id = need("id")?.to_string();
+                    if let Some(topo) = get("topology").filter(|v| *v != "FLAT") {
+                        return Err(err(format!(
+                            "cluster topology `{topo}` is not read by commperf (only FLAT)"
+                        )));
+                    }
+                    let (prefix, suffix) = (need("prefix")?, get("suffix").unwrap_or(""));
+                    let speed = speed(need("speed")?).map_err(&err)?;
+                    let bw = bandwidth(need("bw")?).map_err(&err)?;
+                    let lat = latency(need("lat")?).map_err(&err)?;
+                    let policy = get("sharing_policy").unwrap_or("SPLITDUPLEX");
+                    let radical = radical(need("radical")?).map_err(&err)?;
+                    let first = p.hosts.len() as u32;
+                    let mut c = Cluster {
+                        first,
+                        count: radical.len() as u32,
+                        up: Vec::new(),
+                        down: Vec::new(),
+                        backbone: None,
+                    };
+                    for i in radical {
+                        let name = format!("{prefix}{i}{suffix}");
+                        let h = p.hosts.len() as u32;
+                        if host_ids.insert(name.clone(), h).is_some() {
+                            return Err(err(format!("host `{name}` is declared twice")));
+                        }
+                        p.hosts.push((name.clone(), speed));
+                        let link = format!("{id}_link_{i}");
+                        let d = p
+                            .declare(&name, &id, bw, lat, policy, "host")
+                            .map_err(&err)?;
+                        declared.insert(link, d);
+                        c.up.push(d.up);
+                        c.down.push(d.down);
+                    }
+                    if let Some(bb) = get("bb_bw") {
+                        let bb_bw = bandwidth(bb).map_err(&err)?;
+                        let bb_lat = get("bb_lat").map_or(Ok(0.0), latency).map_err(&err)?;
+                        let policy = get("bb_sharing_policy").unwrap_or("SHARED");
+                        if policy != "SHARED" && policy != "FATPIPE" {
+                            return Err(err(format!(
+                                "a backbone's sharing policy is SHARED or FATPIPE, not `{policy}`"
+                            )));
+                        }
+                        let bb_id = format!("{id}_backbone");
+                        let d = p
+                            .declare(&bb_id, &bb_id, bb_bw, bb_lat, policy, "backbone")
+                            .map_err(&err)?;
+                        declared.insert(bb_id, d);
+                        c.backbone = Some(d.up);
+                    }
+                    p.clusters.push(c);
+                }
+                "route" => {
+                    let host = |k: &str| -> Result<u32, TopologyError> {
+                        let name = need(k)?;
+                        host_ids.get(name).copied().ok_or_else(|| {
+                            err(format!("route {k} `{name}` is not a declared host"))
+                        })
+                    };
+                    let (s, d) = (host("src")?, host("dst")?);
+                    let sym = match get("symmetrical").unwrap_or("YES") {
+                        "YES" | "yes" => true,
+                        "NO" | "no" => false,
+                        v => return Err(err(format!("symmetrical is YES or NO, not `{v}`"))),
+                    };
+                    route = Some((s, d, sym, Vec::new()));
+                }
+                "link_ctn" => {
+                    let id = need("id")?;
+                    let dir = get("direction").unwrap_or("NONE");
+                    // (this direction, the reverse route's direction)
+                    let pair = match (declared.get(id), dir) {
+                        (Some(d), "UP") => (d.up, d.down),
+                        (Some(d), "DOWN") => (d.down, d.up),
+                        (Some(d), "NONE") if d.up == d.down => (d.up, d.up),
+                        (Some(_), "NONE") => {
+                            return Err(err(format!(
+                                "link `{id}` is split-duplex: give direction=\"UP\" or \"DOWN\""
+                            )))
+                        }
+                        (Some(_), other) => {
+                            return Err(err(format!("direction is UP or DOWN, not `{other}`")))
+                        }
+                        (None, _) => {
+                            let split = id
+                                .strip_suffix("_UP")
+                                .map(|b| (b, true))
+                                .or(id.strip_suffix("_DOWN").map(|b| (b, false)));
+                            match split.and_then(|(b, up)| declared.get(b).map(|d| (d, up))) {
+                                Some((d, true)) => (d.up, d.down),
+                                Some((d, false)) => (d.down, d.up),
+                                None => return Err(err(format!("link `{id}` is not declared"))),
+                            }
+                        }
+                    };
+                    if let Some(r) = route.as_mut() {
+                        r.3.push(pair);
+                    }
+                }
+                _ => unreachable!("checked above"),
+            }
+            if !t.self_closing {
+                stack.push(t.name);
+            }
+        }
+        if !seen_platform {
+            return Err(TopologyError::File {
+                file: file.to_string(),
+                line: 1,
+                column: 1,
+                why: "no `<platform>`: not a SimGrid platform file".into(),
+            });
+        }
+        if let Some(open) = stack.last() {
+            return Err(TopologyError::File {
+                file: file.to_string(),
+                line: text.lines().count().max(1),
+                column: 1,
+                why: format!("`<{open}>` is never closed"),
+            });
+        }
+        if p.hosts.is_empty() {
+            return Err(TopologyError::File {
+                file: file.to_string(),
+                line: 1,
+                column: 1,
+                why: "the platform declares no host".into(),
+            });
+        }
+        super::check_size(file, p.links.len() as u64)?;
+        Ok(p)
+    }
+
+    /// Adds a platform link: one directed link when shared, two (`_UP`, `_DOWN`) otherwise.
+    fn declare(
+        &mut self,
+        a: &str,
+        b: &str,
+        bw: f64,
+        lat: f64,
+        policy: &str,
+        class: &str,
+    ) -> Result<Declared, String> {
+        let spec = LinkSpec {
+            bandwidth_bytes_per_ns: bw,
+            latency_ns: lat,
+            fatpipe: policy == "FATPIPE",
+        };
+        let mut add = |from: String, to: String| {
+            self.links.push(Link {
+                from,
+                to,
+                class: class.to_string(),
+            });
+            self.specs.push(spec);
+            (self.links.len() - 1) as u32
+        };
+        match policy {
+            "SHARED" | "FATPIPE" => {
+                let id = add(a.to_string(), b.to_string());
+                Ok(Declared { up: id, down: id })
+            }
+            "SPLITDUPLEX" | "FULLDUPLEX" => {
+                let (a, b) = if a == b {
+                    (format!("{a}_UP"), format!("{a}_DOWN"))
+                } else {
+                    (a.to_string(), b.to_string())
+                };
+                let up = add(a.clone(), b.clone());
+                let down = add(b, a);
+                Ok(Declared { up, down })
+            }
+            other => Err(format!(
+                "sharing policy `{other}` is not read by commperf (SHARED, SPLITDUPLEX, FULLDUPLEX, FATPIPE)"
+            )),
+        }
+    }
+}
+
+impl Network for SimGridPlatform {
+    fn describe(&self) -> String {
+        format!(
+            "SimGrid platform {} ({} hosts, {} links)",
+            self.name,
+            self.hosts.len(),
+            self.links.len()
+        )
+    }
+    fn hosts(&self) -> u32 {
+        self.hosts.len() as u32
+    }
+    fn links(&self) -> &[Link] {
+        &self.links
+    }
+    fn host_name(&self, h: u32) -> String {
+        self.hosts
+            .get(h as usize)
+            .map_or_else(|| format!("h{h}"), |x| x.0.clone())
+    }
+    fn route(&self, src: u32, dst: u32, out: &mut Vec<u32>) -> Result<(), TopologyError> {
+        let n = self.hosts();
+        if src >= n || dst >= n {
+            return Err(super::no_such_host(src, dst, n));
+        }
+        if src == dst {
+            return Ok(());
+        }
+        if let Some(r) = self.routes.get(&(src, dst)) {
+            out.extend_from_slice(r);
+            return Ok(());
+        }
+        for c in &self.clusters {
+            let inside = |h: u32| h >= c.first && h < c.first + c.count;
+            if inside(src) && inside(dst) {
+                out.push(c.up[(src - c.first) as usize]);
+                out.extend(c.backbone);
+                out.push(c.down[(dst - c.first) as usize]);
+                return Ok(());
+            }
+        }
+        Err(TopologyError::NoRoute {
+            from: self.host_name(src),
+            to: self.host_name(dst),
+            why: "the platform has no route between them".into(),
+        })
+    }
+    fn link_specs(&self) -> Option<&[LinkSpec]> {
+        Some(&self.specs)
+    }
+    fn host_speed(&self, h: u32) -> Option<f64> {
+        self.hosts.get(h as usize).map(|x| x.1)
+    }
+}
+
+/// A number with a unit from `units` (name, multiplier), longest names first; a bare number
+/// takes `bare`.
+fn with_unit(v: &str, what: &str, units: &[(&str, f64)], bare: f64) -> Result<f64, String> {
+    let v = v.trim();
+    let split = v
+        .find(|c: char| !(c.is_ascii_digit() || matches!(c, '.' | 'e' | 'E' | '-' | '+')))
+        .unwrap_or(v.len());
+    let (num, unit) = v.split_at(split);
+    let n: f64 = num
+        .parse()
+        .map_err(|_| format!("`{v}` is not a {what} (a number and a unit)"))?;
+    let mult = if unit.is_empty() {
+        bare
+    } else {
+        units
+            .iter()
+            .find(|u| u.0 == unit)
+            .map(|u| u.1)
+            .ok_or_else(|| {
+                format!(
+                    "`{v}`: unknown {what} unit `{unit}` (e.g. {})",
+                    units
+                        .iter()
+                        .take(6)
+                        .map(|u| u.0)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )
+            })?
+    };
+    let x = n * mult;
+    if !(x.is_finite() && x >= 0.0) {
+        return Err(format!("`{v}` is not a non-negative {what}"));
+    }
+    Ok(x)
+}
+
+/// SimGrid bandwidths (`125MBps`, `10Gbps`, `1GiBps`) as bytes per ns.
+fn bandwidth(v: &str) -> Result<f64, String> {
+    let mut units: Vec<(String, f64)> = Vec::new();
+    for (p, m) in [
+        ("", 1.0),
+        ("k", 1e3),
+        ("K", 1e3),
+        ("M", 1e6),
+        ("G", 1e9),
+        ("T", 1e12),
+        ("Ki", 1024.0),
+        ("Mi", 1024f64.powi(2)),
+        ("Gi", 1024f64.powi(3)),
+        ("Ti", 1024f64.powi(4)),
+    ] {
+        units.push((format!("{p}Bps"), m));
+        units.push((format!("{p}bps"), m / 8.0));
+    }
+    let refs: Vec<(&str, f64)> = units.iter().map(|(u, m)| (u.as_str(), *m)).collect();
+    let b = with_unit(v, "bandwidth", &refs, 1.0)?;
+    if b <= 0.0 {
+        return Err(format!("`{v}`: a bandwidth must be positive"));
+    }
+    Ok(b / 1e9)
+}
+
+/// SimGrid latencies (`50us`, `1.5ms`, a bare number in seconds) as ns.
+fn latency(v: &str) -> Result<f64, String> {
+    with_unit(
+        v,
+        "latency",
+        &[
+            ("s", 1e9),
+            ("ms", 1e6),
+            ("us", 1e3),
+            ("ns", 1.0),
+            ("ps", 1e-3),
+            ("m", 60e9),
+            ("h", 3600e9),
+        ],
+        1e9,
+    )
+}
+
+/// SimGrid host speeds (`1Gf`, `100Mf`, `1e9`) as flop/s.
+fn speed(v: &str) -> Result<f64, String> {
+    // A list of pstates (`1Gf,500Mf`) runs at the first.
+    let first = v.split(',').next().unwrap_or(v);
+    let s = with_unit(
+        first,
+        "speed",
+        &[
+            ("f", 1.0),
+            ("kf", 1e3),
+            ("Mf", 1e6),
+            ("Gf", 1e9),
+            ("Tf", 1e12),
+            ("Pf", 1e15),
+            ("flops", 1.0),
+            ("kflops", 1e3),
+            ("Mflops", 1e6),
+            ("Gflops", 1e9),
+            ("Tflops", 1e12),
+        ],
+        1.0,
+    )?;
+    if s <= 0.0 {
+        return Err(format!("`{v}`: a speed must be positive"));
+    }
+    Ok(s)
+}
+
+/// A cluster radical: `0-15`, `1,3,5-7`.
+fn radical(v: &str) -> Result<Vec<u64>, String> {
+    let mut out = Vec::new();
+    for part in v.split(',') {
+        let num = |s: &str| {
+            s.trim()
+                .parse::<u64>()
+                .map_err(|_| format!("radical `{v}`: `{s}` is not a whole number"))
+        };
+        match part.split_once('-') {
+            Some((a, b)) => {
+                let (a, b) = (num(a)?, num(b)?);
+                if b < a || b - a >= 1 << 22 {
+                    return Err(format!("radical `{v}`: `{part}` is not a range"));
+                }
+                out.extend(a..=b);
+            }
+            None => out.push(num(part)?),
+        }
+    }
+    Ok(out)
+}
+
+/// The tags of an XML document, skipping the prolog, comments and whitespace; text content is
+/// an error (no element read here has any).
+fn tokenize<'a>(text: &'a str, file: &str) -> Result<Vec<Tag<'a>>, TopologyError> {
+    let pos = |at: usize| {
+        let before = &text[..at];
+        let line = before.matches('\n').count() + 1;
+        let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+        (line, column)
+    };
+    let err = |at: usize, why: String| {
+        let (line, column) = pos(at);
+        TopologyError::File {
+            file: file.to_string(),
+            line,
+            column,
+            why,
+        }
+    };
+    let mut tags = Vec::new();
+    let mut i = 0;
+    while i < text.len() {
+        let rest = &text[i..];
+        let Some(lt) = rest.find('<') else {
+            if let Some(off) = rest.find(|c: char| !c.is_whitespace()) {
+                return Err(err(i + off, "text outside any tag".into()));
+            }
+            break;
+        };
+        if let Some(off) = rest[..lt].find(|c: char| !c.is_whitespace()) {
+            return Err(err(i + off, "text outside any tag".into()));
+        }
+        let start = i + lt;
+        let body = &text[start..];
+        let skip_to = |end: &str| -> Result<usize, TopologyError> {
+            body.find(end)
+                .map(|e| start + e + end.len())
+                .ok_or_else(|| {
+                    err(
+                        start,
+                        format!("unterminated `{}`", &body[..body.len().min(4)]),
+                    )
+                })
+        };
+        if body.starts_with("<!--") {
+            i = skip_to("-->")?;
+            continue;
+        }
+        if body.starts_with("<?") {
+            i = skip_to("?>")?;
+            continue;
+        }
+        if body.starts_with("<!") {
+            i = skip_to(">")?;
+            continue;
+        }
+        let end = skip_to(">")?;
+        let inner = &text[start + 1..end - 1];
+        let (closing, inner) = match inner.strip_prefix('/') {
+            Some(x) => (true, x),
+            None => (false, inner),
+        };
+        let (self_closing, inner) = match inner.strip_suffix('/') {
+            Some(x) => (true, x),
+            None => (false, inner),
+        };
+        let name_end = inner
+            .find(|c: char| c.is_whitespace())
+            .unwrap_or(inner.len());
+        let name = &inner[..name_end];
+        if name.is_empty() {
+            return Err(err(start, "a tag without a name".into()));
+        }
+        let mut attrs = Vec::new();
+        let mut a = &inner[name_end..];
+        loop {
+            a = a.trim_start();
+            if a.is_empty() {
+                break;
+            }
+            let eq = a
+                .find('=')
+                .ok_or_else(|| err(start, format!("`<{name}>`: an attribute without a value")))?;
+            let key = a[..eq].trim();
+            let v = a[eq + 1..].trim_start();
+            let q = v.chars().next().filter(|c| *c == '"' || *c == '\'');
+            let q =
+                q.ok_or_else(|| err(start, format!("`<{name}>`: `{key}`'s value is not quoted")))?;
+            let close = v[1..]
+                .find(q)
+                .ok_or_else(|| err(start, format!("`<{name}>`: `{key}`'s value is not closed")))?;
+            let value = v[1..1 + close]
+                .replace("&quot;", "\"")
+                .replace("&apos;", "'")
+                .replace("&lt;", "<")
+                .replace("&gt;", ">")
+                .replace("&amp;", "&");
+            attrs.push((key, value));
+            a = &v[close + 2..];
+        }
+        let (line, column) = pos(start);
+        tags.push(Tag {
+            name,
+            attrs,
+            closing,
+            self_closing,
+            line,
+            column,
+        });
+        i = end;
+    }
+    Ok(tags)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const CLUSTER: &str = r#"<?xml version='1.0'?>
+<!DOCTYPE platform SYSTEM "https://simgrid.org/simgrid.dtd">
+<platform version="4.1">
+  <!-- four hosts -->
+  <cluster id="c" prefix="node-" suffix="" radical="0-3" speed="1Gf" bw="125MBps" lat="50us"
+           bb_bw="2.25GBps" bb_lat="500us"/>
+</platform>
+"#;
+
+    #[test]
+    fn a_cluster_routes_up_backbone_down() {
+        let p = SimGridPlatform::parse(CLUSTER, "c.xml").unwrap();
+        assert_eq!(p.hosts(), 4);
+        assert_eq!(p.host_name(2), "node-2");
+        assert_eq!(p.host_speed(0), Some(1e9));
+        let mut r = Vec::new();
+        p.route(0, 1, &mut r).unwrap();
+        let names: Vec<String> = r
+            .iter()
+            .map(|&l| {
+                format!(
+                    "{}->{}",
+                    p.links()[l as usize].from,
+                    p.links()[l as usize].to
+                )
+            })
+            .collect();
+        assert_eq!(names, ["node-0->c", "c_backbone->c_backbone", "c->node-1"]);
+        let s = p.link_specs().unwrap();
+        assert_eq!(s[r[0] as usize].bandwidth_bytes_per_ns, 0.125);
+        assert_eq!(s[r[0] as usize].latency_ns, 50_000.0);
+        assert_eq!(s[r[1] as usize].latency_ns, 500_000.0);
+        // Split duplex: the way back uses the other direction of each private link.
+        let mut back = Vec::new();
+        p.route(1, 0, &mut back).unwrap();
+        assert!(back[0] != r[2] && back[2] != r[0] && back[1] == r[1]);
+    }
+
+    #[test]
+    fn shared_links_and_full_routes() {
+        let text = r#"<platform version="4.1"><zone id="z" routing="Full">
+            <host id="a" speed="2Gf"/><host id="b" speed="1e9"/>
+            <link id="l1" bandwidth="1GBps" latency="1ms"/>
+            <link id="l2" bandwidth="10Gbps" latency="0.000002" sharing_policy="SPLITDUPLEX"/>
+            <route src="a" dst="b"><link_ctn id="l1"/><link_ctn id="l2" direction="UP"/></route>
+        </zone></platform>"#;
+        let p = SimGridPlatform::parse(text, "f.xml").unwrap();
+        let (mut ab, mut ba) = (Vec::new(), Vec::new());
+        p.route(0, 1, &mut ab).unwrap();
+        p.route(1, 0, &mut ba).unwrap();
+        assert_eq!(ab.len(), 2);
+        // Symmetrical by default: reversed, the shared link is the same, the split one flips.
+        assert_eq!(ba[1], ab[0]);
+        assert_ne!(ba[0], ab[1]);
+        let s = p.link_specs().unwrap();
+        assert_eq!(s[ab[1] as usize].bandwidth_bytes_per_ns, 1.25);
+        assert_eq!(s[ab[1] as usize].latency_ns, 2000.0);
+        assert_eq!(p.host_speed(0), Some(2e9));
+    }
+
+    #[test]
+    fn unknown_elements_and_attributes_are_refused_by_name() {
+        let e = |t: &str| SimGridPlatform::parse(t, "x.xml").unwrap_err().to_string();
+        let m = e(r#"<platform><zone id="z" routing="Floyd"></zone></platform>"#);
+        assert!(m.contains("routing `Floyd`"), "{m}");
+        let m = e(
+            r#"<platform><zone id="z" routing="Full"><prop id="a" value="b"/></zone></platform>"#,
+        );
+        assert!(m.contains("`<prop>`"), "{m}");
+        let m = e(
+            r#"<platform><cluster id="c" prefix="n" radical="0-1" speed="1f" bw="1Bps" lat="0s" loopback_bw="1Bps"/></platform>"#,
+        );
+        assert!(m.contains("loopback_bw"), "{m}");
+        let m = e(
+            r#"<platform><zone id="z" routing="Full"><link id="l" bandwidth="1 furlong"/></zone></platform>"#,
+        );
+        assert!(m.contains("x.xml:1:"), "{m}");
+        let m = e("<notaplatform/>");
+        assert!(m.contains("<platform>"), "{m}");
+    }
+}
