@@ -556,6 +556,73 @@ fn a_split_traces_per_rank_file_alone_is_named_as_such() {
     assert_eq!(sg("0 init\n0 compute 1e3\n").nranks(), 1);
 }
 
+#[test]
+fn goal_any_source_and_any_tag_receives_read_as_wildcards() {
+    // LogGOPSim's grammar: `from -1`, `tag -1`; Schedgen writes any tag as 4294967295.
+    let text = "num_ranks 3\nrank 0 {\nl1: recv 8b from -1 tag -1\nl2: send 8b to 2 tag 5\n\
+                l3: recv 8b from 2 tag 4294967295 cpu 0 nic 0\nl4: recv 4b from -1 tag 7\n\
+                l2 requires l1\nl3 requires l2\nl4 requires l3\n}\n\
+                rank 1 { send 8b to 0 tag 3 }\n\
+                rank 2 { a: recv 8b from -1 tag -1\nb: send 8b to 0 tag 9\n\
+                c: send 4b to 0 tag 7 nic 0\nb requires a\nc requires b }\n";
+    let w = parse_str(text, "t.goal", TraceFormat::Goal, &opts()).unwrap_or_else(|e| panic!("{e}"));
+    let ops: Vec<_> = w.rank_ops(0).map(|i| w.op(i)).collect();
+    assert_eq!(
+        ops,
+        vec![
+            OpKind::Recv {
+                from: ANY,
+                tag: ANY,
+                bytes: 8
+            },
+            OpKind::Send {
+                to: 2,
+                tag: 5,
+                bytes: 8
+            },
+            OpKind::Recv {
+                from: 2,
+                tag: ANY,
+                bytes: 8
+            },
+            OpKind::Recv {
+                from: ANY,
+                tag: 7,
+                bytes: 4
+            },
+        ]
+    );
+    // And it runs to the end in both models (the wildcards match).
+    let [contention, loggp] = predicted_us(&w);
+    assert!(contention > 0.0 && loggp > 0.0);
+}
+
+#[test]
+fn goal_refuses_what_it_cannot_model_by_name() {
+    assert_eq!(
+        goal_err("num_ranks 2\nrank 0 {\nsend 8b to -1\n}\nrank 1 {}\n"),
+        "t.goal:3:12: a send needs a destination rank (-1, any source, is for receives) (at `-1`)"
+    );
+    assert_eq!(
+        goal_err("num_ranks 2\nrank 0 {\nsend 8b to 1 tag 4294967295\n}\n"),
+        "t.goal:3:18: a send with any tag is not modelled (LogGOPSim matches it with every \
+         receive; commperf only matches wildcard receives) (at `4294967295`)"
+    );
+    assert_eq!(
+        goal_err("num_ranks 1\nrank 0 {\nl1: calc 5 cpu 1\n}\n"),
+        "t.goal:3:16: `cpu 1`: commperf models one CPU and one NIC per rank (LogGOPSim runs other \
+         cpus side by side), so only `cpu 0` is accepted (at `1`)"
+    );
+    assert!(goal_err("num_ranks 2\nrank 0 {\nrecv 8b from 1 nic 2\n}\n")
+        .starts_with("t.goal:3:20: `nic 2`"));
+    assert!(
+        goal_err("num_ranks 2\nrank 0 {\nrecv 8b from 1 tag -2\n}\n")
+            .starts_with("t.goal:3:20: expected a tag (or -1 for any tag)")
+    );
+    assert!(goal_err("num_ranks 2\nrank 0 {\nrecv 8b from -2\n}\n")
+        .starts_with("t.goal:3:14: expected a rank"));
+}
+
 // ---------------------------------------------------------------- collectives
 
 #[test]
@@ -986,7 +1053,8 @@ fn goal_errors_name_line_column_and_token() {
     );
     assert_eq!(
         goal_err("num_ranks 2\nrank 0 {\n  l1: send 8b to 1 tag -1\n}\n"),
-        "t.goal:3:24: expected a tag (at `-1`)"
+        "t.goal:3:24: a send with any tag is not modelled (LogGOPSim matches it with every \
+         receive; commperf only matches wildcard receives) (at `-1`)"
     );
     assert_eq!(
         goal_err("num_ranks 2\nrank 0 {\n  l1: sned 8b to 1\n}\n"),
