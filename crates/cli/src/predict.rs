@@ -98,7 +98,8 @@ pub struct PredictArgs {
     /// Messages up to this size are sent eagerly; larger ones wait for the receive
     #[arg(long, value_name = "SIZE", default_value = "64k", value_parser = crate::cli::size)]
     pub eager: u64,
-    /// A link class's bandwidth and extra latency: CLASS=RATE[,LATENCY], e.g. core=40Gbit/s,1us
+    /// A link class's bandwidth and extra latency: CLASS=RATE[,LATENCY], e.g. core=40Gb/s,1us or
+    /// host=1.25GB/s (B bytes, b bits)
     /// (repeatable; classes not given run at the profile's bandwidth)
     #[arg(long = "link", value_name = "CLASS=RATE[,LAT]", value_parser = link_class)]
     pub links: Vec<LinkClass>,
@@ -256,34 +257,11 @@ fn background(s: &str) -> Result<Background, String> {
     }
 }
 
-/// `RATE` in bit/s with k/M/G/T prefixes (`10Gbit/s`, `100mbit`, `1.25GB/s` for bytes).
+/// `RATE` in bytes per ns, in the one rate syntax of `commperf_core::rate` (B bytes, b bits).
 fn rate_bytes_per_ns(s: &str) -> Result<f64, String> {
-    let l = s.trim().to_ascii_lowercase();
-    let (num, rest) = l.split_at(
-        l.find(|c: char| !(c.is_ascii_digit() || c == '.' || c == 'e'))
-            .unwrap_or(l.len()),
-    );
-    let v: f64 = num
-        .parse()
-        .map_err(|_| format!("'{s}' does not start with a number"))?;
-    let rest = rest.trim_end_matches("/s").trim_end_matches("ps");
-    let (mult, unit) = match rest.chars().next() {
-        Some('k') => (1e3, &rest[1..]),
-        Some('m') => (1e6, &rest[1..]),
-        Some('g') => (1e9, &rest[1..]),
-        Some('t') => (1e12, &rest[1..]),
-        _ => (1.0, rest),
-    };
-    let bits = match unit {
-        "bit" | "b" => true,
-        "byte" | "bytes" => false,
-        _ => return Err(format!("'{s}': give a rate like 10Gbit/s or 1.25GByte/s")),
-    };
-    let bytes_per_s = v * mult / if bits { 8.0 } else { 1.0 };
-    if !(bytes_per_s.is_finite() && bytes_per_s > 0.0) {
-        return Err(format!("'{s}' is not a positive rate"));
-    }
-    Ok(bytes_per_s / 1e9)
+    commperf_core::parse_rate(s)
+        .map(|r| r.bytes_per_ns())
+        .map_err(|e| e.to_string())
 }
 
 fn duration_ns(s: &str) -> Result<f64, String> {
@@ -492,6 +470,8 @@ mod tests {
         assert_eq!(rate_bytes_per_ns("10Gbit/s"), Ok(1.25));
         assert_eq!(rate_bytes_per_ns("100mbit"), Ok(0.0125));
         assert_eq!(rate_bytes_per_ns("2GByte/s"), Ok(2.0));
+        assert_eq!(rate_bytes_per_ns("1.25GB/s"), Ok(1.25));
+        assert!(rate_bytes_per_ns("10mbps").is_err());
         assert!(rate_bytes_per_ns("fast").is_err());
         assert!(rate_bytes_per_ns("0gbit").is_err());
         assert_eq!(duration_ns("1.5us"), Ok(1500.0));

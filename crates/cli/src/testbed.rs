@@ -50,7 +50,7 @@ pub struct TestbedArgs {
     /// Hosts (network namespaces) on the bridge
     #[arg(long, value_name = "N", default_value_t = 8, value_parser = clap::value_parser!(u32).range(2..=99))]
     pub hosts: u32,
-    /// Rate of every host link in each direction, as tc writes it (100mbit, 1gbit, 500kbit)
+    /// Rate of every host link in each direction: 100mbit, 1Gb/s, 12.5MB/s (B bytes, b bits)
     #[arg(long, value_name = "RATE", default_value = "100mbit", value_parser = rate)]
     pub rate: u64,
     /// Patterns to measure and predict, comma-separated: incast (N-1 → 1), alltoall, ring

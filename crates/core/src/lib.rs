@@ -6,12 +6,14 @@
 
 pub mod kinds;
 pub mod profile;
+pub mod rate;
 pub mod result;
 pub mod text;
 pub mod units;
 
 pub use kinds::{Benchmark, BufferUse, Mode, TransportKind, UnknownName};
 pub use profile::{LogGpPoint, Profile, TcomPiece, TcomPoint, PROFILE_SCHEMA_VERSION};
+pub use rate::{parse_rate, Rate, RateError};
 pub use result::{Limits, Machine, Options, Placement, Report, Row, TimerInfo, SCHEMA_VERSION};
 pub use text::{read_text, TextError};
 pub use units::{format_size, parse_size, parse_sizes, SizeError};

@@ -573,3 +573,52 @@ fn rank_maps() {
         Err(TopologyError::Io(_))
     ));
 }
+
+#[test]
+fn dot_loggopsim2_star_comments_and_hostnames() {
+    // Cut from LogGOPSim2's tests/network/monch_topology.dot (see SOURCES.md), in its layout:
+    // a host's only out-edge says `comment="*"` (everything goes there) and carries the host's
+    // `hostname`, which LogGOPSim2's mapping files (`RANK NAME` per line) name ranks by.
+    let path = env!("CARGO_MANIFEST_DIR").to_string() + "/tests/data/monch_small.dot";
+    let net = Dot::from_file(std::path::Path::new(&path)).unwrap();
+    assert_eq!(net.hosts(), 4);
+    assert_eq!(net.host_name(0), "H1");
+    assert_eq!(hops(&net, 0, 2), ["H1>S34", "S34>S31", "S31>H19"]);
+    assert_eq!(hops(&net, 3, 1), ["H50>S31", "S31>S34", "S34>H10"]);
+    check_all_pairs(&net);
+    assert_eq!(net.host_aliases(2), ["monchc021"]);
+    let map_path = env!("CARGO_MANIFEST_DIR").to_string() + "/tests/data/monch_small.map";
+    let map = RankMap::from_file(std::path::Path::new(&map_path), &net).unwrap();
+    // Rank 0 is monchc021 = H19 (host 2), rank 1 monchadmin01 = H1 (host 0), …
+    let placed: Vec<String> = (0..4).map(|r| net.host_name(map.0[r])).collect();
+    assert_eq!(placed, ["H19", "H1", "H50", "H10"]);
+
+    // A node with one out-edge routes everything over it whatever its comment says, as
+    // LogGOPSim2 does; `*` on a node with several out-edges is refused, naming the node.
+    let net = Dot::parse(
+        "digraph { H0 -> S [comment=\"H0\"]\n H1 -> S\n S -> H0 [comment=\"H0\"]\n \
+         S -> H1 [comment=\"H1\"] }",
+        "t.dot",
+    )
+    .unwrap();
+    assert_eq!(hops(&net, 0, 1), ["H0>S", "S>H1"]);
+    assert_eq!(hops(&net, 1, 0), ["H1>S", "S>H0"]);
+    let (line, col, why) = file_err(Dot::parse(
+        "digraph {\nH0 -> S\nH1 -> S\nS -> H0 [comment=\"*\"]\nS -> H1 [comment=\"H1\"] }",
+        "t.dot",
+    ));
+    assert_eq!((line, col), (4, 18), "{why}");
+    assert!(
+        why.contains("`*` (everything) on an out-edge of `S`, which has 2 out-edges"),
+        "{why}"
+    );
+    // Comment lists are split as LogGOPSim2's strtok(", \t\n") splits them.
+    let net = Dot::parse(
+        "digraph { H0 -> S [comment=\"*\"]\n H1 -> S [comment=\"*\"]\n H2 -> S [comment=\"*\"]\n \
+         S -> T [comment=\"H1 H2\"]\n T -> H1 [comment=\"H1\"]\n T -> H2 [comment=\"H2\"]\n \
+         S -> H0 [comment=\"H0\"]\n T -> S [comment=\"H0\"] }",
+        "t.dot",
+    )
+    .unwrap();
+    assert_eq!(hops(&net, 0, 2), ["H0>S", "S>T", "T>H2"]);
+}

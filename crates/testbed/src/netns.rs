@@ -514,35 +514,14 @@ fn ethtool_present() -> bool {
         .is_ok_and(|s| s.success())
 }
 
-/// Parses a rate the way `tc` writes it: `100mbit`, `1gbit`, `500kbit`, `2000000bit` (also
-/// `bps` suffixes for bytes per second, `mbps` = 8 mbit). Returns bits per second.
+/// Parses a rate in commperf's one rate syntax (`commperf_core::rate`: `100mbit`, `1Gb/s`,
+/// `12.5MB/s`; B bytes, b bits). Returns bits per second, what tc is given.
 pub fn parse_rate(s: &str) -> Result<u64, String> {
-    let t = s.trim().to_ascii_lowercase();
-    let split = t
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(t.len());
-    let (num, unit) = t.split_at(split);
-    let v: f64 = num
-        .parse()
-        .map_err(|_| format!("'{s}' is not a rate like 100mbit"))?;
-    let mult = match unit {
-        "" | "bit" => 1.0,
-        "kbit" => 1e3,
-        "mbit" => 1e6,
-        "gbit" => 1e9,
-        "bps" => 8.0,
-        "kbps" => 8e3,
-        "mbps" => 8e6,
-        "gbps" => 8e9,
-        _ => {
-            return Err(format!(
-                "'{s}': unknown rate unit '{unit}' (bit, kbit, mbit, gbit)"
-            ))
-        }
-    };
-    let bits = v * mult;
-    if !(bits.is_finite() && bits >= 1.0) {
-        return Err(format!("'{s}' is not a positive rate"));
+    let bits = commperf_core::parse_rate(s)
+        .map_err(|e| e.to_string())?
+        .bits_per_s();
+    if bits < 1.0 || bits > u64::MAX as f64 {
+        return Err(format!("'{s}' is not between 1 bit/s and 2^64 bit/s"));
     }
     Ok(bits.round() as u64)
 }
@@ -556,7 +535,10 @@ mod tests {
         assert_eq!(parse_rate("100mbit"), Ok(100_000_000));
         assert_eq!(parse_rate("1Gbit"), Ok(1_000_000_000));
         assert_eq!(parse_rate("1.5mbit"), Ok(1_500_000));
-        assert_eq!(parse_rate("10mbps"), Ok(80_000_000));
+        assert_eq!(parse_rate("10MBps"), Ok(80_000_000));
+        assert_eq!(parse_rate("12.5MB/s"), Ok(100_000_000));
+        // tc reads `mbps` as megabytes, SimGrid's `Mbps` is megabits: refused, not guessed.
+        assert!(parse_rate("10mbps").is_err());
         assert!(parse_rate("fast").is_err());
         assert!(parse_rate("10furlongs").is_err());
         assert!(parse_rate("0bit").is_err());

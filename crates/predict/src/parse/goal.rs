@@ -4,7 +4,7 @@
 //! num_ranks 2
 //! rank 0 {
 //!   l1: send 10b to 1 tag 0
-//!   l2: calc 100 cpu 0        // `cpu N` / `nic N` are accepted and ignored
+//!   l2: calc 100 cpu 0        // `cpu 0` / `nic 0` only: one CPU and one NIC per rank
 //!   l2 requires l1
 //! }
 //! rank 1 { recv 10b from 0 tag 0 }
@@ -13,7 +13,11 @@
 //! GOAL is free-form (newlines are blanks), has `//`, `/* */` and `#` comments, per-rank
 //! labels, `requires` (start after the other completed) and `irequires` (start after the other
 //! started), ranks in any order (missing ranks have no operations) and sizes in bytes with an
-//! optional `b`. `calc` is in nanoseconds.
+//! optional `b`. `calc` is in nanoseconds. This is all of LogGOPSim's grammar (`txt2bin.re`):
+//! `recv … from -1` is any source and `tag -1` any tag (also `tag 4294967295`, the same any tag
+//! as Schedgen writes it), for receives; a send to `-1` or with any tag, and `cpu N`/`nic N`
+//! other than 0 (several CPUs or NICs working side by side), are refused by name, since commperf
+//! does not model them. Options may come in any order (LogGOPSim wants `tag`, `cpu`, `nic`).
 //!
 //! Speed matters: a million-rank broadcast schedule is about 100 MB and must parse well under
 //! two seconds. So this is a hand-written scanner over bytes: no regex, no per-line strings, one
@@ -21,7 +25,7 @@
 //! line and column only when an error is reported.
 
 use super::{error_at, ParseError, ParseOptions, MAX_BYTES, MAX_NS, MAX_RANKS};
-use crate::workload::{DepKind, Local, OpKind, Workload, WorkloadBuilder};
+use crate::workload::{DepKind, Local, OpKind, Workload, WorkloadBuilder, ANY};
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 
@@ -224,6 +228,45 @@ impl<'a> Scanner<'a> {
     }
 }
 
+/// A tag after `tag`: a number below 2^32 − 1, or any tag, written `-1` (LogGOPSim's grammar)
+/// or `4294967295` (what Schedgen writes for it: LogGOPSim stores any tag as that `uint32_t`).
+fn any_or_tag(s: &mut Scanner<'_>, is_send: bool) -> Result<u32, ParseError> {
+    let t = s.word()?;
+    let w = s.bytes(t);
+    if w == b"-1" || w == b"4294967295" {
+        if is_send {
+            // LogGOPSim matches such a send with a receive of any tag; commperf's matching has
+            // wildcards on the receive side only, so the send would match nothing.
+            return Err(s.err(
+                t,
+                "a send with any tag is not modelled (LogGOPSim matches it with every receive; \
+                 commperf only matches wildcard receives)",
+            ));
+        }
+        return Ok(ANY);
+    }
+    s.pos = t.start;
+    Ok(s.number("a tag (or -1 for any tag)", u32::MAX as u64 - 1)?
+        .0 as u32)
+}
+
+/// The number after `cpu` or `nic`: LogGOPSim runs operations of different CPUs (or NICs) of a
+/// rank side by side; commperf models one of each, so only 0 (the default) is accepted.
+fn one_unit(s: &mut Scanner<'_>, cpu: bool) -> Result<(), ParseError> {
+    let what = if cpu { "cpu" } else { "nic" };
+    let (n, t) = s.number(&format!("a {what} number"), u64::MAX)?;
+    if n != 0 {
+        return Err(s.err(
+            t,
+            format!(
+                "`{what} {n}`: commperf models one CPU and one NIC per rank (LogGOPSim runs \
+                 other {what}s side by side), so only `{what} 0` is accepted"
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// Digits only, no sign, no overflow.
 pub(crate) fn parse_u64(w: &[u8]) -> Option<u64> {
     if w.is_empty() {
@@ -320,25 +363,40 @@ pub(crate) fn parse(text: &str, name: &str, _opts: &ParseOptions) -> Result<Work
                     let bytes = s.size()?;
                     let is_send = ow == b"send";
                     s.expect_word(if is_send { "to" } else { "from" })?;
-                    let (peer, peer_tok) = s.number("a rank", u64::MAX)?;
-                    if peer > max_rank || nranks == 0 {
-                        return Err(s.err(peer_tok, format!("rank {peer} is outside 0..{nranks}")));
-                    }
+                    // LogGOPSim's grammar: `from -1` is any source (receives only).
+                    let peer_tok = s.word()?;
+                    let peer = if s.bytes(peer_tok) == b"-1" {
+                        if is_send {
+                            return Err(s.err(
+                                peer_tok,
+                                "a send needs a destination rank (-1, any source, is for receives)",
+                            ));
+                        }
+                        ANY
+                    } else {
+                        s.pos = peer_tok.start;
+                        let (peer, peer_tok) = s.number("a rank", u64::MAX)?;
+                        if peer > max_rank || nranks == 0 {
+                            return Err(
+                                s.err(peer_tok, format!("rank {peer} is outside 0..{nranks}"))
+                            );
+                        }
+                        peer as u32
+                    };
                     let mut tag = 0u32;
                     while let Some(k) = s.accept_any(&[b"tag", b"cpu", b"nic"])? {
                         if k == 0 {
-                            tag = s.number("a tag", u32::MAX as u64 - 1)?.0 as u32;
+                            tag = any_or_tag(&mut s, is_send)?;
                         } else {
-                            s.number("a number", u64::MAX)?;
+                            one_unit(&mut s, k == 1)?;
                         }
                     }
-                    let peer = peer as u32;
                     OpKind::p2p(is_send, peer, tag, bytes)
                 }
                 b"calc" => {
                     let (ns, _) = s.number("a time in nanoseconds", MAX_NS)?;
-                    while s.accept_any(&[b"cpu", b"nic"])?.is_some() {
-                        s.number("a number", u64::MAX)?;
+                    while let Some(k) = s.accept_any(&[b"cpu", b"nic"])? {
+                        one_unit(&mut s, k == 0)?;
                     }
                     OpKind::Calc { ns }
                 }
@@ -537,10 +595,10 @@ mod tests {
     }
 
     #[test]
-    fn labels_comments_forward_references_and_ignored_cpu_nic() {
+    fn labels_comments_forward_references_and_cpu_nic_zero() {
         let w = p(
             "num_ranks 3 /* three */\n# hash\nrank 2 { l2 requires l1 // fwd\n\
-                   l1: calc 100 cpu 1\nl2: send 8b to 0 tag 4 nic 0 cpu 0\n l3: recv 8 from 0\n\
+                   l1: calc 100 cpu 0\nl2: send 8b to 0 tag 4 nic 0 cpu 0\n l3: recv 8 from 0\n\
                    l3 irequires l2 }\nrank 0 {recv 8b from 2 tag 4\nsend 8b to 2}",
         )
         .unwrap();

@@ -23,15 +23,16 @@
 //! | `alltoall` | `send recv [dt1 [dt2]]` (per pair) |
 //! | `alltoallv` | `sendbuf sendcounts×n recvbuf recvcounts×n [dt1 dt2]` |
 //! | `gather` | `send recv [root [dt1 [dt2]]]`; `allgather`: `send recv [dt1 [dt2]]` |
-//! | `gatherv` | `send recvcounts×n [root [dt1 [dt2]]]`; `allgatherv`: `send recvcounts×n [dt] [disps×n]` |
+//! | `gatherv` | `send recvcounts×n [root [dt1 [dt2]]]`; `allgatherv`: `send recvcounts×n [dt [dt]] \| [disps×n] \| [dt disps×n]` |
 //! | `scatter` | `send recv [root [dt1 [dt2]]]`; `scatterv`: `sendcounts×n recv [root [dt1 [dt2]]]` |
 //! | `reducescatter` | `recvcounts×n comp [datatype]` |
 //! | `finalize` `comm_size` `comm_split` `comm_dup` `location` | ignored |
 //!
-//! Counts are in datatypes; datatype ids are SimGrid's classic table (0 MPI_DOUBLE, 1 MPI_INT,
-//! 2 MPI_CHAR, 3 MPI_SHORT, 4 MPI_LONG, 5 MPI_FLOAT, 6 MPI_BYTE; others the default). Numbers may
-//! be written `1e6`. The number of ranks is one more than the largest rank that starts a line or
-//! is a point-to-point partner (so a single rank's file of a split trace reads on its own).
+//! Counts are in datatypes; datatype ids are SimGrid's whole table ([`DATATYPES`]: 0
+//! MPI_DOUBLE … 6 MPI_BYTE, … 26 MPI_C_DOUBLE_COMPLEX, … 59 MPI_COUNT); an id outside it is an
+//! error. Numbers may be written `1e6`. The number of ranks is one more than the largest rank
+//! that starts a line or is a point-to-point partner; a file whose lines are all one rank's, in
+//! a trace of more ranks, is refused as one rank's file of a split trace (give the index).
 
 use super::own::{coll_signature, mix};
 use super::{
@@ -67,8 +68,82 @@ struct RankState {
     first: (usize, usize, usize),
 }
 
-/// Sizes of SimGrid's classic datatype ids.
-const DATATYPE_BYTES: [u64; 7] = [8, 4, 1, 2, 8, 4, 1];
+/// SimGrid's datatype ids (what `Datatype::encode` writes and `Datatype::decode` reads), with
+/// their names and sizes in bytes on x86-64, as SimGrid 3.32 itself reports them: a program
+/// sending one element of every predefined datatype, traced with `smpirun -trace-ti`, and
+/// `MPI_Type_size` of each (ids 0–6 are the classic ones SimGrid's own examples use). Ids 55 and
+/// 56 are MPI_UB and MPI_LB, markers of size 0 that carry no data and can never be traced; 58 is
+/// SimGrid's internal MPI_PTR (a pointer). An id outside this table is refused, never guessed:
+/// a wrong size is a silently wrong prediction.
+const DATATYPES: [(&str, u64); 60] = [
+    ("MPI_DOUBLE", 8),
+    ("MPI_INT", 4),
+    ("MPI_CHAR", 1),
+    ("MPI_SHORT", 2),
+    ("MPI_LONG", 8),
+    ("MPI_FLOAT", 4),
+    ("MPI_BYTE", 1),
+    ("MPI_LONG_LONG", 8),
+    ("MPI_SIGNED_CHAR", 1),
+    ("MPI_UNSIGNED_CHAR", 1),
+    ("MPI_UNSIGNED_SHORT", 2),
+    ("MPI_UNSIGNED", 4),
+    ("MPI_UNSIGNED_LONG", 8),
+    ("MPI_UNSIGNED_LONG_LONG", 8),
+    ("MPI_LONG_DOUBLE", 16),
+    ("MPI_WCHAR", 4),
+    ("MPI_C_BOOL", 1),
+    ("MPI_INT8_T", 1),
+    ("MPI_INT16_T", 2),
+    ("MPI_INT32_T", 4),
+    ("MPI_INT64_T", 8),
+    ("MPI_UINT8_T", 1),
+    ("MPI_UINT16_T", 2),
+    ("MPI_UINT32_T", 4),
+    ("MPI_UINT64_T", 8),
+    ("MPI_C_FLOAT_COMPLEX", 8),
+    ("MPI_C_DOUBLE_COMPLEX", 16),
+    ("MPI_C_LONG_DOUBLE_COMPLEX", 32),
+    ("MPI_AINT", 8),
+    ("MPI_OFFSET", 8),
+    ("MPI_FLOAT_INT", 8),
+    ("MPI_LONG_INT", 16),
+    ("MPI_DOUBLE_INT", 16),
+    ("MPI_SHORT_INT", 8),
+    ("MPI_2INT", 8),
+    ("MPI_2FLOAT", 8),
+    ("MPI_2DOUBLE", 16),
+    ("MPI_2LONG", 16),
+    ("MPI_REAL", 4),
+    ("MPI_REAL4", 4),
+    ("MPI_REAL8", 8),
+    ("MPI_REAL16", 16),
+    ("MPI_COMPLEX8", 8),
+    ("MPI_COMPLEX16", 16),
+    ("MPI_COMPLEX32", 16),
+    ("MPI_INTEGER1", 4),
+    ("MPI_INTEGER2", 2),
+    ("MPI_INTEGER4", 4),
+    ("MPI_INTEGER8", 8),
+    ("MPI_INTEGER16", 16),
+    ("MPI_LONG_DOUBLE_INT", 32),
+    ("MPI_CXX_BOOL", 1),
+    ("MPI_CXX_FLOAT_COMPLEX", 8),
+    ("MPI_CXX_DOUBLE_COMPLEX", 16),
+    ("MPI_CXX_LONG_DOUBLE_COMPLEX", 32),
+    ("MPI_UB", 0),
+    ("MPI_LB", 0),
+    ("MPI_PACKED", 1),
+    ("MPI_PTR", 8),
+    ("MPI_COUNT", 8),
+];
+
+/// The name and size of SimGrid datatype `id`, if SimGrid has one.
+fn simgrid_datatype(id: i64) -> Option<(&'static str, u64)> {
+    usize::try_from(id)
+        .ok()
+        .and_then(|i| DATATYPES.get(i).copied())
+}
 
 fn tokens(text: &str, line: (usize, usize), out: &mut Vec<Tok>) {
     out.clear();
@@ -230,10 +305,20 @@ impl Ctx<'_, '_> {
             return Ok(default);
         };
         let id = self.int(t, "a datatype id", i64::MIN + 1, i64::MAX)?;
-        Ok(usize::try_from(id)
-            .ok()
-            .and_then(|i| DATATYPE_BYTES.get(i).copied())
-            .unwrap_or(default))
+        match simgrid_datatype(id) {
+            Some((name, 0)) => Err(self.err(
+                t,
+                format!("datatype {id} is {name}, a marker that carries no data"),
+            )),
+            Some((_, bytes)) => Ok(bytes),
+            None => Err(self.err(
+                t,
+                format!(
+                    "datatype {id} is not one of SimGrid's (0 MPI_DOUBLE … 26 \
+                     MPI_C_DOUBLE_COMPLEX … 59 MPI_COUNT): its size is unknown"
+                ),
+            )),
+        }
     }
 
     /// `n` counts starting at argument `i`, in datatypes of `dt` bytes.
@@ -563,18 +648,35 @@ fn action(c: &Ctx<'_, '_>, me: Rank, st: &mut RankState, total_ops: u64) -> Resu
         }
         "allgatherv" => {
             let n = c.nranks as usize;
-            c.at_most(2 * n + 2)?;
+            c.at_most(2 * n + 3)?;
             c.size(0, "a send count", dt)?;
-            // After the counts: nothing, a datatype, displacements, or both (SimGrid's rule).
+            // After the counts, SimGrid's GatherVArgParser decides by the number of words
+            // left: more than n, a datatype then displacements (its tracer writes `dt dt`, and
+            // `dt dt disps` reads as a datatype then displacements shifted by one); more than
+            // 2 (and so n of them), displacements alone; 1 or 2, a datatype (the tracer's two
+            // datatypes, send and receive, are the same). Displacements move no bytes.
             let rest = c.nargs().saturating_sub(n + 1);
-            let dt2 = if rest == 1 || rest == n + 1 {
+            let dt2 = if rest == 0 {
+                dt
+            } else if rest > n || rest <= 2 {
                 c.datatype(n + 1, dt)?
-            } else if rest == 0 || rest == n {
+            } else if rest == n {
+                for k in 0..n {
+                    c.int(
+                        c.arg(n + 1 + k, "a displacement")?,
+                        "a displacement",
+                        0,
+                        i64::MAX,
+                    )?;
+                }
                 dt
             } else {
                 return Err(c.err(
                     c.toks[c.toks.len() - 1],
-                    "allgatherv takes a datatype and/or one displacement per rank after the counts",
+                    format!(
+                        "allgatherv takes, after its {n} counts, a datatype (or two), {n} \
+                         displacements, or both; found {rest} words"
+                    ),
                 ));
             };
             Collective::Allgatherv {
@@ -604,10 +706,10 @@ fn action(c: &Ctx<'_, '_>, me: Rank, st: &mut RankState, total_ops: u64) -> Resu
         _ => {
             return Err(c.err(
                 at,
-                "unknown action (SimGrid replay actions: init, finalize, send, isend, recv, \
-                 irecv, wait, test, waitall, compute, sleep, barrier, bcast, reduce, allreduce, \
-                 alltoall, alltoallv, gather, gatherv, allgather, allgatherv, scatter, scatterv, \
-                 reducescatter)",
+                "unknown action (SimGrid replay actions: init, finalize, comm_size, \
+                 comm_split, comm_dup, send, isend, recv, irecv, test, wait, waitall, barrier, \
+                 bcast, reduce, allreduce, alltoall, alltoallv, gather, scatter, gatherv, \
+                 scatterv, allgather, allgatherv, reducescatter, compute, sleep, location)",
             ))
         }
     };
@@ -638,7 +740,57 @@ pub(crate) fn parse_single(
     name: &str,
     opts: &ParseOptions,
 ) -> Result<Workload, ParseError> {
-    parse_sources(&[Source { name, text }], opts)
+    let src = Source { name, text };
+    let parsed = parse_sources(std::slice::from_ref(&src), opts);
+    // A split trace's per-rank file read alone names its peers but has none of their lines:
+    // it can only deadlock (or, when its v-collectives count the ranks it cannot see, be
+    // misread), so say what it is instead. A rank-0 file with an error keeps its error: it may
+    // be a whole trace written wrong.
+    if let Some((rank, t)) = only_rank(&src) {
+        let nranks = match &parsed {
+            Ok(w) => w.nranks(),
+            Err(_) if rank > 0 => rank + 1,
+            Err(_) => 1,
+        };
+        if rank > 0 || nranks > 1 {
+            return Err(error_at(
+                name,
+                text,
+                t.start,
+                t.end,
+                format!(
+                    "every line is rank {rank}'s, in a trace of at least {} ranks: this looks like one \
+                     rank's file of a split SimGrid trace; give the index file instead, the one \
+                     listing every rank's file, one path per line relative to the index (as \
+                     `smpirun -trace-ti` writes it)",
+                    nranks.max(rank + 1)
+                ),
+            ));
+        }
+    }
+    parsed
+}
+
+/// The rank every action line of `src` starts with, with the first line's rank token, if they
+/// are all one rank's.
+fn only_rank(src: &Source<'_>) -> Option<(Rank, Tok)> {
+    let mut toks = Vec::new();
+    let mut first: Option<(&str, Tok)> = None;
+    for line in lines(src.text) {
+        tokens(src.text, line, &mut toks);
+        let Some(&t0) = toks.first() else { continue };
+        let w = &src.text[t0.start..t0.end];
+        if w.starts_with('#') {
+            continue;
+        }
+        match first {
+            None => first = Some((w, t0)),
+            Some((f, _)) if f != w => return None,
+            Some(_) => {}
+        }
+    }
+    let (w, t) = first?;
+    Some((w.parse().ok()?, t))
 }
 
 /// An index file: every non-empty line is a path, none starts like a trace line (a number).

@@ -20,7 +20,11 @@
 //! - **Host order** (host index = rank under the identity map): by the number when every host is
 //!   named `H<n>`/`h<n>` (LogGOPSim's convention), else by first appearance in the file.
 //! - **Routing**: from the source host's node, repeatedly take the out-edge whose comment lists
-//!   the destination, until the destination is reached. No such edge, or more steps than there
+//!   the destination (names split on commas and blanks, as LogGOPSim2's `strtok(", \t\n")`), or
+//!   the node's only out-edge when it has one (LogGOPSim2's rule; `comment="*"` says so, and is
+//!   refused on a node with several out-edges), until the destination is reached.
+//! - **Host names for rank maps**: a host's node name, or the `hostname="…"` of its out-edge
+//!   (LogGOPSim2's convention: its mapping files are `RANK HOSTNAME` lines, read by `--rank-map`). No such edge, or more steps than there
 //!   are nodes (a loop), is [`TopologyError::NoRoute`]. Two out-edges of one node listing the same
 //!   destination are a load-time error (in a `digraph`); a node listing itself is ignored. A next-hop table
 //!   (node × destination → link) is built at load time, so a route costs one lookup per hop.
@@ -51,6 +55,8 @@ pub struct Dot {
     link_to: Vec<u32>,
     /// `next[node * hosts + dst]`: the link leaving `node` towards host `dst`, or `NONE`.
     next: Vec<u32>,
+    /// Host index → its `hostname=` (from the first of its out-edges that has one).
+    aliases: Vec<Option<String>>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -326,6 +332,10 @@ struct RawEdge {
     dests: Vec<String>,
     comment_at: (usize, usize),
     class: Option<String>,
+    /// `comment="*"`: LogGOPSim2's "this node's only out-edge carries everything".
+    star: bool,
+    /// `hostname="…"`: the host's name in LogGOPSim2 mapping files (`RANK NAME`).
+    hostname: Option<String>,
 }
 
 struct Parser<'a> {
@@ -567,17 +577,27 @@ impl Parser<'_> {
         let mut dests = Vec::new();
         let mut comment_at = (0, 0);
         let mut class = None;
+        let mut star = false;
+        let mut hostname = None;
         // Later attributes override earlier ones, statement attributes override defaults.
         for (key, value, line, col) in defaults.iter().chain(attrs) {
             match key.as_str() {
                 "comment" => {
-                    dests = value
-                        .split(',')
-                        .map(str::trim)
-                        .filter(|s| !s.is_empty())
-                        .map(str::to_string)
-                        .collect();
+                    // LogGOPSim2 splits the list with strtok(", \t\n").
+                    star = value.trim() == "*";
+                    dests = if star {
+                        Vec::new()
+                    } else {
+                        value
+                            .split([',', ' ', '\t', '\n', '\r'])
+                            .filter(|s| !s.is_empty())
+                            .map(str::to_string)
+                            .collect()
+                    };
                     comment_at = (*line, *col);
+                }
+                "hostname" if !value.trim().is_empty() => {
+                    hostname = Some(value.trim().to_string());
                 }
                 "class" => {
                     if value.trim().is_empty() {
@@ -610,6 +630,8 @@ impl Parser<'_> {
                     dests: dests.clone(),
                     comment_at,
                     class: class.clone(),
+                    star,
+                    hostname: hostname.clone(),
                 });
             }
         }
@@ -761,6 +783,62 @@ impl Dot {
         if !directed {
             undirected_routes(&p, &hosts, &host_of, &mut next);
         }
+        // LogGOPSim2 routes everything over a node's out-edge when it is the only one (whatever
+        // its comment says; `*` says so explicitly), and only then.
+        let mut out_edges = vec![0u32; p.nodes.len()];
+        let mut last_out = vec![NONE; p.nodes.len()];
+        for (l, e) in p.edges.iter().enumerate() {
+            out_edges[e.from as usize] += 1;
+            last_out[e.from as usize] = l as u32;
+        }
+        for e in &p.edges {
+            if e.star && out_edges[e.from as usize] != 1 {
+                return Err(err(
+                    e.comment_at.0,
+                    e.comment_at.1,
+                    format!(
+                        "comment `*` (everything) on an out-edge of `{}`, which has {} out-edges: \
+                         `*` routes through a node's only out-edge",
+                        p.nodes[e.from as usize], out_edges[e.from as usize]
+                    ),
+                ));
+            }
+        }
+        for (node, &k) in out_edges.iter().enumerate() {
+            if k != 1 {
+                continue;
+            }
+            for (dh, slot) in next[node * nh..(node + 1) * nh].iter_mut().enumerate() {
+                if *slot == NONE && hosts[dh] as usize != node {
+                    *slot = last_out[node];
+                }
+            }
+        }
+        let mut aliases: Vec<Option<String>> = vec![None; nh];
+        let mut alias_of: HashMap<&str, u32> = HashMap::new();
+        for e in &p.edges {
+            let h = host_of[e.from as usize];
+            let (Some(name), true) = (&e.hostname, h != NONE) else {
+                continue;
+            };
+            if aliases[h as usize].is_some() {
+                continue;
+            }
+            if let Some(&other) = alias_of.get(name.as_str()) {
+                if other != h {
+                    return Err(err(
+                        1,
+                        1,
+                        format!(
+                            "hostname `{name}` is given to two hosts, `{}` and `{}`",
+                            p.nodes[hosts[other as usize] as usize], p.nodes[e.from as usize]
+                        ),
+                    ));
+                }
+            }
+            alias_of.insert(name, h);
+            aliases[h as usize] = Some(name.clone());
+        }
         Ok(Dot {
             file: file.to_string(),
             graph,
@@ -769,6 +847,7 @@ impl Dot {
             links,
             link_to,
             next,
+            aliases,
         })
     }
 }
@@ -844,6 +923,13 @@ impl Network for Dot {
             .and_then(|&id| self.nodes.get(id as usize))
             .cloned()
             .unwrap_or_else(|| format!("h{h}"))
+    }
+    fn host_aliases(&self, h: u32) -> Vec<String> {
+        self.aliases
+            .get(h as usize)
+            .and_then(Clone::clone)
+            .into_iter()
+            .collect()
     }
     fn route(&self, src: u32, dst: u32, out: &mut Vec<u32>) -> Result<(), TopologyError> {
         let n = self.hosts();

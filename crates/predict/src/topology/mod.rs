@@ -78,6 +78,10 @@ pub trait Network: Send + Sync + std::fmt::Debug {
     fn host_name(&self, h: u32) -> String {
         format!("h{h}")
     }
+    /// Other names of host `h` a rank map may use (a dot file's `hostname=` attribute).
+    fn host_aliases(&self, _h: u32) -> Vec<String> {
+        Vec::new()
+    }
     /// Appends the directed links a message from host `src` to host `dst` crosses, in order.
     /// Nothing for `src == dst`. Deterministic: the same pair always gets the same route.
     fn route(&self, src: u32, dst: u32, out: &mut Vec<u32>) -> Result<(), TopologyError>;
@@ -104,6 +108,9 @@ impl<N: Network + ?Sized> Network for Box<N> {
     }
     fn host_name(&self, h: u32) -> String {
         (**self).host_name(h)
+    }
+    fn host_aliases(&self, h: u32) -> Vec<String> {
+        (**self).host_aliases(h)
     }
     fn route(&self, src: u32, dst: u32, out: &mut Vec<u32>) -> Result<(), TopologyError> {
         (**self).route(src, dst, out)
@@ -279,7 +286,8 @@ impl RankMap {
     }
 
     /// Parses a rank map: one `RANK HOST` pair a line, HOST a host name of `net` (e.g. `h3`, or a
-    /// dot file's node name) or else a host index; `#` starts a comment; blank lines are
+    /// dot file's node name or `hostname=`, as LogGOPSim2's mapping files give them) or else a
+    /// host index; `#` starts a comment; blank lines are
     /// ignored. The listed ranks must be exactly `0..=max` (an error names the first missing
     /// rank, or the second line of a rank given twice). Several ranks may share a host: their
     /// messages to each other cross no links. `file` names the input in error messages.
@@ -312,7 +320,11 @@ impl RankMap {
                         err(line, *c, format!("`{rank}` is not a rank (a whole number)"))
                     })?;
                     let names = by_name.get_or_insert_with(|| {
-                        (0..net.hosts()).map(|h| (net.host_name(h), h)).collect()
+                        let mut m: std::collections::HashMap<String, u32> = (0..net.hosts())
+                            .flat_map(|h| net.host_aliases(h).into_iter().map(move |a| (a, h)))
+                            .collect();
+                        m.extend((0..net.hosts()).map(|h| (net.host_name(h), h)));
+                        m
                     });
                     let h = match names.get(*host) {
                         Some(&h) => h,
