@@ -80,6 +80,11 @@ impl RankState {
 struct Flow {
     msg: u32,
     route: Vec<u32>,
+    /// Per link of `route`: this flow's index in that link's `flows`, so leaving a link is
+    /// O(1) rather than a search of its (possibly 100,000) flows.
+    hops: Vec<u32>,
+    /// Index in `Sim::active`, or `NONE` once the flow has ended.
+    active_at: u32,
     work_left: f64,
     last: f64,
     rate: f64,
@@ -88,12 +93,15 @@ struct Flow {
 
 #[derive(Debug, Clone, Default)]
 struct LinkState {
-    flows: Vec<u32>,
+    /// (flow, index of this link in the flow's route).
+    flows: Vec<(u32, u32)>,
     cap: f64,
     busy_since: f64,
     busy: f64,
     bytes: f64,
     max_count: u32,
+    /// Its flow count changed at the current time and its flows are not yet re-timed.
+    dirty: bool,
 }
 
 const POSTED: usize = 0;
@@ -182,6 +190,9 @@ pub(crate) struct SimResult {
     pub links: Vec<(f64, f64, u32)>,
     pub link_cap: Vec<f64>,
     pub timeline: Option<Timeline>,
+    /// The most the event queue ever held beyond the active flows: a structural check that
+    /// memory follows the active set (one entry per flow, plus the one-shot events).
+    pub peak_queue_over_active: u64,
 }
 
 pub(crate) struct Sim<'a> {
@@ -223,9 +234,18 @@ pub(crate) struct Sim<'a> {
     links: Vec<LinkState>,
     mark: Vec<u64>,
     stamp: u64,
-    touched: Vec<u32>,
+    /// Flows in progress, for the background epochs (which re-time every one of them).
+    active: Vec<u32>,
+    /// Links whose flow count changed at the current time, and flows started at it: all the
+    /// flows they touch are re-timed once, when virtual time is about to move on
+    /// ([`Sim::settle`]), not once per start or end. A thousand flows starting or ending at
+    /// one instant on a link of a thousand would otherwise re-time that link's flows a
+    /// thousand times over, for nothing: no time passes between them.
+    dirty: Vec<u32>,
+    fresh: Vec<u32>,
     epoch_pending: bool,
     active_flows: u64,
+    peak_queue_over_active: u64,
 
     timeline: Option<(Vec<f64>, Timeline)>,
 }
@@ -346,9 +366,12 @@ impl<'a> Sim<'a> {
             links,
             mark: Vec::new(),
             stamp: 0,
-            touched: Vec::new(),
+            active: Vec::new(),
+            dirty: Vec::new(),
+            fresh: Vec::new(),
             epoch_pending: false,
             active_flows: 0,
+            peak_queue_over_active: 0,
             timeline,
         })
     }
@@ -360,7 +383,18 @@ impl<'a> Sim<'a> {
 
     pub(crate) fn run(mut self) -> Result<SimResult, PredictError> {
         self.drain_ready()?;
-        while let Some((k, (kind, a, b))) = self.heap.pop() {
+        loop {
+            // Flows touched at this instant are re-timed before anything later happens.
+            if (!self.dirty.is_empty() || !self.fresh.is_empty())
+                && self.heap.peek_key().is_none_or(|k| time_of(k) > self.now)
+            {
+                self.settle();
+            }
+            let over = (self.heap.len() as u64).saturating_sub(self.active_flows);
+            self.peak_queue_over_active = self.peak_queue_over_active.max(over);
+            let Some((k, (kind, a, b))) = self.heap.pop() else {
+                break;
+            };
             self.now = time_of(k);
             match kind {
                 EvKind::OpDone => self.complete(a),
@@ -714,7 +748,9 @@ impl<'a> Sim<'a> {
             }
         };
         let mut route = std::mem::take(&mut self.flows[id as usize].route);
+        let mut hops = std::mem::take(&mut self.flows[id as usize].hops);
         route.clear();
+        hops.clear();
         self.net.route(
             self.map.0[m.src as usize],
             self.map.0[m.dst as usize],
@@ -722,20 +758,24 @@ impl<'a> Sim<'a> {
         )?;
         let extra: f64 = route.iter().map(|&l| self.class_latency[l as usize]).sum();
         let t = self.now;
-        for &l in &route {
+        for (h, &l) in route.iter().enumerate() {
             let ls = &mut self.links[l as usize];
             if ls.flows.is_empty() {
                 ls.busy_since = t;
             }
-            ls.flows.push(id);
+            hops.push(ls.flows.len() as u32);
+            ls.flows.push((id, h as u32));
             ls.max_count = ls.max_count.max(ls.flows.len() as u32);
         }
         let f = &mut self.flows[id as usize];
         f.msg = mid;
         f.route = route;
+        f.hops = hops;
         f.work_left = self.tcom.quiet_ns(m.bytes) + extra;
         f.last = t;
         f.rate = 0.0;
+        f.active_at = self.active.len() as u32;
+        self.active.push(id);
         self.active_flows += 1;
         self.retouch(id, true);
         if matches!(self.background, Background::Exp { .. }) && !self.epoch_pending {
@@ -748,29 +788,50 @@ impl<'a> Sim<'a> {
         Ok(())
     }
 
-    /// Re-derives the availability of every flow sharing a link with `changed` (and of
-    /// `changed` itself when it is new): only what the change touched.
+    /// Notes that the flow count changed on `changed`'s links (and that `changed` itself needs
+    /// a rate when it is new); [`Sim::settle`] re-times what that touched.
     fn retouch(&mut self, changed: u32, include_self: bool) {
-        self.stamp += 1;
-        let stamp = self.stamp;
-        let mut touched = std::mem::take(&mut self.touched);
-        touched.clear();
         if include_self {
-            self.mark[changed as usize] = stamp;
-            touched.push(changed);
+            self.fresh.push(changed);
         }
         for &l in &self.flows[changed as usize].route {
-            for &g in &self.links[l as usize].flows {
+            let ls = &mut self.links[l as usize];
+            if !ls.dirty {
+                ls.dirty = true;
+                self.dirty.push(l);
+            }
+        }
+    }
+
+    /// Re-derives the availability of every new flow and of every flow on a link whose count
+    /// changed at this instant: only what the changes touched, each flow once.
+    fn settle(&mut self) {
+        self.stamp += 1;
+        let stamp = self.stamp;
+        let fresh = std::mem::take(&mut self.fresh);
+        for &g in &fresh {
+            if self.flows[g as usize].active_at != NONE && self.mark[g as usize] != stamp {
+                self.mark[g as usize] = stamp;
+                self.reschedule(g);
+            }
+        }
+        self.fresh = fresh;
+        self.fresh.clear();
+        let dirty = std::mem::take(&mut self.dirty);
+        for &l in &dirty {
+            self.links[l as usize].dirty = false;
+            let mut i = 0;
+            while i < self.links[l as usize].flows.len() {
+                let g = self.links[l as usize].flows[i].0;
+                i += 1;
                 if self.mark[g as usize] != stamp {
                     self.mark[g as usize] = stamp;
-                    touched.push(g);
+                    self.reschedule(g);
                 }
             }
         }
-        for &g in &touched {
-            self.reschedule(g);
-        }
-        self.touched = touched;
+        self.dirty = dirty;
+        self.dirty.clear();
     }
 
     fn reschedule(&mut self, g: u32) {
@@ -785,7 +846,9 @@ impl<'a> Sim<'a> {
         f.rate = ba;
         f.version = f.version.wrapping_add(1);
         let (end, v) = (t + f.work_left / ba, f.version);
-        self.push(end, EvKind::FlowEnd, g, v);
+        self.seq += 1;
+        self.heap
+            .set(g, key(end, self.seq), (EvKind::FlowEnd, g, v));
     }
 
     fn flow_end(&mut self, id: u32) {
@@ -793,19 +856,30 @@ impl<'a> Sim<'a> {
         let mid = self.flows[id as usize].msg;
         let bytes = self.msgs[mid as usize].bytes as f64;
         let route = std::mem::take(&mut self.flows[id as usize].route);
-        for &l in &route {
+        let hops = std::mem::take(&mut self.flows[id as usize].hops);
+        for (&l, &p) in route.iter().zip(&hops) {
             let ls = &mut self.links[l as usize];
-            if let Some(p) = ls.flows.iter().position(|&g| g == id) {
-                ls.flows.swap_remove(p);
+            ls.flows.swap_remove(p as usize);
+            if let Some(&(g, h)) = ls.flows.get(p as usize) {
+                // The link's last flow moved into the hole: tell it where it now is.
+                self.flows[g as usize].hops[h as usize] = p;
             }
             ls.bytes += bytes;
             if ls.flows.is_empty() {
                 ls.busy += t - ls.busy_since;
             }
         }
-        self.flows[id as usize].route = route;
-        self.flows[id as usize].version = self.flows[id as usize].version.wrapping_add(1);
-        self.flows[id as usize].rate = 0.0;
+        let f = &mut self.flows[id as usize];
+        f.route = route;
+        f.hops = hops;
+        f.version = f.version.wrapping_add(1);
+        f.rate = 0.0;
+        let at = std::mem::replace(&mut f.active_at, NONE);
+        self.active.swap_remove(at as usize);
+        if let Some(&g) = self.active.get(at as usize) {
+            self.flows[g as usize].active_at = at;
+        }
+        self.heap.remove(id);
         self.active_flows -= 1;
         self.retouch(id, false);
         self.flow_free.push(id);
@@ -817,14 +891,13 @@ impl<'a> Sim<'a> {
         if self.active_flows == 0 {
             return;
         }
-        // Every link's load changed: every active flow is touched.
-        let ids: Vec<u32> = (0..self.flows.len() as u32)
-            .filter(|&f| {
-                !self.flows[f as usize].route.is_empty() && self.flows[f as usize].rate > 0.0
-            })
-            .collect();
-        for g in ids {
-            self.reschedule(g);
+        // Every link's load changed: every active flow is touched (those started at this
+        // instant get their rate when it settles).
+        for i in 0..self.active.len() {
+            let g = self.active[i];
+            if self.flows[g as usize].rate > 0.0 {
+                self.reschedule(g);
+            }
         }
         if let Background::Exp { period_ns, .. } = self.background {
             self.epoch_pending = true;
@@ -850,6 +923,7 @@ impl<'a> Sim<'a> {
                 .map(|l| (l.busy, l.bytes, l.max_count))
                 .collect(),
             link_cap: self.links.iter().map(|l| l.cap).collect(),
+            peak_queue_over_active: self.peak_queue_over_active,
             timeline: self.timeline.map(|(_, mut tl)| {
                 tl.spans.sort_by(|a, b| {
                     a.rank
