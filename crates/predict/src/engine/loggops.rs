@@ -514,6 +514,7 @@ impl Engine<'_> {
                 .collect(),
             links: Vec::new(),
             link_cap: Vec::new(),
+            peak_queue_over_active: 0,
             timeline: self.timeline.map(|mut tl| {
                 tl.spans.sort_by(|a, b| {
                     a.rank

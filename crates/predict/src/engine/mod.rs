@@ -364,7 +364,6 @@ pub fn predict(inputs: &Inputs<'_>, cfg: &PredictConfig) -> Result<Outcome, Pred
             inputs.network,
             inputs.rank_map,
             inputs.tcom,
-            loggp,
             cfg,
         )?
         .run()?,

@@ -1,13 +1,13 @@
-//! The simulation shared by both models: operations start when their dependencies allow,
-//! sends and receives match in MPI order, and a message's transfer is handed to the model — a
-//! flow over links (contention) or LogGP arithmetic on the endpoints.
+//! The contention model's simulation (seed 003): operations start when their dependencies
+//! allow, sends and receives match in MPI order, and a message's transfer is a flow over links.
+//! (The LogGP model follows LogGOPSim's own rules and has its own engine, `loggops`.)
 //!
 //! Virtual time is f64 nanoseconds. Events are ordered by (time, sequence number), so equal
 //! times resolve in the order the events were created: the same input always gives the same
 //! output. Memory is per operation a few words, so a million-rank schedule fits.
 
 use super::queue::{key, time_of, EventQueue};
-use super::{Background, LogGp, Model, PredictConfig, PredictError, Sharing, SizeFactors};
+use super::{Background, PredictConfig, PredictError, Sharing, SizeFactors};
 use crate::output::{Arrow, Span, SpanKind, Timeline};
 use crate::tcom::Tcom;
 use crate::topology::{Network, RankMap};
@@ -18,14 +18,11 @@ const IREQ_BIT: u32 = 1 << 31;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum EvKind {
-    /// A calc, or a LogGP send's CPU part, completes.
+    /// A calc completes.
     OpDone,
-    /// A flow may have finished (valid if its version still matches).
+    /// A flow's latency is paid, or its bytes may have arrived (valid if its version still
+    /// matches).
     FlowEnd,
-    /// A LogGP message reached the receiver's NIC.
-    Arrive,
-    /// A LogGP message passed the receiver's NIC gap and is delivered.
-    Deliver,
     /// Background load changes (exponential model).
     Epoch,
 }
@@ -58,9 +55,6 @@ const DONE: u32 = u32::MAX;
 struct RankState {
     cpu_free: f64,
     calc_total: f64,
-    /// LogGP: the NIC's next free time for sending and for receiving.
-    nic_send_free: f64,
-    nic_recv_free: f64,
     in_flight: u32,
     comm_since: f64,
     compute_at_since: f64,
@@ -80,6 +74,11 @@ impl RankState {
 struct Flow {
     msg: u32,
     route: Vec<u32>,
+    /// Per link of `route`: this flow's index in that link's `flows`, so leaving a link is
+    /// O(1) rather than a search of its (possibly 100,000) flows.
+    hops: Vec<u32>,
+    /// Index in `Sim::active`, or `NONE` once the flow has ended.
+    active_at: u32,
     work_left: f64,
     last: f64,
     rate: f64,
@@ -93,7 +92,8 @@ struct Flow {
 
 #[derive(Debug, Clone, Default)]
 struct LinkState {
-    flows: Vec<u32>,
+    /// (flow, index of this link in the flow's route).
+    flows: Vec<(u32, u32)>,
     cap: f64,
     /// Every flow gets the whole capacity (SimGrid FATPIPE).
     fatpipe: bool,
@@ -101,6 +101,8 @@ struct LinkState {
     busy: f64,
     bytes: f64,
     max_count: u32,
+    /// Its flow count changed at the current time and its flows are not yet re-timed.
+    dirty: bool,
 }
 
 const POSTED: usize = 0;
@@ -189,6 +191,11 @@ pub(crate) struct SimResult {
     pub links: Vec<(f64, f64, u32)>,
     pub link_cap: Vec<f64>,
     pub timeline: Option<Timeline>,
+    /// The most the event queue ever held beyond the active flows: a structural check that
+    /// memory follows the active set (one entry per flow, plus the one-shot events). Read by
+    /// the tests only.
+    #[cfg_attr(not(test), allow(dead_code))]
+    pub peak_queue_over_active: u64,
 }
 
 pub(crate) struct Sim<'a> {
@@ -196,8 +203,6 @@ pub(crate) struct Sim<'a> {
     net: &'a dyn Network,
     map: &'a RankMap,
     tcom: &'a Tcom,
-    loggp: LogGp,
-    model: Model,
     eager_max: u64,
     background: Background,
     seed: u64,
@@ -237,9 +242,18 @@ pub(crate) struct Sim<'a> {
     links: Vec<LinkState>,
     mark: Vec<u64>,
     stamp: u64,
-    touched: Vec<u32>,
+    /// Flows in progress, for the background epochs (which re-time every one of them).
+    active: Vec<u32>,
+    /// Links whose flow count changed at the current time, and flows started at it: all the
+    /// flows they touch are re-timed once, when virtual time is about to move on
+    /// ([`Sim::settle`]), not once per start or end. A thousand flows starting or ending at
+    /// one instant on a link of a thousand would otherwise re-time that link's flows a
+    /// thousand times over, for nothing: no time passes between them.
+    dirty: Vec<u32>,
+    fresh: Vec<u32>,
     epoch_pending: bool,
     active_flows: u64,
+    peak_queue_over_active: u64,
 
     timeline: Option<(Vec<f64>, Timeline)>,
 }
@@ -250,7 +264,6 @@ impl<'a> Sim<'a> {
         net: &'a dyn Network,
         map: &'a RankMap,
         tcom: &'a Tcom,
-        loggp: LogGp,
         cfg: &PredictConfig,
     ) -> Result<Self, PredictError> {
         let n = w.len();
@@ -299,12 +312,7 @@ impl<'a> Sim<'a> {
                 fill[on] += 1;
             }
         }
-        // The LogGP model has no links: a million-host network's link table is not built.
-        let net_links: &[crate::topology::Link] = if cfg.model == Model::LogGp {
-            &[]
-        } else {
-            net.links()
-        };
+        let net_links = net.links();
         let mut links = Vec::with_capacity(net_links.len());
         let mut class_latency = Vec::with_capacity(net_links.len());
         let specs = net.link_specs().filter(|s| s.len() == net_links.len());
@@ -362,8 +370,6 @@ impl<'a> Sim<'a> {
             net,
             map,
             tcom,
-            loggp,
-            model: cfg.model,
             eager_max: cfg.eager_threshold_bytes,
             background: cfg.background,
             seed: cfg.seed,
@@ -391,9 +397,12 @@ impl<'a> Sim<'a> {
             links,
             mark: Vec::new(),
             stamp: 0,
-            touched: Vec::new(),
+            active: Vec::new(),
+            dirty: Vec::new(),
+            fresh: Vec::new(),
             epoch_pending: false,
             active_flows: 0,
+            peak_queue_over_active: 0,
             timeline,
         })
     }
@@ -405,7 +414,18 @@ impl<'a> Sim<'a> {
 
     pub(crate) fn run(mut self) -> Result<SimResult, PredictError> {
         self.drain_ready()?;
-        while let Some((k, (kind, a, b))) = self.heap.pop() {
+        loop {
+            // Flows touched at this instant are re-timed before anything later happens.
+            if (!self.dirty.is_empty() || !self.fresh.is_empty())
+                && self.heap.peek_key().is_none_or(|k| time_of(k) > self.now)
+            {
+                self.settle();
+            }
+            let over = (self.heap.len() as u64).saturating_sub(self.active_flows);
+            self.peak_queue_over_active = self.peak_queue_over_active.max(over);
+            let Some((k, (kind, a, b))) = self.heap.pop() else {
+                break;
+            };
             self.now = time_of(k);
             match kind {
                 EvKind::OpDone => self.complete(a),
@@ -415,8 +435,6 @@ impl<'a> Sim<'a> {
                     }
                     self.flow_end(a);
                 }
-                EvKind::Arrive => self.loggp_arrive(a),
-                EvKind::Deliver => self.arrived(a),
                 EvKind::Epoch => self.epoch(),
             }
             self.events += 1;
@@ -636,46 +654,10 @@ impl<'a> Sim<'a> {
         m.started = true;
         m.start_t = t;
         let m = *m;
-        match self.model {
-            Model::Contention => {
-                self.comm_change(m.src, true);
-                self.comm_change(m.dst, true);
-                self.flow_start(mid)?;
-            }
-            Model::LogGp => {
-                let p = self.loggp;
-                let s = &mut self.ranks[m.src as usize];
-                let t0 = t.max(s.cpu_free).max(s.nic_send_free);
-                let b = m.bytes as f64;
-                let cpu_end = t0 + p.o_s_ns + b * p.O_ns_per_byte;
-                s.cpu_free = cpu_end;
-                s.calc_total += cpu_end - t0;
-                s.nic_send_free = t0 + p.g_ns + b * p.G_ns_per_byte;
-                let arrive = t0 + p.o_s_ns + p.L_ns + b * p.G_ns_per_byte;
-                self.msgs[mid as usize].start_t = t0;
-                self.comm_change(m.src, true);
-                self.comm_change(m.dst, true);
-                self.push(arrive, EvKind::Arrive, mid, 0);
-                if m.eager {
-                    self.push(cpu_end, EvKind::OpDone, m.send_op, 0);
-                }
-            }
-        }
+        self.comm_change(m.src, true);
+        self.comm_change(m.dst, true);
+        self.flow_start(mid)?;
         Ok(())
-    }
-
-    fn loggp_arrive(&mut self, mid: u32) {
-        let t = self.now;
-        let m = self.msgs[mid as usize];
-        let p = self.loggp;
-        let r = &mut self.ranks[m.dst as usize];
-        let ta = t.max(r.nic_recv_free);
-        r.nic_recv_free = ta + p.g_ns + m.bytes as f64 * p.G_ns_per_byte;
-        if ta > t {
-            self.push(ta, EvKind::Deliver, mid, 0);
-        } else {
-            self.arrived(mid);
-        }
     }
 
     /// The message is at the receiver.
@@ -694,31 +676,17 @@ impl<'a> Sim<'a> {
             });
         }
         self.msgs[mid as usize].arrived = true;
-        // A send completes when its data is out (contention), or for rendezvous when it is
-        // delivered; a LogGP eager send completed after its overhead already.
-        if self.model == Model::Contention || !m.eager {
-            self.complete(m.send_op);
-        }
+        // A send completes when its data is out.
+        self.complete(m.send_op);
         if m.recv_op != NONE {
             self.deliver_recv(mid);
         }
     }
 
-    /// The matched receive of an arrived message completes (after o_r in LogGP).
+    /// The matched receive of an arrived message completes.
     fn deliver_recv(&mut self, mid: u32) {
         let m = self.msgs[mid as usize];
-        match self.model {
-            Model::Contention => self.complete(m.recv_op),
-            Model::LogGp => {
-                let p = self.loggp;
-                let r = &mut self.ranks[m.dst as usize];
-                let t1 = self.now.max(r.cpu_free);
-                let end = t1 + p.o_r_ns + m.bytes as f64 * p.O_ns_per_byte;
-                r.cpu_free = end;
-                r.calc_total += end - t1;
-                self.push(end, EvKind::OpDone, m.recv_op, 0);
-            }
-        }
+        self.complete(m.recv_op);
         self.msg_free.push(mid);
     }
 
@@ -765,7 +733,9 @@ impl<'a> Sim<'a> {
             }
         };
         let mut route = std::mem::take(&mut self.flows[id as usize].route);
+        let mut hops = std::mem::take(&mut self.flows[id as usize].hops);
         route.clear();
+        hops.clear();
         self.net.route(
             self.map.0[m.src as usize],
             self.map.0[m.dst as usize],
@@ -791,17 +761,24 @@ impl<'a> Sim<'a> {
         let f = &mut self.flows[id as usize];
         f.msg = mid;
         f.route = route;
+        hops.clear();
+        f.hops = hops;
         f.work_left = (quiet - start_up) / self.bandwidth_factor.at(m.bytes);
         f.last = t;
         f.rate = 0.0;
         f.bound = bound;
         f.joined = false;
+        f.active_at = self.active.len() as u32;
+        self.active.push(id);
         self.active_flows += 1;
         if latency > 0.0 {
-            // The flow's FlowEnd event at the end of its latency puts it on its links.
+            // The flow's one queue slot holds the end of its latency; that FlowEnd puts it on
+            // its links (rate 0 until then: epochs and settles leave it alone).
             f.version = f.version.wrapping_add(1);
             let v = f.version;
-            self.push(t + latency, EvKind::FlowEnd, id, v);
+            self.seq += 1;
+            self.heap
+                .set(id, key(t + latency, self.seq), (EvKind::FlowEnd, id, v));
         } else {
             self.join(id);
         }
@@ -819,44 +796,69 @@ impl<'a> Sim<'a> {
     fn join(&mut self, id: u32) {
         let t = self.now;
         let route = std::mem::take(&mut self.flows[id as usize].route);
-        for &l in &route {
+        let mut hops = std::mem::take(&mut self.flows[id as usize].hops);
+        hops.clear();
+        for (h, &l) in route.iter().enumerate() {
             let ls = &mut self.links[l as usize];
             if ls.flows.is_empty() {
                 ls.busy_since = t;
             }
-            ls.flows.push(id);
+            hops.push(ls.flows.len() as u32);
+            ls.flows.push((id, h as u32));
             ls.max_count = ls.max_count.max(ls.flows.len() as u32);
         }
         let f = &mut self.flows[id as usize];
         f.route = route;
+        f.hops = hops;
         f.joined = true;
         f.last = t;
         self.retouch(id, true);
     }
 
-    /// Re-derives the availability of every flow sharing a link with `changed` (and of
-    /// `changed` itself when it is new): only what the change touched.
+    /// Notes that the flow count changed on `changed`'s links (and that `changed` itself needs
+    /// a rate when it is new); [`Sim::settle`] re-times what that touched.
     fn retouch(&mut self, changed: u32, include_self: bool) {
-        self.stamp += 1;
-        let stamp = self.stamp;
-        let mut touched = std::mem::take(&mut self.touched);
-        touched.clear();
         if include_self {
-            self.mark[changed as usize] = stamp;
-            touched.push(changed);
+            self.fresh.push(changed);
         }
         for &l in &self.flows[changed as usize].route {
-            for &g in &self.links[l as usize].flows {
+            let ls = &mut self.links[l as usize];
+            if !ls.dirty {
+                ls.dirty = true;
+                self.dirty.push(l);
+            }
+        }
+    }
+
+    /// Re-derives the availability of every new flow and of every flow on a link whose count
+    /// changed at this instant: only what the changes touched, each flow once.
+    fn settle(&mut self) {
+        self.stamp += 1;
+        let stamp = self.stamp;
+        let fresh = std::mem::take(&mut self.fresh);
+        for &g in &fresh {
+            if self.flows[g as usize].active_at != NONE && self.mark[g as usize] != stamp {
+                self.mark[g as usize] = stamp;
+                self.reschedule(g);
+            }
+        }
+        self.fresh = fresh;
+        self.fresh.clear();
+        let dirty = std::mem::take(&mut self.dirty);
+        for &l in &dirty {
+            self.links[l as usize].dirty = false;
+            let mut i = 0;
+            while i < self.links[l as usize].flows.len() {
+                let g = self.links[l as usize].flows[i].0;
+                i += 1;
                 if self.mark[g as usize] != stamp {
                     self.mark[g as usize] = stamp;
-                    touched.push(g);
+                    self.reschedule(g);
                 }
             }
         }
-        for &g in &touched {
-            self.reschedule(g);
-        }
-        self.touched = touched;
+        self.dirty = dirty;
+        self.dirty.clear();
     }
 
     fn reschedule(&mut self, g: u32) {
@@ -871,7 +873,9 @@ impl<'a> Sim<'a> {
         f.rate = ba;
         f.version = f.version.wrapping_add(1);
         let (end, v) = (t + f.work_left / ba, f.version);
-        self.push(end, EvKind::FlowEnd, g, v);
+        self.seq += 1;
+        self.heap
+            .set(g, key(end, self.seq), (EvKind::FlowEnd, g, v));
     }
 
     fn flow_end(&mut self, id: u32) {
@@ -883,19 +887,30 @@ impl<'a> Sim<'a> {
         let mid = self.flows[id as usize].msg;
         let bytes = self.msgs[mid as usize].bytes as f64;
         let route = std::mem::take(&mut self.flows[id as usize].route);
-        for &l in &route {
+        let hops = std::mem::take(&mut self.flows[id as usize].hops);
+        for (&l, &p) in route.iter().zip(&hops) {
             let ls = &mut self.links[l as usize];
-            if let Some(p) = ls.flows.iter().position(|&g| g == id) {
-                ls.flows.swap_remove(p);
+            ls.flows.swap_remove(p as usize);
+            if let Some(&(g, h)) = ls.flows.get(p as usize) {
+                // The link's last flow moved into the hole: tell it where it now is.
+                self.flows[g as usize].hops[h as usize] = p;
             }
             ls.bytes += bytes;
             if ls.flows.is_empty() {
                 ls.busy += t - ls.busy_since;
             }
         }
-        self.flows[id as usize].route = route;
-        self.flows[id as usize].version = self.flows[id as usize].version.wrapping_add(1);
-        self.flows[id as usize].rate = 0.0;
+        let f = &mut self.flows[id as usize];
+        f.route = route;
+        f.hops = hops;
+        f.version = f.version.wrapping_add(1);
+        f.rate = 0.0;
+        let at = std::mem::replace(&mut f.active_at, NONE);
+        self.active.swap_remove(at as usize);
+        if let Some(&g) = self.active.get(at as usize) {
+            self.flows[g as usize].active_at = at;
+        }
+        self.heap.remove(id);
         self.active_flows -= 1;
         self.retouch(id, false);
         self.flow_free.push(id);
@@ -907,14 +922,13 @@ impl<'a> Sim<'a> {
         if self.active_flows == 0 {
             return;
         }
-        // Every link's load changed: every active flow is touched.
-        let ids: Vec<u32> = (0..self.flows.len() as u32)
-            .filter(|&f| {
-                !self.flows[f as usize].route.is_empty() && self.flows[f as usize].rate > 0.0
-            })
-            .collect();
-        for g in ids {
-            self.reschedule(g);
+        // Every link's load changed: every active flow is touched (those started at this
+        // instant get their rate when it settles).
+        for i in 0..self.active.len() {
+            let g = self.active[i];
+            if self.flows[g as usize].rate > 0.0 {
+                self.reschedule(g);
+            }
         }
         if let Background::Exp { period_ns, .. } = self.background {
             self.epoch_pending = true;
@@ -940,6 +954,7 @@ impl<'a> Sim<'a> {
                 .map(|l| (l.busy, l.bytes, l.max_count))
                 .collect(),
             link_cap: self.links.iter().map(|l| l.cap).collect(),
+            peak_queue_over_active: self.peak_queue_over_active,
             timeline: self.timeline.map(|(_, mut tl)| {
                 tl.spans.sort_by(|a, b| {
                     a.rank

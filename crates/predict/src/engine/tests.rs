@@ -362,6 +362,84 @@ fn concurrent_small_messages_do_not_serialize_on_latency() {
     }
 }
 
+/// Runs `w` on a crossbar through the simulation itself, for its internal counters.
+fn sim_result(w: Workload, cfg: &PredictConfig) -> sim::SimResult {
+    let f = Fixture::new(w);
+    sim::Sim::new(&f.w, &f.net, &f.map, &f.tcom, cfg)
+        .unwrap()
+        .run()
+        .unwrap()
+}
+
+/// LogGOPSim schedgen's pipelinedring: rank 0 sends `segments` eager messages to rank 1, and
+/// every other rank forwards each one as it arrives — all of a link's segments in flight at once.
+fn pipelined_ring(nranks: u32, segments: u32) -> Workload {
+    let mut b = WorkloadBuilder::new(nranks);
+    for r in 0..nranks {
+        let mut p = SeqProgram::new();
+        let mut reqs = Vec::new();
+        for _ in 0..segments {
+            if r > 0 {
+                p.blocking(recv(r - 1, 1));
+            }
+            if r + 1 < nranks {
+                reqs.push(p.nonblocking(send(r + 1, 1)));
+            }
+        }
+        p.wait(&reqs);
+        b.add_program(r, &p).unwrap();
+    }
+    b.finish()
+}
+
+/// Every rank irecvs from and isends to every other, then waits: n − 1 flows per link at once.
+fn linear_alltoall(nranks: u32, bytes: u64) -> Workload {
+    let mut b = WorkloadBuilder::new(nranks);
+    for r in 0..nranks {
+        let mut p = SeqProgram::new();
+        let mut reqs = Vec::new();
+        for i in 1..nranks {
+            reqs.push(p.nonblocking(recv((r + nranks - i) % nranks, bytes)));
+        }
+        for i in 1..nranks {
+            reqs.push(p.nonblocking(send((r + i) % nranks, bytes)));
+        }
+        p.wait(&reqs);
+        b.add_program(r, &p).unwrap();
+    }
+    b.finish()
+}
+
+#[test]
+fn the_event_queue_holds_one_entry_per_active_flow() {
+    // Issue 12: every change of a flow's bandwidth pushed a new end event and left the old one
+    // in the heap, so k flows on a link left O(k²) entries behind (24 GB on a 16-rank pipelined
+    // ring). The queue may hold the active flows plus a few one-shot events (an epoch, a
+    // calc's end per rank), never the history of changes. Checked after every event.
+    let exp = PredictConfig {
+        background: Background::Exp {
+            mean: 0.3,
+            period_ns: 5_000.0,
+        },
+        ..PredictConfig::default()
+    };
+    for cfg in [PredictConfig::default(), exp] {
+        for (w, nranks) in [
+            (pipelined_ring(8, 3000), 8u64),
+            (linear_alltoall(48, 4096), 48),
+            (linear_alltoall(16, 200_000), 16),
+        ] {
+            let s = sim_result(w, &cfg);
+            assert!(
+                s.peak_queue_over_active <= nranks + 1,
+                "queue held {} entries beyond the active flows ({nranks} ranks, {:?})",
+                s.peak_queue_over_active,
+                cfg.background
+            );
+        }
+    }
+}
+
 #[test]
 fn shared_cables_carry_both_directions_in_one_capacity() {
     let ranks = [
@@ -411,4 +489,56 @@ fn latency_and_bandwidth_factors_scale_links_by_size() {
         ..cfg
     };
     assert_eq!(run(&ranks, &gamma).total_us, 1.0 + 2.0 + 4.0);
+}
+
+#[test]
+fn a_pipelined_ring_moves_each_links_segments_together() {
+    // All of rank 0's segments pay Tcom's 1000 ns intercept at once (latency is not shared),
+    // then share its link for their one byte each and end together at 1000 + segments · 1 ns;
+    // each next link then carries all of them at once the same way. (Sharing the latency too,
+    // as before issue 12, gave segments · Tcom(1 B) per link: 334× longer here.)
+    let (n, s) = (6u32, 500u32);
+    let p = predict(
+        &Fixture::new(pipelined_ring(n, s)).inputs(),
+        &PredictConfig::default(),
+    )
+    .unwrap()
+    .prediction;
+    let want = (n - 1) as f64 * (1000.0 + s as f64) / 1e3;
+    assert!((p.total_us - want).abs() < 1e-6 * want, "{} µs", p.total_us);
+}
+
+#[test]
+fn a_pairwise_exchange_on_a_crossbar_takes_one_tcom_per_step() {
+    // Every step uses each host's up- and downlink once, and every step's flows end at one
+    // instant. Before issue 12 a flow whose end was due at that instant was re-timed by
+    // another's end there first, to a rounding error later; that skew grew into real overlap
+    // between steps (a 128-rank exchange came out 1.65× too long).
+    let n = 128u32;
+    let mut b = WorkloadBuilder::new(n);
+    for r in 0..n {
+        let mut p = SeqProgram::new();
+        for i in 1..n {
+            let a = p.nonblocking(OpKind::Recv {
+                from: (r + n - i) % n,
+                tag: i,
+                bytes: 1024,
+            });
+            let c = p.nonblocking(OpKind::Send {
+                to: (r + i) % n,
+                tag: i,
+                bytes: 1024,
+            });
+            p.wait(&[a, c]);
+        }
+        b.add_program(r, &p).unwrap();
+    }
+    // The CLI's default profile (10 Gbit/s, 5 µs), with which the skew showed.
+    let mut f = Fixture::new(b.finish());
+    f.tcom = Tcom::line(5000.0, 0.8);
+    let p = predict(&f.inputs(), &PredictConfig::default())
+        .unwrap()
+        .prediction;
+    let want = (n - 1) as f64 * (5000.0 + 0.8 * 1024.0) / 1e3;
+    assert!((p.total_us - want).abs() < 1e-6 * want, "{} µs", p.total_us);
 }

@@ -454,10 +454,11 @@ impl<'a> Parser<'a> {
                 let mut reqs = Vec::with_capacity(args.len());
                 for &t in args {
                     let n = self.word(t);
-                    let unknown = self.err(t, "no outstanding request has this name");
                     let b = self.block(head)?;
                     let Some(r) = b.named.remove(n) else {
-                        return Err(unknown);
+                        // Built only when needed: an error finds its line by scanning the
+                        // text before it, so building one per name made parsing quadratic.
+                        return Err(self.err(t, "no outstanding request has this name"));
                     };
                     b.outstanding.retain(|&(q, _)| q != r);
                     reqs.push(r);
