@@ -34,13 +34,23 @@ use super::sim::SimResult;
 use super::{LogGp, PredictError};
 use crate::output::{Arrow, Span, SpanKind, Timeline};
 use crate::workload::{DepKind, OpKind, Workload, ANY};
+use std::collections::VecDeque;
 
-/// What a queue element is: an operation (its global index) or a message in the network.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// What a queue element is: an operation (its global index), a message in the network, or the
+/// head of a host's line of elements waiting for one kind of resource ([`Waiting`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 enum Elem {
     Op(u32),
     Msg(u32),
+    Line(u32),
 }
+
+/// The lines a host's blocked elements wait in, by what they need: a calc the CPU, a send the
+/// CPU and the sending NIC, a message the CPU and the receiving NIC.
+const CALC_LINE: u32 = 0;
+const SEND_LINE: u32 = 1;
+const MSG_LINE: u32 = 2;
+const LINES: u32 = 3;
 
 #[derive(Debug, Clone, Copy)]
 struct Msg {
@@ -145,10 +155,22 @@ struct Engine<'a> {
     ts: u64,
     /// Operations freed by the current event, per host, in the order they were freed.
     freed: Vec<u32>,
+    /// Per host and line, the blocked elements by entry order.
+    ///
+    /// LogGOPSim puts an element that finds its resource busy back into the queue at the time
+    /// the resource is free; a hundred thousand sends posted at once then retry a hundred
+    /// thousand times each (quadratic). A failed retry changes nothing, and every blocked
+    /// element of a line is next tried when the line's resource is free, in entry order among
+    /// the events of that instant. So a line holds its elements in entry order and has one slot
+    /// in the queue, at (the resource's free time, its first element's entry number): the same
+    /// elements succeed at the same times in the same order, each costing one queue operation.
+    lines: Vec<std::collections::BinaryHeap<std::cmp::Reverse<(u64, Elem)>>>,
     /// Posted receives (operation, source, tag) and unexpected messages (message, source, tag)
     /// per host, in order: LogGOPSim matches the first entry that fits.
-    posted: Vec<Vec<[u32; 3]>>,
-    unexpected: Vec<Vec<[u32; 3]>>,
+    /// Double-ended: the first entry is usually the one taken, and a receiver with 100,000
+    /// messages waiting must not shift them all for each.
+    posted: Vec<VecDeque<[u32; 3]>>,
+    unexpected: Vec<VecDeque<[u32; 3]>>,
     msgs: Vec<Msg>,
     msg_free: Vec<u32>,
     /// A rendezvous send's start (for its span); NaN while not started.
@@ -177,8 +199,9 @@ pub(crate) fn run(
         queue: EventQueue::new(),
         ts: 0,
         freed: Vec::new(),
-        posted: vec![Vec::new(); nranks],
-        unexpected: vec![Vec::new(); nranks],
+        lines: Vec::new(),
+        posted: vec![VecDeque::new(); nranks],
+        unexpected: vec![VecDeque::new(); nranks],
         msgs: Vec::new(),
         msg_free: Vec::new(),
         started_at: if timeline {
@@ -214,6 +237,17 @@ pub(crate) fn run(
         match elem {
             Elem::Op(op) => e.op(op, t, ts, &mut touched)?,
             Elem::Msg(m) => e.msg(m, t, ts, &mut touched),
+            Elem::Line(l) => {
+                let std::cmp::Reverse((ts, elem)) = e.lines[l as usize]
+                    .pop()
+                    .expect("a line in the queue has an element");
+                match elem {
+                    Elem::Op(op) => e.op(op, t, ts, &mut touched)?,
+                    Elem::Msg(m) => e.msg(m, t, ts, &mut touched),
+                    Elem::Line(_) => unreachable!("lines hold operations and messages"),
+                }
+                e.requeue_line(l);
+            }
         }
         touched.sort_unstable();
         touched.dedup();
@@ -236,6 +270,35 @@ fn tail(bytes: u64) -> f64 {
 impl Engine<'_> {
     fn push(&mut self, t: f64, ts: u64, elem: Elem) {
         self.queue.push(key(t, ts), (elem, ts));
+    }
+
+    /// The time line `l`'s resources are next free.
+    fn line_free(&self, l: u32) -> f64 {
+        let h = &self.hosts[(l / LINES) as usize];
+        match l % LINES {
+            CALC_LINE => h.next_o,
+            SEND_LINE => h.next_o.max(h.next_gs),
+            _ => h.next_o.max(h.next_gr),
+        }
+    }
+
+    /// `elem` (entered with `ts`) found line `l`'s resources busy: it waits in the line.
+    fn block(&mut self, l: u32, ts: u64, elem: Elem) {
+        if self.lines.len() <= l as usize {
+            self.lines
+                .resize_with(self.hosts.len() * LINES as usize, Default::default);
+        }
+        self.lines[l as usize].push(std::cmp::Reverse((ts, elem)));
+        self.requeue_line(l);
+    }
+
+    /// Puts line `l`'s slot at (its resources' free time, its first element), if it has one.
+    fn requeue_line(&mut self, l: u32) {
+        let Some(&std::cmp::Reverse((first, _))) = self.lines[l as usize].peek() else {
+            return;
+        };
+        let t = self.line_free(l);
+        self.queue.set(l, key(t, first), (Elem::Line(l), first));
     }
 
     fn new_ts(&mut self) -> u64 {
@@ -320,8 +383,7 @@ impl Engine<'_> {
             OpKind::Calc { ns } => {
                 let host = &mut self.hosts[h as usize];
                 if host.next_o > t {
-                    let at = host.next_o;
-                    self.push(at, ts, Elem::Op(op));
+                    self.block(h * LINES + CALC_LINE, ts, Elem::Op(op));
                     return Ok(());
                 }
                 host.next_o = t + ns as f64;
@@ -342,7 +404,7 @@ impl Engine<'_> {
                 let host = &mut self.hosts[h as usize];
                 let free = host.next_o.max(host.next_gs);
                 if free > t {
-                    self.push(free, ts, Elem::Op(op));
+                    self.block(h * LINES + SEND_LINE, ts, Elem::Op(op));
                     return Ok(());
                 }
                 let cpu = p.o_s_ns + tail(bytes) * p.O_ns_per_byte;
@@ -391,7 +453,7 @@ impl Engine<'_> {
                         self.msg_free.push(mid);
                         self.span(h, SpanKind::Recv, t, t, Some(m.src), bytes);
                     }
-                    None => self.posted[h as usize].push([op, from, tag]),
+                    None => self.posted[h as usize].push_back([op, from, tag]),
                 }
                 if !self.started_at.is_empty() {
                     self.started_at[op as usize] = t;
@@ -420,7 +482,7 @@ impl Engine<'_> {
         let host = &mut self.hosts[m.dst as usize];
         let free = host.next_o.max(host.next_gr);
         if free > t {
-            self.push(free, ts, Elem::Msg(mid));
+            self.block(m.dst * LINES + MSG_LINE, ts, Elem::Msg(mid));
             return;
         }
         let cpu = p.o_r_ns + (tail(m.bytes) * p.O_ns_per_byte).max(tail(m.bytes) * p.G_ns_per_byte);
@@ -449,7 +511,7 @@ impl Engine<'_> {
                     self.span(m.dst, SpanKind::Recv, start, t + cpu, Some(m.src), m.bytes);
                 }
             }
-            None => self.unexpected[m.dst as usize].push([mid, m.src, m.tag]),
+            None => self.unexpected[m.dst as usize].push_back([mid, m.src, m.tag]),
         }
     }
 
@@ -530,9 +592,9 @@ impl Engine<'_> {
 
 /// Removes and returns the first entry that matches `from` and `tag`, wildcards on either side
 /// (LogGOPSim's list matching).
-fn take(list: &mut Vec<[u32; 3]>, from: u32, tag: u32) -> Option<[u32; 3]> {
+fn take(list: &mut VecDeque<[u32; 3]>, from: u32, tag: u32) -> Option<[u32; 3]> {
     let i = list.iter().position(|&[_, src, t]| {
         (from == ANY || src == ANY || src == from) && (tag == ANY || t == ANY || t == tag)
     })?;
-    Some(list.remove(i))
+    list.remove(i)
 }
