@@ -622,3 +622,53 @@ fn dot_loggopsim2_star_comments_and_hostnames() {
     .unwrap();
     assert_eq!(hops(&net, 0, 2), ["H0>S", "S>T", "T>H2"]);
 }
+
+#[test]
+fn dot_hosts_and_ranks_are_loggopsim2s() {
+    // LogGOPSim2's TopoGraph: a host is a node whose name starts with `H` (digits or not), and
+    // ranks follow the order nodes first appear (cgraph's), not the numbers in the names.
+    let text = "digraph {\n\
+        H10 -> S [comment=\"*\"]\n\
+        Hx -> S [comment=\"*\"]\n\
+        S -> T [comment=\"H2\"]\n\
+        S -> H10 [comment=\"H10, T\"]\n\
+        S -> Hx [comment=\"Hx\"]\n\
+        T -> H2 [comment=\"H2\"]\n\
+        H2 -> T [comment=\"*\"]\n\
+        T -> S [comment=\"H10, Hx\"] }";
+    let net = Dot::parse(text, "t.dot").unwrap();
+    let names: Vec<String> = (0..net.hosts()).map(|h| net.host_name(h)).collect();
+    // T is listed in a comment but is a switch, as LogGOPSim2 reads it.
+    assert_eq!(names, ["H10", "Hx", "H2"]);
+    assert_eq!(hops(&net, 1, 2), ["Hx>S", "S>T", "T>H2"]);
+    check_all_pairs(&net);
+    // A host first named in a comment is ranked where its node first appears.
+    let net = Dot::parse(
+        "digraph { H5 -> S [comment=\"*\"]\n S -> H3 [comment=\"H3\"]\n \
+         S -> H5 [comment=\"H5\"]\n H3 -> S [comment=\"*\"] }",
+        "t.dot",
+    )
+    .unwrap();
+    assert_eq!(net.host_name(0), "H5");
+    assert_eq!(net.host_name(1), "H3");
+    // A file with no `H` node keeps commperf's convention: comment-listed names are hosts.
+    let net = Dot::parse(
+        "digraph { a -> S [comment=\"b\"]; b -> S [comment=\"a\"]; S -> a [comment=\"a\"]; \
+         S -> b [comment=\"b\"] }",
+        "t.dot",
+    )
+    .unwrap();
+    assert_eq!(net.hosts(), 2);
+
+    // One hostname on two hosts is reported where the second is given.
+    let (line, col, why) = file_err(Dot::parse(
+        "digraph {\nH0 -> S [hostname=\"n1\"]\nH1 -> S [hostname=\"n1\"]\nS -> H0 [comment=\"H0\"]\n\
+         S -> H1 [comment=\"H1\"] }",
+        "t.dot",
+    ));
+    assert_eq!((line, col), (3, 19), "{why}");
+    assert!(
+        why.contains("hostname `n1` is given to two hosts, `H0` and `H1`"),
+        "{why}"
+    );
+}

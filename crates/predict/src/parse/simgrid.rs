@@ -23,10 +23,15 @@
 //! | `alltoall` | `send recv [dt1 [dt2]]` (per pair) |
 //! | `alltoallv` | `sendbuf sendcounts×n recvbuf recvcounts×n [dt1 dt2]` |
 //! | `gather` | `send recv [root [dt1 [dt2]]]`; `allgather`: `send recv [dt1 [dt2]]` |
-//! | `gatherv` | `send recvcounts×n [root [dt1 [dt2]]]`; `allgatherv`: `send recvcounts×n [dt [dt]] \| [disps×n] \| [dt disps×n]` |
+//! | `gatherv` | `send recvcounts×n [root [dt1 [dt2]]]`; `allgatherv`: `send recvcounts×n [dt1 [dt2]] \| disps×n \| dt1 dt2 disps×n` |
 //! | `scatter` | `send recv [root [dt1 [dt2]]]`; `scatterv`: `sendcounts×n recv [root [dt1 [dt2]]]` |
 //! | `reducescatter` | `recvcounts×n comp [datatype]` |
 //! | `finalize` `comm_size` `comm_split` `comm_dup` `location` | ignored |
+//!
+//! The layouts and a lone trailing datatype (the send one; the receive one stays the default)
+//! are SimGrid 3.32's, as its replay re-traces them. The root's counts of a gatherv and a
+//! scatterv are written on the root's line only (zeros elsewhere): each rank's block is taken
+//! from its own line, checked against the root's (see [`v_counts`]).
 //!
 //! Counts are in datatypes; datatype ids are SimGrid's whole table ([`DATATYPES`]: 0
 //! MPI_DOUBLE … 6 MPI_BYTE, … 26 MPI_C_DOUBLE_COMPLEX, … 59 MPI_COUNT); an id outside it is an
@@ -381,6 +386,7 @@ fn parse_sources(srcs: &[Source<'_>], opts: &ParseOptions) -> Result<Workload, P
         }
     }
     let nranks = max.map_or(0, |m| m + 1) as u32;
+    let vcalls = v_counts(srcs, opts, nranks);
     let mut ranks: BTreeMap<Rank, RankState> = BTreeMap::new();
     let mut total_ops: u64 = 0;
     for (si, src) in srcs.iter().enumerate() {
@@ -413,7 +419,7 @@ fn parse_sources(srcs: &[Source<'_>], opts: &ParseOptions) -> Result<Workload, P
                 ..RankState::default()
             });
             let before = st.prog.len() as u64;
-            action(&c, r, st, total_ops)?;
+            action(&c, r, st, total_ops, srcs, &vcalls)?;
             total_ops += st.prog.len() as u64 - before;
         }
     }
@@ -469,7 +475,172 @@ fn parse_sources(srcs: &[Source<'_>], opts: &ParseOptions) -> Result<Workload, P
     Ok(b.finish())
 }
 
-fn action(c: &Ctx<'_, '_>, me: Rank, st: &mut RankState, total_ops: u64) -> Result<(), ParseError> {
+/// Where a token is: its source (an index into the sources) and the token.
+#[derive(Clone, Copy)]
+struct Loc {
+    src: usize,
+    tok: Tok,
+}
+
+/// Every rank's own count in one gatherv or scatterv call, by rank (`None` where that rank's
+/// call of this index is something else, or unreadable: the main pass reports those).
+struct VCall {
+    own: Vec<Option<(u64, Loc)>>,
+}
+
+/// The gatherv and scatterv calls, by their index among each rank's collectives.
+type VCalls = HashMap<u64, VCall>;
+
+/// Actions that are not collectives (and so take no collective call index).
+const NOT_COLLECTIVES: [&str; 15] = [
+    "init",
+    "finalize",
+    "comm_size",
+    "comm_split",
+    "comm_dup",
+    "location",
+    "send",
+    "isend",
+    "recv",
+    "irecv",
+    "wait",
+    "test",
+    "waitall",
+    "compute",
+    "sleep",
+];
+
+/// The first of the two passes: every rank's own count in every gatherv and scatterv. SimGrid's
+/// tracer writes a gatherv's receive counts and a scatterv's send counts on the root's line
+/// only (MPI reads them there only), zeros on the others' lines, while our tree algorithms
+/// forward other ranks' blocks through non-roots: every rank must expand the call with the
+/// same, whole, vector, which only the other ranks' lines can give it. Unreadable lines are
+/// skipped here; the main pass reports them where they are.
+fn v_counts(srcs: &[Source<'_>], opts: &ParseOptions, nranks: u32) -> VCalls {
+    let mut toks = Vec::new();
+    let mut state: HashMap<Rank, (u64, u64)> = HashMap::new(); // (default datatype, calls)
+    let mut calls = VCalls::new();
+    for (si, src) in srcs.iter().enumerate() {
+        for line in lines(src.text) {
+            tokens(src.text, line, &mut toks);
+            let (Some(&t0), Some(&t1)) = (toks.first(), toks.get(1)) else {
+                continue;
+            };
+            let c = Ctx {
+                src,
+                toks: &toks,
+                line_end: line.1,
+                opts,
+                nranks,
+            };
+            let Ok(me) = c.rank(t0, false) else { continue };
+            let (dt, colls) = state.entry(me).or_insert((1, 0));
+            let name = c.word(t1);
+            if name == "init" {
+                *dt = if c.nargs() > 0 { 8 } else { 1 };
+                continue;
+            }
+            if NOT_COLLECTIVES.contains(&name) {
+                continue;
+            }
+            let k = *colls;
+            *colls += 1;
+            if let Ok((Collective::Gatherv { .. } | Collective::Scatterv { .. }, Some(own))) =
+                collective(&c, *dt)
+            {
+                let call = calls.entry(k).or_insert_with(|| VCall {
+                    own: vec![None; nranks as usize],
+                });
+                if let Some(slot) = call.own.get_mut(me as usize) {
+                    *slot = Some((
+                        own.bytes,
+                        Loc {
+                            src: si,
+                            tok: own.tok,
+                        },
+                    ));
+                }
+            }
+        }
+    }
+    calls
+}
+
+/// `file:line:column` of a token.
+fn place(srcs: &[Source<'_>], at: Loc) -> String {
+    let Some(src) = srcs.get(at.src) else {
+        return String::new();
+    };
+    let e = error_at(src.name, src.text, at.tok.start, at.tok.end, "");
+    format!("{}:{}:{}", e.file, e.line, e.column)
+}
+
+/// Makes the v-collective `coll`, call `k` of rank `me`, the same on every rank: a gatherv's
+/// and a scatterv's counts become every rank's own (checked against the root's: MPI requires
+/// them equal, and SimGrid's replay aborts on a difference), and an allgatherv's own send must
+/// be its block.
+fn merge_counts(
+    c: &Ctx<'_, '_>,
+    srcs: &[Source<'_>],
+    me: Rank,
+    k: u64,
+    own: Option<Own>,
+    coll: &mut Collective,
+    vcalls: &VCalls,
+) -> Result<(), ParseError> {
+    let (root, counts, first, verb) = match coll {
+        Collective::Gatherv { root, counts } => (*root, counts, 1, "sends"),
+        Collective::Scatterv { root, counts } => (*root, counts, 0, "receives"),
+        Collective::Allgatherv { counts } => {
+            if let (Some(o), Some(&block)) = (own, counts.get(me as usize)) {
+                if o.bytes != block {
+                    return Err(c.err(
+                        o.tok,
+                        format!(
+                            "allgatherv: rank {me} sends {} bytes, but its own block in the \
+                             receive counts is {block} bytes (counts times the receive datatype); \
+                             MPI requires them equal",
+                            o.bytes
+                        ),
+                    ));
+                }
+            }
+            return Ok(());
+        }
+        _ => return Ok(()),
+    };
+    let Some(call) = vcalls.get(&k) else {
+        return Ok(());
+    };
+    let name = c.word(c.toks[1]).to_string();
+    for (i, slot) in call.own.iter().enumerate() {
+        let (Some((bytes, at)), Some(cnt)) = (slot, counts.get_mut(i)) else {
+            continue;
+        };
+        if me == root && *cnt != *bytes {
+            let t = c.arg(first + i, "counts")?;
+            return Err(c.err(
+                t,
+                format!(
+                    "{name}: the root, rank {root}, gives {cnt} bytes here for rank {i}, but \
+                     rank {i} {verb} {bytes} bytes (at {}); MPI requires them equal",
+                    place(srcs, *at)
+                ),
+            ));
+        }
+        *cnt = *bytes;
+    }
+    Ok(())
+}
+
+fn action(
+    c: &Ctx<'_, '_>,
+    me: Rank,
+    st: &mut RankState,
+    total_ops: u64,
+    srcs: &[Source<'_>],
+    vcalls: &VCalls,
+) -> Result<(), ParseError> {
     let at = c.toks[1];
     let name = c.word(at);
     let dt = st.dt;
@@ -568,6 +739,41 @@ fn action(c: &Ctx<'_, '_>, me: Rank, st: &mut RankState, total_ops: u64) -> Resu
             st.prog.calc(ns);
             return Ok(());
         }
+        _ => {
+            let (mut coll, own) = collective(c, dt)?;
+            merge_counts(c, srcs, me, st.colls, own, &mut coll, vcalls)?;
+            coll
+        }
+    };
+    if total_ops + c.opts.algorithms.ops_bound(&coll, c.nranks) > MAX_OPS {
+        return Err(c.err(
+            at,
+            format!("the trace expands into more than {MAX_OPS} operations"),
+        ));
+    }
+    let tag = coll_tag(st.colls);
+    c.opts
+        .algorithms
+        .expand(&mut st.prog, me, c.nranks, tag, &coll);
+    st.colls += 1;
+    st.coll_hash = mix(st.coll_hash, coll_signature(&coll));
+    Ok(())
+}
+
+/// A rank's own count in a v-collective whose other counts SimGrid writes on the root only:
+/// a gatherv's send count, a scatterv's receive count, in bytes, with its token.
+#[derive(Clone, Copy)]
+struct Own {
+    bytes: u64,
+    tok: Tok,
+}
+
+/// The collective of the line `c`, with the rank's own count for a gatherv or scatterv.
+fn collective(c: &Ctx<'_, '_>, dt: u64) -> Result<(Collective, Option<Own>), ParseError> {
+    let at = c.toks[1];
+    let name = c.word(at);
+    let mut own = None;
+    let coll = match name {
         "barrier" => {
             c.at_most(0)?;
             Collective::Barrier
@@ -640,7 +846,11 @@ fn action(c: &Ctx<'_, '_>, me: Rank, st: &mut RankState, total_ops: u64) -> Resu
         "gatherv" => {
             let n = c.nranks as usize;
             c.at_most(n + 4)?;
-            c.size(0, "a send count", c.datatype(n + 2, dt)?)?;
+            let t = c.arg(0, "a send count")?;
+            own = Some(Own {
+                bytes: c.size(0, "a send count", c.datatype(n + 2, dt)?)?,
+                tok: t,
+            });
             Collective::Gatherv {
                 root: opt_root(c, n + 1)?,
                 counts: c.counts(1, c.datatype(n + 3, dt)?)?,
@@ -649,36 +859,47 @@ fn action(c: &Ctx<'_, '_>, me: Rank, st: &mut RankState, total_ops: u64) -> Resu
         "allgatherv" => {
             let n = c.nranks as usize;
             c.at_most(2 * n + 3)?;
-            c.size(0, "a send count", dt)?;
-            // After the counts, SimGrid's GatherVArgParser decides by the number of words
-            // left: more than n, a datatype then displacements (its tracer writes `dt dt`, and
-            // `dt dt disps` reads as a datatype then displacements shifted by one); more than
-            // 2 (and so n of them), displacements alone; 1 or 2, a datatype (the tracer's two
-            // datatypes, send and receive, are the same). Displacements move no bytes.
+            // After the counts, SimGrid 3.32's GatherVArgParser decides by the number of words
+            // left (what its replay re-traces with `-trace-ti` shows, for 2 and 4 ranks): more
+            // than n, the send and receive datatypes then n displacements; more than 2 (and
+            // so n), displacements alone; 2, the two datatypes; 1, the send datatype alone,
+            // the receive one staying the default. Any other number fails SimGrid's assertion
+            // `disp_index + comm_size <= action.size()`. Displacements move no bytes.
             let rest = c.nargs().saturating_sub(n + 1);
-            let dt2 = if rest == 0 {
-                dt
-            } else if rest > n || rest <= 2 {
-                c.datatype(n + 1, dt)?
-            } else if rest == n {
-                for k in 0..n {
-                    c.int(
-                        c.arg(n + 1 + k, "a displacement")?,
-                        "a displacement",
-                        0,
-                        i64::MAX,
-                    )?;
-                }
-                dt
-            } else {
-                return Err(c.err(
+            let shape_err = || {
+                c.err(
                     c.toks[c.toks.len() - 1],
                     format!(
-                        "allgatherv takes, after its {n} counts, a datatype (or two), {n} \
-                         displacements, or both; found {rest} words"
+                        "allgatherv takes, after its {n} counts, a send datatype, send and \
+                         receive datatypes, {n} displacements, or both datatypes then {n} \
+                         displacements (as SimGrid 3.32 reads it); found {rest} words"
                     ),
-                ));
+                )
             };
+            let (dt1, dt2, disps) = if rest > n {
+                if rest != n + 2 {
+                    return Err(shape_err());
+                }
+                (c.datatype(n + 1, dt)?, c.datatype(n + 2, dt)?, Some(n + 3))
+            } else if rest > 2 {
+                if rest != n {
+                    return Err(shape_err());
+                }
+                (dt, dt, Some(n + 1))
+            } else {
+                (c.datatype(n + 1, dt)?, c.datatype(n + 2, dt)?, None)
+            };
+            if let Some(d) = disps {
+                for k in 0..n {
+                    let t = c.arg(d + k, "a displacement")?;
+                    c.int(t, "a displacement", 0, i64::MAX)?;
+                }
+            }
+            let t = c.arg(0, "a send count")?;
+            own = Some(Own {
+                bytes: c.size(0, "a send count", dt1)?,
+                tok: t,
+            });
             Collective::Allgatherv {
                 counts: c.counts(1, dt2)?,
             }
@@ -686,8 +907,14 @@ fn action(c: &Ctx<'_, '_>, me: Rank, st: &mut RankState, total_ops: u64) -> Resu
         "scatterv" => {
             let n = c.nranks as usize;
             c.at_most(n + 4)?;
+            // SimGrid 3.32 reads a lone trailing datatype as the send datatype (its replay
+            // re-traces `… 26` as `… 26 6`), as for gatherv and alltoallv.
             let dt1 = c.datatype(n + 2, dt)?;
-            c.size(n, "a receive count", c.datatype(n + 3, dt)?)?;
+            let t = c.arg(n, "a receive count")?;
+            own = Some(Own {
+                bytes: c.size(n, "a receive count", c.datatype(n + 3, dt)?)?,
+                tok: t,
+            });
             Collective::Scatterv {
                 root: opt_root(c, n + 1)?,
                 counts: c.counts(0, dt1)?,
@@ -713,19 +940,7 @@ fn action(c: &Ctx<'_, '_>, me: Rank, st: &mut RankState, total_ops: u64) -> Resu
             ))
         }
     };
-    if total_ops + c.opts.algorithms.ops_bound(&coll, c.nranks) > MAX_OPS {
-        return Err(c.err(
-            at,
-            format!("the trace expands into more than {MAX_OPS} operations"),
-        ));
-    }
-    let tag = coll_tag(st.colls);
-    c.opts
-        .algorithms
-        .expand(&mut st.prog, me, c.nranks, tag, &coll);
-    st.colls += 1;
-    st.coll_hash = mix(st.coll_hash, coll_signature(&coll));
-    Ok(())
+    Ok((coll, own))
 }
 
 fn opt_root(c: &Ctx<'_, '_>, i: usize) -> Result<Rank, ParseError> {

@@ -15,10 +15,13 @@
 //!   directed links (as written, then reversed); its comment says the destinations whose
 //!   traffic crosses it, and the direction is towards the destination (a breadth-first search
 //!   from each destination over the edges listing it orients them; ties go to the first found).
-//! - **Hosts**: every name listed in some comment, plus every node named `H<digits>` or
+//! - **Hosts** (LogGOPSim2's `TopoGraph`, in a file with a node named `H…`): exactly the
+//!   nodes whose name starts with `H`, whatever the comments list. In a file with no such node
+//!   (commperf's own convention): every name listed in some comment, plus every node named
 //!   `h<digits>`. A comment naming something that is not a node is an error.
-//! - **Host order** (host index = rank under the identity map): by the number when every host is
-//!   named `H<n>`/`h<n>` (LogGOPSim's convention), else by first appearance in the file.
+//! - **Host order** (host index = rank under the identity map): LogGOPSim2's, the order the
+//!   nodes first appear as nodes (cgraph's node order), in a file with `H…` nodes; otherwise by
+//!   the number when every host is `h<n>`, else by first appearance in the file.
 //! - **Routing**: from the source host's node, repeatedly take the out-edge whose comment lists
 //!   the destination (names split on commas and blanks, as LogGOPSim2's `strtok(", \t\n")`), or
 //!   the node's only out-edge when it has one (LogGOPSim2's rule; `comment="*"` says so, and is
@@ -55,7 +58,8 @@ pub struct Dot {
     link_to: Vec<u32>,
     /// `next[node * hosts + dst]`: the link leaving `node` towards host `dst`, or `NONE`.
     next: Vec<u32>,
-    /// Host index → its `hostname=` (from the first of its out-edges that has one).
+    /// Host index → its `hostname=` (from the first of its out-edges that has one; two hosts
+    /// with one name are refused where the second is given).
     aliases: Vec<Option<String>>,
 }
 
@@ -314,7 +318,8 @@ fn is_id_char(c: char) -> bool {
     c.is_alphabetic() || c == '_' || !c.is_ascii()
 }
 
-/// The number of a host named `H<digits>` / `h<digits>`, as (significant digits) for ordering.
+/// The number of a host named `h<digits>` (or `H<digits>`), as (significant digits) for ordering
+/// the hosts of a file in commperf's own convention.
 fn host_number(name: &str) -> Option<&str> {
     let digits = name.strip_prefix(['H', 'h'])?;
     if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
@@ -334,8 +339,9 @@ struct RawEdge {
     class: Option<String>,
     /// `comment="*"`: LogGOPSim2's "this node's only out-edge carries everything".
     star: bool,
-    /// `hostname="…"`: the host's name in LogGOPSim2 mapping files (`RANK NAME`).
-    hostname: Option<String>,
+    /// `hostname="…"`: the host's name in LogGOPSim2 mapping files (`RANK NAME`), with the
+    /// value's position.
+    hostname: Option<(String, usize, usize)>,
 }
 
 struct Parser<'a> {
@@ -597,7 +603,7 @@ impl Parser<'_> {
                     comment_at = (*line, *col);
                 }
                 "hostname" if !value.trim().is_empty() => {
-                    hostname = Some(value.trim().to_string());
+                    hostname = Some((value.trim().to_string(), *line, *col));
                 }
                 "class" => {
                     if value.trim().is_empty() {
@@ -675,7 +681,6 @@ impl Dot {
             why,
         };
 
-        // Hosts: comment entries (which must be nodes) plus H<n> nodes.
         let mut is_host = vec![false; p.nodes.len()];
         for (name, line, col) in &p.mentioned {
             match p.node_ids.get(name) {
@@ -689,11 +694,24 @@ impl Dot {
                 }
             }
         }
-        for (id, name) in p.nodes.iter().enumerate() {
-            if host_number(name).is_some() {
-                is_host[id] = true;
+        // Hosts. A file with a node named `H…` is in LogGOPSim2's convention, and read as its
+        // TopoGraph reads it: the hosts are exactly the nodes whose name starts with `H`
+        // (whatever the comments name), ranked in the order the nodes first appear (cgraph's
+        // node order, which `agfstnode`/`agnxtnode` walk). Other files keep commperf's own
+        // convention: the names comments list, plus nodes `h<digits>`.
+        let loggopsim2 = p.nodes.iter().any(|n| n.starts_with('H'));
+        if loggopsim2 {
+            for (id, name) in p.nodes.iter().enumerate() {
+                is_host[id] = name.starts_with('H');
+            }
+        } else {
+            for (id, name) in p.nodes.iter().enumerate() {
+                if host_number(name).is_some() {
+                    is_host[id] = true;
+                }
             }
         }
+        // Node ids are in order of first appearance as a node.
         let mut hosts: Vec<u32> = (0..p.nodes.len() as u32)
             .filter(|&id| is_host[id as usize])
             .collect();
@@ -701,11 +719,15 @@ impl Dot {
             return Err(err(
                 1,
                 1,
-                "no hosts: name them in edge comments or call them H0, H1, …".into(),
+                "no hosts: name them in edge comments, or start their names with `H` \
+                 (LogGOPSim2's convention)"
+                    .into(),
             ));
         }
         let first = |id: u32| p.seen.get(&p.nodes[id as usize]).copied().unwrap_or(0);
-        if hosts
+        if loggopsim2 {
+            // Already in node order.
+        } else if hosts
             .iter()
             .all(|&id| host_number(&p.nodes[id as usize]).is_some())
         {
@@ -818,7 +840,7 @@ impl Dot {
         let mut alias_of: HashMap<&str, u32> = HashMap::new();
         for e in &p.edges {
             let h = host_of[e.from as usize];
-            let (Some(name), true) = (&e.hostname, h != NONE) else {
+            let (Some((name, line, col)), true) = (&e.hostname, h != NONE) else {
                 continue;
             };
             if aliases[h as usize].is_some() {
@@ -827,8 +849,8 @@ impl Dot {
             if let Some(&other) = alias_of.get(name.as_str()) {
                 if other != h {
                     return Err(err(
-                        1,
-                        1,
+                        *line,
+                        *col,
                         format!(
                             "hostname `{name}` is given to two hosts, `{}` and `{}`",
                             p.nodes[hosts[other as usize] as usize], p.nodes[e.from as usize]
