@@ -400,10 +400,18 @@ pub fn run(a: &PredictArgs) -> Result<()> {
     }
     let trace_name = a.trace.display().to_string();
     let format_name = text_format.to_string();
-    let profile_name = profile.as_ref().map_or_else(
-        || "default (10 Gbit/s, 5 µs)".to_string(),
-        |p| p.source.clone(),
-    );
+    // The header names what the costs really came from.
+    let profile_name = match (&a.loggp, &profile) {
+        (Some(p), _) => format!(
+            "LogGP given: L={} o_s={} o_r={} g={} ns, G={} O={} ns/B",
+            p.L_ns, p.o_s_ns, p.o_r_ns, p.g_ns, p.G_ns_per_byte, p.O_ns_per_byte
+        ),
+        (None, Some(p)) => p.source.clone(),
+        (None, None) if matches!(a.topology, TopologySpec::SimGrid(_)) => {
+            "none: the platform's links are the whole cost".to_string()
+        }
+        (None, None) => "default (10 Gbit/s, 5 µs)".to_string(),
+    };
     let inputs = Inputs {
         workload: &workload,
         network: &*net,

@@ -304,6 +304,11 @@ fn loggp_parameters_given_as_loggopsim_takes_them() {
         "65535",
     ]);
     assert_eq!(p["total_us"].as_f64().unwrap(), 16.5);
+    // The summary says where the costs came from, not "default profile".
+    assert_eq!(
+        p["profile"],
+        "LogGP given: L=2500 o_s=1500 o_r=1500 g=1000 ns, G=6 O=0 ns/B"
+    );
     assert_eq!(p["ranks"][7]["finish_us"].as_f64().unwrap(), 16.5);
     assert_eq!(p["ranks"][0]["finish_us"].as_f64().unwrap(), 4.5);
     // A tree of 1-byte messages has no compute: overhead is communication.
