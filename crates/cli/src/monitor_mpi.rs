@@ -179,6 +179,8 @@ pub fn run(a: &MonitorArgs) -> Result<()> {
     if a.command.is_empty() {
         bail!("no command to monitor: commperf monitor [-o DIR] -- mpirun -np 4 ./app");
     }
+    // Output problems are reported now, before a long run, not at its end.
+    prepare_dir(&dir)?;
     let launcher = is_launcher(&a.command[0]);
     let lf = if launcher {
         launcher_flavour(&a.command[0])
@@ -221,7 +223,6 @@ pub fn run(a: &MonitorArgs) -> Result<()> {
             ));
         }
     }
-    prepare_dir(&dir)?;
     let dir = std::fs::canonicalize(&dir)?;
     let Some(shim_bytes) = commperf_pmpi::interposer(flavour) else {
         bail!("this commperf was built without the {} interposer ({}): install {}'s mpicc and rebuild",

@@ -219,12 +219,18 @@ impl RankData {
         self.clocks.iter().map(|c| c.err_ns).max().unwrap_or(0)
     }
 
-    /// Change of the offset from MPI_Init to MPI_Finalize, per second of run (ns/s = ppb).
+    /// Change of the offset from MPI_Init to MPI_Finalize, per second of run (ns/s = ppb);
+    /// 0 when the change is within the two measurements' error bounds (a short run on one clock
+    /// would otherwise report its measurement noise as drift).
     pub fn drift_ppb(&self) -> Option<f64> {
         let a = self.clocks.iter().find(|c| c.phase == 0)?;
         let b = self.clocks.iter().find(|c| c.phase == 1)?;
         let dt = b.local_ns.checked_sub(a.local_ns)? as f64;
-        (dt > 0.0).then(|| (b.offset_ns - a.offset_ns) as f64 / dt * 1e9)
+        let change = (b.offset_ns - a.offset_ns) as f64;
+        if change.abs() <= (a.err_ns + b.err_ns) as f64 {
+            return Some(0.0);
+        }
+        (dt > 0.0).then(|| change / dt * 1e9)
     }
 }
 
