@@ -87,7 +87,7 @@ fn program_flavour(prog: &Path) -> Option<(Flavour, String)> {
     let o = Command::new("ldd").arg(prog).output().ok()?;
     let s = String::from_utf8_lossy(&o.stdout);
     for line in s.lines() {
-        let name = line.trim().split_whitespace().next().unwrap_or("");
+        let name = line.split_whitespace().next().unwrap_or("");
         if name.starts_with("libmpich") {
             return Some((Flavour::Mpich, line.trim().to_string()));
         }

@@ -9,7 +9,6 @@
 
 use crate::format::{self, FrameKind, EVENT_BYTES};
 use std::cell::{OnceCell, UnsafeCell};
-use std::collections::{HashMap, VecDeque};
 use std::ffi::{c_char, c_int, CStr};
 use std::fs::File;
 use std::io::Write;
@@ -133,8 +132,9 @@ struct Runtime {
     thread: Mutex<Option<std::thread::JoinHandle<()>>>,
     /// Posted operations by request handle. A handle can be live more than once: Open MPI answers
     /// every send it completes inline with the same `ompi_request_empty_send`, MPICH its
-    /// lightweight sends with one builtin request; so each handle holds a FIFO.
-    pending: Vec<Mutex<HashMap<u64, VecDeque<CEvent>>>>,
+    /// lightweight sends with one builtin request; so a shard is a list scanned from its oldest
+    /// entry (few operations are pending at once; no hashing, no allocation once warm).
+    pending: Vec<Mutex<Vec<(u64, CEvent)>>>,
     ring_cap: usize,
     next_thread: AtomicU32,
     finished: AtomicBool,
@@ -271,7 +271,9 @@ pub extern "C" fn cpmpi_rt_init(
         }),
         stop: AtomicBool::new(false),
         thread: Mutex::new(None),
-        pending: (0..SHARDS).map(|_| Mutex::new(HashMap::new())).collect(),
+        pending: (0..SHARDS)
+            .map(|_| Mutex::new(Vec::with_capacity(64)))
+            .collect(),
         ring_cap: env_u64("COMMPERF_PMPI_RING", 1 << 16).max(16) as usize,
         next_thread: AtomicU32::new(0),
         finished: AtomicBool::new(false),
@@ -358,9 +360,7 @@ pub unsafe extern "C" fn cpmpi_rt_post(key: u64, e: *const CEvent) {
     rt.pending[shard(key)]
         .lock()
         .unwrap_or_else(|e| e.into_inner())
-        .entry(key)
-        .or_default()
-        .push_back(e);
+        .push((key, e));
 }
 
 /// Takes the posted operation of a completed request; 0 when it was not tracked.
@@ -374,12 +374,7 @@ pub unsafe extern "C" fn cpmpi_rt_take(key: u64, out: *mut CEvent) -> c_int {
         let mut m = rt.pending[shard(key)]
             .lock()
             .unwrap_or_else(|e| e.into_inner());
-        let q = m.get_mut(&key);
-        let e = q.and_then(|q| q.pop_front());
-        if m.get(&key).is_some_and(|q| q.is_empty()) {
-            m.remove(&key);
-        }
-        e
+        m.iter().position(|(k, _)| *k == key).map(|i| m.remove(i).1)
     };
     match e {
         Some(e) => {
@@ -421,10 +416,7 @@ pub extern "C" fn cpmpi_rt_finalize() {
     let pending: usize = rt
         .pending
         .iter()
-        .map(|m| {
-            let m = m.lock().unwrap_or_else(|e| e.into_inner());
-            m.values().map(VecDeque::len).sum::<usize>()
-        })
+        .map(|m| m.lock().unwrap_or_else(|e| e.into_inner()).len())
         .sum();
     let mut w = rt.writer.lock().unwrap_or_else(|e| e.into_inner());
     let f = format::Footer {
