@@ -34,6 +34,8 @@ pub enum Command {
     Limits(LimitsArgs),
     /// Re-render a saved JSON result file
     Report(ReportArgs),
+    /// Monitor an unmodified MPI program: `commperf monitor [-o DIR] -- mpirun -np 4 ./app`
+    Monitor(crate::monitor_mpi::MonitorArgs),
     /// Compare two result files layer against layer: the latency an upper layer (MPI) adds to a
     /// lower one (shm, tcp), the bandwidth it delivers, where it changes protocol
     Compare(crate::compare::CompareArgs),

@@ -8,6 +8,7 @@ mod compare;
 #[cfg(test)]
 mod docs_tests;
 mod gentrace;
+mod monitor_mpi;
 mod mpi;
 mod output;
 mod predict;
@@ -46,6 +47,7 @@ fn main() -> ExitCode {
             Err(e) => return usage_error(e),
         },
         Command::Report(r) => report(&r),
+        Command::Monitor(m) => monitor_mpi::run(&m),
         Command::Compare(c) => compare::run(&c),
         Command::Predict(p) => predict::run(&p),
         Command::GenTrace(g) => match g.pattern() {

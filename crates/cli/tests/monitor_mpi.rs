@@ -1,0 +1,494 @@
+//! `commperf monitor -- mpirun …` on real MPI programs, under Open MPI and under MPICH: a C and a
+//! Fortran program compiled here with known message counts (every count must be exact: this
+//! proves the Fortran entry points are wrapped where Open MPI needs them and not where MPICH would
+//! count twice), Debian's hpcc and lammps (programs nobody here wrote), a crash mid-run, a
+//! mismatched MPI, damaged files. Each test needs its MPI installed (mpicc.openmpi/mpirun.openmpi,
+//! mpicc.mpich/mpirun.mpich, hpcc, lmp); without it, it skips with a message, unless
+//! `COMMPERF_REQUIRE_MPI=1` (set by CI) makes that a failure.
+
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn exe() -> &'static str {
+    env!("CARGO_BIN_EXE_commperf")
+}
+
+fn apps() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../pmpi/tests/apps")
+}
+
+fn have(cmd: &str) -> bool {
+    std::env::var_os("PATH")
+        .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(cmd).is_file()))
+}
+
+/// Whether every tool is here; prints why not (or panics when CI requires MPI).
+fn ready(test: &str, tools: &[&str]) -> bool {
+    let missing: Vec<&str> = tools.iter().copied().filter(|t| !have(t)).collect();
+    if missing.is_empty() {
+        return true;
+    }
+    let why = format!("{} not installed (apt-get install libopenmpi-dev openmpi-bin libmpich-dev mpich hpcc lammps)", missing.join(", "));
+    if std::env::var_os("COMMPERF_REQUIRE_MPI").is_some() {
+        panic!("{test}: COMMPERF_REQUIRE_MPI is set, but {why}");
+    }
+    eprintln!("skipping {test}: {why}");
+    false
+}
+
+/// A scratch directory removed when dropped.
+struct Scratch(PathBuf);
+impl Scratch {
+    fn new(test: &str) -> Scratch {
+        let p =
+            std::env::temp_dir().join(format!("commperf-pmpi-test-{}-{test}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&p);
+        std::fs::create_dir_all(&p).expect("scratch dir");
+        Scratch(p)
+    }
+}
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+fn compile(compiler: &str, src: &str, out: &Path) {
+    let o = Command::new(compiler)
+        .args(["-O1", "-w", "-o"])
+        .arg(out)
+        .arg(apps().join(src))
+        .output()
+        .expect("run the MPI compiler");
+    assert!(o.status.success(), "{compiler} {src}: {}", text(&o.stderr));
+}
+
+fn launcher(mpi: &str) -> Vec<String> {
+    let mut v = vec![format!("mpirun.{mpi}"), "-np".into(), "4".into()];
+    if mpi == "openmpi" {
+        v.push("--oversubscribe".into());
+    }
+    v
+}
+
+/// `commperf monitor -o DIR [extra] -- mpirun.<mpi> -np 4 PROG ARGS…` in `cwd`, time-limited.
+fn monitor(cwd: &Path, dir: &Path, extra: &[&str], mpi: &str, prog: &[&str]) -> Output {
+    let mut c = Command::new("timeout");
+    c.args(["-k", "10", "300", exe(), "monitor", "-o"])
+        .arg(dir)
+        .args(extra)
+        .arg("--");
+    c.args(launcher(mpi)).args(prog).current_dir(cwd);
+    c.env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
+    c.output().expect("run commperf monitor")
+}
+
+fn ok(o: &Output) {
+    assert!(
+        o.status.success(),
+        "failed ({}):\nstdout:\n{}\nstderr:\n{}",
+        o.status,
+        text(&o.stdout),
+        text(&o.stderr)
+    );
+}
+
+fn summary(dir: &Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(dir.join("summary.json")).expect("summary.json"))
+        .expect("JSON")
+}
+
+/// Count of `call` made by `rank` (0 when none).
+fn calls(s: &Value, rank: u64, call: &str) -> (u64, u64) {
+    s["calls"]
+        .as_array()
+        .expect("calls")
+        .iter()
+        .find(|c| c["rank"].as_u64() == Some(rank) && c["call"] == call)
+        .map(|c| {
+            (
+                c["count"].as_u64().unwrap_or(0),
+                c["bytes"].as_u64().unwrap_or(0),
+            )
+        })
+        .unwrap_or((0, 0))
+}
+
+/// Matched messages from src to dst of size bin `bin`, summed over calls.
+fn pair(s: &Value, src: u64, dst: u64, bin: u64) -> u64 {
+    s["pairs"]
+        .as_array()
+        .expect("pairs")
+        .iter()
+        .filter(|p| {
+            p["src"].as_u64() == Some(src)
+                && p["dst"].as_u64() == Some(dst)
+                && p["size_bin"].as_u64() == Some(bin)
+        })
+        .map(|p| p["count"].as_u64().unwrap_or(0))
+        .sum()
+}
+
+fn c_counts(mpi: &str) {
+    let test = format!("c_counts_{mpi}");
+    if !ready(&test, &[&format!("mpicc.{mpi}"), &format!("mpirun.{mpi}")]) {
+        return;
+    }
+    let s = Scratch::new(&test);
+    let prog = s.0.join("counts");
+    compile(&format!("mpicc.{mpi}"), "counts.c", &prog);
+    let dir = s.0.join("mon");
+    let o = monitor(
+        &s.0,
+        &dir,
+        &["--tag", "counts"],
+        mpi,
+        &[prog.to_str().unwrap()],
+    );
+    ok(&o);
+    let j = summary(&dir);
+    assert_eq!(j["cut_short"], false, "{j}");
+    assert_eq!(j["matched_messages"], 100, "{}", text(&o.stdout));
+    assert_eq!(j["unmatched_sends"], 0);
+    assert_eq!(j["unmatched_recvs"], 0);
+    assert_eq!(j["drops"], 0);
+    assert_eq!(j["program_tags"][0], "counts");
+    for r in 0..4u64 {
+        let right = (r + 1) % 4;
+        assert_eq!(
+            calls(&j, r, "MPI_Isend"),
+            (16, 10 * 100 + 4 * 8 + 2 * 16),
+            "rank {r}"
+        );
+        assert_eq!(calls(&j, r, "MPI_Send"), (6, 5 * 1000 + 64), "rank {r}");
+        assert_eq!(calls(&j, r, "MPI_Recv").0, 13, "rank {r}");
+        assert_eq!(calls(&j, r, "MPI_Irecv"), (9, 5 * 1000 + 4 * 8), "rank {r}");
+        assert_eq!(
+            calls(&j, r, "MPI_Sendrecv(send)"),
+            (3, 150_000),
+            "rank {r}: the Pcontrol(0) part must not count"
+        );
+        assert_eq!(calls(&j, r, "MPI_Sendrecv(recv)"), (3, 150_000), "rank {r}");
+        assert_eq!(calls(&j, r, "MPI_Probe"), (1, 64), "rank {r}");
+        assert_eq!(calls(&j, r, "MPI_Barrier").0, 2, "rank {r}");
+        assert_eq!(calls(&j, r, "MPI_Bcast"), (3, 2400), "rank {r}");
+        assert_eq!(calls(&j, r, "MPI_Allreduce"), (4, 32), "rank {r}");
+        assert_eq!(calls(&j, r, "MPI_Pcontrol").0, 2, "rank {r}");
+        assert_eq!(pair(&j, r, right, 128), 10, "rank {r} -> {right}, 100 B");
+        assert_eq!(pair(&j, r, right, 1024), 5);
+        assert_eq!(pair(&j, r, right, 65536), 3);
+        assert_eq!(pair(&j, r, right, 8), 4);
+        assert_eq!(pair(&j, r, right, 64), 1);
+        // Over the split communicator: world ranks, not communicator ranks.
+        assert_eq!(
+            pair(&j, r, (r + 2) % 4, 16),
+            2,
+            "rank {r} over the sub-communicator"
+        );
+    }
+    // Stages are sane: nonnegative, and the clock's bound is measured.
+    for p in j["pairs"].as_array().unwrap() {
+        for k in [
+            "mean_source_ns",
+            "mean_net_ns",
+            "mean_destination_ns",
+            "mean_late_sender_ns",
+        ] {
+            assert!(p[k].as_f64().unwrap() >= 0.0, "{k} in {p}");
+        }
+    }
+    assert!(j["clock_error_ns"].as_i64().unwrap() > 0);
+    // The files re-read alone give the same summary.
+    let o2 = Command::new(exe())
+        .args(["monitor", "--report-only", "-o"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    ok(&o2);
+    assert!(
+        text(&o2.stdout).contains("matched messages 100"),
+        "{}",
+        text(&o2.stdout)
+    );
+}
+
+#[test]
+fn c_counts_openmpi() {
+    c_counts("openmpi");
+}
+
+#[test]
+fn c_counts_mpich() {
+    c_counts("mpich");
+}
+
+fn fortran_counts(mpi: &str) {
+    let test = format!("fortran_counts_{mpi}");
+    if !ready(&test, &[&format!("mpif90.{mpi}"), &format!("mpirun.{mpi}")]) {
+        return;
+    }
+    let s = Scratch::new(&test);
+    let prog = s.0.join("fcounts");
+    compile(&format!("mpif90.{mpi}"), "counts.f90", &prog);
+    let dir = s.0.join("mon");
+    let o = monitor(&s.0, &dir, &[], mpi, &[prog.to_str().unwrap()]);
+    ok(&o);
+    let j = summary(&dir);
+    assert_eq!(j["matched_messages"], 48, "{}", text(&o.stdout));
+    assert_eq!(j["unmatched_sends"], 0);
+    assert_eq!(j["unmatched_recvs"], 0);
+    for r in 0..4u64 {
+        // Exact: nothing missed (Open MPI) and nothing counted twice (MPICH).
+        assert_eq!(calls(&j, r, "MPI_Send"), (6, 480), "rank {r}");
+        assert_eq!(calls(&j, r, "MPI_Recv"), (6, 480), "rank {r}");
+        assert_eq!(calls(&j, r, "MPI_Isend"), (4, 1600), "rank {r}");
+        assert_eq!(calls(&j, r, "MPI_Irecv"), (4, 1600), "rank {r}");
+        assert_eq!(calls(&j, r, "MPI_Sendrecv(send)"), (2, 16), "rank {r}");
+        assert_eq!(calls(&j, r, "MPI_Allreduce"), (3, 24), "rank {r}");
+        assert_eq!(calls(&j, r, "MPI_Barrier").0, 1, "rank {r}");
+        assert_eq!(calls(&j, r, "MPI_Bcast"), (2, 80), "rank {r}");
+        assert_eq!(pair(&j, r, (r + 1) % 4, 128), 6);
+        assert_eq!(pair(&j, r, (r + 1) % 4, 512), 4);
+        assert_eq!(pair(&j, r, (r + 1) % 4, 8), 2);
+    }
+}
+
+#[test]
+fn fortran_counts_openmpi() {
+    fortran_counts("openmpi");
+}
+
+#[test]
+fn fortran_counts_mpich() {
+    fortran_counts("mpich");
+}
+
+#[test]
+fn start_disabled_records_only_after_pcontrol_1() {
+    if !ready("start_disabled", &["mpicc.openmpi", "mpirun.openmpi"]) {
+        return;
+    }
+    let s = Scratch::new("start_disabled");
+    let prog = s.0.join("counts");
+    compile("mpicc.openmpi", "counts.c", &prog);
+    let dir = s.0.join("mon");
+    ok(&monitor(
+        &s.0,
+        &dir,
+        &["--start-disabled"],
+        "openmpi",
+        &[prog.to_str().unwrap()],
+    ));
+    let j = summary(&dir);
+    // The program turns monitoring on only at its very end (MPI_Pcontrol(1) before MPI_Finalize).
+    assert_eq!(j["matched_messages"], 0, "{j}");
+    assert_eq!(calls(&j, 0, "MPI_Send").0, 0);
+    assert_eq!(calls(&j, 0, "MPI_Pcontrol").0, 2);
+}
+
+#[test]
+fn crash_mid_run_leaves_readable_data_and_is_marked_cut_short() {
+    if !ready("crash", &["mpicc.openmpi", "mpirun.openmpi"]) {
+        return;
+    }
+    let s = Scratch::new("crash");
+    let prog = s.0.join("counts");
+    compile("mpicc.openmpi", "counts.c", &prog);
+    let dir = s.0.join("mon");
+    let o = monitor(
+        &s.0,
+        &dir,
+        &[],
+        "openmpi",
+        &[prog.to_str().unwrap(), "crash"],
+    );
+    assert!(
+        !o.status.success(),
+        "the program aborts, so monitor must fail"
+    );
+    let out = text(&o.stdout);
+    assert!(out.contains("run cut short"), "{out}\n{}", text(&o.stderr));
+    let j = summary(&dir);
+    assert_eq!(j["cut_short"], true);
+    assert!(
+        j["unfinished_ranks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r == 1),
+        "{j}"
+    );
+    // Rank 1 flushed its first phase before abort(): all 10 sends and receives are there.
+    assert_eq!(calls(&j, 1, "MPI_Isend"), (10, 1000), "{j}");
+    assert_eq!(calls(&j, 1, "MPI_Recv").0, 10);
+}
+
+#[test]
+fn mismatched_mpi_is_refused_by_name() {
+    if !ready(
+        "mismatch",
+        &["mpicc.mpich", "mpirun.mpich", "mpirun.openmpi"],
+    ) {
+        return;
+    }
+    let s = Scratch::new("mismatch");
+    let prog = s.0.join("counts_mpich");
+    compile("mpicc.mpich", "counts.c", &prog);
+    // The launcher is Open MPI's, the program MPICH's: refused before anything runs.
+    let o = monitor(
+        &s.0,
+        &s.0.join("m1"),
+        &[],
+        "openmpi",
+        &[prog.to_str().unwrap()],
+    );
+    assert!(!o.status.success());
+    let e = text(&o.stderr);
+    assert!(e.contains("Open MPI") && e.contains("MPICH"), "{e}");
+    // Forcing the Open MPI interposer into the MPICH program: the interposer refuses it itself.
+    let o = monitor(
+        &s.0,
+        &s.0.join("m2"),
+        &["--interposer", "openmpi"],
+        "mpich",
+        &[prog.to_str().unwrap()],
+    );
+    assert!(!o.status.success());
+    let e = text(&o.stderr);
+    assert!(
+        e.contains("built for Open MPI, but the program links MPICH"),
+        "{e}"
+    );
+}
+
+#[test]
+fn bad_directories_and_files_are_named() {
+    if !ready("bad_files", &["mpicc.openmpi", "mpirun.openmpi"]) {
+        return;
+    }
+    let s = Scratch::new("bad_files");
+    // Unwritable output: refused at start (the program never runs).
+    let marker = s.0.join("ran");
+    let o = Command::new(exe())
+        .args(["monitor", "-o", "/proc/commperf-nope", "--", "touch"])
+        .arg(&marker)
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    assert!(
+        text(&o.stderr).contains("/proc/commperf-nope"),
+        "{}",
+        text(&o.stderr)
+    );
+    assert!(
+        !marker.exists(),
+        "the program ran although the output was unwritable"
+    );
+
+    let prog = s.0.join("counts");
+    compile("mpicc.openmpi", "counts.c", &prog);
+    let dir = s.0.join("mon");
+    ok(&monitor(
+        &s.0,
+        &dir,
+        &[],
+        "openmpi",
+        &[prog.to_str().unwrap()],
+    ));
+    let f = dir.join("rank-2.cpmpi");
+    let mut b = std::fs::read(&f).unwrap();
+    // Truncated: the last frame cut in half.
+    std::fs::write(&f, &b[..b.len() - 20]).unwrap();
+    let o = Command::new(exe())
+        .args(["monitor", "--report-only", "-o"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    let e = text(&o.stderr);
+    assert!(e.contains("rank-2.cpmpi") && e.contains("truncated"), "{e}");
+    // Corrupt: a flipped byte inside a frame.
+    let at = b.len() / 2;
+    b[at] ^= 0x55;
+    std::fs::write(&f, &b).unwrap();
+    let o = Command::new(exe())
+        .args(["monitor", "--report-only", "-o"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    let e = text(&o.stderr);
+    assert!(
+        !o.status.success() && e.contains("rank-2.cpmpi") && e.contains("corrupt"),
+        "{e}"
+    );
+}
+
+#[test]
+fn hpcc_under_the_preload() {
+    if !ready("hpcc", &["hpcc", "mpirun.openmpi"]) {
+        return;
+    }
+    // Debian's hpcc links Open MPI only: there is no MPICH build of it to run.
+    let s = Scratch::new("hpcc");
+    std::fs::copy(apps().join("hpccinf.txt"), s.0.join("hpccinf.txt")).unwrap();
+    let dir = s.0.join("mon");
+    let o = monitor(&s.0, &dir, &[], "openmpi", &["hpcc"]);
+    ok(&o);
+    let out = std::fs::read_to_string(s.0.join("hpccoutf.txt")).unwrap();
+    assert!(
+        out.contains("HPL_Tflops=") && out.contains("End of MPIRandomAccess section"),
+        "hpcc did not complete"
+    );
+    let j = summary(&dir);
+    assert!(j["matched_messages"].as_u64().unwrap() > 1000, "{j}");
+    assert_eq!(j["unmatched_sends"], 0);
+    assert_eq!(j["unmatched_recvs"], 0);
+    for call in [
+        "MPI_Isend",
+        "MPI_Irecv",
+        "MPI_Send",
+        "MPI_Recv",
+        "MPI_Sendrecv(send)",
+        "MPI_Allreduce",
+        "MPI_Bcast",
+        "MPI_Alltoall",
+    ] {
+        assert!(calls(&j, 0, call).0 > 0, "no {call} on rank 0");
+    }
+}
+
+#[test]
+fn lammps_under_the_preload() {
+    if !ready("lammps", &["lmp", "mpirun.openmpi"]) {
+        return;
+    }
+    // Debian's lammps links Open MPI only.
+    let s = Scratch::new("lammps");
+    let dir = s.0.join("mon");
+    let input = apps().join("in.lj");
+    let o = monitor(
+        &s.0,
+        &dir,
+        &[],
+        "openmpi",
+        &["lmp", "-in", input.to_str().unwrap(), "-log", "none"],
+    );
+    ok(&o);
+    assert!(
+        text(&o.stdout).contains("Loop time"),
+        "lammps did not finish its run"
+    );
+    let j = summary(&dir);
+    assert!(j["matched_messages"].as_u64().unwrap() > 1000, "{j}");
+    assert_eq!(j["unmatched_sends"], 0);
+    assert_eq!(j["unmatched_recvs"], 0);
+    for call in ["MPI_Send", "MPI_Irecv", "MPI_Allreduce", "MPI_Bcast"] {
+        assert!(calls(&j, 0, call).0 > 0, "no {call} on rank 0");
+    }
+}

@@ -1,0 +1,286 @@
+/* Open MPI's Fortran bindings (mpif.h, `use mpi`) call PMPI_* directly, so a C-only interposer
+ * would see nothing of a Fortran program. These wrap the Fortran symbols (gfortran's mpi_x_) and
+ * call Open MPI's pmpi_x_, which then calls PMPI_X: every call is seen exactly once. Handles are
+ * converted with the *_f2c functions only to describe the call; the call itself is passed on
+ * untouched, so Fortran-only sentinels (MPI_BOTTOM, MPI_STATUS_IGNORE) keep their meaning.
+ * Included only in the Open MPI build: MPICH's Fortran calls the C MPI_* symbols. */
+
+typedef MPI_Fint F;
+#define FSTAT ((int)(sizeof(MPI_Status) / sizeof(MPI_Fint)))
+
+extern void pmpi_init_(F *);
+extern void pmpi_init_thread_(F *, F *, F *);
+extern void pmpi_finalize_(F *);
+extern void pmpi_send_(const void *, F *, F *, F *, F *, F *, F *);
+extern void pmpi_ssend_(const void *, F *, F *, F *, F *, F *, F *);
+extern void pmpi_bsend_(const void *, F *, F *, F *, F *, F *, F *);
+extern void pmpi_rsend_(const void *, F *, F *, F *, F *, F *, F *);
+extern void pmpi_isend_(const void *, F *, F *, F *, F *, F *, F *, F *);
+extern void pmpi_issend_(const void *, F *, F *, F *, F *, F *, F *, F *);
+extern void pmpi_irecv_(void *, F *, F *, F *, F *, F *, F *, F *);
+extern void pmpi_recv_(void *, F *, F *, F *, F *, F *, F *, F *);
+extern void pmpi_wait_(F *, F *, F *);
+extern void pmpi_test_(F *, F *, F *, F *);
+extern void pmpi_waitall_(F *, F *, F *, F *);
+extern void pmpi_testall_(F *, F *, F *, F *, F *);
+extern void pmpi_waitany_(F *, F *, F *, F *, F *);
+extern void pmpi_waitsome_(F *, F *, F *, F *, F *, F *);
+extern void pmpi_sendrecv_(const void *, F *, F *, F *, F *, void *, F *, F *, F *, F *, F *, F *, F *);
+extern void pmpi_probe_(F *, F *, F *, F *, F *);
+extern void pmpi_iprobe_(F *, F *, F *, F *, F *, F *);
+extern void pmpi_barrier_(F *, F *);
+extern void pmpi_bcast_(void *, F *, F *, F *, F *, F *);
+extern void pmpi_reduce_(const void *, void *, F *, F *, F *, F *, F *, F *);
+extern void pmpi_allreduce_(const void *, void *, F *, F *, F *, F *, F *);
+extern void pmpi_gather_(const void *, F *, F *, void *, F *, F *, F *, F *, F *);
+extern void pmpi_scatter_(const void *, F *, F *, void *, F *, F *, F *, F *, F *);
+extern void pmpi_allgather_(const void *, F *, F *, void *, F *, F *, F *, F *);
+extern void pmpi_alltoall_(const void *, F *, F *, void *, F *, F *, F *, F *);
+
+static int f_status_ignored(F *s) { return s == MPI_F_STATUS_IGNORE; }
+static int f_statuses_ignored(F *s) { return s == MPI_F_STATUSES_IGNORE; }
+
+void mpi_init_(F *ierr) { pmpi_init_(ierr); if (*ierr == MPI_SUCCESS) after_init(); }
+void mpi_init_thread_(F *req, F *prov, F *ierr) {
+    pmpi_init_thread_(req, prov, ierr);
+    if (*ierr == MPI_SUCCESS) after_init();
+}
+void mpi_finalize_(F *ierr) { before_finalize(); pmpi_finalize_(ierr); }
+void mpi_pcontrol_(F *level) { pcontrol((int)*level); }
+
+#define FSEND(NAME, KIND)                                                                        \
+    void mpi_##NAME##_(const void *buf, F *count, F *dt, F *dest, F *tag, F *comm, F *ierr) {    \
+        if (!ENTER()) { pmpi_##NAME##_(buf, count, dt, dest, tag, comm, ierr); return; }         \
+        uint64_t t0 = now();                                                                     \
+        pmpi_##NAME##_(buf, count, dt, dest, tag, comm, ierr);                                   \
+        uint64_t t1 = now();                                                                     \
+        if (*ierr == MPI_SUCCESS)                                                                \
+            rec_send(KIND, F_FORTRAN, (int)*dest, (int)*tag, PMPI_Comm_f2c(*comm),               \
+                     type_bytes(PMPI_Type_f2c(*dt), (int)*count), t0, t1);                       \
+        LEAVE();                                                                                 \
+    }
+FSEND(send, K_SEND)
+FSEND(ssend, K_SSEND)
+FSEND(bsend, K_BSEND)
+FSEND(rsend, K_RSEND)
+
+void mpi_recv_(void *buf, F *count, F *dt, F *src, F *tag, F *comm, F *status, F *ierr) {
+    if (!ENTER()) { pmpi_recv_(buf, count, dt, src, tag, comm, status, ierr); return; }
+    F own[16];
+    F *st = f_status_ignored(status) ? own : status;
+    uint64_t t0 = now();
+    pmpi_recv_(buf, count, dt, src, tag, comm, st, ierr);
+    uint64_t t1 = now();
+    if (*ierr == MPI_SUCCESS) {
+        MPI_Status cs;
+        PMPI_Status_f2c(st, &cs);
+        rec_recv(K_RECV, F_FORTRAN | (*src == MPI_ANY_SOURCE ? F_ANY_SOURCE : 0), PMPI_Comm_f2c(*comm), &cs, t0, t1);
+    }
+    LEAVE();
+}
+
+#define FISEND(NAME, KIND)                                                                       \
+    void mpi_##NAME##_(const void *buf, F *count, F *dt, F *dest, F *tag, F *comm, F *req, F *ierr) { \
+        if (!ENTER()) { pmpi_##NAME##_(buf, count, dt, dest, tag, comm, req, ierr); return; }    \
+        uint64_t t0 = now();                                                                     \
+        pmpi_##NAME##_(buf, count, dt, dest, tag, comm, req, ierr);                              \
+        uint64_t t1 = now();                                                                     \
+        if (*ierr == MPI_SUCCESS)                                                                \
+            post(KIND, F_FORTRAN, (int)*dest, (int)*tag, PMPI_Comm_f2c(*comm),                   \
+                 type_bytes(PMPI_Type_f2c(*dt), (int)*count), t0, t1, PMPI_Request_f2c(*req));   \
+        LEAVE();                                                                                 \
+    }
+FISEND(isend, K_ISEND)
+FISEND(issend, K_ISSEND)
+
+void mpi_irecv_(void *buf, F *count, F *dt, F *src, F *tag, F *comm, F *req, F *ierr) {
+    if (!ENTER()) { pmpi_irecv_(buf, count, dt, src, tag, comm, req, ierr); return; }
+    uint64_t t0 = now();
+    pmpi_irecv_(buf, count, dt, src, tag, comm, req, ierr);
+    uint64_t t1 = now();
+    if (*ierr == MPI_SUCCESS)
+        post(K_IRECV, F_FORTRAN | (*src == MPI_ANY_SOURCE ? F_ANY_SOURCE : 0), (int)*src, (int)*tag,
+             PMPI_Comm_f2c(*comm), type_bytes(PMPI_Type_f2c(*dt), (int)*count), t0, t1,
+             PMPI_Request_f2c(*req));
+    LEAVE();
+}
+
+/* Fortran completion: keys are the C handles (as the posts recorded them), taken before the call
+ * frees them; statuses are converted from whatever array the call filled. */
+static void f_complete(uint64_t key, F *fst, uint64_t t0, uint64_t t1) {
+    MPI_Status cs;
+    PMPI_Status_f2c(fst, &cs);
+    complete(key, &cs, t0, t1);
+}
+
+void mpi_wait_(F *req, F *status, F *ierr) {
+    if (!ENTER()) { pmpi_wait_(req, status, ierr); return; }
+    F own[16];
+    F *st = f_status_ignored(status) ? own : status;
+    uint64_t key = HKEY(PMPI_Request_f2c(*req));
+    uint64_t t0 = now();
+    pmpi_wait_(req, st, ierr);
+    uint64_t t1 = now();
+    if (*ierr == MPI_SUCCESS) f_complete(key, st, t0, t1);
+    LEAVE();
+}
+
+void mpi_test_(F *req, F *flag, F *status, F *ierr) {
+    if (!ENTER()) { pmpi_test_(req, flag, status, ierr); return; }
+    F own[16];
+    F *st = f_status_ignored(status) ? own : status;
+    uint64_t key = HKEY(PMPI_Request_f2c(*req));
+    uint64_t t0 = now();
+    pmpi_test_(req, flag, st, ierr);
+    uint64_t t1 = now();
+    if (*ierr == MPI_SUCCESS && *flag) f_complete(key, st, t0, t1);
+    LEAVE();
+}
+
+static uint64_t *f_keys(int n, F *reqs, uint64_t *small) {
+    uint64_t *k = n <= SMALL ? small : malloc(sizeof(uint64_t) * (size_t)n);
+    for (int i = 0; i < n; i++) k[i] = HKEY(PMPI_Request_f2c(reqs[i]));
+    return k;
+}
+
+void mpi_waitall_(F *count, F *reqs, F *statuses, F *ierr) {
+    if (!ENTER()) { pmpi_waitall_(count, reqs, statuses, ierr); return; }
+    int n = (int)*count;
+    uint64_t kbuf[SMALL], *keys = f_keys(n, reqs, kbuf);
+    F *sts = f_statuses_ignored(statuses) ? malloc(sizeof(F) * (size_t)(FSTAT * (n > 0 ? n : 1))) : statuses;
+    uint64_t t0 = now();
+    pmpi_waitall_(count, reqs, sts, ierr);
+    uint64_t t1 = now();
+    if (*ierr == MPI_SUCCESS)
+        for (int i = 0; i < n; i++) f_complete(keys[i], sts + FSTAT * i, t0, t1);
+    if (keys != kbuf) free(keys);
+    if (sts != statuses) free(sts);
+    LEAVE();
+}
+
+void mpi_testall_(F *count, F *reqs, F *flag, F *statuses, F *ierr) {
+    if (!ENTER()) { pmpi_testall_(count, reqs, flag, statuses, ierr); return; }
+    int n = (int)*count;
+    uint64_t kbuf[SMALL], *keys = f_keys(n, reqs, kbuf);
+    F *sts = f_statuses_ignored(statuses) ? malloc(sizeof(F) * (size_t)(FSTAT * (n > 0 ? n : 1))) : statuses;
+    uint64_t t0 = now();
+    pmpi_testall_(count, reqs, flag, sts, ierr);
+    uint64_t t1 = now();
+    if (*ierr == MPI_SUCCESS && *flag)
+        for (int i = 0; i < n; i++) f_complete(keys[i], sts + FSTAT * i, t0, t1);
+    if (keys != kbuf) free(keys);
+    if (sts != statuses) free(sts);
+    LEAVE();
+}
+
+void mpi_waitany_(F *count, F *reqs, F *index, F *status, F *ierr) {
+    if (!ENTER()) { pmpi_waitany_(count, reqs, index, status, ierr); return; }
+    int n = (int)*count;
+    uint64_t kbuf[SMALL], *keys = f_keys(n, reqs, kbuf);
+    F own[16];
+    F *st = f_status_ignored(status) ? own : status;
+    uint64_t t0 = now();
+    pmpi_waitany_(count, reqs, index, st, ierr);
+    uint64_t t1 = now();
+    /* Fortran indices are 1-based. */
+    if (*ierr == MPI_SUCCESS && *index != MPI_UNDEFINED && *index >= 1 && *index <= n)
+        f_complete(keys[*index - 1], st, t0, t1);
+    if (keys != kbuf) free(keys);
+    LEAVE();
+}
+
+void mpi_waitsome_(F *count, F *reqs, F *outcount, F *indices, F *statuses, F *ierr) {
+    if (!ENTER()) { pmpi_waitsome_(count, reqs, outcount, indices, statuses, ierr); return; }
+    int n = (int)*count;
+    uint64_t kbuf[SMALL], *keys = f_keys(n, reqs, kbuf);
+    F *sts = f_statuses_ignored(statuses) ? malloc(sizeof(F) * (size_t)(FSTAT * (n > 0 ? n : 1))) : statuses;
+    uint64_t t0 = now();
+    pmpi_waitsome_(count, reqs, outcount, indices, sts, ierr);
+    uint64_t t1 = now();
+    if (*ierr == MPI_SUCCESS && *outcount != MPI_UNDEFINED)
+        for (int i = 0; i < (int)*outcount; i++) f_complete(keys[indices[i] - 1], sts + FSTAT * i, t0, t1);
+    if (keys != kbuf) free(keys);
+    if (sts != statuses) free(sts);
+    LEAVE();
+}
+
+void mpi_sendrecv_(const void *sb, F *sc, F *st_, F *dest, F *stag, void *rb, F *rc_, F *rt, F *src,
+                   F *rtag, F *comm, F *status, F *ierr) {
+    if (!ENTER()) { pmpi_sendrecv_(sb, sc, st_, dest, stag, rb, rc_, rt, src, rtag, comm, status, ierr); return; }
+    F own[16];
+    F *st = f_status_ignored(status) ? own : status;
+    uint64_t t0 = now();
+    pmpi_sendrecv_(sb, sc, st_, dest, stag, rb, rc_, rt, src, rtag, comm, st, ierr);
+    uint64_t t1 = now();
+    if (*ierr == MPI_SUCCESS) {
+        MPI_Comm c = PMPI_Comm_f2c(*comm);
+        MPI_Status cs;
+        PMPI_Status_f2c(st, &cs);
+        rec_send(K_SENDRECV_SEND, F_FORTRAN, (int)*dest, (int)*stag, c, type_bytes(PMPI_Type_f2c(*st_), (int)*sc), t0, t1);
+        rec_recv(K_SENDRECV_RECV, F_FORTRAN | (*src == MPI_ANY_SOURCE ? F_ANY_SOURCE : 0), c, &cs, t0, t1);
+    }
+    LEAVE();
+}
+
+void mpi_probe_(F *src, F *tag, F *comm, F *status, F *ierr) {
+    if (!ENTER()) { pmpi_probe_(src, tag, comm, status, ierr); return; }
+    F own[16];
+    F *st = f_status_ignored(status) ? own : status;
+    uint64_t t0 = now();
+    pmpi_probe_(src, tag, comm, st, ierr);
+    uint64_t t1 = now();
+    if (*ierr == MPI_SUCCESS) {
+        MPI_Status cs;
+        PMPI_Status_f2c(st, &cs);
+        rec_recv(K_PROBE, F_FORTRAN, PMPI_Comm_f2c(*comm), &cs, t0, t1);
+    }
+    LEAVE();
+}
+
+void mpi_iprobe_(F *src, F *tag, F *comm, F *flag, F *status, F *ierr) {
+    if (!ENTER()) { pmpi_iprobe_(src, tag, comm, flag, status, ierr); return; }
+    F own[16];
+    F *st = f_status_ignored(status) ? own : status;
+    uint64_t t0 = now();
+    pmpi_iprobe_(src, tag, comm, flag, st, ierr);
+    uint64_t t1 = now();
+    if (*ierr == MPI_SUCCESS && *flag) {
+        MPI_Status cs;
+        PMPI_Status_f2c(st, &cs);
+        rec_recv(K_IPROBE, F_FORTRAN, PMPI_Comm_f2c(*comm), &cs, t0, t1);
+    }
+    LEAVE();
+}
+
+#define FCOLL(KIND, ROOT, COMM, BYTES, CALL)                                                     \
+    if (!ENTER()) { CALL; return; }                                                              \
+    uint64_t t0 = now();                                                                         \
+    CALL;                                                                                        \
+    uint64_t t1 = now();                                                                         \
+    if (*ierr == MPI_SUCCESS) rec_coll(KIND, ROOT, PMPI_Comm_f2c(*COMM), BYTES, t0, t1);        \
+    LEAVE();
+
+void mpi_barrier_(F *comm, F *ierr) { FCOLL(K_BARRIER, -1, comm, 0, pmpi_barrier_(comm, ierr)) }
+void mpi_bcast_(void *b, F *c, F *dt, F *root, F *comm, F *ierr) {
+    FCOLL(K_BCAST, (int)*root, comm, type_bytes(PMPI_Type_f2c(*dt), (int)*c), pmpi_bcast_(b, c, dt, root, comm, ierr))
+}
+void mpi_reduce_(const void *s, void *r, F *c, F *dt, F *op, F *root, F *comm, F *ierr) {
+    FCOLL(K_REDUCE, (int)*root, comm, type_bytes(PMPI_Type_f2c(*dt), (int)*c), pmpi_reduce_(s, r, c, dt, op, root, comm, ierr))
+}
+void mpi_allreduce_(const void *s, void *r, F *c, F *dt, F *op, F *comm, F *ierr) {
+    FCOLL(K_ALLREDUCE, -1, comm, type_bytes(PMPI_Type_f2c(*dt), (int)*c), pmpi_allreduce_(s, r, c, dt, op, comm, ierr))
+}
+void mpi_gather_(const void *s, F *sc, F *st, void *r, F *rc_, F *rt, F *root, F *comm, F *ierr) {
+    FCOLL(K_GATHER, (int)*root, comm, type_bytes(PMPI_Type_f2c(*st), (int)*sc), pmpi_gather_(s, sc, st, r, rc_, rt, root, comm, ierr))
+}
+void mpi_scatter_(const void *s, F *sc, F *st, void *r, F *rc_, F *rt, F *root, F *comm, F *ierr) {
+    FCOLL(K_SCATTER, (int)*root, comm, type_bytes(PMPI_Type_f2c(*rt), (int)*rc_), pmpi_scatter_(s, sc, st, r, rc_, rt, root, comm, ierr))
+}
+void mpi_allgather_(const void *s, F *sc, F *st, void *r, F *rc_, F *rt, F *comm, F *ierr) {
+    FCOLL(K_ALLGATHER, -1, comm, type_bytes(PMPI_Type_f2c(*st), (int)*sc), pmpi_allgather_(s, sc, st, r, rc_, rt, comm, ierr))
+}
+void mpi_alltoall_(const void *s, F *sc, F *st, void *r, F *rc_, F *rt, F *comm, F *ierr) {
+    int n = 1;
+    PMPI_Comm_size(PMPI_Comm_f2c(*comm), &n);
+    FCOLL(K_ALLTOALL, -1, comm, type_bytes(PMPI_Type_f2c(*st), (int)*sc) * (uint64_t)n, pmpi_alltoall_(s, sc, st, r, rc_, rt, comm, ierr))
+}

@@ -1,0 +1,691 @@
+/* commperf-pmpi interposer: the MPI side of `commperf monitor`.
+ *
+ * Why C: MPI handles are pointers in Open MPI and ints in MPICH, and the prototypes must match the
+ * chosen library's mpi.h exactly. This file is compiled once per MPI library by build.rs (with that
+ * library's mpicc, -DCPMPI_OPENMPI or -DCPMPI_MPICH) into libcommperf_pmpi_<mpi>.so. It only
+ * times calls, turns communicator ranks into world ranks and hands fixed-size events to the Rust
+ * runtime (libcommperf_pmpi.so, preloaded beside it), which owns buffering and files.
+ *
+ * Fortran: Open MPI's Fortran bindings call PMPI_* directly, so the mpi_*_ symbols are wrapped here
+ * too (calling pmpi_*_). MPICH's Fortran bindings call the C MPI_* symbols, so wrapping Fortran there
+ * would count every call twice: the Fortran wrappers exist only in the Open MPI build.
+ */
+#define _GNU_SOURCE
+#include <mpi.h>
+#include <link.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#if defined(CPMPI_OPENMPI)
+#define CPMPI_FLAVOUR "openmpi"
+#define CPMPI_FLAVOUR_NAME "Open MPI"
+#define CPMPI_OTHER_NEEDLE "mpich"
+#define CPMPI_OTHER_NAME "MPICH"
+#define HKEY(h) ((uint64_t)(uintptr_t)(h))
+#define COMM_OF(k) ((MPI_Comm)(uintptr_t)(k))
+#elif defined(CPMPI_MPICH)
+#define CPMPI_FLAVOUR "mpich"
+#define CPMPI_FLAVOUR_NAME "MPICH"
+#define CPMPI_OTHER_NEEDLE "openmpi"
+#define CPMPI_OTHER_NAME "Open MPI"
+#define HKEY(h) ((uint64_t)(uint32_t)(h))
+#define COMM_OF(k) ((MPI_Comm)(uint32_t)(k))
+#else
+#error "define CPMPI_OPENMPI or CPMPI_MPICH"
+#endif
+
+/* One event, shared with the Rust runtime (crates/pmpi/src/runtime.rs, `CEvent`): 64 bytes. */
+typedef struct {
+    uint8_t kind;
+    uint8_t flags;
+    uint16_t pad;
+    int32_t peer;   /* world rank of the other side (root for collectives), -1 if none */
+    int32_t tag;
+    uint32_t comm;  /* communicator id: 0 = MPI_COMM_WORLD, else a hash of its world ranks */
+    uint64_t bytes;
+    uint64_t t_post_enter, t_post_exit; /* the call that started the operation */
+    uint64_t t_done_enter, t_done_exit; /* the call that completed it (same as post if blocking) */
+    uint64_t comm_handle;               /* runtime fills the thread id here when recording */
+} cev;
+
+/* Event kinds: keep in step with runtime.rs `Kind`. */
+enum {
+    K_SEND = 1, K_SSEND, K_BSEND, K_RSEND, K_ISEND, K_ISSEND, K_IBSEND, K_IRSEND,
+    K_RECV = 10, K_IRECV, K_SENDRECV_SEND, K_SENDRECV_RECV,
+    K_PROBE = 20, K_IPROBE,
+    K_BARRIER = 30, K_BCAST, K_REDUCE, K_ALLREDUCE, K_GATHER, K_GATHERV, K_SCATTER, K_SCATTERV,
+    K_ALLGATHER, K_ALLGATHERV, K_ALLTOALL, K_ALLTOALLV, K_REDUCE_SCATTER, K_REDUCE_SCATTER_BLOCK,
+    K_SCAN, K_EXSCAN,
+    K_PCONTROL = 60
+};
+#define F_FORTRAN 1
+#define F_ANY_SOURCE 2
+
+/* The Rust runtime (libcommperf_pmpi.so). */
+extern int cpmpi_rt_init(int rank, int size, const char *flavour, const char *libversion);
+extern void cpmpi_rt_clock(int phase, int64_t offset_ns, int64_t err_ns, int64_t rtt_ns);
+extern void cpmpi_rt_record(const cev *e);
+extern void cpmpi_rt_post(uint64_t key, const cev *e);
+extern int cpmpi_rt_take(uint64_t key, cev *out);
+extern void cpmpi_rt_finalize(void);
+extern void cpmpi_rt_flush(void);
+extern int cpmpi_rt_empty_wrappers(void);
+
+static volatile int enabled = 0;     /* monitoring on (MPI_Pcontrol, COMMPERF_PMPI_START) */
+static int active = 0;               /* set once the runtime is up */
+static int empty_mode = 0;           /* benchmark: wrappers that do nothing but call PMPI */
+static __thread int depth = 0;       /* re-entry guard: calls made by MPI inside a wrapped call */
+static MPI_Comm sync_comm = MPI_COMM_NULL;
+
+static inline uint64_t now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Whether this call is recorded: monitoring on and not inside another wrapped call. */
+#define ENTER() (enabled && depth == 0 ? (depth = 1, 1) : 0)
+#define LEAVE() (depth = 0)
+
+/* ---- communicators: rank -> world rank, id ------------------------------------------------ */
+
+typedef struct {
+    uint64_t key;
+    uint32_t id;
+    int size;
+    int *world;
+} comm_info;
+#define NCOMM 256
+static comm_info comms[NCOMM];
+static pthread_mutex_t comm_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static comm_info *comm_lookup(MPI_Comm c) {
+    uint64_t key = HKEY(c);
+    pthread_mutex_lock(&comm_lock);
+    for (int i = 0; i < NCOMM; i++)
+        if (comms[i].key == key && comms[i].world) {
+            pthread_mutex_unlock(&comm_lock);
+            return &comms[i];
+        }
+    int inter = 0;
+    PMPI_Comm_test_inter(c, &inter);
+    MPI_Group g, wg;
+    if (inter) PMPI_Comm_remote_group(c, &g); else PMPI_Comm_group(c, &g);
+    PMPI_Comm_group(MPI_COMM_WORLD, &wg);
+    int n;
+    PMPI_Group_size(g, &n);
+    int *ranks = malloc(sizeof(int) * (size_t)n), *world = malloc(sizeof(int) * (size_t)n);
+    for (int i = 0; i < n; i++) ranks[i] = i;
+    PMPI_Group_translate_ranks(g, n, ranks, wg, world);
+    free(ranks);
+    PMPI_Group_free(&g);
+    PMPI_Group_free(&wg);
+    /* The id must agree on every member without talking: FNV-1a over the members' world ranks.
+     * Two communicators over the same group share an id (documented limitation). */
+    uint32_t h = 2166136261u;
+    for (int i = 0; i < n; i++) { h ^= (uint32_t)world[i]; h *= 16777619u; }
+    if (h == 0) h = 1;
+    if (inter) h ^= 0x80000000u;
+    int slot = -1;
+    for (int i = 0; i < NCOMM && slot < 0; i++) if (!comms[i].world) slot = i;
+    if (slot < 0) { slot = (int)(key % NCOMM); free(comms[slot].world); }
+    comms[slot].key = key; comms[slot].id = h; comms[slot].size = n; comms[slot].world = world;
+    pthread_mutex_unlock(&comm_lock);
+    return &comms[slot];
+}
+
+/* World rank of `r` in `c` (and c's id); wildcards and MPI_PROC_NULL stay negative. */
+static inline int to_world(MPI_Comm c, int r, uint32_t *id) {
+    if (c == MPI_COMM_WORLD) { *id = 0; return r; }
+    comm_info *ci = comm_lookup(c);
+    *id = ci->id;
+    if (r < 0 || r >= ci->size) return r < 0 ? r : -1;
+    return ci->world[r];
+}
+
+static uint64_t type_bytes(MPI_Datatype t, int count) {
+    int s = 0;
+    if (count <= 0 || t == MPI_DATATYPE_NULL) return 0;
+    PMPI_Type_size(t, &s);
+    return (uint64_t)s * (uint64_t)count;
+}
+
+static inline void fill(cev *e, int kind, int peer, int tag, uint32_t comm, uint64_t bytes,
+                        uint64_t t0, uint64_t t1) {
+    e->kind = (uint8_t)kind; e->flags = 0; e->pad = 0; e->peer = peer; e->tag = tag;
+    e->comm = comm; e->bytes = bytes;
+    e->t_post_enter = t0; e->t_post_exit = t1; e->t_done_enter = t0; e->t_done_exit = t1;
+    e->comm_handle = 0;
+}
+
+/* ---- clock: Cristian min-RTT exchange with rank 0 over a duplicated communicator ---------- */
+
+static void clock_sync(int phase) {
+    int r, n;
+    PMPI_Comm_rank(sync_comm, &r);
+    PMPI_Comm_size(sync_comm, &n);
+    const int K = 16;
+    int64_t *tab = NULL, mine[3] = {0, 0, 0};
+    if (r == 0) {
+        tab = calloc((size_t)n * 3, sizeof(int64_t));
+        for (int p = 1; p < n; p++) {
+            int64_t best = INT64_MAX, off = 0;
+            for (int k = 0; k < K; k++) {
+                int64_t tp;
+                uint64_t t0 = now();
+                PMPI_Send(NULL, 0, MPI_BYTE, p, 1, sync_comm);
+                PMPI_Recv(&tp, 1, MPI_INT64_T, p, 2, sync_comm, MPI_STATUS_IGNORE);
+                uint64_t t1 = now();
+                int64_t rtt = (int64_t)(t1 - t0);
+                if (rtt < best) { best = rtt; off = (int64_t)((t0 + t1) / 2) - tp; }
+            }
+            tab[3 * p] = off; tab[3 * p + 1] = (best + 1) / 2; tab[3 * p + 2] = best;
+        }
+    } else {
+        for (int k = 0; k < K; k++) {
+            PMPI_Recv(NULL, 0, MPI_BYTE, 0, 1, sync_comm, MPI_STATUS_IGNORE);
+            int64_t tp = (int64_t)now();
+            PMPI_Send(&tp, 1, MPI_INT64_T, 0, 2, sync_comm);
+        }
+    }
+    PMPI_Scatter(tab, 3, MPI_INT64_T, mine, 3, MPI_INT64_T, 0, sync_comm);
+    free(tab);
+    cpmpi_rt_clock(phase, mine[0], mine[1], mine[2]);
+}
+
+/* ---- refusing the wrong MPI --------------------------------------------------------------- */
+
+static int other_mpi_cb(struct dl_phdr_info *info, size_t size, void *data) {
+    (void)size;
+    const char *name = info->dlpi_name;
+    if (name && (strstr(name, "libmpi") || strstr(name, "libmpich"))) {
+        char buf[4096];
+        const char *real = realpath(name, buf) ? buf : name;
+        if (strstr(real, CPMPI_OTHER_NEEDLE) || strstr(name, CPMPI_OTHER_NEEDLE)) {
+            *(const char **)data = strdup(real);
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* Runs when the interposer is loaded: a program linked against the other MPI would now hold
+ * two MPI libraries and call into both; refuse it before main with a message naming both. */
+__attribute__((constructor)) static void cpmpi_check_library(void) {
+    const char *other = NULL;
+    dl_iterate_phdr(other_mpi_cb, &other);
+    if (other) {
+        fprintf(stderr,
+                "commperf-pmpi: this interposer (libcommperf_pmpi_%s.so) was built for %s, but the "
+                "program links %s (%s); use libcommperf_pmpi_%s.so, or let `commperf monitor` "
+                "choose\n",
+                CPMPI_FLAVOUR, CPMPI_FLAVOUR_NAME, CPMPI_OTHER_NAME, other,
+                strcmp(CPMPI_FLAVOUR, "openmpi") == 0 ? "mpich" : "openmpi");
+        _exit(97);
+    }
+}
+
+/* ---- init / finalize / control ------------------------------------------------------------ */
+
+static void after_init(void) {
+    int r, n, len = 0;
+    char ver[MPI_MAX_LIBRARY_VERSION_STRING];
+    PMPI_Comm_rank(MPI_COMM_WORLD, &r);
+    PMPI_Comm_size(MPI_COMM_WORLD, &n);
+    PMPI_Get_library_version(ver, &len);
+    empty_mode = cpmpi_rt_empty_wrappers();
+    if (cpmpi_rt_init(r, n, CPMPI_FLAVOUR, ver) != 0) return;
+    PMPI_Comm_dup(MPI_COMM_WORLD, &sync_comm);
+    clock_sync(0);
+    const char *start = getenv("COMMPERF_PMPI_START");
+    active = 1;
+    enabled = !(start && (strcmp(start, "off") == 0 || strcmp(start, "0") == 0));
+    if (empty_mode) enabled = 0;
+}
+
+static void before_finalize(void) {
+    if (!active) return;
+    enabled = 0;
+    clock_sync(1);
+    PMPI_Comm_free(&sync_comm);
+    cpmpi_rt_finalize();
+    active = 0;
+}
+
+int MPI_Init(int *argc, char ***argv) {
+    int rc = PMPI_Init(argc, argv);
+    if (rc == MPI_SUCCESS) after_init();
+    return rc;
+}
+
+int MPI_Init_thread(int *argc, char ***argv, int required, int *provided) {
+    int rc = PMPI_Init_thread(argc, argv, required, provided);
+    if (rc == MPI_SUCCESS) after_init();
+    return rc;
+}
+
+int MPI_Finalize(void) {
+    before_finalize();
+    return PMPI_Finalize();
+}
+
+int MPI_Abort(MPI_Comm comm, int code) {
+    if (active) cpmpi_rt_flush();
+    return PMPI_Abort(comm, code);
+}
+
+static void pcontrol(int level) {
+    if (!active || empty_mode) return;
+    cev e;
+    uint64_t t = now();
+    fill(&e, K_PCONTROL, -1, level, 0, 0, t, t);
+    cpmpi_rt_record(&e);
+    /* mpiP's convention: 0 stops monitoring, any other level (re)starts it. */
+    enabled = level != 0;
+}
+
+int MPI_Pcontrol(const int level, ...) {
+    pcontrol(level);
+    return MPI_SUCCESS;
+}
+
+int MPI_Comm_free(MPI_Comm *comm) {
+    uint64_t key = HKEY(*comm);
+    pthread_mutex_lock(&comm_lock);
+    for (int i = 0; i < NCOMM; i++)
+        if (comms[i].key == key && comms[i].world) { free(comms[i].world); comms[i].world = NULL; comms[i].key = 0; }
+    pthread_mutex_unlock(&comm_lock);
+    return PMPI_Comm_free(comm);
+}
+
+/* ---- point to point ----------------------------------------------------------------------- */
+
+static inline void rec_send(int kind, int flags, int dest, int tag, MPI_Comm comm, uint64_t bytes,
+                            uint64_t t0, uint64_t t1) {
+    cev e;
+    uint32_t id;
+    int w = to_world(comm, dest, &id);
+    if (w < 0) return; /* MPI_PROC_NULL: no message */
+    fill(&e, kind, w, tag, id, bytes, t0, t1);
+    e.flags = (uint8_t)flags;
+    cpmpi_rt_record(&e);
+}
+
+static inline void rec_recv(int kind, int flags, MPI_Comm comm, const MPI_Status *st,
+                            uint64_t t0, uint64_t t1) {
+    cev e;
+    uint32_t id;
+    int cnt = 0;
+    if (st->MPI_SOURCE == MPI_PROC_NULL) return;
+    int w = to_world(comm, st->MPI_SOURCE, &id);
+    PMPI_Get_count(st, MPI_BYTE, &cnt);
+    fill(&e, kind, w, st->MPI_TAG, id, cnt == MPI_UNDEFINED ? 0 : (uint64_t)cnt, t0, t1);
+    e.flags = (uint8_t)flags;
+    cpmpi_rt_record(&e);
+}
+
+#define SEND_WRAP(NAME, KIND)                                                                    \
+    int MPI_##NAME(const void *buf, int count, MPI_Datatype dt, int dest, int tag, MPI_Comm comm) { \
+        if (!ENTER()) return PMPI_##NAME(buf, count, dt, dest, tag, comm);                      \
+        uint64_t t0 = now();                                                                     \
+        int rc = PMPI_##NAME(buf, count, dt, dest, tag, comm);                                   \
+        uint64_t t1 = now();                                                                     \
+        rec_send(KIND, 0, dest, tag, comm, type_bytes(dt, count), t0, t1);                       \
+        LEAVE();                                                                                 \
+        return rc;                                                                               \
+    }
+SEND_WRAP(Send, K_SEND)
+SEND_WRAP(Ssend, K_SSEND)
+SEND_WRAP(Bsend, K_BSEND)
+SEND_WRAP(Rsend, K_RSEND)
+
+int MPI_Recv(void *buf, int count, MPI_Datatype dt, int src, int tag, MPI_Comm comm, MPI_Status *status) {
+    if (!ENTER()) return PMPI_Recv(buf, count, dt, src, tag, comm, status);
+    MPI_Status own;
+    MPI_Status *st = status == MPI_STATUS_IGNORE ? &own : status;
+    uint64_t t0 = now();
+    int rc = PMPI_Recv(buf, count, dt, src, tag, comm, st);
+    uint64_t t1 = now();
+    if (rc == MPI_SUCCESS) rec_recv(K_RECV, src == MPI_ANY_SOURCE ? F_ANY_SOURCE : 0, comm, st, t0, t1);
+    LEAVE();
+    return rc;
+}
+
+static inline void post(int kind, int flags, int peer, int tag, MPI_Comm comm, uint64_t bytes,
+                        uint64_t t0, uint64_t t1, MPI_Request req) {
+    cev e;
+    uint32_t id;
+    int w = to_world(comm, peer, &id);
+    if (peer == MPI_PROC_NULL) return;
+    fill(&e, kind, w, tag, id, bytes, t0, t1);
+    e.flags = (uint8_t)flags;
+    e.comm_handle = HKEY(comm);
+    cpmpi_rt_post(HKEY(req), &e);
+}
+
+#define ISEND_WRAP(NAME, KIND)                                                                   \
+    int MPI_##NAME(const void *buf, int count, MPI_Datatype dt, int dest, int tag, MPI_Comm comm, \
+                   MPI_Request *req) {                                                           \
+        if (!ENTER()) return PMPI_##NAME(buf, count, dt, dest, tag, comm, req);                  \
+        uint64_t t0 = now();                                                                     \
+        int rc = PMPI_##NAME(buf, count, dt, dest, tag, comm, req);                              \
+        uint64_t t1 = now();                                                                     \
+        if (rc == MPI_SUCCESS) post(KIND, 0, dest, tag, comm, type_bytes(dt, count), t0, t1, *req); \
+        LEAVE();                                                                                 \
+        return rc;                                                                               \
+    }
+ISEND_WRAP(Isend, K_ISEND)
+ISEND_WRAP(Issend, K_ISSEND)
+ISEND_WRAP(Ibsend, K_IBSEND)
+ISEND_WRAP(Irsend, K_IRSEND)
+
+int MPI_Irecv(void *buf, int count, MPI_Datatype dt, int src, int tag, MPI_Comm comm, MPI_Request *req) {
+    if (!ENTER()) return PMPI_Irecv(buf, count, dt, src, tag, comm, req);
+    uint64_t t0 = now();
+    int rc = PMPI_Irecv(buf, count, dt, src, tag, comm, req);
+    uint64_t t1 = now();
+    if (rc == MPI_SUCCESS)
+        post(K_IRECV, src == MPI_ANY_SOURCE ? F_ANY_SOURCE : 0, src, tag, comm,
+             type_bytes(dt, count), t0, t1, *req);
+    LEAVE();
+    return rc;
+}
+
+/* A tracked request completed: give it its completion times, and for a receive the source, tag
+ * and size the status reports. Requests we never saw posted (persistent, collective) are ignored. */
+static void complete(uint64_t key, const MPI_Status *st, uint64_t t0, uint64_t t1) {
+    cev e;
+    if (!cpmpi_rt_take(key, &e)) return;
+    e.t_done_enter = t0;
+    e.t_done_exit = t1;
+    if (e.kind == K_IRECV && st) {
+        int cnt = 0;
+        if (st->MPI_SOURCE == MPI_PROC_NULL) return;
+        uint32_t id;
+        MPI_Comm c = COMM_OF(e.comm_handle);
+        e.peer = to_world(c, st->MPI_SOURCE, &id);
+        e.tag = st->MPI_TAG;
+        PMPI_Get_count(st, MPI_BYTE, &cnt);
+        e.bytes = cnt == MPI_UNDEFINED ? 0 : (uint64_t)cnt;
+    }
+    e.comm_handle = 0;
+    cpmpi_rt_record(&e);
+}
+
+/* Completion calls set finished requests to MPI_REQUEST_NULL, so the handles are copied first. */
+#define SMALL 64
+
+int MPI_Wait(MPI_Request *req, MPI_Status *status) {
+    if (!ENTER()) return PMPI_Wait(req, status);
+    MPI_Status own;
+    MPI_Status *st = status == MPI_STATUS_IGNORE ? &own : status;
+    uint64_t key = HKEY(*req);
+    uint64_t t0 = now();
+    int rc = PMPI_Wait(req, st);
+    uint64_t t1 = now();
+    if (rc == MPI_SUCCESS) complete(key, st, t0, t1);
+    LEAVE();
+    return rc;
+}
+
+int MPI_Test(MPI_Request *req, int *flag, MPI_Status *status) {
+    if (!ENTER()) return PMPI_Test(req, flag, status);
+    MPI_Status own;
+    MPI_Status *st = status == MPI_STATUS_IGNORE ? &own : status;
+    uint64_t key = HKEY(*req);
+    uint64_t t0 = now();
+    int rc = PMPI_Test(req, flag, st);
+    uint64_t t1 = now();
+    if (rc == MPI_SUCCESS && *flag) complete(key, st, t0, t1);
+    LEAVE();
+    return rc;
+}
+
+/* Shared by the *all / *any / *some calls: keys[] copied before, idx[] of completed ones. */
+static void complete_many(const uint64_t *keys, const int *idx, int n, const MPI_Status *sts,
+                          int status_by_index, uint64_t t0, uint64_t t1) {
+    for (int i = 0; i < n; i++) {
+        int j = idx ? idx[i] : i;
+        complete(keys[j], &sts[status_by_index ? j : i], t0, t1);
+    }
+}
+
+int MPI_Waitall(int count, MPI_Request reqs[], MPI_Status *statuses) {
+    if (!ENTER()) return PMPI_Waitall(count, reqs, statuses);
+    uint64_t kbuf[SMALL], *keys = count <= SMALL ? kbuf : malloc(sizeof(uint64_t) * (size_t)count);
+    MPI_Status sbuf[SMALL], *sts = statuses;
+    if (statuses == MPI_STATUSES_IGNORE) sts = count <= SMALL ? sbuf : malloc(sizeof(MPI_Status) * (size_t)count);
+    for (int i = 0; i < count; i++) keys[i] = HKEY(reqs[i]);
+    uint64_t t0 = now();
+    int rc = PMPI_Waitall(count, reqs, sts);
+    uint64_t t1 = now();
+    if (rc == MPI_SUCCESS) complete_many(keys, NULL, count, sts, 1, t0, t1);
+    if (keys != kbuf) free(keys);
+    if (sts != statuses && sts != sbuf) free(sts);
+    LEAVE();
+    return rc;
+}
+
+int MPI_Testall(int count, MPI_Request reqs[], int *flag, MPI_Status *statuses) {
+    if (!ENTER()) return PMPI_Testall(count, reqs, flag, statuses);
+    uint64_t kbuf[SMALL], *keys = count <= SMALL ? kbuf : malloc(sizeof(uint64_t) * (size_t)count);
+    MPI_Status sbuf[SMALL], *sts = statuses;
+    if (statuses == MPI_STATUSES_IGNORE) sts = count <= SMALL ? sbuf : malloc(sizeof(MPI_Status) * (size_t)count);
+    for (int i = 0; i < count; i++) keys[i] = HKEY(reqs[i]);
+    uint64_t t0 = now();
+    int rc = PMPI_Testall(count, reqs, flag, sts);
+    uint64_t t1 = now();
+    if (rc == MPI_SUCCESS && *flag) complete_many(keys, NULL, count, sts, 1, t0, t1);
+    if (keys != kbuf) free(keys);
+    if (sts != statuses && sts != sbuf) free(sts);
+    LEAVE();
+    return rc;
+}
+
+int MPI_Waitany(int count, MPI_Request reqs[], int *index, MPI_Status *status) {
+    if (!ENTER()) return PMPI_Waitany(count, reqs, index, status);
+    uint64_t kbuf[SMALL], *keys = count <= SMALL ? kbuf : malloc(sizeof(uint64_t) * (size_t)count);
+    MPI_Status own;
+    MPI_Status *st = status == MPI_STATUS_IGNORE ? &own : status;
+    for (int i = 0; i < count; i++) keys[i] = HKEY(reqs[i]);
+    uint64_t t0 = now();
+    int rc = PMPI_Waitany(count, reqs, index, st);
+    uint64_t t1 = now();
+    if (rc == MPI_SUCCESS && *index != MPI_UNDEFINED) complete(keys[*index], st, t0, t1);
+    if (keys != kbuf) free(keys);
+    LEAVE();
+    return rc;
+}
+
+int MPI_Testany(int count, MPI_Request reqs[], int *index, int *flag, MPI_Status *status) {
+    if (!ENTER()) return PMPI_Testany(count, reqs, index, flag, status);
+    uint64_t kbuf[SMALL], *keys = count <= SMALL ? kbuf : malloc(sizeof(uint64_t) * (size_t)count);
+    MPI_Status own;
+    MPI_Status *st = status == MPI_STATUS_IGNORE ? &own : status;
+    for (int i = 0; i < count; i++) keys[i] = HKEY(reqs[i]);
+    uint64_t t0 = now();
+    int rc = PMPI_Testany(count, reqs, index, flag, st);
+    uint64_t t1 = now();
+    if (rc == MPI_SUCCESS && *flag && *index != MPI_UNDEFINED) complete(keys[*index], st, t0, t1);
+    if (keys != kbuf) free(keys);
+    LEAVE();
+    return rc;
+}
+
+#define SOME_WRAP(NAME)                                                                          \
+    int MPI_##NAME(int count, MPI_Request reqs[], int *outcount, int indices[], MPI_Status *statuses) { \
+        if (!ENTER()) return PMPI_##NAME(count, reqs, outcount, indices, statuses);              \
+        uint64_t kbuf[SMALL], *keys = count <= SMALL ? kbuf : malloc(sizeof(uint64_t) * (size_t)count); \
+        MPI_Status sbuf[SMALL], *sts = statuses;                                                 \
+        if (statuses == MPI_STATUSES_IGNORE) sts = count <= SMALL ? sbuf : malloc(sizeof(MPI_Status) * (size_t)count); \
+        for (int i = 0; i < count; i++) keys[i] = HKEY(reqs[i]);                                 \
+        uint64_t t0 = now();                                                                     \
+        int rc = PMPI_##NAME(count, reqs, outcount, indices, sts);                               \
+        uint64_t t1 = now();                                                                     \
+        if (rc == MPI_SUCCESS && *outcount != MPI_UNDEFINED)                                     \
+            complete_many(keys, indices, *outcount, sts, 0, t0, t1);                             \
+        if (keys != kbuf) free(keys);                                                            \
+        if (sts != statuses && sts != sbuf) free(sts);                                           \
+        LEAVE();                                                                                 \
+        return rc;                                                                               \
+    }
+SOME_WRAP(Waitsome)
+SOME_WRAP(Testsome)
+
+int MPI_Request_free(MPI_Request *req) {
+    cev e;
+    /* A freed active request still completes, but unseen: forget it so the table stays small. */
+    if (active) cpmpi_rt_take(HKEY(*req), &e);
+    return PMPI_Request_free(req);
+}
+
+int MPI_Sendrecv(const void *sbuf, int scount, MPI_Datatype stype, int dest, int stag, void *rbuf,
+                 int rcount, MPI_Datatype rtype, int src, int rtag, MPI_Comm comm, MPI_Status *status) {
+    if (!ENTER()) return PMPI_Sendrecv(sbuf, scount, stype, dest, stag, rbuf, rcount, rtype, src, rtag, comm, status);
+    MPI_Status own;
+    MPI_Status *st = status == MPI_STATUS_IGNORE ? &own : status;
+    uint64_t t0 = now();
+    int rc = PMPI_Sendrecv(sbuf, scount, stype, dest, stag, rbuf, rcount, rtype, src, rtag, comm, st);
+    uint64_t t1 = now();
+    if (rc == MPI_SUCCESS) {
+        rec_send(K_SENDRECV_SEND, 0, dest, stag, comm, type_bytes(stype, scount), t0, t1);
+        rec_recv(K_SENDRECV_RECV, src == MPI_ANY_SOURCE ? F_ANY_SOURCE : 0, comm, st, t0, t1);
+    }
+    LEAVE();
+    return rc;
+}
+
+int MPI_Sendrecv_replace(void *buf, int count, MPI_Datatype dt, int dest, int stag, int src,
+                         int rtag, MPI_Comm comm, MPI_Status *status) {
+    if (!ENTER()) return PMPI_Sendrecv_replace(buf, count, dt, dest, stag, src, rtag, comm, status);
+    MPI_Status own;
+    MPI_Status *st = status == MPI_STATUS_IGNORE ? &own : status;
+    uint64_t t0 = now();
+    int rc = PMPI_Sendrecv_replace(buf, count, dt, dest, stag, src, rtag, comm, st);
+    uint64_t t1 = now();
+    if (rc == MPI_SUCCESS) {
+        rec_send(K_SENDRECV_SEND, 0, dest, stag, comm, type_bytes(dt, count), t0, t1);
+        rec_recv(K_SENDRECV_RECV, src == MPI_ANY_SOURCE ? F_ANY_SOURCE : 0, comm, st, t0, t1);
+    }
+    LEAVE();
+    return rc;
+}
+
+int MPI_Probe(int src, int tag, MPI_Comm comm, MPI_Status *status) {
+    if (!ENTER()) return PMPI_Probe(src, tag, comm, status);
+    MPI_Status own;
+    MPI_Status *st = status == MPI_STATUS_IGNORE ? &own : status;
+    uint64_t t0 = now();
+    int rc = PMPI_Probe(src, tag, comm, st);
+    uint64_t t1 = now();
+    if (rc == MPI_SUCCESS) rec_recv(K_PROBE, 0, comm, st, t0, t1);
+    LEAVE();
+    return rc;
+}
+
+int MPI_Iprobe(int src, int tag, MPI_Comm comm, int *flag, MPI_Status *status) {
+    if (!ENTER()) return PMPI_Iprobe(src, tag, comm, flag, status);
+    MPI_Status own;
+    MPI_Status *st = status == MPI_STATUS_IGNORE ? &own : status;
+    uint64_t t0 = now();
+    int rc = PMPI_Iprobe(src, tag, comm, flag, st);
+    uint64_t t1 = now();
+    if (rc == MPI_SUCCESS) {
+        /* Only successful probes: a polling loop would otherwise fill the buffers with misses. */
+        if (*flag) rec_recv(K_IPROBE, 0, comm, st, t0, t1);
+    }
+    LEAVE();
+    return rc;
+}
+
+/* ---- collectives: one event per call, bytes = this rank's send contribution ----------------- */
+
+static inline void rec_coll(int kind, int root, MPI_Comm comm, uint64_t bytes, uint64_t t0, uint64_t t1) {
+    cev e;
+    uint32_t id;
+    int w = root >= 0 ? to_world(comm, root, &id) : (to_world(comm, 0, &id), -1);
+    fill(&e, kind, w, -1, id, bytes, t0, t1);
+    cpmpi_rt_record(&e);
+}
+
+#define COLL_BODY(KIND, ROOT, COMM, BYTES, CALL)                                                 \
+    if (!ENTER()) return CALL;                                                                   \
+    uint64_t t0 = now();                                                                         \
+    int rc = CALL;                                                                               \
+    uint64_t t1 = now();                                                                         \
+    if (rc == MPI_SUCCESS) rec_coll(KIND, ROOT, COMM, BYTES, t0, t1);                            \
+    LEAVE();                                                                                     \
+    return rc;
+
+int MPI_Barrier(MPI_Comm comm) { COLL_BODY(K_BARRIER, -1, comm, 0, PMPI_Barrier(comm)) }
+int MPI_Bcast(void *buf, int count, MPI_Datatype dt, int root, MPI_Comm comm) {
+    COLL_BODY(K_BCAST, root, comm, type_bytes(dt, count), PMPI_Bcast(buf, count, dt, root, comm))
+}
+int MPI_Reduce(const void *s, void *r, int count, MPI_Datatype dt, MPI_Op op, int root, MPI_Comm comm) {
+    COLL_BODY(K_REDUCE, root, comm, type_bytes(dt, count), PMPI_Reduce(s, r, count, dt, op, root, comm))
+}
+int MPI_Allreduce(const void *s, void *r, int count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm) {
+    COLL_BODY(K_ALLREDUCE, -1, comm, type_bytes(dt, count), PMPI_Allreduce(s, r, count, dt, op, comm))
+}
+int MPI_Gather(const void *s, int sc, MPI_Datatype st, void *r, int rc_, MPI_Datatype rt, int root, MPI_Comm comm) {
+    COLL_BODY(K_GATHER, root, comm, type_bytes(st, sc), PMPI_Gather(s, sc, st, r, rc_, rt, root, comm))
+}
+int MPI_Gatherv(const void *s, int sc, MPI_Datatype st, void *r, const int rcs[], const int displs[],
+                MPI_Datatype rt, int root, MPI_Comm comm) {
+    COLL_BODY(K_GATHERV, root, comm, type_bytes(st, sc), PMPI_Gatherv(s, sc, st, r, rcs, displs, rt, root, comm))
+}
+int MPI_Scatter(const void *s, int sc, MPI_Datatype st, void *r, int rc_, MPI_Datatype rt, int root, MPI_Comm comm) {
+    COLL_BODY(K_SCATTER, root, comm, type_bytes(rt, rc_), PMPI_Scatter(s, sc, st, r, rc_, rt, root, comm))
+}
+int MPI_Scatterv(const void *s, const int scs[], const int displs[], MPI_Datatype st, void *r, int rc_,
+                 MPI_Datatype rt, int root, MPI_Comm comm) {
+    COLL_BODY(K_SCATTERV, root, comm, type_bytes(rt, rc_), PMPI_Scatterv(s, scs, displs, st, r, rc_, rt, root, comm))
+}
+int MPI_Allgather(const void *s, int sc, MPI_Datatype st, void *r, int rc_, MPI_Datatype rt, MPI_Comm comm) {
+    COLL_BODY(K_ALLGATHER, -1, comm, type_bytes(st, sc), PMPI_Allgather(s, sc, st, r, rc_, rt, comm))
+}
+int MPI_Allgatherv(const void *s, int sc, MPI_Datatype st, void *r, const int rcs[], const int displs[],
+                   MPI_Datatype rt, MPI_Comm comm) {
+    COLL_BODY(K_ALLGATHERV, -1, comm, type_bytes(st, sc), PMPI_Allgatherv(s, sc, st, r, rcs, displs, rt, comm))
+}
+int MPI_Alltoall(const void *s, int sc, MPI_Datatype st, void *r, int rc_, MPI_Datatype rt, MPI_Comm comm) {
+    int n = 1;
+    PMPI_Comm_size(comm, &n);
+    COLL_BODY(K_ALLTOALL, -1, comm, type_bytes(st, sc) * (uint64_t)n, PMPI_Alltoall(s, sc, st, r, rc_, rt, comm))
+}
+static uint64_t sum_counts(const int *c, MPI_Datatype t, MPI_Comm comm) {
+    int n = 0;
+    uint64_t s = 0;
+    if (!c) return 0;
+    PMPI_Comm_size(comm, &n);
+    for (int i = 0; i < n; i++) s += (uint64_t)c[i];
+    return s > 0 ? type_bytes(t, 1) * s : 0;
+}
+int MPI_Alltoallv(const void *s, const int scs[], const int sd[], MPI_Datatype st, void *r,
+                  const int rcs[], const int rd[], MPI_Datatype rt, MPI_Comm comm) {
+    COLL_BODY(K_ALLTOALLV, -1, comm, sum_counts(scs, st, comm), PMPI_Alltoallv(s, scs, sd, st, r, rcs, rd, rt, comm))
+}
+int MPI_Reduce_scatter(const void *s, void *r, const int rcs[], MPI_Datatype dt, MPI_Op op, MPI_Comm comm) {
+    COLL_BODY(K_REDUCE_SCATTER, -1, comm, sum_counts(rcs, dt, comm), PMPI_Reduce_scatter(s, r, rcs, dt, op, comm))
+}
+int MPI_Reduce_scatter_block(const void *s, void *r, int rc_, MPI_Datatype dt, MPI_Op op, MPI_Comm comm) {
+    int n = 1;
+    PMPI_Comm_size(comm, &n);
+    COLL_BODY(K_REDUCE_SCATTER_BLOCK, -1, comm, type_bytes(dt, rc_) * (uint64_t)n,
+              PMPI_Reduce_scatter_block(s, r, rc_, dt, op, comm))
+}
+int MPI_Scan(const void *s, void *r, int count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm) {
+    COLL_BODY(K_SCAN, -1, comm, type_bytes(dt, count), PMPI_Scan(s, r, count, dt, op, comm))
+}
+int MPI_Exscan(const void *s, void *r, int count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm) {
+    COLL_BODY(K_EXSCAN, -1, comm, type_bytes(dt, count), PMPI_Exscan(s, r, count, dt, op, comm))
+}
+
+#if defined(CPMPI_OPENMPI)
+#include "fortran_openmpi.h"
+#endif

@@ -1,0 +1,89 @@
+//! commperf-pmpi: monitoring unmodified MPI programs (seed 000's monitor, below the programming
+//! model, for programs nobody here wrote).
+//!
+//! Three parts, because MPI handles are pointers in Open MPI and ints in MPICH and the wrappers
+//! must match one library's `mpi.h` exactly:
+//!
+//! - **the shim** (`csrc/shim.c`), compiled by build.rs once per MPI installed here into
+//!   `libcommperf_pmpi_openmpi.so` / `libcommperf_pmpi_mpich.so` and embedded in this rlib
+//!   ([`interposer`]). It defines `MPI_*` (and, for Open MPI only, the Fortran `mpi_*_`: Open MPI's
+//!   Fortran calls `PMPI_*` directly, MPICH's calls the C `MPI_*`, so wrapping Fortran there would
+//!   count twice), times each call with CLOCK_MONOTONIC, calls `PMPI_*`, and turns communicator
+//!   ranks into world ranks. A thread-local depth counter is the re-entry guard (a wrapped call
+//!   made from inside a wrapped call is not recorded again); nothing is shared between threads on
+//!   the hot path, so it is safe under MPI_THREAD_MULTIPLE. It refuses, at load time, a process
+//!   that links the other MPI, naming both. At MPI_Init and MPI_Finalize it measures each rank's
+//!   clock offset to rank 0 (Cristian: 16 ping-pongs over PMPI on a duplicated communicator, the
+//!   minimum round trip kept; error bound = half of it; drift = change of offset over the run).
+//! - **the runtime** (this crate's cdylib, `libcommperf_pmpi.so`, module `runtime`): per-thread
+//!   bounded rings, a writer thread that drains them every `COMMPERF_PMPI_FLUSH_MS` (50) ms into
+//!   `DIR/rank-N.cpmpi` (format in [`format`]), drops counted when a ring is full, the application
+//!   never blocked.
+//! - **the reader** ([`read_dir`], [`match_messages`], [`summarize`]): typed errors naming the file,
+//!   send/receive matching by MPI's non-overtaking order, per-message stages ([`Message`]).
+//!
+//! Environment of a monitored rank (set by `commperf monitor`): `COMMPERF_PMPI_DIR` (output),
+//! `COMMPERF_PMPI_TAG` (program tag), `COMMPERF_PMPI_START=off` (start disabled; `MPI_Pcontrol(1)`
+//! starts, `MPI_Pcontrol(0)` stops: mpiP's convention), `COMMPERF_PMPI_RING` (events per thread
+//! buffer, 65536), `COMMPERF_PMPI_EMPTY` (wrappers only pass calls through: the cost baseline).
+//!
+//! What is recorded: MPI_Send/Ssend/Bsend/Rsend, Isend/Issend/Ibsend/Irsend, Recv, Irecv,
+//! Sendrecv(_replace) (as a send and a receive), Wait/Waitall/Waitany/Waitsome and the Test
+//! family (which complete the nonblocking operations; `MPI_STATUS(ES)_IGNORE` is replaced by the
+//! wrapper's own status so the source and size of every receive are known; request handles are
+//! copied before the call sets them to MPI_REQUEST_NULL), Probe and successful Iprobes, and the
+//! common collectives (one event per call, bytes = this rank's contribution). Not recorded:
+//! persistent requests (MPI_Start), matched probes (MPI_Mprobe/Mrecv), nonblocking collectives,
+//! one-sided communication. Two communicators over the same group share an id.
+
+pub mod format;
+mod read;
+pub mod runtime;
+
+pub use read::{
+    match_messages, read_dir, read_file, size_bin, summarize, Call, CallCount, Event, Matching,
+    Message, PairBin, RankData, ReadError, Run, Summary,
+};
+
+/// The MPI libraries an interposer can be built for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Flavour {
+    OpenMpi,
+    Mpich,
+}
+
+impl Flavour {
+    /// `openmpi` / `mpich`: the suffix of the interposer's file name.
+    pub fn key(self) -> &'static str {
+        match self {
+            Flavour::OpenMpi => "openmpi",
+            Flavour::Mpich => "mpich",
+        }
+    }
+
+    /// The library's own name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Flavour::OpenMpi => "Open MPI",
+            Flavour::Mpich => "MPICH",
+        }
+    }
+
+    /// `libcommperf_pmpi_<key>.so`.
+    pub fn file_name(self) -> String {
+        format!("libcommperf_pmpi_{}.so", self.key())
+    }
+}
+
+static SHIM_OPENMPI: &[u8] =
+    include_bytes!(concat!(env!("OUT_DIR"), "/libcommperf_pmpi_openmpi.so"));
+static SHIM_MPICH: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/libcommperf_pmpi_mpich.so"));
+
+/// The C interposer built for `f`, or None when that MPI was not installed at build time.
+pub fn interposer(f: Flavour) -> Option<&'static [u8]> {
+    let b = match f {
+        Flavour::OpenMpi => SHIM_OPENMPI,
+        Flavour::Mpich => SHIM_MPICH,
+    };
+    (!b.is_empty()).then_some(b)
+}
