@@ -170,7 +170,8 @@ pub fn query_peer<E: Endpoint, C: LocalClock>(
     let mut buf = [0u8; 8];
     for _ in 0..samples.max(1) {
         let t0 = clock.now_ns();
-        ep.send(SYNC_QUERY, &[])?;
+        // As long as the reply, so that both directions cost the same (Cristian's assumption).
+        ep.send(SYNC_QUERY, &[0u8; 8])?;
         let info = ep.recv(&mut buf)?;
         let t1 = clock.now_ns();
         if info.tag != SYNC_REPLY || info.len != 8 {
@@ -298,8 +299,12 @@ pub fn apply(corr: &mut Correction, s: &OffsetSample) {
             // Offsets grow by drift per unit of global time; the correction is in local time,
             // whose unit is (1 + drift) global units: d_local = d / (1 + d).
             let d = (s.offset_ns - corr.offset_ns) / dt;
-            corr.drift = d / (1.0 + d);
-            corr.drift_error = (s.error_bound_ns + corr.error_bound_ns) / dt;
+            let err = (s.error_bound_ns + corr.error_bound_ns) / dt;
+            // A drift below its own uncertainty is indistinguishable from none: extrapolating
+            // it would add its noise (±1 ppm from two syncs 0.3 s apart is ±1 µs after a
+            // second) to every later stamp. Clocks on one host share the TSC and do not drift.
+            corr.drift = if d.abs() > err { d / (1.0 + d) } else { 0.0 };
+            corr.drift_error = err;
         }
     }
     corr.offset_ns = s.offset_ns;

@@ -350,6 +350,30 @@ impl StageHist {
         v
     }
 
+    /// The `q`-quantile (0..=1) over every size, as the low edge of its bin (so within
+    /// `2^-3` of the truth); `None` when empty.
+    pub fn quantile(&self, q: f64) -> Option<u64> {
+        let mut bins = vec![0u64; LAT_BINS.bins()];
+        for r in &self.rows {
+            for (a, b) in bins.iter_mut().zip(r.lat.iter()) {
+                *a += b;
+            }
+        }
+        let n: u64 = bins.iter().sum();
+        if n == 0 {
+            return None;
+        }
+        let want = ((q.clamp(0.0, 1.0) * n as f64).ceil() as u64).max(1);
+        let mut seen = 0;
+        for (i, c) in bins.iter().enumerate() {
+            seen += c;
+            if seen >= want {
+                return Some(LAT_BINS.low(i));
+            }
+        }
+        None
+    }
+
     /// The latency bins of a size bin: (low ns, high ns, count) for every non-empty bin.
     pub fn latency_bins(&self, size_bin: usize) -> Vec<(u64, u64, u64)> {
         match self.slot.get(size_bin).copied().unwrap_or(0) {
