@@ -41,6 +41,11 @@ pub enum Command {
     Predict(Box<crate::predict::PredictArgs>),
     /// Write a workload trace of a known pattern (for predict, the testbed, LogGOPSim)
     GenTrace(crate::gentrace::GenTraceArgs),
+    /// Monitor communication: latency stages, histograms, signatures against a baseline
+    Monitor(Box<crate::monitor::MonitorArgs>),
+    /// The peer process a local `monitor run` starts (internal)
+    #[command(name = "__monitor-peer", hide = true)]
+    MonitorPeer,
     /// The peer process a local `bench` starts (internal)
     #[command(name = "__peer", hide = true)]
     Peer,

@@ -8,6 +8,7 @@ mod compare;
 #[cfg(test)]
 mod docs_tests;
 mod gentrace;
+mod monitor;
 mod mpi;
 mod output;
 mod predict;
@@ -53,6 +54,8 @@ fn main() -> ExitCode {
             Err(e) => return usage_error(e),
         },
         Command::Peer => peer(),
+        Command::Monitor(m) => monitor::run(&m),
+        Command::MonitorPeer => monitor::peer(),
         Command::Testbed(t) => testbed::testbed(&t),
         Command::TestbedRank(r) => testbed::testbed_rank(&r),
     };

@@ -22,18 +22,47 @@ pub trait LocalClock {
 
 /// The calibrated TSC (or CLOCK_MONOTONIC where there is none).
 #[derive(Debug, Clone, Copy)]
-pub struct TscClock(pub Clock);
+pub struct TscClock {
+    pub clock: Clock,
+    ns_per_tick: f64,
+}
 
 impl TscClock {
     pub fn calibrate() -> Self {
-        TscClock(Clock::calibrate())
+        Self::from_clock(Clock::calibrate())
+    }
+
+    pub fn from_clock(clock: Clock) -> Self {
+        TscClock {
+            clock,
+            ns_per_tick: clock.ticks_to_ns(1),
+        }
+    }
+
+    /// Nanoseconds per tick.
+    pub fn scale(&self) -> f64 {
+        self.ns_per_tick
+    }
+
+    /// The same counter converted with another process's calibration. Two processes on one
+    /// host read the same TSC but calibrate its frequency independently, a few ppm apart; times
+    /// since boot (10^13 ns) then disagree by milliseconds and drift apart at that rate. A local
+    /// peer takes the launcher's scale, so only real clock differences are left to the sync.
+    pub fn with_scale(mut self, ns_per_tick: f64) -> Self {
+        if matches!(
+            self.clock.source(),
+            commperf_transport::clock::ClockSource::Tsc { .. }
+        ) {
+            self.ns_per_tick = ns_per_tick;
+        }
+        self
     }
 }
 
 impl LocalClock for TscClock {
     #[inline(always)]
     fn now_ns(&self) -> f64 {
-        self.0.ticks_to_ns(self.0.now())
+        self.clock.now() as f64 * self.ns_per_tick
     }
 }
 

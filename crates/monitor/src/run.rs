@@ -79,10 +79,14 @@ pub struct MonitorRun {
     pub machine: Option<Machine>,
     pub workload: Workload,
     pub clock: ClockReport,
-    /// Unmonitored ping-pong one-way latency per size from the same run (µs), for checking
-    /// the stage sums against `bench latency`.
+    /// Unmonitored figure per size from the same run: ping-pong one-way p50 in µs (what
+    /// `bench latency` reports), or MB/s for the stream pattern.
     #[serde(default)]
     pub reference_one_way_us: Vec<(u64, f64)>,
+    /// The same loop monitored on both ends, interleaved with the unmonitored one: the
+    /// difference is the monitor's cost per message (µs one-way p50, or MB/s for stream).
+    #[serde(default)]
+    pub monitored_one_way_us: Vec<(u64, f64)>,
     pub histograms: Histograms,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trace: Option<TraceInfo>,
