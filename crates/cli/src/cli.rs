@@ -34,8 +34,6 @@ pub enum Command {
     Limits(LimitsArgs),
     /// Re-render a saved JSON result file
     Report(ReportArgs),
-    /// Monitor an unmodified MPI program: `commperf monitor [-o DIR] -- mpirun -np 4 ./app`
-    Monitor(crate::monitor_mpi::MonitorArgs),
     /// Compare two result files layer against layer: the latency an upper layer (MPI) adds to a
     /// lower one (shm, tcp), the bandwidth it delivers, where it changes protocol
     Compare(crate::compare::CompareArgs),
@@ -43,6 +41,12 @@ pub enum Command {
     Predict(Box<crate::predict::PredictArgs>),
     /// Write a workload trace of a known pattern (for predict, the testbed, LogGOPSim)
     GenTrace(crate::gentrace::GenTraceArgs),
+    /// Monitor communication (commperf's transports, or an unmodified MPI program with
+    /// `-- mpirun …`): latency stages, histograms, signatures against a baseline
+    Monitor(Box<crate::monitor::MonitorArgs>),
+    /// The peer process a local `monitor run` starts (internal)
+    #[command(name = "__monitor-peer", hide = true)]
+    MonitorPeer,
     /// The peer process a local `bench` starts (internal)
     #[command(name = "__peer", hide = true)]
     Peer,

@@ -273,12 +273,15 @@ fn every_option_the_readme_names_exists() {
         "--cpu-list",
     ];
     let mut ours: Vec<String> = Vec::new();
-    for sub in Cli::command().get_subcommands() {
+    // Subcommands and theirs (`monitor run`, `monitor report`).
+    let mut subs: Vec<clap::Command> = Cli::command().get_subcommands().cloned().collect();
+    while let Some(sub) = subs.pop() {
         for a in sub.get_arguments() {
             if let Some(l) = a.get_long() {
                 ours.push(format!("--{l}"));
             }
         }
+        subs.extend(sub.get_subcommands().cloned());
     }
     let readme = include_str!("../../../README.md");
     let mut missing = Vec::new();

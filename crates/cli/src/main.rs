@@ -8,6 +8,7 @@ mod compare;
 #[cfg(test)]
 mod docs_tests;
 mod gentrace;
+mod monitor;
 mod monitor_mpi;
 mod mpi;
 mod output;
@@ -47,7 +48,6 @@ fn main() -> ExitCode {
             Err(e) => return usage_error(e),
         },
         Command::Report(r) => report(&r),
-        Command::Monitor(m) => monitor_mpi::run(&m),
         Command::Compare(c) => compare::run(&c),
         Command::Predict(p) => predict::run(&p),
         Command::GenTrace(g) => match g.pattern() {
@@ -55,6 +55,8 @@ fn main() -> ExitCode {
             Err(e) => return usage_error(e),
         },
         Command::Peer => peer(),
+        Command::Monitor(m) => monitor::run(&m),
+        Command::MonitorPeer => monitor::peer(),
         Command::Testbed(t) => testbed::testbed(&t),
         Command::TestbedRank(r) => testbed::testbed_rank(&r),
     };

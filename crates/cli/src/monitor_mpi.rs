@@ -7,31 +7,28 @@
 //! table of message counts and mean stage times, and `DIR/summary.json`.
 
 use anyhow::{bail, Context, Result};
-use clap::Args;
+use commperf_monitor::run::{ClockReport, RankClock, Workload, RUN_KIND};
+use commperf_monitor::{
+    Histograms, MonitorRun, MsgKind, MsgRecord, Protocol, Signature, TableFormat,
+    RUN_SCHEMA_VERSION,
+};
 use commperf_pmpi::{Flavour, Summary};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-#[derive(Debug, Args)]
+/// What `commperf monitor [OPTIONS] -- COMMAND` asks for (parsed by `monitor::MonitorArgs`).
+#[derive(Debug)]
 pub struct MonitorArgs {
     /// Directory for the per-rank monitor files and summary.json (default:
     /// commperf-monitor-<unix time> in the current directory)
-    #[arg(short = 'o', long = "output", value_name = "DIR")]
     pub dir: Option<PathBuf>,
     /// Program tag recorded with every rank (two programs monitored at once stay apart)
-    #[arg(long, default_value = "")]
     pub tag: String,
     /// Start with monitoring off; the program turns it on with MPI_Pcontrol(1)
-    #[arg(long)]
     pub start_disabled: bool,
     /// Use this interposer instead of the one matching the program (openmpi, mpich)
-    #[arg(long, value_name = "MPI")]
     pub interposer: Option<String>,
-    /// Only re-read DIR (no command): print the summary of an earlier run
-    #[arg(long)]
-    pub report_only: bool,
     /// The MPI launch command (mpirun …) or a singleton MPI program
-    #[arg(last = true, value_name = "COMMAND")]
     pub command: Vec<String>,
 }
 
@@ -173,9 +170,6 @@ pub fn run(a: &MonitorArgs) -> Result<()> {
             .unwrap_or(0);
         PathBuf::from(format!("commperf-monitor-{t}"))
     });
-    if a.report_only {
-        return report(&dir, None);
-    }
     if a.command.is_empty() {
         bail!("no command to monitor: commperf monitor [-o DIR] -- mpirun -np 4 ./app");
     }
@@ -275,12 +269,20 @@ pub fn run(a: &MonitorArgs) -> Result<()> {
 }
 
 fn report(dir: &Path, status: Option<&std::process::ExitStatus>) -> Result<()> {
-    let run = commperf_pmpi::read_dir(dir)?;
-    let s = commperf_pmpi::summarize(&run);
+    let (s, mon) = load(dir)?;
     let json = dir.join("summary.json");
     std::fs::write(&json, serde_json::to_string_pretty(&s)?)
         .with_context(|| format!("cannot write {}", json.display()))?;
+    // The same run file `monitor run` writes, so `monitor report DIR` renders either alike.
+    let run_json = dir.join("run.json");
+    std::fs::write(&run_json, mon.to_json())
+        .with_context(|| format!("cannot write {}", run_json.display()))?;
     print!("{}", table(&s));
+    println!();
+    print!(
+        "{}",
+        Signature::new(&mon.histograms, None, None).render_table(TableFormat::Text)
+    );
     if s.cut_short {
         println!(
             "run cut short: rank(s) {:?} never reached MPI_Finalize{}; data up to their last flush",
@@ -299,6 +301,115 @@ fn report(dir: &Path, status: Option<&std::process::ExitStatus>) -> Result<()> {
     }
     println!("summary: {}", json.display());
     Ok(())
+}
+
+/// Whether `dir` holds the per-rank files of a monitored MPI program.
+pub fn is_mpi_dir(dir: &Path) -> bool {
+    std::fs::read_dir(dir).is_ok_and(|mut it| {
+        it.any(|e| {
+            e.ok().is_some_and(|e| {
+                let n = e.file_name();
+                let n = n.to_string_lossy();
+                n.starts_with("rank-") && n.ends_with(".cpmpi")
+            })
+        })
+    })
+}
+
+/// Reads an MPI run's files (always the rank files, the record of truth: a damaged one is named)
+/// into the plain summary and a monitor run whose histograms hold every matched message.
+pub fn load(dir: &Path) -> Result<(Summary, MonitorRun)> {
+    let run = commperf_pmpi::read_dir(dir)?;
+    let s = commperf_pmpi::summarize(&run);
+    let mon = monitor_run(&run, &s);
+    Ok((s, mon))
+}
+
+/// The MPI run as a monitor run: each matched message, with its four stages, into the stage
+/// histograms keyed by sender, receiver, call and program tag (the tag's index among the run's
+/// tags); each rank's clock as measured at MPI_Init and MPI_Finalize.
+fn monitor_run(run: &commperf_pmpi::Run, s: &Summary) -> MonitorRun {
+    let tags = &s.program_tags;
+    let program_of: Vec<u32> = run
+        .ranks
+        .iter()
+        .map(|r| {
+            tags.iter()
+                .position(|t| *t == r.header.program_tag)
+                .unwrap_or(0) as u32
+        })
+        .collect();
+    let rank_index = |rank: u32| run.ranks.iter().position(|r| r.header.rank == rank);
+    let mut h = Histograms::new();
+    let m = commperf_pmpi::match_messages(run);
+    let mut sizes: Vec<u64> = Vec::new();
+    for msg in &m.messages {
+        let stage = |v: f64| v.is_finite().then(|| v.round() as i64);
+        h.record(&MsgRecord {
+            src: msg.src,
+            dst: msg.dst,
+            bytes: msg.bytes,
+            // MPI does not say which protocol a message took.
+            kind: MsgKind::p2p(Protocol::Unknown, msg.send_call.name()),
+            program: rank_index(msg.src).map_or(0, |i| program_of[i]),
+            source_ns: stage(msg.source_ns),
+            net_ns: stage(msg.net_ns),
+            destination_ns: stage(msg.destination_ns),
+            late_sender_wait_ns: stage(msg.late_sender_ns),
+        });
+        sizes.push(msg.bytes);
+    }
+    sizes.sort_unstable();
+    sizes.dedup();
+    let ranks = run
+        .ranks
+        .iter()
+        .map(|r| {
+            let (first, last) = (r.clocks.first(), r.clocks.last());
+            let drift = match (first, last) {
+                (Some(a), Some(b)) if b.local_ns > a.local_ns => {
+                    (b.offset_ns - a.offset_ns) as f64 / (b.local_ns - a.local_ns) as f64
+                }
+                _ => 0.0,
+            };
+            RankClock {
+                rank: r.header.rank,
+                offset_ns: last.map_or(0.0, |c| c.offset_ns as f64),
+                drift_ppm: drift * 1e6,
+                error_bound_ns: r.clocks.iter().map(|c| c.err_ns).max().unwrap_or(0) as f64,
+                syncs: r.clocks.len() as u32,
+            }
+        })
+        .collect();
+    MonitorRun {
+        schema_version: RUN_SCHEMA_VERSION,
+        kind: RUN_KIND.to_string(),
+        created_unix_s: std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs()),
+        complete: !s.cut_short,
+        machine: None,
+        workload: Workload {
+            pattern: "mpi-program".into(),
+            transport: s.mpi_library.lines().next().unwrap_or("").to_string(),
+            mode: String::new(),
+            sizes_bytes: sizes,
+            iterations: m.messages.len() as u64,
+        },
+        clock: ClockReport {
+            source: run
+                .ranks
+                .first()
+                .map_or_else(String::new, |r| r.header.clock.clone()),
+            syncs: Vec::new(),
+            ranks,
+        },
+        reference_one_way_us: Vec::new(),
+        monitored_one_way_us: Vec::new(),
+        histograms: h,
+        trace: None,
+        baseline: None,
+    }
 }
 
 /// The plain table: calls per rank, then matched messages per pair and size bin.

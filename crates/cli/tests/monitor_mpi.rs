@@ -206,7 +206,7 @@ fn c_counts(mpi: &str) {
     assert!(j["clock_error_ns"].as_i64().unwrap() > 0);
     // The files re-read alone give the same summary.
     let o2 = Command::new(exe())
-        .args(["monitor", "--report-only", "-o"])
+        .args(["monitor", "report"])
         .arg(&dir)
         .output()
         .unwrap();
@@ -216,6 +216,39 @@ fn c_counts(mpi: &str) {
         "{}",
         text(&o2.stdout)
     );
+    // The same messages fill the monitor's stage histograms: the signature counts every one,
+    // by call as the interposer counted the calls.
+    let o3 = Command::new(exe())
+        .args(["monitor", "report", "--format", "json"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    ok(&o3);
+    let sig: serde_json::Value = serde_json::from_slice(&o3.stdout).unwrap();
+    assert_eq!(sig["messages"], 100, "{sig}");
+    let by_type = sig["by_type"].as_array().unwrap();
+    let group = |name: &str| {
+        by_type
+            .iter()
+            .find(|g| {
+                g["group"]
+                    .as_str()
+                    .unwrap()
+                    .starts_with(&format!("{name}/"))
+            })
+            .map_or(0, |g| g["messages"].as_u64().unwrap())
+    };
+    let isends: u64 = (0..4).map(|r| calls(&j, r, "MPI_Isend").0).sum();
+    assert_eq!(group("MPI_Isend"), isends, "{sig}");
+    let total: u64 = by_type
+        .iter()
+        .map(|g| g["messages"].as_u64().unwrap())
+        .sum();
+    assert_eq!(total, 100);
+    for stage in sig["by_size"][0]["stages"].as_array().unwrap() {
+        assert_eq!(stage["messages"], sig["by_size"][0]["messages"], "{stage}");
+    }
+    assert!(dir.join("run.json").is_file());
 }
 
 #[test]
@@ -406,7 +439,7 @@ fn bad_directories_and_files_are_named() {
     // Truncated: the last frame cut in half.
     std::fs::write(&f, &b[..b.len() - 20]).unwrap();
     let o = Command::new(exe())
-        .args(["monitor", "--report-only", "-o"])
+        .args(["monitor", "report"])
         .arg(&dir)
         .output()
         .unwrap();
@@ -418,7 +451,7 @@ fn bad_directories_and_files_are_named() {
     b[at] ^= 0x55;
     std::fs::write(&f, &b).unwrap();
     let o = Command::new(exe())
-        .args(["monitor", "--report-only", "-o"])
+        .args(["monitor", "report"])
         .arg(&dir)
         .output()
         .unwrap();

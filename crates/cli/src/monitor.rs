@@ -1,0 +1,647 @@
+//! `commperf monitor`: seed 000's monitor on commperf's own transports.
+//!
+//! `monitor run` starts a local peer process (the bench launcher), builds the data channel,
+//! and runs a ping-pong or stream workload, in rounds that alternate the same loop unmonitored
+//! and under `Monitored` on both ends (so the monitor's cost is measured in the same run, as a
+//! difference). The global clock is synchronized before the first size and again between sizes
+//! when its interval has passed, and once more at the end for the error bound. It saves the
+//! run (`run.json`, optionally `trace.txt` for `predict`) and prints the signature.
+//! `monitor report` re-renders a saved run. The MPI form, `monitor [-o DIR] -- COMMAND`, is
+//! issue 13 item 6 (the `pmpi` crate) and slots into [`MonitorArgs::command`].
+
+use crate::output::{print, write_atomically};
+use anyhow::{bail, Context, Result};
+use clap::{Args, Subcommand, ValueEnum};
+use commperf_core::{Mode, TransportKind};
+use commperf_monitor::run::{load_baseline, ClockReport, RankClock, TraceInfo, Workload, RUN_KIND};
+use commperf_monitor::trace::{write_trace, TraceEvent};
+use commperf_monitor::{
+    Correction, Histograms, MonitorConfig, MonitorRun, Monitored, Signature, SyncPolicy,
+    TableFormat, TscClock, RUN_SCHEMA_VERSION, TRAILER,
+};
+use commperf_transport::launch::{self, Control, DataSpec, LocalPeer, SetupMsg};
+use commperf_transport::{affinity, with_endpoint, Endpoint};
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant, SystemTime};
+
+#[derive(Debug, Args)]
+#[command(args_conflicts_with_subcommands = true)]
+pub struct MonitorArgs {
+    #[command(subcommand)]
+    pub cmd: Option<MonitorCmd>,
+    /// MPI programs: directory for the per-rank files, run.json and summary.json (default:
+    /// commperf-monitor-<unix time> in the current directory)
+    #[arg(short = 'o', long = "output", value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+    /// MPI programs: program tag recorded with every rank (two programs monitored at once stay
+    /// apart)
+    #[arg(long, default_value = "")]
+    pub tag: String,
+    /// MPI programs: start with monitoring off; the program turns it on with MPI_Pcontrol(1)
+    #[arg(long)]
+    pub start_disabled: bool,
+    /// MPI programs: use this interposer instead of the one matching the program (openmpi,
+    /// mpich)
+    #[arg(long, value_name = "MPI")]
+    pub interposer: Option<String>,
+    /// An unmodified MPI program to monitor: `commperf monitor -- mpirun -np 4 ./app`
+    #[arg(last = true, value_name = "COMMAND")]
+    pub command: Vec<String>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum MonitorCmd {
+    /// Monitor a ping-pong or stream workload between two local processes over a transport
+    Run(RunArgs),
+    /// Re-render a saved monitor run (DIR or its run.json)
+    Report(ReportArgs),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Serialize, Deserialize)]
+pub enum Pattern {
+    Pingpong,
+    Stream,
+}
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// Transport: shm, tcp, uds, uring-tcp, uring-uds
+    #[arg(short = 't', long, default_value = "shm")]
+    pub transport: TransportKind,
+    /// Completion mode: poll or block
+    #[arg(long, default_value = "poll")]
+    pub mode: Mode,
+    /// Message sizes (e.g. 64,4k,64k)
+    #[arg(long, default_value = "64,4k,64k")]
+    pub sizes: String,
+    /// Messages per size in each of the unmonitored and the monitored halves
+    #[arg(long, default_value_t = 20_000)]
+    pub iters: u64,
+    /// Rounds alternating unmonitored and monitored blocks (drift of a shared machine hits both)
+    #[arg(long, default_value_t = 5)]
+    pub rounds: u64,
+    #[arg(long, value_enum, default_value = "pingpong")]
+    pub pattern: Pattern,
+    /// Messages in flight per acknowledgement (stream)
+    #[arg(long, default_value_t = 64)]
+    pub window: u64,
+    /// Baseline: a monitor run of a quiet system (run.json) or a `calibrate` profile
+    #[arg(long, value_name = "FILE")]
+    pub baseline: Option<PathBuf>,
+    /// Program tag stamped into every message
+    #[arg(long, default_value_t = 0)]
+    pub program: u32,
+    /// Also keep per-message records (at most this many per endpoint) and write trace.txt
+    #[arg(long, value_name = "N")]
+    pub trace: Option<usize>,
+    /// Seconds between global clock re-synchronizations
+    #[arg(long, default_value_t = 300.0)]
+    pub resync_s: f64,
+    /// Directory for run.json (and trace.txt)
+    #[arg(
+        short = 'o',
+        long = "output",
+        value_name = "DIR",
+        default_value = "commperf-monitor"
+    )]
+    pub out: PathBuf,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ReportFormat {
+    Table,
+    Json,
+    Csv,
+    Md,
+    Svg,
+}
+
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// A monitor run directory or its run.json
+    #[arg(value_name = "DIR|FILE")]
+    pub input: PathBuf,
+    #[arg(long, value_enum, default_value = "table")]
+    pub format: ReportFormat,
+    /// Compare against this baseline instead of the one saved with the run
+    #[arg(long, value_name = "FILE")]
+    pub baseline: Option<PathBuf>,
+    /// Only this program tag
+    #[arg(long)]
+    pub program: Option<u32>,
+    /// Write to FILE instead of stdout
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    pub out: Option<PathBuf>,
+}
+
+/// What the client tells the peer to do (the same schedule runs on both ends).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct Job {
+    sizes: Vec<u64>,
+    iters: u64,
+    rounds: u64,
+    pattern: Pattern,
+    window: u64,
+    program: u32,
+    trace: usize,
+    resync_s: f64,
+    rendezvous_from: Option<usize>,
+    cpu: Option<usize>,
+    /// The launcher's TSC scale (ns per tick), shared so that both ends convert alike.
+    ns_per_tick: f64,
+    /// Between the two first synchronizations, so drift is known before recording starts.
+    sync_gap_ms: u64,
+}
+
+/// What the peer sends back at the end.
+#[derive(Debug, Serialize, Deserialize)]
+struct PeerReport {
+    histograms: Histograms,
+    correction: Correction,
+    error_bound_ns: f64,
+    trace: Vec<TraceEvent>,
+    dropped: u64,
+}
+
+const FRAME: usize = 256 << 20;
+/// Tags: data, the stream's ack, the between-sizes decision (on the inner endpoint).
+const DATA: u32 = 1;
+const ACK: u32 = 2;
+const DECIDE: u32 = 3;
+
+pub fn run(a: &MonitorArgs) -> Result<()> {
+    match &a.cmd {
+        Some(MonitorCmd::Run(r)) => run_local(r),
+        Some(MonitorCmd::Report(r)) => report(r),
+        None if !a.command.is_empty() => crate::monitor_mpi::run(&crate::monitor_mpi::MonitorArgs {
+            dir: a.dir.clone(),
+            tag: a.tag.clone(),
+            start_disabled: a.start_disabled,
+            interposer: a.interposer.clone(),
+            command: a.command.clone(),
+        }),
+        None => bail!(
+            "say what to monitor: `commperf monitor run …` (commperf's transports), `commperf monitor [-o DIR] -- mpirun …` (an MPI program), or `commperf monitor report DIR`"
+        ),
+    }
+}
+
+/// Fails now, not after the run, when `dir` cannot take our files.
+fn check_writable(dir: &Path) -> Result<()> {
+    std::fs::create_dir_all(dir)
+        .with_context(|| format!("output directory {}: cannot create it", dir.display()))?;
+    let probe = dir.join(".commperf-write-test");
+    std::fs::write(&probe, b"x")
+        .with_context(|| format!("output directory {}: cannot write in it", dir.display()))?;
+    let _ = std::fs::remove_file(&probe);
+    Ok(())
+}
+
+fn run_local(r: &RunArgs) -> Result<()> {
+    if r.transport == TransportKind::Model {
+        bail!("--transport model is the tests' in-process model; pick shm, tcp, uds, uring-tcp or uring-uds");
+    }
+    let sizes = commperf_core::parse_sizes(&r.sizes).context("--sizes")?;
+    if r.iters == 0 || r.rounds == 0 || r.window == 0 {
+        bail!("--iters, --rounds and --window must be at least 1");
+    }
+    check_writable(&r.out)?;
+    let baseline = r.baseline.as_deref().map(load_baseline).transpose()?;
+    let max = *sizes.iter().max().unwrap_or(&0) as usize;
+
+    let exe = std::env::current_exe().context("finding this executable")?;
+    commperf_transport::sys::shm::remove_stale_segments();
+    let token = launch::new_token();
+    let (mut peer, mut ctrl) = LocalPeer::spawn(
+        &exe,
+        &["__monitor-peer".to_string()],
+        &[("COMMPERF_SESSION_TOKEN", &token)],
+    )?;
+    ctrl.set_timeout(Duration::from_secs(60))?;
+    launch::client_handshake(&mut ctrl, &token)?;
+    // As `bench` places a local pair: peer on the first allowed CPU, this end on the second.
+    let cpus = affinity::allowed_cpus();
+    let (mine, theirs) = match cpus.as_slice() {
+        [p, m, ..] => (Some(*m), Some(*p)),
+        _ => (None, None),
+    };
+    if let Some(c) = mine {
+        affinity::pin_to(c).context("pinning to a CPU")?;
+    }
+    let spec = DataSpec::new(r.transport, r.mode, max + TRAILER);
+    let clock = TscClock::calibrate();
+    let job = Job {
+        sizes: sizes.clone(),
+        iters: r.iters,
+        rounds: r.rounds,
+        pattern: r.pattern,
+        window: r.window,
+        program: r.program,
+        trace: r.trace.unwrap_or(0),
+        resync_s: r.resync_s,
+        rendezvous_from: match r.transport {
+            TransportKind::Shm => spec.shm_single_copy_from,
+            _ => None,
+        },
+        cpu: theirs,
+        ns_per_tick: clock.scale(),
+        sync_gap_ms: 200,
+    };
+    ctrl.send(&job)?;
+    let mut ep = launch::connect_data(&mut ctrl, &spec, &token)?;
+    let started = Instant::now();
+    let out =
+        with_endpoint!(&mut ep, e => client(e, &job, clock)).context("the monitored workload")?;
+    let peer_report: PeerReport = recv_chunked(&mut ctrl).context("the peer's histograms")?;
+    peer.finish(Duration::from_secs(5));
+
+    let mut hist = out.hist;
+    hist.merge(&peer_report.histograms);
+    let trace_info = if job.trace > 0 {
+        let (text, cut) = write_trace(
+            &[(0, out.trace), (1, peer_report.trace)],
+            out.dropped + peer_report.dropped,
+        );
+        let file = r.out.join("trace.txt");
+        write_atomically(&file, text.as_bytes())?;
+        Some(TraceInfo {
+            file: file.display().to_string(),
+            records: text
+                .lines()
+                .filter(|l| l.starts_with("send") || l.starts_with("recv"))
+                .count() as u64,
+            dropped: out.dropped + peer_report.dropped,
+            cut: cut as u64,
+        })
+    } else {
+        None
+    };
+    let machine = commperf_bench::machine::describe(clock.clock.timer_info());
+    let run = MonitorRun {
+        schema_version: RUN_SCHEMA_VERSION,
+        kind: RUN_KIND.into(),
+        created_unix_s: SystemTime::now()
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or(0),
+        complete: true,
+        machine: Some(machine),
+        workload: Workload {
+            pattern: format!("{:?}", r.pattern).to_lowercase(),
+            transport: r.transport.to_string(),
+            mode: r.mode.to_string(),
+            sizes_bytes: sizes.clone(),
+            iterations: r.iters,
+        },
+        clock: ClockReport {
+            source: clock.clock.timer_info().source,
+            syncs: out.syncs,
+            ranks: vec![
+                RankClock::new(0, &Correction::default(), 0.0),
+                RankClock::new(1, &peer_report.correction, peer_report.error_bound_ns),
+            ],
+        },
+        reference_one_way_us: out.plain,
+        monitored_one_way_us: out.monitored,
+        histograms: hist,
+        trace: trace_info,
+        baseline,
+    };
+    let file = r.out.join("run.json");
+    write_atomically(&file, run.to_json().as_bytes())?;
+    let sig = Signature::new(&run.histograms, run.baseline.as_ref(), None);
+    print(&sig.render_table(TableFormat::Text))?;
+    print(&cost_lines(&run))?;
+    crate::say(&format!(
+        "monitor: {} s; saved {}",
+        started.elapsed().as_secs(),
+        file.display()
+    ));
+    Ok(())
+}
+
+/// The monitor's cost, unmonitored against monitored in the same run, and the clock bound.
+fn cost_lines(run: &MonitorRun) -> String {
+    let mut s = String::new();
+    let unit = if run.workload.pattern == "stream" {
+        "MB/s"
+    } else {
+        "us one-way p50"
+    };
+    for ((size, p), (_, m)) in run
+        .reference_one_way_us
+        .iter()
+        .zip(&run.monitored_one_way_us)
+    {
+        let extra = if run.workload.pattern == "stream" {
+            format!("{:+.1} %", (m / p - 1.0) * 100.0)
+        } else {
+            format!("{:+.0} ns per message", (m - p) * 1e3)
+        };
+        s += &format!(
+            "# cost at {}: unmonitored {p:.3}, monitored {m:.3} {unit} ({extra})\n",
+            commperf_core::format_size(*size)
+        );
+    }
+    for rc in &run.clock.ranks {
+        if rc.rank != 0 {
+            s += &format!(
+                "# clock: rank {} offset {:.0} ns, drift {:.3} ppm, error bound ±{:.0} ns after {} syncs\n",
+                rc.rank, rc.offset_ns, rc.drift_ppm, rc.error_bound_ns, rc.syncs
+            );
+        }
+    }
+    s
+}
+
+struct ClientOut {
+    hist: Histograms,
+    trace: Vec<TraceEvent>,
+    dropped: u64,
+    syncs: Vec<commperf_monitor::clock::OffsetSample>,
+    /// Per size: unmonitored and monitored figure (one-way p50 µs, or MB/s).
+    plain: Vec<(u64, f64)>,
+    monitored: Vec<(u64, f64)>,
+}
+
+fn cfg(job: &Job, rank: u32) -> MonitorConfig {
+    let mut c = MonitorConfig::new(rank, 1 - rank);
+    c.program = job.program;
+    c.trace_capacity = job.trace;
+    c.rendezvous_from = job.rendezvous_from;
+    c.sync = SyncPolicy {
+        samples: 50,
+        interval: Duration::from_secs_f64(job.resync_s.max(0.0)),
+    };
+    c
+}
+
+fn median(v: &mut [u64]) -> u64 {
+    v.sort_unstable();
+    v[v.len() / 2]
+}
+
+/// One block of the workload as the initiator; per-iteration round trips into `rtt` (ping-pong)
+/// or the block's ticks (stream).
+fn initiate<E: Endpoint>(
+    e: &mut E,
+    job: &Job,
+    buf: &mut [u8],
+    rtt: &mut [u64],
+    clock: &TscClock,
+) -> Result<u64> {
+    let n = rtt.len();
+    let mut ack = [0u8; 1];
+    let t0 = clock.clock.now();
+    match job.pattern {
+        Pattern::Pingpong => {
+            let mut prev = t0;
+            for slot in rtt.iter_mut() {
+                e.send(DATA, buf)?;
+                e.recv(buf)?;
+                let t = clock.clock.now();
+                *slot = t - prev;
+                prev = t;
+            }
+        }
+        Pattern::Stream => {
+            for _ in 0..n.div_ceil(job.window as usize) {
+                for _ in 0..job.window {
+                    e.send(DATA, buf)?;
+                }
+                e.recv(&mut ack)?;
+            }
+        }
+    }
+    Ok(clock.clock.now() - t0)
+}
+
+fn respond<E: Endpoint>(e: &mut E, job: &Job, n: u64, buf: &mut [u8]) -> Result<()> {
+    match job.pattern {
+        Pattern::Pingpong => {
+            for _ in 0..n {
+                let k = e.recv(buf)?.len;
+                e.send(DATA, &buf[..k])?;
+            }
+        }
+        Pattern::Stream => {
+            for _ in 0..n.div_ceil(job.window) {
+                for _ in 0..job.window {
+                    e.recv(buf)?;
+                }
+                e.send(ACK, &[0])?;
+            }
+        }
+    }
+    Ok(())
+}
+
+fn block_iters(job: &Job) -> u64 {
+    job.iters.div_ceil(job.rounds)
+}
+
+fn client<E: Endpoint>(e: &mut E, job: &Job, clock: TscClock) -> Result<ClientOut> {
+    let max = *job.sizes.iter().max().unwrap_or(&0) as usize;
+    let mut buf = vec![0u8; max.max(1)];
+    let per = block_iters(job) as usize;
+    let mut rtt_plain = vec![0u64; per * job.rounds as usize];
+    let mut rtt_mon = vec![0u64; per * job.rounds as usize];
+    let mut m = Monitored::with_clock(e, cfg(job, 0), clock);
+    let mut syncs = vec![m.sync_as_master()?];
+    std::thread::sleep(Duration::from_millis(job.sync_gap_ms));
+    syncs.push(m.sync_as_master()?);
+    let (mut plain, mut monitored) = (Vec::new(), Vec::new());
+    for (i, &size) in job.sizes.iter().enumerate() {
+        let s = size as usize;
+        let (mut tp, mut tm) = (0u64, 0u64);
+        // Warm-up, unrecorded.
+        m.pause();
+        initiate(
+            &mut m,
+            job,
+            &mut buf[..s],
+            &mut rtt_mon[..per.min(1000)],
+            &clock,
+        )?;
+        m.resume();
+        for r in 0..job.rounds as usize {
+            let w = r * per..(r + 1) * per;
+            tp += initiate(
+                m.get_mut(),
+                job,
+                &mut buf[..s],
+                &mut rtt_plain[w.clone()],
+                &clock,
+            )?;
+            tm += initiate(&mut m, job, &mut buf[..s], &mut rtt_mon[w], &clock)?;
+        }
+        match job.pattern {
+            Pattern::Pingpong => {
+                let ns = |v: &mut [u64]| clock.clock.ticks_to_ns(median(v)) / 2.0 / 1e3;
+                plain.push((size, ns(&mut rtt_plain)));
+                monitored.push((size, ns(&mut rtt_mon)));
+            }
+            Pattern::Stream => {
+                let bytes = (per * job.rounds as usize).div_ceil(job.window as usize)
+                    * job.window as usize
+                    * s;
+                let mbps = |t: u64| bytes as f64 / clock.clock.ticks_to_ns(t) * 1e3;
+                plain.push((size, mbps(tp)));
+                monitored.push((size, mbps(tm)));
+            }
+        }
+        // Re-synchronize between sizes when the interval has passed, and always at the end (so
+        // the report carries a bound measured at the end of the run).
+        let last = i + 1 == job.sizes.len();
+        let now = last || m.resync_due();
+        m.get_mut().send(DECIDE, &[now as u8])?;
+        if now {
+            syncs.push(m.sync_as_master()?);
+        }
+    }
+    let (trace, dropped) = m.take_trace();
+    Ok(ClientOut {
+        hist: m.take_histograms(),
+        trace,
+        dropped,
+        syncs,
+        plain,
+        monitored,
+    })
+}
+
+fn peer_side<E: Endpoint>(e: &mut E, job: &Job, clock: TscClock) -> Result<PeerReport> {
+    let max = *job.sizes.iter().max().unwrap_or(&0) as usize;
+    let mut buf = vec![0u8; max.max(1)];
+    let per = block_iters(job);
+    let mut m = Monitored::with_clock(e, cfg(job, 1), clock);
+    m.sync_as_follower()?;
+    m.sync_as_follower()?;
+    for _ in &job.sizes {
+        m.pause();
+        respond(&mut m, job, per.min(1000), &mut buf)?;
+        m.resume();
+        for _ in 0..job.rounds {
+            respond(m.get_mut(), job, per, &mut buf)?;
+            respond(&mut m, job, per, &mut buf)?;
+        }
+        let mut d = [0u8; 1];
+        m.get_mut().recv(&mut d)?;
+        if d[0] == 1 {
+            m.sync_as_follower()?;
+        }
+    }
+    let (trace, dropped) = m.take_trace();
+    let c = *m.correction();
+    Ok(PeerReport {
+        histograms: m.take_histograms(),
+        correction: c,
+        error_bound_ns: c.error_bound_at(commperf_monitor::LocalClock::now_ns(&clock)),
+        trace,
+        dropped,
+    })
+}
+
+/// The hidden `__monitor-peer` process.
+pub fn peer() -> Result<()> {
+    let token = std::env::var("COMMPERF_SESSION_TOKEN").unwrap_or_default();
+    let mut ctrl: Control = launch::inherited_control(launch::PEER_CONTROL_FD)?;
+    launch::server_handshake(&mut ctrl, &token)?;
+    ctrl.set_timeout(Duration::from_secs(600))?;
+    let job: Job = ctrl.recv()?;
+    if let Some(c) = job.cpu {
+        affinity::pin_to(c).context("pinning the peer")?;
+    }
+    let SetupMsg::Data(spec) = ctrl.recv::<SetupMsg>()? else {
+        bail!("the client did not ask for a data channel");
+    };
+    let mut ep = launch::serve_data(
+        &mut ctrl,
+        &spec,
+        std::net::Ipv4Addr::LOCALHOST.into(),
+        &token,
+    )?;
+    let clock = TscClock::calibrate().with_scale(job.ns_per_tick);
+    let rep = with_endpoint!(&mut ep, e => peer_side(e, &job, clock))?;
+    send_chunked(&mut ctrl, &rep)
+}
+
+/// Control frames are bounded (1 MiB); a report with a long trace goes as several.
+const CHUNK: usize = 256 << 10;
+
+fn send_chunked<T: Serialize>(ctrl: &mut Control, v: &T) -> Result<()> {
+    let text = serde_json::to_string(v)?;
+    let mut parts = Vec::new();
+    let mut rest = text.as_str();
+    while !rest.is_empty() {
+        let mut cut = rest.len().min(CHUNK);
+        while !rest.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        parts.push(&rest[..cut]);
+        rest = &rest[cut..];
+    }
+    ctrl.send(&parts.len())?;
+    for p in parts {
+        ctrl.send(&p)?;
+    }
+    Ok(())
+}
+
+fn recv_chunked<T: serde::de::DeserializeOwned>(ctrl: &mut Control) -> Result<T> {
+    let n: usize = ctrl.recv()?;
+    if n > FRAME / CHUNK {
+        bail!(
+            "the peer announced {n} parts of a report, more than the {} allowed",
+            FRAME / CHUNK
+        );
+    }
+    let mut text = String::new();
+    for _ in 0..n {
+        text += &ctrl.recv::<String>()?;
+    }
+    Ok(serde_json::from_str(&text)?)
+}
+
+fn report(r: &ReportArgs) -> Result<()> {
+    // An MPI program's directory is re-read from its rank files: they are the record, and a
+    // damaged one is named.
+    let mpi = r.input.is_dir() && crate::monitor_mpi::is_mpi_dir(&r.input);
+    let (run, mpi_table) = if mpi {
+        let (s, run) = crate::monitor_mpi::load(&r.input)?;
+        (run, Some(crate::monitor_mpi::table(&s) + "\n"))
+    } else {
+        let file = if r.input.is_dir() {
+            r.input.join("run.json")
+        } else {
+            r.input.clone()
+        };
+        (MonitorRun::load(&file)?, None)
+    };
+    let baseline = match &r.baseline {
+        Some(p) => Some(load_baseline(p)?),
+        None => run.baseline.clone(),
+    };
+    let sig = Signature::new(&run.histograms, baseline.as_ref(), r.program);
+    let mut text = match r.format {
+        ReportFormat::Table => sig.render_table(TableFormat::Text),
+        ReportFormat::Md => sig.render_table(TableFormat::Markdown),
+        ReportFormat::Csv => sig.render_table(TableFormat::Csv),
+        ReportFormat::Json => serde_json::to_string_pretty(&sig)? + "\n",
+        ReportFormat::Svg => sig.render_svg(),
+    };
+    if r.format == ReportFormat::Table {
+        if let Some(t) = mpi_table {
+            text = t + &text;
+        }
+        text += &cost_lines(&run);
+        if !run.complete {
+            text += "# this run was cut short: the figures cover only what was recorded\n";
+        }
+    }
+    match &r.out {
+        Some(p) => write_atomically(p, text.as_bytes()),
+        None => print(&text),
+    }
+}

@@ -1,0 +1,101 @@
+//! `commperf monitor run` and `report` end to end: real processes over shm, exact message
+//! counts in the saved run, every report format, and the errors for bad files and directories.
+
+use std::process::Command;
+
+fn commperf() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_commperf"))
+}
+
+#[test]
+fn run_saves_exact_counts_and_report_renders_every_format() {
+    let dir = std::env::temp_dir().join(format!("commperf-monitor-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let out = commperf()
+        .args([
+            "monitor", "run", "-t", "shm", "--sizes", "64,4k", "--iters", "1000",
+        ])
+        .args(["--rounds", "2", "--trace", "100000", "-o"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let table = String::from_utf8(out.stdout).unwrap();
+    assert!(table.contains("# verdict:"), "{table}");
+    let run: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("run.json")).unwrap()).unwrap();
+    // 1000 monitored messages per size each way; every stage of every key counts them all.
+    for e in run["histograms"].as_array().unwrap() {
+        for stage in ["source", "net", "destination", "late_sender_wait"] {
+            let rows = e["stages"][stage].as_array().unwrap();
+            assert_eq!(rows.len(), 2, "{stage}");
+            for r in rows {
+                assert_eq!(r["count"], 1000, "{stage} {r}");
+            }
+        }
+    }
+    let trace = std::fs::read_to_string(dir.join("trace.txt")).unwrap();
+    assert_eq!(
+        trace.lines().filter(|l| l.starts_with("send ")).count(),
+        4000
+    );
+    for (fmt, want) in [
+        ("table", "# commperf monitor signature"),
+        ("md", "## Performance signature"),
+        ("csv", "Size,msgs"),
+        ("json", "\"schema_version\": 1"),
+        ("svg", "<svg"),
+    ] {
+        let o = commperf()
+            .args(["monitor", "report", "--format", fmt])
+            .arg(&dir)
+            .output()
+            .unwrap();
+        assert!(
+            o.status.success(),
+            "{fmt}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        assert!(String::from_utf8_lossy(&o.stdout).contains(want), "{fmt}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn bad_files_and_directories_are_named() {
+    let f = std::env::temp_dir().join(format!("commperf-trunc-{}.json", std::process::id()));
+    std::fs::write(
+        &f,
+        r#"{"schema_version":1,"kind":"commperf-monitor-run","histo"#,
+    )
+    .unwrap();
+    let o = commperf()
+        .args(["monitor", "report"])
+        .arg(&f)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success());
+    assert!(
+        err.contains(&*f.display().to_string()) && err.contains("truncated"),
+        "{err}"
+    );
+    std::fs::write(&f, r#"{"schema_version":1,"rows":[]}"#).unwrap();
+    let o = commperf()
+        .args(["monitor", "report"])
+        .arg(&f)
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&o.stderr).contains("not a monitor run"));
+    let _ = std::fs::remove_file(&f);
+    let o = commperf()
+        .args(["monitor", "run", "--iters", "10", "-o", "/proc/commperf-no"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("output directory /proc/commperf-no"), "{err}");
+}

@@ -1,0 +1,44 @@
+//! commperf's communication monitor: seed 000's Shrimp firmware monitor, rebuilt in software
+//! below the programming model.
+//!
+//! Why a monitor and not a benchmark: a benchmark says how fast the communication layer can be;
+//! the monitor says how fast it was for one program, where the time went (source, net,
+//! destination, waiting for a late sender) and how that compares with a quiet run. It must cost
+//! the program almost nothing, so recording is a handful of clock reads and integer adds into
+//! per-endpoint memory, and everything else (merging, signatures, files) happens off the hot
+//! path.
+//!
+//! * [`Monitored`] decorates any [`commperf_transport::Endpoint`] (a scenario adapter in EPOS's
+//!   sense) and records every message without changing what the application sees.
+//! * [`clock`] is the software global clock: Cristian's minimum-round-trip offset, distributed
+//!   by rank 0, with drift between rare re-synchronizations and a measured error bound.
+//! * [`hist`] holds the 2-D size × latency histograms per stage, keyed by sender, receiver,
+//!   type and program, and [`MsgRecord`], the transport-independent input the MPI interposer
+//!   also feeds.
+//! * [`signature`] turns histograms and a baseline into seed 000's performance signature.
+//! * [`trace`] keeps optional per-message records and writes them as a trace `predict` replays.
+//! * [`run`] is the saved run file.
+
+pub mod clock;
+pub mod hist;
+pub mod monitored;
+pub mod run;
+pub mod signature;
+pub mod trace;
+
+pub use clock::{Correction, LocalClock, Skewed, SyncPolicy, TimerClock, TscClock};
+pub use hist::{Histograms, Key, MsgKind, MsgRecord, Protocol, Scope, Stage};
+pub use monitored::{Monitor, MonitorConfig, Monitored, TRAILER};
+pub use run::{MonitorRun, RUN_SCHEMA_VERSION};
+pub use signature::{Baseline, Signature, TableFormat, SIGNATURE_SCHEMA_VERSION};
+
+/// What can go wrong in the monitor.
+#[derive(Debug, thiserror::Error)]
+pub enum MonitorError {
+    #[error(transparent)]
+    Transport(#[from] commperf_transport::TransportError),
+    #[error("clock synchronization: {0}")]
+    Clock(String),
+    #[error("{path}: {why}")]
+    File { path: String, why: String },
+}

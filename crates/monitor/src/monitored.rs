@@ -1,0 +1,632 @@
+//! [`Monitored<E>`]: the monitoring scenario adapter (EPOS, seed 002 §2.2) over any endpoint, in
+//! the shape of smoltcp's `Tracer<D>`: `new(inner, config)`, `get_ref`, `get_mut`,
+//! `into_inner`, and every capability the inner endpoint has, forwarded.
+//!
+//! What the application sees is unchanged: the same tags, lengths, bytes and errors. On the wire
+//! each message carries a 24-byte trailer that the receiving `Monitored` strips (both ends must
+//! be monitored; a message without one is refused as a protocol error naming the peer). A
+//! trailer rather than a header because pieces are written in order: the stamp goes into the
+//! last bytes, written just before the transport publishes them, which is as close to the send
+//! call's hand-over as a decorator can see (for shm the ring publish follows it by a store; for
+//! sockets the write system call follows it, so the kernel's copy counts as net). And the
+//! receiver's offsets stay the caller's offsets.
+//!
+//! Recording is a few clock reads, integer arithmetic and one histogram add per message, into
+//! memory this endpoint owns: no locks, no logging, no allocation once a (key, size bin) has
+//! been seen. Pausing ([`Monitor::pause`]) keeps the trailer (the peer still strips it) but skips
+//! clock reads and recording.
+
+use crate::clock::{self, Correction, LocalClock, OffsetSample, SyncPolicy, TscClock};
+use crate::hist::{Histograms, MsgKind, MsgRecord, Protocol};
+use crate::trace::{TraceEvent, TraceOp, TraceRing};
+use crate::MonitorError;
+use commperf_transport::{
+    Endpoint, EndpointInfo, Fragment, Readiness, RecvInfo, SwitchMode, Tag, TransportError,
+    VectoredSend,
+};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+/// Bytes the monitor adds to every message on the wire.
+pub const TRAILER: usize = 24;
+const MAGIC: u16 = 0xC0F1;
+const STAMPED: u8 = 1;
+
+/// The start/stop switch (seed 000 §2.1): one handle shared by every endpoint of a program, so
+/// the program can bracket the phase it wants to look at. Cloning shares the switch.
+#[derive(Debug, Clone)]
+pub struct Monitor(Arc<AtomicBool>);
+
+impl Monitor {
+    /// A switch, on or off from the start.
+    pub fn new(enabled: bool) -> Self {
+        Monitor(Arc::new(AtomicBool::new(enabled)))
+    }
+    pub fn pause(&self) {
+        self.0.store(false, Ordering::Relaxed)
+    }
+    pub fn resume(&self) {
+        self.0.store(true, Ordering::Relaxed)
+    }
+    #[inline(always)]
+    pub fn is_enabled(&self) -> bool {
+        self.0.load(Ordering::Relaxed)
+    }
+}
+
+impl Default for Monitor {
+    fn default() -> Self {
+        Monitor::new(true)
+    }
+}
+
+/// How an endpoint is monitored; separate from its state, as in smoltcp.
+#[derive(Debug, Clone)]
+pub struct MonitorConfig {
+    /// This end's rank and the peer's (rank 0's clock is global time).
+    pub rank: u32,
+    pub peer_rank: u32,
+    /// Program tag stamped into every message (seed 000 §2.5).
+    pub program: u32,
+    pub switch: Monitor,
+    /// Messages of at least this many bytes are recorded as rendezvous (e.g. shm's single-copy
+    /// threshold); `None`: all eager.
+    pub rendezvous_from: Option<usize>,
+    /// Per-message trace records kept (0: none). Bounded: beyond it records are dropped and
+    /// counted, never waited for.
+    pub trace_capacity: usize,
+    pub sync: SyncPolicy,
+}
+
+impl MonitorConfig {
+    pub fn new(rank: u32, peer_rank: u32) -> Self {
+        MonitorConfig {
+            rank,
+            peer_rank,
+            program: 0,
+            switch: Monitor::default(),
+            rendezvous_from: None,
+            trace_capacity: 0,
+            sync: SyncPolicy::default(),
+        }
+    }
+}
+
+/// Call names stamped into the trailer (one byte) and recorded as the message type.
+const CALLS: [&str; 4] = ["send", "send_with", "sendrecv", "send_vectored"];
+const SEND: u8 = 0;
+const SEND_WITH: u8 = 1;
+const SENDRECV: u8 = 2;
+const SEND_VECTORED: u8 = 3;
+
+/// A monitored endpoint.
+#[derive(Debug)]
+pub struct Monitored<E, C = TscClock> {
+    inner: E,
+    cfg: MonitorConfig,
+    clock: C,
+    corr: Correction,
+    info: EndpointInfo,
+    hist: Histograms,
+    trace: TraceRing,
+    send_seq: u32,
+    last_sync_local_ns: f64,
+    scratch_out: Vec<u8>,
+    scratch_in: Vec<u8>,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Trailer {
+    handoff_global_ns: i64,
+    entry_delta_ns: u32,
+    program: u32,
+    seq: u32,
+    call: u8,
+    flags: u8,
+}
+
+impl Trailer {
+    fn encode(&self) -> [u8; TRAILER] {
+        let mut t = [0u8; TRAILER];
+        t[0..8].copy_from_slice(&self.handoff_global_ns.to_le_bytes());
+        t[8..12].copy_from_slice(&self.entry_delta_ns.to_le_bytes());
+        t[12..16].copy_from_slice(&self.program.to_le_bytes());
+        t[16..20].copy_from_slice(&self.seq.to_le_bytes());
+        t[20] = self.call;
+        t[21] = self.flags;
+        t[22..24].copy_from_slice(&MAGIC.to_le_bytes());
+        t
+    }
+
+    fn decode(t: &[u8; TRAILER]) -> Option<Trailer> {
+        (u16::from_le_bytes([t[22], t[23]]) == MAGIC).then(|| Trailer {
+            handoff_global_ns: i64::from_le_bytes(t[0..8].try_into().unwrap()),
+            entry_delta_ns: u32::from_le_bytes(t[8..12].try_into().unwrap()),
+            program: u32::from_le_bytes(t[12..16].try_into().unwrap()),
+            seq: u32::from_le_bytes(t[16..20].try_into().unwrap()),
+            call: t[20],
+            flags: t[21],
+        })
+    }
+}
+
+/// Copies the trailer bytes that fall into the piece `[off, off + piece.len())` of a message
+/// whose user part is `user` bytes long.
+#[inline]
+fn put_trailer(tr: &[u8; TRAILER], user: usize, off: usize, piece: &mut [u8]) {
+    let end = off + piece.len();
+    if end > user {
+        let from = off.max(user);
+        piece[from - off..].copy_from_slice(&tr[from - user..end - user]);
+    }
+}
+
+impl<E: Endpoint> Monitored<E, TscClock> {
+    /// Monitors `inner` with a freshly calibrated TSC clock.
+    pub fn new(inner: E, cfg: MonitorConfig) -> Self {
+        Self::with_clock(inner, cfg, TscClock::calibrate())
+    }
+}
+
+impl<E: Endpoint, C: LocalClock> Monitored<E, C> {
+    /// Monitors `inner`, reading time from `clock` (a virtual or deliberately skewed one in
+    /// tests). The inner endpoint's maximum message must leave room for the trailer.
+    pub fn with_clock(inner: E, cfg: MonitorConfig, clock: C) -> Self {
+        let mut info = inner.info().clone();
+        info.max_message = info.max_message.saturating_sub(TRAILER);
+        let trace = TraceRing::new(cfg.trace_capacity);
+        Monitored {
+            inner,
+            cfg,
+            clock,
+            corr: Correction::default(),
+            info,
+            hist: Histograms::new(),
+            trace,
+            send_seq: 0,
+            last_sync_local_ns: f64::NEG_INFINITY,
+            scratch_out: Vec::new(),
+            scratch_in: Vec::new(),
+        }
+    }
+
+    pub fn get_ref(&self) -> &E {
+        &self.inner
+    }
+    pub fn get_mut(&mut self) -> &mut E {
+        &mut self.inner
+    }
+    pub fn into_inner(self) -> E {
+        self.inner
+    }
+    pub fn config(&self) -> &MonitorConfig {
+        &self.cfg
+    }
+    pub fn clock(&self) -> &C {
+        &self.clock
+    }
+
+    /// Stops recording (this endpoint and every other sharing its switch).
+    pub fn pause(&self) {
+        self.cfg.switch.pause()
+    }
+    pub fn resume(&self) {
+        self.cfg.switch.resume()
+    }
+
+    pub fn histograms(&self) -> &Histograms {
+        &self.hist
+    }
+
+    /// Hands over what was recorded so far and starts afresh.
+    pub fn take_histograms(&mut self) -> Histograms {
+        std::mem::take(&mut self.hist)
+    }
+
+    /// Hands over the trace records so far and how many were dropped (bounded buffer full).
+    pub fn take_trace(&mut self) -> (Vec<TraceEvent>, u64) {
+        self.trace.take()
+    }
+
+    pub fn correction(&self) -> &Correction {
+        &self.corr
+    }
+    pub fn set_correction(&mut self, c: Correction) {
+        self.corr = c;
+    }
+
+    /// Whether the policy's re-synchronization interval has passed since the last sync.
+    pub fn resync_due(&self) -> bool {
+        self.clock.now_ns() - self.last_sync_local_ns >= self.cfg.sync.interval.as_nanos() as f64
+    }
+
+    /// Rank 0's side of a global synchronization with this endpoint's peer. Both ends call
+    /// their side at the same point of the program; the messages travel unmonitored.
+    pub fn sync_as_master(&mut self) -> Result<OffsetSample, MonitorError> {
+        let peer = self.cfg.peer_rank;
+        let t = clock::sync_master(&mut [&mut self.inner], &[peer], &self.clock, &self.cfg.sync)?;
+        self.last_sync_local_ns = self.clock.now_ns();
+        Ok(t[0])
+    }
+
+    /// A peer's side of a global synchronization: updates this endpoint's correction.
+    pub fn sync_as_follower(&mut self) -> Result<OffsetSample, MonitorError> {
+        let s = clock::sync_follower(&mut self.inner, &self.clock, self.cfg.rank, &mut self.corr)?;
+        self.last_sync_local_ns = self.clock.now_ns();
+        Ok(s)
+    }
+
+    #[inline(always)]
+    fn global(&self, local: f64) -> f64 {
+        self.corr.to_global(local)
+    }
+
+    #[inline]
+    fn kind(&self, call: u8, bytes: usize) -> MsgKind {
+        let protocol = match self.cfg.rendezvous_from {
+            Some(r) if bytes >= r => Protocol::Rendezvous,
+            _ => Protocol::Eager,
+        };
+        MsgKind::p2p(protocol, CALLS.get(call as usize).copied().unwrap_or("?"))
+    }
+
+    fn check_len(&self, len: usize) -> Result<(), TransportError> {
+        if len > self.info.max_message {
+            return Err(TransportError::SendTooLarge {
+                len,
+                max: self.info.max_message,
+            });
+        }
+        Ok(())
+    }
+
+    /// Records the sender's half of a message.
+    #[inline]
+    fn sent(&mut self, tag: Tag, len: usize, call: u8, entry: f64, exit: f64) {
+        let source = (exit - entry).round() as i64;
+        let r = MsgRecord {
+            src: self.cfg.rank,
+            dst: self.cfg.peer_rank,
+            bytes: len as u64,
+            kind: self.kind(call, len),
+            program: self.cfg.program,
+            source_ns: Some(source),
+            net_ns: None,
+            destination_ns: None,
+            late_sender_wait_ns: None,
+        };
+        self.hist.record(&r);
+        if self.trace.enabled() {
+            let (s, e) = (self.global(entry), self.global(exit));
+            self.trace.push(TraceEvent {
+                op: TraceOp::Send,
+                peer: self.cfg.peer_rank,
+                tag,
+                bytes: len as u64,
+                start_ns: s.round() as i64,
+                end_ns: e.round() as i64,
+            });
+        }
+    }
+
+    fn send_call<F: FnMut(usize, &mut [u8])>(
+        &mut self,
+        call: u8,
+        tag: Tag,
+        len: usize,
+        mut fill: F,
+    ) -> Result<(), TransportError> {
+        self.check_len(len)?;
+        let on = self.cfg.switch.is_enabled();
+        let entry = if on { self.clock.now_ns() } else { 0.0 };
+        let seq = self.send_seq;
+        self.send_seq = seq.wrapping_add(1);
+        let (clock, corr, program) = (&self.clock, self.corr, self.cfg.program);
+        let mut tr: Option<[u8; TRAILER]> = None;
+        self.inner.send_with(tag, len + TRAILER, |off, piece| {
+            if off < len {
+                let n = piece.len().min(len - off);
+                fill(off, &mut piece[..n]);
+            }
+            if off + piece.len() > len {
+                // The first trailer byte: stamp now, just before the last piece is handed over.
+                let t = tr.get_or_insert_with(|| {
+                    let (handoff, delta, flags) = if on {
+                        let h = clock.now_ns();
+                        (corr.to_global(h), (h - entry).max(0.0) as u32, STAMPED)
+                    } else {
+                        (0.0, 0, 0)
+                    };
+                    Trailer {
+                        handoff_global_ns: handoff.round() as i64,
+                        entry_delta_ns: delta,
+                        program,
+                        seq,
+                        call,
+                        flags,
+                    }
+                    .encode()
+                });
+                put_trailer(t, len, off, piece);
+            }
+        })?;
+        if on {
+            let exit = self.clock.now_ns();
+            self.sent(tag, len, call, entry, exit);
+        }
+        Ok(())
+    }
+
+    /// Records the receiver's half of a message.
+    #[inline]
+    #[allow(clippy::too_many_arguments)]
+    fn received(
+        &mut self,
+        tag: Tag,
+        len: usize,
+        tr: &Trailer,
+        entry: f64,
+        arrival: Option<f64>,
+        delivered: f64,
+    ) {
+        let handoff = tr.handoff_global_ns;
+        let send_entry = handoff - tr.entry_delta_ns as i64;
+        let entry_g = self.global(entry).round() as i64;
+        // Arrival unknown (the duplex call): noticed at the latest when the call returned.
+        let arr_g = self.global(arrival.unwrap_or(delivered)).round() as i64;
+        let r = MsgRecord {
+            src: self.cfg.peer_rank,
+            dst: self.cfg.rank,
+            bytes: len as u64,
+            kind: self.kind(tr.call, len),
+            program: tr.program,
+            source_ns: None,
+            net_ns: Some(arr_g - handoff),
+            destination_ns: arrival.map(|a| (delivered - a).round() as i64),
+            late_sender_wait_ns: Some((send_entry - entry_g).max(0)),
+        };
+        self.hist.record(&r);
+        if self.trace.enabled() {
+            let d = self.global(delivered).round() as i64;
+            self.trace.push(TraceEvent {
+                op: TraceOp::Recv,
+                peer: self.cfg.peer_rank,
+                tag,
+                bytes: len as u64,
+                start_ns: entry_g,
+                end_ns: d,
+            });
+        }
+    }
+
+    fn no_trailer(&self, len: usize) -> TransportError {
+        TransportError::Protocol {
+            peer: self.info.peer.clone(),
+            what: format!(
+                "a {len}-byte message without the monitor's trailer: both ends must be monitored"
+            ),
+        }
+    }
+}
+
+impl<E: Endpoint, C: LocalClock> Endpoint for Monitored<E, C> {
+    fn send_with<F: FnMut(usize, &mut [u8])>(
+        &mut self,
+        tag: Tag,
+        len: usize,
+        fill: F,
+    ) -> Result<(), TransportError> {
+        self.send_call(SEND_WITH, tag, len, fill)
+    }
+
+    fn send(&mut self, tag: Tag, data: &[u8]) -> Result<(), TransportError> {
+        self.send_call(SEND, tag, data.len(), |off, piece| {
+            piece.copy_from_slice(&data[off..off + piece.len()])
+        })
+    }
+
+    fn recv_with<F: FnMut(Fragment<'_>)>(
+        &mut self,
+        mut sink: F,
+    ) -> Result<RecvInfo, TransportError> {
+        let on = self.cfg.switch.is_enabled();
+        let clock = &self.clock;
+        let entry = if on { clock.now_ns() } else { 0.0 };
+        let mut arrival = None;
+        let mut tr = [0u8; TRAILER];
+        let mut first = true;
+        let info = self.inner.recv_with(|f| {
+            if first && on {
+                arrival = Some(clock.now_ns());
+            }
+            let Some(user) = f.total_len.checked_sub(TRAILER) else {
+                first = false;
+                return;
+            };
+            if f.offset < user || (user == 0 && first) {
+                let n = f.data.len().min(user - f.offset.min(user));
+                sink(Fragment {
+                    tag: f.tag,
+                    total_len: user,
+                    offset: f.offset,
+                    data: &f.data[..n],
+                });
+            }
+            first = false;
+            let end = f.offset + f.data.len();
+            if end > user {
+                let from = f.offset.max(user);
+                tr[from - user..end - user].copy_from_slice(&f.data[from - f.offset..]);
+            }
+        })?;
+        let Some(user) = info.len.checked_sub(TRAILER) else {
+            return Err(self.no_trailer(info.len));
+        };
+        let Some(t) = Trailer::decode(&tr) else {
+            return Err(self.no_trailer(user));
+        };
+        if on && t.flags & STAMPED != 0 {
+            let delivered = self.clock.now_ns();
+            self.received(info.tag, user, &t, entry, arrival, delivered);
+        }
+        Ok(RecvInfo {
+            tag: info.tag,
+            len: user,
+        })
+    }
+
+    /// The duplex call sends `data` with the trailer from a scratch buffer and receives into
+    /// another, so it costs a copy of each message under monitoring (the scratch buffers grow to
+    /// the largest message once, then are reused). Its receive's arrival is not visible inside
+    /// the call: it counts as noticed when the call returns (net includes the rest of the call;
+    /// destination is unknown).
+    fn sendrecv(
+        &mut self,
+        tag: Tag,
+        data: &[u8],
+        buf: &mut [u8],
+    ) -> Result<RecvInfo, TransportError> {
+        self.check_len(data.len())?;
+        let on = self.cfg.switch.is_enabled();
+        let entry = if on { self.clock.now_ns() } else { 0.0 };
+        let seq = self.send_seq;
+        self.send_seq = seq.wrapping_add(1);
+        let mut out = std::mem::take(&mut self.scratch_out);
+        let mut inb = std::mem::take(&mut self.scratch_in);
+        out.clear();
+        out.extend_from_slice(data);
+        let (handoff, delta, flags) = if on {
+            let h = self.clock.now_ns();
+            (self.global(h), (h - entry).max(0.0) as u32, STAMPED)
+        } else {
+            (0.0, 0, 0)
+        };
+        out.extend_from_slice(
+            &Trailer {
+                handoff_global_ns: handoff.round() as i64,
+                entry_delta_ns: delta,
+                program: self.cfg.program,
+                seq,
+                call: SENDRECV,
+                flags,
+            }
+            .encode(),
+        );
+        inb.resize(buf.len() + TRAILER, 0);
+        let r = self.inner.sendrecv(tag, &out, &mut inb);
+        let result = match r {
+            Ok(info) => {
+                let exit = self.clock.now_ns();
+                match info.len.checked_sub(TRAILER) {
+                    None => Err(self.no_trailer(info.len)),
+                    Some(user) => {
+                        let tr: &[u8; TRAILER] = inb[user..user + TRAILER].try_into().unwrap();
+                        match Trailer::decode(tr) {
+                            None => Err(self.no_trailer(user)),
+                            Some(t) => {
+                                buf[..user].copy_from_slice(&inb[..user]);
+                                if on {
+                                    self.sent(tag, data.len(), SENDRECV, entry, exit);
+                                    if t.flags & STAMPED != 0 {
+                                        self.received(info.tag, user, &t, entry, None, exit);
+                                    }
+                                }
+                                Ok(RecvInfo {
+                                    tag: info.tag,
+                                    len: user,
+                                })
+                            }
+                        }
+                    }
+                }
+            }
+            Err(TransportError::Truncated { len, cap }) => Err(TransportError::Truncated {
+                len: len.saturating_sub(TRAILER),
+                cap: cap - TRAILER,
+            }),
+            Err(e) => Err(e),
+        };
+        self.scratch_out = out;
+        self.scratch_in = inb;
+        result
+    }
+
+    fn info(&self) -> &EndpointInfo {
+        &self.info
+    }
+}
+
+/// Forwarded to the inner endpoint's own gather, with the trailer as one more part. The stamp
+/// is taken just before the call (a gather hands everything over inside it), so net starts at
+/// the call's entry here.
+impl<E: Endpoint + VectoredSend, C: LocalClock> VectoredSend for Monitored<E, C> {
+    fn send_vectored(&mut self, tag: Tag, parts: &[&[u8]]) -> Result<(), TransportError> {
+        let len: usize = parts.iter().map(|p| p.len()).sum();
+        self.check_len(len)?;
+        let on = self.cfg.switch.is_enabled();
+        let entry = if on { self.clock.now_ns() } else { 0.0 };
+        let seq = self.send_seq;
+        self.send_seq = seq.wrapping_add(1);
+        let tr = Trailer {
+            handoff_global_ns: if on {
+                self.global(entry).round() as i64
+            } else {
+                0
+            },
+            entry_delta_ns: 0,
+            program: self.cfg.program,
+            seq,
+            call: SEND_VECTORED,
+            flags: if on { STAMPED } else { 0 },
+        }
+        .encode();
+        // Up to 15 parts on the stack; more (rare) cost one allocation of the list of parts.
+        const STACK: usize = 16;
+        if parts.len() < STACK {
+            let mut all: [&[u8]; STACK] = [&[]; STACK];
+            all[..parts.len()].copy_from_slice(parts);
+            all[parts.len()] = &tr;
+            self.inner.send_vectored(tag, &all[..=parts.len()])?;
+        } else {
+            let mut all: Vec<&[u8]> = Vec::with_capacity(parts.len() + 1);
+            all.extend_from_slice(parts);
+            all.push(&tr);
+            self.inner.send_vectored(tag, &all)?;
+        }
+        if on {
+            let exit = self.clock.now_ns();
+            self.sent(tag, len, SEND_VECTORED, entry, exit);
+        }
+        Ok(())
+    }
+}
+
+impl<E: SwitchMode, C> SwitchMode for Monitored<E, C> {
+    fn set_mode(
+        &mut self,
+        mode: commperf_transport::Mode,
+        block_spins: u32,
+    ) -> Result<(), TransportError> {
+        self.inner.set_mode(mode, block_spins)?;
+        self.info.mode = mode;
+        Ok(())
+    }
+}
+
+impl<E: Readiness, C> Readiness for Monitored<E, C> {
+    #[inline]
+    fn readable_now(&self) -> Result<bool, TransportError> {
+        self.inner.readable_now()
+    }
+    fn check_alive(&self) -> Result<(), TransportError> {
+        self.inner.check_alive()
+    }
+}
+
+impl<E: std::os::fd::AsRawFd, C> std::os::fd::AsRawFd for Monitored<E, C> {
+    /// The inner endpoint's descriptor, so a monitored socket endpoint joins a completion queue
+    /// ([`commperf_transport::cq`]) like an unmonitored one.
+    fn as_raw_fd(&self) -> std::os::fd::RawFd {
+        self.inner.as_raw_fd()
+    }
+}
