@@ -45,6 +45,10 @@ pub struct MonitorArgs {
     /// mpich)
     #[arg(long, value_name = "MPI")]
     pub interposer: Option<String>,
+    /// MPI programs: also write DIR/trace.txt (a trace `commperf predict --trace` replays) and
+    /// DIR/timeline.json (Chrome trace events: Perfetto, chrome://tracing)
+    #[arg(long)]
+    pub trace: bool,
     /// An unmodified MPI program to monitor: `commperf monitor -- mpirun -np 4 ./app`
     #[arg(last = true, value_name = "COMMAND")]
     pub command: Vec<String>,
@@ -133,6 +137,12 @@ pub struct ReportArgs {
     /// Write to FILE instead of stdout
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     pub out: Option<PathBuf>,
+    /// MPI runs: also write the run as a trace `commperf predict --trace` replays
+    #[arg(long, value_name = "FILE")]
+    pub trace: Option<PathBuf>,
+    /// MPI runs: also write the run as a Chrome trace-event timeline (Perfetto, chrome://tracing)
+    #[arg(long, value_name = "FILE")]
+    pub timeline: Option<PathBuf>,
 }
 
 /// What the client tells the peer to do (the same schedule runs on both ends).
@@ -179,6 +189,7 @@ pub fn run(a: &MonitorArgs) -> Result<()> {
             tag: a.tag.clone(),
             start_disabled: a.start_disabled,
             interposer: a.interposer.clone(),
+            trace: a.trace,
             command: a.command.clone(),
         }),
         None => bail!(
@@ -608,6 +619,15 @@ fn report(r: &ReportArgs) -> Result<()> {
     // An MPI program's directory is re-read from its rank files: they are the record, and a
     // damaged one is named.
     let mpi = r.input.is_dir() && crate::monitor_mpi::is_mpi_dir(&r.input);
+    if r.trace.is_some() || r.timeline.is_some() {
+        if !mpi {
+            bail!(
+                "--trace/--timeline convert an MPI run's directory (rank-N.cpmpi files), and {} is not one; `monitor run --trace N` writes its own trace.txt",
+                r.input.display()
+            );
+        }
+        crate::monitor_mpi::write_trace(&r.input, r.trace.as_deref(), r.timeline.as_deref())?;
+    }
     let (run, mpi_table) = if mpi {
         let (s, run) = crate::monitor_mpi::load(&r.input)?;
         (run, Some(crate::monitor_mpi::table(&s) + "\n"))

@@ -28,6 +28,8 @@ pub struct MonitorArgs {
     pub start_disabled: bool,
     /// Use this interposer instead of the one matching the program (openmpi, mpich)
     pub interposer: Option<String>,
+    /// Also write DIR/trace.txt (for `predict`) and DIR/timeline.json (Chrome trace events)
+    pub trace: bool,
     /// The MPI launch command (mpirun …) or a singleton MPI program
     pub command: Vec<String>,
 }
@@ -257,7 +259,16 @@ pub fn run(a: &MonitorArgs) -> Result<()> {
     let status = cmd
         .status()
         .with_context(|| format!("cannot run {}", a.command[0]))?;
-    let r = report(&dir, Some(&status));
+    let mut r = report(&dir, Some(&status));
+    // A run cut short still gets its trace: what was recorded is replayable, the rest is
+    // counted as left out.
+    if a.trace && r.is_ok() {
+        r = write_trace(
+            &dir,
+            Some(&dir.join("trace.txt")),
+            Some(&dir.join("timeline.json")),
+        );
+    }
     if !status.success() {
         r?;
         bail!(
@@ -300,6 +311,23 @@ fn report(dir: &Path, status: Option<&std::process::ExitStatus>) -> Result<()> {
         }
     }
     println!("summary: {}", json.display());
+    Ok(())
+}
+
+/// Converts an MPI run's directory into a trace for `predict` and/or a Chrome timeline, and
+/// says what was written and what was left out.
+pub fn write_trace(dir: &Path, trace: Option<&Path>, timeline: Option<&Path>) -> Result<()> {
+    let run = commperf_pmpi::read_dir(dir)?;
+    let out = commperf_pmpi::to_trace(&run);
+    if let Some(p) = trace {
+        crate::output::write_atomically(p, out.text.as_bytes())?;
+        crate::say(&format!("commperf: wrote {}", p.display()));
+    }
+    if let Some(p) = timeline {
+        crate::output::write_atomically(p, out.chrome.as_bytes())?;
+        crate::say(&format!("commperf: wrote {}", p.display()));
+    }
+    crate::say(&format!("commperf: {}", out.stats.describe()));
     Ok(())
 }
 

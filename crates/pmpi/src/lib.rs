@@ -39,11 +39,13 @@
 pub mod format;
 mod read;
 pub mod runtime;
+mod trace;
 
 pub use read::{
-    match_messages, read_dir, read_file, size_bin, summarize, Call, CallCount, Event, Matching,
-    Message, PairBin, RankData, ReadError, Run, Summary,
+    match_messages, pair_events, read_dir, read_file, size_bin, summarize, Call, CallCount, Event,
+    EventPair, Matching, Message, PairBin, Pairing, RankData, ReadError, Run, Stream, Summary,
 };
+pub use trace::{to_trace, TraceOutput, TraceStats};
 
 /// The MPI libraries an interposer can be built for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -262,7 +262,8 @@ impl Run {
             .collect()
     }
 
-    fn rank(&self, r: u32) -> Option<&RankData> {
+    /// The data of world rank `r`, if its file was found.
+    pub fn rank(&self, r: u32) -> Option<&RankData> {
         self.ranks.iter().find(|d| d.header.rank == r)
     }
 }
@@ -483,13 +484,34 @@ pub struct Matching {
     pub unmatched_recvs: u64,
 }
 
-type Stream = (u32, u32, i32, u32);
+/// (source, destination, tag, communicator): one non-overtaking stream.
+pub type Stream = (u32, u32, i32, u32);
 
-/// Matches sends to receives: per (source, destination, tag, communicator) MPI does not let
+/// A send event matched to its receive event, by index into each rank's `RankData::events`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EventPair {
+    pub stream: Stream,
+    pub send: usize,
+    pub recv: usize,
+}
+
+/// The matching by event index (what [`match_messages`] computes stages from, and what the
+/// trace writer needs to leave out the records whose partner is missing).
+#[derive(Debug, Clone, Default)]
+pub struct Pairing {
+    /// Streams in ascending order, each in post order.
+    pub pairs: Vec<EventPair>,
+    pub unmatched_sends: u64,
+    pub unmatched_recvs: u64,
+}
+
+/// Pairs sends with receives: per (source, destination, tag, communicator) MPI does not let
 /// messages overtake, so the k-th send posted matches the k-th receive posted on that stream
 /// (receives in post order, which is the order MPI matches them in, even when they complete in
 /// another order). Exact without piggybacking, as long as each stream is posted from one thread.
-pub fn match_messages(run: &Run) -> Matching {
+/// Pairs whose sender or receiver has no file are not returned (but not counted as unmatched:
+/// the other side's count says it).
+pub fn pair_events(run: &Run) -> Pairing {
     let mut sends: HashMap<Stream, Vec<(u64, u32, usize)>> = HashMap::new();
     let mut recvs: HashMap<Stream, Vec<(u64, u32, usize)>> = HashMap::new();
     for rd in &run.ranks {
@@ -511,7 +533,7 @@ pub fn match_messages(run: &Run) -> Matching {
             }
         }
     }
-    let mut m = Matching::default();
+    let mut m = Pairing::default();
     let mut keys: Vec<Stream> = sends.keys().chain(recvs.keys()).copied().collect();
     keys.sort_unstable();
     keys.dedup();
@@ -523,41 +545,61 @@ pub fn match_messages(run: &Run) -> Matching {
         let n = s.len().min(r.len());
         m.unmatched_sends += (s.len() - n) as u64;
         m.unmatched_recvs += (r.len() - n) as u64;
+        if run.rank(k.0).is_none() || run.rank(k.1).is_none() {
+            continue;
+        }
+        m.pairs.extend((0..n).map(|i| EventPair {
+            stream: k,
+            send: s[i].2,
+            recv: r[i].2,
+        }));
+    }
+    m
+}
+
+/// Matches sends to receives ([`pair_events`]) and computes each message's stages.
+pub fn match_messages(run: &Run) -> Matching {
+    let p = pair_events(run);
+    let mut m = Matching {
+        messages: Vec::with_capacity(p.pairs.len()),
+        unmatched_sends: p.unmatched_sends,
+        unmatched_recvs: p.unmatched_recvs,
+    };
+    for pr in &p.pairs {
+        let k = pr.stream;
         let (Some(sr), Some(rr)) = (run.rank(k.0), run.rank(k.1)) else {
             continue;
         };
-        for i in 0..n {
-            let se = &sr.events[s[i].2];
-            let re = &rr.events[r[i].2];
-            let g = |d: &RankData, t: u64| d.to_global(t);
-            let (s_in, s_out) = (g(sr, se.post_enter), g(sr, se.post_exit));
-            let (r_post, r_center, r_done) = (
-                g(rr, re.post_enter),
-                g(rr, re.done_enter),
-                g(rr, re.done_exit),
-            );
-            let ready = s_out.max(r_post);
-            let destination = if r_center >= ready {
-                r_done - r_center
-            } else {
-                0.0
-            };
-            let net = (r_done - ready - destination).max(0.0);
-            let late = (s_in - r_post).clamp(0.0, (r_done - r_post).max(0.0));
-            m.messages.push(Message {
-                src: k.0,
-                dst: k.1,
-                tag: k.2,
-                comm: k.3,
-                bytes: se.bytes,
-                send_call: se.call,
-                recv_call: re.call,
-                source_ns: s_out - s_in,
-                net_ns: net,
-                destination_ns: destination,
-                late_sender_ns: late,
-            });
-        }
+        let se = &sr.events[pr.send];
+        let re = &rr.events[pr.recv];
+        let g = |d: &RankData, t: u64| d.to_global(t);
+        let (s_in, s_out) = (g(sr, se.post_enter), g(sr, se.post_exit));
+        let (r_post, r_center, r_done) = (
+            g(rr, re.post_enter),
+            g(rr, re.done_enter),
+            g(rr, re.done_exit),
+        );
+        let ready = s_out.max(r_post);
+        let destination = if r_center >= ready {
+            r_done - r_center
+        } else {
+            0.0
+        };
+        let net = (r_done - ready - destination).max(0.0);
+        let late = (s_in - r_post).clamp(0.0, (r_done - r_post).max(0.0));
+        m.messages.push(Message {
+            src: k.0,
+            dst: k.1,
+            tag: k.2,
+            comm: k.3,
+            bytes: se.bytes,
+            send_call: se.call,
+            recv_call: re.call,
+            source_ns: s_out - s_in,
+            net_ns: net,
+            destination_ns: destination,
+            late_sender_ns: late,
+        });
     }
     m
 }
