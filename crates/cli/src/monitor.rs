@@ -626,7 +626,7 @@ fn report(r: &ReportArgs) -> Result<()> {
                 r.input.display()
             );
         }
-        crate::monitor_mpi::write_trace(&r.input, r.trace.as_deref(), r.timeline.as_deref())?;
+        crate::monitor_mpi::write_trace(&r.input, r.trace.as_deref(), r.timeline.as_deref(), None)?;
     }
     let (run, mpi_table) = if mpi {
         let (s, run) = crate::monitor_mpi::load(&r.input)?;

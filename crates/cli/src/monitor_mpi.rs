@@ -267,6 +267,7 @@ pub fn run(a: &MonitorArgs) -> Result<()> {
             &dir,
             Some(&dir.join("trace.txt")),
             Some(&dir.join("timeline.json")),
+            Some(&dir.join("trace-stats.json")),
         );
     }
     if !status.success() {
@@ -316,7 +317,12 @@ fn report(dir: &Path, status: Option<&std::process::ExitStatus>) -> Result<()> {
 
 /// Converts an MPI run's directory into a trace for `predict` and/or a Chrome timeline, and
 /// says what was written and what was left out.
-pub fn write_trace(dir: &Path, trace: Option<&Path>, timeline: Option<&Path>) -> Result<()> {
+pub fn write_trace(
+    dir: &Path,
+    trace: Option<&Path>,
+    timeline: Option<&Path>,
+    stats: Option<&Path>,
+) -> Result<()> {
     let run = commperf_pmpi::read_dir(dir)?;
     let out = commperf_pmpi::to_trace(&run);
     if let Some(p) = trace {
@@ -326,6 +332,10 @@ pub fn write_trace(dir: &Path, trace: Option<&Path>, timeline: Option<&Path>) ->
     if let Some(p) = timeline {
         crate::output::write_atomically(p, out.chrome.as_bytes())?;
         crate::say(&format!("commperf: wrote {}", p.display()));
+    }
+    if let Some(p) = stats {
+        let json = serde_json::to_string_pretty(&out.stats)? + "\n";
+        crate::output::write_atomically(p, json.as_bytes())?;
     }
     crate::say(&format!("commperf: {}", out.stats.describe()));
     Ok(())

@@ -4,8 +4,8 @@
 //! Per rank, in call order (calls sorted by the time they were entered, on the rank's clock):
 //!
 //! - the gaps between MPI calls become `compute` (the rank's own clock: no global clock needed
-//!   for a difference on one rank), from MPI_Init to the first call and from the last call to
-//!   MPI_Finalize included, so a replay on the same network takes about as long as the run;
+//!   for a difference on one rank), from the end of MPI_Init (after the interposer's clock sync)
+//!   to the first call and between calls; not after the last call (see below);
 //! - blocking sends and receives become `send`/`recv`, nonblocking ones `isend`/`irecv` named
 //!   after their record and joined by a `wait`/`waitall` at the call that completed them (one
 //!   Waitall/Waitsome/Testall completing several requests is one `waitall`); MPI_Sendrecv becomes
@@ -365,9 +365,14 @@ pub fn to_trace(run: &Run) -> TraceOutput {
         let me = rd.header.rank;
         let calls = calls_of(&rd.events);
         let _ = writeln!(text, "\nrank {me}");
-        let start = calls
-            .first()
-            .map_or(rd.header.start_ns, |c| c.start.min(rd.header.start_ns));
+        // The header's start is taken at MPI_Init's return, before the interposer's clock sync
+        // with rank 0, which waits for the slowest rank to start: the program resumes after it.
+        let begin = rd
+            .clocks
+            .iter()
+            .find(|c| c.phase == 0)
+            .map_or(rd.header.start_ns, |c| c.local_ns.max(rd.header.start_ns));
+        let start = calls.first().map_or(begin, |c| c.start.min(begin));
         let mut cursor = start;
         // A run started with monitoring off (`--start-disabled`) records nothing before its
         // first MPI_Pcontrol(1): what came before it is unknown, not compute.
@@ -467,19 +472,16 @@ pub fn to_trace(run: &Run) -> TraceOutput {
             }
             tl.span(rd, c, span_name, replayed);
         }
+        // No compute after the last call: MPI_Finalize's moment is not recorded apart from the
+        // clock sync it starts with, which waits for rank 0 to reach it, so the tail would
+        // count other ranks' lateness as this rank's compute.
         let end = rd.footer.map_or(cursor, |f| f.end_ns.max(cursor));
-        if end > cursor {
-            if let Some(t) = stopped_at {
-                st.stopped_ns += end.saturating_sub(t);
-            } else {
-                let gap = end - cursor;
-                compute += gap;
-                let _ = writeln!(text, "  compute {gap}ns");
-            }
+        if let Some(t) = stopped_at {
+            st.stopped_ns += cursor.saturating_sub(t);
         }
         if let Some(slot) = st.compute_ns.get_mut(me as usize) {
             *slot = compute;
-            st.run_ns[me as usize] = end - start;
+            st.run_ns[me as usize] = end - rd.header.start_ns.min(start);
         }
     }
     for p in &pairing.pairs {
