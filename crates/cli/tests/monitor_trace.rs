@@ -1,0 +1,454 @@
+//! `commperf monitor --trace -- mpirun …`: an MPI run written as a trace `commperf predict`
+//! replays and as a Chrome timeline, under Open MPI and under MPICH. The point-to-point part must
+//! replay exactly the messages the monitor matched (read from summary.json, not hard-coded),
+//! compute gaps must fit in each rank's run, a run with missing partners must still replay (no
+//! deadlock) and say what was cut. Each test needs its MPI installed; without it, it skips with
+//! a message, unless `COMMPERF_REQUIRE_MPI=1` (set by CI) makes that a failure.
+
+use serde_json::Value;
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::Instant;
+
+fn exe() -> &'static str {
+    env!("CARGO_BIN_EXE_commperf")
+}
+
+fn apps() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../pmpi/tests/apps")
+}
+
+fn have(cmd: &str) -> bool {
+    std::env::var_os("PATH")
+        .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(cmd).is_file()))
+}
+
+/// Whether every tool is here; prints why not (or panics when CI requires MPI).
+fn ready(test: &str, tools: &[&str]) -> bool {
+    let missing: Vec<&str> = tools.iter().copied().filter(|t| !have(t)).collect();
+    if missing.is_empty() {
+        return true;
+    }
+    let why = format!(
+        "{} not installed (apt-get install libopenmpi-dev openmpi-bin libmpich-dev mpich)",
+        missing.join(", ")
+    );
+    if std::env::var_os("COMMPERF_REQUIRE_MPI").is_some() {
+        panic!("{test}: COMMPERF_REQUIRE_MPI is set, but {why}");
+    }
+    eprintln!("skipping {test}: {why}");
+    false
+}
+
+/// A scratch directory removed when dropped.
+struct Scratch(PathBuf);
+impl Scratch {
+    fn new(test: &str) -> Scratch {
+        let p =
+            std::env::temp_dir().join(format!("commperf-trace-test-{}-{test}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&p);
+        std::fs::create_dir_all(&p).expect("scratch dir");
+        Scratch(p)
+    }
+}
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+fn ok(o: &Output) {
+    assert!(
+        o.status.success(),
+        "failed ({}):\nstdout:\n{}\nstderr:\n{}",
+        o.status,
+        text(&o.stdout),
+        text(&o.stderr)
+    );
+}
+
+fn compile(compiler: &str, src: &str, out: &Path) {
+    let o = Command::new(compiler)
+        .args(["-O1", "-w", "-o"])
+        .arg(out)
+        .arg(apps().join(src))
+        .output()
+        .expect("run the MPI compiler");
+    assert!(o.status.success(), "{compiler} {src}: {}", text(&o.stderr));
+}
+
+/// `commperf monitor -o DIR --trace -- mpirun.<mpi> -np 4 PROG ARGS…`, time-limited; also
+/// returns the wall time of the whole command (an upper bound on every rank's run).
+fn monitor(cwd: &Path, dir: &Path, mpi: &str, prog: &[&str]) -> (Output, f64) {
+    let mut c = Command::new("timeout");
+    c.args(["-k", "10", "300", exe(), "monitor", "--trace", "-o"])
+        .arg(dir)
+        .arg("--")
+        .args([&format!("mpirun.{mpi}"), "-np", "4"]);
+    if mpi == "openmpi" {
+        c.arg("--oversubscribe");
+    }
+    c.args(prog)
+        .current_dir(cwd)
+        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
+    let t = Instant::now();
+    let o = c.output().expect("run commperf monitor");
+    (o, t.elapsed().as_secs_f64() * 1e9)
+}
+
+fn json(p: &Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(p).unwrap_or_else(|e| panic!("{p:?}: {e}")))
+        .unwrap_or_else(|e| panic!("{p:?}: {e}"))
+}
+
+/// `commperf predict --trace FILE --format json`, time-limited: a deadlock in the replay is an
+/// error or a timeout, either fails here.
+fn predict(trace: &Path) -> Value {
+    let o = Command::new("timeout")
+        .args([
+            "-k",
+            "5",
+            "120",
+            exe(),
+            "predict",
+            "--format",
+            "json",
+            "--trace",
+        ])
+        .arg(trace)
+        .output()
+        .expect("run commperf predict");
+    ok(&o);
+    serde_json::from_slice(&o.stdout).expect("predict JSON")
+}
+
+/// The own format's collective operations.
+const COLLECTIVES: &[&str] = &[
+    "barrier",
+    "bcast",
+    "reduce",
+    "gather",
+    "scatter",
+    "allreduce",
+    "allgather",
+    "alltoall",
+    "reducescatter",
+];
+
+fn first_word(l: &str) -> &str {
+    l.split_whitespace().next().unwrap_or("")
+}
+
+/// Per rank: compute written (ns), and the trace's lines of each operation.
+fn per_rank(trace: &str) -> BTreeMap<u32, (u64, HashMap<String, u64>)> {
+    let mut m: BTreeMap<u32, (u64, HashMap<String, u64>)> = BTreeMap::new();
+    let mut rank = None;
+    for l in trace.lines() {
+        let l = l.trim();
+        if l.starts_with('#') || l.is_empty() || l.starts_with("ranks ") {
+            continue;
+        }
+        if let Some(r) = l.strip_prefix("rank ") {
+            rank = Some(r.trim().parse::<u32>().expect("rank number"));
+            continue;
+        }
+        let e = m
+            .entry(rank.expect("an operation before any rank line"))
+            .or_default();
+        *e.1.entry(first_word(l).to_string()).or_default() += 1;
+        if let Some(d) = l.strip_prefix("compute ") {
+            // Written in whole ns: a negative or fractional gap would not parse as u64.
+            let ns: u64 = d
+                .strip_suffix("ns")
+                .and_then(|n| n.parse().ok())
+                .unwrap_or_else(|| panic!("compute gap {d:?} is not whole non-negative ns"));
+            e.0 += ns;
+        }
+    }
+    m
+}
+
+/// The trace without its collectives (whole calls on every rank, so it stays consistent).
+fn point_to_point_only(trace: &str) -> String {
+    trace
+        .lines()
+        .filter(|l| !COLLECTIVES.contains(&first_word(l)))
+        .map(|l| format!("{l}\n"))
+        .collect()
+}
+
+/// A Chrome trace-event file as Perfetto loads it: an object with `traceEvents`, each event with
+/// a name, a phase, pid and tid; complete events with ts and a non-negative dur; every flow
+/// start with exactly one finish (same id) and vice versa; a named track per rank. Returns
+/// (complete events, flows).
+fn check_timeline(p: &Path, ranks: u64) -> (u64, u64) {
+    let v = json(p);
+    let ev = v["traceEvents"].as_array().expect("traceEvents array");
+    let mut spans = 0;
+    let mut flows: HashMap<u64, (u32, u32)> = HashMap::new();
+    let mut named = std::collections::BTreeSet::new();
+    for e in ev {
+        assert!(e["name"].is_string(), "event without a name: {e}");
+        assert!(e["pid"].is_u64() && e["tid"].is_u64(), "pid/tid: {e}");
+        match e["ph"].as_str().expect("ph") {
+            "M" => {
+                if e["name"] == "thread_name" {
+                    named.insert(e["tid"].as_u64().expect("tid"));
+                }
+            }
+            "X" => {
+                assert!(e["ts"].as_f64().is_some_and(|t| t >= 0.0), "ts: {e}");
+                assert!(e["dur"].as_f64().is_some_and(|d| d >= 0.0), "dur: {e}");
+                assert!(e["tid"].as_u64().expect("tid") < ranks, "tid: {e}");
+                spans += 1;
+            }
+            "s" | "f" => {
+                assert!(e["ts"].as_f64().is_some_and(|t| t >= 0.0), "ts: {e}");
+                let id = e["id"].as_u64().expect("flow id");
+                let f = flows.entry(id).or_default();
+                if e["ph"] == "s" {
+                    f.0 += 1;
+                } else {
+                    assert_eq!(e["bp"], "e", "flow finish binds to the enclosing slice");
+                    f.1 += 1;
+                }
+            }
+            ph => panic!("unexpected phase {ph}: {e}"),
+        }
+    }
+    for (id, (s, f)) in &flows {
+        assert_eq!((*s, *f), (1, 1), "flow {id}: {s} starts, {f} finishes");
+    }
+    assert_eq!(named.len() as u64, ranks, "a named track per rank");
+    (spans, flows.len() as u64)
+}
+
+/// Common checks of a monitored run's trace; returns (trace text, stats, summary).
+fn check_run(dir: &Path, wall_ns: f64) -> (String, Value, Value) {
+    let summary = json(&dir.join("summary.json"));
+    let stats = json(&dir.join("trace-stats.json"));
+    let trace = std::fs::read_to_string(dir.join("trace.txt")).expect("trace.txt");
+    let ranks = summary["ranks"].as_u64().expect("ranks");
+    let matched = summary["matched_messages"].as_u64().expect("matched");
+    assert_eq!(stats["messages"].as_u64(), Some(matched));
+
+    // Compute gaps: non-negative (checked while parsing) and within each rank's run.
+    let per = per_rank(&trace);
+    for (r, (compute, _)) in &per {
+        let run = stats["run_ns"][*r as usize].as_u64().expect("run_ns");
+        assert!(
+            *compute <= run,
+            "rank {r}: {compute} ns of compute in a run of {run} ns"
+        );
+        assert!(
+            (run as f64) <= wall_ns,
+            "rank {r}: run {run} ns > wall {wall_ns} ns"
+        );
+        assert_eq!(stats["compute_ns"][*r as usize].as_u64(), Some(*compute));
+    }
+
+    // The point-to-point part replays exactly the matched messages.
+    let p2p = dir.join("p2p.txt");
+    std::fs::write(&p2p, point_to_point_only(&trace)).expect("write p2p.txt");
+    let pp = predict(&p2p);
+    assert_eq!(pp["messages"].as_u64(), Some(matched), "p2p replay");
+    // Every matched message is a send on one rank and a receive on another.
+    let sends: u64 = per
+        .values()
+        .map(|(_, ops)| ops.get("send").unwrap_or(&0) + ops.get("isend").unwrap_or(&0))
+        .sum();
+    assert_eq!(sends, matched);
+
+    // The whole trace replays, collectives expanded on top.
+    let full = predict(&dir.join("trace.txt"));
+    assert_eq!(full["ranks_count"].as_u64(), Some(ranks));
+    let expected_more = stats["collectives"].as_u64().unwrap_or(0) > 0;
+    assert!(
+        full["messages"].as_u64().unwrap_or(0) > matched || !expected_more,
+        "collectives expand into messages"
+    );
+
+    let (spans, flows) = check_timeline(&dir.join("timeline.json"), ranks);
+    assert_eq!(flows, matched, "a flow arrow per matched message");
+    assert!(spans >= matched, "a span per MPI call");
+    (trace, stats, summary)
+}
+
+fn counts(mpi: &str) {
+    let test = format!("trace_counts_{mpi}");
+    if !ready(&test, &[&format!("mpicc.{mpi}"), &format!("mpirun.{mpi}")]) {
+        return;
+    }
+    let s = Scratch::new(&test);
+    let prog = s.0.join("counts");
+    compile(&format!("mpicc.{mpi}"), "counts.c", &prog);
+    let dir = s.0.join("mon");
+    let (o, wall) = monitor(&s.0, &dir, mpi, &[prog.to_str().expect("path")]);
+    ok(&o);
+    assert!(
+        text(&o.stderr).contains("trace: 4 ranks"),
+        "{}",
+        text(&o.stderr)
+    );
+    let (trace, stats, _) = check_run(&dir, wall);
+    // counts.c: 2 x 16 B per rank over a split communicator, replayed with world peers.
+    assert_eq!(stats["subcomm_messages"].as_u64(), Some(8));
+    // 2 barriers, 3 bcasts, 4 allreduces, all on MPI_COMM_WORLD.
+    assert_eq!(stats["collectives"].as_u64(), Some(9));
+    assert_eq!(stats["unmatched_left_out"].as_u64(), Some(0));
+    // The 7 MPI_Sendrecv between MPI_Pcontrol(0) and (1) were not recorded: their time is
+    // reported, not replayed.
+    assert!(stats["stopped_ns"].as_u64().unwrap_or(0) > 0);
+    assert!(trace.contains("bcast root 0 800B"), "{trace}");
+}
+
+fn collectives(mpi: &str) {
+    let test = format!("trace_collectives_{mpi}");
+    if !ready(&test, &[&format!("mpicc.{mpi}"), &format!("mpirun.{mpi}")]) {
+        return;
+    }
+    let s = Scratch::new(&test);
+    let prog = s.0.join("colls");
+    compile(&format!("mpicc.{mpi}"), "colls.c", &prog);
+    let dir = s.0.join("mon");
+    let (o, wall) = monitor(&s.0, &dir, mpi, &[prog.to_str().expect("path")]);
+    ok(&o);
+    let (trace, stats, _) = check_run(&dir, wall);
+    // 3 rounds of bcast, allreduce, alltoall, gather, reducescatter.
+    assert_eq!(stats["collectives"].as_u64(), Some(15));
+    // 2 Allreduce on a split communicator per rank, 1 Scan per rank: left out and counted.
+    assert_eq!(stats["subcomm_collectives_left_out"].as_u64(), Some(8));
+    assert_eq!(stats["unsupported_left_out"].as_u64(), Some(4));
+    for want in [
+        "bcast root 1 4096B",
+        "allreduce 64B",
+        "alltoall 256B",
+        "gather root 0 64B",
+        "reducescatter 32B",
+    ] {
+        assert_eq!(
+            trace.lines().filter(|l| l.trim() == want).count(),
+            12,
+            "{want}: 3 per rank"
+        );
+    }
+    // Each rank spins 3 x 2 ms between calls: at least that is compute.
+    for (r, (compute, _)) in per_rank(&trace) {
+        assert!(
+            compute >= 6_000_000,
+            "rank {r}: only {compute} ns of compute"
+        );
+    }
+}
+
+/// Rank 0 stops monitoring while rank 1 sends it 3 messages and while the others record a
+/// barrier: sends without receives and a collective not called alike. The trace must leave them
+/// out, say so, and still replay.
+fn missing_partner(mpi: &str) {
+    let test = format!("trace_missing_partner_{mpi}");
+    if !ready(&test, &[&format!("mpicc.{mpi}"), &format!("mpirun.{mpi}")]) {
+        return;
+    }
+    let s = Scratch::new(&test);
+    let prog = s.0.join("colls");
+    compile(&format!("mpicc.{mpi}"), "colls.c", &prog);
+    let dir = s.0.join("mon");
+    let (o, wall) = monitor(&s.0, &dir, mpi, &[prog.to_str().expect("path"), "asym"]);
+    ok(&o);
+    let (_, stats, summary) = check_run(&dir, wall);
+    assert_eq!(summary["unmatched_sends"].as_u64(), Some(3));
+    assert_eq!(stats["unmatched_left_out"].as_u64(), Some(3));
+    // Ranks 1..3 recorded the barrier and the allreduce after it, rank 0 only the allreduce:
+    // only the common prefix is kept.
+    assert_eq!(stats["collectives"].as_u64(), Some(15));
+    assert_eq!(stats["misaligned_collectives_left_out"].as_u64(), Some(7));
+    let err = text(&o.stderr);
+    assert!(
+        err.contains("3 point-to-point records without their partner")
+            && err.contains("7 collective calls not recorded alike on every rank"),
+        "{err}"
+    );
+}
+
+/// `monitor report DIR --trace FILE --timeline FILE` converts an existing directory; a
+/// directory that is not an MPI run is refused by name.
+fn report_converts(mpi: &str) {
+    let test = format!("trace_report_{mpi}");
+    if !ready(&test, &[&format!("mpicc.{mpi}"), &format!("mpirun.{mpi}")]) {
+        return;
+    }
+    let s = Scratch::new(&test);
+    let prog = s.0.join("colls");
+    compile(&format!("mpicc.{mpi}"), "colls.c", &prog);
+    let dir = s.0.join("mon");
+    let (o, _) = monitor(&s.0, &dir, mpi, &[prog.to_str().expect("path")]);
+    ok(&o);
+    let (t, tl) = (s.0.join("again.txt"), s.0.join("again.json"));
+    let o = Command::new(exe())
+        .args(["monitor", "report"])
+        .arg(&dir)
+        .arg("--trace")
+        .arg(&t)
+        .arg("--timeline")
+        .arg(&tl)
+        .output()
+        .expect("run report");
+    ok(&o);
+    // The same records give the same trace (the first line names the directory as given).
+    let body = |p: &Path| {
+        let t = std::fs::read_to_string(p).expect("trace");
+        t.lines().skip(1).collect::<Vec<_>>().join("\n")
+    };
+    assert_eq!(body(&t), body(&dir.join("trace.txt")));
+    check_timeline(&tl, 4);
+    let not = s.0.join("empty");
+    std::fs::create_dir_all(&not).expect("mkdir");
+    let o = Command::new(exe())
+        .args(["monitor", "report"])
+        .arg(&not)
+        .arg("--trace")
+        .arg(&t)
+        .output()
+        .expect("run report");
+    assert!(!o.status.success());
+    assert!(
+        text(&o.stderr).contains("is not one"),
+        "{}",
+        text(&o.stderr)
+    );
+}
+
+#[test]
+fn trace_counts_openmpi() {
+    counts("openmpi");
+}
+#[test]
+fn trace_counts_mpich() {
+    counts("mpich");
+}
+#[test]
+fn trace_collectives_openmpi() {
+    collectives("openmpi");
+}
+#[test]
+fn trace_collectives_mpich() {
+    collectives("mpich");
+}
+#[test]
+fn trace_missing_partner_openmpi() {
+    missing_partner("openmpi");
+}
+#[test]
+fn trace_missing_partner_mpich() {
+    missing_partner("mpich");
+}
+#[test]
+fn trace_report_mpich() {
+    report_converts("mpich");
+}
