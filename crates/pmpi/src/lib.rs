@@ -21,6 +21,9 @@
 //!   never blocked.
 //! - **the reader** ([`read_dir`], [`match_messages`], [`summarize`]): typed errors naming the file,
 //!   send/receive matching by MPI's non-overtaking order, per-message stages ([`Message`]).
+//! - **the trace writer** ([`to_trace`]): a run as a commperf own-format trace that `commperf
+//!   predict` replays, and as a Chrome trace-event timeline, with what could not be replayed
+//!   left out and counted ([`TraceStats`]).
 //!
 //! Environment of a monitored rank (set by `commperf monitor`): `COMMPERF_PMPI_DIR` (output),
 //! `COMMPERF_PMPI_TAG` (program tag), `COMMPERF_PMPI_START=off` (start disabled; `MPI_Pcontrol(1)`

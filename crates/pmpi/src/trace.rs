@@ -330,6 +330,8 @@ pub fn to_trace(run: &Run) -> TraceOutput {
     } else {
         0
     };
+    // j walks a column across the ranks' sequences, which no single iterator gives.
+    #[allow(clippy::needless_range_loop)]
     for j in 0..common {
         let per: Vec<(&'static str, Option<u32>, u64)> = run
             .ranks
