@@ -376,10 +376,12 @@ pub fn to_trace(run: &Run) -> TraceOutput {
             .map_or(rd.header.start_ns, |c| c.local_ns.max(rd.header.start_ns));
         let start = calls.first().map_or(begin, |c| c.start.min(begin));
         let mut cursor = start;
-        // A run started with monitoring off (`--start-disabled`) records nothing before its
-        // first MPI_Pcontrol(1): what came before it is unknown, not compute.
+        // A run started with monitoring off (`--start-disabled`, which the rank files do not
+        // record) has only MPI_Pcontrol records before its first MPI_Pcontrol(1): what came
+        // before that is unknown, not compute. A rank whose first record is MPI_Pcontrol is
+        // taken as such; when it was not, the time lost is reported as stopped.
         let mut stopped_at: Option<u64> = match calls.first().map(|c| &c.op) {
-            Some(Op::Pcontrol(l)) if *l != 0 => Some(start),
+            Some(Op::Pcontrol(_)) => Some(start),
             _ => None,
         };
         let mut compute = 0u64;
