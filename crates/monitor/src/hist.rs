@@ -315,7 +315,14 @@ impl StageHist {
     /// Adds one message of `bytes` that spent `ns` in this stage.
     #[inline]
     pub fn add(&mut self, bytes: u64, ns: i64) {
-        let row = self.row_mut(SIZE_BINS.index(bytes));
+        self.add_in_bin(SIZE_BINS.index(bytes), bytes, ns)
+    }
+
+    /// [`StageHist::add`] with the size bin already computed (the caller adds several stages of
+    /// one message and bins its size once).
+    #[inline]
+    fn add_in_bin(&mut self, size_bin: usize, bytes: u64, ns: i64) {
+        let row = self.row_mut(size_bin);
         row.totals.add(bytes, ns);
         row.lat[LAT_BINS.index(ns.max(0) as u64)] += 1;
     }
@@ -537,9 +544,18 @@ impl Histograms {
                 return self.last;
             }
         }
-        let h = key_hash(r.src, r.dst, r.program, &r.kind);
+        self.key_slot(r.src, r.dst, r.program, &r.kind)
+    }
+
+    /// The slot of a key (created empty if new), for [`Histograms::record_at`]. A recorder that
+    /// sends many messages under a handful of keys looks each up once and keeps the slot, so
+    /// the hot path neither hashes nor compares the key. Slots stay valid until this set is
+    /// replaced (e.g. by `std::mem::take`).
+    pub fn key_slot(&mut self, src: u32, dst: u32, program: u32, kind: &MsgKind) -> usize {
+        let h = key_hash(src, dst, program, kind);
+        let is = |k: &Key| k.src == src && k.dst == dst && k.program == program && k.kind == *kind;
         if let Some(ix) = self.index.get(&h) {
-            if let Some(&i) = ix.iter().find(|&&i| same(&self.entries[i].key, r)) {
+            if let Some(&i) = ix.iter().find(|&&i| is(&self.entries[i].key)) {
                 self.last = i;
                 return i;
             }
@@ -547,10 +563,10 @@ impl Histograms {
         let i = self.entries.len();
         self.entries.push(Entry {
             key: Key {
-                src: r.src,
-                dst: r.dst,
-                kind: r.kind.clone(),
-                program: r.program,
+                src,
+                dst,
+                kind: kind.clone(),
+                program,
             },
             stages: Stages::default(),
         });
@@ -563,10 +579,30 @@ impl Histograms {
     #[inline]
     pub fn record(&mut self, r: &MsgRecord) {
         let i = self.slot(r);
-        let st = &mut self.entries[i].stages;
-        for s in Stage::ALL {
-            if let Some(ns) = r.stage(s) {
-                st.get_mut(s).add(r.bytes, ns);
+        self.record_at(
+            i,
+            r.bytes,
+            [
+                r.source_ns,
+                r.net_ns,
+                r.destination_ns,
+                r.late_sender_wait_ns,
+            ],
+        );
+    }
+
+    /// Adds one message of `bytes` to the key at `slot` (from [`Histograms::key_slot`]): each
+    /// stage of [`Stage::ALL`] whose latency is known, in that order.
+    ///
+    /// # Panics
+    /// If `slot` is not a slot of this set.
+    #[inline]
+    pub fn record_at(&mut self, slot: usize, bytes: u64, stages: [Option<i64>; 4]) {
+        let st = &mut self.entries[slot].stages;
+        let bin = SIZE_BINS.index(bytes);
+        for (s, ns) in Stage::ALL.into_iter().zip(stages) {
+            if let Some(ns) = ns {
+                st.get_mut(s).add_in_bin(bin, bytes, ns);
             }
         }
     }

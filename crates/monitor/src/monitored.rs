@@ -17,7 +17,7 @@
 //! clock reads and recording.
 
 use crate::clock::{self, Correction, LocalClock, OffsetSample, SyncPolicy, TscClock};
-use crate::hist::{Histograms, MsgKind, MsgRecord, Protocol};
+use crate::hist::{Histograms, MsgKind, Protocol};
 use crate::trace::{TraceEvent, TraceOp, TraceRing};
 use crate::MonitorError;
 use commperf_transport::{
@@ -113,7 +113,16 @@ pub struct Monitored<E, C = TscClock> {
     last_sync_local_ns: f64,
     scratch_out: Vec<u8>,
     scratch_in: Vec<u8>,
+    /// The histogram slot of the last key recorded on each side, so that a stream of like
+    /// messages neither builds, hashes nor compares its key (see [`SlotCache`]).
+    send_slot: SlotCache,
+    recv_slot: SlotCache,
 }
+
+/// The last (call, protocol, program) recorded on one side and its histogram slot. On one
+/// endpoint the sender and receiver ranks are fixed, so these three fields are the whole key.
+#[derive(Debug, Clone, Copy, Default)]
+struct SlotCache(Option<(u8, bool, u32, usize)>);
 
 #[derive(Debug, Clone, Copy)]
 struct Trailer {
@@ -187,6 +196,8 @@ impl<E: Endpoint, C: LocalClock> Monitored<E, C> {
             last_sync_local_ns: f64::NEG_INFINITY,
             scratch_out: Vec::new(),
             scratch_in: Vec::new(),
+            send_slot: SlotCache::default(),
+            recv_slot: SlotCache::default(),
         }
     }
 
@@ -220,6 +231,9 @@ impl<E: Endpoint, C: LocalClock> Monitored<E, C> {
 
     /// Hands over what was recorded so far and starts afresh.
     pub fn take_histograms(&mut self) -> Histograms {
+        // The cached slots index the set handed over.
+        self.send_slot = SlotCache::default();
+        self.recv_slot = SlotCache::default();
         std::mem::take(&mut self.hist)
     }
 
@@ -262,12 +276,49 @@ impl<E: Endpoint, C: LocalClock> Monitored<E, C> {
     }
 
     #[inline]
-    fn kind(&self, call: u8, bytes: usize) -> MsgKind {
-        let protocol = match self.cfg.rendezvous_from {
-            Some(r) if bytes >= r => Protocol::Rendezvous,
-            _ => Protocol::Eager,
+    fn rendezvous(&self, bytes: usize) -> bool {
+        matches!(self.cfg.rendezvous_from, Some(r) if bytes >= r)
+    }
+
+    /// The histogram slot of a message's key: the cached one when the key is the last one this
+    /// side recorded (the common case), else a lookup that refreshes the cache.
+    #[inline]
+    fn slot(&mut self, receiving: bool, call: u8, bytes: usize, program: u32) -> usize {
+        let rndv = self.rendezvous(bytes);
+        let cache = if receiving {
+            self.recv_slot
+        } else {
+            self.send_slot
         };
-        MsgKind::p2p(protocol, CALLS.get(call as usize).copied().unwrap_or("?"))
+        if let Some((c, r, p, slot)) = cache.0 {
+            if (c, r, p) == (call, rndv, program) {
+                return slot;
+            }
+        }
+        self.slot_miss(receiving, call, rndv, program)
+    }
+
+    #[cold]
+    fn slot_miss(&mut self, receiving: bool, call: u8, rndv: bool, program: u32) -> usize {
+        let protocol = if rndv {
+            Protocol::Rendezvous
+        } else {
+            Protocol::Eager
+        };
+        let kind = MsgKind::p2p(protocol, CALLS.get(call as usize).copied().unwrap_or("?"));
+        let (src, dst) = if receiving {
+            (self.cfg.peer_rank, self.cfg.rank)
+        } else {
+            (self.cfg.rank, self.cfg.peer_rank)
+        };
+        let slot = self.hist.key_slot(src, dst, program, &kind);
+        let c = SlotCache(Some((call, rndv, program, slot)));
+        if receiving {
+            self.recv_slot = c;
+        } else {
+            self.send_slot = c;
+        }
+        slot
     }
 
     fn check_len(&self, len: usize) -> Result<(), TransportError> {
@@ -280,22 +331,13 @@ impl<E: Endpoint, C: LocalClock> Monitored<E, C> {
         Ok(())
     }
 
-    /// Records the sender's half of a message.
+    /// Records the sender's half of a message (source = `exit` − `entry`).
     #[inline]
     fn sent(&mut self, tag: Tag, len: usize, call: u8, entry: f64, exit: f64) {
         let source = (exit - entry).round() as i64;
-        let r = MsgRecord {
-            src: self.cfg.rank,
-            dst: self.cfg.peer_rank,
-            bytes: len as u64,
-            kind: self.kind(call, len),
-            program: self.cfg.program,
-            source_ns: Some(source),
-            net_ns: None,
-            destination_ns: None,
-            late_sender_wait_ns: None,
-        };
-        self.hist.record(&r);
+        let slot = self.slot(false, call, len, self.cfg.program);
+        self.hist
+            .record_at(slot, len as u64, [Some(source), None, None, None]);
         if self.trace.enabled() {
             let (s, e) = (self.global(entry), self.global(exit));
             self.trace.push(TraceEvent {
@@ -351,6 +393,9 @@ impl<E: Endpoint, C: LocalClock> Monitored<E, C> {
             }
         })?;
         if on {
+            // Source ends at the call's return, not at the stamp: a transport may do real work
+            // after the last piece is filled (a socket's write, the model's o_s), and source is
+            // defined as the time inside the send call.
             let exit = self.clock.now_ns();
             self.sent(tag, len, call, entry, exit);
         }
@@ -374,18 +419,17 @@ impl<E: Endpoint, C: LocalClock> Monitored<E, C> {
         let entry_g = self.global(entry).round() as i64;
         // Arrival unknown (the duplex call): noticed at the latest when the call returned.
         let arr_g = self.global(arrival.unwrap_or(delivered)).round() as i64;
-        let r = MsgRecord {
-            src: self.cfg.peer_rank,
-            dst: self.cfg.rank,
-            bytes: len as u64,
-            kind: self.kind(tr.call, len),
-            program: tr.program,
-            source_ns: None,
-            net_ns: Some(arr_g - handoff),
-            destination_ns: arrival.map(|a| (delivered - a).round() as i64),
-            late_sender_wait_ns: Some((send_entry - entry_g).max(0)),
-        };
-        self.hist.record(&r);
+        let slot = self.slot(true, tr.call, len, tr.program);
+        self.hist.record_at(
+            slot,
+            len as u64,
+            [
+                None,
+                Some(arr_g - handoff),
+                arrival.map(|a| (delivered - a).round() as i64),
+                Some((send_entry - entry_g).max(0)),
+            ],
+        );
         if self.trace.enabled() {
             let d = self.global(delivered).round() as i64;
             self.trace.push(TraceEvent {

@@ -40,8 +40,9 @@ extern void pmpi_alltoall_(const void *, F *, F *, void *, F *, F *, F *, F *);
 static int f_status_ignored(F *s) { return s == MPI_F_STATUS_IGNORE; }
 static int f_statuses_ignored(F *s) { return s == MPI_F_STATUSES_IGNORE; }
 
-void mpi_init_(F *ierr) { pmpi_init_(ierr); if (*ierr == MPI_SUCCESS) after_init(); }
+void mpi_init_(F *ierr) { clock_cal_start(); pmpi_init_(ierr); if (*ierr == MPI_SUCCESS) after_init(); }
 void mpi_init_thread_(F *req, F *prov, F *ierr) {
+    clock_cal_start();
     pmpi_init_thread_(req, prov, ierr);
     if (*ierr == MPI_SUCCESS) after_init();
 }

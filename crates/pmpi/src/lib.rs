@@ -8,7 +8,8 @@
 //!   `libcommperf_pmpi_openmpi.so` / `libcommperf_pmpi_mpich.so` and embedded in this rlib
 //!   ([`interposer`]). It defines `MPI_*` (and, for Open MPI only, the Fortran `mpi_*_`: Open MPI's
 //!   Fortran calls `PMPI_*` directly, MPICH's calls the C `MPI_*`, so wrapping Fortran there would
-//!   count twice), times each call with CLOCK_MONOTONIC, calls `PMPI_*`, and turns communicator
+//!   count twice), times each call (invariant TSC calibrated to CLOCK_MONOTONIC ns, else
+//!   CLOCK_MONOTONIC), calls `PMPI_*`, and turns communicator
 //!   ranks into world ranks. A thread-local depth counter is the re-entry guard (a wrapped call
 //!   made from inside a wrapped call is not recorded again); nothing is shared between threads on
 //!   the hot path, so it is safe under MPI_THREAD_MULTIPLE. It refuses, at load time, a process

@@ -317,13 +317,21 @@ fn hostname() -> String {
 }
 
 /// One clock synchronization with rank 0 (phase 0 at MPI_Init, 1 at MPI_Finalize): rank 0's
-/// time ≈ local + offset, within ±err (half the minimum round trip).
+/// time ≈ local + offset, within ±err (half the minimum round trip). `local_ns` is the shim's
+/// own clock at the sync (the clock its events are stamped with, TSC-derived where it can), so
+/// that the reader's interpolation between syncs runs on the events' time axis.
 #[no_mangle]
-pub extern "C" fn cpmpi_rt_clock(phase: c_int, offset_ns: i64, err_ns: i64, rtt_ns: i64) {
+pub extern "C" fn cpmpi_rt_clock(
+    phase: c_int,
+    offset_ns: i64,
+    err_ns: i64,
+    rtt_ns: i64,
+    local_ns: u64,
+) {
     let Some(rt) = RT.get() else { return };
     let c = format::ClockSync {
         phase: phase as u32,
-        local_ns: monotonic_ns(),
+        local_ns,
         offset_ns,
         err_ns,
         rtt_ns,
