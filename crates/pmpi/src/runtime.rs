@@ -247,7 +247,10 @@ pub extern "C" fn cpmpi_rt_init(
         mpi_flavour: cstr(flavour),
         mpi_library: cstr(libversion).trim().to_string(),
         program_tag: std::env::var("COMMPERF_PMPI_TAG").unwrap_or_default(),
-        clock: "CLOCK_MONOTONIC".to_string(),
+        // The timebase of every time in the file. The shim reads it from the TSC calibrated
+        // against CLOCK_MONOTONIC across MPI_Init where the CPU's TSC is invariant (cheaper
+        // than clock_gettime per call), else from clock_gettime itself.
+        clock: "CLOCK_MONOTONIC ns (TSC-calibrated where invariant)".to_string(),
         start_ns: monotonic_ns(),
         empty_wrappers: std::env::var_os("COMMPERF_PMPI_EMPTY").is_some(),
     };
