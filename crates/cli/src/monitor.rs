@@ -448,6 +448,16 @@ fn respond<E: Endpoint>(e: &mut E, job: &Job, n: u64, buf: &mut [u8]) -> Result<
     Ok(())
 }
 
+/// Which half runs first in round `r` (both ends follow it: a monitored message needs a
+/// monitored receiver): unmonitored first in even rounds, monitored first in odd ones.
+fn round_order(r: usize) -> [bool; 2] {
+    if r % 2 == 0 {
+        [false, true]
+    } else {
+        [true, false]
+    }
+}
+
 fn block_iters(job: &Job) -> u64 {
     job.iters.div_ceil(job.rounds)
 }
@@ -476,16 +486,23 @@ fn client<E: Endpoint>(e: &mut E, job: &Job, clock: TscClock) -> Result<ClientOu
             &clock,
         )?;
         m.resume();
+        // ABBA: the half that runs first in a round runs second in the next, so a bias of
+        // position (the first block after a switch, a warm cache) falls on both alike.
         for r in 0..job.rounds as usize {
             let w = r * per..(r + 1) * per;
-            tp += initiate(
-                m.get_mut(),
-                job,
-                &mut buf[..s],
-                &mut rtt_plain[w.clone()],
-                &clock,
-            )?;
-            tm += initiate(&mut m, job, &mut buf[..s], &mut rtt_mon[w], &clock)?;
+            for monitored_now in round_order(r) {
+                if monitored_now {
+                    tm += initiate(&mut m, job, &mut buf[..s], &mut rtt_mon[w.clone()], &clock)?;
+                } else {
+                    tp += initiate(
+                        m.get_mut(),
+                        job,
+                        &mut buf[..s],
+                        &mut rtt_plain[w.clone()],
+                        &clock,
+                    )?;
+                }
+            }
         }
         match job.pattern {
             Pattern::Pingpong => {
@@ -533,9 +550,14 @@ fn peer_side<E: Endpoint>(e: &mut E, job: &Job, clock: TscClock) -> Result<PeerR
         m.pause();
         respond(&mut m, job, per.min(1000), &mut buf)?;
         m.resume();
-        for _ in 0..job.rounds {
-            respond(m.get_mut(), job, per, &mut buf)?;
-            respond(&mut m, job, per, &mut buf)?;
+        for r in 0..job.rounds as usize {
+            for monitored_now in round_order(r) {
+                if monitored_now {
+                    respond(&mut m, job, per, &mut buf)?;
+                } else {
+                    respond(m.get_mut(), job, per, &mut buf)?;
+                }
+            }
         }
         let mut d = [0u8; 1];
         m.get_mut().recv(&mut d)?;
