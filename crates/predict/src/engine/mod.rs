@@ -345,6 +345,29 @@ fn check(inputs: &Inputs<'_>, cfg: &PredictConfig) -> Result<(), PredictError> {
     Ok(())
 }
 
+/// What a deadlock report says of the first operation that can never finish.
+fn stuck_op(op: crate::workload::OpKind) -> String {
+    use crate::workload::{OpKind, ANY};
+    let who = |v: u32, what: &str| {
+        if v == ANY {
+            "any".to_string()
+        } else {
+            format!("{what}{v}")
+        }
+    };
+    match op {
+        OpKind::Calc { ns } => format!("calc {ns} ns, waiting for its dependencies"),
+        OpKind::Send { to, tag, bytes } => {
+            format!("send {bytes} B to rank {to} tag {tag}, never received")
+        }
+        OpKind::Recv { from, tag, bytes } => format!(
+            "recv {bytes} B from {} tag {}, never matched",
+            who(from, "rank "),
+            who(tag, "")
+        ),
+    }
+}
+
 /// Predicts the workload's communication time.
 pub fn predict(inputs: &Inputs<'_>, cfg: &PredictConfig) -> Result<Outcome, PredictError> {
     check(inputs, cfg)?;

@@ -454,25 +454,7 @@ impl<'a> Sim<'a> {
             .unwrap_or(0);
         let r = self.st[first].rank;
         let local = first as u32 - self.w.rank_starts()[r as usize];
-        let what = match self.w.op(first) {
-            OpKind::Calc { ns } => format!("calc {ns} ns, waiting for its dependencies"),
-            OpKind::Send { to, tag, bytes } => {
-                format!("send {bytes} B to rank {to} tag {tag}, never received")
-            }
-            OpKind::Recv { from, tag, bytes } => format!(
-                "recv {bytes} B from {} tag {}, never matched",
-                if from == ANY {
-                    "any".into()
-                } else {
-                    format!("rank {from}")
-                },
-                if tag == ANY {
-                    "any".into()
-                } else {
-                    tag.to_string()
-                }
-            ),
-        };
+        let what = super::stuck_op(self.w.op(first));
         PredictError::Deadlock {
             at_us: self.now / 1e3,
             stuck,
