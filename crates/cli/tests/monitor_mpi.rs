@@ -6,67 +6,11 @@
 //! mpicc.mpich/mpirun.mpich, hpcc, lmp); without it, it skips with a message, unless
 //! `COMMPERF_REQUIRE_MPI=1` (set by CI) makes that a failure.
 
+mod mpi_apps;
+use mpi_apps::{apps, compile, exe, ok, ready, text, Scratch};
 use serde_json::Value;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
-
-fn exe() -> &'static str {
-    env!("CARGO_BIN_EXE_commperf")
-}
-
-fn apps() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../pmpi/tests/apps")
-}
-
-fn have(cmd: &str) -> bool {
-    std::env::var_os("PATH")
-        .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(cmd).is_file()))
-}
-
-/// Whether every tool is here; prints why not (or panics when CI requires MPI).
-fn ready(test: &str, tools: &[&str]) -> bool {
-    let missing: Vec<&str> = tools.iter().copied().filter(|t| !have(t)).collect();
-    if missing.is_empty() {
-        return true;
-    }
-    let why = format!("{} not installed (apt-get install libopenmpi-dev openmpi-bin libmpich-dev mpich hpcc lammps)", missing.join(", "));
-    if std::env::var_os("COMMPERF_REQUIRE_MPI").is_some() {
-        panic!("{test}: COMMPERF_REQUIRE_MPI is set, but {why}");
-    }
-    eprintln!("skipping {test}: {why}");
-    false
-}
-
-/// A scratch directory removed when dropped.
-struct Scratch(PathBuf);
-impl Scratch {
-    fn new(test: &str) -> Scratch {
-        let p =
-            std::env::temp_dir().join(format!("commperf-pmpi-test-{}-{test}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&p);
-        std::fs::create_dir_all(&p).expect("scratch dir");
-        Scratch(p)
-    }
-}
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
-
-fn compile(compiler: &str, src: &str, out: &Path) {
-    let o = Command::new(compiler)
-        .args(["-O1", "-w", "-o"])
-        .arg(out)
-        .arg(apps().join(src))
-        .output()
-        .expect("run the MPI compiler");
-    assert!(o.status.success(), "{compiler} {src}: {}", text(&o.stderr));
-}
 
 fn launcher(mpi: &str) -> Vec<String> {
     let mut v = vec![format!("mpirun.{mpi}"), "-np".into(), "4".into()];
@@ -87,16 +31,6 @@ fn monitor(cwd: &Path, dir: &Path, extra: &[&str], mpi: &str, prog: &[&str]) -> 
     c.env("OMPI_ALLOW_RUN_AS_ROOT", "1")
         .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
     c.output().expect("run commperf monitor")
-}
-
-fn ok(o: &Output) {
-    assert!(
-        o.status.success(),
-        "failed ({}):\nstdout:\n{}\nstderr:\n{}",
-        o.status,
-        text(&o.stdout),
-        text(&o.stderr)
-    );
 }
 
 fn summary(dir: &Path) -> Value {
@@ -140,7 +74,7 @@ fn c_counts(mpi: &str) {
     if !ready(&test, &[&format!("mpicc.{mpi}"), &format!("mpirun.{mpi}")]) {
         return;
     }
-    let s = Scratch::new(&test);
+    let s = Scratch::new("pmpi", &test);
     let prog = s.0.join("counts");
     compile(&format!("mpicc.{mpi}"), "counts.c", &prog);
     let dir = s.0.join("mon");
@@ -266,7 +200,7 @@ fn fortran_counts(mpi: &str) {
     if !ready(&test, &[&format!("mpif90.{mpi}"), &format!("mpirun.{mpi}")]) {
         return;
     }
-    let s = Scratch::new(&test);
+    let s = Scratch::new("pmpi", &test);
     let prog = s.0.join("fcounts");
     compile(&format!("mpif90.{mpi}"), "counts.f90", &prog);
     let dir = s.0.join("mon");
@@ -307,7 +241,7 @@ fn start_disabled_records_only_after_pcontrol_1() {
     if !ready("start_disabled", &["mpicc.openmpi", "mpirun.openmpi"]) {
         return;
     }
-    let s = Scratch::new("start_disabled");
+    let s = Scratch::new("pmpi", "start_disabled");
     let prog = s.0.join("counts");
     compile("mpicc.openmpi", "counts.c", &prog);
     let dir = s.0.join("mon");
@@ -330,7 +264,7 @@ fn crash_mid_run_leaves_readable_data_and_is_marked_cut_short() {
     if !ready("crash", &["mpicc.openmpi", "mpirun.openmpi"]) {
         return;
     }
-    let s = Scratch::new("crash");
+    let s = Scratch::new("pmpi", "crash");
     let prog = s.0.join("counts");
     compile("mpicc.openmpi", "counts.c", &prog);
     let dir = s.0.join("mon");
@@ -370,7 +304,7 @@ fn mismatched_mpi_is_refused_by_name() {
     ) {
         return;
     }
-    let s = Scratch::new("mismatch");
+    let s = Scratch::new("pmpi", "mismatch");
     let prog = s.0.join("counts_mpich");
     compile("mpicc.mpich", "counts.c", &prog);
     // The launcher is Open MPI's, the program MPICH's: refused before anything runs.
@@ -405,7 +339,7 @@ fn bad_directories_and_files_are_named() {
     if !ready("bad_files", &["mpicc.openmpi", "mpirun.openmpi"]) {
         return;
     }
-    let s = Scratch::new("bad_files");
+    let s = Scratch::new("pmpi", "bad_files");
     // Unwritable output: refused at start (the program never runs).
     let marker = s.0.join("ran");
     let o = Command::new(exe())
@@ -468,7 +402,7 @@ fn hpcc_under_the_preload() {
         return;
     }
     // Debian's hpcc links Open MPI only: there is no MPICH build of it to run.
-    let s = Scratch::new("hpcc");
+    let s = Scratch::new("pmpi", "hpcc");
     std::fs::copy(apps().join("hpccinf.txt"), s.0.join("hpccinf.txt")).unwrap();
     let dir = s.0.join("mon");
     let o = monitor(&s.0, &dir, &[], "openmpi", &["hpcc"]);
@@ -502,7 +436,7 @@ fn lammps_under_the_preload() {
         return;
     }
     // Debian's lammps links Open MPI only.
-    let s = Scratch::new("lammps");
+    let s = Scratch::new("pmpi", "lammps");
     let dir = s.0.join("mon");
     let input = apps().join("in.lj");
     let o = monitor(

@@ -5,82 +5,13 @@
 //! deadlock) and say what was cut. Each test needs its MPI installed; without it, it skips with
 //! a message, unless `COMMPERF_REQUIRE_MPI=1` (set by CI) makes that a failure.
 
+mod mpi_apps;
+use mpi_apps::{compile, exe, ok, ready, text, Scratch};
 use serde_json::Value;
 use std::collections::{BTreeMap, HashMap};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
 use std::time::Instant;
-
-fn exe() -> &'static str {
-    env!("CARGO_BIN_EXE_commperf")
-}
-
-fn apps() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../pmpi/tests/apps")
-}
-
-fn have(cmd: &str) -> bool {
-    std::env::var_os("PATH")
-        .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(cmd).is_file()))
-}
-
-/// Whether every tool is here; prints why not (or panics when CI requires MPI).
-fn ready(test: &str, tools: &[&str]) -> bool {
-    let missing: Vec<&str> = tools.iter().copied().filter(|t| !have(t)).collect();
-    if missing.is_empty() {
-        return true;
-    }
-    let why = format!(
-        "{} not installed (apt-get install libopenmpi-dev openmpi-bin libmpich-dev mpich)",
-        missing.join(", ")
-    );
-    if std::env::var_os("COMMPERF_REQUIRE_MPI").is_some() {
-        panic!("{test}: COMMPERF_REQUIRE_MPI is set, but {why}");
-    }
-    eprintln!("skipping {test}: {why}");
-    false
-}
-
-/// A scratch directory removed when dropped.
-struct Scratch(PathBuf);
-impl Scratch {
-    fn new(test: &str) -> Scratch {
-        let p =
-            std::env::temp_dir().join(format!("commperf-trace-test-{}-{test}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&p);
-        std::fs::create_dir_all(&p).expect("scratch dir");
-        Scratch(p)
-    }
-}
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
-
-fn ok(o: &Output) {
-    assert!(
-        o.status.success(),
-        "failed ({}):\nstdout:\n{}\nstderr:\n{}",
-        o.status,
-        text(&o.stdout),
-        text(&o.stderr)
-    );
-}
-
-fn compile(compiler: &str, src: &str, out: &Path) {
-    let o = Command::new(compiler)
-        .args(["-O1", "-w", "-o"])
-        .arg(out)
-        .arg(apps().join(src))
-        .output()
-        .expect("run the MPI compiler");
-    assert!(o.status.success(), "{compiler} {src}: {}", text(&o.stderr));
-}
 
 /// `commperf monitor -o DIR --trace -- mpirun.<mpi> -np 4 PROG ARGS…`, time-limited; also
 /// returns the wall time of the whole command (an upper bound on every rank's run).
@@ -285,7 +216,7 @@ fn counts(mpi: &str) {
     if !ready(&test, &[&format!("mpicc.{mpi}"), &format!("mpirun.{mpi}")]) {
         return;
     }
-    let s = Scratch::new(&test);
+    let s = Scratch::new("trace", &test);
     let prog = s.0.join("counts");
     compile(&format!("mpicc.{mpi}"), "counts.c", &prog);
     let dir = s.0.join("mon");
@@ -313,7 +244,7 @@ fn collectives(mpi: &str) {
     if !ready(&test, &[&format!("mpicc.{mpi}"), &format!("mpirun.{mpi}")]) {
         return;
     }
-    let s = Scratch::new(&test);
+    let s = Scratch::new("trace", &test);
     let prog = s.0.join("colls");
     compile(&format!("mpicc.{mpi}"), "colls.c", &prog);
     let dir = s.0.join("mon");
@@ -355,7 +286,7 @@ fn missing_partner(mpi: &str) {
     if !ready(&test, &[&format!("mpicc.{mpi}"), &format!("mpirun.{mpi}")]) {
         return;
     }
-    let s = Scratch::new(&test);
+    let s = Scratch::new("trace", &test);
     let prog = s.0.join("colls");
     compile(&format!("mpicc.{mpi}"), "colls.c", &prog);
     let dir = s.0.join("mon");
@@ -383,7 +314,7 @@ fn report_converts(mpi: &str) {
     if !ready(&test, &[&format!("mpicc.{mpi}"), &format!("mpirun.{mpi}")]) {
         return;
     }
-    let s = Scratch::new(&test);
+    let s = Scratch::new("trace", &test);
     let prog = s.0.join("colls");
     compile(&format!("mpicc.{mpi}"), "colls.c", &prog);
     let dir = s.0.join("mon");

@@ -1,0 +1,83 @@
+//! What the tests that monitor real MPI programs share: the programs' sources, the check that an
+//! MPI is installed (a skip with a message, or a failure under `COMMPERF_REQUIRE_MPI=1` as CI sets
+//! it), scratch directories, compiling with an MPI's compiler.
+
+#![allow(dead_code)] // each test file uses its own part
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+pub fn exe() -> &'static str {
+    env!("CARGO_BIN_EXE_commperf")
+}
+
+pub fn apps() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../pmpi/tests/apps")
+}
+
+fn have(cmd: &str) -> bool {
+    std::env::var_os("PATH")
+        .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(cmd).is_file()))
+}
+
+/// Whether every tool is here; prints why not (or panics when CI requires MPI).
+pub fn ready(test: &str, tools: &[&str]) -> bool {
+    let missing: Vec<&str> = tools.iter().copied().filter(|t| !have(t)).collect();
+    if missing.is_empty() {
+        return true;
+    }
+    let why = format!(
+        "{} not installed (apt-get install libopenmpi-dev openmpi-bin libmpich-dev mpich \
+         gfortran hpcc lammps)",
+        missing.join(", ")
+    );
+    if std::env::var_os("COMMPERF_REQUIRE_MPI").is_some() {
+        panic!("{test}: COMMPERF_REQUIRE_MPI is set, but {why}");
+    }
+    eprintln!("skipping {test}: {why}");
+    false
+}
+
+/// A scratch directory removed when dropped.
+pub struct Scratch(pub PathBuf);
+impl Scratch {
+    /// `kind` keeps the test files' directories apart (they run in parallel).
+    pub fn new(kind: &str, test: &str) -> Scratch {
+        let p = std::env::temp_dir().join(format!(
+            "commperf-{kind}-test-{}-{test}",
+            std::process::id()
+        ));
+        let _ = std::fs::remove_dir_all(&p);
+        std::fs::create_dir_all(&p).expect("scratch dir");
+        Scratch(p)
+    }
+}
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+pub fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+pub fn ok(o: &Output) {
+    assert!(
+        o.status.success(),
+        "failed ({}):\nstdout:\n{}\nstderr:\n{}",
+        o.status,
+        text(&o.stdout),
+        text(&o.stderr)
+    );
+}
+
+pub fn compile(compiler: &str, src: &str, out: &Path) {
+    let o = Command::new(compiler)
+        .args(["-O1", "-w", "-o"])
+        .arg(out)
+        .arg(apps().join(src))
+        .output()
+        .expect("run the MPI compiler");
+    assert!(o.status.success(), "{compiler} {src}: {}", text(&o.stderr));
+}
