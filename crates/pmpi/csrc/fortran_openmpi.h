@@ -35,6 +35,7 @@ extern void pmpi_allreduce_(const void *, void *, F *, F *, F *, F *, F *);
 extern void pmpi_gather_(const void *, F *, F *, void *, F *, F *, F *, F *, F *);
 extern void pmpi_scatter_(const void *, F *, F *, void *, F *, F *, F *, F *, F *);
 extern void pmpi_allgather_(const void *, F *, F *, void *, F *, F *, F *, F *);
+extern void pmpi_type_free_(F *, F *);
 extern void pmpi_alltoall_(const void *, F *, F *, void *, F *, F *, F *, F *);
 
 static int f_status_ignored(F *s) { return s == MPI_F_STATUS_IGNORE; }
@@ -48,6 +49,11 @@ void mpi_init_thread_(F *req, F *prov, F *ierr) {
 }
 void mpi_finalize_(F *ierr) { before_finalize(); pmpi_finalize_(ierr); }
 void mpi_pcontrol_(F *level) { pcontrol((int)*level); }
+/* Invalidates the datatype size cache (type_bytes) like the C MPI_Type_free does. */
+void mpi_type_free_(F *t, F *ierr) {
+    __atomic_add_fetch(&type_gen, 1, __ATOMIC_RELEASE);
+    pmpi_type_free_(t, ierr);
+}
 
 #define FSEND(NAME, KIND)                                                                        \
     void mpi_##NAME##_(const void *buf, F *count, F *dt, F *dest, F *tag, F *comm, F *ierr) {    \

@@ -80,7 +80,10 @@ extern int cpmpi_rt_empty_wrappers(void);
 static volatile int enabled = 0;     /* monitoring on (MPI_Pcontrol, COMMPERF_PMPI_START) */
 static int active = 0;               /* set once the runtime is up */
 static int empty_mode = 0;           /* benchmark: wrappers that do nothing but call PMPI */
-static __thread int depth = 0;       /* re-entry guard: calls made by MPI inside a wrapped call */
+/* Thread-locals use the initial-exec model: this library is preloaded (static TLS), and the
+ * default general-dynamic model costs a __tls_get_addr call per access on the hot path. */
+#define TLS __thread __attribute__((tls_model("initial-exec")))
+static TLS int depth = 0;            /* re-entry guard: calls made by MPI inside a wrapped call */
 static MPI_Comm sync_comm = MPI_COMM_NULL;
 
 static inline uint64_t mono_ns(void) {
@@ -166,7 +169,14 @@ typedef struct {
 static comm_info comms[NCOMM];
 static pthread_mutex_t comm_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static comm_info *comm_lookup(MPI_Comm c) {
+/* Bumped whenever a comms[] entry is freed or replaced: invalidates the per-thread caches below
+ * (a freed communicator's handle can come back as a different communicator). */
+static volatile uint32_t comm_gen = 1;
+/* Per-thread one-entry cache of the last non-WORLD communicator: programs use one or two
+ * communicators in a row, and the table lookup below takes a lock and scans 256 entries. */
+static TLS struct { uint64_t key; uint32_t gen; uint32_t id; int size; int *world; } comm_last;
+
+static comm_info *comm_lookup_slow(MPI_Comm c) {
     uint64_t key = HKEY(c);
     pthread_mutex_lock(&comm_lock);
     for (int i = 0; i < NCOMM; i++)
@@ -195,7 +205,11 @@ static comm_info *comm_lookup(MPI_Comm c) {
     if (inter) h ^= 0x80000000u;
     int slot = -1;
     for (int i = 0; i < NCOMM && slot < 0; i++) if (!comms[i].world) slot = i;
-    if (slot < 0) { slot = (int)(key % NCOMM); free(comms[slot].world); }
+    if (slot < 0) {
+        slot = (int)(key % NCOMM);
+        free(comms[slot].world);
+        __atomic_add_fetch(&comm_gen, 1, __ATOMIC_RELEASE);
+    }
     comms[slot].key = key; comms[slot].id = h; comms[slot].size = n; comms[slot].world = world;
     pthread_mutex_unlock(&comm_lock);
     return &comms[slot];
@@ -204,17 +218,53 @@ static comm_info *comm_lookup(MPI_Comm c) {
 /* World rank of `r` in `c` (and c's id); wildcards and MPI_PROC_NULL stay negative. */
 static inline int to_world(MPI_Comm c, int r, uint32_t *id) {
     if (c == MPI_COMM_WORLD) { *id = 0; return r; }
-    comm_info *ci = comm_lookup(c);
-    *id = ci->id;
-    if (r < 0 || r >= ci->size) return r < 0 ? r : -1;
-    return ci->world[r];
+    uint64_t key = HKEY(c);
+    uint32_t gen = __atomic_load_n(&comm_gen, __ATOMIC_ACQUIRE);
+    if (comm_last.key != key || comm_last.gen != gen) {
+        comm_info *ci = comm_lookup_slow(c);
+        comm_last.key = key; comm_last.gen = gen; comm_last.id = ci->id;
+        comm_last.size = ci->size; comm_last.world = ci->world;
+    }
+    *id = comm_last.id;
+    if (r < 0 || r >= comm_last.size) return r < 0 ? r : -1;
+    return comm_last.world[r];
 }
 
+/* Per-thread one-entry cache of the last datatype's size: PMPI_Type_size per call is a library
+ * call (and in Open MPI a handle check); a loop sends one type over and over. A freed datatype's
+ * handle can come back as a different type, so MPI_Type_free bumps type_gen. */
+static volatile uint32_t type_gen = 1;
+static TLS struct { MPI_Datatype t; uint32_t gen; int size; } type_last;
+
 static uint64_t type_bytes(MPI_Datatype t, int count) {
-    int s = 0;
     if (count <= 0 || t == MPI_DATATYPE_NULL) return 0;
-    PMPI_Type_size(t, &s);
-    return (uint64_t)s * (uint64_t)count;
+    uint32_t gen = __atomic_load_n(&type_gen, __ATOMIC_ACQUIRE);
+    if (type_last.t != t || type_last.gen != gen) {
+        int s = 0;
+        PMPI_Type_size(t, &s);
+        type_last.t = t; type_last.gen = gen; type_last.size = s;
+    }
+    return (uint64_t)type_last.size * (uint64_t)count;
+}
+
+int MPI_Type_free(MPI_Datatype *t) {
+    __atomic_add_fetch(&type_gen, 1, __ATOMIC_RELEASE);
+    return PMPI_Type_free(t);
+}
+
+/* Bytes a completed receive got: what PMPI_Get_count(st, MPI_BYTE) answers (MPI_UNDEFINED, here
+ * 0, above INT_MAX), read from the status fields the library keeps it in rather than through a
+ * library call per receive. The shim is compiled against one library's mpi.h, so the fields are
+ * known: Open MPI's byte count `_ucount`, MPICH's `count_lo` and the high bits of
+ * `count_hi_and_cancelled` (bit 0 is the cancelled flag). */
+static inline uint64_t status_bytes(const MPI_Status *st) {
+#if defined(CPMPI_OPENMPI)
+    uint64_t n = (uint64_t)st->_ucount;
+#else
+    uint64_t n = (uint64_t)(uint32_t)st->count_lo |
+                 ((uint64_t)(uint32_t)st->count_hi_and_cancelled >> 1) << 32;
+#endif
+    return n > (uint64_t)INT32_MAX ? 0 : n;
 }
 
 static inline void fill(cev *e, int kind, int peer, int tag, uint32_t comm, uint64_t bytes,
@@ -364,6 +414,7 @@ int MPI_Comm_free(MPI_Comm *comm) {
     pthread_mutex_lock(&comm_lock);
     for (int i = 0; i < NCOMM; i++)
         if (comms[i].key == key && comms[i].world) { free(comms[i].world); comms[i].world = NULL; comms[i].key = 0; }
+    __atomic_add_fetch(&comm_gen, 1, __ATOMIC_RELEASE);
     pthread_mutex_unlock(&comm_lock);
     return PMPI_Comm_free(comm);
 }
@@ -385,11 +436,9 @@ static inline void rec_recv(int kind, int flags, MPI_Comm comm, const MPI_Status
                             uint64_t t0, uint64_t t1) {
     cev e;
     uint32_t id;
-    int cnt = 0;
     if (st->MPI_SOURCE == MPI_PROC_NULL) return;
     int w = to_world(comm, st->MPI_SOURCE, &id);
-    PMPI_Get_count(st, MPI_BYTE, &cnt);
-    fill(&e, kind, w, st->MPI_TAG, id, cnt == MPI_UNDEFINED ? 0 : (uint64_t)cnt, t0, t1);
+    fill(&e, kind, w, st->MPI_TAG, id, status_bytes(st), t0, t1);
     e.flags = (uint8_t)flags;
     cpmpi_rt_record(&e);
 }
@@ -469,14 +518,12 @@ static void complete(uint64_t key, const MPI_Status *st, uint64_t t0, uint64_t t
     e.t_done_enter = t0;
     e.t_done_exit = t1;
     if (e.kind == K_IRECV && st) {
-        int cnt = 0;
         if (st->MPI_SOURCE == MPI_PROC_NULL) return;
         uint32_t id;
         MPI_Comm c = COMM_OF(e.comm_handle);
         e.peer = to_world(c, st->MPI_SOURCE, &id);
         e.tag = st->MPI_TAG;
-        PMPI_Get_count(st, MPI_BYTE, &cnt);
-        e.bytes = cnt == MPI_UNDEFINED ? 0 : (uint64_t)cnt;
+        e.bytes = status_bytes(st);
     }
     e.comm_handle = 0;
     cpmpi_rt_record(&e);

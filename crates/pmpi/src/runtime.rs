@@ -3,9 +3,9 @@
 //! monitor. Each thread writes fixed-size events into its own bounded single-producer ring (no
 //! lock, no allocation on the hot path); one writer thread drains all rings every few
 //! milliseconds into the rank file, so a crash loses at most that interval; a full ring drops the
-//! event and counts the drop instead of blocking. Nonblocking operations wait in a sharded table
-//! keyed by request handle until a Wait/Test completes them (one uncontended lock per post and per
-//! completion).
+//! event and counts the drop instead of blocking. Nonblocking operations wait in a per-thread
+//! table keyed by request handle until a Wait/Test completes them (no lock when the posting thread
+//! completes them; see `ReqTable` for the cross-thread case).
 
 use crate::format::{self, FrameKind, EVENT_BYTES};
 use std::cell::{OnceCell, UnsafeCell};
@@ -40,6 +40,17 @@ pub struct CEvent {
 const _: () = assert!(std::mem::size_of::<CEvent>() == EVENT_BYTES);
 
 impl CEvent {
+    #[cfg(target_endian = "little")]
+    fn to_bytes(self, out: &mut Vec<u8>) {
+        // The in-memory layout is the file layout on little-endian targets (repr(C), no padding:
+        // the size assertion above): one copy instead of eleven appends, the writer thread's
+        // share of the 2 shared cores.
+        // SAFETY: CEvent is plain old data of EVENT_BYTES bytes without padding.
+        let b: [u8; EVENT_BYTES] = unsafe { std::mem::transmute(self) };
+        out.extend_from_slice(&b);
+    }
+
+    #[cfg(not(target_endian = "little"))]
     fn to_bytes(self, out: &mut Vec<u8>) {
         out.push(self.kind);
         out.push(self.flags);
@@ -130,11 +141,17 @@ struct Runtime {
     writer: Mutex<Writer>,
     stop: AtomicBool,
     thread: Mutex<Option<std::thread::JoinHandle<()>>>,
-    /// Posted operations by request handle. A handle can be live more than once: Open MPI answers
-    /// every send it completes inline with the same `ompi_request_empty_send`, MPICH its
-    /// lightweight sends with one builtin request; so a shard is a list scanned from its oldest
-    /// entry (few operations are pending at once; no hashing, no allocation once warm).
+    /// Every thread's request table (never removed: a thread may post and exit, and another
+    /// complete its request). Its lock also serializes foreign scans against owners' rehashes.
+    tables: Mutex<Vec<Arc<ReqTable>>>,
+    n_tables: AtomicUsize,
+    /// Posted operations that did not fit a thread's table, by request handle. A handle can be
+    /// live more than once: Open MPI answers every send it completes inline with the same
+    /// `ompi_request_empty_send`, MPICH its lightweight sends with one builtin request; so a
+    /// shard is a list scanned from its oldest entry.
     pending: Vec<Mutex<Vec<(u64, CEvent)>>>,
+    /// Entries in `pending`: lets a completion skip the shards when nothing spilled.
+    pending_len: AtomicUsize,
     ring_cap: usize,
     next_thread: AtomicU32,
     finished: AtomicBool,
@@ -144,6 +161,7 @@ static RT: OnceLock<Runtime> = OnceLock::new();
 
 thread_local! {
     static RING: OnceCell<Arc<Ring>> = const { OnceCell::new() };
+    static REQS: OnceCell<Arc<ReqTable>> = const { OnceCell::new() };
 }
 
 const SHARDS: usize = 64;
@@ -176,6 +194,41 @@ impl Runtime {
         r
     }
 
+    fn table(&self) -> Arc<ReqTable> {
+        let t = Arc::new(ReqTable::new());
+        let mut v = self.tables.lock().unwrap_or_else(|e| e.into_inner());
+        v.push(t.clone());
+        self.n_tables.store(v.len(), Ordering::Release);
+        t
+    }
+
+    fn take_spilled(&self, key: u64) -> Option<CEvent> {
+        if self.pending_len.load(Ordering::Acquire) == 0 {
+            return None;
+        }
+        let mut m = self.pending[shard(key)]
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        let i = m.iter().position(|(k, _)| *k == key)?;
+        self.pending_len.fetch_sub(1, Ordering::AcqRel);
+        Some(m.remove(i).1)
+    }
+
+    /// Slow path of a completion: the spilled entries, then other threads' tables.
+    fn take_elsewhere(&self, key: u64, mine: Option<&Arc<ReqTable>>) -> Option<CEvent> {
+        if let Some(e) = self.take_spilled(key) {
+            return Some(e);
+        }
+        let others = self.n_tables.load(Ordering::Acquire) - usize::from(mine.is_some());
+        if others == 0 {
+            return None;
+        }
+        let v = self.tables.lock().unwrap_or_else(|e| e.into_inner());
+        v.iter()
+            .filter(|t| mine.is_none_or(|m| !Arc::ptr_eq(t, m)))
+            .find_map(|t| t.take_foreign(key))
+    }
+
     /// Drains every ring into one frame. Holds the writer lock: the only consumer at a time.
     fn flush(&self) {
         let mut w = self.writer.lock().unwrap_or_else(|e| e.into_inner());
@@ -198,6 +251,210 @@ impl Runtime {
                 .file
                 .write_all(&format::frame(FrameKind::Drops, j.to_string().as_bytes()));
         }
+    }
+}
+
+/// Pending nonblocking operations of one thread: the request table of the hot path.
+///
+/// Why per thread: a post and its completion almost always happen on the same thread, and a
+/// shared table costs a lock (an atomic read-modify-write pair, and a contended line under
+/// MPI_THREAD_MULTIPLE) per post and per completion. The scheme, correct under
+/// MPI_THREAD_MULTIPLE:
+///
+/// - Each thread owns one fixed-capacity open-addressing table (linear probing). Only the owner
+///   inserts, and only the owner turns slots EMPTY, so its fast path takes no lock: an insert
+///   writes the event and sequence number, then publishes the key with a release store; a take
+///   finds the oldest entry with the key (a handle can be live more than once: Open MPI completes
+///   inline sends with one shared request, MPICH its lightweight sends with one builtin) and
+///   claims it with one CAS key → TOMB on a line no other thread normally touches.
+/// - A request completed by another thread than the one that posted it (legal: MPI lets any
+///   thread complete a request) misses in the completer's own table and falls back to the slow
+///   path: under the registry lock it scans the other threads' tables and claims the entry with
+///   CAS key → CLAIMED, copies the event, then stores TOMB (release). The CAS arbitrates the only
+///   possible race, an owner taking a duplicate handle at the same time; CLAIMED keeps the owner
+///   from reusing the slot while the event is being copied.
+/// - The owner empties a TOMB slot only when the next slot is EMPTY (the end of a probe run, which
+///   no live key's run crosses), so a concurrent foreign scan never stops short of its key. The
+///   owner compacts tombstones (rehash) only under the registry lock, when no foreign scan runs.
+/// - When the table is 3/4 full of live entries, posts spill into a shared locked table (the old
+///   scheme), which completions also check; a process with one posting thread and nothing spilled
+///   answers an untracked request (persistent, collective) without any lock.
+struct ReqTable {
+    keys: Box<[AtomicU64]>,
+    seqs: Box<[AtomicU64]>,
+    events: Box<[UnsafeCell<MaybeUninit<CEvent>>]>,
+    /// Owner-only counters (non-EMPTY slots, entries the owner inserted and has not taken,
+    /// next sequence number).
+    own: UnsafeCell<(usize, usize, u64)>,
+    /// Entries other threads claimed (so live = owner's count - this).
+    foreign_taken: AtomicUsize,
+}
+
+// SAFETY: see the scheme above: events are written only by the owner into EMPTY/TOMB slots (not
+// visible under any key) and read by whoever won the CAS on the slot's key; `own` is touched only
+// by the owning thread.
+unsafe impl Sync for ReqTable {}
+// SAFETY: as above; plain data.
+unsafe impl Send for ReqTable {}
+
+const EMPTY: u64 = 0;
+const TOMB: u64 = u64::MAX;
+const CLAIMED: u64 = u64::MAX - 1;
+const TABLE_CAP: usize = 1024;
+
+impl ReqTable {
+    fn new() -> ReqTable {
+        ReqTable {
+            keys: (0..TABLE_CAP).map(|_| AtomicU64::new(EMPTY)).collect(),
+            seqs: (0..TABLE_CAP).map(|_| AtomicU64::new(0)).collect(),
+            events: (0..TABLE_CAP)
+                .map(|_| UnsafeCell::new(MaybeUninit::uninit()))
+                .collect(),
+            own: UnsafeCell::new((0, 0, 0)),
+            foreign_taken: AtomicUsize::new(0),
+        }
+    }
+
+    fn home(key: u64) -> usize {
+        // Handles are aligned pointers (Open MPI) or small indices under a tag (MPICH): mix.
+        (key.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 54) as usize & (TABLE_CAP - 1)
+    }
+
+    /// Owner: stores a posted operation; false when full (the caller spills to the shared table).
+    fn insert(&self, rt: &Runtime, key: u64, e: &CEvent) -> bool {
+        // SAFETY: `own` is only touched by the owning thread (this one).
+        let own = unsafe { &mut *self.own.get() };
+        if own.0 + 1 > TABLE_CAP * 3 / 4 {
+            let live = own.1 - self.foreign_taken.load(Ordering::Relaxed);
+            if own.0 - live < TABLE_CAP / 8 {
+                return false;
+            }
+            let _g = rt.tables.lock().unwrap_or_else(|e| e.into_inner());
+            self.rehash(own);
+        }
+        let mut i = Self::home(key);
+        loop {
+            let k = self.keys[i].load(Ordering::Acquire);
+            if k == EMPTY || k == TOMB {
+                // SAFETY: an EMPTY or TOMB slot is read by nobody (a claimer stores TOMB only
+                // after its copy, and the acquire load above orders that copy before this write).
+                unsafe { (*self.events[i].get()).write(*e) };
+                self.seqs[i].store(own.2, Ordering::Relaxed);
+                own.2 += 1;
+                own.1 += 1;
+                if k == EMPTY {
+                    own.0 += 1;
+                }
+                self.keys[i].store(key, Ordering::Release);
+                return true;
+            }
+            i = (i + 1) & (TABLE_CAP - 1);
+        }
+    }
+
+    /// Owner: rebuilds the table without tombstones. Caller holds the registry lock, so no
+    /// foreign scan is running and no slot is CLAIMED.
+    fn rehash(&self, own: &mut (usize, usize, u64)) {
+        let mut live = Vec::new();
+        for i in 0..TABLE_CAP {
+            let k = self.keys[i].load(Ordering::Acquire);
+            if k != EMPTY && k != TOMB && k != CLAIMED {
+                // SAFETY: a published key's event was written before the key (release/acquire).
+                let e = unsafe { (*self.events[i].get()).assume_init() };
+                live.push((self.seqs[i].load(Ordering::Relaxed), k, e));
+            }
+            self.keys[i].store(EMPTY, Ordering::Relaxed);
+        }
+        live.sort_by_key(|x| x.0);
+        *own = (0, 0, own.2);
+        self.foreign_taken.store(0, Ordering::Relaxed);
+        for (s, k, e) in live {
+            let mut i = Self::home(k);
+            while self.keys[i].load(Ordering::Relaxed) != EMPTY {
+                i = (i + 1) & (TABLE_CAP - 1);
+            }
+            // SAFETY: the slot is EMPTY and no other thread reads it (registry lock held).
+            unsafe { (*self.events[i].get()).write(e) };
+            self.seqs[i].store(s, Ordering::Relaxed);
+            self.keys[i].store(k, Ordering::Release);
+            own.0 += 1;
+            own.1 += 1;
+        }
+    }
+
+    /// Owner: takes the oldest entry with `key`.
+    fn take_own(&self, key: u64) -> Option<CEvent> {
+        loop {
+            let mut i = Self::home(key);
+            let mut best: Option<(usize, u64)> = None;
+            loop {
+                let k = self.keys[i].load(Ordering::Relaxed);
+                if k == EMPTY {
+                    break;
+                }
+                if k == key {
+                    let s = self.seqs[i].load(Ordering::Relaxed);
+                    if best.is_none_or(|(_, b)| s < b) {
+                        best = Some((i, s));
+                    }
+                }
+                i = (i + 1) & (TABLE_CAP - 1);
+            }
+            let (i, _) = best?;
+            if self.keys[i]
+                .compare_exchange(key, TOMB, Ordering::Acquire, Ordering::Relaxed)
+                .is_err()
+            {
+                continue; // another thread claimed this duplicate meanwhile: look again
+            }
+            // SAFETY: winning the CAS makes this thread the slot's only reader; the owner wrote
+            // the event itself.
+            let e = unsafe { (*self.events[i].get()).assume_init() };
+            // SAFETY: owner-only counters.
+            let own = unsafe { &mut *self.own.get() };
+            own.1 -= 1;
+            // End of a probe run: no live key's run crosses it, so the TOMBs here can be EMPTY.
+            let mut j = i;
+            while self.keys[(j + 1) & (TABLE_CAP - 1)].load(Ordering::Relaxed) == EMPTY
+                && self.keys[j].load(Ordering::Acquire) == TOMB
+            {
+                self.keys[j].store(EMPTY, Ordering::Relaxed);
+                own.0 -= 1;
+                j = j.wrapping_sub(1) & (TABLE_CAP - 1);
+            }
+            return Some(e);
+        }
+    }
+
+    /// Another thread (registry lock held): claims any entry with `key`.
+    fn take_foreign(&self, key: u64) -> Option<CEvent> {
+        let mut i = Self::home(key);
+        for _ in 0..TABLE_CAP {
+            let k = self.keys[i].load(Ordering::Relaxed);
+            if k == EMPTY {
+                return None;
+            }
+            if k == key
+                && self.keys[i]
+                    .compare_exchange(key, CLAIMED, Ordering::Acquire, Ordering::Relaxed)
+                    .is_ok()
+            {
+                // SAFETY: the CAS won the slot; the owner does not reuse a CLAIMED slot.
+                let e = unsafe { (*self.events[i].get()).assume_init() };
+                self.foreign_taken.fetch_add(1, Ordering::Relaxed);
+                self.keys[i].store(TOMB, Ordering::Release);
+                return Some(e);
+            }
+            i = (i + 1) & (TABLE_CAP - 1);
+        }
+        None
+    }
+
+    fn pending(&self) -> usize {
+        self.keys
+            .iter()
+            .filter(|k| !matches!(k.load(Ordering::Acquire), EMPTY | TOMB | CLAIMED))
+            .count()
     }
 }
 
@@ -274,9 +531,12 @@ pub extern "C" fn cpmpi_rt_init(
         }),
         stop: AtomicBool::new(false),
         thread: Mutex::new(None),
+        tables: Mutex::new(Vec::new()),
+        n_tables: AtomicUsize::new(0),
         pending: (0..SHARDS)
             .map(|_| Mutex::new(Vec::with_capacity(64)))
             .collect(),
+        pending_len: AtomicUsize::new(0),
         ring_cap: env_u64("COMMPERF_PMPI_RING", 1 << 16).max(16) as usize,
         next_thread: AtomicU32::new(0),
         finished: AtomicBool::new(false),
@@ -367,11 +627,18 @@ pub unsafe extern "C" fn cpmpi_rt_record(e: *const CEvent) {
 pub unsafe extern "C" fn cpmpi_rt_post(key: u64, e: *const CEvent) {
     let Some(rt) = RT.get() else { return };
     // SAFETY: the caller passes a valid event.
-    let e = unsafe { *e };
-    rt.pending[shard(key)]
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .push((key, e));
+    let e = unsafe { &*e };
+    let own = !matches!(key, EMPTY | TOMB | CLAIMED)
+        && REQS
+            .try_with(|t| t.get_or_init(|| rt.table()).insert(rt, key, e))
+            .unwrap_or(false);
+    if !own {
+        rt.pending[shard(key)]
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push((key, *e));
+        rt.pending_len.fetch_add(1, Ordering::AcqRel);
+    }
 }
 
 /// Takes the posted operation of a completed request; 0 when it was not tracked.
@@ -381,11 +648,16 @@ pub unsafe extern "C" fn cpmpi_rt_post(key: u64, e: *const CEvent) {
 #[no_mangle]
 pub unsafe extern "C" fn cpmpi_rt_take(key: u64, out: *mut CEvent) -> c_int {
     let Some(rt) = RT.get() else { return 0 };
-    let e = {
-        let mut m = rt.pending[shard(key)]
-            .lock()
-            .unwrap_or_else(|e| e.into_inner());
-        m.iter().position(|(k, _)| *k == key).map(|i| m.remove(i).1)
+    let e = if matches!(key, EMPTY | TOMB | CLAIMED) {
+        // Never stored in a thread's table (the sentinels would match its free slots).
+        rt.take_spilled(key)
+    } else {
+        REQS.try_with(|t| {
+            let mine = t.get();
+            mine.and_then(|m| m.take_own(key))
+                .or_else(|| rt.take_elsewhere(key, mine))
+        })
+        .unwrap_or_else(|_| rt.take_elsewhere(key, None))
     };
     match e {
         Some(e) => {
@@ -428,7 +700,13 @@ pub extern "C" fn cpmpi_rt_finalize() {
         .pending
         .iter()
         .map(|m| m.lock().unwrap_or_else(|e| e.into_inner()).len())
-        .sum();
+        .sum::<usize>()
+        + rt.tables
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .map(|t| t.pending())
+            .sum::<usize>();
     let mut w = rt.writer.lock().unwrap_or_else(|e| e.into_inner());
     let f = format::Footer {
         events: w.events,
