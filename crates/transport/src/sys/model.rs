@@ -103,6 +103,8 @@ pub struct ModelEndpoint {
     clock: Arc<VClock>,
     /// Start time and size of the previous send (for the gap).
     prev_send: Option<(f64, usize)>,
+    /// A message taken off the channel to report its arrival before it is received.
+    head: Option<Msg>,
     params: ModelParams,
     info: EndpointInfo,
     cfg: EndpointConfig,
@@ -145,6 +147,7 @@ pub fn pair(params: ModelParams, cfg: EndpointConfig) -> (ModelEndpoint, ModelEn
         rx,
         clock: Arc::new(VClock::default()),
         prev_send: None,
+        head: None,
         params,
         info: EndpointInfo {
             transport: TransportKind::Model,
@@ -196,7 +199,52 @@ impl ModelEndpoint {
             })
     }
 
+    /// The next message's arrival time (its first byte, virtual ns) and length, waiting (in real
+    /// time) for the peer to send one. What a delay queue in a NIC sees; used by emulation.
+    pub fn next_arrival(&mut self) -> Result<(f64, usize), TransportError> {
+        if self.head.is_none() {
+            self.head = Some(self.take()?);
+        }
+        let m = self.head.as_ref().expect("just filled");
+        Ok((m.arrival_ns, m.data.len()))
+    }
+
+    /// Moves the next message's arrival `ns` later, as a NIC's delay queue would (emulation).
+    pub fn defer_next_arrival(&mut self, ns: f64) -> Result<(), TransportError> {
+        self.next_arrival()?;
+        if let Some(m) = self.head.as_mut() {
+            m.arrival_ns += ns.max(0.0);
+        }
+        Ok(())
+    }
+
+    /// The earliest virtual time at which the next send may start: the previous send's start
+    /// plus its gap (`g + G·s`). Before any send, 0.
+    pub fn nic_free_ns(&self) -> f64 {
+        match self.prev_send {
+            Some((t, prev)) => {
+                let q = self.params.at(prev);
+                t + q.g_ns + q.gap_per_byte_ns * prev as f64
+            }
+            None => 0.0,
+        }
+    }
+
     fn pop(&mut self) -> Result<Msg, TransportError> {
+        let m = match self.head.take() {
+            Some(m) => m,
+            None => self.take()?,
+        };
+        let s = m.data.len() as f64;
+        let p = self.params.at(m.data.len());
+        let begin = self.clock.get().max(m.arrival_ns);
+        let own = begin + p.o_r_ns + p.o_r_per_byte_ns * s;
+        let last_byte = m.arrival_ns + p.o_r_ns + p.gap_per_byte_ns * s;
+        self.clock.set(own.max(last_byte));
+        Ok(m)
+    }
+
+    fn take(&mut self) -> Result<Msg, TransportError> {
         let m = match self.rx.recv_timeout(self.cfg.idle_timeout) {
             Ok(m) => m,
             Err(RecvTimeoutError::Timeout) => {
@@ -212,12 +260,6 @@ impl ModelEndpoint {
                 })
             }
         };
-        let s = m.data.len() as f64;
-        let p = self.params.at(m.data.len());
-        let begin = self.clock.get().max(m.arrival_ns);
-        let own = begin + p.o_r_ns + p.o_r_per_byte_ns * s;
-        let last_byte = m.arrival_ns + p.o_r_ns + p.gap_per_byte_ns * s;
-        self.clock.set(own.max(last_byte));
         Ok(m)
     }
 }

@@ -1,0 +1,492 @@
+//! [`Emulated<E>`]: the emulation scenario adapter, in the shape of smoltcp's `Tracer<D>`:
+//! `new(inner, config)`, `get_ref`, `get_mut`, `into_inner`, and every capability of the inner
+//! endpoint forwarded.
+//!
+//! Two paths besides the pass-through one (every knob zero):
+//! - over a real transport, arrivals are stamped with the TSC when the decorator sees them. A
+//!   receiver only sees a message when it polls, so whenever the decorator is entered (send,
+//!   receive, and all the while it waits for a due time) it drains the transport eagerly into a
+//!   preallocated delay queue and stamps each message then; a message is delivered from the
+//!   queue once `stamp + ΔL + ΔG·s` has passed. The queue is a byte ring with room for one
+//!   largest message beyond its configured size, and a ring of slots: no allocation and no lock
+//!   after construction. Only L and G need it; o and g never copy.
+//! - over the model transport ([`Probe::exact_arrivals`]), the decorator reads each message's
+//!   exact arrival and the sender's NIC schedule in virtual time and moves them, so the
+//!   recovered LogGP parameters are exactly the model's plus the knobs.
+
+use crate::knobs::{EmulateConfig, EmulateError, MAX_QUEUE_BYTES};
+use crate::probe::Probe;
+use commperf_transport::clock::{Clock, Timer};
+use commperf_transport::{
+    Endpoint, EndpointInfo, Fragment, Readiness, RecvInfo, SwitchMode, Tag, TransportError,
+    VectoredSend,
+};
+
+#[derive(Debug, Clone, Copy, Default)]
+struct Slot {
+    tag: Tag,
+    len: usize,
+    /// Where the message starts in the byte ring.
+    at: usize,
+    /// Earliest delivery (ns on the timer).
+    due: f64,
+}
+
+/// The receiver's delay queue: messages drained from the transport, waiting for their due time.
+#[derive(Debug)]
+struct DelayQueue {
+    buf: Box<[u8]>,
+    head: usize,
+    used: usize,
+    slots: Box<[Slot]>,
+    first: usize,
+    count: usize,
+    max_message: usize,
+}
+
+impl DelayQueue {
+    fn new(cfg: &EmulateConfig, max_message: usize) -> Result<Self, EmulateError> {
+        let bytes = cfg.queue_bytes.saturating_add(max_message.max(1));
+        if bytes > MAX_QUEUE_BYTES {
+            return Err(EmulateError::QueueTooLarge {
+                bytes,
+                max_message,
+                limit: MAX_QUEUE_BYTES,
+            });
+        }
+        Ok(DelayQueue {
+            // Zeroed allocation: the pages are mapped on first touch, so room for a largest
+            // message costs no memory until one arrives.
+            buf: vec![0u8; bytes].into_boxed_slice(),
+            head: 0,
+            used: 0,
+            slots: vec![Slot::default(); cfg.queue_slots.max(1)].into_boxed_slice(),
+            first: 0,
+            count: 0,
+            max_message,
+        })
+    }
+
+    /// Whether any message the peer may send fits now.
+    #[inline]
+    fn has_room(&self) -> bool {
+        self.count < self.slots.len() && self.buf.len() - self.used >= self.max_message
+    }
+
+    #[inline]
+    fn tail(&self) -> usize {
+        (self.head + self.used) % self.buf.len()
+    }
+
+    /// Copies one piece of a message starting at ring offset `at` into the ring, wrapping.
+    #[inline]
+    fn write(buf: &mut [u8], at: usize, offset: usize, data: &[u8]) {
+        let cap = buf.len();
+        let p = (at + offset) % cap;
+        let n1 = data.len().min(cap - p);
+        buf[p..p + n1].copy_from_slice(&data[..n1]);
+        buf[..data.len() - n1].copy_from_slice(&data[n1..]);
+    }
+
+    fn push(&mut self, s: Slot) {
+        let n = self.slots.len();
+        self.slots[(self.first + self.count) % n] = s;
+        self.count += 1;
+        self.used += s.len;
+    }
+
+    #[inline]
+    fn front(&self) -> Option<Slot> {
+        (self.count > 0).then(|| self.slots[self.first])
+    }
+
+    /// The message of slot `s` as at most two pieces (it may wrap around the ring's end).
+    fn pieces(&self, s: &Slot) -> (&[u8], &[u8]) {
+        let n1 = s.len.min(self.buf.len() - s.at);
+        (&self.buf[s.at..s.at + n1], &self.buf[..s.len - n1])
+    }
+
+    fn pop(&mut self) {
+        let s = self.slots[self.first];
+        self.head = (self.head + s.len) % self.buf.len();
+        self.used -= s.len;
+        self.first = (self.first + 1) % self.slots.len();
+        self.count -= 1;
+        if self.count == 0 {
+            // Empty: start again at 0, so the whole ring is one contiguous landing area.
+            (self.head, self.used) = (0, 0);
+        }
+    }
+}
+
+/// An endpoint with LogGP knobs added on top of what its transport has.
+#[derive(Debug)]
+pub struct Emulated<E, T = Clock> {
+    inner: E,
+    cfg: EmulateConfig,
+    timer: T,
+    /// Every knob zero: forward and do nothing else.
+    pass: bool,
+    /// The inner endpoint reports exact arrivals (virtual time).
+    exact: bool,
+    /// The delay queue (real transports with L or G set).
+    queue: Option<DelayQueue>,
+    /// When the previous send was handed over (real path) and its size.
+    prev_send: Option<(f64, usize)>,
+    /// An error the transport reported while draining (the peer closed after its last
+    /// message, say): reported once the messages queued before it have been delivered.
+    drain_error: Option<TransportError>,
+}
+
+impl<E: Probe> Emulated<E, Clock> {
+    /// Emulates over `inner` with a freshly calibrated TSC clock (about 30 ms).
+    pub fn new(inner: E, cfg: EmulateConfig) -> Result<Self, EmulateError> {
+        Self::with_timer(inner, cfg, Clock::calibrate())
+    }
+}
+
+impl<E: Probe, T: Timer> Emulated<E, T> {
+    /// Emulates over `inner`, timing delays on `timer` (the model's virtual timer in tests).
+    pub fn with_timer(inner: E, cfg: EmulateConfig, timer: T) -> Result<Self, EmulateError> {
+        cfg.knobs.validate()?;
+        let exact = inner.exact_arrivals();
+        let queue = if !exact && cfg.knobs.delays_delivery() {
+            Some(DelayQueue::new(&cfg, inner.info().max_message)?)
+        } else {
+            None
+        };
+        Ok(Emulated {
+            pass: cfg.knobs.is_zero(),
+            inner,
+            cfg,
+            timer,
+            exact,
+            queue,
+            prev_send: None,
+            drain_error: None,
+        })
+    }
+
+    pub fn config(&self) -> &EmulateConfig {
+        &self.cfg
+    }
+    pub fn get_ref(&self) -> &E {
+        &self.inner
+    }
+    pub fn get_mut(&mut self) -> &mut E {
+        &mut self.inner
+    }
+    /// The inner endpoint. Messages still in the delay queue are lost with the decorator.
+    pub fn into_inner(self) -> E {
+        self.inner
+    }
+
+    /// Moves every message the transport has into the delay queue, stamping its arrival now.
+    fn drain(&mut self) -> Result<(), TransportError> {
+        while self.drain_error.is_none() && self.queue.as_ref().is_some_and(DelayQueue::has_room) {
+            match self.inner.message_waiting().and_then(|ready| {
+                if ready {
+                    self.stage()?;
+                }
+                Ok(ready)
+            }) {
+                Ok(true) => {}
+                Ok(false) => break,
+                Err(e) => self.drain_error = Some(e),
+            }
+        }
+        // Errors wait behind the messages that arrived before them.
+        if self.queue.as_ref().is_some_and(|q| q.count == 0) {
+            if let Some(e) = self.drain_error.take() {
+                return Err(e);
+            }
+        }
+        Ok(())
+    }
+
+    /// Receives one message from the transport (waiting for it) into the delay queue.
+    fn stage(&mut self) -> Result<(), TransportError> {
+        let q = self.queue.as_mut().expect("staging needs the queue");
+        let at = q.tail();
+        let buf = &mut q.buf;
+        let info = self
+            .inner
+            .recv_with(|f| DelayQueue::write(buf, at, f.offset, f.data))?;
+        let k = &self.cfg.knobs;
+        let due = self.timer.now_ns() + k.l_ns + k.gap_per_byte_ns * info.len as f64;
+        q.push(Slot {
+            tag: info.tag,
+            len: info.len,
+            at,
+            due,
+        });
+        Ok(())
+    }
+
+    /// Busy-waits until `t`, draining the transport meanwhile so that arrivals are stamped when
+    /// they happen rather than when the wait ends.
+    fn wait_until(&mut self, t: f64) -> Result<(), TransportError> {
+        if self.queue.is_none() {
+            let left = t - self.timer.now_ns();
+            if left > 0.0 {
+                self.timer.spin_ns(left);
+            }
+            return Ok(());
+        }
+        while self.timer.now_ns() < t {
+            self.drain()?;
+            std::hint::spin_loop();
+        }
+        Ok(())
+    }
+
+    /// g and G: the wire of the previous send is busy Δg + ΔG·s longer; o: the CPU spins.
+    fn before_send(&mut self) -> Result<(), TransportError> {
+        self.drain()?;
+        let k = self.cfg.knobs;
+        if let Some((t, s)) = self.prev_send {
+            let extra = k.g_ns + k.gap_per_byte_ns * s as f64;
+            if extra > 0.0 {
+                let free = if self.exact {
+                    self.inner.nic_free_ns()
+                } else {
+                    t
+                };
+                self.wait_until(free + extra)?;
+            }
+        }
+        if k.o_ns > 0.0 {
+            self.timer.spin_ns(k.o_ns);
+        }
+        Ok(())
+    }
+
+    #[inline]
+    fn after_send(&mut self, len: usize) {
+        self.prev_send = Some((self.timer.now_ns(), len));
+    }
+
+    /// Waits, polling, until the transport has a message (so that Δo is spent after arrival).
+    fn await_message(&mut self) -> Result<(), TransportError> {
+        let start = self.timer.now_ns();
+        let mut polls: u32 = 0;
+        while !self.inner.message_waiting()? {
+            polls = polls.wrapping_add(1);
+            if polls % 4096 == 0 {
+                self.inner.still_alive()?;
+                let idle = self.idle_timeout_ns();
+                if self.timer.now_ns() - start > idle {
+                    return Err(TransportError::Timeout {
+                        peer: self.inner.info().peer.clone(),
+                        secs: (idle / 1e9) as u64,
+                    });
+                }
+            }
+            std::hint::spin_loop();
+        }
+        Ok(())
+    }
+
+    fn idle_timeout_ns(&self) -> f64 {
+        // The endpoint's own idle timeout is not visible through `Endpoint`; a minute is the
+        // default everywhere.
+        60e9
+    }
+
+    fn recv_emulated<F: FnMut(Fragment<'_>)>(
+        &mut self,
+        mut sink: F,
+    ) -> Result<RecvInfo, TransportError> {
+        let k = self.cfg.knobs;
+        if self.exact {
+            // Virtual time: move the arrival itself, so the receive begins (and its last byte
+            // lands) as on a network with these parameters.
+            let (a, len) = self.inner.next_arrival()?;
+            let shift = k.l_ns + k.gap_per_byte_ns * len as f64;
+            if k.o_ns > 0.0 {
+                let begin = self.timer.now_ns().max(a + shift);
+                self.wait_until(begin + k.o_ns)?;
+            }
+            self.inner.defer_next_arrival(shift + k.o_ns)?;
+            return self.inner.recv_with(sink);
+        }
+        if self.queue.is_none() {
+            // o alone: spin once the message is there, then take it.
+            self.await_message()?;
+            self.timer.spin_ns(k.o_ns);
+            return self.inner.recv_with(sink);
+        }
+        self.drain()?;
+        if self.queue.as_ref().is_some_and(|q| q.count == 0) {
+            self.stage()?;
+        }
+        let due = self
+            .queue
+            .as_ref()
+            .and_then(DelayQueue::front)
+            .expect("staged")
+            .due;
+        self.wait_until(due)?;
+        if k.o_ns > 0.0 {
+            let t = self.timer.now_ns() + k.o_ns;
+            self.wait_until(t)?;
+        }
+        let q = self.queue.as_mut().expect("queue");
+        let s = q.front().expect("staged");
+        let (a, b) = q.pieces(&s);
+        sink(Fragment {
+            tag: s.tag,
+            total_len: s.len,
+            offset: 0,
+            data: a,
+        });
+        if !b.is_empty() {
+            sink(Fragment {
+                tag: s.tag,
+                total_len: s.len,
+                offset: a.len(),
+                data: b,
+            });
+        }
+        q.pop();
+        Ok(RecvInfo {
+            tag: s.tag,
+            len: s.len,
+        })
+    }
+}
+
+impl<E: Probe, T: Timer> Endpoint for Emulated<E, T> {
+    #[inline]
+    fn send_with<F: FnMut(usize, &mut [u8])>(
+        &mut self,
+        tag: Tag,
+        len: usize,
+        fill: F,
+    ) -> Result<(), TransportError> {
+        if self.pass {
+            return self.inner.send_with(tag, len, fill);
+        }
+        self.before_send()?;
+        self.inner.send_with(tag, len, fill)?;
+        self.after_send(len);
+        Ok(())
+    }
+
+    #[inline]
+    fn recv_with<F: FnMut(Fragment<'_>)>(&mut self, sink: F) -> Result<RecvInfo, TransportError> {
+        if self.pass {
+            return self.inner.recv_with(sink);
+        }
+        self.recv_emulated(sink)
+    }
+
+    fn sendrecv(
+        &mut self,
+        tag: Tag,
+        data: &[u8],
+        buf: &mut [u8],
+    ) -> Result<RecvInfo, TransportError> {
+        if self.pass {
+            return self.inner.sendrecv(tag, data, buf);
+        }
+        if self.exact {
+            // The model's channels are unbounded: send, then receive, cannot deadlock.
+            self.send(tag, data)?;
+            return self.recv(buf);
+        }
+        self.before_send()?;
+        let Some(q) = self.queue.as_mut() else {
+            // o alone: both directions progress in the transport; the receive's Δo is spent
+            // after it, which costs the same CPU time and delays the return alike.
+            let info = self.inner.sendrecv(tag, data, buf)?;
+            self.after_send(data.len());
+            self.timer.spin_ns(self.cfg.knobs.o_ns);
+            return Ok(info);
+        };
+        if q.count > 0 {
+            // The message to deliver is already here, so a plain send cannot wait on the peer
+            // forever: the peer's own sendrecv receives while it sends.
+            self.inner.send(tag, data)?;
+            self.after_send(data.len());
+            return self.recv(buf);
+        }
+        // Empty queue (checked after draining): land the incoming message in it at offset 0,
+        // contiguous, so both directions still progress together in the transport.
+        let info = self.inner.sendrecv(tag, data, &mut q.buf)?;
+        let k = &self.cfg.knobs;
+        let due = self.timer.now_ns() + k.l_ns + k.gap_per_byte_ns * info.len as f64;
+        q.push(Slot {
+            tag: info.tag,
+            len: info.len,
+            at: 0,
+            due,
+        });
+        self.after_send(data.len());
+        self.recv(buf)
+    }
+
+    fn info(&self) -> &EndpointInfo {
+        self.inner.info()
+    }
+
+    #[inline]
+    fn send(&mut self, tag: Tag, data: &[u8]) -> Result<(), TransportError> {
+        if self.pass {
+            return self.inner.send(tag, data);
+        }
+        self.before_send()?;
+        self.inner.send(tag, data)?;
+        self.after_send(data.len());
+        Ok(())
+    }
+
+    #[inline]
+    fn recv(&mut self, buf: &mut [u8]) -> Result<RecvInfo, TransportError> {
+        if self.pass {
+            return self.inner.recv(buf);
+        }
+        let cap = buf.len();
+        let info = self.recv_emulated(|f| commperf_transport::endpoint::copy_into(buf, &f))?;
+        if info.len > cap {
+            return Err(TransportError::Truncated { len: info.len, cap });
+        }
+        Ok(info)
+    }
+}
+
+impl<E: Probe + VectoredSend, T: Timer> VectoredSend for Emulated<E, T> {
+    fn send_vectored(&mut self, tag: Tag, parts: &[&[u8]]) -> Result<(), TransportError> {
+        if self.pass {
+            return self.inner.send_vectored(tag, parts);
+        }
+        self.before_send()?;
+        self.inner.send_vectored(tag, parts)?;
+        self.after_send(parts.iter().map(|p| p.len()).sum());
+        Ok(())
+    }
+}
+
+/// A message held in the delay queue is readable once due; one still in the transport counts
+/// as arriving (a receive then waits out its due time).
+impl<E: Probe + Readiness, T: Timer> Readiness for Emulated<E, T> {
+    fn readable_now(&self) -> Result<bool, TransportError> {
+        if let Some(s) = self.queue.as_ref().and_then(DelayQueue::front) {
+            return Ok(self.timer.now_ns() >= s.due);
+        }
+        self.inner.readable_now()
+    }
+    fn check_alive(&self) -> Result<(), TransportError> {
+        self.inner.check_alive()
+    }
+}
+
+impl<E: Probe + SwitchMode, T: Timer> SwitchMode for Emulated<E, T> {
+    fn set_mode(
+        &mut self,
+        mode: commperf_core::Mode,
+        block_spins: u32,
+    ) -> Result<(), TransportError> {
+        self.inner.set_mode(mode, block_spins)
+    }
+}

@@ -1,0 +1,135 @@
+//! The conformance kit through `Emulated`, knobs at zero (pass-through) and set (delay queue,
+//! spins, gaps): emulation changes when messages are delivered, never what is delivered.
+
+use commperf_emulate::{EmulateConfig, Emulated, Knobs, Probe};
+use commperf_transport::clock::Clock;
+use commperf_transport::conformance as kit;
+use commperf_transport::sys::model::{self, LogGp, ModelParams};
+use commperf_transport::sys::shm::{self, ShmOptions};
+use commperf_transport::sys::{tcp, uds};
+use commperf_transport::{Endpoint, EndpointConfig, Mode};
+use std::sync::OnceLock;
+use std::time::Duration;
+
+fn cfg(mode: Mode) -> EndpointConfig {
+    EndpointConfig {
+        mode,
+        max_message: 64 << 20,
+        idle_timeout: Duration::from_secs(30),
+        block_spins: 0,
+    }
+}
+
+fn clock() -> Clock {
+    static C: OnceLock<Clock> = OnceLock::new();
+    *C.get_or_init(Clock::calibrate)
+}
+
+fn set() -> Knobs {
+    Knobs {
+        o_ns: 200.0,
+        g_ns: 300.0,
+        gap_per_byte_ns: 0.01,
+        l_ns: 2000.0,
+    }
+}
+
+fn emu<E: Probe>((a, b): (E, E), k: Knobs) -> (Emulated<E>, Emulated<E>) {
+    let c = EmulateConfig::new(k);
+    (
+        Emulated::with_timer(a, c, clock()).unwrap(),
+        Emulated::with_timer(b, c, clock()).unwrap(),
+    )
+}
+
+fn model_emu(k: Knobs) -> (impl Endpoint + Send, impl Endpoint + Send) {
+    let p = LogGp {
+        o_s_ns: 300.0,
+        o_r_ns: 200.0,
+        g_ns: 100.0,
+        gap_per_byte_ns: 0.1,
+        l_ns: 1000.0,
+        ..LogGp::default()
+    };
+    let (a, b) = model::pair(
+        ModelParams {
+            small: p,
+            large: None,
+        },
+        cfg(Mode::Poll),
+    );
+    let c = EmulateConfig::new(k);
+    let (ta, tb) = (a.timer(), b.timer());
+    (
+        Box::new(Emulated::with_timer(a, c, ta).unwrap()),
+        Box::new(Emulated::with_timer(b, c, tb).unwrap()),
+    )
+}
+
+fn shm_pair(mode: Mode) -> (shm::ShmEndpoint, shm::ShmEndpoint) {
+    shm::pair(cfg(mode), ShmOptions::default()).expect("shm pair")
+}
+
+fn tcp_pair(mode: Mode) -> (tcp::TcpEndpoint, tcp::TcpEndpoint) {
+    let l = tcp::listen("127.0.0.1:0".parse().unwrap()).expect("listen");
+    let addr = l.local_addr().unwrap();
+    let h = std::thread::spawn(move || tcp::accept(&l, cfg(mode)).expect("accept"));
+    let a = tcp::connect(addr, cfg(mode)).expect("connect");
+    (a, h.join().unwrap())
+}
+
+macro_rules! kit_for {
+    ($name:ident, $make:expr) => {
+        mod $name {
+            use super::*;
+            #[test]
+            fn order_and_tags() {
+                let (a, b) = $make;
+                kit::order_and_tags(a, b);
+            }
+            #[test]
+            fn size_ladder_integrity() {
+                let (a, b) = $make;
+                kit::size_ladder_integrity(a, b);
+            }
+            #[test]
+            fn duplex_large() {
+                let (a, b) = $make;
+                kit::duplex_large(a, b);
+            }
+            #[test]
+            fn truncation_keeps_stream() {
+                let (a, b) = $make;
+                kit::truncation_keeps_stream(a, b);
+            }
+            #[test]
+            fn send_too_large() {
+                let (a, _b) = $make;
+                kit::send_too_large(a);
+            }
+            #[test]
+            fn peer_closed_while_waiting() {
+                let (a, b) = $make;
+                kit::peer_closed_while_waiting(a, b);
+            }
+        }
+    };
+}
+
+kit_for!(model_zero, model_emu(Knobs::default()));
+kit_for!(model_set, model_emu(set()));
+kit_for!(shm_zero, emu(shm_pair(Mode::Poll), Knobs::default()));
+kit_for!(shm_set, emu(shm_pair(Mode::Poll), set()));
+kit_for!(shm_set_block, emu(shm_pair(Mode::Block), set()));
+kit_for!(tcp_zero, emu(tcp_pair(Mode::Poll), Knobs::default()));
+kit_for!(tcp_set, emu(tcp_pair(Mode::Poll), set()));
+kit_for!(
+    uds_set,
+    emu(uds::pair(cfg(Mode::Poll)).expect("uds pair"), set())
+);
+
+#[test]
+fn vectored_send_through_emulation() {
+    let (a, b) = emu(shm_pair(Mode::Poll), set());
+    kit::vectored_send_integrity(a, b);
+}
