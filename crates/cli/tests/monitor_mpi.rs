@@ -259,6 +259,44 @@ fn start_disabled_records_only_after_pcontrol_1() {
     assert_eq!(calls(&j, 0, "MPI_Pcontrol").0, 2);
 }
 
+/// MPI_THREAD_MULTIPLE: requests posted on one thread and completed on another are recorded
+/// once each, every send matched, none left pending (the interposer's per-thread request tables
+/// hand such a request over to the completing thread).
+fn threads(mpi: &str) {
+    let test = format!("threads_{mpi}");
+    if !ready(&test, &[&format!("mpicc.{mpi}"), &format!("mpirun.{mpi}")]) {
+        return;
+    }
+    let s = Scratch::new("pmpi", &test);
+    let prog = s.0.join("threads");
+    compile(&format!("mpicc.{mpi}"), "threads.c", &prog);
+    let dir = s.0.join("mon");
+    let o = monitor(&s.0, &dir, &[], mpi, &[prog.to_str().unwrap()]);
+    ok(&o);
+    let j = summary(&dir);
+    // threads.c: 100 Isend and 100 Irecv per rank, 4 ranks.
+    let (ranks, per_rank) = (4u64, 100u64);
+    assert_eq!(j["matched_messages"], ranks * per_rank, "{j}");
+    assert_eq!(j["unmatched_sends"], 0, "{j}");
+    assert_eq!(j["unmatched_recvs"], 0, "{j}");
+    assert_eq!(j["pending_requests"], 0, "{j}");
+    assert_eq!(j["drops"], 0, "{j}");
+    for r in 0..ranks {
+        assert_eq!(calls(&j, r, "MPI_Isend").0, per_rank, "rank {r}");
+        assert_eq!(calls(&j, r, "MPI_Irecv").0, per_rank, "rank {r}");
+    }
+}
+
+#[test]
+fn threads_openmpi() {
+    threads("openmpi");
+}
+
+#[test]
+fn threads_mpich() {
+    threads("mpich");
+}
+
 #[test]
 fn crash_mid_run_leaves_readable_data_and_is_marked_cut_short() {
     if !ready("crash", &["mpicc.openmpi", "mpirun.openmpi"]) {

@@ -74,7 +74,7 @@ pub fn ok(o: &Output) {
 
 pub fn compile(compiler: &str, src: &str, out: &Path) {
     let o = Command::new(compiler)
-        .args(["-O1", "-w", "-o"])
+        .args(["-O1", "-w", "-pthread", "-o"])
         .arg(out)
         .arg(apps().join(src))
         .output()
