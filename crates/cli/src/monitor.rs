@@ -17,9 +17,9 @@ use commperf_monitor::run::{load_baseline, ClockReport, RankClock, TraceInfo, Wo
 use commperf_monitor::trace::{write_trace, TraceEvent};
 use commperf_monitor::{
     Correction, Histograms, MonitorConfig, MonitorRun, Monitored, Signature, SyncPolicy,
-    TableFormat, TscClock, RUN_SCHEMA_VERSION, TRAILER,
+    TableFormat, TscClock, Wire, RUN_SCHEMA_VERSION, TRAILER,
 };
-use commperf_transport::launch::{self, Control, DataSpec, LocalPeer, SetupMsg};
+use commperf_transport::launch::{self, AnyEndpoint, Control, DataSpec, LocalPeer, SetupMsg};
 use commperf_transport::{affinity, with_endpoint, Endpoint};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -262,8 +262,12 @@ fn run_local(r: &RunArgs) -> Result<()> {
     ctrl.send(&job)?;
     let mut ep = launch::connect_data(&mut ctrl, &spec, &token)?;
     let started = Instant::now();
-    let out =
-        with_endpoint!(&mut ep, e => client(e, &job, clock)).context("the monitored workload")?;
+    // Both ends pick the wire by the same rule (the transport), so they agree.
+    let out = match &mut ep {
+        AnyEndpoint::Shm(e) => client(e, &job, clock, Monitored::with_sideband_clock),
+        other => with_endpoint!(other, e => client(e, &job, clock, Monitored::with_clock)),
+    }
+    .context("the monitored workload")?;
     let peer_report: PeerReport = recv_chunked(&mut ctrl).context("the peer's histograms")?;
     peer.finish(Duration::from_secs(5));
 
@@ -462,13 +466,21 @@ fn block_iters(job: &Job) -> u64 {
     job.iters.div_ceil(job.rounds)
 }
 
-fn client<E: Endpoint>(e: &mut E, job: &Job, clock: TscClock) -> Result<ClientOut> {
+/// Wraps an endpoint in the monitor: with the stamp in shm's record header, else the trailer.
+type Wrap<E, W> = fn(E, MonitorConfig, TscClock) -> Monitored<E, TscClock, W>;
+
+fn client<E: Endpoint, W: Wire<E>>(
+    e: E,
+    job: &Job,
+    clock: TscClock,
+    wrap: Wrap<E, W>,
+) -> Result<ClientOut> {
     let max = *job.sizes.iter().max().unwrap_or(&0) as usize;
     let mut buf = vec![0u8; max.max(1)];
     let per = block_iters(job) as usize;
     let mut rtt_plain = vec![0u64; per * job.rounds as usize];
     let mut rtt_mon = vec![0u64; per * job.rounds as usize];
-    let mut m = Monitored::with_clock(e, cfg(job, 0), clock);
+    let mut m = wrap(e, cfg(job, 0), clock);
     let mut syncs = vec![m.sync_as_master()?];
     std::thread::sleep(Duration::from_millis(job.sync_gap_ms));
     syncs.push(m.sync_as_master()?);
@@ -539,11 +551,16 @@ fn client<E: Endpoint>(e: &mut E, job: &Job, clock: TscClock) -> Result<ClientOu
     })
 }
 
-fn peer_side<E: Endpoint>(e: &mut E, job: &Job, clock: TscClock) -> Result<PeerReport> {
+fn peer_side<E: Endpoint, W: Wire<E>>(
+    e: E,
+    job: &Job,
+    clock: TscClock,
+    wrap: Wrap<E, W>,
+) -> Result<PeerReport> {
     let max = *job.sizes.iter().max().unwrap_or(&0) as usize;
     let mut buf = vec![0u8; max.max(1)];
     let per = block_iters(job);
-    let mut m = Monitored::with_clock(e, cfg(job, 1), clock);
+    let mut m = wrap(e, cfg(job, 1), clock);
     m.sync_as_follower()?;
     m.sync_as_follower()?;
     for _ in &job.sizes {
@@ -596,7 +613,10 @@ pub fn peer() -> Result<()> {
         &token,
     )?;
     let clock = TscClock::calibrate().with_scale(job.ns_per_tick);
-    let rep = with_endpoint!(&mut ep, e => peer_side(e, &job, clock))?;
+    let rep = match &mut ep {
+        AnyEndpoint::Shm(e) => peer_side(e, &job, clock, Monitored::with_sideband_clock),
+        other => with_endpoint!(other, e => peer_side(e, &job, clock, Monitored::with_clock)),
+    }?;
     send_chunked(&mut ctrl, &rep)
 }
 

@@ -11,6 +11,13 @@
 //! sockets the write system call follows it, so the kernel's copy counts as net). And the
 //! receiver's offsets stay the caller's offsets.
 //!
+//! On a transport with the [`SideBand`] capability (shm), [`Monitored::with_sideband`] carries
+//! the same stamp in the transport's own record header instead ([`SideBandWire`]): the header's
+//! spare half line holds it, so a small message occupies no more cache lines monitored than
+//! unmonitored, where the trailer spills a 64-byte message onto a third line of the ring. The
+//! stamp is taken at the same point (just before the last piece is published). Both ends must
+//! use the same wire: a message arriving without the stamp the receiver expects is refused.
+//!
 //! Recording is a few clock reads, integer arithmetic and one histogram add per message, into
 //! memory this endpoint owns: no locks, no logging, no allocation once a (key, size bin) has
 //! been seen. Pausing ([`Monitor::pause`]) keeps the trailer (the peer still strips it) but skips
@@ -21,9 +28,10 @@ use crate::hist::{Histograms, MsgKind, Protocol};
 use crate::trace::{TraceEvent, TraceOp, TraceRing};
 use crate::MonitorError;
 use commperf_transport::{
-    Endpoint, EndpointInfo, Fragment, Readiness, RecvInfo, SwitchMode, Tag, TransportError,
-    VectoredSend,
+    Endpoint, EndpointInfo, Fragment, Readiness, RecvInfo, Side, SideBand, SwitchMode, Tag,
+    TransportError, VectoredSend,
 };
+use std::marker::PhantomData;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
@@ -99,9 +107,103 @@ const SEND_WITH: u8 = 1;
 const SENDRECV: u8 = 2;
 const SEND_VECTORED: u8 = 3;
 
+/// How a [`Monitored`] endpoint carries its stamp on the wire; chosen by the constructor.
+pub trait Wire<E: Endpoint>: Sized {
+    /// Bytes the stamp adds to every message inside the inner endpoint's maximum.
+    const OVERHEAD: usize;
+    #[doc(hidden)]
+    fn send_call<C: LocalClock, F: FnMut(usize, &mut [u8])>(
+        m: &mut Monitored<E, C, Self>,
+        call: u8,
+        tag: Tag,
+        len: usize,
+        fill: F,
+    ) -> Result<(), TransportError>;
+    #[doc(hidden)]
+    fn recv_with<C: LocalClock, F: FnMut(Fragment<'_>)>(
+        m: &mut Monitored<E, C, Self>,
+        sink: F,
+    ) -> Result<RecvInfo, TransportError>;
+    #[doc(hidden)]
+    fn sendrecv<C: LocalClock>(
+        m: &mut Monitored<E, C, Self>,
+        tag: Tag,
+        data: &[u8],
+        buf: &mut [u8],
+    ) -> Result<RecvInfo, TransportError>;
+}
+
+/// The stamp as a 24-byte trailer after the user's bytes: works over any endpoint.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct TrailerWire;
+
+/// The stamp in the transport's own header ([`SideBand`]): no bytes added to the message.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SideBandWire;
+
+impl<E: Endpoint> Wire<E> for TrailerWire {
+    const OVERHEAD: usize = TRAILER;
+    #[inline]
+    fn send_call<C: LocalClock, F: FnMut(usize, &mut [u8])>(
+        m: &mut Monitored<E, C, Self>,
+        call: u8,
+        tag: Tag,
+        len: usize,
+        fill: F,
+    ) -> Result<(), TransportError> {
+        m.trailer_send_call(call, tag, len, fill)
+    }
+    #[inline]
+    fn recv_with<C: LocalClock, F: FnMut(Fragment<'_>)>(
+        m: &mut Monitored<E, C, Self>,
+        sink: F,
+    ) -> Result<RecvInfo, TransportError> {
+        m.trailer_recv_with(sink)
+    }
+    #[inline]
+    fn sendrecv<C: LocalClock>(
+        m: &mut Monitored<E, C, Self>,
+        tag: Tag,
+        data: &[u8],
+        buf: &mut [u8],
+    ) -> Result<RecvInfo, TransportError> {
+        m.trailer_sendrecv(tag, data, buf)
+    }
+}
+
+impl<E: Endpoint + SideBand> Wire<E> for SideBandWire {
+    const OVERHEAD: usize = 0;
+    #[inline]
+    fn send_call<C: LocalClock, F: FnMut(usize, &mut [u8])>(
+        m: &mut Monitored<E, C, Self>,
+        call: u8,
+        tag: Tag,
+        len: usize,
+        fill: F,
+    ) -> Result<(), TransportError> {
+        m.side_send_call(call, tag, len, fill)
+    }
+    #[inline]
+    fn recv_with<C: LocalClock, F: FnMut(Fragment<'_>)>(
+        m: &mut Monitored<E, C, Self>,
+        sink: F,
+    ) -> Result<RecvInfo, TransportError> {
+        m.side_recv_with(sink)
+    }
+    #[inline]
+    fn sendrecv<C: LocalClock>(
+        m: &mut Monitored<E, C, Self>,
+        tag: Tag,
+        data: &[u8],
+        buf: &mut [u8],
+    ) -> Result<RecvInfo, TransportError> {
+        m.side_sendrecv(tag, data, buf)
+    }
+}
+
 /// A monitored endpoint.
 #[derive(Debug)]
-pub struct Monitored<E, C = TscClock> {
+pub struct Monitored<E, C = TscClock, W = TrailerWire> {
     inner: E,
     cfg: MonitorConfig,
     clock: C,
@@ -117,6 +219,7 @@ pub struct Monitored<E, C = TscClock> {
     /// messages neither builds, hashes nor compares its key (see [`SlotCache`]).
     send_slot: SlotCache,
     recv_slot: SlotCache,
+    wire: PhantomData<W>,
 }
 
 /// The last (call, protocol, program) recorded on one side and its histogram slot. On one
@@ -145,6 +248,30 @@ impl Trailer {
         t[21] = self.flags;
         t[22..24].copy_from_slice(&MAGIC.to_le_bytes());
         t
+    }
+
+    /// The same fields as a side value: `[handoff, entry delta | program << 32,
+    /// seq | call << 32 | flags << 40 | magic << 48]`.
+    fn to_side(self) -> Side {
+        [
+            self.handoff_global_ns as u64,
+            self.entry_delta_ns as u64 | (self.program as u64) << 32,
+            self.seq as u64
+                | (self.call as u64) << 32
+                | (self.flags as u64) << 40
+                | (MAGIC as u64) << 48,
+        ]
+    }
+
+    fn from_side(s: &Side) -> Option<Trailer> {
+        ((s[2] >> 48) as u16 == MAGIC).then(|| Trailer {
+            handoff_global_ns: s[0] as i64,
+            entry_delta_ns: s[1] as u32,
+            program: (s[1] >> 32) as u32,
+            seq: s[2] as u32,
+            call: (s[2] >> 32) as u8,
+            flags: (s[2] >> 40) as u8,
+        })
     }
 
     fn decode(t: &[u8; TRAILER]) -> Option<Trailer> {
@@ -177,12 +304,33 @@ impl<E: Endpoint> Monitored<E, TscClock> {
     }
 }
 
-impl<E: Endpoint, C: LocalClock> Monitored<E, C> {
+impl<E: Endpoint + SideBand> Monitored<E, TscClock, SideBandWire> {
+    /// Monitors `inner` with the stamp in its own header ([`SideBandWire`]) and a freshly
+    /// calibrated TSC clock. The peer must be monitored the same way.
+    pub fn with_sideband(inner: E, cfg: MonitorConfig) -> Self {
+        Self::with_sideband_clock(inner, cfg, TscClock::calibrate())
+    }
+}
+
+impl<E: Endpoint + SideBand, C: LocalClock> Monitored<E, C, SideBandWire> {
+    /// [`Monitored::with_sideband`] reading time from `clock`.
+    pub fn with_sideband_clock(inner: E, cfg: MonitorConfig, clock: C) -> Self {
+        Self::build(inner, cfg, clock)
+    }
+}
+
+impl<E: Endpoint, C: LocalClock> Monitored<E, C, TrailerWire> {
     /// Monitors `inner`, reading time from `clock` (a virtual or deliberately skewed one in
     /// tests). The inner endpoint's maximum message must leave room for the trailer.
     pub fn with_clock(inner: E, cfg: MonitorConfig, clock: C) -> Self {
+        Self::build(inner, cfg, clock)
+    }
+}
+
+impl<E: Endpoint, C: LocalClock, W: Wire<E>> Monitored<E, C, W> {
+    fn build(inner: E, cfg: MonitorConfig, clock: C) -> Self {
         let mut info = inner.info().clone();
-        info.max_message = info.max_message.saturating_sub(TRAILER);
+        info.max_message = info.max_message.saturating_sub(W::OVERHEAD);
         let trace = TraceRing::new(cfg.trace_capacity);
         Monitored {
             inner,
@@ -198,6 +346,7 @@ impl<E: Endpoint, C: LocalClock> Monitored<E, C> {
             scratch_in: Vec::new(),
             send_slot: SlotCache::default(),
             recv_slot: SlotCache::default(),
+            wire: PhantomData,
         }
     }
 
@@ -351,7 +500,7 @@ impl<E: Endpoint, C: LocalClock> Monitored<E, C> {
         }
     }
 
-    fn send_call<F: FnMut(usize, &mut [u8])>(
+    fn trailer_send_call<F: FnMut(usize, &mut [u8])>(
         &mut self,
         call: u8,
         tag: Tag,
@@ -443,6 +592,16 @@ impl<E: Endpoint, C: LocalClock> Monitored<E, C> {
         }
     }
 
+    fn no_stamp(&self, len: usize) -> TransportError {
+        TransportError::Protocol {
+            peer: self.info.peer.clone(),
+            what: format!(
+                "a {len}-byte message without the monitor's side-band stamp: both ends must be \
+                 monitored, the same way"
+            ),
+        }
+    }
+
     fn no_trailer(&self, len: usize) -> TransportError {
         TransportError::Protocol {
             peer: self.info.peer.clone(),
@@ -453,23 +612,42 @@ impl<E: Endpoint, C: LocalClock> Monitored<E, C> {
     }
 }
 
-impl<E: Endpoint, C: LocalClock> Endpoint for Monitored<E, C> {
+impl<E: Endpoint, C: LocalClock, W: Wire<E>> Endpoint for Monitored<E, C, W> {
     fn send_with<F: FnMut(usize, &mut [u8])>(
         &mut self,
         tag: Tag,
         len: usize,
         fill: F,
     ) -> Result<(), TransportError> {
-        self.send_call(SEND_WITH, tag, len, fill)
+        W::send_call(self, SEND_WITH, tag, len, fill)
     }
 
     fn send(&mut self, tag: Tag, data: &[u8]) -> Result<(), TransportError> {
-        self.send_call(SEND, tag, data.len(), |off, piece| {
+        W::send_call(self, SEND, tag, data.len(), |off, piece| {
             piece.copy_from_slice(&data[off..off + piece.len()])
         })
     }
 
-    fn recv_with<F: FnMut(Fragment<'_>)>(
+    fn recv_with<F: FnMut(Fragment<'_>)>(&mut self, sink: F) -> Result<RecvInfo, TransportError> {
+        W::recv_with(self, sink)
+    }
+
+    fn sendrecv(
+        &mut self,
+        tag: Tag,
+        data: &[u8],
+        buf: &mut [u8],
+    ) -> Result<RecvInfo, TransportError> {
+        W::sendrecv(self, tag, data, buf)
+    }
+
+    fn info(&self) -> &EndpointInfo {
+        &self.info
+    }
+}
+
+impl<E: Endpoint, C: LocalClock, W: Wire<E>> Monitored<E, C, W> {
+    fn trailer_recv_with<F: FnMut(Fragment<'_>)>(
         &mut self,
         mut sink: F,
     ) -> Result<RecvInfo, TransportError> {
@@ -524,7 +702,7 @@ impl<E: Endpoint, C: LocalClock> Endpoint for Monitored<E, C> {
     /// the largest message once, then are reused). Its receive's arrival is not visible inside
     /// the call: it counts as noticed when the call returns (net includes the rest of the call;
     /// destination is unknown).
-    fn sendrecv(
+    fn trailer_sendrecv(
         &mut self,
         tag: Tag,
         data: &[u8],
@@ -594,16 +772,12 @@ impl<E: Endpoint, C: LocalClock> Endpoint for Monitored<E, C> {
         self.scratch_in = inb;
         result
     }
-
-    fn info(&self) -> &EndpointInfo {
-        &self.info
-    }
 }
 
 /// Forwarded to the inner endpoint's own gather, with the trailer as one more part. The stamp
 /// is taken just before the call (a gather hands everything over inside it), so net starts at
 /// the call's entry here.
-impl<E: Endpoint + VectoredSend, C: LocalClock> VectoredSend for Monitored<E, C> {
+impl<E: Endpoint + VectoredSend, C: LocalClock> VectoredSend for Monitored<E, C, TrailerWire> {
     fn send_vectored(&mut self, tag: Tag, parts: &[&[u8]]) -> Result<(), TransportError> {
         let len: usize = parts.iter().map(|p| p.len()).sum();
         self.check_len(len)?;
@@ -645,7 +819,138 @@ impl<E: Endpoint + VectoredSend, C: LocalClock> VectoredSend for Monitored<E, C>
     }
 }
 
-impl<E: SwitchMode, C> SwitchMode for Monitored<E, C> {
+/// The stamp taken at the hand-over: `entry` is the send call's entry on the local clock.
+#[inline]
+fn stamp<C: LocalClock>(
+    on: bool,
+    clock: &C,
+    corr: &Correction,
+    entry: f64,
+    program: u32,
+    seq: u32,
+    call: u8,
+) -> Trailer {
+    let (handoff, delta, flags) = if on {
+        let h = clock.now_ns();
+        (corr.to_global(h), (h - entry).max(0.0) as u32, STAMPED)
+    } else {
+        (0.0, 0, 0)
+    };
+    Trailer {
+        handoff_global_ns: handoff.round() as i64,
+        entry_delta_ns: delta,
+        program,
+        seq,
+        call,
+        flags,
+    }
+}
+
+/// The side-band wire: the same stamp, taken at the same points, carried by the transport.
+impl<E: Endpoint + SideBand, C: LocalClock> Monitored<E, C, SideBandWire> {
+    fn side_send_call<F: FnMut(usize, &mut [u8])>(
+        &mut self,
+        call: u8,
+        tag: Tag,
+        len: usize,
+        fill: F,
+    ) -> Result<(), TransportError> {
+        let on = self.cfg.switch.is_enabled();
+        let entry = if on { self.clock.now_ns() } else { 0.0 };
+        let seq = self.send_seq;
+        self.send_seq = seq.wrapping_add(1);
+        let (clock, corr, program) = (&self.clock, &self.corr, self.cfg.program);
+        // The transport calls this after the last piece is filled, just before publishing it:
+        // the point where the trailer path stamps too.
+        let side = || stamp(on, clock, corr, entry, program, seq, call).to_side();
+        self.inner.send_with_side(tag, len, fill, side)?;
+        if on {
+            // Source ends at the call's return (see the trailer path).
+            let exit = self.clock.now_ns();
+            self.sent(tag, len, call, entry, exit);
+        }
+        Ok(())
+    }
+
+    fn side_recv_with<F: FnMut(Fragment<'_>)>(
+        &mut self,
+        mut sink: F,
+    ) -> Result<RecvInfo, TransportError> {
+        let on = self.cfg.switch.is_enabled();
+        let clock = &self.clock;
+        let entry = if on { clock.now_ns() } else { 0.0 };
+        let mut arrival = None;
+        let (info, side) = self.inner.recv_with_side(|f| {
+            if on && arrival.is_none() {
+                arrival = Some(clock.now_ns());
+            }
+            sink(f)
+        })?;
+        let Some(t) = side.as_ref().and_then(Trailer::from_side) else {
+            return Err(self.no_stamp(info.len));
+        };
+        if on && t.flags & STAMPED != 0 {
+            let delivered = self.clock.now_ns();
+            self.received(info.tag, info.len, &t, entry, arrival, delivered);
+        }
+        Ok(info)
+    }
+
+    /// No scratch copies here (the stamp does not travel in the bytes). The stamp is the
+    /// call's entry: nothing happens between the two that the trailer path's separate read
+    /// would see (there it follows the copy into the scratch buffer), so one read is saved.
+    fn side_sendrecv(
+        &mut self,
+        tag: Tag,
+        data: &[u8],
+        buf: &mut [u8],
+    ) -> Result<RecvInfo, TransportError> {
+        self.check_len(data.len())?;
+        let on = self.cfg.switch.is_enabled();
+        let entry = if on { self.clock.now_ns() } else { 0.0 };
+        let seq = self.send_seq;
+        self.send_seq = seq.wrapping_add(1);
+        let tr = Trailer {
+            handoff_global_ns: if on {
+                self.global(entry).round() as i64
+            } else {
+                0
+            },
+            entry_delta_ns: 0,
+            program: self.cfg.program,
+            seq,
+            call: SENDRECV,
+            flags: if on { STAMPED } else { 0 },
+        };
+        let (info, side) = self.inner.sendrecv_side(tag, data, tr.to_side(), buf)?;
+        let Some(t) = side.as_ref().and_then(Trailer::from_side) else {
+            return Err(self.no_stamp(info.len));
+        };
+        if on {
+            let exit = self.clock.now_ns();
+            self.sent(tag, data.len(), SENDRECV, entry, exit);
+            if t.flags & STAMPED != 0 {
+                self.received(info.tag, info.len, &t, entry, None, exit);
+            }
+        }
+        Ok(info)
+    }
+}
+
+/// The inner endpoint gathers into its own memory, stamped at the hand-over like `send_with`.
+impl<E: Endpoint + VectoredSend + SideBand, C: LocalClock> VectoredSend
+    for Monitored<E, C, SideBandWire>
+{
+    fn send_vectored(&mut self, tag: Tag, parts: &[&[u8]]) -> Result<(), TransportError> {
+        let len: usize = parts.iter().map(|p| p.len()).sum();
+        self.check_len(len)?;
+        self.side_send_call(SEND_VECTORED, tag, len, |off, piece| {
+            commperf_transport::gather(parts, off, piece)
+        })
+    }
+}
+
+impl<E: SwitchMode, C, W> SwitchMode for Monitored<E, C, W> {
     fn set_mode(
         &mut self,
         mode: commperf_transport::Mode,
@@ -657,7 +962,7 @@ impl<E: SwitchMode, C> SwitchMode for Monitored<E, C> {
     }
 }
 
-impl<E: Readiness, C> Readiness for Monitored<E, C> {
+impl<E: Readiness, C, W> Readiness for Monitored<E, C, W> {
     #[inline]
     fn readable_now(&self) -> Result<bool, TransportError> {
         self.inner.readable_now()
@@ -667,7 +972,7 @@ impl<E: Readiness, C> Readiness for Monitored<E, C> {
     }
 }
 
-impl<E: std::os::fd::AsRawFd, C> std::os::fd::AsRawFd for Monitored<E, C> {
+impl<E: std::os::fd::AsRawFd, C, W> std::os::fd::AsRawFd for Monitored<E, C, W> {
     /// The inner endpoint's descriptor, so a monitored socket endpoint joins a completion queue
     /// ([`commperf_transport::cq`]) like an unmonitored one.
     fn as_raw_fd(&self) -> std::os::fd::RawFd {

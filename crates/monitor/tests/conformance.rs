@@ -3,13 +3,13 @@
 //! message). The unmonitored runs of the same kit live in commperf-transport's tests; the model
 //! transport, which has none there, runs both ways here.
 
-use commperf_monitor::{MonitorConfig, Monitored, TscClock, TRAILER};
+use commperf_monitor::{MonitorConfig, Monitored, SideBandWire, TscClock, TRAILER};
 use commperf_transport::conformance as kit;
 use commperf_transport::sys::model::{self, LogGp, ModelParams};
 use commperf_transport::sys::shm::{self, ShmOptions};
 use commperf_transport::sys::uring::{self, UringOptions};
 use commperf_transport::sys::{tcp, uds};
-use commperf_transport::{Endpoint, EndpointConfig, Mode};
+use commperf_transport::{Endpoint, EndpointConfig, Mode, SideBand};
 use std::sync::OnceLock;
 use std::time::Duration;
 
@@ -33,6 +33,27 @@ fn mon<E: Endpoint>((a, b): (E, E)) -> (Monitored<E>, Monitored<E>) {
         Monitored::with_clock(a, MonitorConfig::new(0, 1), clock()),
         Monitored::with_clock(b, MonitorConfig::new(1, 0), clock()),
     )
+}
+
+/// Both ends monitored with the stamp in the transport's header (no trailer: no extra room).
+fn mon_side<E: Endpoint + SideBand>(
+    (a, b): (E, E),
+) -> (
+    Monitored<E, TscClock, SideBandWire>,
+    Monitored<E, TscClock, SideBandWire>,
+) {
+    (
+        Monitored::with_sideband_clock(a, MonitorConfig::new(0, 1), clock()),
+        Monitored::with_sideband_clock(b, MonitorConfig::new(1, 0), clock()),
+    )
+}
+
+fn shm_pair_exact(mode: Mode, single_copy: Option<usize>) -> (shm::ShmEndpoint, shm::ShmEndpoint) {
+    let o = ShmOptions {
+        single_copy_from: single_copy,
+        ..ShmOptions::default()
+    };
+    shm::pair(cfg(mode, 0), o).expect("shm pair")
 }
 
 fn model_pair(extra: usize) -> (model::ModelEndpoint, model::ModelEndpoint) {
@@ -117,6 +138,12 @@ kit_for!(model_monitored, mon(model_pair(TRAILER)));
 kit_for!(shm_pipe_poll, mon(shm_pair(Mode::Poll, None)));
 kit_for!(shm_pipe_block, mon(shm_pair(Mode::Block, None)));
 kit_for!(shm_cma_poll, mon(shm_pair(Mode::Poll, Some(256 << 10))));
+kit_for!(shm_side_poll, mon_side(shm_pair_exact(Mode::Poll, None)));
+kit_for!(shm_side_block, mon_side(shm_pair_exact(Mode::Block, None)));
+kit_for!(
+    shm_side_cma_poll,
+    mon_side(shm_pair_exact(Mode::Poll, Some(256 << 10)))
+);
 kit_for!(tcp_poll, mon(tcp_pair(Mode::Poll)));
 kit_for!(tcp_block, mon(tcp_pair(Mode::Block)));
 kit_for!(
@@ -146,6 +173,23 @@ fn an_unmonitored_peer_is_refused_with_a_clear_error() {
     let mut plain = a;
     let mut m = Monitored::with_clock(b, MonitorConfig::new(1, 0), clock());
     plain.send(3, b"hello, no trailer here").unwrap();
+    let e = m.recv(&mut [0u8; 64]).unwrap_err();
+    assert!(e.to_string().contains("both ends must be monitored"), "{e}");
+}
+
+#[test]
+fn a_peer_without_the_side_band_stamp_is_refused_with_a_clear_error() {
+    // Unmonitored sender.
+    let (mut plain, b) = shm_pair_exact(Mode::Poll, None);
+    let mut m = Monitored::with_sideband_clock(b, MonitorConfig::new(1, 0), clock());
+    plain.send(3, b"hello, no stamp here").unwrap();
+    let e = m.recv(&mut [0u8; 64]).unwrap_err();
+    assert!(e.to_string().contains("both ends must be monitored"), "{e}");
+    // A sender monitored with the trailer: still no side-band stamp.
+    let (a, b) = shm_pair(Mode::Poll, None);
+    let mut t = Monitored::with_clock(a, MonitorConfig::new(0, 1), clock());
+    let mut m = Monitored::with_sideband_clock(b, MonitorConfig::new(1, 0), clock());
+    t.send(3, b"a trailer, not a side band").unwrap();
     let e = m.recv(&mut [0u8; 64]).unwrap_err();
     assert!(e.to_string().contains("both ends must be monitored"), "{e}");
 }

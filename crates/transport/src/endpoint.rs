@@ -101,6 +101,79 @@ pub trait Readiness {
     }
 }
 
+/// Words of a side-band value (see [`SideBand`]).
+pub const SIDE_WORDS: usize = 3;
+/// A small fixed value carried beside a message in the transport's own header.
+pub type Side = [u64; SIDE_WORDS];
+
+/// Capability: sending a message together with a small fixed side value that travels in the
+/// transport's own record header instead of in the payload, and receiving it back with the
+/// message. For a layer that stamps every message (the monitor): where the header has spare
+/// bytes on a cache line it writes anyway (shm), a stamp there costs no extra line, while the
+/// same bytes appended to the payload can spill a small message onto one more line.
+///
+/// Both ends must use it alike: a message sent without a side value arrives with `None`.
+/// The sizes and offsets seen by the caller are the caller's own (the side value is not part of
+/// the message), so the maximum message is unchanged.
+pub trait SideBand {
+    /// [`Endpoint::send_with`] with a side value. `side` is called once, after the last piece
+    /// has been filled and just before that piece is handed over, so a time stamp taken in it
+    /// is as late as the transport's hand-over allows.
+    fn send_with_side<F: FnMut(usize, &mut [u8]), S: FnOnce() -> Side>(
+        &mut self,
+        tag: Tag,
+        len: usize,
+        fill: F,
+        side: S,
+    ) -> Result<(), TransportError>;
+
+    /// [`Endpoint::recv_with`], returning the message's side value (`None`: sent without one).
+    fn recv_with_side<F: FnMut(Fragment<'_>)>(
+        &mut self,
+        sink: F,
+    ) -> Result<(RecvInfo, Option<Side>), TransportError>;
+
+    /// [`Endpoint::sendrecv`] with a side value on the outgoing message, returning the incoming
+    /// message's.
+    fn sendrecv_side(
+        &mut self,
+        tag: Tag,
+        data: &[u8],
+        side: Side,
+        buf: &mut [u8],
+    ) -> Result<(RecvInfo, Option<Side>), TransportError>;
+}
+
+impl<E: SideBand + ?Sized> SideBand for &mut E {
+    #[inline]
+    fn send_with_side<F: FnMut(usize, &mut [u8]), S: FnOnce() -> Side>(
+        &mut self,
+        tag: Tag,
+        len: usize,
+        fill: F,
+        side: S,
+    ) -> Result<(), TransportError> {
+        (**self).send_with_side(tag, len, fill, side)
+    }
+    #[inline]
+    fn recv_with_side<F: FnMut(Fragment<'_>)>(
+        &mut self,
+        sink: F,
+    ) -> Result<(RecvInfo, Option<Side>), TransportError> {
+        (**self).recv_with_side(sink)
+    }
+    #[inline]
+    fn sendrecv_side(
+        &mut self,
+        tag: Tag,
+        data: &[u8],
+        side: Side,
+        buf: &mut [u8],
+    ) -> Result<(RecvInfo, Option<Side>), TransportError> {
+        (**self).sendrecv_side(tag, data, side, buf)
+    }
+}
+
 /// Identity of a connected endpoint, used to name the peer in errors and reports.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EndpointInfo {

@@ -20,7 +20,7 @@ pub mod sys;
 
 pub use commperf_core::{Mode, TransportKind};
 pub use endpoint::{
-    gather, Endpoint, EndpointConfig, EndpointInfo, Fragment, Readiness, RecvInfo, SwitchMode, Tag,
-    VectoredSend,
+    gather, Endpoint, EndpointConfig, EndpointInfo, Fragment, Readiness, RecvInfo, Side, SideBand,
+    SwitchMode, Tag, VectoredSend, SIDE_WORDS,
 };
 pub use error::TransportError;

@@ -28,7 +28,10 @@
 
 use crate::backoff::{Backoff, Stopped, WaitStop};
 use crate::endpoint::copy_into;
-use crate::{Endpoint, EndpointConfig, EndpointInfo, Fragment, RecvInfo, Tag, TransportError};
+use crate::{
+    Endpoint, EndpointConfig, EndpointInfo, Fragment, RecvInfo, Side, Tag, TransportError,
+    SIDE_WORDS,
+};
 use commperf_core::{Mode, TransportKind};
 use std::ffi::CString;
 use std::fmt;
@@ -61,6 +64,28 @@ fn payload_offset(len: usize) -> usize {
         LINE
     }
 }
+
+/// Offset of the payload of a record that carries a side value ([`crate::SideBand`]): the side
+/// value sits in the header's spare half line (bytes 32..56), so the payload starts a full line
+/// in whatever its size. A record of more than 32 payload bytes has that half line unused
+/// anyway: the side value costs it no extra cache line.
+#[inline]
+fn payload_offset_for(len: usize, side: bool) -> usize {
+    if side {
+        LINE
+    } else {
+        payload_offset(len)
+    }
+}
+
+/// Where a record's side value starts: right after the 32-byte header.
+const SIDE_AT: usize = HDR;
+const _: () = assert!(SIDE_AT + SIDE_WORDS * 8 <= LINE);
+
+/// Bit of a record's kind word saying that the record carries a side value. Only the last
+/// record of a message carries one (where a trailer would be: stamped just before the last
+/// piece is published).
+const SIDE_FLAG: u32 = 1 << 8;
 
 const KIND_WHOLE: u32 = 1;
 const KIND_FRAG: u32 = 2;
@@ -574,8 +599,22 @@ impl Rec {
     }
     /// Where a payload of `len` bytes starts (see [`payload_offset`]).
     fn payload(&self, len: usize) -> *mut u8 {
+        self.payload_for(len, false)
+    }
+    /// Where a payload of `len` bytes starts in a record with or without a side value.
+    fn payload_for(&self, len: usize, side: bool) -> *mut u8 {
         // SAFETY: the payload lies within the reserved record, whose size counts this offset.
-        unsafe { self.ptr.add(payload_offset(len)) }
+        unsafe { self.ptr.add(payload_offset_for(len, side)) }
+    }
+    /// Reads the side value of a published record whose kind carries [`SIDE_FLAG`].
+    fn side(&self) -> Side {
+        std::array::from_fn(|i| self.word(SIDE_AT / 8 + i))
+    }
+    /// Writes the side value of a record the producer still owns.
+    fn set_side(&self, v: Side) {
+        for (i, w) in v.into_iter().enumerate() {
+            self.set_word(SIDE_AT / 8 + i, w);
+        }
     }
 }
 
@@ -587,6 +626,7 @@ enum Incoming {
         tag: Tag,
         addr: u64,
         rec_bytes: u64,
+        side: Option<Side>,
     },
 }
 
@@ -599,6 +639,8 @@ struct Piece {
     rec: Rec,
     rec_bytes: u64,
     kind: u32,
+    /// The record's side value, if it carries one (its payload then starts a line in).
+    side: Option<Side>,
 }
 
 /// One end of a shared-memory connection.
@@ -842,7 +884,11 @@ impl ShmEndpoint {
     // ---- producer side -------------------------------------------------------------------
 
     fn record_bytes(payload: usize) -> u64 {
-        ((payload_offset(payload) + payload).div_ceil(LINE) * LINE) as u64
+        Self::record_bytes_for(payload, false)
+    }
+
+    fn record_bytes_for(payload: usize, side: bool) -> u64 {
+        ((payload_offset_for(payload, side) + payload).div_ceil(LINE) * LINE) as u64
     }
 
     /// Room needed to place a record of `rec` bytes at the tail, counting a skip to the ring end.
@@ -905,30 +951,46 @@ impl ShmEndpoint {
         r.set_word(3, frag_len as u64);
     }
 
+    /// Payload bytes of the piece of a `total`-byte message that starts at `off`, and the size
+    /// of its record (with the side value when `side` and it is the last piece).
+    fn piece_plan(&self, total: usize, off: usize, side: bool) -> (usize, u64) {
+        let n = if total <= self.frag {
+            total
+        } else {
+            (total - off).min(self.frag)
+        };
+        (n, Self::record_bytes_for(n, side && off + n >= total))
+    }
+
     /// Tries to put the next piece of an outgoing ring message; returns bytes written or None.
-    fn try_put_piece(
+    /// The last piece carries the side value, if any, computed just before it is published.
+    fn try_put_piece<S: FnOnce() -> Side>(
         &mut self,
         tag: Tag,
         total: usize,
         off: usize,
         fill: &mut impl FnMut(usize, &mut [u8]),
+        side: &mut Option<S>,
     ) -> Option<usize> {
         let whole = total <= self.frag;
-        let n = if whole {
-            total
-        } else {
-            (total - off).min(self.frag)
-        };
-        let rec = Self::record_bytes(n);
+        let (n, rec) = self.piece_plan(total, off, side.is_some());
+        let with_side = side.is_some() && off + n >= total;
         let need = self.room_needed(rec);
         if !self.has_room(need) {
             return None;
         }
         let r = self.reserve(rec);
-        Self::write_header(r, total, tag, if whole { KIND_WHOLE } else { KIND_FRAG }, n);
+        let kind = if whole { KIND_WHOLE } else { KIND_FRAG };
+        let flag = if with_side { SIDE_FLAG } else { 0 };
+        Self::write_header(r, total, tag, kind | flag, n);
         // SAFETY: the reserved record has room for n payload bytes; we own it until publish.
-        let piece = unsafe { std::slice::from_raw_parts_mut(r.payload(n), n) };
+        let piece = unsafe { std::slice::from_raw_parts_mut(r.payload_for(n, with_side), n) };
         fill(off, piece);
+        if with_side {
+            if let Some(f) = side.take() {
+                r.set_side(f());
+            }
+        }
         self.publish(r, rec);
         Some(n)
     }
@@ -943,15 +1005,16 @@ impl ShmEndpoint {
         Ok(())
     }
 
-    fn ring_send(
+    fn ring_send<S: FnOnce() -> Side>(
         &mut self,
         tag: Tag,
         len: usize,
         mut fill: impl FnMut(usize, &mut [u8]),
+        mut side: Option<S>,
     ) -> Result<(), TransportError> {
         let mut off = 0;
         loop {
-            match self.try_put_piece(tag, len, off, &mut fill) {
+            match self.try_put_piece(tag, len, off, &mut fill, &mut side) {
                 Some(n) => {
                     off += n;
                     if off >= len {
@@ -959,12 +1022,8 @@ impl ShmEndpoint {
                     }
                 }
                 None => {
-                    let n = if len <= self.frag {
-                        len
-                    } else {
-                        (len - off).min(self.frag)
-                    };
-                    let need = self.room_needed(Self::record_bytes(n));
+                    let (_, rec) = self.piece_plan(len, off, side.is_some());
+                    let need = self.room_needed(rec);
                     let (tail, cap) = (self.tail, self.cap);
                     self.wait_until(off > 0, |s| {
                         cap - (tail - s.peer().head.0.load(Ordering::Acquire)) >= need
@@ -975,16 +1034,21 @@ impl ShmEndpoint {
     }
 
     /// Posts a rendezvous record for `data`; the caller then waits for `rndv_done`.
-    fn try_post_rndv(&mut self, tag: Tag, data: &[u8]) -> bool {
-        let rec = Self::record_bytes(8);
+    fn try_post_rndv(&mut self, tag: Tag, data: &[u8], side: Option<Side>) -> bool {
+        let rec = Self::record_bytes_for(8, side.is_some());
         let need = self.room_needed(rec);
         if !self.has_room(need) {
             return false;
         }
         let r = self.reserve(rec);
-        Self::write_header(r, data.len(), tag, KIND_RNDV, 8);
-        // SAFETY: 8 payload bytes reserved.
-        unsafe { std::ptr::write_unaligned(r.payload(8) as *mut u64, data.as_ptr() as u64) };
+        let flag = if side.is_some() { SIDE_FLAG } else { 0 };
+        Self::write_header(r, data.len(), tag, KIND_RNDV | flag, 8);
+        let at = r.payload_for(8, side.is_some());
+        // SAFETY: 8 payload bytes reserved at `at`.
+        unsafe { std::ptr::write_unaligned(at as *mut u64, data.as_ptr() as u64) };
+        if let Some(v) = side {
+            r.set_side(v);
+        }
         self.rndv_sent += 1;
         self.publish(r, rec);
         true
@@ -1023,6 +1087,7 @@ impl ShmEndpoint {
             let total = r.word(1);
             let w2 = r.word(2);
             let (tag, kind) = (w2 as u32, (w2 >> 32) as u32);
+            let (kind, has_side) = (kind & !SIDE_FLAG, kind & SIDE_FLAG != 0);
             let frag_len = r.word(3);
             let off = self.head & (self.cap - 1);
             if kind == KIND_SKIP {
@@ -1045,13 +1110,14 @@ impl ShmEndpoint {
             } else {
                 self.frag as u64
             };
-            let rec_bytes = Self::record_bytes(frag_len.min(max_frag) as usize);
+            let rec_bytes = Self::record_bytes_for(frag_len.min(max_frag) as usize, has_side);
             if frag_len > max_frag || off + rec_bytes > self.cap {
                 return Err(proto(format!(
                     "bad shm record: kind {kind}, fragment {frag_len} B"
                 )));
             }
             let total = total as usize;
+            let side = has_side.then(|| r.side());
             return Ok(Some(match kind {
                 KIND_WHOLE | KIND_FRAG if !mid_message || kind == KIND_FRAG => {
                     Incoming::Ring(Piece {
@@ -1061,16 +1127,19 @@ impl ShmEndpoint {
                         rec: r,
                         rec_bytes,
                         kind,
+                        side,
                     })
                 }
                 KIND_RNDV if !mid_message => {
-                    // SAFETY: 8 payload bytes are part of the record.
-                    let addr = unsafe { std::ptr::read_unaligned(r.payload(8) as *const u64) };
+                    let at = r.payload_for(8, has_side);
+                    // SAFETY: 8 payload bytes are part of the record, at `at`.
+                    let addr = unsafe { std::ptr::read_unaligned(at as *const u64) };
                     Incoming::Rndv {
                         total,
                         tag,
                         addr,
                         rec_bytes,
+                        side,
                     }
                 }
                 _ => return Err(proto(format!("unexpected shm record kind {kind}"))),
@@ -1115,7 +1184,9 @@ impl ShmEndpoint {
             });
         }
         // SAFETY: the record holds `p.len` payload bytes, published with release.
-        let data = unsafe { std::slice::from_raw_parts(p.rec.payload(p.len), p.len) };
+        let data = unsafe {
+            std::slice::from_raw_parts(p.rec.payload_for(p.len, p.side.is_some()), p.len)
+        };
         sink(Fragment {
             tag: p.tag,
             total_len: p.total,
@@ -1126,21 +1197,24 @@ impl ShmEndpoint {
         Ok(p.len)
     }
 
-    /// Delivers the ring message whose first record is `first`, piece by piece.
+    /// Delivers the ring message whose first record is `first`, piece by piece; returns the
+    /// side value its last record carried, if any.
     fn drain_ring_message(
         &mut self,
         first: Piece,
         sink: &mut impl FnMut(Fragment<'_>),
-    ) -> Result<RecvInfo, TransportError> {
+    ) -> Result<(RecvInfo, Option<Side>), TransportError> {
         let (tag, total) = (first.tag, first.total);
+        let mut side = first.side;
         let mut off = self.take_piece(first, None, 0, sink)?;
         while off < total {
             let Incoming::Ring(p) = self.next_incoming(true)? else {
                 unreachable!("try_incoming refuses a rendezvous in the middle of a message")
             };
+            side = p.side;
             off += self.take_piece(p, Some((tag, total)), off, sink)?;
         }
-        Ok(RecvInfo { tag, len: total })
+        Ok((RecvInfo { tag, len: total }, side))
     }
 
     fn cma_read(&self, addr: u64, off: usize, dst: &mut [u8]) -> Result<(), TransportError> {
@@ -1212,11 +1286,12 @@ impl ShmEndpoint {
                 tag,
                 addr,
                 rec_bytes,
+                ..
             } => {
                 self.rndv_into(addr, total, rec_bytes, buf)?;
                 RecvInfo { tag, len: total }
             }
-            Incoming::Ring(p) => self.drain_ring_message(p, &mut |f| copy_into(buf, &f))?,
+            Incoming::Ring(p) => self.drain_ring_message(p, &mut |f| copy_into(buf, &f))?.0,
         };
         if info.len > cap {
             return Err(TransportError::Truncated { len: info.len, cap });
@@ -1233,7 +1308,7 @@ impl Endpoint for ShmEndpoint {
         fill: F,
     ) -> Result<(), TransportError> {
         self.check_send_len(len)?;
-        self.ring_send(tag, len, fill)
+        self.ring_send(tag, len, fill, None::<fn() -> Side>)
     }
 
     #[inline]
@@ -1297,16 +1372,69 @@ impl Endpoint for ShmEndpoint {
         let inc = self.next_incoming(false)?;
         self.recv_into(inc, buf)
     }
-    fn recv_with<F: FnMut(Fragment<'_>)>(
+    fn recv_with<F: FnMut(Fragment<'_>)>(&mut self, sink: F) -> Result<RecvInfo, TransportError> {
+        self.recv_with_side_inner(sink).map(|(info, _)| info)
+    }
+
+    fn sendrecv(
+        &mut self,
+        tag: Tag,
+        data: &[u8],
+        buf: &mut [u8],
+    ) -> Result<RecvInfo, TransportError> {
+        self.sendrecv_inner(tag, data, None, buf)
+            .map(|(info, _)| info)
+    }
+
+    fn info(&self) -> &EndpointInfo {
+        &self.info
+    }
+}
+
+/// The side value travels in the header's spare half line (see [`payload_offset_for`]); only
+/// the last record of a fragmented message carries it, and a rendezvous record carries it.
+impl crate::SideBand for ShmEndpoint {
+    fn send_with_side<F: FnMut(usize, &mut [u8]), S: FnOnce() -> Side>(
+        &mut self,
+        tag: Tag,
+        len: usize,
+        fill: F,
+        side: S,
+    ) -> Result<(), TransportError> {
+        self.check_send_len(len)?;
+        self.ring_send(tag, len, fill, Some(side))
+    }
+
+    fn recv_with_side<F: FnMut(Fragment<'_>)>(
+        &mut self,
+        sink: F,
+    ) -> Result<(RecvInfo, Option<Side>), TransportError> {
+        self.recv_with_side_inner(sink)
+    }
+
+    fn sendrecv_side(
+        &mut self,
+        tag: Tag,
+        data: &[u8],
+        side: Side,
+        buf: &mut [u8],
+    ) -> Result<(RecvInfo, Option<Side>), TransportError> {
+        self.sendrecv_inner(tag, data, Some(side), buf)
+    }
+}
+
+impl ShmEndpoint {
+    fn recv_with_side_inner<F: FnMut(Fragment<'_>)>(
         &mut self,
         mut sink: F,
-    ) -> Result<RecvInfo, TransportError> {
+    ) -> Result<(RecvInfo, Option<Side>), TransportError> {
         match self.next_incoming(false)? {
             Incoming::Rndv {
                 total,
                 tag,
                 addr,
                 rec_bytes,
+                side,
             } => {
                 const CHUNK: usize = 1 << 20;
                 if self.scratch.len() < CHUNK.min(total) {
@@ -1334,19 +1462,25 @@ impl Endpoint for ShmEndpoint {
                 }
                 self.scratch = scratch;
                 self.finish_rndv(rec_bytes);
-                res.map(|()| RecvInfo { tag, len: total })
+                res.map(|()| (RecvInfo { tag, len: total }, side))
             }
             Incoming::Ring(p) => self.drain_ring_message(p, &mut sink),
         }
     }
 
-    fn sendrecv(
+    /// The duplex call, with an optional side value on the outgoing message; returns the
+    /// incoming message's side value.
+    fn sendrecv_inner(
         &mut self,
         tag: Tag,
         data: &[u8],
+        side: Option<Side>,
         buf: &mut [u8],
-    ) -> Result<RecvInfo, TransportError> {
+    ) -> Result<(RecvInfo, Option<Side>), TransportError> {
         self.check_send_len(data.len())?;
+        let has_side = side.is_some();
+        let mut side_fn = side.map(|v| move || v);
+        let mut got_side = None;
         let rndv = data.len() >= self.single_copy_from;
         let mut sent = 0usize;
         let mut send_done = false;
@@ -1362,18 +1496,22 @@ impl Endpoint for ShmEndpoint {
             if !send_done {
                 if rndv {
                     if !posted {
-                        posted = self.try_post_rndv(tag, data);
+                        posted = self.try_post_rndv(tag, data, side);
                         progressed |= posted;
                     }
                     if posted && self.rndv_complete() {
                         send_done = true;
                         progressed = true;
                     }
-                } else if let Some(n) =
-                    self.try_put_piece(tag, data.len(), sent, &mut |off, piece: &mut [u8]| {
+                } else if let Some(n) = self.try_put_piece(
+                    tag,
+                    data.len(),
+                    sent,
+                    &mut |off, piece: &mut [u8]| {
                         piece.copy_from_slice(&data[off..off + piece.len()])
-                    })
-                {
+                    },
+                    &mut side_fn,
+                ) {
                     sent += n;
                     send_done = sent >= data.len();
                     progressed = true;
@@ -1389,13 +1527,16 @@ impl Endpoint for ShmEndpoint {
                             tag,
                             addr,
                             rec_bytes,
+                            side,
                         } => {
                             self.rndv_into(addr, total, rec_bytes, buf)?;
                             truncated = total > cap;
                             got = Some(RecvInfo { tag, len: total });
+                            got_side = side;
                         }
                         Incoming::Ring(p) => {
                             let (t, total) = (p.tag, p.total);
+                            got_side = p.side;
                             recv_off += self
                                 .take_piece(p, recv_meta, recv_off, &mut |f| copy_into(buf, &f))?;
                             if recv_off >= total {
@@ -1413,7 +1554,7 @@ impl Endpoint for ShmEndpoint {
                     if truncated {
                         return Err(TransportError::Truncated { len: info.len, cap });
                     }
-                    return Ok(info);
+                    return Ok((info, got_side));
                 }
             }
             if !progressed {
@@ -1433,7 +1574,7 @@ impl Endpoint for ShmEndpoint {
                         return if posted {
                             s.peer().rndv_done.0.load(Ordering::Acquire) >= rs
                         } else {
-                            let need = s.room_needed(Self::record_bytes(8));
+                            let need = s.room_needed(Self::record_bytes_for(8, has_side));
                             c - (tail - s.peer().head.0.load(Ordering::Acquire)) >= need
                         };
                     }
@@ -1442,23 +1583,18 @@ impl Endpoint for ShmEndpoint {
                     } else {
                         (dlen - sent_now).min(frag)
                     };
-                    let need = s.room_needed(Self::record_bytes(n));
+                    let last = has_side && sent_now + n >= dlen;
+                    let need = s.room_needed(Self::record_bytes_for(n, last));
                     c - (tail - s.peer().head.0.load(Ordering::Acquire)) >= need
                 })?;
             }
         }
     }
 
-    fn info(&self) -> &EndpointInfo {
-        &self.info
-    }
-}
-
-impl ShmEndpoint {
     fn send_slow(&mut self, tag: Tag, data: &[u8]) -> Result<(), TransportError> {
         self.check_send_len(data.len())?;
         if data.len() >= self.single_copy_from {
-            while !self.try_post_rndv(tag, data) {
+            while !self.try_post_rndv(tag, data, None) {
                 let need = self.room_needed(Self::record_bytes(8));
                 let (tail, cap) = (self.tail, self.cap);
                 self.wait_until(false, |s| {
@@ -1467,9 +1603,12 @@ impl ShmEndpoint {
             }
             return self.wait_until(true, |s| s.rndv_complete());
         }
-        self.ring_send(tag, data.len(), |off, piece| {
-            piece.copy_from_slice(&data[off..off + piece.len()])
-        })
+        self.ring_send(
+            tag,
+            data.len(),
+            |off, piece| piece.copy_from_slice(&data[off..off + piece.len()]),
+            None::<fn() -> Side>,
+        )
     }
 }
 
@@ -1917,5 +2056,81 @@ mod tests {
         assert_eq!(payload_offset(INLINE_MAX + 1), 64);
         assert_eq!(ShmEndpoint::record_bytes(INLINE_MAX + 1), 128);
         assert_eq!(ShmEndpoint::record_bytes(4096), 64 + 4096);
+    }
+
+    /// Side values arrive with their message on every path (inline, one line, fragmented,
+    /// rendezvous, duplex), interleaved with messages sent without one, and never change the
+    /// bytes or lengths the caller sees.
+    #[test]
+    fn side_values_travel_in_the_header_on_every_path() {
+        use crate::SideBand;
+        let cfg = EndpointConfig {
+            max_message: 1 << 20,
+            ..EndpointConfig::default()
+        };
+        let opts = ShmOptions {
+            frag_bytes: 4096,
+            single_copy_from: Some(256 << 10),
+            ..ShmOptions::default()
+        };
+        let (mut a, mut b) = pair(cfg, opts).unwrap();
+        // A side-band record of more than 32 payload bytes is no longer than a plain one.
+        assert_eq!(
+            ShmEndpoint::record_bytes_for(64, true),
+            ShmEndpoint::record_bytes(64)
+        );
+        let sizes = [
+            0usize,
+            1,
+            8,
+            32,
+            33,
+            64,
+            4095,
+            4096,
+            4097,
+            20_000,
+            300 << 10,
+        ];
+        let h = std::thread::spawn(move || {
+            let mut buf = vec![0u8; 1 << 20];
+            for (i, &n) in sizes.iter().enumerate() {
+                let mut got = vec![0u8; n];
+                let (info, side) = b.recv_with_side(|f| copy_into(&mut got, &f)).unwrap();
+                assert_eq!((info.len, info.tag), (n, i as Tag));
+                assert!(got.iter().enumerate().all(|(k, &v)| v == (k % 251) as u8));
+                assert_eq!(side, Some([n as u64, !(n as u64), i as u64]), "{n} B");
+                // A plain message in between: no side value, plain payload offset.
+                let info = b.recv(&mut buf).unwrap();
+                assert_eq!(info.len, n);
+                assert!(buf[..n]
+                    .iter()
+                    .enumerate()
+                    .all(|(k, &v)| v == (k % 251) as u8));
+                // Duplex with side values both ways (single-copy from 256 KiB).
+                let data = buf[..n].to_vec();
+                let (info, side) = b
+                    .sendrecv_side(9, &data, [7, 8, n as u64], &mut buf)
+                    .unwrap();
+                assert_eq!((info.len, side), (n, Some([1, 2, n as u64])));
+            }
+        });
+        let data: Vec<u8> = (0..300 << 10).map(|k| (k % 251) as u8).collect();
+        let mut buf = vec![0u8; 1 << 20];
+        for (i, &n) in sizes.iter().enumerate() {
+            let d = &data[..n];
+            a.send_with_side(
+                i as Tag,
+                n,
+                |off, piece| piece.copy_from_slice(&d[off..off + piece.len()]),
+                || [n as u64, !(n as u64), i as u64],
+            )
+            .unwrap();
+            a.send(i as Tag, d).unwrap();
+            let (info, side) = a.sendrecv_side(9, d, [1, 2, n as u64], &mut buf).unwrap();
+            assert_eq!((info.len, side), (n, Some([7, 8, n as u64])));
+            assert_eq!(&buf[..n], d);
+        }
+        h.join().unwrap();
     }
 }
