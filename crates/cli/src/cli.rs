@@ -44,6 +44,11 @@ pub enum Command {
     /// Monitor communication (commperf's transports, or an unmodified MPI program with
     /// `-- mpirun …`): latency stages, histograms, signatures against a baseline
     Monitor(Box<crate::monitor::MonitorArgs>),
+    /// LogGP emulation (seed 001): calibrate the o, g, G and L knobs on a transport
+    Emulate(crate::emulate::EmulateArgs),
+    /// The peer process a local `emulate calibrate` starts (internal)
+    #[command(name = "__emulate-peer", hide = true)]
+    EmulatePeer,
     /// The peer process a local `monitor run` starts (internal)
     #[command(name = "__monitor-peer", hide = true)]
     MonitorPeer,

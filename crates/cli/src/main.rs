@@ -7,6 +7,7 @@ mod cli;
 mod compare;
 #[cfg(test)]
 mod docs_tests;
+mod emulate;
 mod gentrace;
 mod monitor;
 mod monitor_mpi;
@@ -57,6 +58,8 @@ fn main() -> ExitCode {
         Command::Peer => peer(),
         Command::Monitor(m) => monitor::run(&m),
         Command::MonitorPeer => monitor::peer(),
+        Command::Emulate(e) => emulate::run(&e),
+        Command::EmulatePeer => emulate::peer(),
         Command::Testbed(t) => testbed::testbed(&t),
         Command::TestbedRank(r) => testbed::testbed_rank(&r),
     };

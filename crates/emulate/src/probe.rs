@@ -96,23 +96,31 @@ impl Probe for ModelEndpoint {
     }
 }
 
-impl<P: Probe + ?Sized> Probe for Box<P> {
-    fn message_waiting(&mut self) -> Result<bool, TransportError> {
-        (**self).message_waiting()
-    }
-    fn still_alive(&self) -> Result<(), TransportError> {
-        (**self).still_alive()
-    }
-    fn exact_arrivals(&self) -> bool {
-        (**self).exact_arrivals()
-    }
-    fn next_arrival(&mut self) -> Result<(f64, usize), TransportError> {
-        (**self).next_arrival()
-    }
-    fn defer_next_arrival(&mut self, ns: f64) -> Result<(), TransportError> {
-        (**self).defer_next_arrival(ns)
-    }
-    fn nic_free_ns(&self) -> f64 {
-        (**self).nic_free_ns()
-    }
+/// Forwarding impls, as for [`Endpoint`]: a caller that owns its endpoint (the CLI keeps one
+/// connection for a whole calibration) emulates over a borrow, one setting after another.
+macro_rules! forward_probe {
+    ($($wrapper:ty),+) => {$(
+        impl<P: Probe + ?Sized> Probe for $wrapper {
+            fn message_waiting(&mut self) -> Result<bool, TransportError> {
+                (**self).message_waiting()
+            }
+            fn still_alive(&self) -> Result<(), TransportError> {
+                (**self).still_alive()
+            }
+            fn exact_arrivals(&self) -> bool {
+                (**self).exact_arrivals()
+            }
+            fn next_arrival(&mut self) -> Result<(f64, usize), TransportError> {
+                (**self).next_arrival()
+            }
+            fn defer_next_arrival(&mut self, ns: f64) -> Result<(), TransportError> {
+                (**self).defer_next_arrival(ns)
+            }
+            fn nic_free_ns(&self) -> f64 {
+                (**self).nic_free_ns()
+            }
+        }
+    )+};
 }
+
+forward_probe!(Box<P>, &mut P);

@@ -1,0 +1,64 @@
+//! `commperf emulate calibrate` end to end: bad knob values are refused before anything runs,
+//! and on shm the L knob moves the measured L by about the set amount (a real machine: the
+//! exact arithmetic is checked on the model transport in `commperf-emulate`).
+
+use std::process::Command;
+
+fn commperf() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_commperf"))
+}
+
+#[test]
+fn a_bad_knob_value_exits_2_naming_the_knob_and_the_range() {
+    for (arg, knob) in [
+        ("o=-1us", "knob o"),
+        ("L=2s", "knob L"),
+        ("g=fast", "knob g"),
+    ] {
+        let out = commperf()
+            .args(["emulate", "calibrate", "-t", "shm", "--knob", arg])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{arg}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(knob), "{arg}: {err}");
+        if arg != "g=fast" {
+            assert!(err.contains("between 0 and 1 s"), "{arg}: {err}");
+        }
+    }
+}
+
+#[test]
+fn calibrate_on_shm_moves_l_by_about_the_set_amount() {
+    let file = std::env::temp_dir().join(format!("commperf-emulate-{}.json", std::process::id()));
+    let out = commperf()
+        .args(["emulate", "calibrate", "-t", "shm", "--knob", "L=0,5us"])
+        .args(["--iters", "100", "--cost-iters", "0", "-o"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let table = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        table
+            .lines()
+            .any(|l| l.starts_with("L ") && l.contains("5 µs")),
+        "{table}"
+    );
+    let cal: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    let _ = std::fs::remove_file(&file);
+    assert_eq!(cal["schema_version"], 1);
+    let rows = cal["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 1, "{cal}");
+    assert_eq!(rows[0]["knob"], "L");
+    assert_eq!(rows[0]["set_ns"], 5000.0);
+    let own = &rows[0]["own"][0];
+    assert_eq!(own["parameter"], "L");
+    let d = own["delta_ns"].as_f64().expect("L measured");
+    assert!((2500.0..=7500.0).contains(&d), "ΔL = {d} ns\n{table}");
+}
