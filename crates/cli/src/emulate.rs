@@ -18,8 +18,8 @@ use commperf_bench::loggp::{self, Piece, Prtt, SizePrtt};
 use commperf_core::{format_size, Mode, TransportKind};
 use commperf_emulate::{parse_knob_list, EmulateConfig, Emulated, Knob, Knobs};
 use commperf_transport::clock::{Clock, Timer};
-use commperf_transport::launch::{self, AnyEndpoint, Control, DataSpec, LocalPeer, SetupMsg};
-use commperf_transport::{affinity, with_endpoint, Endpoint};
+use commperf_transport::launch::{self, AnyEndpoint, Control, DataSpec};
+use commperf_transport::{with_endpoint, Endpoint};
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 use std::time::Duration;
@@ -376,25 +376,8 @@ fn calibrate(c: &CalibrateArgs) -> Result<()> {
     }
     let max = *sizes.last().unwrap_or(&0) as usize;
 
-    let exe = std::env::current_exe().context("finding this executable")?;
-    commperf_transport::sys::shm::remove_stale_segments();
-    let token = launch::new_token();
-    let (mut peer, mut ctrl) = LocalPeer::spawn(
-        &exe,
-        &["__emulate-peer".to_string()],
-        &[("COMMPERF_SESSION_TOKEN", &token)],
-    )?;
-    ctrl.set_timeout(Duration::from_secs(600))?;
-    launch::client_handshake(&mut ctrl, &token)?;
-    // As `bench` places a local pair: peer on the first allowed CPU, this end on the second.
-    let cpus = affinity::allowed_cpus();
-    let (mine, theirs) = match cpus.as_slice() {
-        [p, m, ..] => (Some(*m), Some(*p)),
-        _ => (None, None),
-    };
-    if let Some(cpu) = mine {
-        affinity::pin_to(cpu).context("pinning to a CPU")?;
-    }
+    let (mut peer, mut ctrl, theirs, token) =
+        crate::localpair::spawn("__emulate-peer", Duration::from_secs(600))?;
     ctrl.send(&Job { cpu: theirs, max })?;
     let spec = DataSpec::new(c.transport, c.mode, max.max(64));
     let mut ep = launch::connect_data(&mut ctrl, &spec, &token)?;
@@ -827,23 +810,8 @@ fn render(c: &Calibration) -> String {
 /// The hidden `__emulate-peer` process: runs the steps the client sends, with the knobs each
 /// carries, and answers each.
 pub fn peer() -> Result<()> {
-    let token = std::env::var("COMMPERF_SESSION_TOKEN").unwrap_or_default();
-    let mut ctrl: Control = launch::inherited_control(launch::PEER_CONTROL_FD)?;
-    launch::server_handshake(&mut ctrl, &token)?;
-    ctrl.set_timeout(Duration::from_secs(3600))?;
-    let job: Job = ctrl.recv()?;
-    if let Some(cpu) = job.cpu {
-        affinity::pin_to(cpu).context("pinning the peer")?;
-    }
-    let SetupMsg::Data(spec) = ctrl.recv::<SetupMsg>()? else {
-        bail!("the client did not ask for a data channel");
-    };
-    let mut ep = launch::serve_data(
-        &mut ctrl,
-        &spec,
-        std::net::Ipv4Addr::LOCALHOST.into(),
-        &token,
-    )?;
+    let (mut ctrl, job, mut ep) =
+        crate::localpair::accept(Duration::from_secs(3600), |j: &Job| j.cpu)?;
     let clock = Clock::calibrate();
     let sbuf = vec![0u8; job.max.max(64)];
     let mut rbuf = vec![0u8; job.max.max(64)];

@@ -9,6 +9,7 @@ mod compare;
 mod docs_tests;
 mod emulate;
 mod gentrace;
+mod localpair;
 mod monitor;
 mod monitor_mpi;
 mod mpi;

@@ -19,8 +19,8 @@ use commperf_monitor::{
     Correction, Histograms, MonitorConfig, MonitorRun, Monitored, Signature, SyncPolicy,
     TableFormat, TscClock, Wire, RUN_SCHEMA_VERSION, TRAILER,
 };
-use commperf_transport::launch::{self, AnyEndpoint, Control, DataSpec, LocalPeer, SetupMsg};
-use commperf_transport::{affinity, with_endpoint, Endpoint};
+use commperf_transport::launch::{self, AnyEndpoint, Control, DataSpec};
+use commperf_transport::{with_endpoint, Endpoint};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime};
@@ -221,25 +221,8 @@ fn run_local(r: &RunArgs) -> Result<()> {
     let baseline = r.baseline.as_deref().map(load_baseline).transpose()?;
     let max = *sizes.iter().max().unwrap_or(&0) as usize;
 
-    let exe = std::env::current_exe().context("finding this executable")?;
-    commperf_transport::sys::shm::remove_stale_segments();
-    let token = launch::new_token();
-    let (mut peer, mut ctrl) = LocalPeer::spawn(
-        &exe,
-        &["__monitor-peer".to_string()],
-        &[("COMMPERF_SESSION_TOKEN", &token)],
-    )?;
-    ctrl.set_timeout(Duration::from_secs(60))?;
-    launch::client_handshake(&mut ctrl, &token)?;
-    // As `bench` places a local pair: peer on the first allowed CPU, this end on the second.
-    let cpus = affinity::allowed_cpus();
-    let (mine, theirs) = match cpus.as_slice() {
-        [p, m, ..] => (Some(*m), Some(*p)),
-        _ => (None, None),
-    };
-    if let Some(c) = mine {
-        affinity::pin_to(c).context("pinning to a CPU")?;
-    }
+    let (mut peer, mut ctrl, theirs, token) =
+        crate::localpair::spawn("__monitor-peer", Duration::from_secs(60))?;
     let spec = DataSpec::new(r.transport, r.mode, max + TRAILER);
     let clock = TscClock::calibrate();
     let job = Job {
@@ -595,23 +578,8 @@ fn peer_side<E: Endpoint, W: Wire<E>>(
 
 /// The hidden `__monitor-peer` process.
 pub fn peer() -> Result<()> {
-    let token = std::env::var("COMMPERF_SESSION_TOKEN").unwrap_or_default();
-    let mut ctrl: Control = launch::inherited_control(launch::PEER_CONTROL_FD)?;
-    launch::server_handshake(&mut ctrl, &token)?;
-    ctrl.set_timeout(Duration::from_secs(600))?;
-    let job: Job = ctrl.recv()?;
-    if let Some(c) = job.cpu {
-        affinity::pin_to(c).context("pinning the peer")?;
-    }
-    let SetupMsg::Data(spec) = ctrl.recv::<SetupMsg>()? else {
-        bail!("the client did not ask for a data channel");
-    };
-    let mut ep = launch::serve_data(
-        &mut ctrl,
-        &spec,
-        std::net::Ipv4Addr::LOCALHOST.into(),
-        &token,
-    )?;
+    let (mut ctrl, job, mut ep) =
+        crate::localpair::accept(Duration::from_secs(600), |j: &Job| j.cpu)?;
     let clock = TscClock::calibrate().with_scale(job.ns_per_tick);
     let rep = match &mut ep {
         AnyEndpoint::Shm(e) => peer_side(e, &job, clock, Monitored::with_sideband_clock),
