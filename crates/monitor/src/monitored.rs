@@ -522,21 +522,7 @@ impl<E: Endpoint, C: LocalClock, W: Wire<E>> Monitored<E, C, W> {
             if off + piece.len() > len {
                 // The first trailer byte: stamp now, just before the last piece is handed over.
                 let t = tr.get_or_insert_with(|| {
-                    let (handoff, delta, flags) = if on {
-                        let h = clock.now_ns();
-                        (corr.to_global(h), (h - entry).max(0.0) as u32, STAMPED)
-                    } else {
-                        (0.0, 0, 0)
-                    };
-                    Trailer {
-                        handoff_global_ns: handoff.round() as i64,
-                        entry_delta_ns: delta,
-                        program,
-                        seq,
-                        call,
-                        flags,
-                    }
-                    .encode()
+                    stamp(on, clock, &corr, entry, program, seq, call).encode()
                 });
                 put_trailer(t, len, off, piece);
             }
