@@ -78,54 +78,29 @@ fn tcp_pair(mode: Mode) -> (tcp::TcpEndpoint, tcp::TcpEndpoint) {
     (a, h.join().unwrap())
 }
 
-macro_rules! kit_for {
-    ($name:ident, $make:expr) => {
-        mod $name {
-            use super::*;
-            #[test]
-            fn order_and_tags() {
-                let (a, b) = $make;
-                kit::order_and_tags(a, b);
-            }
-            #[test]
-            fn size_ladder_integrity() {
-                let (a, b) = $make;
-                kit::size_ladder_integrity(a, b);
-            }
-            #[test]
-            fn duplex_large() {
-                let (a, b) = $make;
-                kit::duplex_large(a, b);
-            }
-            #[test]
-            fn truncation_keeps_stream() {
-                let (a, b) = $make;
-                kit::truncation_keeps_stream(a, b);
-            }
-            #[test]
-            fn send_too_large() {
-                let (a, _b) = $make;
-                kit::send_too_large(a);
-            }
-            #[test]
-            fn peer_closed_while_waiting() {
-                let (a, b) = $make;
-                kit::peer_closed_while_waiting(a, b);
-            }
-        }
-    };
-}
-
-kit_for!(model_zero, model_emu(Knobs::default()));
-kit_for!(model_set, model_emu(set()));
-kit_for!(shm_zero, emu(shm_pair(Mode::Poll), Knobs::default()));
-kit_for!(shm_set, emu(shm_pair(Mode::Poll), set()));
-kit_for!(shm_set_block, emu(shm_pair(Mode::Block), set()));
-kit_for!(tcp_zero, emu(tcp_pair(Mode::Poll), Knobs::default()));
-kit_for!(tcp_set, emu(tcp_pair(Mode::Poll), set()));
-kit_for!(
+commperf_transport::conformance_tests!(model_zero, model_emu(Knobs::default()), no_vectored);
+commperf_transport::conformance_tests!(model_set, model_emu(set()), no_vectored);
+commperf_transport::conformance_tests!(
+    shm_zero,
+    emu(shm_pair(Mode::Poll), Knobs::default()),
+    no_vectored
+);
+commperf_transport::conformance_tests!(shm_set, emu(shm_pair(Mode::Poll), set()), no_vectored);
+commperf_transport::conformance_tests!(
+    shm_set_block,
+    emu(shm_pair(Mode::Block), set()),
+    no_vectored
+);
+commperf_transport::conformance_tests!(
+    tcp_zero,
+    emu(tcp_pair(Mode::Poll), Knobs::default()),
+    no_vectored
+);
+commperf_transport::conformance_tests!(tcp_set, emu(tcp_pair(Mode::Poll), set()), no_vectored);
+commperf_transport::conformance_tests!(
     uds_set,
-    emu(uds::pair(cfg(Mode::Poll)).expect("uds pair"), set())
+    emu(uds::pair(cfg(Mode::Poll)).expect("uds pair"), set()),
+    no_vectored
 );
 
 #[test]

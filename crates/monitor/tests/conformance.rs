@@ -4,7 +4,6 @@
 //! transport, which has none there, runs both ways here.
 
 use commperf_monitor::{MonitorConfig, Monitored, SideBandWire, TscClock, TRAILER};
-use commperf_transport::conformance as kit;
 use commperf_transport::sys::model::{self, LogGp, ModelParams};
 use commperf_transport::sys::shm::{self, ShmOptions};
 use commperf_transport::sys::uring::{self, UringOptions};
@@ -90,71 +89,28 @@ fn tcp_pair(mode: Mode) -> (tcp::TcpEndpoint, tcp::TcpEndpoint) {
     (a, h.join().unwrap())
 }
 
-macro_rules! kit_for {
-    ($name:ident, $make:expr) => {
-        mod $name {
-            use super::*;
-            #[test]
-            fn order_and_tags() {
-                let (a, b) = $make;
-                kit::order_and_tags(a, b);
-            }
-            #[test]
-            fn size_ladder_integrity() {
-                let (a, b) = $make;
-                kit::size_ladder_integrity(a, b);
-            }
-            #[test]
-            fn duplex_large() {
-                let (a, b) = $make;
-                kit::duplex_large(a, b);
-            }
-            #[test]
-            fn truncation_keeps_stream() {
-                let (a, b) = $make;
-                kit::truncation_keeps_stream(a, b);
-            }
-            #[test]
-            fn send_too_large() {
-                let (a, _b) = $make;
-                kit::send_too_large(a);
-            }
-            #[test]
-            fn vectored_send_integrity() {
-                let (a, b) = $make;
-                kit::vectored_send_integrity(a, b);
-            }
-            #[test]
-            fn peer_closed_while_waiting() {
-                let (a, b) = $make;
-                kit::peer_closed_while_waiting(a, b);
-            }
-        }
-    };
-}
-
-kit_for!(model_plain, model_pair(0));
-kit_for!(model_monitored, mon(model_pair(TRAILER)));
-kit_for!(shm_pipe_poll, mon(shm_pair(Mode::Poll, None)));
-kit_for!(shm_pipe_block, mon(shm_pair(Mode::Block, None)));
-kit_for!(shm_cma_poll, mon(shm_pair(Mode::Poll, Some(256 << 10))));
-kit_for!(shm_side_poll, mon_side(shm_pair_exact(Mode::Poll, None)));
-kit_for!(shm_side_block, mon_side(shm_pair_exact(Mode::Block, None)));
-kit_for!(
+commperf_transport::conformance_tests!(model_plain, model_pair(0));
+commperf_transport::conformance_tests!(model_monitored, mon(model_pair(TRAILER)));
+commperf_transport::conformance_tests!(shm_pipe_poll, mon(shm_pair(Mode::Poll, None)));
+commperf_transport::conformance_tests!(shm_pipe_block, mon(shm_pair(Mode::Block, None)));
+commperf_transport::conformance_tests!(shm_cma_poll, mon(shm_pair(Mode::Poll, Some(256 << 10))));
+commperf_transport::conformance_tests!(shm_side_poll, mon_side(shm_pair_exact(Mode::Poll, None)));
+commperf_transport::conformance_tests!(shm_side_block, mon_side(shm_pair_exact(Mode::Block, None)));
+commperf_transport::conformance_tests!(
     shm_side_cma_poll,
     mon_side(shm_pair_exact(Mode::Poll, Some(256 << 10)))
 );
-kit_for!(tcp_poll, mon(tcp_pair(Mode::Poll)));
-kit_for!(tcp_block, mon(tcp_pair(Mode::Block)));
-kit_for!(
+commperf_transport::conformance_tests!(tcp_poll, mon(tcp_pair(Mode::Poll)));
+commperf_transport::conformance_tests!(tcp_block, mon(tcp_pair(Mode::Block)));
+commperf_transport::conformance_tests!(
     uds_poll,
     mon(uds::pair(cfg(Mode::Poll, TRAILER)).expect("uds pair"))
 );
-kit_for!(
+commperf_transport::conformance_tests!(
     uring_uds_poll,
     mon(uring::uds_pair(cfg(Mode::Poll, TRAILER), UringOptions::default()).expect("uring pair"))
 );
-kit_for!(
+commperf_transport::conformance_tests!(
     uring_uds_tiny_block,
     mon(uring::uds_pair(
         cfg(Mode::Block, TRAILER),

@@ -309,3 +309,59 @@ where
         },
     );
 }
+
+/// One test module running the whole kit over a pair factory: `conformance_tests!(name,
+/// make_pair())`, or `conformance_tests!(name, make_pair(), no_vectored)` for endpoints without
+/// [`VectoredSend`]. The transports' own tests and each decorator's use it, so all of them hold
+/// every endpoint to the same list of expectations.
+#[macro_export]
+macro_rules! conformance_tests {
+    ($name:ident, $make:expr) => {
+        $crate::conformance_tests!(@kit $name, $make, {
+            #[test]
+            fn vectored_send_integrity() {
+                let (a, b) = $make;
+                $crate::conformance::vectored_send_integrity(a, b);
+            }
+        });
+    };
+    ($name:ident, $make:expr, no_vectored) => {
+        $crate::conformance_tests!(@kit $name, $make, {});
+    };
+    (@kit $name:ident, $make:expr, { $($extra:tt)* }) => {
+        mod $name {
+            use super::*;
+            #[test]
+            fn order_and_tags() {
+                let (a, b) = $make;
+                $crate::conformance::order_and_tags(a, b);
+            }
+            #[test]
+            fn size_ladder_integrity() {
+                let (a, b) = $make;
+                $crate::conformance::size_ladder_integrity(a, b);
+            }
+            #[test]
+            fn duplex_large() {
+                let (a, b) = $make;
+                $crate::conformance::duplex_large(a, b);
+            }
+            #[test]
+            fn truncation_keeps_stream() {
+                let (a, b) = $make;
+                $crate::conformance::truncation_keeps_stream(a, b);
+            }
+            #[test]
+            fn send_too_large() {
+                let (a, _b) = $make;
+                $crate::conformance::send_too_large(a);
+            }
+            #[test]
+            fn peer_closed_while_waiting() {
+                let (a, b) = $make;
+                $crate::conformance::peer_closed_while_waiting(a, b);
+            }
+            $($extra)*
+        }
+    };
+}

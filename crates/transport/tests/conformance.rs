@@ -1,7 +1,6 @@
 //! Runs the conformance kit over every realization and both completion modes, and checks that a
 //! peer process killed in the middle of a message is reported promptly.
 
-use commperf_transport::conformance as kit;
 use commperf_transport::sys::shm::{self, ShmOptions};
 use commperf_transport::sys::uring::{self, UringEndpoint, UringOptions};
 use commperf_transport::sys::{tcp, uds};
@@ -86,75 +85,32 @@ fn sqpoll() -> UringOptions {
     }
 }
 
-macro_rules! kit_for {
-    ($name:ident, $make:expr) => {
-        mod $name {
-            use super::*;
-            #[test]
-            fn order_and_tags() {
-                let (a, b) = $make;
-                kit::order_and_tags(a, b);
-            }
-            #[test]
-            fn size_ladder_integrity() {
-                let (a, b) = $make;
-                kit::size_ladder_integrity(a, b);
-            }
-            #[test]
-            fn duplex_large() {
-                let (a, b) = $make;
-                kit::duplex_large(a, b);
-            }
-            #[test]
-            fn truncation_keeps_stream() {
-                let (a, b) = $make;
-                kit::truncation_keeps_stream(a, b);
-            }
-            #[test]
-            fn send_too_large() {
-                let (a, _b) = $make;
-                kit::send_too_large(a);
-            }
-            #[test]
-            fn vectored_send_integrity() {
-                let (a, b) = $make;
-                kit::vectored_send_integrity(a, b);
-            }
-            #[test]
-            fn peer_closed_while_waiting() {
-                let (a, b) = $make;
-                kit::peer_closed_while_waiting(a, b);
-            }
-        }
-    };
-}
-
-kit_for!(shm_pipe_poll, shm_pipelined(Mode::Poll));
-kit_for!(shm_pipe_block, shm_pipelined(Mode::Block));
-kit_for!(shm_cma_poll, shm_single_copy(Mode::Poll));
-kit_for!(shm_cma_block, shm_single_copy(Mode::Block));
-kit_for!(tcp_poll, tcp_pair(Mode::Poll));
-kit_for!(tcp_block, tcp_pair(Mode::Block));
-kit_for!(uds_poll, uds_pair(Mode::Poll));
-kit_for!(uds_block, uds_pair(Mode::Block));
-kit_for!(
+commperf_transport::conformance_tests!(shm_pipe_poll, shm_pipelined(Mode::Poll));
+commperf_transport::conformance_tests!(shm_pipe_block, shm_pipelined(Mode::Block));
+commperf_transport::conformance_tests!(shm_cma_poll, shm_single_copy(Mode::Poll));
+commperf_transport::conformance_tests!(shm_cma_block, shm_single_copy(Mode::Block));
+commperf_transport::conformance_tests!(tcp_poll, tcp_pair(Mode::Poll));
+commperf_transport::conformance_tests!(tcp_block, tcp_pair(Mode::Block));
+commperf_transport::conformance_tests!(uds_poll, uds_pair(Mode::Poll));
+commperf_transport::conformance_tests!(uds_block, uds_pair(Mode::Block));
+commperf_transport::conformance_tests!(
     uring_uds_poll,
     uring_uds_pair(Mode::Poll, UringOptions::default())
 );
-kit_for!(
+commperf_transport::conformance_tests!(
     uring_uds_block,
     uring_uds_pair(Mode::Block, UringOptions::default())
 );
-kit_for!(uring_uds_tiny_buffers, uring_uds_pair(Mode::Poll, tiny()));
-kit_for!(
+commperf_transport::conformance_tests!(uring_uds_tiny_buffers, uring_uds_pair(Mode::Poll, tiny()));
+commperf_transport::conformance_tests!(
     uring_tcp_poll,
     uring_tcp_pair(Mode::Poll, UringOptions::default())
 );
-kit_for!(
+commperf_transport::conformance_tests!(
     uring_tcp_block,
     uring_tcp_pair(Mode::Block, UringOptions::default())
 );
-kit_for!(
+commperf_transport::conformance_tests!(
     uring_tcp_sqpoll_block,
     uring_tcp_pair(Mode::Block, sqpoll())
 );
