@@ -35,6 +35,7 @@ fn build(out: &Path, flavour: &str, mpicc: &str) -> Result<(), String> {
     .arg(format!("-DCPMPI_{}", flavour.to_uppercase()))
     .arg("-Icsrc")
     .arg("csrc/shim.c")
+    .arg("csrc/emulate.c")
     .arg("-o")
     .arg(&so);
     if flavour == "openmpi" {
@@ -57,6 +58,8 @@ fn main() {
     let out = PathBuf::from(std::env::var("OUT_DIR").expect("OUT_DIR"));
     println!("cargo:rerun-if-changed=csrc/shim.c");
     println!("cargo:rerun-if-changed=csrc/fortran_openmpi.h");
+    println!("cargo:rerun-if-changed=csrc/emulate.c");
+    println!("cargo:rerun-if-changed=csrc/emulate.h");
     println!("cargo:rerun-if-env-changed=PATH");
     for flavour in ["openmpi", "mpich"] {
         let so = out.join(format!("libcommperf_pmpi_{flavour}.so"));

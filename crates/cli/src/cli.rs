@@ -44,7 +44,8 @@ pub enum Command {
     /// Monitor communication (commperf's transports, or an unmodified MPI program with
     /// `-- mpirun …`): latency stages, histograms, signatures against a baseline
     Monitor(Box<crate::monitor::MonitorArgs>),
-    /// LogGP emulation (seed 001): calibrate the o, g, G and L knobs on a transport
+    /// LogGP emulation (seed 001): run an MPI program with the o, g, G and L knobs
+    /// (`emulate --L 20us -- mpirun …`), or calibrate the knobs on a transport
     Emulate(crate::emulate::EmulateArgs),
     /// The peer process a local `emulate calibrate` starts (internal)
     #[command(name = "__emulate-peer", hide = true)]

@@ -30,9 +30,13 @@ const REL: f64 = 0.05;
 const ABS_NS: f64 = 50.0;
 
 #[derive(Debug, Args)]
+#[command(args_conflicts_with_subcommands = true)]
 pub struct EmulateArgs {
     #[command(subcommand)]
-    pub cmd: EmulateCmd,
+    pub cmd: Option<EmulateCmd>,
+    /// Without a subcommand: an unmodified MPI program under the knobs (`emulate_mpi`)
+    #[command(flatten)]
+    pub run: crate::emulate_mpi::RunArgs,
 }
 
 #[derive(Debug, Subcommand)]
@@ -334,7 +338,8 @@ fn default_knobs() -> Vec<(Knob, Vec<f64>)> {
 
 pub fn run(a: &EmulateArgs) -> Result<()> {
     match &a.cmd {
-        EmulateCmd::Calibrate(c) => calibrate(c),
+        Some(EmulateCmd::Calibrate(c)) => calibrate(c),
+        None => crate::emulate_mpi::run(&a.run),
     }
 }
 

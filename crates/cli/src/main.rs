@@ -8,6 +8,7 @@ mod compare;
 #[cfg(test)]
 mod docs_tests;
 mod emulate;
+mod emulate_mpi;
 mod gentrace;
 mod localpair;
 mod monitor;
@@ -15,6 +16,7 @@ mod monitor_mpi;
 mod mpi;
 mod output;
 mod predict;
+mod preload;
 mod progress;
 mod testbed;
 

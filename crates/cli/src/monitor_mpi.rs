@@ -1,8 +1,6 @@
-//! `commperf monitor [-o DIR] -- mpirun -np 4 ./app`: the MPI side of the monitor verb. Sets up
-//! the interposer for the MPI the program uses (found from the program's libraries, or the
-//! launcher's flavour), passes the preload to the ranks the way that launcher wants it (Open MPI
-//! `-x VAR=value`, MPICH's Hydra `-genv VAR value`, never in mpirun's own environment, where it
-//! would load MPI into the launcher), runs the program, and prints what was recorded. Until the
+//! `commperf monitor [-o DIR] -- mpirun -np 4 ./app`: the MPI side of the monitor verb. Runs the
+//! program under the interposer (the launch, shared with `emulate`, is in `preload`), and prints
+//! what was recorded. Until the
 //! `monitor` crate's histograms and signatures are merged in, the output is a per-pair, per-size
 //! table of message counts and mean stage times, and `DIR/summary.json`.
 
@@ -12,9 +10,8 @@ use commperf_monitor::{
     Histograms, MonitorRun, MsgKind, MsgRecord, Protocol, Signature, TableFormat,
     RUN_SCHEMA_VERSION,
 };
-use commperf_pmpi::{Flavour, Summary};
+use commperf_pmpi::Summary;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 /// What `commperf monitor [OPTIONS] -- COMMAND` asks for (parsed by `monitor::MonitorArgs`).
 #[derive(Debug)]
@@ -32,116 +29,6 @@ pub struct MonitorArgs {
     pub trace: bool,
     /// The MPI launch command (mpirun …) or a singleton MPI program
     pub command: Vec<String>,
-}
-
-fn flavour_from(s: &str) -> Option<Flavour> {
-    let s = s.to_ascii_lowercase();
-    if s.contains("mpich") || s.contains("hydra") {
-        Some(Flavour::Mpich)
-    } else if s.contains("openmpi")
-        || s.contains("open mpi")
-        || s.contains("orterun")
-        || s.contains("open-rte")
-    {
-        Some(Flavour::OpenMpi)
-    } else {
-        None
-    }
-}
-
-fn which(name: &str) -> Option<PathBuf> {
-    if name.contains('/') {
-        let p = PathBuf::from(name);
-        return p.is_file().then_some(p);
-    }
-    std::env::var_os("PATH").and_then(|path| {
-        std::env::split_paths(&path)
-            .map(|d| d.join(name))
-            .find(|p| p.is_file())
-    })
-}
-
-/// Which MPI a launcher is: by its resolved file name, else by `--version`.
-fn launcher_flavour(cmd: &str) -> Option<Flavour> {
-    let p = which(cmd)?;
-    let real = std::fs::canonicalize(&p).unwrap_or(p.clone());
-    if let Some(f) = flavour_from(&real.to_string_lossy()) {
-        return Some(f);
-    }
-    let o = Command::new(&p).arg("--version").output().ok()?;
-    flavour_from(&String::from_utf8_lossy(&o.stdout))
-        .or_else(|| flavour_from(&String::from_utf8_lossy(&o.stderr)))
-}
-
-fn is_launcher(cmd: &str) -> bool {
-    let base = Path::new(cmd)
-        .file_name()
-        .and_then(|n| n.to_str())
-        .unwrap_or("");
-    base.starts_with("mpirun") || base.starts_with("mpiexec") || base.starts_with("orterun")
-}
-
-/// Which MPI a program links (ldd), or None when it links none (a script, a non-MPI tool).
-fn program_flavour(prog: &Path) -> Option<(Flavour, String)> {
-    let o = Command::new("ldd").arg(prog).output().ok()?;
-    let s = String::from_utf8_lossy(&o.stdout);
-    for line in s.lines() {
-        let name = line.split_whitespace().next().unwrap_or("");
-        if name.starts_with("libmpich") {
-            return Some((Flavour::Mpich, line.trim().to_string()));
-        }
-        if name.starts_with("libmpi.so") {
-            // Debian's libmpi.so.40 is Open MPI's, libmpi.so.12 MPICH's.
-            let f = if line.contains("mpich") || name == "libmpi.so.12" {
-                Flavour::Mpich
-            } else {
-                Flavour::OpenMpi
-            };
-            return Some((f, line.trim().to_string()));
-        }
-    }
-    None
-}
-
-/// The first argument of the command that is an executable linking an MPI.
-fn find_program(cmd: &[String]) -> Option<(PathBuf, Flavour, String)> {
-    cmd.iter()
-        .skip(usize::from(is_launcher(&cmd[0])))
-        .find_map(|a| {
-            if a.starts_with('-') {
-                return None;
-            }
-            let p = which(a)?;
-            let (f, lib) = program_flavour(&p)?;
-            Some((p, f, lib))
-        })
-}
-
-/// The recording runtime (this crate's cdylib), looked for beside the commperf binary.
-fn runtime_lib() -> Result<PathBuf> {
-    if let Some(p) = std::env::var_os("COMMPERF_PMPI_RUNTIME") {
-        return Ok(PathBuf::from(p));
-    }
-    let exe = std::env::current_exe().context("locate the commperf binary")?;
-    let dir = exe.parent().unwrap_or(Path::new("."));
-    // In a cargo tree the cdylib built as commperf's dependency lands in deps/ (not uplifted),
-    // one built by `cargo build -p commperf-pmpi` beside the binary: take the newest.
-    let newest = [
-        dir.join("libcommperf_pmpi.so"),
-        dir.join("deps/libcommperf_pmpi.so"),
-        dir.join("../lib/libcommperf_pmpi.so"),
-    ]
-    .into_iter()
-    .filter_map(|c| Some((std::fs::metadata(&c).ok()?.modified().ok()?, c)))
-    .max();
-    if let Some((_, c)) = newest {
-        return Ok(std::fs::canonicalize(&c).unwrap_or(c));
-    }
-    bail!(
-        "cannot find libcommperf_pmpi.so beside {} (build it with `cargo build -p commperf-pmpi`, \
-         or set COMMPERF_PMPI_RUNTIME)",
-        exe.display()
-    )
 }
 
 /// Creates DIR and proves it writable now, not at the end of a long run.
@@ -177,60 +64,9 @@ pub fn run(a: &MonitorArgs) -> Result<()> {
     }
     // Output problems are reported now, before a long run, not at its end.
     prepare_dir(&dir)?;
-    let launcher = is_launcher(&a.command[0]);
-    let lf = if launcher {
-        launcher_flavour(&a.command[0])
-    } else {
-        None
-    };
-    let prog = find_program(&a.command);
-    if let (Some(l), Some((p, f, lib))) = (lf, &prog) {
-        if l != *f {
-            bail!(
-                "{} is {} but {} links {} ({lib}): launch it with {}'s mpirun",
-                a.command[0],
-                l.name(),
-                p.display(),
-                f.name(),
-                f.name()
-            );
-        }
-    }
-    let flavour = match &a.interposer {
-        Some(s) => match s.as_str() {
-            "openmpi" => Flavour::OpenMpi,
-            "mpich" => Flavour::Mpich,
-            _ => bail!("--interposer {s}: expected openmpi or mpich"),
-        },
-        None => match (prog.as_ref().map(|p| p.1), lf) {
-            (Some(f), _) | (None, Some(f)) => f,
-            (None, None) => bail!(
-                "cannot tell which MPI {} uses (no program linking libmpi found in the command, \
-                 and the launcher is not one of Open MPI's or MPICH's); say it with --interposer",
-                a.command.join(" ")
-            ),
-        },
-    };
-    if let (Some(s), Some((p, f, lib))) = (&a.interposer, &prog) {
-        if *f != flavour {
-            crate::say(&format!(
-                "commperf: warning: --interposer {s} ({}) but {} links {} ({lib}); the interposer will refuse it",
-                flavour.name(), p.display(), f.name()
-            ));
-        }
-    }
+    let plan = crate::preload::plan(&a.command, a.interposer.as_deref())?;
     let dir = std::fs::canonicalize(&dir)?;
-    let Some(shim_bytes) = commperf_pmpi::interposer(flavour) else {
-        bail!("this commperf was built without the {} interposer ({}): install {}'s mpicc and rebuild",
-              flavour.name(), flavour.file_name(), flavour.name());
-    };
-    let libdir = dir.join(".lib");
-    std::fs::create_dir_all(&libdir)?;
-    let shim = libdir.join(flavour.file_name());
-    std::fs::write(&shim, shim_bytes)
-        .with_context(|| format!("cannot write {}", shim.display()))?;
-    let rt = runtime_lib()?;
-    let preload = format!("{}:{}", shim.display(), rt.display());
+    let preload = plan.install(&dir.join(".lib"))?;
     let mut vars = vec![
         ("LD_PRELOAD".to_string(), preload),
         ("COMMPERF_PMPI_DIR".to_string(), dir.display().to_string()),
@@ -239,21 +75,10 @@ pub fn run(a: &MonitorArgs) -> Result<()> {
     if a.start_disabled {
         vars.push(("COMMPERF_PMPI_START".into(), "off".into()));
     }
-    let mut cmd = Command::new(&a.command[0]);
-    if launcher {
-        for (k, v) in &vars {
-            match lf {
-                Some(Flavour::Mpich) => cmd.args(["-genv", k, v]),
-                _ => cmd.args(["-x", &format!("{k}={v}")]),
-            };
-        }
-    } else {
-        cmd.envs(vars.iter().map(|(k, v)| (k, v)));
-    }
-    cmd.args(&a.command[1..]);
+    let mut cmd = plan.command(&a.command, &vars);
     crate::say(&format!(
         "commperf: monitoring with {} into {}",
-        flavour.file_name(),
+        plan.flavour.file_name(),
         dir.display()
     ));
     let status = cmd

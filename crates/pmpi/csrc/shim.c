@@ -21,6 +21,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "emulate.h"
+
 #if defined(CPMPI_OPENMPI)
 #define CPMPI_FLAVOUR "openmpi"
 #define CPMPI_FLAVOUR_NAME "Open MPI"
@@ -77,7 +79,13 @@ extern void cpmpi_rt_finalize(void);
 extern void cpmpi_rt_flush(void);
 extern int cpmpi_rt_empty_wrappers(void);
 
-static volatile int enabled = 0;     /* monitoring on (MPI_Pcontrol, COMMPERF_PMPI_START) */
+/* Whether wrappers do more than call PMPI: MON (monitoring on: MPI_Pcontrol,
+ * COMMPERF_PMPI_START) and/or EMU (a LogGP knob set: emulate.c). One word, so a wrapper with
+ * neither pays one load and one predictable branch. */
+static volatile int enabled = 0;
+#define MON 1
+#define EMU 2
+#define MONITORING() (enabled & MON)
 static int active = 0;               /* set once the runtime is up */
 static int empty_mode = 0;           /* benchmark: wrappers that do nothing but call PMPI */
 /* Thread-locals use the initial-exec model: this library is preloaded (static TLS), and the
@@ -153,7 +161,8 @@ static inline uint64_t now(void) {
     return mono_ns();
 }
 
-/* Whether this call is recorded: monitoring on and not inside another wrapped call. */
+/* Whether this call is handled (recorded and/or emulated): monitoring or emulation on, and not
+ * inside another wrapped call. Recording itself checks MONITORING(). */
 #define ENTER() (enabled && depth == 0 ? (depth = 1, 1) : 0)
 #define LEAVE() (depth = 0)
 
@@ -351,19 +360,31 @@ static void after_init(void) {
     PMPI_Comm_size(MPI_COMM_WORLD, &n);
     PMPI_Get_library_version(ver, &len);
     empty_mode = cpmpi_rt_empty_wrappers();
-    if (cpmpi_rt_init(r, n, CPMPI_FLAVOUR, ver) != 0) return;
+    /* Emulation without monitoring (`commperf emulate`) runs without the recording runtime. */
+    int emulating = getenv("COMMPERF_EMULATE") != NULL;
+    if (!emulating || getenv("COMMPERF_PMPI_DIR")) {
+        if (cpmpi_rt_init(r, n, CPMPI_FLAVOUR, ver) == 0) active = 1;
+        else if (!emulating) return;
+    }
     if (!empty_mode) clock_cal_finish();
+    if (emulating) {
+        /* Knobs the program cannot run with stop it now, on every rank, not mid-run. */
+        if (cpmpi_emu_init(r, n, use_tsc, tsc_mult) != 0) PMPI_Abort(MPI_COMM_WORLD, 2);
+        if (cpmpi_emu_on) enabled |= EMU;
+    }
+    if (!active) return;
     PMPI_Comm_dup(MPI_COMM_WORLD, &sync_comm);
     clock_sync(0);
     const char *start = getenv("COMMPERF_PMPI_START");
-    active = 1;
-    enabled = !(start && (strcmp(start, "off") == 0 || strcmp(start, "0") == 0));
-    if (empty_mode) enabled = 0;
+    int mon = !(start && (strcmp(start, "off") == 0 || strcmp(start, "0") == 0));
+    if (empty_mode) mon = 0;
+    enabled |= mon ? MON : 0;
 }
 
 static void before_finalize(void) {
-    if (!active) return;
     enabled = 0;
+    cpmpi_emu_finalize();
+    if (!active) return;
     clock_sync(1);
     PMPI_Comm_free(&sync_comm);
     cpmpi_rt_finalize();
@@ -401,7 +422,7 @@ static void pcontrol(int level) {
     fill(&e, K_PCONTROL, -1, level, 0, 0, t, t);
     cpmpi_rt_record(&e);
     /* mpiP's convention: 0 stops monitoring, any other level (re)starts it. */
-    enabled = level != 0;
+    enabled = (enabled & ~MON) | (level != 0 ? MON : 0);
 }
 
 int MPI_Pcontrol(const int level, ...) {
@@ -425,6 +446,7 @@ static inline void rec_send(int kind, int flags, int dest, int tag, MPI_Comm com
                             uint64_t t0, uint64_t t1) {
     cev e;
     uint32_t id;
+    if (!MONITORING()) return;
     int w = to_world(comm, dest, &id);
     if (w < 0) return; /* MPI_PROC_NULL: no message */
     fill(&e, kind, w, tag, id, bytes, t0, t1);
@@ -436,18 +458,57 @@ static inline void rec_recv(int kind, int flags, MPI_Comm comm, const MPI_Status
                             uint64_t t0, uint64_t t1) {
     cev e;
     uint32_t id;
-    if (st->MPI_SOURCE == MPI_PROC_NULL) return;
+    if (!MONITORING() || st->MPI_SOURCE == MPI_PROC_NULL) return;
     int w = to_world(comm, st->MPI_SOURCE, &id);
     fill(&e, kind, w, st->MPI_TAG, id, status_bytes(st), t0, t1);
     e.flags = (uint8_t)flags;
     cpmpi_rt_record(&e);
 }
 
+/* ---- the LogGP knobs' hooks (emulate.c): each a single predictable branch when no knob is set */
+
+#define EMU_ON() __builtin_expect(cpmpi_emu_on, 0)
+/* Before a send is handed to PMPI: o, g, G, L's stamp. Declares the destination's world rank. */
+#define EMU_SEND_PRE(DEST, COMM, TAG, BYTES)                                                     \
+    int emu_w_ = -1;                                                                             \
+    if (EMU_ON()) {                                                                              \
+        uint32_t emu_id_;                                                                        \
+        emu_w_ = to_world(COMM, DEST, &emu_id_);                                                 \
+        cpmpi_emu_send_pre(emu_w_, emu_id_, TAG, BYTES);                                         \
+    }
+#define EMU_SEND_POST() if (EMU_ON()) cpmpi_emu_send_post(emu_w_)
+/* When the receiving call was entered, for L's arrival estimate. */
+#define EMU_ENTER() (EMU_ON() ? cpmpi_emu_now() : 0)
+
+/* A receive on `comm` completed with status `st`: L's hold, then o. */
+static void emu_received(MPI_Comm comm, const MPI_Status *st, uint64_t te) {
+    if (st->MPI_SOURCE == MPI_PROC_NULL || st->MPI_SOURCE < 0) return;
+    uint32_t id;
+    int w = to_world(comm, st->MPI_SOURCE, &id);
+    cpmpi_emu_recv(w, id, st->MPI_TAG, status_bytes(st), te);
+}
+
+/* A request completed: if it was an emulated Irecv, deliver it under the knobs. */
+static void emu_done(uint64_t key, const MPI_Status *st, uint64_t te) {
+    uint64_t ck;
+    if (cpmpi_emu_untrack(key, &ck)) emu_received(COMM_OF(ck), st, te);
+}
+
+static void emu_done_many(const uint64_t *keys, const int *idx, int n, const MPI_Status *sts,
+                          int status_by_index, uint64_t te) {
+    for (int i = 0; i < n; i++) {
+        int j = idx ? idx[i] : i;
+        emu_done(keys[j], &sts[status_by_index ? j : i], te);
+    }
+}
+
 #define SEND_WRAP(NAME, KIND)                                                                    \
     int MPI_##NAME(const void *buf, int count, MPI_Datatype dt, int dest, int tag, MPI_Comm comm) { \
         if (!ENTER()) return PMPI_##NAME(buf, count, dt, dest, tag, comm);                      \
         uint64_t t0 = now();                                                                     \
+        EMU_SEND_PRE(dest, comm, tag, type_bytes(dt, count))                                     \
         int rc = PMPI_##NAME(buf, count, dt, dest, tag, comm);                                   \
+        EMU_SEND_POST();                                                                         \
         uint64_t t1 = now();                                                                     \
         rec_send(KIND, 0, dest, tag, comm, type_bytes(dt, count), t0, t1);                       \
         LEAVE();                                                                                 \
@@ -462,8 +523,9 @@ int MPI_Recv(void *buf, int count, MPI_Datatype dt, int src, int tag, MPI_Comm c
     if (!ENTER()) return PMPI_Recv(buf, count, dt, src, tag, comm, status);
     MPI_Status own;
     MPI_Status *st = status == MPI_STATUS_IGNORE ? &own : status;
-    uint64_t t0 = now();
+    uint64_t t0 = now(), te = EMU_ENTER();
     int rc = PMPI_Recv(buf, count, dt, src, tag, comm, st);
+    if (rc == MPI_SUCCESS && EMU_ON()) emu_received(comm, st, te);
     uint64_t t1 = now();
     if (rc == MPI_SUCCESS) rec_recv(K_RECV, src == MPI_ANY_SOURCE ? F_ANY_SOURCE : 0, comm, st, t0, t1);
     LEAVE();
@@ -474,6 +536,7 @@ static inline void post(int kind, int flags, int peer, int tag, MPI_Comm comm, u
                         uint64_t t0, uint64_t t1, MPI_Request req) {
     cev e;
     uint32_t id;
+    if (!MONITORING()) return;
     int w = to_world(comm, peer, &id);
     if (peer == MPI_PROC_NULL) return;
     fill(&e, kind, w, tag, id, bytes, t0, t1);
@@ -487,7 +550,9 @@ static inline void post(int kind, int flags, int peer, int tag, MPI_Comm comm, u
                    MPI_Request *req) {                                                           \
         if (!ENTER()) return PMPI_##NAME(buf, count, dt, dest, tag, comm, req);                  \
         uint64_t t0 = now();                                                                     \
+        EMU_SEND_PRE(dest, comm, tag, type_bytes(dt, count))                                     \
         int rc = PMPI_##NAME(buf, count, dt, dest, tag, comm, req);                              \
+        EMU_SEND_POST();                                                                         \
         uint64_t t1 = now();                                                                     \
         if (rc == MPI_SUCCESS) post(KIND, 0, dest, tag, comm, type_bytes(dt, count), t0, t1, *req); \
         LEAVE();                                                                                 \
@@ -502,6 +567,7 @@ int MPI_Irecv(void *buf, int count, MPI_Datatype dt, int src, int tag, MPI_Comm 
     if (!ENTER()) return PMPI_Irecv(buf, count, dt, src, tag, comm, req);
     uint64_t t0 = now();
     int rc = PMPI_Irecv(buf, count, dt, src, tag, comm, req);
+    if (rc == MPI_SUCCESS && EMU_ON() && src != MPI_PROC_NULL) cpmpi_emu_track(HKEY(*req), HKEY(comm));
     uint64_t t1 = now();
     if (rc == MPI_SUCCESS)
         post(K_IRECV, src == MPI_ANY_SOURCE ? F_ANY_SOURCE : 0, src, tag, comm,
@@ -514,7 +580,7 @@ int MPI_Irecv(void *buf, int count, MPI_Datatype dt, int src, int tag, MPI_Comm 
  * and size the status reports. Requests we never saw posted (persistent, collective) are ignored. */
 static void complete(uint64_t key, const MPI_Status *st, uint64_t t0, uint64_t t1) {
     cev e;
-    if (!cpmpi_rt_take(key, &e)) return;
+    if (!MONITORING() || !cpmpi_rt_take(key, &e)) return;
     e.t_done_enter = t0;
     e.t_done_exit = t1;
     if (e.kind == K_IRECV && st) {
@@ -537,8 +603,9 @@ int MPI_Wait(MPI_Request *req, MPI_Status *status) {
     MPI_Status own;
     MPI_Status *st = status == MPI_STATUS_IGNORE ? &own : status;
     uint64_t key = HKEY(*req);
-    uint64_t t0 = now();
+    uint64_t t0 = now(), te = EMU_ENTER();
     int rc = PMPI_Wait(req, st);
+    if (rc == MPI_SUCCESS && EMU_ON()) emu_done(key, st, te);
     uint64_t t1 = now();
     if (rc == MPI_SUCCESS) complete(key, st, t0, t1);
     LEAVE();
@@ -550,8 +617,9 @@ int MPI_Test(MPI_Request *req, int *flag, MPI_Status *status) {
     MPI_Status own;
     MPI_Status *st = status == MPI_STATUS_IGNORE ? &own : status;
     uint64_t key = HKEY(*req);
-    uint64_t t0 = now();
+    uint64_t t0 = now(), te = EMU_ENTER();
     int rc = PMPI_Test(req, flag, st);
+    if (rc == MPI_SUCCESS && *flag && EMU_ON()) emu_done(key, st, te);
     uint64_t t1 = now();
     if (rc == MPI_SUCCESS && *flag) complete(key, st, t0, t1);
     LEAVE();
@@ -573,8 +641,9 @@ int MPI_Waitall(int count, MPI_Request reqs[], MPI_Status *statuses) {
     MPI_Status sbuf[SMALL], *sts = statuses;
     if (statuses == MPI_STATUSES_IGNORE) sts = count <= SMALL ? sbuf : malloc(sizeof(MPI_Status) * (size_t)count);
     for (int i = 0; i < count; i++) keys[i] = HKEY(reqs[i]);
-    uint64_t t0 = now();
+    uint64_t t0 = now(), te = EMU_ENTER();
     int rc = PMPI_Waitall(count, reqs, sts);
+    if (rc == MPI_SUCCESS && EMU_ON()) emu_done_many(keys, NULL, count, sts, 1, te);
     uint64_t t1 = now();
     if (rc == MPI_SUCCESS) complete_many(keys, NULL, count, sts, 1, t0, t1);
     if (keys != kbuf) free(keys);
@@ -589,8 +658,9 @@ int MPI_Testall(int count, MPI_Request reqs[], int *flag, MPI_Status *statuses) 
     MPI_Status sbuf[SMALL], *sts = statuses;
     if (statuses == MPI_STATUSES_IGNORE) sts = count <= SMALL ? sbuf : malloc(sizeof(MPI_Status) * (size_t)count);
     for (int i = 0; i < count; i++) keys[i] = HKEY(reqs[i]);
-    uint64_t t0 = now();
+    uint64_t t0 = now(), te = EMU_ENTER();
     int rc = PMPI_Testall(count, reqs, flag, sts);
+    if (rc == MPI_SUCCESS && *flag && EMU_ON()) emu_done_many(keys, NULL, count, sts, 1, te);
     uint64_t t1 = now();
     if (rc == MPI_SUCCESS && *flag) complete_many(keys, NULL, count, sts, 1, t0, t1);
     if (keys != kbuf) free(keys);
@@ -605,8 +675,9 @@ int MPI_Waitany(int count, MPI_Request reqs[], int *index, MPI_Status *status) {
     MPI_Status own;
     MPI_Status *st = status == MPI_STATUS_IGNORE ? &own : status;
     for (int i = 0; i < count; i++) keys[i] = HKEY(reqs[i]);
-    uint64_t t0 = now();
+    uint64_t t0 = now(), te = EMU_ENTER();
     int rc = PMPI_Waitany(count, reqs, index, st);
+    if (rc == MPI_SUCCESS && *index != MPI_UNDEFINED && EMU_ON()) emu_done(keys[*index], st, te);
     uint64_t t1 = now();
     if (rc == MPI_SUCCESS && *index != MPI_UNDEFINED) complete(keys[*index], st, t0, t1);
     if (keys != kbuf) free(keys);
@@ -620,8 +691,9 @@ int MPI_Testany(int count, MPI_Request reqs[], int *index, int *flag, MPI_Status
     MPI_Status own;
     MPI_Status *st = status == MPI_STATUS_IGNORE ? &own : status;
     for (int i = 0; i < count; i++) keys[i] = HKEY(reqs[i]);
-    uint64_t t0 = now();
+    uint64_t t0 = now(), te = EMU_ENTER();
     int rc = PMPI_Testany(count, reqs, index, flag, st);
+    if (rc == MPI_SUCCESS && *flag && *index != MPI_UNDEFINED && EMU_ON()) emu_done(keys[*index], st, te);
     uint64_t t1 = now();
     if (rc == MPI_SUCCESS && *flag && *index != MPI_UNDEFINED) complete(keys[*index], st, t0, t1);
     if (keys != kbuf) free(keys);
@@ -636,8 +708,10 @@ int MPI_Testany(int count, MPI_Request reqs[], int *index, int *flag, MPI_Status
         MPI_Status sbuf[SMALL], *sts = statuses;                                                 \
         if (statuses == MPI_STATUSES_IGNORE) sts = count <= SMALL ? sbuf : malloc(sizeof(MPI_Status) * (size_t)count); \
         for (int i = 0; i < count; i++) keys[i] = HKEY(reqs[i]);                                 \
-        uint64_t t0 = now();                                                                     \
+        uint64_t t0 = now(), te = EMU_ENTER();                                                   \
         int rc = PMPI_##NAME(count, reqs, outcount, indices, sts);                               \
+        if (rc == MPI_SUCCESS && *outcount != MPI_UNDEFINED && EMU_ON())                         \
+            emu_done_many(keys, indices, *outcount, sts, 0, te);                                 \
         uint64_t t1 = now();                                                                     \
         if (rc == MPI_SUCCESS && *outcount != MPI_UNDEFINED)                                     \
             complete_many(keys, indices, *outcount, sts, 0, t0, t1);                             \
@@ -653,6 +727,8 @@ int MPI_Request_free(MPI_Request *req) {
     cev e;
     /* A freed active request still completes, but unseen: forget it so the table stays small. */
     if (active) cpmpi_rt_take(HKEY(*req), &e);
+    uint64_t ck;
+    if (EMU_ON()) cpmpi_emu_untrack(HKEY(*req), &ck);
     return PMPI_Request_free(req);
 }
 
@@ -661,8 +737,11 @@ int MPI_Sendrecv(const void *sbuf, int scount, MPI_Datatype stype, int dest, int
     if (!ENTER()) return PMPI_Sendrecv(sbuf, scount, stype, dest, stag, rbuf, rcount, rtype, src, rtag, comm, status);
     MPI_Status own;
     MPI_Status *st = status == MPI_STATUS_IGNORE ? &own : status;
-    uint64_t t0 = now();
+    uint64_t t0 = now(), te = EMU_ENTER();
+    EMU_SEND_PRE(dest, comm, stag, type_bytes(stype, scount))
     int rc = PMPI_Sendrecv(sbuf, scount, stype, dest, stag, rbuf, rcount, rtype, src, rtag, comm, st);
+    EMU_SEND_POST();
+    if (rc == MPI_SUCCESS && EMU_ON()) emu_received(comm, st, te);
     uint64_t t1 = now();
     if (rc == MPI_SUCCESS) {
         rec_send(K_SENDRECV_SEND, 0, dest, stag, comm, type_bytes(stype, scount), t0, t1);
@@ -677,8 +756,11 @@ int MPI_Sendrecv_replace(void *buf, int count, MPI_Datatype dt, int dest, int st
     if (!ENTER()) return PMPI_Sendrecv_replace(buf, count, dt, dest, stag, src, rtag, comm, status);
     MPI_Status own;
     MPI_Status *st = status == MPI_STATUS_IGNORE ? &own : status;
-    uint64_t t0 = now();
+    uint64_t t0 = now(), te = EMU_ENTER();
+    EMU_SEND_PRE(dest, comm, stag, type_bytes(dt, count))
     int rc = PMPI_Sendrecv_replace(buf, count, dt, dest, stag, src, rtag, comm, st);
+    EMU_SEND_POST();
+    if (rc == MPI_SUCCESS && EMU_ON()) emu_received(comm, st, te);
     uint64_t t1 = now();
     if (rc == MPI_SUCCESS) {
         rec_send(K_SENDRECV_SEND, 0, dest, stag, comm, type_bytes(dt, count), t0, t1);
@@ -720,6 +802,8 @@ int MPI_Iprobe(int src, int tag, MPI_Comm comm, int *flag, MPI_Status *status) {
 static inline void rec_coll(int kind, int root, MPI_Comm comm, uint64_t bytes, uint64_t t0, uint64_t t1) {
     cev e;
     uint32_t id;
+    if (__builtin_expect(cpmpi_emu_on, 0)) cpmpi_emu_coll(bytes);
+    if (!MONITORING()) return;
     int w = root >= 0 ? to_world(comm, root, &id) : (to_world(comm, 0, &id), -1);
     fill(&e, kind, w, -1, id, bytes, t0, t1);
     cpmpi_rt_record(&e);

@@ -1,0 +1,436 @@
+/* commperf-pmpi LogGP knobs: the MPI side of `commperf emulate` (seed 001, Martin's apparatus,
+ * Figure 2.2, moved from NIC firmware into the PMPI layer of an unmodified program).
+ *
+ * Configured once at MPI_Init from COMMPERF_EMULATE ("o=5us,g=0ns,G=0.5ns,L=20us": the verb
+ * writes every knob with its unit; G is ns per byte); the shim (shim.c) calls the hooks below
+ * from its point-to-point wrappers only when `cpmpi_emu_on` (some knob > 0): with every knob at
+ * zero each wrapper pays one predictable branch on a variable that never changes.
+ *
+ * How each knob is applied (per message, CPU busy: delays are spins on the TSC, never sleeps):
+ * - o: the sender spins Δo before handing the message to PMPI; the receiver spins Δo after a
+ *   receive completes (after L's hold, "before taking it").
+ * - g: injections of one sender are at least Δg apart: after an injection the next one may not
+ *   start before it + Δg; the wait is taken only when the next injection comes earlier (the seed
+ *   stalls its NIC after injection, which never blocks the host while it stays under the rate).
+ * - G: the message of s bytes occupies the sender's wire ΔG·s longer: the sender spins ΔG·s just
+ *   before injecting it (it leaves, and so arrives, ΔG·s later, and the next injection is pushed
+ *   back as much).
+ * - L: a delay queue at the receiver: a message is not delivered before its arrival + ΔL. The
+ *   arrival time is not visible at the MPI layer, so it is estimated from the sender's injection
+ *   time, which travels beside the message through a shared-memory side band (one single-
+ *   host ring of stamps per sender/receiver pair, in a file of the verb's run directory, on the
+ *   TSC every core of the host shares): see `arrival()`. Later messages keep their own due
+ *   times (each is held to its own arrival + ΔL), so gap and bandwidth are untouched.
+ *
+ * Every rank also counts what the knobs touched (point-to-point messages and bytes) and what
+ * they did not (collectives: calls and this rank's bytes), and writes the counts at
+ * MPI_Finalize to $COMMPERF_EMULATE_DIR/rank-N.emu for the verb to sum.
+ */
+#define _GNU_SOURCE
+#include <mpi.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+#if defined(__x86_64__)
+#include <x86intrin.h>
+#endif
+
+#include "emulate.h"
+
+int cpmpi_emu_on = 0;
+
+#define TLS __thread __attribute__((tls_model("initial-exec")))
+
+/* Knobs in clock ticks (TSC ticks, or ns when the TSC is not used). */
+static uint64_t o_t, g_t, l_t;
+static double big_g_t; /* ticks per byte */
+static double o_ns, g_ns, big_g_ns, l_ns;
+static int use_tsc_e = 0;
+static double ticks_per_ns = 1.0;
+static int my_rank = 0, n_ranks = 1;
+
+static inline uint64_t mono_ns_e(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Raw ticks, not the shim's per-process ns: two processes' ns mappings differ by their
+ * calibration error (ppm: tens of µs over a long run), their TSC readings do not. */
+static inline uint64_t ticks(void) {
+#if defined(__x86_64__)
+    if (use_tsc_e) return __rdtsc();
+#endif
+    return mono_ns_e();
+}
+
+static inline void spin_until(uint64_t t) {
+    while ((int64_t)(ticks() - t) < 0) {
+#if defined(__x86_64__)
+        _mm_pause();
+#endif
+    }
+}
+
+static inline void spin_for(uint64_t d) {
+    if (d) spin_until(ticks() + d);
+}
+
+/* ---- counts (what the knobs touched and what not) ------------------------------------------ */
+
+static uint64_t c_p2p_sent, c_p2p_sent_bytes, c_p2p_recv, c_p2p_recv_bytes;
+static uint64_t c_coll_calls, c_coll_bytes, c_unstamped, c_untracked;
+static uint64_t c_hold_ticks, c_pace_ticks;
+/* Relaxed atomics: any thread may communicate (MPI_THREAD_MULTIPLE); uncontended, a few ns. */
+#define CNT(c, v) __atomic_fetch_add(&(c), (uint64_t)(v), __ATOMIC_RELAXED)
+
+/* ---- the L side band ------------------------------------------------------------------------ */
+
+#define RING 8192
+typedef struct {
+    uint64_t seq; /* slot index + 1 once written (release) */
+    uint64_t t;   /* sender's ticks just before injection */
+    uint32_t comm;
+    int32_t tag;
+    uint64_t pad;
+} stamp;
+typedef struct {
+    volatile uint64_t head; /* next slot a sender takes */
+    volatile uint64_t overflow;
+    char pad1[48];
+    volatile uint64_t tail; /* next slot the receiver reads */
+    char pad2[56];
+    stamp s[RING];
+} ring;
+
+static ring *rings = NULL; /* [src * n + dst] */
+static size_t rings_len = 0;
+
+/* Stamps the receiver has read from a ring but not yet matched (another comm or tag), per
+ * source: a message is matched to the first stamp of its (comm, tag), as MPI matches it. */
+#define PEND 256
+typedef struct {
+    stamp e[PEND];
+    int n;
+    uint64_t lmin; /* smallest observed injection-to-completion time from this source */
+    int broken;    /* the sender's ring overflowed: its stamps no longer line up */
+} pending;
+static pending *pend = NULL;
+
+static ring *ring_of(int src, int dst) { return &rings[(size_t)src * (size_t)n_ranks + (size_t)dst]; }
+
+static void stamp_send(int dst, uint32_t comm, int tag, uint64_t t) {
+    ring *r = ring_of(my_rank, dst);
+    uint64_t h = __atomic_fetch_add(&r->head, 1, __ATOMIC_ACQ_REL);
+    uint64_t tail = __atomic_load_n(&r->tail, __ATOMIC_ACQUIRE);
+    if (h - tail >= RING) {
+        /* Never block the sender: the receiver learns it can no longer trust this ring. */
+        __atomic_store_n(&r->overflow, 1, __ATOMIC_RELEASE);
+        return;
+    }
+    stamp *s = &r->s[h % RING];
+    s->t = t;
+    s->comm = comm;
+    s->tag = tag;
+    __atomic_store_n(&s->seq, h + 1, __ATOMIC_RELEASE);
+}
+
+/* The injection time of the message just received from `src` on (comm, tag), or 0. */
+static uint64_t stamp_take(int src, uint32_t comm, int tag) {
+    pending *p = &pend[src];
+    if (p->broken) return 0;
+    for (int i = 0; i < p->n; i++)
+        if (p->e[i].comm == comm && p->e[i].tag == tag) {
+            uint64_t t = p->e[i].t;
+            memmove(&p->e[i], &p->e[i + 1], sizeof(stamp) * (size_t)(p->n - i - 1));
+            p->n--;
+            return t;
+        }
+    ring *r = ring_of(src, my_rank);
+    for (;;) {
+        if (__atomic_load_n(&r->overflow, __ATOMIC_ACQUIRE)) { p->broken = 1; return 0; }
+        uint64_t tail = r->tail;
+        stamp *s = &r->s[tail % RING];
+        /* The stamp was written before the message was handed to MPI, so the message's own
+         * stamp is visible once the message is; a slot not yet written means no stamp. */
+        if (__atomic_load_n(&s->seq, __ATOMIC_ACQUIRE) != tail + 1) return 0;
+        stamp e = *s;
+        __atomic_store_n(&r->tail, tail + 1, __ATOMIC_RELEASE);
+        if (e.comm == comm && e.tag == tag) return e.t;
+        if (p->n == PEND) { p->broken = 1; return 0; }
+        p->e[p->n++] = e;
+    }
+}
+
+/* When the message arrived, estimated. t_inj: the sender's injection time (its stamp, 0 if
+ * none); t_enter: when the receiving call (Recv, Wait, Test…) was entered; t_done: when PMPI
+ * returned with the message. lmin is the least t_done − t_inj seen from this source: the base
+ * one-way time of this pair (a message cannot arrive earlier than t_inj + lmin).
+ * - No stamp: the completion time (an upper bound).
+ * - t_inj + lmin ≥ t_enter: the receiver was inside the call before the message could have
+ *   arrived, so it watched the arrival: arrival ≈ completion (this includes the transfer of a
+ *   large message).
+ * - Otherwise the message may have been waiting already: arrival ≈ t_inj + lmin (never later
+ *   than the completion). For a large message that arrived unseen this drops its transfer
+ *   time (measured in BENCHMARKS.md "Issue 14: knobs under MPI"). */
+static uint64_t arrival(int src, uint64_t t_inj, uint64_t t_enter, uint64_t t_done) {
+    if (!t_inj || (int64_t)(t_done - t_inj) < 0) return t_done;
+    pending *p = &pend[src];
+    uint64_t d = t_done - t_inj;
+    if (d < p->lmin) p->lmin = d;
+    uint64_t early = t_inj + p->lmin;
+    if ((int64_t)(early - t_enter) >= 0) return t_done;
+    return (int64_t)(early - t_done) < 0 ? early : t_done;
+}
+
+/* ---- configuration -------------------------------------------------------------------------- */
+
+static int parse_one(const char *k, const char *v, double *out) {
+    char *end = NULL;
+    errno = 0;
+    double x = strtod(v, &end);
+    if (end == v || errno) return -1;
+    double scale;
+    if (strcmp(end, "ns") == 0 || (strcmp(k, "G") == 0 && *end == 0)) scale = 1.0;
+    else if (strcmp(end, "us") == 0) scale = 1e3;
+    else if (strcmp(end, "ms") == 0) scale = 1e6;
+    else if (strcmp(end, "s") == 0) scale = 1e9;
+    else return -1;
+    x *= scale;
+    if (!(x >= 0.0 && x <= 1e9)) return -1;
+    *out = x;
+    return 0;
+}
+
+/* Reads COMMPERF_EMULATE. Returns 0 (fine), or -1 after printing what is wrong. */
+static int parse_env(const char *spec) {
+    char buf[512];
+    if (strlen(spec) >= sizeof buf) {
+        fprintf(stderr, "commperf-pmpi: COMMPERF_EMULATE is too long\n");
+        return -1;
+    }
+    strcpy(buf, spec);
+    for (char *save = NULL, *item = strtok_r(buf, ",", &save); item; item = strtok_r(NULL, ",", &save)) {
+        char *eq = strchr(item, '=');
+        if (!eq) {
+            fprintf(stderr, "commperf-pmpi: COMMPERF_EMULATE: %s is not KNOB=VALUE\n", item);
+            return -1;
+        }
+        *eq = 0;
+        double *dst = strcmp(item, "o") == 0 ? &o_ns
+                    : strcmp(item, "g") == 0 ? &g_ns
+                    : strcmp(item, "G") == 0 ? &big_g_ns
+                    : strcmp(item, "L") == 0 ? &l_ns : NULL;
+        if (!dst) {
+            fprintf(stderr, "commperf-pmpi: COMMPERF_EMULATE: %s is not a knob (o, g, G, L)\n", item);
+            return -1;
+        }
+        if (parse_one(item, eq + 1, dst) != 0) {
+            fprintf(stderr,
+                    "commperf-pmpi: COMMPERF_EMULATE: knob %s: %s is not a duration between 0 and "
+                    "1 s%s (e.g. %s=5us)\n",
+                    item, eq + 1, strcmp(item, "G") == 0 ? " per byte" : "", item);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static uint32_t host_hash(void) {
+    char h[256] = {0};
+    gethostname(h, sizeof h - 1);
+    uint32_t x = 2166136261u;
+    for (const char *c = h; *c; c++) { x ^= (uint8_t)*c; x *= 16777619u; }
+    return x;
+}
+
+/* The side band: every rank maps the same zero-filled file (created by whoever comes first;
+ * ftruncate to one size is idempotent). */
+static int map_rings(void) {
+    const char *dir = getenv("COMMPERF_EMULATE_DIR");
+    if (!dir || !*dir) {
+        if (my_rank == 0)
+            fprintf(stderr, "commperf-pmpi: knob L needs COMMPERF_EMULATE_DIR (set by `commperf "
+                            "emulate`) for its side band\n");
+        return -1;
+    }
+    char path[4096];
+    snprintf(path, sizeof path, "%s/stamps", dir);
+    rings_len = sizeof(ring) * (size_t)n_ranks * (size_t)n_ranks;
+    int fd = open(path, O_RDWR | O_CREAT, 0600);
+    if (fd < 0 || ftruncate(fd, (off_t)rings_len) != 0) {
+        fprintf(stderr, "commperf-pmpi: knob L: cannot create %s: %s\n", path, strerror(errno));
+        if (fd >= 0) close(fd);
+        return -1;
+    }
+    void *m = mmap(NULL, rings_len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    close(fd);
+    if (m == MAP_FAILED) {
+        fprintf(stderr, "commperf-pmpi: knob L: cannot map %s: %s\n", path, strerror(errno));
+        return -1;
+    }
+    rings = m;
+    pend = calloc((size_t)n_ranks, sizeof(pending));
+    for (int i = 0; i < n_ranks; i++) pend[i].lmin = UINT64_MAX;
+    return 0;
+}
+
+int cpmpi_emu_init(int rank, int size, int use_tsc, uint64_t tsc_mult) {
+    my_rank = rank;
+    n_ranks = size;
+    const char *spec = getenv("COMMPERF_EMULATE");
+    if (!spec || !*spec) return 0;
+    if (parse_env(spec) != 0) return -1;
+    use_tsc_e = use_tsc && tsc_mult;
+    /* tsc_mult is ns per tick << 32 (shim.c's calibration). */
+    ticks_per_ns = use_tsc_e ? 4294967296.0 / (double)tsc_mult : 1.0;
+    o_t = (uint64_t)(o_ns * ticks_per_ns + 0.5);
+    g_t = (uint64_t)(g_ns * ticks_per_ns + 0.5);
+    l_t = (uint64_t)(l_ns * ticks_per_ns + 0.5);
+    big_g_t = big_g_ns * ticks_per_ns;
+    int want = o_t || g_t || l_t || big_g_t > 0.0;
+    if (l_t) {
+        /* The side band is shared memory: every rank must be on this host. */
+        uint32_t h = host_hash(), lo = 0, hi = 0;
+        PMPI_Allreduce(&h, &lo, 1, MPI_UINT32_T, MPI_MIN, MPI_COMM_WORLD);
+        PMPI_Allreduce(&h, &hi, 1, MPI_UINT32_T, MPI_MAX, MPI_COMM_WORLD);
+        if (lo != hi) {
+            if (rank == 0)
+                fprintf(stderr, "commperf-pmpi: knob L: the ranks run on more than one host; the "
+                                "L knob's side band is single-host shared memory\n");
+            return -1;
+        }
+        int ok = map_rings() == 0, all = 0;
+        PMPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+        if (!all) return -1;
+    }
+    cpmpi_emu_on = want;
+    if (rank == 0 && getenv("COMMPERF_EMULATE_VERBOSE"))
+        fprintf(stderr, "commperf-pmpi: emulating o=%.0fns g=%.0fns G=%.3fns/B L=%.0fns (%s)\n",
+                o_ns, g_ns, big_g_ns, l_ns, use_tsc_e ? "TSC" : "CLOCK_MONOTONIC");
+    return 0;
+}
+
+/* ---- hooks ---------------------------------------------------------------------------------- */
+
+/* Per sender thread: when the wire is free again (g). */
+static TLS uint64_t wire_free;
+
+void cpmpi_emu_send_pre(int dst_world, uint32_t comm, int tag, uint64_t bytes) {
+    if (dst_world < 0) return; /* MPI_PROC_NULL: no message */
+    spin_for(o_t);
+    uint64_t t = ticks();
+    if ((int64_t)(wire_free - t) > 0) {
+        CNT(c_pace_ticks, wire_free - t);
+        spin_until(wire_free);
+    }
+    if (big_g_t > 0.0) spin_for((uint64_t)(big_g_t * (double)bytes + 0.5));
+    if (l_t) stamp_send(dst_world, comm, tag, ticks());
+    CNT(c_p2p_sent, 1);
+    CNT(c_p2p_sent_bytes, bytes);
+}
+
+void cpmpi_emu_send_post(int dst_world) {
+    if (dst_world < 0 || !g_t) return;
+    wire_free = ticks() + g_t;
+}
+
+void cpmpi_emu_recv(int src_world, uint32_t comm, int tag, uint64_t bytes, uint64_t t_enter) {
+    if (src_world < 0) return;
+    CNT(c_p2p_recv, 1);
+    CNT(c_p2p_recv_bytes, bytes);
+    if (l_t) {
+        uint64_t done = ticks();
+        uint64_t inj = stamp_take(src_world, comm, tag);
+        if (!inj) CNT(c_unstamped, 1);
+        uint64_t due = arrival(src_world, inj, t_enter, done) + l_t;
+        if ((int64_t)(due - done) > 0) {
+            CNT(c_hold_ticks, due - done);
+            spin_until(due);
+        }
+    }
+    spin_for(o_t);
+}
+
+uint64_t cpmpi_emu_now(void) { return ticks(); }
+
+void cpmpi_emu_coll(uint64_t bytes) {
+    CNT(c_coll_calls, 1);
+    CNT(c_coll_bytes, bytes);
+}
+
+void cpmpi_emu_untracked(void) { CNT(c_untracked, 1); }
+
+/* ---- which requests are receives (per thread, open addressing) ------------------------------ */
+
+#define RQ 1024
+/* A pointer, allocated on a thread's first Irecv: 16 KiB of static TLS per thread would be
+ * taken from every thread of every program, emulated or not. */
+typedef struct { uint64_t key, comm; } rq_entry;
+static TLS rq_entry *rq;
+static TLS int rq_n;
+
+static inline unsigned rq_slot(uint64_t k) { return (unsigned)((k * 0x9E3779B97F4A7C15ull) >> 54) & (RQ - 1); }
+
+void cpmpi_emu_track(uint64_t key, uint64_t comm) {
+    if (!rq) rq = calloc(RQ, sizeof(rq_entry));
+    if (!rq || !key || rq_n >= RQ / 2) { CNT(c_untracked, 1); return; }
+    unsigned i = rq_slot(key);
+    while (rq[i].key && rq[i].key != key) i = (i + 1) & (RQ - 1);
+    if (!rq[i].key) rq_n++;
+    rq[i].key = key;
+    rq[i].comm = comm;
+}
+
+int cpmpi_emu_untrack(uint64_t key, uint64_t *comm) {
+    if (!key || !rq_n || !rq) return 0;
+    unsigned i = rq_slot(key);
+    while (rq[i].key && rq[i].key != key) i = (i + 1) & (RQ - 1);
+    if (!rq[i].key) return 0;
+    *comm = rq[i].comm;
+    /* Backward-shift deletion: no tombstones, lookups stay short. */
+    unsigned j = i;
+    for (;;) {
+        rq[i].key = 0;
+        for (;;) {
+            j = (j + 1) & (RQ - 1);
+            if (!rq[j].key) { rq_n--; return 1; }
+            unsigned h = rq_slot(rq[j].key);
+            if ((i <= j) ? (i < h && h <= j) : (i < h || h <= j)) continue;
+            break;
+        }
+        rq[i] = rq[j];
+        i = j;
+    }
+}
+
+void cpmpi_emu_finalize(void) {
+    if (!cpmpi_emu_on) return;
+    const char *dir = getenv("COMMPERF_EMULATE_DIR");
+    if (dir && *dir) {
+        char path[4096];
+        snprintf(path, sizeof path, "%s/rank-%d.emu", dir, my_rank);
+        FILE *f = fopen(path, "w");
+        if (f) {
+            fprintf(f,
+                    "p2p_sent %llu\np2p_sent_bytes %llu\np2p_recv %llu\np2p_recv_bytes %llu\n"
+                    "coll_calls %llu\ncoll_bytes %llu\nunstamped %llu\nuntracked %llu\n"
+                    "hold_ns %.0f\npace_ns %.0f\n",
+                    (unsigned long long)c_p2p_sent, (unsigned long long)c_p2p_sent_bytes,
+                    (unsigned long long)c_p2p_recv, (unsigned long long)c_p2p_recv_bytes,
+                    (unsigned long long)c_coll_calls, (unsigned long long)c_coll_bytes,
+                    (unsigned long long)c_unstamped, (unsigned long long)c_untracked,
+                    (double)c_hold_ticks / ticks_per_ns, (double)c_pace_ticks / ticks_per_ns);
+            fclose(f);
+        }
+    }
+    cpmpi_emu_on = 0;
+    if (rings) munmap(rings, rings_len);
+    rings = NULL;
+}

@@ -1,0 +1,25 @@
+/* The LogGP knobs' hooks (emulate.c), called by the point-to-point wrappers of shim.c only
+ * while `cpmpi_emu_on` (some knob > 0; it never changes after MPI_Init). World ranks, the shim's
+ * communicator ids and times in emulate.c's ticks (cpmpi_emu_now). */
+#ifndef CPMPI_EMULATE_H
+#define CPMPI_EMULATE_H
+#include <stdint.h>
+
+extern int cpmpi_emu_on;
+/* Reads COMMPERF_EMULATE (collective over MPI_COMM_WORLD when L is set); -1: refused, the
+ * reason printed. */
+int cpmpi_emu_init(int rank, int size, int use_tsc, uint64_t tsc_mult);
+/* Sender: o, then g's pacing, then G's wire time, then the L stamp; just before PMPI. */
+void cpmpi_emu_send_pre(int dst_world, uint32_t comm, int tag, uint64_t bytes);
+/* Sender: right after the injection (PMPI returned): g's next slot. */
+void cpmpi_emu_send_post(int dst_world);
+/* Receiver: a receive completed (status known): L's hold, then o. */
+void cpmpi_emu_recv(int src_world, uint32_t comm, int tag, uint64_t bytes, uint64_t t_enter);
+uint64_t cpmpi_emu_now(void);
+void cpmpi_emu_coll(uint64_t bytes);
+void cpmpi_emu_untracked(void);
+/* Irecv requests, so a completion knows it finished a receive (and on which communicator). */
+void cpmpi_emu_track(uint64_t key, uint64_t comm);
+int cpmpi_emu_untrack(uint64_t key, uint64_t *comm);
+void cpmpi_emu_finalize(void);
+#endif
