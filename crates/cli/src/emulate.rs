@@ -344,6 +344,9 @@ pub fn run(a: &EmulateArgs) -> Result<()> {
 }
 
 fn calibrate(c: &CalibrateArgs) -> Result<()> {
+    if c.transport == TransportKind::Mpi {
+        return crate::emulate_mpi::calibrate(c);
+    }
     if c.transport == TransportKind::Model {
         bail!("--transport model is the tests' in-process model (`cargo test -p commperf-emulate` checks the knobs on it exactly); pick shm, tcp, uds, uring-tcp or uring-uds");
     }

@@ -55,7 +55,7 @@ pub struct RunArgs {
     /// Use this interposer instead of the one matching the program (openmpi, mpich)
     #[arg(long, value_name = "MPI")]
     pub interposer: Option<String>,
-    /// Print the outcome as JSON on stdout (the program's own output is left as it is)
+    /// Print the outcome as JSON on stdout (the program's own stdout then goes to stderr)
     #[arg(long)]
     pub json: bool,
     /// The MPI launch command (mpirun …) or a singleton MPI program
@@ -207,21 +207,30 @@ impl Drop for RunDir {
     }
 }
 
+/// How [`run_emulated`] runs the command, beside the knobs.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct RunOptions {
+    /// `openmpi` / `mpich`: the interposer, instead of the one matching the command's program.
+    pub interposer: Option<String>,
+    /// Send the program's stdout to this process's stderr (keeps our stdout for JSON).
+    pub program_stdout_to_stderr: bool,
+}
+
 /// Runs `command` (an MPI launch or a singleton MPI program) under the interposer with `knobs`,
-/// and reports its wall time, exit status and what the knobs did not touch. `interposer`
-/// overrides the MPI found from the command. The program's output goes to this process's
-/// stdout/stderr. A failing program is an outcome (`success: false`), not an error; errors are
-/// what prevents running it (bad knobs, no interposer, no such command).
+/// and reports its wall time, exit status and what the knobs did not touch. A failing program
+/// is an outcome (`success: false`), not an error; errors are what prevents running it (bad
+/// knobs, no interposer, no such command). Nothing is left behind: the run directory (the
+/// interposer, the L side band, the per-rank counts) is removed.
 pub(crate) fn run_emulated(
     knobs: &Knobs,
     command: &[String],
-    interposer: Option<&str>,
+    opts: &RunOptions,
 ) -> Result<RunOutcome> {
     knobs.validate()?;
     if command.is_empty() {
         bail!("no command to emulate: commperf emulate --L 20us -- mpirun -np 4 ./app");
     }
-    let plan = crate::preload::plan(command, interposer)?;
+    let plan = crate::preload::plan(command, opts.interposer.as_deref())?;
     let dir = RunDir::new()?;
     let preload = plan.install(&dir.0.join(".lib"))?;
     let vars = vec![
@@ -233,6 +242,9 @@ pub(crate) fn run_emulated(
         ),
     ];
     let mut cmd = plan.command(command, &vars);
+    if opts.program_stdout_to_stderr {
+        cmd.stdout(std::io::stderr());
+    }
     let t0 = Instant::now();
     let status = cmd
         .status()
@@ -269,6 +281,9 @@ fn describe(r: &RunOutcome) -> String {
     };
     match &r.untouched {
         None => o.push_str("\ncommperf: every knob is zero: the program ran untouched"),
+        Some(u) if u.ranks == 0 => o.push_str(
+            "\ncommperf: no rank reached MPI_Finalize with the knobs set: what they touched is unknown",
+        ),
         Some(u) => {
             let _ = write!(
                 o,
@@ -303,13 +318,14 @@ pub fn run(a: &RunArgs) -> Result<()> {
              `commperf emulate calibrate …` (the knobs on commperf's transports)"
         );
     }
-    let r = run_emulated(&a.knobs(), &a.command, a.interposer.as_deref())?;
-    let text = describe(&r);
+    let opts = RunOptions {
+        interposer: a.interposer.clone(),
+        program_stdout_to_stderr: a.json,
+    };
+    let r = run_emulated(&a.knobs(), &a.command, &opts)?;
+    crate::say(&describe(&r));
     if a.json {
-        crate::say(&text);
         println!("{}", serde_json::to_string_pretty(&r)?);
-    } else {
-        crate::say(&text);
     }
     if !r.success {
         use std::io::Write;
@@ -318,6 +334,308 @@ pub fn run(a: &RunArgs) -> Result<()> {
         std::process::exit(r.exit_code.unwrap_or(1).clamp(1, 255));
     }
     Ok(())
+}
+
+/// The LogGP parameters one `bench loggp -t mpi` run fitted (ns; G in ns per byte).
+#[derive(Debug, Clone, Copy, Default, Serialize)]
+pub(crate) struct MpiParams {
+    pub o_s_ns: Option<f64>,
+    pub o_r_ns: Option<f64>,
+    pub g_ns: Option<f64>,
+    #[serde(rename = "G_ns_per_byte")]
+    pub gap_per_byte_ns: Option<f64>,
+    #[serde(rename = "L_ns")]
+    pub l_ns: Option<f64>,
+}
+
+/// The parameters in calibration order, with the knob that owns each.
+const PARAMS: [(&str, Knob); 5] = [
+    ("o_s", Knob::O),
+    ("o_r", Knob::O),
+    ("g", Knob::LowerG),
+    ("G", Knob::UpperG),
+    ("L", Knob::L),
+];
+
+impl MpiParams {
+    fn get(&self, i: usize) -> Option<f64> {
+        [
+            self.o_s_ns,
+            self.o_r_ns,
+            self.g_ns,
+            self.gap_per_byte_ns,
+            self.l_ns,
+        ][i]
+    }
+
+    /// Reads the piece `bench loggp` fitted from its JSON results (µs in the file).
+    fn from_bench_json(text: &str) -> Result<MpiParams> {
+        let v: serde_json::Value = serde_json::from_str(text).context("bench loggp JSON")?;
+        let row = v["results"]
+            .as_array()
+            .and_then(|r| r.iter().find(|r| r["benchmark"] == "loggp"))
+            .context("bench loggp wrote no loggp result")?;
+        let us = |k: &str| row[k].as_f64().map(|x| x * 1e3);
+        Ok(MpiParams {
+            o_s_ns: us("o_s_fixed_us"),
+            o_r_ns: us("o_r_fixed_us"),
+            g_ns: us("g_us"),
+            gap_per_byte_ns: us("G_us_per_byte"),
+            l_ns: us("L_us"),
+        })
+    }
+
+    fn mean(a: &MpiParams, b: &MpiParams) -> MpiParams {
+        let m = |x: Option<f64>, y: Option<f64>| match (x, y) {
+            (Some(x), Some(y)) => Some((x + y) / 2.0),
+            (x, y) => x.or(y),
+        };
+        MpiParams {
+            o_s_ns: m(a.o_s_ns, b.o_s_ns),
+            o_r_ns: m(a.o_r_ns, b.o_r_ns),
+            g_ns: m(a.g_ns, b.g_ns),
+            gap_per_byte_ns: m(a.gap_per_byte_ns, b.gap_per_byte_ns),
+            l_ns: m(a.l_ns, b.l_ns),
+        }
+    }
+}
+
+/// One knob setting at the MPI layer, against the mean of the baselines around its knob.
+#[derive(Debug, Clone, Serialize)]
+struct MpiRow {
+    knob: String,
+    /// ns, or ns per byte for G.
+    set: f64,
+    measured: MpiParams,
+    /// Per parameter (o_s, o_r, g, G, L): measured − baseline, and whether within the criterion.
+    delta: Vec<Option<f64>>,
+    within: Vec<Option<bool>>,
+    pass: bool,
+}
+
+#[derive(Debug, Serialize)]
+struct MpiCalibration {
+    kind: &'static str,
+    command: String,
+    sizes: String,
+    iterations: u64,
+    baselines: Vec<MpiParams>,
+    rows: Vec<MpiRow>,
+}
+
+/// Seed 001's two criteria, as `emulate calibrate` applies them on the transports: the own
+/// parameter moves by the set value ± 5 % (or ± 50 ns; for G, 50 ns over the largest message),
+/// every other by less than 5 % of its baseline (or 50 ns).
+fn judge_mpi(k: Knob, set: f64, base: &MpiParams, got: &MpiParams, max_size: f64) -> MpiRow {
+    let mut delta = Vec::new();
+    let mut within = Vec::new();
+    for (i, (name, owner)) in PARAMS.iter().enumerate() {
+        let floor = if *name == "G" { 50.0 / max_size } else { 50.0 };
+        let own = *owner == k;
+        let want = if own { set } else { 0.0 };
+        let b = base.get(i);
+        let tol = if own {
+            (0.05 * set).max(floor)
+        } else {
+            (0.05 * b.unwrap_or(0.0).abs()).max(floor)
+        };
+        let d = b.zip(got.get(i)).map(|(b, m)| m - b);
+        delta.push(d);
+        within.push(d.map(|d| (d - want).abs() <= tol));
+    }
+    let pass = PARAMS.iter().zip(&within).all(|((_, owner), w)| {
+        if *owner == k {
+            *w == Some(true)
+        } else {
+            *w != Some(false)
+        }
+    });
+    MpiRow {
+        knob: k.to_string(),
+        set,
+        measured: *got,
+        delta,
+        within,
+        pass,
+    }
+}
+
+fn render_mpi(c: &MpiCalibration) -> String {
+    use std::fmt::Write;
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
+        "# commperf emulate calibrate -t mpi: `{}`, sizes {}, {} repetitions per PRTT figure",
+        c.command, c.sizes, c.iterations
+    );
+    let _ = writeln!(o, "# own: moves by the set value ±5 % or ±50 ns; others: < 5 % (or 50 ns); drift against knobs-at-zero measured before and after each knob");
+    let _ = writeln!(
+        o,
+        "{:<4} {:>10}  {:<32} {:<60} verdict",
+        "knob", "set", "own Δ", "others' drift"
+    );
+    let fmt = |name: &str, d: Option<f64>| match d {
+        None => format!("{name} -"),
+        Some(x) if name == "G" => format!("{name} {x:+.4}ns/B"),
+        Some(x) => format!("{name} {x:+.0}ns"),
+    };
+    for r in &c.rows {
+        let base = |i: usize| {
+            // The baseline is measured − delta.
+            r.measured.get(i).zip(r.delta[i]).map(|(m, d)| m - d)
+        };
+        let mut own = Vec::new();
+        let mut others = Vec::new();
+        for (i, (name, owner)) in PARAMS.iter().enumerate() {
+            let mut cell = fmt(name, r.delta[i]);
+            if owner.to_string() == r.knob {
+                own.push(cell);
+            } else {
+                if let (Some(b), Some(d)) = (base(i), r.delta[i]) {
+                    if b.abs() > 0.0 {
+                        let _ = write!(cell, " ({:+.0}%)", d / b * 100.0);
+                    }
+                }
+                if r.within[i] == Some(false) {
+                    cell.push('!');
+                }
+                others.push(cell);
+            }
+        }
+        let set = if r.knob == "G" {
+            format!("{} ns/B", r.set)
+        } else {
+            format!("{} µs", r.set / 1e3)
+        };
+        let _ = writeln!(
+            o,
+            "{:<4} {:>10}  {:<32} {:<60} {}",
+            r.knob,
+            set,
+            own.join(", "),
+            others.join(" "),
+            if r.pass { "pass" } else { "FAIL" }
+        );
+    }
+    for (i, b) in c.baselines.iter().enumerate() {
+        let v = |x: Option<f64>| x.map_or("-".to_string(), |x| format!("{x:.0}ns"));
+        let _ = writeln!(
+            o,
+            "# baseline {i}: o_s {} o_r {} g {} G {} L {}",
+            v(b.o_s_ns),
+            v(b.o_r_ns),
+            v(b.g_ns),
+            b.gap_per_byte_ns
+                .map_or("-".to_string(), |x| format!("{x:.4}ns/B")),
+            v(b.l_ns)
+        );
+    }
+    o
+}
+
+/// `commperf emulate calibrate -t mpi`: each knob alone, in the interposer, under
+/// `mpirun -np 2 commperf bench loggp -t mpi` (this binary, its own MPI's launcher), LogGP
+/// measured at the MPI layer with the same PRTT fit, judged like the transport calibration
+/// against knobs-at-zero baselines taken before the first knob and after each knob.
+pub(crate) fn calibrate(c: &crate::emulate::CalibrateArgs) -> Result<()> {
+    #[cfg(not(feature = "mpi"))]
+    {
+        let _ = c;
+        bail!(commperf_mpi::NOT_BUILT)
+    }
+    #[cfg(feature = "mpi")]
+    {
+        use commperf_mpi::spawn::{self, Flavor, Host};
+        let exe = std::env::current_exe().context("finding this program")?;
+        let sizes = c.sizes.clone();
+        let max_size = commperf_core::units::parse_sizes(&sizes)
+            .ok()
+            .and_then(|v| v.into_iter().max())
+            .unwrap_or(16384) as f64;
+        let dir = RunDir::new()?;
+        let json = dir.0.join("loggp.json");
+        let args: Vec<std::ffi::OsString> = [
+            "bench",
+            "loggp",
+            "-t",
+            "mpi",
+            "--sizes",
+            &sizes,
+            "--iters",
+            &c.iters.to_string(),
+            "--format",
+            "json",
+            "-o",
+            &json.display().to_string(),
+        ]
+        .iter()
+        .map(Into::into)
+        .collect();
+        let host = Host {
+            cpus: commperf_transport::affinity::allowed_cpus().len(),
+            // SAFETY: geteuid has no preconditions and cannot fail.
+            root: unsafe { libc::geteuid() } == 0,
+        };
+        let path = std::env::var_os("PATH");
+        let lib = commperf_mpi::library_version();
+        let cmd = spawn::mpirun(Flavor::of(&lib), 2, &exe, &args, host, path.as_deref())
+            .map_err(anyhow::Error::msg)?;
+        let command: Vec<String> = std::iter::once(cmd.program.display().to_string())
+            .chain(cmd.args.iter().map(|a| a.to_string_lossy().into_owned()))
+            .collect();
+        let opts = RunOptions {
+            interposer: None,
+            // The bench tables go to stderr: this verb's stdout is its own table.
+            program_stdout_to_stderr: true,
+        };
+        let measure = |k: &Knobs| -> Result<MpiParams> {
+            let _ = std::fs::remove_file(&json);
+            let r = run_emulated(k, &command, &opts)?;
+            if !r.success {
+                bail!("{} failed under {}", command.join(" "), env_value(k));
+            }
+            let text = std::fs::read_to_string(&json)
+                .with_context(|| format!("reading {}", json.display()))?;
+            MpiParams::from_bench_json(&text)
+        };
+        let knobs = if c.knobs.is_empty() {
+            ["o=1,2,5us", "g=1,2,5us", "G=0.5", "L=5,20us"]
+                .iter()
+                .filter_map(|s| commperf_emulate::parse_knob_list(s).ok())
+                .collect()
+        } else {
+            c.knobs.clone()
+        };
+        let mut baselines = vec![measure(&Knobs::default())?];
+        let mut rows = Vec::new();
+        for (k, values) in &knobs {
+            let mut got = Vec::new();
+            for &v in values.iter().filter(|v| **v > 0.0) {
+                crate::say(&format!("commperf: calibrating {k} = {v}"));
+                got.push((v, measure(&Knobs::only(*k, v))?));
+            }
+            baselines.push(measure(&Knobs::default())?);
+            let n = baselines.len();
+            let base = MpiParams::mean(&baselines[n - 2], &baselines[n - 1]);
+            rows.extend(
+                got.iter()
+                    .map(|(v, p)| judge_mpi(*k, *v, &base, p, max_size)),
+            );
+        }
+        let cal = MpiCalibration {
+            kind: "commperf-emulate-calibrate-mpi",
+            command: command.join(" "),
+            sizes,
+            iterations: c.iters,
+            baselines,
+            rows,
+        };
+        print!("{}", render_mpi(&cal));
+        if let Some(p) = &c.out {
+            crate::output::write_atomically(p, serde_json::to_string_pretty(&cal)?.as_bytes())?;
+        }
+        Ok(())
+    }
 }
 
 #[cfg(test)]

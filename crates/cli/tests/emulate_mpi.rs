@@ -1,0 +1,192 @@
+//! `commperf emulate [--o/--g/--G/--L] -- mpirun …`: the LogGP knobs inside the MPI interposer,
+//! under Open MPI and under MPICH, on a C program (crates/pmpi/tests/apps/knobs.c) that measures
+//! what each knob must move. Bounds are one-sided where the machine's load can only add time
+//! (a spin of Δ adds at least Δ), and generous on the other side (the figures are minima over
+//! repetitions, so one quiet moment of the shared 2-core machine suffices). Each test needs its
+//! MPI installed; without it, it skips with a message, unless `COMMPERF_REQUIRE_MPI=1` (set by
+//! CI) makes that a failure.
+
+mod mpi_apps;
+use mpi_apps::{compile, exe, ok, ready, text, Scratch};
+use serde_json::Value;
+use std::path::Path;
+use std::process::{Command, Output};
+use std::sync::Mutex;
+
+/// One MPI job at a time: two 2-rank jobs spinning on a 2-core machine would measure each other.
+static ONE_JOB: Mutex<()> = Mutex::new(());
+
+/// `commperf emulate KNOBS --json -- mpirun.<mpi> -np 2 PROG ARGS…`, time-limited.
+fn emulate(knobs: &[&str], mpi: &str, prog: &Path, args: &[&str]) -> Output {
+    let mut c = Command::new("timeout");
+    c.args(["-k", "10", "300", exe(), "emulate"])
+        .args(knobs)
+        .args(["--json", "--"])
+        .args([format!("mpirun.{mpi}").as_str(), "-np", "2"]);
+    if mpi == "openmpi" {
+        c.arg("--oversubscribe");
+    }
+    c.arg(prog).args(args);
+    c.env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
+    c.output().expect("run commperf emulate")
+}
+
+/// The outcome (stdout: JSON only; the program's stdout went to stderr) and the program's
+/// figure `key` (from its line `key value …`).
+fn run(knobs: &[&str], mpi: &str, prog: &Path, args: &[&str], key: &str) -> (Value, f64) {
+    let o = emulate(knobs, mpi, prog, args);
+    ok(&o);
+    let j: Value = serde_json::from_slice(&o.stdout)
+        .unwrap_or_else(|e| panic!("stdout is not JSON ({e}): {}", text(&o.stdout)));
+    let err = text(&o.stderr);
+    let v = err
+        .split_whitespace()
+        .skip_while(|w| *w != key)
+        .nth(1)
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("no {key} in the program's output:\n{err}"));
+    (j, v)
+}
+
+fn knobs_under(mpi: &str) {
+    let test = format!("knobs_{mpi}");
+    let _one = ONE_JOB.lock().unwrap_or_else(|e| e.into_inner());
+    if !ready(&test, &[&format!("mpicc.{mpi}"), &format!("mpirun.{mpi}")]) {
+        return;
+    }
+    let s = Scratch::new("emulate", &test);
+    let prog = s.0.join("knobs");
+    compile(&format!("mpicc.{mpi}"), "knobs.c", &prog);
+    let pp = ["pingpong", "8", "10", "30"];
+
+    // Knobs at zero: the interposer passes every call through, and says so.
+    let (j, base) = run(&[], mpi, &prog, &pp, "oneway_ns");
+    assert_eq!(j["untouched"], Value::Null, "{j}");
+    assert_eq!(j["exit_code"], 0);
+    assert!(base > 0.0, "one-way {base} ns without knobs");
+    // Upper bounds on measured times: generous (a few scheduler time slices: on a loaded 2-core
+    // machine MPICH's ranks yield the CPU while they poll, and a 300 ns ping-pong becomes 5 ms).
+    // The tight upper bounds are on what the interposer itself added (held_ns, paced_ns).
+    let slack = 50_000_000.0 + 3.0 * base;
+
+    // L: every message is held to its arrival + 200 µs: the one-way time is at least that.
+    let (j, l) = run(&["--L", "200us"], mpi, &prog, &pp, "oneway_ns");
+    assert!(l >= 200_000.0, "L=200us: one-way {l} ns");
+    assert!(
+        l < base + 200_000.0 + slack,
+        "L=200us: one-way {l} ns, base {base}"
+    );
+    assert_eq!(j["L_ns"], 200_000.0);
+    // Every received message found its sender's stamp, and was held at most ΔL (a hold ends at
+    // arrival + ΔL and the arrival is never after the completion), and in a
+    // ping-pong, where the receiver always waits, nearly ΔL.
+    let u = &j["untouched"];
+    assert_eq!(u["unstamped_receives"], 0, "{j}");
+    let recvs = u["p2p_receives"].as_f64().unwrap();
+    let held = u["held_ns"].as_f64().unwrap();
+    // 2 ranks × (1 warm-up of 2 + 30 × 10) round trips, one receive each per round trip.
+    assert_eq!(recvs, 2.0 * (2.0 + 30.0 * 10.0), "{j}");
+    assert!(
+        held <= recvs * 200_000.0 + recvs,
+        "held {held} ns for {recvs} receives"
+    );
+    assert!(
+        held >= recvs * 150_000.0,
+        "held {held} ns for {recvs} receives"
+    );
+
+    // o: the sender spins Δo before the send, the receiver after the receive.
+    let (_, o) = run(&["--o", "20us"], mpi, &prog, &pp, "oneway_ns");
+    assert!(o >= 40_000.0, "o=20us: one-way {o} ns (2 × Δo expected)");
+    assert!(
+        o < base + 40_000.0 + slack,
+        "o=20us: one-way {o} ns, base {base}"
+    );
+    let sr = ["send", "8", "20", "30"];
+    let out = emulate(&["--o", "20us"], mpi, &prog, &sr);
+    ok(&out);
+    let err = text(&out.stderr);
+    let fig = |k: &str| -> f64 {
+        err.split_whitespace()
+            .skip_while(|w| *w != k)
+            .nth(1)
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("no {k}:\n{err}"))
+    };
+    assert!(fig("send_ns") >= 20_000.0, "o on the sender: {err}");
+    assert!(fig("recv_ns") >= 20_000.0, "o on the receiver: {err}");
+
+    // g: a burst of 10 Isends is spaced by Δg: 9 gaps.
+    let (j, b) = run(
+        &["--g", "30us"],
+        mpi,
+        &prog,
+        &["burst", "10", "8", "10"],
+        "burst_ns",
+    );
+    assert!(b >= 9.0 * 30_000.0, "g=30us: burst {b} ns");
+    assert!(b < 9.0 * 30_000.0 + slack, "g=30us: burst {b} ns");
+    assert!(j["untouched"]["paced_ns"].as_f64().unwrap() > 0.0, "{j}");
+
+    // G: a 4000-byte send occupies its sender 4000 × 10 ns longer.
+    let (_, g) = run(
+        &["--G", "10"],
+        mpi,
+        &prog,
+        &["send", "4000", "20", "30"],
+        "send_ns",
+    );
+    assert!(g >= 40_000.0, "G=10ns/B: send of 4000 B took {g} ns");
+    assert!(g < 40_000.0 + slack, "G=10ns/B: send of 4000 B took {g} ns");
+
+    // Collectives are not touched, and counted exactly: per rank 5 MPI_Allreduce of 8 B and the
+    // ping-pong's MPI_Barrier; 10 ping-pongs of 100 B each way.
+    let (j, sum) = run(&["--o", "1us"], mpi, &prog, &["coll"], "sum");
+    assert_eq!(sum, 1.0);
+    let u = &j["untouched"];
+    assert_eq!(u["ranks"], 2, "{j}");
+    assert_eq!(u["collective_calls"], 12, "{j}");
+    assert_eq!(u["collective_bytes"], 80, "{j}");
+    assert_eq!(u["p2p_messages"], 20, "{j}");
+    assert_eq!(u["p2p_bytes"], 2000, "{j}");
+    assert_eq!(u["p2p_receives"], 20, "{j}");
+    assert_eq!(u["untouched_calls_percent"], 37.5, "{j}");
+
+    // The program's exit status is the verb's; nothing is left behind.
+    let o = emulate(&["--o", "1us"], mpi, &prog, &["bogus"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
+    let j: Value = serde_json::from_slice(&o.stdout).expect("JSON");
+    assert_eq!(j["success"], false);
+}
+
+#[test]
+fn knobs_under_openmpi() {
+    knobs_under("openmpi");
+}
+
+#[test]
+fn knobs_under_mpich() {
+    knobs_under("mpich");
+}
+
+#[test]
+fn bad_knob_values_exit_2_naming_the_knob() {
+    for (args, knob, why) in [
+        (["--L", "-5us"], "knob L", "between 0 and 1 s"),
+        (["--o", "2s"], "knob o", "between 0 and 1 s"),
+        (["--g", "fast"], "knob g", "cannot read"),
+        (["--G", "-1"], "knob G", "between 0 and 1 s per byte"),
+        (["--L", "5"], "knob L", "no unit"),
+    ] {
+        let o = Command::new(exe())
+            .arg("emulate")
+            .args(args)
+            .args(["--", "mpirun", "-np", "2", "true"])
+            .output()
+            .expect("run commperf");
+        let err = text(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(knob) && err.contains(why), "{args:?}: {err}");
+    }
+}
