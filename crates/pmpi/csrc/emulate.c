@@ -44,6 +44,7 @@
 #include "emulate.h"
 
 int cpmpi_emu_on = 0;
+int cpmpi_emu_l = 0;
 
 #define TLS __thread __attribute__((tls_model("initial-exec")))
 
@@ -92,13 +93,15 @@ static uint64_t c_hold_ticks, c_pace_ticks;
 
 /* ---- the L side band ------------------------------------------------------------------------ */
 
-#define RING 8192
+#define RING 4096
+/* One cache line per stamp: the receiver reading slot k must not pull the line the sender is
+ * writing slot k+1 into (false sharing would cost both sides a miss per message). */
 typedef struct {
     uint64_t seq; /* slot index + 1 once written (release) */
     uint64_t t;   /* sender's ticks just before injection */
     uint32_t comm;
     int32_t tag;
-    uint64_t pad;
+    char pad[40];
 } stamp;
 typedef struct {
     volatile uint64_t head; /* next slot a sender takes */
@@ -125,11 +128,16 @@ static pending *pend = NULL;
 
 static ring *ring_of(int src, int dst) { return &rings[(size_t)src * (size_t)n_ranks + (size_t)dst]; }
 
+/* The receiver's tail as this sender last read it, per destination: the tail's line is the
+ * receiver's, so it is re-read only when the ring looks full (no miss per message). */
+static uint64_t *seen_tail = NULL;
+
 static void stamp_send(int dst, uint32_t comm, int tag, uint64_t t) {
     ring *r = ring_of(my_rank, dst);
     uint64_t h = __atomic_fetch_add(&r->head, 1, __ATOMIC_ACQ_REL);
-    uint64_t tail = __atomic_load_n(&r->tail, __ATOMIC_ACQUIRE);
-    if (h - tail >= RING) {
+    if (h - seen_tail[dst] >= RING)
+        seen_tail[dst] = __atomic_load_n(&r->tail, __ATOMIC_ACQUIRE);
+    if (h - seen_tail[dst] >= RING) {
         /* Never block the sender: the receiver learns it can no longer trust this ring. */
         __atomic_store_n(&r->overflow, 1, __ATOMIC_RELEASE);
         return;
@@ -277,6 +285,7 @@ static int map_rings(void) {
     }
     rings = m;
     pend = calloc((size_t)n_ranks, sizeof(pending));
+    seen_tail = calloc((size_t)n_ranks, sizeof(uint64_t));
     for (int i = 0; i < n_ranks; i++) pend[i].lmin = UINT64_MAX;
     return 0;
 }
@@ -311,6 +320,7 @@ int cpmpi_emu_init(int rank, int size, int use_tsc, uint64_t tsc_mult) {
         if (!all) return -1;
     }
     cpmpi_emu_on = want;
+    cpmpi_emu_l = l_t != 0;
     if (rank == 0 && getenv("COMMPERF_EMULATE_VERBOSE"))
         fprintf(stderr, "commperf-pmpi: emulating o=%.0fns g=%.0fns G=%.3fns/B L=%.0fns (%s)\n",
                 o_ns, g_ns, big_g_ns, l_ns, use_tsc_e ? "TSC" : "CLOCK_MONOTONIC");
@@ -325,10 +335,12 @@ static TLS uint64_t wire_free;
 void cpmpi_emu_send_pre(int dst_world, uint32_t comm, int tag, uint64_t bytes) {
     if (dst_world < 0) return; /* MPI_PROC_NULL: no message */
     spin_for(o_t);
-    uint64_t t = ticks();
-    if ((int64_t)(wire_free - t) > 0) {
-        CNT(c_pace_ticks, wire_free - t);
-        spin_until(wire_free);
+    if (wire_free) { /* only with g set: no clock read otherwise */
+        uint64_t t = ticks();
+        if ((int64_t)(wire_free - t) > 0) {
+            CNT(c_pace_ticks, wire_free - t);
+            spin_until(wire_free);
+        }
     }
     if (big_g_t > 0.0) spin_for((uint64_t)(big_g_t * (double)bytes + 0.5));
     if (l_t) stamp_send(dst_world, comm, tag, ticks());

@@ -6,6 +6,8 @@
 #include <stdint.h>
 
 extern int cpmpi_emu_on;
+/* L is set: receives need their entry time. */
+extern int cpmpi_emu_l;
 /* Reads COMMPERF_EMULATE (collective over MPI_COMM_WORLD when L is set); -1: refused, the
  * reason printed. */
 int cpmpi_emu_init(int rank, int size, int use_tsc, uint64_t tsc_mult);

@@ -163,6 +163,9 @@ static inline uint64_t now(void) {
 
 /* Whether this call is handled (recorded and/or emulated): monitoring or emulation on, and not
  * inside another wrapped call. Recording itself checks MONITORING(). */
+/* A recorded call's times: read only while monitoring, so that emulation alone does not pay for
+ * the clock reads (tens of ns each in a VM) on every call. */
+#define STAMP() (MONITORING() ? now() : 0)
 #define ENTER() (enabled && depth == 0 ? (depth = 1, 1) : 0)
 #define LEAVE() (depth = 0)
 
@@ -298,10 +301,10 @@ static void clock_sync(int phase) {
             int64_t best = INT64_MAX, off = 0;
             for (int k = 0; k < K; k++) {
                 int64_t tp;
-                uint64_t t0 = now();
+                uint64_t t0 = STAMP();
                 PMPI_Send(NULL, 0, MPI_BYTE, p, 1, sync_comm);
                 PMPI_Recv(&tp, 1, MPI_INT64_T, p, 2, sync_comm, MPI_STATUS_IGNORE);
-                uint64_t t1 = now();
+                uint64_t t1 = STAMP();
                 int64_t rtt = (int64_t)(t1 - t0);
                 if (rtt < best) { best = rtt; off = (int64_t)((t0 + t1) / 2) - tp; }
             }
@@ -478,7 +481,8 @@ static inline void rec_recv(int kind, int flags, MPI_Comm comm, const MPI_Status
     }
 #define EMU_SEND_POST() if (EMU_ON()) cpmpi_emu_send_post(emu_w_)
 /* When the receiving call was entered, for L's arrival estimate. */
-#define EMU_ENTER() (EMU_ON() ? cpmpi_emu_now() : 0)
+/* Only L needs it: the other knobs read no clock on the receiving side before the completion. */
+#define EMU_ENTER() (EMU_ON() && cpmpi_emu_l ? cpmpi_emu_now() : 0)
 
 /* A receive on `comm` completed with status `st`: L's hold, then o. */
 static void emu_received(MPI_Comm comm, const MPI_Status *st, uint64_t te) {
@@ -505,11 +509,11 @@ static void emu_done_many(const uint64_t *keys, const int *idx, int n, const MPI
 #define SEND_WRAP(NAME, KIND)                                                                    \
     int MPI_##NAME(const void *buf, int count, MPI_Datatype dt, int dest, int tag, MPI_Comm comm) { \
         if (!ENTER()) return PMPI_##NAME(buf, count, dt, dest, tag, comm);                      \
-        uint64_t t0 = now();                                                                     \
+        uint64_t t0 = STAMP();                                                                     \
         EMU_SEND_PRE(dest, comm, tag, type_bytes(dt, count))                                     \
         int rc = PMPI_##NAME(buf, count, dt, dest, tag, comm);                                   \
         EMU_SEND_POST();                                                                         \
-        uint64_t t1 = now();                                                                     \
+        uint64_t t1 = STAMP();                                                                     \
         rec_send(KIND, 0, dest, tag, comm, type_bytes(dt, count), t0, t1);                       \
         LEAVE();                                                                                 \
         return rc;                                                                               \
@@ -523,10 +527,10 @@ int MPI_Recv(void *buf, int count, MPI_Datatype dt, int src, int tag, MPI_Comm c
     if (!ENTER()) return PMPI_Recv(buf, count, dt, src, tag, comm, status);
     MPI_Status own;
     MPI_Status *st = status == MPI_STATUS_IGNORE ? &own : status;
-    uint64_t t0 = now(), te = EMU_ENTER();
+    uint64_t t0 = STAMP(), te = EMU_ENTER();
     int rc = PMPI_Recv(buf, count, dt, src, tag, comm, st);
     if (rc == MPI_SUCCESS && EMU_ON()) emu_received(comm, st, te);
-    uint64_t t1 = now();
+    uint64_t t1 = STAMP();
     if (rc == MPI_SUCCESS) rec_recv(K_RECV, src == MPI_ANY_SOURCE ? F_ANY_SOURCE : 0, comm, st, t0, t1);
     LEAVE();
     return rc;
@@ -549,11 +553,11 @@ static inline void post(int kind, int flags, int peer, int tag, MPI_Comm comm, u
     int MPI_##NAME(const void *buf, int count, MPI_Datatype dt, int dest, int tag, MPI_Comm comm, \
                    MPI_Request *req) {                                                           \
         if (!ENTER()) return PMPI_##NAME(buf, count, dt, dest, tag, comm, req);                  \
-        uint64_t t0 = now();                                                                     \
+        uint64_t t0 = STAMP();                                                                     \
         EMU_SEND_PRE(dest, comm, tag, type_bytes(dt, count))                                     \
         int rc = PMPI_##NAME(buf, count, dt, dest, tag, comm, req);                              \
         EMU_SEND_POST();                                                                         \
-        uint64_t t1 = now();                                                                     \
+        uint64_t t1 = STAMP();                                                                     \
         if (rc == MPI_SUCCESS) post(KIND, 0, dest, tag, comm, type_bytes(dt, count), t0, t1, *req); \
         LEAVE();                                                                                 \
         return rc;                                                                               \
@@ -565,10 +569,10 @@ ISEND_WRAP(Irsend, K_IRSEND)
 
 int MPI_Irecv(void *buf, int count, MPI_Datatype dt, int src, int tag, MPI_Comm comm, MPI_Request *req) {
     if (!ENTER()) return PMPI_Irecv(buf, count, dt, src, tag, comm, req);
-    uint64_t t0 = now();
+    uint64_t t0 = STAMP();
     int rc = PMPI_Irecv(buf, count, dt, src, tag, comm, req);
     if (rc == MPI_SUCCESS && EMU_ON() && src != MPI_PROC_NULL) cpmpi_emu_track(HKEY(*req), HKEY(comm));
-    uint64_t t1 = now();
+    uint64_t t1 = STAMP();
     if (rc == MPI_SUCCESS)
         post(K_IRECV, src == MPI_ANY_SOURCE ? F_ANY_SOURCE : 0, src, tag, comm,
              type_bytes(dt, count), t0, t1, *req);
@@ -603,10 +607,10 @@ int MPI_Wait(MPI_Request *req, MPI_Status *status) {
     MPI_Status own;
     MPI_Status *st = status == MPI_STATUS_IGNORE ? &own : status;
     uint64_t key = HKEY(*req);
-    uint64_t t0 = now(), te = EMU_ENTER();
+    uint64_t t0 = STAMP(), te = EMU_ENTER();
     int rc = PMPI_Wait(req, st);
     if (rc == MPI_SUCCESS && EMU_ON()) emu_done(key, st, te);
-    uint64_t t1 = now();
+    uint64_t t1 = STAMP();
     if (rc == MPI_SUCCESS) complete(key, st, t0, t1);
     LEAVE();
     return rc;
@@ -617,10 +621,10 @@ int MPI_Test(MPI_Request *req, int *flag, MPI_Status *status) {
     MPI_Status own;
     MPI_Status *st = status == MPI_STATUS_IGNORE ? &own : status;
     uint64_t key = HKEY(*req);
-    uint64_t t0 = now(), te = EMU_ENTER();
+    uint64_t t0 = STAMP(), te = EMU_ENTER();
     int rc = PMPI_Test(req, flag, st);
     if (rc == MPI_SUCCESS && *flag && EMU_ON()) emu_done(key, st, te);
-    uint64_t t1 = now();
+    uint64_t t1 = STAMP();
     if (rc == MPI_SUCCESS && *flag) complete(key, st, t0, t1);
     LEAVE();
     return rc;
@@ -641,10 +645,10 @@ int MPI_Waitall(int count, MPI_Request reqs[], MPI_Status *statuses) {
     MPI_Status sbuf[SMALL], *sts = statuses;
     if (statuses == MPI_STATUSES_IGNORE) sts = count <= SMALL ? sbuf : malloc(sizeof(MPI_Status) * (size_t)count);
     for (int i = 0; i < count; i++) keys[i] = HKEY(reqs[i]);
-    uint64_t t0 = now(), te = EMU_ENTER();
+    uint64_t t0 = STAMP(), te = EMU_ENTER();
     int rc = PMPI_Waitall(count, reqs, sts);
     if (rc == MPI_SUCCESS && EMU_ON()) emu_done_many(keys, NULL, count, sts, 1, te);
-    uint64_t t1 = now();
+    uint64_t t1 = STAMP();
     if (rc == MPI_SUCCESS) complete_many(keys, NULL, count, sts, 1, t0, t1);
     if (keys != kbuf) free(keys);
     if (sts != statuses && sts != sbuf) free(sts);
@@ -658,10 +662,10 @@ int MPI_Testall(int count, MPI_Request reqs[], int *flag, MPI_Status *statuses) 
     MPI_Status sbuf[SMALL], *sts = statuses;
     if (statuses == MPI_STATUSES_IGNORE) sts = count <= SMALL ? sbuf : malloc(sizeof(MPI_Status) * (size_t)count);
     for (int i = 0; i < count; i++) keys[i] = HKEY(reqs[i]);
-    uint64_t t0 = now(), te = EMU_ENTER();
+    uint64_t t0 = STAMP(), te = EMU_ENTER();
     int rc = PMPI_Testall(count, reqs, flag, sts);
     if (rc == MPI_SUCCESS && *flag && EMU_ON()) emu_done_many(keys, NULL, count, sts, 1, te);
-    uint64_t t1 = now();
+    uint64_t t1 = STAMP();
     if (rc == MPI_SUCCESS && *flag) complete_many(keys, NULL, count, sts, 1, t0, t1);
     if (keys != kbuf) free(keys);
     if (sts != statuses && sts != sbuf) free(sts);
@@ -675,10 +679,10 @@ int MPI_Waitany(int count, MPI_Request reqs[], int *index, MPI_Status *status) {
     MPI_Status own;
     MPI_Status *st = status == MPI_STATUS_IGNORE ? &own : status;
     for (int i = 0; i < count; i++) keys[i] = HKEY(reqs[i]);
-    uint64_t t0 = now(), te = EMU_ENTER();
+    uint64_t t0 = STAMP(), te = EMU_ENTER();
     int rc = PMPI_Waitany(count, reqs, index, st);
     if (rc == MPI_SUCCESS && *index != MPI_UNDEFINED && EMU_ON()) emu_done(keys[*index], st, te);
-    uint64_t t1 = now();
+    uint64_t t1 = STAMP();
     if (rc == MPI_SUCCESS && *index != MPI_UNDEFINED) complete(keys[*index], st, t0, t1);
     if (keys != kbuf) free(keys);
     LEAVE();
@@ -691,10 +695,10 @@ int MPI_Testany(int count, MPI_Request reqs[], int *index, int *flag, MPI_Status
     MPI_Status own;
     MPI_Status *st = status == MPI_STATUS_IGNORE ? &own : status;
     for (int i = 0; i < count; i++) keys[i] = HKEY(reqs[i]);
-    uint64_t t0 = now(), te = EMU_ENTER();
+    uint64_t t0 = STAMP(), te = EMU_ENTER();
     int rc = PMPI_Testany(count, reqs, index, flag, st);
     if (rc == MPI_SUCCESS && *flag && *index != MPI_UNDEFINED && EMU_ON()) emu_done(keys[*index], st, te);
-    uint64_t t1 = now();
+    uint64_t t1 = STAMP();
     if (rc == MPI_SUCCESS && *flag && *index != MPI_UNDEFINED) complete(keys[*index], st, t0, t1);
     if (keys != kbuf) free(keys);
     LEAVE();
@@ -708,11 +712,11 @@ int MPI_Testany(int count, MPI_Request reqs[], int *index, int *flag, MPI_Status
         MPI_Status sbuf[SMALL], *sts = statuses;                                                 \
         if (statuses == MPI_STATUSES_IGNORE) sts = count <= SMALL ? sbuf : malloc(sizeof(MPI_Status) * (size_t)count); \
         for (int i = 0; i < count; i++) keys[i] = HKEY(reqs[i]);                                 \
-        uint64_t t0 = now(), te = EMU_ENTER();                                                   \
+        uint64_t t0 = STAMP(), te = EMU_ENTER();                                                   \
         int rc = PMPI_##NAME(count, reqs, outcount, indices, sts);                               \
         if (rc == MPI_SUCCESS && *outcount != MPI_UNDEFINED && EMU_ON())                         \
             emu_done_many(keys, indices, *outcount, sts, 0, te);                                 \
-        uint64_t t1 = now();                                                                     \
+        uint64_t t1 = STAMP();                                                                     \
         if (rc == MPI_SUCCESS && *outcount != MPI_UNDEFINED)                                     \
             complete_many(keys, indices, *outcount, sts, 0, t0, t1);                             \
         if (keys != kbuf) free(keys);                                                            \
@@ -737,12 +741,12 @@ int MPI_Sendrecv(const void *sbuf, int scount, MPI_Datatype stype, int dest, int
     if (!ENTER()) return PMPI_Sendrecv(sbuf, scount, stype, dest, stag, rbuf, rcount, rtype, src, rtag, comm, status);
     MPI_Status own;
     MPI_Status *st = status == MPI_STATUS_IGNORE ? &own : status;
-    uint64_t t0 = now(), te = EMU_ENTER();
+    uint64_t t0 = STAMP(), te = EMU_ENTER();
     EMU_SEND_PRE(dest, comm, stag, type_bytes(stype, scount))
     int rc = PMPI_Sendrecv(sbuf, scount, stype, dest, stag, rbuf, rcount, rtype, src, rtag, comm, st);
     EMU_SEND_POST();
     if (rc == MPI_SUCCESS && EMU_ON()) emu_received(comm, st, te);
-    uint64_t t1 = now();
+    uint64_t t1 = STAMP();
     if (rc == MPI_SUCCESS) {
         rec_send(K_SENDRECV_SEND, 0, dest, stag, comm, type_bytes(stype, scount), t0, t1);
         rec_recv(K_SENDRECV_RECV, src == MPI_ANY_SOURCE ? F_ANY_SOURCE : 0, comm, st, t0, t1);
@@ -756,12 +760,12 @@ int MPI_Sendrecv_replace(void *buf, int count, MPI_Datatype dt, int dest, int st
     if (!ENTER()) return PMPI_Sendrecv_replace(buf, count, dt, dest, stag, src, rtag, comm, status);
     MPI_Status own;
     MPI_Status *st = status == MPI_STATUS_IGNORE ? &own : status;
-    uint64_t t0 = now(), te = EMU_ENTER();
+    uint64_t t0 = STAMP(), te = EMU_ENTER();
     EMU_SEND_PRE(dest, comm, stag, type_bytes(dt, count))
     int rc = PMPI_Sendrecv_replace(buf, count, dt, dest, stag, src, rtag, comm, st);
     EMU_SEND_POST();
     if (rc == MPI_SUCCESS && EMU_ON()) emu_received(comm, st, te);
-    uint64_t t1 = now();
+    uint64_t t1 = STAMP();
     if (rc == MPI_SUCCESS) {
         rec_send(K_SENDRECV_SEND, 0, dest, stag, comm, type_bytes(dt, count), t0, t1);
         rec_recv(K_SENDRECV_RECV, src == MPI_ANY_SOURCE ? F_ANY_SOURCE : 0, comm, st, t0, t1);
@@ -774,9 +778,9 @@ int MPI_Probe(int src, int tag, MPI_Comm comm, MPI_Status *status) {
     if (!ENTER()) return PMPI_Probe(src, tag, comm, status);
     MPI_Status own;
     MPI_Status *st = status == MPI_STATUS_IGNORE ? &own : status;
-    uint64_t t0 = now();
+    uint64_t t0 = STAMP();
     int rc = PMPI_Probe(src, tag, comm, st);
-    uint64_t t1 = now();
+    uint64_t t1 = STAMP();
     if (rc == MPI_SUCCESS) rec_recv(K_PROBE, 0, comm, st, t0, t1);
     LEAVE();
     return rc;
@@ -786,9 +790,9 @@ int MPI_Iprobe(int src, int tag, MPI_Comm comm, int *flag, MPI_Status *status) {
     if (!ENTER()) return PMPI_Iprobe(src, tag, comm, flag, status);
     MPI_Status own;
     MPI_Status *st = status == MPI_STATUS_IGNORE ? &own : status;
-    uint64_t t0 = now();
+    uint64_t t0 = STAMP();
     int rc = PMPI_Iprobe(src, tag, comm, flag, st);
-    uint64_t t1 = now();
+    uint64_t t1 = STAMP();
     if (rc == MPI_SUCCESS) {
         /* Only successful probes: a polling loop would otherwise fill the buffers with misses. */
         if (*flag) rec_recv(K_IPROBE, 0, comm, st, t0, t1);
@@ -811,9 +815,9 @@ static inline void rec_coll(int kind, int root, MPI_Comm comm, uint64_t bytes, u
 
 #define COLL_BODY(KIND, ROOT, COMM, BYTES, CALL)                                                 \
     if (!ENTER()) return CALL;                                                                   \
-    uint64_t t0 = now();                                                                         \
+    uint64_t t0 = STAMP();                                                                         \
     int rc = CALL;                                                                               \
-    uint64_t t1 = now();                                                                         \
+    uint64_t t1 = STAMP();                                                                         \
     if (rc == MPI_SUCCESS) rec_coll(KIND, ROOT, COMM, BYTES, t0, t1);                            \
     LEAVE();                                                                                     \
     return rc;
