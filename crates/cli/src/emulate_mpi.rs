@@ -336,6 +336,7 @@ pub fn run(a: &RunArgs) -> Result<()> {
     Ok(())
 }
 
+#[cfg_attr(not(feature = "mpi"), allow(dead_code))] // used by `calibrate` (feature mpi)
 /// The LogGP parameters one `bench loggp -t mpi` run fitted (ns; G in ns per byte).
 #[derive(Debug, Clone, Copy, Default, Serialize)]
 pub(crate) struct MpiParams {
@@ -348,6 +349,7 @@ pub(crate) struct MpiParams {
     pub l_ns: Option<f64>,
 }
 
+#[cfg_attr(not(feature = "mpi"), allow(dead_code))] // used by `calibrate` (feature mpi)
 /// The parameters in calibration order, with the knob that owns each.
 const PARAMS: [(&str, Knob); 5] = [
     ("o_s", Knob::O),
@@ -357,6 +359,7 @@ const PARAMS: [(&str, Knob); 5] = [
     ("L", Knob::L),
 ];
 
+#[cfg_attr(not(feature = "mpi"), allow(dead_code))] // used by `calibrate` (feature mpi)
 impl MpiParams {
     fn get(&self, i: usize) -> Option<f64> {
         [
@@ -400,6 +403,7 @@ impl MpiParams {
     }
 }
 
+#[cfg_attr(not(feature = "mpi"), allow(dead_code))] // used by `calibrate` (feature mpi)
 /// One knob setting at the MPI layer, against the mean of the baselines around its knob.
 #[derive(Debug, Clone, Serialize)]
 struct MpiRow {
@@ -413,6 +417,7 @@ struct MpiRow {
     pass: bool,
 }
 
+#[cfg_attr(not(feature = "mpi"), allow(dead_code))] // used by `calibrate` (feature mpi)
 #[derive(Debug, Serialize)]
 struct MpiCalibration {
     kind: &'static str,
@@ -423,6 +428,7 @@ struct MpiCalibration {
     rows: Vec<MpiRow>,
 }
 
+#[cfg_attr(not(feature = "mpi"), allow(dead_code))] // used by `calibrate` (feature mpi)
 /// Seed 001's two criteria, as `emulate calibrate` applies them on the transports: the own
 /// parameter moves by the set value ± 5 % (or ± 50 ns; for G, 50 ns over the largest message),
 /// every other by less than 5 % of its baseline (or 50 ns).
@@ -460,6 +466,7 @@ fn judge_mpi(k: Knob, set: f64, base: &MpiParams, got: &MpiParams, max_size: f64
     }
 }
 
+#[cfg_attr(not(feature = "mpi"), allow(dead_code))] // used by `calibrate` (feature mpi)
 fn render_mpi(c: &MpiCalibration) -> String {
     use std::fmt::Write;
     let mut o = String::new();
@@ -651,6 +658,53 @@ mod tests {
             l_ns: 20000.0,
         };
         assert_eq!(env_value(&k), "o=5000ns,g=0ns,G=0.5ns,L=20000ns");
+    }
+
+    #[test]
+    fn the_bench_json_gives_the_piece_in_ns() {
+        let text = r#"{"results": [{"benchmark": "loggp", "o_s_fixed_us": 0.03,
+            "o_r_fixed_us": 0.125, "g_us": 0.5, "G_us_per_byte": 0.0001, "L_us": null}]}"#;
+        let p = MpiParams::from_bench_json(text).unwrap();
+        assert_eq!(p.o_s_ns, Some(30.0));
+        assert_eq!(p.o_r_ns, Some(125.0));
+        assert_eq!(p.g_ns, Some(500.0));
+        assert!((p.gap_per_byte_ns.unwrap() - 0.1).abs() < 1e-12);
+        assert_eq!(p.l_ns, None);
+        assert!(MpiParams::from_bench_json(r#"{"results": []}"#).is_err());
+    }
+
+    #[test]
+    fn a_setting_is_judged_by_seed_001s_criteria() {
+        let base = MpiParams {
+            o_s_ns: Some(100.0),
+            o_r_ns: Some(100.0),
+            g_ns: Some(2000.0),
+            gap_per_byte_ns: Some(0.1),
+            l_ns: Some(200.0),
+        };
+        // L by +5000 ± 250 ns; g moved 90 ns: within 5 % of 2000 (100 ns).
+        let got = MpiParams {
+            l_ns: Some(5150.0),
+            g_ns: Some(2090.0),
+            ..base
+        };
+        let r = judge_mpi(Knob::L, 5000.0, &base, &got, 16384.0);
+        assert!(r.pass, "{r:?}");
+        assert_eq!(r.delta[4], Some(4950.0));
+        // o_s moved 60 ns: beyond the 50 ns floor (5 % of 100 ns is less).
+        let got = MpiParams {
+            o_s_ns: Some(160.0),
+            ..got
+        };
+        let r = judge_mpi(Knob::L, 5000.0, &base, &got, 16384.0);
+        assert!(!r.pass);
+        assert_eq!(r.within[0], Some(false));
+        // An own parameter short by 6 %: fails.
+        let got = MpiParams {
+            l_ns: Some(200.0 + 4700.0),
+            ..base
+        };
+        assert!(!judge_mpi(Knob::L, 5000.0, &base, &got, 16384.0).pass);
     }
 
     #[test]

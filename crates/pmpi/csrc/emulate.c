@@ -290,6 +290,37 @@ static int map_rings(void) {
     return 0;
 }
 
+/* One (TSC, CLOCK_MONOTONIC) pair read back to back: retried until the two TSC reads around
+ * the clock read are close, so that a preemption between them (milliseconds on a loaded
+ * machine) cannot skew the rate. */
+static void tsc_pair(uint64_t *tsc, uint64_t *ns) {
+#if defined(__x86_64__)
+    for (int i = 0; i < 1000; i++) {
+        uint64_t a = __rdtsc(), n = mono_ns_e(), b = __rdtsc();
+        if (b - a < 2000 || i == 999) {
+            *tsc = a + (b - a) / 2;
+            *ns = n;
+            return;
+        }
+    }
+#else
+    *tsc = *ns = mono_ns_e();
+#endif
+}
+
+/* Ticks per ns over a window of at least 20 ms between two tight pairs. The shim's own
+ * calibration (for the monitor's timestamps) brackets MPI_Init with unbracketed reads; a spin
+ * must be right to the per cent, so the knobs get their own. */
+static double tsc_rate(void) {
+    uint64_t t0, n0, t1, n1;
+    tsc_pair(&t0, &n0);
+    struct timespec ts = {0, 20000000};
+    nanosleep(&ts, NULL);
+    tsc_pair(&t1, &n1);
+    if (n1 <= n0 || t1 <= t0) return 0.0;
+    return (double)(t1 - t0) / (double)(n1 - n0);
+}
+
 int cpmpi_emu_init(int rank, int size, int use_tsc, uint64_t tsc_mult) {
     my_rank = rank;
     n_ranks = size;
@@ -297,8 +328,11 @@ int cpmpi_emu_init(int rank, int size, int use_tsc, uint64_t tsc_mult) {
     if (!spec || !*spec) return 0;
     if (parse_env(spec) != 0) return -1;
     use_tsc_e = use_tsc && tsc_mult;
-    /* tsc_mult is ns per tick << 32 (shim.c's calibration). */
-    ticks_per_ns = use_tsc_e ? 4294967296.0 / (double)tsc_mult : 1.0;
+    if (use_tsc_e) {
+        ticks_per_ns = tsc_rate();
+        use_tsc_e = ticks_per_ns > 0.0;
+    }
+    if (!use_tsc_e) ticks_per_ns = 1.0;
     o_t = (uint64_t)(o_ns * ticks_per_ns + 0.5);
     g_t = (uint64_t)(g_ns * ticks_per_ns + 0.5);
     l_t = (uint64_t)(l_ns * ticks_per_ns + 0.5);
@@ -322,8 +356,8 @@ int cpmpi_emu_init(int rank, int size, int use_tsc, uint64_t tsc_mult) {
     cpmpi_emu_on = want;
     cpmpi_emu_l = l_t != 0;
     if (rank == 0 && getenv("COMMPERF_EMULATE_VERBOSE"))
-        fprintf(stderr, "commperf-pmpi: emulating o=%.0fns g=%.0fns G=%.3fns/B L=%.0fns (%s)\n",
-                o_ns, g_ns, big_g_ns, l_ns, use_tsc_e ? "TSC" : "CLOCK_MONOTONIC");
+        fprintf(stderr, "commperf-pmpi: emulating o=%.0fns g=%.0fns G=%.3fns/B L=%.0fns (%s, %.6f ticks/ns)\n",
+                o_ns, g_ns, big_g_ns, l_ns, use_tsc_e ? "TSC" : "CLOCK_MONOTONIC", ticks_per_ns);
     return 0;
 }
 
