@@ -58,6 +58,10 @@ pub struct RunArgs {
     /// Print the outcome as JSON on stdout (the program's own stdout then goes to stderr)
     #[arg(long)]
     pub json: bool,
+    /// Also monitor the run into DIR, as `commperf monitor -o DIR` does (the recorded times are
+    /// the emulated ones), and print its tables
+    #[arg(long, value_name = "DIR", conflicts_with = "json")]
+    pub monitor: Option<PathBuf>,
     /// The MPI launch command (mpirun …) or a singleton MPI program
     #[arg(last = true, value_name = "COMMAND")]
     pub command: Vec<String>,
@@ -214,6 +218,8 @@ pub(crate) struct RunOptions {
     pub interposer: Option<String>,
     /// Send the program's stdout to this process's stderr (keeps our stdout for JSON).
     pub program_stdout_to_stderr: bool,
+    /// Record the run into this directory as well (the interposer's monitoring).
+    pub monitor_dir: Option<PathBuf>,
 }
 
 /// Runs `command` (an MPI launch or a singleton MPI program) under the interposer with `knobs`,
@@ -233,7 +239,7 @@ pub(crate) fn run_emulated(
     let plan = crate::preload::plan(command, opts.interposer.as_deref())?;
     let dir = RunDir::new()?;
     let preload = plan.install(&dir.0.join(".lib"))?;
-    let vars = vec![
+    let mut vars = vec![
         ("LD_PRELOAD".to_string(), preload),
         ("COMMPERF_EMULATE".to_string(), env_value(knobs)),
         (
@@ -241,6 +247,11 @@ pub(crate) fn run_emulated(
             dir.0.display().to_string(),
         ),
     ];
+    if let Some(m) = &opts.monitor_dir {
+        crate::monitor_mpi::prepare_dir(m)?;
+        let m = std::fs::canonicalize(m)?;
+        vars.push(("COMMPERF_PMPI_DIR".into(), m.display().to_string()));
+    }
     let mut cmd = plan.command(command, &vars);
     if opts.program_stdout_to_stderr {
         cmd.stdout(std::io::stderr());
@@ -321,8 +332,12 @@ pub fn run(a: &RunArgs) -> Result<()> {
     let opts = RunOptions {
         interposer: a.interposer.clone(),
         program_stdout_to_stderr: a.json,
+        monitor_dir: a.monitor.clone(),
     };
     let r = run_emulated(&a.knobs(), &a.command, &opts)?;
+    if let Some(m) = &a.monitor {
+        crate::monitor_mpi::report(m, None)?;
+    }
     crate::say(&describe(&r));
     if a.json {
         println!("{}", serde_json::to_string_pretty(&r)?);
@@ -594,6 +609,7 @@ pub(crate) fn calibrate(c: &crate::emulate::CalibrateArgs) -> Result<()> {
             interposer: None,
             // The bench tables go to stderr: this verb's stdout is its own table.
             program_stdout_to_stderr: true,
+            monitor_dir: None,
         };
         let measure = |k: &Knobs| -> Result<MpiParams> {
             let _ = std::fs::remove_file(&json);

@@ -32,7 +32,7 @@ pub struct MonitorArgs {
 }
 
 /// Creates DIR and proves it writable now, not at the end of a long run.
-fn prepare_dir(dir: &Path) -> Result<()> {
+pub(crate) fn prepare_dir(dir: &Path) -> Result<()> {
     std::fs::create_dir_all(dir)
         .with_context(|| format!("cannot create the output directory {}", dir.display()))?;
     let probe = dir.join(".commperf-write-test");
@@ -105,7 +105,7 @@ pub fn run(a: &MonitorArgs) -> Result<()> {
     r
 }
 
-fn report(dir: &Path, status: Option<&std::process::ExitStatus>) -> Result<()> {
+pub(crate) fn report(dir: &Path, status: Option<&std::process::ExitStatus>) -> Result<()> {
     let (s, mon) = load(dir)?;
     let json = dir.join("summary.json");
     std::fs::write(&json, serde_json::to_string_pretty(&s)?)

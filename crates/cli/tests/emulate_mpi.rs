@@ -18,10 +18,15 @@ static ONE_JOB: Mutex<()> = Mutex::new(());
 
 /// `commperf emulate KNOBS --json -- mpirun.<mpi> -np 2 PROG ARGS…`, time-limited.
 fn emulate(knobs: &[&str], mpi: &str, prog: &Path, args: &[&str]) -> Output {
+    emulate_with(knobs, &["--json"], mpi, prog, args)
+}
+
+fn emulate_with(knobs: &[&str], extra: &[&str], mpi: &str, prog: &Path, args: &[&str]) -> Output {
     let mut c = Command::new("timeout");
     c.args(["-k", "10", "300", exe(), "emulate"])
         .args(knobs)
-        .args(["--json", "--"])
+        .args(extra)
+        .arg("--")
         .args([format!("mpirun.{mpi}").as_str(), "-np", "2"]);
     if mpi == "openmpi" {
         c.arg("--oversubscribe");
@@ -152,6 +157,24 @@ fn knobs_under(mpi: &str) {
     assert_eq!(u["p2p_bytes"], 2000, "{j}");
     assert_eq!(u["p2p_receives"], 20, "{j}");
     assert_eq!(u["untouched_calls_percent"], 37.5, "{j}");
+
+    // Emulation and monitoring together: the monitor records every message of the emulated
+    // run (10 ping-pongs of 100 B each way).
+    let mon = s.0.join("mon");
+    let o = emulate_with(
+        &["--o", "1us"],
+        &["--monitor", mon.to_str().unwrap()],
+        mpi,
+        &prog,
+        &["coll"],
+    );
+    ok(&o);
+    let sj: Value = serde_json::from_str(
+        &std::fs::read_to_string(mon.join("summary.json")).expect("summary.json"),
+    )
+    .expect("JSON");
+    assert_eq!(sj["matched_messages"], 20, "{}", text(&o.stdout));
+    assert_eq!(sj["unmatched_sends"], 0);
 
     // The program's exit status is the verb's; nothing is left behind.
     let o = emulate(&["--o", "1us"], mpi, &prog, &["bogus"]);

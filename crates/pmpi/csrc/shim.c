@@ -301,10 +301,10 @@ static void clock_sync(int phase) {
             int64_t best = INT64_MAX, off = 0;
             for (int k = 0; k < K; k++) {
                 int64_t tp;
-                uint64_t t0 = STAMP();
+                uint64_t t0 = now();
                 PMPI_Send(NULL, 0, MPI_BYTE, p, 1, sync_comm);
                 PMPI_Recv(&tp, 1, MPI_INT64_T, p, 2, sync_comm, MPI_STATUS_IGNORE);
-                uint64_t t1 = STAMP();
+                uint64_t t1 = now();
                 int64_t rtt = (int64_t)(t1 - t0);
                 if (rtt < best) { best = rtt; off = (int64_t)((t0 + t1) / 2) - tp; }
             }
