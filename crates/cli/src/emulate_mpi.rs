@@ -186,6 +186,50 @@ pub(crate) fn env_value(k: &Knobs) -> String {
     )
 }
 
+/// The child a SIGINT or SIGTERM sent to this process is passed on to (0: none).
+static CHILD: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
+
+extern "C" fn forward(sig: libc::c_int) {
+    let pid = CHILD.load(std::sync::atomic::Ordering::Relaxed);
+    if pid > 0 {
+        // SAFETY: kill is async-signal-safe; pid is our own child, not yet reaped.
+        unsafe { libc::kill(pid, sig) };
+    }
+}
+
+/// While alive, SIGINT and SIGTERM go to the launched command instead of ending this process:
+/// mpirun then stops its ranks, and this process still removes the run directory (the L side
+/// band) and reports. A handler, not SIG_IGN, so the command starts with the default action.
+struct Forward {
+    old: [libc::sighandler_t; 2],
+}
+
+impl Forward {
+    fn to(pid: u32) -> Forward {
+        CHILD.store(pid as i32, std::sync::atomic::Ordering::Relaxed);
+        let h = forward as extern "C" fn(libc::c_int) as libc::sighandler_t;
+        // SAFETY: installing a handler that only calls the async-signal-safe kill.
+        let old = unsafe {
+            [
+                libc::signal(libc::SIGINT, h),
+                libc::signal(libc::SIGTERM, h),
+            ]
+        };
+        Forward { old }
+    }
+}
+
+impl Drop for Forward {
+    fn drop(&mut self) {
+        CHILD.store(0, std::sync::atomic::Ordering::Relaxed);
+        // SAFETY: restoring the handlers that were there before.
+        unsafe {
+            libc::signal(libc::SIGINT, self.old[0]);
+            libc::signal(libc::SIGTERM, self.old[1]);
+        }
+    }
+}
+
 /// A private run directory (the interposer, the L side band, the per-rank counts), removed on
 /// drop.
 struct RunDir(PathBuf);
@@ -257,9 +301,15 @@ pub(crate) fn run_emulated(
         cmd.stdout(std::io::stderr());
     }
     let t0 = Instant::now();
-    let status = cmd
-        .status()
+    let mut child = cmd
+        .spawn()
         .with_context(|| format!("cannot run {}", command[0]))?;
+    let status = {
+        let _fwd = Forward::to(child.id());
+        child
+            .wait()
+            .with_context(|| format!("waiting for {}", command[0]))?
+    };
     let wall = t0.elapsed();
     let untouched = if knobs.is_zero() {
         None

@@ -183,6 +183,82 @@ fn knobs_under(mpi: &str) {
     assert_eq!(j["success"], false);
 }
 
+/// SIGTERM to `commperf emulate` reaches the MPI job: no rank and no run directory (with the L
+/// side band) is left behind, and the verb still exits, with the job's failure.
+fn terminated_under(mpi: &str) {
+    let test = format!("term_{mpi}");
+    let _one = ONE_JOB.lock().unwrap_or_else(|e| e.into_inner());
+    if !ready(&test, &[&format!("mpicc.{mpi}"), &format!("mpirun.{mpi}")]) {
+        return;
+    }
+    let s = Scratch::new("emulate", &test);
+    let prog = s.0.join("knobs-forever");
+    compile(&format!("mpicc.{mpi}"), "knobs.c", &prog);
+    let mut c = Command::new(exe());
+    c.args([
+        "emulate",
+        "--L",
+        "1us",
+        "--",
+        &format!("mpirun.{mpi}"),
+        "-np",
+        "2",
+    ]);
+    if mpi == "openmpi" {
+        c.arg("--oversubscribe");
+    }
+    // Ping-pongs for hours: only the signal ends it.
+    c.arg(&prog).args(["pingpong", "8", "2000000000", "1"]);
+    c.env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    let mut child = c.spawn().expect("run commperf emulate");
+    let pid = child.id();
+    // The ranks are up once they have created the side band in the verb's run directory.
+    let stamps = || {
+        std::fs::read_dir(std::env::temp_dir())
+            .unwrap()
+            .flatten()
+            .map(|e| e.path())
+            .find(|p| {
+                p.file_name()
+                    .and_then(|n| n.to_str())
+                    .is_some_and(|n| n.starts_with(&format!("commperf-emulate-{pid}-")))
+            })
+    };
+    let t0 = std::time::Instant::now();
+    let dir = loop {
+        if let Some(d) = stamps().filter(|d| d.join("stamps").exists()) {
+            break d;
+        }
+        assert!(t0.elapsed().as_secs() < 120, "the ranks never started");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    // SAFETY: signalling the child we spawned and have not reaped.
+    unsafe { libc::kill(pid as i32, libc::SIGTERM) };
+    let st = child.wait().expect("wait");
+    assert!(!st.success(), "{st}");
+    assert!(!dir.exists(), "{} left behind", dir.display());
+    let running = std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
+        .filter(|c| String::from_utf8_lossy(c).contains("knobs-forever"))
+        .count();
+    assert_eq!(running, 0, "ranks left running");
+}
+
+#[test]
+fn sigterm_reaches_the_job_under_openmpi() {
+    terminated_under("openmpi");
+}
+
+#[test]
+fn sigterm_reaches_the_job_under_mpich() {
+    terminated_under("mpich");
+}
+
 #[test]
 fn knobs_under_openmpi() {
     knobs_under("openmpi");
