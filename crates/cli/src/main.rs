@@ -8,6 +8,7 @@ mod compare;
 #[cfg(test)]
 mod docs_tests;
 mod emulate;
+mod emulate_sweep;
 mod gentrace;
 mod localpair;
 mod monitor;
