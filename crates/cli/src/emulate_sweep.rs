@@ -47,7 +47,7 @@ pub struct SweepArgs {
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub repeat: u32,
     /// Longest one run may take before it is killed and counted as failed
-    #[arg(long, value_name = "DURATION", default_value = "10min", value_parser = crate::cli::seconds)]
+    #[arg(long, value_name = "SECONDS", default_value = "600", value_parser = crate::cli::seconds)]
     pub timeout: Duration,
     /// Directory for the runs' logs, the monitor trace of --predict, and sweep.json
     /// [default: commperf-sweep-<unix time>]
