@@ -44,6 +44,9 @@ pub enum EmulateCmd {
     /// Set each knob alone to each value on a local pair of processes, measure LogGP (PRTT), and
     /// judge whether it moves only its own parameter, by the set amount
     Calibrate(CalibrateArgs),
+    /// Run a program at each setting of each knob (seed 001's sensitivity study) and report
+    /// its slowdown per setting; with --predict, beside what `predict` expects
+    Sweep(crate::emulate_sweep::SweepArgs),
 }
 
 /// One `--knob` value, read by the library's parser so that the CLI and the library refuse
@@ -339,6 +342,7 @@ fn default_knobs() -> Vec<(Knob, Vec<f64>)> {
 pub fn run(a: &EmulateArgs) -> Result<()> {
     match &a.cmd {
         Some(EmulateCmd::Calibrate(c)) => calibrate(c),
+        Some(EmulateCmd::Sweep(s)) => crate::emulate_sweep::run(s),
         None => crate::emulate_mpi::run(&a.run),
     }
 }

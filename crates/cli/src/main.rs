@@ -9,6 +9,7 @@ mod compare;
 mod docs_tests;
 mod emulate;
 mod emulate_mpi;
+mod emulate_sweep;
 mod gentrace;
 mod localpair;
 mod monitor;

@@ -172,7 +172,7 @@ fn topology_spec(s: &str) -> Result<TopologySpec, String> {
 }
 
 /// `--loggp`: every parameter named once; L, o (or o_s and o_r), g and G required.
-fn loggp_params(s: &str) -> Result<LogGp, String> {
+pub(crate) fn loggp_params(s: &str) -> Result<LogGp, String> {
     let mut v: [Option<f64>; 6] = [None; 6];
     const NAMES: [&str; 6] = ["L", "o_s", "o_r", "g", "G", "O"];
     for part in s.split(',') {

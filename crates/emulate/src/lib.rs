@@ -27,6 +27,7 @@
 mod emulated;
 mod knobs;
 mod probe;
+pub mod sweep;
 
 pub use emulated::Emulated;
 pub use knobs::{parse_duration_ns, parse_knob_list, EmulateConfig, EmulateError, Knob, Knobs};

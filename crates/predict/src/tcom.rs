@@ -96,6 +96,19 @@ impl Tcom {
     }
 
     /// The default when no profile is given: 10 Gbit/s Ethernet with 5 µs one-way latency.
+    /// This Tcom with every piece's intercept raised by `intercept_ns` and slope by
+    /// `slope_ns_per_byte`: the same network with a longer latency or a lower bandwidth, as an
+    /// emulation knob makes it.
+    pub fn shifted(&self, intercept_ns: f64, slope_ns_per_byte: f64) -> Tcom {
+        Tcom {
+            pieces: self
+                .pieces
+                .iter()
+                .map(|&(s, a, b)| (s, a + intercept_ns, b + slope_ns_per_byte))
+                .collect(),
+        }
+    }
+
     pub fn default_ethernet() -> Tcom {
         Tcom::line(5_000.0, 0.8)
     }

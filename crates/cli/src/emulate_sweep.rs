@@ -1,0 +1,435 @@
+//! `commperf emulate sweep --knob L=0,5,10,20us [--repeat N] -- COMMAND`: seed 001's
+//! sensitivity study as a command. The study itself (settings, interleaved order, medians,
+//! slowdowns, noise band, exporters) is `commperf_emulate::sweep`; this module runs the program
+//! once per setting under the interposer's knobs, each run in its own process group with a
+//! timeout and its output in a log of its own, so a run that hangs or crashes is reported for
+//! its setting and the sweep keeps the rest.
+//!
+//! With `--predict`, the program is first run once under `commperf monitor --trace` (knobs at
+//! zero); `predict` then replays that trace with each knob raised, in LogGP mode and in
+//! contention mode, and the table puts predicted beside measured slowdown (issue 14, item 5).
+
+use crate::output::{print, write_atomically};
+use anyhow::{bail, Context, Result};
+use clap::{Args, ValueEnum};
+use commperf_emulate::sweep::{run_sweep, Runner, SweepFormat, SweepPlan, SweepResult};
+use commperf_emulate::{parse_knob_list, Knob, Knobs};
+use commperf_predict::engine::{self, Inputs, LogGp, Model, PredictConfig};
+use commperf_predict::parse::{self, ParseOptions};
+use commperf_predict::tcom::Tcom;
+use commperf_predict::topology::{self, RankMap, TopologySpec};
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum SweepFormatArg {
+    Table,
+    Json,
+    Md,
+    Csv,
+    Svg,
+}
+
+fn knob_list(s: &str) -> Result<(Knob, Vec<f64>), String> {
+    parse_knob_list(s).map_err(|e| e.to_string())
+}
+
+#[derive(Debug, Args)]
+pub struct SweepArgs {
+    /// A knob and its values, e.g. L=0,5,10,20,50us (G in ns per byte: G=0,0.5,1); repeat
+    /// for more knobs. Each knob is swept alone; zero values are the shared baseline
+    #[arg(long = "knob", value_name = "KNOB=VALUES", value_parser = knob_list, required = true)]
+    pub knobs: Vec<(Knob, Vec<f64>)>,
+    /// Rounds: every setting (and the baseline) runs this many times, interleaved
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub repeat: u32,
+    /// Longest one run may take before it is killed and counted as failed
+    #[arg(long, value_name = "SECONDS", default_value = "600", value_parser = crate::cli::seconds)]
+    pub timeout: Duration,
+    /// Directory for the runs' logs, the monitor trace of --predict, and sweep.json
+    /// [default: commperf-sweep-<unix time>]
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+    /// Format of what goes to stdout
+    #[arg(long, value_enum, default_value = "table")]
+    pub format: SweepFormatArg,
+    /// Also write the result to FILE, in the format its extension names (.json, .svg, .md,
+    /// .csv; anything else: the table)
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    pub out: Vec<PathBuf>,
+    /// The interposer to use (openmpi, mpich) [default: the program's MPI]
+    #[arg(long, value_name = "MPI")]
+    pub interposer: Option<String>,
+    /// Also predict each setting's slowdown from a monitored run of the program (LogGP and
+    /// contention models) and compare with the measured one
+    #[arg(long)]
+    pub predict: bool,
+    /// The platform's LogGP parameters for --predict (ns; predict's --loggp syntax:
+    /// L=…,o=…,g=…,G=…): the knobs add to them
+    #[arg(long, value_name = "L=NS,o=NS,g=NS,G=NS", value_parser = crate::predict::loggp_params)]
+    pub loggp: Option<LogGp>,
+    /// A profile from `commperf calibrate` for --predict (Tcom of the contention model, and
+    /// LogGP when --loggp is not given)
+    #[arg(long, value_name = "FILE")]
+    pub profile: Option<PathBuf>,
+    /// Messages up to this size are eager in the predictions
+    #[arg(long, value_name = "SIZE", default_value = "64k", value_parser = crate::cli::size)]
+    pub eager: u64,
+    /// The program, e.g. mpirun -np 4 ./app
+    #[arg(last = true, required = true, value_name = "COMMAND")]
+    pub command: Vec<String>,
+}
+
+/// Runs the program under `commperf emulate` (this executable), timing the child from spawn to
+/// exit. A child process per run keeps a crash, a hang or a leftover rank of one setting from
+/// touching the next: each run is its own process group, killed whole on timeout.
+struct EmulatedRuns<'a> {
+    args: &'a SweepArgs,
+    dir: &'a Path,
+    exe: PathBuf,
+    n: usize,
+}
+
+fn knob_flags(k: &Knobs) -> Vec<String> {
+    let mut v = Vec::new();
+    for knob in Knob::ALL {
+        let x = k.get(knob);
+        if x > 0.0 {
+            v.push(format!("--{knob}"));
+            // ns for o, g and L; ns per byte for G (its parser's default unit).
+            v.push(format!("{x}ns"));
+        }
+    }
+    v
+}
+
+/// Waits for `child` up to `timeout`; kills its process group past it. Returns the exit status
+/// and the instant the child ended (taken by the waiting thread, not at the next poll).
+fn wait_timeout(
+    mut child: std::process::Child,
+    timeout: Duration,
+) -> Result<(std::process::ExitStatus, Instant), String> {
+    let pid = child.id() as i32;
+    let (tx, rx) = mpsc::channel();
+    let waiter = std::thread::spawn(move || {
+        let r = child.wait();
+        let _ = tx.send((r, Instant::now()));
+    });
+    match rx.recv_timeout(timeout) {
+        Ok((Ok(st), at)) => {
+            let _ = waiter.join();
+            Ok((st, at))
+        }
+        Ok((Err(e), _)) => Err(format!("cannot wait for the program: {e}")),
+        Err(_) => {
+            // SAFETY: kill(2) on the child's own process group (it was spawned with
+            // process_group(0), so its pgid is its pid); no memory is involved.
+            unsafe {
+                libc::kill(-pid, libc::SIGKILL);
+            }
+            let _ = rx.recv();
+            let _ = waiter.join();
+            Err(format!("timed out after {:?}; killed", timeout))
+        }
+    }
+}
+
+impl Runner for EmulatedRuns<'_> {
+    fn run(&mut self, knobs: &Knobs) -> Result<f64, String> {
+        self.n += 1;
+        let log = self.dir.join(format!("run-{:03}.log", self.n));
+        let file = std::fs::File::create(&log)
+            .map_err(|e| format!("cannot create {}: {e}", log.display()))?;
+        let err = file
+            .try_clone()
+            .map_err(|e| format!("cannot reopen {}: {e}", log.display()))?;
+        let mut cmd = Command::new(&self.exe);
+        cmd.arg("emulate").args(knob_flags(knobs));
+        if let Some(i) = &self.args.interposer {
+            cmd.args(["--interposer", i]);
+        }
+        cmd.arg("--")
+            .args(&self.args.command)
+            .stdin(Stdio::null())
+            .stdout(file)
+            .stderr(err);
+        std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
+        let start = Instant::now();
+        let child = cmd
+            .spawn()
+            .map_err(|e| format!("cannot start {}: {e}", self.exe.display()))?;
+        let (st, end) = wait_timeout(child, self.args.timeout)
+            .map_err(|e| format!("{e} (log {})", log.display()))?;
+        if !st.success() {
+            let last = std::fs::read_to_string(&log)
+                .ok()
+                .and_then(|t| {
+                    t.lines()
+                        .rev()
+                        .find(|l| !l.trim().is_empty())
+                        .map(str::to_string)
+                })
+                .unwrap_or_default();
+            return Err(format!("{st}: {last} (log {})", log.display()));
+        }
+        Ok(end.duration_since(start).as_secs_f64())
+    }
+}
+
+fn render(r: &SweepResult, f: SweepFormatArg) -> Result<String> {
+    Ok(match f {
+        SweepFormatArg::Table => r.render(SweepFormat::Text),
+        SweepFormatArg::Md => r.render(SweepFormat::Markdown),
+        SweepFormatArg::Csv => r.render(SweepFormat::Csv),
+        SweepFormatArg::Svg => r.render_svg(),
+        SweepFormatArg::Json => serde_json::to_string_pretty(r)? + "\n",
+    })
+}
+
+fn format_for(path: &Path) -> SweepFormatArg {
+    match path.extension().and_then(|e| e.to_str()) {
+        Some("json") => SweepFormatArg::Json,
+        Some("svg") => SweepFormatArg::Svg,
+        Some("md") => SweepFormatArg::Md,
+        Some("csv") => SweepFormatArg::Csv,
+        _ => SweepFormatArg::Table,
+    }
+}
+
+pub fn run(a: &SweepArgs) -> Result<()> {
+    let plan = SweepPlan::new(&a.knobs, a.repeat)?;
+    if a.predict && a.loggp.is_none() && a.profile.is_none() {
+        bail!(
+            "--predict needs the platform's parameters the knobs add to: --loggp L=…,o=…,g=…,G=… \
+             (ns, e.g. from `commperf bench loggp`) or --profile FILE (from `commperf calibrate`)"
+        );
+    }
+    let dir = a.dir.clone().unwrap_or_else(|| {
+        let t = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or(0);
+        PathBuf::from(format!("commperf-sweep-{t}"))
+    });
+    // Output problems are reported now, before a long sweep, not at its end.
+    std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let probe = dir.join(".write-test");
+    std::fs::write(&probe, b"x").with_context(|| format!("cannot write in {}", dir.display()))?;
+    let _ = std::fs::remove_file(&probe);
+    let exe = std::env::current_exe().context("cannot find the commperf executable")?;
+    let trace = if a.predict {
+        Some(monitored_trace(a, &dir, &exe)?)
+    } else {
+        None
+    };
+    let total = plan.schedule().len();
+    crate::say(&format!(
+        "commperf: sweep of {} settings × {} rounds = {total} runs; logs in {}",
+        plan.settings().len(),
+        a.repeat,
+        dir.display()
+    ));
+    let tty = std::io::stderr().is_terminal();
+    let bar = tty.then(|| indicatif::ProgressBar::new(total as u64));
+    let runs = EmulatedRuns {
+        args: a,
+        dir: &dir,
+        exe,
+        n: 0,
+    };
+    let mut result = run_sweep(&plan, runs, &a.command, |done, _, s| {
+        if let Some(b) = &bar {
+            b.set_position(done as u64);
+            b.set_message(s.label());
+        } else {
+            crate::say(&format!(
+                "commperf: run {}/{total}: {}",
+                done + 1,
+                s.label()
+            ));
+        }
+    });
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
+    if let Some(trace) = &trace {
+        add_predictions(&mut result, a, trace)?;
+    }
+    let json = serde_json::to_string_pretty(&result)? + "\n";
+    write_atomically(&dir.join("sweep.json"), json.as_bytes())?;
+    for p in &a.out {
+        write_atomically(p, render(&result, format_for(p))?.as_bytes())?;
+        crate::say(&format!("commperf: wrote {}", p.display()));
+    }
+    print(&render(&result, a.format)?)?;
+    let failed = result
+        .settings
+        .iter()
+        .filter(|s| s.runs_s.is_empty())
+        .count();
+    if failed == result.settings.len() {
+        bail!("every run failed; see the logs in {}", dir.display());
+    }
+    Ok(())
+}
+
+/// Runs the program once under `commperf monitor --trace` and returns the trace it wrote.
+fn monitored_trace(a: &SweepArgs, dir: &Path, exe: &Path) -> Result<PathBuf> {
+    let mdir = dir.join("monitor");
+    let log = dir.join("monitor.log");
+    let file =
+        std::fs::File::create(&log).with_context(|| format!("cannot create {}", log.display()))?;
+    let mut cmd = Command::new(exe);
+    cmd.arg("monitor").arg("--trace").arg("-o").arg(&mdir);
+    if let Some(i) = &a.interposer {
+        cmd.args(["--interposer", i]);
+    }
+    cmd.arg("--")
+        .args(&a.command)
+        .stdin(Stdio::null())
+        .stdout(file.try_clone()?)
+        .stderr(file);
+    std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
+    crate::say("commperf: --predict: one monitored run for the trace");
+    let child = cmd.spawn().context("cannot start commperf monitor")?;
+    let (st, _) = wait_timeout(child, a.timeout).map_err(anyhow::Error::msg)?;
+    if !st.success() {
+        bail!(
+            "the monitored run for --predict failed ({st}); see {}",
+            log.display()
+        );
+    }
+    let trace = mdir.join("trace.txt");
+    if !trace.is_file() {
+        bail!("the monitored run wrote no {}", trace.display());
+    }
+    Ok(trace)
+}
+
+/// The knobs' deltas on LogGP parameters: o on both sides, g, G and L as they are.
+fn raised(base: LogGp, knob: Knob, v: f64) -> LogGp {
+    let mut p = base;
+    match knob {
+        Knob::O => {
+            p.o_s_ns += v;
+            p.o_r_ns += v;
+        }
+        Knob::LowerG => p.g_ns += v,
+        Knob::UpperG => p.G_ns_per_byte += v,
+        Knob::L => p.L_ns += v,
+    }
+    p
+}
+
+fn add_predictions(result: &mut SweepResult, a: &SweepArgs, trace: &Path) -> Result<()> {
+    let (workload, fmt) = parse::read_trace_as(trace, None, &ParseOptions::default())
+        .with_context(|| format!("reading trace {}", trace.display()))?;
+    let profile: Option<commperf_core::Profile> = match &a.profile {
+        Some(p) => {
+            let text = commperf_core::read_text(p).context("reading the profile")?;
+            Some(
+                serde_json::from_str(&text)
+                    .with_context(|| format!("{}: not a commperf profile", p.display()))?,
+            )
+        }
+        None => None,
+    };
+    let tcom = match &profile {
+        Some(p) => Tcom::from_profile(p).context("the profile's Tcom")?,
+        None => {
+            // No profile: the contention model's Tcom from the given LogGP (a lone message
+            // costs o_s + L + o_r + G·s end to end).
+            let l = a.loggp.expect("checked: --loggp or --profile");
+            Tcom::line(l.o_s_ns + l.L_ns + l.o_r_ns, l.G_ns_per_byte)
+        }
+    };
+    let base = a
+        .loggp
+        .unwrap_or_else(|| LogGp::from_profile(profile.as_ref(), &tcom));
+    let net = topology::build(&TopologySpec::Crossbar, workload.nranks(), 1)?;
+    let map = RankMap::identity(workload.nranks(), &*net)?;
+    let trace_name = trace.display().to_string();
+    let fmt_name = fmt.to_string();
+    let predict_ns = |model: Model, loggp: &LogGp, tcom: &Tcom| -> Result<f64, String> {
+        let cfg = PredictConfig {
+            model,
+            eager_threshold_bytes: a.eager,
+            ..PredictConfig::default()
+        };
+        let inputs = Inputs {
+            workload: &workload,
+            network: &*net,
+            rank_map: &map,
+            tcom,
+            loggp: Some(loggp),
+            trace_name: &trace_name,
+            trace_format: &fmt_name,
+            profile_name: "sweep",
+        };
+        engine::predict(&inputs, &cfg)
+            .map(|o| o.prediction.total_us * 1e3)
+            .map_err(|e| e.to_string())
+    };
+    let base_loggp = predict_ns(Model::LogGp, &base, &tcom).map_err(anyhow::Error::msg)?;
+    result.add_prediction("loggp", |k, v| {
+        predict_ns(Model::LogGp, &raised(base, k, v), &tcom).map(|t| (t - base_loggp) * 1e-9)
+    });
+    let base_cont = predict_ns(Model::Contention, &base, &tcom).map_err(anyhow::Error::msg)?;
+    result.add_prediction("contention", |k, v| {
+        // Seed 003's model has a message's end-to-end cost and the links, no separate
+        // overhead or gap: L and 2·o shift Tcom, G raises its slope; g has no place in it.
+        let t = match k {
+            Knob::L => tcom.shifted(v, 0.0),
+            Knob::O => tcom.shifted(2.0 * v, 0.0),
+            Knob::UpperG => tcom.shifted(0.0, v),
+            Knob::LowerG => {
+                return Err("the contention model has no gap: g is not predicted".into())
+            }
+        };
+        predict_ns(Model::Contention, &base, &t).map(|t| (t - base_cont) * 1e-9)
+    });
+    result.notes.push(format!(
+        "predictions replay {} (one monitored run, knobs at zero) with LogGP L={} o_s={} o_r={} g={} ns G={} ns/B plus each knob",
+        trace.display(),
+        base.L_ns,
+        base.o_s_ns,
+        base.o_r_ns,
+        base.g_ns,
+        base.G_ns_per_byte
+    ));
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn knob_flags_name_only_the_set_knobs() {
+        assert_eq!(
+            knob_flags(&Knobs::only(Knob::L, 5000.0)),
+            vec!["--L".to_string(), "5000ns".to_string()]
+        );
+        assert!(knob_flags(&Knobs::default()).is_empty());
+    }
+
+    #[test]
+    fn raised_adds_each_knob_to_its_own_parameter() {
+        let b = LogGp {
+            L_ns: 1.0,
+            o_s_ns: 2.0,
+            o_r_ns: 3.0,
+            g_ns: 4.0,
+            G_ns_per_byte: 0.5,
+            O_ns_per_byte: 0.0,
+        };
+        let o = raised(b, Knob::O, 10.0);
+        assert_eq!((o.o_s_ns, o.o_r_ns, o.L_ns, o.g_ns), (12.0, 13.0, 1.0, 4.0));
+        assert_eq!(raised(b, Knob::UpperG, 0.25).G_ns_per_byte, 0.75);
+        assert_eq!(raised(b, Knob::L, 7.0).L_ns, 8.0);
+        assert_eq!(raised(b, Knob::LowerG, 7.0).g_ns, 11.0);
+    }
+}

@@ -1,0 +1,865 @@
+//! The sensitivity study seed 001 exists for: run one program at every setting of every knob,
+//! each knob alone, and report how much slower it gets per setting.
+//!
+//! Why shaped so: the study is a loop around a program the sweep does not know, so running the
+//! program is a [`Runner`] (the CLI's runs it under the MPI interposer; tests use a
+//! deterministic one), and everything else — which settings, in which order, what the numbers
+//! mean — is here, where it can be tested exactly. The order interleaves the settings (every
+//! round runs every setting, odd rounds backwards), so slow drift of a shared machine lands on
+//! every setting alike instead of on the last ones. The baseline (all knobs at zero) is a setting
+//! of its own, run in every round: each slowdown is against the baseline's median of the same
+//! sweep, and the baseline's own spread is the noise band a slowdown must leave to count. A run
+//! that fails is recorded with its error and the sweep goes on: the other settings are kept.
+
+use crate::knobs::{EmulateError, Knob, Knobs};
+use commperf_report::{Align, Table};
+use serde::{Deserialize, Serialize};
+use std::fmt::Write as _;
+
+/// Version of [`SweepResult`]'s JSON form.
+pub const SWEEP_SCHEMA_VERSION: u32 = 1;
+
+/// Most repeats a sweep takes: beyond it a typo, not an experiment.
+pub const MAX_REPEAT: u32 = 1000;
+
+/// Why a sweep cannot be planned.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum SweepError {
+    #[error(transparent)]
+    Knob(#[from] EmulateError),
+    #[error("no knob to sweep: give at least one --knob, e.g. --knob L=0,5,10,20us")]
+    NoKnob,
+    #[error("knob {0} is given twice; give all its values in one --knob {0}=v1,v2,…")]
+    Twice(Knob),
+    #[error("knob {0} has no value above 0 to compare with the baseline")]
+    OnlyZero(Knob),
+    #[error("--repeat {0}: must be between 1 and {MAX_REPEAT}")]
+    Repeat(u32),
+}
+
+/// One setting: all knobs at zero (the baseline), or one knob at one value.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Setting {
+    /// `None` for the baseline.
+    pub knob: Option<Knob>,
+    /// ns (ns per byte for G); 0 for the baseline.
+    pub value: f64,
+}
+
+impl Setting {
+    /// The knobs this setting runs with.
+    pub fn knobs(&self) -> Knobs {
+        match self.knob {
+            Some(k) => Knobs::only(k, self.value),
+            None => Knobs::default(),
+        }
+    }
+
+    /// `baseline`, `L=5us`, `G=0.5ns/B`.
+    pub fn label(&self) -> String {
+        match self.knob {
+            None => "baseline".into(),
+            Some(k) => format!("{k}={}", value_text(k, self.value)),
+        }
+    }
+}
+
+/// A knob value as the user would write it.
+pub fn value_text(knob: Knob, v: f64) -> String {
+    if knob == Knob::UpperG {
+        return format!("{}ns/B", trim(v));
+    }
+    if v >= 1e6 && v % 1e3 == 0.0 {
+        format!("{}ms", trim(v / 1e6))
+    } else if v >= 1e3 {
+        format!("{}us", trim(v / 1e3))
+    } else {
+        format!("{}ns", trim(v))
+    }
+}
+
+fn trim(v: f64) -> String {
+    let s = format!("{v:.3}");
+    let s = s.trim_end_matches('0').trim_end_matches('.');
+    s.to_string()
+}
+
+fn unit(knob: Knob) -> &'static str {
+    if knob == Knob::UpperG {
+        "ns/B"
+    } else {
+        "us"
+    }
+}
+
+/// The value on a knob's plotting axis (µs for o, g and L; ns/B for G).
+fn axis_value(knob: Knob, v: f64) -> f64 {
+    if knob == Knob::UpperG {
+        v
+    } else {
+        v / 1e3
+    }
+}
+
+/// What to sweep: each knob's values (zero values fold into the shared baseline) and how many
+/// rounds.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SweepPlan {
+    settings: Vec<Setting>,
+    repeat: u32,
+}
+
+impl SweepPlan {
+    pub fn new(knobs: &[(Knob, Vec<f64>)], repeat: u32) -> Result<Self, SweepError> {
+        if knobs.is_empty() {
+            return Err(SweepError::NoKnob);
+        }
+        if !(1..=MAX_REPEAT).contains(&repeat) {
+            return Err(SweepError::Repeat(repeat));
+        }
+        let mut settings = vec![Setting {
+            knob: None,
+            value: 0.0,
+        }];
+        let mut seen = Vec::new();
+        for (knob, values) in knobs {
+            if seen.contains(knob) {
+                return Err(SweepError::Twice(*knob));
+            }
+            seen.push(*knob);
+            let before = settings.len();
+            for &v in values {
+                Knobs::only(*knob, v).validate()?;
+                let dup = settings[before..].iter().any(|s| s.value == v);
+                if v > 0.0 && !dup {
+                    settings.push(Setting {
+                        knob: Some(*knob),
+                        value: v,
+                    });
+                }
+            }
+            if settings.len() == before {
+                return Err(SweepError::OnlyZero(*knob));
+            }
+        }
+        Ok(SweepPlan { settings, repeat })
+    }
+
+    /// Every setting, the baseline first.
+    pub fn settings(&self) -> &[Setting] {
+        &self.settings
+    }
+
+    pub fn repeat(&self) -> u32 {
+        self.repeat
+    }
+
+    /// The run order, as indices into [`settings`](Self::settings): `repeat` rounds of every
+    /// setting, odd rounds in reverse, so a drift of the machine over the sweep weighs on every
+    /// setting alike (ABBA).
+    pub fn schedule(&self) -> Vec<usize> {
+        let n = self.settings.len();
+        (0..self.repeat as usize)
+            .flat_map(|round| (0..n).map(move |i| if round % 2 == 0 { i } else { n - 1 - i }))
+            .collect()
+    }
+}
+
+/// Runs the program once with the given knobs; returns its run time in seconds, or why the run
+/// failed (exit status, signal, timeout), in words for the report.
+pub trait Runner {
+    fn run(&mut self, knobs: &Knobs) -> Result<f64, String>;
+}
+
+impl<R: Runner + ?Sized> Runner for &mut R {
+    fn run(&mut self, knobs: &Knobs) -> Result<f64, String> {
+        (**self).run(knobs)
+    }
+}
+
+/// One setting's runs and what they mean.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SettingResult {
+    /// `baseline`, `L=5us`, …
+    pub label: String,
+    /// `None` for the baseline.
+    pub knob: Option<String>,
+    /// The knob's value in ns (ns per byte for G); 0 for the baseline.
+    pub value_ns: f64,
+    /// Run times of the successful runs, in run order.
+    pub runs_s: Vec<f64>,
+    /// One line per failed run: which run and why.
+    pub failures: Vec<String>,
+    pub median_s: Option<f64>,
+    pub min_s: Option<f64>,
+    pub max_s: Option<f64>,
+    /// median / baseline median − 1 (0.1 = 10 % slower).
+    pub slowdown: Option<f64>,
+    /// |slowdown| does not exceed the baseline's own relative spread: not distinguishable from
+    /// the baseline in this sweep. `None` when there is no spread to judge by (fewer than two
+    /// baseline runs).
+    pub within_noise: Option<bool>,
+    /// What models predicted for this setting (see [`SweepResult::add_prediction`]).
+    #[serde(default)]
+    pub predicted: Vec<Predicted>,
+}
+
+/// One model's prediction for one setting.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Predicted {
+    /// e.g. `loggp`, `contention`.
+    pub model: String,
+    /// The run time the model adds to the baseline, in seconds; `None` when it cannot say
+    /// (`note` says why).
+    pub added_s: Option<f64>,
+    /// `added_s` over the measured baseline median: comparable with the measured slowdown.
+    pub slowdown: Option<f64>,
+    /// predicted / measured slowdown − 1, only where the measured slowdown is beyond the noise
+    /// band (a ratio to a slowdown that is noise means nothing).
+    pub relative_error: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+/// One knob's line of the study.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct KnobSummary {
+    pub knob: String,
+    /// `us` (o, g, L) or `ns/B` (G): the unit of `points`' first member.
+    pub unit: String,
+    /// (value in `unit`, slowdown), the baseline's (0, 0) first.
+    pub points: Vec<(f64, f64)>,
+    /// The largest slowdown over the knob's tested values.
+    pub max_slowdown: Option<f64>,
+    /// Least-squares slope of slowdown against the value through the origin, per `unit`.
+    pub slowdown_per_unit: Option<f64>,
+}
+
+/// A sweep's result: the one serde struct its exporters render.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SweepResult {
+    pub schema_version: u32,
+    /// The program, as given.
+    pub command: Vec<String>,
+    pub repeat: u32,
+    /// Baseline (max − min) / median: the noise band of this sweep's slowdowns.
+    pub baseline_spread: Option<f64>,
+    /// Every setting, the baseline first.
+    pub settings: Vec<SettingResult>,
+    pub knobs: Vec<KnobSummary>,
+    /// The knob whose tested values slowed the program most, beyond the noise band; `None` when
+    /// none did. It depends on the ranges tested: the table says so.
+    pub most_sensitive: Option<String>,
+    /// Free-form lines a caller adds (e.g. communication the knobs did not touch).
+    pub notes: Vec<String>,
+}
+
+/// Runs the plan through `runner`, calling `progress(done, total, setting)` before each run.
+pub fn run_sweep<R: Runner>(
+    plan: &SweepPlan,
+    mut runner: R,
+    command: &[String],
+    mut progress: impl FnMut(usize, usize, &Setting),
+) -> SweepResult {
+    let order = plan.schedule();
+    let mut runs: Vec<Vec<f64>> = vec![Vec::new(); plan.settings.len()];
+    let mut fails: Vec<Vec<String>> = vec![Vec::new(); plan.settings.len()];
+    for (n, &i) in order.iter().enumerate() {
+        let s = &plan.settings[i];
+        progress(n, order.len(), s);
+        match runner.run(&s.knobs()) {
+            Ok(t) if t.is_finite() && t >= 0.0 => runs[i].push(t),
+            Ok(t) => fails[i].push(format!("run {}: unusable run time {t} s", n + 1)),
+            Err(why) => fails[i].push(format!("run {}: {why}", n + 1)),
+        }
+    }
+    summarize(plan, command, runs, fails)
+}
+
+fn median(v: &[f64]) -> Option<f64> {
+    if v.is_empty() {
+        return None;
+    }
+    let mut s = v.to_vec();
+    s.sort_by(f64::total_cmp);
+    let m = s.len() / 2;
+    Some(if s.len() % 2 == 1 {
+        s[m]
+    } else {
+        (s[m - 1] + s[m]) / 2.0
+    })
+}
+
+fn summarize(
+    plan: &SweepPlan,
+    command: &[String],
+    runs: Vec<Vec<f64>>,
+    fails: Vec<Vec<String>>,
+) -> SweepResult {
+    let base = median(&runs[0]);
+    let spread = match (base, runs[0].len()) {
+        (Some(m), n) if n >= 2 && m > 0.0 => {
+            let (lo, hi) = runs[0]
+                .iter()
+                .fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), &x| {
+                    (l.min(x), h.max(x))
+                });
+            Some((hi - lo) / m)
+        }
+        _ => None,
+    };
+    let settings: Vec<SettingResult> = plan
+        .settings
+        .iter()
+        .zip(runs.into_iter().zip(fails))
+        .map(|(s, (r, f))| {
+            let med = median(&r);
+            let slowdown = match (med, base) {
+                (Some(m), Some(b)) if b > 0.0 => Some(m / b - 1.0),
+                _ => None,
+            };
+            SettingResult {
+                label: s.label(),
+                knob: s.knob.map(|k| k.to_string()),
+                value_ns: s.value,
+                median_s: med,
+                min_s: r.iter().copied().reduce(f64::min),
+                max_s: r.iter().copied().reduce(f64::max),
+                within_noise: slowdown.zip(spread).map(|(x, sp)| x.abs() <= sp),
+                slowdown,
+                runs_s: r,
+                failures: f,
+                predicted: Vec::new(),
+            }
+        })
+        .collect();
+    let mut knobs = Vec::new();
+    for k in Knob::ALL {
+        let mine: Vec<(&Setting, &SettingResult)> = plan
+            .settings
+            .iter()
+            .zip(&settings)
+            .filter(|(s, _)| s.knob == Some(k))
+            .collect();
+        if mine.is_empty() {
+            continue;
+        }
+        let mut points = vec![(0.0, 0.0)];
+        points.extend(
+            mine.iter()
+                .filter_map(|(s, r)| r.slowdown.map(|x| (axis_value(k, s.value), x))),
+        );
+        points.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let rest = &points[1..];
+        let max_slowdown = rest.iter().map(|p| p.1).reduce(f64::max);
+        let sxx: f64 = rest.iter().map(|p| p.0 * p.0).sum();
+        let sxy: f64 = rest.iter().map(|p| p.0 * p.1).sum();
+        knobs.push(KnobSummary {
+            knob: k.to_string(),
+            unit: unit(k).into(),
+            slowdown_per_unit: (sxx > 0.0).then(|| sxy / sxx),
+            max_slowdown,
+            points,
+        });
+    }
+    let noise = spread.unwrap_or(0.0);
+    let most_sensitive = knobs
+        .iter()
+        .filter_map(|k| k.max_slowdown.filter(|&m| m > noise).map(|m| (k, m)))
+        .max_by(|a, b| a.1.total_cmp(&b.1))
+        .map(|(k, _)| k.knob.clone());
+    SweepResult {
+        schema_version: SWEEP_SCHEMA_VERSION,
+        command: command.to_vec(),
+        repeat: plan.repeat,
+        baseline_spread: spread,
+        settings,
+        knobs,
+        most_sensitive,
+        notes: Vec::new(),
+    }
+}
+
+fn pct(x: Option<f64>) -> String {
+    x.map_or("-".into(), |x| format!("{:+.1}%", 100.0 * x))
+}
+
+fn secs(x: Option<f64>) -> String {
+    x.map_or("-".into(), |x| format!("{x:.3}"))
+}
+
+/// Which table form to render.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SweepFormat {
+    Text,
+    Markdown,
+    Csv,
+}
+
+impl SweepResult {
+    /// Attaches `model`'s prediction to every knob setting: `added(knob, value)` is the run time
+    /// (seconds) the model adds to the baseline at that setting, or why it cannot say. The
+    /// prediction is compared as a slowdown over the *measured* baseline, so start-up costs
+    /// the model does not see (the launcher, MPI_Init) weigh on both sides alike.
+    pub fn add_prediction(
+        &mut self,
+        model: &str,
+        mut added: impl FnMut(Knob, f64) -> Result<f64, String>,
+    ) {
+        let base = self.settings.first().and_then(|b| b.median_s);
+        for s in self.settings.iter_mut().skip(1) {
+            let Some(knob) = s.knob.as_deref().and_then(|k| k.parse::<Knob>().ok()) else {
+                continue;
+            };
+            let (added_s, note) = match added(knob, s.value_ns) {
+                Ok(a) => (Some(a), None),
+                Err(why) => (None, Some(why)),
+            };
+            let slowdown = added_s
+                .zip(base)
+                .filter(|&(_, b)| b > 0.0)
+                .map(|(a, b)| a / b);
+            let relative_error = match (slowdown, s.slowdown, s.within_noise) {
+                (Some(p), Some(m), Some(false)) if m != 0.0 => Some(p / m - 1.0),
+                _ => None,
+            };
+            s.predicted.push(Predicted {
+                model: model.to_string(),
+                added_s,
+                slowdown,
+                relative_error,
+                note,
+            });
+        }
+    }
+
+    /// The models with a prediction, in the order they were added.
+    fn models(&self) -> Vec<String> {
+        let mut m: Vec<String> = Vec::new();
+        for p in self.settings.iter().flat_map(|s| &s.predicted) {
+            if !m.contains(&p.model) {
+                m.push(p.model.clone());
+            }
+        }
+        m
+    }
+
+    fn table(&self) -> Table {
+        let mut t = Table::new()
+            .column("setting", Align::Left)
+            .column("runs", Align::Right)
+            .column("median(s)", Align::Right)
+            .column("min(s)", Align::Right)
+            .column("max(s)", Align::Right)
+            .column("slowdown", Align::Right)
+            .column("noise", Align::Left)
+            .column("failed", Align::Right);
+        let models = self.models();
+        for m in &models {
+            t = t
+                .column(format!("pred {m}"), Align::Right)
+                .column(format!("err {m}"), Align::Right);
+        }
+        for s in &self.settings {
+            let mut row = vec![
+                s.label.clone(),
+                s.runs_s.len().to_string(),
+                secs(s.median_s),
+                secs(s.min_s),
+                secs(s.max_s),
+                if s.knob.is_none() {
+                    "(anchor)".into()
+                } else {
+                    pct(s.slowdown)
+                },
+                match (s.knob.is_none(), s.within_noise) {
+                    (true, _) => "".into(),
+                    (false, Some(true)) => "within".into(),
+                    (false, Some(false)) => "beyond".into(),
+                    (false, None) => "?".into(),
+                },
+                s.failures.len().to_string(),
+            ];
+            for m in &models {
+                let p = s.predicted.iter().find(|p| &p.model == m);
+                row.push(pct(p.and_then(|p| p.slowdown)));
+                row.push(pct(p.and_then(|p| p.relative_error)));
+            }
+            t.push_row(row);
+        }
+        t
+    }
+
+    fn summary_lines(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        match self.baseline_spread {
+            Some(s) => out.push(format!(
+                "baseline spread {:.1}% over {} runs: slowdowns inside it are noise",
+                100.0 * s,
+                self.settings[0].runs_s.len()
+            )),
+            None => out.push(
+                "baseline spread unknown (fewer than two baseline runs): use --repeat ≥ 2 to judge noise"
+                    .into(),
+            ),
+        }
+        for k in &self.knobs {
+            out.push(format!(
+                "knob {}: largest slowdown {}, slope {} per {}",
+                k.knob,
+                pct(k.max_slowdown),
+                k.slowdown_per_unit
+                    .map_or("-".into(), |x| format!("{:+.2}%", 100.0 * x)),
+                k.unit
+            ));
+        }
+        out.push(match &self.most_sensitive {
+            Some(k) => format!("most sensitive to {k} (over the values tested)"),
+            None => "no knob slowed the program beyond the baseline's noise".into(),
+        });
+        for s in &self.settings {
+            for f in &s.failures {
+                out.push(format!("{} failed: {f}", s.label));
+            }
+            for p in &s.predicted {
+                if let Some(n) = &p.note {
+                    out.push(format!("{} {}: {n}", s.label, p.model));
+                }
+            }
+        }
+        for m in self.models() {
+            let errs: Vec<f64> = self
+                .settings
+                .iter()
+                .flat_map(|s| &s.predicted)
+                .filter(|p| p.model == m)
+                .filter_map(|p| p.relative_error)
+                .map(f64::abs)
+                .collect();
+            if let Some(worst) = errs.iter().copied().reduce(f64::max) {
+                out.push(format!(
+                    "{m} prediction: worst error {:.1}% of the measured slowdown over {} settings beyond noise (goal 10%: {})",
+                    100.0 * worst,
+                    errs.len(),
+                    if worst <= 0.10 { "met" } else { "missed" }
+                ));
+            } else {
+                out.push(format!(
+                    "{m} prediction: no setting slowed the program beyond noise, nothing to judge"
+                ));
+            }
+        }
+        out.extend(self.notes.iter().cloned());
+        out
+    }
+
+    /// The table of settings and the summary lines (text and Markdown), or the settings as CSV.
+    pub fn render(&self, fmt: SweepFormat) -> String {
+        let t = self.table();
+        let cmd = self.command.join(" ");
+        match fmt {
+            SweepFormat::Text => {
+                let mut s = format!(
+                    "# commperf emulate sweep | {cmd} | {} rounds\n",
+                    self.repeat
+                );
+                s.push_str(&t.render_text("# "));
+                for l in self.summary_lines() {
+                    let _ = writeln!(s, "# {l}");
+                }
+                s
+            }
+            SweepFormat::Markdown => {
+                let mut s = format!(
+                    "## Sensitivity sweep\n\n`{cmd}`, {} rounds\n\n{}\n",
+                    self.repeat,
+                    t.render_markdown()
+                );
+                for l in self.summary_lines() {
+                    let _ = writeln!(s, "- {l}");
+                }
+                s
+            }
+            SweepFormat::Csv => t.render_csv(),
+        }
+    }
+
+    /// Slowdown against each knob's value, one panel per knob (the knobs have different units),
+    /// as Martin's figures plot run time against each parameter. The baseline's noise band is
+    /// shaded.
+    pub fn render_svg(&self) -> String {
+        let panel_w = 300.0;
+        let (pad_l, pad_r, top, bottom) = (60.0, 20.0, 50.0, 290.0);
+        let n = self.knobs.len().max(1) as f64;
+        let w = n * (panel_w + pad_l + pad_r);
+        let h = 340.0;
+        let ys: Vec<f64> = self
+            .knobs
+            .iter()
+            .flat_map(|k| k.points.iter().map(|p| p.1))
+            .chain([0.0, self.baseline_spread.unwrap_or(0.0)])
+            .collect();
+        let ymax = ys.iter().copied().fold(0.0f64, f64::max).max(0.01) * 1.1;
+        let ymin = ys.iter().copied().fold(0.0f64, f64::min).min(0.0) * 1.1;
+        let ypos = |v: f64| bottom - (bottom - top) * (v - ymin) / (ymax - ymin);
+        let mut s = String::new();
+        let _ = writeln!(
+            s,
+            r#"<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" font-family="sans-serif" font-size="11">"#
+        );
+        let _ = writeln!(
+            s,
+            r#"<text x="{}" y="18" font-size="14" text-anchor="middle">Slowdown against each knob: {}</text>"#,
+            w / 2.0,
+            xml(&self.command.join(" "))
+        );
+        for (i, k) in self.knobs.iter().enumerate() {
+            let l = i as f64 * (panel_w + pad_l + pad_r) + pad_l;
+            let r = l + panel_w;
+            let xmax = k.points.iter().map(|p| p.0).fold(0.0f64, f64::max);
+            let xmax = if xmax > 0.0 { xmax } else { 1.0 };
+            let xpos = |v: f64| l + (r - l) * v / xmax;
+            if let Some(sp) = self.baseline_spread {
+                let (y0, y1) = (ypos(sp), ypos(-sp.min(-ymin)));
+                let _ = writeln!(
+                    s,
+                    r##"<rect x="{l}" y="{y0:.1}" width="{panel_w}" height="{:.1}" fill="#ddd"><title>baseline noise ±{:.1}%</title></rect>"##,
+                    (y1 - y0).max(0.0),
+                    100.0 * sp
+                );
+            }
+            let _ = writeln!(
+                s,
+                r#"<line x1="{l}" y1="{bottom}" x2="{r}" y2="{bottom}" stroke="black"/><line x1="{l}" y1="{top}" x2="{l}" y2="{bottom}" stroke="black"/>"#
+            );
+            let _ = writeln!(
+                s,
+                r#"<text x="{}" y="{}" text-anchor="middle">Δ{} ({})</text>"#,
+                (l + r) / 2.0,
+                bottom + 32.0,
+                xml(&k.knob),
+                xml(&k.unit)
+            );
+            for j in 0..=4 {
+                let v = ymin + (ymax - ymin) * j as f64 / 4.0;
+                let _ = writeln!(
+                    s,
+                    r#"<text x="{}" y="{:.1}" text-anchor="end">{:+.0}%</text>"#,
+                    l - 4.0,
+                    ypos(v) + 4.0,
+                    100.0 * v
+                );
+                let xv = xmax * j as f64 / 4.0;
+                let _ = writeln!(
+                    s,
+                    r#"<text x="{:.1}" y="{}" text-anchor="middle">{}</text>"#,
+                    xpos(xv),
+                    bottom + 14.0,
+                    trim(xv)
+                );
+            }
+            let pts: Vec<String> = k
+                .points
+                .iter()
+                .map(|p| format!("{:.1},{:.1}", xpos(p.0), ypos(p.1)))
+                .collect();
+            let _ = writeln!(
+                s,
+                r##"<polyline points="{}" fill="none" stroke="#1f77b4" stroke-width="2"/>"##,
+                pts.join(" ")
+            );
+            for p in &k.points {
+                let _ = writeln!(
+                    s,
+                    r##"<circle cx="{:.1}" cy="{:.1}" r="3" fill="#1f77b4"><title>{}={} {}: {:+.1}%</title></circle>"##,
+                    xpos(p.0),
+                    ypos(p.1),
+                    xml(&k.knob),
+                    trim(p.0),
+                    xml(&k.unit),
+                    100.0 * p.1
+                );
+            }
+        }
+        s.push_str("</svg>\n");
+        s
+    }
+}
+
+fn xml(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A program whose run time is a known function of the knobs, with a scripted noise and a
+    /// failure at a chosen run.
+    struct Model {
+        base: f64,
+        calls: Vec<Knobs>,
+        fail_at: Option<usize>,
+        jitter: Vec<f64>,
+    }
+
+    impl Runner for Model {
+        fn run(&mut self, k: &Knobs) -> Result<f64, String> {
+            let n = self.calls.len();
+            self.calls.push(*k);
+            if self.fail_at == Some(n) {
+                return Err("exit status 3".into());
+            }
+            // 1000 messages of 1 KiB on the critical path: L and o count per message, G per byte.
+            let t = self.base
+                + 1e-9
+                    * 1000.0
+                    * (k.l_ns + 2.0 * k.o_ns + k.g_ns * 0.5 + 1024.0 * k.gap_per_byte_ns);
+            Ok(t + self.jitter.get(n).copied().unwrap_or(0.0))
+        }
+    }
+
+    fn model() -> Model {
+        Model {
+            base: 1.0,
+            calls: Vec::new(),
+            fail_at: None,
+            jitter: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn schedule_interleaves_and_reverses_odd_rounds() {
+        let p =
+            SweepPlan::new(&[(Knob::L, vec![0.0, 5e3, 10e3]), (Knob::O, vec![1e3])], 3).unwrap();
+        assert_eq!(p.settings().len(), 4, "zero folds into the baseline");
+        assert_eq!(p.schedule(), vec![0, 1, 2, 3, 3, 2, 1, 0, 0, 1, 2, 3]);
+    }
+
+    #[test]
+    fn slowdowns_are_computed_from_medians() {
+        let p = SweepPlan::new(
+            &[
+                (Knob::L, vec![0.0, 100e3, 200e3]),
+                (Knob::UpperG, vec![1.0]),
+            ],
+            3,
+        )
+        .unwrap();
+        let mut m = model();
+        // Baseline runs are run 0, 7 and 8 (schedule 0 1 2 3 3 2 1 0 0 1 2 3).
+        m.jitter = vec![0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.02, -0.01];
+        let r = run_sweep(&p, &mut m, &["app".to_string()], |_, _, _| {});
+        assert_eq!(m.calls.len(), 12);
+        let b = &r.settings[0];
+        assert_eq!(b.runs_s, vec![1.0, 1.02, 0.99]);
+        assert_eq!(b.median_s, Some(1.0));
+        assert!((r.baseline_spread.unwrap() - 0.03).abs() < 1e-12);
+        // L = 100 µs: 1000 × 100 µs = 0.1 s on 1 s.
+        let l100 = &r.settings[1];
+        assert_eq!(l100.label, "L=100us");
+        assert!((l100.slowdown.unwrap() - 0.1).abs() < 1e-9);
+        assert_eq!(l100.within_noise, Some(false));
+        assert!((r.settings[2].slowdown.unwrap() - 0.2).abs() < 1e-9);
+        // G = 1 ns/B: 1000 × 1024 ns = 1.024 ms.
+        assert!((r.settings[3].slowdown.unwrap() - 0.001024).abs() < 1e-9);
+        assert_eq!(r.settings[3].within_noise, Some(true));
+        let l = r.knobs.iter().find(|k| k.knob == "L").unwrap();
+        assert_eq!(l.points.len(), 3);
+        // slowdown = 0.001 per µs exactly.
+        assert!((l.slowdown_per_unit.unwrap() - 0.001).abs() < 1e-9);
+        assert_eq!(r.most_sensitive.as_deref(), Some("L"));
+    }
+
+    #[test]
+    fn predictions_compare_as_slowdowns_over_the_measured_baseline() {
+        let p = SweepPlan::new(&[(Knob::L, vec![100e3]), (Knob::O, vec![10e3])], 2).unwrap();
+        let mut m = model();
+        m.jitter = vec![0.0, 0.0, 0.0, 0.0, 0.0, 0.01];
+        let mut r = run_sweep(&p, &mut m, &[], |_, _, _| {});
+        // Measured: L +0.1 s on a 1.005 s baseline median; o +0.02 s.
+        r.add_prediction("loggp", |k, v| match k {
+            Knob::L => Ok(1000.0 * v * 1e-9 * 1.05),
+            _ => Err("not modelled".into()),
+        });
+        let l = &r.settings[1].predicted[0];
+        let base = 1.005;
+        assert!((l.slowdown.unwrap() - 0.105 / base).abs() < 1e-12);
+        let meas = 1.1 / base - 1.0;
+        assert!((l.relative_error.unwrap() - ((0.105 / base) / meas - 1.0)).abs() < 1e-12);
+        let o = &r.settings[2].predicted[0];
+        assert_eq!((o.added_s, o.note.as_deref()), (None, Some("not modelled")));
+        let text = r.render(SweepFormat::Text);
+        assert!(
+            text.contains("pred loggp") && text.contains("o=10us loggp: not modelled"),
+            "{text}"
+        );
+        assert!(text.contains("loggp prediction: worst error"), "{text}");
+    }
+
+    #[test]
+    fn a_failed_run_is_kept_and_the_rest_go_on() {
+        let p = SweepPlan::new(&[(Knob::O, vec![10e3])], 2).unwrap();
+        let mut m = model();
+        m.fail_at = Some(1);
+        let r = run_sweep(&p, &mut m, &[], |_, _, _| {});
+        assert_eq!(m.calls.len(), 4, "the sweep went on after the failure");
+        let o = &r.settings[1];
+        assert_eq!(o.failures, vec!["run 2: exit status 3".to_string()]);
+        assert_eq!(o.runs_s.len(), 1);
+        assert!((o.slowdown.unwrap() - 0.02).abs() < 1e-9);
+        let text = r.render(SweepFormat::Text);
+        assert!(
+            text.contains("o=10us failed: run 2: exit status 3"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn nothing_beyond_noise_names_no_knob() {
+        let p = SweepPlan::new(&[(Knob::L, vec![1.0])], 2).unwrap();
+        let mut m = model();
+        m.jitter = vec![0.0, 0.0, 0.0, 0.05];
+        let r = run_sweep(&p, &mut m, &[], |_, _, _| {});
+        assert_eq!(r.most_sensitive, None);
+        assert!(r.render(SweepFormat::Text).contains("no knob slowed"));
+    }
+
+    #[test]
+    fn bad_plans_are_refused_by_name() {
+        assert_eq!(SweepPlan::new(&[], 1), Err(SweepError::NoKnob));
+        assert_eq!(
+            SweepPlan::new(&[(Knob::L, vec![0.0])], 1),
+            Err(SweepError::OnlyZero(Knob::L))
+        );
+        assert_eq!(
+            SweepPlan::new(&[(Knob::L, vec![1.0]), (Knob::L, vec![2.0])], 1),
+            Err(SweepError::Twice(Knob::L))
+        );
+        assert_eq!(
+            SweepPlan::new(&[(Knob::L, vec![1.0])], 0),
+            Err(SweepError::Repeat(0))
+        );
+        let e = SweepPlan::new(&[(Knob::O, vec![2e9])], 1).unwrap_err();
+        assert!(e.to_string().contains("knob o"), "{e}");
+    }
+
+    #[test]
+    fn json_round_trips_and_svg_has_one_panel_per_knob() {
+        let p = SweepPlan::new(&[(Knob::L, vec![5e3]), (Knob::LowerG, vec![1e3, 2e3])], 2).unwrap();
+        let r = run_sweep(&p, model(), &["a<b".to_string()], |_, _, _| {});
+        let j = serde_json::to_string(&r).unwrap();
+        // Exact: the workspace's serde_json reads floats back bit for bit (float_roundtrip).
+        let back: SweepResult = serde_json::from_str(&j).unwrap();
+        assert_eq!(back, r);
+        let svg = r.render_svg();
+        assert_eq!(svg.matches("<polyline").count(), 2);
+        assert!(svg.contains("a&lt;b") && svg.contains("Δg (us)"));
+        assert_eq!(value_text(Knob::L, 5e3), "5us");
+        assert_eq!(value_text(Knob::UpperG, 0.25), "0.25ns/B");
+        assert_eq!(value_text(Knob::O, 500.0), "500ns");
+    }
+}
