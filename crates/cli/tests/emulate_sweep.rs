@@ -1,0 +1,150 @@
+//! `commperf emulate sweep`: a real MPI program (crates/pmpi/tests/apps/sweepapp.c, 2·N
+//! ping-pong messages and nothing else) swept under Open MPI, with `--predict`. What is asserted
+//! holds on a loaded machine: the run counts, the failing setting kept apart, a lower bound the
+//! L knob cannot miss (every message held ≥ ΔL), and the predictions, which replay the monitored
+//! trace and are exact arithmetic (2·N·ΔL for a ping-pong). Without Open MPI it skips, unless
+//! `COMMPERF_REQUIRE_MPI=1` (CI) makes that a failure.
+
+mod mpi_apps;
+use mpi_apps::{compile, exe, ready, text, Scratch};
+use serde_json::Value;
+use std::process::Command;
+
+const ITERS: u32 = 200;
+
+#[test]
+fn sweep_measures_keeps_failures_and_predicts() {
+    let test = "sweep_measures_keeps_failures_and_predicts";
+    if !ready(test, &["mpicc.openmpi", "mpirun.openmpi"]) {
+        return;
+    }
+    let s = Scratch::new("sweep", test);
+    let prog = s.0.join("sweepapp");
+    compile("mpicc.openmpi", "sweepapp.c", &prog);
+    let dir = s.0.join("out");
+    let svg = s.0.join("s.svg");
+    let o = Command::new("timeout")
+        .args(["-k", "10", "600", exe(), "emulate", "sweep"])
+        .args(["--knob", "L=0,2ms", "--knob", "o=0,1us", "--repeat", "2"])
+        .args([
+            "--predict",
+            "--loggp",
+            "L=300,o=100,g=100,G=0.1",
+            "--format",
+            "json",
+        ])
+        .arg("--dir")
+        .arg(&dir)
+        .arg("-o")
+        .arg(&svg)
+        .args(["--", "mpirun.openmpi", "-np", "2", "--oversubscribe"])
+        .arg(&prog)
+        .arg(ITERS.to_string())
+        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        .output()
+        .expect("run commperf emulate sweep");
+    assert!(
+        o.status.success(),
+        "sweep failed: {}\n{}",
+        text(&o.stdout),
+        text(&o.stderr)
+    );
+    let j: Value = serde_json::from_slice(&o.stdout)
+        .unwrap_or_else(|e| panic!("stdout is not JSON ({e}): {}", text(&o.stdout)));
+    assert_eq!(j["schema_version"], 1);
+    let st = j["settings"].as_array().unwrap();
+    let labels: Vec<&str> = st.iter().map(|s| s["label"].as_str().unwrap()).collect();
+    assert_eq!(labels, ["baseline", "L=2ms", "o=1us"]);
+    let runs = |i: usize| -> Vec<f64> {
+        st[i]["runs_s"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_f64().unwrap())
+            .collect()
+    };
+    assert_eq!((runs(0).len(), runs(1).len(), runs(2).len()), (2, 2, 0));
+    // The o setting failed in both rounds (the program exits 3 under o), and was kept apart.
+    let fails = st[2]["failures"].as_array().unwrap();
+    assert_eq!(fails.len(), 2, "{fails:?}");
+    assert!(
+        fails
+            .iter()
+            .all(|f| f.as_str().unwrap().contains("exit status: 3")),
+        "{fails:?}"
+    );
+    // 6 runs, 6 logs, plus the monitored run's.
+    let logs = std::fs::read_dir(&dir)
+        .unwrap()
+        .filter(|e| {
+            let n = e.as_ref().unwrap().file_name();
+            let n = n.to_string_lossy();
+            n.starts_with("run-") && n.ends_with(".log")
+        })
+        .count();
+    assert_eq!(logs, 6);
+    // L holds each of the 2·ITERS messages of the critical path at least ΔL: the fastest L run
+    // is ≥ 0.8 s slower than the fastest baseline run (10 % left for start-up variance).
+    let min = |v: Vec<f64>| v.into_iter().fold(f64::INFINITY, f64::min);
+    let added = min(runs(1)) - min(runs(0));
+    let floor = 2.0 * f64::from(ITERS) * 2e-3;
+    assert!(
+        added >= 0.9 * floor,
+        "L=2ms added only {added} s (≥ {floor} s)"
+    );
+    // Predictions: the trace's 2·ITERS messages each take ΔL longer (LogGP: L; contention:
+    // Tcom's intercept), and 2·Δo longer under o (o_s and o_r). Within 1 %: under LogGOPS
+    // rules a receive overhead can hide in the receiver's compute before its first receive.
+    let pred = |i: usize, model: &str| -> f64 {
+        st[i]["predicted"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["model"] == model)
+            .unwrap_or_else(|| panic!("no {model} prediction for {}", labels[i]))["added_s"]
+            .as_f64()
+            .unwrap_or_else(|| panic!("{model} could not predict {}", labels[i]))
+    };
+    for model in ["loggp", "contention"] {
+        let l = pred(1, model);
+        assert!(
+            (l - floor).abs() < 1e-2 * floor,
+            "{model} L: {l} s, want {floor} s"
+        );
+        let o = pred(2, model);
+        let want = 2.0 * f64::from(ITERS) * 2.0 * 1e-6;
+        assert!(
+            (o - want).abs() < 1e-2 * want,
+            "{model} o: {o} s, want {want} s"
+        );
+    }
+    // The L prediction is compared with the measured slowdown (beyond noise or not, it has a
+    // slowdown over the measured baseline).
+    let lp = st[1]["predicted"].as_array().unwrap();
+    let base = st[0]["median_s"].as_f64().unwrap();
+    assert!((lp[0]["slowdown"].as_f64().unwrap() - pred(1, "loggp") / base).abs() < 1e-9);
+    let svg = std::fs::read_to_string(&svg).unwrap();
+    assert_eq!(svg.matches("<polyline").count(), 2, "one line per knob");
+    assert!(dir.join("sweep.json").is_file() && dir.join("monitor/trace.txt").is_file());
+}
+
+#[test]
+fn a_plan_without_a_value_above_zero_is_refused() {
+    let o = Command::new(exe())
+        .args(["emulate", "sweep", "--knob", "L=0us", "--", "true"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        text(&o.stderr).contains("knob L has no value above 0"),
+        "{}",
+        text(&o.stderr)
+    );
+    let o = Command::new(exe())
+        .args(["emulate", "sweep", "--knob", "L=2s", "--", "true"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(text(&o.stderr).contains("knob L") && text(&o.stderr).contains("between 0 and 1 s"));
+}
