@@ -46,7 +46,7 @@ pub enum Command {
     Monitor(Box<crate::monitor::MonitorArgs>),
     /// LogGP emulation (seed 001): run an MPI program with the o, g, G and L knobs
     /// (`emulate --L 20us -- mpirun …`), or calibrate the knobs on a transport
-    Emulate(crate::emulate::EmulateArgs),
+    Emulate(Box<crate::emulate::EmulateArgs>),
     /// The peer process a local `emulate calibrate` starts (internal)
     #[command(name = "__emulate-peer", hide = true)]
     EmulatePeer,

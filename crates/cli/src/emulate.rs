@@ -46,7 +46,7 @@ pub enum EmulateCmd {
     Calibrate(CalibrateArgs),
     /// Run a program at each setting of each knob (seed 001's sensitivity study) and report
     /// its slowdown per setting; with --predict, beside what `predict` expects
-    Sweep(crate::emulate_sweep::SweepArgs),
+    Sweep(Box<crate::emulate_sweep::SweepArgs>),
 }
 
 /// One `--knob` value, read by the library's parser so that the CLI and the library refuse
