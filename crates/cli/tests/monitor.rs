@@ -99,3 +99,67 @@ fn bad_files_and_directories_are_named() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("output directory /proc/commperf-no"), "{err}");
 }
+
+/// `--parts`: every kind of block runs the same number of messages, the table names each against
+/// the anchor, and only the `all` blocks' records are saved (exact counts).
+#[test]
+fn parts_are_measured_one_at_a_time_and_only_all_is_recorded() {
+    let dir = std::env::temp_dir().join(format!("commperf-parts-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let out = commperf()
+        .args([
+            "monitor", "run", "-t", "shm", "--sizes", "64", "--iters", "600",
+        ])
+        .args(["--rounds", "3", "--parts", "send,recv,clock,off,all", "-o"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let table = String::from_utf8(out.stdout).unwrap();
+    for p in ["none", "send", "recv", "clock", "off", "all"] {
+        assert_eq!(
+            table
+                .lines()
+                .filter(|l| l.starts_with("#      64  ") && l.contains(&format!("  {p:<5}  ")))
+                .count(),
+            1,
+            "{p}: {table}"
+        );
+    }
+    let run: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("run.json")).unwrap()).unwrap();
+    for e in run["histograms"].as_array().unwrap() {
+        for stage in ["source", "net", "destination", "late_sender_wait"] {
+            let rows = e["stages"][stage].as_array().unwrap();
+            assert_eq!(rows.len(), 1, "{stage}");
+            assert_eq!(rows[0]["count"], 600, "{stage}");
+        }
+    }
+    let parts: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("parts.json")).unwrap()).unwrap();
+    let names: Vec<&str> = parts
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["parts"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["none", "send", "recv", "clock", "off", "all"]);
+    let o = commperf()
+        .args(["monitor", "report"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&o.stdout).contains("# monitor parts (seed 000"));
+    let o = commperf()
+        .args(["monitor", "run", "--parts", "send", "--trace", "10", "-o"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--trace"));
+    let _ = std::fs::remove_dir_all(&dir);
+}

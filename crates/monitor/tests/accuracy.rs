@@ -338,8 +338,16 @@ fn each_part_records_only_its_own_stages() {
         let mut a = Monitored::with_clock(a, ca, ka);
         let mut b = Monitored::with_clock(b, cb, kb);
         pingpong(&mut a, &mut b, &sizes, iters as usize);
-        assert_eq!(ra.load(Ordering::Relaxed), want_reads, "{parts:?} reads at 0");
-        assert_eq!(rb.load(Ordering::Relaxed), want_reads, "{parts:?} reads at 1");
+        assert_eq!(
+            ra.load(Ordering::Relaxed),
+            want_reads,
+            "{parts:?} reads at 0"
+        );
+        assert_eq!(
+            rb.load(Ordering::Relaxed),
+            want_reads,
+            "{parts:?} reads at 1"
+        );
         let mut h = a.take_histograms();
         h.merge(&b.take_histograms());
         if want == [0; 4] {
@@ -361,15 +369,16 @@ fn each_part_records_only_its_own_stages() {
                     let want_mean = match stage {
                         Stage::Source => P.o_s_ns,
                         Stage::Net => {
-                            P.o_s_ns
-                                + P.l_ns
-                                + P.o_r_ns
-                                + P.gap_per_byte_ns * (s + TRAILER) as f64
+                            P.o_s_ns + P.l_ns + P.o_r_ns + P.gap_per_byte_ns * (s + TRAILER) as f64
                         }
                         Stage::Destination => 0.0,
                         Stage::LateSenderWait => continue,
                     };
-                    assert_eq!(row.1.mean_ns(), Some(want_mean.round()), "{parts:?} {stage}");
+                    assert_eq!(
+                        row.1.mean_ns(),
+                        Some(want_mean.round()),
+                        "{parts:?} {stage}"
+                    );
                 }
             }
         }
