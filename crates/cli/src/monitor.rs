@@ -214,8 +214,8 @@ struct Job {
     parts: Vec<PartSel>,
 }
 
-/// What the peer sends back at the end.
-#[derive(Debug, Serialize, Deserialize)]
+/// What the peer sends back after every size (without its trace) and at the end.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 struct PeerReport {
     histograms: Histograms,
     correction: Correction,
@@ -310,12 +310,52 @@ fn run_local(r: &RunArgs) -> Result<()> {
     ctrl.send(&job)?;
     let mut ep = launch::connect_data(&mut ctrl, &spec, &token)?;
     let started = Instant::now();
+    let saver = Saver {
+        r,
+        sizes: sizes.clone(),
+        clock,
+        baseline,
+        machine: commperf_bench::machine::describe(clock.clock.timer_info()),
+        plain_parts: job.parts == [PartSel::None, PartSel::All],
+    };
+    // Saved before the first size and after every size (complete: false), so a run that dies
+    // leaves what it measured up to there, marked cut short.
+    let mut flushed = 0usize;
+    let mut flush = |f: Flush<'_>| -> Result<()> {
+        let mut hist = f.hist.clone();
+        hist.merge(&f.peer.histograms);
+        let run = saver.run(hist, f.syncs.to_vec(), &f.peer, f.figures, None, false);
+        saver.save(&run, f.figures)?;
+        flushed = f.sizes_done;
+        Ok(())
+    };
     // Both ends pick the wire by the same rule (the transport), so they agree.
-    let out = match &mut ep {
-        AnyEndpoint::Shm(e) => client(e, &job, clock, Monitored::with_sideband_clock),
-        other => with_endpoint!(other, e => client(e, &job, clock, Monitored::with_clock)),
-    }
-    .context("the monitored workload")?;
+    let res = match &mut ep {
+        AnyEndpoint::Shm(e) => client(
+            e,
+            &job,
+            clock,
+            Monitored::with_sideband_clock,
+            &mut ctrl,
+            &mut flush,
+        ),
+        other => {
+            with_endpoint!(other, e => client(e, &job, clock, Monitored::with_clock, &mut ctrl, &mut flush))
+        }
+    };
+    let out = match res {
+        Ok(o) => o,
+        Err(e) => {
+            peer.finish(Duration::from_secs(5));
+            return Err(e.context(format!(
+                "the monitored workload stopped after {flushed} of {} sizes; {} holds what was \
+                 measured up to there, marked cut short (`commperf monitor report {}`)",
+                sizes.len(),
+                r.out.join("run.json").display(),
+                r.out.display()
+            )));
+        }
+    };
     let peer_report: PeerReport = recv_chunked(&mut ctrl).context("the peer's histograms")?;
     peer.finish(Duration::from_secs(5));
 
@@ -323,7 +363,7 @@ fn run_local(r: &RunArgs) -> Result<()> {
     hist.merge(&peer_report.histograms);
     let trace_info = if job.trace > 0 {
         let (text, cut) = write_trace(
-            &[(0, out.trace), (1, peer_report.trace)],
+            &[(0, out.trace), (1, peer_report.trace.clone())],
             out.dropped + peer_report.dropped,
         );
         let file = r.out.join("trace.txt");
@@ -340,61 +380,21 @@ fn run_local(r: &RunArgs) -> Result<()> {
     } else {
         None
     };
-    let machine = commperf_bench::machine::describe(clock.clock.timer_info());
-    let run = MonitorRun {
-        schema_version: RUN_SCHEMA_VERSION,
-        kind: RUN_KIND.into(),
-        created_unix_s: SystemTime::now()
-            .duration_since(SystemTime::UNIX_EPOCH)
-            .map(|d| d.as_secs())
-            .unwrap_or(0),
-        complete: true,
-        machine: Some(machine),
-        workload: Workload {
-            pattern: format!("{:?}", r.pattern).to_lowercase(),
-            transport: r.transport.to_string(),
-            mode: r.mode.to_string(),
-            sizes_bytes: sizes.clone(),
-            iterations: r.iters,
-        },
-        clock: ClockReport {
-            source: clock.clock.timer_info().source,
-            syncs: out.syncs,
-            ranks: vec![
-                RankClock::new(0, &Correction::default(), 0.0),
-                RankClock::new(1, &peer_report.correction, peer_report.error_bound_ns),
-            ],
-        },
-        reference_one_way_us: out.plain,
-        monitored_one_way_us: out.monitored,
-        histograms: hist,
-        trace: trace_info,
-        baseline,
-    };
+    let run = saver.run(
+        hist,
+        out.syncs,
+        &peer_report,
+        &out.figures,
+        trace_info,
+        true,
+    );
+    saver.save(&run, &out.figures)?;
     let file = r.out.join("run.json");
-    write_atomically(&file, run.to_json().as_bytes())?;
-    let parts_file = r.out.join(PARTS_FILE);
-    let parts: Vec<PartFigures> = out
-        .figures
-        .into_iter()
-        .map(|(p, figures)| PartFigures {
-            parts: p.name().to_string(),
-            figures,
-        })
-        .collect();
-    if job.parts == [PartSel::None, PartSel::All] {
-        // A plain run: no stale figures of an earlier --parts run beside it.
-        let _ = std::fs::remove_file(&parts_file);
-    } else {
-        write_atomically(
-            &parts_file,
-            serde_json::to_string_pretty(&parts)?.as_bytes(),
-        )?;
-    }
+    let parts = to_part_figures(&out.figures);
     let sig = Signature::new(&run.histograms, run.baseline.as_ref(), None);
     print(&sig.render_table(TableFormat::Text))?;
     print(&cost_lines(&run))?;
-    if job.parts != [PartSel::None, PartSel::All] {
+    if !saver.plain_parts {
         print(&parts_table(&run.workload.pattern, &parts))?;
     }
     crate::say(&format!(
@@ -403,6 +403,104 @@ fn run_local(r: &RunArgs) -> Result<()> {
         file.display()
     ));
     Ok(())
+}
+
+/// What a flush hands over: the client's records and figures so far and the peer's latest
+/// report.
+struct Flush<'a> {
+    sizes_done: usize,
+    hist: &'a Histograms,
+    syncs: &'a [commperf_monitor::clock::OffsetSample],
+    figures: &'a [(PartSel, Vec<(u64, f64)>)],
+    peer: PeerReport,
+}
+
+/// Builds and writes the run file, at every flush and at the end.
+struct Saver<'a> {
+    r: &'a RunArgs,
+    sizes: Vec<u64>,
+    clock: TscClock,
+    baseline: Option<commperf_monitor::Baseline>,
+    machine: commperf_core::Machine,
+    /// A plain run (no --parts): no parts.json.
+    plain_parts: bool,
+}
+
+fn to_part_figures(figures: &[(PartSel, Vec<(u64, f64)>)]) -> Vec<PartFigures> {
+    figures
+        .iter()
+        .map(|(p, f)| PartFigures {
+            parts: p.name().to_string(),
+            figures: f.clone(),
+        })
+        .collect()
+}
+
+impl Saver<'_> {
+    fn run(
+        &self,
+        histograms: Histograms,
+        syncs: Vec<commperf_monitor::clock::OffsetSample>,
+        peer: &PeerReport,
+        figures: &[(PartSel, Vec<(u64, f64)>)],
+        trace: Option<TraceInfo>,
+        complete: bool,
+    ) -> MonitorRun {
+        let pick = |sel: PartSel| {
+            figures
+                .iter()
+                .find(|(p, _)| *p == sel)
+                .map(|(_, f)| f.clone())
+                .unwrap_or_default()
+        };
+        let r = self.r;
+        MonitorRun {
+            schema_version: RUN_SCHEMA_VERSION,
+            kind: RUN_KIND.into(),
+            created_unix_s: SystemTime::now()
+                .duration_since(SystemTime::UNIX_EPOCH)
+                .map(|d| d.as_secs())
+                .unwrap_or(0),
+            complete,
+            machine: Some(self.machine.clone()),
+            workload: Workload {
+                pattern: format!("{:?}", r.pattern).to_lowercase(),
+                transport: r.transport.to_string(),
+                mode: r.mode.to_string(),
+                sizes_bytes: self.sizes.clone(),
+                iterations: r.iters,
+            },
+            clock: ClockReport {
+                source: self.clock.clock.timer_info().source,
+                syncs,
+                ranks: vec![
+                    RankClock::new(0, &Correction::default(), 0.0),
+                    RankClock::new(1, &peer.correction, peer.error_bound_ns),
+                ],
+            },
+            reference_one_way_us: pick(PartSel::None),
+            monitored_one_way_us: pick(PartSel::All),
+            histograms,
+            trace,
+            baseline: self.baseline.clone(),
+        }
+    }
+
+    /// Writes run.json (and parts.json for a --parts run; a plain run removes a stale one).
+    fn save(&self, run: &MonitorRun, figures: &[(PartSel, Vec<(u64, f64)>)]) -> Result<()> {
+        write_atomically(&self.r.out.join("run.json"), run.to_json().as_bytes())?;
+        let parts_file = self.r.out.join(PARTS_FILE);
+        if self.plain_parts {
+            let _ = std::fs::remove_file(&parts_file);
+        } else {
+            let parts = to_part_figures(figures);
+            write_atomically(
+                &parts_file,
+                serde_json::to_string_pretty(&parts)?.as_bytes(),
+            )?;
+        }
+        Ok(())
+    }
 }
 
 /// The monitor's cost, unmonitored against monitored in the same run, and the clock bound.
@@ -481,9 +579,6 @@ struct ClientOut {
     trace: Vec<TraceEvent>,
     dropped: u64,
     syncs: Vec<commperf_monitor::clock::OffsetSample>,
-    /// Per size: unmonitored and monitored figure (one-way p50 µs, or MB/s).
-    plain: Vec<(u64, f64)>,
-    monitored: Vec<(u64, f64)>,
     /// Per block kind of `Job::parts`: its figure per size.
     figures: Vec<(PartSel, Vec<(u64, f64)>)>,
 }
@@ -614,6 +709,8 @@ fn client<E: Endpoint, W: Wire<E>>(
     job: &Job,
     clock: TscClock,
     wrap: Wrap<E, W>,
+    ctrl: &mut Control,
+    flush: &mut dyn FnMut(Flush<'_>) -> Result<()>,
 ) -> Result<ClientOut> {
     let max = *job.sizes.iter().max().unwrap_or(&0) as usize;
     let mut buf = vec![0u8; max.max(1)];
@@ -626,6 +723,13 @@ fn client<E: Endpoint, W: Wire<E>>(
     syncs.push(m.sync_as_master()?);
     let mut figures: Vec<(PartSel, Vec<(u64, f64)>)> =
         job.parts.iter().map(|p| (*p, Vec::new())).collect();
+    flush(Flush {
+        sizes_done: 0,
+        hist: m.histograms(),
+        syncs: &syncs,
+        figures: &figures,
+        peer: PeerReport::default(),
+    })?;
     for (i, &size) in job.sizes.iter().enumerate() {
         let s = size as usize;
         let mut ticks = vec![0u64; kinds];
@@ -668,22 +772,21 @@ fn client<E: Endpoint, W: Wire<E>>(
         if now {
             syncs.push(m.sync_as_master()?);
         }
+        let peer: PeerReport = recv_chunked(ctrl).context("the peer's histograms so far")?;
+        flush(Flush {
+            sizes_done: i + 1,
+            hist: m.histograms(),
+            syncs: &syncs,
+            figures: &figures,
+            peer,
+        })?;
     }
     let (trace, dropped) = m.take_trace();
-    let pick = |sel: PartSel| {
-        figures
-            .iter()
-            .find(|(p, _)| *p == sel)
-            .map(|(_, f)| f.clone())
-            .unwrap_or_default()
-    };
     Ok(ClientOut {
         hist: m.take_histograms(),
         trace,
         dropped,
         syncs,
-        plain: pick(PartSel::None),
-        monitored: pick(PartSel::All),
         figures,
     })
 }
@@ -693,6 +796,7 @@ fn peer_side<E: Endpoint, W: Wire<E>>(
     job: &Job,
     clock: TscClock,
     wrap: Wrap<E, W>,
+    ctrl: &mut Control,
 ) -> Result<PeerReport> {
     let max = *job.sizes.iter().max().unwrap_or(&0) as usize;
     let mut buf = vec![0u8; max.max(1)];
@@ -714,6 +818,19 @@ fn peer_side<E: Endpoint, W: Wire<E>>(
         if d[0] == 1 {
             m.sync_as_follower()?;
         }
+        // What this end recorded so far, for the launcher's flush (not the trace: that comes
+        // once, at the end).
+        let c = *m.correction();
+        send_chunked(
+            ctrl,
+            &PeerReport {
+                histograms: m.histograms().clone(),
+                correction: c,
+                error_bound_ns: c.error_bound_at(commperf_monitor::LocalClock::now_ns(&clock)),
+                trace: Vec::new(),
+                dropped: 0,
+            },
+        )?;
     }
     let (trace, dropped) = m.take_trace();
     let c = *m.correction();
@@ -732,8 +849,10 @@ pub fn peer() -> Result<()> {
         crate::localpair::accept(Duration::from_secs(600), |j: &Job| j.cpu)?;
     let clock = TscClock::calibrate().with_scale(job.ns_per_tick);
     let rep = match &mut ep {
-        AnyEndpoint::Shm(e) => peer_side(e, &job, clock, Monitored::with_sideband_clock),
-        other => with_endpoint!(other, e => peer_side(e, &job, clock, Monitored::with_clock)),
+        AnyEndpoint::Shm(e) => peer_side(e, &job, clock, Monitored::with_sideband_clock, &mut ctrl),
+        other => {
+            with_endpoint!(other, e => peer_side(e, &job, clock, Monitored::with_clock, &mut ctrl))
+        }
     }?;
     send_chunked(&mut ctrl, &rep)
 }
@@ -836,7 +955,26 @@ fn report(r: &ReportArgs) -> Result<()> {
             }
         }
         if !run.complete {
-            text += "# this run was cut short: the figures cover only what was recorded\n";
+            if mpi {
+                text += "# this run was cut short: the figures cover only what was recorded\n";
+            } else {
+                let done: Vec<String> = run
+                    .reference_one_way_us
+                    .iter()
+                    .map(|(s, _)| commperf_core::format_size(*s))
+                    .collect();
+                text += &format!(
+                    "# this run was cut short after {} of {} sizes ({}): the figures cover only \
+                     what was saved at its last flush\n",
+                    done.len(),
+                    run.workload.sizes_bytes.len(),
+                    if done.is_empty() {
+                        "none measured".to_string()
+                    } else {
+                        format!("measured: {}", done.join(", "))
+                    }
+                );
+            }
         }
     }
     match &r.out {

@@ -154,6 +154,19 @@ fn parts_are_measured_one_at_a_time_and_only_all_is_recorded() {
         .output()
         .unwrap();
     assert!(String::from_utf8_lossy(&o.stdout).contains("# monitor parts (seed 000"));
+    // A damaged parts file is named.
+    std::fs::write(dir.join("parts.json"), "[{\"parts\": \"no").unwrap();
+    let o = commperf()
+        .args(["monitor", "report"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success());
+    assert!(
+        err.contains("parts.json") && err.contains("truncated or corrupt"),
+        "{err}"
+    );
     let o = commperf()
         .args(["monitor", "run", "--parts", "send", "--trace", "10", "-o"])
         .arg(&dir)
@@ -161,5 +174,92 @@ fn parts_are_measured_one_at_a_time_and_only_all_is_recorded() {
         .unwrap();
     assert!(!o.status.success());
     assert!(String::from_utf8_lossy(&o.stderr).contains("--trace"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A run whose peer is killed mid-run (after the first size was saved: the event the test
+/// waits for) fails naming what it kept; `monitor report` then reads the saved part, exits 0
+/// and says the run was cut short, with exact counts for the sizes it has.
+#[test]
+fn a_run_whose_peer_dies_is_saved_cut_short() {
+    use std::time::{Duration, Instant};
+    let dir = std::env::temp_dir().join(format!("commperf-cut-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let mut child = commperf()
+        .args(["monitor", "run", "-t", "shm", "--sizes", "64,4k,64k"])
+        .args(["--iters", "200000", "--rounds", "2", "-o"])
+        .arg(&dir)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(300);
+    loop {
+        let saved = std::fs::read_to_string(dir.join("run.json"))
+            .ok()
+            .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+            .is_some_and(|v| {
+                v["reference_one_way_us"]
+                    .as_array()
+                    .is_some_and(|a| !a.is_empty())
+            });
+        if saved {
+            break;
+        }
+        assert!(child.try_wait().unwrap().is_none(), "the run ended early");
+        assert!(Instant::now() < deadline, "no size saved in 300 s");
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    let me = child.id();
+    let kids = std::fs::read_to_string(format!("/proc/{me}/task/{me}/children")).unwrap();
+    let peer = kids.split_whitespace().next().expect("the peer process");
+    assert!(Command::new("kill")
+        .args(["-9", peer])
+        .status()
+        .unwrap()
+        .success());
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(err.contains("marked cut short"), "{err}");
+    let o = commperf()
+        .args(["monitor", "report"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let table = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        table.contains("# this run was cut short after 1 of 3 sizes (measured: 64)")
+            || table.contains("# this run was cut short after 2 of 3 sizes (measured: 64, 4K)"),
+        "{table}"
+    );
+    let run: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("run.json")).unwrap()).unwrap();
+    assert_eq!(run["complete"], false);
+    let done = run["reference_one_way_us"].as_array().unwrap().len();
+    for e in run["histograms"].as_array().unwrap() {
+        for stage in ["source", "net", "destination", "late_sender_wait"] {
+            let rows = e["stages"][stage].as_array().unwrap();
+            assert_eq!(rows.len(), done, "{stage}");
+            for r in rows {
+                assert_eq!(r["count"], 200000, "{stage} {r}");
+            }
+        }
+    }
+    // A damaged run file is named.
+    let t = std::fs::read_to_string(dir.join("run.json")).unwrap();
+    std::fs::write(dir.join("run.json"), &t[..t.len() / 2]).unwrap();
+    let o = commperf()
+        .args(["monitor", "report"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success());
+    assert!(
+        err.contains(&*dir.join("run.json").display().to_string()) && err.contains("truncated"),
+        "{err}"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
