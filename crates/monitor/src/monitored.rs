@@ -289,7 +289,25 @@ pub struct Monitored<E, C = TscClock, W = TrailerWire> {
     /// messages neither builds, hashes nor compares its key (see [`SlotCache`]).
     send_slot: SlotCache,
     recv_slot: SlotCache,
+    /// The last receive's readings, recorded at this endpoint's next call (see [`Pending`]).
+    pending: Option<Pending>,
     wire: PhantomData<W>,
+}
+
+/// A receive's raw readings, kept for a moment: the clock conversions and histogram adds of a
+/// receive are done at the endpoint's next call (after a send's hand-over, or before the next
+/// receive's entry), not before the receive returns. The receive's result then reaches the
+/// application (which in a ping-pong answers at once) without the bookkeeping on the critical
+/// path, while the readings, and so the stages, are the same.
+#[derive(Debug, Clone, Copy)]
+struct Pending {
+    tag: Tag,
+    len: usize,
+    tr: Trailer,
+    stamped: bool,
+    entry: f64,
+    arrival: Option<f64>,
+    delivered: f64,
 }
 
 /// The last (call, protocol, program) recorded on one side and its histogram slot. On one
@@ -416,6 +434,7 @@ impl<E: Endpoint, C: LocalClock, W: Wire<E>> Monitored<E, C, W> {
             scratch_in: Vec::new(),
             send_slot: SlotCache::default(),
             recv_slot: SlotCache::default(),
+            pending: None,
             wire: PhantomData,
         }
     }
@@ -444,8 +463,26 @@ impl<E: Endpoint, C: LocalClock, W: Wire<E>> Monitored<E, C, W> {
         self.cfg.switch.resume()
     }
 
-    pub fn histograms(&self) -> &Histograms {
+    /// What was recorded so far (the last receive included).
+    pub fn histograms(&mut self) -> &Histograms {
+        self.settle();
         &self.hist
+    }
+
+    /// Records the last receive's readings, if not yet recorded.
+    #[inline]
+    fn settle(&mut self) {
+        if let Some(p) = self.pending.take() {
+            self.received(
+                p.tag,
+                p.len,
+                &p.tr,
+                p.stamped,
+                p.entry,
+                p.arrival,
+                p.delivered,
+            );
+        }
     }
 
     /// Switches the monitor's parts (see [`Parts`]); both ends of a measurement switch alike.
@@ -456,6 +493,7 @@ impl<E: Endpoint, C: LocalClock, W: Wire<E>> Monitored<E, C, W> {
     /// Puts `h` in place of what was recorded so far and hands that over (a measurement that
     /// keeps only some blocks' records swaps its set out around the others).
     pub fn replace_histograms(&mut self, h: Histograms) -> Histograms {
+        self.settle();
         self.send_slot = SlotCache::default();
         self.recv_slot = SlotCache::default();
         std::mem::replace(&mut self.hist, h)
@@ -463,6 +501,7 @@ impl<E: Endpoint, C: LocalClock, W: Wire<E>> Monitored<E, C, W> {
 
     /// Hands over what was recorded so far and starts afresh.
     pub fn take_histograms(&mut self) -> Histograms {
+        self.settle();
         // The cached slots index the set handed over.
         self.send_slot = SlotCache::default();
         self.recv_slot = SlotCache::default();
@@ -471,6 +510,7 @@ impl<E: Endpoint, C: LocalClock, W: Wire<E>> Monitored<E, C, W> {
 
     /// Hands over the trace records so far and how many were dropped (bounded buffer full).
     pub fn take_trace(&mut self) -> (Vec<TraceEvent>, u64) {
+        self.settle();
         self.trace.take()
     }
 
@@ -478,6 +518,8 @@ impl<E: Endpoint, C: LocalClock, W: Wire<E>> Monitored<E, C, W> {
         &self.corr
     }
     pub fn set_correction(&mut self, c: Correction) {
+        // A receive still pending converts with the correction of its time.
+        self.settle();
         self.corr = c;
     }
 
@@ -489,6 +531,8 @@ impl<E: Endpoint, C: LocalClock, W: Wire<E>> Monitored<E, C, W> {
     /// Rank 0's side of a global synchronization with this endpoint's peer. Both ends call
     /// their side at the same point of the program; the messages travel unmonitored.
     pub fn sync_as_master(&mut self) -> Result<OffsetSample, MonitorError> {
+        // A receive still pending converts with the correction of its time.
+        self.settle();
         let peer = self.cfg.peer_rank;
         let t = clock::sync_master(&mut [&mut self.inner], &[peer], &self.clock, &self.cfg.sync)?;
         self.last_sync_local_ns = self.clock.now_ns();
@@ -497,6 +541,8 @@ impl<E: Endpoint, C: LocalClock, W: Wire<E>> Monitored<E, C, W> {
 
     /// A peer's side of a global synchronization: updates this endpoint's correction.
     pub fn sync_as_follower(&mut self) -> Result<OffsetSample, MonitorError> {
+        // A receive still pending converts with the correction of its time.
+        self.settle();
         let s = clock::sync_follower(&mut self.inner, &self.clock, self.cfg.rank, &mut self.corr)?;
         self.last_sync_local_ns = self.clock.now_ns();
         Ok(s)
@@ -577,6 +623,9 @@ impl<E: Endpoint, C: LocalClock, W: Wire<E>> Monitored<E, C, W> {
     /// Records the sender's half of a message (source = `exit` − `entry`).
     #[inline]
     fn sent(&mut self, tag: Tag, len: usize, call: u8, entry: f64, exit: f64) {
+        // The last receive first (after this send's hand-over: off the critical path, and in
+        // program order for the trace).
+        self.settle();
         let source = (exit - entry).round() as i64;
         if !self.cfg.parts.send {
             // The clock part alone: read and computed, not recorded.
@@ -738,6 +787,7 @@ impl<E: Endpoint, C: LocalClock, W: Wire<E>> Monitored<E, C, W> {
         &mut self,
         mut sink: F,
     ) -> Result<RecvInfo, TransportError> {
+        self.settle();
         let on = self.recv_on();
         let clock = &self.clock;
         let entry = if on { clock.now_ns() } else { 0.0 };
@@ -777,7 +827,15 @@ impl<E: Endpoint, C: LocalClock, W: Wire<E>> Monitored<E, C, W> {
         if on {
             let delivered = self.clock.now_ns();
             let stamped = t.flags & STAMPED != 0;
-            self.received(info.tag, user, &t, stamped, entry, arrival, delivered);
+            self.pending = Some(Pending {
+                tag: info.tag,
+                len: user,
+                tr: t,
+                stamped,
+                entry,
+                arrival,
+                delivered,
+            });
         }
         Ok(RecvInfo {
             tag: info.tag,
@@ -796,6 +854,7 @@ impl<E: Endpoint, C: LocalClock, W: Wire<E>> Monitored<E, C, W> {
         data: &[u8],
         buf: &mut [u8],
     ) -> Result<RecvInfo, TransportError> {
+        self.settle();
         self.check_len(data.len())?;
         let (on_s, on_r) = (self.send_on(), self.recv_on());
         let on = on_s || on_r;
@@ -966,6 +1025,7 @@ impl<E: Endpoint + SideBand, C: LocalClock> Monitored<E, C, SideBandWire> {
         &mut self,
         mut sink: F,
     ) -> Result<RecvInfo, TransportError> {
+        self.settle();
         let on = self.recv_on();
         let clock = &self.clock;
         let entry = if on { clock.now_ns() } else { 0.0 };
@@ -982,7 +1042,15 @@ impl<E: Endpoint + SideBand, C: LocalClock> Monitored<E, C, SideBandWire> {
         if on {
             let delivered = self.clock.now_ns();
             let stamped = t.flags & STAMPED != 0;
-            self.received(info.tag, info.len, &t, stamped, entry, arrival, delivered);
+            self.pending = Some(Pending {
+                tag: info.tag,
+                len: info.len,
+                tr: t,
+                stamped,
+                entry,
+                arrival,
+                delivered,
+            });
         }
         Ok(info)
     }
@@ -996,6 +1064,7 @@ impl<E: Endpoint + SideBand, C: LocalClock> Monitored<E, C, SideBandWire> {
         data: &[u8],
         buf: &mut [u8],
     ) -> Result<RecvInfo, TransportError> {
+        self.settle();
         self.check_len(data.len())?;
         let (on_s, on_r) = (self.send_on(), self.recv_on());
         let on = on_s || on_r;
