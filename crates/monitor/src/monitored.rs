@@ -21,7 +21,10 @@
 //! Recording is a few clock reads, integer arithmetic and one histogram add per message, into
 //! memory this endpoint owns: no locks, no logging, no allocation once a (key, size bin) has
 //! been seen. Pausing ([`Monitor::pause`]) keeps the trailer (the peer still strips it) but skips
-//! clock reads and recording.
+//! clock reads and recording. [`Parts`] switches the sender's part, the receiver's part and the
+//! clock on one at a time (seed 000 Figures 7–10), to attribute the cost. A receive's
+//! conversions and histogram adds wait for the endpoint's next call (see `Pending`), so a
+//! ping-pong's answer does not wait for them.
 
 use crate::clock::{self, Correction, LocalClock, OffsetSample, SyncPolicy, TscClock};
 use crate::hist::{Histograms, MsgKind, Protocol};
@@ -487,6 +490,8 @@ impl<E: Endpoint, C: LocalClock, W: Wire<E>> Monitored<E, C, W> {
 
     /// Switches the monitor's parts (see [`Parts`]); both ends of a measurement switch alike.
     pub fn set_parts(&mut self, parts: Parts) {
+        // A receive still pending is recorded as the parts of its time say.
+        self.settle();
         self.cfg.parts = parts;
     }
 
