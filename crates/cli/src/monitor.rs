@@ -15,7 +15,7 @@ use clap::{Args, Subcommand, ValueEnum};
 use commperf_core::{Mode, TransportKind};
 use commperf_monitor::run::{load_baseline, ClockReport, RankClock, TraceInfo, Workload, RUN_KIND};
 use commperf_monitor::run::{PartFigures, PARTS_FILE};
-use commperf_monitor::trace::{write_trace, TraceEvent};
+use commperf_monitor::trace::{write_timeline, write_trace, TraceEvent};
 use commperf_monitor::{
     Correction, Histograms, MonitorConfig, MonitorRun, Monitored, Parts, Signature, SyncPolicy,
     TableFormat, TscClock, Wire, RUN_SCHEMA_VERSION, TRAILER,
@@ -137,7 +137,9 @@ pub struct RunArgs {
     /// Program tag stamped into every message
     #[arg(long, default_value_t = 0)]
     pub program: u32,
-    /// Also keep per-message records (at most this many per endpoint) and write trace.txt
+    /// Also keep per-message records (at most this many per endpoint) and write trace.txt (a
+    /// trace `commperf predict --trace` replays) and timeline.json (Chrome trace events:
+    /// Perfetto, chrome://tracing)
     #[arg(long, value_name = "N")]
     pub trace: Option<usize>,
     /// Seconds between global clock re-synchronizations
@@ -362,12 +364,18 @@ fn run_local(r: &RunArgs) -> Result<()> {
     let mut hist = out.hist;
     hist.merge(&peer_report.histograms);
     let trace_info = if job.trace > 0 {
-        let (text, cut) = write_trace(
-            &[(0, out.trace), (1, peer_report.trace.clone())],
-            out.dropped + peer_report.dropped,
-        );
+        let ranks = [(0, out.trace), (1, peer_report.trace.clone())];
+        let (text, cut) = write_trace(&ranks, out.dropped + peer_report.dropped);
         let file = r.out.join("trace.txt");
         write_atomically(&file, text.as_bytes())?;
+        write_atomically(
+            &r.out.join("timeline.json"),
+            write_timeline(
+                &ranks,
+                &format!("commperf monitor run: {} {:?}", r.transport, r.pattern),
+            )
+            .as_bytes(),
+        )?;
         Some(TraceInfo {
             file: file.display().to_string(),
             records: text

@@ -43,6 +43,29 @@ fn run_saves_exact_counts_and_report_renders_every_format() {
         trace.lines().filter(|l| l.starts_with("send ")).count(),
         4000
     );
+    // The timeline: every call a complete event on its rank's track, every message an arrow
+    // from its send (on the sender's track) to its receive (on the receiver's).
+    let tl: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("timeline.json")).unwrap()).unwrap();
+    let ev = tl["traceEvents"].as_array().unwrap();
+    let count = |ph: &str, name: &str| {
+        ev.iter()
+            .filter(|e| e["ph"] == ph && e["name"] == name)
+            .count()
+    };
+    assert_eq!(count("X", "send"), 4000);
+    assert_eq!(count("X", "recv"), 4000);
+    assert_eq!(count("s", "message"), 4000);
+    assert_eq!(count("f", "message"), 4000);
+    for e in ev.iter().filter(|e| e["ph"] == "s").take(10) {
+        let id = &e["id"];
+        let f = ev
+            .iter()
+            .find(|x| x["ph"] == "f" && &x["id"] == id)
+            .unwrap();
+        assert_ne!(e["tid"], f["tid"], "an arrow crosses to the other rank");
+        assert!(f["ts"].as_f64().unwrap() >= 0.0);
+    }
     for (fmt, want) in [
         ("table", "# commperf monitor signature"),
         ("md", "## Performance signature"),
