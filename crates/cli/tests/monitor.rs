@@ -1,22 +1,27 @@
 //! `commperf monitor run` and `report` end to end: real processes over shm, exact message
 //! counts in the saved run, every report format, and the errors for bad files and directories.
 
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 fn commperf() -> Command {
     Command::new(env!("CARGO_BIN_EXE_commperf"))
 }
 
-#[test]
-fn run_saves_exact_counts_and_report_renders_every_format() {
-    let dir = std::env::temp_dir().join(format!("commperf-monitor-{}", std::process::id()));
+/// A fresh directory for one test's run.
+fn fresh_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("commperf-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
+    dir
+}
+
+/// `commperf monitor run -t shm ARGS -o DIR`, which must succeed; its stdout.
+fn monitor_run(dir: &Path, args: &[&str]) -> String {
     let out = commperf()
-        .args([
-            "monitor", "run", "-t", "shm", "--sizes", "64,4k", "--iters", "1000",
-        ])
-        .args(["--rounds", "2", "--trace", "100000", "-o"])
-        .arg(&dir)
+        .args(["monitor", "run", "-t", "shm"])
+        .args(args)
+        .arg("-o")
+        .arg(dir)
         .output()
         .unwrap();
     assert!(
@@ -24,20 +29,53 @@ fn run_saves_exact_counts_and_report_renders_every_format() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let table = String::from_utf8(out.stdout).unwrap();
-    assert!(table.contains("# verdict:"), "{table}");
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// `commperf monitor report PATH`.
+fn report(path: &Path) -> std::process::Output {
+    commperf()
+        .args(["monitor", "report"])
+        .arg(path)
+        .output()
+        .unwrap()
+}
+
+/// `commperf monitor report PATH` fails, and its message has every one of `needles`.
+fn assert_refused(path: &Path, needles: &[&str]) {
+    let o = report(path);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success());
+    assert!(needles.iter().all(|n| err.contains(n)), "{err}");
+}
+
+/// Every stage of every key in DIR/run.json has `rows` size rows of exactly `count` messages.
+fn assert_counts(dir: &Path, rows: usize, count: u64) {
     let run: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("run.json")).unwrap()).unwrap();
-    // 1000 monitored messages per size each way; every stage of every key counts them all.
     for e in run["histograms"].as_array().unwrap() {
         for stage in ["source", "net", "destination", "late_sender_wait"] {
-            let rows = e["stages"][stage].as_array().unwrap();
-            assert_eq!(rows.len(), 2, "{stage}");
-            for r in rows {
-                assert_eq!(r["count"], 1000, "{stage} {r}");
+            let r = e["stages"][stage].as_array().unwrap();
+            assert_eq!(r.len(), rows, "{stage}");
+            for row in r {
+                assert_eq!(row["count"], count, "{stage} {row}");
             }
         }
     }
+}
+
+#[test]
+fn run_saves_exact_counts_and_report_renders_every_format() {
+    let dir = fresh_dir("monitor");
+    let table = monitor_run(
+        &dir,
+        &[
+            "--sizes", "64,4k", "--iters", "1000", "--rounds", "2", "--trace", "100000",
+        ],
+    );
+    assert!(table.contains("# verdict:"), "{table}");
+    // 1000 monitored messages per size each way; every stage of every key counts them all.
+    assert_counts(&dir, 2, 1000);
     let trace = std::fs::read_to_string(dir.join("trace.txt")).unwrap();
     assert_eq!(
         trace.lines().filter(|l| l.starts_with("send ")).count(),
@@ -96,23 +134,9 @@ fn bad_files_and_directories_are_named() {
         r#"{"schema_version":1,"kind":"commperf-monitor-run","histo"#,
     )
     .unwrap();
-    let o = commperf()
-        .args(["monitor", "report"])
-        .arg(&f)
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert!(!o.status.success());
-    assert!(
-        err.contains(&*f.display().to_string()) && err.contains("truncated"),
-        "{err}"
-    );
+    assert_refused(&f, &[&f.display().to_string(), "truncated"]);
     std::fs::write(&f, r#"{"schema_version":1,"rows":[]}"#).unwrap();
-    let o = commperf()
-        .args(["monitor", "report"])
-        .arg(&f)
-        .output()
-        .unwrap();
+    let o = report(&f);
     assert!(String::from_utf8_lossy(&o.stderr).contains("not a monitor run"));
     let _ = std::fs::remove_file(&f);
     let o = commperf()
@@ -128,22 +152,20 @@ fn bad_files_and_directories_are_named() {
 /// `all` block is followed by other kinds, with its last receive still to be recorded).
 #[test]
 fn parts_are_measured_one_at_a_time_and_only_all_is_recorded() {
-    let dir = std::env::temp_dir().join(format!("commperf-parts-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    let out = commperf()
-        .args([
-            "monitor", "run", "-t", "shm", "--sizes", "64", "--iters", "600",
-        ])
-        .args(["--rounds", "4", "--parts", "send,recv,clock,off,all", "-o"])
-        .arg(&dir)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let dir = fresh_dir("parts");
+    let table = monitor_run(
+        &dir,
+        &[
+            "--sizes",
+            "64",
+            "--iters",
+            "600",
+            "--rounds",
+            "4",
+            "--parts",
+            "send,recv,clock,off,all",
+        ],
     );
-    let table = String::from_utf8(out.stdout).unwrap();
     for p in ["none", "send", "recv", "clock", "off", "all"] {
         assert_eq!(
             table
@@ -154,15 +176,7 @@ fn parts_are_measured_one_at_a_time_and_only_all_is_recorded() {
             "{p}: {table}"
         );
     }
-    let run: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(dir.join("run.json")).unwrap()).unwrap();
-    for e in run["histograms"].as_array().unwrap() {
-        for stage in ["source", "net", "destination", "late_sender_wait"] {
-            let rows = e["stages"][stage].as_array().unwrap();
-            assert_eq!(rows.len(), 1, "{stage}");
-            assert_eq!(rows[0]["count"], 600, "{stage}");
-        }
-    }
+    assert_counts(&dir, 1, 600);
     let parts: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("parts.json")).unwrap()).unwrap();
     let names: Vec<&str> = parts
@@ -172,25 +186,11 @@ fn parts_are_measured_one_at_a_time_and_only_all_is_recorded() {
         .map(|p| p["parts"].as_str().unwrap())
         .collect();
     assert_eq!(names, ["none", "send", "recv", "clock", "off", "all"]);
-    let o = commperf()
-        .args(["monitor", "report"])
-        .arg(&dir)
-        .output()
-        .unwrap();
+    let o = report(&dir);
     assert!(String::from_utf8_lossy(&o.stdout).contains("# monitor parts (seed 000"));
     // A damaged parts file is named.
     std::fs::write(dir.join("parts.json"), "[{\"parts\": \"no").unwrap();
-    let o = commperf()
-        .args(["monitor", "report"])
-        .arg(&dir)
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert!(!o.status.success());
-    assert!(
-        err.contains("parts.json") && err.contains("truncated or corrupt"),
-        "{err}"
-    );
+    assert_refused(&dir, &["parts.json", "truncated or corrupt"]);
     let o = commperf()
         .args(["monitor", "run", "--parts", "send", "--trace", "10", "-o"])
         .arg(&dir)
@@ -207,8 +207,7 @@ fn parts_are_measured_one_at_a_time_and_only_all_is_recorded() {
 #[test]
 fn a_run_whose_peer_dies_is_saved_cut_short() {
     use std::time::{Duration, Instant};
-    let dir = std::env::temp_dir().join(format!("commperf-cut-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
+    let dir = fresh_dir("cut");
     let mut child = commperf()
         .args(["monitor", "run", "-t", "shm", "--sizes", "64,4k,64k"])
         .args(["--iters", "200000", "--rounds", "2", "-o"])
@@ -246,11 +245,7 @@ fn a_run_whose_peer_dies_is_saved_cut_short() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success());
     assert!(err.contains("marked cut short"), "{err}");
-    let o = commperf()
-        .args(["monitor", "report"])
-        .arg(&dir)
-        .output()
-        .unwrap();
+    let o = report(&dir);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let table = String::from_utf8_lossy(&o.stdout);
     assert!(
@@ -262,28 +257,13 @@ fn a_run_whose_peer_dies_is_saved_cut_short() {
         serde_json::from_str(&std::fs::read_to_string(dir.join("run.json")).unwrap()).unwrap();
     assert_eq!(run["complete"], false);
     let done = run["reference_one_way_us"].as_array().unwrap().len();
-    for e in run["histograms"].as_array().unwrap() {
-        for stage in ["source", "net", "destination", "late_sender_wait"] {
-            let rows = e["stages"][stage].as_array().unwrap();
-            assert_eq!(rows.len(), done, "{stage}");
-            for r in rows {
-                assert_eq!(r["count"], 200000, "{stage} {r}");
-            }
-        }
-    }
+    assert_counts(&dir, done, 200_000);
     // A damaged run file is named.
     let t = std::fs::read_to_string(dir.join("run.json")).unwrap();
     std::fs::write(dir.join("run.json"), &t[..t.len() / 2]).unwrap();
-    let o = commperf()
-        .args(["monitor", "report"])
-        .arg(&dir)
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert!(!o.status.success());
-    assert!(
-        err.contains(&*dir.join("run.json").display().to_string()) && err.contains("truncated"),
-        "{err}"
+    assert_refused(
+        &dir,
+        &[&dir.join("run.json").display().to_string(), "truncated"],
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
