@@ -14,9 +14,10 @@ use anyhow::{bail, Context, Result};
 use clap::{Args, Subcommand, ValueEnum};
 use commperf_core::{Mode, TransportKind};
 use commperf_monitor::run::{load_baseline, ClockReport, RankClock, TraceInfo, Workload, RUN_KIND};
-use commperf_monitor::trace::{write_trace, TraceEvent};
+use commperf_monitor::run::{PartFigures, PARTS_FILE};
+use commperf_monitor::trace::{write_timeline, write_trace, TraceEvent};
 use commperf_monitor::{
-    Correction, Histograms, MonitorConfig, MonitorRun, Monitored, Signature, SyncPolicy,
+    Correction, Histograms, MonitorConfig, MonitorRun, Monitored, Parts, Signature, SyncPolicy,
     TableFormat, TscClock, Wire, RUN_SCHEMA_VERSION, TRAILER,
 };
 use commperf_transport::launch::{self, AnyEndpoint, Control, DataSpec};
@@ -68,6 +69,46 @@ pub enum Pattern {
     Stream,
 }
 
+/// Which of the monitor's parts run in a block (seed 000 Figures 7–10).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Serialize, Deserialize)]
+pub enum PartSel {
+    /// No monitor: the inner endpoint alone (the anchor; always measured)
+    None,
+    /// The decorator with every part off (the stamp's place travels, nothing is read)
+    Off,
+    /// The sender's part only (clock reads, stamp, source stage)
+    Send,
+    /// The receiver's part only (clock reads; destination, wait)
+    Recv,
+    /// The clock only: both sides read and stamp, nothing is recorded
+    Clock,
+    /// Everything (the monitor as it normally runs)
+    All,
+}
+
+impl PartSel {
+    fn parts(self) -> Option<Parts> {
+        match self {
+            PartSel::None => None,
+            PartSel::Off => Some(Parts::OFF),
+            PartSel::Send => Some(Parts::SEND),
+            PartSel::Recv => Some(Parts::RECV),
+            PartSel::Clock => Some(Parts::CLOCK),
+            PartSel::All => Some(Parts::ALL),
+        }
+    }
+    fn name(self) -> &'static str {
+        match self {
+            PartSel::None => "none",
+            PartSel::Off => "off",
+            PartSel::Send => "send",
+            PartSel::Recv => "recv",
+            PartSel::Clock => "clock",
+            PartSel::All => "all",
+        }
+    }
+}
+
 #[derive(Debug, Args)]
 pub struct RunArgs {
     /// Transport: shm, tcp, uds, uring-tcp, uring-uds
@@ -96,12 +137,21 @@ pub struct RunArgs {
     /// Program tag stamped into every message
     #[arg(long, default_value_t = 0)]
     pub program: u32,
-    /// Also keep per-message records (at most this many per endpoint) and write trace.txt
+    /// Also keep per-message records (at most this many per endpoint) and write trace.txt (a
+    /// trace `commperf predict --trace` replays) and timeline.json (Chrome trace events:
+    /// Perfetto, chrome://tracing)
     #[arg(long, value_name = "N")]
     pub trace: Option<usize>,
     /// Seconds between global clock re-synchronizations
     #[arg(long, default_value_t = 300.0)]
     pub resync_s: f64,
+    /// The monitor's parts to measure one at a time, interleaved in every round (seed 000
+    /// Figures 7–10): none (no monitor: the anchor, always measured), off (the decorator with
+    /// every part off), send, recv, clock (clock reads and stamps, no histograms), all. Prints
+    /// each one's cost per message and bandwidth change against the anchor; the saved
+    /// histograms hold the `all` blocks only
+    #[arg(long, value_enum, value_delimiter = ',', default_value = "none,all")]
+    pub parts: Vec<PartSel>,
     /// Directory for run.json (and trace.txt)
     #[arg(
         short = 'o',
@@ -162,10 +212,12 @@ struct Job {
     ns_per_tick: f64,
     /// Between the two first synchronizations, so drift is known before recording starts.
     sync_gap_ms: u64,
+    /// The blocks of every round, in order (the anchor `none` first); odd rounds reverse it.
+    parts: Vec<PartSel>,
 }
 
-/// What the peer sends back at the end.
-#[derive(Debug, Serialize, Deserialize)]
+/// What the peer sends back after every size (without its trace) and at the end.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 struct PeerReport {
     histograms: Histograms,
     correction: Correction,
@@ -217,6 +269,20 @@ fn run_local(r: &RunArgs) -> Result<()> {
     if r.iters == 0 || r.rounds == 0 || r.window == 0 {
         bail!("--iters, --rounds and --window must be at least 1");
     }
+    // The anchor first, each part once, in the order given.
+    let mut parts = vec![PartSel::None];
+    for p in &r.parts {
+        if !parts.contains(p) {
+            parts.push(*p);
+        }
+    }
+    if r.trace.is_some()
+        && parts
+            .iter()
+            .any(|p| !matches!(p, PartSel::None | PartSel::All))
+    {
+        bail!("--trace keeps the records of a normal monitored run: use it without --parts (or with --parts none,all)");
+    }
     check_writable(&r.out)?;
     let baseline = r.baseline.as_deref().map(load_baseline).transpose()?;
     let max = *sizes.iter().max().unwrap_or(&0) as usize;
@@ -241,28 +307,75 @@ fn run_local(r: &RunArgs) -> Result<()> {
         cpu: theirs,
         ns_per_tick: clock.scale(),
         sync_gap_ms: 200,
+        parts,
     };
     ctrl.send(&job)?;
     let mut ep = launch::connect_data(&mut ctrl, &spec, &token)?;
     let started = Instant::now();
+    let saver = Saver {
+        r,
+        sizes: sizes.clone(),
+        clock,
+        baseline,
+        machine: commperf_bench::machine::describe(clock.clock.timer_info()),
+        plain_parts: job.parts == [PartSel::None, PartSel::All],
+    };
+    // Saved before the first size and after every size (complete: false), so a run that dies
+    // leaves what it measured up to there, marked cut short.
+    let mut flushed = 0usize;
+    let mut flush = |f: Flush<'_>| -> Result<()> {
+        let mut hist = f.hist.clone();
+        hist.merge(&f.peer.histograms);
+        let run = saver.run(hist, f.syncs.to_vec(), &f.peer, f.figures, None, false);
+        saver.save(&run, f.figures)?;
+        flushed = f.sizes_done;
+        Ok(())
+    };
     // Both ends pick the wire by the same rule (the transport), so they agree.
-    let out = match &mut ep {
-        AnyEndpoint::Shm(e) => client(e, &job, clock, Monitored::with_sideband_clock),
-        other => with_endpoint!(other, e => client(e, &job, clock, Monitored::with_clock)),
-    }
-    .context("the monitored workload")?;
+    let res = match &mut ep {
+        AnyEndpoint::Shm(e) => client(
+            e,
+            &job,
+            clock,
+            Monitored::with_sideband_clock,
+            &mut ctrl,
+            &mut flush,
+        ),
+        other => {
+            with_endpoint!(other, e => client(e, &job, clock, Monitored::with_clock, &mut ctrl, &mut flush))
+        }
+    };
+    let out = match res {
+        Ok(o) => o,
+        Err(e) => {
+            peer.finish(Duration::from_secs(5));
+            return Err(e.context(format!(
+                "the monitored workload stopped after {flushed} of {} sizes; {} holds what was \
+                 measured up to there, marked cut short (`commperf monitor report {}`)",
+                sizes.len(),
+                r.out.join("run.json").display(),
+                r.out.display()
+            )));
+        }
+    };
     let peer_report: PeerReport = recv_chunked(&mut ctrl).context("the peer's histograms")?;
     peer.finish(Duration::from_secs(5));
 
     let mut hist = out.hist;
     hist.merge(&peer_report.histograms);
     let trace_info = if job.trace > 0 {
-        let (text, cut) = write_trace(
-            &[(0, out.trace), (1, peer_report.trace)],
-            out.dropped + peer_report.dropped,
-        );
+        let ranks = [(0, out.trace), (1, peer_report.trace.clone())];
+        let (text, cut) = write_trace(&ranks, out.dropped + peer_report.dropped);
         let file = r.out.join("trace.txt");
         write_atomically(&file, text.as_bytes())?;
+        write_atomically(
+            &r.out.join("timeline.json"),
+            write_timeline(
+                &ranks,
+                &format!("commperf monitor run: {} {:?}", r.transport, r.pattern),
+            )
+            .as_bytes(),
+        )?;
         Some(TraceInfo {
             file: file.display().to_string(),
             records: text
@@ -275,48 +388,127 @@ fn run_local(r: &RunArgs) -> Result<()> {
     } else {
         None
     };
-    let machine = commperf_bench::machine::describe(clock.clock.timer_info());
-    let run = MonitorRun {
-        schema_version: RUN_SCHEMA_VERSION,
-        kind: RUN_KIND.into(),
-        created_unix_s: SystemTime::now()
-            .duration_since(SystemTime::UNIX_EPOCH)
-            .map(|d| d.as_secs())
-            .unwrap_or(0),
-        complete: true,
-        machine: Some(machine),
-        workload: Workload {
-            pattern: format!("{:?}", r.pattern).to_lowercase(),
-            transport: r.transport.to_string(),
-            mode: r.mode.to_string(),
-            sizes_bytes: sizes.clone(),
-            iterations: r.iters,
-        },
-        clock: ClockReport {
-            source: clock.clock.timer_info().source,
-            syncs: out.syncs,
-            ranks: vec![
-                RankClock::new(0, &Correction::default(), 0.0),
-                RankClock::new(1, &peer_report.correction, peer_report.error_bound_ns),
-            ],
-        },
-        reference_one_way_us: out.plain,
-        monitored_one_way_us: out.monitored,
-        histograms: hist,
-        trace: trace_info,
-        baseline,
-    };
+    let run = saver.run(
+        hist,
+        out.syncs,
+        &peer_report,
+        &out.figures,
+        trace_info,
+        true,
+    );
+    saver.save(&run, &out.figures)?;
     let file = r.out.join("run.json");
-    write_atomically(&file, run.to_json().as_bytes())?;
+    let parts = to_part_figures(&out.figures);
     let sig = Signature::new(&run.histograms, run.baseline.as_ref(), None);
     print(&sig.render_table(TableFormat::Text))?;
     print(&cost_lines(&run))?;
+    if !saver.plain_parts {
+        print(&parts_table(&run.workload.pattern, &parts))?;
+    }
     crate::say(&format!(
         "monitor: {} s; saved {}",
         started.elapsed().as_secs(),
         file.display()
     ));
     Ok(())
+}
+
+/// What a flush hands over: the client's records and figures so far and the peer's latest
+/// report.
+struct Flush<'a> {
+    sizes_done: usize,
+    hist: &'a Histograms,
+    syncs: &'a [commperf_monitor::clock::OffsetSample],
+    figures: &'a [(PartSel, Vec<(u64, f64)>)],
+    peer: PeerReport,
+}
+
+/// Builds and writes the run file, at every flush and at the end.
+struct Saver<'a> {
+    r: &'a RunArgs,
+    sizes: Vec<u64>,
+    clock: TscClock,
+    baseline: Option<commperf_monitor::Baseline>,
+    machine: commperf_core::Machine,
+    /// A plain run (no --parts): no parts.json.
+    plain_parts: bool,
+}
+
+fn to_part_figures(figures: &[(PartSel, Vec<(u64, f64)>)]) -> Vec<PartFigures> {
+    figures
+        .iter()
+        .map(|(p, f)| PartFigures {
+            parts: p.name().to_string(),
+            figures: f.clone(),
+        })
+        .collect()
+}
+
+impl Saver<'_> {
+    fn run(
+        &self,
+        histograms: Histograms,
+        syncs: Vec<commperf_monitor::clock::OffsetSample>,
+        peer: &PeerReport,
+        figures: &[(PartSel, Vec<(u64, f64)>)],
+        trace: Option<TraceInfo>,
+        complete: bool,
+    ) -> MonitorRun {
+        let pick = |sel: PartSel| {
+            figures
+                .iter()
+                .find(|(p, _)| *p == sel)
+                .map(|(_, f)| f.clone())
+                .unwrap_or_default()
+        };
+        let r = self.r;
+        MonitorRun {
+            schema_version: RUN_SCHEMA_VERSION,
+            kind: RUN_KIND.into(),
+            created_unix_s: SystemTime::now()
+                .duration_since(SystemTime::UNIX_EPOCH)
+                .map(|d| d.as_secs())
+                .unwrap_or(0),
+            complete,
+            machine: Some(self.machine.clone()),
+            workload: Workload {
+                pattern: format!("{:?}", r.pattern).to_lowercase(),
+                transport: r.transport.to_string(),
+                mode: r.mode.to_string(),
+                sizes_bytes: self.sizes.clone(),
+                iterations: r.iters,
+            },
+            clock: ClockReport {
+                source: self.clock.clock.timer_info().source,
+                syncs,
+                ranks: vec![
+                    RankClock::new(0, &Correction::default(), 0.0),
+                    RankClock::new(1, &peer.correction, peer.error_bound_ns),
+                ],
+            },
+            reference_one_way_us: pick(PartSel::None),
+            monitored_one_way_us: pick(PartSel::All),
+            histograms,
+            trace,
+            baseline: self.baseline.clone(),
+        }
+    }
+
+    /// Writes run.json (and parts.json for a --parts run; a plain run removes a stale one).
+    fn save(&self, run: &MonitorRun, figures: &[(PartSel, Vec<(u64, f64)>)]) -> Result<()> {
+        write_atomically(&self.r.out.join("run.json"), run.to_json().as_bytes())?;
+        let parts_file = self.r.out.join(PARTS_FILE);
+        if self.plain_parts {
+            let _ = std::fs::remove_file(&parts_file);
+        } else {
+            let parts = to_part_figures(figures);
+            write_atomically(
+                &parts_file,
+                serde_json::to_string_pretty(&parts)?.as_bytes(),
+            )?;
+        }
+        Ok(())
+    }
 }
 
 /// The monitor's cost, unmonitored against monitored in the same run, and the clock bound.
@@ -353,14 +545,50 @@ fn cost_lines(run: &MonitorRun) -> String {
     s
 }
 
+/// Seed 000 Figures 7–10 as a table: each kind of block's figure, its cost per message and its
+/// bandwidth change against the unmonitored anchor (`none`) of the same run.
+fn parts_table(pattern: &str, parts: &[PartFigures]) -> String {
+    let stream = pattern == "stream";
+    let Some(anchor) = parts.iter().find(|p| p.parts == "none") else {
+        return String::new();
+    };
+    let unit = if stream { "MB/s" } else { "us one-way p50" };
+    let mut s = format!(
+        "# monitor parts (seed 000 Figs 7-10), against the unmonitored anchor `none` of the same run\n\
+         # {:>7}  {:<5}  {:>10} {:<14}  {:>13}  {:>10}\n",
+        "size", "parts", "figure", "", "cost/message", "bandwidth"
+    );
+    for (i, &(size, a)) in anchor.figures.iter().enumerate() {
+        for p in parts {
+            let Some(&(_, v)) = p.figures.get(i) else {
+                continue;
+            };
+            // Per message in ns, and bandwidth (monitored / anchor − 1).
+            let (cost_ns, bw) = if stream {
+                (
+                    (size as f64 / v - size as f64 / a) * 1e3,
+                    (v / a - 1.0) * 100.0,
+                )
+            } else {
+                ((v - a) * 1e3, (a / v - 1.0) * 100.0)
+            };
+            s += &format!(
+                "# {:>7}  {:<5}  {v:>10.3} {unit:<14}  {cost_ns:>+10.0} ns  {bw:>+8.1} %\n",
+                commperf_core::format_size(size),
+                p.parts
+            );
+        }
+    }
+    s
+}
+
 struct ClientOut {
     hist: Histograms,
     trace: Vec<TraceEvent>,
     dropped: u64,
     syncs: Vec<commperf_monitor::clock::OffsetSample>,
-    /// Per size: unmonitored and monitored figure (one-way p50 µs, or MB/s).
-    plain: Vec<(u64, f64)>,
-    monitored: Vec<(u64, f64)>,
+    /// Per block kind of `Job::parts`: its figure per size.
+    figures: Vec<(PartSel, Vec<(u64, f64)>)>,
 }
 
 fn cfg(job: &Job, rank: u32) -> MonitorConfig {
@@ -435,14 +663,46 @@ fn respond<E: Endpoint>(e: &mut E, job: &Job, n: u64, buf: &mut [u8]) -> Result<
     Ok(())
 }
 
-/// Which half runs first in round `r` (both ends follow it: a monitored message needs a
-/// monitored receiver): unmonitored first in even rounds, monitored first in odd ones.
-fn round_order(r: usize) -> [bool; 2] {
-    if r % 2 == 0 {
-        [false, true]
-    } else {
-        [true, false]
+/// The blocks of round `r` in order (both ends follow it: a monitored message needs a
+/// monitored receiver): `parts` as given in even rounds, reversed in odd ones (ABBA), so a bias
+/// of position (the first block after a switch, a warm cache) falls on every kind alike.
+fn round_order(parts: &[PartSel], r: usize) -> Vec<(usize, PartSel)> {
+    let mut v: Vec<(usize, PartSel)> = parts.iter().copied().enumerate().collect();
+    if r % 2 == 1 {
+        v.reverse();
     }
+    v
+}
+
+/// Runs `$body` with `$e` bound to the endpoint of a block with the parts `$sel` on: the inner
+/// endpoint (unmonitored) for `none`, else the monitored one. Only the `all` blocks' records are
+/// kept: the others' are measured for their cost and dropped (their histograms are swapped out
+/// around the block, outside its timing).
+macro_rules! in_block {
+    ($m:ident, $sel:expr, |$e:ident| $body:expr) => {{
+        match $sel.parts() {
+            None => {
+                let $e = $m.get_mut();
+                $body
+            }
+            Some(p) if p == Parts::ALL => {
+                $m.set_parts(p);
+                let $e = &mut $m;
+                $body
+            }
+            Some(p) => {
+                $m.set_parts(p);
+                let keep = $m.replace_histograms(Histograms::new());
+                let r = {
+                    let $e = &mut $m;
+                    $body
+                };
+                $m.replace_histograms(keep);
+                $m.set_parts(Parts::ALL);
+                r
+            }
+        }
+    }};
 }
 
 fn block_iters(job: &Job) -> u64 {
@@ -457,62 +717,60 @@ fn client<E: Endpoint, W: Wire<E>>(
     job: &Job,
     clock: TscClock,
     wrap: Wrap<E, W>,
+    ctrl: &mut Control,
+    flush: &mut dyn FnMut(Flush<'_>) -> Result<()>,
 ) -> Result<ClientOut> {
     let max = *job.sizes.iter().max().unwrap_or(&0) as usize;
     let mut buf = vec![0u8; max.max(1)];
     let per = block_iters(job) as usize;
-    let mut rtt_plain = vec![0u64; per * job.rounds as usize];
-    let mut rtt_mon = vec![0u64; per * job.rounds as usize];
+    let kinds = job.parts.len();
+    let mut rtts = vec![vec![0u64; per * job.rounds as usize]; kinds];
     let mut m = wrap(e, cfg(job, 0), clock);
     let mut syncs = vec![m.sync_as_master()?];
     std::thread::sleep(Duration::from_millis(job.sync_gap_ms));
     syncs.push(m.sync_as_master()?);
-    let (mut plain, mut monitored) = (Vec::new(), Vec::new());
+    let mut figures: Vec<(PartSel, Vec<(u64, f64)>)> =
+        job.parts.iter().map(|p| (*p, Vec::new())).collect();
+    flush(Flush {
+        sizes_done: 0,
+        hist: m.histograms(),
+        syncs: &syncs,
+        figures: &figures,
+        peer: PeerReport::default(),
+    })?;
     for (i, &size) in job.sizes.iter().enumerate() {
         let s = size as usize;
-        let (mut tp, mut tm) = (0u64, 0u64);
+        let mut ticks = vec![0u64; kinds];
         // Warm-up, unrecorded.
         m.pause();
         initiate(
             &mut m,
             job,
             &mut buf[..s],
-            &mut rtt_mon[..per.min(1000)],
+            &mut rtts[0][..per.min(1000)],
             &clock,
         )?;
         m.resume();
-        // ABBA: the half that runs first in a round runs second in the next, so a bias of
-        // position (the first block after a switch, a warm cache) falls on both alike.
         for r in 0..job.rounds as usize {
             let w = r * per..(r + 1) * per;
-            for monitored_now in round_order(r) {
-                if monitored_now {
-                    tm += initiate(&mut m, job, &mut buf[..s], &mut rtt_mon[w.clone()], &clock)?;
-                } else {
-                    tp += initiate(
-                        m.get_mut(),
-                        job,
-                        &mut buf[..s],
-                        &mut rtt_plain[w.clone()],
-                        &clock,
-                    )?;
-                }
+            for (k, sel) in round_order(&job.parts, r) {
+                let rtt = &mut rtts[k][w.clone()];
+                ticks[k] += in_block!(m, sel, |ep| initiate(ep, job, &mut buf[..s], rtt, &clock))?;
             }
         }
-        match job.pattern {
-            Pattern::Pingpong => {
-                let ns = |v: &mut [u64]| clock.clock.ticks_to_ns(median(v)) / 2.0 / 1e3;
-                plain.push((size, ns(&mut rtt_plain)));
-                monitored.push((size, ns(&mut rtt_mon)));
-            }
-            Pattern::Stream => {
-                let bytes = (per * job.rounds as usize).div_ceil(job.window as usize)
-                    * job.window as usize
-                    * s;
-                let mbps = |t: u64| bytes as f64 / clock.clock.ticks_to_ns(t) * 1e3;
-                plain.push((size, mbps(tp)));
-                monitored.push((size, mbps(tm)));
-            }
+        for (k, (_, fig)) in figures.iter_mut().enumerate() {
+            fig.push((
+                size,
+                match job.pattern {
+                    Pattern::Pingpong => clock.clock.ticks_to_ns(median(&mut rtts[k])) / 2.0 / 1e3,
+                    Pattern::Stream => {
+                        let bytes = (per * job.rounds as usize).div_ceil(job.window as usize)
+                            * job.window as usize
+                            * s;
+                        bytes as f64 / clock.clock.ticks_to_ns(ticks[k]) * 1e3
+                    }
+                },
+            ));
         }
         // Re-synchronize between sizes when the interval has passed, and always at the end (so
         // the report carries a bound measured at the end of the run).
@@ -522,6 +780,14 @@ fn client<E: Endpoint, W: Wire<E>>(
         if now {
             syncs.push(m.sync_as_master()?);
         }
+        let peer: PeerReport = recv_chunked(ctrl).context("the peer's histograms so far")?;
+        flush(Flush {
+            sizes_done: i + 1,
+            hist: m.histograms(),
+            syncs: &syncs,
+            figures: &figures,
+            peer,
+        })?;
     }
     let (trace, dropped) = m.take_trace();
     Ok(ClientOut {
@@ -529,8 +795,7 @@ fn client<E: Endpoint, W: Wire<E>>(
         trace,
         dropped,
         syncs,
-        plain,
-        monitored,
+        figures,
     })
 }
 
@@ -539,6 +804,7 @@ fn peer_side<E: Endpoint, W: Wire<E>>(
     job: &Job,
     clock: TscClock,
     wrap: Wrap<E, W>,
+    ctrl: &mut Control,
 ) -> Result<PeerReport> {
     let max = *job.sizes.iter().max().unwrap_or(&0) as usize;
     let mut buf = vec![0u8; max.max(1)];
@@ -551,12 +817,8 @@ fn peer_side<E: Endpoint, W: Wire<E>>(
         respond(&mut m, job, per.min(1000), &mut buf)?;
         m.resume();
         for r in 0..job.rounds as usize {
-            for monitored_now in round_order(r) {
-                if monitored_now {
-                    respond(&mut m, job, per, &mut buf)?;
-                } else {
-                    respond(m.get_mut(), job, per, &mut buf)?;
-                }
+            for (_, sel) in round_order(&job.parts, r) {
+                in_block!(m, sel, |ep| respond(ep, job, per, &mut buf))?;
             }
         }
         let mut d = [0u8; 1];
@@ -564,6 +826,19 @@ fn peer_side<E: Endpoint, W: Wire<E>>(
         if d[0] == 1 {
             m.sync_as_follower()?;
         }
+        // What this end recorded so far, for the launcher's flush (not the trace: that comes
+        // once, at the end).
+        let c = *m.correction();
+        send_chunked(
+            ctrl,
+            &PeerReport {
+                histograms: m.histograms().clone(),
+                correction: c,
+                error_bound_ns: c.error_bound_at(commperf_monitor::LocalClock::now_ns(&clock)),
+                trace: Vec::new(),
+                dropped: 0,
+            },
+        )?;
     }
     let (trace, dropped) = m.take_trace();
     let c = *m.correction();
@@ -582,8 +857,10 @@ pub fn peer() -> Result<()> {
         crate::localpair::accept(Duration::from_secs(600), |j: &Job| j.cpu)?;
     let clock = TscClock::calibrate().with_scale(job.ns_per_tick);
     let rep = match &mut ep {
-        AnyEndpoint::Shm(e) => peer_side(e, &job, clock, Monitored::with_sideband_clock),
-        other => with_endpoint!(other, e => peer_side(e, &job, clock, Monitored::with_clock)),
+        AnyEndpoint::Shm(e) => peer_side(e, &job, clock, Monitored::with_sideband_clock, &mut ctrl),
+        other => {
+            with_endpoint!(other, e => peer_side(e, &job, clock, Monitored::with_clock, &mut ctrl))
+        }
     }?;
     send_chunked(&mut ctrl, &rep)
 }
@@ -666,8 +943,46 @@ fn report(r: &ReportArgs) -> Result<()> {
             text = t + &text;
         }
         text += &cost_lines(&run);
+        if !mpi {
+            let dir = if r.input.is_dir() {
+                r.input.clone()
+            } else {
+                r.input.parent().map(Path::to_path_buf).unwrap_or_default()
+            };
+            let pf = dir.join(PARTS_FILE);
+            if pf.exists() {
+                let t = std::fs::read_to_string(&pf)
+                    .with_context(|| format!("{}: cannot read it", pf.display()))?;
+                let parts: Vec<PartFigures> = serde_json::from_str(&t).with_context(|| {
+                    format!(
+                        "{}: not a monitor parts file (truncated or corrupt?)",
+                        pf.display()
+                    )
+                })?;
+                text += &parts_table(&run.workload.pattern, &parts);
+            }
+        }
         if !run.complete {
-            text += "# this run was cut short: the figures cover only what was recorded\n";
+            if mpi {
+                text += "# this run was cut short: the figures cover only what was recorded\n";
+            } else {
+                let done: Vec<String> = run
+                    .reference_one_way_us
+                    .iter()
+                    .map(|(s, _)| commperf_core::format_size(*s))
+                    .collect();
+                text += &format!(
+                    "# this run was cut short after {} of {} sizes ({}): the figures cover only \
+                     what was saved at its last flush\n",
+                    done.len(),
+                    run.workload.sizes_bytes.len(),
+                    if done.is_empty() {
+                        "none measured".to_string()
+                    } else {
+                        format!("measured: {}", done.join(", "))
+                    }
+                );
+            }
         }
     }
     match &r.out {

@@ -28,7 +28,9 @@ pub mod trace;
 
 pub use clock::{Correction, LocalClock, Skewed, SyncPolicy, TimerClock, TscClock};
 pub use hist::{Histograms, Key, MsgKind, MsgRecord, Protocol, Scope, Stage};
-pub use monitored::{Monitor, MonitorConfig, Monitored, SideBandWire, TrailerWire, Wire, TRAILER};
+pub use monitored::{
+    Monitor, MonitorConfig, Monitored, Parts, SideBandWire, TrailerWire, Wire, TRAILER,
+};
 pub use run::{MonitorRun, RUN_SCHEMA_VERSION};
 pub use signature::{Baseline, Signature, TableFormat, SIGNATURE_SCHEMA_VERSION};
 

@@ -21,7 +21,10 @@
 //! Recording is a few clock reads, integer arithmetic and one histogram add per message, into
 //! memory this endpoint owns: no locks, no logging, no allocation once a (key, size bin) has
 //! been seen. Pausing ([`Monitor::pause`]) keeps the trailer (the peer still strips it) but skips
-//! clock reads and recording.
+//! clock reads and recording. [`Parts`] switches the sender's part, the receiver's part and the
+//! clock on one at a time (seed 000 Figures 7–10), to attribute the cost. A receive's
+//! conversions and histogram adds wait for the endpoint's next call (see `Pending`), so a
+//! ping-pong's answer does not wait for them.
 
 use crate::clock::{self, Correction, LocalClock, OffsetSample, SyncPolicy, TscClock};
 use crate::hist::{Histograms, MsgKind, Protocol};
@@ -68,6 +71,73 @@ impl Default for Monitor {
     }
 }
 
+/// Which of the monitor's parts run: seed 000 Figures 7–10 switch them on one at a time to
+/// attribute the monitor's cost.
+///
+/// * `send`: the sender's part: its clock reads (call entry, stamp at the hand-over, call
+///   exit), the stamp, and the source stage into the histograms.
+/// * `recv`: the receiver's part: its clock reads (call entry, arrival, delivery) and the
+///   destination, late-sender-wait and (when the message carries a stamp) net stages.
+/// * `clock`: the clock alone: both sides read the clock and stamp exactly as with every part
+///   on, and convert to global time, but record nothing (the values are discarded).
+///
+/// A part that is off costs a predicted branch: no clock read, no stamp, no histogram add. With
+/// every part off the stamp's place still travels (flagged unstamped), so the peer's wire
+/// agrees.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Parts {
+    pub send: bool,
+    pub recv: bool,
+    pub clock: bool,
+}
+
+impl Parts {
+    /// Everything: the monitor as it normally runs.
+    pub const ALL: Parts = Parts {
+        send: true,
+        recv: true,
+        clock: true,
+    };
+    /// Nothing recorded, nothing read (the decorator and its stamp's place only).
+    pub const OFF: Parts = Parts {
+        send: false,
+        recv: false,
+        clock: false,
+    };
+    pub const SEND: Parts = Parts {
+        send: true,
+        recv: false,
+        clock: false,
+    };
+    pub const RECV: Parts = Parts {
+        send: false,
+        recv: true,
+        clock: false,
+    };
+    pub const CLOCK: Parts = Parts {
+        send: false,
+        recv: false,
+        clock: true,
+    };
+
+    /// Whether the sending side reads its clock and stamps.
+    #[inline(always)]
+    fn send_reads(self) -> bool {
+        self.send || self.clock
+    }
+    /// Whether the receiving side reads its clock.
+    #[inline(always)]
+    fn recv_reads(self) -> bool {
+        self.recv || self.clock
+    }
+}
+
+impl Default for Parts {
+    fn default() -> Self {
+        Parts::ALL
+    }
+}
+
 /// How an endpoint is monitored; separate from its state, as in smoltcp.
 #[derive(Debug, Clone)]
 pub struct MonitorConfig {
@@ -84,6 +154,8 @@ pub struct MonitorConfig {
     /// counted, never waited for.
     pub trace_capacity: usize,
     pub sync: SyncPolicy,
+    /// Which parts run ([`Parts::ALL`] unless a cost measurement switches some off).
+    pub parts: Parts,
 }
 
 impl MonitorConfig {
@@ -96,6 +168,7 @@ impl MonitorConfig {
             rendezvous_from: None,
             trace_capacity: 0,
             sync: SyncPolicy::default(),
+            parts: Parts::ALL,
         }
     }
 }
@@ -219,7 +292,25 @@ pub struct Monitored<E, C = TscClock, W = TrailerWire> {
     /// messages neither builds, hashes nor compares its key (see [`SlotCache`]).
     send_slot: SlotCache,
     recv_slot: SlotCache,
+    /// The last receive's readings, recorded at this endpoint's next call (see [`Pending`]).
+    pending: Option<Pending>,
     wire: PhantomData<W>,
+}
+
+/// A receive's raw readings, kept for a moment: the clock conversions and histogram adds of a
+/// receive are done at the endpoint's next call (after a send's hand-over, or before the next
+/// receive's entry), not before the receive returns. The receive's result then reaches the
+/// application (which in a ping-pong answers at once) without the bookkeeping on the critical
+/// path, while the readings, and so the stages, are the same.
+#[derive(Debug, Clone, Copy)]
+struct Pending {
+    tag: Tag,
+    len: usize,
+    tr: Trailer,
+    stamped: bool,
+    entry: f64,
+    arrival: Option<f64>,
+    delivered: f64,
 }
 
 /// The last (call, protocol, program) recorded on one side and its histogram slot. On one
@@ -346,6 +437,7 @@ impl<E: Endpoint, C: LocalClock, W: Wire<E>> Monitored<E, C, W> {
             scratch_in: Vec::new(),
             send_slot: SlotCache::default(),
             recv_slot: SlotCache::default(),
+            pending: None,
             wire: PhantomData,
         }
     }
@@ -374,12 +466,47 @@ impl<E: Endpoint, C: LocalClock, W: Wire<E>> Monitored<E, C, W> {
         self.cfg.switch.resume()
     }
 
-    pub fn histograms(&self) -> &Histograms {
+    /// What was recorded so far (the last receive included).
+    pub fn histograms(&mut self) -> &Histograms {
+        self.settle();
         &self.hist
+    }
+
+    /// Records the last receive's readings, if not yet recorded.
+    #[inline]
+    fn settle(&mut self) {
+        if let Some(p) = self.pending.take() {
+            self.received(
+                p.tag,
+                p.len,
+                &p.tr,
+                p.stamped,
+                p.entry,
+                p.arrival,
+                p.delivered,
+            );
+        }
+    }
+
+    /// Switches the monitor's parts (see [`Parts`]); both ends of a measurement switch alike.
+    pub fn set_parts(&mut self, parts: Parts) {
+        // A receive still pending is recorded as the parts of its time say.
+        self.settle();
+        self.cfg.parts = parts;
+    }
+
+    /// Puts `h` in place of what was recorded so far and hands that over (a measurement that
+    /// keeps only some blocks' records swaps its set out around the others).
+    pub fn replace_histograms(&mut self, h: Histograms) -> Histograms {
+        self.settle();
+        self.send_slot = SlotCache::default();
+        self.recv_slot = SlotCache::default();
+        std::mem::replace(&mut self.hist, h)
     }
 
     /// Hands over what was recorded so far and starts afresh.
     pub fn take_histograms(&mut self) -> Histograms {
+        self.settle();
         // The cached slots index the set handed over.
         self.send_slot = SlotCache::default();
         self.recv_slot = SlotCache::default();
@@ -388,6 +515,7 @@ impl<E: Endpoint, C: LocalClock, W: Wire<E>> Monitored<E, C, W> {
 
     /// Hands over the trace records so far and how many were dropped (bounded buffer full).
     pub fn take_trace(&mut self) -> (Vec<TraceEvent>, u64) {
+        self.settle();
         self.trace.take()
     }
 
@@ -395,6 +523,8 @@ impl<E: Endpoint, C: LocalClock, W: Wire<E>> Monitored<E, C, W> {
         &self.corr
     }
     pub fn set_correction(&mut self, c: Correction) {
+        // A receive still pending converts with the correction of its time.
+        self.settle();
         self.corr = c;
     }
 
@@ -406,6 +536,8 @@ impl<E: Endpoint, C: LocalClock, W: Wire<E>> Monitored<E, C, W> {
     /// Rank 0's side of a global synchronization with this endpoint's peer. Both ends call
     /// their side at the same point of the program; the messages travel unmonitored.
     pub fn sync_as_master(&mut self) -> Result<OffsetSample, MonitorError> {
+        // A receive still pending converts with the correction of its time.
+        self.settle();
         let peer = self.cfg.peer_rank;
         let t = clock::sync_master(&mut [&mut self.inner], &[peer], &self.clock, &self.cfg.sync)?;
         self.last_sync_local_ns = self.clock.now_ns();
@@ -414,6 +546,8 @@ impl<E: Endpoint, C: LocalClock, W: Wire<E>> Monitored<E, C, W> {
 
     /// A peer's side of a global synchronization: updates this endpoint's correction.
     pub fn sync_as_follower(&mut self) -> Result<OffsetSample, MonitorError> {
+        // A receive still pending converts with the correction of its time.
+        self.settle();
         let s = clock::sync_follower(&mut self.inner, &self.clock, self.cfg.rank, &mut self.corr)?;
         self.last_sync_local_ns = self.clock.now_ns();
         Ok(s)
@@ -422,6 +556,17 @@ impl<E: Endpoint, C: LocalClock, W: Wire<E>> Monitored<E, C, W> {
     #[inline(always)]
     fn global(&self, local: f64) -> f64 {
         self.corr.to_global(local)
+    }
+
+    /// Whether this call's sending side reads the clock and stamps (switch on, a part needing it).
+    #[inline(always)]
+    fn send_on(&self) -> bool {
+        self.cfg.parts.send_reads() && self.cfg.switch.is_enabled()
+    }
+    /// Whether this call's receiving side reads the clock.
+    #[inline(always)]
+    fn recv_on(&self) -> bool {
+        self.cfg.parts.recv_reads() && self.cfg.switch.is_enabled()
     }
 
     #[inline]
@@ -483,7 +628,15 @@ impl<E: Endpoint, C: LocalClock, W: Wire<E>> Monitored<E, C, W> {
     /// Records the sender's half of a message (source = `exit` − `entry`).
     #[inline]
     fn sent(&mut self, tag: Tag, len: usize, call: u8, entry: f64, exit: f64) {
+        // The last receive first (after this send's hand-over: off the critical path, and in
+        // program order for the trace).
+        self.settle();
         let source = (exit - entry).round() as i64;
+        if !self.cfg.parts.send {
+            // The clock part alone: read and computed, not recorded.
+            std::hint::black_box(source);
+            return;
+        }
         let slot = self.slot(false, call, len, self.cfg.program);
         self.hist
             .record_at(slot, len as u64, [Some(source), None, None, None]);
@@ -508,7 +661,7 @@ impl<E: Endpoint, C: LocalClock, W: Wire<E>> Monitored<E, C, W> {
         mut fill: F,
     ) -> Result<(), TransportError> {
         self.check_len(len)?;
-        let on = self.cfg.switch.is_enabled();
+        let on = self.send_on();
         let entry = if on { self.clock.now_ns() } else { 0.0 };
         let seq = self.send_seq;
         self.send_seq = seq.wrapping_add(1);
@@ -537,7 +690,8 @@ impl<E: Endpoint, C: LocalClock, W: Wire<E>> Monitored<E, C, W> {
         Ok(())
     }
 
-    /// Records the receiver's half of a message.
+    /// Records the receiver's half of a message. `stamped`: the sender's part stamped it (else
+    /// there is no net stage and no late-sender wait, only destination).
     #[inline]
     #[allow(clippy::too_many_arguments)]
     fn received(
@@ -545,6 +699,7 @@ impl<E: Endpoint, C: LocalClock, W: Wire<E>> Monitored<E, C, W> {
         tag: Tag,
         len: usize,
         tr: &Trailer,
+        stamped: bool,
         entry: f64,
         arrival: Option<f64>,
         delivered: f64,
@@ -554,17 +709,17 @@ impl<E: Endpoint, C: LocalClock, W: Wire<E>> Monitored<E, C, W> {
         let entry_g = self.global(entry).round() as i64;
         // Arrival unknown (the duplex call): noticed at the latest when the call returned.
         let arr_g = self.global(arrival.unwrap_or(delivered)).round() as i64;
+        let net = stamped.then_some(arr_g - handoff);
+        let dest = arrival.map(|a| (delivered - a).round() as i64);
+        let wait = stamped.then_some((send_entry - entry_g).max(0));
+        if !self.cfg.parts.recv {
+            // The clock part alone: read and computed, not recorded.
+            std::hint::black_box((net, dest, wait));
+            return;
+        }
         let slot = self.slot(true, tr.call, len, tr.program);
-        self.hist.record_at(
-            slot,
-            len as u64,
-            [
-                None,
-                Some(arr_g - handoff),
-                arrival.map(|a| (delivered - a).round() as i64),
-                Some((send_entry - entry_g).max(0)),
-            ],
-        );
+        self.hist
+            .record_at(slot, len as u64, [None, net, dest, wait]);
         if self.trace.enabled() {
             let d = self.global(delivered).round() as i64;
             self.trace.push(TraceEvent {
@@ -637,7 +792,8 @@ impl<E: Endpoint, C: LocalClock, W: Wire<E>> Monitored<E, C, W> {
         &mut self,
         mut sink: F,
     ) -> Result<RecvInfo, TransportError> {
-        let on = self.cfg.switch.is_enabled();
+        self.settle();
+        let on = self.recv_on();
         let clock = &self.clock;
         let entry = if on { clock.now_ns() } else { 0.0 };
         let mut arrival = None;
@@ -673,9 +829,18 @@ impl<E: Endpoint, C: LocalClock, W: Wire<E>> Monitored<E, C, W> {
         let Some(t) = Trailer::decode(&tr) else {
             return Err(self.no_trailer(user));
         };
-        if on && t.flags & STAMPED != 0 {
+        if on {
             let delivered = self.clock.now_ns();
-            self.received(info.tag, user, &t, entry, arrival, delivered);
+            let stamped = t.flags & STAMPED != 0;
+            self.pending = Some(Pending {
+                tag: info.tag,
+                len: user,
+                tr: t,
+                stamped,
+                entry,
+                arrival,
+                delivered,
+            });
         }
         Ok(RecvInfo {
             tag: info.tag,
@@ -694,8 +859,10 @@ impl<E: Endpoint, C: LocalClock, W: Wire<E>> Monitored<E, C, W> {
         data: &[u8],
         buf: &mut [u8],
     ) -> Result<RecvInfo, TransportError> {
+        self.settle();
         self.check_len(data.len())?;
-        let on = self.cfg.switch.is_enabled();
+        let (on_s, on_r) = (self.send_on(), self.recv_on());
+        let on = on_s || on_r;
         let entry = if on { self.clock.now_ns() } else { 0.0 };
         let seq = self.send_seq;
         self.send_seq = seq.wrapping_add(1);
@@ -703,7 +870,7 @@ impl<E: Endpoint, C: LocalClock, W: Wire<E>> Monitored<E, C, W> {
         let mut inb = std::mem::take(&mut self.scratch_in);
         out.clear();
         out.extend_from_slice(data);
-        let (handoff, delta, flags) = if on {
+        let (handoff, delta, flags) = if on_s {
             let h = self.clock.now_ns();
             (self.global(h), (h - entry).max(0.0) as u32, STAMPED)
         } else {
@@ -724,7 +891,7 @@ impl<E: Endpoint, C: LocalClock, W: Wire<E>> Monitored<E, C, W> {
         let r = self.inner.sendrecv(tag, &out, &mut inb);
         let result = match r {
             Ok(info) => {
-                let exit = self.clock.now_ns();
+                let exit = if on { self.clock.now_ns() } else { 0.0 };
                 match info.len.checked_sub(TRAILER) {
                     None => Err(self.no_trailer(info.len)),
                     Some(user) => {
@@ -733,11 +900,12 @@ impl<E: Endpoint, C: LocalClock, W: Wire<E>> Monitored<E, C, W> {
                             None => Err(self.no_trailer(user)),
                             Some(t) => {
                                 buf[..user].copy_from_slice(&inb[..user]);
-                                if on {
+                                if on_s {
                                     self.sent(tag, data.len(), SENDRECV, entry, exit);
-                                    if t.flags & STAMPED != 0 {
-                                        self.received(info.tag, user, &t, entry, None, exit);
-                                    }
+                                }
+                                if on_r {
+                                    let stamped = t.flags & STAMPED != 0;
+                                    self.received(info.tag, user, &t, stamped, entry, None, exit);
                                 }
                                 Ok(RecvInfo {
                                     tag: info.tag,
@@ -767,7 +935,7 @@ impl<E: Endpoint + VectoredSend, C: LocalClock> VectoredSend for Monitored<E, C,
     fn send_vectored(&mut self, tag: Tag, parts: &[&[u8]]) -> Result<(), TransportError> {
         let len: usize = parts.iter().map(|p| p.len()).sum();
         self.check_len(len)?;
-        let on = self.cfg.switch.is_enabled();
+        let on = self.send_on();
         let entry = if on { self.clock.now_ns() } else { 0.0 };
         let seq = self.send_seq;
         self.send_seq = seq.wrapping_add(1);
@@ -841,7 +1009,7 @@ impl<E: Endpoint + SideBand, C: LocalClock> Monitored<E, C, SideBandWire> {
         len: usize,
         fill: F,
     ) -> Result<(), TransportError> {
-        let on = self.cfg.switch.is_enabled();
+        let on = self.send_on();
         let entry = if on { self.clock.now_ns() } else { 0.0 };
         let seq = self.send_seq;
         self.send_seq = seq.wrapping_add(1);
@@ -862,7 +1030,8 @@ impl<E: Endpoint + SideBand, C: LocalClock> Monitored<E, C, SideBandWire> {
         &mut self,
         mut sink: F,
     ) -> Result<RecvInfo, TransportError> {
-        let on = self.cfg.switch.is_enabled();
+        self.settle();
+        let on = self.recv_on();
         let clock = &self.clock;
         let entry = if on { clock.now_ns() } else { 0.0 };
         let mut arrival = None;
@@ -875,9 +1044,18 @@ impl<E: Endpoint + SideBand, C: LocalClock> Monitored<E, C, SideBandWire> {
         let Some(t) = side.as_ref().and_then(Trailer::from_side) else {
             return Err(self.no_stamp(info.len));
         };
-        if on && t.flags & STAMPED != 0 {
+        if on {
             let delivered = self.clock.now_ns();
-            self.received(info.tag, info.len, &t, entry, arrival, delivered);
+            let stamped = t.flags & STAMPED != 0;
+            self.pending = Some(Pending {
+                tag: info.tag,
+                len: info.len,
+                tr: t,
+                stamped,
+                entry,
+                arrival,
+                delivered,
+            });
         }
         Ok(info)
     }
@@ -891,13 +1069,15 @@ impl<E: Endpoint + SideBand, C: LocalClock> Monitored<E, C, SideBandWire> {
         data: &[u8],
         buf: &mut [u8],
     ) -> Result<RecvInfo, TransportError> {
+        self.settle();
         self.check_len(data.len())?;
-        let on = self.cfg.switch.is_enabled();
+        let (on_s, on_r) = (self.send_on(), self.recv_on());
+        let on = on_s || on_r;
         let entry = if on { self.clock.now_ns() } else { 0.0 };
         let seq = self.send_seq;
         self.send_seq = seq.wrapping_add(1);
         let tr = Trailer {
-            handoff_global_ns: if on {
+            handoff_global_ns: if on_s {
                 self.global(entry).round() as i64
             } else {
                 0
@@ -906,7 +1086,7 @@ impl<E: Endpoint + SideBand, C: LocalClock> Monitored<E, C, SideBandWire> {
             program: self.cfg.program,
             seq,
             call: SENDRECV,
-            flags: if on { STAMPED } else { 0 },
+            flags: if on_s { STAMPED } else { 0 },
         };
         let (info, side) = self.inner.sendrecv_side(tag, data, tr.to_side(), buf)?;
         let Some(t) = side.as_ref().and_then(Trailer::from_side) else {
@@ -914,9 +1094,12 @@ impl<E: Endpoint + SideBand, C: LocalClock> Monitored<E, C, SideBandWire> {
         };
         if on {
             let exit = self.clock.now_ns();
-            self.sent(tag, data.len(), SENDRECV, entry, exit);
-            if t.flags & STAMPED != 0 {
-                self.received(info.tag, info.len, &t, entry, None, exit);
+            if on_s {
+                self.sent(tag, data.len(), SENDRECV, entry, exit);
+            }
+            if on_r {
+                let stamped = t.flags & STAMPED != 0;
+                self.received(info.tag, info.len, &t, stamped, entry, None, exit);
             }
         }
         Ok(info)

@@ -57,6 +57,18 @@ pub struct ClockReport {
     pub ranks: Vec<RankClock>,
 }
 
+/// The file beside `run.json` holding a `--parts` run's figures (seed 000 Figures 7–10).
+pub const PARTS_FILE: &str = "parts.json";
+
+/// One kind of block of a `--parts` run: which parts were on and its figure per size, in the
+/// units of [`MonitorRun::reference_one_way_us`] (`none` is the unmonitored anchor).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PartFigures {
+    /// `none`, `off`, `send`, `recv`, `clock` or `all`.
+    pub parts: String,
+    pub figures: Vec<(u64, f64)>,
+}
+
 /// Where the per-message trace went.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TraceInfo {

@@ -9,7 +9,8 @@
 //! A buffer that filled up holds a prefix of that endpoint's messages, and the two ends of a
 //! connection fill up at different points. Replaying unmatched halves would deadlock the
 //! predictor, so [`write_trace`] cuts every rank's program at its first operation whose partner
-//! is missing and says so in a comment.
+//! is missing and says so in a comment. [`write_timeline`] renders the same records as a Chrome
+//! trace-event timeline.
 
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
@@ -155,6 +156,75 @@ pub fn write_trace(ranks: &[(u32, Vec<TraceEvent>)], dropped: u64) -> (String, u
     (s, cut)
 }
 
+/// Renders each rank's events as a Chrome trace-event timeline (Perfetto, `chrome://tracing`):
+/// one track per rank, a complete event per call on the global clock (so the tracks line up,
+/// within the clock's bound), and a flow arrow per message from its send to its receive. On one
+/// connection messages are matched in order (the k-th send from r to p is the k-th receive at p
+/// from r: the transports are ordered); a half whose partner was dropped gets no arrow.
+pub fn write_timeline(ranks: &[(u32, Vec<TraceEvent>)], title: &str) -> String {
+    use serde_json::json;
+    let t0 = ranks
+        .iter()
+        .flat_map(|(_, ev)| ev.iter().map(|e| e.start_ns))
+        .min()
+        .unwrap_or(0);
+    let us = |ns: i64| (ns - t0) as f64 / 1e3;
+    let mut events = vec![
+        json!({"name": "process_name", "ph": "M", "pid": 0, "tid": 0,
+        "args": {"name": title}}),
+    ];
+    for (r, _) in ranks {
+        events.push(json!({"name": "thread_name", "ph": "M", "pid": 0, "tid": r,
+            "args": {"name": format!("rank {r}")}}));
+        events.push(
+            json!({"name": "thread_sort_index", "ph": "M", "pid": 0, "tid": r,
+            "args": {"sort_index": r}}),
+        );
+    }
+    // The receives of each (sender, receiver) pair in order, to pair with the sends.
+    let mut recvs: HashMap<(u32, u32), Vec<&TraceEvent>> = HashMap::new();
+    for (r, ev) in ranks {
+        for e in ev {
+            let op = match e.op {
+                TraceOp::Send => "send",
+                TraceOp::Recv => {
+                    recvs.entry((e.peer, *r)).or_default().push(e);
+                    "recv"
+                }
+            };
+            events.push(json!({"name": op, "cat": op, "ph": "X", "pid": 0, "tid": r,
+                "ts": us(e.start_ns), "dur": (e.end_ns - e.start_ns).max(0) as f64 / 1e3,
+                "args": {"peer": e.peer, "tag": e.tag, "bytes": e.bytes}}));
+        }
+    }
+    let mut id = 0u64;
+    for (r, ev) in ranks {
+        let mut k: HashMap<u32, usize> = HashMap::new();
+        for e in ev.iter().filter(|e| e.op == TraceOp::Send) {
+            let n = k.entry(e.peer).or_default();
+            let Some(rv) = recvs.get(&(*r, e.peer)).and_then(|v| v.get(*n)) else {
+                continue;
+            };
+            *n += 1;
+            // The arrow ends inside the receive, not before the send started when the clocks
+            // allow it.
+            let end = e.start_ns.clamp(rv.start_ns, rv.end_ns.max(rv.start_ns));
+            events.push(
+                json!({"name": "message", "cat": "message", "ph": "s", "id": id,
+                "pid": 0, "tid": r, "ts": us(e.start_ns), "args": {"bytes": e.bytes}}),
+            );
+            events.push(
+                json!({"name": "message", "cat": "message", "ph": "f", "bp": "e",
+                "id": id, "pid": 0, "tid": e.peer, "ts": us(end)}),
+            );
+            id += 1;
+        }
+    }
+    serde_json::to_string(&json!({"displayTimeUnit": "ns", "traceEvents": events}))
+        .expect("a timeline always serializes")
+        + "\n"
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -168,6 +238,33 @@ mod tests {
             start_ns: start,
             end_ns: end,
         }
+    }
+
+    /// Arrows pair the k-th send with the k-th receive of the same pair, end inside the
+    /// receive, and a send whose receive was dropped gets none.
+    #[test]
+    fn timeline_pairs_messages_in_order() {
+        let ranks = [
+            (
+                0,
+                vec![
+                    ev(TraceOp::Send, 1, 1000, 1100),
+                    ev(TraceOp::Send, 1, 2000, 2100),
+                ],
+            ),
+            (1, vec![ev(TraceOp::Recv, 0, 900, 1500)]),
+        ];
+        let v: serde_json::Value = serde_json::from_str(&write_timeline(&ranks, "t")).unwrap();
+        let ev = v["traceEvents"].as_array().unwrap();
+        let of = |ph: &str| ev.iter().filter(|e| e["ph"] == ph).collect::<Vec<_>>();
+        assert_eq!(of("X").len(), 3);
+        let (s, f) = (of("s"), of("f"));
+        assert_eq!((s.len(), f.len()), (1, 1));
+        // Times in µs from the earliest start (900 ns).
+        assert_eq!(s[0]["ts"], 0.1);
+        assert_eq!(s[0]["tid"], 0);
+        assert_eq!(f[0]["tid"], 1);
+        assert_eq!(f[0]["ts"], 0.1);
     }
 
     #[test]

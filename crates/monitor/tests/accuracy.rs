@@ -63,6 +63,20 @@ fn pingpong<A: Endpoint, B: Endpoint + Send>(a: &mut A, b: &mut B, sizes: &[usiz
     });
 }
 
+/// A stage's exact mean on the model for a ping-pong of `s`-byte messages (None: late-sender
+/// wait, which depends on the position in the run).
+fn model_mean(stage: Stage, s: usize) -> Option<f64> {
+    match stage {
+        // The model charges o_s inside the send call.
+        Stage::Source => Some(P.o_s_ns),
+        // Stamped as the send starts, noticed when the model completes the receive:
+        // o_s + L + o_r + G per byte, the trailer's 24 bytes included.
+        Stage::Net => Some(P.o_s_ns + P.l_ns + P.o_r_ns + P.gap_per_byte_ns * (s + TRAILER) as f64),
+        Stage::Destination => Some(0.0),
+        Stage::LateSenderWait => None,
+    }
+}
+
 #[test]
 fn model_counts_and_stage_times_are_exact() {
     let (a, b) = model_pair();
@@ -81,17 +95,10 @@ fn model_counts_and_stage_times_are_exact() {
             assert_eq!(rows[i].0, SIZE_BINS.index(s as u64));
             assert_eq!(t.count, 100, "{stage} at {s}");
             assert_eq!(t.sum_bytes, 100 * s as u64);
-            let want = match stage {
-                // The model charges o_s inside the send call.
-                Stage::Source => P.o_s_ns,
-                // Stamped as the send starts, noticed when the model completes the receive:
-                // o_s + L + o_r + G per byte, the trailer's 24 bytes included.
-                Stage::Net => {
-                    P.o_s_ns + P.l_ns + P.o_r_ns + P.gap_per_byte_ns * (s + TRAILER) as f64
-                }
-                Stage::Destination => 0.0,
-                // The responder's receive is posted before each ping's send starts.
-                Stage::LateSenderWait => continue,
+            // The responder's receive is posted before each ping's send starts: its wait is
+            // checked below.
+            let Some(want) = model_mean(stage, s) else {
+                continue;
             };
             assert_eq!(t.mean_ns(), Some(want.round()), "{stage} at {s}");
         }
@@ -285,4 +292,132 @@ fn shm_clock_skew_and_drift_are_recovered_within_the_measured_bound() {
         (np - ns).abs() <= tol,
         "net median {np} ns unskewed, {ns} ns skewed (tolerance {tol})"
     );
+}
+
+/// A clock that counts its reads, to see which parts read it.
+struct Counting<C> {
+    inner: C,
+    reads: std::sync::Arc<std::sync::atomic::AtomicU64>,
+}
+
+impl<C: LocalClock> LocalClock for Counting<C> {
+    fn now_ns(&self) -> f64 {
+        self.reads
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.inner.now_ns()
+    }
+}
+
+/// Seed 000 Figures 7–10: each part switched on alone records exactly its own stages and reads
+/// the clock exactly where it should (three reads per message on each side that runs).
+#[test]
+fn each_part_records_only_its_own_stages() {
+    use commperf_monitor::Parts;
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::sync::Arc;
+    let sizes = [64usize, 4096];
+    let iters = 50u64;
+    // (parts, source, net, destination, late-sender wait counts per size and direction,
+    // clock reads per endpoint: it sends and receives 100 messages)
+    let cases = [
+        (Parts::ALL, [iters, iters, iters, iters], 600u64),
+        (Parts::SEND, [iters, 0, 0, 0], 300),
+        (Parts::RECV, [0, 0, iters, 0], 300),
+        (Parts::CLOCK, [0, 0, 0, 0], 600),
+        (Parts::OFF, [0, 0, 0, 0], 0),
+    ];
+    for (parts, want, want_reads) in cases {
+        let (a, b) = model_pair();
+        let (ta, tb) = (a.timer(), b.timer());
+        let (ra, rb) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
+        let mut ca = MonitorConfig::new(0, 1);
+        ca.parts = parts;
+        let mut cb = MonitorConfig::new(1, 0);
+        cb.parts = parts;
+        let ka = Counting {
+            inner: TimerClock(ta),
+            reads: ra.clone(),
+        };
+        let kb = Counting {
+            inner: TimerClock(tb),
+            reads: rb.clone(),
+        };
+        let mut a = Monitored::with_clock(a, ca, ka);
+        let mut b = Monitored::with_clock(b, cb, kb);
+        pingpong(&mut a, &mut b, &sizes, iters as usize);
+        assert_eq!(
+            ra.load(Ordering::Relaxed),
+            want_reads,
+            "{parts:?} reads at 0"
+        );
+        assert_eq!(
+            rb.load(Ordering::Relaxed),
+            want_reads,
+            "{parts:?} reads at 1"
+        );
+        let mut h = a.take_histograms();
+        h.merge(&b.take_histograms());
+        if want == [0; 4] {
+            assert!(h.is_empty(), "{parts:?} recorded something");
+            continue;
+        }
+        for dir in [0u32, 1] {
+            let st = h.collapse(|k| k.src == dir);
+            for (stage, &n) in Stage::ALL.iter().zip(&want) {
+                let rows = st.get(*stage).by_size();
+                if n == 0 {
+                    assert_eq!(st.get(*stage).totals().count, 0, "{parts:?} {stage}");
+                    continue;
+                }
+                assert_eq!(rows.len(), sizes.len(), "{parts:?} {stage}");
+                for (row, &s) in rows.iter().zip(&sizes) {
+                    assert_eq!(row.0, SIZE_BINS.index(s as u64));
+                    assert_eq!(row.1.count, n, "{parts:?} {stage} at {s} from {dir}");
+                    let Some(want_mean) = model_mean(*stage, s) else {
+                        continue;
+                    };
+                    assert_eq!(
+                        row.1.mean_ns(),
+                        Some(want_mean.round()),
+                        "{parts:?} {stage}"
+                    );
+                }
+            }
+        }
+    }
+}
+
+/// Switching parts between blocks on both ends, and swapping the histograms out around a
+/// block, keeps only the wanted block's records.
+#[test]
+fn replaced_histograms_keep_only_the_wanted_blocks() {
+    use commperf_monitor::Parts;
+    let (a, b) = model_pair();
+    let (ta, tb) = (a.timer(), b.timer());
+    let mut a = Monitored::with_clock(a, MonitorConfig::new(0, 1), TimerClock(ta));
+    let mut b = Monitored::with_clock(b, MonitorConfig::new(1, 0), TimerClock(tb));
+    pingpong(&mut a, &mut b, &[64], 30);
+    // Parts switched before the swap: the last receive, still pending, counts as recorded
+    // under the parts of its time (all), not lost.
+    a.set_parts(Parts::SEND);
+    b.set_parts(Parts::SEND);
+    let (sa, sb) = (
+        a.replace_histograms(Histograms::new()),
+        b.replace_histograms(Histograms::new()),
+    );
+    pingpong(&mut a, &mut b, &[64], 20);
+    let (xa, xb) = (a.replace_histograms(sa), b.replace_histograms(sb));
+    let mut x = xa;
+    x.merge(&xb);
+    assert_eq!(x.collapse(|_| true).source.totals().count, 40);
+    assert_eq!(x.collapse(|_| true).net.totals().count, 0);
+    a.set_parts(Parts::ALL);
+    b.set_parts(Parts::ALL);
+    pingpong(&mut a, &mut b, &[64], 10);
+    let mut h = a.take_histograms();
+    h.merge(&b.take_histograms());
+    let st = h.collapse(|_| true);
+    assert_eq!(st.source.totals().count, 80);
+    assert_eq!(st.net.totals().count, 80);
+    assert_eq!(st.destination.totals().count, 80);
 }

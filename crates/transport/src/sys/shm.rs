@@ -1334,39 +1334,18 @@ impl Endpoint for ShmEndpoint {
 
     fn recv(&mut self, buf: &mut [u8]) -> Result<RecvInfo, TransportError> {
         // Fast path: the next record is a whole small message that fits `buf`.
-        let mut b = None;
-        loop {
+        if self.poll_ready()? {
             let r = self.rx_rec();
-            if r.stamp().load(Ordering::Acquire) == (self.head + 1) ^ self.key {
-                let w2 = r.word(2);
-                let total = r.word(1) as usize;
-                if (w2 >> 32) as u32 == KIND_WHOLE && total <= self.frag && total <= buf.len() {
-                    // SAFETY: a published whole record holds `total` payload bytes.
-                    unsafe {
-                        std::ptr::copy_nonoverlapping(r.payload(total), buf.as_mut_ptr(), total)
-                    };
-                    self.release(Self::record_bytes(total));
-                    return Ok(RecvInfo {
-                        tag: w2 as u32,
-                        len: total,
-                    });
-                }
-                break;
-            }
-            if self.cfg.mode == Mode::Block {
-                break;
-            }
-            let bo = b.get_or_insert_with(|| Backoff::new(self.cfg.idle_timeout));
-            match bo.snooze(|| self.check_peer(false).is_ok()) {
-                Ok(()) => {}
-                Err(WaitStop::TimedOut) => return Err(self.timeout_error()),
-                Err(WaitStop::PeerGone) => {
-                    // Deliver what the peer managed to send before it went; else say it went.
-                    if self.rx_ready() {
-                        break;
-                    }
-                    self.check_peer(false)?;
-                }
+            let w2 = r.word(2);
+            let total = r.word(1) as usize;
+            if (w2 >> 32) as u32 == KIND_WHOLE && total <= self.frag && total <= buf.len() {
+                // SAFETY: a published whole record holds `total` payload bytes.
+                unsafe { std::ptr::copy_nonoverlapping(r.payload(total), buf.as_mut_ptr(), total) };
+                self.release(Self::record_bytes(total));
+                return Ok(RecvInfo {
+                    tag: w2 as u32,
+                    len: total,
+                });
             }
         }
         let inc = self.next_incoming(false)?;
@@ -1402,13 +1381,62 @@ impl crate::SideBand for ShmEndpoint {
         side: S,
     ) -> Result<(), TransportError> {
         self.check_send_len(len)?;
+        // Fast path, as `send`'s: a whole message that fits before the ring end with room known
+        // to be free (a monitored stream of small messages takes it every time).
+        if len <= self.frag {
+            let rec = Self::record_bytes_for(len, true);
+            let off = self.tail & (self.cap - 1);
+            if rec <= self.cap - off && self.cap - (self.tail - self.peer_head_cache) >= rec {
+                let r = Rec {
+                    ptr: self.tx_at(off),
+                };
+                Self::write_header(r, len, tag, KIND_WHOLE | SIDE_FLAG, len);
+                // SAFETY: the record has room for len payload bytes after the side value and is
+                // ours until published.
+                let piece =
+                    unsafe { std::slice::from_raw_parts_mut(r.payload_for(len, true), len) };
+                let mut fill = fill;
+                fill(0, piece);
+                r.set_side(side());
+                self.publish(r, rec);
+                return Ok(());
+            }
+        }
         self.ring_send(tag, len, fill, Some(side))
     }
 
     fn recv_with_side<F: FnMut(Fragment<'_>)>(
         &mut self,
-        sink: F,
+        mut sink: F,
     ) -> Result<(RecvInfo, Option<Side>), TransportError> {
+        // Fast path, as `recv`'s: the next record is a whole message with a side value; lent
+        // to `sink` straight from the ring.
+        if self.poll_ready()? {
+            let r = self.rx_rec();
+            let w2 = r.word(2);
+            let total = r.word(1) as usize;
+            let rec = Self::record_bytes_for(total, true);
+            if (w2 >> 32) as u32 == KIND_WHOLE | SIDE_FLAG
+                && total <= self.frag
+                && total <= self.cfg.max_message
+                && r.word(3) as usize == total
+                && (self.head & (self.cap - 1)) + rec <= self.cap
+            {
+                let side = r.side();
+                // SAFETY: a published whole record holds `total` payload bytes after its side
+                // value, inside the ring (checked above).
+                let data = unsafe { std::slice::from_raw_parts(r.payload_for(total, true), total) };
+                let tag = w2 as u32;
+                sink(Fragment {
+                    tag,
+                    total_len: total,
+                    offset: 0,
+                    data,
+                });
+                self.release(rec);
+                return Ok((RecvInfo { tag, len: total }, Some(side)));
+            }
+        }
         self.recv_with_side_inner(sink)
     }
 
@@ -1424,6 +1452,35 @@ impl crate::SideBand for ShmEndpoint {
 }
 
 impl ShmEndpoint {
+    /// The receive fast paths' wait: in poll mode spins (with back-off) until a record is
+    /// ready at the head and returns true; false sends the caller the general way (block mode
+    /// and nothing ready yet). The peer gone with a record left still delivers it; the peer
+    /// gone with nothing left is its error.
+    #[inline]
+    fn poll_ready(&mut self) -> Result<bool, TransportError> {
+        let mut b = None;
+        loop {
+            if self.rx_ready() {
+                return Ok(true);
+            }
+            if self.cfg.mode == Mode::Block {
+                return Ok(false);
+            }
+            let bo = b.get_or_insert_with(|| Backoff::new(self.cfg.idle_timeout));
+            match bo.snooze(|| self.check_peer(false).is_ok()) {
+                Ok(()) => {}
+                Err(WaitStop::TimedOut) => return Err(self.timeout_error()),
+                Err(WaitStop::PeerGone) => {
+                    // Deliver what the peer managed to send before it went; else say it went.
+                    if self.rx_ready() {
+                        return Ok(true);
+                    }
+                    self.check_peer(false)?;
+                }
+            }
+        }
+    }
+
     fn recv_with_side_inner<F: FnMut(Fragment<'_>)>(
         &mut self,
         mut sink: F,
