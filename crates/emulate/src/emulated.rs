@@ -133,6 +133,9 @@ pub struct Emulated<E, T = Clock> {
     queue: Option<DelayQueue>,
     /// When the previous send was handed over (real path) and its size.
     prev_send: Option<(f64, usize)>,
+    /// When the previous receive returned and its size: receptions are paced by Δg + ΔG·s
+    /// as sends are (LogP's g bounds consecutive receptions too).
+    prev_recv: Option<(f64, usize)>,
     /// An error the transport reported while draining (the peer closed after its last
     /// message, say): reported once the messages queued before it have been delivered.
     drain_error: Option<TransportError>,
@@ -163,6 +166,7 @@ impl<E: Probe, T: Timer> Emulated<E, T> {
             exact,
             queue,
             prev_send: None,
+            prev_recv: None,
             drain_error: None,
         })
     }
@@ -266,6 +270,30 @@ impl<E: Probe, T: Timer> Emulated<E, T> {
         self.prev_send = Some((self.timer.now_ns(), len));
     }
 
+    /// g and G at the receiving end: a receive begins at least Δg + ΔG·s after the previous
+    /// one (of s bytes) returned. The seed's firmware stalls only the sender's NIC, because on
+    /// Myrinet that loop *is* the stream's bottleneck; in a software transport the bottleneck
+    /// may be either end (shm's stream is bound by the receiver's copy), and a delay taken
+    /// only at the sender then overlaps the receiver's per-byte work instead of adding to it
+    /// (the first calibration fitted half of G with g set). Pacing both ends adds the knob to
+    /// whichever end binds: the stream's period becomes max(S, R, wire) + Δg + ΔG·s. A
+    /// receiver slower than the rate never waits, so overhead and latency are untouched.
+    fn pace_recv(&mut self) -> Result<(), TransportError> {
+        let k = self.cfg.knobs;
+        if let Some((t, s)) = self.prev_recv {
+            let extra = k.g_ns + k.gap_per_byte_ns * s as f64;
+            if extra > 0.0 {
+                self.wait_until(t + extra)?;
+            }
+        }
+        Ok(())
+    }
+
+    #[inline]
+    fn after_recv(&mut self, len: usize) {
+        self.prev_recv = Some((self.timer.now_ns(), len));
+    }
+
     /// Waits, polling, until the transport has a message (so that Δo is spent after arrival).
     fn await_message(&mut self) -> Result<(), TransportError> {
         let start = self.timer.now_ns();
@@ -294,6 +322,17 @@ impl<E: Probe, T: Timer> Emulated<E, T> {
     }
 
     fn recv_emulated<F: FnMut(Fragment<'_>)>(
+        &mut self,
+        sink: F,
+    ) -> Result<RecvInfo, TransportError> {
+        self.pace_recv()?;
+        let info = self.recv_delayed(sink)?;
+        self.after_recv(info.len);
+        Ok(info)
+    }
+
+    /// o and L (and G's later delivery) of one receive, once its gap has passed.
+    fn recv_delayed<F: FnMut(Fragment<'_>)>(
         &mut self,
         mut sink: F,
     ) -> Result<RecvInfo, TransportError> {
@@ -397,11 +436,13 @@ impl<E: Probe, T: Timer> Endpoint for Emulated<E, T> {
         }
         self.before_send()?;
         let Some(q) = self.queue.as_mut() else {
-            // o alone: both directions progress in the transport; the receive's Δo is spent
-            // after it, which costs the same CPU time and delays the return alike.
+            // o and g only: both directions progress in the transport; the receive's Δo is
+            // spent after it, which costs the same CPU time and delays the return alike.
+            self.pace_recv()?;
             let info = self.inner.sendrecv(tag, data, buf)?;
             self.after_send(data.len());
             self.timer.spin_ns(self.cfg.knobs.o_ns);
+            self.after_recv(info.len);
             return Ok(info);
         };
         if q.count > 0 {
