@@ -265,9 +265,19 @@ impl<E: Probe, T: Timer> Emulated<E, T> {
         Ok(())
     }
 
+    /// Whether g or G is set: only then do sends and receives need their end stamped. Every
+    /// reading of the TSC costs the calling thread tens of ns in a VM, which the calibration
+    /// measures as overhead: the decorator reads it only where a knob needs the time.
+    #[inline]
+    fn paces(&self) -> bool {
+        self.cfg.knobs.g_ns > 0.0 || self.cfg.knobs.gap_per_byte_ns > 0.0
+    }
+
     #[inline]
     fn after_send(&mut self, len: usize) {
-        self.prev_send = Some((self.timer.now_ns(), len));
+        if self.paces() {
+            self.prev_send = Some((self.timer.now_ns(), len));
+        }
     }
 
     /// g and G at the receiving end: a receive begins at least Δg + ΔG·s after the previous
@@ -291,19 +301,31 @@ impl<E: Probe, T: Timer> Emulated<E, T> {
 
     #[inline]
     fn after_recv(&mut self, len: usize) {
-        self.prev_recv = Some((self.timer.now_ns(), len));
+        if self.paces() {
+            self.prev_recv = Some((self.timer.now_ns(), len));
+        }
+    }
+
+    /// Δo of busy CPU; nothing (not even a reading of the clock) when o is not set.
+    #[inline]
+    fn spin_o(&self) {
+        if self.cfg.knobs.o_ns > 0.0 {
+            self.timer.spin_ns(self.cfg.knobs.o_ns);
+        }
     }
 
     /// Waits, polling, until the transport has a message (so that Δo is spent after arrival).
     fn await_message(&mut self) -> Result<(), TransportError> {
-        let start = self.timer.now_ns();
+        // The clock is first read after 4096 empty polls: a message already there costs none.
+        let mut start = None;
         let mut polls: u32 = 0;
         while !self.inner.message_waiting()? {
             polls = polls.wrapping_add(1);
             if polls % 4096 == 0 {
                 self.inner.still_alive()?;
                 let idle = self.idle_timeout_ns();
-                if self.timer.now_ns() - start > idle {
+                let now = self.timer.now_ns();
+                if now - *start.get_or_insert(now) > idle {
                     return Err(TransportError::Timeout {
                         peer: self.inner.info().peer.clone(),
                         secs: (idle / 1e9) as u64,
@@ -350,9 +372,9 @@ impl<E: Probe, T: Timer> Emulated<E, T> {
             return self.inner.recv_with(sink);
         }
         if self.queue.is_none() {
-            // o alone: spin once the message is there, then take it.
+            // o and g only: spin once the message is there, then take it.
             self.await_message()?;
-            self.timer.spin_ns(k.o_ns);
+            self.spin_o();
             return self.inner.recv_with(sink);
         }
         self.drain()?;
@@ -441,7 +463,7 @@ impl<E: Probe, T: Timer> Endpoint for Emulated<E, T> {
             self.pace_recv()?;
             let info = self.inner.sendrecv(tag, data, buf)?;
             self.after_send(data.len());
-            self.timer.spin_ns(self.cfg.knobs.o_ns);
+            self.spin_o();
             self.after_recv(info.len);
             return Ok(info);
         };
