@@ -68,7 +68,7 @@ pub struct CalibrateArgs {
     pub iters: u64,
     /// Rounds: every setting and every baseline is measured this many times, interleaved
     /// (round after round), and judged by its median; the spread is reported
-    #[arg(long, default_value_t = 3)]
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=100))]
     pub repeat: u32,
     /// Messages per configuration of the knobs-at-zero cost check (0: skip it)
     #[arg(long, default_value_t = 20_000)]
@@ -432,9 +432,6 @@ fn calibrate(c: &CalibrateArgs) -> Result<()> {
         rbuf: vec![0u8; max.max(64)],
     };
 
-    if c.repeat == 0 {
-        bail!("--repeat must be at least 1");
-    }
     // Each round: 0, o…, 0, g…, 0, G…, 0, L…, 0. Each knob is judged against the baselines
     // around it in every round (slow drift of a shared machine hits baseline and setting
     // alike), each figure by its median over the rounds.
@@ -1113,4 +1110,204 @@ fn echo<E: Endpoint>(e: &mut E, s: &[u8], r: &mut [u8], total: u64) -> Result<()
         e.send(DATA, s)?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// PRTT figures of an exact LogGP transport (as the loops would measure them), with `u` ns
+    /// of noise on every figure.
+    fn figures(o_s: f64, o_r: f64, g: f64, big_g: f64, l: f64, u: f64) -> Vec<SizePrtt> {
+        [64u64, 256, 1024, 4096, 16384]
+            .into_iter()
+            .map(|size| {
+                let s = size as f64;
+                let n = loggp::N as f64;
+                let p1 = 2.0 * (o_s + l + o_r + big_g * s);
+                let gap = g + big_g * s;
+                let t = |ns| loggp::Timing { ns, noise_ns: u };
+                SizePrtt::new(
+                    size,
+                    loggp::N,
+                    [
+                        t(p1),
+                        t(p1 + (n - 1.0) * gap),
+                        t(p1 + (n - 1.0) * (p1 + o_s)),
+                        t(p1 + (n - 1.0) * (p1 + o_r)),
+                    ],
+                )
+            })
+            .collect()
+    }
+
+    fn params(pts: &[SizePrtt]) -> Params {
+        Params::of(&loggp::extract(pts).expect("fit").pieces[0])
+    }
+
+    fn near(got: Option<f64>, want: f64, what: &str) {
+        let got = got.unwrap_or_else(|| panic!("{what}: absent"));
+        assert!(
+            (got - want).abs() < 1e-6 * want.abs().max(1.0),
+            "{what}: {got}, want {want}"
+        );
+    }
+
+    /// shm-like: g (55 ns) far below o + Δo. LogGP's expectation is g = max(g, o + Δo).
+    fn shm() -> Vec<SizePrtt> {
+        // G small enough that the stream stays CPU-bound up to 16 KiB (a line, not a bend).
+        figures(28.0, 22.0, 55.0, 0.01, 120.0, 0.0)
+    }
+
+    #[test]
+    fn the_expectation_of_o_above_g_is_a_cpu_bound_stream() {
+        let e = params(&expected_figures(&shm(), Knob::O, 1000.0));
+        near(e.o_s_ns, 1028.0, "o_s");
+        near(e.o_r_ns, 1022.0, "o_r");
+        // g ≥ o: the stream is the sender's o_s + Δo (the larger overhead), no longer 55 ns.
+        near(e.g_ns, 1028.0, "g");
+        near(e.l_ns, 120.0, "L");
+    }
+
+    #[test]
+    fn the_expectation_of_g_above_a_round_trip_is_a_paced_ping_pong() {
+        // Round trip 2·(28 + 120 + 22) = 340 ns at 0 B; g + Δg = 5055 ns paces PRTT(1).
+        let base = params(&shm());
+        let e = params(&expected_figures(&shm(), Knob::LowerG, 5000.0));
+        near(e.g_ns, 5055.0, "g");
+        near(e.gap_per_byte_ns, 0.01, "G");
+        assert!(e.l_ns.unwrap() > base.l_ns.unwrap() + 2000.0, "{e:?}");
+        // Below a round trip nothing but g moves.
+        let e = params(&expected_figures(
+            &figures(300.0, 400.0, 900.0, 0.05, 1000.0, 0.0),
+            Knob::LowerG,
+            1000.0,
+        ));
+        near(e.g_ns, 1900.0, "g below a round trip");
+        near(e.l_ns, 1000.0, "L below a round trip");
+        near(e.o_r_ns, 400.0, "o_r below a round trip");
+    }
+
+    #[test]
+    fn l_and_big_g_expectations_are_the_set_amounts() {
+        let b = figures(300.0, 400.0, 900.0, 0.05, 1000.0, 0.0);
+        let e = params(&expected_figures(&b, Knob::L, 20000.0));
+        near(e.l_ns, 21000.0, "L");
+        near(e.g_ns, 900.0, "g");
+        let e = params(&expected_figures(&b, Knob::UpperG, 0.5));
+        near(e.gap_per_byte_ns, 0.55, "G");
+        near(e.l_ns, 1000.0, "L");
+        near(e.o_s_ns, 300.0, "o_s");
+    }
+
+    fn p(o_s: f64, o_r: f64, g: f64, big_g: f64, l: f64) -> Params {
+        Params {
+            o_s_ns: Some(o_s),
+            o_r_ns: Some(o_r),
+            g_ns: Some(g),
+            gap_per_byte_ns: Some(big_g),
+            l_ns: Some(l),
+        }
+    }
+
+    #[test]
+    fn judging_follows_the_expectation_and_the_noise_band() {
+        let base = params(&shm());
+        let exp = params(&expected_figures(&shm(), Knob::O, 1000.0));
+        let quiet = p(5.0, 5.0, 5.0, 0.001, 10.0);
+        let none = Params::default();
+        let off = |dg: f64| {
+            let mut x = exp;
+            x.o_s_ns = x.o_s_ns.map(|v| v + 2.0);
+            x.o_r_ns = x.o_r_ns.map(|v| v - 2.0);
+            x.g_ns = x.g_ns.map(|v| v + dg);
+            x
+        };
+        // o = 1 µs moving g by about Δo is LogP's g ≥ o, not a failure …
+        let r = judge(
+            Knob::O,
+            1000.0,
+            &base,
+            Some(&exp),
+            &off(20.0),
+            &none,
+            &quiet,
+            16384.0,
+        );
+        assert!(r.pass, "{r:?}");
+        let g = r.others.iter().find(|d| d.parameter == "g").unwrap();
+        assert!(g.tied && g.within == Some(true), "{g:?}");
+        // … but g 300 ns beyond o + Δo is (5 % of the 973 ns expected move is 49 ns).
+        let r = judge(
+            Knob::O,
+            1000.0,
+            &base,
+            Some(&exp),
+            &off(300.0),
+            &none,
+            &quiet,
+            16384.0,
+        );
+        assert!(!r.pass, "{r:?}");
+        // Without the expectation the old criterion (g unmoved) is back, and g fails.
+        let r = judge(
+            Knob::O,
+            1000.0,
+            &base,
+            None,
+            &off(20.0),
+            &none,
+            &quiet,
+            16384.0,
+        );
+        assert!(!r.pass, "{r:?}");
+        // L: another parameter 80 ns off passes inside an 100 ns noise band, fails outside it.
+        let b = p(2400.0, 900.0, 2500.0, 0.1, 0.0);
+        let exp = p(2400.0, 900.0, 2500.0, 0.1, 5000.0);
+        let got = p(2480.0, 900.0, 2500.0, 0.1, 5010.0);
+        let noisy = p(100.0, 100.0, 100.0, 0.01, 100.0);
+        assert!(
+            judge(
+                Knob::L,
+                5000.0,
+                &b,
+                Some(&exp),
+                &got,
+                &none,
+                &noisy,
+                16384.0
+            )
+            .pass
+        );
+        let got = p(2400.0 + 200.0, 900.0, 2500.0, 0.1, 5010.0);
+        let r = judge(
+            Knob::L,
+            5000.0,
+            &b,
+            Some(&exp),
+            &got,
+            &none,
+            &noisy,
+            16384.0,
+        );
+        assert!(
+            !r.pass,
+            "200 ns is beyond 5 % of 2400 ns and the 100 ns band: {r:?}"
+        );
+        // The own parameter: 5 % of the set amount, whatever the noise band.
+        let got = p(2400.0, 900.0, 2500.0, 0.1, 5300.0);
+        assert!(
+            !judge(
+                Knob::L,
+                5000.0,
+                &b,
+                Some(&exp),
+                &got,
+                &none,
+                &noisy,
+                16384.0
+            )
+            .pass
+        );
+    }
 }
