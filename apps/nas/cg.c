@@ -23,7 +23,7 @@ int main(int argc, char **argv) {
     struct nas_arg a[] = {
         {"m", 4096, 1, 1 << 26, "vector words per rank (compute per iteration)"},
         {"hw", 4, 1, 4096, "halo width in words: neighbour message size hw*8"},
-        {"iters", 300, 1, 10000000, "iterations"},
+        {"iters", 20000, 1, 10000000, "iterations"},
         {"dots", 2, 1, 64, "8-byte MPI_Allreduce per iteration"},
         {"corrupt", 0, 0, 1, "testing: rank 1 flips one bit of the first message it receives (the run must say WRONG and exit 1)"},
     };

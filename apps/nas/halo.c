@@ -22,7 +22,7 @@ int main(int argc, char **argv) {
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     struct nas_arg a[] = {
         {"n", 256, 2, 8192, "tile edge per rank (cells of 8 bytes): message size n*8"},
-        {"iters", 500, 1, 1000000, "iterations (exchange + stencil)"},
+        {"iters", 1500, 1, 1000000, "iterations (exchange + stencil)"},
         {"corrupt", 0, 0, 1, "testing: rank 1 flips one bit of the first message it receives (the run must say WRONG and exit 1)"},
     };
     nas_args(argc, argv, a, 3, rank);

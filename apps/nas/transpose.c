@@ -26,7 +26,7 @@ int main(int argc, char **argv) {
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     struct nas_arg a[] = {
         {"elems", 8192, 1, 1 << 24, "words (8 bytes) per block: message size elems*8"},
-        {"iters", 200, 1, 1000000, "iterations (one transpose each)"},
+        {"iters", 1000, 1, 1000000, "iterations (one transpose each)"},
         {"p2p", 0, 0, 1, "1: Isend/Irecv pairs instead of MPI_Alltoall"},
         {"corrupt", 0, 0, 1, "testing: rank 1 flips one bit of the first message it receives (the run must say WRONG and exit 1)"},
     };

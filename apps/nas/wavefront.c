@@ -59,7 +59,7 @@ int main(int argc, char **argv) {
         {"bx", 8, 1, 4096, "block rows per rank: east/west message size bx*8"},
         {"by", 8, 1, 4096, "block columns per rank: north/south message size by*8"},
         {"nz", 100, 1, 1000000, "planes per sweep (messages per neighbour per sweep)"},
-        {"iters", 15, 1, 1000000, "iterations (a forward and a backward sweep each)"},
+        {"iters", 1000, 1, 1000000, "iterations (a forward and a backward sweep each)"},
         {"corrupt", 0, 0, 1, "testing: rank 1 flips one bit of the first message it receives (the run must say WRONG and exit 1)"},
     };
     nas_args(argc, argv, a, 5, rank);
