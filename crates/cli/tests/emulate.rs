@@ -33,7 +33,7 @@ fn calibrate_on_shm_moves_l_by_about_the_set_amount() {
     let file = std::env::temp_dir().join(format!("commperf-emulate-{}.json", std::process::id()));
     let out = commperf()
         .args(["emulate", "calibrate", "-t", "shm", "--knob", "L=0,5us"])
-        .args(["--iters", "100", "--cost-iters", "0", "-o"])
+        .args(["--iters", "100", "--repeat", "2", "--cost-iters", "0", "-o"])
         .arg(&file)
         .output()
         .unwrap();
@@ -52,7 +52,10 @@ fn calibrate_on_shm_moves_l_by_about_the_set_amount() {
     let cal: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
     let _ = std::fs::remove_file(&file);
-    assert_eq!(cal["schema_version"], 1);
+    assert_eq!(cal["schema_version"], 2);
+    assert_eq!(cal["repeat"], 2);
+    // Two rounds of: baseline, L = 5 µs, baseline.
+    assert_eq!(cal["baselines"].as_array().unwrap().len(), 4, "{cal}");
     let rows = cal["rows"].as_array().unwrap();
     assert_eq!(rows.len(), 1, "{cal}");
     assert_eq!(rows[0]["knob"], "L");
@@ -60,5 +63,28 @@ fn calibrate_on_shm_moves_l_by_about_the_set_amount() {
     let own = &rows[0]["own"][0];
     assert_eq!(own["parameter"], "L");
     let d = own["delta_ns"].as_f64().expect("L measured");
+    // LogGP's expectation for L alone is about the set amount (the fit of the baselines' own
+    // figures with 5 µs added to the one-way time; TCP-like overlap would lower it).
+    let e = own["expected_delta_ns"].as_f64().expect("expectation");
+    assert!(
+        (4500.0..=5500.0).contains(&e),
+        "expected ΔL = {e} ns\n{table}"
+    );
+    assert!(own["spread_ns"].as_f64().is_some(), "{own}");
+    assert!(
+        own["tolerance_ns"].as_f64() == Some(250.0),
+        "5 % of 5 µs: {own}"
+    );
     assert!((2500.0..=7500.0).contains(&d), "ΔL = {d} ns\n{table}");
+}
+
+#[test]
+fn a_repeat_of_zero_is_refused_naming_it() {
+    let out = commperf()
+        .args(["emulate", "calibrate", "-t", "shm", "--repeat", "0"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--repeat"), "{err}");
 }

@@ -133,6 +133,9 @@ pub struct Emulated<E, T = Clock> {
     queue: Option<DelayQueue>,
     /// When the previous send was handed over (real path) and its size.
     prev_send: Option<(f64, usize)>,
+    /// When the previous receive returned and its size: receptions are paced by Δg + ΔG·s
+    /// as sends are (LogP's g bounds consecutive receptions too).
+    prev_recv: Option<(f64, usize)>,
     /// An error the transport reported while draining (the peer closed after its last
     /// message, say): reported once the messages queued before it have been delivered.
     drain_error: Option<TransportError>,
@@ -163,6 +166,7 @@ impl<E: Probe, T: Timer> Emulated<E, T> {
             exact,
             queue,
             prev_send: None,
+            prev_recv: None,
             drain_error: None,
         })
     }
@@ -261,21 +265,67 @@ impl<E: Probe, T: Timer> Emulated<E, T> {
         Ok(())
     }
 
+    /// Whether g or G is set: only then do sends and receives need their end stamped. Every
+    /// reading of the TSC costs the calling thread tens of ns in a VM, which the calibration
+    /// measures as overhead: the decorator reads it only where a knob needs the time.
+    #[inline]
+    fn paces(&self) -> bool {
+        self.cfg.knobs.g_ns > 0.0 || self.cfg.knobs.gap_per_byte_ns > 0.0
+    }
+
     #[inline]
     fn after_send(&mut self, len: usize) {
-        self.prev_send = Some((self.timer.now_ns(), len));
+        if self.paces() {
+            self.prev_send = Some((self.timer.now_ns(), len));
+        }
+    }
+
+    /// g and G at the receiving end: a receive begins at least Δg + ΔG·s after the previous
+    /// one (of s bytes) returned. The seed's firmware stalls only the sender's NIC, because on
+    /// Myrinet that loop *is* the stream's bottleneck; in a software transport the bottleneck
+    /// may be either end (shm's stream is bound by the receiver's copy), and a delay taken
+    /// only at the sender then overlaps the receiver's per-byte work instead of adding to it
+    /// (the first calibration fitted half of G with g set). Pacing both ends adds the knob to
+    /// whichever end binds: the stream's period becomes max(S, R, wire) + Δg + ΔG·s. A
+    /// receiver slower than the rate never waits, so overhead and latency are untouched.
+    fn pace_recv(&mut self) -> Result<(), TransportError> {
+        let k = self.cfg.knobs;
+        if let Some((t, s)) = self.prev_recv {
+            let extra = k.g_ns + k.gap_per_byte_ns * s as f64;
+            if extra > 0.0 {
+                self.wait_until(t + extra)?;
+            }
+        }
+        Ok(())
+    }
+
+    #[inline]
+    fn after_recv(&mut self, len: usize) {
+        if self.paces() {
+            self.prev_recv = Some((self.timer.now_ns(), len));
+        }
+    }
+
+    /// Δo of busy CPU; nothing (not even a reading of the clock) when o is not set.
+    #[inline]
+    fn spin_o(&self) {
+        if self.cfg.knobs.o_ns > 0.0 {
+            self.timer.spin_ns(self.cfg.knobs.o_ns);
+        }
     }
 
     /// Waits, polling, until the transport has a message (so that Δo is spent after arrival).
     fn await_message(&mut self) -> Result<(), TransportError> {
-        let start = self.timer.now_ns();
+        // The clock is first read after 4096 empty polls: a message already there costs none.
+        let mut start = None;
         let mut polls: u32 = 0;
         while !self.inner.message_waiting()? {
             polls = polls.wrapping_add(1);
             if polls % 4096 == 0 {
                 self.inner.still_alive()?;
                 let idle = self.idle_timeout_ns();
-                if self.timer.now_ns() - start > idle {
+                let now = self.timer.now_ns();
+                if now - *start.get_or_insert(now) > idle {
                     return Err(TransportError::Timeout {
                         peer: self.inner.info().peer.clone(),
                         secs: (idle / 1e9) as u64,
@@ -295,6 +345,17 @@ impl<E: Probe, T: Timer> Emulated<E, T> {
 
     fn recv_emulated<F: FnMut(Fragment<'_>)>(
         &mut self,
+        sink: F,
+    ) -> Result<RecvInfo, TransportError> {
+        self.pace_recv()?;
+        let info = self.recv_delayed(sink)?;
+        self.after_recv(info.len);
+        Ok(info)
+    }
+
+    /// o and L (and G's later delivery) of one receive, once its gap has passed.
+    fn recv_delayed<F: FnMut(Fragment<'_>)>(
+        &mut self,
         mut sink: F,
     ) -> Result<RecvInfo, TransportError> {
         let k = self.cfg.knobs;
@@ -311,9 +372,9 @@ impl<E: Probe, T: Timer> Emulated<E, T> {
             return self.inner.recv_with(sink);
         }
         if self.queue.is_none() {
-            // o alone: spin once the message is there, then take it.
+            // o and g only: spin once the message is there, then take it.
             self.await_message()?;
-            self.timer.spin_ns(k.o_ns);
+            self.spin_o();
             return self.inner.recv_with(sink);
         }
         self.drain()?;
@@ -397,11 +458,13 @@ impl<E: Probe, T: Timer> Endpoint for Emulated<E, T> {
         }
         self.before_send()?;
         let Some(q) = self.queue.as_mut() else {
-            // o alone: both directions progress in the transport; the receive's Δo is spent
-            // after it, which costs the same CPU time and delays the return alike.
+            // o and g only: both directions progress in the transport; the receive's Δo is
+            // spent after it, which costs the same CPU time and delays the return alike.
+            self.pace_recv()?;
             let info = self.inner.sendrecv(tag, data, buf)?;
             self.after_send(data.len());
-            self.timer.spin_ns(self.cfg.knobs.o_ns);
+            self.spin_o();
+            self.after_recv(info.len);
             return Ok(info);
         };
         if q.count > 0 {

@@ -10,12 +10,16 @@
 //!
 //! - **o**: each side spins Δo (busy CPU) before handing a message over and, once one has
 //!   arrived, before taking it;
-//! - **g**: successive injections from one sender are at least Δg further apart than the
-//!   transport makes them; the wait is taken before the *next* injection and only when needed,
-//!   so a sender under the rate never waits (the seed stalls its firmware after injection, which
-//!   never blocks the host);
-//! - **G**: the sender's wire is occupied ΔG·s longer (the next injection waits that much more),
-//!   and the message is delivered ΔG·s later;
+//! - **g**: successive injections from one sender, and successive receptions at one receiver
+//!   (LogP's g bounds both), are at least Δg further apart than the transport makes them: the
+//!   wait is taken after each send (receive) returned, before the next, and only when needed,
+//!   so an endpoint under the rate never waits. The seed stalls only its NIC's transmit loop,
+//!   which on Myrinet is the stream's bottleneck; a software stream may be bound by either end
+//!   (shm's by the receiver's copy), so both ends are paced and the knob adds to whichever
+//!   binds: g + G·s becomes g + G·s + Δg, not max(g + G·s, Δg);
+//! - **G**: likewise ΔG·s longer at both ends, and the message is delivered ΔG·s later (the
+//!   seed stalls ΔG per 100 bytes of each fragment after injecting it; a fragment of s bytes
+//!   costs ΔG·s in all, which is what pacing by ΔG·s gives without splitting messages);
 //! - **L**: a delay queue at the receiver: a message is not delivered before its arrival +
 //!   ΔL (+ ΔG·s); later messages queue behind with their own due times, so gap and bandwidth
 //!   are untouched (a plain sleep would lower both).

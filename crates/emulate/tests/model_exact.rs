@@ -153,7 +153,18 @@ fn gap_knob_moves_g_only() {
     for v in [100.0, 1000.0, 2000.0] {
         check(Knob::LowerG, v);
     }
-    same_as_raised_model(Knob::LowerG, 5000.0);
+    // Beyond a round trip (900 + 5000 > 3400 ns) the ping-pong itself is paced by g, so
+    // PRTT(1) no longer gives the latency and o_r and L come out as a mixture. The raised
+    // model paces only sends, the knob receptions too (LogP's g), so their mixtures differ;
+    // g and G themselves still move exactly.
+    let p = fit(Knobs::only(Knob::LowerG, 5000.0));
+    exact(
+        p.g_ns,
+        BASE.g_ns + 5000.0,
+        "g with g = 5000 (beyond a round trip)",
+    );
+    exact(p.gap_per_byte_ns, BASE.gap_per_byte_ns, "G with g = 5000");
+    exact(p.o_s_ns, BASE.o_s_ns, "o_s with g = 5000");
 }
 
 #[test]
@@ -167,5 +178,52 @@ fn gap_per_byte_knob_moves_big_g_only() {
 fn latency_knob_moves_l_only() {
     for v in [100.0, 1000.0, 20000.0] {
         check(Knob::L, v);
+    }
+}
+
+/// A stream bound by the receiver, as shm's is (its receive copy is the slower one): the
+/// stream's g + G·s is the receiver's o_r + O_r·s, not the NIC's. The seed's g and G add to the
+/// stream's bottleneck (there the NIC's transmit loop); here both ends are paced, so the knob
+/// still adds exactly: g + G·s + Δg (+ ΔG·s), and nothing else moves. A delay taken only at the
+/// sender would give max(NIC + Δg, receiver): at Δg = 1000 ns that is 1300 + 0.05·s against
+/// 400 + 0.2·s, a fitted G of about half (the first calibration's shm failure).
+const RECEIVER_BOUND: LogGp = LogGp {
+    o_s_ns: 200.0,
+    o_r_ns: 400.0,
+    g_ns: 300.0,
+    gap_per_byte_ns: 0.05,
+    l_ns: 1000.0,
+    o_s_per_byte_ns: 0.0,
+    o_r_per_byte_ns: 0.2,
+};
+
+#[test]
+fn gap_knobs_add_to_a_receiver_bound_stream() {
+    let base = fit_of(RECEIVER_BOUND, Knobs::default());
+    // The bare stream is the receiver's: g = o_r, G = O_r.
+    exact(base.g_ns, 400.0, "bare g (receiver-bound)");
+    exact(base.gap_per_byte_ns, 0.2, "bare G (receiver-bound)");
+    for (knob, v) in [
+        (Knob::LowerG, 1000.0),
+        (Knob::LowerG, 2000.0),
+        (Knob::UpperG, 0.1),
+    ] {
+        let p = fit_of(RECEIVER_BOUND, Knobs::only(knob, v));
+        let what = |name: &str| format!("{name} with {knob} = {v} over a receiver-bound stream");
+        let (dg, dbig) = if knob == Knob::LowerG {
+            (v, 0.0)
+        } else {
+            (0.0, v)
+        };
+        exact(p.g_ns, 400.0 + dg, &what("g"));
+        exact(p.gap_per_byte_ns, 0.2 + dbig, &what("G"));
+        exact(p.o_s_ns, base.o_s_ns.unwrap(), &what("o_s"));
+        exact(p.o_r_ns, base.o_r_ns.unwrap(), &what("o_r"));
+        exact(
+            p.o_r_per_byte_ns,
+            base.o_r_per_byte_ns.unwrap(),
+            &what("O_r"),
+        );
+        exact(p.l_ns, base.l_ns.unwrap(), &what("L"));
     }
 }
