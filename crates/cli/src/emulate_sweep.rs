@@ -256,7 +256,10 @@ pub fn run(a: &SweepArgs) -> Result<()> {
         b.finish_and_clear();
     }
     if let Some(trace) = &trace {
-        add_predictions(&mut result, a, trace)?;
+        // The measured sweep is kept whatever happens to its prediction.
+        if let Err(e) = add_predictions(&mut result, a, trace) {
+            result.notes.push(format!("not predicted: {e:#}"));
+        }
     }
     let json = serde_json::to_string_pretty(&result)? + "\n";
     write_atomically(&dir.join("sweep.json"), json.as_bytes())?;
@@ -325,6 +328,21 @@ fn raised(base: LogGp, knob: Knob, v: f64) -> LogGp {
 }
 
 fn add_predictions(result: &mut SweepResult, a: &SweepArgs, trace: &Path) -> Result<()> {
+    // A trace with dropped events is not the program: the replay would pair the wrong sends and
+    // receives (or deadlock). Refused by name rather than predicted from.
+    let stats_path = trace.with_file_name("trace-stats.json");
+    if let Ok(text) = std::fs::read_to_string(&stats_path) {
+        let v: serde_json::Value = serde_json::from_str(&text)
+            .with_context(|| format!("{}: not JSON", stats_path.display()))?;
+        let drops = v["drops"].as_u64().unwrap_or(0);
+        if drops > 0 {
+            bail!(
+                "the monitored run dropped {drops} events (its call rate outran the monitor's \
+                 writer), so {} is incomplete; predict from a run with fewer calls per second",
+                trace.display()
+            );
+        }
+    }
     let (workload, fmt) = parse::read_trace_as(trace, None, &ParseOptions::default())
         .with_context(|| format!("reading trace {}", trace.display()))?;
     let profile: Option<commperf_core::Profile> = match &a.profile {
