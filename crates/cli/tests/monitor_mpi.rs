@@ -615,12 +615,13 @@ fn allpairs(mpi: &str) {
         let bound = a["clock_bound_ns"].as_f64().unwrap();
         assert!(bound > 0.0, "{a}");
         // Loose on purpose: 4 ranks share 2 cores here (with other work beside them), so a pair
-        // whose rank is descheduled mid-exchange has a slow median that no clock explains. The
-        // hard checks are the exact counts above; this one catches a spread gone wrong by
-        // orders of magnitude (a clock offset applied with the wrong sign, a unit error): up to
-        // 50 times the bound, plus 200 µs of scheduling.
+        // whose rank is descheduled mid-exchange has a slow median no clock explains, and under
+        // MPICH (busy polling) the clock bound itself reached 3.9 ms in one run. The hard checks
+        // are the exact counts above; this one says the spread is what the clocks' bound allows
+        // (factor 2) plus scheduling (20 ms, a few time slices), and catches a spread gone wrong
+        // by orders of magnitude (a unit error, an offset applied twice).
         assert!(
-            spread <= 50.0 * bound + 200_000.0,
+            spread <= 2.0 * bound + 20e6,
             "{bytes} B: spread {spread} ns against a clock bound of {bound} ns: {a}"
         );
         assert!(
