@@ -50,6 +50,11 @@ fetch() { # package -> path of its orig tarball
         (cd "$DIR/src" && apt-get source --download-only "$pkg" >/dev/null 2>&1 || true)
         t=$(ls "$DIR/src/${pkg}_"*.orig.tar.* 2>/dev/null | head -1 || true)
     fi
+    if [ -z "$t" ]; then # a deb-src entry whose index was never downloaded
+        apt-get update -qq >&2
+        (cd "$DIR/src" && apt-get source --download-only "$pkg" >/dev/null 2>&1 || true)
+        t=$(ls "$DIR/src/${pkg}_"*.orig.tar.* 2>/dev/null | head -1 || true)
+    fi
     [ -n "$t" ] || { echo "build_mpich_apps.sh: could not fetch the source of $pkg (apt-get source)" >&2; exit 1; }
     echo "$t"
 }
