@@ -1,59 +1,133 @@
 #!/usr/bin/env bash
 # Issue 13 measurements of the MPI interposer (BENCHMARKS.md): per-intercepted-call cost against
-# an empty PMPI wrapper, and application slowdown on hpcc and lammps. Interleaved runs (none,
-# empty wrappers, full recording, in turn), median of N each.
+# an empty PMPI wrapper, the fixed per-run cost (an empty MPI program), and application slowdown
+# on hpcc and lammps. Interleaved runs (none, empty wrappers, full recording, in turn), median of
+# N each.
 # Usage: scripts/pmpi_bench.sh [N]   (after `cargo build --release -p commperf-pmpi`)
+# Environment:
+#   PARTS="callcost fixed apps"   which parts to run (default: all three)
+#   RT_OLD=path/libcommperf_pmpi.so   also time full recording with this runtime (mode full_old,
+#                                     interleaved with the others): a before/after of the runtime
+#   APPS_MPI="openmpi mpich"      which MPIs run the applications (mpich needs
+#                                 scripts/build_mpich_apps.sh [--lammps] first)
+#   LONG=1                        the longer application runs: tests/apps/hpccinf-long.txt and
+#                                 in.lj with 20000 steps, instead of hpccinf.txt and 2000 steps
 set -euo pipefail
 cd "$(dirname "$0")/.."
 N=${1:-7}
+PARTS=${PARTS:-callcost fixed apps}
+APPS_MPI=${APPS_MPI:-openmpi}
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 OUT=$(ls -td target/release/build/commperf-pmpi-*/out | head -1)
 RT=$PWD/target/release/libcommperf_pmpi.so
+APPS=${COMMPERF_APPS_DIR:-$PWD/target/mpich-apps}/bin
 W=$(mktemp -d)
 trap 'rm -rf "$W"' EXIT
 median() { sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
+idle() { awk '/^cpu /{i=$5+$6; t=0; for(k=2;k<=NF;k++) t+=$k; print i, t}' /proc/stat; }
+load_note() { # % idle over one second, so each result says how loaded the machine was
+    read -r i0 t0 < <(idle); sleep 1; read -r i1 t1 < <(idle)
+    echo "cpu idle before the part: $(( (i1 - i0) * 100 / (t1 - t0) )) %"
+}
+# Open MPI takes `-x VAR=value`, MPICH's Hydra `-genv VAR value`.
+pass() { if [ "$mpi" = openmpi ]; then echo -x "$1"; else echo -genv "${1%%=*}" "${1#*=}"; fi; }
+modes_cc="none empty full"
+[ -n "${RT_OLD:-}" ] && modes_cc="$modes_cc full_old"
 
-for mpi in openmpi mpich; do
-    mpicc.$mpi -O2 -w -o "$W/cc_$mpi" crates/pmpi/tests/apps/callcost.c
-    SHIM=$PWD/$OUT/libcommperf_pmpi_$mpi.so
-    if [ $mpi = openmpi ]; then pass() { echo -x "$1"; }; else pass() { echo -genv "${1%%=*}" "${1#*=}"; }; fi
-    for i in $(seq "$N"); do
-        for mode in none empty full; do
-            mkdir -p "$W/d"
-            args=()
-            case $mode in
-                empty) args=($(pass LD_PRELOAD=$SHIM:$RT) $(pass COMMPERF_PMPI_DIR=$W/d) $(pass COMMPERF_PMPI_EMPTY=1)) ;;
-                full) args=($(pass LD_PRELOAD=$SHIM:$RT) $(pass COMMPERF_PMPI_DIR=$W/d) $(pass COMMPERF_PMPI_FLUSH_MS=5)) ;;
-            esac
-            v=$(mpirun.$mpi -np 1 "${args[@]}" "$W/cc_$mpi" 1000000)
-            echo "$v" >> "$W/cc_${mpi}_$mode"
+if [[ " $PARTS " == *" callcost "* ]]; then
+    for mpi in openmpi mpich; do
+        load_note
+        mpicc.$mpi -O2 -w -o "$W/cc_$mpi" crates/pmpi/tests/apps/callcost.c
+        SHIM=$PWD/$OUT/libcommperf_pmpi_$mpi.so
+        for i in $(seq "$N"); do
+            for mode in $modes_cc; do
+                rm -rf "$W/d"; mkdir -p "$W/d"
+                args=()
+                case $mode in
+                    empty) args=($(pass LD_PRELOAD=$SHIM:$RT) $(pass COMMPERF_PMPI_DIR=$W/d) $(pass COMMPERF_PMPI_EMPTY=1)) ;;
+                    full) args=($(pass LD_PRELOAD=$SHIM:$RT) $(pass COMMPERF_PMPI_DIR=$W/d) $(pass COMMPERF_PMPI_FLUSH_MS=5)) ;;
+                    full_old) args=($(pass LD_PRELOAD=$SHIM:$RT_OLD) $(pass COMMPERF_PMPI_DIR=$W/d) $(pass COMMPERF_PMPI_FLUSH_MS=5)) ;;
+                esac
+                v=$(mpirun.$mpi -np 1 "${args[@]}" "$W/cc_$mpi" 1000000)
+                echo "$v" >> "$W/cc_${mpi}_$mode"
+            done
+        done
+        for mode in $modes_cc; do
+            echo "callcost $mpi $mode ns/iteration (3 calls): median $(median < "$W/cc_${mpi}_$mode") of $(tr '\n' ' ' < "$W/cc_${mpi}_$mode")"
+        done
+        e=$(median < "$W/cc_${mpi}_empty")
+        for mode in $modes_cc; do
+            [ "$mode" = none ] || [ "$mode" = empty ] && continue
+            f=$(median < "$W/cc_${mpi}_$mode")
+            echo "callcost $mpi: $mode - empty = $(echo "($f - $e) / 3" | bc -l | xargs printf '%.1f') ns per intercepted call"
         done
     done
-    for mode in none empty full; do
-        echo "callcost $mpi $mode ns/iteration (3 calls): median $(median < "$W/cc_${mpi}_$mode") of $(tr '\n' ' ' < "$W/cc_${mpi}_$mode")"
-    done
-    e=$(median < "$W/cc_${mpi}_empty"); f=$(median < "$W/cc_${mpi}_full")
-    echo "callcost $mpi: full - empty = $(echo "($f - $e) / 3" | bc -l | xargs printf '%.1f') ns per intercepted call"
-done
+fi
 
-# Application slowdown (Open MPI: Debian's hpcc and lammps link it only).
-cp crates/pmpi/tests/apps/hpccinf.txt "$W/"
-cp crates/pmpi/tests/apps/in.lj "$W/"
-sed -i 's/^run .*/run             2000/' "$W/in.lj"
-sed -i "s/^2            Ps/1            Ps/" "$W/hpccinf.txt"
-SHIM=$PWD/$OUT/libcommperf_pmpi_openmpi.so
-for app in hpcc lammps; do
-    for i in $(seq "$N"); do
-        for mode in none full; do
-            args=()
-            [ $mode = full ] && args=(-x LD_PRELOAD=$SHIM:$RT -x COMMPERF_PMPI_DIR=$W/d)
-            if [ $app = hpcc ]; then cmd=(hpcc); else cmd=(lmp -in in.lj -log none -screen none); fi
-            s=$(date +%s.%N)
-            (cd "$W" && mpirun.openmpi -np 2 "${args[@]}" "${cmd[@]}" > /dev/null 2>&1)
-            e=$(date +%s.%N)
-            echo "$e - $s" | bc -l >> "$W/app_${app}_$mode"
+# Fixed per-run cost: an MPI program that only initializes and finalizes, 2 ranks, with and
+# without the preload (the runtime's start, the clock exchanges at MPI_Init and MPI_Finalize,
+# the writer thread, the files).
+if [[ " $PARTS " == *" fixed "* ]]; then
+    printf '#include <mpi.h>\nint main(int c, char **v) { MPI_Init(&c, &v); MPI_Finalize(); return 0; }\n' > "$W/empty.c"
+    for mpi in openmpi mpich; do
+        load_note
+        mpicc.$mpi -O2 -w -o "$W/empty_$mpi" "$W/empty.c"
+        SHIM=$PWD/$OUT/libcommperf_pmpi_$mpi.so
+        for i in $(seq "$N"); do
+            for mode in none full; do
+                rm -rf "$W/d"; mkdir -p "$W/d"
+                args=()
+                [ $mode = full ] && args=($(pass LD_PRELOAD=$SHIM:$RT) $(pass COMMPERF_PMPI_DIR=$W/d))
+                s=$(date +%s.%N)
+                mpirun.$mpi -np 2 "${args[@]}" "$W/empty_$mpi" > /dev/null
+                e=$(date +%s.%N)
+                echo "$e - $s" | bc -l >> "$W/fixed_${mpi}_$mode"
+            done
+        done
+        a=$(median < "$W/fixed_${mpi}_none"); b=$(median < "$W/fixed_${mpi}_full")
+        echo "empty program $mpi wall s: none median $a [$(tr '\n' ' ' < "$W/fixed_${mpi}_none")] full median $b [$(tr '\n' ' ' < "$W/fixed_${mpi}_full")] fixed cost $(echo "($b - $a) * 1000" | bc -l | xargs printf '%.1f') ms"
+    done
+fi
+
+# Application slowdown. Debian's hpcc and lammps link Open MPI; the MPICH builds come from
+# scripts/build_mpich_apps.sh.
+if [[ " $PARTS " == *" apps "* ]]; then
+    if [ "${LONG:-0}" = 1 ]; then
+        cp crates/pmpi/tests/apps/hpccinf-long.txt "$W/hpccinf.txt"
+        steps=20000
+    else
+        cp crates/pmpi/tests/apps/hpccinf.txt "$W/"
+        sed -i "s/^2            Ps/1            Ps/" "$W/hpccinf.txt"
+        steps=2000
+    fi
+    cp crates/pmpi/tests/apps/in.lj "$W/"
+    sed -i "s/^run .*/run             $steps/" "$W/in.lj"
+    for mpi in $APPS_MPI; do
+        SHIM=$PWD/$OUT/libcommperf_pmpi_$mpi.so
+        if [ $mpi = openmpi ]; then hpcc=hpcc; lmp=lmp; else hpcc=$APPS/hpcc; lmp=$APPS/lmp; fi
+        for app in hpcc lammps; do
+            if [ $app = hpcc ]; then cmd=("$hpcc"); else cmd=("$lmp" -in in.lj -log none -screen none); fi
+            if ! command -v "${cmd[0]}" >/dev/null; then
+                echo "$app $mpi: ${cmd[0]} not found (scripts/build_mpich_apps.sh --lammps builds it)"
+                continue
+            fi
+            load_note
+            for i in $(seq "$N"); do
+                for mode in none full; do
+                    rm -rf "$W/d"; mkdir -p "$W/d"
+                    args=()
+                    [ $mode = full ] && args=($(pass LD_PRELOAD=$SHIM:$RT) $(pass COMMPERF_PMPI_DIR=$W/d))
+                    s=$(date +%s.%N)
+                    (cd "$W" && mpirun.$mpi -np 2 "${args[@]}" "${cmd[@]}" > /dev/null 2>&1)
+                    e=$(date +%s.%N)
+                    echo "$e - $s" | bc -l >> "$W/app_${app}_${mpi}_$mode"
+                    if [ $mode = full ] && [ "$i" = 1 ]; then
+                        echo "$app $mpi: recorded $(du -sb "$W/d" | cut -f1) bytes in $(ls "$W/d" | wc -l) files"
+                    fi
+                done
+            done
+            a=$(median < "$W/app_${app}_${mpi}_none"); b=$(median < "$W/app_${app}_${mpi}_full")
+            echo "$app $mpi wall s: none median $a [$(tr '\n' ' ' < "$W/app_${app}_${mpi}_none")] full median $b [$(tr '\n' ' ' < "$W/app_${app}_${mpi}_full")] slowdown $(echo "($b / $a - 1) * 100" | bc -l | xargs printf '%.2f') %"
         done
     done
-    a=$(median < "$W/app_${app}_none"); b=$(median < "$W/app_${app}_full")
-    echo "$app wall s: none median $a [$(tr '\n' ' ' < "$W/app_${app}_none")] full median $b [$(tr '\n' ' ' < "$W/app_${app}_full")] slowdown $(echo "($b / $a - 1) * 100" | bc -l | xargs printf '%.2f') %"
-done
+fi

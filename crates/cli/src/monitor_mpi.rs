@@ -327,5 +327,25 @@ pub fn table(s: &Summary) -> String {
             p.mean_late_sender_ns / 1e3
         );
     }
+    if !s.all_pairs.is_empty() {
+        let _ = writeln!(o);
+    }
+    for a in &s.all_pairs {
+        let _ = writeln!(o, "{}", all_pairs_line(a));
+    }
     o
+}
+
+/// One line of the all-pairs clock check: the spread of the ordered pairs' median net
+/// latencies for one size, beside what the clocks' error bounds alone could make of it.
+pub fn all_pairs_line(a: &commperf_pmpi::AllPairs) -> String {
+    format!(
+        "all-pairs spread {} B: {:.2} µs over {} ordered pairs (median net {:.2} … {:.2} µs); clock error bound allows {:.2} µs",
+        a.bytes,
+        a.spread_ns / 1e3,
+        a.pairs.len(),
+        a.min_median_ns / 1e3,
+        a.max_median_ns / 1e3,
+        a.clock_bound_ns / 1e3
+    )
 }

@@ -279,6 +279,16 @@ static inline uint64_t status_bytes(const MPI_Status *st) {
     return n > (uint64_t)INT32_MAX ? 0 : n;
 }
 
+/* Whether a completed request was cancelled (it moved no message: hpcc's RandomAccess cancels
+ * its last MPI_ANY_SOURCE receives), from the status field its library keeps the flag in. */
+static inline int was_cancelled(const MPI_Status *st) {
+#if defined(CPMPI_OPENMPI)
+    return st->_cancelled != 0;
+#else
+    return (st->count_hi_and_cancelled & 1) != 0;
+#endif
+}
+
 static inline void fill(cev *e, int kind, int peer, int tag, uint32_t comm, uint64_t bytes,
                         uint64_t t0, uint64_t t1) {
     e->kind = (uint8_t)kind; e->flags = 0; e->pad = 0; e->peer = peer; e->tag = tag;
@@ -486,7 +496,8 @@ static inline void rec_recv(int kind, int flags, MPI_Comm comm, const MPI_Status
 
 /* A receive on `comm` completed with status `st`: L's hold, then o. */
 static void emu_received(MPI_Comm comm, const MPI_Status *st, uint64_t te) {
-    if (st->MPI_SOURCE == MPI_PROC_NULL || st->MPI_SOURCE < 0) return;
+    /* A cancelled receive delivered nothing (MPICH reports it as a 0-byte message from a peer). */
+    if (st->MPI_SOURCE == MPI_PROC_NULL || st->MPI_SOURCE < 0 || was_cancelled(st)) return;
     uint32_t id;
     int w = to_world(comm, st->MPI_SOURCE, &id);
     cpmpi_emu_recv(w, id, st->MPI_TAG, status_bytes(st), te);
@@ -585,6 +596,7 @@ int MPI_Irecv(void *buf, int count, MPI_Datatype dt, int src, int tag, MPI_Comm 
 static void complete(uint64_t key, const MPI_Status *st, uint64_t t0, uint64_t t1) {
     cev e;
     if (!MONITORING() || !cpmpi_rt_take(key, &e)) return;
+    if (st && was_cancelled(st)) return;
     e.t_done_enter = t0;
     e.t_done_exit = t1;
     if (e.kind == K_IRECV && st) {

@@ -46,8 +46,9 @@ pub mod runtime;
 mod trace;
 
 pub use read::{
-    match_messages, pair_events, read_dir, read_file, size_bin, summarize, Call, CallCount, Event,
-    EventPair, Matching, Message, PairBin, Pairing, RankData, ReadError, Run, Stream, Summary,
+    all_pairs, match_messages, pair_events, read_dir, read_file, size_bin, summarize, AllPairs,
+    Call, CallCount, Event, EventPair, Matching, Message, PairBin, PairMedian, Pairing, RankData,
+    ReadError, Run, Stream, Summary,
 };
 pub use trace::{to_trace, TraceOutput, TraceStats};
 

@@ -171,7 +171,7 @@ pub enum ReadError {
     },
     #[error("{} is not a commperf monitor file (it does not start with the commperf-pmpi magic)", path.display())]
     NotMonitorFile { path: PathBuf },
-    #[error("{}: format version {found}, but this commperf reads version {}", path.display(), format::VERSION)]
+    #[error("{}: format version {found}, but this commperf reads versions {:?}", path.display(), format::READ_VERSIONS)]
     Version { path: PathBuf, found: String },
     #[error("{} is truncated: the frame at byte {offset} runs past the end of the file", path.display())]
     Truncated { path: PathBuf, offset: u64 },
@@ -307,12 +307,15 @@ pub fn read_file(path: &Path) -> Result<RankData, ReadError> {
     if data.len() < MAGIC.len() || &data[..5] != b"CPMPI" {
         return Err(ReadError::NotMonitorFile { path: path.into() });
     }
-    if data[..MAGIC.len()] != MAGIC[..] {
+    let Some(version) = format::READ_VERSIONS
+        .into_iter()
+        .find(|&v| format::magic(v).is_some_and(|m| data[..MAGIC.len()] == m[..]))
+    else {
         return Err(ReadError::Version {
             path: path.into(),
             found: String::from_utf8_lossy(&data[6..8]).into_owned(),
         });
-    }
+    };
     let mut at = MAGIC.len();
     let mut header: Option<Header> = None;
     let mut rd = RankData {
@@ -340,7 +343,7 @@ pub fn read_file(path: &Path) -> Result<RankData, ReadError> {
             });
         }
         let payload = &data[at + 8..at + 8 + len];
-        if format::fnv1a(payload) != u64_at(&data, at + 8 + len) {
+        if format::checksum(version, payload) != u64_at(&data, at + 8 + len) {
             return Err(corrupt(at, "checksum mismatch".into()));
         }
         if header.is_none() && kind != 1 {
@@ -350,10 +353,12 @@ pub fn read_file(path: &Path) -> Result<RankData, ReadError> {
         match kind {
             1 => {
                 let h: Header = serde_json::from_slice(payload).map_err(json_err)?;
-                if h.version != format::VERSION {
+                // The header repeats the version; a file whose two disagree is not one we
+                // wrote.
+                if h.version != version {
                     return Err(ReadError::Version {
                         path: path.into(),
-                        found: h.version.to_string(),
+                        found: format!("{} in the header of a v{version} file", h.version),
                     });
                 }
                 header = Some(h);
@@ -472,6 +477,10 @@ pub struct Message {
     pub net_ns: f64,
     pub destination_ns: f64,
     pub late_sender_ns: f64,
+    /// `net` before the clamp at 0: R_done − ready − destination. Negative only when the two
+    /// ranks' clocks disagree by more than the flight time; what the all-pairs check compares
+    /// (the clamp would hide exactly the clock error it looks for).
+    pub net_signed_ns: f64,
 }
 
 /// The matching of a run.
@@ -585,7 +594,8 @@ pub fn match_messages(run: &Run) -> Matching {
         } else {
             0.0
         };
-        let net = (r_done - ready - destination).max(0.0);
+        let net_signed = r_done - ready - destination;
+        let net = net_signed.max(0.0);
         let late = (s_in - r_post).clamp(0.0, (r_done - r_post).max(0.0));
         m.messages.push(Message {
             src: k.0,
@@ -599,6 +609,7 @@ pub fn match_messages(run: &Run) -> Matching {
             net_ns: net,
             destination_ns: destination,
             late_sender_ns: late,
+            net_signed_ns: net_signed,
         });
     }
     m
@@ -661,8 +672,113 @@ pub struct Summary {
     pub matched_messages: u64,
     pub unmatched_sends: u64,
     pub unmatched_recvs: u64,
+    /// Point-to-point sends and receives recorded without a peer rank, so neither matched nor
+    /// unmatched: receives completed without a source (a cancelled MPI_ANY_SOURCE receive, as
+    /// hpcc's RandomAccess leaves at its end), sends to no rank.
+    pub sends_without_peer: u64,
+    pub recvs_without_peer: u64,
     pub calls: Vec<CallCount>,
     pub pairs: Vec<PairBin>,
+    /// The all-pairs clock check, per size exchanged both ways by ≥ 2 ordered pairs (empty
+    /// when the run has none).
+    pub all_pairs: Vec<AllPairs>,
+}
+
+/// One ordered pair's messages of one size, in the all-pairs check.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct PairMedian {
+    pub src: u32,
+    pub dst: u32,
+    pub count: u64,
+    /// Median of the messages' signed net stage ([`Message::net_signed_ns`]).
+    pub median_net_ns: f64,
+    /// The two ranks' clock error bounds added: how far their clocks may disagree.
+    pub clock_bound_ns: f64,
+}
+
+/// The all-pairs clock check (seed 000 §3.2) for one message size: when every pair of ranks
+/// exchanges same-size messages both ways, the median net latency should be the same for every
+/// ordered pair; a rank whose clock offset is wrong by δ moves its outgoing medians by −δ and its
+/// incoming ones by +δ. So the spread of the medians (largest − smallest) is at most the true
+/// latency differences plus `clock_bound_ns`, what the clocks' error bounds allow.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct AllPairs {
+    /// The exact message size (bytes).
+    pub bytes: u64,
+    /// Every ordered pair that sent this size in both directions, by (src, dst).
+    pub pairs: Vec<PairMedian>,
+    pub min_median_ns: f64,
+    pub max_median_ns: f64,
+    /// max_median_ns − min_median_ns: "all-pairs spread".
+    pub spread_ns: f64,
+    /// The spread the clocks' error bounds alone could make: the two largest pair bounds
+    /// (`PairMedian::clock_bound_ns`) added (one pair's clocks off one way, another's the other).
+    pub clock_bound_ns: f64,
+}
+
+/// The all-pairs check for every exact size that ≥ 2 ordered pairs used in both directions
+/// (with point-to-point messages, collectives excluded), ascending by size.
+pub fn all_pairs(run: &Run, m: &Matching) -> Vec<AllPairs> {
+    let mut by: BTreeMap<(u64, u32, u32), Vec<f64>> = BTreeMap::new();
+    for x in &m.messages {
+        if x.net_signed_ns.is_finite() {
+            by.entry((x.bytes, x.src, x.dst))
+                .or_default()
+                .push(x.net_signed_ns);
+        }
+    }
+    let err = |r: u32| run.rank(r).map_or(0, |d| d.clock_error_ns()) as f64;
+    let mut out: Vec<AllPairs> = Vec::new();
+    for (&(bytes, src, dst), v) in &by {
+        if src == dst || !by.contains_key(&(bytes, dst, src)) {
+            continue;
+        }
+        let mut v = v.clone();
+        v.sort_by(f64::total_cmp);
+        let n = v.len();
+        let median = if n % 2 == 1 {
+            v[n / 2]
+        } else {
+            (v[n / 2 - 1] + v[n / 2]) / 2.0
+        };
+        let pm = PairMedian {
+            src,
+            dst,
+            count: n as u64,
+            median_net_ns: median,
+            clock_bound_ns: err(src) + err(dst),
+        };
+        match out.last_mut() {
+            Some(a) if a.bytes == bytes => a.pairs.push(pm),
+            _ => out.push(AllPairs {
+                bytes,
+                pairs: vec![pm],
+                min_median_ns: 0.0,
+                max_median_ns: 0.0,
+                spread_ns: 0.0,
+                clock_bound_ns: 0.0,
+            }),
+        }
+    }
+    out.retain(|a| a.pairs.len() >= 2);
+    for a in &mut out {
+        let meds = a.pairs.iter().map(|p| p.median_net_ns);
+        a.min_median_ns = meds.clone().fold(f64::INFINITY, f64::min);
+        a.max_median_ns = meds.fold(f64::NEG_INFINITY, f64::max);
+        a.spread_ns = a.max_median_ns - a.min_median_ns;
+        let mut b: Vec<f64> = a.pairs.iter().map(|p| p.clock_bound_ns).collect();
+        b.sort_by(|x, y| y.total_cmp(x));
+        a.clock_bound_ns = b.iter().take(2).sum();
+    }
+    out
+}
+
+fn without_peer(run: &Run, kind: fn(Call) -> bool) -> u64 {
+    run.ranks
+        .iter()
+        .flat_map(|r| &r.events)
+        .filter(|e| kind(e.call) && e.peer < 0)
+        .count() as u64
 }
 
 /// Counts every call per rank and folds the matched messages into pair × size bins.
@@ -753,7 +869,279 @@ pub fn summarize(run: &Run) -> Summary {
         matched_messages: m.messages.len() as u64,
         unmatched_sends: m.unmatched_sends,
         unmatched_recvs: m.unmatched_recvs,
+        sends_without_peer: without_peer(run, Call::is_send),
+        recvs_without_peer: without_peer(run, Call::is_recv),
         calls,
         pairs,
+        all_pairs: all_pairs(run, &m),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::format::{frame_of, FrameKind};
+
+    fn header(version: u32, rank: u32) -> Header {
+        Header {
+            format: format::FORMAT_NAME.into(),
+            version,
+            rank,
+            size: 2,
+            pid: 1,
+            host: "h".into(),
+            mpi_flavour: "openmpi".into(),
+            mpi_library: "test".into(),
+            program_tag: String::new(),
+            clock: "test".into(),
+            start_ns: 0,
+            empty_wrappers: false,
+        }
+    }
+
+    /// One event record as the shim lays it out: kind, flags, pad, peer, tag, comm, bytes,
+    /// then the four times and the thread.
+    fn event(kind: u8, peer: i32, tag: i32, bytes: u64, t: [u64; 4]) -> Vec<u8> {
+        let mut b = vec![kind, 0, 0, 0];
+        b.extend_from_slice(&peer.to_le_bytes());
+        b.extend_from_slice(&tag.to_le_bytes());
+        b.extend_from_slice(&0u32.to_le_bytes());
+        b.extend_from_slice(&bytes.to_le_bytes());
+        for v in t {
+            b.extend_from_slice(&v.to_le_bytes());
+        }
+        b.extend_from_slice(&7u64.to_le_bytes());
+        assert_eq!(b.len(), EVENT_BYTES);
+        b
+    }
+
+    /// A whole rank file of `version` (magic, header, one clock, two events, footer), written
+    /// the way that version's writer wrote it.
+    fn rank_file(version: u32) -> Vec<u8> {
+        let mut f = format::magic(version).unwrap().to_vec();
+        f.extend(frame_of(
+            version,
+            FrameKind::Header,
+            &j(&header(version, 0)),
+        ));
+        let c = ClockSync {
+            phase: 0,
+            local_ns: 10,
+            offset_ns: 0,
+            err_ns: 0,
+            rtt_ns: 0,
+        };
+        f.extend(frame_of(version, FrameKind::Clock, &j(&c)));
+        let mut ev = event(5, 1, 3, 100, [1000, 1100, 1200, 1300]);
+        ev.extend(event(10, 1, 4, 24, [2000, 2000, 2000, 2500]));
+        f.extend(frame_of(version, FrameKind::Events, &ev));
+        let foot = Footer {
+            events: 2,
+            drops: 0,
+            pending_requests: 0,
+            end_ns: 3000,
+        };
+        f.extend(frame_of(version, FrameKind::Footer, &j(&foot)));
+        f
+    }
+
+    fn j<T: Serialize>(v: &T) -> Vec<u8> {
+        serde_json::to_vec(v).unwrap()
+    }
+
+    fn scratch(name: &str) -> PathBuf {
+        let p = std::env::temp_dir().join(format!(
+            "commperf-pmpi-read-{}-{name}.cpmpi",
+            std::process::id()
+        ));
+        p
+    }
+
+    #[test]
+    fn version_1_and_version_2_files_read_alike() {
+        for version in [1, 2] {
+            let p = scratch(&format!("v{version}"));
+            std::fs::write(&p, rank_file(version)).unwrap();
+            let rd = read_file(&p);
+            let _ = std::fs::remove_file(&p);
+            let rd = rd.unwrap_or_else(|e| panic!("v{version}: {e}"));
+            assert_eq!(rd.header.version, version);
+            assert_eq!(rd.events.len(), 2, "v{version}");
+            assert_eq!(rd.events[0].call, Call::Isend);
+            assert_eq!(rd.events[0].bytes, 100);
+            assert_eq!(rd.events[0].tag, 3);
+            assert_eq!(rd.events[0].done_exit, 1300);
+            assert_eq!(rd.events[1].call, Call::Recv);
+            assert_eq!(rd.events[1].done_exit, 2500);
+            assert_eq!(rd.events[1].thread, 7);
+            assert_eq!(rd.footer.unwrap().end_ns, 3000);
+            assert_eq!(rd.clocks.len(), 1);
+        }
+    }
+
+    #[test]
+    fn a_checksum_of_the_other_version_is_corruption() {
+        // A v2 magic over v1 checksums: every frame's sum is wrong.
+        let mut f = rank_file(1);
+        f[..8].copy_from_slice(format::MAGIC);
+        let p = scratch("mixed");
+        std::fs::write(&p, &f).unwrap();
+        let e = read_file(&p).unwrap_err().to_string();
+        let _ = std::fs::remove_file(&p);
+        assert!(
+            e.contains("corrupt at byte 8") && e.contains("checksum"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn unknown_versions_are_refused_by_name() {
+        let mut f = rank_file(2);
+        f[6..8].copy_from_slice(b"v9");
+        let p = scratch("v9");
+        std::fs::write(&p, &f).unwrap();
+        let e = read_file(&p).unwrap_err().to_string();
+        assert!(
+            e.contains(p.to_str().unwrap()) && e.contains("format version v9"),
+            "{e}"
+        );
+        assert!(e.contains("[1, 2]"), "{e}");
+        // The header disagreeing with the magic is refused too.
+        let mut f = format::MAGIC.to_vec();
+        f.extend(frame_of(
+            2,
+            FrameKind::Header,
+            &serde_json::to_vec(&header(1, 0)).unwrap(),
+        ));
+        std::fs::write(&p, &f).unwrap();
+        let e = read_file(&p).unwrap_err().to_string();
+        let _ = std::fs::remove_file(&p);
+        assert!(
+            e.contains("format version 1 in the header of a v2 file"),
+            "{e}"
+        );
+    }
+
+    fn rank(r: u32, offset_ns: i64, err_ns: i64, events: Vec<Event>) -> RankData {
+        RankData {
+            path: PathBuf::from(format!("rank-{r}")),
+            header: Header {
+                size: 3,
+                ..header(2, r)
+            },
+            clocks: vec![ClockSync {
+                phase: 0,
+                local_ns: 0,
+                offset_ns,
+                err_ns,
+                rtt_ns: 2 * err_ns,
+            }],
+            events,
+            drops: 0,
+            footer: None,
+        }
+    }
+
+    fn ev(call: Call, peer: i32, bytes: u64, t: [u64; 4]) -> Event {
+        Event {
+            call,
+            fortran: false,
+            any_source: false,
+            peer,
+            tag: 0,
+            comm: 0,
+            bytes,
+            post_enter: t[0],
+            post_exit: t[1],
+            done_enter: t[2],
+            done_exit: t[3],
+            thread: 0,
+        }
+    }
+
+    #[test]
+    fn all_pairs_spread_shows_a_clock_off_by_delta_as_two_delta() {
+        // Three ranks, one 8-byte message each way per pair, every true flight 1000 ns; rank 2's
+        // recorded offset is 300 ns short of the truth, so what it sends looks 300 ns longer
+        // and what it receives 300 ns shorter: spread 600 ns. Sends at t, receive done at
+        // t + 1000 (true time); the receive is posted long before.
+        let delta = 300u64;
+        let mut evs: Vec<Vec<Event>> = vec![Vec::new(); 3];
+        let mut t = 10_000u64;
+        for (a, b) in [(0u32, 1u32), (1, 0), (0, 2), (2, 0), (1, 2), (2, 1)] {
+            // Local times: rank 2's clock reads `delta` behind the true time + its offset.
+            let local = |r: u32, x: u64| if r == 2 { x - delta } else { x };
+            let (s, d) = (a as usize, b as usize);
+            evs[s].push(ev(
+                Call::Send,
+                b as i32,
+                8,
+                [local(a, t), local(a, t), local(a, t), local(a, t)],
+            ));
+            evs[d].push(ev(
+                Call::Recv,
+                a as i32,
+                8,
+                [
+                    local(b, t - 5000),
+                    local(b, t - 5000),
+                    local(b, t - 5000),
+                    local(b, t + 1000),
+                ],
+            ));
+            t += 10_000;
+        }
+        let run = Run {
+            dir: PathBuf::new(),
+            ranks: evs
+                .into_iter()
+                .enumerate()
+                .map(|(r, e)| rank(r as u32, 0, if r == 0 { 0 } else { 50 }, e))
+                .collect(),
+        };
+        let m = match_messages(&run);
+        assert_eq!(m.messages.len(), 6);
+        let a = all_pairs(&run, &m);
+        assert_eq!(a.len(), 1);
+        let a = &a[0];
+        assert_eq!(a.bytes, 8);
+        assert_eq!(a.pairs.len(), 6);
+        let med = |s: u32, d: u32| {
+            a.pairs
+                .iter()
+                .find(|p| p.src == s && p.dst == d)
+                .unwrap()
+                .median_net_ns
+        };
+        assert_eq!(med(0, 1), 1000.0);
+        assert_eq!(med(1, 0), 1000.0);
+        assert_eq!(med(2, 0), 1300.0);
+        assert_eq!(med(0, 2), 700.0);
+        assert_eq!(med(1, 2), 700.0);
+        assert_eq!(a.spread_ns, 600.0);
+        // Bounds: pairs with rank 0 have 50, the others 100; the two largest added.
+        assert_eq!(a.clock_bound_ns, 200.0);
+        assert_eq!(a.pairs.iter().map(|p| p.count).sum::<u64>(), 6);
+    }
+
+    #[test]
+    fn all_pairs_needs_both_directions() {
+        // Only 0 -> 1 and 1 -> 2: no size is exchanged both ways.
+        let mut evs: Vec<Vec<Event>> = vec![Vec::new(); 3];
+        for (a, b) in [(0u32, 1u32), (1, 2)] {
+            evs[a as usize].push(ev(Call::Send, b as i32, 8, [100, 200, 200, 200]));
+            evs[b as usize].push(ev(Call::Recv, a as i32, 8, [50, 50, 50, 900]));
+        }
+        let run = Run {
+            dir: PathBuf::new(),
+            ranks: evs
+                .into_iter()
+                .enumerate()
+                .map(|(r, e)| rank(r as u32, 0, 0, e))
+                .collect(),
+        };
+        let m = match_messages(&run);
+        assert_eq!(m.messages.len(), 2);
+        assert!(all_pairs(&run, &m).is_empty());
     }
 }

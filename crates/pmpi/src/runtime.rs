@@ -79,6 +79,9 @@ struct Ring {
     tail: AtomicUsize,
     drops: AtomicU64,
     thread: u32,
+    /// Set by the producer when it woke the writer early (the ring half full), cleared by the
+    /// writer's drain: one wake per fill, not one per event.
+    woken: AtomicBool,
 }
 
 // SAFETY: a slot is written only by the producer while it is outside [tail, head) and read only
@@ -97,14 +100,19 @@ impl Ring {
             tail: AtomicUsize::new(0),
             drops: AtomicU64::new(0),
             thread,
+            woken: AtomicBool::new(false),
         }
     }
 
-    /// Producer side: never blocks; a full ring counts a drop.
+    /// Producer side: never blocks; a full ring counts a drop. Wakes the writer once the ring
+    /// is half full: the writer otherwise sleeps its flush interval, and a burst of events
+    /// (hpcc's RandomAccess under MPICH: over a million a second) filled the ring within one
+    /// interval and lost events.
     fn push(&self, mut e: CEvent) {
         let h = self.head.load(Ordering::Relaxed);
         let t = self.tail.load(Ordering::Acquire);
-        if h - t >= self.slots.len() {
+        let fill = h - t;
+        if fill >= self.slots.len() {
             self.drops.fetch_add(1, Ordering::Relaxed);
             return;
         }
@@ -113,6 +121,12 @@ impl Ring {
         // thread (the ring's single producer) writes slots.
         unsafe { (*self.slots[h % self.slots.len()].get()).write(e) };
         self.head.store(h + 1, Ordering::Release);
+        if fill >= self.slots.len() / 2 && !self.woken.load(Ordering::Relaxed) {
+            self.woken.store(true, Ordering::Relaxed);
+            if let Some(w) = WRITER.get() {
+                w.unpark();
+            }
+        }
     }
 
     /// Consumer side: appends every published event to `out`.
@@ -126,6 +140,7 @@ impl Ring {
             e.to_bytes(out);
         }
         self.tail.store(h, Ordering::Release);
+        self.woken.store(false, Ordering::Relaxed);
         h - t
     }
 }
@@ -158,6 +173,8 @@ struct Runtime {
 }
 
 static RT: OnceLock<Runtime> = OnceLock::new();
+/// The writer thread, for a producer to wake it early.
+static WRITER: OnceLock<std::thread::Thread> = OnceLock::new();
 
 thread_local! {
     static RING: OnceCell<Arc<Ring>> = const { OnceCell::new() };
@@ -233,7 +250,9 @@ impl Runtime {
     fn flush(&self) {
         let mut w = self.writer.lock().unwrap_or_else(|e| e.into_inner());
         let rings: Vec<Arc<Ring>> = self.rings.lock().unwrap_or_else(|e| e.into_inner()).clone();
-        let mut buf = Vec::new();
+        // The frame is built in place: 8 bytes reserved for its header, the events behind them,
+        // the checksum appended by `seal` (no second copy of the events).
+        let mut buf = vec![0u8; 8];
         let mut n = 0;
         let mut drops = 0;
         for r in &rings {
@@ -242,7 +261,8 @@ impl Runtime {
         }
         if n > 0 {
             w.events += n as u64;
-            let _ = w.file.write_all(&format::frame(FrameKind::Events, &buf));
+            format::seal(FrameKind::Events, &mut buf);
+            let _ = w.file.write_all(&buf);
         }
         if drops != w.drops_reported {
             w.drops_reported = drops;
@@ -556,6 +576,7 @@ pub extern "C" fn cpmpi_rt_init(
         });
     match h {
         Ok(h) => {
+            let _ = WRITER.set(h.thread().clone());
             if let Some(rt) = RT.get() {
                 *rt.thread.lock().unwrap_or_else(|e| e.into_inner()) = Some(h);
             }
