@@ -345,16 +345,7 @@ fn add_predictions(result: &mut SweepResult, a: &SweepArgs, trace: &Path) -> Res
     }
     let (workload, fmt) = parse::read_trace_as(trace, None, &ParseOptions::default())
         .with_context(|| format!("reading trace {}", trace.display()))?;
-    let profile: Option<commperf_core::Profile> = match &a.profile {
-        Some(p) => {
-            let text = commperf_core::read_text(p).context("reading the profile")?;
-            Some(
-                serde_json::from_str(&text)
-                    .with_context(|| format!("{}: not a commperf profile", p.display()))?,
-            )
-        }
-        None => None,
-    };
+    let profile = crate::predict::read_profile(a.profile.as_deref())?;
     let tcom = match &profile {
         Some(p) => Tcom::from_profile(p).context("the profile's Tcom")?,
         None => {

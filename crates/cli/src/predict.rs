@@ -307,6 +307,15 @@ fn link_class(s: &str) -> Result<LinkClass, String> {
     })
 }
 
+/// Reads a profile from `commperf calibrate`, naming the file when it is not one.
+pub(crate) fn read_profile(path: Option<&std::path::Path>) -> Result<Option<Profile>> {
+    let Some(p) = path else { return Ok(None) };
+    let text = commperf_core::read_text(p).context("reading the profile")?;
+    Ok(Some(serde_json::from_str(&text).with_context(|| {
+        format!("{}: not a commperf profile", p.display())
+    })?))
+}
+
 /// Runs `commperf predict`.
 pub fn run(a: &PredictArgs) -> Result<()> {
     let opts = ParseOptions {
@@ -315,16 +324,7 @@ pub fn run(a: &PredictArgs) -> Result<()> {
     };
     let (workload, text_format) = parse::read_trace_as(&a.trace, a.format_in, &opts)
         .with_context(|| format!("reading trace {}", a.trace.display()))?;
-    let profile: Option<Profile> = match &a.profile {
-        Some(p) => {
-            let text = commperf_core::read_text(p).context("reading the profile")?;
-            Some(
-                serde_json::from_str(&text)
-                    .with_context(|| format!("{}: not a commperf profile", p.display()))?,
-            )
-        }
-        None => None,
-    };
+    let profile = read_profile(a.profile.as_deref())?;
     let tcom = match &profile {
         Some(p) => Tcom::from_profile(p).with_context(|| {
             format!(
