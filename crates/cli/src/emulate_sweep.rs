@@ -255,7 +255,11 @@ pub fn run(a: &SweepArgs) -> Result<()> {
     if let Some(b) = bar {
         b.finish_and_clear();
     }
+    // The measurements are on disk before any prediction runs: a replay can take long.
+    let json = serde_json::to_string_pretty(&result)? + "\n";
+    write_atomically(&dir.join("sweep.json"), json.as_bytes())?;
     if let Some(trace) = &trace {
+        crate::say("commperf: --predict: replaying the trace with each knob raised");
         // The measured sweep is kept whatever happens to its prediction.
         if let Err(e) = add_predictions(&mut result, a, trace) {
             result.notes.push(format!("not predicted: {e:#}"));

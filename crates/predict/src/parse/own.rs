@@ -476,13 +476,17 @@ impl<'a> Parser<'a> {
                 let algos = &self.opts.algorithms;
                 let nranks = self.nranks;
                 let total = self.total_ops;
-                let too_many = self.err(
-                    head,
-                    format!("the trace expands into more than {MAX_OPS} operations"),
-                );
                 let b = self.block(head)?;
+                // The error is built only when needed: it counts the lines before it, and
+                // building it for every collective made parsing quadratic in the trace's length.
                 if total + b.prog.len() as u64 + algos.ops_bound(&coll, nranks) > MAX_OPS {
-                    return Err(too_many);
+                    return Err(error_at(
+                        self.name,
+                        self.text,
+                        head.start,
+                        head.end,
+                        format!("the trace expands into more than {MAX_OPS} operations"),
+                    ));
                 }
                 let tag = coll_tag(b.colls);
                 algos.expand(&mut b.prog, b.rank, nranks, tag, &coll);
