@@ -189,7 +189,12 @@ pub(crate) fn env_value(k: &Knobs) -> String {
 /// The child a SIGINT or SIGTERM sent to this process is passed on to (0: none).
 static CHILD: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
 
+/// The last signal passed on (0: none): a run it ended is a failure even when the launcher
+/// exits 0 after passing it to its ranks (MPICH's Hydra sometimes does).
+static FORWARDED: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
+
 extern "C" fn forward(sig: libc::c_int) {
+    FORWARDED.store(sig, std::sync::atomic::Ordering::Relaxed);
     let pid = CHILD.load(std::sync::atomic::Ordering::Relaxed);
     if pid > 0 {
         // SAFETY: kill is async-signal-safe; pid is our own child, not yet reaped.
@@ -304,12 +309,14 @@ pub(crate) fn run_emulated(
     let mut child = cmd
         .spawn()
         .with_context(|| format!("cannot run {}", command[0]))?;
+    FORWARDED.store(0, std::sync::atomic::Ordering::Relaxed);
     let status = {
         let _fwd = Forward::to(child.id());
         child
             .wait()
             .with_context(|| format!("waiting for {}", command[0]))?
     };
+    let signalled = FORWARDED.swap(0, std::sync::atomic::Ordering::Relaxed);
     let wall = t0.elapsed();
     let untouched = if knobs.is_zero() {
         None
@@ -322,8 +329,13 @@ pub(crate) fn run_emulated(
         gap_per_byte_ns: knobs.gap_per_byte_ns,
         l_ns: knobs.l_ns,
         wall_s: wall.as_secs_f64(),
-        exit_code: status.code(),
-        success: status.success(),
+        // Ended by a signal we passed on: the shell's convention, 128 + the signal.
+        exit_code: if signalled != 0 && status.success() {
+            Some(128 + signalled)
+        } else {
+            status.code()
+        },
+        success: status.success() && signalled == 0,
         untouched,
     })
 }
