@@ -502,6 +502,61 @@ fn latency_and_overlap(piece: &mut Piece, pts: &[SizePrtt], range: &str) {
     }
 }
 
+/// The four PRTT figures of every size over a pair of endpoints in one process, `b` serving from
+/// a thread of its own: what a session measures over a real connection, for pairs that need no
+/// session (the model transport, which runs in virtual time, and decorators over it, whose exact
+/// tests recover LogGP through it). One warm-up and one timed repetition per figure: virtual time
+/// needs no more. `max_message` sizes the receive buffers. On an error the serving thread is not
+/// waited for: it ends when `a` (its peer) is dropped.
+pub fn prtt_pair<A, TA, B, TB>(
+    a: &mut A,
+    ta: &TA,
+    mut b: B,
+    tb: TB,
+    sizes: &[u64],
+    max_message: usize,
+) -> Result<Vec<SizePrtt>, LoopError>
+where
+    A: Endpoint,
+    TA: Timer,
+    B: Endpoint + Send + 'static,
+    TB: Timer + Send + 'static,
+{
+    let (tx, rx) = std::sync::mpsc::channel::<(u64, Prtt)>();
+    let server = std::thread::spawn(move || -> Result<(), LoopError> {
+        let mut rbuf = vec![0u8; max_message];
+        for (size, p) in rx {
+            let sbuf = vec![0u8; size as usize];
+            prtt_server(&mut b, &tb, &sbuf, &mut rbuf, &p, 5)?;
+        }
+        Ok(())
+    });
+    let mut rbuf = vec![0u8; max_message];
+    let mut out = Vec::with_capacity(sizes.len());
+    for &s in sizes {
+        let sbuf = vec![0u8; s as usize];
+        let mut run = |p: Prtt| {
+            // The server outlives every send: it stops only when `tx` is dropped.
+            let _ = tx.send((s, p));
+            let mut samples = vec![0.0; 4];
+            prtt_client(a, ta, &sbuf, &mut rbuf, &p, 1, &mut samples)
+        };
+        let p1 = run(Prtt::plain(1))?;
+        let v = variants(N, p1.ns);
+        out.push(SizePrtt::new(
+            s,
+            N,
+            [p1, run(v[1])?, run(v[2])?, run(v[3])?],
+        ));
+    }
+    drop(tx);
+    match server.join() {
+        Ok(r) => r?,
+        Err(panic) => std::panic::resume_unwind(panic),
+    }
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -515,32 +570,9 @@ mod tests {
             max_message: 8 << 20,
             ..EndpointConfig::default()
         };
-        let (mut a, mut b) = model::pair(params, cfg);
+        let (mut a, b) = model::pair(params, cfg);
         let (ta, tb) = (a.timer(), b.timer());
-        let (tx, rx) = std::sync::mpsc::channel::<(u64, Prtt)>();
-        let server = std::thread::spawn(move || {
-            let mut rbuf = vec![0u8; 8 << 20];
-            for (size, p) in rx {
-                let sbuf = vec![0u8; size as usize];
-                prtt_server(&mut b, &tb, &sbuf, &mut rbuf, &p, 5).unwrap();
-            }
-        });
-        let mut rbuf = vec![0u8; 8 << 20];
-        let mut out = Vec::new();
-        for &s in sizes {
-            let sbuf = vec![0u8; s as usize];
-            let mut run = |p: Prtt| {
-                tx.send((s, p)).unwrap();
-                let mut samples = vec![0.0; 4];
-                prtt_client(&mut a, &ta, &sbuf, &mut rbuf, &p, 1, &mut samples).unwrap()
-            };
-            let p1 = run(Prtt::plain(1));
-            let v = variants(N, p1.ns);
-            out.push(SizePrtt::new(s, N, [p1, run(v[1]), run(v[2]), run(v[3])]));
-        }
-        drop(tx);
-        server.join().unwrap();
-        out
+        prtt_pair(&mut a, &ta, b, tb, sizes, 8 << 20).unwrap()
     }
 
     fn within(got: Option<f64>, want: f64, what: &str) {

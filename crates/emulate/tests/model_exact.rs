@@ -2,9 +2,7 @@
 //! set alone, must move its own LogGP parameter by exactly the set amount, as recovered by the
 //! same PRTT measurement `bench loggp` runs, and leave every other parameter exactly as it was.
 
-use commperf_bench::loggp::{
-    extract, prtt_client, prtt_server, variants, Piece, Prtt, SizePrtt, N,
-};
+use commperf_bench::loggp::{extract, prtt_pair, Piece, SizePrtt};
 use commperf_emulate::{EmulateConfig, Emulated, Knob, Knobs};
 use commperf_transport::sys::model::{self, LogGp, ModelParams};
 use commperf_transport::EndpointConfig;
@@ -32,31 +30,8 @@ fn measure(base: LogGp, knobs: Knobs, sizes: &[u64]) -> Vec<SizePrtt> {
     let (ta, tb) = (a.timer(), b.timer());
     let ec = EmulateConfig::new(knobs);
     let mut a = Emulated::with_timer(a, ec, ta.clone()).unwrap();
-    let mut b = Emulated::with_timer(b, ec, tb.clone()).unwrap();
-    let (tx, rx) = std::sync::mpsc::channel::<(u64, Prtt)>();
-    let server = std::thread::spawn(move || {
-        let mut rbuf = vec![0u8; 1 << 20];
-        for (size, p) in rx {
-            let sbuf = vec![0u8; size as usize];
-            prtt_server(&mut b, &tb, &sbuf, &mut rbuf, &p, 5).unwrap();
-        }
-    });
-    let mut rbuf = vec![0u8; 1 << 20];
-    let mut out = Vec::new();
-    for &s in sizes {
-        let sbuf = vec![0u8; s as usize];
-        let mut run = |p: Prtt| {
-            tx.send((s, p)).unwrap();
-            let mut samples = vec![0.0; 4];
-            prtt_client(&mut a, &ta, &sbuf, &mut rbuf, &p, 1, &mut samples).unwrap()
-        };
-        let p1 = run(Prtt::plain(1));
-        let v = variants(N, p1.ns);
-        out.push(SizePrtt::new(s, N, [p1, run(v[1]), run(v[2]), run(v[3])]));
-    }
-    drop(tx);
-    server.join().unwrap();
-    out
+    let b = Emulated::with_timer(b, ec, tb.clone()).unwrap();
+    prtt_pair(&mut a, &ta, b, tb, sizes, 1 << 20).unwrap()
 }
 
 fn fit(knobs: Knobs) -> Piece {
