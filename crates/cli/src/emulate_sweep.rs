@@ -255,18 +255,20 @@ pub fn run(a: &SweepArgs) -> Result<()> {
     if let Some(b) = bar {
         b.finish_and_clear();
     }
-    // The measurements are on disk before any prediction runs: a replay can take long.
-    let json = serde_json::to_string_pretty(&result)? + "\n";
-    write_atomically(&dir.join("sweep.json"), json.as_bytes())?;
+    let save = |r: &SweepResult| -> Result<()> {
+        let json = serde_json::to_string_pretty(r)? + "\n";
+        write_atomically(&dir.join("sweep.json"), json.as_bytes())
+    };
     if let Some(trace) = &trace {
+        // The measurements are on disk before any prediction runs: a replay can take long.
+        save(&result)?;
         crate::say("commperf: --predict: replaying the trace with each knob raised");
         // The measured sweep is kept whatever happens to its prediction.
         if let Err(e) = add_predictions(&mut result, a, trace) {
             result.notes.push(format!("not predicted: {e:#}"));
         }
     }
-    let json = serde_json::to_string_pretty(&result)? + "\n";
-    write_atomically(&dir.join("sweep.json"), json.as_bytes())?;
+    save(&result)?;
     for p in &a.out {
         write_atomically(p, render(&result, format_for(p))?.as_bytes())?;
         crate::say(&format!("commperf: wrote {}", p.display()));
