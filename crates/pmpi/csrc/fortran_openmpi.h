@@ -137,10 +137,12 @@ void mpi_test_(F *req, F *flag, F *status, F *ierr) {
     F own[16];
     F *st = f_status_ignored(status) ? own : status;
     uint64_t key = HKEY(PMPI_Request_f2c(*req));
-    uint64_t t0 = now();
     pmpi_test_(req, flag, st, ierr);
-    uint64_t t1 = now();
-    if (*ierr == MPI_SUCCESS && *flag) f_complete(key, st, t0, t1);
+    /* A poll reads the clock only when it completed something (see MPI_Test in shim.c). */
+    if (*ierr == MPI_SUCCESS && *flag) {
+        uint64_t t1 = now();
+        f_complete(key, st, t1, t1);
+    }
     LEAVE();
 }
 
@@ -170,11 +172,11 @@ void mpi_testall_(F *count, F *reqs, F *flag, F *statuses, F *ierr) {
     int n = (int)*count;
     uint64_t kbuf[SMALL], *keys = f_keys(n, reqs, kbuf);
     F *sts = f_statuses_ignored(statuses) ? malloc(sizeof(F) * (size_t)(FSTAT * (n > 0 ? n : 1))) : statuses;
-    uint64_t t0 = now();
     pmpi_testall_(count, reqs, flag, sts, ierr);
-    uint64_t t1 = now();
-    if (*ierr == MPI_SUCCESS && *flag)
-        for (int i = 0; i < n; i++) f_complete(keys[i], sts + FSTAT * i, t0, t1);
+    if (*ierr == MPI_SUCCESS && *flag) {
+        uint64_t t1 = now();
+        for (int i = 0; i < n; i++) f_complete(keys[i], sts + FSTAT * i, t1, t1);
+    }
     if (keys != kbuf) free(keys);
     if (sts != statuses) free(sts);
     LEAVE();
@@ -248,13 +250,12 @@ void mpi_iprobe_(F *src, F *tag, F *comm, F *flag, F *status, F *ierr) {
     if (!ENTER()) { pmpi_iprobe_(src, tag, comm, flag, status, ierr); return; }
     F own[16];
     F *st = f_status_ignored(status) ? own : status;
-    uint64_t t0 = now();
     pmpi_iprobe_(src, tag, comm, flag, st, ierr);
-    uint64_t t1 = now();
     if (*ierr == MPI_SUCCESS && *flag) {
+        uint64_t t1 = now();
         MPI_Status cs;
         PMPI_Status_f2c(st, &cs);
-        rec_recv(K_IPROBE, F_FORTRAN, PMPI_Comm_f2c(*comm), &cs, t0, t1);
+        rec_recv(K_IPROBE, F_FORTRAN, PMPI_Comm_f2c(*comm), &cs, t1, t1);
     }
     LEAVE();
 }
