@@ -5,9 +5,12 @@
 # N each.
 # Usage: scripts/pmpi_bench.sh [N]   (after `cargo build --release -p commperf-pmpi`)
 # Environment:
-#   PARTS="callcost fixed apps"   which parts to run (default: all three)
+#   PARTS="callcost pollcost fixed apps"   which parts to run (default: all four)
 #   RT_OLD=path/libcommperf_pmpi.so   also time full recording with this runtime (mode full_old,
-#                                     interleaved with the others): a before/after of the runtime
+#                                     interleaved with the others): a before/after; the shims
+#                                     are taken from SHIM_OLD_DIR (default: this build's), as the
+#                                     shim and runtime of one build belong together
+#   CLOCK=cpu                     callcost/pollcost time the rank thread's CPU time, not wall time
 #   APPS_MPI="openmpi mpich"      which MPIs run the applications (mpich needs
 #                                 scripts/build_mpich_apps.sh [--lammps] first)
 #   LONG=1                        the longer application runs: tests/apps/hpccinf-long.txt and
@@ -15,7 +18,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 N=${1:-7}
-PARTS=${PARTS:-callcost fixed apps}
+PARTS=${PARTS:-callcost pollcost fixed apps}
 APPS_MPI=${APPS_MPI:-openmpi}
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 OUT=$(ls -td target/release/build/commperf-pmpi-*/out | head -1)
@@ -31,13 +34,18 @@ load_note() { # % idle over one second, so each result says how loaded the machi
 }
 # Open MPI takes `-x VAR=value`, MPICH's Hydra `-genv VAR value`.
 pass() { if [ "$mpi" = openmpi ]; then echo -x "$1"; else echo -genv "${1%%=*}" "${1#*=}"; fi; }
+SHIM_OLD_DIR=${SHIM_OLD_DIR:-$PWD/$OUT}
 modes_cc="none empty full"
 [ -n "${RT_OLD:-}" ] && modes_cc="$modes_cc full_old"
 
-if [[ " $PARTS " == *" callcost "* ]]; then
+# Per-call cost: prog (crates/pmpi/tests/apps/PROG.c) run with 1 rank, its ns per iteration of
+# CALLS intercepted calls, each mode interleaved. CLOCK=cpu times the rank's thread CPU time
+# instead of the wall clock (a descheduled rank then adds nothing, the writer thread is not counted).
+cost_part() {
+    local prog=$1 iters=$2 calls=$3
     for mpi in openmpi mpich; do
         load_note
-        mpicc.$mpi -O2 -w -o "$W/cc_$mpi" crates/pmpi/tests/apps/callcost.c
+        mpicc.$mpi -O2 -w -o "$W/${prog}_$mpi" crates/pmpi/tests/apps/$prog.c
         SHIM=$PWD/$OUT/libcommperf_pmpi_$mpi.so
         for i in $(seq "$N"); do
             for mode in $modes_cc; do
@@ -46,23 +54,27 @@ if [[ " $PARTS " == *" callcost "* ]]; then
                 case $mode in
                     empty) args=($(pass LD_PRELOAD=$SHIM:$RT) $(pass COMMPERF_PMPI_DIR=$W/d) $(pass COMMPERF_PMPI_EMPTY=1)) ;;
                     full) args=($(pass LD_PRELOAD=$SHIM:$RT) $(pass COMMPERF_PMPI_DIR=$W/d) $(pass COMMPERF_PMPI_FLUSH_MS=5)) ;;
-                    full_old) args=($(pass LD_PRELOAD=$SHIM:$RT_OLD) $(pass COMMPERF_PMPI_DIR=$W/d) $(pass COMMPERF_PMPI_FLUSH_MS=5)) ;;
+                    full_old) args=($(pass LD_PRELOAD=$SHIM_OLD_DIR/libcommperf_pmpi_$mpi.so:$RT_OLD) $(pass COMMPERF_PMPI_DIR=$W/d) $(pass COMMPERF_PMPI_FLUSH_MS=5)) ;;
                 esac
-                v=$(mpirun.$mpi -np 1 "${args[@]}" "$W/cc_$mpi" 1000000)
-                echo "$v" >> "$W/cc_${mpi}_$mode"
+                v=$(mpirun.$mpi -np 1 "${args[@]}" "$W/${prog}_$mpi" "$iters" ${CLOCK:-})
+                echo "$v" >> "$W/${prog}_${mpi}_$mode"
             done
         done
         for mode in $modes_cc; do
-            echo "callcost $mpi $mode ns/iteration (3 calls): median $(median < "$W/cc_${mpi}_$mode") of $(tr '\n' ' ' < "$W/cc_${mpi}_$mode")"
+            echo "$prog $mpi $mode ns/iteration ($calls calls, ${CLOCK:-wall} time): median $(median < "$W/${prog}_${mpi}_$mode") of $(tr '\n' ' ' < "$W/${prog}_${mpi}_$mode")"
         done
-        e=$(median < "$W/cc_${mpi}_empty")
+        e=$(median < "$W/${prog}_${mpi}_empty")
+        n=$(median < "$W/${prog}_${mpi}_none")
+        echo "$prog $mpi: empty - none = $(echo "($e - $n) / $calls" | bc -l | xargs printf '%.1f') ns per call (the interposition itself)"
         for mode in $modes_cc; do
             [ "$mode" = none ] || [ "$mode" = empty ] && continue
-            f=$(median < "$W/cc_${mpi}_$mode")
-            echo "callcost $mpi: $mode - empty = $(echo "($f - $e) / 3" | bc -l | xargs printf '%.1f') ns per intercepted call"
+            f=$(median < "$W/${prog}_${mpi}_$mode")
+            echo "$prog $mpi: $mode - empty = $(echo "($f - $e) / $calls" | bc -l | xargs printf '%.1f') ns per intercepted call"
         done
     done
-fi
+}
+[[ " $PARTS " == *" callcost "* ]] && cost_part callcost 1000000 3
+[[ " $PARTS " == *" pollcost "* ]] && cost_part pollcost 5000000 3
 
 # Fixed per-run cost: an MPI program that only initializes and finalizes, 2 ranks, with and
 # without the preload (the runtime's start, the clock exchanges at MPI_Init and MPI_Finalize,

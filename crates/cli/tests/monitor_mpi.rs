@@ -688,3 +688,92 @@ fn lammps_under_the_preload() {
         assert!(calls(&j, 0, call).0 > 0, "no {call} on rank 0");
     }
 }
+
+/// Polling calls leave nothing behind when they miss, and the one that completes a request is
+/// stamped once, at its exit (entry = exit): hpcc's RandomAccess polls ~20 million times a
+/// second and two clock reads per miss doubled its run time. A blocking Wait keeps both stamps.
+fn polls(mpi: &str) {
+    let test = format!("polls_{mpi}");
+    if !ready(&test, &[&format!("mpicc.{mpi}"), &format!("mpirun.{mpi}")]) {
+        return;
+    }
+    let s = Scratch::new("pmpi", &test);
+    let prog = s.0.join("polls");
+    compile(&format!("mpicc.{mpi}"), "polls.c", &prog);
+    let dir = s.0.join("mon");
+    let o = monitor_np(&s.0, &dir, &[], mpi, 2, &[prog.to_str().unwrap()]);
+    ok(&o);
+    let out = text(&o.stdout);
+    let misses: u64 = out
+        .lines()
+        .find_map(|l| l.strip_prefix("misses "))
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no `misses` line in {out}"));
+    // Rank 1 waits 30 ms before each send: rank 0 polled in vain many times meanwhile.
+    assert!(misses > 100, "only {misses} missed polls: {out}");
+    let run = commperf_pmpi::read_dir(&dir).expect("read the monitor files");
+    let r0 = run.rank(0).expect("rank 0");
+    use commperf_pmpi::Call;
+    let kinds: Vec<Call> = r0
+        .events
+        .iter()
+        .map(|e| e.call)
+        .filter(|c| !c.is_collective() && *c != Call::Pcontrol)
+        .collect();
+    // Exactly the four messages' events: Irecv (Test), Iprobe (hit), Recv, Irecv (Testany),
+    // Irecv (Wait), in completion order; not one event per miss.
+    assert_eq!(
+        kinds,
+        [
+            Call::Irecv,
+            Call::Iprobe,
+            Call::Recv,
+            Call::Irecv,
+            Call::Irecv
+        ],
+        "{:?}",
+        r0.events
+    );
+    let ev: Vec<_> = r0
+        .events
+        .iter()
+        .filter(|e| !e.call.is_collective() && e.call != Call::Pcontrol)
+        .collect();
+    for (i, e) in ev.iter().enumerate().take(4) {
+        if e.call == Call::Recv {
+            continue;
+        }
+        assert_eq!(
+            e.done_enter, e.done_exit,
+            "event {i} ({:?}, tag {}) was completed by a poll: one stamp",
+            e.call, e.tag
+        );
+        if e.call == Call::Iprobe {
+            // The probe that found the message is the event: one stamp for all four times.
+            assert_eq!(
+                (e.post_enter, e.post_exit),
+                (e.done_exit, e.done_exit),
+                "{e:?}"
+            );
+        } else {
+            // Posted, then completed ~30 ms later by the poll that found it.
+            assert!(e.done_exit - e.post_exit > 10_000_000, "event {i}: {e:?}");
+        }
+    }
+    let waited = ev[4];
+    assert_eq!(waited.tag, 4);
+    assert!(
+        waited.done_exit - waited.done_enter > 10_000_000,
+        "MPI_Wait blocked ~30 ms and keeps both stamps: {waited:?}"
+    );
+}
+
+#[test]
+fn polls_openmpi() {
+    polls("openmpi");
+}
+
+#[test]
+fn polls_mpich() {
+    polls("mpich");
+}

@@ -14,6 +14,7 @@
 #include <mpi.h>
 #include <link.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -72,9 +73,25 @@ enum {
 extern int cpmpi_rt_init(int rank, int size, const char *flavour, const char *libversion);
 extern void cpmpi_rt_clock(int phase, int64_t offset_ns, int64_t err_ns, int64_t rtt_ns,
                            uint64_t local_ns);
-extern void cpmpi_rt_record(const cev *e);
-extern void cpmpi_rt_post(uint64_t key, const cev *e);
-extern int cpmpi_rt_take(uint64_t key, cev *out);
+/* This thread's event ring: the layout of runtime.rs `Ring` (repr(C), asserted on both sides).
+ * The shim pushes into it itself; the runtime's writer thread drains it. */
+typedef struct {
+    cev *slots;
+    uint64_t mask, thread, pad0[5];
+    uint64_t head, tail_cache, drops, pad1[5]; /* the producer's cache line */
+    uint64_t tail;                             /* the consumer's */
+    uint32_t woken;
+} cring;
+_Static_assert(offsetof(cring, head) == 64 && offsetof(cring, tail_cache) == 72 &&
+               offsetof(cring, drops) == 80 && offsetof(cring, tail) == 128 &&
+               offsetof(cring, woken) == 136, "cring must match runtime.rs Ring");
+typedef struct reqtable reqtable; /* runtime.rs `ReqTable`, opaque here */
+extern cring *cpmpi_rt_ring(void);
+extern void cpmpi_rt_wake(void);
+extern void cpmpi_rt_thread_multiple(int multiple);
+extern reqtable *cpmpi_rt_table(void);
+extern void cpmpi_rt_post(reqtable *t, uint64_t key, const cev *e);
+extern int cpmpi_rt_take(reqtable *t, uint64_t key, cev *out);
 extern void cpmpi_rt_finalize(void);
 extern void cpmpi_rt_flush(void);
 extern int cpmpi_rt_empty_wrappers(void);
@@ -92,6 +109,40 @@ static int empty_mode = 0;           /* benchmark: wrappers that do nothing but 
  * default general-dynamic model costs a __tls_get_addr call per access on the hot path. */
 #define TLS __thread __attribute__((tls_model("initial-exec")))
 static TLS int depth = 0;            /* re-entry guard: calls made by MPI inside a wrapped call */
+static TLS cring *my_ring = NULL;    /* this thread's ring and request table, once it has them */
+static TLS reqtable *my_table = NULL;
+
+/* Records one finished event: never blocks; a full ring counts a drop. Wakes the writer once the
+ * ring is half full (it otherwise sleeps its flush interval, and a burst of events -- hpcc's
+ * RandomAccess under MPICH: over a million a second -- filled the ring within one interval). */
+static inline void record(const cev *e) {
+    cring *r = my_ring;
+    if (__builtin_expect(r == NULL, 0)) {
+        r = my_ring = cpmpi_rt_ring();
+        if (r == NULL) return;
+    }
+    uint64_t h = r->head, cap = r->mask + 1;
+    if (h - r->tail_cache >= cap / 2) {
+        r->tail_cache = __atomic_load_n(&r->tail, __ATOMIC_ACQUIRE);
+        if (h - r->tail_cache >= cap) {
+            __atomic_store_n(&r->drops, r->drops + 1, __ATOMIC_RELAXED);
+            return;
+        }
+        if (h - r->tail_cache >= cap / 2 && !__atomic_load_n(&r->woken, __ATOMIC_RELAXED)) {
+            __atomic_store_n(&r->woken, 1, __ATOMIC_RELAXED);
+            cpmpi_rt_wake();
+        }
+    }
+    cev *slot = &r->slots[h & r->mask];
+    *slot = *e;
+    slot->comm_handle = r->thread; /* the file's `aux`: the recording thread */
+    __atomic_store_n(&r->head, h + 1, __ATOMIC_RELEASE);
+}
+
+static inline reqtable *table_for_post(void) {
+    if (__builtin_expect(my_table == NULL, 0)) my_table = cpmpi_rt_table();
+    return my_table;
+}
 static MPI_Comm sync_comm = MPI_COMM_NULL;
 
 static inline uint64_t mono_ns(void) {
@@ -376,7 +427,12 @@ static void after_init(void) {
     /* Emulation without monitoring (`commperf emulate`) runs without the recording runtime. */
     int emulating = getenv("COMMPERF_EMULATE") != NULL;
     if (!emulating || getenv("COMMPERF_PMPI_DIR")) {
-        if (cpmpi_rt_init(r, n, CPMPI_FLAVOUR, ver) == 0) active = 1;
+        if (cpmpi_rt_init(r, n, CPMPI_FLAVOUR, ver) == 0) {
+            int level = MPI_THREAD_SINGLE;
+            PMPI_Query_thread(&level);
+            cpmpi_rt_thread_multiple(level == MPI_THREAD_MULTIPLE);
+            active = 1;
+        }
         else if (!emulating) return;
     }
     if (!empty_mode) clock_cal_finish();
@@ -433,7 +489,7 @@ static void pcontrol(int level) {
     cev e;
     uint64_t t = now();
     fill(&e, K_PCONTROL, -1, level, 0, 0, t, t);
-    cpmpi_rt_record(&e);
+    record(&e);
     /* mpiP's convention: 0 stops monitoring, any other level (re)starts it. */
     enabled = (enabled & ~MON) | (level != 0 ? MON : 0);
 }
@@ -464,7 +520,7 @@ static inline void rec_send(int kind, int flags, int dest, int tag, MPI_Comm com
     if (w < 0) return; /* MPI_PROC_NULL: no message */
     fill(&e, kind, w, tag, id, bytes, t0, t1);
     e.flags = (uint8_t)flags;
-    cpmpi_rt_record(&e);
+    record(&e);
 }
 
 static inline void rec_recv(int kind, int flags, MPI_Comm comm, const MPI_Status *st,
@@ -475,7 +531,7 @@ static inline void rec_recv(int kind, int flags, MPI_Comm comm, const MPI_Status
     int w = to_world(comm, st->MPI_SOURCE, &id);
     fill(&e, kind, w, st->MPI_TAG, id, status_bytes(st), t0, t1);
     e.flags = (uint8_t)flags;
-    cpmpi_rt_record(&e);
+    record(&e);
 }
 
 /* ---- the LogGP knobs' hooks (emulate.c): each a single predictable branch when no knob is set */
@@ -557,7 +613,7 @@ static inline void post(int kind, int flags, int peer, int tag, MPI_Comm comm, u
     fill(&e, kind, w, tag, id, bytes, t0, t1);
     e.flags = (uint8_t)flags;
     e.comm_handle = HKEY(comm);
-    cpmpi_rt_post(HKEY(req), &e);
+    cpmpi_rt_post(table_for_post(), HKEY(req), &e);
 }
 
 #define ISEND_WRAP(NAME, KIND)                                                                   \
@@ -595,7 +651,7 @@ int MPI_Irecv(void *buf, int count, MPI_Datatype dt, int src, int tag, MPI_Comm 
  * and size the status reports. Requests we never saw posted (persistent, collective) are ignored. */
 static void complete(uint64_t key, const MPI_Status *st, uint64_t t0, uint64_t t1) {
     cev e;
-    if (!MONITORING() || !cpmpi_rt_take(key, &e)) return;
+    if (!MONITORING() || !cpmpi_rt_take(my_table, key, &e)) return;
     if (st && was_cancelled(st)) return;
     e.t_done_enter = t0;
     e.t_done_exit = t1;
@@ -608,7 +664,7 @@ static void complete(uint64_t key, const MPI_Status *st, uint64_t t0, uint64_t t
         e.bytes = status_bytes(st);
     }
     e.comm_handle = 0;
-    cpmpi_rt_record(&e);
+    record(&e);
 }
 
 /* Completion calls set finished requests to MPI_REQUEST_NULL, so the handles are copied first. */
@@ -754,7 +810,7 @@ SOME_WRAP(Testsome, 1)
 int MPI_Request_free(MPI_Request *req) {
     cev e;
     /* A freed active request still completes, but unseen: forget it so the table stays small. */
-    if (active) cpmpi_rt_take(HKEY(*req), &e);
+    if (active) cpmpi_rt_take(my_table, HKEY(*req), &e);
     uint64_t ck;
     if (EMU_ON()) cpmpi_emu_untrack(HKEY(*req), &ck);
     return PMPI_Request_free(req);
@@ -833,7 +889,7 @@ static inline void rec_coll(int kind, int root, MPI_Comm comm, uint64_t bytes, u
     if (!MONITORING()) return;
     int w = root >= 0 ? to_world(comm, root, &id) : (to_world(comm, 0, &id), -1);
     fill(&e, kind, w, -1, id, bytes, t0, t1);
-    cpmpi_rt_record(&e);
+    record(&e);
 }
 
 #define COLL_BODY(KIND, ROOT, COMM, BYTES, CALL)                                                 \

@@ -29,14 +29,19 @@
 //! Environment of a monitored rank (set by `commperf monitor`): `COMMPERF_PMPI_DIR` (output),
 //! `COMMPERF_PMPI_TAG` (program tag), `COMMPERF_PMPI_START=off` (start disabled; `MPI_Pcontrol(1)`
 //! starts, `MPI_Pcontrol(0)` stops: mpiP's convention), `COMMPERF_PMPI_RING` (events per thread
-//! buffer, 65536), `COMMPERF_PMPI_EMPTY` (wrappers only pass calls through: the cost baseline).
+//! buffer, 65536, rounded up to a power of two), `COMMPERF_PMPI_EMPTY` (wrappers only pass calls
+//! through: the cost baseline), `COMMPERF_PMPI_WRITER_BIND=inherit` (keep the writer thread on
+//! its rank's core; by default it may run on any online core), `COMMPERF_PMPI_WRITER_NICE`
+//! (the writer's nice value; default: the rank's).
 //!
 //! What is recorded: MPI_Send/Ssend/Bsend/Rsend, Isend/Issend/Ibsend/Irsend, Recv, Irecv,
 //! Sendrecv(_replace) (as a send and a receive), Wait/Waitall/Waitany/Waitsome and the Test
 //! family (which complete the nonblocking operations; `MPI_STATUS(ES)_IGNORE` is replaced by the
 //! wrapper's own status so the source and size of every receive are known; request handles are
 //! copied before the call sets them to MPI_REQUEST_NULL), Probe and successful Iprobes, and the
-//! common collectives (one event per call, bytes = this rank's contribution). Not recorded:
+//! common collectives (one event per call, bytes = this rank's contribution). A polling call
+//! (the Test family, Iprobe) reads the clock only when it completed something, once, at its exit:
+//! its misses cost no clock read and record nothing. Not recorded:
 //! persistent requests (MPI_Start), matched probes (MPI_Mprobe/Mrecv), nonblocking collectives,
 //! one-sided communication. Two communicators over the same group share an id.
 

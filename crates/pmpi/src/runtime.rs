@@ -8,7 +8,7 @@
 //! completes them; see `ReqTable` for the cross-thread case).
 
 use crate::format::{self, FrameKind, EVENT_BYTES};
-use std::cell::{OnceCell, UnsafeCell};
+use std::cell::UnsafeCell;
 use std::ffi::{c_char, c_int, CStr};
 use std::fs::File;
 use std::io::Write;
@@ -73,59 +73,62 @@ impl CEvent {
 
 /// A bounded single-producer (the owning thread) single-consumer (the writer, under the file
 /// lock) ring of events.
-struct Ring {
-    slots: Box<[UnsafeCell<MaybeUninit<CEvent>>]>,
-    head: AtomicUsize,
-    tail: AtomicUsize,
+///
+/// Why `repr(C)` and raw fields: the producer side runs in the C shim (`cring` and `record` in
+/// csrc/shim.c), which caches the thread's ring in an initial-exec thread-local and writes the
+/// event straight into its slot. Through an FFI call into a Rust thread-local (a
+/// `__tls_get_addr` call in a cdylib) and a copy of the event the same push cost ~10 ns more per
+/// recorded call. The layout below is the C struct's, field for field; head (the producer's line)
+/// and tail (the consumer's) sit on separate cache lines so a push does not pull the writer's line.
+#[repr(C, align(64))]
+pub struct Ring {
+    // Line 0, read-only after creation.
+    slots: *mut CEvent,
+    mask: u64,
+    thread: u64,
+    _pad0: [u64; 5],
+    // Line 1, the producer's: next slot to write, and its last view of `tail` (producer-only:
+    // it rereads `tail` only when the ring looks full or half full through that view).
+    head: AtomicU64,
+    tail_cache: UnsafeCell<u64>,
     drops: AtomicU64,
-    thread: u32,
+    _pad1: [u64; 5],
+    // Line 2, the consumer's.
+    tail: AtomicU64,
     /// Set by the producer when it woke the writer early (the ring half full), cleared by the
     /// writer's drain: one wake per fill, not one per event.
-    woken: AtomicBool,
+    woken: AtomicU32,
+    _pad2: [u32; 13],
+    /// Owns `slots` (never reallocated, so the C side's pointer stays valid).
+    storage: Box<[UnsafeCell<MaybeUninit<CEvent>>]>,
 }
 
 // SAFETY: a slot is written only by the producer while it is outside [tail, head) and read only
-// by the consumer while inside it; head/tail hand slots over with release/acquire ordering.
+// by the consumer while inside it; head/tail hand slots over with release/acquire ordering;
+// `tail_cache` is touched only by the producer.
 unsafe impl Sync for Ring {}
 // SAFETY: as above; the ring owns plain data.
 unsafe impl Send for Ring {}
 
 impl Ring {
     fn new(cap: usize, thread: u32) -> Ring {
+        let cap = cap.next_power_of_two();
+        let storage: Box<[UnsafeCell<MaybeUninit<CEvent>>]> = (0..cap)
+            .map(|_| UnsafeCell::new(MaybeUninit::uninit()))
+            .collect();
         Ring {
-            slots: (0..cap)
-                .map(|_| UnsafeCell::new(MaybeUninit::uninit()))
-                .collect(),
-            head: AtomicUsize::new(0),
-            tail: AtomicUsize::new(0),
+            slots: storage.as_ptr() as *mut CEvent,
+            mask: cap as u64 - 1,
+            thread: u64::from(thread),
+            _pad0: [0; 5],
+            head: AtomicU64::new(0),
+            tail_cache: UnsafeCell::new(0),
             drops: AtomicU64::new(0),
-            thread,
-            woken: AtomicBool::new(false),
-        }
-    }
-
-    /// Producer side: never blocks; a full ring counts a drop. Wakes the writer once the ring
-    /// is half full: the writer otherwise sleeps its flush interval, and a burst of events
-    /// (hpcc's RandomAccess under MPICH: over a million a second) filled the ring within one
-    /// interval and lost events.
-    fn push(&self, mut e: CEvent) {
-        let h = self.head.load(Ordering::Relaxed);
-        let t = self.tail.load(Ordering::Acquire);
-        let fill = h - t;
-        if fill >= self.slots.len() {
-            self.drops.fetch_add(1, Ordering::Relaxed);
-            return;
-        }
-        e.aux = u64::from(self.thread);
-        // SAFETY: slot h is outside [tail, head), so the consumer does not read it; only this
-        // thread (the ring's single producer) writes slots.
-        unsafe { (*self.slots[h % self.slots.len()].get()).write(e) };
-        self.head.store(h + 1, Ordering::Release);
-        if fill >= self.slots.len() / 2 && !self.woken.load(Ordering::Relaxed) {
-            self.woken.store(true, Ordering::Relaxed);
-            if let Some(w) = WRITER.get() {
-                w.unpark();
-            }
+            _pad1: [0; 5],
+            tail: AtomicU64::new(0),
+            woken: AtomicU32::new(0),
+            _pad2: [0; 13],
+            storage,
         }
     }
 
@@ -136,14 +139,30 @@ impl Ring {
         for i in t..h {
             // SAFETY: slots in [tail, head) were fully written before head was released, and the
             // producer does not touch them until tail moves past them.
-            let e = unsafe { (*self.slots[i % self.slots.len()].get()).assume_init() };
+            let e = unsafe { (*self.storage[(i & self.mask) as usize].get()).assume_init() };
             e.to_bytes(out);
         }
         self.tail.store(h, Ordering::Release);
-        self.woken.store(false, Ordering::Relaxed);
-        h - t
+        self.woken.store(0, Ordering::Relaxed);
+        (h - t) as usize
     }
 }
+
+impl std::fmt::Debug for Ring {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Ring")
+            .field("thread", &self.thread)
+            .field("capacity", &(self.mask + 1))
+            .finish_non_exhaustive()
+    }
+}
+
+// The C shim's `cring` mirrors these offsets (csrc/shim.c asserts them too).
+const _: () = assert!(std::mem::offset_of!(Ring, head) == 64);
+const _: () = assert!(std::mem::offset_of!(Ring, tail_cache) == 72);
+const _: () = assert!(std::mem::offset_of!(Ring, drops) == 80);
+const _: () = assert!(std::mem::offset_of!(Ring, tail) == 128);
+const _: () = assert!(std::mem::offset_of!(Ring, woken) == 136);
 
 struct Writer {
     file: File,
@@ -173,13 +192,10 @@ struct Runtime {
 }
 
 static RT: OnceLock<Runtime> = OnceLock::new();
+/// See [`cpmpi_rt_thread_multiple`].
+static THREAD_MULTIPLE: AtomicBool = AtomicBool::new(false);
 /// The writer thread, for a producer to wake it early.
 static WRITER: OnceLock<std::thread::Thread> = OnceLock::new();
-
-thread_local! {
-    static RING: OnceCell<Arc<Ring>> = const { OnceCell::new() };
-    static REQS: OnceCell<Arc<ReqTable>> = const { OnceCell::new() };
-}
 
 const SHARDS: usize = 64;
 
@@ -232,7 +248,7 @@ impl Runtime {
     }
 
     /// Slow path of a completion: the spilled entries, then other threads' tables.
-    fn take_elsewhere(&self, key: u64, mine: Option<&Arc<ReqTable>>) -> Option<CEvent> {
+    fn take_elsewhere(&self, key: u64, mine: Option<&ReqTable>) -> Option<CEvent> {
         if let Some(e) = self.take_spilled(key) {
             return Some(e);
         }
@@ -242,7 +258,7 @@ impl Runtime {
         }
         let v = self.tables.lock().unwrap_or_else(|e| e.into_inner());
         v.iter()
-            .filter(|t| mine.is_none_or(|m| !Arc::ptr_eq(t, m)))
+            .filter(|t| mine.is_none_or(|m| !std::ptr::eq(Arc::as_ptr(t), m)))
             .find_map(|t| t.take_foreign(key))
     }
 
@@ -299,7 +315,7 @@ impl Runtime {
 /// - When the table is 3/4 full of live entries, posts spill into a shared locked table (the old
 ///   scheme), which completions also check; a process with one posting thread and nothing spilled
 ///   answers an untracked request (persistent, collective) without any lock.
-struct ReqTable {
+pub struct ReqTable {
     keys: Box<[AtomicU64]>,
     seqs: Box<[AtomicU64]>,
     events: Box<[UnsafeCell<MaybeUninit<CEvent>>]>,
@@ -421,7 +437,11 @@ impl ReqTable {
                 i = (i + 1) & (TABLE_CAP - 1);
             }
             let (i, _) = best?;
-            if self.keys[i]
+            if !THREAD_MULTIPLE.load(Ordering::Relaxed) {
+                // No other thread calls MPI at the same time (the program did not ask for
+                // MPI_THREAD_MULTIPLE), so none can be claiming this slot now: a plain store.
+                self.keys[i].store(TOMB, Ordering::Relaxed);
+            } else if self.keys[i]
                 .compare_exchange(key, TOMB, Ordering::Acquire, Ordering::Relaxed)
                 .is_err()
             {
@@ -475,6 +495,14 @@ impl ReqTable {
             .iter()
             .filter(|k| !matches!(k.load(Ordering::Acquire), EMPTY | TOMB | CLAIMED))
             .count()
+    }
+}
+
+impl std::fmt::Debug for ReqTable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ReqTable")
+            .field("pending", &self.pending())
+            .finish_non_exhaustive()
     }
 }
 
@@ -569,6 +597,7 @@ pub extern "C" fn cpmpi_rt_init(
         .name("commperf-pmpi-writer".into())
         .spawn(move || {
             let Some(rt) = RT.get() else { return };
+            step_aside();
             while !rt.stop.load(Ordering::Acquire) {
                 std::thread::park_timeout(every);
                 rt.flush();
@@ -586,6 +615,47 @@ pub extern "C" fn cpmpi_rt_init(
             eprintln!("commperf-pmpi: cannot start the writer thread: {e}");
             1
         }
+    }
+}
+
+/// Moves the writer thread off the rank's core and below the application's priority.
+///
+/// Why: MPI launchers bind each rank to a core (Open MPI binds to cores by default for up to two
+/// ranks), and a thread inherits its creator's binding, so the writer shared its rank's core and
+/// every drain took time from the application even with another core idle (callcost's wall
+/// time per iteration was its thread's CPU time plus the writer's). Unbound, it runs on any
+/// online core the cgroup allows. Its priority stays the rank's unless
+/// `COMMPERF_PMPI_WRITER_NICE` says otherwise: at nice 19 it yields to busy ranks, but on a
+/// loaded machine it then fell so far behind that 93 % of callcost's events were dropped
+/// (counted, the application never waits), against 7 % at nice 0 under the same load.
+/// `COMMPERF_PMPI_WRITER_BIND=inherit` keeps the rank's binding.
+fn step_aside() {
+    if std::env::var("COMMPERF_PMPI_WRITER_BIND").as_deref() != Ok("inherit") {
+        // SAFETY: sysconf takes no pointers; cpu_set_t is plain data that CPU_ZERO/CPU_SET fill
+        // within its size; sched_setaffinity(0, …) reads it for the calling thread only.
+        unsafe {
+            let n = libc::sysconf(libc::_SC_NPROCESSORS_ONLN).clamp(1, 1024) as usize;
+            let mut set: libc::cpu_set_t = std::mem::zeroed();
+            libc::CPU_ZERO(&mut set);
+            for cpu in 0..n.min(libc::CPU_SETSIZE as usize) {
+                libc::CPU_SET(cpu, &mut set);
+            }
+            // Best effort: a cgroup that confines the process keeps it where it is.
+            libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
+        }
+    }
+    let Some(nice) = std::env::var("COMMPERF_PMPI_WRITER_NICE")
+        .ok()
+        .and_then(|v| v.parse::<i32>().ok())
+    else {
+        return;
+    };
+    let nice = nice.clamp(-20, 19);
+    // SAFETY: gettid and setpriority take no pointers; on Linux PRIO_PROCESS with a thread id
+    // sets that thread's nice value only.
+    unsafe {
+        let tid = libc::gettid();
+        libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, nice);
     }
 }
 
@@ -627,32 +697,54 @@ pub extern "C" fn cpmpi_rt_clock(
     ));
 }
 
-/// Records one finished event into this thread's ring.
-///
-/// # Safety
-/// `e` points to a valid event.
+/// This thread's ring, created on its first recorded event; the shim caches the pointer in a
+/// thread-local and pushes into it itself (`record` in csrc/shim.c). Null before MPI_Init.
+/// The ring lives as long as the process (the runtime keeps every ring), so the pointer never
+/// dangles, also in a thread that is exiting.
 #[no_mangle]
-pub unsafe extern "C" fn cpmpi_rt_record(e: *const CEvent) {
-    let Some(rt) = RT.get() else { return };
-    // SAFETY: the caller passes a valid event.
-    let e = unsafe { *e };
-    // try_with: a thread being torn down has no ring any more; its event is lost, not a crash.
-    let _ = RING.try_with(|r| r.get_or_init(|| rt.ring()).push(e));
+pub extern "C" fn cpmpi_rt_ring() -> *const Ring {
+    match RT.get() {
+        Some(rt) => Arc::as_ptr(&rt.ring()),
+        None => std::ptr::null(),
+    }
+}
+
+/// Wakes the writer early: a producer's ring is half full.
+#[no_mangle]
+pub extern "C" fn cpmpi_rt_wake() {
+    if let Some(w) = WRITER.get() {
+        w.unpark();
+    }
+}
+
+/// Whether the program runs under MPI_THREAD_MULTIPLE: only then can another thread claim an
+/// entry of this thread's request table while it takes one, and only then does a take pay for
+/// an atomic compare-and-swap.
+#[no_mangle]
+pub extern "C" fn cpmpi_rt_thread_multiple(multiple: c_int) {
+    THREAD_MULTIPLE.store(multiple != 0, Ordering::Relaxed);
+}
+
+/// This thread's request table, created on its first post (the shim caches the pointer like the
+/// ring's; the runtime keeps every table, so it never dangles). Null before MPI_Init.
+#[no_mangle]
+pub extern "C" fn cpmpi_rt_table() -> *const ReqTable {
+    match RT.get() {
+        Some(rt) => Arc::as_ptr(&rt.table()),
+        None => std::ptr::null(),
+    }
 }
 
 /// Remembers a posted nonblocking operation until its request completes.
 ///
 /// # Safety
-/// `e` points to a valid event.
+/// `table` is null or this thread's table from [`cpmpi_rt_table`]; `e` points to a valid event.
 #[no_mangle]
-pub unsafe extern "C" fn cpmpi_rt_post(key: u64, e: *const CEvent) {
+pub unsafe extern "C" fn cpmpi_rt_post(table: *const ReqTable, key: u64, e: *const CEvent) {
     let Some(rt) = RT.get() else { return };
-    // SAFETY: the caller passes a valid event.
-    let e = unsafe { &*e };
-    let own = !matches!(key, EMPTY | TOMB | CLAIMED)
-        && REQS
-            .try_with(|t| t.get_or_init(|| rt.table()).insert(rt, key, e))
-            .unwrap_or(false);
+    // SAFETY: the caller passes a valid event, and null or a table the runtime keeps alive.
+    let (e, table) = unsafe { (&*e, table.as_ref()) };
+    let own = !matches!(key, EMPTY | TOMB | CLAIMED) && table.is_some_and(|t| t.insert(rt, key, e));
     if !own {
         rt.pending[shard(key)]
             .lock()
@@ -665,20 +757,23 @@ pub unsafe extern "C" fn cpmpi_rt_post(key: u64, e: *const CEvent) {
 /// Takes the posted operation of a completed request; 0 when it was not tracked.
 ///
 /// # Safety
-/// `out` points to writable memory for one event.
+/// `table` is null or this thread's table from [`cpmpi_rt_table`]; `out` points to writable
+/// memory for one event.
 #[no_mangle]
-pub unsafe extern "C" fn cpmpi_rt_take(key: u64, out: *mut CEvent) -> c_int {
+pub unsafe extern "C" fn cpmpi_rt_take(
+    table: *const ReqTable,
+    key: u64,
+    out: *mut CEvent,
+) -> c_int {
     let Some(rt) = RT.get() else { return 0 };
+    // SAFETY: null or a table the runtime keeps alive (the caller's own).
+    let mine = unsafe { table.as_ref() };
     let e = if matches!(key, EMPTY | TOMB | CLAIMED) {
         // Never stored in a thread's table (the sentinels would match its free slots).
         rt.take_spilled(key)
     } else {
-        REQS.try_with(|t| {
-            let mine = t.get();
-            mine.and_then(|m| m.take_own(key))
-                .or_else(|| rt.take_elsewhere(key, mine))
-        })
-        .unwrap_or_else(|_| rt.take_elsewhere(key, None))
+        mine.and_then(|m| m.take_own(key))
+            .or_else(|| rt.take_elsewhere(key, mine))
     };
     match e {
         Some(e) => {
