@@ -350,6 +350,20 @@ static inline void fill(cev *e, int kind, int peer, int tag, uint32_t comm, uint
 
 /* ---- clock: Cristian min-RTT exchange with rank 0 over a duplicated communicator ---------- */
 
+/* Waits for a message from rank 0 with `tag` without spinning: a rank whose turn has not come
+ * (or has passed) sleeps between probes. MPICH's blocking calls busy-poll, and with more ranks
+ * than cores (4 ranks on 2 cores) the waiting ranks took the cores from rank 0 and the rank it
+ * was timing, so the minimum round trip was milliseconds (error bound ~4 ms instead of µs). */
+static void await_root(int tag) {
+    int flag = 0;
+    struct timespec pause = {0, 50000};
+    for (;;) {
+        PMPI_Iprobe(0, tag, sync_comm, &flag, MPI_STATUS_IGNORE);
+        if (flag) return;
+        nanosleep(&pause, NULL);
+    }
+}
+
 static void clock_sync(int phase) {
     int r, n;
     PMPI_Comm_rank(sync_comm, &r);
@@ -371,14 +385,18 @@ static void clock_sync(int phase) {
             }
             tab[3 * p] = off; tab[3 * p + 1] = (best + 1) / 2; tab[3 * p + 2] = best;
         }
+        /* Each rank's row by point to point (a Scatter would have the others spin meanwhile). */
+        for (int p = 1; p < n; p++) PMPI_Send(tab + 3 * p, 3, MPI_INT64_T, p, 3, sync_comm);
     } else {
+        await_root(1); /* until this rank's turn: asleep, not spinning */
         for (int k = 0; k < K; k++) {
             PMPI_Recv(NULL, 0, MPI_BYTE, 0, 1, sync_comm, MPI_STATUS_IGNORE);
             int64_t tp = (int64_t)now();
             PMPI_Send(&tp, 1, MPI_INT64_T, 0, 2, sync_comm);
         }
+        await_root(3);
+        PMPI_Recv(mine, 3, MPI_INT64_T, 0, 3, sync_comm, MPI_STATUS_IGNORE);
     }
-    PMPI_Scatter(tab, 3, MPI_INT64_T, mine, 3, MPI_INT64_T, 0, sync_comm);
     free(tab);
     cpmpi_rt_clock(phase, mine[0], mine[1], mine[2], now());
 }
