@@ -322,8 +322,16 @@ fn pipeline_streams_blocks_down_the_chain_and_back() {
     check_exact(&j, &want);
     for r in 0..RANKS {
         let links = if r == 0 || r == RANKS - 1 { 1 } else { 2 };
-        assert_eq!(calls(&j, r, "MPI_Isend"), links * blocks * iters, "rank {r}");
-        assert_eq!(calls(&j, r, "MPI_Irecv"), links * blocks * iters, "rank {r}");
+        assert_eq!(
+            calls(&j, r, "MPI_Isend"),
+            links * blocks * iters,
+            "rank {r}"
+        );
+        assert_eq!(
+            calls(&j, r, "MPI_Irecv"),
+            links * blocks * iters,
+            "rank {r}"
+        );
         assert_eq!(calls(&j, r, "MPI_Allreduce"), 1, "rank {r}");
         assert_eq!(calls(&j, r, "MPI_Send"), 0, "rank {r}");
     }
@@ -345,7 +353,11 @@ fn ep_sends_nothing_but_one_allreduce() {
     for r in 0..RANKS {
         assert_eq!(calls(&j, r, "MPI_Allreduce"), 1, "rank {r}");
         assert_eq!(calls(&j, r, "MPI_Barrier"), 1, "rank {r}");
-        assert_eq!(calls(&j, r, "MPI_Isend") + calls(&j, r, "MPI_Send"), 0, "rank {r}");
+        assert_eq!(
+            calls(&j, r, "MPI_Isend") + calls(&j, r, "MPI_Send"),
+            0,
+            "rank {r}"
+        );
     }
 }
 
@@ -374,7 +386,11 @@ fn the_kit_verifies_under_mpich() {
             .arg(nas_dir().join(format!("{name}.c")))
             .output()
             .expect("run mpicc.mpich");
-        assert!(o.status.success(), "mpicc.mpich {name}.c: {}", text(&o.stderr));
+        assert!(
+            o.status.success(),
+            "mpicc.mpich {name}.c: {}",
+            text(&o.stderr)
+        );
         let o = Command::new("timeout")
             .args(["-k", "10", "300", "mpiexec.mpich", "-n", "4"])
             .arg(&prog)
