@@ -715,6 +715,10 @@ fn monitored_run(command: &[String], dir: &Path, timeout: Duration) -> Result<Ru
     })
 }
 
+/// How a command ended: its status (None: stopped), stdout, stderr, and whether it was stopped
+/// after writing its results.
+type Finished = (Option<std::process::ExitStatus>, Vec<u8>, Vec<u8>, bool);
+
 /// Runs `cmd` (stdout and stderr piped) for at most `timeout`; None: it was stopped (SIGTERM to
 /// the launcher, which passes it on to the ranks; SIGKILL 10 s later).
 ///
@@ -726,7 +730,7 @@ fn run_with_timeout(
     mut cmd: Command,
     timeout: Duration,
     results: Option<&Path>,
-) -> Result<(Option<std::process::ExitStatus>, Vec<u8>, Vec<u8>, bool)> {
+) -> Result<Finished> {
     use std::io::Read;
     let mut child = cmd.spawn()?;
     let drain = |r: Option<Box<dyn Read + Send>>| {
