@@ -335,6 +335,8 @@ pub struct Cell {
     pub micro: Option<Micro>,
     /// The runs' monitor directories (kept under `-o DIR`).
     pub monitor_dirs: Vec<PathBuf>,
+    /// What to know about a run that succeeded (a launch stopped after the ranks finished).
+    pub notes: Vec<String>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -434,6 +436,7 @@ pub fn run(a: &AppArgs, cfg: Config) -> Result<()> {
                 profile: None,
                 micro: None,
                 monitor_dirs: Vec::new(),
+                notes: Vec::new(),
             };
             let command = match command_for(p, s, a.np, &cache) {
                 Ok(c) => Some(c),
@@ -449,12 +452,15 @@ pub fn run(a: &AppArgs, cfg: Config) -> Result<()> {
                 let label = format!("{} on {} (run {}/{})", p.name, s.name(), k + 1, a.repeat);
                 progress.update(&label, done, total);
                 let dir = root.join(&p.name).join(s.name()).join(format!("run-{k}"));
-                let r = monitored_run(command, &dir, Duration::from_secs(a.timeout));
+                let r = monitored_run(command, a.np, &dir, Duration::from_secs(a.timeout));
                 done += 1;
                 progress.finished(&label, done, total);
                 cell.monitor_dirs.push(dir);
                 match r {
                     Ok(run) => {
+                        if let Some(n) = run.note {
+                            cell.notes.push(format!("run {}: {n}", k + 1));
+                        }
                         if cell.profile.is_none() {
                             cell.profile = Some(run.profile);
                         }
@@ -653,12 +659,13 @@ fn last_lines(b: &[u8], n: usize) -> String {
 
 struct RunResult {
     wall_s: f64,
+    note: Option<String>,
     program_s: Option<f64>,
     profile: Profile,
 }
 
 /// One monitored run: the command under the interposer (as `commperf monitor -o DIR -- …`).
-fn monitored_run(command: &[String], dir: &Path, timeout: Duration) -> Result<RunResult> {
+fn monitored_run(command: &[String], np: u32, dir: &Path, timeout: Duration) -> Result<RunResult> {
     crate::monitor_mpi::prepare_dir(dir)?;
     let dir = std::fs::canonicalize(dir)?;
     let plan = crate::preload::plan(command, None)?;
@@ -675,18 +682,31 @@ fn monitored_run(command: &[String], dir: &Path, timeout: Duration) -> Result<Ru
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     let t0 = Instant::now();
-    let (status, out, err, _) = run_with_timeout(cmd, timeout, None)
+    // Done: every rank's monitor file is complete (the interposer writes it in MPI_Finalize,
+    // before the library's own finalization).
+    let all_finalized = || {
+        crate::monitor_mpi::load(&dir)
+            .is_ok_and(|(s, _)| !s.cut_short && s.missing_ranks.is_empty() && s.ranks == np)
+    };
+    let (status, out, err, after) = run_with_timeout(cmd, timeout, &all_finalized)
         .with_context(|| format!("cannot run {}", command[0]))?;
     let wall_s = t0.elapsed().as_secs_f64();
     std::fs::write(dir.join("stdout.txt"), &out)?;
     std::fs::write(dir.join("stderr.txt"), &err)?;
-    let Some(status) = status else {
-        bail!("stopped after {} s (--timeout)", timeout.as_secs());
-    };
     let text = String::from_utf8_lossy(&out);
     if let Some(l) = text.lines().find(|l| l.ends_with(" WRONG")) {
         bail!("the program's self-check failed: {l}");
     }
+    let note = after.then(|| {
+        "stopped 10 s after every rank had finalized its monitor file (MPI_Finalize did not \
+         return)"
+            .to_string()
+    });
+    let status = match status {
+        Some(st) => st,
+        None if after => std::process::ExitStatus::default(),
+        None => bail!("stopped after {} s (--timeout)", timeout.as_secs()),
+    };
     if !status.success() {
         let why = last_lines(&err, 2);
         bail!(
@@ -712,6 +732,7 @@ fn monitored_run(command: &[String], dir: &Path, timeout: Duration) -> Result<Ru
         wall_s,
         program_s: program_time(&text),
         profile: profile(&s),
+        note,
     })
 }
 
@@ -722,14 +743,14 @@ type Finished = (Option<std::process::ExitStatus>, Vec<u8>, Vec<u8>, bool);
 /// Runs `cmd` (stdout and stderr piped) for at most `timeout`; None: it was stopped (SIGTERM to
 /// the launcher, which passes it on to the ranks; SIGKILL 10 s later).
 ///
-/// `results`: a file the command writes when its work is done; when it has been there for 10 s
-/// and the command still runs (MPICH 4.0 over UCX's TCP transport was seen spinning in
-/// MPI_Finalize for minutes after the bench wrote its results), the command is stopped the same
-/// way and the last element says so.
+/// `done`: whether the command's work is complete (checked once a second); when it has been for
+/// 10 s and the command still runs (MPICH 4.0.2 over UCX's TCP transport was seen spinning in
+/// MPI_Finalize for minutes after the ranks had written everything), the command is stopped the
+/// same way and the last element says so.
 fn run_with_timeout(
     mut cmd: Command,
     timeout: Duration,
-    results: Option<&Path>,
+    done: &dyn Fn() -> bool,
 ) -> Result<Finished> {
     use std::io::Read;
     let mut child = cmd.spawn()?;
@@ -759,6 +780,7 @@ fn run_with_timeout(
     let mut termed: Option<Instant> = None;
     let mut results_seen: Option<Instant> = None;
     let mut after_results = false;
+    let mut checked = Instant::now();
     loop {
         if let Some(st) = child.try_wait()? {
             if termed.is_none() {
@@ -766,8 +788,11 @@ fn run_with_timeout(
             }
             break;
         }
-        if results_seen.is_none() && results.is_some_and(Path::is_file) {
-            results_seen = Some(Instant::now());
+        if results_seen.is_none() && checked.elapsed() > Duration::from_secs(1) {
+            checked = Instant::now();
+            if done() {
+                results_seen = Some(checked);
+            }
         }
         let hung = results_seen.is_some_and(|t| t.elapsed() > Duration::from_secs(10));
         if termed.is_none() && hung {
@@ -945,7 +970,7 @@ fn stack_bench(a: &AppArgs, s: Stack, sizes: &[u64], root: &Path) -> StackBench 
             .stderr(Stdio::piped());
         let _ = std::fs::remove_file(&file);
         let (status, _, err, after) =
-            run_with_timeout(c, Duration::from_secs(a.timeout), Some(&file))?;
+            run_with_timeout(c, Duration::from_secs(a.timeout), &|| file.is_file())?;
         if after {
             note = Some(
                 "the launch was stopped 10 s after the bench wrote its results (MPI_Finalize did \
@@ -1209,6 +1234,11 @@ fn render(s: &Study) -> String {
             bw,
             g
         );
+    }
+    for c in &s.cells {
+        for n in &c.notes {
+            let _ = writeln!(o, "{} on {}: {n}", c.program, c.stack);
+        }
     }
     for b in &s.benches {
         if let Some(e) = &b.error {
