@@ -56,6 +56,10 @@ pub enum Command {
     /// The peer process a local `bench` starts (internal)
     #[command(name = "__peer", hide = true)]
     Peer,
+    /// Run programs (the NAS-pattern kit, or any MPI command) over MPI stacks under the monitor:
+    /// completion time per program and stack beside their message profiles and the stacks'
+    /// micro-benchmark figures (seed 004's Table 5.1)
+    App(Box<crate::app::AppArgs>),
     /// Build a rate-limited cluster of network namespaces, measure patterns on it and compare
     /// with their prediction (needs root)
     Testbed(Box<crate::testbed::TestbedArgs>),

@@ -2,6 +2,7 @@
 //! configurations the library crates take (they never see clap), and prints errors as one
 //! `commperf: …` line: exit 2 for a bad option value, 1 for a failure while running.
 
+mod app;
 mod calibrate;
 mod cli;
 mod compare;
@@ -64,6 +65,10 @@ fn main() -> ExitCode {
         Command::MonitorPeer => monitor::peer(),
         Command::Emulate(e) => emulate::run(&e),
         Command::EmulatePeer => emulate::peer(),
+        Command::App(a) => match a.to_config() {
+            Ok(cfg) => app::run(&a, cfg),
+            Err(e) => return usage_error(e),
+        },
         Command::Testbed(t) => testbed::testbed(&t),
         Command::TestbedRank(r) => testbed::testbed_rank(&r),
     };

@@ -59,7 +59,7 @@ fn is_launcher(cmd: &str) -> bool {
 }
 
 /// Which MPI a program links (ldd), or None when it links none (a script, a non-MPI tool).
-fn program_flavour(prog: &Path) -> Option<(Flavour, String)> {
+pub(crate) fn program_flavour(prog: &Path) -> Option<(Flavour, String)> {
     let o = Command::new("ldd").arg(prog).output().ok()?;
     let s = String::from_utf8_lossy(&o.stdout);
     for line in s.lines() {

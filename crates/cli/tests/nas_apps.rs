@@ -4,7 +4,8 @@
 //! exactly the point-to-point messages its pattern's formula gives for its parameters, pair by
 //! pair and size by size, with exactly the collectives it documents. A run with one flipped bit
 //! must say WRONG and exit 1, so a broken run is detectable. Without Open MPI each test skips
-//! with a message, unless `COMMPERF_REQUIRE_MPI=1` (CI) makes that a failure.
+//! with a message, unless `COMMPERF_REQUIRE_MPI=1` (CI) makes that a failure. The kit also
+//! builds and verifies with MPICH's compiler (`commperf app` runs it on MPICH stacks).
 
 mod mpi_apps;
 use mpi_apps::{exe, ok, ready, text, Scratch};
@@ -295,6 +296,112 @@ fn cg_exchanges_with_both_ring_neighbours_and_reduces_its_dots() {
     }
 }
 
+#[test]
+fn pipeline_streams_blocks_down_the_chain_and_back() {
+    if !ready("pipeline", &["mpicc.openmpi", "mpirun.openmpi"]) {
+        return;
+    }
+    let s = Scratch::new("nas", "pipeline");
+    let prog = build(&s, "pipeline");
+    let (bs, blocks, iters) = (5u64, 6u64, 7u64);
+    let args = [
+        format!("bs={bs}"),
+        format!("blocks={blocks}"),
+        format!("iters={iters}"),
+    ];
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let (o, j) = monitored(&s, &prog, &args);
+    let line = verified(&o, "pipeline");
+    assert!(line.contains("message 40 B"), "{line}");
+    // Chain 0 - 1 - 2 - 3: `blocks` forward and `blocks` backward per iteration and link.
+    let mut want = BTreeMap::new();
+    for r in 0..RANKS - 1 {
+        want.insert((r, r + 1, bin(bs * 8)), blocks * iters);
+        want.insert((r + 1, r, bin(bs * 8)), blocks * iters);
+    }
+    check_exact(&j, &want);
+    for r in 0..RANKS {
+        let links = if r == 0 || r == RANKS - 1 { 1 } else { 2 };
+        assert_eq!(
+            calls(&j, r, "MPI_Isend"),
+            links * blocks * iters,
+            "rank {r}"
+        );
+        assert_eq!(
+            calls(&j, r, "MPI_Irecv"),
+            links * blocks * iters,
+            "rank {r}"
+        );
+        assert_eq!(calls(&j, r, "MPI_Allreduce"), 1, "rank {r}");
+        assert_eq!(calls(&j, r, "MPI_Send"), 0, "rank {r}");
+    }
+}
+
+#[test]
+fn ep_sends_nothing_but_one_allreduce() {
+    if !ready("ep", &["mpicc.openmpi", "mpirun.openmpi"]) {
+        return;
+    }
+    let s = Scratch::new("nas", "ep");
+    let prog = build(&s, "ep");
+    // An n that does not divide by 4: the slices still cover every item once.
+    let (o, j) = monitored(&s, &prog, &["n=100003", "work=8"]);
+    let line = verified(&o, "ep");
+    // n(n-1)/2 = 5000250003 = 0x12a09c293.
+    assert!(line.contains("checksum 000000012a09c293"), "{line}");
+    check_exact(&j, &BTreeMap::new());
+    for r in 0..RANKS {
+        assert_eq!(calls(&j, r, "MPI_Allreduce"), 1, "rank {r}");
+        assert_eq!(calls(&j, r, "MPI_Barrier"), 1, "rank {r}");
+        assert_eq!(
+            calls(&j, r, "MPI_Isend") + calls(&j, r, "MPI_Send"),
+            0,
+            "rank {r}"
+        );
+    }
+}
+
+/// The kit builds and verifies with MPICH's compiler too (`commperf app` runs it on MPICH
+/// stacks); `-Werror` is left out there: gcc warns about MPICH's own MPI_STATUSES_IGNORE.
+#[test]
+fn the_kit_verifies_under_mpich() {
+    if !ready("kit_mpich", &["mpicc.mpich", "mpiexec.mpich"]) {
+        return;
+    }
+    let s = Scratch::new("nas", "kit_mpich");
+    for (name, args) in [
+        ("halo", &["n=32", "iters=5"][..]),
+        ("transpose", &["elems=100", "iters=3", "p2p=1"][..]),
+        ("wavefront", &["nz=5", "iters=2"][..]),
+        ("cg", &["m=100", "iters=5"][..]),
+        ("pipeline", &["bs=4", "blocks=3", "iters=5"][..]),
+        ("ep", &["n=1000", "work=4"][..]),
+    ] {
+        let prog = s.0.join(format!("{name}.mpich"));
+        let o = Command::new("mpicc.mpich")
+            .args(["-O2", "-I"])
+            .arg(nas_dir())
+            .arg("-o")
+            .arg(&prog)
+            .arg(nas_dir().join(format!("{name}.c")))
+            .output()
+            .expect("run mpicc.mpich");
+        assert!(
+            o.status.success(),
+            "mpicc.mpich {name}.c: {}",
+            text(&o.stderr)
+        );
+        let o = Command::new("timeout")
+            .args(["-k", "10", "300", "mpiexec.mpich", "-n", "4"])
+            .arg(&prog)
+            .args(args)
+            .output()
+            .expect("mpiexec.mpich");
+        ok(&o);
+        verified(&o, name);
+    }
+}
+
 /// One flipped bit in one received message: every program must notice, say WRONG and exit 1.
 #[test]
 fn a_corrupted_message_is_detected_by_every_program() {
@@ -307,6 +414,8 @@ fn a_corrupted_message_is_detected_by_every_program() {
         ("transpose", &["elems=100", "iters=3", "p2p=1"][..]),
         ("wavefront", &["nz=5", "iters=2"][..]),
         ("cg", &["m=100", "iters=5"][..]),
+        ("pipeline", &["bs=4", "blocks=3", "iters=5"][..]),
+        ("ep", &["n=1000", "work=4"][..]),
     ] {
         let prog = build(&s, name);
         let o = mpirun(&prog, args).output().expect("mpirun");

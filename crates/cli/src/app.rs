@@ -1,0 +1,1325 @@
+//! `commperf app`: seed 004's Table 5.1 as a command. Runs programs (the NAS-pattern kit of
+//! `apps/nas/`, compiled on demand with each MPI's mpicc, or any MPI command after `--`) over a
+//! list of MPI stacks, each run under the monitor's interposer (the launch `commperf monitor --
+//! mpirun …` uses), and prints the completion time per program × stack beside the program's
+//! message profile and the stacks' MPI-layer micro-benchmark figures (`commperf bench latency bw
+//! --transport mpi` under the stack's own launcher and options) at the program's dominant message
+//! size, with the figure whose ordering of the stacks best matches the programs' (Spearman).
+
+use crate::progress::RunProgress;
+use anyhow::{bail, Context, Result};
+use clap::Args;
+use commperf_bench::Progress;
+use commperf_pmpi::{Flavour, Summary};
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Version of [`Study`] (`study.json`, `--json`).
+pub const STUDY_SCHEMA_VERSION: u32 = 1;
+
+/// The kit: name, source, and the arguments of the study's default (short) run.
+const KIT: &[(&str, &str, &str)] = &[
+    (
+        "halo",
+        include_str!("../../../apps/nas/halo.c"),
+        "n=64 iters=200",
+    ),
+    (
+        "transpose",
+        include_str!("../../../apps/nas/transpose.c"),
+        "elems=1024 iters=50 p2p=1",
+    ),
+    (
+        "wavefront",
+        include_str!("../../../apps/nas/wavefront.c"),
+        "bx=8 by=8 nz=50 iters=10",
+    ),
+    (
+        "cg",
+        include_str!("../../../apps/nas/cg.c"),
+        "m=1024 hw=4 iters=500 dots=2",
+    ),
+    (
+        "pipeline",
+        include_str!("../../../apps/nas/pipeline.c"),
+        "bs=128 blocks=16 iters=20",
+    ),
+    (
+        "ep",
+        include_str!("../../../apps/nas/ep.c"),
+        "n=1048576 work=64",
+    ),
+];
+const KIT_HEADER: &str = include_str!("../../../apps/nas/nas_common.h");
+
+/// The MPI stacks a study can run on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stack {
+    OmpiShm,
+    OmpiTcp,
+    MpichShm,
+    MpichTcp,
+}
+
+impl Stack {
+    pub const ALL: [Stack; 4] = [
+        Stack::OmpiShm,
+        Stack::OmpiTcp,
+        Stack::MpichShm,
+        Stack::MpichTcp,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Stack::OmpiShm => "ompi-shm",
+            Stack::OmpiTcp => "ompi-tcp",
+            Stack::MpichShm => "mpich-shm",
+            Stack::MpichTcp => "mpich-tcp",
+        }
+    }
+
+    fn flavour(self) -> Flavour {
+        match self {
+            Stack::OmpiShm | Stack::OmpiTcp => Flavour::OpenMpi,
+            Stack::MpichShm | Stack::MpichTcp => Flavour::Mpich,
+        }
+    }
+
+    fn compiler(self) -> &'static str {
+        match self.flavour() {
+            Flavour::OpenMpi => "mpicc.openmpi",
+            _ => "mpicc.mpich",
+        }
+    }
+
+    /// The launch of `np` ranks on this stack, up to the program. Open MPI: ob1 over the named
+    /// BTLs (so that the UCX PML cannot take over and ignore the BTL list). MPICH 4.0 (Debian's is
+    /// ch4:ucx): `MPIR_CVAR_NOLOCAL=1` sends even same-node messages through the netmod, and
+    /// `UCX_TLS=tcp,self` makes UCX use TCP sockets there; its shared-memory stack is the default.
+    fn launch(self, np: u32) -> Vec<String> {
+        let mut v: Vec<String> = Vec::new();
+        match self.flavour() {
+            Flavour::OpenMpi => {
+                v.extend(["mpirun.openmpi".into(), "-np".into(), np.to_string()]);
+                if np as usize > commperf_transport::affinity::allowed_cpus().len() {
+                    v.push("--oversubscribe".into());
+                }
+                let btl = if self == Stack::OmpiShm {
+                    "self,vader"
+                } else {
+                    "self,tcp"
+                };
+                v.extend(["--mca", "pml", "ob1", "--mca", "btl", btl].map(String::from));
+            }
+            _ => {
+                v.extend(["mpiexec.mpich".into(), "-n".into(), np.to_string()]);
+                if self == Stack::MpichTcp {
+                    v.extend(
+                        [
+                            "-genv",
+                            "MPIR_CVAR_NOLOCAL",
+                            "1",
+                            "-genv",
+                            "UCX_TLS",
+                            "tcp,self",
+                        ]
+                        .map(String::from),
+                    );
+                }
+            }
+        }
+        v
+    }
+}
+
+impl std::str::FromStr for Stack {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Stack, String> {
+        Stack::ALL
+            .into_iter()
+            .find(|k| k.name() == s)
+            .ok_or_else(|| {
+                format!(
+                    "unknown stack '{s}' (allowed: {})",
+                    Stack::ALL.map(Stack::name).join(", ")
+                )
+            })
+    }
+}
+
+#[derive(Debug, Args)]
+pub struct AppArgs {
+    /// Programs of the kit, comma-separated: halo, transpose, wavefront, cg, pipeline, ep
+    /// [default: all six; none when a command follows `--`]
+    #[arg(long, value_name = "LIST")]
+    pub programs: Option<String>,
+    /// Stacks, comma-separated: ompi-shm, ompi-tcp, mpich-shm, mpich-tcp
+    #[arg(
+        long,
+        value_name = "LIST",
+        default_value = "ompi-shm,ompi-tcp,mpich-shm,mpich-tcp"
+    )]
+    pub stacks: String,
+    /// Ranks per run (Open MPI gets --oversubscribe when they outnumber the CPUs)
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=1024))]
+    pub np: u32,
+    /// Runs per program and stack; the table gives their median
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=100))]
+    pub repeat: u32,
+    /// A kit program's argument instead of the study's default, as PROGRAM:NAME=VALUE
+    /// (`--arg halo:iters=50`); may be repeated
+    #[arg(long = "arg", value_name = "PROGRAM:NAME=VALUE")]
+    pub args: Vec<String>,
+    /// Directory for each run's monitor files (DIR/PROGRAM/STACK/run-K) and DIR/study.json
+    #[arg(short = 'o', long = "out", value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// Print the study as JSON instead of the tables
+    #[arg(long)]
+    pub json: bool,
+    /// Where the kit's binaries are compiled (one per program and MPI)
+    /// [default: $XDG_CACHE_HOME/commperf/apps, else ~/.cache/commperf/apps]
+    #[arg(long, value_name = "DIR")]
+    pub cache: Option<PathBuf>,
+    /// A commperf built with MPICH (`MPICC=mpicc.mpich cargo build --features mpi`) for the
+    /// MPICH stacks' micro-benchmarks (this one serves the MPI it links)
+    #[arg(long, value_name = "PATH")]
+    pub mpich_commperf: Option<PathBuf>,
+    /// A commperf built with Open MPI for the Open MPI stacks' micro-benchmarks
+    #[arg(long, value_name = "PATH")]
+    pub openmpi_commperf: Option<PathBuf>,
+    /// Leave out the stacks' micro-benchmarks
+    #[arg(long)]
+    pub no_bench: bool,
+    /// Seconds one run may take before it is stopped and reported as failed
+    #[arg(long, default_value_t = 300, value_name = "SECONDS",
+          value_parser = clap::value_parser!(u64).range(1..=86400))]
+    pub timeout: u64,
+    /// Any MPI program, run on every stack as `LAUNCHER -np N COMMAND…` (built for one MPI, it
+    /// fails on the other's stacks, and its cells say so)
+    #[arg(last = true, value_name = "COMMAND")]
+    pub command: Vec<String>,
+}
+
+/// One program of a study.
+#[derive(Debug, Clone)]
+pub struct Program {
+    pub name: String,
+    /// The kit's source, or None for a command.
+    kit: Option<&'static str>,
+    /// Kit: `name=value` arguments; command: the whole command.
+    args: Vec<String>,
+}
+
+/// The validated study.
+#[derive(Debug)]
+pub struct Config {
+    pub programs: Vec<Program>,
+    pub stacks: Vec<Stack>,
+}
+
+impl AppArgs {
+    pub fn to_config(&self) -> Result<Config, String> {
+        let stacks: Vec<Stack> = split(&self.stacks)
+            .map(|s| s.parse::<Stack>().map_err(|e| format!("--stacks: {e}")))
+            .collect::<Result<_, _>>()?;
+        if stacks.is_empty() {
+            return Err("--stacks: empty list".into());
+        }
+        let kit_names = || KIT.iter().map(|k| k.0).collect::<Vec<_>>().join(", ");
+        let names: Vec<&str> = match &self.programs {
+            Some(p) => split(p).collect(),
+            None if self.command.is_empty() => KIT.iter().map(|k| k.0).collect(),
+            None => Vec::new(),
+        };
+        let mut programs = Vec::new();
+        for n in names {
+            let Some((name, src, defaults)) = KIT.iter().find(|k| k.0 == n) else {
+                return Err(format!(
+                    "--programs: unknown program '{n}' (the kit has: {}; run any other after --)",
+                    kit_names()
+                ));
+            };
+            if programs.iter().any(|p: &Program| p.name == *name) {
+                return Err(format!("--programs: '{n}' is named twice"));
+            }
+            programs.push(Program {
+                name: name.to_string(),
+                kit: Some(src),
+                args: defaults.split_whitespace().map(String::from).collect(),
+            });
+        }
+        for a in &self.args {
+            let bad = || format!("--arg {a}: expected PROGRAM:NAME=VALUE (`halo:iters=50`)");
+            let (prog, kv) = a.split_once(':').ok_or_else(bad)?;
+            let (k, _) = kv.split_once('=').ok_or_else(bad)?;
+            if k.is_empty() {
+                return Err(bad());
+            }
+            let Some(p) = programs.iter_mut().find(|p| p.name == prog) else {
+                return Err(format!(
+                    "--arg {a}: '{prog}' is not a kit program of this study (it has: {})",
+                    programs
+                        .iter()
+                        .map(|p| p.name.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ));
+            };
+            // The program itself checks the name and value (and refuses a bad one by name).
+            p.args.retain(|x| !x.starts_with(&format!("{k}=")));
+            p.args.push(kv.to_string());
+        }
+        if !self.command.is_empty() {
+            let name = Path::new(&self.command[0])
+                .file_name()
+                .map_or_else(|| self.command[0].clone(), |n| n.to_string_lossy().into());
+            programs.push(Program {
+                name,
+                kit: None,
+                args: self.command.clone(),
+            });
+        }
+        if programs.is_empty() {
+            return Err("--programs: empty list".into());
+        }
+        Ok(Config { programs, stacks })
+    }
+}
+
+fn split(s: &str) -> impl Iterator<Item = &str> {
+    s.split(',').map(str::trim).filter(|x| !x.is_empty())
+}
+
+/// A study's result: `study.json` and `--json`.
+#[derive(Debug, Serialize)]
+pub struct Study {
+    pub schema: &'static str,
+    pub schema_version: u32,
+    pub np: u32,
+    pub repeat: u32,
+    pub programs: Vec<String>,
+    pub stacks: Vec<String>,
+    /// Wall time of the whole study (runs, compiles and micro-benchmarks).
+    pub wall_time_s: f64,
+    /// Set when the ranks outnumber the CPUs (what that does to the stacks).
+    pub oversubscribed: Option<String>,
+    /// One per program and stack, programs first.
+    pub cells: Vec<Cell>,
+    /// One per stack: its micro-benchmark figures at the programs' dominant sizes.
+    pub benches: Vec<StackBench>,
+    /// One per program: which figure orders the stacks as the program's times do.
+    pub explanations: Vec<Explanation>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Cell {
+    pub program: String,
+    pub stack: String,
+    /// The failure of the first run that failed (build, launch, exit status, WRONG, timeout).
+    pub error: Option<String>,
+    /// Completion time: median over the runs of the program's own timed loop (the `time X s`
+    /// it prints), else of the launch's wall time.
+    pub time_s: Option<f64>,
+    /// What `time_s` is: `program` (its own report) or `wall` (the whole launch).
+    pub time_source: Option<&'static str>,
+    /// Every run's completion time, in run order.
+    pub times_s: Vec<f64>,
+    /// Median wall time of the whole launch (mpirun start-up included).
+    pub wall_s: Option<f64>,
+    /// The first run's message profile, from the monitor.
+    pub profile: Option<Profile>,
+    /// The stack's micro-benchmark figures at the program's dominant message size.
+    pub micro: Option<Micro>,
+    /// The runs' monitor directories (kept under `-o DIR`).
+    pub monitor_dirs: Vec<PathBuf>,
+    /// What to know about a run that succeeded (a launch stopped after the ranks finished).
+    pub notes: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Profile {
+    pub mpi_library: String,
+    /// Matched point-to-point messages, all ranks.
+    pub messages: u64,
+    pub bytes: u64,
+    /// Messages each rank sent (index: rank).
+    pub sent_per_rank: Vec<u64>,
+    /// Collective calls each rank made (index: rank).
+    pub collectives_per_rank: Vec<u64>,
+    /// Messages per size bin (bin: largest size in it, powers of two), ascending.
+    pub bins: Vec<Bin>,
+    /// The bin with the most messages, and its mean message size (what the micro-benchmarks
+    /// measure).
+    pub dominant_bin_bytes: Option<u64>,
+    pub dominant_mean_bytes: Option<u64>,
+    /// Share of the messages in the dominant bin.
+    pub dominant_share: f64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Bin {
+    pub size_bin_bytes: u64,
+    pub count: u64,
+    pub bytes: u64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Micro {
+    pub size_bytes: u64,
+    /// One-way latency, median (`bench latency --transport mpi`).
+    pub latency_us: f64,
+    /// Streaming bandwidth (`bench bw --transport mpi`, window 64), MB = 1e6 bytes.
+    pub bandwidth_mb_per_s: f64,
+    /// Gap per message in the stream: 1 / message rate.
+    pub gap_us: f64,
+}
+
+#[derive(Debug, Serialize)]
+pub struct StackBench {
+    pub stack: String,
+    pub error: Option<String>,
+    /// Something to know about the figures (a launch stopped after its results).
+    pub note: Option<String>,
+    /// The bench's result file (under `-o DIR`).
+    pub file: Option<PathBuf>,
+    pub figures: Vec<Micro>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Explanation {
+    pub program: String,
+    /// Stacks with both a completion time and figures.
+    pub stacks_compared: usize,
+    /// The figure with the highest rank correlation (`latency`, `bandwidth`), if any.
+    pub figure: Option<String>,
+    pub spearman: Option<f64>,
+    /// Each figure's Spearman rank correlation between its cost (latency; 1/bandwidth) and the
+    /// completion times (None: fewer than two stacks, or ties everywhere).
+    pub latency_spearman: Option<f64>,
+    pub bandwidth_spearman: Option<f64>,
+    /// Why there is no figure.
+    pub note: Option<String>,
+}
+
+pub fn run(a: &AppArgs, cfg: Config) -> Result<()> {
+    let start = Instant::now();
+    let scratch;
+    let root = match &a.out {
+        Some(d) => {
+            crate::monitor_mpi::prepare_dir(d)?;
+            std::fs::canonicalize(d)?
+        }
+        None => {
+            scratch = TempDir::new()?;
+            scratch.0.clone()
+        }
+    };
+    let cache = a.cache.clone().unwrap_or_else(default_cache);
+    let mut progress = RunProgress::new();
+    let runs = cfg.programs.len() * cfg.stacks.len() * a.repeat as usize;
+    let total = runs + if a.no_bench { 0 } else { cfg.stacks.len() };
+    let mut done = 0;
+    let mut cells = Vec::new();
+    for p in &cfg.programs {
+        for &s in &cfg.stacks {
+            let mut cell = Cell {
+                program: p.name.clone(),
+                stack: s.name().into(),
+                error: None,
+                time_s: None,
+                time_source: None,
+                times_s: Vec::new(),
+                wall_s: None,
+                profile: None,
+                micro: None,
+                monitor_dirs: Vec::new(),
+                notes: Vec::new(),
+            };
+            let command = match command_for(p, s, a.np, &cache) {
+                Ok(c) => Some(c),
+                Err(e) => {
+                    cell.error = Some(format!("{e:#}"));
+                    done += a.repeat as usize;
+                    None
+                }
+            };
+            let mut walls = Vec::new();
+            for k in 0..a.repeat {
+                let Some(command) = &command else { break };
+                let label = format!("{} on {} (run {}/{})", p.name, s.name(), k + 1, a.repeat);
+                progress.update(&label, done, total);
+                let dir = root.join(&p.name).join(s.name()).join(format!("run-{k}"));
+                let r = monitored_run(command, a.np, &dir, Duration::from_secs(a.timeout));
+                done += 1;
+                progress.finished(&label, done, total);
+                cell.monitor_dirs.push(dir);
+                match r {
+                    Ok(run) => {
+                        if let Some(n) = run.note {
+                            cell.notes.push(format!("run {}: {n}", k + 1));
+                        }
+                        if cell.profile.is_none() {
+                            cell.profile = Some(run.profile);
+                        }
+                        cell.time_source = Some(if run.program_s.is_some() {
+                            "program"
+                        } else {
+                            "wall"
+                        });
+                        cell.times_s.push(run.program_s.unwrap_or(run.wall_s));
+                        walls.push(run.wall_s);
+                    }
+                    Err(e) => {
+                        cell.error = Some(format!("{e:#}"));
+                        done += (a.repeat - k - 1) as usize;
+                        break;
+                    }
+                }
+            }
+            if cell.error.is_none() {
+                cell.time_s = median(&cell.times_s);
+                cell.wall_s = median(&walls);
+            }
+            cells.push(cell);
+        }
+    }
+    let mut benches = Vec::new();
+    if !a.no_bench {
+        // Every stack is measured at every program's dominant size (the mean size of the bin
+        // with the most messages).
+        let mut sizes: Vec<u64> = cells
+            .iter()
+            .filter_map(|c| c.profile.as_ref()?.dominant_mean_bytes)
+            .collect();
+        sizes.sort_unstable();
+        sizes.dedup();
+        for &s in &cfg.stacks {
+            let label = format!("micro-benchmarks on {}", s.name());
+            progress.update(&label, done, total);
+            let b = stack_bench(a, s, &sizes, &root);
+            done += 1;
+            progress.finished(&label, done, total);
+            benches.push(b);
+        }
+        for c in &mut cells {
+            let (Some(size), Some(b)) = (
+                c.profile.as_ref().and_then(|p| p.dominant_mean_bytes),
+                benches.iter().find(|b| b.stack == c.stack),
+            ) else {
+                continue;
+            };
+            c.micro = b.figures.iter().find(|m| m.size_bytes == size).cloned();
+        }
+    }
+    progress.finish();
+    let explanations = cfg
+        .programs
+        .iter()
+        .map(|p| explain(&p.name, &cells, a.no_bench))
+        .collect();
+    let study = Study {
+        schema: "commperf-app-study",
+        schema_version: STUDY_SCHEMA_VERSION,
+        np: a.np,
+        repeat: a.repeat,
+        programs: cfg.programs.iter().map(|p| p.name.clone()).collect(),
+        stacks: cfg.stacks.iter().map(|s| s.name().to_string()).collect(),
+        wall_time_s: start.elapsed().as_secs_f64(),
+        oversubscribed: oversubscribed(a.np),
+        cells,
+        benches,
+        explanations,
+    };
+    let json = serde_json::to_string_pretty(&study)? + "\n";
+    if a.out.is_some() {
+        let path = root.join("study.json");
+        crate::output::write_atomically(&path, json.as_bytes())?;
+        crate::say(&format!("commperf: wrote {}", path.display()));
+    }
+    if a.json {
+        crate::output::print(&json)?;
+    } else {
+        crate::output::print(&render(&study))?;
+    }
+    if study.cells.iter().all(|c| c.error.is_some()) {
+        bail!("every run of the study failed (the cells above say why)");
+    }
+    Ok(())
+}
+
+/// What running more ranks than CPUs does to the stacks, which the 2-rank micro-benchmarks
+/// cannot show.
+fn oversubscribed(np: u32) -> Option<String> {
+    let cpus = commperf_transport::affinity::allowed_cpus().len();
+    (np as usize > cpus).then(|| {
+        format!(
+            "{np} ranks on {cpus} CPUs: Open MPI's ranks yield the CPU while they wait \
+             (--oversubscribe), MPICH's keep polling, so MPICH's times include waiting for a CPU; \
+             the micro-benchmarks (2 ranks) do not see that"
+        )
+    })
+}
+
+/// A directory removed when dropped (the runs' monitor files when no `-o DIR` keeps them).
+struct TempDir(PathBuf);
+impl TempDir {
+    fn new() -> Result<TempDir> {
+        let t = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos());
+        let p = std::env::temp_dir().join(format!("commperf-app-{}-{t}", std::process::id()));
+        std::fs::create_dir_all(&p).with_context(|| format!("cannot create {}", p.display()))?;
+        Ok(TempDir(p))
+    }
+}
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn default_cache() -> PathBuf {
+    let base = std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
+        .unwrap_or_else(std::env::temp_dir);
+    base.join("commperf").join("apps")
+}
+
+/// The full launch of program `p` on stack `s`: the kit's program compiled for the stack's MPI.
+fn command_for(p: &Program, s: Stack, np: u32, cache: &Path) -> Result<Vec<String>> {
+    let mut cmd = s.launch(np);
+    match p.kit {
+        Some(src) => {
+            let bin = compile(&p.name, src, s, cache)?;
+            cmd.push(bin.display().to_string());
+            cmd.extend(p.args.iter().cloned());
+        }
+        None => cmd.extend(p.args.iter().cloned()),
+    }
+    Ok(cmd)
+}
+
+/// Compiles a kit program with the stack's mpicc into the cache (once per source and MPI: the
+/// file name carries a hash of the sources).
+fn compile(name: &str, src: &str, s: Stack, cache: &Path) -> Result<PathBuf> {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    (src, KIT_HEADER).hash(&mut h);
+    let flavour = match s.flavour() {
+        Flavour::OpenMpi => "openmpi",
+        _ => "mpich",
+    };
+    let bin = cache.join(format!("{name}-{flavour}-{:016x}", h.finish()));
+    if bin.is_file() {
+        return Ok(bin);
+    }
+    std::fs::create_dir_all(cache)
+        .with_context(|| format!("cannot create the cache directory {}", cache.display()))?;
+    let dir = cache.join(format!("src-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let c = dir.join(format!("{name}.c"));
+    std::fs::write(&c, src).with_context(|| format!("cannot write {}", c.display()))?;
+    std::fs::write(dir.join("nas_common.h"), KIT_HEADER)
+        .with_context(|| format!("cannot write {}", dir.display()))?;
+    let tmp = dir.join(name);
+    let o = Command::new(s.compiler())
+        .args(["-O2", "-I"])
+        .arg(&dir)
+        .arg("-o")
+        .arg(&tmp)
+        .arg(&c)
+        .output();
+    let r = match o {
+        Err(e) => Err(anyhow::anyhow!(
+            "cannot run {} to build {name}: {e} (install {}'s development package)",
+            s.compiler(),
+            s.flavour().name()
+        )),
+        Ok(o) if !o.status.success() => Err(anyhow::anyhow!(
+            "{} {name}.c failed: {}",
+            s.compiler(),
+            last_lines(&o.stderr, 3)
+        )),
+        Ok(_) => std::fs::rename(&tmp, &bin)
+            .with_context(|| format!("cannot move {} to {}", tmp.display(), bin.display())),
+    };
+    let _ = std::fs::remove_dir_all(&dir);
+    r.map(|()| bin)
+}
+
+fn last_lines(b: &[u8], n: usize) -> String {
+    let t = String::from_utf8_lossy(b);
+    let v: Vec<&str> = t.lines().filter(|l| !l.trim().is_empty()).collect();
+    v[v.len().saturating_sub(n)..].join(" | ")
+}
+
+struct RunResult {
+    wall_s: f64,
+    note: Option<String>,
+    program_s: Option<f64>,
+    profile: Profile,
+}
+
+/// One monitored run: the command under the interposer (as `commperf monitor -o DIR -- …`).
+fn monitored_run(command: &[String], np: u32, dir: &Path, timeout: Duration) -> Result<RunResult> {
+    crate::monitor_mpi::prepare_dir(dir)?;
+    let dir = std::fs::canonicalize(dir)?;
+    let plan = crate::preload::plan(command, None)?;
+    let preload = plan.install(&dir.join(".lib"))?;
+    let vars = vec![
+        ("LD_PRELOAD".to_string(), preload),
+        ("COMMPERF_PMPI_DIR".to_string(), dir.display().to_string()),
+        ("COMMPERF_PMPI_TAG".to_string(), String::new()),
+    ];
+    let mut cmd = plan.command(command, &vars);
+    cmd.env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let t0 = Instant::now();
+    // Done: every rank's monitor file is complete (the interposer writes it in MPI_Finalize,
+    // before the library's own finalization).
+    let all_finalized = || {
+        crate::monitor_mpi::load(&dir)
+            .is_ok_and(|(s, _)| !s.cut_short && s.missing_ranks.is_empty() && s.ranks == np)
+    };
+    let (status, out, err, after) = run_with_timeout(cmd, timeout, &all_finalized)
+        .with_context(|| format!("cannot run {}", command[0]))?;
+    let wall_s = t0.elapsed().as_secs_f64();
+    std::fs::write(dir.join("stdout.txt"), &out)?;
+    std::fs::write(dir.join("stderr.txt"), &err)?;
+    let text = String::from_utf8_lossy(&out);
+    if let Some(l) = text.lines().find(|l| l.ends_with(" WRONG")) {
+        bail!("the program's self-check failed: {l}");
+    }
+    let note = after.then(|| {
+        "stopped 10 s after every rank had finalized its monitor file (MPI_Finalize did not \
+         return)"
+            .to_string()
+    });
+    let status = match status {
+        Some(st) => st,
+        None if after => std::process::ExitStatus::default(),
+        None => bail!("stopped after {} s (--timeout)", timeout.as_secs()),
+    };
+    if !status.success() {
+        let why = last_lines(&err, 2);
+        bail!(
+            "exited with {status}{}",
+            if why.is_empty() {
+                String::new()
+            } else {
+                format!(": {why}")
+            }
+        );
+    }
+    let (s, _) = crate::monitor_mpi::load(&dir).with_context(|| {
+        "the interposer recorded nothing: the program does not use MPI, or not the stack's MPI"
+    })?;
+    std::fs::write(dir.join("summary.json"), serde_json::to_string_pretty(&s)?)?;
+    if s.cut_short {
+        bail!(
+            "the monitor's record is cut short (ranks {:?} never reached MPI_Finalize)",
+            s.unfinished_ranks
+        );
+    }
+    Ok(RunResult {
+        wall_s,
+        program_s: program_time(&text),
+        profile: profile(&s),
+        note,
+    })
+}
+
+/// How a command ended: its status (None: stopped), stdout, stderr, and whether it was stopped
+/// after writing its results.
+type Finished = (Option<std::process::ExitStatus>, Vec<u8>, Vec<u8>, bool);
+
+/// Runs `cmd` (stdout and stderr piped) for at most `timeout`; None: it was stopped (SIGTERM to
+/// the launcher, which passes it on to the ranks; SIGKILL 10 s later).
+///
+/// `done`: whether the command's work is complete (checked once a second); when it has been for
+/// 10 s and the command still runs (MPICH 4.0.2 over UCX's TCP transport was seen spinning in
+/// MPI_Finalize for minutes after the ranks had written everything), the command is stopped the
+/// same way and the last element says so.
+fn run_with_timeout(
+    mut cmd: Command,
+    timeout: Duration,
+    done: &dyn Fn() -> bool,
+) -> Result<Finished> {
+    use std::io::Read;
+    let mut child = cmd.spawn()?;
+    let drain = |r: Option<Box<dyn Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut v = Vec::new();
+            if let Some(mut r) = r {
+                let _ = r.read_to_end(&mut v);
+            }
+            v
+        })
+    };
+    let out = drain(
+        child
+            .stdout
+            .take()
+            .map(|x| Box::new(x) as Box<dyn Read + Send>),
+    );
+    let err = drain(
+        child
+            .stderr
+            .take()
+            .map(|x| Box::new(x) as Box<dyn Read + Send>),
+    );
+    let t0 = Instant::now();
+    let mut status = None;
+    let mut termed: Option<Instant> = None;
+    let mut results_seen: Option<Instant> = None;
+    let mut after_results = false;
+    let mut checked = Instant::now();
+    loop {
+        if let Some(st) = child.try_wait()? {
+            if termed.is_none() {
+                status = Some(st);
+            }
+            break;
+        }
+        if results_seen.is_none() && checked.elapsed() > Duration::from_secs(1) {
+            checked = Instant::now();
+            if done() {
+                results_seen = Some(checked);
+            }
+        }
+        let hung = results_seen.is_some_and(|t| t.elapsed() > Duration::from_secs(10));
+        if termed.is_none() && hung {
+            after_results = true;
+        }
+        if termed.is_none() && (t0.elapsed() > timeout || hung) {
+            // SAFETY: kill on our own child's pid.
+            unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) };
+            termed = Some(Instant::now());
+        }
+        if termed.is_some_and(|t| t.elapsed() > Duration::from_secs(10)) {
+            let _ = child.kill();
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let out = out.join().unwrap_or_default();
+    let err = err.join().unwrap_or_default();
+    Ok((status, out, err, after_results))
+}
+
+/// The `time X s` a kit program reports (its timed loop).
+fn program_time(stdout: &str) -> Option<f64> {
+    stdout.lines().find_map(|l| {
+        let w: Vec<&str> = l.split_whitespace().collect();
+        w.windows(3)
+            .find(|x| x[0] == "time" && x[2] == "s")
+            .and_then(|x| x[1].parse::<f64>().ok())
+            .filter(|t| t.is_finite() && *t >= 0.0)
+    })
+}
+
+const COLLECTIVES: &[&str] = &[
+    "MPI_Barrier",
+    "MPI_Bcast",
+    "MPI_Reduce",
+    "MPI_Allreduce",
+    "MPI_Gather",
+    "MPI_Gatherv",
+    "MPI_Scatter",
+    "MPI_Scatterv",
+    "MPI_Allgather",
+    "MPI_Allgatherv",
+    "MPI_Alltoall",
+    "MPI_Alltoallv",
+    "MPI_Reduce_scatter",
+    "MPI_Reduce_scatter_block",
+    "MPI_Scan",
+    "MPI_Exscan",
+];
+
+fn profile(s: &Summary) -> Profile {
+    let n = s.ranks as usize;
+    let mut sent = vec![0u64; n];
+    let mut coll = vec![0u64; n];
+    let mut bins: BTreeMap<u64, (u64, u64)> = BTreeMap::new();
+    for p in &s.pairs {
+        if let Some(x) = sent.get_mut(p.src as usize) {
+            *x += p.count;
+        }
+        let b = bins.entry(p.size_bin).or_default();
+        b.0 += p.count;
+        b.1 += p.bytes;
+    }
+    for c in &s.calls {
+        if COLLECTIVES.contains(&c.call) {
+            if let Some(x) = coll.get_mut(c.rank as usize) {
+                *x += c.count;
+            }
+        }
+    }
+    let bins: Vec<Bin> = bins
+        .into_iter()
+        .map(|(k, (count, bytes))| Bin {
+            size_bin_bytes: k,
+            count,
+            bytes,
+        })
+        .collect();
+    let messages: u64 = bins.iter().map(|b| b.count).sum();
+    // Most messages; among equals, the larger bin (more bytes on the wire).
+    let dom = bins.iter().max_by_key(|b| (b.count, b.size_bin_bytes));
+    Profile {
+        mpi_library: s.mpi_library.lines().next().unwrap_or("").to_string(),
+        messages,
+        bytes: bins.iter().map(|b| b.bytes).sum(),
+        sent_per_rank: sent,
+        collectives_per_rank: coll,
+        dominant_bin_bytes: dom.map(|b| b.size_bin_bytes),
+        dominant_mean_bytes: dom.map(|b| (b.bytes as f64 / b.count as f64).round() as u64),
+        dominant_share: dom.map_or(0.0, |b| b.count as f64 / messages as f64),
+        bins,
+    }
+}
+
+/// The commperf that measures the stack's MPI layer: the one given for its MPI, else this one
+/// when it links that MPI.
+fn bench_binary(a: &AppArgs, f: Flavour) -> Result<PathBuf> {
+    let given = match f {
+        Flavour::OpenMpi => &a.openmpi_commperf,
+        _ => &a.mpich_commperf,
+    };
+    if let Some(p) = given {
+        return Ok(p.clone());
+    }
+    if !commperf_mpi::AVAILABLE {
+        bail!("{}", commperf_mpi::NOT_BUILT);
+    }
+    let exe = std::env::current_exe().context("locate the commperf binary")?;
+    match crate::preload::program_flavour(&exe) {
+        Some((mine, _)) if mine == f => Ok(exe),
+        mine => bail!(
+            "this commperf links {}, not {}: give a commperf built with {} as --{}-commperf \
+             (MPICC=mpicc.{} cargo build --release --features mpi)",
+            mine.map_or("no MPI", |m| m.0.name()),
+            f.name(),
+            f.name(),
+            if f == Flavour::OpenMpi {
+                "openmpi"
+            } else {
+                "mpich"
+            },
+            if f == Flavour::OpenMpi {
+                "openmpi"
+            } else {
+                "mpich"
+            },
+        ),
+    }
+}
+
+/// `commperf bench latency bw --transport mpi` with 2 ranks under the stack's launch.
+fn stack_bench(a: &AppArgs, s: Stack, sizes: &[u64], root: &Path) -> StackBench {
+    let mut b = StackBench {
+        stack: s.name().into(),
+        error: None,
+        note: None,
+        file: None,
+        figures: Vec::new(),
+    };
+    if sizes.is_empty() {
+        b.error = Some("no program sent a point-to-point message: nothing to measure".into());
+        return b;
+    }
+    let mut note = None;
+    let r = (|| -> Result<(PathBuf, Vec<Micro>)> {
+        let exe = bench_binary(a, s.flavour())?;
+        let file = root.join(format!("bench-{}.json", s.name()));
+        let sizes = sizes
+            .iter()
+            .map(u64::to_string)
+            .collect::<Vec<_>>()
+            .join(",");
+        let mut cmd = s.launch(2);
+        cmd.push(exe.display().to_string());
+        cmd.extend(
+            [
+                "bench",
+                "latency",
+                "bw",
+                "--transport",
+                "mpi",
+                "--sizes",
+                &sizes,
+            ]
+            .map(String::from),
+        );
+        cmd.extend(["--format".into(), "json".into(), "-o".into()]);
+        cmd.push(file.display().to_string());
+        let mut c = Command::new(&cmd[0]);
+        c.args(&cmd[1..])
+            .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+            .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let _ = std::fs::remove_file(&file);
+        let (status, _, err, after) =
+            run_with_timeout(c, Duration::from_secs(a.timeout), &|| file.is_file())?;
+        if after {
+            note = Some(
+                "the launch was stopped 10 s after the bench wrote its results (MPI_Finalize did \
+                 not return)"
+                    .to_string(),
+            );
+        }
+        match status {
+            None if after => {}
+            None => bail!("stopped after {} s (--timeout)", a.timeout),
+            Some(st) if !st.success() => {
+                bail!(
+                    "{} exited with {st}: {}",
+                    cmd.join(" "),
+                    last_lines(&err, 2)
+                )
+            }
+            Some(_) => {}
+        }
+        let text = commperf_core::read_text(&file)?;
+        let rep = commperf_report::load_json(&text).with_context(|| file.display().to_string())?;
+        let mut figures = Vec::new();
+        for size in sizes.split(',').filter_map(|x| x.parse::<u64>().ok()) {
+            let row = |bm: commperf_core::Benchmark| {
+                rep.results
+                    .iter()
+                    .find(|r| r.benchmark == bm && r.size_bytes == size)
+            };
+            let (Some(lat), Some(bw)) = (
+                row(commperf_core::Benchmark::Latency).and_then(|r| r.p50_us),
+                row(commperf_core::Benchmark::Bw),
+            ) else {
+                continue;
+            };
+            let (Some(mbps), Some(rate)) = (bw.mb_per_s, bw.msgs_per_s) else {
+                continue;
+            };
+            figures.push(Micro {
+                size_bytes: size,
+                latency_us: lat,
+                bandwidth_mb_per_s: mbps,
+                gap_us: 1e6 / rate,
+            });
+        }
+        Ok((file, figures))
+    })();
+    b.note = note;
+    match r {
+        Ok((file, figures)) => {
+            b.file = a.out.is_some().then_some(file);
+            b.figures = figures;
+        }
+        Err(e) => b.error = Some(format!("{e:#}")),
+    }
+    b
+}
+
+fn median(v: &[f64]) -> Option<f64> {
+    if v.is_empty() {
+        return None;
+    }
+    let mut s = v.to_vec();
+    s.sort_by(f64::total_cmp);
+    let n = s.len();
+    Some(if n % 2 == 1 {
+        s[n / 2]
+    } else {
+        (s[n / 2 - 1] + s[n / 2]) / 2.0
+    })
+}
+
+/// Ranks (1-based, ties averaged).
+fn ranks(v: &[f64]) -> Vec<f64> {
+    let mut idx: Vec<usize> = (0..v.len()).collect();
+    idx.sort_by(|&a, &b| v[a].total_cmp(&v[b]));
+    let mut r = vec![0.0; v.len()];
+    let mut i = 0;
+    while i < idx.len() {
+        let mut j = i;
+        while j + 1 < idx.len() && v[idx[j + 1]] == v[idx[i]] {
+            j += 1;
+        }
+        let avg = (i + j) as f64 / 2.0 + 1.0;
+        for &k in &idx[i..=j] {
+            r[k] = avg;
+        }
+        i = j + 1;
+    }
+    r
+}
+
+/// Spearman's rank correlation: Pearson's over the ranks (ties averaged). None with fewer than
+/// two values or when either side has a single rank.
+pub fn spearman(x: &[f64], y: &[f64]) -> Option<f64> {
+    if x.len() != y.len() || x.len() < 2 {
+        return None;
+    }
+    let (rx, ry) = (ranks(x), ranks(y));
+    let n = x.len() as f64;
+    let (mx, my) = (rx.iter().sum::<f64>() / n, ry.iter().sum::<f64>() / n);
+    let (mut sxy, mut sxx, mut syy) = (0.0, 0.0, 0.0);
+    for (a, b) in rx.iter().zip(&ry) {
+        sxy += (a - mx) * (b - my);
+        sxx += (a - mx) * (a - mx);
+        syy += (b - my) * (b - my);
+    }
+    (sxx > 0.0 && syy > 0.0).then(|| sxy / (sxx * syy).sqrt())
+}
+
+fn explain(program: &str, cells: &[Cell], no_bench: bool) -> Explanation {
+    let mine: Vec<(&Cell, f64, &Micro)> = cells
+        .iter()
+        .filter(|c| c.program == program)
+        .filter_map(|c| Some((c, c.time_s?, c.micro.as_ref()?)))
+        .collect();
+    let times: Vec<f64> = mine.iter().map(|m| m.1).collect();
+    let lat: Vec<f64> = mine.iter().map(|m| m.2.latency_us).collect();
+    let inv_bw: Vec<f64> = mine.iter().map(|m| 1.0 / m.2.bandwidth_mb_per_s).collect();
+    let (l, b) = (spearman(&lat, &times), spearman(&inv_bw, &times));
+    let best = [("latency", l), ("bandwidth", b)]
+        .into_iter()
+        .filter_map(|(n, r)| Some((n, r?)))
+        .filter(|(_, r)| *r > 0.0)
+        .fold(None::<(&str, f64)>, |acc, (n, r)| match acc {
+            Some((_, ar)) if ar >= r => acc,
+            _ => Some((n, r)),
+        });
+    let note = if best.is_some() {
+        None
+    } else if l.is_some() || b.is_some() {
+        Some("no figure orders the stacks as the times do (no positive rank correlation)".into())
+    } else if no_bench {
+        Some("no micro-benchmarks (--no-bench)".to_string())
+    } else if cells
+        .iter()
+        .filter(|c| c.program == program)
+        .all(|c| c.profile.as_ref().is_some_and(|p| p.messages == 0))
+    {
+        Some("no point-to-point messages: its time depends on no network figure".to_string())
+    } else if mine.len() < 2 {
+        Some(format!(
+            "{} stack(s) with both a time and micro-benchmark figures: nothing to order",
+            mine.len()
+        ))
+    } else {
+        Some("the figures or the times are all equal: no ordering".to_string())
+    };
+    Explanation {
+        program: program.into(),
+        stacks_compared: mine.len(),
+        figure: best.map(|b| b.0.to_string()),
+        spearman: best.map(|b| b.1),
+        latency_spearman: l,
+        bandwidth_spearman: b,
+        note,
+    }
+}
+
+fn fmt_size(b: u64) -> String {
+    if b >= 1 << 20 && b % (1 << 20) == 0 {
+        format!("{} MiB", b >> 20)
+    } else if b >= 1 << 10 && b % (1 << 10) == 0 {
+        format!("{} KiB", b >> 10)
+    } else {
+        format!("{b} B")
+    }
+}
+
+fn render(s: &Study) -> String {
+    use std::fmt::Write;
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
+        "# commperf app | {} ranks | median of {} run(s) | completion time per program and stack (s)",
+        s.np, s.repeat
+    );
+    let _ = write!(o, "{:<12}", "program");
+    for st in &s.stacks {
+        let _ = write!(o, " {st:>12}");
+    }
+    let _ = writeln!(o);
+    for p in &s.programs {
+        let _ = write!(o, "{p:<12}");
+        for st in &s.stacks {
+            let c = s.cells.iter().find(|c| &c.program == p && &c.stack == st);
+            let v = match c {
+                Some(Cell {
+                    time_s: Some(t), ..
+                }) => format!("{t:.6}"),
+                _ => "FAILED".into(),
+            };
+            let _ = write!(o, " {v:>12}");
+        }
+        let _ = writeln!(o);
+    }
+    let _ = writeln!(
+        o,
+        "\n# per run: the program's messages (monitor) and the stack's MPI-layer figures at its dominant size"
+    );
+    let _ = writeln!(
+        o,
+        "{:<12} {:<10} {:>10} {:>9} {:>9} {:<22} {:<24} {:>9} {:>10} {:>8}",
+        "program",
+        "stack",
+        "time s",
+        "wall s",
+        "messages",
+        "sent per rank",
+        "dominant size",
+        "lat µs",
+        "bw MB/s",
+        "g µs"
+    );
+    for c in &s.cells {
+        if let Some(e) = &c.error {
+            let _ = writeln!(o, "{:<12} {:<10} FAILED: {e}", c.program, c.stack);
+            continue;
+        }
+        let (msgs, per, dom) = match &c.profile {
+            Some(p) => (
+                p.messages.to_string(),
+                p.sent_per_rank
+                    .iter()
+                    .map(u64::to_string)
+                    .collect::<Vec<_>>()
+                    .join("/"),
+                match (p.dominant_mean_bytes, p.dominant_bin_bytes) {
+                    (Some(m), Some(b)) => format!(
+                        "{} (≤{}, {:.0} %)",
+                        fmt_size(m),
+                        fmt_size(b),
+                        p.dominant_share * 100.0
+                    ),
+                    _ => format!(
+                        "none ({} coll./rank)",
+                        p.collectives_per_rank.iter().max().unwrap_or(&0)
+                    ),
+                },
+            ),
+            None => ("-".into(), "-".into(), "-".into()),
+        };
+        let (lat, bw, g) = match &c.micro {
+            Some(m) => (
+                format!("{:.2}", m.latency_us),
+                format!("{:.1}", m.bandwidth_mb_per_s),
+                format!("{:.2}", m.gap_us),
+            ),
+            None => ("-".into(), "-".into(), "-".into()),
+        };
+        let _ = writeln!(
+            o,
+            "{:<12} {:<10} {:>10.6} {:>9.2} {:>9} {:<22} {:<24} {:>9} {:>10} {:>8}",
+            c.program,
+            c.stack,
+            c.time_s.unwrap_or(f64::NAN),
+            c.wall_s.unwrap_or(f64::NAN),
+            msgs,
+            per,
+            dom,
+            lat,
+            bw,
+            g
+        );
+    }
+    for c in &s.cells {
+        for n in &c.notes {
+            let _ = writeln!(o, "{} on {}: {n}", c.program, c.stack);
+        }
+    }
+    for b in &s.benches {
+        if let Some(e) = &b.error {
+            let _ = writeln!(o, "micro-benchmarks on {}: {e}", b.stack);
+        }
+        if let Some(n) = &b.note {
+            let _ = writeln!(o, "micro-benchmarks on {}: {n}", b.stack);
+        }
+    }
+    if let Some(n) = &s.oversubscribed {
+        let _ = writeln!(o, "note: {n}");
+    }
+    let _ = writeln!(
+        o,
+        "\n# which micro-benchmark figure orders the stacks as the program's times do (Spearman ρ)"
+    );
+    for e in &s.explanations {
+        let r = |v: Option<f64>| v.map_or_else(|| "-".to_string(), |v| format!("{v:+.2}"));
+        match &e.figure {
+            Some(f) => {
+                let weak = if e.spearman.unwrap_or(0.0) < 0.8 {
+                    ", weak"
+                } else {
+                    ""
+                };
+                let _ = writeln!(
+                    o,
+                    "{:<12} {f} (ρ = {} over {} stacks{weak}; latency {}, bandwidth {})",
+                    e.program,
+                    r(e.spearman),
+                    e.stacks_compared,
+                    r(e.latency_spearman),
+                    r(e.bandwidth_spearman)
+                );
+            }
+            None => {
+                let _ = writeln!(
+                    o,
+                    "{:<12} none: {}",
+                    e.program,
+                    e.note.as_deref().unwrap_or("")
+                );
+            }
+        }
+    }
+    let _ = writeln!(o, "\nstudy wall time {:.1} s", s.wall_time_s);
+    o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spearman_ranks_with_ties_averaged() {
+        assert_eq!(spearman(&[1.0, 2.0, 3.0], &[10.0, 20.0, 30.0]), Some(1.0));
+        assert_eq!(spearman(&[1.0, 2.0, 3.0], &[3.0, 2.0, 1.0]), Some(-1.0));
+        // x ranks 1, 2.5, 2.5, 4 against y ranks 1, 2, 3, 4: ρ = 4.5 / sqrt(4.5 · 5).
+        let r = spearman(&[1.0, 5.0, 5.0, 9.0], &[1.0, 2.0, 3.0, 4.0]).unwrap();
+        assert!((r - 4.5 / (4.5f64 * 5.0).sqrt()).abs() < 1e-12, "{r}");
+        assert_eq!(spearman(&[1.0, 1.0], &[1.0, 2.0]), None);
+        assert_eq!(spearman(&[1.0], &[1.0]), None);
+    }
+
+    #[test]
+    fn a_program_time_is_read_from_the_report_line() {
+        let l = "cg: ranks 4 m 1 hw 1 iters 2 dots 2 message 8 B time 0.012500 s checksum 0 expected 0 errors 0 OK";
+        assert_eq!(program_time(l), Some(0.0125));
+        assert_eq!(program_time("hello"), None);
+    }
+
+    #[test]
+    fn stacks_launch_their_transport() {
+        let l = Stack::OmpiTcp.launch(2).join(" ");
+        assert!(l.contains("--mca pml ob1 --mca btl self,tcp"), "{l}");
+        let l = Stack::MpichTcp.launch(2).join(" ");
+        assert!(l.starts_with("mpiexec.mpich -n 2"), "{l}");
+        assert!(
+            l.contains("-genv MPIR_CVAR_NOLOCAL 1 -genv UCX_TLS tcp,self"),
+            "{l}"
+        );
+        assert!(!Stack::MpichShm.launch(2).join(" ").contains("genv"));
+    }
+}

@@ -1,0 +1,355 @@
+//! `commperf app`: real small studies (the kit compiled by the verb, real mpirun, every run under
+//! the monitor), checked for the exact message counts of the programs' formulas, the table's
+//! shape, the JSON fields, a failing program reported in its cell while the others are filled,
+//! and bad stacks and programs refused by name. Without Open MPI (or, for the MPICH study,
+//! without MPICH) the tests skip with a message, unless `COMMPERF_REQUIRE_MPI=1`.
+
+mod mpi_apps;
+use mpi_apps::{exe, ok, ready, text, Scratch};
+use serde_json::Value;
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn app(s: &Scratch, args: &[&str]) -> Output {
+    let mut c = Command::new("timeout");
+    c.args(["-k", "10", "600", exe(), "app", "--np", "2", "--cache"])
+        .arg(s.0.join("cache"))
+        .args(args)
+        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        .current_dir(&s.0);
+    c.output().expect("run commperf app")
+}
+
+fn study(dir: &Path) -> Value {
+    let t = std::fs::read_to_string(dir.join("study.json")).expect("study.json");
+    serde_json::from_str(&t).expect("study.json is JSON")
+}
+
+fn cell<'a>(j: &'a Value, program: &str, stack: &str) -> &'a Value {
+    j["cells"]
+        .as_array()
+        .expect("cells")
+        .iter()
+        .find(|c| c["program"] == program && c["stack"] == stack)
+        .unwrap_or_else(|| panic!("no cell {program} × {stack} in {j}"))
+}
+
+fn u64s(v: &Value) -> Vec<u64> {
+    v.as_array()
+        .unwrap_or_else(|| panic!("array expected: {v}"))
+        .iter()
+        .map(|x| x.as_u64().unwrap())
+        .collect()
+}
+
+/// pipeline with 2 ranks: bs=4 (32-byte messages), blocks=3, iters=5: 3·5 forward from rank 0
+/// and 3·5 backward from rank 1; ep: no message, one barrier and one allreduce per rank.
+const PIPELINE: [&str; 6] = [
+    "--arg",
+    "pipeline:bs=4",
+    "--arg",
+    "pipeline:blocks=3",
+    "--arg",
+    "pipeline:iters=5",
+];
+const EP: [&str; 4] = ["--arg", "ep:n=5000", "--arg", "ep:work=4"];
+
+fn check_kit_profiles(j: &Value, stack: &str) {
+    let p = &cell(j, "pipeline", stack)["profile"];
+    assert_eq!(p["messages"], 30, "{p}");
+    assert_eq!(u64s(&p["sent_per_rank"]), [15, 15], "{p}");
+    assert_eq!(p["dominant_bin_bytes"], 32, "{p}");
+    assert_eq!(p["dominant_mean_bytes"], 32, "{p}");
+    assert_eq!(p["dominant_share"], 1.0, "{p}");
+    assert_eq!(p["bytes"], 30 * 32, "{p}");
+    // One MPI_Barrier and the final MPI_Allreduce.
+    assert_eq!(u64s(&p["collectives_per_rank"]), [2, 2], "{p}");
+    let e = &cell(j, "ep", stack)["profile"];
+    assert_eq!(e["messages"], 0, "{e}");
+    assert_eq!(u64s(&e["sent_per_rank"]), [0, 0], "{e}");
+    assert_eq!(u64s(&e["collectives_per_rank"]), [2, 2], "{e}");
+    assert!(e["dominant_bin_bytes"].is_null(), "{e}");
+    for prog in ["pipeline", "ep"] {
+        let c = cell(j, prog, stack);
+        assert!(c["error"].is_null(), "{c}");
+        assert_eq!(c["time_source"], "program", "{c}");
+        let t = c["time_s"].as_f64().unwrap();
+        assert!(t > 0.0 && t < 60.0, "{c}");
+        assert!(c["wall_s"].as_f64().unwrap() >= t, "{c}");
+        assert_eq!(c["times_s"].as_array().unwrap().len(), 1, "{c}");
+        for d in c["monitor_dirs"].as_array().unwrap() {
+            let d = Path::new(d.as_str().unwrap());
+            assert!(d.join("summary.json").is_file(), "{}", d.display());
+            assert!(d.join("rank-0.cpmpi").is_file(), "{}", d.display());
+        }
+    }
+}
+
+#[test]
+fn a_small_study_over_open_mpis_two_stacks() {
+    if !ready("app_ompi", &["mpicc.openmpi", "mpirun.openmpi"]) {
+        return;
+    }
+    let s = Scratch::new("app", "ompi");
+    let out = s.0.join("study");
+    let mut args = vec![
+        "--programs",
+        "pipeline,ep",
+        "--stacks",
+        "ompi-shm,ompi-tcp",
+        "--json",
+        "-o",
+        out.to_str().unwrap(),
+    ];
+    args.extend(PIPELINE);
+    args.extend(EP);
+    let o = app(&s, &args);
+    ok(&o);
+    let j: Value = serde_json::from_str(&text(&o.stdout)).expect("--json prints JSON");
+    assert_eq!(j["schema"], "commperf-app-study");
+    assert_eq!(j["schema_version"], 1);
+    assert_eq!(j["np"], 2);
+    assert_eq!(j["repeat"], 1);
+    assert_eq!(j["programs"], serde_json::json!(["pipeline", "ep"]));
+    assert_eq!(j["stacks"], serde_json::json!(["ompi-shm", "ompi-tcp"]));
+    assert_eq!(j["cells"].as_array().unwrap().len(), 4);
+    assert!(j["wall_time_s"].as_f64().unwrap() > 0.0);
+    let file = study(&out);
+    assert_eq!(
+        file["cells"], j["cells"],
+        "study.json holds what --json printed"
+    );
+    for stack in ["ompi-shm", "ompi-tcp"] {
+        check_kit_profiles(&j, stack);
+        assert!(cell(&j, "pipeline", stack)["profile"]["mpi_library"]
+            .as_str()
+            .unwrap()
+            .contains("Open MPI"));
+        // The stack's own MPI-layer figures at pipeline's 32-byte messages.
+        let m = &cell(&j, "pipeline", stack)["micro"];
+        assert_eq!(m["size_bytes"], 32, "{m}");
+        let (lat, bw, g) = (
+            m["latency_us"].as_f64().unwrap(),
+            m["bandwidth_mb_per_s"].as_f64().unwrap(),
+            m["gap_us"].as_f64().unwrap(),
+        );
+        assert!(lat > 0.0 && lat < 10_000.0, "{m}");
+        assert!(bw > 0.0, "{m}");
+        // 32 bytes per message: the gap is the bandwidth's time per message.
+        assert!((g - 32.0 / bw).abs() / g < 1e-9, "{m}");
+        assert!(cell(&j, "ep", stack)["micro"].is_null());
+    }
+    for b in j["benches"].as_array().unwrap() {
+        assert!(b["error"].is_null(), "{b}");
+        assert!(Path::new(b["file"].as_str().unwrap()).is_file(), "{b}");
+    }
+    let ex = j["explanations"].as_array().unwrap();
+    assert_eq!(ex.len(), 2);
+    assert_eq!(ex[0]["program"], "pipeline");
+    assert_eq!(ex[0]["stacks_compared"], 2);
+    // Two stacks: each figure's ρ is ±1 (the tiny runs may order the stacks either way); a
+    // figure is named only when it orders them as the times do.
+    for f in ["latency_spearman", "bandwidth_spearman"] {
+        let rho = ex[0][f].as_f64().unwrap();
+        assert!(rho == 1.0 || rho == -1.0, "two stacks: ρ is ±1 ({})", ex[0]);
+    }
+    match ex[0]["figure"].as_str() {
+        Some(f) => {
+            assert!(["latency", "bandwidth"].contains(&f), "{}", ex[0]);
+            assert_eq!(ex[0]["spearman"], 1.0, "{}", ex[0]);
+            assert_eq!(ex[0][format!("{f}_spearman")], 1.0, "{}", ex[0]);
+        }
+        None => assert!(
+            ex[0]["note"].as_str().unwrap().contains("no figure orders"),
+            "{}",
+            ex[0]
+        ),
+    }
+    assert!(ex[1]["figure"].is_null());
+    assert!(
+        ex[1]["note"]
+            .as_str()
+            .unwrap()
+            .contains("no point-to-point"),
+        "{}",
+        ex[1]
+    );
+}
+
+#[test]
+fn a_failing_program_is_reported_in_its_cell_and_the_study_goes_on() {
+    if !ready("app_fail", &["mpicc.openmpi", "mpirun.openmpi"]) {
+        return;
+    }
+    let s = Scratch::new("app", "fail");
+    let out = s.0.join("study");
+    // ep's corrupt=1 flips a bit of rank 1's contribution: its self-check fails on every stack.
+    let o = app(
+        &s,
+        &[
+            "--programs",
+            "cg,ep",
+            "--stacks",
+            "ompi-shm,ompi-tcp",
+            "--no-bench",
+            "--arg",
+            "cg:iters=10",
+            "--arg",
+            "cg:m=64",
+            "--arg",
+            "ep:n=1000",
+            "--arg",
+            "ep:corrupt=1",
+            "-o",
+            out.to_str().unwrap(),
+        ],
+    );
+    ok(&o);
+    let t = text(&o.stdout);
+    let lines: Vec<&str> = t.lines().collect();
+    // Table 5.1: a header, then one row per program with one column per stack.
+    assert!(lines[0].starts_with("# commperf app | 2 ranks"), "{t}");
+    let head: Vec<&str> = lines[1].split_whitespace().collect();
+    assert_eq!(head, ["program", "ompi-shm", "ompi-tcp"], "{t}");
+    let cg: Vec<&str> = lines[2].split_whitespace().collect();
+    assert_eq!(cg.len(), 3, "{t}");
+    assert_eq!(cg[0], "cg");
+    for v in &cg[1..] {
+        assert!(v.parse::<f64>().unwrap() > 0.0, "{t}");
+    }
+    let ep: Vec<&str> = lines[3].split_whitespace().collect();
+    assert_eq!(ep, ["ep", "FAILED", "FAILED"], "{t}");
+    assert!(
+        t.lines().any(|l| l.starts_with("ep")
+            && l.contains("FAILED: the program's self-check failed: ep:")
+            && l.ends_with("WRONG")),
+        "{t}"
+    );
+    let j = study(&out);
+    for stack in ["ompi-shm", "ompi-tcp"] {
+        let e = cell(&j, "ep", stack);
+        assert!(e["error"].as_str().unwrap().contains("WRONG"), "{e}");
+        assert!(e["time_s"].is_null(), "{e}");
+        let c = cell(&j, "cg", stack);
+        assert!(c["error"].is_null(), "{c}");
+        // cg on 2 ranks: per iteration each rank sends hw·8 = 32 bytes to its left and its
+        // right neighbour (the same rank); 10 iterations.
+        assert_eq!(c["profile"]["messages"], 40, "{c}");
+        assert_eq!(u64s(&c["profile"]["sent_per_rank"]), [20, 20], "{c}");
+        assert_eq!(c["profile"]["dominant_bin_bytes"], 32, "{c}");
+        // 2 + iters·dots allreduces and one barrier.
+        assert_eq!(u64s(&c["profile"]["collectives_per_rank"]), [23, 23], "{c}");
+        assert!(c["micro"].is_null(), "--no-bench");
+    }
+    assert_eq!(j["benches"].as_array().unwrap().len(), 0);
+}
+
+/// MPICH's two stacks (shared memory, and TCP through `MPIR_CVAR_NOLOCAL=1 UCX_TLS=tcp,self`),
+/// and a command built with Open MPI, which runs on Open MPI's stack and fails, named, on
+/// MPICH's.
+#[test]
+fn a_small_study_over_mpich_and_a_command_built_for_the_other_mpi() {
+    if !ready(
+        "app_mpich",
+        &[
+            "mpicc.mpich",
+            "mpiexec.mpich",
+            "mpicc.openmpi",
+            "mpirun.openmpi",
+        ],
+    ) {
+        return;
+    }
+    let s = Scratch::new("app", "mpich");
+    let ep = s.0.join("ep_openmpi");
+    let o = Command::new("mpicc.openmpi")
+        .args(["-O2", "-I"])
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../apps/nas"))
+        .arg("-o")
+        .arg(&ep)
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../apps/nas/ep.c"))
+        .output()
+        .expect("mpicc.openmpi");
+    ok(&o);
+    let out = s.0.join("study");
+    let mut args = vec![
+        "--programs",
+        "pipeline,ep",
+        "--stacks",
+        "mpich-shm,mpich-tcp,ompi-shm",
+        "--json",
+        "-o",
+        out.to_str().unwrap(),
+    ];
+    let mpich = std::env::var("COMMPERF_MPICH_COMMPERF").ok();
+    if let Some(m) = &mpich {
+        args.extend(["--mpich-commperf", m.as_str()]);
+    }
+    args.extend(PIPELINE);
+    args.extend(EP);
+    args.extend(["--", ep.to_str().unwrap(), "n=3000", "work=2"]);
+    let o = app(&s, &args);
+    ok(&o);
+    let j: Value = serde_json::from_str(&text(&o.stdout)).expect("JSON");
+    assert_eq!(
+        j["programs"],
+        serde_json::json!(["pipeline", "ep", "ep_openmpi"])
+    );
+    assert_eq!(j["cells"].as_array().unwrap().len(), 9);
+    for stack in ["mpich-shm", "mpich-tcp", "ompi-shm"] {
+        check_kit_profiles(&j, stack);
+    }
+    assert!(cell(&j, "pipeline", "mpich-tcp")["profile"]["mpi_library"]
+        .as_str()
+        .unwrap()
+        .contains("MPICH"));
+    // The Open MPI command: its cell on Open MPI's stack is filled, on MPICH's it names why not.
+    let c = cell(&j, "ep_openmpi", "ompi-shm");
+    assert!(c["error"].is_null(), "{c}");
+    assert_eq!(c["profile"]["messages"], 0, "{c}");
+    for stack in ["mpich-shm", "mpich-tcp"] {
+        let c = cell(&j, "ep_openmpi", stack);
+        let e = c["error"].as_str().unwrap_or_else(|| panic!("{c}"));
+        assert!(e.contains("links Open MPI"), "{e}");
+    }
+    for b in j["benches"].as_array().unwrap() {
+        if b["stack"] == "ompi-shm" || mpich.is_some() {
+            assert!(b["error"].is_null(), "{b}");
+        } else {
+            // This test's commperf links Open MPI: MPICH's figures need one built with MPICH.
+            assert!(
+                b["error"].as_str().unwrap().contains("--mpich-commperf"),
+                "{b}"
+            );
+        }
+    }
+}
+
+#[test]
+fn unknown_stacks_programs_and_arguments_are_refused_by_name() {
+    for (args, says) in [
+        (
+            &["--stacks", "ompi-shm,ib"][..],
+            "--stacks: unknown stack 'ib' (allowed: ompi-shm, ompi-tcp, mpich-shm, mpich-tcp)",
+        ),
+        (
+            &["--programs", "halo,bt"][..],
+            "--programs: unknown program 'bt' (the kit has: halo, transpose, wavefront, cg, pipeline, ep",
+        ),
+        (
+            &["--programs", "halo", "--arg", "cg:iters=3"][..],
+            "--arg cg:iters=3: 'cg' is not a kit program of this study (it has: halo)",
+        ),
+        (&["--arg", "halo-iters"][..], "--arg halo-iters: expected PROGRAM:NAME=VALUE"),
+        (&["--np", "0"][..], "--np"),
+    ] {
+        let mut argv = vec!["app"];
+        argv.extend(args);
+        let o = Command::new(exe()).args(&argv).output().expect("commperf");
+        assert_eq!(o.status.code(), Some(2), "{argv:?}");
+        let err = text(&o.stderr);
+        assert!(err.contains(says), "{argv:?}: {err}");
+        assert!(o.stdout.is_empty(), "{argv:?}");
+    }
+}
