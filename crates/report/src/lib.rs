@@ -29,6 +29,7 @@ mod blocks;
 mod compare;
 mod csv;
 mod plot;
+pub mod svg;
 mod table;
 
 pub use compare::{

@@ -12,6 +12,7 @@
 //! scale they use. Absent values are left out, never drawn as 0: a row without o_s simply has
 //! no o_s point.
 
+use crate::svg::{axes, colour, esc, y_grid, y_labels, y_title};
 use commperf_core::{format_size, Benchmark, Mode, Report, Row, TransportKind};
 use commperf_stats::axis::{Axis, Scale};
 use std::fmt::Write as _;
@@ -309,21 +310,6 @@ const LEGEND_STEP: f64 = 18.0;
 /// On a log µs axis with values at or below 0: the gap between the lowest decade and the
 /// x axis, which then is the `≤ 0` baseline those values are drawn on.
 const NONPOSITIVE_GAP: f64 = 24.0;
-/// Least distance between two y tick labels.
-const Y_LABEL_STEP: f64 = 14.0;
-
-/// One colour per transport and mode (Tableau 10), reused in order when there are more.
-const COLOURS: [&str; 8] = [
-    "#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf",
-];
-
-/// Escapes text for SVG content and attribute values.
-fn esc(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
-}
 
 /// The figure as a standalone SVG document: a log2 size axis labelled 1, 4, 64, 1K … , a µs
 /// axis (the shared [`Axis`]: linear from the lowest value or 0 to the highest, or log10 from
@@ -387,18 +373,9 @@ pub fn loggp_svg(report: &Report) -> Result<String, PlotError> {
             r#"<line x1="{x:.1}" y1="{TOP:.1}" x2="{x:.1}" y2="{bottom:.1}"/>"#
         );
     }
-    for t in &ticks {
-        let y = y_at(t.position);
-        let _ = writeln!(
-            o,
-            r#"<line x1="{LEFT:.1}" y1="{y:.1}" x2="{right:.1}" y2="{y:.1}"/>"#
-        );
-    }
+    y_grid(&mut o, &ticks, LEFT, right, y_at);
     let _ = writeln!(o, "</g>");
-    let _ = writeln!(
-        o,
-        r##"<g stroke="#000000" stroke-width="1"><line x1="{LEFT:.1}" y1="{bottom:.1}" x2="{right:.1}" y2="{bottom:.1}"/><line x1="{LEFT:.1}" y1="{TOP:.1}" x2="{LEFT:.1}" y2="{bottom:.1}"/></g>"##
-    );
+    axes(&mut o, LEFT, TOP, right, bottom);
     if axis.scale() == Scale::Linear && ticks.first().is_some_and(|t| t.value < 0.0) {
         let y0 = y_of(0.0);
         let _ = writeln!(
@@ -417,18 +394,8 @@ pub fn loggp_svg(report: &Report) -> Result<String, PlotError> {
         );
     }
     let _ = writeln!(o, "</g>");
-    let per_tick = (low - TOP) / f64::from(axis.intervals());
-    let ky = ((Y_LABEL_STEP / per_tick).ceil() as usize).max(1);
     let _ = writeln!(o, r#"<g text-anchor="end">"#);
-    for t in ticks.iter().step_by(ky) {
-        let _ = writeln!(
-            o,
-            r#"<text x="{:.1}" y="{:.1}">{}</text>"#,
-            LEFT - 8.0,
-            y_at(t.position) + 4.0,
-            esc(&t.label)
-        );
-    }
+    y_labels(&mut o, &axis, LEFT - 8.0, low - TOP, y_at);
     if nonpositive {
         let _ = writeln!(
             o,
@@ -444,11 +411,10 @@ pub fn loggp_svg(report: &Report) -> Result<String, PlotError> {
         LEFT + pw / 2.0,
         bottom + 40.0
     );
-    let (yx, yy) = (18.0, TOP + ph / 2.0);
-    let _ = writeln!(
-        o,
-        r#"<text x="{yx:.1}" y="{yy:.1}" text-anchor="middle" transform="rotate(-90 {yx:.1} {yy:.1})">overhead (µs, {})</text>"#,
-        axis.scale().caption()
+    y_title(
+        &mut o,
+        TOP + ph / 2.0,
+        &format!("overhead (µs, {})", axis.scale().caption()),
     );
 
     // The series, then the legend with the same styles.
@@ -467,7 +433,7 @@ pub fn loggp_svg(report: &Report) -> Result<String, PlotError> {
             Param::Os => "",
             Param::Or => r#" stroke-dasharray="6 4""#,
         };
-        (COLOURS[i % COLOURS.len()], dash)
+        (colour(i), dash)
     };
     let marker = |o: &mut String, s: &Series, x: f64, y: f64, colour: &str| {
         let _ = match s.param {
