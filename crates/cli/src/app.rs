@@ -8,10 +8,10 @@
 
 use crate::progress::RunProgress;
 use anyhow::{bail, Context, Result};
-use clap::Args;
+use clap::{Args, Subcommand, ValueEnum};
 use commperf_bench::Progress;
 use commperf_pmpi::{Flavour, Summary};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -19,6 +19,8 @@ use std::time::{Duration, Instant};
 
 /// Version of [`Study`] (`study.json`, `--json`).
 pub const STUDY_SCHEMA_VERSION: u32 = 1;
+/// The `schema` of [`Study`].
+pub const STUDY_SCHEMA: &str = "commperf-app-study";
 
 /// The kit: name, source, and the arguments of the study's default (short) run.
 const KIT: &[(&str, &str, &str)] = &[
@@ -151,7 +153,10 @@ impl std::str::FromStr for Stack {
 }
 
 #[derive(Debug, Args)]
+#[command(args_conflicts_with_subcommands = true)]
 pub struct AppArgs {
+    #[command(subcommand)]
+    pub cmd: Option<AppCmd>,
     /// Programs of the kit, comma-separated: halo, transpose, wavefront, cg, pipeline, ep
     /// [default: all six; none when a command follows `--`]
     #[arg(long, value_name = "LIST")]
@@ -179,6 +184,9 @@ pub struct AppArgs {
     /// Print the study as JSON instead of the tables
     #[arg(long)]
     pub json: bool,
+    /// Also write the study as one self-contained HTML page (tables and SVG figures)
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
     /// Where the kit's binaries are compiled (one per program and MPI)
     /// [default: $XDG_CACHE_HOME/commperf/apps, else ~/.cache/commperf/apps]
     #[arg(long, value_name = "DIR")]
@@ -201,6 +209,31 @@ pub struct AppArgs {
     /// fails on the other's stacks, and its cells say so)
     #[arg(last = true, value_name = "COMMAND")]
     pub command: Vec<String>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum AppCmd {
+    /// Re-render a saved study (DIR or its study.json)
+    Report(ReportArgs),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ReportFormat {
+    Table,
+    Json,
+    Html,
+}
+
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// A study directory (`commperf app -o DIR`) or its study.json
+    #[arg(value_name = "DIR|FILE")]
+    pub input: PathBuf,
+    #[arg(long, value_enum, default_value = "table")]
+    pub format: ReportFormat,
+    /// Write to FILE instead of stdout
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    pub out: Option<PathBuf>,
 }
 
 /// One program of a study.
@@ -285,6 +318,15 @@ impl AppArgs {
         if programs.is_empty() {
             return Err("--programs: empty list".into());
         }
+        if let Some(h) = &self.html {
+            let parent = h.parent().filter(|p| !p.as_os_str().is_empty());
+            if parent.is_some_and(|p| !p.is_dir()) || h.is_dir() {
+                return Err(format!(
+                    "--html {}: not a file in an existing directory",
+                    h.display()
+                ));
+            }
+        }
         Ok(Config { programs, stacks })
     }
 }
@@ -294,9 +336,9 @@ fn split(s: &str) -> impl Iterator<Item = &str> {
 }
 
 /// A study's result: `study.json` and `--json`.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, Deserialize)]
 pub struct Study {
-    pub schema: &'static str,
+    pub schema: String,
     pub schema_version: u32,
     pub np: u32,
     pub repeat: u32,
@@ -314,7 +356,7 @@ pub struct Study {
     pub explanations: Vec<Explanation>,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, Deserialize)]
 pub struct Cell {
     pub program: String,
     pub stack: String,
@@ -324,7 +366,7 @@ pub struct Cell {
     /// it prints), else of the launch's wall time.
     pub time_s: Option<f64>,
     /// What `time_s` is: `program` (its own report) or `wall` (the whole launch).
-    pub time_source: Option<&'static str>,
+    pub time_source: Option<String>,
     /// Every run's completion time, in run order.
     pub times_s: Vec<f64>,
     /// Median wall time of the whole launch (mpirun start-up included).
@@ -339,7 +381,7 @@ pub struct Cell {
     pub notes: Vec<String>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Profile {
     pub mpi_library: String,
     /// Matched point-to-point messages, all ranks.
@@ -359,14 +401,14 @@ pub struct Profile {
     pub dominant_share: f64,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Bin {
     pub size_bin_bytes: u64,
     pub count: u64,
     pub bytes: u64,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Micro {
     pub size_bytes: u64,
     /// One-way latency, median (`bench latency --transport mpi`).
@@ -377,7 +419,7 @@ pub struct Micro {
     pub gap_us: f64,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, Deserialize)]
 pub struct StackBench {
     pub stack: String,
     pub error: Option<String>,
@@ -388,7 +430,7 @@ pub struct StackBench {
     pub figures: Vec<Micro>,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, Deserialize)]
 pub struct Explanation {
     pub program: String,
     /// Stacks with both a completion time and figures.
@@ -464,11 +506,14 @@ pub fn run(a: &AppArgs, cfg: Config) -> Result<()> {
                         if cell.profile.is_none() {
                             cell.profile = Some(run.profile);
                         }
-                        cell.time_source = Some(if run.program_s.is_some() {
-                            "program"
-                        } else {
-                            "wall"
-                        });
+                        cell.time_source = Some(
+                            if run.program_s.is_some() {
+                                "program"
+                            } else {
+                                "wall"
+                            }
+                            .into(),
+                        );
                         cell.times_s.push(run.program_s.unwrap_or(run.wall_s));
                         walls.push(run.wall_s);
                     }
@@ -521,7 +566,7 @@ pub fn run(a: &AppArgs, cfg: Config) -> Result<()> {
         .map(|p| explain(&p.name, &cells, a.no_bench))
         .collect();
     let study = Study {
-        schema: "commperf-app-study",
+        schema: STUDY_SCHEMA.into(),
         schema_version: STUDY_SCHEMA_VERSION,
         np: a.np,
         repeat: a.repeat,
@@ -539,6 +584,10 @@ pub fn run(a: &AppArgs, cfg: Config) -> Result<()> {
         crate::output::write_atomically(&path, json.as_bytes())?;
         crate::say(&format!("commperf: wrote {}", path.display()));
     }
+    if let Some(h) = &a.html {
+        crate::output::write_atomically(h, crate::app_html::page(&study).as_bytes())?;
+        crate::say(&format!("commperf: wrote {}", h.display()));
+    }
     if a.json {
         crate::output::print(&json)?;
     } else {
@@ -548,6 +597,47 @@ pub fn run(a: &AppArgs, cfg: Config) -> Result<()> {
         bail!("every run of the study failed (the cells above say why)");
     }
     Ok(())
+}
+
+/// `app report`: a saved study as the tables, JSON or the HTML page.
+pub fn report(r: &ReportArgs) -> Result<()> {
+    let study = load_study(&r.input)?;
+    let text = match r.format {
+        ReportFormat::Table => render(&study),
+        ReportFormat::Json => serde_json::to_string_pretty(&study)? + "\n",
+        ReportFormat::Html => crate::app_html::page(&study),
+    };
+    match &r.out {
+        Some(p) => crate::output::write_atomically(p, text.as_bytes()),
+        None => crate::output::print(&text),
+    }
+}
+
+/// A study saved by `app -o DIR`: DIR/study.json, or the file itself.
+pub fn load_study(input: &Path) -> Result<Study> {
+    let file = if input.is_dir() {
+        input.join("study.json")
+    } else {
+        input.to_path_buf()
+    };
+    let text = commperf_core::read_text(&file)?;
+    let v: serde_json::Value = serde_json::from_str(&text)
+        .with_context(|| format!("{}: not JSON (truncated or corrupt?)", file.display()))?;
+    if v["schema"] != STUDY_SCHEMA {
+        bail!(
+            "{}: not a commperf app study (schema {}, expected {STUDY_SCHEMA})",
+            file.display(),
+            v["schema"]
+        );
+    }
+    if v["schema_version"] != STUDY_SCHEMA_VERSION {
+        bail!(
+            "{}: study schema_version {}, this commperf reads {STUDY_SCHEMA_VERSION}",
+            file.display(),
+            v["schema_version"]
+        );
+    }
+    serde_json::from_value(v).with_context(|| format!("{}: not a complete study", file.display()))
 }
 
 /// What running more ranks than CPUs does to the stacks, which the 2-rank micro-benchmarks
@@ -1139,7 +1229,7 @@ fn fmt_size(b: u64) -> String {
     }
 }
 
-fn render(s: &Study) -> String {
+pub(crate) fn render(s: &Study) -> String {
     use std::fmt::Write;
     let mut o = String::new();
     let _ = writeln!(

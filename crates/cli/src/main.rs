@@ -3,6 +3,7 @@
 //! `commperf: …` line: exit 2 for a bad option value, 1 for a failure while running.
 
 mod app;
+mod app_html;
 mod calibrate;
 mod cli;
 mod compare;
@@ -65,9 +66,12 @@ fn main() -> ExitCode {
         Command::MonitorPeer => monitor::peer(),
         Command::Emulate(e) => emulate::run(&e),
         Command::EmulatePeer => emulate::peer(),
-        Command::App(a) => match a.to_config() {
-            Ok(cfg) => app::run(&a, cfg),
-            Err(e) => return usage_error(e),
+        Command::App(a) => match &a.cmd {
+            Some(app::AppCmd::Report(r)) => app::report(r),
+            None => match a.to_config() {
+                Ok(cfg) => app::run(&a, cfg),
+                Err(e) => return usage_error(e),
+            },
         },
         Command::Testbed(t) => testbed::testbed(&t),
         Command::TestbedRank(r) => testbed::testbed_rank(&r),

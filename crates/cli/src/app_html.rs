@@ -1,0 +1,761 @@
+//! `commperf app --html FILE` and `app report DIR --format html`: a [`Study`] as one
+//! self-contained HTML page. Inline CSS and inline SVG, no script, no external resource (the
+//! page's Content-Security-Policy forbids every load, so a browser says so if one slips in).
+//!
+//! The page holds the program × stack table of completion times with figure (a), grouped bars
+//! of the same times (one group per program, one bar per stack, on the shared value [`Axis`]:
+//! log10 when the times span more than a factor of 30); the per-program explanation (which
+//! micro-benchmark figure orders the stacks, Spearman ρ); the stacks' micro-benchmark figures;
+//! and per program its message profile on every stack with figure (b), its signature: messages
+//! per size bin. Every text that comes from the command line or from a program (names, errors,
+//! notes, the MPI library's banner) is escaped. Deterministic: the same study gives the same
+//! bytes.
+
+use crate::app::{Cell, Profile, Study};
+use commperf_core::format_size;
+use commperf_report::svg::{self, colour, esc};
+use commperf_stats::axis::{Axis, Scale};
+use std::fmt::Write as _;
+
+const STYLE: &str = "body{font-family:sans-serif;margin:1.5em auto;max-width:72em;\
+padding:0 1em;color:#222}\
+table{border-collapse:collapse;margin:.6em 0 1.2em}\
+th,td{border:1px solid #ccc;padding:.25em .6em;text-align:right;vertical-align:top}\
+th{background:#f3f3f3}th:first-child,.text{text-align:left}\
+td.failed{color:#b00;font-weight:bold}\
+.note{color:#555;font-size:.92em}.error{color:#b00}\
+figure{margin:.5em 0 1.5em}figcaption{color:#555;font-size:.92em}\
+section.program{border-top:1px solid #ddd;margin-top:1.5em}";
+
+/// Geometry of the figures, in pixels.
+const LEFT: f64 = 72.0;
+const TOP: f64 = 40.0;
+const BOTTOM: f64 = 58.0;
+const PLOT_H: f64 = 260.0;
+const BAR_W: f64 = 22.0;
+const GROUP_GAP: f64 = 26.0;
+const LEGEND_W: f64 = 150.0;
+
+/// The whole page.
+pub fn page(s: &Study) -> String {
+    let mut o = String::new();
+    let title = format!(
+        "commperf app: {} program(s) × {} stack(s), {} ranks",
+        s.programs.len(),
+        s.stacks.len(),
+        s.np
+    );
+    let _ = write!(
+        o,
+        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
+         <meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; \
+         style-src 'unsafe-inline'\">\n<title>{}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n",
+        esc(&title)
+    );
+    let _ = writeln!(o, "<h1>{}</h1>", esc(&title));
+    let _ = writeln!(
+        o,
+        "<p class=\"note\">Seed 004's Table 5.1: each program run on each MPI stack under the \
+         monitor's interposer; completion time is the median of {} run(s) (the program's own \
+         timed loop where it reports one, else the launch's wall time). Study wall time {:.1} s \
+         ({} {}).</p>",
+        s.repeat,
+        s.wall_time_s,
+        esc(&s.schema),
+        s.schema_version
+    );
+    if let Some(n) = &s.oversubscribed {
+        let _ = writeln!(o, "<p class=\"note\">Note: {}</p>", esc(n));
+    }
+    times_table(&mut o, s);
+    let _ = writeln!(o, "<figure id=\"fig-times\">");
+    o += &times_svg(s);
+    let _ = writeln!(
+        o,
+        "<figcaption>(a) Completion time per program across the stacks.</figcaption>\n</figure>"
+    );
+    explanations(&mut o, s);
+    micro_table(&mut o, s);
+    let _ = writeln!(
+        o,
+        "<h2 id=\"profiles\">Message profiles and signatures</h2>"
+    );
+    for (i, p) in s.programs.iter().enumerate() {
+        program_section(&mut o, s, i, p);
+    }
+    let _ = writeln!(o, "</body>\n</html>");
+    o
+}
+
+fn cell<'a>(s: &'a Study, program: &str, stack: &str) -> Option<&'a Cell> {
+    s.cells
+        .iter()
+        .find(|c| c.program == program && c.stack == stack)
+}
+
+fn opt(v: Option<f64>, f: impl Fn(f64) -> String) -> String {
+    v.map_or_else(|| "-".to_string(), f)
+}
+
+fn times_table(o: &mut String, s: &Study) {
+    let _ = writeln!(
+        o,
+        "<h2 id=\"times\">Completion time per program and stack (s)</h2>\n<table id=\"times-table\">"
+    );
+    let _ = write!(o, "<thead><tr><th>program</th>");
+    for st in &s.stacks {
+        let _ = write!(o, "<th>{}</th>", esc(st));
+    }
+    let _ = writeln!(o, "</tr></thead>\n<tbody>");
+    for p in &s.programs {
+        let _ = write!(o, "<tr><th>{}</th>", esc(p));
+        for st in &s.stacks {
+            let attrs = format!("data-program=\"{}\" data-stack=\"{}\"", esc(p), esc(st));
+            match cell(s, p, st) {
+                Some(Cell {
+                    time_s: Some(t), ..
+                }) => {
+                    let _ = write!(o, "<td class=\"time\" {attrs}>{t:.6}</td>");
+                }
+                Some(Cell { error: Some(e), .. }) => {
+                    let _ = write!(
+                        o,
+                        "<td class=\"failed\" {attrs} title=\"{}\">FAILED</td>",
+                        esc(e)
+                    );
+                }
+                _ => {
+                    let _ = write!(o, "<td class=\"failed\" {attrs}>-</td>");
+                }
+            }
+        }
+        let _ = writeln!(o, "</tr>");
+    }
+    let _ = writeln!(o, "</tbody>\n</table>");
+    let failed: Vec<&Cell> = s.cells.iter().filter(|c| c.error.is_some()).collect();
+    if !failed.is_empty() {
+        let _ = writeln!(o, "<ul class=\"error\">");
+        for c in failed {
+            let _ = writeln!(
+                o,
+                "<li>{} on {}: {}</li>",
+                esc(&c.program),
+                esc(&c.stack),
+                esc(c.error.as_deref().unwrap_or(""))
+            );
+        }
+        let _ = writeln!(o, "</ul>");
+    }
+}
+
+fn explanations(o: &mut String, s: &Study) {
+    let _ = writeln!(
+        o,
+        "<h2 id=\"explanations\">Which micro-benchmark figure orders the stacks as the times do</h2>\n\
+         <p class=\"note\">Spearman rank correlation between a figure's cost (latency; 1 / \
+         bandwidth) at the program's dominant message size and its completion times over the \
+         stacks (with two stacks ρ is ±1 by construction).</p>\n\
+         <table id=\"explanations-table\"><thead><tr><th>program</th><th class=\"text\">figure</th><th>ρ</th>\
+         <th>latency ρ</th><th>bandwidth ρ</th><th>stacks compared</th><th class=\"text\">note</th></tr></thead>\n<tbody>"
+    );
+    let r = |v: Option<f64>| opt(v, |v| format!("{v:+.2}"));
+    for e in &s.explanations {
+        let _ = writeln!(
+            o,
+            "<tr><th>{}</th><td class=\"text\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>\
+             <td class=\"text\">{}</td></tr>",
+            esc(&e.program),
+            esc(e.figure.as_deref().unwrap_or("none")),
+            r(e.spearman),
+            r(e.latency_spearman),
+            r(e.bandwidth_spearman),
+            e.stacks_compared,
+            esc(e.note.as_deref().unwrap_or(""))
+        );
+    }
+    let _ = writeln!(o, "</tbody>\n</table>");
+}
+
+fn micro_table(o: &mut String, s: &Study) {
+    let _ = writeln!(
+        o,
+        "<h2 id=\"micro\">Micro-benchmark figures per stack</h2>\n<p class=\"note\">MPI layer, 2 \
+         ranks under the stack's launcher: latency p50 (<code>bench latency</code>), streaming \
+         bandwidth and gap g = 1 / message rate (<code>bench bw</code>), at the programs' \
+         dominant message sizes.</p>"
+    );
+    if s.benches.is_empty() {
+        let _ = writeln!(
+            o,
+            "<p class=\"note\">No micro-benchmarks in this study (--no-bench).</p>"
+        );
+        return;
+    }
+    let _ = writeln!(
+        o,
+        "<table id=\"micro-table\"><thead><tr><th>stack</th><th>size</th><th>latency µs</th>\
+         <th>bandwidth MB/s</th><th>g µs</th><th class=\"text\">dominant size of</th></tr></thead>\n<tbody>"
+    );
+    for b in &s.benches {
+        if let Some(e) = &b.error {
+            let _ = writeln!(
+                o,
+                "<tr><th>{}</th><td class=\"text error\" colspan=\"5\">{}</td></tr>",
+                esc(&b.stack),
+                esc(e)
+            );
+        }
+        for m in &b.figures {
+            let users: Vec<String> = s
+                .cells
+                .iter()
+                .filter(|c| c.stack == b.stack)
+                .filter(|c| {
+                    c.profile
+                        .as_ref()
+                        .and_then(|p| p.dominant_mean_bytes)
+                        .is_some_and(|d| d == m.size_bytes)
+                })
+                .map(|c| esc(&c.program))
+                .collect();
+            let _ = writeln!(
+                o,
+                "<tr><th>{}</th><td>{}</td><td>{:.2}</td><td>{:.1}</td><td>{:.2}</td>\
+                 <td class=\"text\">{}</td></tr>",
+                esc(&b.stack),
+                esc(&format_size(m.size_bytes)),
+                m.latency_us,
+                m.bandwidth_mb_per_s,
+                m.gap_us,
+                users.join(", ")
+            );
+        }
+        if let Some(n) = &b.note {
+            let _ = writeln!(
+                o,
+                "<tr><th>{}</th><td class=\"text note\" colspan=\"5\">{}</td></tr>",
+                esc(&b.stack),
+                esc(n)
+            );
+        }
+    }
+    let _ = writeln!(o, "</tbody>\n</table>");
+}
+
+fn join(v: &[u64]) -> String {
+    v.iter().map(u64::to_string).collect::<Vec<_>>().join(" / ")
+}
+
+fn dominant(p: &Profile) -> String {
+    match (p.dominant_mean_bytes, p.dominant_bin_bytes) {
+        (Some(m), Some(b)) => format!(
+            "{} (≤ {}, {:.0} %)",
+            format_size(m),
+            format_size(b),
+            p.dominant_share * 100.0
+        ),
+        _ => "none".into(),
+    }
+}
+
+fn program_section(o: &mut String, s: &Study, i: usize, p: &str) {
+    let _ = writeln!(
+        o,
+        "<section class=\"program\" id=\"program-{i}\" data-program=\"{}\">\n<h3>{}</h3>",
+        esc(p),
+        esc(p)
+    );
+    if let Some(e) = s.explanations.iter().find(|e| e.program == p) {
+        let text = match (&e.figure, e.spearman) {
+            (Some(f), Some(r)) => format!(
+                "{f} orders the stacks as the times do (ρ = {r:+.2} over {} stacks{})",
+                e.stacks_compared,
+                if r < 0.8 { ", weak" } else { "" }
+            ),
+            _ => format!("no figure: {}", e.note.as_deref().unwrap_or("")),
+        };
+        let _ = writeln!(o, "<p class=\"explanation\">{}</p>", esc(&text));
+    }
+    let _ = writeln!(
+        o,
+        "<table class=\"profile\"><thead><tr><th>stack</th><th>time s</th><th>wall s</th>\
+         <th>messages</th><th>bytes</th><th>sent per rank</th><th>collectives per rank</th>\
+         <th>dominant size</th><th>latency µs</th><th>bandwidth MB/s</th><th>g µs</th>\
+         <th class=\"text\">MPI library</th></tr></thead>\n<tbody>"
+    );
+    let cells: Vec<&Cell> = s.stacks.iter().filter_map(|st| cell(s, p, st)).collect();
+    for c in &cells {
+        let _ = write!(o, "<tr><th>{}</th>", esc(&c.stack));
+        if let Some(e) = &c.error {
+            let _ = writeln!(
+                o,
+                "<td class=\"failed text\" colspan=\"11\">FAILED: {}</td></tr>",
+                esc(e)
+            );
+            continue;
+        }
+        let _ = write!(
+            o,
+            "<td>{}</td><td>{}</td>",
+            opt(c.time_s, |t| format!("{t:.6}")),
+            opt(c.wall_s, |t| format!("{t:.2}"))
+        );
+        match &c.profile {
+            Some(pr) => {
+                let _ = write!(
+                    o,
+                    "<td class=\"messages\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>",
+                    pr.messages,
+                    pr.bytes,
+                    join(&pr.sent_per_rank),
+                    join(&pr.collectives_per_rank),
+                    esc(&dominant(pr))
+                );
+            }
+            None => {
+                let _ = write!(o, "{}", "<td>-</td>".repeat(5));
+            }
+        }
+        match &c.micro {
+            Some(m) => {
+                let _ = write!(
+                    o,
+                    "<td>{:.2}</td><td>{:.1}</td><td>{:.2}</td>",
+                    m.latency_us, m.bandwidth_mb_per_s, m.gap_us
+                );
+            }
+            None => {
+                let _ = write!(o, "{}", "<td>-</td>".repeat(3));
+            }
+        }
+        let lib = c.profile.as_ref().map_or("", |p| p.mpi_library.as_str());
+        let _ = writeln!(o, "<td class=\"text\">{}</td></tr>", esc(lib));
+    }
+    let _ = writeln!(o, "</tbody>\n</table>");
+    let notes: Vec<String> = cells
+        .iter()
+        .flat_map(|c| c.notes.iter().map(move |n| format!("{}: {n}", c.stack)))
+        .collect();
+    if !notes.is_empty() {
+        let _ = writeln!(o, "<ul class=\"note\">");
+        for n in notes {
+            let _ = writeln!(o, "<li>{}</li>", esc(&n));
+        }
+        let _ = writeln!(o, "</ul>");
+    }
+    // The signature: from the first stack with a profile; the others are said to match or not.
+    let first = cells
+        .iter()
+        .find_map(|c| Some((c.stack.as_str(), c.profile.as_ref()?)));
+    match first {
+        Some((stack, pr)) if !pr.bins.is_empty() => {
+            let key = |p: &Profile| {
+                p.bins
+                    .iter()
+                    .map(|b| (b.size_bin_bytes, b.count))
+                    .collect::<Vec<_>>()
+            };
+            let differ: Vec<&str> = cells
+                .iter()
+                .filter_map(|c| Some((c.stack.as_str(), c.profile.as_ref()?)))
+                .filter(|(_, q)| key(q) != key(pr))
+                .map(|(st, _)| st)
+                .collect();
+            let _ = writeln!(o, "<figure class=\"signature\">");
+            o.push_str(&signature_svg(p, stack, pr));
+            let same = if differ.is_empty() {
+                "the same on every stack with a profile".to_string()
+            } else {
+                format!("different on {}", differ.join(", "))
+            };
+            let _ = writeln!(
+                o,
+                "<figcaption>(b) {}'s signature: point-to-point messages per size bin, all ranks, \
+                 monitored on {} ({}).</figcaption>\n</figure>",
+                esc(p),
+                esc(stack),
+                esc(&same)
+            );
+        }
+        Some(_) => {
+            let _ = writeln!(
+                o,
+                "<p class=\"note\">No point-to-point messages: no signature to draw.</p>"
+            );
+        }
+        None => {
+            let _ = writeln!(
+                o,
+                "<p class=\"note\">No run with a message profile: no signature to draw.</p>"
+            );
+        }
+    }
+    let _ = writeln!(o, "</section>");
+}
+
+/// An SVG element of `w` × `h` with a white background and a centred title.
+fn svg_open(o: &mut String, w: f64, h: f64, class: &str, title: &str) {
+    let _ = writeln!(
+        o,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" class="{class}" width="{w:.0}" height="{h:.0}" viewBox="0 0 {w:.0} {h:.0}" font-family="sans-serif" font-size="12" role="img">"#
+    );
+    let _ = writeln!(o, "<title>{}</title>", esc(title));
+    let _ = writeln!(
+        o,
+        r#"<rect x="0" y="0" width="{w:.0}" height="{h:.0}" fill="white"/>"#
+    );
+    let _ = writeln!(
+        o,
+        r#"<text x="{:.1}" y="22" text-anchor="middle" font-size="14">{}</text>"#,
+        w / 2.0,
+        esc(title)
+    );
+}
+
+/// The value axis of a bar chart: grid lines and labels at the axis's ticks, the axes, and
+/// the rotated y title with the scale's caption. Returns the y of a value (the plot's bottom
+/// for one the axis cannot place) and the y bars start from: 0 on a linear axis (clamped to
+/// the plot), the low end on a log one.
+fn value_axis(
+    o: &mut String,
+    axis: &Axis,
+    right: f64,
+    y_title: &str,
+) -> (impl Fn(f64) -> f64, f64) {
+    let bottom = TOP + PLOT_H;
+    let y_at = move |position: f64| bottom - position * PLOT_H;
+    let _ = writeln!(o, r##"<g stroke="#e0e0e0" stroke-width="1">"##);
+    svg::y_grid(o, &axis.ticks(), LEFT, right, y_at);
+    let _ = writeln!(o, "</g>\n<g text-anchor=\"end\">");
+    svg::y_labels(o, axis, LEFT - 8.0, PLOT_H, y_at);
+    let _ = writeln!(o, "</g>");
+    svg::axes(o, LEFT, TOP, right, bottom);
+    svg::y_title(
+        o,
+        TOP + PLOT_H / 2.0,
+        &format!("{y_title} ({})", axis.scale().caption()),
+    );
+    let zero_y = match axis.scale() {
+        Scale::Linear => axis.position(0.0).map_or(bottom, y_at).clamp(TOP, bottom),
+        Scale::Log10 => bottom,
+    };
+    let axis = axis.clone();
+    (move |v: f64| axis.position(v).map_or(bottom, y_at), zero_y)
+}
+
+/// A bar whose top is at `y`, from `zero_y` (where 0 is on a linear axis; the low end of a
+/// log axis, the decade under the least value); at least 1 px high, so a value on the low end
+/// still shows.
+fn bar(o: &mut String, attrs: &str, x: f64, (y, zero_y): (f64, f64), fill: &str, tip: &str) {
+    let (top, h) = if y <= zero_y {
+        (y, zero_y - y)
+    } else {
+        (zero_y, y - zero_y)
+    };
+    let _ = writeln!(
+        o,
+        r#"<rect class="bar" {attrs} x="{x:.1}" y="{top:.1}" width="{BAR_W:.1}" height="{:.1}" fill="{fill}"><title>{}</title></rect>"#,
+        h.max(1.0),
+        esc(tip)
+    );
+}
+
+/// (a): one group per program, one bar per stack (its median completion time); a failed cell
+/// is a red × on the baseline.
+fn times_svg(s: &Study) -> String {
+    let axis = Axis::for_values(s.cells.iter().filter_map(|c| c.time_s));
+    let n = s.stacks.len().max(1) as f64;
+    let group = n * BAR_W + GROUP_GAP;
+    let pw = (s.programs.len() as f64 * group).max(240.0);
+    let right = LEFT + pw;
+    let w = right + LEGEND_W;
+    let h = TOP + PLOT_H + BOTTOM;
+    let mut o = String::new();
+    svg_open(
+        &mut o,
+        w,
+        h,
+        "times",
+        "completion time per program and stack",
+    );
+    let (y_of, zero_y) = value_axis(&mut o, &axis, right, "completion time, s");
+    let bottom = TOP + PLOT_H;
+    let _ = writeln!(o, r#"<g class="bars">"#);
+    for (gi, p) in s.programs.iter().enumerate() {
+        let x0 = LEFT + GROUP_GAP / 2.0 + gi as f64 * group;
+        for (si, st) in s.stacks.iter().enumerate() {
+            let x = x0 + si as f64 * BAR_W;
+            let attrs = format!("data-program=\"{}\" data-stack=\"{}\"", esc(p), esc(st));
+            match cell(s, p, st).and_then(|c| c.time_s) {
+                Some(t) => {
+                    let tip = format!("{p} on {st}: {t:.6} s");
+                    let _ = writeln!(o, "<g data-value=\"{t}\">");
+                    bar(&mut o, &attrs, x, (y_of(t), zero_y), colour(si), &tip);
+                    let _ = writeln!(o, "</g>");
+                }
+                None => {
+                    let _ = writeln!(
+                        o,
+                        r##"<text class="failed-mark" {attrs} x="{:.1}" y="{:.1}" text-anchor="middle" fill="#b00000">×<title>{} on {}: failed</title></text>"##,
+                        x + BAR_W / 2.0,
+                        bottom - 4.0,
+                        esc(p),
+                        esc(st)
+                    );
+                }
+            }
+        }
+        let _ = writeln!(
+            o,
+            r#"<text x="{:.1}" y="{:.1}" text-anchor="middle">{}</text>"#,
+            x0 + n * BAR_W / 2.0,
+            bottom + 18.0,
+            esc(p)
+        );
+    }
+    let _ = writeln!(o, "</g>");
+    let _ = writeln!(
+        o,
+        r#"<text x="{:.1}" y="{:.1}" text-anchor="middle">program</text>"#,
+        LEFT + pw / 2.0,
+        bottom + 42.0
+    );
+    let lx = right + 16.0;
+    let _ = writeln!(o, r#"<g class="legend">"#);
+    for (si, st) in s.stacks.iter().enumerate() {
+        let y = TOP + 8.0 + si as f64 * 18.0;
+        let _ = writeln!(
+            o,
+            r#"<rect x="{lx:.1}" y="{:.1}" width="14" height="12" fill="{}"/><text x="{:.1}" y="{:.1}">{}</text>"#,
+            y - 6.0,
+            colour(si),
+            lx + 20.0,
+            y + 4.0,
+            esc(st)
+        );
+    }
+    let _ = writeln!(o, "</g>\n</svg>");
+    o
+}
+
+/// (b): a program's messages per size bin (bins are powers of two, labelled by their largest
+/// size).
+fn signature_svg(program: &str, stack: &str, p: &Profile) -> String {
+    let axis = Axis::for_values(p.bins.iter().map(|b| b.count as f64));
+    let slot = BAR_W + 10.0;
+    let pw = (p.bins.len() as f64 * slot).max(160.0);
+    let right = LEFT + pw;
+    let w = right + 24.0;
+    let h = TOP + PLOT_H + BOTTOM;
+    let mut o = String::new();
+    svg_open(
+        &mut o,
+        w.max(360.0),
+        h,
+        "signature",
+        &format!("{program}: messages per size bin ({stack})"),
+    );
+    let (y_of, zero_y) = value_axis(&mut o, &axis, right, "messages");
+    let bottom = TOP + PLOT_H;
+    let _ = writeln!(o, r#"<g class="bars">"#);
+    for (i, b) in p.bins.iter().enumerate() {
+        let x = LEFT + 5.0 + i as f64 * slot;
+        let attrs = format!(
+            "data-size-bin=\"{}\" data-count=\"{}\"",
+            b.size_bin_bytes, b.count
+        );
+        let tip = format!(
+            "≤ {}: {} messages, {} bytes",
+            format_size(b.size_bin_bytes),
+            b.count,
+            b.bytes
+        );
+        bar(
+            &mut o,
+            &attrs,
+            x,
+            (y_of(b.count as f64), zero_y),
+            colour(0),
+            &tip,
+        );
+        let _ = writeln!(
+            o,
+            r#"<text x="{:.1}" y="{:.1}" text-anchor="middle" font-size="10">{}</text>"#,
+            x + BAR_W / 2.0,
+            bottom + 14.0,
+            esc(&format_size(b.size_bin_bytes))
+        );
+    }
+    let _ = writeln!(o, "</g>");
+    let _ = writeln!(
+        o,
+        r#"<text x="{:.1}" y="{:.1}" text-anchor="middle">message size bin (bytes, up to)</text>"#,
+        LEFT + pw / 2.0,
+        bottom + 40.0
+    );
+    let _ = writeln!(o, "</svg>");
+    o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::app::{Bin, Explanation, Micro, StackBench, STUDY_SCHEMA, STUDY_SCHEMA_VERSION};
+
+    fn profile(bins: &[(u64, u64)]) -> Profile {
+        Profile {
+            mpi_library: "Open MPI v4.1.4".into(),
+            messages: bins.iter().map(|b| b.1).sum(),
+            bytes: bins.iter().map(|b| b.0 * b.1).sum(),
+            sent_per_rank: vec![15, 15],
+            collectives_per_rank: vec![2, 2],
+            bins: bins
+                .iter()
+                .map(|&(s, c)| Bin {
+                    size_bin_bytes: s,
+                    count: c,
+                    bytes: s * c,
+                })
+                .collect(),
+            dominant_bin_bytes: bins.iter().max_by_key(|b| b.1).map(|b| b.0),
+            dominant_mean_bytes: bins.iter().max_by_key(|b| b.1).map(|b| b.0),
+            dominant_share: 1.0,
+        }
+    }
+
+    fn cell(program: &str, stack: &str, t: Option<f64>, p: Option<Profile>) -> Cell {
+        Cell {
+            program: program.into(),
+            stack: stack.into(),
+            error: t.is_none().then(|| "exited with <b>status</b> 1".into()),
+            time_s: t,
+            time_source: t.map(|_| "program".into()),
+            times_s: t.into_iter().collect(),
+            wall_s: t.map(|t| t + 0.5),
+            profile: p,
+            micro: None,
+            monitor_dirs: Vec::new(),
+            notes: Vec::new(),
+        }
+    }
+
+    /// A command-line program named `<script>…` (the name of a command after `--`) and a
+    /// failure message with markup: both come out as text, never as tags.
+    fn hostile() -> Study {
+        let evil = "<script>alert(1)</script>";
+        Study {
+            schema: STUDY_SCHEMA.into(),
+            schema_version: STUDY_SCHEMA_VERSION,
+            np: 2,
+            repeat: 1,
+            programs: vec!["halo".into(), evil.into()],
+            stacks: vec!["ompi-shm".into(), "ompi-tcp".into()],
+            wall_time_s: 3.0,
+            oversubscribed: None,
+            cells: vec![
+                cell(
+                    "halo",
+                    "ompi-shm",
+                    Some(0.001),
+                    Some(profile(&[(8, 10), (64, 400)])),
+                ),
+                cell(
+                    "halo",
+                    "ompi-tcp",
+                    Some(0.2),
+                    Some(profile(&[(8, 10), (64, 400)])),
+                ),
+                cell(evil, "ompi-shm", Some(0.5), Some(profile(&[(1 << 20, 3)]))),
+                cell(evil, "ompi-tcp", None, None),
+            ],
+            benches: vec![StackBench {
+                stack: "ompi-shm".into(),
+                error: Some("bench said \"<i>no</i>\"".into()),
+                note: None,
+                file: None,
+                figures: vec![Micro {
+                    size_bytes: 64,
+                    latency_us: 0.5,
+                    bandwidth_mb_per_s: 1000.0,
+                    gap_us: 0.1,
+                }],
+            }],
+            explanations: vec![Explanation {
+                program: evil.into(),
+                stacks_compared: 0,
+                figure: None,
+                spearman: None,
+                latency_spearman: None,
+                bandwidth_spearman: None,
+                note: Some("<img src=x onerror=alert(2)>".into()),
+            }],
+        }
+    }
+
+    #[test]
+    fn text_from_the_command_line_and_the_programs_is_escaped() {
+        let h = page(&hostile());
+        // The only tags are the page's own: no script, no img, no b or i from the study.
+        assert!(!h.contains("<script"), "{h}");
+        assert!(!h.contains("<img"), "{h}");
+        assert!(!h.contains("<b>") && !h.contains("<i>"), "{h}");
+        assert!(h.contains("&lt;script&gt;alert(1)&lt;/script&gt;"), "{h}");
+        assert!(h.contains("&lt;img src=x onerror=alert(2)&gt;"), "{h}");
+        assert!(h.contains("exited with &lt;b&gt;status&lt;/b&gt; 1"), "{h}");
+        assert!(
+            h.contains("bench said &quot;&lt;i&gt;no&lt;/i&gt;&quot;"),
+            "{h}"
+        );
+        // In attributes too (data-program, title).
+        assert!(
+            h.contains("data-program=\"&lt;script&gt;alert(1)&lt;/script&gt;\""),
+            "{h}"
+        );
+    }
+
+    #[test]
+    fn the_page_has_the_tables_and_one_bar_per_value() {
+        let h = page(&hostile());
+        assert!(h.starts_with("<!DOCTYPE html>"));
+        assert!(h.contains("default-src 'none'"));
+        // (a) and one signature per program with messages.
+        assert_eq!(h.matches("<svg ").count(), 3, "{h}");
+        // (a): three times, one failed mark; (b): 2 + 1 bins.
+        let a = &h[h.find("class=\"times\"").unwrap()..];
+        let a = &a[..a.find("</svg>").unwrap()];
+        assert_eq!(a.matches("<rect class=\"bar\"").count(), 3, "{a}");
+        assert_eq!(a.matches("class=\"failed-mark\"").count(), 1, "{a}");
+        assert_eq!(h.matches("<rect class=\"bar\"").count(), 6, "{h}");
+        assert!(h.contains("data-size-bin=\"64\" data-count=\"400\""), "{h}");
+        // 0.001 … 0.5 s spans more than a factor of 30: a log axis.
+        assert!(a.contains("log10 scale"), "{a}");
+        assert!(
+            h.contains(
+                "<td class=\"time\" data-program=\"halo\" data-stack=\"ompi-tcp\">0.200000</td>"
+            ),
+            "{h}"
+        );
+        assert!(h.contains("<td class=\"messages\">410</td>"), "{h}");
+        // No external resource: no src or href attribute at all.
+        assert!(!h.contains(" src=\"") && !h.contains(" href="), "{h}");
+    }
+
+    #[test]
+    fn bars_grow_with_their_values() {
+        let h = page(&hostile());
+        let heights: Vec<f64> = h
+            .split("<rect class=\"bar\"")
+            .skip(1)
+            .take(3)
+            .map(|r| {
+                let at = r.find("height=\"").unwrap() + 8;
+                r[at..at + r[at..].find('"').unwrap()].parse().unwrap()
+            })
+            .collect();
+        // halo shm 0.001, halo tcp 0.2, script shm 0.5 on a log axis 0.001 … 1: 0, 2.3 and
+        // 2.7 decades of 3 (1 px at least for the one on the low end).
+        assert_eq!(heights[0], 1.0);
+        assert!((heights[1] - PLOT_H * (0.2f64.log10() + 3.0) / 3.0).abs() < 0.1);
+        assert!(heights[2] > heights[1]);
+    }
+}
