@@ -627,7 +627,10 @@ mod tests {
         Cell {
             program: program.into(),
             stack: stack.into(),
-            error: t.is_none().then(|| "exited with <b>status</b> 1".into()),
+            error: t.is_none().then(|| {
+                "mpirun.openmpi -np 2 ./app '<script>alert(3)</script>' exited with <b>status</b> 1"
+                    .into()
+            }),
             time_s: t,
             time_source: t.map(|_| "program".into()),
             times_s: t.into_iter().collect(),
@@ -639,8 +642,9 @@ mod tests {
         }
     }
 
-    /// A command-line program named `<script>…` (the name of a command after `--`) and a
-    /// failure message with markup: both come out as text, never as tags.
+    /// A command-line program named `<script>…` (the name of a command after `--`), a failure
+    /// that quotes its command line with a `<script>` argument, and other messages with markup:
+    /// all come out as text, never as tags.
     fn hostile() -> Study {
         let evil = "<script>alert(1)</script>";
         Study {
@@ -701,7 +705,12 @@ mod tests {
         assert!(!h.contains("<b>") && !h.contains("<i>"), "{h}");
         assert!(h.contains("&lt;script&gt;alert(1)&lt;/script&gt;"), "{h}");
         assert!(h.contains("&lt;img src=x onerror=alert(2)&gt;"), "{h}");
-        assert!(h.contains("exited with &lt;b&gt;status&lt;/b&gt; 1"), "{h}");
+        assert!(
+            h.contains(
+                "./app '&lt;script&gt;alert(3)&lt;/script&gt;' exited with &lt;b&gt;status&lt;/b&gt; 1"
+            ),
+            "{h}"
+        );
         assert!(
             h.contains("bench said &quot;&lt;i&gt;no&lt;/i&gt;&quot;"),
             "{h}"
