@@ -309,11 +309,12 @@ fn fortran_under(mpi: &str) {
         .unwrap_or_else(|e| panic!("stdout is not JSON ({e}): {}", text(&o.stdout)));
     let u = &j["untouched"];
     // Per rank of 2 (right = left): 6 × 80 B Send/Recv, 4 × 400 B Isend/Irecv + Waitall,
-    // 2 × 8 B Sendrecv; collectives 3 Allreduce (8 B), 1 Barrier, 2 Bcast (40 B).
+    // 2 × 8 B Sendrecv, 2 × 16 B Isend/Irecv + Testsome/Testany; collectives 3 Allreduce
+    // (8 B), 1 Barrier, 2 Bcast (40 B).
     assert_eq!(u["ranks"], 2, "{j}");
-    assert_eq!(u["p2p_messages"], 2 * 12, "{j}");
-    assert_eq!(u["p2p_bytes"], 2 * (6 * 80 + 4 * 400 + 2 * 8), "{j}");
-    assert_eq!(u["p2p_receives"], 2 * 12, "{j}");
+    assert_eq!(u["p2p_messages"], 2 * 14, "{j}");
+    assert_eq!(u["p2p_bytes"], 2 * (6 * 80 + 4 * 400 + 2 * 8 + 2 * 16), "{j}");
+    assert_eq!(u["p2p_receives"], 2 * 14, "{j}");
     assert_eq!(u["unstamped_receives"], 0, "{j}");
     assert_eq!(u["collective_calls"], 2 * 6, "{j}");
     // Held: at most ΔL per receive, and more than nothing (the first receive of each rank waits

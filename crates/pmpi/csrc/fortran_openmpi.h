@@ -25,6 +25,8 @@ extern void pmpi_waitall_(F *, F *, F *, F *);
 extern void pmpi_testall_(F *, F *, F *, F *, F *);
 extern void pmpi_waitany_(F *, F *, F *, F *, F *);
 extern void pmpi_waitsome_(F *, F *, F *, F *, F *, F *);
+extern void pmpi_testany_(F *, F *, F *, F *, F *, F *);
+extern void pmpi_testsome_(F *, F *, F *, F *, F *, F *);
 extern void pmpi_sendrecv_(const void *, F *, F *, F *, F *, void *, F *, F *, F *, F *, F *, F *, F *);
 extern void pmpi_probe_(F *, F *, F *, F *, F *);
 extern void pmpi_iprobe_(F *, F *, F *, F *, F *, F *);
@@ -243,6 +245,43 @@ void mpi_waitsome_(F *count, F *reqs, F *outcount, F *indices, F *statuses, F *i
     uint64_t t1 = now();
     if (*ierr == MPI_SUCCESS && *outcount != MPI_UNDEFINED)
         for (int i = 0; i < (int)*outcount; i++) f_complete(keys[indices[i] - 1], sts + FSTAT * i, t0, t1);
+    if (keys != kbuf) free(keys);
+    if (sts != statuses) free(sts);
+    LEAVE();
+}
+
+/* The polls: stamped once, at the exit of the call that completed something (see MPI_Test). */
+void mpi_testany_(F *count, F *reqs, F *index, F *flag, F *status, F *ierr) {
+    if (!ENTER()) { pmpi_testany_(count, reqs, index, flag, status, ierr); return; }
+    int n = (int)*count;
+    uint64_t kbuf[SMALL], *keys = f_keys(n, reqs, kbuf);
+    F own[16];
+    F *st = f_status_ignored(status) ? own : status;
+    uint64_t te = EMU_ENTER();
+    pmpi_testany_(count, reqs, index, flag, st, ierr);
+    /* Fortran indices are 1-based. */
+    if (*ierr == MPI_SUCCESS && *flag && *index != MPI_UNDEFINED && *index >= 1 && *index <= n) {
+        if (EMU_ON()) f_emu_done(keys[*index - 1], st, te);
+        uint64_t t1 = now();
+        f_complete(keys[*index - 1], st, t1, t1);
+    }
+    if (keys != kbuf) free(keys);
+    LEAVE();
+}
+
+void mpi_testsome_(F *count, F *reqs, F *outcount, F *indices, F *statuses, F *ierr) {
+    if (!ENTER()) { pmpi_testsome_(count, reqs, outcount, indices, statuses, ierr); return; }
+    int n = (int)*count;
+    uint64_t kbuf[SMALL], *keys = f_keys(n, reqs, kbuf);
+    F *sts = f_statuses_ignored(statuses) ? malloc(sizeof(F) * (size_t)(FSTAT * (n > 0 ? n : 1))) : statuses;
+    uint64_t te = EMU_ENTER();
+    pmpi_testsome_(count, reqs, outcount, indices, sts, ierr);
+    if (*ierr == MPI_SUCCESS && *outcount != MPI_UNDEFINED && *outcount > 0) {
+        if (EMU_ON())
+            for (int i = 0; i < (int)*outcount; i++) f_emu_done(keys[indices[i] - 1], sts + FSTAT * i, te);
+        uint64_t t1 = now();
+        for (int i = 0; i < (int)*outcount; i++) f_complete(keys[indices[i] - 1], sts + FSTAT * i, t1, t1);
+    }
     if (keys != kbuf) free(keys);
     if (sts != statuses) free(sts);
     LEAVE();
