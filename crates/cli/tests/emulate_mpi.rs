@@ -313,7 +313,11 @@ fn fortran_under(mpi: &str) {
     // (8 B), 1 Barrier, 2 Bcast (40 B).
     assert_eq!(u["ranks"], 2, "{j}");
     assert_eq!(u["p2p_messages"], 2 * 14, "{j}");
-    assert_eq!(u["p2p_bytes"], 2 * (6 * 80 + 4 * 400 + 2 * 8 + 2 * 16), "{j}");
+    assert_eq!(
+        u["p2p_bytes"],
+        2 * (6 * 80 + 4 * 400 + 2 * 8 + 2 * 16),
+        "{j}"
+    );
     assert_eq!(u["p2p_receives"], 2 * 14, "{j}");
     assert_eq!(u["unstamped_receives"], 0, "{j}");
     assert_eq!(u["collective_calls"], 2 * 6, "{j}");

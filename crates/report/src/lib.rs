@@ -30,6 +30,7 @@ mod compare;
 mod csv;
 mod plot;
 mod table;
+pub mod timeline;
 
 pub use compare::{
     compare, render_comparison, BenchmarkComparison, CompareError, Comparison, LayerInfo,
