@@ -26,6 +26,14 @@ extern void pmpi_testall_(F *, F *, F *, F *, F *);
 extern void pmpi_waitany_(F *, F *, F *, F *, F *);
 extern void pmpi_waitsome_(F *, F *, F *, F *, F *, F *);
 extern void pmpi_testany_(F *, F *, F *, F *, F *, F *);
+extern void pmpi_send_init_(const void *, F *, F *, F *, F *, F *, F *, F *);
+extern void pmpi_ssend_init_(const void *, F *, F *, F *, F *, F *, F *, F *);
+extern void pmpi_bsend_init_(const void *, F *, F *, F *, F *, F *, F *, F *);
+extern void pmpi_rsend_init_(const void *, F *, F *, F *, F *, F *, F *, F *);
+extern void pmpi_recv_init_(void *, F *, F *, F *, F *, F *, F *, F *);
+extern void pmpi_start_(F *, F *);
+extern void pmpi_startall_(F *, F *, F *);
+extern void pmpi_request_free_(F *, F *);
 extern void pmpi_testsome_(F *, F *, F *, F *, F *, F *);
 extern void pmpi_sendrecv_(const void *, F *, F *, F *, F *, void *, F *, F *, F *, F *, F *, F *, F *);
 extern void pmpi_probe_(F *, F *, F *, F *, F *);
@@ -284,6 +292,64 @@ void mpi_testsome_(F *count, F *reqs, F *outcount, F *indices, F *statuses, F *i
     }
     if (keys != kbuf) free(keys);
     if (sts != statuses) free(sts);
+    LEAVE();
+}
+
+/* Persistent requests: the C side's table and hooks (shim.c, "persistent requests"). */
+#define FPINIT_SEND(NAME)                                                                        \
+    void mpi_##NAME##_(const void *buf, F *count, F *dt, F *dest, F *tag, F *comm, F *req, F *ierr) { \
+        pmpi_##NAME##_(buf, count, dt, dest, tag, comm, req, ierr);                              \
+        if (*ierr == MPI_SUCCESS && TRACKING())                                                  \
+            pinit_register(1, F_FORTRAN, (int)*dest, (int)*tag, PMPI_Comm_f2c(*comm),            \
+                           type_bytes(PMPI_Type_f2c(*dt), (int)*count), PMPI_Request_f2c(*req)); \
+    }
+FPINIT_SEND(send_init)
+FPINIT_SEND(ssend_init)
+FPINIT_SEND(bsend_init)
+FPINIT_SEND(rsend_init)
+
+void mpi_recv_init_(void *buf, F *count, F *dt, F *src, F *tag, F *comm, F *req, F *ierr) {
+    pmpi_recv_init_(buf, count, dt, src, tag, comm, req, ierr);
+    if (*ierr == MPI_SUCCESS && TRACKING())
+        pinit_register(0, F_FORTRAN | (*src == MPI_ANY_SOURCE ? F_ANY_SOURCE : 0), (int)*src,
+                       (int)*tag, PMPI_Comm_f2c(*comm), type_bytes(PMPI_Type_f2c(*dt), (int)*count),
+                       PMPI_Request_f2c(*req));
+}
+
+static void f_start_one(F *req, F *ierr) {
+    pinit p;
+    MPI_Request c = PMPI_Request_f2c(*req);
+    if (!pinit_lookup(HKEY(c), &p)) {
+        pmpi_start_(req, ierr);
+        return;
+    }
+    uint64_t t0 = now();
+    start_pre(&p);
+    pmpi_start_(req, ierr);
+    uint64_t t1 = now();
+    if (*ierr == MPI_SUCCESS) start_post(&p, c, t0, t1, 0);
+}
+
+void mpi_request_free_(F *req, F *ierr) {
+    MPI_Request c = PMPI_Request_f2c(*req);
+    cev e;
+    uint64_t ck;
+    if (active) cpmpi_rt_take(my_table, HKEY(c), &e);
+    if (EMU_ON()) cpmpi_emu_untrack(HKEY(c), &ck);
+    if (TRACKING()) pinit_forget(HKEY(c));
+    pmpi_request_free_(req, ierr);
+}
+
+void mpi_start_(F *req, F *ierr) {
+    if (!ENTER()) { pmpi_start_(req, ierr); return; }
+    f_start_one(req, ierr);
+    LEAVE();
+}
+
+void mpi_startall_(F *count, F *reqs, F *ierr) {
+    if (!ENTER()) { pmpi_startall_(count, reqs, ierr); return; }
+    *ierr = MPI_SUCCESS;
+    for (int i = 0; i < (int)*count && *ierr == MPI_SUCCESS; i++) f_start_one(&reqs[i], ierr);
     LEAVE();
 }
 

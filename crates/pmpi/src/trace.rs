@@ -166,7 +166,13 @@ struct CallRec {
 fn is_nonblocking(c: Call) -> bool {
     matches!(
         c,
-        Call::Isend | Call::Issend | Call::Ibsend | Call::Irsend | Call::Irecv
+        Call::Isend
+            | Call::Issend
+            | Call::Ibsend
+            | Call::Irsend
+            | Call::Irecv
+            | Call::StartSend
+            | Call::StartRecv
     )
 }
 
