@@ -289,3 +289,91 @@ fn bad_knob_values_exit_2_naming_the_knob() {
         assert!(err.contains(knob) && err.contains(why), "{args:?}: {err}");
     }
 }
+
+/// A Fortran program is emulated under both MPIs (Open MPI's Fortran bindings call PMPI_*
+/// directly, so its Fortran entry points carry the knobs' hooks too; MPICH's reach the C
+/// wrappers): every point-to-point message is touched exactly once, every receive finds its
+/// sender's L stamp and is held, and the collectives are counted as untouched.
+fn fortran_under(mpi: &str) {
+    let test = format!("fortran_{mpi}");
+    let _one = ONE_JOB.lock().unwrap_or_else(|e| e.into_inner());
+    if !ready(&test, &[&format!("mpif90.{mpi}"), &format!("mpirun.{mpi}")]) {
+        return;
+    }
+    let s = Scratch::new("emulate", &test);
+    let prog = s.0.join("fcounts");
+    compile(&format!("mpif90.{mpi}"), "counts.f90", &prog);
+    let o = emulate(&["--L", "100us", "--o", "1us"], mpi, &prog, &[]);
+    ok(&o);
+    let j: Value = serde_json::from_slice(&o.stdout)
+        .unwrap_or_else(|e| panic!("stdout is not JSON ({e}): {}", text(&o.stdout)));
+    let u = &j["untouched"];
+    // Per rank of 2 (right = left): 6 × 80 B Send/Recv, 4 × 400 B Isend/Irecv + Waitall,
+    // 2 × 8 B Sendrecv, 2 × 16 B Isend/Irecv + Testsome/Testany, 3 × 24 B persistent;
+    // collectives 3 Allreduce (8 B), 1 Barrier, 2 Bcast (40 B).
+    assert_eq!(u["ranks"], 2, "{j}");
+    assert_eq!(u["p2p_messages"], 2 * 17, "{j}");
+    assert_eq!(
+        u["p2p_bytes"],
+        2 * (6 * 80 + 4 * 400 + 2 * 8 + 2 * 16 + 3 * 24),
+        "{j}"
+    );
+    assert_eq!(u["p2p_receives"], 2 * 17, "{j}");
+    assert_eq!(u["unstamped_receives"], 0, "{j}");
+    assert_eq!(u["collective_calls"], 2 * 6, "{j}");
+    // Held: at most ΔL per receive, and more than nothing (the first receive of each rank waits
+    // for a message sent after it was posted: it is held nearly ΔL).
+    let held = u["held_ns"].as_f64().unwrap();
+    assert!(
+        held > 50_000.0 && held <= 34.0 * 100_000.0 + 34.0,
+        "held {held} ns: {j}"
+    );
+}
+
+#[test]
+fn fortran_under_openmpi() {
+    fortran_under("openmpi");
+}
+
+#[test]
+fn fortran_under_mpich() {
+    fortran_under("mpich");
+}
+
+/// Persistent requests are under the knobs: each MPI_Start of a send is one message touched,
+/// each started receive finds its sender's L stamp.
+fn persistent_under(mpi: &str) {
+    let test = format!("persistent_{mpi}");
+    let _one = ONE_JOB.lock().unwrap_or_else(|e| e.into_inner());
+    if !ready(&test, &[&format!("mpicc.{mpi}"), &format!("mpirun.{mpi}")]) {
+        return;
+    }
+    let s = Scratch::new("emulate", &test);
+    let prog = s.0.join("persist");
+    compile(&format!("mpicc.{mpi}"), "persist.c", &prog);
+    let o = emulate(&["--L", "100us", "--o", "1us"], mpi, &prog, &[]);
+    ok(&o);
+    let j: Value = serde_json::from_slice(&o.stdout)
+        .unwrap_or_else(|e| panic!("stdout is not JSON ({e}): {}", text(&o.stdout)));
+    let u = &j["untouched"];
+    // 2 ranks × (10 × 24 B + 5 × 8 B).
+    assert_eq!(u["p2p_messages"], 2 * 15, "{j}");
+    assert_eq!(u["p2p_bytes"], 2 * (10 * 24 + 5 * 8), "{j}");
+    assert_eq!(u["p2p_receives"], 2 * 15, "{j}");
+    assert_eq!(u["unstamped_receives"], 0, "{j}");
+    let held = u["held_ns"].as_f64().unwrap();
+    assert!(
+        held > 50_000.0 && held <= 30.0 * 100_000.0 + 30.0,
+        "held {held} ns: {j}"
+    );
+}
+
+#[test]
+fn persistent_under_openmpi() {
+    persistent_under("openmpi");
+}
+
+#[test]
+fn persistent_under_mpich() {
+    persistent_under("mpich");
+}

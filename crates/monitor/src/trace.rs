@@ -162,25 +162,14 @@ pub fn write_trace(ranks: &[(u32, Vec<TraceEvent>)], dropped: u64) -> (String, u
 /// connection messages are matched in order (the k-th send from r to p is the k-th receive at p
 /// from r: the transports are ordered); a half whose partner was dropped gets no arrow.
 pub fn write_timeline(ranks: &[(u32, Vec<TraceEvent>)], title: &str) -> String {
-    use serde_json::json;
+    use commperf_report::timeline::{Arg, Timeline};
     let t0 = ranks
         .iter()
         .flat_map(|(_, ev)| ev.iter().map(|e| e.start_ns))
         .min()
         .unwrap_or(0);
     let us = |ns: i64| (ns - t0) as f64 / 1e3;
-    let mut events = vec![
-        json!({"name": "process_name", "ph": "M", "pid": 0, "tid": 0,
-        "args": {"name": title}}),
-    ];
-    for (r, _) in ranks {
-        events.push(json!({"name": "thread_name", "ph": "M", "pid": 0, "tid": r,
-            "args": {"name": format!("rank {r}")}}));
-        events.push(
-            json!({"name": "thread_sort_index", "ph": "M", "pid": 0, "tid": r,
-            "args": {"sort_index": r}}),
-        );
-    }
+    let mut tl = Timeline::new(title, ranks.iter().map(|(r, _)| *r));
     // The receives of each (sender, receiver) pair in order, to pair with the sends.
     let mut recvs: HashMap<(u32, u32), Vec<&TraceEvent>> = HashMap::new();
     for (r, ev) in ranks {
@@ -192,12 +181,20 @@ pub fn write_timeline(ranks: &[(u32, Vec<TraceEvent>)], title: &str) -> String {
                     "recv"
                 }
             };
-            events.push(json!({"name": op, "cat": op, "ph": "X", "pid": 0, "tid": r,
-                "ts": us(e.start_ns), "dur": (e.end_ns - e.start_ns).max(0) as f64 / 1e3,
-                "args": {"peer": e.peer, "tag": e.tag, "bytes": e.bytes}}));
+            tl.span(
+                *r,
+                op,
+                op,
+                us(e.start_ns),
+                (e.end_ns - e.start_ns) as f64 / 1e3,
+                &[
+                    ("peer", Arg::U(u64::from(e.peer))),
+                    ("tag", Arg::U(u64::from(e.tag))),
+                    ("bytes", Arg::U(e.bytes)),
+                ],
+            );
         }
     }
-    let mut id = 0u64;
     for (r, ev) in ranks {
         let mut k: HashMap<u32, usize> = HashMap::new();
         for e in ev.iter().filter(|e| e.op == TraceOp::Send) {
@@ -209,20 +206,14 @@ pub fn write_timeline(ranks: &[(u32, Vec<TraceEvent>)], title: &str) -> String {
             // The arrow ends inside the receive, not before the send started when the clocks
             // allow it.
             let end = e.start_ns.clamp(rv.start_ns, rv.end_ns.max(rv.start_ns));
-            events.push(
-                json!({"name": "message", "cat": "message", "ph": "s", "id": id,
-                "pid": 0, "tid": r, "ts": us(e.start_ns), "args": {"bytes": e.bytes}}),
+            tl.flow(
+                (*r, us(e.start_ns)),
+                (e.peer, us(end)),
+                &[("bytes", Arg::U(e.bytes))],
             );
-            events.push(
-                json!({"name": "message", "cat": "message", "ph": "f", "bp": "e",
-                "id": id, "pid": 0, "tid": e.peer, "ts": us(end)}),
-            );
-            id += 1;
         }
     }
-    serde_json::to_string(&json!({"displayTimeUnit": "ns", "traceEvents": events}))
-        .expect("a timeline always serializes")
-        + "\n"
+    tl.finish()
 }
 
 #[cfg(test)]

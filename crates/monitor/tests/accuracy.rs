@@ -257,41 +257,51 @@ fn shm_clock_skew_and_drift_are_recovered_within_the_measured_bound() {
     };
     let wait = |_: &TscClock| std::thread::sleep(Duration::from_millis(300));
     let wait_b = |_: &Skewed<TscClock>| std::thread::sleep(Duration::from_millis(300));
-    let (a, b) = mk(0.0, 0.0);
-    let plain = session(a, b, wait, wait_b, 5_000);
-    let (a, b) = mk(SKEW_NS, DRIFT);
-    let skewed = session(a, b, wait, wait_b, 5_000);
-    let c = skewed.1;
-    let tsc_at = (c.ref_local_ns - SKEW_NS) / (1.0 + DRIFT);
-    let true_offset = c.ref_local_ns - tsc_at;
-    let err = (c.offset_ns - true_offset).abs();
-    eprintln!(
-        "shm: injected 1 ms + 50 ppm; residual offset error {err:.1} ns (bound {:.1}), drift error {:.3} ppm",
-        c.error_bound_ns,
-        (c.drift - DRIFT / (1.0 + DRIFT)).abs() * 1e6
-    );
-    assert!(
-        err <= c.error_bound_ns,
-        "offset off by {err} ns, beyond the measured bound of {} ns",
-        c.error_bound_ns
-    );
-    let derr = (c.drift - DRIFT / (1.0 + DRIFT)).abs();
-    assert!(
-        derr <= c.drift_error,
-        "drift off by {derr}, beyond its bound {}",
-        c.drift_error
-    );
-    // Medians: on a loaded machine a preempted receiver notices a message milliseconds late,
-    // which dominates means of a few thousand messages. Uncorrected, the skew alone would move
-    // net by about 0.7 s (50 ppm of the TSC's count since boot, plus 1 ms); corrected, the two
-    // runs differ by the clock bounds, a bin's width and run-to-run noise.
-    let med = |h: &Histograms| h.collapse(|_| true).net.quantile(0.5).unwrap() as f64;
-    let (np, ns) = (med(&plain.0), med(&skewed.0));
-    let tol = 2.0 * (c.error_bound_ns + plain.1.error_bound_ns) + 0.125 * np.max(ns) + 500.0;
-    assert!(
-        (np - ns).abs() <= tol,
-        "net median {np} ns unskewed, {ns} ns skewed (tolerance {tol})"
-    );
+    // The clock checks are exact properties of each skewed session; the comparison of net
+    // latencies is between two sessions that run one after the other, and on a shared 2-core
+    // machine another job can slow one of them (it failed that way under other sessions' load).
+    // So a pair of sessions is tried up to three times: a real error of the correction (the skew
+    // alone would move net by about 0.7 s) fails all three, a neighbour's burst does not.
+    let mut last = String::new();
+    for attempt in 1..=3 {
+        let (a, b) = mk(0.0, 0.0);
+        let plain = session(a, b, wait, wait_b, 5_000);
+        let (a, b) = mk(SKEW_NS, DRIFT);
+        let skewed = session(a, b, wait, wait_b, 5_000);
+        let c = skewed.1;
+        let tsc_at = (c.ref_local_ns - SKEW_NS) / (1.0 + DRIFT);
+        let true_offset = c.ref_local_ns - tsc_at;
+        let err = (c.offset_ns - true_offset).abs();
+        eprintln!(
+            "shm (attempt {attempt}): injected 1 ms + 50 ppm; residual offset error {err:.1} ns (bound {:.1}), drift error {:.3} ppm",
+            c.error_bound_ns,
+            (c.drift - DRIFT / (1.0 + DRIFT)).abs() * 1e6
+        );
+        assert!(
+            err <= c.error_bound_ns,
+            "offset off by {err} ns, beyond the measured bound of {} ns",
+            c.error_bound_ns
+        );
+        let derr = (c.drift - DRIFT / (1.0 + DRIFT)).abs();
+        assert!(
+            derr <= c.drift_error,
+            "drift off by {derr}, beyond its bound {}",
+            c.drift_error
+        );
+        // Medians: on a loaded machine a preempted receiver notices a message milliseconds
+        // late, which dominates means of a few thousand messages. Uncorrected, the skew alone
+        // would move net by about 0.7 s (50 ppm of the TSC's count since boot, plus 1 ms);
+        // corrected, the two runs differ by the clock bounds, a bin's width and run-to-run noise.
+        let med = |h: &Histograms| h.collapse(|_| true).net.quantile(0.5).unwrap() as f64;
+        let (np, ns) = (med(&plain.0), med(&skewed.0));
+        let tol = 2.0 * (c.error_bound_ns + plain.1.error_bound_ns) + 0.125 * np.max(ns) + 500.0;
+        if (np - ns).abs() <= tol {
+            return;
+        }
+        last = format!("net median {np} ns unskewed, {ns} ns skewed (tolerance {tol})");
+        eprintln!("attempt {attempt}: {last}");
+    }
+    panic!("{last}, in three pairs of sessions");
 }
 
 /// A clock that counts its reads, to see which parts read it.

@@ -25,6 +25,16 @@ extern void pmpi_waitall_(F *, F *, F *, F *);
 extern void pmpi_testall_(F *, F *, F *, F *, F *);
 extern void pmpi_waitany_(F *, F *, F *, F *, F *);
 extern void pmpi_waitsome_(F *, F *, F *, F *, F *, F *);
+extern void pmpi_testany_(F *, F *, F *, F *, F *, F *);
+extern void pmpi_send_init_(const void *, F *, F *, F *, F *, F *, F *, F *);
+extern void pmpi_ssend_init_(const void *, F *, F *, F *, F *, F *, F *, F *);
+extern void pmpi_bsend_init_(const void *, F *, F *, F *, F *, F *, F *, F *);
+extern void pmpi_rsend_init_(const void *, F *, F *, F *, F *, F *, F *, F *);
+extern void pmpi_recv_init_(void *, F *, F *, F *, F *, F *, F *, F *);
+extern void pmpi_start_(F *, F *);
+extern void pmpi_startall_(F *, F *, F *);
+extern void pmpi_request_free_(F *, F *);
+extern void pmpi_testsome_(F *, F *, F *, F *, F *, F *);
 extern void pmpi_sendrecv_(const void *, F *, F *, F *, F *, void *, F *, F *, F *, F *, F *, F *, F *);
 extern void pmpi_probe_(F *, F *, F *, F *, F *);
 extern void pmpi_iprobe_(F *, F *, F *, F *, F *, F *);
@@ -40,6 +50,22 @@ extern void pmpi_alltoall_(const void *, F *, F *, void *, F *, F *, F *, F *);
 
 static int f_status_ignored(F *s) { return s == MPI_F_STATUS_IGNORE; }
 static int f_statuses_ignored(F *s) { return s == MPI_F_STATUSES_IGNORE; }
+
+/* The LogGP knobs (emulate.c) for Fortran callers: the C wrappers' hooks, on converted handles
+ * and statuses. */
+static void f_emu_received(F *comm, F *fst, uint64_t te) {
+    MPI_Status cs;
+    PMPI_Status_f2c(fst, &cs);
+    emu_received(PMPI_Comm_f2c(*comm), &cs, te);
+}
+static void f_emu_done(uint64_t key, F *fst, uint64_t te) {
+    MPI_Status cs;
+    PMPI_Status_f2c(fst, &cs);
+    emu_done(key, &cs, te);
+}
+#define F_EMU_SEND_PRE(DEST, COMM, TAG, DT, COUNT)                                               \
+    EMU_SEND_PRE((int)*(DEST), PMPI_Comm_f2c(*(COMM)), (int)*(TAG),                              \
+                 type_bytes(PMPI_Type_f2c(*(DT)), (int)*(COUNT)))
 
 void mpi_init_(F *ierr) { clock_cal_start(); pmpi_init_(ierr); if (*ierr == MPI_SUCCESS) after_init(); }
 void mpi_init_thread_(F *req, F *prov, F *ierr) {
@@ -59,7 +85,9 @@ void mpi_type_free_(F *t, F *ierr) {
     void mpi_##NAME##_(const void *buf, F *count, F *dt, F *dest, F *tag, F *comm, F *ierr) {    \
         if (!ENTER()) { pmpi_##NAME##_(buf, count, dt, dest, tag, comm, ierr); return; }         \
         uint64_t t0 = now();                                                                     \
+        F_EMU_SEND_PRE(dest, comm, tag, dt, count);                                              \
         pmpi_##NAME##_(buf, count, dt, dest, tag, comm, ierr);                                   \
+        EMU_SEND_POST();                                                                         \
         uint64_t t1 = now();                                                                     \
         if (*ierr == MPI_SUCCESS)                                                                \
             rec_send(KIND, F_FORTRAN, (int)*dest, (int)*tag, PMPI_Comm_f2c(*comm),               \
@@ -75,8 +103,9 @@ void mpi_recv_(void *buf, F *count, F *dt, F *src, F *tag, F *comm, F *status, F
     if (!ENTER()) { pmpi_recv_(buf, count, dt, src, tag, comm, status, ierr); return; }
     F own[16];
     F *st = f_status_ignored(status) ? own : status;
-    uint64_t t0 = now();
+    uint64_t t0 = now(), te = EMU_ENTER();
     pmpi_recv_(buf, count, dt, src, tag, comm, st, ierr);
+    if (*ierr == MPI_SUCCESS && EMU_ON()) f_emu_received(comm, st, te);
     uint64_t t1 = now();
     if (*ierr == MPI_SUCCESS) {
         MPI_Status cs;
@@ -90,7 +119,9 @@ void mpi_recv_(void *buf, F *count, F *dt, F *src, F *tag, F *comm, F *status, F
     void mpi_##NAME##_(const void *buf, F *count, F *dt, F *dest, F *tag, F *comm, F *req, F *ierr) { \
         if (!ENTER()) { pmpi_##NAME##_(buf, count, dt, dest, tag, comm, req, ierr); return; }    \
         uint64_t t0 = now();                                                                     \
+        F_EMU_SEND_PRE(dest, comm, tag, dt, count);                                              \
         pmpi_##NAME##_(buf, count, dt, dest, tag, comm, req, ierr);                              \
+        EMU_SEND_POST();                                                                         \
         uint64_t t1 = now();                                                                     \
         if (*ierr == MPI_SUCCESS)                                                                \
             post(KIND, F_FORTRAN, (int)*dest, (int)*tag, PMPI_Comm_f2c(*comm),                   \
@@ -104,6 +135,8 @@ void mpi_irecv_(void *buf, F *count, F *dt, F *src, F *tag, F *comm, F *req, F *
     if (!ENTER()) { pmpi_irecv_(buf, count, dt, src, tag, comm, req, ierr); return; }
     uint64_t t0 = now();
     pmpi_irecv_(buf, count, dt, src, tag, comm, req, ierr);
+    if (*ierr == MPI_SUCCESS && EMU_ON() && *src != MPI_PROC_NULL)
+        cpmpi_emu_track(HKEY(PMPI_Request_f2c(*req)), HKEY(PMPI_Comm_f2c(*comm)));
     uint64_t t1 = now();
     if (*ierr == MPI_SUCCESS)
         post(K_IRECV, F_FORTRAN | (*src == MPI_ANY_SOURCE ? F_ANY_SOURCE : 0), (int)*src, (int)*tag,
@@ -125,8 +158,9 @@ void mpi_wait_(F *req, F *status, F *ierr) {
     F own[16];
     F *st = f_status_ignored(status) ? own : status;
     uint64_t key = HKEY(PMPI_Request_f2c(*req));
-    uint64_t t0 = now();
+    uint64_t t0 = now(), te = EMU_ENTER();
     pmpi_wait_(req, st, ierr);
+    if (*ierr == MPI_SUCCESS && EMU_ON()) f_emu_done(key, st, te);
     uint64_t t1 = now();
     if (*ierr == MPI_SUCCESS) f_complete(key, st, t0, t1);
     LEAVE();
@@ -137,9 +171,11 @@ void mpi_test_(F *req, F *flag, F *status, F *ierr) {
     F own[16];
     F *st = f_status_ignored(status) ? own : status;
     uint64_t key = HKEY(PMPI_Request_f2c(*req));
+    uint64_t te = EMU_ENTER();
     pmpi_test_(req, flag, st, ierr);
     /* A poll reads the clock only when it completed something (see MPI_Test in shim.c). */
     if (*ierr == MPI_SUCCESS && *flag) {
+        if (EMU_ON()) f_emu_done(key, st, te);
         uint64_t t1 = now();
         f_complete(key, st, t1, t1);
     }
@@ -157,8 +193,10 @@ void mpi_waitall_(F *count, F *reqs, F *statuses, F *ierr) {
     int n = (int)*count;
     uint64_t kbuf[SMALL], *keys = f_keys(n, reqs, kbuf);
     F *sts = f_statuses_ignored(statuses) ? malloc(sizeof(F) * (size_t)(FSTAT * (n > 0 ? n : 1))) : statuses;
-    uint64_t t0 = now();
+    uint64_t t0 = now(), te = EMU_ENTER();
     pmpi_waitall_(count, reqs, sts, ierr);
+    if (*ierr == MPI_SUCCESS && EMU_ON())
+        for (int i = 0; i < n; i++) f_emu_done(keys[i], sts + FSTAT * i, te);
     uint64_t t1 = now();
     if (*ierr == MPI_SUCCESS)
         for (int i = 0; i < n; i++) f_complete(keys[i], sts + FSTAT * i, t0, t1);
@@ -172,8 +210,11 @@ void mpi_testall_(F *count, F *reqs, F *flag, F *statuses, F *ierr) {
     int n = (int)*count;
     uint64_t kbuf[SMALL], *keys = f_keys(n, reqs, kbuf);
     F *sts = f_statuses_ignored(statuses) ? malloc(sizeof(F) * (size_t)(FSTAT * (n > 0 ? n : 1))) : statuses;
+    uint64_t te = EMU_ENTER();
     pmpi_testall_(count, reqs, flag, sts, ierr);
     if (*ierr == MPI_SUCCESS && *flag) {
+        if (EMU_ON())
+            for (int i = 0; i < n; i++) f_emu_done(keys[i], sts + FSTAT * i, te);
         uint64_t t1 = now();
         for (int i = 0; i < n; i++) f_complete(keys[i], sts + FSTAT * i, t1, t1);
     }
@@ -188,8 +229,10 @@ void mpi_waitany_(F *count, F *reqs, F *index, F *status, F *ierr) {
     uint64_t kbuf[SMALL], *keys = f_keys(n, reqs, kbuf);
     F own[16];
     F *st = f_status_ignored(status) ? own : status;
-    uint64_t t0 = now();
+    uint64_t t0 = now(), te = EMU_ENTER();
     pmpi_waitany_(count, reqs, index, st, ierr);
+    if (*ierr == MPI_SUCCESS && EMU_ON() && *index != MPI_UNDEFINED && *index >= 1 && *index <= n)
+        f_emu_done(keys[*index - 1], st, te);
     uint64_t t1 = now();
     /* Fortran indices are 1-based. */
     if (*ierr == MPI_SUCCESS && *index != MPI_UNDEFINED && *index >= 1 && *index <= n)
@@ -203,8 +246,10 @@ void mpi_waitsome_(F *count, F *reqs, F *outcount, F *indices, F *statuses, F *i
     int n = (int)*count;
     uint64_t kbuf[SMALL], *keys = f_keys(n, reqs, kbuf);
     F *sts = f_statuses_ignored(statuses) ? malloc(sizeof(F) * (size_t)(FSTAT * (n > 0 ? n : 1))) : statuses;
-    uint64_t t0 = now();
+    uint64_t t0 = now(), te = EMU_ENTER();
     pmpi_waitsome_(count, reqs, outcount, indices, sts, ierr);
+    if (*ierr == MPI_SUCCESS && EMU_ON() && *outcount != MPI_UNDEFINED)
+        for (int i = 0; i < (int)*outcount; i++) f_emu_done(keys[indices[i] - 1], sts + FSTAT * i, te);
     uint64_t t1 = now();
     if (*ierr == MPI_SUCCESS && *outcount != MPI_UNDEFINED)
         for (int i = 0; i < (int)*outcount; i++) f_complete(keys[indices[i] - 1], sts + FSTAT * i, t0, t1);
@@ -213,13 +258,111 @@ void mpi_waitsome_(F *count, F *reqs, F *outcount, F *indices, F *statuses, F *i
     LEAVE();
 }
 
+/* The polls: stamped once, at the exit of the call that completed something (see MPI_Test). */
+void mpi_testany_(F *count, F *reqs, F *index, F *flag, F *status, F *ierr) {
+    if (!ENTER()) { pmpi_testany_(count, reqs, index, flag, status, ierr); return; }
+    int n = (int)*count;
+    uint64_t kbuf[SMALL], *keys = f_keys(n, reqs, kbuf);
+    F own[16];
+    F *st = f_status_ignored(status) ? own : status;
+    uint64_t te = EMU_ENTER();
+    pmpi_testany_(count, reqs, index, flag, st, ierr);
+    /* Fortran indices are 1-based. */
+    if (*ierr == MPI_SUCCESS && *flag && *index != MPI_UNDEFINED && *index >= 1 && *index <= n) {
+        if (EMU_ON()) f_emu_done(keys[*index - 1], st, te);
+        uint64_t t1 = now();
+        f_complete(keys[*index - 1], st, t1, t1);
+    }
+    if (keys != kbuf) free(keys);
+    LEAVE();
+}
+
+void mpi_testsome_(F *count, F *reqs, F *outcount, F *indices, F *statuses, F *ierr) {
+    if (!ENTER()) { pmpi_testsome_(count, reqs, outcount, indices, statuses, ierr); return; }
+    int n = (int)*count;
+    uint64_t kbuf[SMALL], *keys = f_keys(n, reqs, kbuf);
+    F *sts = f_statuses_ignored(statuses) ? malloc(sizeof(F) * (size_t)(FSTAT * (n > 0 ? n : 1))) : statuses;
+    uint64_t te = EMU_ENTER();
+    pmpi_testsome_(count, reqs, outcount, indices, sts, ierr);
+    if (*ierr == MPI_SUCCESS && *outcount != MPI_UNDEFINED && *outcount > 0) {
+        if (EMU_ON())
+            for (int i = 0; i < (int)*outcount; i++) f_emu_done(keys[indices[i] - 1], sts + FSTAT * i, te);
+        uint64_t t1 = now();
+        for (int i = 0; i < (int)*outcount; i++) f_complete(keys[indices[i] - 1], sts + FSTAT * i, t1, t1);
+    }
+    if (keys != kbuf) free(keys);
+    if (sts != statuses) free(sts);
+    LEAVE();
+}
+
+/* Persistent requests: the C side's table and hooks (shim.c, "persistent requests"). */
+#define FPINIT_SEND(NAME)                                                                        \
+    void mpi_##NAME##_(const void *buf, F *count, F *dt, F *dest, F *tag, F *comm, F *req, F *ierr) { \
+        pmpi_##NAME##_(buf, count, dt, dest, tag, comm, req, ierr);                              \
+        if (*ierr == MPI_SUCCESS && TRACKING())                                                  \
+            pinit_register(1, F_FORTRAN, (int)*dest, (int)*tag, PMPI_Comm_f2c(*comm),            \
+                           type_bytes(PMPI_Type_f2c(*dt), (int)*count), PMPI_Request_f2c(*req)); \
+    }
+FPINIT_SEND(send_init)
+FPINIT_SEND(ssend_init)
+FPINIT_SEND(bsend_init)
+FPINIT_SEND(rsend_init)
+
+void mpi_recv_init_(void *buf, F *count, F *dt, F *src, F *tag, F *comm, F *req, F *ierr) {
+    pmpi_recv_init_(buf, count, dt, src, tag, comm, req, ierr);
+    if (*ierr == MPI_SUCCESS && TRACKING())
+        pinit_register(0, F_FORTRAN | (*src == MPI_ANY_SOURCE ? F_ANY_SOURCE : 0), (int)*src,
+                       (int)*tag, PMPI_Comm_f2c(*comm), type_bytes(PMPI_Type_f2c(*dt), (int)*count),
+                       PMPI_Request_f2c(*req));
+}
+
+static void f_start_one(F *req, F *ierr) {
+    pinit p;
+    MPI_Request c = PMPI_Request_f2c(*req);
+    if (!pinit_lookup(HKEY(c), &p)) {
+        pmpi_start_(req, ierr);
+        return;
+    }
+    uint64_t t0 = now();
+    start_pre(&p);
+    pmpi_start_(req, ierr);
+    uint64_t t1 = now();
+    if (*ierr == MPI_SUCCESS) start_post(&p, c, t0, t1, 0);
+}
+
+void mpi_request_free_(F *req, F *ierr) {
+    MPI_Request c = PMPI_Request_f2c(*req);
+    cev e;
+    uint64_t ck;
+    if (active) cpmpi_rt_take(my_table, HKEY(c), &e);
+    if (EMU_ON()) cpmpi_emu_untrack(HKEY(c), &ck);
+    if (TRACKING()) pinit_forget(HKEY(c));
+    pmpi_request_free_(req, ierr);
+}
+
+void mpi_start_(F *req, F *ierr) {
+    if (!ENTER()) { pmpi_start_(req, ierr); return; }
+    f_start_one(req, ierr);
+    LEAVE();
+}
+
+void mpi_startall_(F *count, F *reqs, F *ierr) {
+    if (!ENTER()) { pmpi_startall_(count, reqs, ierr); return; }
+    *ierr = MPI_SUCCESS;
+    for (int i = 0; i < (int)*count && *ierr == MPI_SUCCESS; i++) f_start_one(&reqs[i], ierr);
+    LEAVE();
+}
+
 void mpi_sendrecv_(const void *sb, F *sc, F *st_, F *dest, F *stag, void *rb, F *rc_, F *rt, F *src,
                    F *rtag, F *comm, F *status, F *ierr) {
     if (!ENTER()) { pmpi_sendrecv_(sb, sc, st_, dest, stag, rb, rc_, rt, src, rtag, comm, status, ierr); return; }
     F own[16];
     F *st = f_status_ignored(status) ? own : status;
-    uint64_t t0 = now();
+    uint64_t t0 = now(), te = EMU_ENTER();
+    F_EMU_SEND_PRE(dest, comm, stag, st_, sc);
     pmpi_sendrecv_(sb, sc, st_, dest, stag, rb, rc_, rt, src, rtag, comm, st, ierr);
+    EMU_SEND_POST();
+    if (*ierr == MPI_SUCCESS && EMU_ON()) f_emu_received(comm, st, te);
     uint64_t t1 = now();
     if (*ierr == MPI_SUCCESS) {
         MPI_Comm c = PMPI_Comm_f2c(*comm);

@@ -59,7 +59,7 @@ typedef struct {
 /* Event kinds: keep in step with runtime.rs `Kind`. */
 enum {
     K_SEND = 1, K_SSEND, K_BSEND, K_RSEND, K_ISEND, K_ISSEND, K_IBSEND, K_IRSEND,
-    K_RECV = 10, K_IRECV, K_SENDRECV_SEND, K_SENDRECV_RECV,
+    K_RECV = 10, K_IRECV, K_SENDRECV_SEND, K_SENDRECV_RECV, K_PSEND, K_PRECV,
     K_PROBE = 20, K_IPROBE,
     K_BARRIER = 30, K_BCAST, K_REDUCE, K_ALLREDUCE, K_GATHER, K_GATHERV, K_SCATTER, K_SCATTERV,
     K_ALLGATHER, K_ALLGATHERV, K_ALLTOALL, K_ALLTOALLV, K_REDUCE_SCATTER, K_REDUCE_SCATTER_BLOCK,
@@ -665,15 +665,172 @@ int MPI_Irecv(void *buf, int count, MPI_Datatype dt, int src, int tag, MPI_Comm 
     return rc;
 }
 
+/* ---- persistent requests ------------------------------------------------------------------- */
+
+/* What MPI_Send_init/Recv_init (and the Ssend/Bsend/Rsend variants) declared, by request handle:
+ * each MPI_Start of the request then posts one operation with these arguments, recorded like an
+ * Isend/Irecv (kinds K_PSEND/K_PRECV, "MPI_Start(send)"/"MPI_Start(recv)") and put under the
+ * knobs like one. Registered whenever the runtime or the knobs are up, so that a request made
+ * while monitoring was paused (MPI_Pcontrol(0)) is still known when it is started later. An
+ * open-addressing table under a lock: init and free are rare, and a start costs one uncontended
+ * lock, next to the MPI_Start it wraps. */
+typedef struct {
+    uint64_t key; /* 0 = empty, 1 = deleted */
+    uint64_t comm, bytes;
+    int32_t peer, tag;
+    uint8_t send, flags;
+} pinit;
+static pinit *pinits = NULL;
+static size_t pinit_cap = 0, pinit_used = 0;
+static pthread_mutex_t pinit_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static size_t pinit_home(uint64_t key) { return (size_t)((key * 0x9e3779b97f4a7c15ull) >> 20); }
+
+static void pinit_put_locked(const pinit *p);
+static void pinit_grow_locked(void) {
+    pinit *old = pinits;
+    size_t n = pinit_cap;
+    size_t cap = n ? n * 2 : 64;
+    pinit *t = calloc(cap, sizeof(pinit));
+    if (!t) return;
+    pinits = t;
+    pinit_cap = cap;
+    pinit_used = 0;
+    for (size_t i = 0; i < n; i++)
+        if (old[i].key > 1) pinit_put_locked(&old[i]);
+    free(old);
+}
+static void pinit_put_locked(const pinit *p) {
+    if ((pinit_used + 1) * 2 > pinit_cap) pinit_grow_locked();
+    if (!pinit_cap || (pinit_used + 1) * 2 > pinit_cap) return; /* out of memory: not tracked */
+    for (size_t i = pinit_home(p->key) & (pinit_cap - 1);; i = (i + 1) & (pinit_cap - 1))
+        if (pinits[i].key <= 1 || pinits[i].key == p->key) {
+            if (pinits[i].key != p->key) pinit_used++;
+            pinits[i] = *p;
+            return;
+        }
+}
+static pinit *pinit_find_locked(uint64_t key) {
+    if (!pinit_cap || key <= 1) return NULL;
+    for (size_t i = pinit_home(key) & (pinit_cap - 1), k = 0; k < pinit_cap; i = (i + 1) & (pinit_cap - 1), k++) {
+        if (pinits[i].key == key) return &pinits[i];
+        if (pinits[i].key == 0) return NULL;
+    }
+    return NULL;
+}
+static void pinit_register(int send, int flags, int peer, int tag, MPI_Comm comm, uint64_t bytes,
+                           MPI_Request req) {
+    pinit p = {HKEY(req), HKEY(comm), bytes, peer, tag, (uint8_t)send, (uint8_t)flags};
+    if (p.key <= 1 || peer == MPI_PROC_NULL) return;
+    pthread_mutex_lock(&pinit_lock);
+    pinit_put_locked(&p);
+    pthread_mutex_unlock(&pinit_lock);
+}
+static int pinit_lookup(uint64_t key, pinit *out) {
+    pthread_mutex_lock(&pinit_lock);
+    pinit *p = pinit_find_locked(key);
+    if (p) *out = *p;
+    pthread_mutex_unlock(&pinit_lock);
+    return p != NULL;
+}
+static void pinit_forget(uint64_t key) {
+    pthread_mutex_lock(&pinit_lock);
+    pinit *p = pinit_find_locked(key);
+    if (p) p->key = 1; /* deleted: keeps later probe runs intact */
+    pthread_mutex_unlock(&pinit_lock);
+}
+
+#define TRACKING() (active || EMU_ON())
+#define PINIT_SEND_WRAP(NAME)                                                                    \
+    int MPI_##NAME(const void *buf, int count, MPI_Datatype dt, int dest, int tag, MPI_Comm comm, \
+                   MPI_Request *req) {                                                           \
+        int rc = PMPI_##NAME(buf, count, dt, dest, tag, comm, req);                              \
+        if (rc == MPI_SUCCESS && TRACKING())                                                     \
+            pinit_register(1, 0, dest, tag, comm, type_bytes(dt, count), *req);                 \
+        return rc;                                                                               \
+    }
+PINIT_SEND_WRAP(Send_init)
+PINIT_SEND_WRAP(Ssend_init)
+PINIT_SEND_WRAP(Bsend_init)
+PINIT_SEND_WRAP(Rsend_init)
+
+int MPI_Recv_init(void *buf, int count, MPI_Datatype dt, int src, int tag, MPI_Comm comm,
+                  MPI_Request *req) {
+    int rc = PMPI_Recv_init(buf, count, dt, src, tag, comm, req);
+    if (rc == MPI_SUCCESS && TRACKING())
+        pinit_register(0, src == MPI_ANY_SOURCE ? F_ANY_SOURCE : 0, src, tag, comm,
+                       type_bytes(dt, count), *req);
+    return rc;
+}
+
+/* One persistent request is being started: the knobs before (a send's o, g, G, L stamp) ... */
+static void start_pre(const pinit *p) {
+    if (EMU_ON() && p->send) {
+        uint32_t id;
+        int w = to_world(COMM_OF(p->comm), p->peer, &id);
+        cpmpi_emu_send_pre(w, id, p->tag, p->bytes);
+    }
+}
+/* ... and after: g's next slot, a receive's tracking, the record of the post. */
+static void start_post(const pinit *p, MPI_Request req, uint64_t t0, uint64_t t1, int flags) {
+    if (EMU_ON()) {
+        if (p->send) {
+            uint32_t id;
+            cpmpi_emu_send_post(to_world(COMM_OF(p->comm), p->peer, &id));
+        } else {
+            cpmpi_emu_track(HKEY(req), p->comm);
+        }
+    }
+    post(p->send ? K_PSEND : K_PRECV, p->flags | flags, p->peer, p->tag, COMM_OF(p->comm),
+         p->bytes, t0, t1, req);
+}
+
+int MPI_Start(MPI_Request *req) {
+    pinit p;
+    if (!ENTER()) return PMPI_Start(req);
+    if (!pinit_lookup(HKEY(*req), &p)) { /* made before MPI_Init's interposer was up */
+        LEAVE();
+        return PMPI_Start(req);
+    }
+    uint64_t t0 = STAMP();
+    start_pre(&p);
+    int rc = PMPI_Start(req);
+    uint64_t t1 = STAMP();
+    if (rc == MPI_SUCCESS) start_post(&p, *req, t0, t1, 0);
+    LEAVE();
+    return rc;
+}
+
+int MPI_Startall(int count, MPI_Request reqs[]) {
+    if (!ENTER()) return PMPI_Startall(count, reqs);
+    /* One at a time through PMPI_Start: each send gets its own o, g and G before it leaves,
+     * as a loop of MPI_Start would (Startall's own order is unspecified by MPI anyway). */
+    int rc = MPI_SUCCESS;
+    for (int i = 0; i < count && rc == MPI_SUCCESS; i++) {
+        pinit p;
+        if (!pinit_lookup(HKEY(reqs[i]), &p)) {
+            rc = PMPI_Start(&reqs[i]);
+            continue;
+        }
+        uint64_t t0 = STAMP();
+        start_pre(&p);
+        rc = PMPI_Start(&reqs[i]);
+        uint64_t t1 = STAMP();
+        if (rc == MPI_SUCCESS) start_post(&p, reqs[i], t0, t1, 0);
+    }
+    LEAVE();
+    return rc;
+}
+
 /* A tracked request completed: give it its completion times, and for a receive the source, tag
- * and size the status reports. Requests we never saw posted (persistent, collective) are ignored. */
+ * and size the status reports. Requests we never saw posted (collective, or made before MPI_Init) are ignored. */
 static void complete(uint64_t key, const MPI_Status *st, uint64_t t0, uint64_t t1) {
     cev e;
     if (!MONITORING() || !cpmpi_rt_take(my_table, key, &e)) return;
     if (st && was_cancelled(st)) return;
     e.t_done_enter = t0;
     e.t_done_exit = t1;
-    if (e.kind == K_IRECV && st) {
+    if ((e.kind == K_IRECV || e.kind == K_PRECV) && st) {
         if (st->MPI_SOURCE == MPI_PROC_NULL) return;
         uint32_t id;
         MPI_Comm c = COMM_OF(e.comm_handle);
@@ -831,6 +988,7 @@ int MPI_Request_free(MPI_Request *req) {
     if (active) cpmpi_rt_take(my_table, HKEY(*req), &e);
     uint64_t ck;
     if (EMU_ON()) cpmpi_emu_untrack(HKEY(*req), &ck);
+    if (TRACKING()) pinit_forget(HKEY(*req));
     return PMPI_Request_free(req);
 }
 

@@ -41,9 +41,10 @@
 //! copied before the call sets them to MPI_REQUEST_NULL), Probe and successful Iprobes, and the
 //! common collectives (one event per call, bytes = this rank's contribution). A polling call
 //! (the Test family, Iprobe) reads the clock only when it completed something, once, at its exit:
-//! its misses cost no clock read and record nothing. Not recorded:
-//! persistent requests (MPI_Start), matched probes (MPI_Mprobe/Mrecv), nonblocking collectives,
-//! one-sided communication. Two communicators over the same group share an id.
+//! its misses cost no clock read and record nothing. Persistent requests: every MPI_Start(all)
+//! of a request made by MPI_Send_init (and its variants) or MPI_Recv_init is one message,
+//! recorded like an Isend/Irecv ([`Call::StartSend`], [`Call::StartRecv`]). Not recorded:
+//! matched probes (MPI_Mprobe/Mrecv), nonblocking collectives, one-sided communication. Two communicators over the same group share an id.
 
 pub mod format;
 mod read;

@@ -22,6 +22,10 @@ pub enum Call {
     SendrecvSend,
     /// The receive half of MPI_Sendrecv(_replace).
     SendrecvRecv,
+    /// MPI_Start(all) of a persistent send (MPI_Send_init and its Ssend/Bsend/Rsend variants).
+    StartSend,
+    /// MPI_Start(all) of a persistent receive (MPI_Recv_init), completed by the Wait/Test family.
+    StartRecv,
     Probe,
     Iprobe,
     Barrier,
@@ -60,6 +64,8 @@ impl Call {
             11 => Irecv,
             12 => SendrecvSend,
             13 => SendrecvRecv,
+            14 => StartSend,
+            15 => StartRecv,
             20 => Probe,
             21 => Iprobe,
             30 => Barrier,
@@ -100,6 +106,8 @@ impl Call {
             Irecv => "MPI_Irecv",
             SendrecvSend => "MPI_Sendrecv(send)",
             SendrecvRecv => "MPI_Sendrecv(recv)",
+            StartSend => "MPI_Start(send)",
+            StartRecv => "MPI_Start(recv)",
             Probe => "MPI_Probe",
             Iprobe => "MPI_Iprobe",
             Barrier => "MPI_Barrier",
@@ -127,13 +135,24 @@ impl Call {
         use Call::*;
         matches!(
             self,
-            Send | Ssend | Bsend | Rsend | Isend | Issend | Ibsend | Irsend | SendrecvSend
+            Send | Ssend
+                | Bsend
+                | Rsend
+                | Isend
+                | Issend
+                | Ibsend
+                | Irsend
+                | SendrecvSend
+                | StartSend
         )
     }
 
     /// A completed point-to-point receive (one message from `peer`).
     pub fn is_recv(self) -> bool {
-        matches!(self, Call::Recv | Call::Irecv | Call::SendrecvRecv)
+        matches!(
+            self,
+            Call::Recv | Call::Irecv | Call::SendrecvRecv | Call::StartRecv
+        )
     }
 
     /// A collective: recorded as its own type, never matched.

@@ -28,6 +28,7 @@
 //!   time is neither compute nor communication: it is left out and reported.
 
 use crate::read::{pair_events, Call, Event, Run};
+use commperf_report::timeline::Arg;
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt::Write as _;
@@ -165,7 +166,13 @@ struct CallRec {
 fn is_nonblocking(c: Call) -> bool {
     matches!(
         c,
-        Call::Isend | Call::Issend | Call::Ibsend | Call::Irsend | Call::Irecv
+        Call::Isend
+            | Call::Issend
+            | Call::Ibsend
+            | Call::Irsend
+            | Call::Irecv
+            | Call::StartSend
+            | Call::StartRecv
     )
 }
 
@@ -509,52 +516,37 @@ pub fn to_trace(run: &Run) -> TraceOutput {
 
 /// The Chrome trace-event timeline: one track per rank, a complete event per MPI call (on rank
 /// 0's clock, so that tracks line up), a flow arrow per matched message from the send call to
-/// the call that completed its receive.
+/// the call that completed its receive. The format is `commperf_report::timeline`'s, shared with
+/// the transports' timelines.
 struct Timeline {
     t0: f64,
-    events: Vec<String>,
-    flows: usize,
-}
-
-fn us(ns: f64) -> String {
-    format!("{:.3}", ns / 1e3)
+    tl: commperf_report::timeline::Timeline,
 }
 
 impl Timeline {
     fn new(n: u32, t0: f64) -> Timeline {
         let t0 = if t0.is_finite() { t0 } else { 0.0 };
-        let mut events = vec![
-            r#"{"name":"process_name","ph":"M","pid":0,"tid":0,"args":{"name":"commperf monitor: MPI run"}}"#
-                .to_string(),
-        ];
-        for r in 0..n {
-            events.push(format!(
-                r#"{{"name":"thread_name","ph":"M","pid":0,"tid":{r},"args":{{"name":"rank {r}"}}}}"#
-            ));
-            // Perfetto orders threads by this index, not by name ("rank 10" before "rank 2").
-            events.push(format!(
-                r#"{{"name":"thread_sort_index","ph":"M","pid":0,"tid":{r},"args":{{"sort_index":{r}}}}}"#
-            ));
-        }
         Timeline {
             t0,
-            events,
-            flows: 0,
+            tl: commperf_report::timeline::Timeline::new("commperf monitor: MPI run", 0..n),
         }
     }
 
+    /// µs since the timeline's start on the global clock.
     fn at(&self, rd: &crate::read::RankData, t: u64) -> f64 {
-        (rd.to_global(t) - self.t0).max(0.0)
+        (rd.to_global(t) - self.t0).max(0.0) / 1e3
     }
 
     fn span(&mut self, rd: &crate::read::RankData, c: &CallRec, name: &str, replayed: bool) {
         let (a, b) = (self.at(rd, c.start), self.at(rd, c.end));
-        self.events.push(format!(
-            r#"{{"name":"{name}","cat":"mpi","ph":"X","pid":0,"tid":{},"ts":{},"dur":{},"args":{{"replayed":{replayed}}}}}"#,
+        self.tl.span(
             rd.header.rank,
-            us(a),
-            us((b - a).max(0.0)),
-        ));
+            name,
+            "mpi",
+            a,
+            b - a,
+            &[("replayed", Arg::Bool(replayed))],
+        );
     }
 
     fn flow(
@@ -569,27 +561,18 @@ impl Timeline {
         // started when the clocks allow it.
         let (ra, rb) = (self.at(rr, re.done_enter), self.at(rr, re.done_exit));
         let f = s.clamp(ra, rb.max(ra));
-        let id = self.flows;
-        self.flows += 1;
-        self.events.push(format!(
-            r#"{{"name":"message","cat":"message","ph":"s","id":{id},"pid":0,"tid":{},"ts":{},"args":{{"bytes":{},"tag":{},"dst":{}}}}}"#,
-            sr.header.rank,
-            us(s),
-            se.bytes,
-            se.tag,
-            rr.header.rank
-        ));
-        self.events.push(format!(
-            r#"{{"name":"message","cat":"message","ph":"f","bp":"e","id":{id},"pid":0,"tid":{},"ts":{}}}"#,
-            rr.header.rank,
-            us(f)
-        ));
+        self.tl.flow(
+            (sr.header.rank, s),
+            (rr.header.rank, f),
+            &[
+                ("bytes", Arg::U(se.bytes)),
+                ("tag", Arg::I(i64::from(se.tag))),
+                ("dst", Arg::U(u64::from(rr.header.rank))),
+            ],
+        );
     }
 
     fn finish(self) -> String {
-        let mut s = String::from("{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n");
-        s += &self.events.join(",\n");
-        s += "\n]}\n";
-        s
+        self.tl.finish()
     }
 }

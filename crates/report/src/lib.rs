@@ -31,6 +31,7 @@ mod csv;
 mod plot;
 pub mod svg;
 mod table;
+pub mod timeline;
 
 pub use compare::{
     compare, render_comparison, BenchmarkComparison, CompareError, Comparison, LayerInfo,

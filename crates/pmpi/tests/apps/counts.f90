@@ -3,13 +3,18 @@
 !   r -> right: 6 x 80 B   MPI_SEND / MPI_RECV (MPI_STATUS_IGNORE)
 !               4 x 400 B  MPI_ISEND / MPI_IRECV + MPI_WAITALL (MPI_STATUSES_IGNORE)
 !               2 x 8 B    MPI_SENDRECV
+!               2 x 16 B   MPI_ISEND + MPI_TESTSOME loop / MPI_IRECV + MPI_TESTANY loop
+!               3 x 24 B   MPI_SEND_INIT / MPI_RECV_INIT, MPI_STARTALL + MPI_WAITALL, then
+!                          MPI_REQUEST_FREE (persistent requests)
 !   collectives: 3 MPI_ALLREDUCE (8 B), 1 MPI_BARRIER, 2 MPI_BCAST (40 B)
 ! Open MPI's Fortran calls PMPI_* itself (a C-only interposer would see nothing); MPICH's calls the
 ! C MPI_* (wrapping both would count twice): the counts must be exact under both.
 program counts
   use mpi
   implicit none
-  integer :: ierr, r, n, right, left, i
+  integer :: ierr, r, n, right, left, i, idx, outc
+  integer :: idxs(1)
+  logical :: flag
   integer :: reqs(8)
   double precision :: sbuf(50), rbuf(50), x, y
   call MPI_INIT(ierr)
@@ -36,6 +41,26 @@ program counts
     call MPI_SENDRECV(sbuf, 1, MPI_DOUBLE_PRECISION, right, 3, rbuf, 1, MPI_DOUBLE_PRECISION, left, 3, &
                       MPI_COMM_WORLD, MPI_STATUS_IGNORE, ierr)
   end do
+  do i = 1, 2
+    call MPI_IRECV(rbuf, 2, MPI_DOUBLE_PRECISION, left, 4, MPI_COMM_WORLD, reqs(1), ierr)
+    call MPI_ISEND(sbuf, 2, MPI_DOUBLE_PRECISION, right, 4, MPI_COMM_WORLD, reqs(2), ierr)
+    flag = .false.
+    do while (.not. flag)
+      call MPI_TESTANY(1, reqs(1:1), idx, flag, MPI_STATUS_IGNORE, ierr)
+    end do
+    outc = 0
+    do while (outc == 0)
+      call MPI_TESTSOME(1, reqs(2:2), outc, idxs, MPI_STATUSES_IGNORE, ierr)
+    end do
+  end do
+  call MPI_RECV_INIT(rbuf, 3, MPI_DOUBLE_PRECISION, left, 5, MPI_COMM_WORLD, reqs(1), ierr)
+  call MPI_SEND_INIT(sbuf, 3, MPI_DOUBLE_PRECISION, right, 5, MPI_COMM_WORLD, reqs(2), ierr)
+  do i = 1, 3
+    call MPI_STARTALL(2, reqs(1:2), ierr)
+    call MPI_WAITALL(2, reqs(1:2), MPI_STATUSES_IGNORE, ierr)
+  end do
+  call MPI_REQUEST_FREE(reqs(1), ierr)
+  call MPI_REQUEST_FREE(reqs(2), ierr)
   do i = 1, 3
     x = r
     call MPI_ALLREDUCE(x, y, 1, MPI_DOUBLE_PRECISION, MPI_SUM, MPI_COMM_WORLD, ierr)
