@@ -247,7 +247,8 @@ fn pause_for_test(point: &str, len: usize) {
     }
 }
 
-/// A mapped segment. Unmapped on drop; unlinked on drop by the creator if still linked.
+/// A mapped segment (a connection's or a completion queue's). Unmapped on drop; unlinked on
+/// drop by the creator if still linked.
 #[derive(Debug)]
 struct Mapping {
     base: NonNull<u8>,
@@ -289,6 +290,30 @@ impl Drop for Mapping {
         // SAFETY: base/len come from a successful mmap and are unmapped once.
         unsafe { libc::munmap(self.base.as_ptr().cast(), self.len) };
     }
+}
+
+/// A fresh segment name, `/commperf-<pid>-<random>`, with its C string.
+fn fresh_name() -> (String, CString) {
+    let name = format!("/{NAME_PREFIX}{}-{:016x}", std::process::id(), random_u64());
+    let cname = CString::new(name.clone()).expect("no NUL in generated name");
+    (name, cname)
+}
+
+/// Creates the named segment `cname`, read-write for this user; `O_EXCL` so that we never adopt
+/// someone else's segment.
+fn shm_create(cname: &CString) -> io::Result<i32> {
+    // SAFETY: valid C string.
+    let fd = unsafe {
+        libc::shm_open(
+            cname.as_ptr(),
+            libc::O_CREAT | libc::O_EXCL | libc::O_RDWR,
+            0o600,
+        )
+    };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(fd)
 }
 
 fn random_u64() -> u64 {
@@ -333,8 +358,7 @@ impl ShmSegment {
     /// only once the segment is complete (see the module notes on cleanup).
     pub fn create(opts: ShmOptions, max_message: usize) -> Result<Self, TransportError> {
         opts.validate()?;
-        let name = format!("/{NAME_PREFIX}{}-{:016x}", std::process::id(), random_u64());
-        let cname = CString::new(name.clone()).expect("no NUL in generated name");
+        let (name, cname) = fresh_name();
         let len = segment_bytes(opts.ring_bytes);
         let failed = |what: &str, e: io::Error| {
             TransportError::io(
@@ -345,20 +369,10 @@ impl ShmSegment {
         let (fd, named) = match unnamed_segment() {
             Some(Ok(fd)) => (fd, false),
             Some(Err(e)) => return Err(failed("creating", e)),
-            None => {
-                // SAFETY: valid C string; O_EXCL so we never adopt someone else's segment.
-                let fd = unsafe {
-                    libc::shm_open(
-                        cname.as_ptr(),
-                        libc::O_CREAT | libc::O_EXCL | libc::O_RDWR,
-                        0o600,
-                    )
-                };
-                if fd < 0 {
-                    return Err(failed("creating", io::Error::last_os_error()));
-                }
-                (fd, true)
-            }
+            None => match shm_create(&cname) {
+                Ok(fd) => (fd, true),
+                Err(e) => return Err(failed("creating", e)),
+            },
         };
         let cleanup = |e: io::Error, what: &str| {
             // SAFETY: fd is open; the name (if any) was created by us.
@@ -443,19 +457,26 @@ impl ShmSegment {
     }
 }
 
+/// Opens the existing segment `name` read-write, after checking that it names a commperf
+/// segment.
+fn open_segment(name: &str) -> io::Result<i32> {
+    if !name.starts_with('/') || name[1..].contains('/') || !name[1..].starts_with(NAME_PREFIX) {
+        return Err(io::Error::other("not a commperf segment name"));
+    }
+    let cname = CString::new(name).map_err(|_| io::Error::other("NUL in name"))?;
+    // SAFETY: valid C string.
+    let fd = unsafe { libc::shm_open(cname.as_ptr(), libc::O_RDWR, 0) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(fd)
+}
+
 /// Attaches to a segment created by the peer.
 pub fn attach(name: &str, cfg: EndpointConfig) -> Result<ShmEndpoint, TransportError> {
     let err =
         |e: io::Error| TransportError::io(format!("attaching shared-memory segment {name}"), e);
-    if !name.starts_with('/') || name[1..].contains('/') || !name[1..].starts_with(NAME_PREFIX) {
-        return Err(err(io::Error::other("not a commperf segment name")));
-    }
-    let cname = CString::new(name).map_err(|_| err(io::Error::other("NUL in name")))?;
-    // SAFETY: valid C string.
-    let fd = unsafe { libc::shm_open(cname.as_ptr(), libc::O_RDWR, 0) };
-    if fd < 0 {
-        return Err(err(io::Error::last_os_error()));
-    }
+    let fd = open_segment(name).map_err(err)?;
     // SAFETY: fstat on an fd we own into a zeroed struct.
     let mut st: libc::stat = unsafe { std::mem::zeroed() };
     // SAFETY: as above.
@@ -1734,47 +1755,36 @@ struct CqShared {
     slots: [CqSlot; CQ_SLOTS as usize],
 }
 
-/// A mapped completion-queue segment.
-struct CqMap {
-    base: NonNull<CqShared>,
-    name: String,
-    linked: bool,
-}
+/// A mapped completion-queue segment: a [`Mapping`] of `size_of::<CqShared>()` bytes, which
+/// unlinks and unmaps it.
+struct CqMap(Mapping);
 
-// SAFETY: the segment holds only atomics, so sharing the mapping between threads is sound.
-unsafe impl Send for CqMap {}
-// SAFETY: as above.
+// SAFETY: the segment holds only atomics, so sharing the mapping between threads is sound
+// (`Send` comes with the `Mapping`).
 unsafe impl Sync for CqMap {}
 
 impl CqMap {
+    /// Wraps a mapping of `size_of::<CqShared>()` bytes at `base`.
+    fn new(base: NonNull<u8>, name: String, linked: bool) -> Self {
+        CqMap(Mapping {
+            base,
+            len: std::mem::size_of::<CqShared>(),
+            name,
+            linked,
+        })
+    }
+
+    #[inline]
     fn shared(&self) -> &CqShared {
-        // SAFETY: the mapping is at least size_of::<CqShared>() long, page aligned, and all
-        // fields written after creation are atomics.
-        unsafe { self.base.as_ref() }
-    }
-
-    fn unlink(&mut self) {
-        if self.linked {
-            if let Ok(c) = CString::new(self.name.clone()) {
-                // SAFETY: c is a valid NUL-terminated string.
-                unsafe { libc::shm_unlink(c.as_ptr()) };
-            }
-            self.linked = false;
-        }
-    }
-}
-
-impl Drop for CqMap {
-    fn drop(&mut self) {
-        self.unlink();
-        // SAFETY: base and the length come from a successful mmap and are unmapped once.
-        unsafe { libc::munmap(self.base.as_ptr().cast(), std::mem::size_of::<CqShared>()) };
+        // SAFETY: the mapping is size_of::<CqShared>() long, page aligned, and all fields
+        // written after creation are atomics.
+        unsafe { &*(self.0.base.as_ptr() as *const CqShared) }
     }
 }
 
 impl fmt::Debug for CqMap {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("CqMap").field("name", &self.name).finish()
+        f.debug_struct("CqMap").field("name", &self.0.name).finish()
     }
 }
 
@@ -1792,23 +1802,11 @@ impl ShmCq {
     /// Creates the queue's segment (named like the connection segments, so a crashed run's is
     /// removed by [`remove_stale_segments`]).
     pub fn create(mode: Mode) -> Result<Self, TransportError> {
-        let name = format!("/{NAME_PREFIX}{}-{:016x}", std::process::id(), random_u64());
-        let cname = CString::new(name.clone()).expect("no NUL in generated name");
+        let (name, cname) = fresh_name();
         let len = std::mem::size_of::<CqShared>();
-        // SAFETY: valid C string; O_EXCL so we never adopt someone else's segment.
-        let fd = unsafe {
-            libc::shm_open(
-                cname.as_ptr(),
-                libc::O_CREAT | libc::O_EXCL | libc::O_RDWR,
-                0o600,
-            )
-        };
-        if fd < 0 {
-            return Err(TransportError::io(
-                format!("creating completion-queue segment {name}"),
-                io::Error::last_os_error(),
-            ));
-        }
+        let fd = shm_create(&cname).map_err(|e| {
+            TransportError::io(format!("creating completion-queue segment {name}"), e)
+        })?;
         // SAFETY: fd is a valid shm fd we own.
         let sized = unsafe { libc::ftruncate(fd, len as libc::off_t) } == 0;
         let mapped = if sized {
@@ -1819,7 +1817,7 @@ impl ShmCq {
         // SAFETY: fd is no longer needed once mapped (or on failure).
         unsafe { libc::close(fd) };
         let base = match mapped {
-            Ok(b) => b.cast::<CqShared>(),
+            Ok(b) => b,
             Err(e) => {
                 // SAFETY: the name was created by us.
                 unsafe { libc::shm_unlink(cname.as_ptr()) };
@@ -1830,25 +1828,21 @@ impl ShmCq {
             }
         };
         // SAFETY: nobody else has mapped the segment yet; it is zero-filled by ftruncate.
-        unsafe { (*base.as_ptr()).magic = CQ_MAGIC };
+        unsafe { (*base.cast::<CqShared>().as_ptr()).magic = CQ_MAGIC };
         Ok(ShmCq {
-            map: CqMap {
-                base,
-                name,
-                linked: true,
-            },
+            map: CqMap::new(base, name, true),
             mode,
         })
     }
 
     /// The name the other process passes to [`attach_cq`].
     pub fn name(&self) -> &str {
-        &self.map.name
+        &self.map.0.name
     }
 
     /// Removes the name once the other process has attached: nothing is left behind.
     pub fn unlink(&mut self) {
-        self.map.unlink();
+        self.map.0.unlink();
     }
 
     /// Polling or sleeping when a wait has a timeout.
@@ -1948,15 +1942,7 @@ pub struct CqAttachment {
 /// Attaches to the completion queue named `name`.
 pub fn attach_cq(name: &str) -> Result<CqAttachment, TransportError> {
     let err = |e: io::Error| TransportError::io(format!("attaching completion queue {name}"), e);
-    if !name.starts_with('/') || name[1..].contains('/') || !name[1..].starts_with(NAME_PREFIX) {
-        return Err(err(io::Error::other("not a commperf segment name")));
-    }
-    let cname = CString::new(name).map_err(|_| err(io::Error::other("NUL in name")))?;
-    // SAFETY: valid C string.
-    let fd = unsafe { libc::shm_open(cname.as_ptr(), libc::O_RDWR, 0) };
-    if fd < 0 {
-        return Err(err(io::Error::last_os_error()));
-    }
+    let fd = open_segment(name).map_err(err)?;
     let len = std::mem::size_of::<CqShared>();
     // SAFETY: fstat on the fd we just opened, into a zeroed stat.
     let mut st: libc::stat = unsafe { std::mem::zeroed() };
@@ -1969,11 +1955,7 @@ pub fn attach_cq(name: &str) -> Result<CqAttachment, TransportError> {
     };
     // SAFETY: fd no longer needed.
     unsafe { libc::close(fd) };
-    let map = CqMap {
-        base: mapped.map_err(err)?.cast::<CqShared>(),
-        name: name.to_string(),
-        linked: false,
-    };
+    let map = CqMap::new(mapped.map_err(err)?, name.to_string(), false);
     if map.shared().magic != CQ_MAGIC {
         return Err(err(io::Error::other("not a commperf completion queue")));
     }
