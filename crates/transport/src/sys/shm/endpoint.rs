@@ -372,8 +372,9 @@ impl Endpoint for ShmEndpoint {
     }
 }
 
-/// The side value travels in the header's spare half line (see `payload_offset_for` in `ring.rs`); only
-/// the last record of a fragmented message carries it, and a rendezvous record carries it.
+/// The side value travels in the header's spare half line (see `payload_offset_for` in
+/// `ring.rs`); only the last record of a fragmented message carries it, and a rendezvous record
+/// carries it.
 impl crate::SideBand for ShmEndpoint {
     fn send_with_side<F: FnMut(usize, &mut [u8]), S: FnOnce() -> Side>(
         &mut self,
