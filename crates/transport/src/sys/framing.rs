@@ -32,11 +32,8 @@ pub(crate) trait ReadMore {
     /// Reads exactly `buf.len()` bytes of the current message straight into `buf`.
     fn read_rest(&mut self, buf: &mut [u8]) -> Result<(), TransportError>;
 
-    /// The largest message a header may announce.
-    fn max_message(&self) -> usize;
-
-    /// The peer, for errors.
-    fn peer(&self) -> &str;
+    /// The largest message a header may announce, and the peer (for errors).
+    fn limits(&self) -> (usize, &str);
 }
 
 /// The receive buffer of a framed stream: `buf[pos..end]` holds bytes read but not consumed.
@@ -155,7 +152,8 @@ impl RecvBuf {
             let n = src.read_more(&mut self.buf[self.end..], false, mid)?;
             self.end += n;
         }
-        self.take_header(src.max_message(), src.peer())
+        let (max, peer) = src.limits();
+        self.take_header(max, peer)
     }
 
     /// Lends the `len`-byte payload of the current message to `sink`, piece by piece.

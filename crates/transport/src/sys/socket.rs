@@ -237,12 +237,7 @@ impl<S: AsRawFd> StreamEndpoint<S> {
             link: Link {
                 fd,
                 cfg,
-                info: EndpointInfo {
-                    transport,
-                    mode: cfg.mode,
-                    peer,
-                    max_message: cfg.max_message,
-                },
+                info: EndpointInfo::new(transport, peer, &cfg),
             },
             rbuf: RecvBuf::new(READ_BUF_LEN),
             scratch: vec![0u8; scratch_len].into_boxed_slice(),
@@ -544,13 +539,8 @@ impl ReadMore for Link {
     }
 
     #[inline]
-    fn max_message(&self) -> usize {
-        self.cfg.max_message
-    }
-
-    #[inline]
-    fn peer(&self) -> &str {
-        &self.info.peer
+    fn limits(&self) -> (usize, &str) {
+        (self.cfg.max_message, &self.info.peer)
     }
 }
 

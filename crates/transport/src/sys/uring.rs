@@ -215,12 +215,7 @@ impl<S: AsRawFd> UringEndpoint<S> {
                 ring,
                 fd,
                 cfg,
-                info: EndpointInfo {
-                    transport,
-                    mode: cfg.mode,
-                    peer,
-                    max_message: cfg.max_message,
-                },
+                info: EndpointInfo::new(transport, peer, &cfg),
                 inflight: 0,
             },
             stream,
@@ -517,13 +512,8 @@ impl ReadMore for Io {
     }
 
     #[inline]
-    fn max_message(&self) -> usize {
-        self.cfg.max_message
-    }
-
-    #[inline]
-    fn peer(&self) -> &str {
-        &self.info.peer
+    fn limits(&self) -> (usize, &str) {
+        (self.cfg.max_message, &self.info.peer)
     }
 }
 
