@@ -23,8 +23,9 @@
 //! lowercase `mbps`, `gbps`, `tbps` that tc users write for bytes are refused by name, and so is
 //! a bare number (bits to tc, refused by predict), and predict's case-blind `10Gb`, `10gb/s`;
 //! `10GB/s` now means bytes. tc's words (`100mbit`, `1gbit`, `500kbit`, `2000000bit`) and
-//! predict's (`10Gbit/s`, `1.25GByte/s`) parse as before. `testbed` converts the rate to the whole bits
-//! per second tc takes (`commperf_testbed::netns::parse_rate`); nothing else parses rates.
+//! predict's (`10Gbit/s`, `1.25GByte/s`) parse as before. `testbed` converts the rate to the
+//! whole bits per second tc takes (`commperf_testbed::netns::parse_rate`); nothing else parses
+//! rates.
 
 /// Why a rate was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
