@@ -1,19 +1,22 @@
-//! The receive side of [`super::socket`]'s framing, shared by every realization that speaks it
-//! over a byte stream (the plain socket calls of [`super::socket`] and the io_uring of
-//! [`super::uring`]).
+//! [`super::socket`]'s framing as every realization over a byte stream speaks it (the plain
+//! socket calls of [`super::socket`] and the io_uring of [`super::uring`]).
 //!
 //! A [`RecvBuf`] holds the bytes read from the stream and not yet consumed; it parses headers,
 //! lends payloads piece by piece and feeds the duplex receive of `sendrecv`. How bytes get into
 //! it is the realization's: a [`ReadMore`] source reads "at least one more byte" into the free
-//! part of the buffer (a `recv(2)` there, a `READ_FIXED` on a registered buffer here), and reads
-//! the rest of a large message straight into the caller's memory. Everything is generic over the
-//! source and `#[inline]`, so each realization gets its own copy with its calls inlined: nothing
-//! is dispatched at run time on the receive path.
+//! part of the buffer (a `recv(2)` for sockets, a `READ_FIXED` on a registered buffer for
+//! io_uring), and reads the rest of a large message straight into the caller's memory.
 //!
-//! [`send_chunked`] is the matching send side of the lending path: the header and the first
-//! chunk of the payload in one buffer (one send for a small message), then chunk after chunk.
+//! The send side: [`send_chunked`] is the lending path (the header and the first chunk of the
+//! payload in one buffer, so a small message is one send, then chunk after chunk), and
+//! [`send_gathered`] the copying one (header and the caller's slices as one iovec list).
+//!
+//! Everything is generic over the source or the send call and `#[inline]`, so each realization
+//! gets its own copy with its calls inlined: nothing is dispatched at run time.
 
-use super::socket::{encode_header, parse_header, HEADER_LEN};
+use super::socket::{
+    advance_iovecs, encode_header, header_and_parts, parse_header, EMPTY_IOV, HEADER_LEN, MAX_IOV,
+};
 use crate::{Fragment, RecvInfo, Tag, TransportError};
 
 /// Where a stream's bytes come from: the realization's half of the receive path.
@@ -282,6 +285,37 @@ impl RecvBuf {
             }
         }
     }
+}
+
+/// The gathering send: the header of a `len`-byte message and `parts` (fewer than [`MAX_IOV`])
+/// as one iovec list, sent by as many `send(msg, mid)` calls as it takes, each sending what is
+/// left and returning how many bytes went; `mid` says some already have. Nothing is packed: the
+/// kernel reads the caller's memory.
+#[inline]
+pub(crate) fn send_gathered<S>(
+    tag: Tag,
+    len: usize,
+    parts: &[&[u8]],
+    mut send: S,
+) -> Result<(), TransportError>
+where
+    S: FnMut(&libc::msghdr, bool) -> Result<usize, TransportError>,
+{
+    let hdr = encode_header(tag, len);
+    let mut iov = [EMPTY_IOV; MAX_IOV];
+    let n = header_and_parts(&hdr, parts, &mut iov);
+    let (mut first, mut left) = (0, HEADER_LEN + len);
+    while left > 0 {
+        // SAFETY: msghdr is a plain C struct for which all-zero is a valid value.
+        let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+        msg.msg_iov = iov[first..n].as_mut_ptr();
+        msg.msg_iovlen = (n - first) as _;
+        // `msg`, `iov`, `hdr` and `parts` outlive the call, which only reads through them.
+        let k = send(&msg, left < HEADER_LEN + len)?;
+        left -= k;
+        advance_iovecs(&mut iov[..n], &mut first, k);
+    }
+    Ok(())
 }
 
 /// The lending send ([`crate::Endpoint::send_with`]) through `buf`: the header and the first

@@ -30,7 +30,7 @@
 //! [`TransportError::PeerClosed`], with `mid_message` telling whether part of a message had
 //! already been read or written.
 
-use super::framing::{send_chunked, ReadMore, RecvBuf, Rx};
+use super::framing::{send_chunked, send_gathered, ReadMore, RecvBuf, Rx};
 use crate::backoff::{Backoff, WaitStop};
 use crate::{Endpoint, EndpointConfig, EndpointInfo, Fragment, RecvInfo, Tag, TransportError};
 use commperf_core::{Mode, TransportKind};
@@ -280,34 +280,24 @@ impl<S> crate::VectoredSend for StreamEndpoint<S> {
         if parts.len() >= MAX_IOV {
             return self.send_with(tag, len, |off, piece| crate::gather(parts, off, piece));
         }
-        let hdr = encode_header(tag, len);
-        let mut iov = [EMPTY_IOV; MAX_IOV];
-        let n = header_and_parts(&hdr, parts, &mut iov);
-        let (mut first, mut left) = (0, HEADER_LEN + len);
+        let link = &self.link;
         let mut backoff: Option<Backoff> = None;
-        while left > 0 {
-            // SAFETY: msghdr is a plain C struct for which all-zero is a valid value.
-            let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
-            msg.msg_iov = iov[first..n].as_mut_ptr();
-            msg.msg_iovlen = (n - first) as _;
-            // SAFETY: the iovecs describe `hdr` and `parts`, live and readable for the call;
-            // sendmsg only reads through them.
-            let r = unsafe { libc::sendmsg(self.link.fd, &msg, libc::MSG_NOSIGNAL) };
+        send_gathered(tag, len, parts, |msg, mid| loop {
+            // SAFETY: the iovecs of `msg` describe the header and `parts`, live and readable for
+            // the call; sendmsg only reads through them.
+            let r = unsafe { libc::sendmsg(link.fd, msg, libc::MSG_NOSIGNAL) };
             if r < 0 {
                 let e = io::Error::last_os_error();
                 match e.kind() {
                     io::ErrorKind::Interrupted => continue,
-                    _ if is_would_block(&e) => self.link.wait(&mut backoff)?,
-                    _ => return Err(self.link.fail("send", e, left < HEADER_LEN + len)),
+                    _ if is_would_block(&e) => link.wait(&mut backoff)?,
+                    _ => return Err(link.fail("send", e, mid)),
                 }
                 continue;
             }
-            let k = r as usize;
-            left -= k;
             backoff = None;
-            advance_iovecs(&mut iov[..n], &mut first, k);
-        }
-        Ok(())
+            return Ok(r as usize);
+        })
     }
 }
 

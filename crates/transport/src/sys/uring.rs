@@ -35,10 +35,10 @@
 //! filter as in many containers, or too little locked memory for the registered buffers), creating
 //! the endpoint fails with a message saying which and what to use instead.
 
-use super::framing::{send_chunked, ReadMore, RecvBuf, Rx};
+use super::framing::{send_chunked, send_gathered, ReadMore, RecvBuf, Rx};
 use super::socket::{
-    advance_iovecs, check_send_len, encode_header, header_and_parts, peer_closed, poll_readable,
-    set_nonblocking, socket_error, timed_out, EMPTY_IOV, HEADER_LEN, MAX_IOV,
+    advance_iovecs, check_send_len, encode_header, peer_closed, poll_readable, set_nonblocking,
+    socket_error, timed_out, HEADER_LEN, MAX_IOV,
 };
 use crate::backoff::Backoff;
 use crate::{Endpoint, EndpointConfig, EndpointInfo, Fragment, RecvInfo, Tag, TransportError};
@@ -428,25 +428,15 @@ impl Io {
 
     /// Sends a header and `parts` with `SENDMSG` straight from the caller's memory.
     fn send_plain(&mut self, tag: Tag, len: usize, parts: &[&[u8]]) -> Result<(), TransportError> {
-        let hdr = encode_header(tag, len);
-        let mut iov = [EMPTY_IOV; MAX_IOV];
-        let n = header_and_parts(&hdr, parts, &mut iov);
-        let (mut first, mut left) = (0, HEADER_LEN + len);
-        while left > 0 {
-            // SAFETY: msghdr is a plain C struct for which all-zero is a valid value.
-            let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
-            msg.msg_iov = iov[first..n].as_mut_ptr();
-            msg.msg_iovlen = (n - first) as _;
-            // `msg`, `iov`, `hdr` and `parts` outlive the operation: it is reaped just below.
-            self.push(sendmsg(&msg))?;
+        send_gathered(tag, len, parts, |msg, mid| {
+            // `msg` and what it names outlive the operation: it is reaped just below.
+            self.push(sendmsg(msg))?;
             let r = self.complete(SEND_OP)?;
             if r <= 0 {
-                return Err(self.failed("send", r, left < HEADER_LEN + len));
+                return Err(self.failed("send", r, mid));
             }
-            left -= r as usize;
-            advance_iovecs(&mut iov[..n], &mut first, r as usize);
-        }
-        Ok(())
+            Ok(r as usize)
+        })
     }
 
     #[inline]
