@@ -15,6 +15,17 @@
 //! name: no unit (`100`: bits or bytes?); a lowercase `m`, `g` or `t` before a letter unit
 //! (`10mbps`: tc reads it as megabytes per second, SimGrid as nothing, the SI as millibits); and
 //! any other unit.
+//!
+//! Before this parser (issue 12), `testbed --rate` read rates as tc does and `predict --link`
+//! had a reading of its own, both ignoring case, and they disagreed on `bps`: bytes to tc
+//! (`10mbps` = 80 Mbit/s), bits to predict (which also read `10GB` as gigabits). Here case
+//! carries the meaning (`B` bytes, `b` bits: `bps`, `kbps`, `Mbps` are bits, as in SimGrid); the
+//! lowercase `mbps`, `gbps`, `tbps` that tc users write for bytes are refused by name, and so is
+//! a bare number (bits to tc, refused by predict), and predict's case-blind `10Gb`, `10gb/s`;
+//! `10GB/s` now means bytes. tc's words (`100mbit`, `1gbit`, `500kbit`, `2000000bit`) and
+//! predict's (`10Gbit/s`, `1.25GByte/s`) parse as before. `testbed` converts the rate to the
+//! whole bits per second tc takes (`commperf_testbed::netns::parse_rate`); nothing else parses
+//! rates.
 
 /// Why a rate was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

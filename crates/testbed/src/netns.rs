@@ -544,6 +544,44 @@ mod tests {
         assert!(parse_rate("0bit").is_err());
     }
 
+    /// `testbed --rate` accepts exactly what `predict --link` accepts (one parser, in core),
+    /// converted to the whole bits per second tc is given; what core refuses is refused with
+    /// core's words.
+    #[test]
+    fn rates_are_the_one_syntax_of_core() {
+        for s in [
+            "100mbit",
+            "1Gb/s",
+            "12.5MB/s",
+            "1.25GB/s",
+            "10Gbit/s",
+            "40Gb/s",
+            "125MBps",
+            "1Gbps",
+            "100kbps",
+            "1KiBps",
+            "1e9bit/s",
+            "2GByte/s",
+            "500kbit",
+            "2000000bit",
+        ] {
+            let bits = commperf_core::parse_rate(s).unwrap().bits_per_s();
+            assert_eq!(parse_rate(s), Ok(bits.round() as u64), "{s}");
+        }
+        for s in [
+            "10mbps",
+            "1gB/s",
+            "100",
+            "10GB",
+            "fast",
+            "10furlongs",
+            "0bit",
+        ] {
+            let why = commperf_core::parse_rate(s).unwrap_err().to_string();
+            assert_eq!(parse_rate(s), Err(why), "{s}");
+        }
+    }
+
     #[test]
     fn liveness() {
         assert!(pid_alive(std::process::id()));

@@ -184,6 +184,18 @@ pub struct EndpointInfo {
     pub max_message: usize,
 }
 
+impl EndpointInfo {
+    /// What an endpoint of `transport` to `peer` created with `cfg` reports.
+    pub(crate) fn new(transport: TransportKind, peer: String, cfg: &EndpointConfig) -> Self {
+        EndpointInfo {
+            transport,
+            mode: cfg.mode,
+            peer,
+            max_message: cfg.max_message,
+        }
+    }
+}
+
 /// A connected, reliable, ordered, tagged message endpoint to one peer.
 pub trait Endpoint {
     /// Sends one message of `len` bytes. `fill(offset, piece)` writes the payload piece by piece,

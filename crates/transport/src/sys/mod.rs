@@ -1,5 +1,6 @@
 //! Realizations of [`crate::Endpoint`], one module each.
 
+mod framing;
 pub mod model;
 pub mod shm;
 pub mod socket;

@@ -30,6 +30,7 @@
 //! [`TransportError::PeerClosed`], with `mid_message` telling whether part of a message had
 //! already been read or written.
 
+use super::framing::{send_chunked, send_gathered, ReadMore, RecvBuf, Rx};
 use crate::backoff::{Backoff, WaitStop};
 use crate::{Endpoint, EndpointConfig, EndpointInfo, Fragment, RecvInfo, Tag, TransportError};
 use commperf_core::{Mode, TransportKind};
@@ -86,6 +87,53 @@ pub(crate) fn parse_header(
     Ok((tag, len as usize))
 }
 
+/// Refuses to send a `len`-byte message over an endpoint whose limit is `max`.
+#[inline]
+pub(crate) fn check_send_len(len: usize, max: usize) -> Result<(), TransportError> {
+    if len > max {
+        return Err(TransportError::SendTooLarge { len, max });
+    }
+    Ok(())
+}
+
+/// Whether `fd` is readable now: a zero-timeout `poll(2)`, one syscall.
+pub(crate) fn poll_readable(fd: RawFd, peer: &str) -> Result<bool, TransportError> {
+    let mut p = libc::pollfd {
+        fd,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: one valid pollfd, zero timeout.
+    let r = unsafe { libc::poll(&mut p, 1, 0) };
+    if r < 0 {
+        return Err(socket_error(
+            peer,
+            "poll",
+            io::Error::last_os_error(),
+            false,
+        ));
+    }
+    Ok(r > 0)
+}
+
+/// The idle timeout `t` passed without the peer `peer` moving.
+#[cold]
+pub(crate) fn timed_out(peer: &str, t: Duration) -> TransportError {
+    TransportError::Timeout {
+        peer: peer.to_string(),
+        secs: t.as_secs(),
+    }
+}
+
+/// End of stream from `peer`; `mid` says part of a message had already been read.
+#[cold]
+pub(crate) fn peer_closed(peer: &str, mid: bool) -> TransportError {
+    TransportError::PeerClosed {
+        peer: peer.to_string(),
+        mid_message: mid,
+    }
+}
+
 /// Maps a socket error: a reset or broken connection is the peer closing, an unreachable one the
 /// peer dying; anything else keeps its cause, with the operation and the peer named.
 #[cold]
@@ -140,10 +188,8 @@ pub(crate) fn advance_iovecs(iov: &mut [libc::iovec], first: &mut usize, mut k: 
 pub struct StreamEndpoint<S> {
     stream: S,
     link: Link,
-    /// Receive buffer; `rbuf[rpos..rend]` holds bytes read but not yet consumed.
-    rbuf: Box<[u8]>,
-    rpos: usize,
-    rend: usize,
+    /// Receive buffer: bytes read but not yet consumed.
+    rbuf: RecvBuf,
     /// Scratch for `send_with`: header plus payload chunks.
     scratch: Box<[u8]>,
 }
@@ -161,7 +207,7 @@ impl<S> fmt::Debug for StreamEndpoint<S> {
             .field("fd", &self.link.fd)
             .field("info", &self.link.info)
             .field("idle_timeout", &self.link.cfg.idle_timeout)
-            .field("buffered", &(self.rend - self.rpos))
+            .field("buffered", &self.rbuf.buffered())
             .finish()
     }
 }
@@ -191,16 +237,9 @@ impl<S: AsRawFd> StreamEndpoint<S> {
             link: Link {
                 fd,
                 cfg,
-                info: EndpointInfo {
-                    transport,
-                    mode: cfg.mode,
-                    peer,
-                    max_message: cfg.max_message,
-                },
+                info: EndpointInfo::new(transport, peer, &cfg),
             },
-            rbuf: vec![0u8; READ_BUF_LEN].into_boxed_slice(),
-            rpos: 0,
-            rend: 0,
+            rbuf: RecvBuf::new(READ_BUF_LEN),
             scratch: vec![0u8; scratch_len].into_boxed_slice(),
         })
     }
@@ -237,61 +276,35 @@ pub(crate) fn header_and_parts(hdr: &[u8], parts: &[&[u8]], iov: &mut [libc::iov
 impl<S> crate::VectoredSend for StreamEndpoint<S> {
     fn send_vectored(&mut self, tag: Tag, parts: &[&[u8]]) -> Result<(), TransportError> {
         let len: usize = parts.iter().map(|p| p.len()).sum();
-        let max = self.link.cfg.max_message;
-        if len > max {
-            return Err(TransportError::SendTooLarge { len, max });
-        }
+        check_send_len(len, self.link.cfg.max_message)?;
         if parts.len() >= MAX_IOV {
             return self.send_with(tag, len, |off, piece| crate::gather(parts, off, piece));
         }
-        let hdr = encode_header(tag, len);
-        let mut iov = [EMPTY_IOV; MAX_IOV];
-        let n = header_and_parts(&hdr, parts, &mut iov);
-        let (mut first, mut left) = (0, HEADER_LEN + len);
+        let link = &self.link;
         let mut backoff: Option<Backoff> = None;
-        while left > 0 {
-            // SAFETY: msghdr is a plain C struct for which all-zero is a valid value.
-            let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
-            msg.msg_iov = iov[first..n].as_mut_ptr();
-            msg.msg_iovlen = (n - first) as _;
-            // SAFETY: the iovecs describe `hdr` and `parts`, live and readable for the call;
-            // sendmsg only reads through them.
-            let r = unsafe { libc::sendmsg(self.link.fd, &msg, libc::MSG_NOSIGNAL) };
+        send_gathered(tag, len, parts, |msg, mid| loop {
+            // SAFETY: the iovecs of `msg` describe the header and `parts`, live and readable for
+            // the call; sendmsg only reads through them.
+            let r = unsafe { libc::sendmsg(link.fd, msg, libc::MSG_NOSIGNAL) };
             if r < 0 {
                 let e = io::Error::last_os_error();
                 match e.kind() {
                     io::ErrorKind::Interrupted => continue,
-                    _ if is_would_block(&e) => self.link.wait(&mut backoff)?,
-                    _ => return Err(self.link.fail("send", e, left < HEADER_LEN + len)),
+                    _ if is_would_block(&e) => link.wait(&mut backoff)?,
+                    _ => return Err(link.fail("send", e, mid)),
                 }
                 continue;
             }
-            let k = r as usize;
-            left -= k;
             backoff = None;
-            advance_iovecs(&mut iov[..n], &mut first, k);
-        }
-        Ok(())
+            return Ok(r as usize);
+        })
     }
 }
 
 /// Bytes already buffered, or a zero-timeout `poll(2)` on the socket: one syscall per check.
 impl<S> crate::Readiness for StreamEndpoint<S> {
     fn readable_now(&self) -> Result<bool, TransportError> {
-        if self.rend > self.rpos {
-            return Ok(true);
-        }
-        let mut p = libc::pollfd {
-            fd: self.link.fd,
-            events: libc::POLLIN,
-            revents: 0,
-        };
-        // SAFETY: one valid pollfd, zero timeout.
-        let r = unsafe { libc::poll(&mut p, 1, 0) };
-        if r < 0 {
-            return Err(self.link.fail("poll", io::Error::last_os_error(), false));
-        }
-        Ok(r > 0)
+        Ok(self.rbuf.buffered() > 0 || poll_readable(self.link.fd, &self.link.info.peer)?)
     }
 }
 
@@ -332,164 +345,60 @@ impl<S> StreamEndpoint<S> {
 
     /// Bytes received from the socket but not yet consumed by a receive.
     pub fn buffered(&self) -> usize {
-        self.rend - self.rpos
-    }
-
-    /// Makes room for a header at `rpos`: resets an empty buffer, moves a partial header to
-    /// the front when it would not fit before the end.
-    #[inline]
-    fn make_room_for_header(&mut self) {
-        if self.rpos == self.rend {
-            self.rpos = 0;
-            self.rend = 0;
-        } else if self.rbuf.len() - self.rpos < HEADER_LEN {
-            self.rbuf.copy_within(self.rpos..self.rend, 0);
-            self.rend -= self.rpos;
-            self.rpos = 0;
-        }
-    }
-
-    /// Parses and consumes the header at `rpos` (at least `HEADER_LEN` bytes are buffered).
-    #[inline]
-    fn take_header(&mut self) -> Result<(Tag, usize), TransportError> {
-        let h = &self.rbuf[self.rpos..self.rpos + HEADER_LEN];
-        self.rpos += HEADER_LEN;
-        parse_header(h, self.link.cfg.max_message, &self.link.info.peer)
-    }
-
-    /// Waits for and consumes the next header.
-    fn read_header(&mut self) -> Result<(Tag, usize), TransportError> {
-        while self.rend - self.rpos < HEADER_LEN {
-            self.make_room_for_header();
-            let mid = self.rend > self.rpos;
-            let n = self
-                .link
-                .recv_some(&mut self.rbuf[self.rend..], false, mid)?;
-            self.rend += n;
-        }
-        self.take_header()
-    }
-
-    /// Lends the `len`-byte payload of the current message to `sink`, chunk by chunk.
-    fn lend_payload<F: FnMut(Fragment<'_>)>(
-        &mut self,
-        tag: Tag,
-        len: usize,
-        sink: &mut F,
-    ) -> Result<(), TransportError> {
-        let mut off = 0;
-        while off < len {
-            if self.rpos == self.rend {
-                self.rpos = 0;
-                self.rend = 0;
-                // A whole buffer of this message is still to come: let a blocking socket fill
-                // it in one wake-up.
-                let waitall = len - off >= self.rbuf.len();
-                self.rend = self.link.recv_some(&mut self.rbuf[..], waitall, true)?;
-            }
-            let take = (self.rend - self.rpos).min(len - off);
-            sink(Fragment {
-                tag,
-                total_len: len,
-                offset: off,
-                data: &self.rbuf[self.rpos..self.rpos + take],
-            });
-            self.rpos += take;
-            off += take;
-        }
-        Ok(())
+        self.rbuf.buffered()
     }
 
     /// One non-blocking step of the receive side of `sendrecv`: consumes what is buffered and
     /// makes at most one `recv` call. Returns whether anything moved.
     fn rx_step(&mut self, rx: &mut Rx, buf: &mut [u8]) -> Result<bool, TransportError> {
-        let mut progress = false;
-        loop {
-            match *rx {
-                Rx::Done { .. } => return Ok(progress),
-                Rx::Header => {
-                    if self.rend - self.rpos >= HEADER_LEN {
-                        let (tag, len) = self.take_header()?;
-                        *rx = Rx::Payload { tag, len, got: 0 };
-                        progress = true;
-                        continue;
-                    }
-                    self.make_room_for_header();
-                    let mid = self.rend > self.rpos;
-                    match sys_recv(
-                        self.link.fd,
-                        &mut self.rbuf[self.rend..],
-                        libc::MSG_DONTWAIT,
-                    ) {
-                        Ok(0) => return Err(self.link.closed(mid)),
-                        Ok(n) => self.rend += n,
-                        Err(e) if is_would_block(&e) => return Ok(progress),
-                        Err(e) => return Err(self.link.fail("recv", e, mid)),
-                    }
-                    // Parse what arrived, but make no second call in this step.
-                    if self.rend - self.rpos >= HEADER_LEN {
-                        let (tag, len) = self.take_header()?;
-                        *rx = Rx::Payload { tag, len, got: 0 };
-                    }
-                    return Ok(true);
+        let Self { link, rbuf, .. } = self;
+        let progress = rbuf.rx_buffered(rx, buf, link.cfg.max_message, &link.info.peer)?;
+        match *rx {
+            Rx::Done { .. } => Ok(progress),
+            Rx::Header => {
+                // Room for the header was made.
+                let mid = rbuf.buffered() > 0;
+                match sys_recv(link.fd, rbuf.free(), libc::MSG_DONTWAIT) {
+                    Ok(0) => return Err(link.closed(mid)),
+                    Ok(n) => rbuf.filled(n),
+                    Err(e) if is_would_block(&e) => return Ok(progress),
+                    Err(e) => return Err(link.fail("recv", e, mid)),
                 }
-                Rx::Payload { tag, len, got } => {
-                    let fits = len <= buf.len();
-                    let avail = (self.rend - self.rpos).min(len - got);
-                    if avail > 0 {
-                        if fits {
-                            buf[got..got + avail]
-                                .copy_from_slice(&self.rbuf[self.rpos..self.rpos + avail]);
-                        }
-                        self.rpos += avail;
-                        *rx = Rx::Payload {
-                            tag,
-                            len,
-                            got: got + avail,
+                // Parse what arrived, but make no second call in this step.
+                if rbuf.buffered() >= HEADER_LEN {
+                    let (tag, len) = rbuf.take_header(link.cfg.max_message, &link.info.peer)?;
+                    *rx = Rx::Payload { tag, len, got: 0 };
+                }
+                Ok(true)
+            }
+            Rx::Payload { tag, len, got } => {
+                // Nothing buffered (the buffer was reset) and more to come: one call, straight
+                // into the caller's buffer when the message fits, else into ours to be
+                // discarded.
+                let fits = len <= buf.len();
+                let r = if fits {
+                    sys_recv(link.fd, &mut buf[got..len], libc::MSG_DONTWAIT)
+                } else {
+                    sys_recv(link.fd, rbuf.free(), libc::MSG_DONTWAIT)
+                };
+                match r {
+                    Ok(0) => return Err(link.closed(true)),
+                    Ok(n) if fits => {
+                        let got = got + n;
+                        *rx = if got == len {
+                            Rx::Done { tag, len }
+                        } else {
+                            Rx::Payload { tag, len, got }
                         };
-                        progress = true;
-                        continue;
                     }
-                    if got == len {
-                        *rx = Rx::Done { tag, len };
-                        continue;
-                    }
-                    // Nothing buffered and more to come: one call, straight into the caller's
-                    // buffer when the message fits, else into ours to be discarded.
-                    let r = if fits {
-                        sys_recv(self.link.fd, &mut buf[got..len], libc::MSG_DONTWAIT)
-                    } else {
-                        self.rpos = 0;
-                        self.rend = 0;
-                        sys_recv(self.link.fd, &mut self.rbuf[..], libc::MSG_DONTWAIT)
-                    };
-                    match r {
-                        Ok(0) => return Err(self.link.closed(true)),
-                        Ok(n) if fits => {
-                            let got = got + n;
-                            *rx = if got == len {
-                                Rx::Done { tag, len }
-                            } else {
-                                Rx::Payload { tag, len, got }
-                            };
-                        }
-                        Ok(n) => self.rend = n,
-                        Err(e) if is_would_block(&e) => return Ok(progress),
-                        Err(e) => return Err(self.link.fail("recv", e, true)),
-                    }
-                    return Ok(true);
+                    Ok(n) => rbuf.filled(n),
+                    Err(e) if is_would_block(&e) => return Ok(progress),
+                    Err(e) => return Err(link.fail("recv", e, true)),
                 }
+                Ok(true)
             }
         }
     }
-}
-
-/// Receive state of `sendrecv`.
-#[derive(Debug, Clone, Copy)]
-enum Rx {
-    Header,
-    Payload { tag: Tag, len: usize, got: usize },
-    Done { tag: Tag, len: usize },
 }
 
 impl<S> Endpoint for StreamEndpoint<S> {
@@ -497,46 +406,18 @@ impl<S> Endpoint for StreamEndpoint<S> {
         &mut self,
         tag: Tag,
         len: usize,
-        mut fill: F,
+        fill: F,
     ) -> Result<(), TransportError> {
-        let max = self.link.cfg.max_message;
-        if len > max {
-            return Err(TransportError::SendTooLarge { len, max });
-        }
+        check_send_len(len, self.link.cfg.max_message)?;
         let Self { link, scratch, .. } = self;
-        scratch[..HEADER_LEN].copy_from_slice(&encode_header(tag, len));
-        // The first chunk carries the header, so a small message is one send.
-        let first = len.min(scratch.len() - HEADER_LEN);
-        if first > 0 {
-            fill(0, &mut scratch[HEADER_LEN..HEADER_LEN + first]);
-        }
-        link.send_all(&scratch[..HEADER_LEN + first], &[], false)?;
-        let mut off = first;
-        while off < len {
-            let n = scratch.len().min(len - off);
-            fill(off, &mut scratch[..n]);
-            link.send_all(&scratch[..n], &[], true)?;
-            off += n;
-        }
-        Ok(())
+        send_chunked(scratch, tag, len, fill, |chunk, mid| {
+            link.send_all(chunk, &[], mid)
+        })
     }
 
-    fn recv_with<F: FnMut(Fragment<'_>)>(
-        &mut self,
-        mut sink: F,
-    ) -> Result<RecvInfo, TransportError> {
-        let (tag, len) = self.read_header()?;
-        if len == 0 {
-            sink(Fragment {
-                tag,
-                total_len: 0,
-                offset: 0,
-                data: &[],
-            });
-        } else {
-            self.lend_payload(tag, len, &mut sink)?;
-        }
-        Ok(RecvInfo { tag, len })
+    fn recv_with<F: FnMut(Fragment<'_>)>(&mut self, sink: F) -> Result<RecvInfo, TransportError> {
+        let Self { link, rbuf, .. } = self;
+        rbuf.recv_with(link, sink)
     }
 
     fn sendrecv(
@@ -545,13 +426,7 @@ impl<S> Endpoint for StreamEndpoint<S> {
         data: &[u8],
         buf: &mut [u8],
     ) -> Result<RecvInfo, TransportError> {
-        let max = self.link.cfg.max_message;
-        if data.len() > max {
-            return Err(TransportError::SendTooLarge {
-                len: data.len(),
-                max,
-            });
-        }
+        check_send_len(data.len(), self.link.cfg.max_message)?;
         let hdr = encode_header(tag, data.len());
         let total_out = HEADER_LEN + data.len();
         let mut sent = 0usize;
@@ -588,7 +463,7 @@ impl<S> Endpoint for StreamEndpoint<S> {
             if let Some(err) = send_gone.take() {
                 if recv_done || !progress {
                     let recv_mid =
-                        !recv_done && (self.rend > self.rpos || !matches!(rx, Rx::Header));
+                        !recv_done && (self.rbuf.buffered() > 0 || !matches!(rx, Rx::Header));
                     return Err(or_mid(err, recv_mid));
                 }
                 send_gone = Some(err);
@@ -604,16 +479,7 @@ impl<S> Endpoint for StreamEndpoint<S> {
                     .wait_duplex(&mut backoff, !recv_done, sent < total_out)?;
             }
         }
-        let Rx::Done { tag, len } = rx else {
-            unreachable!("loop ends only when done")
-        };
-        if len > buf.len() {
-            return Err(TransportError::Truncated {
-                len,
-                cap: buf.len(),
-            });
-        }
-        Ok(RecvInfo { tag, len })
+        rx.finish(buf.len())
     }
 
     fn info(&self) -> &EndpointInfo {
@@ -622,41 +488,49 @@ impl<S> Endpoint for StreamEndpoint<S> {
 
     /// One `sendmsg` of header and `data`, straight from the caller's slice.
     fn send(&mut self, tag: Tag, data: &[u8]) -> Result<(), TransportError> {
-        let max = self.link.cfg.max_message;
-        if data.len() > max {
-            return Err(TransportError::SendTooLarge {
-                len: data.len(),
-                max,
-            });
-        }
+        check_send_len(data.len(), self.link.cfg.max_message)?;
         self.link
             .send_all(&encode_header(tag, data.len()), data, false)
     }
 
     /// Copies what is buffered, then reads the rest of the message directly into `buf`.
     fn recv(&mut self, buf: &mut [u8]) -> Result<RecvInfo, TransportError> {
-        let (tag, len) = self.read_header()?;
-        if len > buf.len() {
-            self.lend_payload(tag, len, &mut |_| {})?;
-            return Err(TransportError::Truncated {
-                len,
-                cap: buf.len(),
-            });
-        }
-        let avail = (self.rend - self.rpos).min(len);
-        buf[..avail].copy_from_slice(&self.rbuf[self.rpos..self.rpos + avail]);
-        self.rpos += avail;
-        let mut got = avail;
-        while got < len {
-            got += self.link.recv_some(&mut buf[got..len], true, true)?;
-        }
-        Ok(RecvInfo { tag, len })
+        let Self { link, rbuf, .. } = self;
+        rbuf.recv(link, buf)
     }
 }
 
 impl<S> AsRawFd for StreamEndpoint<S> {
     fn as_raw_fd(&self) -> RawFd {
         self.link.fd
+    }
+}
+
+/// Plain `recv(2)` calls, waiting as the mode says.
+impl ReadMore for Link {
+    #[inline]
+    fn read_more(
+        &mut self,
+        buf: &mut [u8],
+        waitall: bool,
+        mid: bool,
+    ) -> Result<usize, TransportError> {
+        self.recv_some(buf, waitall, mid)
+    }
+
+    /// Asks a blocking socket to fill `buf` in one call (`MSG_WAITALL`).
+    #[inline]
+    fn read_rest(&mut self, buf: &mut [u8]) -> Result<(), TransportError> {
+        let mut got = 0;
+        while got < buf.len() {
+            got += self.recv_some(&mut buf[got..], true, true)?;
+        }
+        Ok(())
+    }
+
+    #[inline]
+    fn limits(&self) -> (usize, &str) {
+        (self.cfg.max_message, &self.info.peer)
     }
 }
 
@@ -790,18 +664,12 @@ impl Link {
 
     #[cold]
     fn timeout(&self) -> TransportError {
-        TransportError::Timeout {
-            peer: self.info.peer.clone(),
-            secs: self.cfg.idle_timeout.as_secs(),
-        }
+        timed_out(&self.info.peer, self.cfg.idle_timeout)
     }
 
     #[cold]
     fn closed(&self, mid: bool) -> TransportError {
-        TransportError::PeerClosed {
-            peer: self.info.peer.clone(),
-            mid_message: mid,
-        }
+        peer_closed(&self.info.peer, mid)
     }
 
     #[cold]

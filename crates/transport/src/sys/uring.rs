@@ -35,9 +35,10 @@
 //! filter as in many containers, or too little locked memory for the registered buffers), creating
 //! the endpoint fails with a message saying which and what to use instead.
 
+use super::framing::{send_chunked, send_gathered, ReadMore, RecvBuf, Rx};
 use super::socket::{
-    advance_iovecs, encode_header, header_and_parts, parse_header, set_nonblocking, socket_error,
-    EMPTY_IOV, HEADER_LEN, MAX_IOV,
+    advance_iovecs, check_send_len, encode_header, peer_closed, poll_readable, set_nonblocking,
+    socket_error, timed_out, HEADER_LEN, MAX_IOV,
 };
 use crate::backoff::Backoff;
 use crate::{Endpoint, EndpointConfig, EndpointInfo, Fragment, RecvInfo, Tag, TransportError};
@@ -97,19 +98,22 @@ impl UringOptions {
 
 /// A connected stream socket driven through its own io_uring.
 pub struct UringEndpoint<S> {
-    ring: IoUring,
+    io: Io,
     /// Owns the descriptor; all I/O goes through the ring's fixed-file slot 0.
     stream: S,
-    fd: RawFd,
-    cfg: EndpointConfig,
-    info: EndpointInfo,
     sqpoll: bool,
     /// Registered send buffer (index [`SEND_BUF`]).
     sbuf: Box<[u8]>,
-    /// Registered receive buffer (index [`RECV_BUF`]); `rbuf[rpos..rend]` is read, not consumed.
-    rbuf: Box<[u8]>,
-    rpos: usize,
-    rend: usize,
+    /// Registered receive buffer (index [`RECV_BUF`]): bytes read, not consumed.
+    rbuf: RecvBuf,
+}
+
+/// The ring and configuration, kept apart from the buffers so both can be borrowed at once.
+struct Io {
+    ring: IoUring,
+    fd: RawFd,
+    cfg: EndpointConfig,
+    info: EndpointInfo,
     /// Operations submitted and not yet reaped.
     inflight: u32,
 }
@@ -117,10 +121,10 @@ pub struct UringEndpoint<S> {
 impl<S> fmt::Debug for UringEndpoint<S> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("UringEndpoint")
-            .field("fd", &self.fd)
-            .field("info", &self.info)
+            .field("fd", &self.io.fd)
+            .field("info", &self.io.info)
             .field("sqpoll", &self.sqpoll)
-            .field("buffered", &(self.rend - self.rpos))
+            .field("buffered", &self.rbuf.buffered())
             .finish()
     }
 }
@@ -185,16 +189,13 @@ impl<S: AsRawFd> UringEndpoint<S> {
             .map_err(|e| TransportError::io("io_uring: register the socket as a fixed file", e))?;
         let send_len = opts.send_buf_bytes.max(HEADER_LEN + 1);
         let mut sbuf = vec![0u8; send_len].into_boxed_slice();
-        let mut rbuf = vec![0u8; opts.recv_buf_bytes.max(HEADER_LEN)].into_boxed_slice();
+        let mut rbuf = RecvBuf::new(opts.recv_buf_bytes.max(HEADER_LEN));
         let iov = [
             libc::iovec {
                 iov_base: sbuf.as_mut_ptr().cast(),
                 iov_len: sbuf.len(),
             },
-            libc::iovec {
-                iov_base: rbuf.as_mut_ptr().cast(),
-                iov_len: rbuf.len(),
-            },
+            rbuf.as_iovec(),
         ];
         // SAFETY: both iovecs describe heap buffers owned by the endpoint that returns them
         // together with the ring: they stay allocated (boxed slices never move their contents)
@@ -204,28 +205,23 @@ impl<S: AsRawFd> UringEndpoint<S> {
                 format!(
                     "io_uring: register {} KiB of buffers (pinned memory counts against \
                      `ulimit -l`)",
-                    (sbuf.len() + rbuf.len()) >> 10
+                    (sbuf.len() + rbuf.capacity()) >> 10
                 ),
                 e,
             )
         })?;
         Ok(UringEndpoint {
-            ring,
-            stream,
-            fd,
-            cfg,
-            info: EndpointInfo {
-                transport,
-                mode: cfg.mode,
-                peer,
-                max_message: cfg.max_message,
+            io: Io {
+                ring,
+                fd,
+                cfg,
+                info: EndpointInfo::new(transport, peer, &cfg),
+                inflight: 0,
             },
+            stream,
             sqpoll: opts.sqpoll,
             sbuf,
             rbuf,
-            rpos: 0,
-            rend: 0,
-            inflight: 0,
         })
     }
 }
@@ -240,7 +236,9 @@ impl<S> UringEndpoint<S> {
     pub fn sqpoll(&self) -> bool {
         self.sqpoll
     }
+}
 
+impl Io {
     /// Queues `e`. The caller guarantees that the memory `e` names stays valid until its
     /// completion is reaped, which every method ensures by reaping before it returns.
     #[inline]
@@ -386,18 +384,12 @@ impl<S> UringEndpoint<S> {
 
     #[cold]
     fn timeout(&self) -> TransportError {
-        TransportError::Timeout {
-            peer: self.info.peer.clone(),
-            secs: self.cfg.idle_timeout.as_secs(),
-        }
+        timed_out(&self.info.peer, self.cfg.idle_timeout)
     }
 
     #[cold]
     fn closed(&self, mid: bool) -> TransportError {
-        TransportError::PeerClosed {
-            peer: self.info.peer.clone(),
-            mid_message: mid,
-        }
+        peer_closed(&self.info.peer, mid)
     }
 
     /// The error a failed or empty completion stands for.
@@ -415,11 +407,12 @@ impl<S> UringEndpoint<S> {
         socket_error(&self.info.peer, op, io::Error::from_raw_os_error(-res), mid)
     }
 
-    /// Sends `sbuf[..len]` whole with `WRITE_FIXED`.
-    fn send_fixed(&mut self, len: usize, mid: bool) -> Result<(), TransportError> {
+    /// Sends `chunk` (a prefix of the registered send buffer) whole with `WRITE_FIXED`.
+    fn send_fixed(&mut self, chunk: &[u8], mid: bool) -> Result<(), TransportError> {
+        let len = chunk.len();
         let mut done = 0;
         while done < len {
-            let ptr = self.sbuf[done..].as_ptr();
+            let ptr = chunk[done..].as_ptr();
             let e = opcode::WriteFixed::new(types::Fixed(0), ptr, (len - done) as u32, SEND_BUF)
                 .build()
                 .user_data(SEND_OP);
@@ -435,102 +428,62 @@ impl<S> UringEndpoint<S> {
 
     /// Sends a header and `parts` with `SENDMSG` straight from the caller's memory.
     fn send_plain(&mut self, tag: Tag, len: usize, parts: &[&[u8]]) -> Result<(), TransportError> {
-        let hdr = encode_header(tag, len);
-        let mut iov = [EMPTY_IOV; MAX_IOV];
-        let n = header_and_parts(&hdr, parts, &mut iov);
-        let (mut first, mut left) = (0, HEADER_LEN + len);
-        while left > 0 {
-            // SAFETY: msghdr is a plain C struct for which all-zero is a valid value.
-            let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
-            msg.msg_iov = iov[first..n].as_mut_ptr();
-            msg.msg_iovlen = (n - first) as _;
-            // `msg`, `iov`, `hdr` and `parts` outlive the operation: it is reaped just below.
-            self.push(sendmsg(&msg))?;
+        send_gathered(tag, len, parts, |msg, mid| {
+            // `msg` and what it names outlive the operation: it is reaped just below.
+            self.push(sendmsg(msg))?;
             let r = self.complete(SEND_OP)?;
             if r <= 0 {
-                return Err(self.failed("send", r, left < HEADER_LEN + len));
+                return Err(self.failed("send", r, mid));
             }
-            left -= r as usize;
-            advance_iovecs(&mut iov[..n], &mut first, r as usize);
-        }
-        Ok(())
+            Ok(r as usize)
+        })
     }
 
-    /// Reads at least one byte into `rbuf[rend..]` with `READ_FIXED`.
-    fn fill_rbuf(&mut self, mid: bool) -> Result<(), TransportError> {
-        let free = self.rbuf.len() - self.rend;
-        debug_assert!(free > 0);
-        let ptr = self.rbuf[self.rend..].as_mut_ptr();
-        let e = opcode::ReadFixed::new(types::Fixed(0), ptr, free as u32, RECV_BUF)
-            .build()
-            .user_data(RECV_OP);
+    #[inline]
+    fn check_send_len(&self, len: usize) -> Result<(), TransportError> {
+        check_send_len(len, self.cfg.max_message)
+    }
+}
+
+/// The `SENDMSG` of `msg` on the fixed socket; a dead peer is `EPIPE`, not `SIGPIPE`.
+#[inline]
+fn sendmsg(msg: &libc::msghdr) -> squeue::Entry {
+    opcode::SendMsg::new(types::Fixed(0), msg)
+        .flags(libc::MSG_NOSIGNAL as u32)
+        .build()
+        .user_data(SEND_OP)
+}
+
+/// `READ_FIXED` into the registered receive buffer; the rest of a large message by `RECV`
+/// straight into the caller's memory.
+impl ReadMore for Io {
+    /// Reads at least one byte into `buf`, part of the registered receive buffer, with
+    /// `READ_FIXED` (the ring waits as the mode says, whatever `waitall`).
+    fn read_more(
+        &mut self,
+        buf: &mut [u8],
+        _waitall: bool,
+        mid: bool,
+    ) -> Result<usize, TransportError> {
+        debug_assert!(!buf.is_empty());
+        let e = opcode::ReadFixed::new(
+            types::Fixed(0),
+            buf.as_mut_ptr(),
+            buf.len() as u32,
+            RECV_BUF,
+        )
+        .build()
+        .user_data(RECV_OP);
         self.push(e)?;
         let r = self.complete(RECV_OP)?;
         if r <= 0 {
             return Err(self.failed("recv", r, mid));
         }
-        self.rend += r as usize;
-        Ok(())
-    }
-
-    /// Makes room for a header at `rpos` (as the socket realization does).
-    #[inline]
-    fn make_room_for_header(&mut self) {
-        if self.rpos == self.rend {
-            self.rpos = 0;
-            self.rend = 0;
-        } else if self.rbuf.len() - self.rpos < HEADER_LEN {
-            self.rbuf.copy_within(self.rpos..self.rend, 0);
-            self.rend -= self.rpos;
-            self.rpos = 0;
-        }
-    }
-
-    #[inline]
-    fn take_header(&mut self) -> Result<(Tag, usize), TransportError> {
-        let h = &self.rbuf[self.rpos..self.rpos + HEADER_LEN];
-        self.rpos += HEADER_LEN;
-        parse_header(h, self.cfg.max_message, &self.info.peer)
-    }
-
-    fn read_header(&mut self) -> Result<(Tag, usize), TransportError> {
-        while self.rend - self.rpos < HEADER_LEN {
-            self.make_room_for_header();
-            let mid = self.rend > self.rpos;
-            self.fill_rbuf(mid)?;
-        }
-        self.take_header()
-    }
-
-    /// Lends the payload piece by piece from the registered receive buffer.
-    fn lend_payload<F: FnMut(Fragment<'_>)>(
-        &mut self,
-        tag: Tag,
-        len: usize,
-        sink: &mut F,
-    ) -> Result<(), TransportError> {
-        let mut off = 0;
-        while off < len {
-            if self.rpos == self.rend {
-                self.rpos = 0;
-                self.rend = 0;
-                self.fill_rbuf(true)?;
-            }
-            let n = (self.rend - self.rpos).min(len - off);
-            sink(Fragment {
-                tag,
-                total_len: len,
-                offset: off,
-                data: &self.rbuf[self.rpos..self.rpos + n],
-            });
-            self.rpos += n;
-            off += n;
-        }
-        Ok(())
+        Ok(r as usize)
     }
 
     /// Receives `buf.len()` bytes with `RECV(MSG_WAITALL)` straight into the caller's memory.
-    fn recv_plain(&mut self, buf: &mut [u8]) -> Result<(), TransportError> {
+    fn read_rest(&mut self, buf: &mut [u8]) -> Result<(), TransportError> {
         let mut got = 0;
         while got < buf.len() {
             let rest = &mut buf[got..];
@@ -548,66 +501,10 @@ impl<S> UringEndpoint<S> {
         Ok(())
     }
 
-    /// Consumes buffered bytes into the duplex receive: the header, then payload bytes.
-    fn rx_buffered(&mut self, rx: &mut Rx, buf: &mut [u8]) -> Result<(), TransportError> {
-        loop {
-            match *rx {
-                Rx::Header => {
-                    if self.rend - self.rpos < HEADER_LEN {
-                        self.make_room_for_header();
-                        return Ok(());
-                    }
-                    let (tag, len) = self.take_header()?;
-                    *rx = Rx::Payload { tag, len, got: 0 };
-                }
-                Rx::Payload { tag, len, got } if got == len => *rx = Rx::Done { tag, len },
-                Rx::Payload { tag, len, got } => {
-                    let avail = (self.rend - self.rpos).min(len - got);
-                    if avail == 0 {
-                        self.rpos = 0;
-                        self.rend = 0;
-                        return Ok(());
-                    }
-                    if len <= buf.len() {
-                        buf[got..got + avail]
-                            .copy_from_slice(&self.rbuf[self.rpos..self.rpos + avail]);
-                    }
-                    self.rpos += avail;
-                    *rx = Rx::Payload {
-                        tag,
-                        len,
-                        got: got + avail,
-                    };
-                }
-                Rx::Done { .. } => return Ok(()),
-            }
-        }
+    #[inline]
+    fn limits(&self) -> (usize, &str) {
+        (self.cfg.max_message, &self.info.peer)
     }
-
-    fn check_send_len(&self, len: usize) -> Result<(), TransportError> {
-        let max = self.cfg.max_message;
-        if len > max {
-            return Err(TransportError::SendTooLarge { len, max });
-        }
-        Ok(())
-    }
-}
-
-/// The `SENDMSG` of `msg` on the fixed socket; a dead peer is `EPIPE`, not `SIGPIPE`.
-#[inline]
-fn sendmsg(msg: &libc::msghdr) -> squeue::Entry {
-    opcode::SendMsg::new(types::Fixed(0), msg)
-        .flags(libc::MSG_NOSIGNAL as u32)
-        .build()
-        .user_data(SEND_OP)
-}
-
-/// Where the receive half of a `sendrecv` stands.
-#[derive(Debug, Clone, Copy)]
-enum Rx {
-    Header,
-    Payload { tag: Tag, len: usize, got: usize },
-    Done { tag: Tag, len: usize },
 }
 
 impl<S> Endpoint for UringEndpoint<S> {
@@ -616,42 +513,17 @@ impl<S> Endpoint for UringEndpoint<S> {
         &mut self,
         tag: Tag,
         len: usize,
-        mut fill: F,
+        fill: F,
     ) -> Result<(), TransportError> {
-        self.check_send_len(len)?;
-        self.sbuf[..HEADER_LEN].copy_from_slice(&encode_header(tag, len));
-        let first = len.min(self.sbuf.len() - HEADER_LEN);
-        if first > 0 {
-            fill(0, &mut self.sbuf[HEADER_LEN..HEADER_LEN + first]);
-        }
-        self.send_fixed(HEADER_LEN + first, false)?;
-        let mut off = first;
-        while off < len {
-            let n = self.sbuf.len().min(len - off);
-            fill(off, &mut self.sbuf[..n]);
-            self.send_fixed(n, true)?;
-            off += n;
-        }
-        Ok(())
+        let Self { io, sbuf, .. } = self;
+        io.check_send_len(len)?;
+        send_chunked(sbuf, tag, len, fill, |chunk, mid| io.send_fixed(chunk, mid))
     }
 
     /// Lends the message from the registered receive buffer, filled by `READ_FIXED`.
-    fn recv_with<F: FnMut(Fragment<'_>)>(
-        &mut self,
-        mut sink: F,
-    ) -> Result<RecvInfo, TransportError> {
-        let (tag, len) = self.read_header()?;
-        if len == 0 {
-            sink(Fragment {
-                tag,
-                total_len: 0,
-                offset: 0,
-                data: &[],
-            });
-        } else {
-            self.lend_payload(tag, len, &mut sink)?;
-        }
-        Ok(RecvInfo { tag, len })
+    fn recv_with<F: FnMut(Fragment<'_>)>(&mut self, sink: F) -> Result<RecvInfo, TransportError> {
+        let Self { io, rbuf, .. } = self;
+        rbuf.recv_with(io, sink)
     }
 
     /// One `SENDMSG` and the receive in flight together; whichever completes is resubmitted
@@ -662,7 +534,8 @@ impl<S> Endpoint for UringEndpoint<S> {
         data: &[u8],
         buf: &mut [u8],
     ) -> Result<RecvInfo, TransportError> {
-        self.check_send_len(data.len())?;
+        let Self { io, rbuf, .. } = self;
+        io.check_send_len(data.len())?;
         let hdr = encode_header(tag, data.len());
         let mut iov = [
             libc::iovec {
@@ -684,15 +557,15 @@ impl<S> Endpoint for UringEndpoint<S> {
             // Buffered bytes change only when a receive completes, and a receive in flight
             // writes at `rend`: the buffer is reorganized only while none is.
             if !recv_busy {
-                if let Err(e) = self.rx_buffered(&mut rx, buf) {
-                    return Err(self.bail(e));
+                if let Err(e) = rbuf.rx_buffered(&mut rx, buf, io.cfg.max_message, &io.info.peer) {
+                    return Err(io.bail(e));
                 }
             }
             if sent < total_out && !send_busy {
                 msg.msg_iov = iov[first..n].as_mut_ptr();
                 msg.msg_iovlen = (n - first) as _;
                 // Everything the operation names lives until the loop has reaped it.
-                self.push(sendmsg(&msg))?;
+                io.push(sendmsg(&msg))?;
                 send_busy = true;
             }
             if !matches!(rx, Rx::Done { .. }) && !recv_busy {
@@ -704,7 +577,7 @@ impl<S> Endpoint for UringEndpoint<S> {
                             .build()
                     }
                     _ => {
-                        let free = &mut self.rbuf[self.rend..];
+                        let free = rbuf.free();
                         opcode::ReadFixed::new(
                             types::Fixed(0),
                             free.as_mut_ptr(),
@@ -714,73 +587,51 @@ impl<S> Endpoint for UringEndpoint<S> {
                         .build()
                     }
                 };
-                self.push(e.user_data(RECV_OP))?;
+                io.push(e.user_data(RECV_OP))?;
                 recv_busy = true;
             }
             if !send_busy && !recv_busy {
                 break;
             }
-            let (op, res) = self.next_cqe()?;
+            let (op, res) = io.next_cqe()?;
             if op == SEND_OP {
                 send_busy = false;
                 if res <= 0 {
-                    let e = self.failed("send", res, sent > 0);
-                    return Err(self.bail(e));
+                    let e = io.failed("send", res, sent > 0);
+                    return Err(io.bail(e));
                 }
                 sent += res as usize;
                 advance_iovecs(&mut iov[..n], &mut first, res as usize);
             } else {
                 recv_busy = false;
-                let mid = !matches!(rx, Rx::Header) || self.rend > self.rpos;
+                let mid = !matches!(rx, Rx::Header) || rbuf.buffered() > 0;
                 if res <= 0 {
-                    let e = self.failed("recv", res, mid);
-                    return Err(self.bail(e));
+                    let e = io.failed("recv", res, mid);
+                    return Err(io.bail(e));
                 }
                 match &mut rx {
                     Rx::Payload { len, got, .. } if *len <= buf.len() => *got += res as usize,
-                    _ => self.rend += res as usize,
+                    _ => rbuf.filled(res as usize),
                 }
             }
         }
-        let Rx::Done { tag, len } = rx else {
-            unreachable!("the loop ends only when the receive is done")
-        };
-        if len > buf.len() {
-            return Err(TransportError::Truncated {
-                len,
-                cap: buf.len(),
-            });
-        }
-        Ok(RecvInfo { tag, len })
+        rx.finish(buf.len())
     }
 
     fn info(&self) -> &EndpointInfo {
-        &self.info
+        &self.io.info
     }
 
     /// One `SENDMSG` from the caller's (plain, unregistered) memory.
     fn send(&mut self, tag: Tag, data: &[u8]) -> Result<(), TransportError> {
-        self.check_send_len(data.len())?;
-        self.send_plain(tag, data.len(), &[data])
+        self.io.check_send_len(data.len())?;
+        self.io.send_plain(tag, data.len(), &[data])
     }
 
     /// What is buffered is copied; the rest arrives by `RECV` straight into `buf`.
     fn recv(&mut self, buf: &mut [u8]) -> Result<RecvInfo, TransportError> {
-        let (tag, len) = self.read_header()?;
-        if len > buf.len() {
-            self.lend_payload(tag, len, &mut |_| {})?;
-            return Err(TransportError::Truncated {
-                len,
-                cap: buf.len(),
-            });
-        }
-        let avail = (self.rend - self.rpos).min(len);
-        buf[..avail].copy_from_slice(&self.rbuf[self.rpos..self.rpos + avail]);
-        self.rpos += avail;
-        if avail < len {
-            self.recv_plain(&mut buf[avail..len])?;
-        }
-        Ok(RecvInfo { tag, len })
+        let Self { io, rbuf, .. } = self;
+        rbuf.recv(io, buf)
     }
 }
 
@@ -789,36 +640,18 @@ impl<S> Endpoint for UringEndpoint<S> {
 impl<S> crate::VectoredSend for UringEndpoint<S> {
     fn send_vectored(&mut self, tag: Tag, parts: &[&[u8]]) -> Result<(), TransportError> {
         let len: usize = parts.iter().map(|p| p.len()).sum();
-        self.check_send_len(len)?;
+        self.io.check_send_len(len)?;
         if parts.len() >= MAX_IOV {
             return self.send_with(tag, len, |off, piece| crate::gather(parts, off, piece));
         }
-        self.send_plain(tag, len, parts)
+        self.io.send_plain(tag, len, parts)
     }
 }
 
 /// Bytes already buffered, or a zero-timeout `poll(2)` on the socket.
 impl<S> crate::Readiness for UringEndpoint<S> {
     fn readable_now(&self) -> Result<bool, TransportError> {
-        if self.rend > self.rpos {
-            return Ok(true);
-        }
-        let mut p = libc::pollfd {
-            fd: self.fd,
-            events: libc::POLLIN,
-            revents: 0,
-        };
-        // SAFETY: one valid pollfd, zero timeout.
-        let r = unsafe { libc::poll(&mut p, 1, 0) };
-        if r < 0 {
-            return Err(socket_error(
-                &self.info.peer,
-                "poll",
-                io::Error::last_os_error(),
-                false,
-            ));
-        }
-        Ok(r > 0)
+        Ok(self.rbuf.buffered() > 0 || poll_readable(self.io.fd, &self.io.info.peer)?)
     }
 }
 
@@ -826,16 +659,16 @@ impl<S> crate::Readiness for UringEndpoint<S> {
 /// kernel); the socket is untouched.
 impl<S> crate::SwitchMode for UringEndpoint<S> {
     fn set_mode(&mut self, mode: Mode, block_spins: u32) -> Result<(), TransportError> {
-        self.cfg.mode = mode;
-        self.cfg.block_spins = block_spins;
-        self.info.mode = mode;
+        self.io.cfg.mode = mode;
+        self.io.cfg.block_spins = block_spins;
+        self.io.info.mode = mode;
         Ok(())
     }
 }
 
 impl<S> AsRawFd for UringEndpoint<S> {
     fn as_raw_fd(&self) -> RawFd {
-        self.fd
+        self.io.fd
     }
 }
 
