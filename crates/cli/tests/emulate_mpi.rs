@@ -7,9 +7,9 @@
 //! CI) makes that a failure.
 
 mod mpi_apps;
-use mpi_apps::{compile, exe, ok, ready, text, Scratch};
 use commperf_predict::collectives::{Algorithms, Collective};
 use commperf_predict::workload::{OpKind, SeqProgram};
+use mpi_apps::{compile, exe, ok, ready, text, Scratch};
 use serde_json::Value;
 use std::path::Path;
 use std::process::{Command, Output};
@@ -358,7 +358,11 @@ fn fortran_under(mpi: &str) {
     // (8 B), 1 Barrier, 2 Bcast (40 B).
     assert_eq!(u["ranks"], 2, "{j}");
     assert_eq!(u["p2p_messages"], 2 * 14, "{j}");
-    assert_eq!(u["p2p_bytes"], 2 * (6 * 80 + 4 * 400 + 2 * 8 + 2 * 16), "{j}");
+    assert_eq!(
+        u["p2p_bytes"],
+        2 * (6 * 80 + 4 * 400 + 2 * 8 + 2 * 16),
+        "{j}"
+    );
     assert_eq!(u["p2p_receives"], 2 * 14, "{j}");
     assert_eq!(u["unstamped_receives"], 0, "{j}");
     assert_eq!(u["collective_calls"], 2 * 6, "{j}");

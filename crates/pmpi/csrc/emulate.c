@@ -22,9 +22,17 @@
  *   TSC every core of the host shares): see `arrival()`. Later messages keep their own due
  *   times (each is held to its own arrival + ΔL), so gap and bandwidth are untouched.
  *
- * Every rank also counts what the knobs touched (point-to-point messages and bytes) and what
- * they did not (collectives: calls and this rank's bytes), and writes the counts at
- * MPI_Finalize to $COMMPERF_EMULATE_DIR/rank-N.emu for the verb to sum.
+ * Collectives: coll.c runs the common ones as messages through these same hooks (unless
+ * COMMPERF_EMULATE_COLL=off), flagging them with cpmpi_emu_in_coll; the rest run natively.
+ *
+ * Every rank also counts what the knobs touched (the program's point-to-point messages and
+ * bytes; the emulated collectives and their messages apart) and what they did not (native
+ * collectives: all calls and this rank's bytes minus the emulated ones), and writes the counts
+ * at MPI_Finalize to $COMMPERF_EMULATE_DIR/rank-N.emu for the verb to sum: one `key value` a
+ * line, keys p2p_sent, p2p_sent_bytes, p2p_recv, p2p_recv_bytes, coll_calls, coll_bytes (every
+ * collective), unstamped, untracked, hold_ns, pace_ns (both including the collectives'
+ * messages), coll_emulated, coll_emulated_bytes, coll_p2p_sent, coll_p2p_sent_bytes,
+ * coll_p2p_recv.
  */
 #define _GNU_SOURCE
 #include <mpi.h>
