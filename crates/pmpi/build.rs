@@ -36,6 +36,7 @@ fn build(out: &Path, flavour: &str, mpicc: &str) -> Result<(), String> {
     .arg("-Icsrc")
     .arg("csrc/shim.c")
     .arg("csrc/emulate.c")
+    .arg("csrc/coll.c")
     .arg("-o")
     .arg(&so);
     if flavour == "openmpi" {
@@ -60,6 +61,8 @@ fn main() {
     println!("cargo:rerun-if-changed=csrc/fortran_openmpi.h");
     println!("cargo:rerun-if-changed=csrc/emulate.c");
     println!("cargo:rerun-if-changed=csrc/emulate.h");
+    println!("cargo:rerun-if-changed=csrc/coll.c");
+    println!("cargo:rerun-if-changed=csrc/coll.h");
     println!("cargo:rerun-if-env-changed=PATH");
     for flavour in ["openmpi", "mpich"] {
         let so = out.join(format!("libcommperf_pmpi_{flavour}.so"));

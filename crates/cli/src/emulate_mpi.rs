@@ -6,9 +6,15 @@
 //! sharing the launch (`preload`) with `monitor`, and [`run_emulated`] is the one entry point a
 //! sensitivity sweep calls once per setting. The knobs travel to the ranks as
 //! `COMMPERF_EMULATE=o=…ns,g=…ns,G=…ns,L=…ns`, validated here first by the emulate crate's rules
-//! (negative, over 1 s or malformed values refused naming the knob and the range). Collectives
-//! are left untouched: each rank counts them (calls and its bytes) beside the point-to-point
-//! traffic the knobs did touch, and the verb prints the share the knobs did not reach.
+//! (negative, over 1 s or malformed values refused naming the knob and the range). Collectives:
+//! with `--collectives p2p` (the default) the interposer runs Barrier, Bcast, Reduce, Allreduce,
+//! Allgather, Alltoall, Gather and Scatter itself as point-to-point messages under the knobs,
+//! with `commperf predict`'s default algorithms (crates/pmpi/csrc/coll.c); the others, the cases
+//! it leaves to the library (non-commutative Reduce to a root other than 0, Alltoall in place,
+//! intercommunicators) and every collective with `--collectives native` run inside the library,
+//! untouched. Each rank counts both kinds (calls and its bytes, and the emulated ones' messages)
+//! beside the point-to-point traffic the knobs touched, and the verb prints the share they did
+//! not reach.
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
@@ -31,6 +37,27 @@ fn big_g_value(s: &str) -> Result<f64, String> {
 }
 fn l_value(s: &str) -> Result<f64, String> {
     knob_value(Knob::L, s)
+}
+
+/// How the interposer treats collectives while a knob is set (`COMMPERF_EMULATE_COLL`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Collectives {
+    /// The common collectives run as point-to-point messages under the knobs.
+    #[default]
+    P2p,
+    /// Every collective runs inside the MPI library, untouched by the knobs.
+    Native,
+}
+
+impl Collectives {
+    /// The `COMMPERF_EMULATE_COLL` value the interposer reads.
+    pub fn env_value(self) -> &'static str {
+        match self {
+            Collectives::P2p => "p2p",
+            Collectives::Native => "off",
+        }
+    }
 }
 
 /// The knobs and the command of `commperf emulate [KNOBS] -- COMMAND` (flattened into
@@ -62,6 +89,11 @@ pub struct RunArgs {
     /// the emulated ones), and print its tables
     #[arg(long, value_name = "DIR", conflicts_with = "json")]
     pub monitor: Option<PathBuf>,
+    /// Collectives under the knobs: p2p (Barrier, Bcast, Reduce, Allreduce, Allgather, Alltoall,
+    /// Gather, Scatter run as point-to-point messages, each paying the knobs, with `commperf
+    /// predict`'s default algorithms) or native (the library's own, untouched)
+    #[arg(long, value_enum, value_name = "MODE", default_value_t = Collectives::P2p)]
+    pub collectives: Collectives,
     /// The MPI launch command (mpirun …) or a singleton MPI program
     #[arg(last = true, value_name = "COMMAND")]
     pub command: Vec<String>,
@@ -88,10 +120,24 @@ pub(crate) struct Untouched {
     pub p2p_bytes: u64,
     /// Point-to-point receives delivered under the knobs.
     pub p2p_receives: u64,
-    /// Collective calls (left untouched by the knobs) and the ranks' own bytes in them.
+    /// Every collective call, and the ranks' own bytes in them (emulated or native).
     pub collective_calls: u64,
     pub collective_bytes: u64,
-    /// Share of calls (sends + collective calls) and of bytes the knobs did not touch, percent.
+    /// Collective calls the interposer ran as point-to-point messages under the knobs, and the
+    /// ranks' own bytes in them.
+    pub collectives_emulated: u64,
+    pub collectives_emulated_bytes: u64,
+    /// Collective calls left to the MPI library (untouched by the knobs), and their bytes.
+    pub collectives_native: u64,
+    pub collectives_native_bytes: u64,
+    /// The messages the emulated collectives sent (each under the knobs), their bytes, and
+    /// the receives of them; not counted in `p2p_messages` (the program's own).
+    pub collective_p2p_messages: u64,
+    pub collective_p2p_bytes: u64,
+    pub collective_p2p_receives: u64,
+    /// Share the knobs did not touch, percent: native collective calls among native collective
+    /// calls + messages sent under the knobs (the program's and the emulated collectives'), and
+    /// the same for bytes.
     pub untouched_calls_percent: f64,
     pub untouched_bytes_percent: f64,
     /// Receives whose sender stamp was missing (L fell back to the completion time).
@@ -111,6 +157,11 @@ impl Untouched {
             "p2p_recv" => self.p2p_receives += v as u64,
             "coll_calls" => self.collective_calls += v as u64,
             "coll_bytes" => self.collective_bytes += v as u64,
+            "coll_emulated" => self.collectives_emulated += v as u64,
+            "coll_emulated_bytes" => self.collectives_emulated_bytes += v as u64,
+            "coll_p2p_sent" => self.collective_p2p_messages += v as u64,
+            "coll_p2p_sent_bytes" => self.collective_p2p_bytes += v as u64,
+            "coll_p2p_recv" => self.collective_p2p_receives += v as u64,
             "unstamped" => self.unstamped_receives += v as u64,
             "untracked" => self.untracked_requests += v as u64,
             "hold_ns" => self.held_ns += v,
@@ -127,8 +178,20 @@ impl Untouched {
                 100.0 * part as f64 / (part + other) as f64
             }
         };
-        self.untouched_calls_percent = pct(self.collective_calls, self.p2p_messages);
-        self.untouched_bytes_percent = pct(self.collective_bytes, self.p2p_bytes);
+        self.collectives_native = self
+            .collective_calls
+            .saturating_sub(self.collectives_emulated);
+        self.collectives_native_bytes = self
+            .collective_bytes
+            .saturating_sub(self.collectives_emulated_bytes);
+        self.untouched_calls_percent = pct(
+            self.collectives_native,
+            self.p2p_messages + self.collective_p2p_messages,
+        );
+        self.untouched_bytes_percent = pct(
+            self.collectives_native_bytes,
+            self.p2p_bytes + self.collective_p2p_bytes,
+        );
     }
 
     /// Sums the ranks' `rank-N.emu` files in `dir` (each `key value` per line).
@@ -159,9 +222,15 @@ impl Untouched {
     }
 }
 
+/// The version of [`RunOutcome`]'s JSON.
+pub(crate) const RUN_SCHEMA_VERSION: u32 = 2;
+
 /// One emulated run: what a sweep needs per setting.
 #[derive(Debug, Clone, Serialize)]
 pub(crate) struct RunOutcome {
+    /// 2: `collectives` and the emulated/native collective counts in `untouched` (1, unnumbered:
+    /// every collective native, `collective_calls` all untouched).
+    pub schema_version: u32,
     /// The knobs in ns (G in ns per byte).
     pub o_ns: f64,
     pub g_ns: f64,
@@ -174,6 +243,8 @@ pub(crate) struct RunOutcome {
     /// The command's exit code (None: killed by a signal).
     pub exit_code: Option<i32>,
     pub success: bool,
+    /// How collectives ran: `p2p` (as messages under the knobs) or `native`.
+    pub collectives: Collectives,
     /// None when every knob is zero (the interposer then passes every call straight through).
     pub untouched: Option<Untouched>,
 }
@@ -269,6 +340,8 @@ pub(crate) struct RunOptions {
     pub program_stdout_to_stderr: bool,
     /// Record the run into this directory as well (the interposer's monitoring).
     pub monitor_dir: Option<PathBuf>,
+    /// Collectives as messages under the knobs (the default) or left to the library.
+    pub collectives: Collectives,
 }
 
 /// Runs `command` (an MPI launch or a singleton MPI program) under the interposer with `knobs`,
@@ -294,6 +367,10 @@ pub(crate) fn run_emulated(
         (
             "COMMPERF_EMULATE_DIR".to_string(),
             dir.0.display().to_string(),
+        ),
+        (
+            "COMMPERF_EMULATE_COLL".to_string(),
+            opts.collectives.env_value().to_string(),
         ),
     ];
     if let Some(m) = &opts.monitor_dir {
@@ -324,6 +401,7 @@ pub(crate) fn run_emulated(
         Some(Untouched::read(&dir.0)?)
     };
     Ok(RunOutcome {
+        schema_version: RUN_SCHEMA_VERSION,
         o_ns: knobs.o_ns,
         g_ns: knobs.g_ns,
         gap_per_byte_ns: knobs.gap_per_byte_ns,
@@ -336,6 +414,7 @@ pub(crate) fn run_emulated(
             status.code()
         },
         success: status.success() && signalled == 0,
+        collectives: opts.collectives,
         untouched,
     })
 }
@@ -360,13 +439,17 @@ fn describe(r: &RunOutcome) -> String {
         Some(u) => {
             let _ = write!(
                 o,
-                "\ncommperf: knobs applied to {} point-to-point messages ({} B) on {} rank(s); \
+                "\ncommperf: knobs applied to {} point-to-point messages ({} B) on {} rank(s), \
+                 and to {} collective calls run as {} messages ({} B); \
                  not touched: {} collective calls ({} B) = {:.1} % of calls, {:.1} % of bytes",
                 u.p2p_messages,
                 u.p2p_bytes,
                 u.ranks,
-                u.collective_calls,
-                u.collective_bytes,
+                u.collectives_emulated,
+                u.collective_p2p_messages,
+                u.collective_p2p_bytes,
+                u.collectives_native,
+                u.collectives_native_bytes,
                 u.untouched_calls_percent,
                 u.untouched_bytes_percent
             );
@@ -395,6 +478,7 @@ pub fn run(a: &RunArgs) -> Result<()> {
         interposer: a.interposer.clone(),
         program_stdout_to_stderr: a.json,
         monitor_dir: a.monitor.clone(),
+        collectives: a.collectives,
     };
     let r = run_emulated(&a.knobs(), &a.command, &opts)?;
     if let Some(m) = &a.monitor {
@@ -672,6 +756,7 @@ pub(crate) fn calibrate(c: &crate::emulate::CalibrateArgs) -> Result<()> {
             // The bench tables go to stderr: this verb's stdout is its own table.
             program_stdout_to_stderr: true,
             monitor_dir: None,
+            collectives: Collectives::P2p,
         };
         let measure = |k: &Knobs| -> Result<MpiParams> {
             let _ = std::fs::remove_file(&json);
@@ -806,5 +891,28 @@ mod tests {
         // 30 of 90 calls, 4000 of 10000 bytes.
         assert!((u.untouched_calls_percent - 100.0 / 3.0).abs() < 1e-9);
         assert!((u.untouched_bytes_percent - 40.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn emulated_collectives_are_touched_and_their_messages_counted_apart() {
+        let d = RunDir::new().unwrap();
+        std::fs::write(
+            d.0.join("rank-0.emu"),
+            "p2p_sent 10\np2p_sent_bytes 1000\ncoll_calls 8\ncoll_bytes 800\n\
+             coll_emulated 6\ncoll_emulated_bytes 700\ncoll_p2p_sent 20\n\
+             coll_p2p_sent_bytes 1900\ncoll_p2p_recv 19\n",
+        )
+        .unwrap();
+        let u = Untouched::read(&d.0).unwrap();
+        assert_eq!(u.p2p_messages, 10);
+        assert_eq!(u.collective_calls, 8);
+        assert_eq!(u.collectives_emulated, 6);
+        assert_eq!(u.collectives_native, 2);
+        assert_eq!(u.collectives_native_bytes, 100);
+        assert_eq!(u.collective_p2p_messages, 20);
+        assert_eq!(u.collective_p2p_receives, 19);
+        // 2 native calls beside 30 messages under the knobs; 100 B beside 2900 B.
+        assert!((u.untouched_calls_percent - 100.0 * 2.0 / 32.0).abs() < 1e-9);
+        assert!((u.untouched_bytes_percent - 100.0 * 100.0 / 3000.0).abs() < 1e-9);
     }
 }

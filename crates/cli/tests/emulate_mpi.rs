@@ -7,6 +7,8 @@
 //! CI) makes that a failure.
 
 mod mpi_apps;
+use commperf_predict::collectives::{Algorithms, Collective};
+use commperf_predict::workload::{OpKind, SeqProgram};
 use mpi_apps::{compile, exe, ok, ready, text, Scratch};
 use serde_json::Value;
 use std::path::Path;
@@ -22,12 +24,24 @@ fn emulate(knobs: &[&str], mpi: &str, prog: &Path, args: &[&str]) -> Output {
 }
 
 fn emulate_with(knobs: &[&str], extra: &[&str], mpi: &str, prog: &Path, args: &[&str]) -> Output {
+    emulate_np(knobs, extra, mpi, 2, prog, args)
+}
+
+/// `commperf emulate KNOBS EXTRA -- mpirun.<mpi> -np NP PROG ARGS…`, time-limited.
+fn emulate_np(
+    knobs: &[&str],
+    extra: &[&str],
+    mpi: &str,
+    np: u32,
+    prog: &Path,
+    args: &[&str],
+) -> Output {
     let mut c = Command::new("timeout");
     c.args(["-k", "10", "300", exe(), "emulate"])
         .args(knobs)
         .args(extra)
         .arg("--")
-        .args([format!("mpirun.{mpi}").as_str(), "-np", "2"]);
+        .args([format!("mpirun.{mpi}").as_str(), "-np", &np.to_string()]);
     if mpi == "openmpi" {
         c.arg("--oversubscribe");
     }
@@ -92,9 +106,14 @@ fn knobs_under(mpi: &str) {
     let held = u["held_ns"].as_f64().unwrap();
     // 2 ranks × (1 warm-up of 2 + 30 × 10) round trips, one receive each per round trip.
     assert_eq!(recvs, 2.0 * (2.0 + 30.0 * 10.0), "{j}");
+    // The ping-pong's MPI_Barriers ran as messages (on 2 ranks one receive per rank and call),
+    // held as well.
+    let coll_recvs = u["collective_p2p_receives"].as_f64().unwrap();
+    assert_eq!(coll_recvs, u["collective_calls"].as_f64().unwrap(), "{j}");
+    let all = recvs + coll_recvs;
     assert!(
-        held <= recvs * 200_000.0 + recvs,
-        "held {held} ns for {recvs} receives"
+        held <= all * 200_000.0 + all,
+        "held {held} ns for {all} receives"
     );
     assert!(
         held >= recvs * 150_000.0,
@@ -145,11 +164,23 @@ fn knobs_under(mpi: &str) {
     assert!(g >= 40_000.0, "G=10ns/B: send of 4000 B took {g} ns");
     assert!(g < 40_000.0 + slack, "G=10ns/B: send of 4000 B took {g} ns");
 
-    // Collectives are not touched, and counted exactly: per rank 5 MPI_Allreduce of 8 B and the
-    // ping-pong's MPI_Barrier; 10 ping-pongs of 100 B each way.
-    let (j, sum) = run(&["--o", "1us"], mpi, &prog, &["coll"], "sum");
-    assert_eq!(sum, 1.0);
+    // With --collectives native the collectives are not touched, and counted exactly: per rank 5
+    // MPI_Allreduce of 8 B and the ping-pong's MPI_Barrier; 10 ping-pongs of 100 B each way.
+    let o = emulate_with(
+        &["--o", "1us"],
+        &["--json", "--collectives", "native"],
+        mpi,
+        &prog,
+        &["coll"],
+    );
+    ok(&o);
+    let j: Value = serde_json::from_slice(&o.stdout).expect("JSON");
+    assert_eq!(figure(&text(&o.stderr), "sum"), 1.0);
+    assert_eq!(j["collectives"], "native", "{j}");
     let u = &j["untouched"];
+    assert_eq!(u["collectives_native"], 12, "{j}");
+    assert_eq!(u["collectives_emulated"], 0, "{j}");
+    assert_eq!(u["collective_p2p_messages"], 0, "{j}");
     assert_eq!(u["ranks"], 2, "{j}");
     assert_eq!(u["collective_calls"], 12, "{j}");
     assert_eq!(u["collective_bytes"], 80, "{j}");
@@ -159,7 +190,8 @@ fn knobs_under(mpi: &str) {
     assert_eq!(u["untouched_calls_percent"], 37.5, "{j}");
 
     // Emulation and monitoring together: the monitor records every message of the emulated
-    // run (10 ping-pongs of 100 B each way).
+    // run (10 ping-pongs of 100 B each way), and the collectives run as messages (the default)
+    // only as the collective calls they are: none of their messages.
     let mon = s.0.join("mon");
     let o = emulate_with(
         &["--o", "1us"],
@@ -175,6 +207,19 @@ fn knobs_under(mpi: &str) {
     .expect("JSON");
     assert_eq!(sj["matched_messages"], 20, "{}", text(&o.stdout));
     assert_eq!(sj["unmatched_sends"], 0);
+    // Per rank: 10 sends, 5 MPI_Allreduce and 1 MPI_Barrier, each one event.
+    let count = |call: &str| -> u64 {
+        sj["calls"]
+            .as_array()
+            .expect("calls")
+            .iter()
+            .filter(|c| c["call"] == call)
+            .map(|c| c["count"].as_u64().unwrap())
+            .sum()
+    };
+    assert_eq!(count("MPI_Send"), 20, "{sj}");
+    assert_eq!(count("MPI_Allreduce"), 10, "{sj}");
+    assert_eq!(count("MPI_Barrier"), 2, "{sj}");
 
     // The program's exit status is the verb's; nothing is left behind.
     let o = emulate(&["--o", "1us"], mpi, &prog, &["bogus"]);
@@ -321,11 +366,16 @@ fn fortran_under(mpi: &str) {
     assert_eq!(u["p2p_receives"], 2 * 17, "{j}");
     assert_eq!(u["unstamped_receives"], 0, "{j}");
     assert_eq!(u["collective_calls"], 2 * 6, "{j}");
+    // The collectives ran as messages (--collectives p2p, the default), on 2 ranks one message
+    // each way per Allreduce and Barrier, one per Bcast: 3 × 2 + 2 + 2.
+    assert_eq!(u["collectives_emulated"], 2 * 6, "{j}");
+    assert_eq!(u["collective_p2p_messages"], 10, "{j}");
+    assert_eq!(u["collective_p2p_receives"], 10, "{j}");
     // Held: at most ΔL per receive, and more than nothing (the first receive of each rank waits
     // for a message sent after it was posted: it is held nearly ΔL).
     let held = u["held_ns"].as_f64().unwrap();
     assert!(
-        held > 50_000.0 && held <= 34.0 * 100_000.0 + 34.0,
+        held > 50_000.0 && held <= 44.0 * 100_000.0 + 44.0,
         "held {held} ns: {j}"
     );
 }
@@ -340,8 +390,276 @@ fn fortran_under_mpich() {
     fortran_under("mpich");
 }
 
+/// What `commperf predict` expands a collective into with its default algorithms, summed over
+/// the n ranks: (messages, bytes). The emulated collectives must send exactly these.
+fn predicted(n: u32, colls: &[Collective]) -> (u64, u64) {
+    let algos = Algorithms::default();
+    let (mut m, mut b) = (0, 0);
+    for c in colls {
+        for r in 0..n {
+            let mut p = SeqProgram::new();
+            algos.expand(&mut p, r, n, 0, c);
+            for op in p.ops() {
+                if let OpKind::Send { bytes, .. } = op {
+                    m += 1;
+                    b += bytes;
+                }
+            }
+        }
+    }
+    (m, b)
+}
+
+/// The collectives collemu.c's `check` runs as messages on n ranks (those it leaves native
+/// excluded), in bytes: see the program.
+fn collemu_emulated(n: u32) -> Vec<Collective> {
+    let mut v = vec![Collective::Barrier];
+    for root in 0..n {
+        for bytes in [20, 24, 16] {
+            v.push(Collective::Bcast { root, bytes });
+        }
+        for bytes in [16, 24, 8] {
+            v.push(Collective::Reduce {
+                root,
+                bytes,
+                compute_ns: 0,
+            });
+        }
+        if root == 0 {
+            // The non-commutative op: emulated for root 0 only.
+            v.push(Collective::Reduce {
+                root,
+                bytes: 16,
+                compute_ns: 0,
+            });
+        }
+        v.push(Collective::Gather { root, bytes: 8 });
+        v.push(Collective::Gather { root, bytes: 8 });
+        v.push(Collective::Scatter { root, bytes: 8 });
+        v.push(Collective::Scatter { root, bytes: 8 });
+    }
+    // MPI_INT×7, MPI_DOUBLE×2, MPI_UNSIGNED, MPI_DOUBLE_INT, in place MPI_INT×3, a 2×2 matrix.
+    for bytes in [28, 16, 4, 12, 12, 16] {
+        v.push(Collective::Allreduce {
+            bytes,
+            compute_ns: 0,
+        });
+    }
+    for _ in 0..3 {
+        v.push(Collective::Allgather { bytes: 8 });
+    }
+    v.push(Collective::Alltoall { bytes: 12 });
+    v.push(Collective::Alltoall { bytes: 8 });
+    // The reversed communicator: a matrix Allreduce and a 4-byte Bcast.
+    v.push(Collective::Allreduce {
+        bytes: 16,
+        compute_ns: 0,
+    });
+    v.push(Collective::Bcast { root: 0, bytes: 4 });
+    v
+}
+
+/// The longest chain of messages, each waiting for the one before, in one recursive-doubling
+/// allreduce on n ranks: log2 of the largest power of two ≤ n, plus the fold's one extra when
+/// n is not a power of two (a folded rank's data reaches its partner in one message, which then
+/// joins the doubling, and the result returns in one; the first doubling round of the other
+/// ranks overlaps the fold, so the chain is one longer, not two).
+fn rd_rounds(n: u32) -> u32 {
+    let pof2 = if n.is_power_of_two() {
+        n
+    } else {
+        n.next_power_of_two() / 2
+    };
+    pof2.trailing_zeros() + u32::from(pof2 != n)
+}
+
+fn figure(err: &str, key: &str) -> f64 {
+    err.split_whitespace()
+        .skip_while(|w| *w != key)
+        .nth(1)
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("no {key} in the program's output:\n{err}"))
+}
+
+/// The collectives run as messages under the knobs (crates/pmpi/csrc/coll.c): every result is
+/// the native collective's (collemu.c checks each and exits 1 on a wrong one), on 2 ranks and on
+/// 3 (the fold of recursive doubling); the counts of emulated and native collectives are exact;
+/// the messages are exactly those `commperf predict` expands the same calls into; L moves a
+/// timed MPI_Allreduce by the chain of messages times ΔL, and with `--collectives native` not
+/// at all.
+fn collectives_under(mpi: &str) {
+    let test = format!("coll_{mpi}");
+    let _one = ONE_JOB.lock().unwrap_or_else(|e| e.into_inner());
+    if !ready(&test, &[&format!("mpicc.{mpi}"), &format!("mpirun.{mpi}")]) {
+        return;
+    }
+    let s = Scratch::new("emulate", &test);
+    let prog = s.0.join("collemu");
+    compile(&format!("mpicc.{mpi}"), "collemu.c", &prog);
+    for n in [2u32, 3] {
+        // Results and counts, with two knobs set (L exercises the side band's stamps).
+        let o = emulate_np(
+            &["--L", "20us", "--o", "1us"],
+            &["--json"],
+            mpi,
+            n,
+            &prog,
+            &["check"],
+        );
+        ok(&o);
+        let j: Value = serde_json::from_slice(&o.stdout)
+            .unwrap_or_else(|e| panic!("stdout is not JSON ({e}): {}", text(&o.stdout)));
+        let err = text(&o.stderr);
+        let calls = figure(&err, "calls") as u64;
+        let native = figure(&err, "native") as u64;
+        assert_eq!(figure(&err, "errors"), 0.0, "{err}");
+        let n64 = u64::from(n);
+        assert_eq!(calls, 15 + 11 * n64, "{err}");
+        assert_eq!(native, n64, "{err}");
+        let u = &j["untouched"];
+        assert_eq!(j["collectives"], "p2p", "{j}");
+        assert_eq!(u["ranks"], n, "{j}");
+        assert_eq!(u["collective_calls"], n64 * calls, "{j}");
+        assert_eq!(u["collectives_native"], n64 * native, "{j}");
+        assert_eq!(u["collectives_emulated"], n64 * (calls - native), "{j}");
+        let want = collemu_emulated(n);
+        assert_eq!(want.len() as u64, calls - native);
+        let (msgs, bytes) = predicted(n, &want);
+        assert_eq!(u["collective_p2p_messages"], msgs, "n={n}: {j}");
+        assert_eq!(u["collective_p2p_bytes"], bytes, "n={n}: {j}");
+        assert_eq!(u["collective_p2p_receives"], msgs, "n={n}: {j}");
+        assert_eq!(u["p2p_messages"], 0, "{j}");
+        assert_eq!(u["unstamped_receives"], 0, "{j}");
+
+        // L = 100 µs on 5 batches of 10 MPI_Allreduce of 8 B: the least batch mean per call is
+        // at least the chain of messages × ΔL (each waits for the one before and is held ΔL;
+        // 1 % below for the TSC's calibration against the program's CLOCK_MONOTONIC).
+        let l = 100_000.0;
+        let rounds = f64::from(rd_rounds(n));
+        let time = ["time", "5", "10"];
+        let o = emulate_np(&["--L", "100us"], &["--json"], mpi, n, &prog, &time);
+        ok(&o);
+        let j: Value = serde_json::from_slice(&o.stdout).expect("JSON");
+        let t = figure(&text(&o.stderr), "allreduce_ns");
+        assert!(
+            t >= 0.99 * rounds * l,
+            "n={n}: allreduce {t} ns under L=100us, {rounds} rounds"
+        );
+        // One Barrier and 50 Allreduce per rank, all emulated.
+        assert_eq!(j["untouched"]["collectives_emulated"], 51 * n64, "{j}");
+        let (msgs, _) = predicted(
+            n,
+            &std::iter::once(Collective::Barrier)
+                .chain(std::iter::repeat_n(
+                    Collective::Allreduce {
+                        bytes: 8,
+                        compute_ns: 0,
+                    },
+                    50,
+                ))
+                .collect::<Vec<_>>(),
+        );
+        assert_eq!(j["untouched"]["collective_p2p_messages"], msgs, "{j}");
+
+        // Native: untouched, counted so, and (on 2 ranks, where no rank waits for a core) far
+        // below one ΔL per call; 20 batches, so that one falls in a quiet moment of the machine.
+        let o = emulate_np(
+            &["--L", "100us"],
+            &["--json", "--collectives", "native"],
+            mpi,
+            n,
+            &prog,
+            &["time", "20", "10"],
+        );
+        ok(&o);
+        let j: Value = serde_json::from_slice(&o.stdout).expect("JSON");
+        let u = &j["untouched"];
+        assert_eq!(u["collectives_native"], 201 * n64, "{j}");
+        assert_eq!(u["collectives_emulated"], 0, "{j}");
+        assert_eq!(u["collective_p2p_messages"], 0, "{j}");
+        assert_eq!(u["untouched_calls_percent"], 100.0, "{j}");
+        if n == 2 {
+            let t = figure(&text(&o.stderr), "allreduce_ns");
+            assert!(
+                t < 0.5 * rounds * l,
+                "native allreduce {t} ns under L=100us"
+            );
+        }
+    }
+}
+
+#[test]
+fn collectives_as_messages_under_openmpi() {
+    collectives_under("openmpi");
+}
+
+#[test]
+fn collectives_as_messages_under_mpich() {
+    collectives_under("mpich");
+}
+
+/// Fortran collectives run as messages too (Open MPI's Fortran entry points, MPICH's C ones),
+/// MPI_IN_PLACE included: collemu.f90 checks every result, on 3 ranks.
+fn fortran_collectives_under(mpi: &str) {
+    let test = format!("fcoll_{mpi}");
+    let _one = ONE_JOB.lock().unwrap_or_else(|e| e.into_inner());
+    if !ready(&test, &[&format!("mpif90.{mpi}"), &format!("mpirun.{mpi}")]) {
+        return;
+    }
+    let s = Scratch::new("emulate", &test);
+    let prog = s.0.join("fcollemu");
+    compile(&format!("mpif90.{mpi}"), "collemu.f90", &prog);
+    let o = emulate_np(&["--L", "10us"], &["--json"], mpi, 3, &prog, &[]);
+    ok(&o);
+    let j: Value = serde_json::from_slice(&o.stdout).expect("JSON");
+    let err = text(&o.stderr);
+    assert_eq!(figure(&err, "fcalls"), 17.0, "{err}");
+    assert_eq!(figure(&err, "errors"), 0.0, "{err}");
+    let u = &j["untouched"];
+    assert_eq!(u["collective_calls"], 3 * 17, "{j}");
+    assert_eq!(u["collectives_emulated"], 3 * 17, "{j}");
+    assert_eq!(u["unstamped_receives"], 0, "{j}");
+    let mut want = vec![
+        Collective::Barrier,
+        Collective::Allreduce {
+            bytes: 24,
+            compute_ns: 0,
+        },
+        Collective::Allreduce {
+            bytes: 24,
+            compute_ns: 0,
+        },
+        Collective::Allgather { bytes: 8 },
+        Collective::Alltoall { bytes: 4 },
+    ];
+    for root in 0..3 {
+        want.push(Collective::Bcast { root, bytes: 16 });
+        want.push(Collective::Reduce {
+            root,
+            bytes: 16,
+            compute_ns: 0,
+        });
+        want.push(Collective::Gather { root, bytes: 8 });
+        want.push(Collective::Scatter { root, bytes: 8 });
+    }
+    let (msgs, bytes) = predicted(3, &want);
+    assert_eq!(u["collective_p2p_messages"], msgs, "{j}");
+    assert_eq!(u["collective_p2p_bytes"], bytes, "{j}");
+}
+
+#[test]
+fn fortran_collectives_as_messages_under_openmpi() {
+    fortran_collectives_under("openmpi");
+}
+
+#[test]
+fn fortran_collectives_as_messages_under_mpich() {
+    fortran_collectives_under("mpich");
+}
+
 /// Persistent requests are under the knobs: each MPI_Start of a send is one message touched,
-/// each started receive finds its sender's L stamp.
+/// each started receive finds its sender's L stamp. (No collective: the collective-as-messages
+/// path is not involved.)
 fn persistent_under(mpi: &str) {
     let test = format!("persistent_{mpi}");
     let _one = ONE_JOB.lock().unwrap_or_else(|e| e.into_inner());

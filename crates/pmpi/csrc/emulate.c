@@ -22,9 +22,17 @@
  *   TSC every core of the host shares): see `arrival()`. Later messages keep their own due
  *   times (each is held to its own arrival + ΔL), so gap and bandwidth are untouched.
  *
- * Every rank also counts what the knobs touched (point-to-point messages and bytes) and what
- * they did not (collectives: calls and this rank's bytes), and writes the counts at
- * MPI_Finalize to $COMMPERF_EMULATE_DIR/rank-N.emu for the verb to sum.
+ * Collectives: coll.c runs the common ones as messages through these same hooks (unless
+ * COMMPERF_EMULATE_COLL=off), flagging them with cpmpi_emu_in_coll; the rest run natively.
+ *
+ * Every rank also counts what the knobs touched (the program's point-to-point messages and
+ * bytes; the emulated collectives and their messages apart) and what they did not (native
+ * collectives: all calls and this rank's bytes minus the emulated ones), and writes the counts
+ * at MPI_Finalize to $COMMPERF_EMULATE_DIR/rank-N.emu for the verb to sum: one `key value` a
+ * line, keys p2p_sent, p2p_sent_bytes, p2p_recv, p2p_recv_bytes, coll_calls, coll_bytes (every
+ * collective), unstamped, untracked, hold_ns, pace_ns (both including the collectives'
+ * messages), coll_emulated, coll_emulated_bytes, coll_p2p_sent, coll_p2p_sent_bytes,
+ * coll_p2p_recv.
  */
 #define _GNU_SOURCE
 #include <mpi.h>
@@ -41,6 +49,7 @@
 #include <x86intrin.h>
 #endif
 
+#include "coll.h"
 #include "emulate.h"
 
 int cpmpi_emu_on = 0;
@@ -88,6 +97,9 @@ static inline void spin_for(uint64_t d) {
 static uint64_t c_p2p_sent, c_p2p_sent_bytes, c_p2p_recv, c_p2p_recv_bytes;
 static uint64_t c_coll_calls, c_coll_bytes, c_unstamped, c_untracked;
 static uint64_t c_hold_ticks, c_pace_ticks;
+/* Collectives run as messages by coll.c (calls, this rank's bytes in them) and those messages. */
+static uint64_t c_coll_emulated, c_coll_emulated_bytes, c_cp2p_sent, c_cp2p_sent_bytes, c_cp2p_recv;
+__thread int cpmpi_emu_in_coll __attribute__((tls_model("initial-exec")));
 static int emu_multi = 1; /* MPI_THREAD_MULTIPLE: several threads of a rank may communicate */
 /* Atomic only under MPI_THREAD_MULTIPLE: a locked add costs ~20 cycles and drains the store
  * buffer (waiting for whatever line the last store missed on), five of them per message. */
@@ -374,6 +386,7 @@ int cpmpi_emu_init(int rank, int size, int use_tsc, uint64_t tsc_mult) {
         PMPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
         if (!all) return -1;
     }
+    if (want && cpmpi_coll_init(rank) != 0) return -1;
     cpmpi_emu_on = want;
     cpmpi_emu_l = l_t != 0;
     if (rank == 0 && getenv("COMMPERF_EMULATE_VERBOSE"))
@@ -399,6 +412,11 @@ void cpmpi_emu_send_pre(int dst_world, uint32_t comm, int tag, uint64_t bytes) {
     }
     if (big_g_t > 0.0) spin_for((uint64_t)(big_g_t * (double)bytes + 0.5));
     if (l_t) stamp_send(dst_world, comm, tag, ticks());
+    if (cpmpi_emu_in_coll) {
+        CNT(c_cp2p_sent, 1);
+        CNT(c_cp2p_sent_bytes, bytes);
+        return;
+    }
     CNT(c_p2p_sent, 1);
     CNT(c_p2p_sent_bytes, bytes);
 }
@@ -410,8 +428,11 @@ void cpmpi_emu_send_post(int dst_world) {
 
 void cpmpi_emu_recv(int src_world, uint32_t comm, int tag, uint64_t bytes, uint64_t t_enter) {
     if (src_world < 0) return;
-    CNT(c_p2p_recv, 1);
-    CNT(c_p2p_recv_bytes, bytes);
+    if (cpmpi_emu_in_coll) CNT(c_cp2p_recv, 1);
+    else {
+        CNT(c_p2p_recv, 1);
+        CNT(c_p2p_recv_bytes, bytes);
+    }
     if (l_t) {
         uint64_t done = ticks();
         uint64_t inj = stamp_take(src_world, comm, tag);
@@ -430,6 +451,10 @@ uint64_t cpmpi_emu_now(void) { return ticks(); }
 void cpmpi_emu_coll(uint64_t bytes) {
     CNT(c_coll_calls, 1);
     CNT(c_coll_bytes, bytes);
+    if (cpmpi_coll_take_emulated()) {
+        CNT(c_coll_emulated, 1);
+        CNT(c_coll_emulated_bytes, bytes);
+    }
 }
 
 void cpmpi_emu_untracked(void) { CNT(c_untracked, 1); }
@@ -488,16 +513,22 @@ void cpmpi_emu_finalize(void) {
             fprintf(f,
                     "p2p_sent %llu\np2p_sent_bytes %llu\np2p_recv %llu\np2p_recv_bytes %llu\n"
                     "coll_calls %llu\ncoll_bytes %llu\nunstamped %llu\nuntracked %llu\n"
-                    "hold_ns %.0f\npace_ns %.0f\n",
+                    "hold_ns %.0f\npace_ns %.0f\n"
+                    "coll_emulated %llu\ncoll_emulated_bytes %llu\ncoll_p2p_sent %llu\n"
+                    "coll_p2p_sent_bytes %llu\ncoll_p2p_recv %llu\n",
                     (unsigned long long)c_p2p_sent, (unsigned long long)c_p2p_sent_bytes,
                     (unsigned long long)c_p2p_recv, (unsigned long long)c_p2p_recv_bytes,
                     (unsigned long long)c_coll_calls, (unsigned long long)c_coll_bytes,
                     (unsigned long long)c_unstamped, (unsigned long long)c_untracked,
-                    (double)c_hold_ticks / ticks_per_ns, (double)c_pace_ticks / ticks_per_ns);
+                    (double)c_hold_ticks / ticks_per_ns, (double)c_pace_ticks / ticks_per_ns,
+                    (unsigned long long)c_coll_emulated, (unsigned long long)c_coll_emulated_bytes,
+                    (unsigned long long)c_cp2p_sent, (unsigned long long)c_cp2p_sent_bytes,
+                    (unsigned long long)c_cp2p_recv);
             fclose(f);
         }
     }
     cpmpi_emu_on = 0;
+    cpmpi_coll_finalize();
     if (rings) munmap(rings, rings_len);
     rings = NULL;
 }

@@ -18,7 +18,11 @@ void cpmpi_emu_send_post(int dst_world);
 /* Receiver: a receive completed (status known): L's hold, then o. */
 void cpmpi_emu_recv(int src_world, uint32_t comm, int tag, uint64_t bytes, uint64_t t_enter);
 uint64_t cpmpi_emu_now(void);
+/* A collective call completed (this rank's bytes); emulated or native, as coll.c says. */
 void cpmpi_emu_coll(uint64_t bytes);
+/* Set by coll.c while it sends and receives a collective's messages: the hooks above then count
+ * them as the collective's, not as the program's own point-to-point traffic. */
+extern __thread int cpmpi_emu_in_coll;
 void cpmpi_emu_untracked(void);
 /* Irecv requests, so a completion knows it finished a receive (and on which communicator). */
 void cpmpi_emu_track(uint64_t key, uint64_t comm);

@@ -403,35 +403,61 @@ void mpi_iprobe_(F *src, F *tag, F *comm, F *flag, F *status, F *ierr) {
     LEAVE();
 }
 
-#define FCOLL(KIND, ROOT, COMM, BYTES, CALL)                                                     \
+/* Open MPI's Fortran sentinels (in libmpi): coll.c gets the C ones. MPI_BOTTOM is C's 0 too. */
+extern char mpi_fortran_in_place_ __attribute__((weak));
+extern char mpi_fortran_bottom_ __attribute__((weak));
+static inline void *f_buf(const void *b) {
+    if (&mpi_fortran_in_place_ && b == (const void *)&mpi_fortran_in_place_) return MPI_IN_PLACE;
+    if (&mpi_fortran_bottom_ && b == (const void *)&mpi_fortran_bottom_) return MPI_BOTTOM;
+    return (void *)b;
+}
+#define FT(X) PMPI_Type_f2c(*(X))
+#define FC(X) PMPI_Comm_f2c(*(X))
+
+/* EMU: coll.c's collective on the converted arguments (CPMPI_COLL_NATIVE: not handled, CALL). */
+#define FCOLL(KIND, ROOT, COMM, BYTES, EMU, CALL)                                                \
     if (!ENTER()) { CALL; return; }                                                              \
     uint64_t t0 = now();                                                                         \
-    CALL;                                                                                        \
+    int cr_ = __builtin_expect(cpmpi_coll_on, 0) ? (EMU) : CPMPI_COLL_NATIVE;                    \
+    if (cr_ == CPMPI_COLL_NATIVE) { CALL; } else *ierr = cr_;                                    \
     uint64_t t1 = now();                                                                         \
     if (*ierr == MPI_SUCCESS) rec_coll(KIND, ROOT, PMPI_Comm_f2c(*COMM), BYTES, t0, t1);        \
     LEAVE();
 
-void mpi_barrier_(F *comm, F *ierr) { FCOLL(K_BARRIER, -1, comm, 0, pmpi_barrier_(comm, ierr)) }
+void mpi_barrier_(F *comm, F *ierr) { FCOLL(K_BARRIER, -1, comm, 0, cpmpi_coll_barrier(FC(comm)), pmpi_barrier_(comm, ierr)) }
 void mpi_bcast_(void *b, F *c, F *dt, F *root, F *comm, F *ierr) {
-    FCOLL(K_BCAST, (int)*root, comm, type_bytes(PMPI_Type_f2c(*dt), (int)*c), pmpi_bcast_(b, c, dt, root, comm, ierr))
+    FCOLL(K_BCAST, (int)*root, comm, type_bytes(FT(dt), (int)*c), cpmpi_coll_bcast(f_buf(b), *c, FT(dt), *root, FC(comm)),
+          pmpi_bcast_(b, c, dt, root, comm, ierr))
 }
 void mpi_reduce_(const void *s, void *r, F *c, F *dt, F *op, F *root, F *comm, F *ierr) {
-    FCOLL(K_REDUCE, (int)*root, comm, type_bytes(PMPI_Type_f2c(*dt), (int)*c), pmpi_reduce_(s, r, c, dt, op, root, comm, ierr))
+    FCOLL(K_REDUCE, (int)*root, comm, type_bytes(FT(dt), (int)*c),
+          cpmpi_coll_reduce(f_buf(s), f_buf(r), *c, FT(dt), PMPI_Op_f2c(*op), *root, FC(comm)),
+          pmpi_reduce_(s, r, c, dt, op, root, comm, ierr))
 }
 void mpi_allreduce_(const void *s, void *r, F *c, F *dt, F *op, F *comm, F *ierr) {
-    FCOLL(K_ALLREDUCE, -1, comm, type_bytes(PMPI_Type_f2c(*dt), (int)*c), pmpi_allreduce_(s, r, c, dt, op, comm, ierr))
+    FCOLL(K_ALLREDUCE, -1, comm, type_bytes(FT(dt), (int)*c),
+          cpmpi_coll_allreduce(f_buf(s), f_buf(r), *c, FT(dt), PMPI_Op_f2c(*op), FC(comm)),
+          pmpi_allreduce_(s, r, c, dt, op, comm, ierr))
 }
 void mpi_gather_(const void *s, F *sc, F *st, void *r, F *rc_, F *rt, F *root, F *comm, F *ierr) {
-    FCOLL(K_GATHER, (int)*root, comm, type_bytes(PMPI_Type_f2c(*st), (int)*sc), pmpi_gather_(s, sc, st, r, rc_, rt, root, comm, ierr))
+    FCOLL(K_GATHER, (int)*root, comm, type_bytes(FT(st), (int)*sc),
+          cpmpi_coll_gather(f_buf(s), *sc, FT(st), f_buf(r), *rc_, FT(rt), *root, FC(comm)),
+          pmpi_gather_(s, sc, st, r, rc_, rt, root, comm, ierr))
 }
 void mpi_scatter_(const void *s, F *sc, F *st, void *r, F *rc_, F *rt, F *root, F *comm, F *ierr) {
-    FCOLL(K_SCATTER, (int)*root, comm, type_bytes(PMPI_Type_f2c(*rt), (int)*rc_), pmpi_scatter_(s, sc, st, r, rc_, rt, root, comm, ierr))
+    FCOLL(K_SCATTER, (int)*root, comm, type_bytes(FT(rt), (int)*rc_),
+          cpmpi_coll_scatter(f_buf(s), *sc, FT(st), f_buf(r), *rc_, FT(rt), *root, FC(comm)),
+          pmpi_scatter_(s, sc, st, r, rc_, rt, root, comm, ierr))
 }
 void mpi_allgather_(const void *s, F *sc, F *st, void *r, F *rc_, F *rt, F *comm, F *ierr) {
-    FCOLL(K_ALLGATHER, -1, comm, type_bytes(PMPI_Type_f2c(*st), (int)*sc), pmpi_allgather_(s, sc, st, r, rc_, rt, comm, ierr))
+    FCOLL(K_ALLGATHER, -1, comm, type_bytes(FT(st), (int)*sc),
+          cpmpi_coll_allgather(f_buf(s), *sc, FT(st), f_buf(r), *rc_, FT(rt), FC(comm)),
+          pmpi_allgather_(s, sc, st, r, rc_, rt, comm, ierr))
 }
 void mpi_alltoall_(const void *s, F *sc, F *st, void *r, F *rc_, F *rt, F *comm, F *ierr) {
     int n = 1;
     PMPI_Comm_size(PMPI_Comm_f2c(*comm), &n);
-    FCOLL(K_ALLTOALL, -1, comm, type_bytes(PMPI_Type_f2c(*st), (int)*sc) * (uint64_t)n, pmpi_alltoall_(s, sc, st, r, rc_, rt, comm, ierr))
+    FCOLL(K_ALLTOALL, -1, comm, type_bytes(FT(st), (int)*sc) * (uint64_t)n,
+          cpmpi_coll_alltoall(f_buf(s), *sc, FT(st), f_buf(r), *rc_, FT(rt), FC(comm)),
+          pmpi_alltoall_(s, sc, st, r, rc_, rt, comm, ierr))
 }

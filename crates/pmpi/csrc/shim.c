@@ -1058,6 +1058,10 @@ int MPI_Iprobe(int src, int tag, MPI_Comm comm, int *flag, MPI_Status *status) {
 
 /* ---- collectives: one event per call, bytes = this rank's send contribution ----------------- */
 
+/* Under the knobs the common ones run as messages (coll.c), unless COMMPERF_EMULATE_COLL=off;
+ * still one event here, never their messages. */
+#include "coll.h"
+
 static inline void rec_coll(int kind, int root, MPI_Comm comm, uint64_t bytes, uint64_t t0, uint64_t t1) {
     cev e;
     uint32_t id;
@@ -1076,33 +1080,48 @@ static inline void rec_coll(int kind, int root, MPI_Comm comm, uint64_t bytes, u
     if (rc == MPI_SUCCESS) rec_coll(KIND, ROOT, COMM, BYTES, t0, t1);                            \
     LEAVE();                                                                                     \
     return rc;
+/* The same, for a collective coll.c can run as messages (EMU; CPMPI_COLL_NATIVE: it did not). */
+#define COLL_BODY_E(KIND, ROOT, COMM, BYTES, EMU, CALL)                                          \
+    if (!ENTER()) return CALL;                                                                   \
+    uint64_t t0 = STAMP();                                                                         \
+    int rc = CPMPI_COLL(EMU, CALL);                                                              \
+    uint64_t t1 = STAMP();                                                                         \
+    if (rc == MPI_SUCCESS) rec_coll(KIND, ROOT, COMM, BYTES, t0, t1);                            \
+    LEAVE();                                                                                     \
+    return rc;
 
-int MPI_Barrier(MPI_Comm comm) { COLL_BODY(K_BARRIER, -1, comm, 0, PMPI_Barrier(comm)) }
+int MPI_Barrier(MPI_Comm comm) { COLL_BODY_E(K_BARRIER, -1, comm, 0, cpmpi_coll_barrier(comm), PMPI_Barrier(comm)) }
 int MPI_Bcast(void *buf, int count, MPI_Datatype dt, int root, MPI_Comm comm) {
-    COLL_BODY(K_BCAST, root, comm, type_bytes(dt, count), PMPI_Bcast(buf, count, dt, root, comm))
+    COLL_BODY_E(K_BCAST, root, comm, type_bytes(dt, count), cpmpi_coll_bcast(buf, count, dt, root, comm),
+                PMPI_Bcast(buf, count, dt, root, comm))
 }
 int MPI_Reduce(const void *s, void *r, int count, MPI_Datatype dt, MPI_Op op, int root, MPI_Comm comm) {
-    COLL_BODY(K_REDUCE, root, comm, type_bytes(dt, count), PMPI_Reduce(s, r, count, dt, op, root, comm))
+    COLL_BODY_E(K_REDUCE, root, comm, type_bytes(dt, count), cpmpi_coll_reduce(s, r, count, dt, op, root, comm),
+                PMPI_Reduce(s, r, count, dt, op, root, comm))
 }
 int MPI_Allreduce(const void *s, void *r, int count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm) {
-    COLL_BODY(K_ALLREDUCE, -1, comm, type_bytes(dt, count), PMPI_Allreduce(s, r, count, dt, op, comm))
+    COLL_BODY_E(K_ALLREDUCE, -1, comm, type_bytes(dt, count), cpmpi_coll_allreduce(s, r, count, dt, op, comm),
+                PMPI_Allreduce(s, r, count, dt, op, comm))
 }
 int MPI_Gather(const void *s, int sc, MPI_Datatype st, void *r, int rc_, MPI_Datatype rt, int root, MPI_Comm comm) {
-    COLL_BODY(K_GATHER, root, comm, type_bytes(st, sc), PMPI_Gather(s, sc, st, r, rc_, rt, root, comm))
+    COLL_BODY_E(K_GATHER, root, comm, type_bytes(st, sc), cpmpi_coll_gather(s, sc, st, r, rc_, rt, root, comm),
+                PMPI_Gather(s, sc, st, r, rc_, rt, root, comm))
 }
 int MPI_Gatherv(const void *s, int sc, MPI_Datatype st, void *r, const int rcs[], const int displs[],
                 MPI_Datatype rt, int root, MPI_Comm comm) {
     COLL_BODY(K_GATHERV, root, comm, type_bytes(st, sc), PMPI_Gatherv(s, sc, st, r, rcs, displs, rt, root, comm))
 }
 int MPI_Scatter(const void *s, int sc, MPI_Datatype st, void *r, int rc_, MPI_Datatype rt, int root, MPI_Comm comm) {
-    COLL_BODY(K_SCATTER, root, comm, type_bytes(rt, rc_), PMPI_Scatter(s, sc, st, r, rc_, rt, root, comm))
+    COLL_BODY_E(K_SCATTER, root, comm, type_bytes(rt, rc_), cpmpi_coll_scatter(s, sc, st, r, rc_, rt, root, comm),
+                PMPI_Scatter(s, sc, st, r, rc_, rt, root, comm))
 }
 int MPI_Scatterv(const void *s, const int scs[], const int displs[], MPI_Datatype st, void *r, int rc_,
                  MPI_Datatype rt, int root, MPI_Comm comm) {
     COLL_BODY(K_SCATTERV, root, comm, type_bytes(rt, rc_), PMPI_Scatterv(s, scs, displs, st, r, rc_, rt, root, comm))
 }
 int MPI_Allgather(const void *s, int sc, MPI_Datatype st, void *r, int rc_, MPI_Datatype rt, MPI_Comm comm) {
-    COLL_BODY(K_ALLGATHER, -1, comm, type_bytes(st, sc), PMPI_Allgather(s, sc, st, r, rc_, rt, comm))
+    COLL_BODY_E(K_ALLGATHER, -1, comm, type_bytes(st, sc), cpmpi_coll_allgather(s, sc, st, r, rc_, rt, comm),
+                PMPI_Allgather(s, sc, st, r, rc_, rt, comm))
 }
 int MPI_Allgatherv(const void *s, int sc, MPI_Datatype st, void *r, const int rcs[], const int displs[],
                    MPI_Datatype rt, MPI_Comm comm) {
@@ -1111,7 +1130,8 @@ int MPI_Allgatherv(const void *s, int sc, MPI_Datatype st, void *r, const int rc
 int MPI_Alltoall(const void *s, int sc, MPI_Datatype st, void *r, int rc_, MPI_Datatype rt, MPI_Comm comm) {
     int n = 1;
     PMPI_Comm_size(comm, &n);
-    COLL_BODY(K_ALLTOALL, -1, comm, type_bytes(st, sc) * (uint64_t)n, PMPI_Alltoall(s, sc, st, r, rc_, rt, comm))
+    COLL_BODY_E(K_ALLTOALL, -1, comm, type_bytes(st, sc) * (uint64_t)n,
+                cpmpi_coll_alltoall(s, sc, st, r, rc_, rt, comm), PMPI_Alltoall(s, sc, st, r, rc_, rt, comm))
 }
 static uint64_t sum_counts(const int *c, MPI_Datatype t, MPI_Comm comm) {
     int n = 0;

@@ -1,0 +1,488 @@
+/* commperf-pmpi: collectives built of messages under the LogGP knobs (`commperf emulate`,
+ * `--collectives p2p`, the default while a knob is set).
+ *
+ * On Martin's NIC (seed 001) a collective is a pattern of messages, each paying the knobs; an
+ * MPI library's own collectives run below PMPI, where the point-to-point hooks never see them.
+ * So the shim hands the common collectives to this file, which runs them over PMPI point-to-point
+ * calls, each message through the same hooks as a program's own sends and receives
+ * (cpmpi_emu_send_pre/post, cpmpi_emu_recv), with the algorithms `commperf predict` expands them
+ * into by default (crates/predict/src/collectives.rs): prediction and emulation then model the
+ * same messages.
+ *
+ * - Barrier: dissemination, ⌈log2 n⌉ rounds of 0-byte Sendrecv to (r + 2^k) mod n.
+ * - Bcast: binomial tree from the root (virtual ranks rotated by the root), a rank receives from
+ *   its parent, then Isends to its children, largest subtree first, and waits for them all.
+ * - Reduce: binomial tree, children combined on the way up, smallest subtree first; blocking.
+ * - Allreduce: recursive doubling over the largest power of two ≤ n; the ranks below 2·rem
+ *   (rem = n − pof2) fold first: the even one sends its data to the odd one above, sits out,
+ *   and gets the result back at the end (MPICH's fold).
+ * - Allgather: recursive doubling with the same fold, each side exchanging the blocks it holds.
+ * - Alltoall: pairwise, step i Sendrecv to (r + i) mod n and from (r − i) mod n.
+ * - Gather / Scatter: binomial trees forwarding whole subtrees' blocks (packed bytes).
+ *
+ * Messages travel on a private duplicate of the user's communicator (cached as an attribute of
+ * it, freed with it), with one tag: never matched against the program's own messages. Reductions
+ * combine with PMPI_Reduce_local (every predefined and user op and datatype) in rank order, so
+ * non-commutative ops are exact for Allreduce (recursive doubling combines lower ranks' data on
+ * the left) and for a Reduce to root 0; a non-commutative Reduce to another root (the rotated
+ * tree reorders the operands) runs natively. Also native, and counted as untouched:
+ * intercommunicators, Alltoall with MPI_IN_PLACE, a root out of range (so that the library
+ * reports the error). Every fallback is decided from arguments every rank passes alike, so all
+ * ranks of one call take the same path. Datatypes can be anything: messages carry the user's
+ * datatype, intermediate blocks are packed.
+ */
+#define _GNU_SOURCE
+#include <mpi.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "coll.h"
+#include "emulate.h"
+
+int cpmpi_coll_on = 0;
+static int keyval = MPI_KEYVAL_INVALID;
+static int finalizing = 0;
+static __thread int last_emulated;
+
+/* The one tag of every collective message on the private duplicates (≤ 32767, the least
+ * MPI_TAG_UB the standard allows). */
+#define CTAG 32001
+
+typedef struct {
+    MPI_Comm dup;
+    int rank, size;
+    int *world;
+    uint32_t id; /* the L side band's communicator id of the duplicate */
+    int native;  /* an intercommunicator: never emulated */
+} cctx;
+
+int cpmpi_coll_init(int rank) {
+    const char *m = getenv("COMMPERF_EMULATE_COLL");
+    if (m && *m && strcmp(m, "p2p") != 0 && strcmp(m, "off") != 0) {
+        if (rank == 0)
+            fprintf(stderr, "commperf-pmpi: COMMPERF_EMULATE_COLL=%s is neither p2p nor off\n", m);
+        return -1;
+    }
+    if (m && strcmp(m, "off") == 0) return 0;
+    cpmpi_coll_on = 1;
+    return 0;
+}
+
+void cpmpi_coll_finalize(void) {
+    /* The library deletes MPI_COMM_WORLD's attributes inside PMPI_Finalize: no freeing there. */
+    finalizing = 1;
+    cpmpi_coll_on = 0;
+}
+
+int cpmpi_coll_take_emulated(void) {
+    int e = last_emulated;
+    last_emulated = 0;
+    return e;
+}
+
+static int del_ctx(MPI_Comm c, int key, void *val, void *extra) {
+    (void)c; (void)key; (void)extra;
+    cctx *x = val;
+    if (x->dup != MPI_COMM_NULL && !finalizing) PMPI_Comm_free(&x->dup);
+    free(x->world);
+    free(x);
+    return MPI_SUCCESS;
+}
+
+/* The private context of `comm`, created on its first emulated collective (every member is in
+ * that collective, so the PMPI_Comm_dup is called by all of them at the same point); NULL:
+ * native. */
+static cctx *ctx_of(MPI_Comm comm) {
+    if (keyval == MPI_KEYVAL_INVALID) {
+        /* Created once, by whichever collective comes first (every thread sees the same order
+         * per communicator; two threads racing here would create two keyvals, hence the CAS). */
+        int k = MPI_KEYVAL_INVALID;
+        if (PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, del_ctx, &k, NULL) != MPI_SUCCESS) return NULL;
+        int expect = MPI_KEYVAL_INVALID;
+        if (!__atomic_compare_exchange_n(&keyval, &expect, k, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+            PMPI_Comm_free_keyval(&k);
+    }
+    void *v = NULL;
+    int flag = 0;
+    if (PMPI_Comm_get_attr(comm, keyval, &v, &flag) != MPI_SUCCESS) return NULL;
+    if (flag) return ((cctx *)v)->native ? NULL : (cctx *)v;
+    cctx *x = calloc(1, sizeof *x);
+    if (!x) return NULL;
+    x->dup = MPI_COMM_NULL;
+    int inter = 0;
+    PMPI_Comm_test_inter(comm, &inter);
+    if (inter) {
+        x->native = 1;
+        PMPI_Comm_set_attr(comm, keyval, x);
+        return NULL;
+    }
+    PMPI_Comm_dup(comm, &x->dup);
+    PMPI_Comm_rank(comm, &x->rank);
+    PMPI_Comm_size(comm, &x->size);
+    int n = x->size;
+    int *ranks = malloc(sizeof(int) * (size_t)n);
+    x->world = malloc(sizeof(int) * (size_t)n);
+    MPI_Group g, wg;
+    PMPI_Comm_group(comm, &g);
+    PMPI_Comm_group(MPI_COMM_WORLD, &wg);
+    for (int i = 0; i < n; i++) ranks[i] = i;
+    PMPI_Group_translate_ranks(g, n, ranks, wg, x->world);
+    PMPI_Group_free(&g);
+    PMPI_Group_free(&wg);
+    free(ranks);
+    /* The same on every member without talking; bit 30 keeps it apart from the shim's ids of
+     * the program's communicators (FNV-1a of the members, bit 31 for intercommunicators). */
+    uint32_t h = 2166136261u ^ 0xc011u;
+    for (int i = 0; i < n; i++) { h ^= (uint32_t)x->world[i]; h *= 16777619u; }
+    x->id = (h & 0x3fffffffu) | 0x40000000u;
+    PMPI_Comm_set_attr(comm, keyval, x);
+    return x;
+}
+
+/* ---- messages under the knobs ---------------------------------------------------------------- */
+
+static inline uint64_t tbytes(MPI_Datatype dt, int count) {
+    int s = 0;
+    if (count <= 0) return 0;
+    PMPI_Type_size(dt, &s);
+    return (uint64_t)s * (uint64_t)count;
+}
+
+static inline uint64_t enter_t(void) { return cpmpi_emu_l ? cpmpi_emu_now() : 0; }
+
+static int c_send(cctx *x, const void *b, int n, MPI_Datatype dt, int to) {
+    cpmpi_emu_send_pre(x->world[to], x->id, CTAG, tbytes(dt, n));
+    int rc = PMPI_Send(b, n, dt, to, CTAG, x->dup);
+    cpmpi_emu_send_post(x->world[to]);
+    return rc;
+}
+
+static int c_isend(cctx *x, const void *b, int n, MPI_Datatype dt, int to, MPI_Request *rq) {
+    cpmpi_emu_send_pre(x->world[to], x->id, CTAG, tbytes(dt, n));
+    int rc = PMPI_Isend(b, n, dt, to, CTAG, x->dup, rq);
+    cpmpi_emu_send_post(x->world[to]);
+    return rc;
+}
+
+static int c_recv(cctx *x, void *b, int n, MPI_Datatype dt, int from) {
+    uint64_t te = enter_t();
+    int rc = PMPI_Recv(b, n, dt, from, CTAG, x->dup, MPI_STATUS_IGNORE);
+    if (rc == MPI_SUCCESS) cpmpi_emu_recv(x->world[from], x->id, CTAG, tbytes(dt, n), te);
+    return rc;
+}
+
+/* MPI_Sendrecv, hooked as the shim hooks a program's: the send's knobs, then both. */
+static int c_sendrecv(cctx *x, const void *sb, int sn, MPI_Datatype st, int to, void *rb, int rn,
+                      MPI_Datatype rt, int from) {
+    uint64_t te = enter_t();
+    cpmpi_emu_send_pre(x->world[to], x->id, CTAG, tbytes(st, sn));
+    int rc = PMPI_Sendrecv(sb, sn, st, to, CTAG, rb, rn, rt, from, CTAG, x->dup, MPI_STATUS_IGNORE);
+    cpmpi_emu_send_post(x->world[to]);
+    if (rc == MPI_SUCCESS) cpmpi_emu_recv(x->world[from], x->id, CTAG, tbytes(rt, rn), te);
+    return rc;
+}
+
+/* ---- local data -------------------------------------------------------------------------------- */
+
+static int contiguous(MPI_Datatype dt) {
+    int s = 0;
+    MPI_Aint lb, ext, tlb, text;
+    PMPI_Type_size(dt, &s);
+    PMPI_Type_get_extent(dt, &lb, &ext);
+    PMPI_Type_get_true_extent(dt, &tlb, &text);
+    return lb == 0 && tlb == 0 && ext == (MPI_Aint)s && text == (MPI_Aint)s;
+}
+
+static MPI_Aint extent(MPI_Datatype dt) {
+    MPI_Aint lb, ext;
+    PMPI_Type_get_extent(dt, &lb, &ext);
+    return ext;
+}
+
+/* dst (dn of dt) ← src (sn of st), any layouts of one type signature. */
+static int copy(void *dst, int dn, MPI_Datatype dt, const void *src, int sn, MPI_Datatype st) {
+    if (dst == src && dt == st && dn == sn) return MPI_SUCCESS;
+    if (dt == st && dn == sn && contiguous(dt)) {
+        memcpy(dst, src, (size_t)tbytes(dt, dn));
+        return MPI_SUCCESS;
+    }
+    return PMPI_Sendrecv(src, sn, st, 0, CTAG, dst, dn, dt, 0, CTAG, MPI_COMM_SELF, MPI_STATUS_IGNORE);
+}
+
+/* A buffer for `count` of dt (its layout, not only its size); *raw is what to free. */
+static void *alloc_for(MPI_Datatype dt, int count, void **raw) {
+    MPI_Aint tlb, text, ext = extent(dt);
+    PMPI_Type_get_true_extent(dt, &tlb, &text);
+    if (ext < 0) ext = -ext;
+    size_t sz = (size_t)text + (size_t)(count > 1 ? count - 1 : 0) * (size_t)ext;
+    *raw = malloc(sz ? sz : 1);
+    return *raw ? (char *)*raw - tlb : NULL;
+}
+
+/* Packed bytes of count dt into out (out_bytes = tbytes(dt, count)). */
+static void pack(const void *in, int count, MPI_Datatype dt, void *out, uint64_t out_bytes) {
+    if (contiguous(dt)) { memcpy(out, in, (size_t)out_bytes); return; }
+    int pos = 0;
+    PMPI_Pack(in, count, dt, out, (int)out_bytes, &pos, MPI_COMM_SELF);
+}
+
+static void unpack(const void *in, uint64_t in_bytes, void *out, int count, MPI_Datatype dt) {
+    if (contiguous(dt)) { memcpy(out, in, (size_t)in_bytes); return; }
+    int pos = 0;
+    PMPI_Unpack(in, (int)in_bytes, &pos, out, count, dt, MPI_COMM_SELF);
+}
+
+/* ---- tree and fold arithmetic (collectives.rs) ------------------------------------------------- */
+
+static inline int virt(int r, int root, int n) { return (r - root + n) % n; }
+static inline int real_(int v, int root, int n) { return (v + root) % n; }
+static inline int64_t pow2_ge(int n) { int64_t p = 1; while (p < n) p <<= 1; return p; }
+/* Lowest set bit of v, or the smallest power of two ≥ n for v = 0. */
+static inline int64_t subtree_mask(int v, int n) { return v == 0 ? pow2_ge(n) : (int64_t)(v & -v); }
+static inline int subtree_end(int v, int n) {
+    int64_t e = v + subtree_mask(v, n);
+    return e < n ? (int)e : n;
+}
+
+typedef struct { int pof2, rem; } fold;
+static fold fold_of(int n) {
+    int p = 1;
+    while (p * 2 <= n) p *= 2;
+    return (fold){p, n - p};
+}
+static int newrank(fold f, int r) { return r < 2 * f.rem ? (r % 2 ? r / 2 : -1) : r - f.rem; }
+static int oldrank(fold f, int nr) { return nr < f.rem ? nr * 2 + 1 : nr + f.rem; }
+static void owned(fold f, int lo, int hi, int *a, int *b) {
+    *a = lo < f.rem ? 2 * lo : lo + f.rem;
+    *b = hi <= f.rem ? 2 * hi : hi + f.rem;
+}
+
+#define BEGIN() cpmpi_emu_in_coll = 1
+#define DONE(RC)                                                                                   \
+    do {                                                                                           \
+        cpmpi_emu_in_coll = 0;                                                                     \
+        if ((RC) == MPI_SUCCESS) last_emulated = 1;                                                \
+        return (RC);                                                                               \
+    } while (0)
+
+/* ---- the collectives -------------------------------------------------------------------------- */
+
+int cpmpi_coll_barrier(MPI_Comm comm) {
+    cctx *x = ctx_of(comm);
+    if (!x) return CPMPI_COLL_NATIVE;
+    int n = x->size, r = x->rank, rc = MPI_SUCCESS;
+    BEGIN();
+    for (int64_t k = 1; k < n && rc == MPI_SUCCESS; k <<= 1)
+        rc = c_sendrecv(x, NULL, 0, MPI_BYTE, (int)((r + k) % n), NULL, 0, MPI_BYTE, (int)((r - k + n) % n));
+    DONE(rc);
+}
+
+int cpmpi_coll_bcast(void *buf, int count, MPI_Datatype dt, int root, MPI_Comm comm) {
+    cctx *x = ctx_of(comm);
+    if (!x || root < 0 || root >= x->size) return CPMPI_COLL_NATIVE;
+    int n = x->size, v = virt(x->rank, root, n), rc = MPI_SUCCESS;
+    BEGIN();
+    if (v != 0) rc = c_recv(x, buf, count, dt, real_(v & (v - 1), root, n));
+    MPI_Request rq[64];
+    int k = 0;
+    for (int64_t m = subtree_mask(v, n) >> 1; m > 0 && rc == MPI_SUCCESS; m >>= 1)
+        if (v + m < n) rc = c_isend(x, buf, count, dt, real_((int)(v + m), root, n), &rq[k++]);
+    if (k) {
+        MPI_Status sts[64];
+        int w = PMPI_Waitall(k, rq, sts);
+        if (rc == MPI_SUCCESS) rc = w;
+    }
+    DONE(rc);
+}
+
+/* acc ← acc op other when acc holds the lower ranks' data (`acc_first`), else other op acc;
+ * may swap the two pointers (PMPI_Reduce_local(in, inout) computes inout = in op inout). */
+static int combine(void **acc, void **other, int count, MPI_Datatype dt, MPI_Op op, int acc_first) {
+    if (!acc_first) return PMPI_Reduce_local(*other, *acc, count, dt, op);
+    int rc = PMPI_Reduce_local(*acc, *other, count, dt, op);
+    void *t = *acc;
+    *acc = *other;
+    *other = t;
+    return rc;
+}
+
+int cpmpi_coll_reduce(const void *s, void *r, int count, MPI_Datatype dt, MPI_Op op, int root, MPI_Comm comm) {
+    cctx *x = ctx_of(comm);
+    if (!x || root < 0 || root >= x->size) return CPMPI_COLL_NATIVE;
+    int commute = 1;
+    PMPI_Op_commutative(op, &commute);
+    /* The rotated tree combines root, root+1, …, n−1, 0, …: out of order unless root is 0. */
+    if (!commute && root != 0) return CPMPI_COLL_NATIVE;
+    int n = x->size, me = x->rank, v = virt(me, root, n), rc = MPI_SUCCESS;
+    void *raw1 = NULL, *raw2 = NULL;
+    void *acc, *tmp = alloc_for(dt, count, &raw2);
+    if (me == root) {
+        acc = r;
+        if (s != MPI_IN_PLACE) rc = copy(r, count, dt, s, count, dt);
+    } else {
+        acc = alloc_for(dt, count, &raw1);
+        if (acc) rc = copy(acc, count, dt, s, count, dt);
+    }
+    if (!acc || !tmp) { free(raw1); free(raw2); return MPI_ERR_NO_MEM; }
+    BEGIN();
+    for (int64_t mask = 1; mask < n && rc == MPI_SUCCESS; mask <<= 1) {
+        if (v & mask) {
+            rc = c_send(x, acc, count, dt, real_((int)(v - mask), root, n));
+            break;
+        }
+        if (v + mask < n) {
+            rc = c_recv(x, tmp, count, dt, real_((int)(v + mask), root, n));
+            if (rc == MPI_SUCCESS) rc = combine(&acc, &tmp, count, dt, op, 1);
+        }
+    }
+    if (me == root && acc != r && rc == MPI_SUCCESS) rc = copy(r, count, dt, acc, count, dt);
+    free(raw1);
+    free(raw2);
+    DONE(rc);
+}
+
+int cpmpi_coll_allreduce(const void *s, void *r, int count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm) {
+    cctx *x = ctx_of(comm);
+    if (!x) return CPMPI_COLL_NATIVE;
+    int n = x->size, me = x->rank, rc = MPI_SUCCESS;
+    void *raw = NULL, *acc = r, *tmp = alloc_for(dt, count, &raw);
+    if (!tmp) return MPI_ERR_NO_MEM;
+    if (s != MPI_IN_PLACE) rc = copy(r, count, dt, s, count, dt);
+    fold f = fold_of(n);
+    BEGIN();
+    if (rc == MPI_SUCCESS && me < 2 * f.rem) {
+        if (me % 2 == 0) {
+            rc = c_send(x, acc, count, dt, me + 1);
+            if (rc == MPI_SUCCESS) rc = c_recv(x, r, count, dt, me + 1);
+            free(raw);
+            DONE(rc);
+        }
+        rc = c_recv(x, tmp, count, dt, me - 1);
+        if (rc == MPI_SUCCESS) rc = combine(&acc, &tmp, count, dt, op, 0);
+    }
+    int nr = newrank(f, me);
+    for (int mask = 1; mask < f.pof2 && rc == MPI_SUCCESS; mask <<= 1) {
+        int partner = oldrank(f, nr ^ mask);
+        rc = c_sendrecv(x, acc, count, dt, partner, tmp, count, dt, partner);
+        if (rc == MPI_SUCCESS) rc = combine(&acc, &tmp, count, dt, op, partner > me);
+    }
+    if (rc == MPI_SUCCESS && me < 2 * f.rem) rc = c_send(x, acc, count, dt, me - 1);
+    if (rc == MPI_SUCCESS && acc != r) rc = copy(r, count, dt, acc, count, dt);
+    free(raw);
+    DONE(rc);
+}
+
+int cpmpi_coll_allgather(const void *s, int sc, MPI_Datatype st, void *r, int rc_, MPI_Datatype rt, MPI_Comm comm) {
+    cctx *x = ctx_of(comm);
+    if (!x) return CPMPI_COLL_NATIVE;
+    int n = x->size, me = x->rank, rc = MPI_SUCCESS;
+    MPI_Aint bext = extent(rt) * (MPI_Aint)rc_;
+#define BLK(j) ((char *)r + (MPI_Aint)(j) * bext)
+    if (s != MPI_IN_PLACE) rc = copy(BLK(me), rc_, rt, s, sc, st);
+    fold f = fold_of(n);
+    BEGIN();
+    if (rc == MPI_SUCCESS && me < 2 * f.rem) {
+        if (me % 2 == 0) {
+            rc = c_send(x, BLK(me), rc_, rt, me + 1);
+            if (rc == MPI_SUCCESS) rc = c_recv(x, r, rc_ * n, rt, me + 1);
+            DONE(rc);
+        }
+        rc = c_recv(x, BLK(me - 1), rc_, rt, me - 1);
+    }
+    int nr = newrank(f, me);
+    for (int mask = 1; mask < f.pof2 && rc == MPI_SUCCESS; mask <<= 1) {
+        int mine = nr & ~(mask - 1), theirs = (nr ^ mask) & ~(mask - 1), a, z, ta, tz;
+        owned(f, mine, mine + mask, &a, &z);
+        owned(f, theirs, theirs + mask, &ta, &tz);
+        int partner = oldrank(f, nr ^ mask);
+        rc = c_sendrecv(x, BLK(a), (z - a) * rc_, rt, partner, BLK(ta), (tz - ta) * rc_, rt, partner);
+    }
+    if (rc == MPI_SUCCESS && me < 2 * f.rem) rc = c_send(x, r, rc_ * n, rt, me - 1);
+#undef BLK
+    DONE(rc);
+}
+
+int cpmpi_coll_alltoall(const void *s, int sc, MPI_Datatype st, void *r, int rc_, MPI_Datatype rt, MPI_Comm comm) {
+    cctx *x = ctx_of(comm);
+    /* In place is every rank's choice or none's. */
+    if (!x || s == MPI_IN_PLACE) return CPMPI_COLL_NATIVE;
+    int n = x->size, me = x->rank;
+    MPI_Aint sb = extent(st) * (MPI_Aint)sc, rb = extent(rt) * (MPI_Aint)rc_;
+    int rc = copy((char *)r + me * rb, rc_, rt, (const char *)s + me * sb, sc, st);
+    BEGIN();
+    for (int i = 1; i < n && rc == MPI_SUCCESS; i++) {
+        int to = (me + i) % n, from = (me - i + n) % n;
+        rc = c_sendrecv(x, (const char *)s + to * sb, sc, st, to, (char *)r + from * rb, rc_, rt, from);
+    }
+    DONE(rc);
+}
+
+int cpmpi_coll_gather(const void *s, int sc, MPI_Datatype st, void *r, int rc_, MPI_Datatype rt, int root,
+                      MPI_Comm comm) {
+    cctx *x = ctx_of(comm);
+    if (!x || root < 0 || root >= x->size) return CPMPI_COLL_NATIVE;
+    int n = x->size, me = x->rank, v = virt(me, root, n), end = subtree_end(v, n), rc = MPI_SUCCESS;
+    int is_root = me == root;
+    /* One block's packed bytes: the root's receive block, everyone else's send block. */
+    uint64_t bb = is_root ? tbytes(rt, rc_) : tbytes(st, sc);
+    MPI_Aint rb = is_root ? extent(rt) * (MPI_Aint)rc_ : 0;
+    /* This subtree's blocks, virtual order, packed. */
+    char *tmp = malloc((size_t)(bb * (uint64_t)(end - v)) + 1);
+    if (!tmp) return MPI_ERR_NO_MEM;
+    if (is_root && s == MPI_IN_PLACE) pack((char *)r + me * rb, rc_, rt, tmp, bb);
+    else pack(s, sc, st, tmp, bb);
+    BEGIN();
+    for (int64_t mask = 1; mask < n && rc == MPI_SUCCESS; mask <<= 1) {
+        if (v & mask) {
+            rc = c_send(x, tmp, (int)(bb * (uint64_t)(end - v)), MPI_BYTE, real_((int)(v - mask), root, n));
+            break;
+        }
+        int child = (int)(v + mask);
+        if (child < n)
+            rc = c_recv(x, tmp + bb * (uint64_t)(child - v), (int)(bb * (uint64_t)(subtree_end(child, n) - child)),
+                        MPI_BYTE, real_(child, root, n));
+    }
+    if (is_root && rc == MPI_SUCCESS)
+        for (int k = 0; k < n; k++) {
+            int j = real_(k, root, n);
+            if (j == me && s == MPI_IN_PLACE) continue;
+            unpack(tmp + bb * (uint64_t)k, bb, (char *)r + j * rb, rc_, rt);
+        }
+    free(tmp);
+    DONE(rc);
+}
+
+int cpmpi_coll_scatter(const void *s, int sc, MPI_Datatype st, void *r, int rc_, MPI_Datatype rt, int root,
+                       MPI_Comm comm) {
+    cctx *x = ctx_of(comm);
+    if (!x || root < 0 || root >= x->size) return CPMPI_COLL_NATIVE;
+    int n = x->size, me = x->rank, v = virt(me, root, n), end = subtree_end(v, n), rc = MPI_SUCCESS;
+    int is_root = me == root;
+    uint64_t bb = is_root ? tbytes(st, sc) : tbytes(rt, rc_);
+    MPI_Aint sb = is_root ? extent(st) * (MPI_Aint)sc : 0;
+    char *tmp = malloc((size_t)(bb * (uint64_t)(end - v)) + 1);
+    if (!tmp) return MPI_ERR_NO_MEM;
+    if (is_root)
+        for (int k = 0; k < n; k++)
+            pack((const char *)s + real_(k, root, n) * sb, sc, st, tmp + bb * (uint64_t)k, bb);
+    BEGIN();
+    if (v != 0) rc = c_recv(x, tmp, (int)(bb * (uint64_t)(end - v)), MPI_BYTE, real_(v & (v - 1), root, n));
+    MPI_Request rq[64];
+    int k = 0;
+    for (int64_t m = subtree_mask(v, n) >> 1; m > 0 && rc == MPI_SUCCESS; m >>= 1) {
+        int child = (int)(v + m);
+        if (child < n)
+            rc = c_isend(x, tmp + bb * (uint64_t)(child - v), (int)(bb * (uint64_t)(subtree_end(child, n) - child)),
+                         MPI_BYTE, real_(child, root, n), &rq[k++]);
+    }
+    if (k) {
+        MPI_Status sts[64];
+        int w = PMPI_Waitall(k, rq, sts);
+        if (rc == MPI_SUCCESS) rc = w;
+    }
+    if (rc == MPI_SUCCESS && !(is_root && r == MPI_IN_PLACE)) unpack(tmp, bb, r, rc_, rt);
+    free(tmp);
+    DONE(rc);
+}
