@@ -658,8 +658,7 @@ fn fortran_collectives_as_messages_under_mpich() {
 }
 
 /// Persistent requests are under the knobs: each MPI_Start of a send is one message touched,
-/// each started receive finds its sender's L stamp. (No collective: the collective-as-messages
-/// path is not involved.)
+/// each started receive finds its sender's L stamp.
 fn persistent_under(mpi: &str) {
     let test = format!("persistent_{mpi}");
     let _one = ONE_JOB.lock().unwrap_or_else(|e| e.into_inner());
