@@ -4,25 +4,15 @@
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
-#include <time.h>
 
-/* `cpu` as the second argument times the calling thread's CPU time instead of the wall clock:
- * on a shared machine a descheduled rank then adds nothing, and the interposer's writer thread
- * (another thread) is not counted. */
-static double seconds(int cpu) {
-    struct timespec ts;
-    if (!cpu) return MPI_Wtime();
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
+#include "cost_clock.h"
 
 int main(int argc, char **argv) {
     int iters = argc > 1 ? atoi(argv[1]) : 1000000;
     char s[8], r[8];
     MPI_Request q;
     MPI_Init(&argc, &argv);
-    int cpu = argc > 2 && strcmp(argv[2], "cpu") == 0;
+    int cpu = cpu_clock(argc, argv);
     for (int i = 0; i < iters / 10; i++) { /* warm-up */
         MPI_Isend(s, 8, MPI_CHAR, 0, 1, MPI_COMM_WORLD, &q);
         MPI_Recv(r, 8, MPI_CHAR, 0, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
