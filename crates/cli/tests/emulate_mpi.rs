@@ -120,6 +120,26 @@ fn knobs_under(mpi: &str) {
         "held {held} ns for {recvs} receives"
     );
 
+    // A Waitall completing 8 messages that arrived together holds them against its own return:
+    // one ΔL in all, not 8 (each used to be held after the previous one's hold). The barrier
+    // before each round is left native here, so that the holds are the waitall's alone.
+    let o = emulate_with(
+        &["--L", "200us"],
+        &["--json", "--collectives", "native"],
+        mpi,
+        &prog,
+        &["waitall", "8", "64", "5"],
+    );
+    ok(&o);
+    let j: Value = serde_json::from_slice(&o.stdout).expect("JSON");
+    let held = j["untouched"]["held_ns"].as_f64().unwrap();
+    // 6 rounds (a warm-up and 5) of 8 messages: about one ΔL per round (the first message's),
+    // against 8 per round before.
+    assert!(
+        (0.5 * 6.0 * 200_000.0..=2.0 * 6.0 * 200_000.0).contains(&held),
+        "held {held} ns over 6 waitalls of 8 messages: {j}"
+    );
+
     // o: the sender spins Δo before the send, the receiver after the receive.
     let (_, o) = run(&["--o", "20us"], mpi, &prog, &pp, "oneway_ns");
     assert!(o >= 40_000.0, "o=20us: one-way {o} ns (2 × Δo expected)");

@@ -426,6 +426,11 @@ void cpmpi_emu_send_post(int dst_world) {
     wire_free = ticks() + g_t;
 }
 
+/* Nonzero between cpmpi_emu_batch(1) and (0): the return time of the call completing them. */
+static TLS uint64_t batch_done;
+
+void cpmpi_emu_batch(int begin) { batch_done = begin && l_t ? ticks() : 0; }
+
 void cpmpi_emu_recv(int src_world, uint32_t comm, int tag, uint64_t bytes, uint64_t t_enter) {
     if (src_world < 0) return;
     if (cpmpi_emu_in_coll) CNT(c_cp2p_recv, 1);
@@ -434,12 +439,16 @@ void cpmpi_emu_recv(int src_world, uint32_t comm, int tag, uint64_t bytes, uint6
         CNT(c_p2p_recv_bytes, bytes);
     }
     if (l_t) {
-        uint64_t done = ticks();
+        /* One call that completed several messages completed them all at its return: each is
+         * held against that time, not against the end of the previous one's hold (which had
+         * made a Waitall of k messages hold k × ΔL). */
+        uint64_t done = batch_done ? batch_done : ticks();
         uint64_t inj = stamp_take(src_world, comm, tag);
         if (!inj) CNT(c_unstamped, 1);
         uint64_t due = arrival(src_world, inj, t_enter, done) + l_t;
-        if ((int64_t)(due - done) > 0) {
-            CNT(c_hold_ticks, due - done);
+        uint64_t now = batch_done ? ticks() : done;
+        if ((int64_t)(due - now) > 0) {
+            CNT(c_hold_ticks, due - now);
             spin_until(due);
         }
     }

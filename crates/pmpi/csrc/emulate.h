@@ -17,6 +17,9 @@ void cpmpi_emu_send_pre(int dst_world, uint32_t comm, int tag, uint64_t bytes);
 void cpmpi_emu_send_post(int dst_world);
 /* Receiver: a receive completed (status known): L's hold, then o. */
 void cpmpi_emu_recv(int src_world, uint32_t comm, int tag, uint64_t bytes, uint64_t t_enter);
+/* Around the cpmpi_emu_recv calls for the messages one call completed together (Waitall,
+ * Testall, Waitsome, Testsome): 1 before the first, 0 after the last. */
+void cpmpi_emu_batch(int begin);
 uint64_t cpmpi_emu_now(void);
 /* A collective call completed (this rank's bytes); emulated or native, as coll.c says. */
 void cpmpi_emu_coll(uint64_t bytes);

@@ -195,8 +195,11 @@ void mpi_waitall_(F *count, F *reqs, F *statuses, F *ierr) {
     F *sts = f_statuses_ignored(statuses) ? malloc(sizeof(F) * (size_t)(FSTAT * (n > 0 ? n : 1))) : statuses;
     uint64_t t0 = now(), te = EMU_ENTER();
     pmpi_waitall_(count, reqs, sts, ierr);
-    if (*ierr == MPI_SUCCESS && EMU_ON())
+    if (*ierr == MPI_SUCCESS && EMU_ON()) {
+        cpmpi_emu_batch(1);
         for (int i = 0; i < n; i++) f_emu_done(keys[i], sts + FSTAT * i, te);
+        cpmpi_emu_batch(0);
+    }
     uint64_t t1 = now();
     if (*ierr == MPI_SUCCESS)
         for (int i = 0; i < n; i++) f_complete(keys[i], sts + FSTAT * i, t0, t1);
@@ -213,8 +216,11 @@ void mpi_testall_(F *count, F *reqs, F *flag, F *statuses, F *ierr) {
     uint64_t te = EMU_ENTER();
     pmpi_testall_(count, reqs, flag, sts, ierr);
     if (*ierr == MPI_SUCCESS && *flag) {
-        if (EMU_ON())
+        if (EMU_ON()) {
+            cpmpi_emu_batch(1);
             for (int i = 0; i < n; i++) f_emu_done(keys[i], sts + FSTAT * i, te);
+            cpmpi_emu_batch(0);
+        }
         uint64_t t1 = now();
         for (int i = 0; i < n; i++) f_complete(keys[i], sts + FSTAT * i, t1, t1);
     }
@@ -248,8 +254,11 @@ void mpi_waitsome_(F *count, F *reqs, F *outcount, F *indices, F *statuses, F *i
     F *sts = f_statuses_ignored(statuses) ? malloc(sizeof(F) * (size_t)(FSTAT * (n > 0 ? n : 1))) : statuses;
     uint64_t t0 = now(), te = EMU_ENTER();
     pmpi_waitsome_(count, reqs, outcount, indices, sts, ierr);
-    if (*ierr == MPI_SUCCESS && EMU_ON() && *outcount != MPI_UNDEFINED)
+    if (*ierr == MPI_SUCCESS && EMU_ON() && *outcount != MPI_UNDEFINED) {
+        cpmpi_emu_batch(1);
         for (int i = 0; i < (int)*outcount; i++) f_emu_done(keys[indices[i] - 1], sts + FSTAT * i, te);
+        cpmpi_emu_batch(0);
+    }
     uint64_t t1 = now();
     if (*ierr == MPI_SUCCESS && *outcount != MPI_UNDEFINED)
         for (int i = 0; i < (int)*outcount; i++) f_complete(keys[indices[i] - 1], sts + FSTAT * i, t0, t1);
@@ -285,8 +294,11 @@ void mpi_testsome_(F *count, F *reqs, F *outcount, F *indices, F *statuses, F *i
     uint64_t te = EMU_ENTER();
     pmpi_testsome_(count, reqs, outcount, indices, sts, ierr);
     if (*ierr == MPI_SUCCESS && *outcount != MPI_UNDEFINED && *outcount > 0) {
-        if (EMU_ON())
+        if (EMU_ON()) {
+            cpmpi_emu_batch(1);
             for (int i = 0; i < (int)*outcount; i++) f_emu_done(keys[indices[i] - 1], sts + FSTAT * i, te);
+            cpmpi_emu_batch(0);
+        }
         uint64_t t1 = now();
         for (int i = 0; i < (int)*outcount; i++) f_complete(keys[indices[i] - 1], sts + FSTAT * i, t1, t1);
     }

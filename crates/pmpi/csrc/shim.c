@@ -585,10 +585,12 @@ static void emu_done(uint64_t key, const MPI_Status *st, uint64_t te) {
 
 static void emu_done_many(const uint64_t *keys, const int *idx, int n, const MPI_Status *sts,
                           int status_by_index, uint64_t te) {
+    cpmpi_emu_batch(1);
     for (int i = 0; i < n; i++) {
         int j = idx ? idx[i] : i;
         emu_done(keys[j], &sts[status_by_index ? j : i], te);
     }
+    cpmpi_emu_batch(0);
 }
 
 #define SEND_WRAP(NAME, KIND)                                                                    \

@@ -7,6 +7,9 @@
  *   burst N SIZE        : rank 0 posts N MPI_Isends back to back, then MPI_Waitall; time from the
  *                         first Isend's entry to the last one's return, ns  -> "burst_ns X"
  *   coll                : 5 MPI_Allreduce of 8 B and 10 ping-pongs of 100 B (untouched counts)
+ *   waitall N SIZE      : rank 0 posts N MPI_Irecvs, then after a barrier rank 1 sends N messages
+ *                         back to back; time from the barrier to rank 0's MPI_Waitall return, ns
+ *                         (under L: one ΔL, not N: the N messages arrive together) -> "waitall_ns X"
  * An optional last argument REPS (default 5): the minimum over REPS repetitions of each figure is
  * printed, so that one repetition in a quiet moment of a shared machine is enough. */
 #include <mpi.h>
@@ -82,6 +85,23 @@ static double burst(int r, int n, int size) {
     return t;
 }
 
+static double waitall(int r, int n, int size) {
+    MPI_Request *rq = malloc(sizeof(MPI_Request) * (size_t)n);
+    double t = 0;
+    if (r == 0)
+        for (int i = 0; i < n; i++) MPI_Irecv(rbuf + (size_t)i * size, size, MPI_CHAR, 1, 6, MPI_COMM_WORLD, &rq[i]);
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (r == 0) {
+        double t0 = now_ns();
+        MPI_Waitall(n, rq, MPI_STATUSES_IGNORE);
+        t = now_ns() - t0;
+    } else if (r == 1) {
+        for (int i = 0; i < n; i++) MPI_Send(buf, size, MPI_CHAR, 0, 6, MPI_COMM_WORLD);
+    }
+    free(rq);
+    return t;
+}
+
 static double minof(double a, double b) { return a < b ? a : b; }
 
 int main(int argc, char **argv) {
@@ -90,7 +110,7 @@ int main(int argc, char **argv) {
     MPI_Comm_rank(MPI_COMM_WORLD, &r);
     MPI_Comm_size(MPI_COMM_WORLD, &n);
     if (argc < 2 || n < 2) {
-        if (r == 0) fprintf(stderr, "usage: knobs pingpong|send|burst|coll … (2+ ranks)\n");
+        if (r == 0) fprintf(stderr, "usage: knobs pingpong|send|burst|waitall|coll … (2+ ranks)\n");
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
     buf = calloc(1 << 22, 1);
@@ -118,6 +138,11 @@ int main(int argc, char **argv) {
         double best = 1e300;
         for (int k = 0; k < reps; k++) best = minof(best, burst(r, a1, a2));
         if (r == 0) printf("burst_ns %.1f\n", best);
+    } else if (strcmp(mode, "waitall") == 0) {
+        waitall(r, a1, a2);
+        double best = 1e300;
+        for (int k = 0; k < reps; k++) best = minof(best, waitall(r, a1, a2));
+        if (r == 0) printf("waitall_ns %.1f\n", best);
     } else if (strcmp(mode, "coll") == 0) {
         double x = r, y;
         for (int i = 0; i < 5; i++) MPI_Allreduce(&x, &y, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
