@@ -57,100 +57,7 @@ const KIT: &[(&str, &str, &str)] = &[
 ];
 const KIT_HEADER: &str = include_str!("../../../apps/nas/nas_common.h");
 
-/// The MPI stacks a study can run on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Stack {
-    OmpiShm,
-    OmpiTcp,
-    MpichShm,
-    MpichTcp,
-}
-
-impl Stack {
-    pub const ALL: [Stack; 4] = [
-        Stack::OmpiShm,
-        Stack::OmpiTcp,
-        Stack::MpichShm,
-        Stack::MpichTcp,
-    ];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Stack::OmpiShm => "ompi-shm",
-            Stack::OmpiTcp => "ompi-tcp",
-            Stack::MpichShm => "mpich-shm",
-            Stack::MpichTcp => "mpich-tcp",
-        }
-    }
-
-    fn flavour(self) -> Flavour {
-        match self {
-            Stack::OmpiShm | Stack::OmpiTcp => Flavour::OpenMpi,
-            Stack::MpichShm | Stack::MpichTcp => Flavour::Mpich,
-        }
-    }
-
-    fn compiler(self) -> &'static str {
-        match self.flavour() {
-            Flavour::OpenMpi => "mpicc.openmpi",
-            _ => "mpicc.mpich",
-        }
-    }
-
-    /// The launch of `np` ranks on this stack, up to the program. Open MPI: ob1 over the named
-    /// BTLs (so that the UCX PML cannot take over and ignore the BTL list). MPICH 4.0 (Debian's is
-    /// ch4:ucx): `MPIR_CVAR_NOLOCAL=1` sends even same-node messages through the netmod, and
-    /// `UCX_TLS=tcp,self` makes UCX use TCP sockets there; its shared-memory stack is the default.
-    fn launch(self, np: u32) -> Vec<String> {
-        let mut v: Vec<String> = Vec::new();
-        match self.flavour() {
-            Flavour::OpenMpi => {
-                v.extend(["mpirun.openmpi".into(), "-np".into(), np.to_string()]);
-                if np as usize > commperf_transport::affinity::allowed_cpus().len() {
-                    v.push("--oversubscribe".into());
-                }
-                let btl = if self == Stack::OmpiShm {
-                    "self,vader"
-                } else {
-                    "self,tcp"
-                };
-                v.extend(["--mca", "pml", "ob1", "--mca", "btl", btl].map(String::from));
-            }
-            _ => {
-                v.extend(["mpiexec.mpich".into(), "-n".into(), np.to_string()]);
-                if self == Stack::MpichTcp {
-                    v.extend(
-                        [
-                            "-genv",
-                            "MPIR_CVAR_NOLOCAL",
-                            "1",
-                            "-genv",
-                            "UCX_TLS",
-                            "tcp,self",
-                        ]
-                        .map(String::from),
-                    );
-                }
-            }
-        }
-        v
-    }
-}
-
-impl std::str::FromStr for Stack {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Stack, String> {
-        Stack::ALL
-            .into_iter()
-            .find(|k| k.name() == s)
-            .ok_or_else(|| {
-                format!(
-                    "unknown stack '{s}' (allowed: {})",
-                    Stack::ALL.map(Stack::name).join(", ")
-                )
-            })
-    }
-}
+pub use crate::app_stack::Stack;
 
 #[derive(Debug, Args)]
 #[command(args_conflicts_with_subcommands = true)]
@@ -161,7 +68,9 @@ pub struct AppArgs {
     /// [default: all six; none when a command follows `--`]
     #[arg(long, value_name = "LIST")]
     pub programs: Option<String>,
-    /// Stacks, comma-separated: ompi-shm, ompi-tcp, mpich-shm, mpich-tcp
+    /// Stacks, comma-separated: ompi-shm, ompi-tcp, mpich-shm, mpich-tcp, and (root) the TCP
+    /// stacks over rate-limited network namespaces, one rank per namespace: ompi-tcp@RATE,
+    /// mpich-tcp@RATE (e.g. ompi-tcp@100mbit)
     #[arg(
         long,
         value_name = "LIST",
@@ -255,9 +164,8 @@ pub struct Config {
 
 impl AppArgs {
     pub fn to_config(&self) -> Result<Config, String> {
-        let stacks: Vec<Stack> = split(&self.stacks)
-            .map(|s| s.parse::<Stack>().map_err(|e| format!("--stacks: {e}")))
-            .collect::<Result<_, _>>()?;
+        let stacks = crate::app_stack::parse_stacks(&split(&self.stacks).collect::<Vec<_>>())
+            .map_err(|e| format!("--stacks: {e}"))?;
         if stacks.is_empty() {
             return Err("--stacks: empty list".into());
         }
@@ -460,6 +368,13 @@ pub fn run(a: &AppArgs, cfg: Config) -> Result<()> {
         }
     };
     let cache = a.cache.clone().unwrap_or_else(default_cache);
+    // Ctrl-C (or SIGTERM) stops the running launch and unwinds the study, so that the clusters
+    // of the network stacks and the scratch directory are removed.
+    commperf_testbed::run::install_interrupt_handler();
+    let nets = crate::app_stack::Nets::build(&cfg.stacks, a.np);
+    for n in nets.notes() {
+        crate::say(&format!("commperf: {n}"));
+    }
     let mut progress = RunProgress::new();
     let runs = cfg.programs.len() * cfg.stacks.len() * a.repeat as usize;
     let total = runs + if a.no_bench { 0 } else { cfg.stacks.len() };
@@ -469,7 +384,7 @@ pub fn run(a: &AppArgs, cfg: Config) -> Result<()> {
         for &s in &cfg.stacks {
             let mut cell = Cell {
                 program: p.name.clone(),
-                stack: s.name().into(),
+                stack: s.name(),
                 error: None,
                 time_s: None,
                 time_source: None,
@@ -480,7 +395,11 @@ pub fn run(a: &AppArgs, cfg: Config) -> Result<()> {
                 monitor_dirs: Vec::new(),
                 notes: Vec::new(),
             };
-            let command = match command_for(p, s, a.np, &cache) {
+            let command = match nets
+                .check(s)
+                .map_err(anyhow::Error::msg)
+                .and_then(|()| command_for(p, s, a.np, &cache))
+            {
                 Ok(c) => Some(c),
                 Err(e) => {
                     cell.error = Some(format!("{e:#}"));
@@ -495,6 +414,10 @@ pub fn run(a: &AppArgs, cfg: Config) -> Result<()> {
                 progress.update(&label, done, total);
                 let dir = root.join(&p.name).join(s.name()).join(format!("run-{k}"));
                 let r = monitored_run(command, a.np, &dir, Duration::from_secs(a.timeout));
+                if commperf_testbed::run::interrupted() {
+                    progress.finish();
+                    bail!("interrupted: the study stopped during {label}");
+                }
                 done += 1;
                 progress.finished(&label, done, total);
                 cell.monitor_dirs.push(dir);
@@ -544,7 +467,20 @@ pub fn run(a: &AppArgs, cfg: Config) -> Result<()> {
         for &s in &cfg.stacks {
             let label = format!("micro-benchmarks on {}", s.name());
             progress.update(&label, done, total);
-            let b = stack_bench(a, s, &sizes, &root);
+            let b = match nets.check(s) {
+                Ok(()) => stack_bench(a, s, &sizes, &root),
+                Err(e) => StackBench {
+                    stack: s.name(),
+                    error: Some(e),
+                    note: None,
+                    file: None,
+                    figures: Vec::new(),
+                },
+            };
+            if commperf_testbed::run::interrupted() {
+                progress.finish();
+                bail!("interrupted: the study stopped during {label}");
+            }
             done += 1;
             progress.finished(&label, done, total);
             benches.push(b);
@@ -571,7 +507,7 @@ pub fn run(a: &AppArgs, cfg: Config) -> Result<()> {
         np: a.np,
         repeat: a.repeat,
         programs: cfg.programs.iter().map(|p| p.name.clone()).collect(),
-        stacks: cfg.stacks.iter().map(|s| s.name().to_string()).collect(),
+        stacks: cfg.stacks.iter().map(|s| s.name()).collect(),
         wall_time_s: start.elapsed().as_secs_f64(),
         oversubscribed: oversubscribed(a.np),
         cells,
@@ -888,7 +824,8 @@ fn run_with_timeout(
         if termed.is_none() && hung {
             after_results = true;
         }
-        if termed.is_none() && (t0.elapsed() > timeout || hung) {
+        let stop = t0.elapsed() > timeout || hung || commperf_testbed::run::interrupted();
+        if termed.is_none() && stop {
             // SAFETY: kill on our own child's pid.
             unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) };
             termed = Some(Instant::now());
@@ -1016,7 +953,7 @@ fn bench_binary(a: &AppArgs, f: Flavour) -> Result<PathBuf> {
 /// `commperf bench latency bw --transport mpi` with 2 ranks under the stack's launch.
 fn stack_bench(a: &AppArgs, s: Stack, sizes: &[u64], root: &Path) -> StackBench {
     let mut b = StackBench {
-        stack: s.name().into(),
+        stack: s.name(),
         error: None,
         note: None,
         file: None,
@@ -1402,14 +1339,14 @@ mod tests {
 
     #[test]
     fn stacks_launch_their_transport() {
-        let l = Stack::OmpiTcp.launch(2).join(" ");
+        let l = Stack::OMPI_TCP.launch(2).join(" ");
         assert!(l.contains("--mca pml ob1 --mca btl self,tcp"), "{l}");
-        let l = Stack::MpichTcp.launch(2).join(" ");
+        let l = Stack::MPICH_TCP.launch(2).join(" ");
         assert!(l.starts_with("mpiexec.mpich -n 2"), "{l}");
         assert!(
             l.contains("-genv MPIR_CVAR_NOLOCAL 1 -genv UCX_TLS tcp,self"),
             "{l}"
         );
-        assert!(!Stack::MpichShm.launch(2).join(" ").contains("genv"));
+        assert!(!Stack::MPICH_SHM.launch(2).join(" ").contains("genv"));
     }
 }

@@ -4,6 +4,7 @@
 
 mod app;
 mod app_html;
+mod app_stack;
 mod calibrate;
 mod cli;
 mod compare;
@@ -75,6 +76,8 @@ fn main() -> ExitCode {
         },
         Command::Testbed(t) => testbed::testbed(&t),
         Command::TestbedRank(r) => testbed::testbed_rank(&r),
+        Command::NetnsRank(r) => testbed::netns_rank(&r),
+        Command::NetnsRelay(r) => testbed::netns_relay(&r),
     };
     match r {
         Ok(()) => ExitCode::SUCCESS,

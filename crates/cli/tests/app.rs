@@ -331,7 +331,16 @@ fn unknown_stacks_programs_and_arguments_are_refused_by_name() {
     for (args, says) in [
         (
             &["--stacks", "ompi-shm,ib"][..],
-            "--stacks: unknown stack 'ib' (allowed: ompi-shm, ompi-tcp, mpich-shm, mpich-tcp)",
+            "--stacks: unknown stack 'ib' (allowed: ompi-shm, ompi-tcp, mpich-shm, mpich-tcp, \
+             and ompi-tcp@RATE, mpich-tcp@RATE",
+        ),
+        (
+            &["--stacks", "ompi-shm@1gbit"][..],
+            "--stacks: stack 'ompi-shm@1gbit': shared memory does not cross network namespaces",
+        ),
+        (
+            &["--stacks", "mpich-tcp@10mbps"][..],
+            "--stacks: stack 'mpich-tcp@10mbps': '10mbps': unit 'mbps' is ambiguous",
         ),
         (
             &["--programs", "halo,bt"][..],
