@@ -64,8 +64,8 @@ pub use crate::app_stack::Stack;
 pub struct AppArgs {
     #[command(subcommand)]
     pub cmd: Option<AppCmd>,
-    /// Programs of the kit, comma-separated: halo, transpose, wavefront, cg, pipeline, ep
-    /// [default: all six; none when a command follows `--`]
+    /// Programs, comma-separated: the kit's halo, transpose, wavefront, cg, pipeline, ep, and
+    /// Debian's hpcc and lammps [default: the kit's six; none when a command follows `--`]
     #[arg(long, value_name = "LIST")]
     pub programs: Option<String>,
     /// Stacks, comma-separated: ompi-shm, ompi-tcp, mpich-shm, mpich-tcp, and (root) the TCP
@@ -110,6 +110,10 @@ pub struct AppArgs {
     /// Leave out the stacks' micro-benchmarks
     #[arg(long)]
     pub no_bench: bool,
+    /// Where `scripts/build_mpich_apps.sh [--lammps]` put hpcc and lmp built against MPICH
+    /// (DIR/bin/hpcc, DIR/bin/lmp), for hpcc and lammps on the MPICH stacks
+    #[arg(long, value_name = "DIR")]
+    pub mpich_apps: Option<PathBuf>,
     /// Seconds one run may take before it is stopped and reported as failed
     #[arg(long, default_value_t = 300, value_name = "SECONDS",
           value_parser = clap::value_parser!(u64).range(1..=86400))]
@@ -151,6 +155,8 @@ pub struct Program {
     pub name: String,
     /// The kit's source, or None for a command.
     kit: Option<&'static str>,
+    /// An installed program (hpcc, lammps): `args` are its `name=value` arguments.
+    installed: Option<crate::app_installed::Installed>,
     /// Kit: `name=value` arguments; command: the whole command.
     args: Vec<String>,
 }
@@ -170,6 +176,7 @@ impl AppArgs {
             return Err("--stacks: empty list".into());
         }
         let kit_names = || KIT.iter().map(|k| k.0).collect::<Vec<_>>().join(", ");
+        let installed = crate::app_installed::INSTALLED;
         let names: Vec<&str> = match &self.programs {
             Some(p) => split(p).collect(),
             None if self.command.is_empty() => KIT.iter().map(|k| k.0).collect(),
@@ -177,18 +184,25 @@ impl AppArgs {
         };
         let mut programs = Vec::new();
         for n in names {
-            let Some((name, src, defaults)) = KIT.iter().find(|k| k.0 == n) else {
-                return Err(format!(
-                    "--programs: unknown program '{n}' (the kit has: {}; run any other after --)",
-                    kit_names()
-                ));
-            };
-            if programs.iter().any(|p: &Program| p.name == *name) {
+            if programs.iter().any(|p: &Program| p.name == n) {
                 return Err(format!("--programs: '{n}' is named twice"));
             }
+            let (kit, inst, defaults) = if let Some((_, src, d)) = KIT.iter().find(|k| k.0 == n) {
+                (Some(*src), None, *d)
+            } else if let Some((_, i, d)) = installed.iter().find(|k| k.0 == n) {
+                (None, Some(*i), *d)
+            } else {
+                return Err(format!(
+                    "--programs: unknown program '{n}' (the kit has: {}; installed: {}; run any \
+                     other after --)",
+                    kit_names(),
+                    installed.iter().map(|k| k.0).collect::<Vec<_>>().join(", ")
+                ));
+            };
             programs.push(Program {
-                name: name.to_string(),
-                kit: Some(src),
+                name: n.to_string(),
+                kit,
+                installed: inst,
                 args: defaults.split_whitespace().map(String::from).collect(),
             });
         }
@@ -220,11 +234,17 @@ impl AppArgs {
             programs.push(Program {
                 name,
                 kit: None,
+                installed: None,
                 args: self.command.clone(),
             });
         }
         if programs.is_empty() {
             return Err("--programs: empty list".into());
+        }
+        for p in &programs {
+            if let Some(i) = p.installed {
+                crate::app_installed::check_args(i, &p.args).map_err(|e| format!("--arg {e}"))?;
+            }
         }
         if let Some(h) = &self.html {
             let parent = h.parent().filter(|p| !p.as_os_str().is_empty());
@@ -395,18 +415,28 @@ pub fn run(a: &AppArgs, cfg: Config) -> Result<()> {
                 monitor_dirs: Vec::new(),
                 notes: Vec::new(),
             };
-            let command = match nets
-                .check(s)
-                .map_err(anyhow::Error::msg)
-                .and_then(|()| command_for(p, s, a.np, &cache))
-            {
-                Ok(c) => Some(c),
-                Err(e) => {
-                    cell.error = Some(format!("{e:#}"));
-                    done += a.repeat as usize;
-                    None
-                }
-            };
+            let command =
+                match nets
+                    .check(s)
+                    .map_err(anyhow::Error::msg)
+                    .and_then(|()| match p.installed {
+                        Some(i) => crate::app_installed::command(
+                            i,
+                            &p.args,
+                            s,
+                            a.np,
+                            a.mpich_apps.as_deref(),
+                            &root.join(&p.name).join(s.name()).join("input"),
+                        ),
+                        None => command_for(p, s, a.np, &cache),
+                    }) {
+                    Ok(c) => Some(c),
+                    Err(e) => {
+                        cell.error = Some(format!("{e:#}"));
+                        done += a.repeat as usize;
+                        None
+                    }
+                };
             let mut walls = Vec::new();
             for k in 0..a.repeat {
                 let Some(command) = &command else { break };
@@ -842,13 +872,16 @@ fn run_with_timeout(
 
 /// The `time X s` a kit program reports (its timed loop).
 fn program_time(stdout: &str) -> Option<f64> {
-    stdout.lines().find_map(|l| {
-        let w: Vec<&str> = l.split_whitespace().collect();
-        w.windows(3)
-            .find(|x| x[0] == "time" && x[2] == "s")
-            .and_then(|x| x[1].parse::<f64>().ok())
-            .filter(|t| t.is_finite() && *t >= 0.0)
-    })
+    stdout
+        .lines()
+        .find_map(|l| {
+            let w: Vec<&str> = l.split_whitespace().collect();
+            w.windows(3)
+                .find(|x| x[0] == "time" && x[2] == "s")
+                .and_then(|x| x[1].parse::<f64>().ok())
+                .filter(|t| t.is_finite() && *t >= 0.0)
+        })
+        .or_else(|| crate::app_installed::lammps_loop_time(stdout))
 }
 
 const COLLECTIVES: &[&str] = &[

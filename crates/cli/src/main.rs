@@ -4,6 +4,7 @@
 
 mod app;
 mod app_html;
+mod app_installed;
 mod app_stack;
 mod calibrate;
 mod cli;
