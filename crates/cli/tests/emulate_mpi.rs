@@ -583,15 +583,19 @@ fn collectives_under(mpi: &str) {
 
         // Native: untouched, counted so, and (on 2 ranks, where no rank waits for a core) far
         // below one ΔL per call; 20 batches, so that one falls in a quiet moment of the machine.
-        let o = emulate_np(
-            &["--L", "100us"],
-            &["--json", "--collectives", "native"],
-            mpi,
-            n,
-            &prog,
-            &["time", "20", "10"],
-        );
-        ok(&o);
+        let native = || {
+            let o = emulate_np(
+                &["--L", "100us"],
+                &["--json", "--collectives", "native"],
+                mpi,
+                n,
+                &prog,
+                &["time", "20", "10"],
+            );
+            ok(&o);
+            o
+        };
+        let o = native();
         let j: Value = serde_json::from_slice(&o.stdout).expect("JSON");
         let u = &j["untouched"];
         assert_eq!(u["collectives_native"], 201 * n64, "{j}");
@@ -606,16 +610,7 @@ fn collectives_under(mpi: &str) {
                 if t < 0.5 * rounds * l {
                     break;
                 }
-                let o = emulate_np(
-                    &["--L", "100us"],
-                    &["--json", "--collectives", "native"],
-                    mpi,
-                    n,
-                    &prog,
-                    &["time", "20", "10"],
-                );
-                ok(&o);
-                t = t.min(figure(&text(&o.stderr), "allreduce_ns"));
+                t = t.min(figure(&text(&native().stderr), "allreduce_ns"));
             }
             assert!(
                 t < 0.5 * rounds * l,
