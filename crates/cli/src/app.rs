@@ -110,6 +110,14 @@ pub struct AppArgs {
     /// Leave out the stacks' micro-benchmarks
     #[arg(long)]
     pub no_bench: bool,
+    /// Also sweep each program's sensitivity to a LogGP knob (seed 001) on one stack, as
+    /// `commperf emulate sweep --knob` does: e.g. --sweep L=0,5,20us --sweep o=0,2us; rounds:
+    /// --repeat, at least 3 (the sweep's noise band needs repeats)
+    #[arg(long = "sweep", value_name = "KNOB=VALUES", value_parser = knob_list)]
+    pub sweep: Vec<(commperf_emulate::Knob, Vec<f64>)>,
+    /// The stack the sweeps run on [default: the first of --stacks]
+    #[arg(long, value_name = "STACK")]
+    pub sweep_stack: Option<String>,
     /// Where `scripts/build_mpich_apps.sh [--lammps]` put hpcc and lmp built against MPICH
     /// (DIR/bin/hpcc, DIR/bin/lmp), for hpcc and lammps on the MPICH stacks
     #[arg(long, value_name = "DIR")]
@@ -149,6 +157,10 @@ pub struct ReportArgs {
     pub out: Option<PathBuf>,
 }
 
+fn knob_list(s: &str) -> Result<(commperf_emulate::Knob, Vec<f64>), String> {
+    commperf_emulate::parse_knob_list(s).map_err(|e| e.to_string())
+}
+
 /// One program of a study.
 #[derive(Debug, Clone)]
 pub struct Program {
@@ -166,6 +178,8 @@ pub struct Program {
 pub struct Config {
     pub programs: Vec<Program>,
     pub stacks: Vec<Stack>,
+    /// Where `--sweep` runs (None: no sweep).
+    pub sweep_stack: Option<Stack>,
 }
 
 impl AppArgs {
@@ -255,7 +269,21 @@ impl AppArgs {
                 ));
             }
         }
-        Ok(Config { programs, stacks })
+        if self.sweep_stack.is_some() && self.sweep.is_empty() {
+            return Err("--sweep-stack: no --sweep to run".into());
+        }
+        let sweep_stack = match (&self.sweep_stack, self.sweep.is_empty()) {
+            (_, true) => None,
+            (None, false) => Some(stacks[0]),
+            (Some(n), false) => Some(stacks.iter().copied().find(|s| s.name() == *n).ok_or_else(
+                || format!("--sweep-stack {n}: not one of the study's stacks (--stacks)"),
+            )?),
+        };
+        Ok(Config {
+            programs,
+            stacks,
+            sweep_stack,
+        })
     }
 }
 
@@ -282,6 +310,9 @@ pub struct Study {
     pub benches: Vec<StackBench>,
     /// One per program: which figure orders the stacks as the program's times do.
     pub explanations: Vec<Explanation>,
+    /// One per program with `--sweep`: its sensitivity to each knob on one stack.
+    #[serde(default)]
+    pub sensitivity: Vec<crate::app_sweep::Sensitivity>,
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -397,7 +428,12 @@ pub fn run(a: &AppArgs, cfg: Config) -> Result<()> {
     }
     let mut progress = RunProgress::new();
     let runs = cfg.programs.len() * cfg.stacks.len() * a.repeat as usize;
-    let total = runs + if a.no_bench { 0 } else { cfg.stacks.len() };
+    let sweeps = if cfg.sweep_stack.is_some() {
+        cfg.programs.len()
+    } else {
+        0
+    };
+    let total = runs + sweeps + if a.no_bench { 0 } else { cfg.stacks.len() };
     let mut done = 0;
     let mut cells = Vec::new();
     for p in &cfg.programs {
@@ -415,28 +451,14 @@ pub fn run(a: &AppArgs, cfg: Config) -> Result<()> {
                 monitor_dirs: Vec::new(),
                 notes: Vec::new(),
             };
-            let command =
-                match nets
-                    .check(s)
-                    .map_err(anyhow::Error::msg)
-                    .and_then(|()| match p.installed {
-                        Some(i) => crate::app_installed::command(
-                            i,
-                            &p.args,
-                            s,
-                            a.np,
-                            a.mpich_apps.as_deref(),
-                            &root.join(&p.name).join(s.name()).join("input"),
-                        ),
-                        None => command_for(p, s, a.np, &cache),
-                    }) {
-                    Ok(c) => Some(c),
-                    Err(e) => {
-                        cell.error = Some(format!("{e:#}"));
-                        done += a.repeat as usize;
-                        None
-                    }
-                };
+            let command = match launch_of(a, &nets, p, s, &cache, &root) {
+                Ok(c) => Some(c),
+                Err(e) => {
+                    cell.error = Some(format!("{e:#}"));
+                    done += a.repeat as usize;
+                    None
+                }
+            };
             let mut walls = Vec::new();
             for k in 0..a.repeat {
                 let Some(command) = &command else { break };
@@ -525,6 +547,38 @@ pub fn run(a: &AppArgs, cfg: Config) -> Result<()> {
             c.micro = b.figures.iter().find(|m| m.size_bytes == size).cloned();
         }
     }
+    let mut sensitivity = Vec::new();
+    if let Some(s) = cfg.sweep_stack {
+        for p in &cfg.programs {
+            let label = format!("sensitivity of {} on {} (emulate sweep)", p.name, s.name());
+            progress.update(&label, done, total);
+            let r = launch_of(a, &nets, p, s, &cache, &root).and_then(|c| {
+                crate::app_sweep::sweep(
+                    &c,
+                    &a.sweep,
+                    a.repeat.max(3),
+                    Duration::from_secs(a.timeout),
+                    &root.join(&p.name).join(s.name()).join("sweep"),
+                )
+            });
+            if commperf_testbed::run::interrupted() {
+                progress.finish();
+                bail!("interrupted: the study stopped during {label}");
+            }
+            done += 1;
+            progress.finished(&label, done, total);
+            let (sweep, error) = match r {
+                Ok(r) => (Some(r), None),
+                Err(e) => (None, Some(format!("{e:#}"))),
+            };
+            sensitivity.push(crate::app_sweep::Sensitivity {
+                program: p.name.clone(),
+                stack: s.name(),
+                error,
+                sweep,
+            });
+        }
+    }
     progress.finish();
     let explanations = cfg
         .programs
@@ -543,6 +597,7 @@ pub fn run(a: &AppArgs, cfg: Config) -> Result<()> {
         cells,
         benches,
         explanations,
+        sensitivity,
     };
     let json = serde_json::to_string_pretty(&study)? + "\n";
     if a.out.is_some() {
@@ -643,6 +698,30 @@ fn default_cache() -> PathBuf {
         .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
         .unwrap_or_else(std::env::temp_dir);
     base.join("commperf").join("apps")
+}
+
+/// The launch of program `p` on stack `s` (kit, installed or command), or why it cannot run
+/// there (its network was not built, its build failed, no binary for that MPI).
+fn launch_of(
+    a: &AppArgs,
+    nets: &crate::app_stack::Nets,
+    p: &Program,
+    s: Stack,
+    cache: &Path,
+    root: &Path,
+) -> Result<Vec<String>> {
+    nets.check(s).map_err(anyhow::Error::msg)?;
+    match p.installed {
+        Some(i) => crate::app_installed::command(
+            i,
+            &p.args,
+            s,
+            a.np,
+            a.mpich_apps.as_deref(),
+            &root.join(&p.name).join(s.name()).join("input"),
+        ),
+        None => command_for(p, s, a.np, cache),
+    }
 }
 
 /// The full launch of program `p` on stack `s`: the kit's program compiled for the stack's MPI.
@@ -1344,6 +1423,7 @@ pub(crate) fn render(s: &Study) -> String {
             }
         }
     }
+    crate::app_sweep::render(&mut o, &s.sensitivity);
     let _ = writeln!(o, "\nstudy wall time {:.1} s", s.wall_time_s);
     o
 }

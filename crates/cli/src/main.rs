@@ -6,6 +6,7 @@ mod app;
 mod app_html;
 mod app_installed;
 mod app_stack;
+mod app_sweep;
 mod calibrate;
 mod cli;
 mod compare;
