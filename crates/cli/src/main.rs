@@ -4,6 +4,7 @@
 
 mod app;
 mod app_html;
+mod app_loop;
 mod calibrate;
 mod cli;
 mod compare;
