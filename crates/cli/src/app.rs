@@ -481,8 +481,19 @@ pub fn run(a: &AppArgs, cfg: Config) -> Result<()> {
             0
         };
     let mut done = 0;
+    // The loop's parameters first: its emulated runs go in the same rounds as the real ones.
+    let measured = a.loop_.then(|| {
+        let mut steps = crate::app_loop::Steps {
+            progress: &mut progress,
+            done: &mut done,
+            total,
+        };
+        crate::app_loop::measure(a, &cfg, &root, &mut steps)
+    });
     let mut cells = Vec::new();
+    let mut emulations = Vec::new();
     for p in &cfg.programs {
+        let mut mine: Vec<(Cell, Option<Vec<String>>, Vec<f64>)> = Vec::new();
         for &s in &cfg.stacks {
             let mut cell = Cell {
                 program: p.name.clone(),
@@ -505,9 +516,20 @@ pub fn run(a: &AppArgs, cfg: Config) -> Result<()> {
                     None
                 }
             };
-            let mut walls = Vec::new();
-            for k in 0..a.repeat {
-                let Some(command) = &command else { break };
+            mine.push((cell, command, Vec::new()));
+        }
+        let mut emus = match &measured {
+            Some(m) => crate::app_loop::plan(a, p, &cfg, m, &cache),
+            None => Vec::new(),
+        };
+        // Rounds: each stack once, then each emulation once; load that drifts over the study
+        // (the machine is shared) then reaches every stack's runs alike.
+        for k in 0..a.repeat {
+            for (&s, (cell, command, walls)) in cfg.stacks.iter().zip(&mut mine) {
+                let Some(command) = command else { continue };
+                if cell.error.is_some() {
+                    continue;
+                }
                 let label = format!("{} on {} (run {}/{})", p.name, s.name(), k + 1, a.repeat);
                 progress.update(&label, done, total);
                 let dir = root.join(&p.name).join(s.name()).join(format!("run-{k}"));
@@ -537,16 +559,28 @@ pub fn run(a: &AppArgs, cfg: Config) -> Result<()> {
                     Err(e) => {
                         cell.error = Some(format!("{e:#}"));
                         done += (a.repeat - k - 1) as usize;
-                        break;
                     }
                 }
             }
+            if let Some(m) = &measured {
+                let mut steps = crate::app_loop::Steps {
+                    progress: &mut progress,
+                    done: &mut done,
+                    total,
+                };
+                for e in &mut emus {
+                    crate::app_loop::emulate_round(a, p, m, &cfg, e, k, &root, &mut steps);
+                }
+            }
+        }
+        for (mut cell, _, walls) in mine {
             if cell.error.is_none() {
                 cell.time_s = median(&cell.times_s);
                 cell.wall_s = median(&walls);
             }
             cells.push(cell);
         }
+        emulations.push(emus);
     }
     let mut benches = Vec::new();
     if !a.no_bench {
@@ -576,14 +610,7 @@ pub fn run(a: &AppArgs, cfg: Config) -> Result<()> {
             c.micro = b.figures.iter().find(|m| m.size_bytes == size).cloned();
         }
     }
-    let loop_study = a.loop_.then(|| {
-        let mut steps = crate::app_loop::Steps {
-            progress: &mut progress,
-            done: &mut done,
-            total,
-        };
-        crate::app_loop::run(a, &cfg, &cells, &root, &cache, &mut steps)
-    });
+    let loop_study = measured.map(|m| crate::app_loop::finish(&cfg, &cells, m, emulations));
     progress.finish();
     let explanations = cfg
         .programs

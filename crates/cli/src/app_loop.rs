@@ -487,131 +487,15 @@ fn reference_workload(c: &Cell) -> Result<(commperf_predict::workload::Workload,
     Ok((wl, w.from_barrier, path))
 }
 
-#[allow(clippy::too_many_arguments)]
-fn emulate(
-    a: &AppArgs,
-    p: &app::Program,
-    reference: Stack,
-    stack: &str,
-    knobs: Knobs,
-    clamped: Vec<String>,
-    root: &Path,
-    cache: &Path,
-    measured_total: Option<f64>,
-    measured_program: Option<f64>,
-    steps: &mut Steps<'_>,
-) -> Emulation {
-    let mut e = Emulation {
-        o_ns: knobs.o_ns,
-        g_ns: knobs.g_ns,
-        G_ns_per_byte: knobs.gap_per_byte_ns,
-        L_ns: knobs.l_ns,
-        clamped,
-        error: None,
-        total_s: None,
-        program_s: None,
-        total_error_percent: None,
-        program_error_percent: None,
-        untouched_calls_percent: None,
-        monitor_dirs: Vec::new(),
-    };
-    let command = match knobs
-        .validate()
-        .map_err(anyhow::Error::from)
-        .and_then(|()| app::command_for(p, reference, a.np, cache))
-    {
-        Ok(c) => c,
-        Err(err) => {
-            e.error = Some(format!("{err:#}"));
-            *steps.done += a.repeat as usize;
-            return e;
-        }
-    };
-    let mut totals = Vec::new();
-    let mut programs = Vec::new();
-    for k in 0..a.repeat {
-        let label = format!(
-            "{} on {} emulating {stack} (run {}/{})",
-            p.name,
-            reference.name(),
-            k + 1,
-            a.repeat
-        );
-        let dir = root
-            .join(&p.name)
-            .join(reference.name())
-            .join(format!("emulate-{stack}"))
-            .join(format!("run-{k}"));
-        let emu_dir = dir.join(".emulate");
-        let r = steps.step(&label, || -> Result<(f64, Option<f64>, Option<f64>)> {
-            let _ = std::fs::remove_dir_all(&emu_dir);
-            std::fs::create_dir_all(&emu_dir)
-                .with_context(|| format!("cannot create {}", emu_dir.display()))?;
-            let vars = [
-                (
-                    "COMMPERF_EMULATE".to_string(),
-                    crate::emulate_mpi::env_value(&knobs),
-                ),
-                (
-                    "COMMPERF_EMULATE_DIR".to_string(),
-                    emu_dir.display().to_string(),
-                ),
-                (
-                    "COMMPERF_EMULATE_COLL".to_string(),
-                    crate::emulate_mpi::Collectives::P2p.env_value().to_string(),
-                ),
-            ];
-            let run =
-                app::monitored_run(&command, a.np, &dir, Duration::from_secs(a.timeout), &vars)?;
-            let untouched = if knobs.is_zero() {
-                None
-            } else {
-                crate::emulate_mpi::Untouched::read(&emu_dir)
-                    .ok()
-                    .map(|u| u.untouched_calls_percent)
-            };
-            let (total, _) = measured(std::slice::from_ref(&dir))?;
-            Ok((total, run.program_s, untouched))
-        });
-        let _ = std::fs::remove_dir_all(&emu_dir);
-        e.monitor_dirs.push(dir);
-        match r {
-            Ok((t, prog, untouched)) => {
-                totals.push(t);
-                programs.extend(prog);
-                e.untouched_calls_percent = e.untouched_calls_percent.or(untouched);
-            }
-            Err(err) => {
-                e.error = Some(format!("{err:#}"));
-                *steps.done += (a.repeat - k - 1) as usize;
-                break;
-            }
-        }
-    }
-    if e.error.is_none() {
-        e.total_s = app::median(&totals);
-        e.program_s = app::median(&programs);
-        e.total_error_percent = e
-            .total_s
-            .zip(measured_total)
-            .and_then(|(x, m)| error_percent(x, m));
-        e.program_error_percent = e
-            .program_s
-            .zip(measured_program)
-            .and_then(|(x, m)| error_percent(x, m));
-    }
-    e
+/// The stacks' parameters and the reference, measured before any program runs (the emulated
+/// runs need them, and are interleaved with the real ones).
+pub(crate) struct Measured {
+    stacks: Vec<LoopStack>,
+    reference: Option<usize>,
 }
 
-/// Runs the loop over the study's programs and stacks (`cells`: the study's runs).
-pub(crate) fn run(
-    a: &AppArgs,
-    cfg: &Config,
-    cells: &[Cell],
-    root: &Path,
-    cache: &Path,
-    steps: &mut Steps<'_>,
-) -> Loop {
+/// Measures every stack's LogGP parameters and picks the reference.
+pub(crate) fn measure(a: &AppArgs, cfg: &Config, root: &Path, steps: &mut Steps<'_>) -> Measured {
     let stacks: Vec<LoopStack> = cfg
         .stacks
         .iter()
@@ -621,7 +505,175 @@ pub(crate) fn run(
             })
         })
         .collect();
-    let ref_idx = reference(&stacks);
+    let reference = reference(&stacks);
+    Measured { stacks, reference }
+}
+
+/// One stack's emulation of one program, filled run by run.
+pub(crate) struct EmuRuns {
+    stack: String,
+    knobs: Knobs,
+    command: Vec<String>,
+    totals: Vec<f64>,
+    programs: Vec<f64>,
+    e: Emulation,
+}
+
+/// The emulations of program `p`: one per stack other than the reference, with its knobs (or
+/// why it cannot run).
+pub(crate) fn plan(
+    a: &AppArgs,
+    p: &app::Program,
+    cfg: &Config,
+    m: &Measured,
+    cache: &Path,
+) -> Vec<EmuRuns> {
+    let Some(ri) = m.reference else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for (_, st) in m.stacks.iter().enumerate().filter(|(si, _)| *si != ri) {
+        let mut e = Emulation {
+            o_ns: 0.0,
+            g_ns: 0.0,
+            G_ns_per_byte: 0.0,
+            L_ns: 0.0,
+            clamped: Vec::new(),
+            error: None,
+            total_s: None,
+            program_s: None,
+            total_error_percent: None,
+            program_error_percent: None,
+            untouched_calls_percent: None,
+            monitor_dirs: Vec::new(),
+        };
+        let mut knobs = Knobs::default();
+        let mut command = Vec::new();
+        match (&st.params, &m.stacks[ri].params) {
+            (Some(slow), Some(fast)) => {
+                let (k, clamped) = knob_deltas(slow, fast);
+                (knobs, e.clamped) = (k, clamped);
+                (e.o_ns, e.g_ns, e.G_ns_per_byte, e.L_ns) =
+                    (k.o_ns, k.g_ns, k.gap_per_byte_ns, k.l_ns);
+                match k
+                    .validate()
+                    .map_err(anyhow::Error::from)
+                    .and_then(|()| app::command_for(p, cfg.stacks[ri], a.np, cache))
+                {
+                    Ok(c) => command = c,
+                    Err(err) => e.error = Some(format!("{err:#}")),
+                }
+            }
+            _ => {
+                e.error = Some(format!(
+                    "no LogGP parameters of {}: {}",
+                    st.stack,
+                    st.error.as_deref().unwrap_or("unknown")
+                ))
+            }
+        }
+        out.push(EmuRuns {
+            stack: st.stack.clone(),
+            knobs,
+            command,
+            totals: Vec::new(),
+            programs: Vec::new(),
+            e,
+        });
+    }
+    out
+}
+
+/// Run `k` of an emulation: program `p` on the reference under the knobs, monitored like the
+/// study's runs (one step of progress, run or not).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn emulate_round(
+    a: &AppArgs,
+    p: &app::Program,
+    m: &Measured,
+    cfg: &Config,
+    er: &mut EmuRuns,
+    k: u32,
+    root: &Path,
+    steps: &mut Steps<'_>,
+) {
+    let Some(ri) = m.reference else {
+        return;
+    };
+    if er.e.error.is_some() {
+        *steps.done += 1;
+        return;
+    }
+    let reference = cfg.stacks[ri];
+    let label = format!(
+        "{} on {} emulating {} (run {}/{})",
+        p.name,
+        reference.name(),
+        er.stack,
+        k + 1,
+        a.repeat
+    );
+    let dir = root
+        .join(&p.name)
+        .join(reference.name())
+        .join(format!("emulate-{}", er.stack))
+        .join(format!("run-{k}"));
+    let emu_dir = dir.join(".emulate");
+    let (knobs, command) = (er.knobs, &er.command);
+    let r = steps.step(&label, || -> Result<(f64, Option<f64>, Option<f64>)> {
+        let _ = std::fs::remove_dir_all(&emu_dir);
+        std::fs::create_dir_all(&emu_dir)
+            .with_context(|| format!("cannot create {}", emu_dir.display()))?;
+        let vars = [
+            (
+                "COMMPERF_EMULATE".to_string(),
+                crate::emulate_mpi::env_value(&knobs),
+            ),
+            (
+                "COMMPERF_EMULATE_DIR".to_string(),
+                emu_dir.display().to_string(),
+            ),
+            (
+                "COMMPERF_EMULATE_COLL".to_string(),
+                crate::emulate_mpi::Collectives::P2p.env_value().to_string(),
+            ),
+        ];
+        let run = app::monitored_run(command, a.np, &dir, Duration::from_secs(a.timeout), &vars)?;
+        let untouched = if knobs.is_zero() {
+            None
+        } else {
+            crate::emulate_mpi::Untouched::read(&emu_dir)
+                .ok()
+                .map(|u| u.untouched_calls_percent)
+        };
+        let (total, _) = measured(std::slice::from_ref(&dir))?;
+        Ok((total, run.program_s, untouched))
+    });
+    let _ = std::fs::remove_dir_all(&emu_dir);
+    er.e.monitor_dirs.push(dir);
+    match r {
+        Ok((t, prog, untouched)) => {
+            er.totals.push(t);
+            er.programs.extend(prog);
+            er.e.untouched_calls_percent = er.e.untouched_calls_percent.or(untouched);
+        }
+        // The later rounds count their step without running.
+        Err(err) => er.e.error = Some(format!("run {}: {err:#}", k + 1)),
+    }
+}
+
+/// The loop's section from the study's runs (`cells`), the parameters and the emulated runs
+/// (`emulations[i]`: program i's).
+pub(crate) fn finish(
+    cfg: &Config,
+    cells: &[Cell],
+    m: Measured,
+    emulations: Vec<Vec<EmuRuns>>,
+) -> Loop {
+    let Measured {
+        stacks,
+        reference: ref_idx,
+    } = m;
     let reference_rule = match ref_idx {
         Some(i) => {
             let list: Vec<String> = stacks
@@ -643,7 +695,9 @@ pub(crate) fn run(
         None => "none: no stack has LogGP parameters".into(),
     };
     let mut out = Vec::new();
+    let mut emulations = emulations.into_iter();
     for p in &cfg.programs {
+        let mut emus = emulations.next().unwrap_or_default();
         let cell_of = |st: &str| cells.iter().find(|c| c.program == p.name && c.stack == st);
         let workload = match ref_idx {
             None => Err(anyhow::anyhow!("no stack has LogGP parameters")),
@@ -702,46 +756,22 @@ pub(crate) fn run(
                     Err(e) => why.push(format!("{e:#}")),
                 },
             }
-            if let Some(ri) = ref_idx.filter(|&ri| ri != si) {
-                lc.emulation = Some(match (&st.params, &stacks[ri].params) {
-                    (Some(slow), Some(fast)) => {
-                        let (knobs, clamped) = knob_deltas(slow, fast);
-                        emulate(
-                            a,
-                            p,
-                            cfg.stacks[ri],
-                            s.name(),
-                            knobs,
-                            clamped,
-                            root,
-                            cache,
-                            lc.measured_total_s,
-                            lc.measured_program_s,
-                            steps,
-                        )
-                    }
-                    _ => {
-                        *steps.done += a.repeat as usize;
-                        Emulation {
-                            o_ns: 0.0,
-                            g_ns: 0.0,
-                            G_ns_per_byte: 0.0,
-                            L_ns: 0.0,
-                            clamped: Vec::new(),
-                            error: Some(format!(
-                                "no LogGP parameters of {}: {}",
-                                s.name(),
-                                st.error.as_deref().unwrap_or("unknown")
-                            )),
-                            total_s: None,
-                            program_s: None,
-                            total_error_percent: None,
-                            program_error_percent: None,
-                            untouched_calls_percent: None,
-                            monitor_dirs: Vec::new(),
-                        }
-                    }
-                });
+            if let Some(i) = emus.iter().position(|e| e.stack == s.name()) {
+                let er = emus.swap_remove(i);
+                let mut e = er.e;
+                if e.error.is_none() {
+                    e.total_s = app::median(&er.totals);
+                    e.program_s = app::median(&er.programs);
+                    e.total_error_percent = e
+                        .total_s
+                        .zip(lc.measured_total_s)
+                        .and_then(|(x, m)| error_percent(x, m));
+                    e.program_error_percent = e
+                        .program_s
+                        .zip(lc.measured_program_s)
+                        .and_then(|(x, m)| error_percent(x, m));
+                }
+                lc.emulation = Some(e);
             }
             if !why.is_empty() {
                 lc.error = Some(why.join("; "));
@@ -800,7 +830,7 @@ pub fn render(l: &Loop) -> String {
     let _ = writeln!(
         o,
         "\n# the loop: predicted (LogGP replay of the reference's monitored trace) and emulated \
-         (the reference under the knobs) against measured; times in ms, MPI_Init to MPI_Finalize"
+         (the reference under the knobs) against measured; times in ms, from the barrier before the timed loop to the last MPI call"
     );
     let _ = writeln!(o, "reference stack: {}", l.reference_rule);
     let _ = writeln!(
