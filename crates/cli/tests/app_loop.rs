@@ -4,8 +4,9 @@
 //! o_s + L + o_r, the knobs are the parameters' differences (negatives clamped and named), the
 //! in-process replay equals `commperf predict` run on the trace the loop wrote with the same
 //! parameters, the errors are the JSON's own times' ratios, the window measured holds the
-//! program's timed loop, and the study round-trips through `app report` (a version 1 file still
-//! reads). Without Open MPI the test skips with a message, unless `COMMPERF_REQUIRE_MPI=1`.
+//! program's timed loop, the study round-trips through `app report` (a version 1 file still
+//! reads) and its page loads in a headless Chromium with figure (c). Without Open MPI (or
+//! Chromium) the test skips with a message, unless `COMMPERF_REQUIRE_MPI=1`.
 
 mod mpi_apps;
 use mpi_apps::{exe, ok, ready, text, Scratch};
@@ -37,6 +38,54 @@ fn bench_params(file: &Path) -> [f64; 6] {
         us("G_us_per_byte"),
         (us("O_s_us_per_byte") + us("O_r_us_per_byte")) / 2.0,
     ]
+}
+
+/// The page loads in a headless Chromium with no console message (its Content-Security-Policy
+/// makes any load or script one) and its DOM holds figure (c) with its points.
+fn chromium_loads(s: &Scratch, html: &str) {
+    let found = std::env::var_os("PATH")
+        .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join("chromium").is_file()));
+    if !found {
+        assert!(
+            std::env::var_os("COMMPERF_REQUIRE_MPI").is_none(),
+            "COMMPERF_REQUIRE_MPI is set, but chromium is not installed"
+        );
+        eprintln!("app_loop: no chromium, the page is not loaded");
+        return;
+    }
+    let page = s.0.join("loop.html");
+    std::fs::write(&page, html).unwrap();
+    let o = Command::new("timeout")
+        .args([
+            "-k",
+            "5",
+            "120",
+            "chromium",
+            "--headless=new",
+            "--no-sandbox",
+        ])
+        .args(["--disable-gpu", "--enable-logging=stderr", "--v=0"])
+        .arg(format!(
+            "--user-data-dir={}",
+            s.0.join("chromium").display()
+        ))
+        .arg("--dump-dom")
+        .arg(format!("file://{}", page.display()))
+        .output()
+        .expect("run chromium");
+    ok(&o);
+    let console: Vec<String> = text(&o.stderr)
+        .lines()
+        .filter(|l| l.contains(":CONSOLE") || l.contains("Uncaught"))
+        .map(String::from)
+        .collect();
+    assert!(console.is_empty(), "{console:?}");
+    let dom = text(&o.stdout);
+    let at = dom.find("id=\"fig-loop\"").expect("figure (c) in the DOM");
+    let fig = &dom[at..];
+    let fig = &fig[..fig.find("</svg>").expect("its svg")];
+    assert_eq!(fig.matches("<circle class=\"point\"").count(), 4, "{fig}");
+    assert_eq!(fig.matches("<rect class=\"point\"").count(), 2, "{fig}");
 }
 
 fn close(a: f64, b: f64) -> bool {
@@ -287,6 +336,7 @@ fn the_loop_predicts_and_emulates_every_stack_from_the_reference() {
     let html = report(&["--format", "html"], &out);
     assert!(html.contains("id=\"fig-loop\""), "{html}");
     assert_eq!(html.matches("<circle class=\"point\"").count(), 4);
+    chromium_loads(&s, &html);
     // A version 1 study (no loop) still reads.
     let mut v1 = j.clone();
     v1["schema_version"] = 1.into();
