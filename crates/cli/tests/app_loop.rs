@@ -349,3 +349,77 @@ fn the_loop_predicts_and_emulates_every_stack_from_the_reference() {
         "{t1}"
     );
 }
+
+/// A stack whose MPI this commperf does not link, with no `--mpich-commperf`: no parameters,
+/// and its loop cells say why while its measured times are still there; the reference is the
+/// stack that has parameters.
+#[test]
+fn a_stack_without_a_commperf_for_its_mpi_says_why_in_its_loop_cells() {
+    if !ready(
+        "app_loop_mpich",
+        &[
+            "mpicc.openmpi",
+            "mpirun.openmpi",
+            "mpicc.mpich",
+            "mpiexec.mpich",
+        ],
+    ) {
+        return;
+    }
+    let s = Scratch::new("app-loop", "nompich");
+    let out = s.0.join("study");
+    let o = Command::new("timeout")
+        .args(["-k", "10", "600", exe(), "app", "--np", "2", "--cache"])
+        .arg(s.0.join("cache"))
+        .args(["--programs", "pipeline", "--stacks", "mpich-shm,ompi-shm"])
+        .args(["--no-bench", "--loop", "--arg", "pipeline:iters=5", "-o"])
+        .arg(&out)
+        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        .current_dir(&s.0)
+        .output()
+        .expect("commperf app --loop");
+    ok(&o);
+    let t = text(&o.stdout);
+    let j: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("study.json")).unwrap()).unwrap();
+    let l = &j["loop"];
+    assert_eq!(l["reference"], "ompi-shm", "{l}");
+    let st = &l["stacks"][0];
+    assert_eq!(st["stack"], "mpich-shm");
+    assert!(st["params"].is_null(), "{st}");
+    assert!(
+        st["error"].as_str().unwrap().contains("--mpich-commperf"),
+        "{st}"
+    );
+    let c = &l["cells"][0];
+    assert_eq!(c["stack"], "mpich-shm");
+    assert!(
+        c["error"]
+            .as_str()
+            .unwrap()
+            .starts_with("no LogGP parameters: "),
+        "{c}"
+    );
+    assert!(c["predicted_total_s"].is_null(), "{c}");
+    assert!(f(&c["measured_total_s"]) > 0.0, "{c}");
+    let e = &c["emulation"];
+    assert!(
+        e["error"]
+            .as_str()
+            .unwrap()
+            .starts_with("no LogGP parameters of mpich-shm: "),
+        "{e}"
+    );
+    assert!(e["monitor_dirs"].as_array().unwrap().is_empty(), "{e}");
+    assert!(!out.join("pipeline/ompi-shm/emulate-mpich-shm").exists());
+    assert_eq!(
+        (l["predictions"].as_u64(), l["emulations"].as_u64()),
+        (Some(1), Some(0))
+    );
+    assert!(t.contains("mpich-shm  no parameters: "), "{t}");
+    assert!(
+        t.contains("pipeline emulating mpich-shm: no LogGP parameters"),
+        "{t}"
+    );
+}
