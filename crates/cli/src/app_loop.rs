@@ -1080,6 +1080,90 @@ mod tests {
         assert_eq!(serde_json::to_value(&back).unwrap(), j);
     }
 
+    fn rank(rank: u32, calls: &[(commperf_pmpi::Call, u64, u64)]) -> commperf_pmpi::RankData {
+        use commperf_pmpi::format::{Footer, Header};
+        commperf_pmpi::RankData {
+            path: PathBuf::from(format!("rank-{rank}.cpmpi")),
+            header: Header {
+                format: "commperf-pmpi".into(),
+                version: 2,
+                rank,
+                size: 2,
+                pid: 1,
+                host: "h".into(),
+                mpi_flavour: "openmpi".into(),
+                mpi_library: "Open MPI".into(),
+                program_tag: String::new(),
+                clock: "tsc".into(),
+                start_ns: 1_000,
+                empty_wrappers: false,
+            },
+            clocks: Vec::new(),
+            events: calls
+                .iter()
+                .map(|&(call, enter, exit)| commperf_pmpi::Event {
+                    call,
+                    fortran: false,
+                    any_source: false,
+                    peer: -1,
+                    tag: 0,
+                    comm: 0,
+                    bytes: 0,
+                    post_enter: enter,
+                    post_exit: exit,
+                    done_enter: 0,
+                    done_exit: 0,
+                    thread: 0,
+                })
+                .collect(),
+            drops: 0,
+            footer: Some(Footer {
+                events: calls.len() as u64,
+                drops: 0,
+                pending_requests: 0,
+                end_ns: 99_000,
+            }),
+        }
+    }
+
+    #[test]
+    fn the_window_starts_where_each_ranks_last_barrier_ends() {
+        use commperf_pmpi::Call::{Allreduce, Barrier, Recv, Send};
+        let mut run = commperf_pmpi::Run {
+            dir: PathBuf::new(),
+            ranks: vec![
+                rank(
+                    0,
+                    &[
+                        (Allreduce, 2_000, 2_500),
+                        (Barrier, 3_000, 4_000),
+                        (Send, 5_000, 5_100),
+                        (Barrier, 6_000, 7_000),
+                        (Send, 8_000, 8_100),
+                    ],
+                ),
+                rank(1, &[(Barrier, 6_500, 7_200), (Recv, 7_300, 8_200)]),
+            ],
+        };
+        assert!(window(&mut run));
+        assert_eq!(run.ranks[0].header.start_ns, 7_000);
+        assert_eq!(run.ranks[1].header.start_ns, 7_200);
+        assert_eq!(run.ranks[0].events.len(), 1);
+        assert_eq!(run.ranks[0].events[0].call, Send);
+        assert_eq!(run.ranks[1].events[0].call, Recv);
+        // A rank without a barrier: the whole run, untouched.
+        let mut run = commperf_pmpi::Run {
+            dir: PathBuf::new(),
+            ranks: vec![
+                rank(0, &[(Barrier, 3_000, 4_000), (Send, 5_000, 5_100)]),
+                rank(1, &[(Recv, 3_300, 5_200)]),
+            ],
+        };
+        assert!(!window(&mut run));
+        assert_eq!(run.ranks[0].header.start_ns, 1_000);
+        assert_eq!(run.ranks[0].events.len(), 2);
+    }
+
     #[test]
     fn bench_parameters_come_from_the_first_piece_in_ns() {
         let text = r#"{"schema_version": 2, "tool": "commperf 0.1.0", "started_unix_s": 1,
