@@ -17,7 +17,10 @@
 //! times (`time X s`) are kept beside the emulated ones, where both sides are real runs.
 //!
 //! Its own module because it is a second study on top of the first: it needs the cells' runs
-//! (monitor directories) and adds runs of its own, but none of the table's logic.
+//! (monitor directories) and adds runs of its own, but none of the table's logic. `app` calls
+//! it in three places: [`measure`] before any program runs, [`plan`] and [`emulate_round`]
+//! inside the rounds of each program (the emulated runs interleaved with the real ones), and
+//! [`finish`] once every run is done.
 
 use crate::app::{self, AppArgs, Cell, Config, Stack};
 use anyhow::{bail, Context, Result};
@@ -38,9 +41,9 @@ pub const LOGGP_SIZES: &str = "8,64,256,1k,4k,16k";
 pub const LOGGP_ITERS: u64 = 500;
 /// What the goal calls close: |error| within 10 %.
 pub const GOAL_PERCENT: f64 = 10.0;
-/// Messages up to this size are eager in the replay (Open MPI's and MPICH's TCP eager limits
-/// are 64 KiB; the kit's messages are far below it, so no replayed message waits for its
-/// receive).
+/// Messages up to this size are eager in the replay: `predict`'s default, Open MPI's TCP eager
+/// limit. The kit's messages are at most 8 KiB, so none waits for its receive in the replay,
+/// although Open MPI's shared memory sends those above 4 KiB (transpose's blocks) by rendezvous.
 pub const EAGER_BYTES: u64 = 64 * 1024;
 
 /// The loop's section of the study (`loop` in study.json).
