@@ -58,111 +58,20 @@ const KIT: &[(&str, &str, &str)] = &[
 ];
 const KIT_HEADER: &str = include_str!("../../../apps/nas/nas_common.h");
 
-/// The MPI stacks a study can run on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Stack {
-    OmpiShm,
-    OmpiTcp,
-    MpichShm,
-    MpichTcp,
-}
-
-impl Stack {
-    pub const ALL: [Stack; 4] = [
-        Stack::OmpiShm,
-        Stack::OmpiTcp,
-        Stack::MpichShm,
-        Stack::MpichTcp,
-    ];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Stack::OmpiShm => "ompi-shm",
-            Stack::OmpiTcp => "ompi-tcp",
-            Stack::MpichShm => "mpich-shm",
-            Stack::MpichTcp => "mpich-tcp",
-        }
-    }
-
-    pub(crate) fn flavour(self) -> Flavour {
-        match self {
-            Stack::OmpiShm | Stack::OmpiTcp => Flavour::OpenMpi,
-            Stack::MpichShm | Stack::MpichTcp => Flavour::Mpich,
-        }
-    }
-
-    fn compiler(self) -> &'static str {
-        match self.flavour() {
-            Flavour::OpenMpi => "mpicc.openmpi",
-            _ => "mpicc.mpich",
-        }
-    }
-
-    /// The launch of `np` ranks on this stack, up to the program. Open MPI: ob1 over the named
-    /// BTLs (so that the UCX PML cannot take over and ignore the BTL list). MPICH 4.0 (Debian's is
-    /// ch4:ucx): `MPIR_CVAR_NOLOCAL=1` sends even same-node messages through the netmod, and
-    /// `UCX_TLS=tcp,self` makes UCX use TCP sockets there; its shared-memory stack is the default.
-    pub(crate) fn launch(self, np: u32) -> Vec<String> {
-        let mut v: Vec<String> = Vec::new();
-        match self.flavour() {
-            Flavour::OpenMpi => {
-                v.extend(["mpirun.openmpi".into(), "-np".into(), np.to_string()]);
-                if np as usize > commperf_transport::affinity::allowed_cpus().len() {
-                    v.push("--oversubscribe".into());
-                }
-                let btl = if self == Stack::OmpiShm {
-                    "self,vader"
-                } else {
-                    "self,tcp"
-                };
-                v.extend(["--mca", "pml", "ob1", "--mca", "btl", btl].map(String::from));
-            }
-            _ => {
-                v.extend(["mpiexec.mpich".into(), "-n".into(), np.to_string()]);
-                if self == Stack::MpichTcp {
-                    v.extend(
-                        [
-                            "-genv",
-                            "MPIR_CVAR_NOLOCAL",
-                            "1",
-                            "-genv",
-                            "UCX_TLS",
-                            "tcp,self",
-                        ]
-                        .map(String::from),
-                    );
-                }
-            }
-        }
-        v
-    }
-}
-
-impl std::str::FromStr for Stack {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Stack, String> {
-        Stack::ALL
-            .into_iter()
-            .find(|k| k.name() == s)
-            .ok_or_else(|| {
-                format!(
-                    "unknown stack '{s}' (allowed: {})",
-                    Stack::ALL.map(Stack::name).join(", ")
-                )
-            })
-    }
-}
+pub use crate::app_stack::Stack;
 
 #[derive(Debug, Args)]
 #[command(args_conflicts_with_subcommands = true)]
 pub struct AppArgs {
     #[command(subcommand)]
     pub cmd: Option<AppCmd>,
-    /// Programs of the kit, comma-separated: halo, transpose, wavefront, cg, pipeline, ep
-    /// [default: all six; none when a command follows `--`]
+    /// Programs, comma-separated: the kit's halo, transpose, wavefront, cg, pipeline, ep, and
+    /// Debian's hpcc and lammps [default: the kit's six; none when a command follows `--`]
     #[arg(long, value_name = "LIST")]
     pub programs: Option<String>,
-    /// Stacks, comma-separated: ompi-shm, ompi-tcp, mpich-shm, mpich-tcp
+    /// Stacks, comma-separated: ompi-shm, ompi-tcp, mpich-shm, mpich-tcp, and (root) the TCP
+    /// stacks over rate-limited network namespaces, one rank per namespace: ompi-tcp@RATE,
+    /// mpich-tcp@RATE (e.g. ompi-tcp@100mbit)
     #[arg(
         long,
         value_name = "LIST",
@@ -208,6 +117,10 @@ pub struct AppArgs {
     /// the parameters' differences (costs one more run per program, other stack and --repeat)
     #[arg(long = "loop")]
     pub loop_: bool,
+    /// Where `scripts/build_mpich_apps.sh [--lammps]` put hpcc and lmp built against MPICH
+    /// (DIR/bin/hpcc, DIR/bin/lmp), for hpcc and lammps on the MPICH stacks
+    #[arg(long, value_name = "DIR")]
+    pub mpich_apps: Option<PathBuf>,
     /// Seconds one run may take before it is stopped and reported as failed
     #[arg(long, default_value_t = 300, value_name = "SECONDS",
           value_parser = clap::value_parser!(u64).range(1..=86400))]
@@ -248,7 +161,9 @@ pub struct ReportArgs {
 pub struct Program {
     pub name: String,
     /// The kit's source, or None for a command.
-    pub(crate) kit: Option<&'static str>,
+    kit: Option<&'static str>,
+    /// An installed program (hpcc, lammps): `args` are its `name=value` arguments.
+    installed: Option<crate::app_installed::Installed>,
     /// Kit: `name=value` arguments; command: the whole command.
     args: Vec<String>,
 }
@@ -262,13 +177,13 @@ pub struct Config {
 
 impl AppArgs {
     pub fn to_config(&self) -> Result<Config, String> {
-        let stacks: Vec<Stack> = split(&self.stacks)
-            .map(|s| s.parse::<Stack>().map_err(|e| format!("--stacks: {e}")))
-            .collect::<Result<_, _>>()?;
+        let stacks = crate::app_stack::parse_stacks(&split(&self.stacks).collect::<Vec<_>>())
+            .map_err(|e| format!("--stacks: {e}"))?;
         if stacks.is_empty() {
             return Err("--stacks: empty list".into());
         }
         let kit_names = || KIT.iter().map(|k| k.0).collect::<Vec<_>>().join(", ");
+        let installed = crate::app_installed::INSTALLED;
         let names: Vec<&str> = match &self.programs {
             Some(p) => split(p).collect(),
             None if self.command.is_empty() => KIT.iter().map(|k| k.0).collect(),
@@ -276,18 +191,25 @@ impl AppArgs {
         };
         let mut programs = Vec::new();
         for n in names {
-            let Some((name, src, defaults)) = KIT.iter().find(|k| k.0 == n) else {
-                return Err(format!(
-                    "--programs: unknown program '{n}' (the kit has: {}; run any other after --)",
-                    kit_names()
-                ));
-            };
-            if programs.iter().any(|p: &Program| p.name == *name) {
+            if programs.iter().any(|p: &Program| p.name == n) {
                 return Err(format!("--programs: '{n}' is named twice"));
             }
+            let (kit, inst, defaults) = if let Some((_, src, d)) = KIT.iter().find(|k| k.0 == n) {
+                (Some(*src), None, *d)
+            } else if let Some((_, i, d)) = installed.iter().find(|k| k.0 == n) {
+                (None, Some(*i), *d)
+            } else {
+                return Err(format!(
+                    "--programs: unknown program '{n}' (the kit has: {}; installed: {}; run any \
+                     other after --)",
+                    kit_names(),
+                    installed.iter().map(|k| k.0).collect::<Vec<_>>().join(", ")
+                ));
+            };
             programs.push(Program {
-                name: name.to_string(),
-                kit: Some(src),
+                name: n.to_string(),
+                kit,
+                installed: inst,
                 args: defaults.split_whitespace().map(String::from).collect(),
             });
         }
@@ -319,11 +241,17 @@ impl AppArgs {
             programs.push(Program {
                 name,
                 kit: None,
+                installed: None,
                 args: self.command.clone(),
             });
         }
         if programs.is_empty() {
             return Err("--programs: empty list".into());
+        }
+        for p in &programs {
+            if let Some(i) = p.installed {
+                crate::app_installed::check_args(i, &p.args).map_err(|e| format!("--arg {e}"))?;
+            }
         }
         if let Some(h) = &self.html {
             let parent = h.parent().filter(|p| !p.as_os_str().is_empty());
@@ -471,6 +399,13 @@ pub fn run(a: &AppArgs, cfg: Config) -> Result<()> {
         }
     };
     let cache = a.cache.clone().unwrap_or_else(default_cache);
+    // Ctrl-C (or SIGTERM) stops the running launch and unwinds the study, so that the clusters
+    // of the network stacks and the scratch directory are removed.
+    commperf_testbed::run::install_interrupt_handler();
+    let nets = crate::app_stack::Nets::build(&cfg.stacks, a.np);
+    for n in nets.notes() {
+        crate::say(&format!("commperf: {n}"));
+    }
     let mut progress = RunProgress::new();
     let runs = cfg.programs.len() * cfg.stacks.len() * a.repeat as usize;
     let total = runs
@@ -488,7 +423,7 @@ pub fn run(a: &AppArgs, cfg: Config) -> Result<()> {
             done: &mut done,
             total,
         };
-        crate::app_loop::measure(a, &cfg, &root, &mut steps)
+        crate::app_loop::measure(a, &cfg, &nets, &root, &mut steps)
     });
     let mut cells = Vec::new();
     let mut emulations = Vec::new();
@@ -497,7 +432,7 @@ pub fn run(a: &AppArgs, cfg: Config) -> Result<()> {
         for &s in &cfg.stacks {
             let mut cell = Cell {
                 program: p.name.clone(),
-                stack: s.name().into(),
+                stack: s.name(),
                 error: None,
                 time_s: None,
                 time_source: None,
@@ -508,7 +443,11 @@ pub fn run(a: &AppArgs, cfg: Config) -> Result<()> {
                 monitor_dirs: Vec::new(),
                 notes: Vec::new(),
             };
-            let command = match command_for(p, s, a.np, &cache) {
+            let command = match nets
+                .check(s)
+                .map_err(anyhow::Error::msg)
+                .and_then(|()| program_command(a, p, s, &root, &cache))
+            {
                 Ok(c) => Some(c),
                 Err(e) => {
                     cell.error = Some(format!("{e:#}"));
@@ -519,7 +458,7 @@ pub fn run(a: &AppArgs, cfg: Config) -> Result<()> {
             mine.push((cell, command, Vec::new()));
         }
         let mut emus = match &measured {
-            Some(m) => crate::app_loop::plan(a, p, &cfg, m, &cache),
+            Some(m) => crate::app_loop::plan(a, p, &cfg, m, &root, &cache),
             None => Vec::new(),
         };
         // Rounds: each stack once, then each emulation once; load that drifts over the study
@@ -534,6 +473,10 @@ pub fn run(a: &AppArgs, cfg: Config) -> Result<()> {
                 progress.update(&label, done, total);
                 let dir = root.join(&p.name).join(s.name()).join(format!("run-{k}"));
                 let r = monitored_run(command, a.np, &dir, Duration::from_secs(a.timeout), &[]);
+                if commperf_testbed::run::interrupted() {
+                    progress.finish();
+                    bail!("interrupted: the study stopped during {label}");
+                }
                 done += 1;
                 progress.finished(&label, done, total);
                 cell.monitor_dirs.push(dir);
@@ -570,6 +513,13 @@ pub fn run(a: &AppArgs, cfg: Config) -> Result<()> {
                 };
                 for e in &mut emus {
                     crate::app_loop::emulate_round(a, p, m, &cfg, e, k, &root, &mut steps);
+                    if commperf_testbed::run::interrupted() {
+                        steps.progress.finish();
+                        bail!(
+                            "interrupted: the study stopped during the emulations of {}",
+                            p.name
+                        );
+                    }
                 }
             }
         }
@@ -595,7 +545,20 @@ pub fn run(a: &AppArgs, cfg: Config) -> Result<()> {
         for &s in &cfg.stacks {
             let label = format!("micro-benchmarks on {}", s.name());
             progress.update(&label, done, total);
-            let b = stack_bench(a, s, &sizes, &root);
+            let b = match nets.check(s) {
+                Ok(()) => stack_bench(a, s, &sizes, &root),
+                Err(e) => StackBench {
+                    stack: s.name(),
+                    error: Some(e),
+                    note: None,
+                    file: None,
+                    figures: Vec::new(),
+                },
+            };
+            if commperf_testbed::run::interrupted() {
+                progress.finish();
+                bail!("interrupted: the study stopped during {label}");
+            }
             done += 1;
             progress.finished(&label, done, total);
             benches.push(b);
@@ -623,7 +586,7 @@ pub fn run(a: &AppArgs, cfg: Config) -> Result<()> {
         np: a.np,
         repeat: a.repeat,
         programs: cfg.programs.iter().map(|p| p.name.clone()).collect(),
-        stacks: cfg.stacks.iter().map(|s| s.name().to_string()).collect(),
+        stacks: cfg.stacks.iter().map(|s| s.name()).collect(),
         wall_time_s: start.elapsed().as_secs_f64(),
         oversubscribed: oversubscribed(a.np),
         cells,
@@ -738,6 +701,28 @@ fn default_cache() -> PathBuf {
         .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
         .unwrap_or_else(std::env::temp_dir);
     base.join("commperf").join("apps")
+}
+
+/// The launch of program `p` on stack `s`: an installed program with its input written under
+/// `root`, or the kit's program (or the command) as [`command_for`] builds it.
+pub(crate) fn program_command(
+    a: &AppArgs,
+    p: &Program,
+    s: Stack,
+    root: &Path,
+    cache: &Path,
+) -> Result<Vec<String>> {
+    match p.installed {
+        Some(i) => crate::app_installed::command(
+            i,
+            &p.args,
+            s,
+            a.np,
+            a.mpich_apps.as_deref(),
+            &root.join(&p.name).join(s.name()).join("input"),
+        ),
+        None => command_for(p, s, a.np, cache),
+    }
 }
 
 /// The full launch of program `p` on stack `s`: the kit's program compiled for the stack's MPI.
@@ -957,7 +942,8 @@ fn run_with_timeout(
         if termed.is_none() && hung {
             after_results = true;
         }
-        if termed.is_none() && (t0.elapsed() > timeout || hung) {
+        let stop = t0.elapsed() > timeout || hung || commperf_testbed::run::interrupted();
+        if termed.is_none() && stop {
             // SAFETY: kill on our own child's pid.
             unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) };
             termed = Some(Instant::now());
@@ -974,13 +960,16 @@ fn run_with_timeout(
 
 /// The `time X s` a kit program reports (its timed loop).
 fn program_time(stdout: &str) -> Option<f64> {
-    stdout.lines().find_map(|l| {
-        let w: Vec<&str> = l.split_whitespace().collect();
-        w.windows(3)
-            .find(|x| x[0] == "time" && x[2] == "s")
-            .and_then(|x| x[1].parse::<f64>().ok())
-            .filter(|t| t.is_finite() && *t >= 0.0)
-    })
+    stdout
+        .lines()
+        .find_map(|l| {
+            let w: Vec<&str> = l.split_whitespace().collect();
+            w.windows(3)
+                .find(|x| x[0] == "time" && x[2] == "s")
+                .and_then(|x| x[1].parse::<f64>().ok())
+                .filter(|t| t.is_finite() && *t >= 0.0)
+        })
+        .or_else(|| crate::app_installed::lammps_loop_time(stdout))
 }
 
 const COLLECTIVES: &[&str] = &[
@@ -1131,7 +1120,7 @@ pub(crate) fn launch_bench(
 /// `commperf bench latency bw --transport mpi` with 2 ranks under the stack's launch.
 fn stack_bench(a: &AppArgs, s: Stack, sizes: &[u64], root: &Path) -> StackBench {
     let mut b = StackBench {
-        stack: s.name().into(),
+        stack: s.name(),
         error: None,
         note: None,
         file: None,
@@ -1476,14 +1465,14 @@ mod tests {
 
     #[test]
     fn stacks_launch_their_transport() {
-        let l = Stack::OmpiTcp.launch(2).join(" ");
+        let l = Stack::OMPI_TCP.launch(2).join(" ");
         assert!(l.contains("--mca pml ob1 --mca btl self,tcp"), "{l}");
-        let l = Stack::MpichTcp.launch(2).join(" ");
+        let l = Stack::MPICH_TCP.launch(2).join(" ");
         assert!(l.starts_with("mpiexec.mpich -n 2"), "{l}");
         assert!(
             l.contains("-genv MPIR_CVAR_NOLOCAL 1 -genv UCX_TLS tcp,self"),
             "{l}"
         );
-        assert!(!Stack::MpichShm.launch(2).join(" ").contains("genv"));
+        assert!(!Stack::MPICH_SHM.launch(2).join(" ").contains("genv"));
     }
 }

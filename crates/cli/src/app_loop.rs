@@ -302,7 +302,7 @@ pub fn params_from_bench(text: &str) -> Result<(Params, Vec<String>)> {
     Ok((p, row.notes.clone()))
 }
 
-fn loop_stack(a: &AppArgs, s: Stack, root: &Path) -> LoopStack {
+fn loop_stack(a: &AppArgs, s: Stack, nets: &crate::app_stack::Nets, root: &Path) -> LoopStack {
     let file = root.join(format!("loggp-{}.json", s.name()));
     let args = [
         "loggp",
@@ -315,6 +315,7 @@ fn loop_stack(a: &AppArgs, s: Stack, root: &Path) -> LoopStack {
     ]
     .map(String::from);
     let r = (|| -> Result<(Params, Vec<String>)> {
+        nets.check(s).map_err(anyhow::Error::msg)?;
         let note = app::launch_bench(a, s, &args, &file)?;
         let text = commperf_core::read_text(&file)?;
         let (p, mut notes) =
@@ -323,7 +324,7 @@ fn loop_stack(a: &AppArgs, s: Stack, root: &Path) -> LoopStack {
         Ok((p, notes))
     })();
     let mut st = LoopStack {
-        stack: s.name().into(),
+        stack: s.name(),
         error: None,
         notes: Vec::new(),
         file: a.out.is_some().then(|| file.clone()),
@@ -498,13 +499,23 @@ pub(crate) struct Measured {
 }
 
 /// Measures every stack's LogGP parameters and picks the reference.
-pub(crate) fn measure(a: &AppArgs, cfg: &Config, root: &Path, steps: &mut Steps<'_>) -> Measured {
+pub(crate) fn measure(
+    a: &AppArgs,
+    cfg: &Config,
+    nets: &crate::app_stack::Nets,
+    root: &Path,
+    steps: &mut Steps<'_>,
+) -> Measured {
     let stacks: Vec<LoopStack> = cfg
         .stacks
         .iter()
         .map(|&s| {
             steps.step(&format!("LogGP parameters of {}", s.name()), || {
-                loop_stack(a, s, root)
+                let mut st = loop_stack(a, s, nets, root);
+                if st.error.is_none() && commperf_testbed::run::interrupted() {
+                    st.error = Some("interrupted".into());
+                }
+                st
             })
         })
         .collect();
@@ -529,6 +540,7 @@ pub(crate) fn plan(
     p: &app::Program,
     cfg: &Config,
     m: &Measured,
+    root: &Path,
     cache: &Path,
 ) -> Vec<EmuRuns> {
     let Some(ri) = m.reference else {
@@ -561,7 +573,7 @@ pub(crate) fn plan(
                 match k
                     .validate()
                     .map_err(anyhow::Error::from)
-                    .and_then(|()| app::command_for(p, cfg.stacks[ri], a.np, cache))
+                    .and_then(|()| app::program_command(a, p, cfg.stacks[ri], root, cache))
                 {
                     Ok(c) => command = c,
                     Err(err) => e.error = Some(format!("{err:#}")),
@@ -710,10 +722,10 @@ pub(crate) fn finish(
         };
         for (si, &s) in cfg.stacks.iter().enumerate() {
             let st = &stacks[si];
-            let c = cell_of(s.name());
+            let c = cell_of(&s.name());
             let mut lc = LoopCell {
                 program: p.name.clone(),
-                stack: s.name().into(),
+                stack: s.name(),
                 error: None,
                 window_from: None,
                 measured_total_s: None,

@@ -66,6 +66,12 @@ pub enum Command {
     /// One rank of `testbed` inside its namespace (internal)
     #[command(name = "__testbed-rank", hide = true)]
     TestbedRank(crate::testbed::TestbedRankArgs),
+    /// One MPI rank moved into its namespace of an `app` network stack (internal)
+    #[command(name = "__netns-rank", hide = true)]
+    NetnsRank(crate::testbed::NetnsRankArgs),
+    /// The loopback relay of a `__netns-rank` (internal)
+    #[command(name = "__netns-relay", hide = true)]
+    NetnsRelay(crate::testbed::NetnsRelayArgs),
 }
 
 fn list<T: std::str::FromStr>(s: &str) -> Result<Vec<T>, String>

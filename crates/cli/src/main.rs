@@ -4,7 +4,9 @@
 
 mod app;
 mod app_html;
+mod app_installed;
 mod app_loop;
+mod app_stack;
 mod calibrate;
 mod cli;
 mod compare;
@@ -76,6 +78,8 @@ fn main() -> ExitCode {
         },
         Command::Testbed(t) => testbed::testbed(&t),
         Command::TestbedRank(r) => testbed::testbed_rank(&r),
+        Command::NetnsRank(r) => testbed::netns_rank(&r),
+        Command::NetnsRelay(r) => testbed::netns_relay(&r),
     };
     match r {
         Ok(()) => ExitCode::SUCCESS,

@@ -80,18 +80,23 @@ pub(crate) fn program_flavour(prog: &Path) -> Option<(Flavour, String)> {
     None
 }
 
-/// The first argument of the command that is an executable linking an MPI.
+/// The first argument of the command that is an executable linking an MPI. A rank moved into
+/// a namespace first (`commperf __netns-rank PREFIX -- PROGRAM`, `commperf app`'s network
+/// stacks) is looked for after the mover, which is commperf itself and may link an MPI.
 fn find_program(cmd: &[String]) -> Option<(PathBuf, Flavour, String)> {
-    cmd.iter()
-        .skip(usize::from(is_launcher(&cmd[0])))
-        .find_map(|a| {
-            if a.starts_with('-') {
-                return None;
-            }
-            let p = which(a)?;
-            let (f, lib) = program_flavour(&p)?;
-            Some((p, f, lib))
-        })
+    let from = cmd
+        .iter()
+        .position(|a| a == "__netns-rank")
+        .and_then(|i| cmd[i..].iter().position(|a| a == "--").map(|j| i + j + 1))
+        .unwrap_or(usize::from(is_launcher(&cmd[0])));
+    cmd.iter().skip(from).find_map(|a| {
+        if a.starts_with('-') {
+            return None;
+        }
+        let p = which(a)?;
+        let (f, lib) = program_flavour(&p)?;
+        Some((p, f, lib))
+    })
 }
 
 /// The recording runtime (the pmpi crate's cdylib), looked for beside the commperf binary.

@@ -211,3 +211,36 @@ pub fn testbed_rank(a: &TestbedRankArgs) -> Result<()> {
     })
     .with_context(|| format!("testbed rank {}", a.rank))
 }
+
+/// `commperf __netns-rank PREFIX -- PROGRAM …`: started by mpirun as each rank of a program on
+/// an `app` network stack; moves into namespace `PREFIX h<rank>` and becomes the program.
+#[derive(Debug, Args)]
+pub struct NetnsRankArgs {
+    /// The cluster's name prefix (`cpt<pid>-<tag>`)
+    pub prefix: String,
+    /// The program and its arguments
+    #[arg(last = true, required = true)]
+    pub command: Vec<std::ffi::OsString>,
+}
+
+/// `commperf __netns-relay NETNS PORT…` (see `commperf_testbed::mpirank`).
+#[derive(Debug, Args)]
+pub struct NetnsRelayArgs {
+    pub netns: String,
+    #[arg(required = true)]
+    pub ports: Vec<u16>,
+}
+
+pub fn netns_rank(a: &NetnsRankArgs) -> Result<()> {
+    use commperf_testbed::mpirank;
+    let rank = mpirank::rank_from_env()?;
+    let netns = format!("{}h{rank}", a.prefix);
+    let exe = std::env::current_exe().context("locate the commperf binary")?;
+    let mut relay = std::process::Command::new(exe);
+    relay.arg("__netns-relay");
+    match mpirank::exec_in(&netns, &a.command, relay)? {}
+}
+
+pub fn netns_relay(a: &NetnsRelayArgs) -> Result<()> {
+    match commperf_testbed::mpirank::relay(&a.netns, &a.ports)? {}
+}

@@ -328,12 +328,101 @@ fn a_small_study_over_mpich_and_a_command_built_for_the_other_mpi() {
     }
 }
 
+/// Debian's hpcc and lammps as named programs: their inputs written from the study's arguments
+/// into the cell's working directory (hpcc's output lands there, with the grid the study chose),
+/// lammps timed by its own `Loop time`, and hpcc on MPICH from `scripts/build_mpich_apps.sh`'s
+/// build (CI builds it; without it the cell names the script) while lammps on MPICH names the
+/// missing build.
+#[test]
+fn hpcc_and_lammps_run_with_their_inputs_on_both_mpis() {
+    if !ready(
+        "app_installed",
+        &["hpcc", "lmp", "mpirun.openmpi", "mpiexec.mpich"],
+    ) {
+        return;
+    }
+    let s = Scratch::new("app", "installed");
+    let out = s.0.join("study");
+    let apps = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/mpich-apps");
+    let o = app(
+        &s,
+        &[
+            "--programs",
+            "hpcc,lammps",
+            "--arg",
+            "hpcc:n=120",
+            "--arg",
+            "lammps:size=4",
+            "--arg",
+            "lammps:steps=40",
+            "--stacks",
+            "ompi-shm,mpich-shm",
+            "--no-bench",
+            "--json",
+            "--mpich-apps",
+            apps.to_str().unwrap(),
+            "-o",
+            out.to_str().unwrap(),
+        ],
+    );
+    ok(&o);
+    let j: Value = serde_json::from_str(&text(&o.stdout)).expect("JSON");
+    let h = cell(&j, "hpcc", "ompi-shm");
+    assert!(h["error"].is_null(), "{h}");
+    assert!(h["profile"]["messages"].as_u64().unwrap() > 1000, "{h}");
+    let hout = std::fs::read_to_string(out.join("hpcc/ompi-shm/input/hpccoutf.txt"))
+        .expect("hpcc wrote its output in the cell's working directory");
+    for want in ["N      :     120", "P      :       1", "Q      :       2"] {
+        assert!(hout.contains(want), "hpccoutf.txt lacks {want:?}");
+    }
+    let l = cell(&j, "lammps", "ompi-shm");
+    assert!(l["error"].is_null(), "{l}");
+    assert_eq!(l["time_source"], "program", "{l}");
+    let stdout = std::fs::read_to_string(out.join("lammps/ompi-shm/run-0/stdout.txt")).unwrap();
+    let line = stdout
+        .lines()
+        .find(|x| x.starts_with("Loop time of "))
+        .expect("lammps's loop line");
+    let loop_s: f64 = line.split_whitespace().nth(3).unwrap().parse().unwrap();
+    assert_eq!(l["time_s"].as_f64(), Some(loop_s), "{line}");
+    assert!(line.contains("for 40 steps with 256 atoms"), "{line}");
+    let hm = cell(&j, "hpcc", "mpich-shm");
+    if apps.join("bin/hpcc").is_file() {
+        assert!(hm["error"].is_null(), "{hm}");
+        assert!(hm["profile"]["mpi_library"]
+            .as_str()
+            .unwrap()
+            .contains("MPICH"));
+    } else {
+        assert!(hm["error"]
+            .as_str()
+            .unwrap()
+            .contains("build_mpich_apps.sh"));
+    }
+    if !apps.join("bin/lmp").is_file() {
+        let e = cell(&j, "lammps", "mpich-shm")["error"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        assert!(e.contains("build_mpich_apps.sh --lammps"), "{e}");
+    }
+}
+
 #[test]
 fn unknown_stacks_programs_and_arguments_are_refused_by_name() {
     for (args, says) in [
         (
             &["--stacks", "ompi-shm,ib"][..],
-            "--stacks: unknown stack 'ib' (allowed: ompi-shm, ompi-tcp, mpich-shm, mpich-tcp)",
+            "--stacks: unknown stack 'ib' (allowed: ompi-shm, ompi-tcp, mpich-shm, mpich-tcp, \
+             and ompi-tcp@RATE, mpich-tcp@RATE",
+        ),
+        (
+            &["--stacks", "ompi-shm@1gbit"][..],
+            "--stacks: stack 'ompi-shm@1gbit': shared memory does not cross network namespaces",
+        ),
+        (
+            &["--stacks", "mpich-tcp@10mbps"][..],
+            "--stacks: stack 'mpich-tcp@10mbps': '10mbps': unit 'mbps' is ambiguous",
         ),
         (
             &["--programs", "halo,bt"][..],
@@ -345,6 +434,14 @@ fn unknown_stacks_programs_and_arguments_are_refused_by_name() {
         ),
         (&["--arg", "halo-iters"][..], "--arg halo-iters: expected PROGRAM:NAME=VALUE"),
         (&["--np", "0"][..], "--np"),
+        (
+            &["--programs", "hpcc", "--arg", "hpcc:n=5"][..],
+            "--arg n=5: expected HPL and PTRANS matrix order, an integer from 40 to 20000",
+        ),
+        (
+            &["--programs", "lammps", "--arg", "lammps:atoms=5"][..],
+            "--arg atoms=5: lammps has no argument 'atoms' (it has: size, steps)",
+        ),
     ] {
         let mut argv = vec!["app"];
         argv.extend(args);

@@ -583,15 +583,19 @@ fn collectives_under(mpi: &str) {
 
         // Native: untouched, counted so, and (on 2 ranks, where no rank waits for a core) far
         // below one ΔL per call; 20 batches, so that one falls in a quiet moment of the machine.
-        let o = emulate_np(
-            &["--L", "100us"],
-            &["--json", "--collectives", "native"],
-            mpi,
-            n,
-            &prog,
-            &["time", "20", "10"],
-        );
-        ok(&o);
+        let native = || {
+            let o = emulate_np(
+                &["--L", "100us"],
+                &["--json", "--collectives", "native"],
+                mpi,
+                n,
+                &prog,
+                &["time", "20", "10"],
+            );
+            ok(&o);
+            o
+        };
+        let o = native();
         let j: Value = serde_json::from_slice(&o.stdout).expect("JSON");
         let u = &j["untouched"];
         assert_eq!(u["collectives_native"], 201 * n64, "{j}");
@@ -599,10 +603,18 @@ fn collectives_under(mpi: &str) {
         assert_eq!(u["collective_p2p_messages"], 0, "{j}");
         assert_eq!(u["untouched_calls_percent"], 100.0, "{j}");
         if n == 2 {
-            let t = figure(&text(&o.stderr), "allreduce_ns");
+            // A loaded machine (MPICH's ranks poll, and another job may hold a core) can make
+            // every batch of a run slow: up to two more runs, the fastest counts.
+            let mut t = figure(&text(&o.stderr), "allreduce_ns");
+            for _ in 0..2 {
+                if t < 0.5 * rounds * l {
+                    break;
+                }
+                t = t.min(figure(&text(&native().stderr), "allreduce_ns"));
+            }
             assert!(
                 t < 0.5 * rounds * l,
-                "native allreduce {t} ns under L=100us"
+                "native allreduce {t} ns under L=100us (fastest of three runs)"
             );
         }
     }

@@ -9,6 +9,7 @@
 //! [`predict`] turns a pattern into the engine's workload. Everything this crate makes carries
 //! a per-run name prefix so that it can be removed after any failure.
 
+pub mod mpirank;
 pub mod netns;
 pub mod pattern;
 pub mod predict;

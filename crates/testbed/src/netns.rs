@@ -110,6 +110,12 @@ pub fn run_prefix() -> String {
     format!("cpt{}-", std::process::id())
 }
 
+/// The prefix of this run's cluster `tag` (see [`Cluster::build_tagged`]); the namespace of
+/// host `i` is `{prefix}h{i}`.
+pub fn tagged_prefix(tag: char) -> String {
+    format!("{}{tag}", run_prefix())
+}
+
 /// Whether this process runs as root.
 pub fn is_root() -> bool {
     // SAFETY: geteuid has no preconditions and cannot fail.
@@ -381,6 +387,16 @@ fn shaper_cmds(
 impl Cluster {
     /// Builds the cluster. On any failure, whatever was made is removed before returning.
     pub fn build(spec: &ClusterSpec) -> Result<Cluster, NetnsError> {
+        Cluster::build_with_prefix(spec, run_prefix())
+    }
+
+    /// Builds one of several clusters of this run: names start with `cpt<pid>-<tag>` (a lower-
+    /// case letter, so that names stay within 15 bytes and each cluster is removed alone).
+    pub fn build_tagged(spec: &ClusterSpec, tag: char) -> Result<Cluster, NetnsError> {
+        Cluster::build_with_prefix(spec, tagged_prefix(tag))
+    }
+
+    fn build_with_prefix(spec: &ClusterSpec, prefix: String) -> Result<Cluster, NetnsError> {
         check_prerequisites()?;
         if !(2..=MAX_HOSTS).contains(&spec.hosts) {
             return Err(NetnsError::Hosts(spec.hosts));
@@ -388,7 +404,6 @@ impl Cluster {
         if !(1_000..=100_000_000_000).contains(&spec.rate_bit_per_s) {
             return Err(NetnsError::Rate(spec.rate_bit_per_s));
         }
-        let prefix = run_prefix();
         let x = free_subnet()?;
         let mut c = Cluster {
             bridge: format!("{prefix}br"),
