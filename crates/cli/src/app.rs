@@ -117,6 +117,14 @@ pub struct AppArgs {
     /// the parameters' differences (costs one more run per program, other stack and --repeat)
     #[arg(long = "loop")]
     pub loop_: bool,
+    /// Also sweep each program's sensitivity to a LogGP knob (seed 001) on one stack, as
+    /// `commperf emulate sweep --knob` does: e.g. --sweep L=0,5,20us --sweep o=0,2us; rounds:
+    /// --repeat, at least 3 (the sweep's noise band needs repeats)
+    #[arg(long = "sweep", value_name = "KNOB=VALUES", value_parser = knob_list)]
+    pub sweep: Vec<(commperf_emulate::Knob, Vec<f64>)>,
+    /// The stack the sweeps run on [default: the first of --stacks]
+    #[arg(long, value_name = "STACK")]
+    pub sweep_stack: Option<String>,
     /// Where `scripts/build_mpich_apps.sh [--lammps]` put hpcc and lmp built against MPICH
     /// (DIR/bin/hpcc, DIR/bin/lmp), for hpcc and lammps on the MPICH stacks
     #[arg(long, value_name = "DIR")]
@@ -156,6 +164,10 @@ pub struct ReportArgs {
     pub out: Option<PathBuf>,
 }
 
+fn knob_list(s: &str) -> Result<(commperf_emulate::Knob, Vec<f64>), String> {
+    commperf_emulate::parse_knob_list(s).map_err(|e| e.to_string())
+}
+
 /// One program of a study.
 #[derive(Debug, Clone)]
 pub struct Program {
@@ -173,6 +185,8 @@ pub struct Program {
 pub struct Config {
     pub programs: Vec<Program>,
     pub stacks: Vec<Stack>,
+    /// Where `--sweep` runs (None: no sweep).
+    pub sweep_stack: Option<Stack>,
 }
 
 impl AppArgs {
@@ -262,7 +276,21 @@ impl AppArgs {
                 ));
             }
         }
-        Ok(Config { programs, stacks })
+        if self.sweep_stack.is_some() && self.sweep.is_empty() {
+            return Err("--sweep-stack: no --sweep to run".into());
+        }
+        let sweep_stack = match (&self.sweep_stack, self.sweep.is_empty()) {
+            (_, true) => None,
+            (None, false) => Some(stacks[0]),
+            (Some(n), false) => Some(stacks.iter().copied().find(|s| s.name() == *n).ok_or_else(
+                || format!("--sweep-stack {n}: not one of the study's stacks (--stacks)"),
+            )?),
+        };
+        Ok(Config {
+            programs,
+            stacks,
+            sweep_stack,
+        })
     }
 }
 
@@ -293,6 +321,9 @@ pub struct Study {
     /// without `--loop` and absent from version 1 files.
     #[serde(default, rename = "loop")]
     pub loop_study: Option<crate::app_loop::Loop>,
+    /// One per program with `--sweep`: its sensitivity to each knob on one stack.
+    #[serde(default)]
+    pub sensitivity: Vec<crate::app_sweep::Sensitivity>,
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -408,7 +439,13 @@ pub fn run(a: &AppArgs, cfg: Config) -> Result<()> {
     }
     let mut progress = RunProgress::new();
     let runs = cfg.programs.len() * cfg.stacks.len() * a.repeat as usize;
+    let sweeps = if cfg.sweep_stack.is_some() {
+        cfg.programs.len()
+    } else {
+        0
+    };
     let total = runs
+        + sweeps
         + if a.no_bench { 0 } else { cfg.stacks.len() }
         + if a.loop_ {
             crate::app_loop::steps(&cfg, a.repeat)
@@ -443,11 +480,7 @@ pub fn run(a: &AppArgs, cfg: Config) -> Result<()> {
                 monitor_dirs: Vec::new(),
                 notes: Vec::new(),
             };
-            let command = match nets
-                .check(s)
-                .map_err(anyhow::Error::msg)
-                .and_then(|()| program_command(a, p, s, &root, &cache))
-            {
+            let command = match launch_of(a, &nets, p, s, &cache, &root) {
                 Ok(c) => Some(c),
                 Err(e) => {
                     cell.error = Some(format!("{e:#}"));
@@ -458,7 +491,7 @@ pub fn run(a: &AppArgs, cfg: Config) -> Result<()> {
             mine.push((cell, command, Vec::new()));
         }
         let mut emus = match &measured {
-            Some(m) => crate::app_loop::plan(a, p, &cfg, m, &root, &cache),
+            Some(m) => crate::app_loop::plan(a, p, &cfg, m, &nets, &root, &cache),
             None => Vec::new(),
         };
         // Rounds: each stack once, then each emulation once; load that drifts over the study
@@ -574,6 +607,38 @@ pub fn run(a: &AppArgs, cfg: Config) -> Result<()> {
         }
     }
     let loop_study = measured.map(|m| crate::app_loop::finish(&cfg, &cells, m, emulations));
+    let mut sensitivity = Vec::new();
+    if let Some(s) = cfg.sweep_stack {
+        for p in &cfg.programs {
+            let label = format!("sensitivity of {} on {} (emulate sweep)", p.name, s.name());
+            progress.update(&label, done, total);
+            let r = launch_of(a, &nets, p, s, &cache, &root).and_then(|c| {
+                crate::app_sweep::sweep(
+                    &c,
+                    &a.sweep,
+                    a.repeat.max(3),
+                    Duration::from_secs(a.timeout),
+                    &root.join(&p.name).join(s.name()).join("sweep"),
+                )
+            });
+            if commperf_testbed::run::interrupted() {
+                progress.finish();
+                bail!("interrupted: the study stopped during {label}");
+            }
+            done += 1;
+            progress.finished(&label, done, total);
+            let (sweep, error) = match r {
+                Ok(r) => (Some(r), None),
+                Err(e) => (None, Some(format!("{e:#}"))),
+            };
+            sensitivity.push(crate::app_sweep::Sensitivity {
+                program: p.name.clone(),
+                stack: s.name(),
+                error,
+                sweep,
+            });
+        }
+    }
     progress.finish();
     let explanations = cfg
         .programs
@@ -593,6 +658,7 @@ pub fn run(a: &AppArgs, cfg: Config) -> Result<()> {
         benches,
         explanations,
         loop_study,
+        sensitivity,
     };
     if let (Some(l), Some(_)) = (&study.loop_study, &a.out) {
         let path = root.join("loop.svg");
@@ -703,15 +769,17 @@ fn default_cache() -> PathBuf {
     base.join("commperf").join("apps")
 }
 
-/// The launch of program `p` on stack `s`: an installed program with its input written under
-/// `root`, or the kit's program (or the command) as [`command_for`] builds it.
-pub(crate) fn program_command(
+/// The launch of program `p` on stack `s` (kit, installed or command), or why it cannot run
+/// there (its network was not built, its build failed, no binary for that MPI).
+pub(crate) fn launch_of(
     a: &AppArgs,
+    nets: &crate::app_stack::Nets,
     p: &Program,
     s: Stack,
-    root: &Path,
     cache: &Path,
+    root: &Path,
 ) -> Result<Vec<String>> {
+    nets.check(s).map_err(anyhow::Error::msg)?;
     match p.installed {
         Some(i) => crate::app_installed::command(
             i,
@@ -1437,6 +1505,7 @@ pub(crate) fn render(s: &Study) -> String {
     if let Some(l) = &s.loop_study {
         o += &crate::app_loop::render(l);
     }
+    crate::app_sweep::render(&mut o, &s.sensitivity);
     let _ = writeln!(o, "\nstudy wall time {:.1} s", s.wall_time_s);
     o
 }

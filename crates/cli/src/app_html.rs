@@ -89,6 +89,7 @@ pub fn page(s: &Study) -> String {
     if let Some(l) = &s.loop_study {
         loop_section(&mut o, l);
     }
+    sensitivity(&mut o, s);
     let _ = writeln!(o, "</body>\n</html>");
     o
 }
@@ -400,6 +401,53 @@ fn program_section(o: &mut String, s: &Study, i: usize, p: &str) {
 }
 
 /// An SVG element of `w` × `h` with a white background and a centred title.
+/// Figure (d), per program: its sensitivity curves from `--sweep` (the sweep's own SVG, whose
+/// text it escapes itself).
+fn sensitivity(o: &mut String, s: &Study) {
+    let Some(first) = s.sensitivity.first() else {
+        return;
+    };
+    let _ = writeln!(
+        o,
+        "<h2 id=\"sensitivity\">Sensitivity to the LogGP knobs (emulate sweep on {})</h2>\n\
+         <p class=\"note\">Each program run with one knob raised at a time (seed 001), settings \
+         interleaved over the rounds; slowdown = median run time over the baseline's, the \
+         baseline's own spread shaded as the noise band.</p>",
+        esc(&first.stack)
+    );
+    for x in &s.sensitivity {
+        match &x.sweep {
+            Some(r) => {
+                let _ = writeln!(
+                    o,
+                    "<figure class=\"sensitivity\" data-program=\"{}\">",
+                    esc(&x.program)
+                );
+                o.push_str(&r.render_svg());
+                let _ = writeln!(
+                    o,
+                    "<figcaption>(d) {}: slowdown against each knob on {}; most sensitive to \
+                     {}.</figcaption>\n</figure>",
+                    esc(&x.program),
+                    esc(&x.stack),
+                    esc(r
+                        .most_sensitive
+                        .as_deref()
+                        .unwrap_or("no knob beyond the noise band"))
+                );
+            }
+            None => {
+                let _ = writeln!(
+                    o,
+                    "<p class=\"failed\">{}: no sweep: {}</p>",
+                    esc(&x.program),
+                    esc(x.error.as_deref().unwrap_or(""))
+                );
+            }
+        }
+    }
+}
+
 fn svg_open(o: &mut String, w: f64, h: f64, class: &str, title: &str) {
     let _ = writeln!(
         o,
@@ -960,6 +1008,7 @@ mod tests {
                 note: Some("<img src=x onerror=alert(2)>".into()),
             }],
             loop_study: None,
+            sensitivity: Vec::new(),
         }
     }
 
@@ -1097,6 +1146,58 @@ mod tests {
         // The same figure as loop.svg.
         assert!(h.contains(&loop_svg(s.loop_study.as_ref().unwrap())));
         assert!(h.contains("clamped: L -150.000 ns → 0"), "{h}");
+    }
+
+    #[test]
+    fn sensitivity_curves_are_figure_d_one_line_per_knob() {
+        use commperf_emulate::sweep::{KnobSummary, SweepResult};
+        let mut s = hostile();
+        let knob = |k: &str, unit: &str, pts: Vec<(f64, f64)>| KnobSummary {
+            knob: k.into(),
+            unit: unit.into(),
+            max_slowdown: pts.iter().map(|p| p.1).reduce(f64::max),
+            slowdown_per_unit: None,
+            points: pts,
+        };
+        s.sensitivity = vec![
+            crate::app_sweep::Sensitivity {
+                program: "halo".into(),
+                stack: "ompi-shm".into(),
+                error: None,
+                sweep: Some(SweepResult {
+                    schema_version: 1,
+                    command: vec!["mpirun".into(), "<b>halo</b>".into()],
+                    repeat: 3,
+                    baseline_spread: Some(0.02),
+                    settings: Vec::new(),
+                    knobs: vec![
+                        knob("L", "us", vec![(0.0, 0.0), (5.0, 0.1), (20.0, 0.4)]),
+                        knob("o", "us", vec![(0.0, 0.0), (2.0, 0.3)]),
+                    ],
+                    most_sensitive: Some("o".into()),
+                    notes: Vec::new(),
+                }),
+            },
+            crate::app_sweep::Sensitivity {
+                program: "<script>x</script>".into(),
+                stack: "ompi-shm".into(),
+                error: Some("emulate sweep exited with <i>1</i>".into()),
+                sweep: None,
+            },
+        ];
+        let h = page(&s);
+        let d = &h[h.find("id=\"sensitivity\"").expect("section (d)")..];
+        assert_eq!(d.matches("<figure class=\"sensitivity\"").count(), 1, "{d}");
+        assert_eq!(d.matches("<polyline").count(), 2, "{d}");
+        // One point per tested value, the baseline's included.
+        assert_eq!(d.matches("<circle").count(), 5, "{d}");
+        assert!(d.contains("most sensitive to o."), "{d}");
+        assert!(d.contains("&lt;b&gt;halo&lt;/b&gt;"), "{d}");
+        assert!(
+            d.contains("&lt;script&gt;x&lt;/script&gt;: no sweep: emulate sweep exited with &lt;i&gt;1&lt;/i&gt;"),
+            "{d}"
+        );
+        assert!(!h.contains("<script") && !h.contains("<i>") && !h.contains("<b>"));
     }
 
     #[test]

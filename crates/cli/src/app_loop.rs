@@ -540,6 +540,7 @@ pub(crate) fn plan(
     p: &app::Program,
     cfg: &Config,
     m: &Measured,
+    nets: &crate::app_stack::Nets,
     root: &Path,
     cache: &Path,
 ) -> Vec<EmuRuns> {
@@ -573,7 +574,7 @@ pub(crate) fn plan(
                 match k
                     .validate()
                     .map_err(anyhow::Error::from)
-                    .and_then(|()| app::program_command(a, p, cfg.stacks[ri], root, cache))
+                    .and_then(|()| app::launch_of(a, nets, p, cfg.stacks[ri], cache, root))
                 {
                     Ok(c) => command = c,
                     Err(err) => e.error = Some(format!("{err:#}")),

@@ -7,6 +7,7 @@ mod app_html;
 mod app_installed;
 mod app_loop;
 mod app_stack;
+mod app_sweep;
 mod calibrate;
 mod cli;
 mod compare;

@@ -408,6 +408,67 @@ fn hpcc_and_lammps_run_with_their_inputs_on_both_mpis() {
     }
 }
 
+/// `--sweep`: each program's sensitivity study (`emulate sweep`) on the named stack, kept whole
+/// in the study. cg with ΔL = 1 ms: every one of its 200 iterations waits for at least one
+/// halo message held ΔL, so the L run must take at least 200 ms more than the baseline.
+#[test]
+fn a_sweep_gives_each_program_its_sensitivity_curve() {
+    if !ready("app_sweep", &["mpicc.openmpi", "mpirun.openmpi"]) {
+        return;
+    }
+    let s = Scratch::new("app", "sweep");
+    let out = s.0.join("study");
+    let o = app(
+        &s,
+        &[
+            "--programs",
+            "cg",
+            "--arg",
+            "cg:iters=200",
+            "--stacks",
+            "ompi-tcp,ompi-shm",
+            "--no-bench",
+            "--sweep",
+            "L=0,1000us",
+            "--sweep-stack",
+            "ompi-shm",
+            "--json",
+            "-o",
+            out.to_str().unwrap(),
+        ],
+    );
+    ok(&o);
+    let j: Value = serde_json::from_str(&text(&o.stdout)).expect("JSON");
+    let sens = j["sensitivity"].as_array().expect("sensitivity");
+    assert_eq!(sens.len(), 1, "{j}");
+    assert_eq!(sens[0]["program"], "cg");
+    assert_eq!(sens[0]["stack"], "ompi-shm");
+    let settings = sens[0]["sweep"]["settings"].as_array().expect("a sweep");
+    assert_eq!(settings.len(), 2, "baseline and L=1ms: {j}");
+    let median = |i: usize| {
+        assert_eq!(settings[i]["runs_s"].as_array().unwrap().len(), 3, "{j}");
+        settings[i]["median_s"].as_f64().unwrap()
+    };
+    let added = median(1) - median(0);
+    assert!(
+        added >= 0.9 * 200.0 * 1e-3,
+        "ΔL = 1 ms added only {added} s to 200 iterations: {j}"
+    );
+    assert_eq!(sens[0]["sweep"]["most_sensitive"], "L", "{j}");
+    assert!(out.join("cg/ompi-shm/sweep/sweep.json").is_file());
+    let table = Command::new(exe())
+        .args(["app", "report"])
+        .arg(&out)
+        .output()
+        .expect("app report");
+    ok(&table);
+    assert!(
+        text(&table.stdout).contains("# sensitivity (emulate sweep on ompi-shm)"),
+        "{}",
+        text(&table.stdout)
+    );
+}
+
 #[test]
 fn unknown_stacks_programs_and_arguments_are_refused_by_name() {
     for (args, says) in [
@@ -434,6 +495,15 @@ fn unknown_stacks_programs_and_arguments_are_refused_by_name() {
         ),
         (&["--arg", "halo-iters"][..], "--arg halo-iters: expected PROGRAM:NAME=VALUE"),
         (&["--np", "0"][..], "--np"),
+        (
+            &["--sweep", "L=0,5us", "--sweep-stack", "mpich-tcp", "--stacks", "ompi-shm"][..],
+            "--sweep-stack mpich-tcp: not one of the study's stacks (--stacks)",
+        ),
+        (
+            &["--sweep-stack", "ompi-shm"][..],
+            "--sweep-stack: no --sweep to run",
+        ),
+        (&["--sweep", "Q=0,5us"][..], "--sweep"),
         (
             &["--programs", "hpcc", "--arg", "hpcc:n=5"][..],
             "--arg n=5: expected HPL and PTRANS matrix order, an integer from 40 to 20000",

@@ -13,21 +13,10 @@ use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 fn can_run(test: &str) -> bool {
-    // SAFETY: geteuid has no preconditions.
-    let root = unsafe { libc::geteuid() } == 0;
-    let tools = ["ip", "tc"].iter().all(|t| {
-        Command::new(t)
-            .arg("-V")
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status()
-            .is_ok_and(|s| s.success())
-    });
-    if !(root && tools) {
+    if !mpi_apps::netns_ready() {
         if std::env::var_os("COMMPERF_REQUIRE_MPI").is_some() {
             panic!("{test}: COMMPERF_REQUIRE_MPI is set, but this needs root, ip and tc");
         }
-        eprintln!("skipping {test}: needs root, iproute2 and tc to build network namespaces");
         return false;
     }
     ready(

@@ -3,6 +3,7 @@
 //! after a rank dies and after Ctrl-C. Needs root, iproute2 and tc; elsewhere each test says
 //! why it did not run.
 
+mod mpi_apps;
 use serde_json::Value;
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
@@ -11,20 +12,7 @@ use std::time::{Duration, Instant};
 const EXE: &str = env!("CARGO_BIN_EXE_commperf");
 
 fn can_run() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    let root = unsafe { libc::geteuid() } == 0;
-    let tools = ["ip", "tc"].iter().all(|t| {
-        Command::new(t)
-            .arg("-V")
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status()
-            .is_ok_and(|s| s.success())
-    });
-    if !(root && tools) {
-        eprintln!("SKIPPED: needs root, iproute2 and tc to build network namespaces");
-    }
-    root && tools
+    mpi_apps::netns_ready()
 }
 
 /// Namespaces and root-namespace links a run with this pid left behind.

@@ -607,10 +607,11 @@ impl SweepResult {
             s,
             r#"<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" font-family="sans-serif" font-size="11">"#
         );
+        // Left-aligned: a long command (a launcher's options, a program's full path) runs off
+        // the right edge, keeping its start readable, instead of off both.
         let _ = writeln!(
             s,
-            r#"<text x="{}" y="18" font-size="14" text-anchor="middle">Slowdown against each knob: {}</text>"#,
-            w / 2.0,
+            r#"<text x="10" y="18" font-size="14">Slowdown against each knob: {}</text>"#,
             xml(&self.command.join(" "))
         );
         for (i, k) in self.knobs.iter().enumerate() {

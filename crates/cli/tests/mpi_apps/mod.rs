@@ -38,6 +38,25 @@ pub fn ready(test: &str, tools: &[&str]) -> bool {
     false
 }
 
+/// Whether this process may build network namespaces (root, iproute2's `ip` and `tc`); prints
+/// why not.
+pub fn netns_ready() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
+    let tools = ["ip", "tc"].iter().all(|t| {
+        Command::new(t)
+            .arg("-V")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+    });
+    if !(root && tools) {
+        eprintln!("SKIPPED: needs root, iproute2 and tc to build network namespaces");
+    }
+    root && tools
+}
+
 /// A scratch directory removed when dropped.
 pub struct Scratch(pub PathBuf);
 impl Scratch {
