@@ -8,8 +8,9 @@
 //! micro-benchmark figure orders the stacks, Spearman ρ); the stacks' micro-benchmark figures;
 //! and per program its message profile on every stack with figure (b), its signature: messages
 //! per size bin; with the loop (`--loop`), its table and figure (c), predicted and emulated
-//! against measured time on one log-log plane with the diagonal and the goal's ±10 % band.
-//! Every text that comes from the command line or from a program (names, errors,
+//! against measured time on one plane (log10 on both axes when the times span more than a factor
+//! of 30) with the diagonal and the goal's ±10 % band; with `--sweep`, figure (d), each
+//! program's sensitivity curves. Every text that comes from the command line or from a program (names, errors,
 //! notes, the MPI library's banner) is escaped. Deterministic: the same study gives the same
 //! bytes.
 
