@@ -18,7 +18,8 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// Version of [`Study`] (`study.json`, `--json`).
-pub const STUDY_SCHEMA_VERSION: u32 = 1;
+/// 2: the `loop` section (`--loop`); version 1 files (no loop) are still read.
+pub const STUDY_SCHEMA_VERSION: u32 = 2;
 /// The `schema` of [`Study`].
 pub const STUDY_SCHEMA: &str = "commperf-app-study";
 
@@ -110,6 +111,12 @@ pub struct AppArgs {
     /// Leave out the stacks' micro-benchmarks
     #[arg(long)]
     pub no_bench: bool,
+    /// Also close the loop: measure each stack's LogGP parameters (`bench loggp --transport
+    /// mpi`), predict every program on every stack from its monitored trace on the reference
+    /// stack (the least o_s + L + o_r), and emulate each other stack there with the knobs set to
+    /// the parameters' differences (costs one more run per program, other stack and --repeat)
+    #[arg(long = "loop")]
+    pub loop_: bool,
     /// Also sweep each program's sensitivity to a LogGP knob (seed 001) on one stack, as
     /// `commperf emulate sweep --knob` does: e.g. --sweep L=0,5,20us --sweep o=0,2us; rounds:
     /// --repeat, at least 3 (the sweep's noise band needs repeats)
@@ -310,6 +317,10 @@ pub struct Study {
     pub benches: Vec<StackBench>,
     /// One per program: which figure orders the stacks as the program's times do.
     pub explanations: Vec<Explanation>,
+    /// The loop (`--loop`): predictions and emulations against the measured runs; null
+    /// without `--loop` and absent from version 1 files.
+    #[serde(default, rename = "loop")]
+    pub loop_study: Option<crate::app_loop::Loop>,
     /// One per program with `--sweep`: its sensitivity to each knob on one stack.
     #[serde(default)]
     pub sensitivity: Vec<crate::app_sweep::Sensitivity>,
@@ -433,10 +444,28 @@ pub fn run(a: &AppArgs, cfg: Config) -> Result<()> {
     } else {
         0
     };
-    let total = runs + sweeps + if a.no_bench { 0 } else { cfg.stacks.len() };
+    let total = runs
+        + sweeps
+        + if a.no_bench { 0 } else { cfg.stacks.len() }
+        + if a.loop_ {
+            crate::app_loop::steps(&cfg, a.repeat)
+        } else {
+            0
+        };
     let mut done = 0;
+    // The loop's parameters first: its emulated runs go in the same rounds as the real ones.
+    let measured = a.loop_.then(|| {
+        let mut steps = crate::app_loop::Steps {
+            progress: &mut progress,
+            done: &mut done,
+            total,
+        };
+        crate::app_loop::measure(a, &cfg, &nets, &root, &mut steps)
+    });
     let mut cells = Vec::new();
+    let mut emulations = Vec::new();
     for p in &cfg.programs {
+        let mut mine: Vec<(Cell, Option<Vec<String>>, Vec<f64>)> = Vec::new();
         for &s in &cfg.stacks {
             let mut cell = Cell {
                 program: p.name.clone(),
@@ -459,13 +488,24 @@ pub fn run(a: &AppArgs, cfg: Config) -> Result<()> {
                     None
                 }
             };
-            let mut walls = Vec::new();
-            for k in 0..a.repeat {
-                let Some(command) = &command else { break };
+            mine.push((cell, command, Vec::new()));
+        }
+        let mut emus = match &measured {
+            Some(m) => crate::app_loop::plan(a, p, &cfg, m, &nets, &root, &cache),
+            None => Vec::new(),
+        };
+        // Rounds: each stack once, then each emulation once; load that drifts over the study
+        // (the machine is shared) then reaches every stack's runs alike.
+        for k in 0..a.repeat {
+            for (&s, (cell, command, walls)) in cfg.stacks.iter().zip(&mut mine) {
+                let Some(command) = command else { continue };
+                if cell.error.is_some() {
+                    continue;
+                }
                 let label = format!("{} on {} (run {}/{})", p.name, s.name(), k + 1, a.repeat);
                 progress.update(&label, done, total);
                 let dir = root.join(&p.name).join(s.name()).join(format!("run-{k}"));
-                let r = monitored_run(command, a.np, &dir, Duration::from_secs(a.timeout));
+                let r = monitored_run(command, a.np, &dir, Duration::from_secs(a.timeout), &[]);
                 if commperf_testbed::run::interrupted() {
                     progress.finish();
                     bail!("interrupted: the study stopped during {label}");
@@ -495,16 +535,35 @@ pub fn run(a: &AppArgs, cfg: Config) -> Result<()> {
                     Err(e) => {
                         cell.error = Some(format!("{e:#}"));
                         done += (a.repeat - k - 1) as usize;
-                        break;
                     }
                 }
             }
+            if let Some(m) = &measured {
+                let mut steps = crate::app_loop::Steps {
+                    progress: &mut progress,
+                    done: &mut done,
+                    total,
+                };
+                for e in &mut emus {
+                    crate::app_loop::emulate_round(a, p, m, &cfg, e, k, &root, &mut steps);
+                    if commperf_testbed::run::interrupted() {
+                        steps.progress.finish();
+                        bail!(
+                            "interrupted: the study stopped during the emulations of {}",
+                            p.name
+                        );
+                    }
+                }
+            }
+        }
+        for (mut cell, _, walls) in mine {
             if cell.error.is_none() {
                 cell.time_s = median(&cell.times_s);
                 cell.wall_s = median(&walls);
             }
             cells.push(cell);
         }
+        emulations.push(emus);
     }
     let mut benches = Vec::new();
     if !a.no_bench {
@@ -547,6 +606,7 @@ pub fn run(a: &AppArgs, cfg: Config) -> Result<()> {
             c.micro = b.figures.iter().find(|m| m.size_bytes == size).cloned();
         }
     }
+    let loop_study = measured.map(|m| crate::app_loop::finish(&cfg, &cells, m, emulations));
     let mut sensitivity = Vec::new();
     if let Some(s) = cfg.sweep_stack {
         for p in &cfg.programs {
@@ -597,8 +657,14 @@ pub fn run(a: &AppArgs, cfg: Config) -> Result<()> {
         cells,
         benches,
         explanations,
+        loop_study,
         sensitivity,
     };
+    if let (Some(l), Some(_)) = (&study.loop_study, &a.out) {
+        let path = root.join("loop.svg");
+        crate::output::write_atomically(&path, crate::app_html::loop_svg(l).as_bytes())?;
+        crate::say(&format!("commperf: wrote {}", path.display()));
+    }
     let json = serde_json::to_string_pretty(&study)? + "\n";
     if a.out.is_some() {
         let path = root.join("study.json");
@@ -651,9 +717,12 @@ pub fn load_study(input: &Path) -> Result<Study> {
             v["schema"]
         );
     }
-    if v["schema_version"] != STUDY_SCHEMA_VERSION {
+    if !v["schema_version"]
+        .as_u64()
+        .is_some_and(|x| (1..=u64::from(STUDY_SCHEMA_VERSION)).contains(&x))
+    {
         bail!(
-            "{}: study schema_version {}, this commperf reads {STUDY_SCHEMA_VERSION}",
+            "{}: study schema_version {}, this commperf reads 1 to {STUDY_SCHEMA_VERSION}",
             file.display(),
             v["schema_version"]
         );
@@ -702,7 +771,7 @@ fn default_cache() -> PathBuf {
 
 /// The launch of program `p` on stack `s` (kit, installed or command), or why it cannot run
 /// there (its network was not built, its build failed, no binary for that MPI).
-fn launch_of(
+pub(crate) fn launch_of(
     a: &AppArgs,
     nets: &crate::app_stack::Nets,
     p: &Program,
@@ -725,7 +794,7 @@ fn launch_of(
 }
 
 /// The full launch of program `p` on stack `s`: the kit's program compiled for the stack's MPI.
-fn command_for(p: &Program, s: Stack, np: u32, cache: &Path) -> Result<Vec<String>> {
+pub(crate) fn command_for(p: &Program, s: Stack, np: u32, cache: &Path) -> Result<Vec<String>> {
     let mut cmd = s.launch(np);
     match p.kit {
         Some(src) => {
@@ -786,30 +855,38 @@ fn compile(name: &str, src: &str, s: Stack, cache: &Path) -> Result<PathBuf> {
     r.map(|()| bin)
 }
 
-fn last_lines(b: &[u8], n: usize) -> String {
+pub(crate) fn last_lines(b: &[u8], n: usize) -> String {
     let t = String::from_utf8_lossy(b);
     let v: Vec<&str> = t.lines().filter(|l| !l.trim().is_empty()).collect();
     v[v.len().saturating_sub(n)..].join(" | ")
 }
 
-struct RunResult {
-    wall_s: f64,
-    note: Option<String>,
-    program_s: Option<f64>,
-    profile: Profile,
+pub(crate) struct RunResult {
+    pub wall_s: f64,
+    pub note: Option<String>,
+    pub program_s: Option<f64>,
+    pub profile: Profile,
 }
 
-/// One monitored run: the command under the interposer (as `commperf monitor -o DIR -- …`).
-fn monitored_run(command: &[String], np: u32, dir: &Path, timeout: Duration) -> Result<RunResult> {
+/// One monitored run: the command under the interposer (as `commperf monitor -o DIR -- …`),
+/// with `extra` variables beside the monitor's (the loop's emulation knobs).
+pub(crate) fn monitored_run(
+    command: &[String],
+    np: u32,
+    dir: &Path,
+    timeout: Duration,
+    extra: &[(String, String)],
+) -> Result<RunResult> {
     crate::monitor_mpi::prepare_dir(dir)?;
     let dir = std::fs::canonicalize(dir)?;
     let plan = crate::preload::plan(command, None)?;
     let preload = plan.install(&dir.join(".lib"))?;
-    let vars = vec![
+    let mut vars = vec![
         ("LD_PRELOAD".to_string(), preload),
         ("COMMPERF_PMPI_DIR".to_string(), dir.display().to_string()),
         ("COMMPERF_PMPI_TAG".to_string(), String::new()),
     ];
+    vars.extend(extra.iter().cloned());
     let mut cmd = plan.command(command, &vars);
     cmd.env("OMPI_ALLOW_RUN_AS_ROOT", "1")
         .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
@@ -1062,6 +1139,52 @@ fn bench_binary(a: &AppArgs, f: Flavour) -> Result<PathBuf> {
     }
 }
 
+/// `commperf bench ARGS --format json -o FILE` with 2 ranks under the stack's launch, by the
+/// commperf that links the stack's MPI; returns a note when the launch had to be stopped after
+/// the bench wrote its results.
+pub(crate) fn launch_bench(
+    a: &AppArgs,
+    s: Stack,
+    bench_args: &[String],
+    file: &Path,
+) -> Result<Option<String>> {
+    let exe = bench_binary(a, s.flavour())?;
+    let mut cmd = s.launch(2);
+    cmd.push(exe.display().to_string());
+    cmd.push("bench".into());
+    cmd.extend(bench_args.iter().cloned());
+    cmd.extend(["--format".into(), "json".into(), "-o".into()]);
+    cmd.push(file.display().to_string());
+    let mut c = Command::new(&cmd[0]);
+    c.args(&cmd[1..])
+        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let _ = std::fs::remove_file(file);
+    let (status, _, err, after) =
+        run_with_timeout(c, Duration::from_secs(a.timeout), &|| file.is_file())?;
+    let note = after.then(|| {
+        "the launch was stopped 10 s after the bench wrote its results (MPI_Finalize did \
+         not return)"
+            .to_string()
+    });
+    match status {
+        None if after => {}
+        None => bail!("stopped after {} s (--timeout)", a.timeout),
+        Some(st) if !st.success() => {
+            bail!(
+                "{} exited with {st}: {}",
+                cmd.join(" "),
+                last_lines(&err, 2)
+            )
+        }
+        Some(_) => {}
+    }
+    Ok(note)
+}
+
 /// `commperf bench latency bw --transport mpi` with 2 ranks under the stack's launch.
 fn stack_bench(a: &AppArgs, s: Stack, sizes: &[u64], root: &Path) -> StackBench {
     let mut b = StackBench {
@@ -1077,58 +1200,14 @@ fn stack_bench(a: &AppArgs, s: Stack, sizes: &[u64], root: &Path) -> StackBench 
     }
     let mut note = None;
     let r = (|| -> Result<(PathBuf, Vec<Micro>)> {
-        let exe = bench_binary(a, s.flavour())?;
         let file = root.join(format!("bench-{}.json", s.name()));
         let sizes = sizes
             .iter()
             .map(u64::to_string)
             .collect::<Vec<_>>()
             .join(",");
-        let mut cmd = s.launch(2);
-        cmd.push(exe.display().to_string());
-        cmd.extend(
-            [
-                "bench",
-                "latency",
-                "bw",
-                "--transport",
-                "mpi",
-                "--sizes",
-                &sizes,
-            ]
-            .map(String::from),
-        );
-        cmd.extend(["--format".into(), "json".into(), "-o".into()]);
-        cmd.push(file.display().to_string());
-        let mut c = Command::new(&cmd[0]);
-        c.args(&cmd[1..])
-            .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
-            .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        let _ = std::fs::remove_file(&file);
-        let (status, _, err, after) =
-            run_with_timeout(c, Duration::from_secs(a.timeout), &|| file.is_file())?;
-        if after {
-            note = Some(
-                "the launch was stopped 10 s after the bench wrote its results (MPI_Finalize did \
-                 not return)"
-                    .to_string(),
-            );
-        }
-        match status {
-            None if after => {}
-            None => bail!("stopped after {} s (--timeout)", a.timeout),
-            Some(st) if !st.success() => {
-                bail!(
-                    "{} exited with {st}: {}",
-                    cmd.join(" "),
-                    last_lines(&err, 2)
-                )
-            }
-            Some(_) => {}
-        }
+        let args = ["latency", "bw", "--transport", "mpi", "--sizes", &sizes].map(String::from);
+        note = launch_bench(a, s, &args, &file)?;
         let text = commperf_core::read_text(&file)?;
         let rep = commperf_report::load_json(&text).with_context(|| file.display().to_string())?;
         let mut figures = Vec::new();
@@ -1167,7 +1246,7 @@ fn stack_bench(a: &AppArgs, s: Stack, sizes: &[u64], root: &Path) -> StackBench 
     b
 }
 
-fn median(v: &[f64]) -> Option<f64> {
+pub(crate) fn median(v: &[f64]) -> Option<f64> {
     if v.is_empty() {
         return None;
     }
@@ -1422,6 +1501,9 @@ pub(crate) fn render(s: &Study) -> String {
                 );
             }
         }
+    }
+    if let Some(l) = &s.loop_study {
+        o += &crate::app_loop::render(l);
     }
     crate::app_sweep::render(&mut o, &s.sensitivity);
     let _ = writeln!(o, "\nstudy wall time {:.1} s", s.wall_time_s);

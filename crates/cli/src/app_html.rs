@@ -7,11 +7,15 @@
 //! log10 when the times span more than a factor of 30); the per-program explanation (which
 //! micro-benchmark figure orders the stacks, Spearman ρ); the stacks' micro-benchmark figures;
 //! and per program its message profile on every stack with figure (b), its signature: messages
-//! per size bin. Every text that comes from the command line or from a program (names, errors,
+//! per size bin; with the loop (`--loop`), its table and figure (c), predicted and emulated
+//! against measured time on one plane (log10 on both axes when the times span more than a factor
+//! of 30) with the diagonal and the goal's ±10 % band; with `--sweep`, figure (d), each
+//! program's sensitivity curves. Every text that comes from the command line or from a program (names, errors,
 //! notes, the MPI library's banner) is escaped. Deterministic: the same study gives the same
 //! bytes.
 
 use crate::app::{Cell, Profile, Study};
+use crate::app_loop::Loop;
 use commperf_core::format_size;
 use commperf_report::svg::{self, colour, esc};
 use commperf_stats::axis::{Axis, Scale};
@@ -82,6 +86,9 @@ pub fn page(s: &Study) -> String {
     );
     for (i, p) in s.programs.iter().enumerate() {
         program_section(&mut o, s, i, p);
+    }
+    if let Some(l) = &s.loop_study {
+        loop_section(&mut o, l);
     }
     sensitivity(&mut o, s);
     let _ = writeln!(o, "</body>\n</html>");
@@ -645,6 +652,266 @@ fn signature_svg(program: &str, stack: &str, p: &Profile) -> String {
     o
 }
 
+/// The loop: the stacks' LogGP parameters, the table of measured, predicted and emulated
+/// times, and figure (c).
+fn loop_section(o: &mut String, l: &Loop) {
+    let _ = writeln!(
+        o,
+        "<h2 id=\"loop\">The loop: predicted and emulated against measured</h2>\n\
+         <p class=\"note\">Reference stack {}. Each program's monitored run on it is replayed \
+         (LogGP model) with every stack's parameters, and run under the emulation knobs set to \
+         each other stack's parameter differences. Times are MPI_Init to MPI_Finalize (longest \
+         rank), ms; comm is the time inside MPI calls, mean over the ranks. Within 10 %: {} of \
+         {} predictions, {} of {} emulations.</p>",
+        esc(&l.reference_rule),
+        l.predictions_within_10_percent,
+        l.predictions,
+        l.emulations_within_10_percent,
+        l.emulations
+    );
+    let _ = writeln!(
+        o,
+        "<table id=\"loop-params\"><thead><tr><th>stack</th><th>L ns</th><th>o_s ns</th>\
+         <th>o_r ns</th><th>g ns</th><th>G ns/B</th><th>o_s + L + o_r µs</th>\
+         <th class=\"text\">note</th></tr></thead>\n<tbody>"
+    );
+    for st in &l.stacks {
+        match &st.params {
+            Some(p) => {
+                let _ = writeln!(
+                    o,
+                    "<tr><th>{}</th><td>{:.0}</td><td>{:.0}</td><td>{:.0}</td><td>{:.0}</td>\
+                     <td>{:.4}</td><td>{:.2}</td><td class=\"text\">{}</td></tr>",
+                    esc(&st.stack),
+                    p.L_ns,
+                    p.o_s_ns,
+                    p.o_r_ns,
+                    p.g_ns,
+                    p.G_ns_per_byte,
+                    p.small_message_ns / 1e3,
+                    esc(&st.notes.join("; "))
+                );
+            }
+            None => {
+                let _ = writeln!(
+                    o,
+                    "<tr><th>{}</th><td class=\"failed\" colspan=\"6\">-</td>\
+                     <td class=\"text error\">{}</td></tr>",
+                    esc(&st.stack),
+                    esc(st.error.as_deref().unwrap_or(""))
+                );
+            }
+        }
+    }
+    let _ = writeln!(o, "</tbody>\n</table>");
+    let ms = |v: Option<f64>| opt(v, |x| format!("{:.3}", x * 1e3));
+    let pct = |v: Option<f64>| opt(v, |x| format!("{x:+.1} %"));
+    let _ = writeln!(
+        o,
+        "<table id=\"loop-table\"><thead><tr><th>program</th><th class=\"text\">stack</th>\
+         <th>measured</th><th>predicted</th><th>error</th><th>comm</th><th>predicted comm</th>\
+         <th>error</th><th>emulated</th><th>error</th><th class=\"text\">knobs</th>\
+         <th class=\"text\">note</th></tr></thead>\n<tbody>"
+    );
+    for c in &l.cells {
+        let e = c.emulation.as_ref();
+        let knobs = e.map_or_else(
+            || "reference".to_string(),
+            |e| {
+                format!(
+                    "o {:.0} g {:.0} L {:.0} ns, G {:.4} ns/B",
+                    e.o_ns, e.g_ns, e.L_ns, e.G_ns_per_byte
+                )
+            },
+        );
+        let mut notes: Vec<String> = c.error.iter().cloned().collect();
+        if let Some(e) = e {
+            if !e.clamped.is_empty() {
+                notes.push(format!("clamped: {}", e.clamped.join(", ")));
+            }
+            notes.extend(e.error.iter().map(|x| format!("emulation: {x}")));
+        }
+        let _ = writeln!(
+            o,
+            "<tr data-program=\"{}\" data-stack=\"{}\"><th>{}</th><td class=\"text\">{}</td>\
+             <td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>\
+             <td>{}</td><td class=\"text\">{}</td><td class=\"text\">{}</td></tr>",
+            esc(&c.program),
+            esc(&c.stack),
+            esc(&c.program),
+            esc(&c.stack),
+            ms(c.measured_total_s),
+            ms(c.predicted_total_s),
+            pct(c.total_error_percent),
+            ms(c.measured_comm_s),
+            ms(c.predicted_comm_s),
+            pct(c.comm_error_percent),
+            ms(e.and_then(|e| e.total_s)),
+            pct(e.and_then(|e| e.total_error_percent)),
+            esc(&knobs),
+            esc(&notes.join("; "))
+        );
+    }
+    let _ = writeln!(o, "</tbody>\n</table>");
+    let _ = writeln!(o, "<figure id=\"fig-loop\">");
+    *o += &loop_svg(l);
+    let _ = writeln!(
+        o,
+        "<figcaption>(c) Predicted (circles) and emulated (squares) against measured time, one \
+         colour per stack; the diagonal is a perfect prediction, the band ±10 %.</figcaption>\n\
+         </figure>"
+    );
+}
+
+/// (c): every predicted and emulated total against its measured one, both axes the same
+/// (log10 when the values span more than a factor of 30), with y = x and the ±10 % band.
+pub fn loop_svg(l: &Loop) -> String {
+    let mut points: Vec<(usize, &str, &str, f64, f64, &str)> = Vec::new();
+    let mut stacks: Vec<&str> = l.stacks.iter().map(|s| s.stack.as_str()).collect();
+    for c in &l.cells {
+        if !stacks.contains(&c.stack.as_str()) {
+            stacks.push(&c.stack);
+        }
+    }
+    for c in &l.cells {
+        let si = stacks.iter().position(|s| *s == c.stack).unwrap_or(0);
+        let Some(m) = c.measured_total_s else {
+            continue;
+        };
+        if let Some(p) = c.predicted_total_s {
+            points.push((si, &c.program, &c.stack, m, p, "predicted"));
+        }
+        if let Some(e) = c.emulation.as_ref().and_then(|e| e.total_s) {
+            points.push((si, &c.program, &c.stack, m, e, "emulated"));
+        }
+    }
+    let ms = |v: f64| v * 1e3;
+    let axis = Axis::for_values(
+        points
+            .iter()
+            .flat_map(|p| [ms(p.3), ms(p.4), ms(p.3) * 1.1, ms(p.3) * 0.9]),
+    );
+    let side = PLOT_H;
+    let right = LEFT + side;
+    let w = right + LEGEND_W + 20.0;
+    let h = TOP + PLOT_H + BOTTOM;
+    let mut o = String::new();
+    svg_open(
+        &mut o,
+        w,
+        h,
+        "loop",
+        "predicted and emulated against measured time",
+    );
+    let (y_of, _) = value_axis(&mut o, &axis, right, "predicted or emulated, ms");
+    let bottom = TOP + PLOT_H;
+    let x_of = |v: f64| axis.position(v).map_or(LEFT, |p| LEFT + p * side);
+    let _ = writeln!(o, r##"<g text-anchor="middle">"##);
+    let per_tick = side / f64::from(axis.intervals());
+    let k = ((40.0 / per_tick).ceil() as usize).max(1);
+    for t in axis.ticks().iter().step_by(k) {
+        let _ = writeln!(
+            o,
+            r#"<text x="{:.1}" y="{:.1}">{}</text>"#,
+            LEFT + t.position * side,
+            bottom + 16.0,
+            esc(&t.label)
+        );
+    }
+    let _ = writeln!(
+        o,
+        r#"<text x="{:.1}" y="{:.1}">measured, ms ({})</text>"#,
+        LEFT + side / 2.0,
+        bottom + 40.0,
+        axis.scale().caption()
+    );
+    let _ = writeln!(o, "</g>");
+    // y = x and ±10 %, sampled along the axis so they follow a log scale as straight lines.
+    let ticks = axis.ticks();
+    if let (Some(lo), Some(hi)) = (ticks.first(), ticks.last()) {
+        let line = |f: f64, dash: &str| {
+            // From where the line enters the plot to where it leaves it.
+            let (a, b) = (lo.value / f.min(1.0), hi.value / f.max(1.0));
+            format!(
+                r##"<line class="diagonal" x1="{:.1}" y1="{:.1}" x2="{:.1}" y2="{:.1}" stroke="#888888" stroke-width="1"{dash}/>"##,
+                x_of(a),
+                y_of(a * f),
+                x_of(b),
+                y_of(b * f)
+            )
+        };
+        let _ = writeln!(o, "{}", line(1.0, ""));
+        let _ = writeln!(o, "{}", line(1.1, r#" stroke-dasharray="4 3""#));
+        let _ = writeln!(o, "{}", line(0.9, r#" stroke-dasharray="4 3""#));
+    }
+    let _ = writeln!(o, r#"<g class="points">"#);
+    for &(si, program, stack, m, v, kind) in &points {
+        let (x, y) = (x_of(ms(m)), y_of(ms(v)));
+        let tip = format!(
+            "{program} on {stack}: {kind} {:.3} ms, measured {:.3} ms ({:+.1} %)",
+            ms(v),
+            ms(m),
+            (v - m) / m * 100.0
+        );
+        let attrs = format!(
+            "data-program=\"{}\" data-stack=\"{}\" data-kind=\"{kind}\" data-measured-s=\"{m}\" data-value-s=\"{v}\"",
+            esc(program),
+            esc(stack)
+        );
+        if kind == "predicted" {
+            let _ = writeln!(
+                o,
+                r#"<circle class="point" {attrs} cx="{x:.1}" cy="{y:.1}" r="4.5" fill="{}" fill-opacity="0.8"><title>{}</title></circle>"#,
+                colour(si),
+                esc(&tip)
+            );
+        } else {
+            let _ = writeln!(
+                o,
+                r#"<rect class="point" {attrs} x="{:.1}" y="{:.1}" width="8" height="8" fill="none" stroke="{}" stroke-width="2"><title>{}</title></rect>"#,
+                x - 4.0,
+                y - 4.0,
+                colour(si),
+                esc(&tip)
+            );
+        }
+    }
+    let _ = writeln!(o, "</g>");
+    let lx = right + 20.0;
+    let _ = writeln!(o, r#"<g class="legend">"#);
+    for (si, st) in stacks.iter().enumerate() {
+        let y = TOP + 8.0 + si as f64 * 18.0;
+        let _ = writeln!(
+            o,
+            r#"<rect x="{lx:.1}" y="{:.1}" width="14" height="12" fill="{}"/><text x="{:.1}" y="{:.1}">{}</text>"#,
+            y - 6.0,
+            colour(si),
+            lx + 20.0,
+            y + 4.0,
+            esc(st)
+        );
+    }
+    let y = TOP + 8.0 + stacks.len() as f64 * 18.0 + 8.0;
+    let _ = writeln!(
+        o,
+        r##"<circle cx="{:.1}" cy="{y:.1}" r="4.5" fill="#555555"/><text x="{:.1}" y="{:.1}">predicted</text>"##,
+        lx + 7.0,
+        lx + 20.0,
+        y + 4.0
+    );
+    let y = y + 18.0;
+    let _ = writeln!(
+        o,
+        r##"<rect x="{:.1}" y="{:.1}" width="8" height="8" fill="none" stroke="#555555" stroke-width="2"/><text x="{:.1}" y="{:.1}">emulated</text>"##,
+        lx + 3.0,
+        y - 4.0,
+        lx + 20.0,
+        y + 4.0
+    );
+    let _ = writeln!(o, "</g>\n</svg>");
+    o
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -741,6 +1008,7 @@ mod tests {
                 bandwidth_spearman: None,
                 note: Some("<img src=x onerror=alert(2)>".into()),
             }],
+            loop_study: None,
             sensitivity: Vec::new(),
         }
     }
@@ -796,6 +1064,89 @@ mod tests {
         assert!(h.contains("<td class=\"messages\">410</td>"), "{h}");
         // No external resource: no src or href attribute at all.
         assert!(!h.contains(" src=\"") && !h.contains(" href="), "{h}");
+    }
+
+    #[test]
+    fn the_loop_has_its_table_and_one_point_per_prediction_and_emulation() {
+        use crate::app_loop::{Emulation, LoopCell, LoopStack};
+        let evil = "<script>alert(1)</script>";
+        let lc = |stack: &str, m: f64, p: Option<f64>, e: Option<f64>| LoopCell {
+            program: evil.into(),
+            stack: stack.into(),
+            error: p
+                .is_none()
+                .then(|| "no LogGP parameters: <b>bench</b> failed".into()),
+            window_from: Some("barrier".into()),
+            measured_total_s: Some(m),
+            measured_comm_s: Some(m / 2.0),
+            measured_program_s: Some(m * 0.9),
+            trace: None,
+            predicted_total_s: p,
+            predicted_comm_s: p.map(|p| p / 2.0),
+            total_error_percent: p.map(|p| (p - m) / m * 100.0),
+            comm_error_percent: None,
+            emulation: e.map(|e| Emulation {
+                o_ns: 4000.0,
+                g_ns: 0.0,
+                G_ns_per_byte: 0.1,
+                L_ns: 0.0,
+                clamped: vec!["L -150.000 ns → 0".into()],
+                error: None,
+                total_s: Some(e),
+                program_s: None,
+                total_error_percent: Some((e - m) / m * 100.0),
+                program_error_percent: None,
+                untouched_calls_percent: None,
+                monitor_dirs: Vec::new(),
+            }),
+        };
+        let mut s = hostile();
+        s.loop_study = Some(crate::app_loop::tally(Loop {
+            reference: Some("ompi-shm".into()),
+            reference_rule: "ompi-shm: the least small-message cost".into(),
+            loggp_sizes: "8,64".into(),
+            loggp_iters: 10,
+            eager_threshold_bytes: 65536,
+            stacks: vec![LoopStack {
+                stack: "ompi-tcp".into(),
+                error: Some("<i>no</i> commperf".into()),
+                notes: Vec::new(),
+                file: None,
+                params: None,
+            }],
+            cells: vec![
+                lc("ompi-shm", 0.0002, Some(0.00021), None),
+                lc("ompi-tcp", 0.01, Some(0.0095), Some(0.02)),
+                lc("mpich-tcp", 0.01, None, Some(0.0105)),
+            ],
+            predictions_within_10_percent: 0,
+            predictions: 0,
+            emulations_within_10_percent: 0,
+            emulations: 0,
+        }));
+        let h = page(&s);
+        assert!(
+            !h.contains("<script") && !h.contains("<b>") && !h.contains("<i>"),
+            "{h}"
+        );
+        assert!(h.contains("id=\"fig-loop\""), "{h}");
+        assert!(
+            h.contains("Within 10 %: 2 of 2 predictions, 1 of 2 emulations"),
+            "{h}"
+        );
+        let c = &h[h.find("class=\"loop\"").unwrap()..];
+        let c = &c[..c.find("</svg>").unwrap()];
+        assert_eq!(c.matches("<circle class=\"point\"").count(), 2, "{c}");
+        assert_eq!(c.matches("<rect class=\"point\"").count(), 2, "{c}");
+        assert!(c.contains("data-program=\"&lt;script&gt;alert(1)&lt;/script&gt;\""));
+        // 0.18 … 20 ms spans more than a factor of 30: a log axis, on both sides.
+        assert_eq!(c.matches("(log10 scale)").count(), 2, "{c}");
+        // One colour per stack, in the order of the loop's stacks, then the cells'.
+        assert!(c.contains("data-stack=\"ompi-shm\" data-kind=\"predicted\" data-measured-s=\"0.0002\" data-value-s=\"0.00021\" cx="), "{c}");
+        assert!(c.contains("log10 scale"), "{c}");
+        // The same figure as loop.svg.
+        assert!(h.contains(&loop_svg(s.loop_study.as_ref().unwrap())));
+        assert!(h.contains("clamped: L -150.000 ns → 0"), "{h}");
     }
 
     #[test]

@@ -271,6 +271,8 @@ fn every_option_the_readme_names_exists() {
         "--allow-run-as-root",
         "--bind-to",
         "--cpu-list",
+        // scripts/build_mpich_apps.sh's.
+        "--lammps",
     ];
     let mut ours: Vec<String> = Vec::new();
     // Subcommands and theirs (`monitor run`, `monitor report`).

@@ -195,7 +195,7 @@ impl Untouched {
     }
 
     /// Sums the ranks' `rank-N.emu` files in `dir` (each `key value` per line).
-    fn read(dir: &Path) -> Result<Untouched> {
+    pub(crate) fn read(dir: &Path) -> Result<Untouched> {
         let mut u = Untouched::default();
         let rd = std::fs::read_dir(dir).with_context(|| format!("reading {}", dir.display()))?;
         for e in rd.flatten() {

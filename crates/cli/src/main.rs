@@ -5,6 +5,7 @@
 mod app;
 mod app_html;
 mod app_installed;
+mod app_loop;
 mod app_stack;
 mod app_sweep;
 mod calibrate;

@@ -108,7 +108,9 @@ fn a_small_study_over_open_mpis_two_stacks() {
     ok(&o);
     let j: Value = serde_json::from_str(&text(&o.stdout)).expect("--json prints JSON");
     assert_eq!(j["schema"], "commperf-app-study");
-    assert_eq!(j["schema_version"], 1);
+    assert_eq!(j["schema_version"], 2);
+    // No --loop: no loop section.
+    assert!(j["loop"].is_null(), "{j}");
     assert_eq!(j["np"], 2);
     assert_eq!(j["repeat"], 1);
     assert_eq!(j["programs"], serde_json::json!(["pipeline", "ep"]));

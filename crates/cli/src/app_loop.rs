@@ -1,0 +1,1214 @@
+//! `commperf app --loop`: issue 15's loop, closed and measured. Per stack, its LogGP parameters
+//! at the MPI layer (`commperf bench loggp --transport mpi`, 2 ranks under the stack's own
+//! launch); the reference stack is the one with the least small-message cost o_s + L + o_r.
+//! Each program's monitored run on the reference is converted into a trace (the one `commperf
+//! monitor --trace` writes) and replayed in-process by the predict crate's LogGP model with every
+//! stack's parameters; each other stack is emulated on the reference by the interposer's knobs
+//! set to the parameters' differences. Both are set against the runs the study already made.
+//!
+//! The times compared are a window of the monitored runs, not MPI_Init to MPI_Finalize: from the
+//! end of each rank's last MPI_Barrier (every kit program times its loop from the barrier before
+//! it) to the end of its last MPI call; the whole run when a rank calls no barrier. The span
+//! before it is start-up (the interposer's clock sync, communicator set-up, the first messages
+//! that open Open MPI's TCP connections: 0.2 s of a 0.02 s halo run on ompi-tcp) which no LogGP
+//! parameter describes. The trace replayed is cut at the same point, so prediction and
+//! measurement cover the same calls, and the monitor measures that window (and the time inside
+//! MPI calls in it) on every run alike, the real ones and the emulated ones. The program's own
+//! times (`time X s`) are kept beside the emulated ones, where both sides are real runs.
+//!
+//! Its own module because it is a second study on top of the first: it needs the cells' runs
+//! (monitor directories) and adds runs of its own, but none of the table's logic. `app` calls
+//! it in three places: [`measure`] before any program runs, [`plan`] and [`emulate_round`]
+//! inside the rounds of each program (the emulated runs interleaved with the real ones), and
+//! [`finish`] once every run is done.
+
+use crate::app::{self, AppArgs, Cell, Config, Stack};
+use anyhow::{bail, Context, Result};
+use commperf_bench::Progress;
+use commperf_emulate::Knobs;
+use commperf_predict::engine::{self, Inputs, LogGp, Model, PredictConfig};
+use commperf_predict::parse::{self, ParseOptions, TraceFormat};
+use commperf_predict::tcom::Tcom;
+use commperf_predict::topology::{self, RankMap, TopologySpec};
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// The sizes `bench loggp` fits over (the kit's messages are 8 B to 8 KiB): enough for the
+/// piecewise g + G·s fit to find its first piece.
+pub const LOGGP_SIZES: &str = "8,64,256,1k,4k,16k";
+/// PRTT repetitions per figure of `bench loggp`.
+pub const LOGGP_ITERS: u64 = 500;
+/// What the goal calls close: |error| within 10 %.
+pub const GOAL_PERCENT: f64 = 10.0;
+/// Messages up to this size are eager in the replay: `predict`'s default, Open MPI's TCP eager
+/// limit. The kit's messages are at most 8 KiB, so none waits for its receive in the replay,
+/// although Open MPI's shared memory sends those above 4 KiB (transpose's blocks) by rendezvous.
+pub const EAGER_BYTES: u64 = 64 * 1024;
+
+/// The loop's section of the study (`loop` in study.json).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Loop {
+    /// The stack every program's trace is taken on and every emulation runs on.
+    pub reference: Option<String>,
+    /// How the reference was chosen, in words (with the figures).
+    pub reference_rule: String,
+    /// The sizes and repetitions of each stack's `bench loggp --transport mpi`.
+    pub loggp_sizes: String,
+    pub loggp_iters: u64,
+    pub eager_threshold_bytes: u64,
+    pub stacks: Vec<LoopStack>,
+    /// One per program and stack, programs first.
+    pub cells: Vec<LoopCell>,
+    /// Predictions of the total time with |error| ≤ 10 %, of those made.
+    pub predictions_within_10_percent: usize,
+    pub predictions: usize,
+    /// Emulations with |error| ≤ 10 % (the emulated total against the real stack's), of those
+    /// run.
+    pub emulations_within_10_percent: usize,
+    pub emulations: usize,
+}
+
+/// A stack's LogGP parameters at the MPI layer.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct LoopStack {
+    pub stack: String,
+    /// Why there are no parameters (no commperf linking its MPI, the bench failed …).
+    pub error: Option<String>,
+    /// What to know about the bench's figures (its own notes on the piece used).
+    pub notes: Vec<String>,
+    /// The bench's result file (under `-o DIR`).
+    pub file: Option<PathBuf>,
+    pub params: Option<Params>,
+}
+
+/// LogGOPS parameters of the first protocol piece `bench loggp` fitted (the smallest messages),
+/// in ns (per byte for G and O).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[allow(non_snake_case)]
+pub struct Params {
+    pub L_ns: f64,
+    pub o_s_ns: f64,
+    pub o_r_ns: f64,
+    pub g_ns: f64,
+    pub G_ns_per_byte: f64,
+    /// Mean of the send and receive per-byte overheads (the model has one O).
+    pub O_ns_per_byte: f64,
+    /// The piece these come from, bytes.
+    pub piece_from_bytes: Option<u64>,
+    pub piece_to_bytes: Option<u64>,
+    /// o_s + L + o_r: what the reference is chosen by.
+    pub small_message_ns: f64,
+}
+
+impl Params {
+    fn loggp(&self) -> LogGp {
+        LogGp {
+            L_ns: self.L_ns,
+            o_s_ns: self.o_s_ns,
+            o_r_ns: self.o_r_ns,
+            g_ns: self.g_ns,
+            G_ns_per_byte: self.G_ns_per_byte,
+            O_ns_per_byte: self.O_ns_per_byte,
+        }
+    }
+}
+
+/// One program on one stack: measured, predicted from the reference's trace, emulated on the
+/// reference.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct LoopCell {
+    pub program: String,
+    pub stack: String,
+    /// Why there is no prediction (the run failed, no parameters, the trace is incomplete …).
+    pub error: Option<String>,
+    /// Where the compared window starts: `barrier` (the end of each rank's last MPI_Barrier,
+    /// where the kit starts timing) or `init` (the whole run: a rank calls no barrier).
+    pub window_from: Option<String>,
+    /// The window (to the end of the last MPI call), longest rank, median over the runs (s).
+    pub measured_total_s: Option<f64>,
+    /// Time inside MPI calls in the window (window − compute between the calls), mean over the
+    /// ranks, median over the runs (s).
+    pub measured_comm_s: Option<f64>,
+    /// The program's own timed loop, median over the runs (the study's `time_s`).
+    pub measured_program_s: Option<f64>,
+    /// The trace replayed: the reference's run with the median window, from the barrier on.
+    pub trace: Option<PathBuf>,
+    /// The replay's finish time of the last rank (s).
+    pub predicted_total_s: Option<f64>,
+    /// The replay's time not computing (finish − compute), mean over the ranks (s).
+    pub predicted_comm_s: Option<f64>,
+    /// (predicted − measured) / measured × 100.
+    pub total_error_percent: Option<f64>,
+    pub comm_error_percent: Option<f64>,
+    /// None on the reference itself.
+    pub emulation: Option<Emulation>,
+}
+
+/// A stack emulated on the reference: the reference's runs with the knobs set.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[allow(non_snake_case)]
+pub struct Emulation {
+    /// The knobs: o = the mean of Δo_s and Δo_r (the knob adds o on both sides), g, G, L = the
+    /// differences (this stack − the reference), each clamped at 0.
+    pub o_ns: f64,
+    pub g_ns: f64,
+    pub G_ns_per_byte: f64,
+    pub L_ns: f64,
+    /// The differences that were negative (the knobs cannot lower a parameter) and set to 0.
+    pub clamped: Vec<String>,
+    /// Why there is no emulated time.
+    pub error: Option<String>,
+    /// The same window of the emulated runs, longest rank, median (s).
+    pub total_s: Option<f64>,
+    /// The program's own timed loop in the emulated runs, median (s).
+    pub program_s: Option<f64>,
+    /// (emulated − this stack's measured) / measured × 100, for the span and the program's
+    /// own time.
+    pub total_error_percent: Option<f64>,
+    pub program_error_percent: Option<f64>,
+    /// Share of the collective calls the knobs did not reach (left to the library), percent.
+    pub untouched_calls_percent: Option<f64>,
+    pub monitor_dirs: Vec<PathBuf>,
+}
+
+/// Progress of the study the loop's steps count in.
+pub(crate) struct Steps<'a> {
+    pub progress: &'a mut crate::progress::RunProgress,
+    pub done: &'a mut usize,
+    pub total: usize,
+}
+
+impl Steps<'_> {
+    fn step<T>(&mut self, label: &str, f: impl FnOnce() -> T) -> T {
+        self.progress.update(label, *self.done, self.total);
+        let r = f();
+        *self.done += 1;
+        self.progress.finished(label, *self.done, self.total);
+        r
+    }
+}
+
+/// The loop's steps for the progress count: a bench per stack, and the emulated runs.
+pub(crate) fn steps(cfg: &Config, repeat: u32) -> usize {
+    cfg.stacks.len() + cfg.programs.len() * cfg.stacks.len().saturating_sub(1) * repeat as usize
+}
+
+/// (predicted − measured) / measured × 100; None without a measured time above zero.
+pub fn error_percent(predicted: f64, measured: f64) -> Option<f64> {
+    (measured > 0.0 && predicted.is_finite()).then(|| (predicted - measured) / measured * 100.0)
+}
+
+/// The stack with the least o_s + L + o_r among those with parameters (the first on a tie).
+pub fn reference(stacks: &[LoopStack]) -> Option<usize> {
+    stacks
+        .iter()
+        .enumerate()
+        .filter_map(|(i, s)| Some((i, s.params?.small_message_ns)))
+        .fold(None, |best: Option<(usize, f64)>, (i, v)| match best {
+            Some((_, b)) if b <= v => best,
+            _ => Some((i, v)),
+        })
+        .map(|b| b.0)
+}
+
+/// The knobs that make `reference` look like `slower`: o raises both sides, so it takes the
+/// mean of the two overheads' differences (o_s + o_r moves by their sum); a negative
+/// difference cannot be emulated (the knobs only add) and is clamped to 0, named in the list.
+pub fn knob_deltas(slower: &Params, reference: &Params) -> (Knobs, Vec<String>) {
+    let mut clamped = Vec::new();
+    let mut clamp = |name: &str, unit: &str, d: f64| {
+        if d < 0.0 {
+            clamped.push(format!("{name} {d:+.3} {unit} → 0"));
+            0.0
+        } else {
+            d
+        }
+    };
+    let o = clamp(
+        "o",
+        "ns",
+        ((slower.o_s_ns - reference.o_s_ns) + (slower.o_r_ns - reference.o_r_ns)) / 2.0,
+    );
+    let g = clamp("g", "ns", slower.g_ns - reference.g_ns);
+    let big_g = clamp("G", "ns/B", slower.G_ns_per_byte - reference.G_ns_per_byte);
+    let l = clamp("L", "ns", slower.L_ns - reference.L_ns);
+    (
+        Knobs {
+            o_ns: o,
+            g_ns: g,
+            gap_per_byte_ns: big_g,
+            l_ns: l,
+        },
+        clamped,
+    )
+}
+
+/// A monitored run's window and time in MPI: (longest rank's window, mean over the ranks of
+/// window − compute), seconds.
+pub fn measured_times(run_ns: &[u64], compute_ns: &[u64]) -> Option<(f64, f64)> {
+    if run_ns.is_empty() || run_ns.len() != compute_ns.len() {
+        return None;
+    }
+    let total = *run_ns.iter().max()? as f64 * 1e-9;
+    let comm = run_ns
+        .iter()
+        .zip(compute_ns)
+        .map(|(r, c)| r.saturating_sub(*c) as f64)
+        .sum::<f64>()
+        / run_ns.len() as f64
+        * 1e-9;
+    Some((total, comm))
+}
+
+/// The parameters of a `bench loggp` result file: its first piece (the smallest messages).
+pub fn params_from_bench(text: &str) -> Result<(Params, Vec<String>)> {
+    let rep = commperf_report::load_json(text)?;
+    let row = rep
+        .results
+        .iter()
+        .filter(|r| r.benchmark == commperf_core::Benchmark::Loggp)
+        .min_by_key(|r| r.size_bytes)
+        .context("the bench wrote no loggp result")?;
+    let need = |name: &str, v: Option<f64>| {
+        v.filter(|x| x.is_finite() && *x >= 0.0).with_context(|| {
+            format!(
+                "bench loggp left {name} out at {} B ({})",
+                row.size_bytes,
+                if row.notes.is_empty() {
+                    "no note".to_string()
+                } else {
+                    row.notes.join("; ")
+                }
+            )
+        })
+    };
+    let o_s = need("o_s", row.o_s_fixed_us)? * 1e3;
+    let o_r = need("o_r", row.o_r_fixed_us)? * 1e3;
+    let l = need("L", row.L_us)? * 1e3;
+    let p = Params {
+        L_ns: l,
+        o_s_ns: o_s,
+        o_r_ns: o_r,
+        g_ns: need("g", row.g_us)? * 1e3,
+        G_ns_per_byte: need("G", row.gap_per_byte_us)? * 1e3,
+        O_ns_per_byte: (row.O_s_us_per_byte.unwrap_or(0.0) + row.O_r_us_per_byte.unwrap_or(0.0))
+            / 2.0
+            * 1e3,
+        piece_from_bytes: row.piece_from_bytes,
+        piece_to_bytes: row.piece_to_bytes,
+        small_message_ns: o_s + l + o_r,
+    };
+    Ok((p, row.notes.clone()))
+}
+
+fn loop_stack(a: &AppArgs, s: Stack, nets: &crate::app_stack::Nets, root: &Path) -> LoopStack {
+    let file = root.join(format!("loggp-{}.json", s.name()));
+    let args = [
+        "loggp",
+        "--transport",
+        "mpi",
+        "--sizes",
+        LOGGP_SIZES,
+        "--iters",
+        &LOGGP_ITERS.to_string(),
+    ]
+    .map(String::from);
+    let r = (|| -> Result<(Params, Vec<String>)> {
+        nets.check(s).map_err(anyhow::Error::msg)?;
+        let note = app::launch_bench(a, s, &args, &file)?;
+        let text = commperf_core::read_text(&file)?;
+        let (p, mut notes) =
+            params_from_bench(&text).with_context(|| file.display().to_string())?;
+        notes.extend(note);
+        Ok((p, notes))
+    })();
+    let mut st = LoopStack {
+        stack: s.name(),
+        error: None,
+        notes: Vec::new(),
+        file: a.out.is_some().then(|| file.clone()),
+        params: None,
+    };
+    match r {
+        Ok((p, notes)) => {
+            st.params = Some(p);
+            st.notes = notes;
+        }
+        Err(e) => st.error = Some(format!("{e:#}")),
+    }
+    st
+}
+
+/// Cuts a run at the end of each rank's last MPI_Barrier (the records up to it dropped, the
+/// rank's start moved to its end) when every rank has one; says whether it did.
+pub fn window(run: &mut commperf_pmpi::Run) -> bool {
+    let cut: Vec<Option<usize>> = run
+        .ranks
+        .iter()
+        .map(|r| {
+            r.events
+                .iter()
+                .rposition(|e| e.call == commperf_pmpi::Call::Barrier)
+        })
+        .collect();
+    if run.ranks.is_empty() || cut.iter().any(Option::is_none) {
+        return false;
+    }
+    for (r, i) in run.ranks.iter_mut().zip(cut.into_iter().flatten()) {
+        let e = r.events[i];
+        r.header.start_ns = e.post_exit.max(e.done_exit);
+        r.events.drain(..=i);
+    }
+    true
+}
+
+/// A monitored run, windowed: its trace (statistics: compute per rank), each rank's window
+/// (ns, from its start to the end of its last call), and whether it starts at a barrier.
+struct Windowed {
+    trace: commperf_pmpi::TraceOutput,
+    window_ns: Vec<u64>,
+    from_barrier: bool,
+}
+
+fn windowed(dir: &Path) -> Result<Windowed> {
+    let mut run = commperf_pmpi::read_dir(dir)
+        .with_context(|| format!("reading the monitor files in {}", dir.display()))?;
+    let from_barrier = window(&mut run);
+    let trace = commperf_pmpi::to_trace(&run);
+    let mut window_ns = vec![0u64; trace.stats.compute_ns.len()];
+    for r in &run.ranks {
+        // The trace's own start: after MPI_Init's clock sync, or the barrier's end.
+        let begin = r
+            .clocks
+            .iter()
+            .find(|c| c.phase == 0)
+            .map_or(r.header.start_ns, |c| c.local_ns.max(r.header.start_ns));
+        let end = r
+            .events
+            .iter()
+            .map(|e| e.post_exit.max(e.done_exit))
+            .max()
+            .unwrap_or(begin);
+        if let Some(w) = window_ns.get_mut(r.header.rank as usize) {
+            *w = end.saturating_sub(begin);
+        }
+    }
+    Ok(Windowed {
+        trace,
+        window_ns,
+        from_barrier,
+    })
+}
+
+/// Median window and time in MPI over the runs in `dirs`.
+fn measured(dirs: &[PathBuf]) -> Result<(f64, f64)> {
+    let mut totals = Vec::new();
+    let mut comms = Vec::new();
+    for d in dirs {
+        let w = windowed(d)?;
+        let (total, comm) = measured_times(&w.window_ns, &w.trace.stats.compute_ns)
+            .with_context(|| format!("{}: no rank recorded", d.display()))?;
+        totals.push(total);
+        comms.push(comm);
+    }
+    match (app::median(&totals), app::median(&comms)) {
+        (Some(t), Some(c)) => Ok((t, c)),
+        _ => bail!("no run"),
+    }
+}
+
+/// The replay of `workload` with `p`: (last rank's finish, mean time not computing), seconds.
+fn predict(workload: &commperf_predict::workload::Workload, p: &Params) -> Result<(f64, f64)> {
+    let net = topology::build(&TopologySpec::Crossbar, workload.nranks(), 1)?;
+    let map = RankMap::identity(workload.nranks(), &*net)?;
+    let loggp = p.loggp();
+    // The LogGP model takes every cost from `loggp`; Tcom is only the contention model's.
+    let tcom = Tcom::line(p.o_s_ns + p.L_ns + p.o_r_ns, p.G_ns_per_byte);
+    let cfg = PredictConfig {
+        model: Model::LogGp,
+        eager_threshold_bytes: EAGER_BYTES,
+        ..PredictConfig::default()
+    };
+    let inputs = Inputs {
+        workload,
+        network: &*net,
+        rank_map: &map,
+        tcom: &tcom,
+        loggp: Some(&loggp),
+        trace_name: "trace.txt",
+        trace_format: "commperf",
+        profile_name: "bench loggp --transport mpi",
+    };
+    let o = engine::predict(&inputs, &cfg).context("the replay failed")?;
+    let ranks = &o.prediction.ranks;
+    if ranks.is_empty() {
+        bail!("the replay has no rank");
+    }
+    let comm = ranks
+        .iter()
+        .map(|r| (r.finish_us - r.compute_us).max(0.0))
+        .sum::<f64>()
+        / ranks.len() as f64;
+    Ok((o.prediction.total_us * 1e-6, comm * 1e-6))
+}
+
+/// The reference's trace of a program (of its run with the median window, windowed), written
+/// beside the run as trace.txt; whether the window starts at a barrier; the run's directory.
+fn reference_workload(c: &Cell) -> Result<(commperf_predict::workload::Workload, bool, PathBuf)> {
+    if let Some(e) = &c.error {
+        bail!("the program failed on the reference stack: {e}");
+    }
+    // The median run, not the first: the trace carries that run's computation, which the
+    // shared machine's load moves from run to run as much as the communication.
+    let mut runs: Vec<(f64, &PathBuf)> = Vec::new();
+    for d in &c.monitor_dirs {
+        runs.push((measured(std::slice::from_ref(d))?.0, d));
+    }
+    runs.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let dir = runs
+        .get(runs.len().saturating_sub(1) / 2)
+        .map(|r| r.1)
+        .context("the reference stack has no run of it")?;
+    let w = windowed(dir)?;
+    let t = w.trace;
+    let path = dir.join("trace.txt");
+    crate::output::write_atomically(&path, t.text.as_bytes())?;
+    if t.stats.drops > 0 {
+        bail!(
+            "the monitored run on the reference dropped {} events (its call rate outran the \
+             monitor's writer): its trace is not the program",
+            t.stats.drops
+        );
+    }
+    let wl = parse::parse_str(
+        &t.text,
+        &path.display().to_string(),
+        TraceFormat::Own,
+        &ParseOptions::default(),
+    )
+    .with_context(|| format!("reading {}", path.display()))?;
+    Ok((wl, w.from_barrier, path))
+}
+
+/// The stacks' parameters and the reference, measured before any program runs (the emulated
+/// runs need them, and are interleaved with the real ones).
+pub(crate) struct Measured {
+    stacks: Vec<LoopStack>,
+    reference: Option<usize>,
+}
+
+/// Measures every stack's LogGP parameters and picks the reference.
+pub(crate) fn measure(
+    a: &AppArgs,
+    cfg: &Config,
+    nets: &crate::app_stack::Nets,
+    root: &Path,
+    steps: &mut Steps<'_>,
+) -> Measured {
+    let stacks: Vec<LoopStack> = cfg
+        .stacks
+        .iter()
+        .map(|&s| {
+            steps.step(&format!("LogGP parameters of {}", s.name()), || {
+                let mut st = loop_stack(a, s, nets, root);
+                if st.error.is_none() && commperf_testbed::run::interrupted() {
+                    st.error = Some("interrupted".into());
+                }
+                st
+            })
+        })
+        .collect();
+    let reference = reference(&stacks);
+    Measured { stacks, reference }
+}
+
+/// One stack's emulation of one program, filled run by run.
+pub(crate) struct EmuRuns {
+    stack: String,
+    knobs: Knobs,
+    command: Vec<String>,
+    totals: Vec<f64>,
+    programs: Vec<f64>,
+    e: Emulation,
+}
+
+/// The emulations of program `p`: one per stack other than the reference, with its knobs (or
+/// why it cannot run).
+pub(crate) fn plan(
+    a: &AppArgs,
+    p: &app::Program,
+    cfg: &Config,
+    m: &Measured,
+    nets: &crate::app_stack::Nets,
+    root: &Path,
+    cache: &Path,
+) -> Vec<EmuRuns> {
+    let Some(ri) = m.reference else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for (_, st) in m.stacks.iter().enumerate().filter(|(si, _)| *si != ri) {
+        let mut e = Emulation {
+            o_ns: 0.0,
+            g_ns: 0.0,
+            G_ns_per_byte: 0.0,
+            L_ns: 0.0,
+            clamped: Vec::new(),
+            error: None,
+            total_s: None,
+            program_s: None,
+            total_error_percent: None,
+            program_error_percent: None,
+            untouched_calls_percent: None,
+            monitor_dirs: Vec::new(),
+        };
+        let mut knobs = Knobs::default();
+        let mut command = Vec::new();
+        match (&st.params, &m.stacks[ri].params) {
+            (Some(slow), Some(fast)) => {
+                let (k, clamped) = knob_deltas(slow, fast);
+                (knobs, e.clamped) = (k, clamped);
+                (e.o_ns, e.g_ns, e.G_ns_per_byte, e.L_ns) =
+                    (k.o_ns, k.g_ns, k.gap_per_byte_ns, k.l_ns);
+                match k
+                    .validate()
+                    .map_err(anyhow::Error::from)
+                    .and_then(|()| app::launch_of(a, nets, p, cfg.stacks[ri], cache, root))
+                {
+                    Ok(c) => command = c,
+                    Err(err) => e.error = Some(format!("{err:#}")),
+                }
+            }
+            _ => {
+                e.error = Some(format!(
+                    "no LogGP parameters of {}: {}",
+                    st.stack,
+                    st.error.as_deref().unwrap_or("unknown")
+                ))
+            }
+        }
+        out.push(EmuRuns {
+            stack: st.stack.clone(),
+            knobs,
+            command,
+            totals: Vec::new(),
+            programs: Vec::new(),
+            e,
+        });
+    }
+    out
+}
+
+/// Run `k` of an emulation: program `p` on the reference under the knobs, monitored like the
+/// study's runs (one step of progress, run or not).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn emulate_round(
+    a: &AppArgs,
+    p: &app::Program,
+    m: &Measured,
+    cfg: &Config,
+    er: &mut EmuRuns,
+    k: u32,
+    root: &Path,
+    steps: &mut Steps<'_>,
+) {
+    let Some(ri) = m.reference else {
+        return;
+    };
+    if er.e.error.is_some() {
+        *steps.done += 1;
+        return;
+    }
+    let reference = cfg.stacks[ri];
+    let label = format!(
+        "{} on {} emulating {} (run {}/{})",
+        p.name,
+        reference.name(),
+        er.stack,
+        k + 1,
+        a.repeat
+    );
+    let dir = root
+        .join(&p.name)
+        .join(reference.name())
+        .join(format!("emulate-{}", er.stack))
+        .join(format!("run-{k}"));
+    let emu_dir = dir.join(".emulate");
+    let (knobs, command) = (er.knobs, &er.command);
+    let r = steps.step(&label, || -> Result<(f64, Option<f64>, Option<f64>)> {
+        let _ = std::fs::remove_dir_all(&emu_dir);
+        std::fs::create_dir_all(&emu_dir)
+            .with_context(|| format!("cannot create {}", emu_dir.display()))?;
+        let vars = [
+            (
+                "COMMPERF_EMULATE".to_string(),
+                crate::emulate_mpi::env_value(&knobs),
+            ),
+            (
+                "COMMPERF_EMULATE_DIR".to_string(),
+                emu_dir.display().to_string(),
+            ),
+            (
+                "COMMPERF_EMULATE_COLL".to_string(),
+                crate::emulate_mpi::Collectives::P2p.env_value().to_string(),
+            ),
+        ];
+        let run = app::monitored_run(command, a.np, &dir, Duration::from_secs(a.timeout), &vars)?;
+        let untouched = if knobs.is_zero() {
+            None
+        } else {
+            crate::emulate_mpi::Untouched::read(&emu_dir)
+                .ok()
+                .map(|u| u.untouched_calls_percent)
+        };
+        let (total, _) = measured(std::slice::from_ref(&dir))?;
+        Ok((total, run.program_s, untouched))
+    });
+    let _ = std::fs::remove_dir_all(&emu_dir);
+    er.e.monitor_dirs.push(dir);
+    match r {
+        Ok((t, prog, untouched)) => {
+            er.totals.push(t);
+            er.programs.extend(prog);
+            er.e.untouched_calls_percent = er.e.untouched_calls_percent.or(untouched);
+        }
+        // The later rounds count their step without running.
+        Err(err) => er.e.error = Some(format!("run {}: {err:#}", k + 1)),
+    }
+}
+
+/// The loop's section from the study's runs (`cells`), the parameters and the emulated runs
+/// (`emulations[i]`: program i's).
+pub(crate) fn finish(
+    cfg: &Config,
+    cells: &[Cell],
+    m: Measured,
+    emulations: Vec<Vec<EmuRuns>>,
+) -> Loop {
+    let Measured {
+        stacks,
+        reference: ref_idx,
+    } = m;
+    let reference_rule = match ref_idx {
+        Some(i) => {
+            let list: Vec<String> = stacks
+                .iter()
+                .filter_map(|s| {
+                    Some(format!(
+                        "{} {:.2} µs",
+                        s.stack,
+                        s.params.as_ref()?.small_message_ns / 1e3
+                    ))
+                })
+                .collect();
+            format!(
+                "{}: the least small-message cost o_s + L + o_r ({})",
+                stacks[i].stack,
+                list.join(", ")
+            )
+        }
+        None => "none: no stack has LogGP parameters".into(),
+    };
+    let mut out = Vec::new();
+    let mut emulations = emulations.into_iter();
+    for p in &cfg.programs {
+        let mut emus = emulations.next().unwrap_or_default();
+        let cell_of = |st: &str| cells.iter().find(|c| c.program == p.name && c.stack == st);
+        let workload = match ref_idx {
+            None => Err(anyhow::anyhow!("no stack has LogGP parameters")),
+            Some(i) => cell_of(&stacks[i].stack)
+                .context("no run on the reference stack")
+                .and_then(reference_workload),
+        };
+        for (si, &s) in cfg.stacks.iter().enumerate() {
+            let st = &stacks[si];
+            let c = cell_of(&s.name());
+            let mut lc = LoopCell {
+                program: p.name.clone(),
+                stack: s.name(),
+                error: None,
+                window_from: None,
+                measured_total_s: None,
+                measured_comm_s: None,
+                measured_program_s: c.and_then(|c| c.time_s),
+                trace: None,
+                predicted_total_s: None,
+                predicted_comm_s: None,
+                total_error_percent: None,
+                comm_error_percent: None,
+                emulation: None,
+            };
+            let mut why: Vec<String> = Vec::new();
+            match c {
+                Some(Cell { error: Some(e), .. }) => why.push(format!("the run failed: {e}")),
+                Some(c) => match measured(&c.monitor_dirs) {
+                    Ok((t, m)) => {
+                        lc.measured_total_s = Some(t);
+                        lc.measured_comm_s = Some(m);
+                    }
+                    Err(e) => why.push(format!("{e:#}")),
+                },
+                None => why.push("no run".into()),
+            }
+            match (&workload, &st.params) {
+                (Err(e), _) => why.push(format!("no trace: {e:#}")),
+                (_, None) => why.push(format!(
+                    "no LogGP parameters: {}",
+                    st.error.as_deref().unwrap_or("unknown")
+                )),
+                (Ok((w, from_barrier, trace)), Some(params)) => match predict(w, params) {
+                    Ok((t, m)) => {
+                        lc.window_from =
+                            Some(if *from_barrier { "barrier" } else { "init" }.into());
+                        lc.trace = Some(trace.clone());
+                        lc.predicted_total_s = Some(t);
+                        lc.predicted_comm_s = Some(m);
+                        lc.total_error_percent =
+                            lc.measured_total_s.and_then(|x| error_percent(t, x));
+                        lc.comm_error_percent =
+                            lc.measured_comm_s.and_then(|x| error_percent(m, x));
+                    }
+                    Err(e) => why.push(format!("{e:#}")),
+                },
+            }
+            if let Some(i) = emus.iter().position(|e| e.stack == s.name()) {
+                let er = emus.swap_remove(i);
+                let mut e = er.e;
+                if e.error.is_none() {
+                    e.total_s = app::median(&er.totals);
+                    e.program_s = app::median(&er.programs);
+                    e.total_error_percent = e
+                        .total_s
+                        .zip(lc.measured_total_s)
+                        .and_then(|(x, m)| error_percent(x, m));
+                    e.program_error_percent = e
+                        .program_s
+                        .zip(lc.measured_program_s)
+                        .and_then(|(x, m)| error_percent(x, m));
+                }
+                lc.emulation = Some(e);
+            }
+            if !why.is_empty() {
+                lc.error = Some(why.join("; "));
+            }
+            out.push(lc);
+        }
+    }
+    tally(Loop {
+        reference: ref_idx.map(|i| stacks[i].stack.clone()),
+        reference_rule,
+        loggp_sizes: LOGGP_SIZES.into(),
+        loggp_iters: LOGGP_ITERS,
+        eager_threshold_bytes: EAGER_BYTES,
+        stacks,
+        cells: out,
+        predictions_within_10_percent: 0,
+        predictions: 0,
+        emulations_within_10_percent: 0,
+        emulations: 0,
+    })
+}
+
+/// Fills in the counts of predictions and emulations within the goal's 10 %.
+pub fn tally(mut l: Loop) -> Loop {
+    let within = |e: Option<f64>| e.is_some_and(|x| x.abs() <= GOAL_PERCENT);
+    let pred: Vec<Option<f64>> = l
+        .cells
+        .iter()
+        .map(|c| c.total_error_percent)
+        .filter(Option::is_some)
+        .collect();
+    let emu: Vec<Option<f64>> = l
+        .cells
+        .iter()
+        .filter_map(|c| c.emulation.as_ref()?.total_error_percent.map(Some))
+        .collect();
+    l.predictions = pred.len();
+    l.predictions_within_10_percent = pred.iter().filter(|e| within(**e)).count();
+    l.emulations = emu.len();
+    l.emulations_within_10_percent = emu.iter().filter(|e| within(**e)).count();
+    l
+}
+
+fn ms(v: Option<f64>) -> String {
+    v.map_or_else(|| "-".into(), |x| format!("{:.3}", x * 1e3))
+}
+
+fn pct(v: Option<f64>) -> String {
+    v.map_or_else(|| "-".into(), |x| format!("{x:+.1}%"))
+}
+
+/// The loop's table: per program and stack, measured, predicted and emulated times.
+pub fn render(l: &Loop) -> String {
+    use std::fmt::Write;
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
+        "\n# the loop: predicted (LogGP replay of the reference's monitored trace) and emulated \
+         (the reference under the knobs) against measured; times in ms, from the barrier before the timed loop to the last MPI call"
+    );
+    let _ = writeln!(o, "reference stack: {}", l.reference_rule);
+    let _ = writeln!(
+        o,
+        "{:<10} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}  LogGP: `bench loggp --transport mpi`, first piece",
+        "stack", "L ns", "o_s ns", "o_r ns", "g ns", "G ns/B", "O ns/B"
+    );
+    for s in &l.stacks {
+        match (&s.params, &s.error) {
+            (Some(p), _) => {
+                let _ = writeln!(
+                    o,
+                    "{:<10} {:>9.0} {:>9.0} {:>9.0} {:>9.0} {:>9.4} {:>9.4}  (sizes {}..{} B)",
+                    s.stack,
+                    p.L_ns,
+                    p.o_s_ns,
+                    p.o_r_ns,
+                    p.g_ns,
+                    p.G_ns_per_byte,
+                    p.O_ns_per_byte,
+                    p.piece_from_bytes.unwrap_or(0),
+                    p.piece_to_bytes.unwrap_or(0)
+                );
+            }
+            (None, e) => {
+                let _ = writeln!(
+                    o,
+                    "{:<10} no parameters: {}",
+                    s.stack,
+                    e.as_deref().unwrap_or("")
+                );
+            }
+        }
+    }
+    let _ = writeln!(
+        o,
+        "{:<12} {:<10} {:>10} {:>10} {:>8} {:>10} {:>10} {:>8} {:>10} {:>8} {:>10} {:>10} {:>8}  knobs",
+        "program",
+        "stack",
+        "total",
+        "predicted",
+        "err",
+        "comm",
+        "predicted",
+        "err",
+        "emulated",
+        "err",
+        "program",
+        "emulated",
+        "err"
+    );
+    for c in &l.cells {
+        let e = c.emulation.as_ref();
+        let knobs = match e {
+            None => "reference".to_string(),
+            Some(e) => format!(
+                "o {:.0} g {:.0} L {:.0} ns, G {:.4} ns/B{}",
+                e.o_ns,
+                e.g_ns,
+                e.L_ns,
+                e.G_ns_per_byte,
+                if e.clamped.is_empty() {
+                    String::new()
+                } else {
+                    format!(" (clamped: {})", e.clamped.join(", "))
+                }
+            ),
+        };
+        let _ = writeln!(
+            o,
+            "{:<12} {:<10} {:>10} {:>10} {:>8} {:>10} {:>10} {:>8} {:>10} {:>8} {:>10} {:>10} {:>8}  {knobs}",
+            c.program,
+            c.stack,
+            ms(c.measured_total_s),
+            ms(c.predicted_total_s),
+            pct(c.total_error_percent),
+            ms(c.measured_comm_s),
+            ms(c.predicted_comm_s),
+            pct(c.comm_error_percent),
+            ms(e.and_then(|e| e.total_s)),
+            pct(e.and_then(|e| e.total_error_percent)),
+            ms(c.measured_program_s),
+            ms(e.and_then(|e| e.program_s)),
+            pct(e.and_then(|e| e.program_error_percent)),
+        );
+    }
+    for c in &l.cells {
+        if let Some(e) = &c.error {
+            let _ = writeln!(o, "{} on {}: {e}", c.program, c.stack);
+        }
+        if let Some(e) = c.emulation.as_ref().and_then(|e| e.error.as_ref()) {
+            let _ = writeln!(o, "{} emulating {}: {e}", c.program, c.stack);
+        }
+    }
+    for s in &l.stacks {
+        for n in &s.notes {
+            let _ = writeln!(o, "LogGP of {}: {n}", s.stack);
+        }
+    }
+    let _ = writeln!(
+        o,
+        "within {GOAL_PERCENT} %: {} of {} predictions (total), {} of {} emulations (total)",
+        l.predictions_within_10_percent,
+        l.predictions,
+        l.emulations_within_10_percent,
+        l.emulations
+    );
+    o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn params(l: f64, o_s: f64, o_r: f64, g: f64, big_g: f64) -> Params {
+        Params {
+            L_ns: l,
+            o_s_ns: o_s,
+            o_r_ns: o_r,
+            g_ns: g,
+            G_ns_per_byte: big_g,
+            O_ns_per_byte: 0.0,
+            piece_from_bytes: None,
+            piece_to_bytes: None,
+            small_message_ns: o_s + l + o_r,
+        }
+    }
+
+    fn stack(name: &str, p: Option<Params>) -> LoopStack {
+        LoopStack {
+            stack: name.into(),
+            error: p.is_none().then(|| "no commperf linking MPICH".to_string()),
+            notes: Vec::new(),
+            file: None,
+            params: p,
+        }
+    }
+
+    #[test]
+    fn the_reference_is_the_least_small_message_cost() {
+        let s = vec![
+            stack("ompi-tcp", Some(params(9000.0, 1000.0, 1000.0, 500.0, 0.1))),
+            stack("mpich-shm", None),
+            // 150 + 200 + 150 = 500 ns, the least; mpich-tcp's 700 ns, ompi-tcp's 11 µs.
+            stack("ompi-shm", Some(params(200.0, 150.0, 150.0, 90.0, 0.05))),
+            stack("mpich-tcp", Some(params(100.0, 300.0, 300.0, 90.0, 0.05))),
+        ];
+        assert_eq!(reference(&s), Some(2));
+        assert_eq!(reference(&s[..2]), Some(0));
+        assert_eq!(reference(&s[1..2]), None);
+    }
+
+    #[test]
+    fn knobs_are_the_differences_with_negatives_clamped() {
+        let fast = params(200.0, 150.0, 250.0, 90.0, 0.05);
+        let slow = params(9200.0, 1150.0, 1050.0, 60.0, 0.30);
+        let (k, clamped) = knob_deltas(&slow, &fast);
+        // o: ((1150 − 150) + (1050 − 250)) / 2 = 900.
+        assert_eq!(k.o_ns, 900.0);
+        assert_eq!(k.l_ns, 9000.0);
+        assert!((k.gap_per_byte_ns - 0.25).abs() < 1e-12);
+        // g: 60 − 90 < 0 cannot be emulated.
+        assert_eq!(k.g_ns, 0.0);
+        assert_eq!(clamped, vec!["g -30.000 ns → 0".to_string()]);
+        let (k, clamped) = knob_deltas(&fast, &fast);
+        assert!(k.is_zero() && clamped.is_empty());
+    }
+
+    #[test]
+    fn spans_and_time_in_mpi_per_rank() {
+        // Rank 0 ran 2 ms and computed 1.5 ms; rank 1 ran 3 ms and computed 1 ms.
+        let (t, c) = measured_times(&[2_000_000, 3_000_000], &[1_500_000, 1_000_000]).unwrap();
+        assert!((t - 0.003).abs() < 1e-15, "{t}");
+        assert!((c - 0.00125).abs() < 1e-15, "{c}");
+        assert_eq!(measured_times(&[], &[]), None);
+        assert_eq!(measured_times(&[1], &[]), None);
+        assert_eq!(
+            error_percent(1.1, 1.0).map(|e| (e * 1e9).round()),
+            Some(1e10)
+        );
+        assert_eq!(error_percent(1.0, 0.0), None);
+    }
+
+    fn cell(stack: &str, total_err: Option<f64>, emu_err: Option<f64>) -> LoopCell {
+        LoopCell {
+            program: "halo".into(),
+            stack: stack.into(),
+            error: None,
+            window_from: Some("barrier".into()),
+            measured_total_s: Some(1.0),
+            measured_comm_s: Some(0.5),
+            measured_program_s: Some(0.9),
+            trace: None,
+            predicted_total_s: total_err.map(|e| 1.0 + e / 100.0),
+            predicted_comm_s: None,
+            total_error_percent: total_err,
+            comm_error_percent: None,
+            emulation: emu_err.map(|e| Emulation {
+                o_ns: 1.0,
+                g_ns: 0.0,
+                G_ns_per_byte: 0.0,
+                L_ns: 0.0,
+                clamped: Vec::new(),
+                error: None,
+                total_s: Some(1.0 + e / 100.0),
+                program_s: None,
+                total_error_percent: Some(e),
+                program_error_percent: None,
+                untouched_calls_percent: None,
+                monitor_dirs: Vec::new(),
+            }),
+        }
+    }
+
+    #[test]
+    fn the_tally_counts_errors_within_ten_percent_and_the_json_round_trips() {
+        let l = tally(Loop {
+            reference: Some("ompi-shm".into()),
+            reference_rule: "r".into(),
+            loggp_sizes: LOGGP_SIZES.into(),
+            loggp_iters: LOGGP_ITERS,
+            eager_threshold_bytes: EAGER_BYTES,
+            stacks: vec![stack("ompi-shm", Some(params(1.0, 1.0, 1.0, 1.0, 0.1)))],
+            cells: vec![
+                cell("ompi-shm", Some(-3.0), None),
+                cell("ompi-tcp", Some(12.5), Some(-10.0)),
+                cell("mpich-shm", None, Some(10.01)),
+                cell("mpich-tcp", Some(10.0), Some(2.0)),
+            ],
+            predictions_within_10_percent: 99,
+            predictions: 99,
+            emulations_within_10_percent: 99,
+            emulations: 99,
+        });
+        assert_eq!((l.predictions_within_10_percent, l.predictions), (2, 3));
+        assert_eq!((l.emulations_within_10_percent, l.emulations), (2, 3));
+        let t = render(&l);
+        assert!(t.contains("+12.5%"), "{t}");
+        assert!(
+            t.contains("within 10 %: 2 of 3 predictions (total), 2 of 3 emulations"),
+            "{t}"
+        );
+        let j = serde_json::to_value(&l).unwrap();
+        assert_eq!(j["cells"][1]["emulation"]["total_error_percent"], -10.0);
+        assert_eq!(j["stacks"][0]["params"]["G_ns_per_byte"], 0.1);
+        let back: Loop = serde_json::from_value(j.clone()).unwrap();
+        assert_eq!(serde_json::to_value(&back).unwrap(), j);
+    }
+
+    fn rank(rank: u32, calls: &[(commperf_pmpi::Call, u64, u64)]) -> commperf_pmpi::RankData {
+        use commperf_pmpi::format::{Footer, Header};
+        commperf_pmpi::RankData {
+            path: PathBuf::from(format!("rank-{rank}.cpmpi")),
+            header: Header {
+                format: "commperf-pmpi".into(),
+                version: 2,
+                rank,
+                size: 2,
+                pid: 1,
+                host: "h".into(),
+                mpi_flavour: "openmpi".into(),
+                mpi_library: "Open MPI".into(),
+                program_tag: String::new(),
+                clock: "tsc".into(),
+                start_ns: 1_000,
+                empty_wrappers: false,
+            },
+            clocks: Vec::new(),
+            events: calls
+                .iter()
+                .map(|&(call, enter, exit)| commperf_pmpi::Event {
+                    call,
+                    fortran: false,
+                    any_source: false,
+                    peer: -1,
+                    tag: 0,
+                    comm: 0,
+                    bytes: 0,
+                    post_enter: enter,
+                    post_exit: exit,
+                    done_enter: 0,
+                    done_exit: 0,
+                    thread: 0,
+                })
+                .collect(),
+            drops: 0,
+            footer: Some(Footer {
+                events: calls.len() as u64,
+                drops: 0,
+                pending_requests: 0,
+                end_ns: 99_000,
+            }),
+        }
+    }
+
+    #[test]
+    fn the_window_starts_where_each_ranks_last_barrier_ends() {
+        use commperf_pmpi::Call::{Allreduce, Barrier, Recv, Send};
+        let mut run = commperf_pmpi::Run {
+            dir: PathBuf::new(),
+            ranks: vec![
+                rank(
+                    0,
+                    &[
+                        (Allreduce, 2_000, 2_500),
+                        (Barrier, 3_000, 4_000),
+                        (Send, 5_000, 5_100),
+                        (Barrier, 6_000, 7_000),
+                        (Send, 8_000, 8_100),
+                    ],
+                ),
+                rank(1, &[(Barrier, 6_500, 7_200), (Recv, 7_300, 8_200)]),
+            ],
+        };
+        assert!(window(&mut run));
+        assert_eq!(run.ranks[0].header.start_ns, 7_000);
+        assert_eq!(run.ranks[1].header.start_ns, 7_200);
+        assert_eq!(run.ranks[0].events.len(), 1);
+        assert_eq!(run.ranks[0].events[0].call, Send);
+        assert_eq!(run.ranks[1].events[0].call, Recv);
+        // A rank without a barrier: the whole run, untouched.
+        let mut run = commperf_pmpi::Run {
+            dir: PathBuf::new(),
+            ranks: vec![
+                rank(0, &[(Barrier, 3_000, 4_000), (Send, 5_000, 5_100)]),
+                rank(1, &[(Recv, 3_300, 5_200)]),
+            ],
+        };
+        assert!(!window(&mut run));
+        assert_eq!(run.ranks[0].header.start_ns, 1_000);
+        assert_eq!(run.ranks[0].events.len(), 2);
+    }
+
+    #[test]
+    fn bench_parameters_come_from_the_first_piece_in_ns() {
+        let text = r#"{"schema_version": 2, "tool": "commperf 0.1.0", "started_unix_s": 1,
+          "machine": {"hostname": "vm", "cpu_model": "AMD EPYC", "cores": 2, "kernel": "6",
+            "timer": {"source": "tsc", "tsc_ghz": 2.6, "cost_ns": 9.5}},
+          "options": {"benchmarks": ["loggp"], "transports": ["mpi"], "modes": ["poll"],
+            "sizes_bytes": [8, 16384], "iterations": 5, "window": 64, "validate": false,
+            "launcher": "mpi", "peer": "rank 1", "mpi_library": "Open MPI v4.1.4"},
+          "placement": {"pinned": false, "local_cpu": 0, "peer_cpu": 1},
+          "results": [
+          {"benchmark": "loggp", "transport": "mpi", "mode": "poll", "size_bytes": 16384,
+           "iterations": 5, "warmup": 1, "validated": true, "o_s_fixed_us": 9.0,
+           "o_r_fixed_us": 9.0, "g_us": 9.0, "G_us_per_byte": 0.009, "L_us": 9.0},
+          {"benchmark": "loggp", "transport": "mpi", "mode": "poll", "size_bytes": 8,
+           "iterations": 5, "warmup": 1, "validated": true, "o_s_fixed_us": 0.25,
+           "o_r_fixed_us": 0.5, "g_us": 0.125, "G_us_per_byte": 0.0001, "L_us": 1.0,
+           "O_s_us_per_byte": 0.00002, "piece_from_bytes": 8, "piece_to_bytes": 4096}
+        ]}"#;
+        let (p, _) = params_from_bench(text).unwrap();
+        assert_eq!(
+            (p.o_s_ns, p.o_r_ns, p.g_ns, p.L_ns),
+            (250.0, 500.0, 125.0, 1000.0)
+        );
+        assert!((p.G_ns_per_byte - 0.1).abs() < 1e-12);
+        assert!((p.O_ns_per_byte - 0.01).abs() < 1e-12);
+        assert_eq!(p.small_message_ns, 1750.0);
+        assert_eq!(p.piece_to_bytes, Some(4096));
+        let no_l = text.replace("\"L_us\": 1.0,", "");
+        let e = params_from_bench(&no_l).unwrap_err().to_string();
+        assert!(e.contains("left L out at 8 B"), "{e}");
+    }
+}
