@@ -214,12 +214,14 @@ fn sixty_four_scattered_segments_cost_more_than_one() {
         common::assert_cost_judged(r);
     }
     // shm, packed: 64 copies of 16 B from 64 pages against one copy of 1 KiB; measured +0.15 µs
-    // on 0.52 (+29 %, idle and at load 2, blocks within ±0.03 µs).
+    // on 0.52 (+29 %, idle and at load 2, blocks within ±0.03 µs) on an Intel Xeon VM, but only
+    // +0.055 µs on 0.93 (+6 %, every block positive) on an AMD EPYC VM, whose one-way latency
+    // is higher and whose small copies are cheaper: the bar is half of the smaller effect.
     // uds, vectored: the kernel walks 64 iovecs against one; +1.0 µs on 2.1 (+48 %, blocks
     // within ±0.05 µs). The bars are about a third of those effects: 10 % and 15 % of the
     // one-segment latency. The packing cost over uds (+0.2 µs on 2.1) is close to the noise
     // between runs, so it is not asserted.
-    for (t, packed, share) in [("shm", true, 0.10), ("uds", false, 0.15)] {
+    for (t, packed, share) in [("shm", true, 0.03), ("uds", false, 0.15)] {
         let (mut costs, mut ones, mut blocks) = (Vec::new(), Vec::new(), Vec::new());
         for size in (0..5).map(|i| 1024 + 64 * i) {
             let p50 = |k: u64| {
