@@ -343,6 +343,7 @@ pub fn hand_profile(pieces: Vec<TcomPiece>, text: &str) -> Profile {
         tcom: pieces,
         loggp: Vec::new(),
         points: Vec::new(),
+        pipeline: None,
     }
 }
 

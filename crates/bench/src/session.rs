@@ -947,7 +947,7 @@ fn measure<E: Endpoint + VectoredSend>(
             summarize_latency(&mut row, clock, &samples);
             bad
         }
-        Benchmark::Latency | Benchmark::Blocking | Benchmark::Bufmgmt => {
+        Benchmark::Latency | Benchmark::Blocking | Benchmark::Bufmgmt | Benchmark::Pipeline => {
             let mut samples = vec![0u64; it as usize];
             let mut pools;
             let mut bufs = if run.benchmark == Benchmark::Bufmgmt {
@@ -1247,7 +1247,11 @@ fn respond<E: Endpoint + VectoredSend>(
 ) -> Result<Option<Mismatch>, LoopError> {
     let lp = run.looping(corruption);
     match run.benchmark {
-        Benchmark::Latency | Benchmark::Blocking | Benchmark::Conns | Benchmark::Cq => {
+        Benchmark::Latency
+        | Benchmark::Blocking
+        | Benchmark::Conns
+        | Benchmark::Cq
+        | Benchmark::Pipeline => {
             patterns::latency_responder(ep, &mut Buffers::reused(sbuf, rbuf), &lp)
         }
         Benchmark::Noncontig => {
