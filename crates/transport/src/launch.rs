@@ -289,6 +289,10 @@ pub struct DataSpec {
     pub shm_ring_bytes: usize,
     pub shm_frag_bytes: usize,
     pub shm_single_copy_from: Option<usize>,
+    /// shm: the fragment size per message length each end sends in (`None`: `shm_frag_bytes`
+    /// for every message; then `shm_frag_bytes` is also the largest piece, else only that).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shm_fragments: Option<crate::FragmentPlan>,
     /// An additional channel the server only keeps open (the conns benchmark).
     #[serde(default)]
     pub extra: bool,
@@ -308,6 +312,7 @@ impl DataSpec {
             shm_ring_bytes: o.ring_bytes,
             shm_frag_bytes: o.frag_bytes,
             shm_single_copy_from: o.single_copy_from,
+            shm_fragments: o.fragments,
             extra: false,
             uring_sqpoll: false,
         }
@@ -340,6 +345,7 @@ impl DataSpec {
             ring_bytes: self.shm_ring_bytes,
             frag_bytes: self.shm_frag_bytes,
             single_copy_from: self.shm_single_copy_from,
+            fragments: self.shm_fragments,
         }
     }
 
@@ -350,6 +356,7 @@ impl DataSpec {
             extra: true,
             shm_ring_bytes: bounds::MAX_EXTRA_SHM_RING_BYTES,
             shm_frag_bytes: 8 << 10,
+            shm_fragments: None,
             ..*self
         }
     }
@@ -400,7 +407,11 @@ impl DataSpec {
                 self.shm_ring_bytes
             );
             e
-        })
+        })?;
+        match &self.shm_fragments {
+            Some(p) => p.check("shm_fragments", MIN_SHM_FRAG_BYTES, self.shm_frag_bytes),
+            None => Ok(()),
+        }
     }
 
     /// Memory the server holds for this channel (the client's end holds about the same): the
@@ -762,6 +773,7 @@ fn serve_data_inner(
             })?;
             let mut e = seg.accept(cfg, wait)?;
             e.set_single_copy_from(spec.shm_single_copy_from);
+            e.set_fragments(spec.shm_fragments);
             check_token(&mut e, token)?;
             Ok(AnyEndpoint::Shm(e))
         }
@@ -903,6 +915,7 @@ pub fn connect_data(
                 e => e.into(),
             })?;
             e.set_single_copy_from(spec.shm_single_copy_from);
+            e.set_fragments(spec.shm_fragments);
             AnyEndpoint::Shm(e)
         }
         TransportKind::Tcp | TransportKind::UringTcp => {

@@ -5,7 +5,7 @@ use commperf_transport::sys::shm::{self, ShmOptions};
 use commperf_transport::sys::uring::{self, UringEndpoint, UringOptions};
 use commperf_transport::sys::{tcp, uds};
 use commperf_transport::TransportKind;
-use commperf_transport::{Endpoint, EndpointConfig, Mode, TransportError};
+use commperf_transport::{Endpoint, EndpointConfig, FragmentPlan, Mode, TransportError};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -29,6 +29,28 @@ fn shm_pipelined(mode: Mode) -> (shm::ShmEndpoint, shm::ShmEndpoint) {
 fn shm_single_copy(mode: Mode) -> (shm::ShmEndpoint, shm::ShmEndpoint) {
     let o = ShmOptions {
         single_copy_from: Some(256 << 10),
+        ..ShmOptions::default()
+    };
+    shm::pair(cfg(mode), o).expect("shm pair")
+}
+
+/// Adaptive fragmenting as a plan from the pipeline model looks: a short path (up to 1000 B
+/// whole), then fragment sizes that change with the length, some not line multiples, so that
+/// messages arrive as one record, as one fragment, and as many with a shorter tail.
+fn shm_adaptive(mode: Mode) -> (shm::ShmEndpoint, shm::ShmEndpoint) {
+    let mut plan = FragmentPlan::fixed(64 << 10);
+    plan.whole_up_to = 1000;
+    for (k, f) in plan.by_octave.iter_mut().enumerate() {
+        *f = match k {
+            0..=10 => 1536,
+            11..=15 => 4000,
+            16..=19 => 12_345,
+            _ => 200_000,
+        };
+    }
+    let o = ShmOptions {
+        frag_bytes: commperf_transport::bounds::max_shm_frag_bytes(1 << 20),
+        fragments: Some(plan),
         ..ShmOptions::default()
     };
     shm::pair(cfg(mode), o).expect("shm pair")
@@ -87,6 +109,8 @@ fn sqpoll() -> UringOptions {
 
 commperf_transport::conformance_tests!(shm_pipe_poll, shm_pipelined(Mode::Poll));
 commperf_transport::conformance_tests!(shm_pipe_block, shm_pipelined(Mode::Block));
+commperf_transport::conformance_tests!(shm_adaptive_poll, shm_adaptive(Mode::Poll));
+commperf_transport::conformance_tests!(shm_adaptive_block, shm_adaptive(Mode::Block));
 commperf_transport::conformance_tests!(shm_cma_poll, shm_single_copy(Mode::Poll));
 commperf_transport::conformance_tests!(shm_cma_block, shm_single_copy(Mode::Block));
 commperf_transport::conformance_tests!(tcp_poll, tcp_pair(Mode::Poll));
