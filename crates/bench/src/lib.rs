@@ -18,7 +18,8 @@ pub mod limits;
 pub mod loggp;
 pub mod machine;
 pub mod patterns;
+pub mod pipeline;
 pub mod session;
 
-pub use config::{BenchConfig, ConfigError, Launcher, MAX_ITERS, MAX_SIZE};
+pub use config::{BenchConfig, ConfigError, FragmentSetting, Launcher, MAX_ITERS, MAX_SIZE};
 pub use session::{run, serve_session, BenchError, Progress};

@@ -304,6 +304,24 @@ pub fn run(cfg: &BenchConfig, progress: &mut dyn Progress) -> Result<Report, Ben
             let mut ep = launch::connect_data(&mut ctrl, &spec, &token)?;
             let mut extras: Vec<AnyEndpoint> = Vec::new();
             for &b in &cfg.benchmarks {
+                if b == Benchmark::Pipeline {
+                    if matches!(t, TransportKind::Shm | TransportKind::Tcp | TransportKind::Uds) {
+                        let mut env = PipeEnv {
+                            ctrl: &mut ctrl,
+                            clock: &clock,
+                            token: &token,
+                            cfg,
+                            cpus,
+                        };
+                        results.extend(pipeline_rows(&mut env, t, m, &mut sbuf, &mut rbuf, progress)?);
+                        // The run's own channel again, for the benchmarks after this one.
+                        ep = launch::connect_data(&mut ctrl, &spec, &token)?;
+                    }
+                    done += cfg.sizes.len();
+                    steps_done += 1;
+                    progress.finished(&format!("{b} over {t} ({m})"), steps_done, steps);
+                    continue;
+                }
                 let mut prtts = Vec::new();
                 for &size in &cfg.sizes {
                     let ph = phase(b, size, t, m);
@@ -1282,6 +1300,196 @@ fn respond<E: Endpoint + VectoredSend>(
                 lp.warmup.saturating_add(lp.iters),
             )
             .map(|()| None)
+        }
+    }
+}
+
+/// What the pipeline benchmark needs of the session.
+struct PipeEnv<'a> {
+    ctrl: &'a mut Control,
+    clock: &'a Clock,
+    token: &'a str,
+    cfg: &'a BenchConfig,
+    /// (this end, the peer) when both are pinned: for the copy limit of shm rows.
+    cpus: Option<(usize, usize)>,
+}
+
+/// Rounds each pipeline row is measured in (variants interleaved; the median is kept).
+const PIPELINE_ROUNDS: usize = 3;
+
+/// pipeline: for each fragment variant (the fixed ladder, then the adaptive plan) its own data
+/// channel and the latency ping-pong at every size on it, [`PIPELINE_ROUNDS`] times over with
+/// the variants interleaved, so that drift in the machine hits them all alike. One row per
+/// variant and size: the median round's figures, bandwidth = size / one-way time, and the
+/// model's `T(L, P)` beside (the exact recurrence; eq. 7's value in a note).
+fn pipeline_rows(
+    env: &mut PipeEnv<'_>,
+    t: TransportKind,
+    m: Mode,
+    sbuf: &mut [u8],
+    rbuf: &mut [u8],
+    progress: &mut dyn Progress,
+) -> Result<Vec<Row>, BenchError> {
+    use crate::config::FragmentSetting;
+    use crate::pipeline::{fixed_ladder, rule_words};
+    let cfg = env.cfg;
+    let variants: Vec<FragmentSetting> = if t == TransportKind::Shm {
+        let max = bounds::max_shm_frag_bytes(cfg.shm_ring_bytes);
+        (fixed_ladder(max).into_iter().map(FragmentSetting::Fixed))
+            .chain([FragmentSetting::Adaptive])
+            .collect()
+    } else {
+        vec![FragmentSetting::Adaptive]
+    };
+    let rounds = if cfg.quick { 1 } else { PIPELINE_ROUNDS };
+    let total = rounds * variants.len() * cfg.sizes.len();
+    let mut measured: Vec<Vec<Row>> = vec![Vec::new(); variants.len() * cfg.sizes.len()];
+    let mut done = 0;
+    for round in 0..rounds {
+        for (vi, &v) in variants.iter().enumerate() {
+            let spec = cfg.data_spec_with(t, m, v);
+            let mut ep = launch::connect_data(env.ctrl, &spec, env.token)?;
+            for (si, &size) in cfg.sizes.iter().enumerate() {
+                let what = match v {
+                    FragmentSetting::Fixed(n) => format!("fragment {n} B"),
+                    FragmentSetting::Adaptive => "adaptive fragment".into(),
+                };
+                let ph = format!(
+                    "{} ({what}, round {})",
+                    phase(Benchmark::Pipeline, size, t, m),
+                    round + 1
+                );
+                progress.update(&ph, done, total);
+                let (iterations, warmup) = cfg.counts(Benchmark::Pipeline, size);
+                let run = RunSpec {
+                    benchmark: Benchmark::Pipeline,
+                    size,
+                    iterations,
+                    warmup,
+                    window: 1,
+                    validate: cfg.validate,
+                    prtt: None,
+                    mode: Some(m),
+                    block_spins: 0,
+                    segments: 0,
+                    packed: false,
+                    in_place: false,
+                };
+                let s = &mut sbuf[..size as usize];
+                let row = latency_row(env.ctrl, &mut ep, env.clock, &ph, run, s, rbuf)?;
+                measured[vi * cfg.sizes.len() + si].push(row);
+                done += 1;
+            }
+        }
+    }
+    let mut copy_limit = std::collections::BTreeMap::new();
+    let mut rows = Vec::with_capacity(measured.len());
+    for (vi, &v) in variants.iter().enumerate() {
+        for (si, &size) in cfg.sizes.iter().enumerate() {
+            let mut got = std::mem::take(&mut measured[vi * cfg.sizes.len() + si]);
+            got.sort_by(|a, b| a.p50_us.partial_cmp(&b.p50_us).unwrap_or(std::cmp::Ordering::Equal));
+            let p50s: Vec<f64> = got.iter().filter_map(|r| r.p50_us).collect();
+            let mut row = got.swap_remove(got.len() / 2);
+            row.transport = t;
+            row.mode = m;
+            if let (Some(lo), Some(hi)) = (p50s.first(), p50s.last()) {
+                let spread = (hi - lo) / 2.0;
+                row.p50_noise_us = Some(row.p50_noise_us.unwrap_or(0.0).max(spread));
+
+            }
+            let (frag, rule) = match (t, v) {
+                (TransportKind::Shm, FragmentSetting::Fixed(n)) => (n as u64, None),
+                (TransportKind::Shm, FragmentSetting::Adaptive) => {
+                    let (plan, model_plan) = cfg.shm_plan();
+                    let max = bounds::max_shm_frag_bytes(cfg.shm_ring_bytes);
+                    let f = plan.for_len(size as usize).min(max) as u64;
+                    (f, Some(model_plan.for_len(size).1))
+                }
+                // Sockets send whole messages.
+                _ => (size, None),
+            };
+            // A fixed row keeps its configured size (a message up to it goes whole); the
+            // adaptive row shows what it used.
+            row.fragment_bytes = Some(if rule.is_some() { frag.min(size.max(1)) } else { frag });
+            let frag = frag.min(size.max(1));
+            row.fragment_rule = Some(match (t, v) {
+                (TransportKind::Shm, _) => rule_words(rule),
+                _ => "whole".into(),
+            });
+            if let Some(p) = row.p50_us.filter(|p| *p > 0.0) {
+                row.mb_per_s = Some(size as f64 / p);
+            }
+            if t == TransportKind::Shm {
+                let model = &cfg.shm_pipeline;
+                row.model_us = Some(model.recurrence_us(size, frag));
+                row.eq7_us = Some(model.eq7_at(frag).time_us(size, frag));
+                if let Some((mine, theirs)) = env.cpus.filter(|(a, b)| a != b) {
+                    let copy = match copy_limit.get(&size) {
+                        Some(&c) => c,
+                        None => {
+                            let c = limits::memcpy_two_cpus_mb_per_s(
+                                env.clock,
+                                size as usize,
+                                [theirs, mine],
+                                5,
+                            )?;
+                            affinity::pin_to(mine).map_err(|e| BenchError::Pin(e.to_string()))?;
+                            *copy_limit.entry(size).or_insert(c)
+                        }
+                    };
+                    limits::judge(&mut row, 0.0, copy, true);
+                }
+            }
+            rows.push(row);
+        }
+    }
+    pipeline_verdicts(&mut rows, cfg.sizes.len(), variants.len());
+    Ok(rows)
+}
+
+/// Notes on each adaptive row (the last variant) against the fixed ones of its size: the share
+/// of the best fixed fragment's bandwidth it reaches, and its gain over 64 KiB beside the noise.
+fn pipeline_verdicts(rows: &mut [Row], sizes: usize, variants: usize) {
+    if variants < 2 {
+        return;
+    }
+    for si in 0..sizes {
+        let at = |vi: usize| vi * sizes + si;
+        let fixed: Vec<(u64, f64, f64)> = (0..variants - 1)
+            .filter_map(|vi| {
+                let r = &rows[at(vi)];
+                Some((
+                    r.fragment_bytes?,
+                    r.mb_per_s?,
+                    r.p50_noise_us.unwrap_or(0.0) / r.p50_us?,
+                ))
+            })
+            .collect();
+        let best = fixed
+            .iter()
+            .copied()
+            .fold(None::<(u64, f64, f64)>, |b, f| match b {
+                Some(b) if b.1 >= f.1 => Some(b),
+                _ => Some(f),
+            });
+        let base = fixed.iter().find(|f| f.0 == 64 << 10).copied();
+        let a = &mut rows[at(variants - 1)];
+        let (Some(bw), Some(p)) = (a.mb_per_s, a.p50_us) else {
+            continue;
+        };
+        let noise = a.p50_noise_us.unwrap_or(0.0) / p;
+        if let Some((frag, best_bw, _)) = best {
+            a.notes.push(format!(
+                "adaptive reaches {:.1} % of the best fixed fragment ({frag} B, {best_bw:.0} MB/s)",
+                bw / best_bw * 100.0
+            ));
+        }
+        if let Some((_, b64, n64)) = base {
+            a.notes.push(format!(
+                "against 64 KiB fragments: {:+.1} % bandwidth (noise ±{:.1} %)",
+                (bw / b64 - 1.0) * 100.0,
+                (noise + n64) * 100.0
+            ));
         }
     }
 }

@@ -198,6 +198,40 @@ fn single_copy(s: &str) -> Result<SingleCopy, String> {
         .map(|v| SingleCopy(Some(v as usize)))
         .map_err(|e| format!("{e}, or 'never'"))
 }
+/// `--fragment`: a size, or auto.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Fragment(pub commperf_bench::FragmentSetting);
+
+fn fragment(s: &str) -> Result<Fragment, String> {
+    use commperf_bench::FragmentSetting;
+    if s == "auto" {
+        return Ok(Fragment(FragmentSetting::Adaptive));
+    }
+    parse_size(s)
+        .map(|v| Fragment(FragmentSetting::Fixed(v as usize)))
+        .map_err(|e| format!("{e}, or 'auto'"))
+}
+
+/// The shm pipeline model of `--pipeline-profile FILE`.
+fn pipeline_model(
+    path: &std::path::Path,
+) -> Result<commperf_predict::pipeline::PipelineModel, ConfigError> {
+    let bad = |why: String| ConfigError::PipelineProfile(format!("{}: {why}", path.display()));
+    let text = commperf_core::read_text(path).map_err(|e| bad(e.to_string()))?;
+    let p: commperf_core::Profile =
+        serde_json::from_str(&text).map_err(|e| bad(format!("not a commperf profile ({e})")))?;
+    let pipe = p.pipeline.ok_or_else(|| {
+        bad("has no pipeline section (calibrate it with `commperf calibrate -t shm`)".into())
+    })?;
+    if pipe.transport != "shm" {
+        return Err(bad(format!(
+            "its pipeline stages are {}'s; adaptive fragmenting needs shm's",
+            pipe.transport
+        )));
+    }
+    commperf_predict::pipeline::PipelineModel::from_profile(&pipe).map_err(|e| bad(e.to_string()))
+}
+
 fn positive_u64(s: &str) -> Result<u64, String> {
     match s.parse::<u64>() {
         Ok(0) => Err("must be at least 1".into()),
@@ -270,6 +304,14 @@ pub struct BenchArgs {
     /// through the ring
     #[arg(long, value_name = "SIZE|never", value_parser = single_copy, default_value = "never")]
     pub shm_single_copy: SingleCopy,
+    /// shm: the fragment size large messages are cut into: auto (from the pipeline model, per
+    /// message length) or a size (64 B to a quarter of the ring, less 64)
+    #[arg(long, value_name = "SIZE|auto", value_parser = fragment, default_value = "auto")]
+    pub fragment: Fragment,
+    /// shm: the profile (from `commperf calibrate -t shm`) whose pipeline stages the adaptive
+    /// fragment size comes from [default: the built-in profile of the development machine]
+    #[arg(long, value_name = "FILE")]
+    pub pipeline_profile: Option<PathBuf>,
     /// uring-tcp, uring-uds: a kernel thread polls the submission queue (IORING_SETUP_SQPOLL),
     /// so submitting costs no syscall; it takes a core while it polls
     #[arg(long)]
@@ -287,9 +329,17 @@ pub struct BenchArgs {
     pub output: OutputArgs,
 }
 
+/// What `all` runs: every benchmark but pipeline, which sweeps fragment sizes for minutes and
+/// is asked for by name.
+fn all_benchmarks() -> Vec<Benchmark> {
+    (Benchmark::ALL.iter().copied())
+        .filter(|&b| b != Benchmark::Pipeline)
+        .collect()
+}
+
 fn benchmark_name(s: &str) -> Result<Vec<Benchmark>, String> {
     if s == "all" {
-        return Ok(Benchmark::ALL.to_vec());
+        return Ok(all_benchmarks());
     }
     s.parse::<Benchmark>()
         .map(|b| vec![b])
@@ -317,7 +367,7 @@ impl BenchArgs {
         c.skip_unsupported = self
             .benchmarks
             .iter()
-            .any(|b| b.len() == Benchmark::ALL.len());
+            .any(|b| b.len() == all_benchmarks().len());
         if let Some(t) = &self.transport {
             c.transports = t.0.clone();
         }
@@ -338,6 +388,11 @@ impl BenchArgs {
         c.block_spins = self.spin;
         c.conns_max = self.conns_max;
         c.shm_single_copy_from = self.shm_single_copy.0;
+        c.shm_fragment = self.fragment.0;
+        if let Some(path) = &self.pipeline_profile {
+            c.shm_pipeline = pipeline_model(path)?;
+            c.shm_pipeline_source = path.display().to_string();
+        }
         c.uring_sqpoll = self.uring_sqpoll;
         match &self.layers {
             // Each layer is checked as the run of its own it will be (`mpi` runs alone).

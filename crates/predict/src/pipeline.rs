@@ -331,6 +331,12 @@ impl PipelineModel {
     /// `[2^k, 2^(k+1))` of lengths the fragment chosen at its geometric middle. Octaves are
     /// `0..31` (lengths up to 2 GiB).
     pub fn plan(&self) -> Plan {
+        self.plan_up_to(1 << 30)
+    }
+
+    /// [`PipelineModel::plan`] for messages up to `max_len` bytes: the octaves above it repeat
+    /// the last one computed (a plan for a 4 MiB run costs a fraction of a 1 GiB one).
+    pub fn plan_up_to(&self, max_len: u64) -> Plan {
         let mut whole_up_to = 0u64;
         // The short path: lengths the model sends whole, found octave by octave, then refined
         // by bisection within the first octave where it stops.
@@ -358,15 +364,23 @@ impl PipelineModel {
             predicted_us: 0.0,
             eq8_bytes: f64::INFINITY,
         }; 31];
+        let mut last = None;
         for (k, slot) in by_octave.iter_mut().enumerate() {
             let lo = 1u64 << k;
             let hi = (1u64 << (k + 1)) - 1;
             if hi <= whole_up_to {
                 continue;
             }
+            if lo > max_len.max(1) {
+                if let Some(c) = last {
+                    *slot = c;
+                }
+                continue;
+            }
             let mid = ((lo as f64) * std::f64::consts::SQRT_2) as u64;
             let at = mid.clamp(lo.max(whole_up_to + 1), hi);
             *slot = self.choose(at);
+            last = Some(*slot);
         }
         Plan {
             whole_up_to,

@@ -127,6 +127,7 @@ impl Block<'_> {
                 ("p50(us)", |r| us(r.p50_us)),
                 ("MB/s", |r| r.mb_per_s.map_or_else(dash, fmt_mb)),
                 ("model(us)", |r| us(r.model_us)),
+                ("eq7(us)", |r| us(r.eq7_us)),
                 ("model err", |r| match (r.model_us, r.p50_us) {
                     (Some(m), Some(t)) if t > 0.0 => format!("{:+.1}%", (m - t) / t * 100.0),
                     _ => dash(),

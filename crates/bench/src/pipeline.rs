@@ -1,0 +1,318 @@
+//! Stage timing for the pipeline model (seed 002 §3.2): each stage of the shm transport's
+//! pipelined path, timed for packets sent one at a time over a ladder of packet sizes, fitted
+//! to `β + P·τ` by linear regression, and turned into the fragment plan the transport follows.
+//!
+//! Why it is shaped so:
+//! - **The stages as the transport runs them, one packet at a time.** Two threads pinned to the
+//!   two CPUs of the run hold the two ends of a real shm connection (the 1 MiB ring, records
+//!   of a header line and a line-aligned payload); each packet goes as one record. The sender
+//!   times its `send` (the copy into the ring with the record's bookkeeping), the receiver,
+//!   once the record is visible, its `recv` (the copy out and the release), each on its own
+//!   clock; the hand-over is what the round trip leaves over, halved (the acknowledgement back
+//!   is a one-line record: a hand-over with its own small send and receive), so no time is
+//!   ever compared across two CPUs' clocks.
+//! - **Medians, then a weighted fit.** Each stage's median per packet size; the line is fitted
+//!   with weights 1/y² (relative errors), as the Tcom profile is, so that the small packets
+//!   decide β and the large ones τ. The fit's R² goes into the profile: a stage that is not
+//!   linear in the packet size on this machine says so there.
+
+use crate::buf::PageBuf;
+use commperf_core::{PipelineProfile, PipelineStage, StagePoint, PIPELINE_SCHEMA_VERSION};
+use commperf_predict::pipeline::{PipelineModel, Plan, Rule};
+use commperf_transport::affinity;
+use commperf_transport::bounds::{max_shm_frag_bytes, MIN_SHM_FRAG_BYTES};
+use commperf_transport::clock::Clock;
+use commperf_transport::sys::shm::{self, ShmEndpoint, ShmOptions};
+use commperf_transport::{Endpoint, EndpointConfig, FragmentPlan, Mode, Readiness};
+use std::time::{Duration, Instant};
+
+/// The shm pipeline's stages, in the order a packet passes them.
+pub const SHM_STAGES: [&str; 3] = [
+    "copy into the ring",
+    "hand-over between the cores",
+    "copy out of the ring",
+];
+
+/// The ring the probe and the default profile model (the transport's default ring).
+pub const SHM_RING_BYTES: usize = 1 << 20;
+
+/// Bytes a ring record adds to its payload: the header line.
+pub const SHM_RECORD_OVERHEAD: u64 = 64;
+
+/// Why stages could not be timed or fitted.
+#[derive(Debug, thiserror::Error)]
+pub enum StageError {
+    #[error("pinning the stage probe to CPU {cpu}: {cause}")]
+    Pin { cpu: usize, cause: String },
+    #[error("the stage probe's other thread made no progress for 10 s (CPU {cpu} taken?)")]
+    Stalled { cpu: usize },
+    #[error("the stage probe's transfer failed: {0}")]
+    Transfer(String),
+    #[error("fitting stage {stage}: {why}")]
+    Fit { stage: String, why: String },
+}
+
+const STALL: Duration = Duration::from_secs(10);
+
+/// Median of each shm stage in µs for packets of each size in `ladder`, sent one at a time
+/// between `cpus` (sender first). The message buffers span `span` bytes (packets are taken
+/// from successive offsets, as a message's fragments are).
+pub fn shm_stage_points(
+    clock: &Clock,
+    cpus: [usize; 2],
+    ladder: &[u64],
+    span: usize,
+) -> Result<Vec<StagePoint>, StageError> {
+    let max = ladder.iter().copied().max().unwrap_or(0) as usize;
+    let cfg = EndpointConfig {
+        mode: Mode::Poll,
+        max_message: max.max(span),
+        idle_timeout: STALL,
+        block_spins: 0,
+    };
+    // Every packet of the ladder goes as one record: the non-pipelined transfer.
+    let opts = ShmOptions {
+        ring_bytes: SHM_RING_BYTES,
+        frag_bytes: max_shm_frag_bytes(SHM_RING_BYTES),
+        single_copy_from: None,
+        fragments: None,
+    };
+    let (mut a, mut b) = shm::pair(cfg, opts).map_err(|e| StageError::Transfer(e.to_string()))?;
+    let mut out = Vec::with_capacity(ladder.len());
+    for &p in ladder {
+        out.push(shm_stage_point(clock, cpus, &mut a, &mut b, p as usize, span)?);
+    }
+    Ok(out)
+}
+
+fn shm_stage_point(
+    clock: &Clock,
+    cpus: [usize; 2],
+    a: &mut ShmEndpoint,
+    b: &mut ShmEndpoint,
+    packet: usize,
+    span: usize,
+) -> Result<StagePoint, StageError> {
+    let span = span.max(packet);
+    // Enough repetitions for a stable median, about 64 MiB moved per size.
+    let reps = ((64usize << 20) / packet.max(1)).clamp(300, 5000);
+    let warm = reps / 10;
+    let n = reps + warm;
+    let mut src = PageBuf::new(span);
+    let mut dst = PageBuf::new(span + 64);
+    src.fill(0x5a);
+    dst.fill(0);
+    let at = |i: usize| (i * packet) % (span - packet + 1) / 64 * 64;
+    let restore = affinity::allowed_cpus();
+    let pin = |cpu: usize| {
+        affinity::pin_to(cpu).map_err(|e| StageError::Pin {
+            cpu,
+            cause: e.to_string(),
+        })
+    };
+    let (sent, copied_out) = std::thread::scope(|s| {
+        let dst = &mut dst;
+        let receiver = s.spawn(move || -> Result<Vec<u64>, StageError> {
+            pin(cpus[1])?;
+            let mut out = Vec::with_capacity(n);
+            let ack = [0u8; 8];
+            for i in 0..n {
+                let start = Instant::now();
+                while !b.readable_now().map_err(|e| StageError::Transfer(e.to_string()))? {
+                    if start.elapsed() > STALL {
+                        return Err(StageError::Stalled { cpu: cpus[0] });
+                    }
+                    std::hint::spin_loop();
+                }
+                let t2 = clock.now();
+                let off = at(i);
+                b.recv(&mut dst[64 + off..64 + off + packet])
+                    .map_err(|e| StageError::Transfer(e.to_string()))?;
+                let t3 = clock.now();
+                out.push(t3 - t2);
+                b.send(2, &ack).map_err(|e| StageError::Transfer(e.to_string()))?;
+            }
+            Ok(out)
+        });
+        let sender = (|| -> Result<Vec<(u64, u64)>, StageError> {
+            pin(cpus[0])?;
+            let mut out = Vec::with_capacity(n);
+            let mut ack = [0u8; 8];
+            for i in 0..n {
+                let off = at(i);
+                let t0 = clock.now();
+                a.send(1, &src[off..off + packet])
+                    .map_err(|e| StageError::Transfer(e.to_string()))?;
+                let t1 = clock.now();
+                a.recv(&mut ack)
+                    .map_err(|e| StageError::Transfer(e.to_string()))?;
+                let t4 = clock.now();
+                out.push((t1 - t0, t4 - t0));
+            }
+            Ok(out)
+        })();
+        // A failed sender leaves the receiver to its stall timeout.
+        let received = receiver
+            .join()
+            .unwrap_or(Err(StageError::Stalled { cpu: cpus[1] }));
+        (sender, received)
+    });
+    let _ = affinity::set_allowed(&restore);
+    let (sent, copied_out) = (sent?, copied_out?);
+    let us = |ticks: u64| clock.ticks_to_ns(ticks) / 1e3;
+    let mut s1 = Vec::with_capacity(reps);
+    let mut s2 = Vec::with_capacity(reps);
+    let mut s3 = Vec::with_capacity(reps);
+    for i in warm..n {
+        let (c_in, rtt) = sent[i];
+        let (a, b, round) = (us(c_in), us(copied_out[i]), us(rtt));
+        s1.push(a);
+        s3.push(b);
+        // The round trip is the copy in, the hand-over, the copy out and the acknowledgement
+        // (a one-line record back: another hand-over with its own small send and receive).
+        s2.push(((round - a - b) / 2.0).max(0.0));
+    }
+    let med =
+        |v: &mut Vec<f64>| commperf_stats::Summary::from_unsorted(v).map_or(f64::NAN, |s| s.p50);
+    Ok(StagePoint {
+        packet_bytes: packet as u64,
+        stage_us: vec![med(&mut s1), med(&mut s2), med(&mut s3)],
+    })
+}
+
+/// The packet ladder of the shm probe: powers of two from 256 B to the largest fragment of the
+/// default ring.
+pub fn shm_ladder() -> Vec<u64> {
+    let max = max_shm_frag_bytes(SHM_RING_BYTES) as u64;
+    let mut v: Vec<u64> = (8..=17).map(|k| 1u64 << k).collect();
+    v.push(max);
+    v
+}
+
+/// Fits each stage's `β + P·τ` to its medians at the packet sizes the adaptive choice may use
+/// (from `fragments.0`; the smaller ones stay in the profile's points), weights 1/y²; a
+/// negative intercept or slope (which a line through cache-size steps can have) is cut to 0.
+pub fn fit_stages(
+    transport: &str,
+    names: &[&str],
+    points: &[StagePoint],
+    capacity_bytes: Option<u64>,
+    overhead_bytes: u64,
+    fragments: (u64, u64),
+) -> Result<PipelineProfile, StageError> {
+    let mut stages = Vec::with_capacity(names.len());
+    for (i, name) in names.iter().enumerate() {
+        let (xs, ys): (Vec<f64>, Vec<f64>) = points
+            .iter()
+            .filter(|p| p.packet_bytes >= fragments.0)
+            .filter_map(|p| {
+                let y = *p.stage_us.get(i)?;
+                (y.is_finite() && y > 0.0).then_some((p.packet_bytes as f64, y))
+            })
+            .unzip();
+        // Relative errors, but no point weighs more than one of 50 ns: below that a median is
+        // a few clock ticks and its relative error means nothing.
+        let ws: Vec<f64> = ys.iter().map(|y| 1.0 / y.max(0.05).powi(2)).collect();
+        let fit = commperf_stats::fit_line_weighted(&xs, &ys, &ws).ok_or_else(|| {
+            StageError::Fit {
+                stage: name.to_string(),
+                why: format!("{} usable points of {}", xs.len(), points.len()),
+            }
+        })?;
+        stages.push(PipelineStage {
+            name: name.to_string(),
+            beta_us: fit.intercept.max(0.0),
+            tau_us_per_byte: fit.slope.max(0.0),
+            r2: fit.r2,
+        });
+    }
+    Ok(PipelineProfile {
+        version: PIPELINE_SCHEMA_VERSION,
+        transport: transport.to_string(),
+        stages,
+        capacity_bytes,
+        overhead_bytes,
+        min_fragment_bytes: fragments.0,
+        max_fragment_bytes: fragments.1,
+        points: points.to_vec(),
+    })
+}
+
+/// Times and fits the shm stages between `cpus` (sender first).
+pub fn shm_profile(clock: &Clock, cpus: [usize; 2]) -> Result<PipelineProfile, StageError> {
+    let points = shm_stage_points(clock, cpus, &shm_ladder(), 1 << 20)?;
+    fit_stages(
+        "shm",
+        &SHM_STAGES,
+        &points,
+        Some(SHM_RING_BYTES as u64),
+        SHM_RECORD_OVERHEAD,
+        shm_fragment_bounds(),
+    )
+}
+
+/// The fragment sizes the adaptive choice may pick for the default ring: from 4 KiB to the
+/// largest the ring takes. Below 4 KiB the stages are in another regime on this machine (a
+/// 2 KiB copy into the ring runs at 50 GB/s, a 4 KiB one at 14 GB/s: the line through the
+/// fragment range does not hold there), and fragments that small are never optimal for the
+/// messages the pipeline carries.
+pub fn shm_fragment_bounds() -> (u64, u64) {
+    (
+        (4u64 << 10).max(MIN_SHM_FRAG_BYTES as u64),
+        max_shm_frag_bytes(SHM_RING_BYTES) as u64,
+    )
+}
+
+/// The shm profile used when none was calibrated: the stage fits `commperf calibrate -t shm`
+/// measured on the development machine (2 vCPUs of an AMD EPYC, BENCHMARKS.md, issue 16).
+pub fn default_shm_profile() -> PipelineProfile {
+    let stage = |name: &str, beta_us: f64, tau_us_per_byte: f64| PipelineStage {
+        name: name.to_string(),
+        beta_us,
+        tau_us_per_byte,
+        r2: f64::NAN,
+    };
+    let (min, max) = shm_fragment_bounds();
+    PipelineProfile {
+        version: PIPELINE_SCHEMA_VERSION,
+        transport: "shm".into(),
+        stages: vec![
+            stage(SHM_STAGES[0], 0.05, 2.0e-5),
+            stage(SHM_STAGES[1], 0.15, 0.0),
+            stage(SHM_STAGES[2], 0.05, 4.0e-5),
+        ],
+        capacity_bytes: Some(SHM_RING_BYTES as u64),
+        overhead_bytes: SHM_RECORD_OVERHEAD,
+        min_fragment_bytes: min,
+        max_fragment_bytes: max,
+        points: Vec::new(),
+    }
+}
+
+/// The transport's plan from the model's, for messages up to `max_len` (the octaves above it
+/// repeat the last one, so that the plan is cheap to compute for small runs).
+pub fn fragment_plan(model: &PipelineModel, max_len: u64) -> (FragmentPlan, Plan) {
+    let plan = model.plan_up_to(max_len);
+    let mut fp = FragmentPlan::fixed(model.max_fragment_bytes as usize);
+    fp.whole_up_to = plan.whole_up_to;
+    for (k, c) in plan.by_octave.iter().enumerate() {
+        fp.by_octave[k] = c.fragment_bytes.min(u32::MAX as u64) as u32;
+    }
+    (fp, plan)
+}
+
+/// The fixed fragment sizes the pipeline benchmark measures: 4 KiB to 128 KiB by powers of
+/// two, and the largest the ring takes.
+pub fn fixed_ladder(max: usize) -> Vec<usize> {
+    let mut v: Vec<usize> = (12..=17).map(|k| 1usize << k).filter(|&f| f < max).collect();
+    v.push(max);
+    v
+}
+
+/// The rule words a row carries: `fixed`, or `adaptive: <rule>`.
+pub fn rule_words(rule: Option<Rule>) -> String {
+    match rule {
+        None => "fixed".into(),
+        Some(r) => format!("adaptive: {}", r.as_str()),
+    }
+}
