@@ -316,3 +316,99 @@ pub fn rule_words(rule: Option<Rule>) -> String {
         Some(r) => format!("adaptive: {}", r.as_str()),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Points on known lines come back as those lines; points below the fragment range are
+    /// kept in the profile but not fitted.
+    #[test]
+    fn the_fit_recovers_known_stage_lines() {
+        let lines = [(0.2, 3.0e-5), (0.1, 0.0), (0.05, 2.0e-5)];
+        let mut points: Vec<StagePoint> = (12..=18)
+            .map(|k| StagePoint {
+                packet_bytes: 1 << k,
+                stage_us: lines.iter().map(|(b, t)| b + t * (1u64 << k) as f64).collect(),
+            })
+            .collect();
+        // A point of another regime, below the fragment range: must not bend the lines.
+        points.insert(
+            0,
+            StagePoint {
+                packet_bytes: 1024,
+                stage_us: vec![0.01, 0.5, 0.01],
+            },
+        );
+        let p = fit_stages("shm", &SHM_STAGES, &points, Some(1 << 20), 64, (4096, 200_000))
+            .unwrap();
+        for (s, (b, t)) in p.stages.iter().zip(lines) {
+            assert!((s.beta_us - b).abs() < 1e-9, "{}: β {}", s.name, s.beta_us);
+            assert!((s.tau_us_per_byte - t).abs() < 1e-12, "{}: τ", s.name);
+        }
+        assert_eq!(p.points.len(), 8);
+        assert_eq!(p.stages[0].name, "copy into the ring");
+    }
+
+    /// The plan the transport gets picks, per octave, the model's choice at the octave's
+    /// middle (eq. 8's P_opt where it holds), and sends short messages whole.
+    #[test]
+    fn the_adaptive_plan_follows_the_profile() {
+        let mut prof = default_shm_profile();
+        prof.capacity_bytes = None;
+        prof.stages = vec![
+            PipelineStage {
+                name: "a".into(),
+                beta_us: 0.3,
+                tau_us_per_byte: 3.0e-5,
+                r2: 1.0,
+            },
+            PipelineStage {
+                name: "b".into(),
+                beta_us: 0.1,
+                tau_us_per_byte: 0.0,
+                r2: 1.0,
+            },
+            PipelineStage {
+                name: "c".into(),
+                beta_us: 0.05,
+                tau_us_per_byte: 2.0e-5,
+                r2: 1.0,
+            },
+        ];
+        let model = PipelineModel::from_profile(&prof).unwrap();
+        let (fp, plan) = fragment_plan(&model, 64 << 20);
+        assert_eq!(fp.whole_up_to, plan.whole_up_to);
+        for k in [16u32, 18, 20, 22] {
+            let mid = ((1u64 << k) as f64 * std::f64::consts::SQRT_2) as u64;
+            let c = model.choose(mid);
+            assert_eq!(fp.for_len(1 << k) as u64, c.fragment_bytes, "octave {k}");
+            if c.rule == Rule::Eq8 {
+                // Stage a is the bottleneck: √(L·β_a / (τ_b + τ_c)), evened out to equal
+                // packets.
+                let want = (mid as f64 * 0.3 / 2.0e-5).sqrt();
+                let even = mid as f64 / (mid as f64 / want).round();
+                assert!((c.fragment_bytes as f64 - even).abs() <= 64.0, "octave {k}");
+            }
+        }
+        // 1 MiB: P_opt = √(2^20·√2 · 0.3 / 2e-5) ≈ 149 KiB, within the bounds; the exact
+        // recurrence may do a little better with a shorter last packet (eq. 7 assumes equal
+        // ones), but stays near P_opt.
+        let (p, _) = plan.for_len(1 << 20);
+        assert!((p as f64 / 149_143.0 - 1.0).abs() < 0.1, "{p}");
+        // 64 MiB would want ~1.2 MB: beyond the largest fragment, the recurrence decides.
+        assert_ne!(plan.for_len(64 << 20).1, Rule::Eq8);
+        assert_eq!(fp.for_len(64 << 20) as u64, model.max_fragment_bytes);
+        // Short messages go whole, in one record.
+        assert_eq!(fp.for_len(4096), 4096);
+        assert!(fp.whole_up_to >= 4096);
+    }
+
+    #[test]
+    fn the_fixed_ladder_ends_at_the_largest_fragment() {
+        assert_eq!(
+            fixed_ladder(262_080),
+            vec![4096, 8192, 16384, 32768, 65536, 131072, 262_080]
+        );
+    }
+}

@@ -606,7 +606,8 @@ mod tests {
             panic!("bench expected")
         };
         let c = b.to_config().unwrap();
-        assert_eq!(c.benchmarks, Benchmark::ALL.to_vec());
+        assert_eq!(c.benchmarks, all_benchmarks());
+        assert!(!c.benchmarks.contains(&Benchmark::Pipeline), "named only");
         assert_eq!(c.transports, vec![TransportKind::Uds, TransportKind::Shm]);
         assert_eq!(c.modes, vec![Mode::Poll, Mode::Block]);
         assert_eq!(c.sizes, vec![1, 2, 4, 8, 1 << 20]);
@@ -662,6 +663,56 @@ mod tests {
             assert!(line.contains(needle), "{argv:?}: {line}");
             assert!(!line.contains('\n'));
         }
+    }
+
+    /// `--fragment` takes a size or auto; a size the ring cannot carry, a word, and a pipeline
+    /// profile that is not one are refused with the option named.
+    #[test]
+    fn fragment_options_are_checked_by_name() {
+        use commperf_bench::FragmentSetting;
+        let config = |args: &[&str]| {
+            let mut argv = vec!["commperf", "bench", "pipeline", "-t", "shm"];
+            argv.extend(args);
+            match Cli::try_parse_from(&argv) {
+                Ok(Cli {
+                    command: Command::Bench(b),
+                }) => b.to_config().map_err(|e| e.to_string()),
+                Ok(_) => panic!("bench expected"),
+                Err(e) => Err(one_line(&e)),
+            }
+        };
+        let c = config(&[]).unwrap();
+        assert_eq!(c.shm_fragment, FragmentSetting::Adaptive);
+        assert_eq!(c.benchmarks, vec![Benchmark::Pipeline]);
+        let c = config(&["--fragment", "32K"]).unwrap();
+        assert_eq!(c.shm_fragment, FragmentSetting::Fixed(32 << 10));
+        let e = config(&["--fragment", "12q"]).unwrap_err();
+        assert!(e.contains("--fragment") && e.contains("or 'auto'"), "{e}");
+        let e = config(&["--fragment", "16"]).unwrap_err();
+        assert_eq!(
+            e,
+            "--fragment: 16 B is outside 64 B to 262080 B (a quarter of the 1 MiB ring, less 64)"
+        );
+        let e = config(&["--fragment", "1M"]).unwrap_err();
+        assert!(e.starts_with("--fragment: 1048576 B is outside"), "{e}");
+        let dir = std::env::temp_dir().join(format!("commperf-frag-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let old = dir.join("v1.json");
+        std::fs::write(
+            &old,
+            r#"{"schema_version":1,"source":"hand","tcom":[{"from_bytes":0,"to_bytes":18446744073709551615,"intercept_us":1.0,"slope_us_per_byte":0.001}]}"#,
+        )
+        .unwrap();
+        let e = config(&["--pipeline-profile", old.to_str().unwrap()]).unwrap_err();
+        assert!(
+            e.starts_with("--pipeline-profile: ") && e.contains("has no pipeline section"),
+            "{e}"
+        );
+        let e = config(&["--pipeline-profile", "/nonexistent/p.json"]).unwrap_err();
+        assert!(e.starts_with("--pipeline-profile: /nonexistent/p.json"), "{e}");
+        let e = config(&["-t", "uring-tcp"]).unwrap_err();
+        assert!(e.contains("cannot do pipeline"), "{e}");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
