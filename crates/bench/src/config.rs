@@ -69,8 +69,11 @@ pub fn is_uring(t: TransportKind) -> bool {
 pub enum FragmentSetting {
     /// The fragment size per message length from the pipeline model (seed 002 §3.2).
     Adaptive,
-    /// Every message in fragments of this many bytes (`--fragment SIZE`).
+    /// Every message in fragments of this many bytes (`--fragment SIZE`); for tcp and uds, at
+    /// most this many bytes per `sendmsg`.
     Fixed(usize),
+    /// A plan computed for this channel (the pipeline benchmark's socket model).
+    Planned(FragmentPlan),
 }
 
 /// Everything a run needs, already checked.
@@ -159,9 +162,21 @@ impl BenchConfig {
         spec.shm_single_copy_from = self.shm_single_copy_from;
         spec.shm_ring_bytes = self.shm_ring_bytes;
         spec.uring_sqpoll = self.uring_sqpoll;
+        if matches!(t, TransportKind::Tcp | TransportKind::Uds) {
+            // Sockets send whole messages unless told otherwise: no default model says more.
+            spec.socket_fragments = match f {
+                FragmentSetting::Adaptive => None,
+                FragmentSetting::Fixed(n) => Some(FragmentPlan::fixed(n)),
+                FragmentSetting::Planned(p) => Some(p),
+            };
+        }
         if t == TransportKind::Shm {
             match f {
                 FragmentSetting::Fixed(n) => spec.shm_frag_bytes = n,
+                FragmentSetting::Planned(p) => {
+                    spec.shm_frag_bytes = bounds::max_shm_frag_bytes(self.shm_ring_bytes);
+                    spec.shm_fragments = Some(p);
+                }
                 FragmentSetting::Adaptive => {
                     spec.shm_frag_bytes = bounds::max_shm_frag_bytes(self.shm_ring_bytes);
                     let mut plan = self.shm_plan().0;
@@ -237,7 +252,8 @@ impl BenchConfig {
         if let Some(f) = self.shm_single_copy_from.filter(|&f| f as u64 > MAX_SIZE) {
             return Err(ConfigError::SingleCopy(f));
         }
-        if let FragmentSetting::Fixed(f) = self.shm_fragment {
+        let shm = self.transports.contains(&TransportKind::Shm);
+        if let (FragmentSetting::Fixed(f), true) = (self.shm_fragment, shm) {
             let max = bounds::max_shm_frag_bytes(self.shm_ring_bytes);
             if !(bounds::MIN_SHM_FRAG_BYTES..=max).contains(&f) {
                 return Err(ConfigError::Fragment(format!(

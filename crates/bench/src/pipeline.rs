@@ -22,7 +22,9 @@ use commperf_predict::pipeline::{PipelineModel, Plan, Rule};
 use commperf_transport::affinity;
 use commperf_transport::bounds::{max_shm_frag_bytes, MIN_SHM_FRAG_BYTES};
 use commperf_transport::clock::Clock;
-use commperf_transport::sys::shm::{self, ShmEndpoint, ShmOptions};
+use commperf_core::TransportKind;
+use commperf_transport::sys::shm::{self, ShmOptions};
+use commperf_transport::sys::{tcp, uds};
 use commperf_transport::{Endpoint, EndpointConfig, FragmentPlan, Mode, Readiness};
 use std::time::{Duration, Instant};
 
@@ -80,19 +82,98 @@ pub fn shm_stage_points(
     let (mut a, mut b) = shm::pair(cfg, opts).map_err(|e| StageError::Transfer(e.to_string()))?;
     let mut out = Vec::with_capacity(ladder.len());
     for &p in ladder {
-        out.push(shm_stage_point(clock, cpus, &mut a, &mut b, p as usize, span)?);
+        out.push(stage_point(clock, cpus, &mut a, &mut b, p as usize, span)?);
     }
     Ok(out)
 }
 
-fn shm_stage_point(
+/// The socket stages' medians (copy into the kernel, kernel to kernel, copy out of the
+/// kernel) for packets of each size in `ladder`, over a loopback TCP connection or a Unix
+/// socket pair, between `cpus` (sender first).
+pub fn socket_stage_points(
     clock: &Clock,
     cpus: [usize; 2],
-    a: &mut ShmEndpoint,
-    b: &mut ShmEndpoint,
+    transport: TransportKind,
+    ladder: &[u64],
+    span: usize,
+) -> Result<Vec<StagePoint>, StageError> {
+    let max = ladder.iter().copied().max().unwrap_or(0) as usize;
+    let cfg = EndpointConfig {
+        mode: Mode::Poll,
+        max_message: max.max(span),
+        idle_timeout: STALL,
+        block_spins: 0,
+    };
+    let err = |e: String| StageError::Transfer(e);
+    let mut out = Vec::with_capacity(ladder.len());
+    match transport {
+        TransportKind::Tcp => {
+            let l = tcp::listen("127.0.0.1:0".parse().expect("an address"))
+                .map_err(|e| err(e.to_string()))?;
+            let addr = l.local_addr().map_err(|e| err(e.to_string()))?;
+            let h = std::thread::spawn(move || tcp::accept(&l, cfg));
+            let mut a = tcp::connect(addr, cfg).map_err(|e| err(e.to_string()))?;
+            let mut b = h
+                .join()
+                .map_err(|_| err("accept panicked".into()))?
+                .map_err(|e| err(e.to_string()))?;
+            for &p in ladder {
+                out.push(stage_point(clock, cpus, &mut a, &mut b, p as usize, span)?);
+            }
+        }
+        _ => {
+            let (mut a, mut b) = uds::pair(cfg).map_err(|e| err(e.to_string()))?;
+            for &p in ladder {
+                out.push(stage_point(clock, cpus, &mut a, &mut b, p as usize, span)?);
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// The socket stages' names.
+pub const SOCKET_STAGES: [&str; 3] = [
+    "copy into the kernel",
+    "kernel to kernel",
+    "copy out of the kernel",
+];
+
+/// The socket packet ladder: 256 B to 1 MiB by powers of two.
+pub fn socket_ladder() -> Vec<u64> {
+    (8..=20).map(|k| 1u64 << k).collect()
+}
+
+/// Times and fits the tcp or uds stages between `cpus` (sender first): fragments (chunked
+/// sends) from 4 KiB to 1 MiB, nothing bounding them in flight that the model knows of.
+pub fn socket_profile(
+    clock: &Clock,
+    cpus: [usize; 2],
+    transport: TransportKind,
+) -> Result<PipelineProfile, StageError> {
+    let points = socket_stage_points(clock, cpus, transport, &socket_ladder(), 1 << 20)?;
+    fit_stages(
+        transport.as_str(),
+        &SOCKET_STAGES,
+        &points,
+        None,
+        commperf_transport::sys::socket::HEADER_LEN as u64,
+        (4 << 10, 1 << 20),
+    )
+}
+
+/// One packet size of a stage probe over the connected pair `a` → `b`.
+fn stage_point<A, B>(
+    clock: &Clock,
+    cpus: [usize; 2],
+    a: &mut A,
+    b: &mut B,
     packet: usize,
     span: usize,
-) -> Result<StagePoint, StageError> {
+) -> Result<StagePoint, StageError>
+where
+    A: Endpoint,
+    B: Endpoint + Readiness + Send,
+{
     let span = span.max(packet);
     // Enough repetitions for a stable median, about 64 MiB moved per size.
     let reps = ((64usize << 20) / packet.max(1)).clamp(300, 5000);
@@ -263,8 +344,9 @@ pub fn shm_fragment_bounds() -> (u64, u64) {
     )
 }
 
-/// The shm profile used when none was calibrated: the stage fits `commperf calibrate -t shm`
-/// measured on the development machine (2 vCPUs of an AMD EPYC, BENCHMARKS.md, issue 16).
+/// The shm profile used when none was calibrated: the medians of five `commperf calibrate -t
+/// shm` stage fits on the development machine (2 vCPUs of an AMD EPYC; BENCHMARKS.md, issue
+/// 16). The fit's R² is not kept: these are medians of fits, not a fit.
 pub fn default_shm_profile() -> PipelineProfile {
     let stage = |name: &str, beta_us: f64, tau_us_per_byte: f64| PipelineStage {
         name: name.to_string(),
@@ -277,9 +359,9 @@ pub fn default_shm_profile() -> PipelineProfile {
         version: PIPELINE_SCHEMA_VERSION,
         transport: "shm".into(),
         stages: vec![
-            stage(SHM_STAGES[0], 0.05, 2.0e-5),
-            stage(SHM_STAGES[1], 0.15, 0.0),
-            stage(SHM_STAGES[2], 0.05, 4.0e-5),
+            stage(SHM_STAGES[0], 0.181, 3.25e-5),
+            stage(SHM_STAGES[1], 0.093, 0.0),
+            stage(SHM_STAGES[2], 0.078, 2.07e-5),
         ],
         capacity_bytes: Some(SHM_RING_BYTES as u64),
         overhead_bytes: SHM_RECORD_OVERHEAD,

@@ -15,6 +15,7 @@ use crate::loggp::{self, Prtt};
 use crate::machine;
 use crate::patterns::{self, Buffers, Corruption, LoopError, Mismatch, Scattered};
 use commperf_core::{Benchmark, BufferUse, Mode, Options, Placement, Report, Row, TransportKind};
+use commperf_predict::pipeline::{PipelineModel, Plan};
 use commperf_stats::{median_uncertainty, Summary};
 use commperf_transport::bounds::{self, BoundError, SessionMemory};
 use commperf_transport::clock::Clock;
@@ -1333,14 +1334,36 @@ fn pipeline_rows(
     use crate::config::FragmentSetting;
     use crate::pipeline::{fixed_ladder, rule_words};
     let cfg = env.cfg;
-    let variants: Vec<FragmentSetting> = if t == TransportKind::Shm {
-        let max = bounds::max_shm_frag_bytes(cfg.shm_ring_bytes);
-        (fixed_ladder(max).into_iter().map(FragmentSetting::Fixed))
-            .chain([FragmentSetting::Adaptive])
-            .collect()
-    } else {
-        vec![FragmentSetting::Adaptive]
-    };
+    // The variants, the model the rows are set beside, and which variant is today's behaviour
+    // (shm: 64 KiB fragments; sockets: whole messages). The adaptive variant comes last.
+    let (variants, model, today, plan): (Vec<FragmentSetting>, PipelineModel, usize, Plan) =
+        if t == TransportKind::Shm {
+            let max = bounds::max_shm_frag_bytes(cfg.shm_ring_bytes);
+            let ladder = fixed_ladder(max);
+            let today = ladder.iter().position(|&f| f == 64 << 10).unwrap_or(0);
+            let v = (ladder.into_iter().map(FragmentSetting::Fixed))
+                .chain([FragmentSetting::Adaptive])
+                .collect();
+            (v, cfg.shm_pipeline.clone(), today, cfg.shm_plan().1.clone())
+        } else {
+            // The socket's stages, timed and fitted here between the run's CPUs.
+            progress.update(&format!("timing the {t} pipeline stages"), 0, 1);
+            let (mine, theirs) = env.cpus.unwrap_or((0, 0));
+            let prof = crate::pipeline::socket_profile(env.clock, [theirs, mine], t)
+                .map_err(|e| BenchError::Pin(e.to_string()))?;
+            if let Some((mine, _)) = env.cpus {
+                affinity::pin_to(mine).map_err(|e| BenchError::Pin(e.to_string()))?;
+            }
+            let model = PipelineModel::from_profile(&prof)
+                .map_err(|e| BenchError::Pin(e.to_string()))?;
+            let (fp, plan) = crate::pipeline::fragment_plan(&model, cfg.max_message() as u64);
+            let ladder: Vec<usize> = (12..=18).map(|k| 1usize << k).chain([1 << 20]).collect();
+            let today = ladder.len();
+            let v = (ladder.into_iter().map(FragmentSetting::Fixed))
+                .chain([FragmentSetting::Adaptive, FragmentSetting::Planned(fp)])
+                .collect();
+            (v, model, today, plan)
+        };
     let rounds = if cfg.quick { 1 } else { PIPELINE_ROUNDS };
     let total = rounds * variants.len() * cfg.sizes.len();
     let mut measured: Vec<Vec<Row>> = vec![Vec::new(); variants.len() * cfg.sizes.len()];
@@ -1352,7 +1375,8 @@ fn pipeline_rows(
             for (si, &size) in cfg.sizes.iter().enumerate() {
                 let what = match v {
                     FragmentSetting::Fixed(n) => format!("fragment {n} B"),
-                    FragmentSetting::Adaptive => "adaptive fragment".into(),
+                    FragmentSetting::Adaptive if t != TransportKind::Shm => "whole".into(),
+                    _ => "adaptive fragment".into(),
                 };
                 let ph = format!(
                     "{} ({what}, round {})",
@@ -1397,59 +1421,46 @@ fn pipeline_rows(
                 row.p50_noise_us = Some(row.p50_noise_us.unwrap_or(0.0).max(spread));
 
             }
-            let (frag, rule) = match (t, v) {
-                (TransportKind::Shm, FragmentSetting::Fixed(n)) => (n as u64, None),
-                (TransportKind::Shm, FragmentSetting::Adaptive) => {
-                    let (plan, model_plan) = cfg.shm_plan();
-                    let max = bounds::max_shm_frag_bytes(cfg.shm_ring_bytes);
-                    let f = plan.for_len(size as usize).min(max) as u64;
-                    (f, Some(model_plan.for_len(size).1))
+            let adaptive = vi + 1 == variants.len();
+            let (frag, words) = match v {
+                FragmentSetting::Fixed(n) => (n as u64, rule_words(None)),
+                _ if adaptive => {
+                    let (f, rule) = plan.for_len(size);
+                    (f.min(model.max_fragment_bytes), rule_words(Some(rule)))
                 }
-                // Sockets send whole messages.
-                _ => (size, None),
+                // Sockets: whole messages, one `sendmsg` each (today's behaviour).
+                _ => (size, "whole".into()),
             };
             // A fixed row keeps its configured size (a message up to it goes whole); the
-            // adaptive row shows what it used.
-            row.fragment_bytes = Some(if rule.is_some() { frag.min(size.max(1)) } else { frag });
+            // others show what they used.
+            row.fragment_bytes = Some(if adaptive { frag.min(size.max(1)) } else { frag });
             let frag = frag.min(size.max(1));
-            row.fragment_rule = Some(match (t, v) {
-                (TransportKind::Shm, _) => rule_words(rule),
-                _ => "whole".into(),
-            });
+            row.fragment_rule = Some(words);
             if let Some(p) = row.p50_us.filter(|p| *p > 0.0) {
                 row.mb_per_s = Some(size as f64 / p);
             }
-            if t == TransportKind::Shm {
-                let model = &cfg.shm_pipeline;
-                row.model_us = Some(model.recurrence_us(size, frag));
-                row.eq7_us = Some(model.eq7_at(frag).time_us(size, frag));
-                if let Some((mine, theirs)) = env.cpus.filter(|(a, b)| a != b) {
-                    let copy = match copy_limit.get(&size) {
-                        Some(&c) => c,
-                        None => {
-                            let c = limits::memcpy_two_cpus_mb_per_s(
-                                env.clock,
-                                size as usize,
-                                [theirs, mine],
-                                5,
-                            )?;
-                            affinity::pin_to(mine).map_err(|e| BenchError::Pin(e.to_string()))?;
-                            *copy_limit.entry(size).or_insert(c)
-                        }
-                    };
-                    limits::judge(&mut row, 0.0, copy, true);
-                }
+            row.model_us = Some(model.recurrence_us(size, frag));
+            row.eq7_us = Some(model.eq7_at(frag).time_us(size, frag));
+            // The pipeline's limit: each core copies every byte once, the two copies overlap,
+            // so no pipeline moves the message faster than one memcpy of it (EPOS's "hardware
+            // limit" is likewise its slowest stage's rate).
+            if t == TransportKind::Shm && env.cpus.is_some_and(|(a, b)| a != b) {
+                let copy = *copy_limit
+                    .entry(size)
+                    .or_insert_with(|| limits::memcpy_mb_per_s(env.clock, size as usize, 5));
+                limits::judge(&mut row, 0.0, copy, true);
             }
             rows.push(row);
         }
     }
-    pipeline_verdicts(&mut rows, cfg.sizes.len(), variants.len());
+    pipeline_verdicts(&mut rows, cfg.sizes.len(), variants.len(), today);
     Ok(rows)
 }
 
-/// Notes on each adaptive row (the last variant) against the fixed ones of its size: the share
-/// of the best fixed fragment's bandwidth it reaches, and its gain over 64 KiB beside the noise.
-fn pipeline_verdicts(rows: &mut [Row], sizes: usize, variants: usize) {
+/// Notes on each adaptive row (the last variant) against the others of its size: the share of
+/// the best fixed fragment's bandwidth it reaches, and its gain over today's behaviour (variant
+/// `today`: shm's 64 KiB fragments, sockets' whole messages) beside the noise.
+fn pipeline_verdicts(rows: &mut [Row], sizes: usize, variants: usize, today: usize) {
     if variants < 2 {
         return;
     }
@@ -1458,6 +1469,9 @@ fn pipeline_verdicts(rows: &mut [Row], sizes: usize, variants: usize) {
         let fixed: Vec<(u64, f64, f64)> = (0..variants - 1)
             .filter_map(|vi| {
                 let r = &rows[at(vi)];
+                if r.fragment_rule.as_deref() != Some("fixed") {
+                    return None;
+                }
                 Some((
                     r.fragment_bytes?,
                     r.mb_per_s?,
@@ -1472,7 +1486,17 @@ fn pipeline_verdicts(rows: &mut [Row], sizes: usize, variants: usize) {
                 Some(b) if b.1 >= f.1 => Some(b),
                 _ => Some(f),
             });
-        let base = fixed.iter().find(|f| f.0 == 64 << 10).copied();
+        let base = {
+            let r = &rows[at(today)];
+            match (r.mb_per_s, r.p50_us) {
+                (Some(b), Some(p)) if p > 0.0 => Some((b, r.p50_noise_us.unwrap_or(0.0) / p)),
+                _ => None,
+            }
+        };
+        let today_words = match rows[at(today)].fragment_rule.as_deref() {
+            Some("whole") => "whole messages".to_string(),
+            _ => format!("{} B fragments", rows[at(today)].fragment_bytes.unwrap_or(0)),
+        };
         let a = &mut rows[at(variants - 1)];
         let (Some(bw), Some(p)) = (a.mb_per_s, a.p50_us) else {
             continue;
@@ -1484,9 +1508,9 @@ fn pipeline_verdicts(rows: &mut [Row], sizes: usize, variants: usize) {
                 bw / best_bw * 100.0
             ));
         }
-        if let Some((_, b64, n64)) = base {
+        if let Some((b64, n64)) = base {
             a.notes.push(format!(
-                "against 64 KiB fragments: {:+.1} % bandwidth (noise ±{:.1} %)",
+                "against {today_words}: {:+.1} % bandwidth (noise ±{:.1} %)",
                 (bw / b64 - 1.0) * 100.0,
                 (noise + n64) * 100.0
             ));

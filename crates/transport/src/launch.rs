@@ -293,6 +293,9 @@ pub struct DataSpec {
     /// for every message; then `shm_frag_bytes` is also the largest piece, else only that).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shm_fragments: Option<crate::FragmentPlan>,
+    /// tcp, uds: the most payload bytes per `sendmsg` per message length (`None`: whole).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub socket_fragments: Option<crate::FragmentPlan>,
     /// An additional channel the server only keeps open (the conns benchmark).
     #[serde(default)]
     pub extra: bool,
@@ -313,6 +316,7 @@ impl DataSpec {
             shm_frag_bytes: o.frag_bytes,
             shm_single_copy_from: o.single_copy_from,
             shm_fragments: o.fragments,
+            socket_fragments: None,
             extra: false,
             uring_sqpoll: false,
         }
@@ -357,6 +361,7 @@ impl DataSpec {
             shm_ring_bytes: bounds::MAX_EXTRA_SHM_RING_BYTES,
             shm_frag_bytes: 8 << 10,
             shm_fragments: None,
+            socket_fragments: None,
             ..*self
         }
     }
@@ -375,6 +380,9 @@ impl DataSpec {
         )?;
         if let Some(from) = self.shm_single_copy_from {
             at_most_bytes("shm_single_copy_from", from as u64, MAX_SIZE)?;
+        }
+        if let Some(p) = &self.socket_fragments {
+            p.check("socket_fragments", 1, MAX_SIZE as usize)?;
         }
         if self.transport != TransportKind::Shm {
             return Ok(());
@@ -742,7 +750,8 @@ pub fn serve_data(
         Err(e) => Err(e.into()),
     };
     match r {
-        Ok(ep) => {
+        Ok(mut ep) => {
+            socket_fragments(&mut ep, spec);
             ctrl.send(&SetupMsg::DataReady)?;
             Ok(ep)
         }
@@ -950,6 +959,7 @@ pub fn connect_data(
         }
     };
     with_endpoint!(&mut ep, e => e.send(TOKEN_TAG, token.as_bytes()))?;
+    socket_fragments(&mut ep, spec);
     match ctrl.recv::<SetupMsg>()? {
         SetupMsg::DataReady => Ok(ep),
         SetupMsg::Error { message } => Err(LaunchError::Remote {
@@ -957,6 +967,15 @@ pub fn connect_data(
             message,
         }),
         other => Err(unexpected(ctrl, &other)),
+    }
+}
+
+/// tcp, uds: the spec's chunked sends (after the token, which goes whole).
+fn socket_fragments(ep: &mut AnyEndpoint, spec: &DataSpec) {
+    match ep {
+        AnyEndpoint::Tcp(e) => e.set_fragments(spec.socket_fragments),
+        AnyEndpoint::Uds(e) => e.set_fragments(spec.socket_fragments),
+        _ => {}
     }
 }
 
