@@ -1,9 +1,9 @@
 //! The validated configuration of a benchmark run, and the OSU-like defaults.
 
 use commperf_core::{Benchmark, Mode, TransportKind};
+use commperf_predict::pipeline::{PipelineModel, Plan};
 use commperf_transport::bounds::{self, BoundError, SessionMemory};
 use commperf_transport::launch::DataSpec;
-use commperf_predict::pipeline::{PipelineModel, Plan};
 use commperf_transport::FragmentPlan;
 use std::path::PathBuf;
 use std::sync::OnceLock;
@@ -357,7 +357,10 @@ impl BenchConfig {
         }
         if self.benchmarks.contains(&Benchmark::Pipeline) && !self.skip_unsupported {
             let fragments = |t: &TransportKind| {
-                matches!(t, TransportKind::Shm | TransportKind::Tcp | TransportKind::Uds)
+                matches!(
+                    t,
+                    TransportKind::Shm | TransportKind::Tcp | TransportKind::Uds
+                )
             };
             if let Some(t) = self.transports.iter().find(|t| !fragments(t)) {
                 return Err(ConfigError::Transport(format!(

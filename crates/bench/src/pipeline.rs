@@ -17,12 +17,12 @@
 //!   linear in the packet size on this machine says so there.
 
 use crate::buf::PageBuf;
+use commperf_core::TransportKind;
 use commperf_core::{PipelineProfile, PipelineStage, StagePoint, PIPELINE_SCHEMA_VERSION};
 use commperf_predict::pipeline::{PipelineModel, Plan, Rule};
 use commperf_transport::affinity;
 use commperf_transport::bounds::{max_shm_frag_bytes, MIN_SHM_FRAG_BYTES};
 use commperf_transport::clock::Clock;
-use commperf_core::TransportKind;
 use commperf_transport::sys::shm::{self, ShmOptions};
 use commperf_transport::sys::{tcp, uds};
 use commperf_transport::{Endpoint, EndpointConfig, FragmentPlan, Mode, Readiness};
@@ -199,7 +199,10 @@ where
             let ack = [0u8; 8];
             for i in 0..n {
                 let start = Instant::now();
-                while !b.readable_now().map_err(|e| StageError::Transfer(e.to_string()))? {
+                while !b
+                    .readable_now()
+                    .map_err(|e| StageError::Transfer(e.to_string()))?
+                {
                     if start.elapsed() > STALL {
                         return Err(StageError::Stalled { cpu: cpus[0] });
                     }
@@ -211,7 +214,8 @@ where
                     .map_err(|e| StageError::Transfer(e.to_string()))?;
                 let t3 = clock.now();
                 out.push(t3 - t2);
-                b.send(2, &ack).map_err(|e| StageError::Transfer(e.to_string()))?;
+                b.send(2, &ack)
+                    .map_err(|e| StageError::Transfer(e.to_string()))?;
             }
             Ok(out)
         });
@@ -294,12 +298,11 @@ pub fn fit_stages(
         // Relative errors, but no point weighs more than one of 50 ns: below that a median is
         // a few clock ticks and its relative error means nothing.
         let ws: Vec<f64> = ys.iter().map(|y| 1.0 / y.max(0.05).powi(2)).collect();
-        let fit = commperf_stats::fit_line_weighted(&xs, &ys, &ws).ok_or_else(|| {
-            StageError::Fit {
+        let fit =
+            commperf_stats::fit_line_weighted(&xs, &ys, &ws).ok_or_else(|| StageError::Fit {
                 stage: name.to_string(),
                 why: format!("{} usable points of {}", xs.len(), points.len()),
-            }
-        })?;
+            })?;
         stages.push(PipelineStage {
             name: name.to_string(),
             beta_us: fit.intercept.max(0.0),
@@ -386,7 +389,10 @@ pub fn fragment_plan(model: &PipelineModel, max_len: u64) -> (FragmentPlan, Plan
 /// The fixed fragment sizes the pipeline benchmark measures: 4 KiB to 128 KiB by powers of
 /// two, and the largest the ring takes.
 pub fn fixed_ladder(max: usize) -> Vec<usize> {
-    let mut v: Vec<usize> = (12..=17).map(|k| 1usize << k).filter(|&f| f < max).collect();
+    let mut v: Vec<usize> = (12..=17)
+        .map(|k| 1usize << k)
+        .filter(|&f| f < max)
+        .collect();
     v.push(max);
     v
 }
@@ -411,7 +417,10 @@ mod tests {
         let mut points: Vec<StagePoint> = (12..=18)
             .map(|k| StagePoint {
                 packet_bytes: 1 << k,
-                stage_us: lines.iter().map(|(b, t)| b + t * (1u64 << k) as f64).collect(),
+                stage_us: lines
+                    .iter()
+                    .map(|(b, t)| b + t * (1u64 << k) as f64)
+                    .collect(),
             })
             .collect();
         // A point of another regime, below the fragment range: must not bend the lines.
@@ -422,8 +431,15 @@ mod tests {
                 stage_us: vec![0.01, 0.5, 0.01],
             },
         );
-        let p = fit_stages("shm", &SHM_STAGES, &points, Some(1 << 20), 64, (4096, 200_000))
-            .unwrap();
+        let p = fit_stages(
+            "shm",
+            &SHM_STAGES,
+            &points,
+            Some(1 << 20),
+            64,
+            (4096, 200_000),
+        )
+        .unwrap();
         for (s, (b, t)) in p.stages.iter().zip(lines) {
             assert!((s.beta_us - b).abs() < 1e-9, "{}: β {}", s.name, s.beta_us);
             assert!((s.tau_us_per_byte - t).abs() < 1e-12, "{}: τ", s.name);

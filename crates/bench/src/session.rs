@@ -30,6 +30,9 @@ use std::net::IpAddr;
 use std::time::{Duration, SystemTime};
 
 /// Client → peer.
+// `Data` carries a data spec with two fragment plans; commands are sent a few times per
+// measurement, so boxing it would buy nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum Cmd {
@@ -306,7 +309,10 @@ pub fn run(cfg: &BenchConfig, progress: &mut dyn Progress) -> Result<Report, Ben
             let mut extras: Vec<AnyEndpoint> = Vec::new();
             for &b in &cfg.benchmarks {
                 if b == Benchmark::Pipeline {
-                    if matches!(t, TransportKind::Shm | TransportKind::Tcp | TransportKind::Uds) {
+                    if matches!(
+                        t,
+                        TransportKind::Shm | TransportKind::Tcp | TransportKind::Uds
+                    ) {
                         let mut env = PipeEnv {
                             ctrl: &mut ctrl,
                             clock: &clock,
@@ -314,7 +320,9 @@ pub fn run(cfg: &BenchConfig, progress: &mut dyn Progress) -> Result<Report, Ben
                             cfg,
                             cpus,
                         };
-                        results.extend(pipeline_rows(&mut env, t, m, &mut sbuf, &mut rbuf, progress)?);
+                        results.extend(pipeline_rows(
+                            &mut env, t, m, &mut sbuf, &mut rbuf, progress,
+                        )?);
                         // The run's own channel again, for the benchmarks after this one.
                         ep = launch::connect_data(&mut ctrl, &spec, &token)?;
                     }
@@ -1354,8 +1362,8 @@ fn pipeline_rows(
             if let Some((mine, _)) = env.cpus {
                 affinity::pin_to(mine).map_err(|e| BenchError::Pin(e.to_string()))?;
             }
-            let model = PipelineModel::from_profile(&prof)
-                .map_err(|e| BenchError::Pin(e.to_string()))?;
+            let model =
+                PipelineModel::from_profile(&prof).map_err(|e| BenchError::Pin(e.to_string()))?;
             let (fp, plan) = crate::pipeline::fragment_plan(&model, cfg.max_message() as u64);
             let ladder: Vec<usize> = (12..=18).map(|k| 1usize << k).chain([1 << 20]).collect();
             let today = ladder.len();
@@ -1411,7 +1419,11 @@ fn pipeline_rows(
     for (vi, &v) in variants.iter().enumerate() {
         for (si, &size) in cfg.sizes.iter().enumerate() {
             let mut got = std::mem::take(&mut measured[vi * cfg.sizes.len() + si]);
-            got.sort_by(|a, b| a.p50_us.partial_cmp(&b.p50_us).unwrap_or(std::cmp::Ordering::Equal));
+            got.sort_by(|a, b| {
+                a.p50_us
+                    .partial_cmp(&b.p50_us)
+                    .unwrap_or(std::cmp::Ordering::Equal)
+            });
             let p50s: Vec<f64> = got.iter().filter_map(|r| r.p50_us).collect();
             let mut row = got.swap_remove(got.len() / 2);
             row.transport = t;
@@ -1419,7 +1431,6 @@ fn pipeline_rows(
             if let (Some(lo), Some(hi)) = (p50s.first(), p50s.last()) {
                 let spread = (hi - lo) / 2.0;
                 row.p50_noise_us = Some(row.p50_noise_us.unwrap_or(0.0).max(spread));
-
             }
             let adaptive = vi + 1 == variants.len();
             let (frag, words) = match v {
@@ -1433,7 +1444,11 @@ fn pipeline_rows(
             };
             // A fixed row keeps its configured size (a message up to it goes whole); the
             // others show what they used.
-            row.fragment_bytes = Some(if adaptive { frag.min(size.max(1)) } else { frag });
+            row.fragment_bytes = Some(if adaptive {
+                frag.min(size.max(1))
+            } else {
+                frag
+            });
             let frag = frag.min(size.max(1));
             row.fragment_rule = Some(words);
             if let Some(p) = row.p50_us.filter(|p| *p > 0.0) {
@@ -1495,7 +1510,10 @@ fn pipeline_verdicts(rows: &mut [Row], sizes: usize, variants: usize, today: usi
         };
         let today_words = match rows[at(today)].fragment_rule.as_deref() {
             Some("whole") => "whole messages".to_string(),
-            _ => format!("{} B fragments", rows[at(today)].fragment_bytes.unwrap_or(0)),
+            _ => format!(
+                "{} B fragments",
+                rows[at(today)].fragment_bytes.unwrap_or(0)
+            ),
         };
         let a = &mut rows[at(variants - 1)];
         let (Some(bw), Some(p)) = (a.mb_per_s, a.p50_us) else {

@@ -709,7 +709,10 @@ mod tests {
             "{e}"
         );
         let e = config(&["--pipeline-profile", "/nonexistent/p.json"]).unwrap_err();
-        assert!(e.starts_with("--pipeline-profile: /nonexistent/p.json"), "{e}");
+        assert!(
+            e.starts_with("--pipeline-profile: /nonexistent/p.json"),
+            "{e}"
+        );
         let e = config(&["-t", "uring-tcp"]).unwrap_err();
         assert!(e.contains("cannot do pipeline"), "{e}");
         std::fs::remove_dir_all(&dir).unwrap();

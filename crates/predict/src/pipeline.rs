@@ -311,7 +311,11 @@ impl PipelineModel {
             let within = p >= self.min_fragment_bytes as f64 && p <= self.max_fragment_bytes as f64;
             // Eq. 7 takes L as a multiple of P: the nearest whole number of packets, evened out.
             let n = (len as f64 / p).round().max(1.0) as u64;
-            let p = align(len.div_ceil(n), self.min_fragment_bytes, self.max_fragment_bytes);
+            let p = align(
+                len.div_ceil(n),
+                self.min_fragment_bytes,
+                self.max_fragment_bytes,
+            );
             let t = self.recurrence_us(len, p);
             if within && p < len && t <= best.0 * 1.01 {
                 return Choice {
@@ -546,7 +550,10 @@ mod tests {
         let plan = m.plan();
         // Whole below the threshold, fragmented above.
         assert!(plan.whole_up_to > 0);
-        assert_eq!(plan.for_len(plan.whole_up_to), (plan.whole_up_to, Rule::Whole));
+        assert_eq!(
+            plan.for_len(plan.whole_up_to),
+            (plan.whole_up_to, Rule::Whole)
+        );
         assert_ne!(plan.for_len(plan.whole_up_to + 64).1, Rule::Whole);
         // At 1 MiB, the octave's middle (2^20·√2) decides: eq. 8 there.
         let mid = ((1u64 << 20) as f64 * std::f64::consts::SQRT_2) as u64;
@@ -555,7 +562,10 @@ mod tests {
         assert_eq!(p, m.choose(mid).fragment_bytes);
         let want = (mid as f64 / 0.01).sqrt();
         let n = (mid as f64 / want).round();
-        assert!((p as f64 - mid as f64 / n).abs() <= 64.0, "{p} against {want}");
+        assert!(
+            (p as f64 - mid as f64 / n).abs() <= 64.0,
+            "{p} against {want}"
+        );
     }
 
     #[test]
@@ -576,7 +586,10 @@ mod tests {
             points: Vec::new(),
         };
         let e = PipelineModel::from_profile(&p).unwrap_err();
-        assert_eq!(e.to_string(), "pipeline stage copy in: β and τ must be finite");
+        assert_eq!(
+            e.to_string(),
+            "pipeline stage copy in: β and τ must be finite"
+        );
         p.stages[0].beta_us = 1.0;
         p.version = 99;
         assert!(matches!(

@@ -100,9 +100,9 @@ impl ShmEndpoint {
             plan: opts
                 .fragments
                 .unwrap_or(crate::FragmentPlan::fixed(opts.frag_bytes)),
-            whole_max: opts
-                .fragments
-                .map_or(opts.frag_bytes, |p| p.whole_up_to.min(opts.frag_bytes as u64) as usize),
+            whole_max: opts.fragments.map_or(opts.frag_bytes, |p| {
+                p.whole_up_to.min(opts.frag_bytes as u64) as usize
+            }),
             tx,
             rx,
             tail: 0,

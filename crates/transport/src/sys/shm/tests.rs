@@ -201,7 +201,11 @@ fn messages_are_cut_as_the_fragment_plan_says() {
         got
     };
     assert_eq!(pieces(&mut a, &mut b, 3000), vec![3000]);
-    assert_eq!(pieces(&mut a, &mut b, 3001), vec![3001], "octave 11 says 8192");
+    assert_eq!(
+        pieces(&mut a, &mut b, 3001),
+        vec![3001],
+        "octave 11 says 8192"
+    );
     assert_eq!(pieces(&mut a, &mut b, 20_000), vec![8192, 8192, 3616]);
     let mut want = vec![12_345; 8];
     want.push(100_000 - 8 * 12_345);
