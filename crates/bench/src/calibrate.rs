@@ -415,7 +415,13 @@ pub fn summary(p: &Profile) -> String {
         p.loggp.len()
     );
     if let Some(pl) = &p.pipeline {
-        let _ = writeln!(o, "  pipeline stages of {} (β + P·τ):", pl.transport);
+        let _ = writeln!(
+            o,
+            "  pipeline stages of {} (β + P·τ), fragments {} – {}:",
+            pl.transport,
+            format_size(pl.min_fragment_bytes),
+            format_size(pl.max_fragment_bytes)
+        );
         for s in &pl.stages {
             let _ = writeln!(
                 o,
@@ -424,6 +430,17 @@ pub fn summary(p: &Profile) -> String {
                 s.beta_us,
                 s.tau_us_per_byte * 1024.0,
                 s.r2
+            );
+        }
+        if !pl.pipelined.is_empty() {
+            let ts: Vec<String> = (pl.pipelined.iter())
+                .map(|q| format!("{} {:.1}", format_size(q.fragment_bytes), q.one_way_us))
+                .collect();
+            let _ = writeln!(
+                o,
+                "    pipelined {} (us): {}",
+                format_size(pl.pipelined[0].message_bytes),
+                ts.join(", ")
             );
         }
     }

@@ -18,7 +18,9 @@
 
 use crate::buf::PageBuf;
 use commperf_core::TransportKind;
-use commperf_core::{PipelineProfile, PipelineStage, StagePoint, PIPELINE_SCHEMA_VERSION};
+use commperf_core::{
+    PipelineProfile, PipelineStage, PipelinedPoint, StagePoint, PIPELINE_SCHEMA_VERSION,
+};
 use commperf_predict::pipeline::{PipelineModel, Plan, Rule};
 use commperf_transport::affinity;
 use commperf_transport::bounds::{max_shm_frag_bytes, MIN_SHM_FRAG_BYTES};
@@ -319,20 +321,137 @@ pub fn fit_stages(
         min_fragment_bytes: fragments.0,
         max_fragment_bytes: fragments.1,
         points: points.to_vec(),
+        pipelined: Vec::new(),
     })
 }
 
-/// Times and fits the shm stages between `cpus` (sender first).
+/// The message the pipelined probe sends: large enough that fill and drain are a small part,
+/// small enough to stay in the last-level cache (so that it measures the stages, not DRAM).
+pub const PIPELINED_PROBE_BYTES: usize = 4 << 20;
+
+/// One-way time (median of ping-pongs) of a [`PIPELINED_PROBE_BYTES`] message sent over a real
+/// shm connection between `cpus` in fragments of each size of `ladder`.
+pub fn shm_pipelined_points(
+    clock: &Clock,
+    cpus: [usize; 2],
+    ladder: &[u64],
+) -> Result<Vec<PipelinedPoint>, StageError> {
+    let len = PIPELINED_PROBE_BYTES;
+    let cfg = EndpointConfig {
+        mode: Mode::Poll,
+        max_message: len,
+        idle_timeout: STALL,
+        block_spins: 0,
+    };
+    let opts = ShmOptions {
+        ring_bytes: SHM_RING_BYTES,
+        frag_bytes: max_shm_frag_bytes(SHM_RING_BYTES),
+        single_copy_from: None,
+        fragments: None,
+    };
+    let (mut a, mut b) = shm::pair(cfg, opts).map_err(|e| StageError::Transfer(e.to_string()))?;
+    let (reps, warm) = (60usize, 6usize);
+    let mut src = PageBuf::new(len);
+    src.fill(0x3c);
+    let mut back = PageBuf::new(len);
+    let restore = affinity::allowed_cpus();
+    let pin = |cpu: usize| {
+        affinity::pin_to(cpu).map_err(|e| StageError::Pin {
+            cpu,
+            cause: e.to_string(),
+        })
+    };
+    let mut out = Vec::with_capacity(ladder.len());
+    for &p in ladder {
+        let plan = Some(FragmentPlan::fixed(p as usize));
+        a.set_fragments(plan);
+        b.set_fragments(plan);
+        let (mine, echoed) = std::thread::scope(|s| {
+            let b = &mut b;
+            let back = &mut back;
+            let echo = s.spawn(move || -> Result<(), StageError> {
+                pin(cpus[1])?;
+                for _ in 0..reps + warm {
+                    let info = b
+                        .recv(back)
+                        .map_err(|e| StageError::Transfer(e.to_string()))?;
+                    b.send(2, &back[..info.len])
+                        .map_err(|e| StageError::Transfer(e.to_string()))?;
+                }
+                Ok(())
+            });
+            let mine = (|| -> Result<Vec<f64>, StageError> {
+                pin(cpus[0])?;
+                let mut rbuf = vec![0u8; len];
+                let mut rtt = Vec::with_capacity(reps);
+                for i in 0..reps + warm {
+                    let t0 = clock.now();
+                    a.send(1, &src)
+                        .map_err(|e| StageError::Transfer(e.to_string()))?;
+                    a.recv(&mut rbuf)
+                        .map_err(|e| StageError::Transfer(e.to_string()))?;
+                    if i >= warm {
+                        rtt.push(clock.ticks_to_ns(clock.now() - t0) / 2e3);
+                    }
+                }
+                Ok(rtt)
+            })();
+            let echoed = echo
+                .join()
+                .unwrap_or(Err(StageError::Stalled { cpu: cpus[1] }));
+            (mine, echoed)
+        });
+        let (mut rtt, ()) = (mine?, echoed?);
+        let one_way = commperf_stats::Summary::from_unsorted(&mut rtt).map_or(f64::NAN, |s| s.p50);
+        out.push(PipelinedPoint {
+            fragment_bytes: p,
+            message_bytes: len as u64,
+            one_way_us: one_way,
+        });
+    }
+    let _ = affinity::set_allowed(&restore);
+    Ok(out)
+}
+
+/// The largest fragment whose pipelined time is within 3 % of the fastest (`None` without
+/// usable points).
+pub fn pipelined_cap(points: &[PipelinedPoint]) -> Option<u64> {
+    let best = points
+        .iter()
+        .map(|p| p.one_way_us)
+        .filter(|t| t.is_finite() && *t > 0.0)
+        .fold(f64::INFINITY, f64::min);
+    points
+        .iter()
+        .filter(|p| p.one_way_us.is_finite() && p.one_way_us <= best * 1.03)
+        .map(|p| p.fragment_bytes)
+        .max()
+}
+
+/// Times and fits the shm stages between `cpus` (sender first), then bounds the fragment size
+/// by the pipelined probe: the stages are fitted one packet at a time, as seed 002 fits them,
+/// but on this machine a fragment larger than the first-level cache costs more per byte when
+/// the two copies run at once than the isolated stages say (BENCHMARKS.md, issue 16), which
+/// a line cannot express.
 pub fn shm_profile(clock: &Clock, cpus: [usize; 2]) -> Result<PipelineProfile, StageError> {
     let points = shm_stage_points(clock, cpus, &shm_ladder(), 1 << 20)?;
-    fit_stages(
+    let mut prof = fit_stages(
         "shm",
         &SHM_STAGES,
         &points,
         Some(SHM_RING_BYTES as u64),
         SHM_RECORD_OVERHEAD,
         shm_fragment_bounds(),
-    )
+    )?;
+    let ladder: Vec<u64> = shm_ladder()
+        .into_iter()
+        .filter(|&p| p >= prof.min_fragment_bytes)
+        .collect();
+    prof.pipelined = shm_pipelined_points(clock, cpus, &ladder)?;
+    if let Some(cap) = pipelined_cap(&prof.pipelined) {
+        prof.max_fragment_bytes = cap.clamp(prof.min_fragment_bytes, prof.max_fragment_bytes);
+    }
+    Ok(prof)
 }
 
 /// The fragment sizes the adaptive choice may pick for the default ring: from 4 KiB to the
@@ -349,7 +468,7 @@ pub fn shm_fragment_bounds() -> (u64, u64) {
 
 /// The shm profile used when none was calibrated: the medians of five `commperf calibrate -t
 /// shm` stage fits on the development machine (2 vCPUs of an AMD EPYC; BENCHMARKS.md, issue
-/// 16). The fit's R² is not kept: these are medians of fits, not a fit.
+/// 16), and its pipelined cap. The fit's R² is not kept: these are medians of fits, not a fit.
 pub fn default_shm_profile() -> PipelineProfile {
     let stage = |name: &str, beta_us: f64, tau_us_per_byte: f64| PipelineStage {
         name: name.to_string(),
@@ -369,8 +488,11 @@ pub fn default_shm_profile() -> PipelineProfile {
         capacity_bytes: Some(SHM_RING_BYTES as u64),
         overhead_bytes: SHM_RECORD_OVERHEAD,
         min_fragment_bytes: min,
-        max_fragment_bytes: max,
+        // The pipelined probe's cap there (a 4 MiB message: 32 KiB fragments fastest, 64 KiB
+        // 7 % slower, 256 KiB 29 %).
+        max_fragment_bytes: (32u64 << 10).min(max),
         points: Vec::new(),
+        pipelined: Vec::new(),
     }
 }
 

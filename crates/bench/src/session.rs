@@ -1324,7 +1324,7 @@ struct PipeEnv<'a> {
 }
 
 /// Rounds each pipeline row is measured in (variants interleaved; the median is kept).
-const PIPELINE_ROUNDS: usize = 3;
+const PIPELINE_ROUNDS: usize = 5;
 
 /// pipeline: for each fragment variant (the fixed ladder, then the adaptive plan) its own data
 /// channel and the latency ping-pong at every size on it, [`PIPELINE_ROUNDS`] times over with
@@ -1428,8 +1428,15 @@ fn pipeline_rows(
             let mut row = got.swap_remove(got.len() / 2);
             row.transport = t;
             row.mode = m;
-            if let (Some(lo), Some(hi)) = (p50s.first(), p50s.last()) {
-                let spread = (hi - lo) / 2.0;
+            // The rounds' agreement: the median distance of the other rounds' p50 from the
+            // median round's (one disturbed round of five does not make a row noisy).
+            if p50s.len() > 1 {
+                let m = p50s[p50s.len() / 2];
+                let mut dev: Vec<f64> = (p50s.iter().enumerate())
+                    .filter(|&(i, _)| i != p50s.len() / 2)
+                    .map(|(_, p)| (p - m).abs())
+                    .collect();
+                let spread = Summary::from_unsorted(&mut dev).map_or(0.0, |s| s.p50);
                 row.p50_noise_us = Some(row.p50_noise_us.unwrap_or(0.0).max(spread));
             }
             let adaptive = vi + 1 == variants.len();

@@ -671,7 +671,8 @@ mod tests {
     fn fragment_options_are_checked_by_name() {
         use commperf_bench::FragmentSetting;
         let config = |args: &[&str]| {
-            let mut argv = vec!["commperf", "bench", "pipeline", "-t", "shm"];
+            // The default transports, shm and tcp.
+            let mut argv = vec!["commperf", "bench", "pipeline"];
             argv.extend(args);
             match Cli::try_parse_from(&argv) {
                 Ok(Cli {

@@ -69,6 +69,20 @@ pub struct PipelineProfile {
     /// The measured medians the stages were fitted to.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub points: Vec<StagePoint>,
+    /// One-way times of a large message pipelined in each fragment size of the ladder: where
+    /// the stages cost more per byte running at once than one at a time (fragments beyond the
+    /// first-level cache), `max_fragment_bytes` was cut to the largest fragment within 3 % of
+    /// the fastest here.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pipelined: Vec<PipelinedPoint>,
+}
+
+/// The one-way time of a `message_bytes` message sent in fragments of `fragment_bytes`.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct PipelinedPoint {
+    pub fragment_bytes: u64,
+    pub message_bytes: u64,
+    pub one_way_us: f64,
 }
 
 /// One fitted stage: `beta_us + P · tau_us_per_byte`.

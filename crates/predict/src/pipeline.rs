@@ -584,6 +584,7 @@ mod tests {
             min_fragment_bytes: 64,
             max_fragment_bytes: 1024,
             points: Vec::new(),
+            pipelined: Vec::new(),
         };
         let e = PipelineModel::from_profile(&p).unwrap_err();
         assert_eq!(
