@@ -576,6 +576,8 @@ mod tests {
     fn the_adaptive_plan_follows_the_profile() {
         let mut prof = default_shm_profile();
         prof.capacity_bytes = None;
+        // Without the built-in pipelined cap: the largest fragment the ring takes.
+        prof.max_fragment_bytes = shm_fragment_bounds().1;
         prof.stages = vec![
             PipelineStage {
                 name: "a".into(),
@@ -622,6 +624,26 @@ mod tests {
         // Short messages go whole, in one record.
         assert_eq!(fp.for_len(4096), 4096);
         assert!(fp.whole_up_to >= 4096);
+    }
+
+    /// The cap is the largest fragment within 3 % of the fastest pipelined time.
+    #[test]
+    fn the_pipelined_cap_is_the_largest_fragment_near_the_fastest() {
+        let pt = |f: u64, t: f64| PipelinedPoint {
+            fragment_bytes: f,
+            message_bytes: 4 << 20,
+            one_way_us: t,
+        };
+        let pts = [
+            pt(4096, 162.0),
+            pt(16384, 141.0),
+            pt(32768, 144.0),
+            pt(65536, 189.0),
+            pt(262_080, f64::NAN),
+        ];
+        // 144 ≤ 1.03 × 141 = 145.2; 189 is not.
+        assert_eq!(pipelined_cap(&pts), Some(32768));
+        assert_eq!(pipelined_cap(&[]), None);
     }
 
     #[test]

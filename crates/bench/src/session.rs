@@ -190,6 +190,12 @@ pub enum BenchError {
     Limits(#[from] LimitsError),
     #[error("--cpus: {0}")]
     Pin(String),
+    /// pipeline over a socket: its stages could not be timed or their fit used.
+    #[error("timing the {transport} pipeline stages: {why}")]
+    Stages {
+        transport: TransportKind,
+        why: String,
+    },
     /// A request outside the bounds both ends share.
     #[error("{phase}: {error}")]
     Bound { phase: String, error: BoundError },
@@ -1356,14 +1362,21 @@ fn pipeline_rows(
         } else {
             // The socket's stages, timed and fitted here between the run's CPUs.
             progress.update(&format!("timing the {t} pipeline stages"), 0, 1);
-            let (mine, theirs) = env.cpus.unwrap_or((0, 0));
+            // Unpinned runs: the first two CPUs this process may use (or its only one).
+            let allowed = affinity::allowed_cpus();
+            let (mine, theirs) = env.cpus.unwrap_or((
+                allowed.get(1).or(allowed.first()).copied().unwrap_or(0),
+                allowed.first().copied().unwrap_or(0),
+            ));
+            let stages = |why: String| BenchError::Stages { transport: t, why };
             let prof = crate::pipeline::socket_profile(env.clock, [theirs, mine], t)
-                .map_err(|e| BenchError::Pin(e.to_string()))?;
-            if let Some((mine, _)) = env.cpus {
-                affinity::pin_to(mine).map_err(|e| BenchError::Pin(e.to_string()))?;
+                .map_err(|e| stages(e.to_string()))?;
+            match env.cpus {
+                Some((mine, _)) => affinity::pin_to(mine),
+                None => affinity::set_allowed(&allowed),
             }
-            let model =
-                PipelineModel::from_profile(&prof).map_err(|e| BenchError::Pin(e.to_string()))?;
+            .map_err(|e| BenchError::Pin(e.to_string()))?;
+            let model = PipelineModel::from_profile(&prof).map_err(|e| stages(e.to_string()))?;
             let (fp, plan) = crate::pipeline::fragment_plan(&model, cfg.max_message() as u64);
             let ladder: Vec<usize> = (12..=18).map(|k| 1usize << k).chain([1 << 20]).collect();
             let today = ladder.len();

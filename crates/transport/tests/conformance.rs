@@ -68,6 +68,17 @@ fn uds_pair(mode: Mode) -> (uds::UdsEndpoint, uds::UdsEndpoint) {
     uds::pair(cfg(mode)).expect("socketpair")
 }
 
+/// Chunked sends (the pipeline benchmark's socket fragments): at most 4000 bytes per `sendmsg`
+/// from 1 KiB on, whole below.
+fn uds_chunked(mode: Mode) -> (uds::UdsEndpoint, uds::UdsEndpoint) {
+    let (mut a, mut b) = uds::pair(cfg(mode)).expect("socketpair");
+    let mut plan = FragmentPlan::fixed(4000);
+    plan.whole_up_to = 1023;
+    a.set_fragments(Some(plan));
+    b.set_fragments(Some(plan));
+    (a, b)
+}
+
 fn uring_uds_pair(mode: Mode, opts: UringOptions) -> (UdsUring, UdsUring) {
     uring::uds_pair(cfg(mode), opts).expect("uring socketpair")
 }
@@ -117,6 +128,8 @@ commperf_transport::conformance_tests!(tcp_poll, tcp_pair(Mode::Poll));
 commperf_transport::conformance_tests!(tcp_block, tcp_pair(Mode::Block));
 commperf_transport::conformance_tests!(uds_poll, uds_pair(Mode::Poll));
 commperf_transport::conformance_tests!(uds_block, uds_pair(Mode::Block));
+commperf_transport::conformance_tests!(uds_chunked_poll, uds_chunked(Mode::Poll));
+commperf_transport::conformance_tests!(uds_chunked_block, uds_chunked(Mode::Block));
 commperf_transport::conformance_tests!(
     uring_uds_poll,
     uring_uds_pair(Mode::Poll, UringOptions::default())
