@@ -32,6 +32,8 @@ pub enum CalibrateError {
     /// With the measured points, so a noisy run can be told from a bad fit.
     #[error("fitting Tcom: {cause} (measured one-way p50: {points})")]
     Fit { cause: ProfileError, points: String },
+    #[error("timing the pipeline stages: {0}")]
+    Stages(crate::pipeline::StageError),
 }
 
 /// A validated calibration run.
@@ -83,7 +85,22 @@ impl CalibrateConfig {
 /// Measures and fits.
 pub fn run(cfg: &CalibrateConfig, progress: &mut dyn Progress) -> Result<Profile, CalibrateError> {
     let report = crate::run(&cfg.bench, progress).map_err(CalibrateError::Bench)?;
-    profile_from_report(&report, cfg.transport, &cfg.source())
+    let mut profile = profile_from_report(&report, cfg.transport, &cfg.source())?;
+    // The pipeline stages of shm between the CPUs the run used (both ends are local).
+    if let (TransportKind::Shm, Some(local), Some(peer)) = (
+        cfg.transport,
+        report.placement.local_cpu,
+        report.placement.peer_cpu,
+    ) {
+        if matches!(cfg.bench.launcher, Launcher::Local { .. }) && local != peer {
+            progress.update("timing the shm pipeline stages", 0, 1);
+            let clock = commperf_transport::clock::Clock::calibrate();
+            let p = crate::pipeline::shm_profile(&clock, [peer, local])
+                .map_err(CalibrateError::Stages)?;
+            profile.pipeline = Some(p);
+        }
+    }
+    Ok(profile)
 }
 
 /// A profile from a bench report's latency (and loggp) rows of `transport`: one-way time = the
@@ -343,6 +360,7 @@ pub fn hand_profile(pieces: Vec<TcomPiece>, text: &str) -> Profile {
         tcom: pieces,
         loggp: Vec::new(),
         points: Vec::new(),
+        pipeline: None,
     }
 }
 
@@ -396,6 +414,36 @@ pub fn summary(p: &Profile) -> String {
         p.points.len(),
         p.loggp.len()
     );
+    if let Some(pl) = &p.pipeline {
+        let _ = writeln!(
+            o,
+            "  pipeline stages of {} (β + P·τ), fragments {} – {}:",
+            pl.transport,
+            format_size(pl.min_fragment_bytes),
+            format_size(pl.max_fragment_bytes)
+        );
+        for s in &pl.stages {
+            let _ = writeln!(
+                o,
+                "    {:<30} {:.3} us + {:.3} us/KiB (R² {:.3})",
+                s.name,
+                s.beta_us,
+                s.tau_us_per_byte * 1024.0,
+                s.r2
+            );
+        }
+        if !pl.pipelined.is_empty() {
+            let ts: Vec<String> = (pl.pipelined.iter())
+                .map(|q| format!("{} {:.1}", format_size(q.fragment_bytes), q.one_way_us))
+                .collect();
+            let _ = writeln!(
+                o,
+                "    pipelined {} (us): {}",
+                format_size(pl.pipelined[0].message_bytes),
+                ts.join(", ")
+            );
+        }
+    }
     o
 }
 

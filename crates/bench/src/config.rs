@@ -1,9 +1,12 @@
 //! The validated configuration of a benchmark run, and the OSU-like defaults.
 
 use commperf_core::{Benchmark, Mode, TransportKind};
+use commperf_predict::pipeline::{PipelineModel, Plan};
 use commperf_transport::bounds::{self, BoundError, SessionMemory};
 use commperf_transport::launch::DataSpec;
+use commperf_transport::FragmentPlan;
 use std::path::PathBuf;
+use std::sync::OnceLock;
 use std::time::Duration;
 
 /// Largest message size and most iterations a run accepts: the bounds a `commperf serve` holds
@@ -47,6 +50,10 @@ pub enum ConfigError {
     SingleCopy(usize),
     #[error("--timeout: {0}")]
     Timeout(String),
+    #[error("--fragment: {0}")]
+    Fragment(String),
+    #[error("--pipeline-profile: {0}")]
+    PipelineProfile(String),
     /// A data-channel option outside the bounds a server holds clients to.
     #[error(transparent)]
     Bound(#[from] BoundError),
@@ -55,6 +62,18 @@ pub enum ConfigError {
 /// Whether `t` drives its socket through io_uring.
 pub fn is_uring(t: TransportKind) -> bool {
     matches!(t, TransportKind::UringTcp | TransportKind::UringUds)
+}
+
+/// How the shm transport cuts large messages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FragmentSetting {
+    /// The fragment size per message length from the pipeline model (seed 002 §3.2).
+    Adaptive,
+    /// Every message in fragments of this many bytes (`--fragment SIZE`); for tcp and uds, at
+    /// most this many bytes per `sendmsg`.
+    Fixed(usize),
+    /// A plan computed for this channel (the pipeline benchmark's socket model).
+    Planned(FragmentPlan),
 }
 
 /// Everything a run needs, already checked.
@@ -86,6 +105,16 @@ pub struct BenchConfig {
     /// Skip benchmark × transport combinations the transport cannot do (for `all`) instead of
     /// refusing them.
     pub skip_unsupported: bool,
+    /// shm: how large messages are cut.
+    pub shm_fragment: FragmentSetting,
+    /// shm: the fitted pipeline stages the adaptive fragment size and the pipeline benchmark's
+    /// model come from (a calibrated profile's, or [`crate::pipeline::default_shm_profile`]).
+    pub shm_pipeline: PipelineModel,
+    /// Where `shm_pipeline` comes from, for the report.
+    pub shm_pipeline_source: String,
+    /// The adaptive plan for this run's sizes, computed on first use (set every other field
+    /// first).
+    plan: OnceLock<(FragmentPlan, Plan)>,
 }
 
 impl BenchConfig {
@@ -111,7 +140,54 @@ impl BenchConfig {
             quick: false,
             conns_max: 1024,
             skip_unsupported: false,
+            shm_fragment: FragmentSetting::Adaptive,
+            shm_pipeline: PipelineModel::from_profile(&crate::pipeline::default_shm_profile())
+                .expect("the built-in pipeline profile is valid"),
+            shm_pipeline_source: "built-in default".into(),
+            plan: OnceLock::new(),
         }
+    }
+
+    /// The adaptive plan for this run (up to its largest message), and the model's own.
+    pub fn shm_plan(&self) -> &(FragmentPlan, Plan) {
+        self.plan.get_or_init(|| {
+            crate::pipeline::fragment_plan(&self.shm_pipeline, self.max_message() as u64)
+        })
+    }
+
+    /// The data channel over `t` in mode `m` with shm fragments cut as `f` says.
+    pub fn data_spec_with(&self, t: TransportKind, m: Mode, f: FragmentSetting) -> DataSpec {
+        let mut spec = DataSpec::new(t, m, self.max_message());
+        spec.idle_timeout_ms = self.idle_timeout.as_millis() as u64;
+        spec.shm_single_copy_from = self.shm_single_copy_from;
+        spec.shm_ring_bytes = self.shm_ring_bytes;
+        spec.uring_sqpoll = self.uring_sqpoll;
+        if matches!(t, TransportKind::Tcp | TransportKind::Uds) {
+            // Sockets send whole messages unless told otherwise: no default model says more.
+            spec.socket_fragments = match f {
+                FragmentSetting::Adaptive => None,
+                FragmentSetting::Fixed(n) => Some(FragmentPlan::fixed(n)),
+                FragmentSetting::Planned(p) => Some(p),
+            };
+        }
+        if t == TransportKind::Shm {
+            match f {
+                FragmentSetting::Fixed(n) => spec.shm_frag_bytes = n,
+                FragmentSetting::Planned(p) => {
+                    spec.shm_frag_bytes = bounds::max_shm_frag_bytes(self.shm_ring_bytes);
+                    spec.shm_fragments = Some(p);
+                }
+                FragmentSetting::Adaptive => {
+                    spec.shm_frag_bytes = bounds::max_shm_frag_bytes(self.shm_ring_bytes);
+                    let mut plan = self.shm_plan().0;
+                    for f in plan.by_octave.iter_mut() {
+                        *f = (*f).min(spec.shm_frag_bytes as u32);
+                    }
+                    spec.shm_fragments = Some(plan);
+                }
+            }
+        }
+        spec
     }
 
     /// A run that is allowed but will measure the scheduler rather than the transport: SQPOLL
@@ -164,12 +240,7 @@ impl BenchConfig {
 
     /// The data channel this configuration asks for over `t` in mode `m`.
     pub fn data_spec(&self, t: TransportKind, m: Mode) -> DataSpec {
-        let mut spec = DataSpec::new(t, m, self.max_message());
-        spec.idle_timeout_ms = self.idle_timeout.as_millis() as u64;
-        spec.shm_single_copy_from = self.shm_single_copy_from;
-        spec.shm_ring_bytes = self.shm_ring_bytes;
-        spec.uring_sqpoll = self.uring_sqpoll;
-        spec
+        self.data_spec_with(t, m, self.shm_fragment)
     }
 
     /// What this run will ask of its peer, against the bounds a `commperf serve` holds every
@@ -180,6 +251,17 @@ impl BenchConfig {
         }
         if let Some(f) = self.shm_single_copy_from.filter(|&f| f as u64 > MAX_SIZE) {
             return Err(ConfigError::SingleCopy(f));
+        }
+        let shm = self.transports.contains(&TransportKind::Shm);
+        if let (FragmentSetting::Fixed(f), true) = (self.shm_fragment, shm) {
+            let max = bounds::max_shm_frag_bytes(self.shm_ring_bytes);
+            if !(bounds::MIN_SHM_FRAG_BYTES..=max).contains(&f) {
+                return Err(ConfigError::Fragment(format!(
+                    "{f} B is outside {} B to {max} B (a quarter of the {} ring, less 64)",
+                    bounds::MIN_SHM_FRAG_BYTES,
+                    bounds::human_bytes(self.shm_ring_bytes as u64)
+                )));
+            }
         }
         let ms = self.idle_timeout.as_millis();
         if ms < 1 || ms > bounds::MAX_IDLE_TIMEOUT_MS as u128 {
@@ -272,6 +354,20 @@ impl BenchConfig {
                 "--uring-sqpoll applies to the io_uring transports; add uring-tcp or uring-uds"
                     .into(),
             ));
+        }
+        if self.benchmarks.contains(&Benchmark::Pipeline) && !self.skip_unsupported {
+            let fragments = |t: &TransportKind| {
+                matches!(
+                    t,
+                    TransportKind::Shm | TransportKind::Tcp | TransportKind::Uds
+                )
+            };
+            if let Some(t) = self.transports.iter().find(|t| !fragments(t)) {
+                return Err(ConfigError::Transport(format!(
+                    "transport {t} cannot do pipeline: it measures shm (fragments through the \
+                     ring), tcp and uds"
+                )));
+            }
         }
         if self.benchmarks.contains(&Benchmark::Cq) && !self.skip_unsupported {
             use commperf_transport::launch::has_completion_queue;
@@ -399,6 +495,10 @@ pub fn default_counts(b: Benchmark, size: u64) -> (u64, u64) {
         Benchmark::Loggp if size < (1 << 20) => (30, 3),
         Benchmark::Loggp => (10, 1),
         Benchmark::Conns => (2_000, 200),
+        // Each of its rows is repeated over rounds (medians taken), for every fragment size.
+        Benchmark::Pipeline if size < (1 << 20) => (200, 20),
+        Benchmark::Pipeline if size < (16 << 20) => (50, 5),
+        Benchmark::Pipeline => (10, 2),
         _ if size <= LARGE => (1_000, 100),
         _ if size < (1 << 20) => (100, 10),
         _ if size < (16 << 20) => (20, 2),

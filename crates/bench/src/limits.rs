@@ -262,7 +262,8 @@ pub fn judge(
             };
             (limit / p, row.p50_noise_us.unwrap_or(0.0) / p)
         }
-        Bw | Mr => {
+        // pipeline: one message's bandwidth (size over one-way time) against the copy limit.
+        Bw | Mr | Pipeline => {
             row.limit_mb_per_s = Some(copy_mb_per_s);
             let Some(m) = row.mb_per_s else {
                 return Judged::Done;

@@ -15,6 +15,7 @@ use crate::loggp::{self, Prtt};
 use crate::machine;
 use crate::patterns::{self, Buffers, Corruption, LoopError, Mismatch, Scattered};
 use commperf_core::{Benchmark, BufferUse, Mode, Options, Placement, Report, Row, TransportKind};
+use commperf_predict::pipeline::{PipelineModel, Plan};
 use commperf_stats::{median_uncertainty, Summary};
 use commperf_transport::bounds::{self, BoundError, SessionMemory};
 use commperf_transport::clock::Clock;
@@ -29,6 +30,9 @@ use std::net::IpAddr;
 use std::time::{Duration, SystemTime};
 
 /// Client → peer.
+// `Data` carries a data spec with two fragment plans; commands are sent a few times per
+// measurement, so boxing it would buy nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum Cmd {
@@ -186,6 +190,12 @@ pub enum BenchError {
     Limits(#[from] LimitsError),
     #[error("--cpus: {0}")]
     Pin(String),
+    /// pipeline over a socket: its stages could not be timed or their fit used.
+    #[error("timing the {transport} pipeline stages: {why}")]
+    Stages {
+        transport: TransportKind,
+        why: String,
+    },
     /// A request outside the bounds both ends share.
     #[error("{phase}: {error}")]
     Bound { phase: String, error: BoundError },
@@ -304,6 +314,29 @@ pub fn run(cfg: &BenchConfig, progress: &mut dyn Progress) -> Result<Report, Ben
             let mut ep = launch::connect_data(&mut ctrl, &spec, &token)?;
             let mut extras: Vec<AnyEndpoint> = Vec::new();
             for &b in &cfg.benchmarks {
+                if b == Benchmark::Pipeline {
+                    if matches!(
+                        t,
+                        TransportKind::Shm | TransportKind::Tcp | TransportKind::Uds
+                    ) {
+                        let mut env = PipeEnv {
+                            ctrl: &mut ctrl,
+                            clock: &clock,
+                            token: &token,
+                            cfg,
+                            cpus,
+                        };
+                        results.extend(pipeline_rows(
+                            &mut env, t, m, &mut sbuf, &mut rbuf, progress,
+                        )?);
+                        // The run's own channel again, for the benchmarks after this one.
+                        ep = launch::connect_data(&mut ctrl, &spec, &token)?;
+                    }
+                    done += cfg.sizes.len();
+                    steps_done += 1;
+                    progress.finished(&format!("{b} over {t} ({m})"), steps_done, steps);
+                    continue;
+                }
                 let mut prtts = Vec::new();
                 for &size in &cfg.sizes {
                     let ph = phase(b, size, t, m);
@@ -947,7 +980,7 @@ fn measure<E: Endpoint + VectoredSend>(
             summarize_latency(&mut row, clock, &samples);
             bad
         }
-        Benchmark::Latency | Benchmark::Blocking | Benchmark::Bufmgmt => {
+        Benchmark::Latency | Benchmark::Blocking | Benchmark::Bufmgmt | Benchmark::Pipeline => {
             let mut samples = vec![0u64; it as usize];
             let mut pools;
             let mut bufs = if run.benchmark == Benchmark::Bufmgmt {
@@ -1247,7 +1280,11 @@ fn respond<E: Endpoint + VectoredSend>(
 ) -> Result<Option<Mismatch>, LoopError> {
     let lp = run.looping(corruption);
     match run.benchmark {
-        Benchmark::Latency | Benchmark::Blocking | Benchmark::Conns | Benchmark::Cq => {
+        Benchmark::Latency
+        | Benchmark::Blocking
+        | Benchmark::Conns
+        | Benchmark::Cq
+        | Benchmark::Pipeline => {
             patterns::latency_responder(ep, &mut Buffers::reused(sbuf, rbuf), &lp)
         }
         Benchmark::Noncontig => {
@@ -1278,6 +1315,243 @@ fn respond<E: Endpoint + VectoredSend>(
                 lp.warmup.saturating_add(lp.iters),
             )
             .map(|()| None)
+        }
+    }
+}
+
+/// What the pipeline benchmark needs of the session.
+struct PipeEnv<'a> {
+    ctrl: &'a mut Control,
+    clock: &'a Clock,
+    token: &'a str,
+    cfg: &'a BenchConfig,
+    /// (this end, the peer) when both are pinned: for the copy limit of shm rows.
+    cpus: Option<(usize, usize)>,
+}
+
+/// Rounds each pipeline row is measured in (variants interleaved; the median is kept).
+const PIPELINE_ROUNDS: usize = 5;
+
+/// pipeline: for each fragment variant (the fixed ladder, then the adaptive plan) its own data
+/// channel and the latency ping-pong at every size on it, [`PIPELINE_ROUNDS`] times over with
+/// the variants interleaved, so that drift in the machine hits them all alike. One row per
+/// variant and size: the median round's figures, bandwidth = size / one-way time, and the
+/// model's `T(L, P)` beside (the exact recurrence; eq. 7's value in a note).
+fn pipeline_rows(
+    env: &mut PipeEnv<'_>,
+    t: TransportKind,
+    m: Mode,
+    sbuf: &mut [u8],
+    rbuf: &mut [u8],
+    progress: &mut dyn Progress,
+) -> Result<Vec<Row>, BenchError> {
+    use crate::config::FragmentSetting;
+    use crate::pipeline::{fixed_ladder, rule_words};
+    let cfg = env.cfg;
+    // The variants, the model the rows are set beside, and which variant is today's behaviour
+    // (shm: 64 KiB fragments; sockets: whole messages). The adaptive variant comes last.
+    let (variants, model, today, plan): (Vec<FragmentSetting>, PipelineModel, usize, Plan) =
+        if t == TransportKind::Shm {
+            let max = bounds::max_shm_frag_bytes(cfg.shm_ring_bytes);
+            let ladder = fixed_ladder(max);
+            let today = ladder.iter().position(|&f| f == 64 << 10).unwrap_or(0);
+            let v = (ladder.into_iter().map(FragmentSetting::Fixed))
+                .chain([FragmentSetting::Adaptive])
+                .collect();
+            (v, cfg.shm_pipeline.clone(), today, cfg.shm_plan().1.clone())
+        } else {
+            // The socket's stages, timed and fitted here between the run's CPUs.
+            progress.update(&format!("timing the {t} pipeline stages"), 0, 1);
+            // Unpinned runs: the first two CPUs this process may use (or its only one).
+            let allowed = affinity::allowed_cpus();
+            let (mine, theirs) = env.cpus.unwrap_or((
+                allowed.get(1).or(allowed.first()).copied().unwrap_or(0),
+                allowed.first().copied().unwrap_or(0),
+            ));
+            let stages = |why: String| BenchError::Stages { transport: t, why };
+            let prof = crate::pipeline::socket_profile(env.clock, [theirs, mine], t)
+                .map_err(|e| stages(e.to_string()))?;
+            match env.cpus {
+                Some((mine, _)) => affinity::pin_to(mine),
+                None => affinity::set_allowed(&allowed),
+            }
+            .map_err(|e| BenchError::Pin(e.to_string()))?;
+            let model = PipelineModel::from_profile(&prof).map_err(|e| stages(e.to_string()))?;
+            let (fp, plan) = crate::pipeline::fragment_plan(&model, cfg.max_message() as u64);
+            let ladder: Vec<usize> = (12..=18).map(|k| 1usize << k).chain([1 << 20]).collect();
+            let today = ladder.len();
+            let v = (ladder.into_iter().map(FragmentSetting::Fixed))
+                .chain([FragmentSetting::Adaptive, FragmentSetting::Planned(fp)])
+                .collect();
+            (v, model, today, plan)
+        };
+    let rounds = if cfg.quick { 1 } else { PIPELINE_ROUNDS };
+    let total = rounds * variants.len() * cfg.sizes.len();
+    let mut measured: Vec<Vec<Row>> = vec![Vec::new(); variants.len() * cfg.sizes.len()];
+    let mut done = 0;
+    for round in 0..rounds {
+        for (vi, &v) in variants.iter().enumerate() {
+            let spec = cfg.data_spec_with(t, m, v);
+            let mut ep = launch::connect_data(env.ctrl, &spec, env.token)?;
+            for (si, &size) in cfg.sizes.iter().enumerate() {
+                let what = match v {
+                    FragmentSetting::Fixed(n) => format!("fragment {n} B"),
+                    FragmentSetting::Adaptive if t != TransportKind::Shm => "whole".into(),
+                    _ => "adaptive fragment".into(),
+                };
+                let ph = format!(
+                    "{} ({what}, round {})",
+                    phase(Benchmark::Pipeline, size, t, m),
+                    round + 1
+                );
+                progress.update(&ph, done, total);
+                let (iterations, warmup) = cfg.counts(Benchmark::Pipeline, size);
+                let run = RunSpec {
+                    benchmark: Benchmark::Pipeline,
+                    size,
+                    iterations,
+                    warmup,
+                    window: 1,
+                    validate: cfg.validate,
+                    prtt: None,
+                    mode: Some(m),
+                    block_spins: 0,
+                    segments: 0,
+                    packed: false,
+                    in_place: false,
+                };
+                let s = &mut sbuf[..size as usize];
+                let row = latency_row(env.ctrl, &mut ep, env.clock, &ph, run, s, rbuf)?;
+                measured[vi * cfg.sizes.len() + si].push(row);
+                done += 1;
+            }
+        }
+    }
+    let mut copy_limit = std::collections::BTreeMap::new();
+    let mut rows = Vec::with_capacity(measured.len());
+    for (vi, &v) in variants.iter().enumerate() {
+        for (si, &size) in cfg.sizes.iter().enumerate() {
+            let mut got = std::mem::take(&mut measured[vi * cfg.sizes.len() + si]);
+            got.sort_by(|a, b| {
+                a.p50_us
+                    .partial_cmp(&b.p50_us)
+                    .unwrap_or(std::cmp::Ordering::Equal)
+            });
+            let p50s: Vec<f64> = got.iter().filter_map(|r| r.p50_us).collect();
+            let mut row = got.swap_remove(got.len() / 2);
+            row.transport = t;
+            row.mode = m;
+            // The rounds' agreement: the median distance of the other rounds' p50 from the
+            // median round's (one disturbed round of five does not make a row noisy).
+            if p50s.len() > 1 {
+                let m = p50s[p50s.len() / 2];
+                let mut dev: Vec<f64> = (p50s.iter().enumerate())
+                    .filter(|&(i, _)| i != p50s.len() / 2)
+                    .map(|(_, p)| (p - m).abs())
+                    .collect();
+                let spread = Summary::from_unsorted(&mut dev).map_or(0.0, |s| s.p50);
+                row.p50_noise_us = Some(row.p50_noise_us.unwrap_or(0.0).max(spread));
+            }
+            let adaptive = vi + 1 == variants.len();
+            let (frag, words) = match v {
+                FragmentSetting::Fixed(n) => (n as u64, rule_words(None)),
+                _ if adaptive => {
+                    let (f, rule) = plan.for_len(size);
+                    (f.min(model.max_fragment_bytes), rule_words(Some(rule)))
+                }
+                // Sockets: whole messages, one `sendmsg` each (today's behaviour).
+                _ => (size, "whole".into()),
+            };
+            // A fixed row keeps its configured size (a message up to it goes whole); the
+            // others show what they used.
+            row.fragment_bytes = Some(if adaptive {
+                frag.min(size.max(1))
+            } else {
+                frag
+            });
+            let frag = frag.min(size.max(1));
+            row.fragment_rule = Some(words);
+            if let Some(p) = row.p50_us.filter(|p| *p > 0.0) {
+                row.mb_per_s = Some(size as f64 / p);
+            }
+            row.model_us = Some(model.recurrence_us(size, frag));
+            row.eq7_us = Some(model.eq7_at(frag).time_us(size, frag));
+            // The pipeline's limit: each core copies every byte once, the two copies overlap,
+            // so no pipeline moves the message faster than one memcpy of it (EPOS's "hardware
+            // limit" is likewise its slowest stage's rate).
+            if t == TransportKind::Shm && env.cpus.is_some_and(|(a, b)| a != b) {
+                let copy = *copy_limit
+                    .entry(size)
+                    .or_insert_with(|| limits::memcpy_mb_per_s(env.clock, size as usize, 5));
+                limits::judge(&mut row, 0.0, copy, true);
+            }
+            rows.push(row);
+        }
+    }
+    pipeline_verdicts(&mut rows, cfg.sizes.len(), variants.len(), today);
+    Ok(rows)
+}
+
+/// Notes on each adaptive row (the last variant) against the others of its size: the share of
+/// the best fixed fragment's bandwidth it reaches, and its gain over today's behaviour (variant
+/// `today`: shm's 64 KiB fragments, sockets' whole messages) beside the noise.
+fn pipeline_verdicts(rows: &mut [Row], sizes: usize, variants: usize, today: usize) {
+    if variants < 2 {
+        return;
+    }
+    for si in 0..sizes {
+        let at = |vi: usize| vi * sizes + si;
+        let fixed: Vec<(u64, f64, f64)> = (0..variants - 1)
+            .filter_map(|vi| {
+                let r = &rows[at(vi)];
+                if r.fragment_rule.as_deref() != Some("fixed") {
+                    return None;
+                }
+                Some((
+                    r.fragment_bytes?,
+                    r.mb_per_s?,
+                    r.p50_noise_us.unwrap_or(0.0) / r.p50_us?,
+                ))
+            })
+            .collect();
+        let best = fixed
+            .iter()
+            .copied()
+            .fold(None::<(u64, f64, f64)>, |b, f| match b {
+                Some(b) if b.1 >= f.1 => Some(b),
+                _ => Some(f),
+            });
+        let base = {
+            let r = &rows[at(today)];
+            match (r.mb_per_s, r.p50_us) {
+                (Some(b), Some(p)) if p > 0.0 => Some((b, r.p50_noise_us.unwrap_or(0.0) / p)),
+                _ => None,
+            }
+        };
+        let today_words = match rows[at(today)].fragment_rule.as_deref() {
+            Some("whole") => "whole messages".to_string(),
+            _ => format!(
+                "{} B fragments",
+                rows[at(today)].fragment_bytes.unwrap_or(0)
+            ),
+        };
+        let a = &mut rows[at(variants - 1)];
+        let (Some(bw), Some(p)) = (a.mb_per_s, a.p50_us) else {
+            continue;
+        };
+        let noise = a.p50_noise_us.unwrap_or(0.0) / p;
+        if let Some((frag, best_bw, _)) = best {
+            a.notes.push(format!(
+                "adaptive reaches {:.1} % of the best fixed fragment ({frag} B, {best_bw:.0} MB/s)",
+                bw / best_bw * 100.0
+            ));
+        }
+        if let Some((b64, n64)) = base {
+            a.notes.push(format!(
+                "against {today_words}: {:+.1} % bandwidth (noise ±{:.1} %)",
+                (bw / b64 - 1.0) * 100.0,
+                (noise + n64) * 100.0
+            ));
         }
     }
 }

@@ -204,6 +204,40 @@ fn single_copy(s: &str) -> Result<SingleCopy, String> {
         .map(|v| SingleCopy(Some(v as usize)))
         .map_err(|e| format!("{e}, or 'never'"))
 }
+/// `--fragment`: a size, or auto.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Fragment(pub commperf_bench::FragmentSetting);
+
+fn fragment(s: &str) -> Result<Fragment, String> {
+    use commperf_bench::FragmentSetting;
+    if s == "auto" {
+        return Ok(Fragment(FragmentSetting::Adaptive));
+    }
+    parse_size(s)
+        .map(|v| Fragment(FragmentSetting::Fixed(v as usize)))
+        .map_err(|e| format!("{e}, or 'auto'"))
+}
+
+/// The shm pipeline model of `--pipeline-profile FILE`.
+fn pipeline_model(
+    path: &std::path::Path,
+) -> Result<commperf_predict::pipeline::PipelineModel, ConfigError> {
+    let bad = |why: String| ConfigError::PipelineProfile(format!("{}: {why}", path.display()));
+    let text = commperf_core::read_text(path).map_err(|e| bad(e.to_string()))?;
+    let p: commperf_core::Profile =
+        serde_json::from_str(&text).map_err(|e| bad(format!("not a commperf profile ({e})")))?;
+    let pipe = p.pipeline.ok_or_else(|| {
+        bad("has no pipeline section (calibrate it with `commperf calibrate -t shm`)".into())
+    })?;
+    if pipe.transport != "shm" {
+        return Err(bad(format!(
+            "its pipeline stages are {}'s; adaptive fragmenting needs shm's",
+            pipe.transport
+        )));
+    }
+    commperf_predict::pipeline::PipelineModel::from_profile(&pipe).map_err(|e| bad(e.to_string()))
+}
+
 fn positive_u64(s: &str) -> Result<u64, String> {
     match s.parse::<u64>() {
         Ok(0) => Err("must be at least 1".into()),
@@ -276,6 +310,14 @@ pub struct BenchArgs {
     /// through the ring
     #[arg(long, value_name = "SIZE|never", value_parser = single_copy, default_value = "never")]
     pub shm_single_copy: SingleCopy,
+    /// shm: the fragment size large messages are cut into: auto (from the pipeline model, per
+    /// message length) or a size (64 B to a quarter of the ring, less 64)
+    #[arg(long, value_name = "SIZE|auto", value_parser = fragment, default_value = "auto")]
+    pub fragment: Fragment,
+    /// shm: the profile (from `commperf calibrate -t shm`) whose pipeline stages the adaptive
+    /// fragment size comes from [default: the built-in profile of the development machine]
+    #[arg(long, value_name = "FILE")]
+    pub pipeline_profile: Option<PathBuf>,
     /// uring-tcp, uring-uds: a kernel thread polls the submission queue (IORING_SETUP_SQPOLL),
     /// so submitting costs no syscall; it takes a core while it polls
     #[arg(long)]
@@ -293,9 +335,17 @@ pub struct BenchArgs {
     pub output: OutputArgs,
 }
 
+/// What `all` runs: every benchmark but pipeline, which sweeps fragment sizes for minutes and
+/// is asked for by name.
+fn all_benchmarks() -> Vec<Benchmark> {
+    (Benchmark::ALL.iter().copied())
+        .filter(|&b| b != Benchmark::Pipeline)
+        .collect()
+}
+
 fn benchmark_name(s: &str) -> Result<Vec<Benchmark>, String> {
     if s == "all" {
-        return Ok(Benchmark::ALL.to_vec());
+        return Ok(all_benchmarks());
     }
     s.parse::<Benchmark>()
         .map(|b| vec![b])
@@ -323,7 +373,7 @@ impl BenchArgs {
         c.skip_unsupported = self
             .benchmarks
             .iter()
-            .any(|b| b.len() == Benchmark::ALL.len());
+            .any(|b| b.len() == all_benchmarks().len());
         if let Some(t) = &self.transport {
             c.transports = t.0.clone();
         }
@@ -344,6 +394,11 @@ impl BenchArgs {
         c.block_spins = self.spin;
         c.conns_max = self.conns_max;
         c.shm_single_copy_from = self.shm_single_copy.0;
+        c.shm_fragment = self.fragment.0;
+        if let Some(path) = &self.pipeline_profile {
+            c.shm_pipeline = pipeline_model(path)?;
+            c.shm_pipeline_source = path.display().to_string();
+        }
         c.uring_sqpoll = self.uring_sqpoll;
         match &self.layers {
             // Each layer is checked as the run of its own it will be (`mpi` runs alone).
@@ -557,7 +612,8 @@ mod tests {
             panic!("bench expected")
         };
         let c = b.to_config().unwrap();
-        assert_eq!(c.benchmarks, Benchmark::ALL.to_vec());
+        assert_eq!(c.benchmarks, all_benchmarks());
+        assert!(!c.benchmarks.contains(&Benchmark::Pipeline), "named only");
         assert_eq!(c.transports, vec![TransportKind::Uds, TransportKind::Shm]);
         assert_eq!(c.modes, vec![Mode::Poll, Mode::Block]);
         assert_eq!(c.sizes, vec![1, 2, 4, 8, 1 << 20]);
@@ -613,6 +669,60 @@ mod tests {
             assert!(line.contains(needle), "{argv:?}: {line}");
             assert!(!line.contains('\n'));
         }
+    }
+
+    /// `--fragment` takes a size or auto; a size the ring cannot carry, a word, and a pipeline
+    /// profile that is not one are refused with the option named.
+    #[test]
+    fn fragment_options_are_checked_by_name() {
+        use commperf_bench::FragmentSetting;
+        let config = |args: &[&str]| {
+            // The default transports, shm and tcp.
+            let mut argv = vec!["commperf", "bench", "pipeline"];
+            argv.extend(args);
+            match Cli::try_parse_from(&argv) {
+                Ok(Cli {
+                    command: Command::Bench(b),
+                }) => b.to_config().map_err(|e| e.to_string()),
+                Ok(_) => panic!("bench expected"),
+                Err(e) => Err(one_line(&e)),
+            }
+        };
+        let c = config(&[]).unwrap();
+        assert_eq!(c.shm_fragment, FragmentSetting::Adaptive);
+        assert_eq!(c.benchmarks, vec![Benchmark::Pipeline]);
+        let c = config(&["--fragment", "32K"]).unwrap();
+        assert_eq!(c.shm_fragment, FragmentSetting::Fixed(32 << 10));
+        let e = config(&["--fragment", "12q"]).unwrap_err();
+        assert!(e.contains("--fragment") && e.contains("or 'auto'"), "{e}");
+        let e = config(&["--fragment", "16"]).unwrap_err();
+        assert_eq!(
+            e,
+            "--fragment: 16 B is outside 64 B to 262080 B (a quarter of the 1 MiB ring, less 64)"
+        );
+        let e = config(&["--fragment", "1M"]).unwrap_err();
+        assert!(e.starts_with("--fragment: 1048576 B is outside"), "{e}");
+        let dir = std::env::temp_dir().join(format!("commperf-frag-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let old = dir.join("v1.json");
+        std::fs::write(
+            &old,
+            r#"{"schema_version":1,"source":"hand","tcom":[{"from_bytes":0,"to_bytes":18446744073709551615,"intercept_us":1.0,"slope_us_per_byte":0.001}]}"#,
+        )
+        .unwrap();
+        let e = config(&["--pipeline-profile", old.to_str().unwrap()]).unwrap_err();
+        assert!(
+            e.starts_with("--pipeline-profile: ") && e.contains("has no pipeline section"),
+            "{e}"
+        );
+        let e = config(&["--pipeline-profile", "/nonexistent/p.json"]).unwrap_err();
+        assert!(
+            e.starts_with("--pipeline-profile: /nonexistent/p.json"),
+            "{e}"
+        );
+        let e = config(&["-t", "uring-tcp"]).unwrap_err();
+        assert!(e.contains("cannot do pipeline"), "{e}");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

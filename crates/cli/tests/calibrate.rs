@@ -98,9 +98,53 @@ fn calibrate_measures_shm_into_a_profile() {
     assert!(o.status.success(), "{}", stderr(&o));
     let text = std::fs::read_to_string(&out).expect("profile written");
     let p: Value = serde_json::from_str(&text).expect("profile is JSON");
-    assert_eq!(p["schema_version"], 1);
+    assert_eq!(p["schema_version"], 2);
     assert_eq!(p["source"], "commperf calibrate --transport shm");
     assert_eq!(p["transport"], "shm");
+    // The pipeline stages (seed 002 §3.2), and the fragment cap from the pipelined probe: the
+    // largest fragment within 3 % of the fastest.
+    let pl = &p["pipeline"];
+    let names: Vec<&str> = (pl["stages"].as_array().unwrap().iter())
+        .map(|s| s["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "copy into the ring",
+            "hand-over between the cores",
+            "copy out of the ring"
+        ]
+    );
+    for s in pl["stages"].as_array().unwrap() {
+        assert!(
+            f(s, "beta_us") >= 0.0 && f(s, "tau_us_per_byte") >= 0.0,
+            "{s}"
+        );
+    }
+    assert!(
+        f(&pl["stages"][0], "tau_us_per_byte") > 0.0,
+        "copying costs per byte"
+    );
+    assert!(
+        f(&pl["stages"][2], "tau_us_per_byte") > 0.0,
+        "copying costs per byte"
+    );
+    let probe = pl["pipelined"].as_array().unwrap();
+    let frags: Vec<u64> = probe
+        .iter()
+        .map(|q| q["fragment_bytes"].as_u64().unwrap())
+        .collect();
+    assert_eq!(frags, [4096, 8192, 16384, 32768, 65536, 131072, 262080]);
+    let best = (probe.iter())
+        .map(|q| f(q, "one_way_us"))
+        .fold(f64::INFINITY, f64::min);
+    let cap = (probe.iter())
+        .filter(|q| f(q, "one_way_us") <= best * 1.03)
+        .map(|q| q["fragment_bytes"].as_u64().unwrap())
+        .max()
+        .unwrap();
+    assert_eq!(pl["max_fragment_bytes"], cap);
+    assert_eq!(pl["min_fragment_bytes"], 4096);
     assert!(p["machine"]["cpu_model"].is_string());
     let pieces = check_pieces(&p);
     let points = p["points"].as_array().unwrap();

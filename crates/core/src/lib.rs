@@ -12,7 +12,10 @@ pub mod text;
 pub mod units;
 
 pub use kinds::{Benchmark, BufferUse, Mode, TransportKind, UnknownName};
-pub use profile::{LogGpPoint, Profile, TcomPiece, TcomPoint, PROFILE_SCHEMA_VERSION};
+pub use profile::{
+    LogGpPoint, PipelineProfile, PipelineStage, PipelinedPoint, Profile, StagePoint, TcomPiece,
+    TcomPoint, PIPELINE_SCHEMA_VERSION, PROFILE_SCHEMA_OLDEST, PROFILE_SCHEMA_VERSION,
+};
 pub use rate::{parse_rate, Rate, RateError};
 pub use result::{Limits, Machine, Options, Placement, Report, Row, TimerInfo, SCHEMA_VERSION};
 pub use text::{read_text, TextError};

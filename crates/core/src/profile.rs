@@ -6,8 +6,15 @@
 use crate::Machine;
 use serde::{Deserialize, Serialize};
 
-/// Version of the profile schema written by this build.
-pub const PROFILE_SCHEMA_VERSION: u32 = 1;
+/// Version of the profile schema written by this build. Version 2 added the optional
+/// [`Profile::pipeline`] section; version 1 profiles (without it) are still read.
+pub const PROFILE_SCHEMA_VERSION: u32 = 2;
+
+/// Oldest profile schema this build still reads.
+pub const PROFILE_SCHEMA_OLDEST: u32 = 1;
+
+/// Version of the [`PipelineProfile`] section's own layout.
+pub const PIPELINE_SCHEMA_VERSION: u32 = 1;
 
 /// A calibrated (or hand-written) description of one network path.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -31,6 +38,70 @@ pub struct Profile {
     /// The measured points the pieces were fitted to: size and one-way time.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub points: Vec<TcomPoint>,
+    /// The stages a large message is pipelined through, each as `β + P·τ` (seed 002 §3.2), for
+    /// the pipeline model and adaptive fragmenting. Absent from version 1 profiles and from
+    /// calibrations of transports without a measured pipeline.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pipeline: Option<PipelineProfile>,
+}
+
+/// The fitted stages of one transport's pipelined path: each stage costs
+/// `beta_us + P · tau_us_per_byte` for a packet (fragment) of `P` bytes, fitted by linear
+/// regression to non-pipelined transfers over a ladder of packet sizes (seed 002 §3.2, Table 1).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PipelineProfile {
+    /// [`PIPELINE_SCHEMA_VERSION`] of the writer.
+    pub version: u32,
+    /// The transport whose stages these are (`shm`, `tcp`, `uds`).
+    pub transport: String,
+    /// The stages in the order a packet passes them.
+    pub stages: Vec<PipelineStage>,
+    /// Bytes of the buffer the packets queue in between the ends (the shm ring), which bounds
+    /// the packets in flight; absent where the transport has no such bound to model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capacity_bytes: Option<u64>,
+    /// Bytes each packet occupies in that buffer beyond its payload (the record header).
+    #[serde(default)]
+    pub overhead_bytes: u64,
+    /// Smallest and largest fragment the transport takes.
+    pub min_fragment_bytes: u64,
+    pub max_fragment_bytes: u64,
+    /// The measured medians the stages were fitted to.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub points: Vec<StagePoint>,
+    /// One-way times of a large message pipelined in each fragment size of the ladder: where
+    /// the stages cost more per byte running at once than one at a time (fragments beyond the
+    /// first-level cache), `max_fragment_bytes` was cut to the largest fragment within 3 % of
+    /// the fastest here.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pipelined: Vec<PipelinedPoint>,
+}
+
+/// The one-way time of a `message_bytes` message sent in fragments of `fragment_bytes`.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct PipelinedPoint {
+    pub fragment_bytes: u64,
+    pub message_bytes: u64,
+    pub one_way_us: f64,
+}
+
+/// One fitted stage: `beta_us + P · tau_us_per_byte`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PipelineStage {
+    pub name: String,
+    pub beta_us: f64,
+    pub tau_us_per_byte: f64,
+    /// The fit's coefficient of determination over the ladder (a low one says the stage is not
+    /// linear in the packet size on this machine).
+    pub r2: f64,
+}
+
+/// Median time of each stage (in [`PipelineProfile::stages`] order) for packets of
+/// `packet_bytes`, sent one at a time.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StagePoint {
+    pub packet_bytes: u64,
+    pub stage_us: Vec<f64>,
 }
 
 /// `T(size) = intercept_us + slope_us_per_byte · size` for sizes in `from_bytes..=to_bytes`.

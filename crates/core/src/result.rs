@@ -247,6 +247,18 @@ pub struct Row {
     pub piece_from_bytes: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub piece_to_bytes: Option<u64>,
+    /// pipeline: the fragment size the message was sent in (the largest, for a message the
+    /// adaptive choice sends whole).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fragment_bytes: Option<u64>,
+    /// pipeline: how the fragment size was chosen: `fixed`, or the adaptive rule that chose it
+    /// (`adaptive: eq8`, `adaptive: recurrence`, `adaptive: whole`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fragment_rule: Option<String>,
+    /// pipeline: seed 002's eq. 7 at this size and fragment (the approximation `model_us`, the
+    /// exact recurrence, is compared with).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub eq7_us: Option<f64>,
     /// Pairs of ranks that measured at once (OSU's multi-pair tests, under `--launcher mpi` or
     /// `--transport mpi` with more than two ranks): bandwidth and message rate are then sums
     /// over the pairs (osu_mbw_mr), latency figures the mean of each pair's figure
@@ -311,6 +323,9 @@ impl Row {
             model_us: None,
             piece_from_bytes: None,
             piece_to_bytes: None,
+            fragment_bytes: None,
+            fragment_rule: None,
+            eq7_us: None,
             pairs: None,
             validated: false,
             notes: Vec::new(),

@@ -304,6 +304,9 @@ fn measure(
         Benchmark::Latency => {
             results.extend(ctx.pingpong(ph, b, Mode::Poll, Receive::Named, (s, r), &lp)?);
         }
+        // The fragment sizes of commperf's own transports: MPI picks its own (the run's
+        // configuration refuses pipeline over mpi, and `all` leaves it out).
+        Benchmark::Pipeline => {}
         Benchmark::Bw | Benchmark::Mr | Benchmark::Bibw => {
             let row = stream(ctx, b, ph, s, r, &lp)?;
             results.extend(row);

@@ -15,6 +15,7 @@ pub mod gen;
 pub mod netgauge;
 pub mod output;
 pub mod parse;
+pub mod pipeline;
 pub mod profile;
 pub mod rng;
 pub mod tcom;

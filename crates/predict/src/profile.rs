@@ -92,6 +92,7 @@ pub fn profile_from_points(points: &[TcomPoint], source: &str) -> Result<Profile
         machine: None,
         tcom,
         loggp: Vec::new(),
+        pipeline: None,
         points: merged
             .iter()
             .map(|m| TcomPoint {

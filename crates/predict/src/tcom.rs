@@ -33,7 +33,8 @@ pub struct Tcom {
 impl Tcom {
     /// From a profile's pieces (checked: finite, non-negative cost, sorted, non-overlapping).
     pub fn from_profile(p: &Profile) -> Result<Tcom, TcomError> {
-        if p.schema_version != commperf_core::PROFILE_SCHEMA_VERSION {
+        let known = commperf_core::PROFILE_SCHEMA_OLDEST..=commperf_core::PROFILE_SCHEMA_VERSION;
+        if !known.contains(&p.schema_version) {
             return Err(TcomError::Version {
                 found: p.schema_version,
                 supported: commperf_core::PROFILE_SCHEMA_VERSION,

@@ -116,6 +116,23 @@ impl Block<'_> {
                 ),
                 ("cost(us)", cost),
             ]),
+            // Per size and fragment: the measured one-way time and bandwidth beside the
+            // pipeline model's T(L, P) (seed 002 eq. 7 or the exact recurrence).
+            Benchmark::Pipeline => cols.extend([
+                (
+                    "fragment",
+                    (|r| r.fragment_bytes.map_or_else(dash, |k| k.to_string())) as Cell,
+                ),
+                ("rule", |r| r.fragment_rule.clone().unwrap_or_else(dash)),
+                ("p50(us)", |r| us(r.p50_us)),
+                ("MB/s", |r| r.mb_per_s.map_or_else(dash, fmt_mb)),
+                ("model(us)", |r| us(r.model_us)),
+                ("eq7(us)", |r| us(r.eq7_us)),
+                ("model err", |r| match (r.model_us, r.p50_us) {
+                    (Some(m), Some(t)) if t > 0.0 => format!("{:+.1}%", (m - t) / t * 100.0),
+                    _ => dash(),
+                }),
+            ]),
             Benchmark::Conns => cols.extend([
                 (
                     "conns",

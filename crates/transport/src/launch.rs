@@ -247,6 +247,9 @@ impl Control {
 }
 
 /// Messages of the handshake and data-channel setup.
+// A data spec carries two fragment plans (about 270 bytes); a setup message is built a few
+// times per session, so boxing it would buy nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum SetupMsg {
@@ -289,6 +292,13 @@ pub struct DataSpec {
     pub shm_ring_bytes: usize,
     pub shm_frag_bytes: usize,
     pub shm_single_copy_from: Option<usize>,
+    /// shm: the fragment size per message length each end sends in (`None`: `shm_frag_bytes`
+    /// for every message; then `shm_frag_bytes` is also the largest piece, else only that).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shm_fragments: Option<crate::FragmentPlan>,
+    /// tcp, uds: the most payload bytes per `sendmsg` per message length (`None`: whole).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub socket_fragments: Option<crate::FragmentPlan>,
     /// An additional channel the server only keeps open (the conns benchmark).
     #[serde(default)]
     pub extra: bool,
@@ -308,6 +318,8 @@ impl DataSpec {
             shm_ring_bytes: o.ring_bytes,
             shm_frag_bytes: o.frag_bytes,
             shm_single_copy_from: o.single_copy_from,
+            shm_fragments: o.fragments,
+            socket_fragments: None,
             extra: false,
             uring_sqpoll: false,
         }
@@ -340,6 +352,7 @@ impl DataSpec {
             ring_bytes: self.shm_ring_bytes,
             frag_bytes: self.shm_frag_bytes,
             single_copy_from: self.shm_single_copy_from,
+            fragments: self.shm_fragments,
         }
     }
 
@@ -350,6 +363,8 @@ impl DataSpec {
             extra: true,
             shm_ring_bytes: bounds::MAX_EXTRA_SHM_RING_BYTES,
             shm_frag_bytes: 8 << 10,
+            shm_fragments: None,
+            socket_fragments: None,
             ..*self
         }
     }
@@ -368,6 +383,9 @@ impl DataSpec {
         )?;
         if let Some(from) = self.shm_single_copy_from {
             at_most_bytes("shm_single_copy_from", from as u64, MAX_SIZE)?;
+        }
+        if let Some(p) = &self.socket_fragments {
+            p.check("socket_fragments", 1, MAX_SIZE as usize)?;
         }
         if self.transport != TransportKind::Shm {
             return Ok(());
@@ -400,7 +418,11 @@ impl DataSpec {
                 self.shm_ring_bytes
             );
             e
-        })
+        })?;
+        match &self.shm_fragments {
+            Some(p) => p.check("shm_fragments", MIN_SHM_FRAG_BYTES, self.shm_frag_bytes),
+            None => Ok(()),
+        }
     }
 
     /// Memory the server holds for this channel (the client's end holds about the same): the
@@ -731,7 +753,8 @@ pub fn serve_data(
         Err(e) => Err(e.into()),
     };
     match r {
-        Ok(ep) => {
+        Ok(mut ep) => {
+            socket_fragments(&mut ep, spec);
             ctrl.send(&SetupMsg::DataReady)?;
             Ok(ep)
         }
@@ -762,6 +785,7 @@ fn serve_data_inner(
             })?;
             let mut e = seg.accept(cfg, wait)?;
             e.set_single_copy_from(spec.shm_single_copy_from);
+            e.set_fragments(spec.shm_fragments);
             check_token(&mut e, token)?;
             Ok(AnyEndpoint::Shm(e))
         }
@@ -903,6 +927,7 @@ pub fn connect_data(
                 e => e.into(),
             })?;
             e.set_single_copy_from(spec.shm_single_copy_from);
+            e.set_fragments(spec.shm_fragments);
             AnyEndpoint::Shm(e)
         }
         TransportKind::Tcp | TransportKind::UringTcp => {
@@ -937,6 +962,7 @@ pub fn connect_data(
         }
     };
     with_endpoint!(&mut ep, e => e.send(TOKEN_TAG, token.as_bytes()))?;
+    socket_fragments(&mut ep, spec);
     match ctrl.recv::<SetupMsg>()? {
         SetupMsg::DataReady => Ok(ep),
         SetupMsg::Error { message } => Err(LaunchError::Remote {
@@ -944,6 +970,15 @@ pub fn connect_data(
             message,
         }),
         other => Err(unexpected(ctrl, &other)),
+    }
+}
+
+/// tcp, uds: the spec's chunked sends (after the token, which goes whole).
+fn socket_fragments(ep: &mut AnyEndpoint, spec: &DataSpec) {
+    match ep {
+        AnyEndpoint::Tcp(e) => e.set_fragments(spec.socket_fragments),
+        AnyEndpoint::Uds(e) => e.set_fragments(spec.socket_fragments),
+        _ => {}
     }
 }
 

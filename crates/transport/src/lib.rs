@@ -14,6 +14,7 @@ pub mod conformance;
 pub mod cq;
 pub mod endpoint;
 pub mod error;
+pub mod fragments;
 pub mod launch;
 pub mod serve;
 pub mod sys;
@@ -24,3 +25,4 @@ pub use endpoint::{
     SwitchMode, Tag, VectoredSend, SIDE_WORDS,
 };
 pub use error::TransportError;
+pub use fragments::FragmentPlan;

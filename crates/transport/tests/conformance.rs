@@ -5,7 +5,7 @@ use commperf_transport::sys::shm::{self, ShmOptions};
 use commperf_transport::sys::uring::{self, UringEndpoint, UringOptions};
 use commperf_transport::sys::{tcp, uds};
 use commperf_transport::TransportKind;
-use commperf_transport::{Endpoint, EndpointConfig, Mode, TransportError};
+use commperf_transport::{Endpoint, EndpointConfig, FragmentPlan, Mode, TransportError};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -34,6 +34,28 @@ fn shm_single_copy(mode: Mode) -> (shm::ShmEndpoint, shm::ShmEndpoint) {
     shm::pair(cfg(mode), o).expect("shm pair")
 }
 
+/// Adaptive fragmenting as a plan from the pipeline model looks: a short path (up to 1000 B
+/// whole), then fragment sizes that change with the length, some not line multiples, so that
+/// messages arrive as one record, as one fragment, and as many with a shorter tail.
+fn shm_adaptive(mode: Mode) -> (shm::ShmEndpoint, shm::ShmEndpoint) {
+    let mut plan = FragmentPlan::fixed(64 << 10);
+    plan.whole_up_to = 1000;
+    for (k, f) in plan.by_octave.iter_mut().enumerate() {
+        *f = match k {
+            0..=10 => 1536,
+            11..=15 => 4000,
+            16..=19 => 12_345,
+            _ => 200_000,
+        };
+    }
+    let o = ShmOptions {
+        frag_bytes: commperf_transport::bounds::max_shm_frag_bytes(1 << 20),
+        fragments: Some(plan),
+        ..ShmOptions::default()
+    };
+    shm::pair(cfg(mode), o).expect("shm pair")
+}
+
 fn tcp_pair(mode: Mode) -> (tcp::TcpEndpoint, tcp::TcpEndpoint) {
     let l = tcp::listen("127.0.0.1:0".parse().unwrap()).expect("listen");
     let addr = l.local_addr().unwrap();
@@ -44,6 +66,17 @@ fn tcp_pair(mode: Mode) -> (tcp::TcpEndpoint, tcp::TcpEndpoint) {
 
 fn uds_pair(mode: Mode) -> (uds::UdsEndpoint, uds::UdsEndpoint) {
     uds::pair(cfg(mode)).expect("socketpair")
+}
+
+/// Chunked sends (the pipeline benchmark's socket fragments): at most 4000 bytes per `sendmsg`
+/// from 1 KiB on, whole below.
+fn uds_chunked(mode: Mode) -> (uds::UdsEndpoint, uds::UdsEndpoint) {
+    let (mut a, mut b) = uds::pair(cfg(mode)).expect("socketpair");
+    let mut plan = FragmentPlan::fixed(4000);
+    plan.whole_up_to = 1023;
+    a.set_fragments(Some(plan));
+    b.set_fragments(Some(plan));
+    (a, b)
 }
 
 fn uring_uds_pair(mode: Mode, opts: UringOptions) -> (UdsUring, UdsUring) {
@@ -87,12 +120,16 @@ fn sqpoll() -> UringOptions {
 
 commperf_transport::conformance_tests!(shm_pipe_poll, shm_pipelined(Mode::Poll));
 commperf_transport::conformance_tests!(shm_pipe_block, shm_pipelined(Mode::Block));
+commperf_transport::conformance_tests!(shm_adaptive_poll, shm_adaptive(Mode::Poll));
+commperf_transport::conformance_tests!(shm_adaptive_block, shm_adaptive(Mode::Block));
 commperf_transport::conformance_tests!(shm_cma_poll, shm_single_copy(Mode::Poll));
 commperf_transport::conformance_tests!(shm_cma_block, shm_single_copy(Mode::Block));
 commperf_transport::conformance_tests!(tcp_poll, tcp_pair(Mode::Poll));
 commperf_transport::conformance_tests!(tcp_block, tcp_pair(Mode::Block));
 commperf_transport::conformance_tests!(uds_poll, uds_pair(Mode::Poll));
 commperf_transport::conformance_tests!(uds_block, uds_pair(Mode::Block));
+commperf_transport::conformance_tests!(uds_chunked_poll, uds_chunked(Mode::Poll));
+commperf_transport::conformance_tests!(uds_chunked_block, uds_chunked(Mode::Block));
 commperf_transport::conformance_tests!(
     uring_uds_poll,
     uring_uds_pair(Mode::Poll, UringOptions::default())

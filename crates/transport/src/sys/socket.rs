@@ -199,6 +199,9 @@ struct Link {
     fd: RawFd,
     cfg: EndpointConfig,
     info: EndpointInfo,
+    /// Most payload bytes one `sendmsg` of `send` hands the kernel, per message length (`None`:
+    /// the whole message in one call, which the kernel cuts as its buffers fill).
+    fragments: Option<crate::FragmentPlan>,
 }
 
 impl<S> fmt::Debug for StreamEndpoint<S> {
@@ -238,6 +241,7 @@ impl<S: AsRawFd> StreamEndpoint<S> {
                 fd,
                 cfg,
                 info: EndpointInfo::new(transport, peer, &cfg),
+                fragments: None,
             },
             rbuf: RecvBuf::new(READ_BUF_LEN),
             scratch: vec![0u8; scratch_len].into_boxed_slice(),
@@ -302,6 +306,14 @@ impl<S> crate::VectoredSend for StreamEndpoint<S> {
 }
 
 /// Bytes already buffered, or a zero-timeout `poll(2)` on the socket: one syscall per check.
+impl<S> StreamEndpoint<S> {
+    /// Cuts what `send` hands the kernel into calls of at most the plan's fragment size for the
+    /// message's length (the pipeline benchmark's chunked sends); `None`: one call per message.
+    pub fn set_fragments(&mut self, plan: Option<crate::FragmentPlan>) {
+        self.link.fragments = plan;
+    }
+}
+
 impl<S> crate::Readiness for StreamEndpoint<S> {
     fn readable_now(&self) -> Result<bool, TransportError> {
         Ok(self.rbuf.buffered() > 0 || poll_readable(self.link.fd, &self.link.info.peer)?)
@@ -570,10 +582,14 @@ impl Link {
     #[inline]
     fn send_all(&self, a: &[u8], b: &[u8], mid: bool) -> Result<(), TransportError> {
         let total = a.len() + b.len();
+        let chunk = self
+            .fragments
+            .map_or(usize::MAX, |p| p.for_len(b.len()).max(1));
         let mut sent = 0;
         let mut backoff: Option<Backoff> = None;
         while sent < total {
             let (x, y) = remaining(a, b, sent);
+            let y = &y[..y.len().min(chunk)];
             match sys_sendv(self.fd, x, y, 0) {
                 Ok(0) => {
                     return Err(TransportError::io(

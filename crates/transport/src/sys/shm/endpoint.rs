@@ -32,7 +32,12 @@ pub struct ShmEndpoint {
     pub(super) side: usize,
     pub(super) key: u64,
     pub(super) cap: u64,
+    /// The largest piece a record carries (the segment's bound, which the receiver checks).
     pub(super) frag: usize,
+    /// The fragment size this end sends each message length in.
+    pub(super) plan: crate::FragmentPlan,
+    /// Messages up to this length go whole in one record (`plan`'s short path, at most `frag`).
+    pub(super) whole_max: usize,
     pub(super) tx: *mut u8,
     pub(super) rx: *mut u8,
     pub(super) tail: u64,
@@ -92,6 +97,12 @@ impl ShmEndpoint {
             key,
             cap: ring as u64,
             frag: opts.frag_bytes,
+            plan: opts
+                .fragments
+                .unwrap_or(crate::FragmentPlan::fixed(opts.frag_bytes)),
+            whole_max: opts.fragments.map_or(opts.frag_bytes, |p| {
+                p.whole_up_to.min(opts.frag_bytes as u64) as usize
+            }),
             tx,
             rx,
             tail: 0,
@@ -118,6 +129,22 @@ impl ShmEndpoint {
     /// Announces every record this endpoint publishes on a completion queue (`None`: stop).
     pub fn set_notify(&mut self, poster: Option<CqPoster>) {
         self.notify = poster;
+    }
+
+    /// Sets the fragment size per message length this end sends in (`None`: the segment's
+    /// fragment size for every message). Sizes beyond the segment's bound are cut to it.
+    pub fn set_fragments(&mut self, plan: Option<crate::FragmentPlan>) {
+        self.plan = plan.unwrap_or(crate::FragmentPlan::fixed(self.frag));
+        self.whole_max = plan.map_or(self.frag, |p| p.whole_up_to.min(self.frag as u64) as usize);
+    }
+
+    /// The fragment size of a message of `len` bytes (`len`: it goes whole).
+    #[inline]
+    pub(super) fn frag_for(&self, len: usize) -> usize {
+        if len <= self.whole_max {
+            return len;
+        }
+        self.plan.for_len(len).clamp(super::ring::LINE, self.frag)
     }
 
     /// Sets the size from which `send` goes single-copy (`None`: never). Both ends may differ.
@@ -317,7 +344,7 @@ impl Endpoint for ShmEndpoint {
     fn send(&mut self, tag: Tag, data: &[u8]) -> Result<(), TransportError> {
         // Fast path: a small message that fits before the ring end with room known to be free.
         let len = data.len();
-        if len <= self.frag && len <= self.cfg.max_message {
+        if len <= self.whole_max && len <= self.cfg.max_message {
             let rec = Self::record_bytes(len);
             let off = self.tail & (self.cap - 1);
             if rec <= self.cap - off && self.cap - (self.tail - self.peer_head_cache) >= rec {
@@ -386,7 +413,7 @@ impl crate::SideBand for ShmEndpoint {
         self.check_send_len(len)?;
         // Fast path, as `send`'s: a whole message that fits before the ring end with room known
         // to be free (a monitored stream of small messages takes it every time).
-        if len <= self.frag {
+        if len <= self.whole_max {
             let rec = Self::record_bytes_for(len, true);
             let off = self.tail & (self.cap - 1);
             if rec <= self.cap - off && self.cap - (self.tail - self.peer_head_cache) >= rec {
@@ -618,7 +645,8 @@ impl ShmEndpoint {
                 }
             }
             if !progressed {
-                let (tail, c, sent_now, frag) = (self.tail, self.cap, sent, self.frag);
+                let (tail, c, sent_now, frag) =
+                    (self.tail, self.cap, sent, self.frag_for(data.len()));
                 let dlen = data.len();
                 let rs = self.rndv_sent;
                 let mid = recv_meta.is_some() || sent > 0;

@@ -18,10 +18,11 @@ impl ShmEndpoint {
     /// Payload bytes of the piece of a `total`-byte message that starts at `off`, and the size
     /// of its record (with the side value when `side` and it is the last piece).
     pub(super) fn piece_plan(&self, total: usize, off: usize, side: bool) -> (usize, u64) {
-        let n = if total <= self.frag {
+        let frag = self.frag_for(total);
+        let n = if total <= frag {
             total
         } else {
-            (total - off).min(self.frag)
+            (total - off).min(frag)
         };
         (n, Self::record_bytes_for(n, side && off + n >= total))
     }
@@ -36,7 +37,7 @@ impl ShmEndpoint {
         fill: &mut impl FnMut(usize, &mut [u8]),
         side: &mut Option<S>,
     ) -> Option<usize> {
-        let whole = total <= self.frag;
+        let whole = total <= self.frag_for(total);
         let (n, rec) = self.piece_plan(total, off, side.is_some());
         let with_side = side.is_some() && off + n >= total;
         let need = self.room_needed(rec);

@@ -43,6 +43,9 @@ pub struct ShmOptions {
     /// Messages of at least this many bytes sent with `send` go single-copy
     /// (`process_vm_readv`); `None` pipelines everything through the ring.
     pub single_copy_from: Option<usize>,
+    /// The fragment size per message length this end sends in (`None`: `frag_bytes` for
+    /// every message). Only the sender's business: the peer reads each piece's length.
+    pub fragments: Option<crate::FragmentPlan>,
 }
 
 impl Default for ShmOptions {
@@ -53,6 +56,7 @@ impl Default for ShmOptions {
             ring_bytes: 1 << 20,
             frag_bytes: 64 << 10,
             single_copy_from: None,
+            fragments: None,
         }
     }
 }
@@ -75,6 +79,11 @@ impl ShmOptions {
                 "fragment size {} must be between 64 B and a quarter of the ring ({} B) minus 64",
                 self.frag_bytes, self.ring_bytes
             ));
+        }
+        if let Some(p) = &self.fragments {
+            if let Err(e) = p.check("shm fragments", LINE, self.frag_bytes) {
+                return bad(e.to_string());
+            }
         }
         Ok(())
     }
@@ -467,6 +476,7 @@ pub fn attach(name: &str, cfg: EndpointConfig) -> Result<ShmEndpoint, TransportE
         ring_bytes: ring,
         frag_bytes: h.frag_bytes as usize,
         single_copy_from: None,
+        fragments: None,
     };
     opts.validate()?;
     if h.max_message as usize != cfg.max_message {

@@ -168,3 +168,48 @@ fn side_values_travel_in_the_header_on_every_path() {
     }
     h.join().unwrap();
 }
+
+/// The sender cuts each message as its fragment plan says (the receiver sees the pieces as they
+/// lie in the ring): whole up to the short-path length, the octave's fragment above it, the
+/// tail shorter; `set_fragments(None)` goes back to the segment's fixed size.
+#[test]
+fn messages_are_cut_as_the_fragment_plan_says() {
+    let cfg = EndpointConfig {
+        max_message: 1 << 20,
+        ..EndpointConfig::default()
+    };
+    let mut plan = crate::FragmentPlan::fixed(8192);
+    plan.whole_up_to = 3000;
+    plan.by_octave[16] = 12_345; // 64 KiB .. 128 KiB
+    let opts = ShmOptions {
+        frag_bytes: 16 << 10,
+        fragments: Some(plan),
+        ..ShmOptions::default()
+    };
+    let (mut a, mut b) = pair(cfg, opts).unwrap();
+    let pieces = |a: &mut ShmEndpoint, b: &mut ShmEndpoint, len: usize| {
+        let data: Vec<u8> = (0..len).map(|i| (i * 7) as u8).collect();
+        a.send(1, &data).unwrap();
+        let mut got = Vec::new();
+        let mut back = Vec::new();
+        b.recv_with(|f| {
+            got.push(f.data.len());
+            back.extend_from_slice(f.data);
+        })
+        .unwrap();
+        assert_eq!(back, data, "{len} B intact");
+        got
+    };
+    assert_eq!(pieces(&mut a, &mut b, 3000), vec![3000]);
+    assert_eq!(
+        pieces(&mut a, &mut b, 3001),
+        vec![3001],
+        "octave 11 says 8192"
+    );
+    assert_eq!(pieces(&mut a, &mut b, 20_000), vec![8192, 8192, 3616]);
+    let mut want = vec![12_345; 8];
+    want.push(100_000 - 8 * 12_345);
+    assert_eq!(pieces(&mut a, &mut b, 100_000), want);
+    a.set_fragments(None);
+    assert_eq!(pieces(&mut a, &mut b, 20_000), vec![16384, 3616]);
+}
