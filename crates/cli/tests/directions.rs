@@ -214,9 +214,9 @@ fn sixty_four_scattered_segments_cost_more_than_one() {
         common::assert_cost_judged(r);
     }
     // shm, packed: 64 copies of 16 B from 64 pages against one copy of 1 KiB; measured +0.15 µs
-    // on 0.52 (+29 %, idle and at load 2, blocks within ±0.03 µs) on an Intel Xeon VM, but only
-    // +0.055 µs on 0.93 (+6 %, every block positive) on an AMD EPYC VM, whose one-way latency
-    // is higher and whose small copies are cheaper: the bar is half of the smaller effect.
+    // on 0.52 (+29 %, idle and at load 2, blocks within ±0.03 µs) on an Intel Xeon VM, +0.15 µs
+    // on 0.24 idle on an AMD EPYC VM, but only +0.055 µs on 0.93 (+6 %, every block still
+    // positive) there while two builds ran: the bar is half of that loaded effect.
     // uds, vectored: the kernel walks 64 iovecs against one; +1.0 µs on 2.1 (+48 %, blocks
     // within ±0.05 µs). The bars are about a third of those effects: 10 % and 15 % of the
     // one-segment latency. The packing cost over uds (+0.2 µs on 2.1) is close to the noise
