@@ -425,9 +425,12 @@ fn predict(workload: &commperf_predict::workload::Workload, p: &Params) -> Resul
     let loggp = p.loggp();
     // The LogGP model takes every cost from `loggp`; Tcom is only the contention model's.
     let tcom = Tcom::line(p.o_s_ns + p.L_ns + p.o_r_ns, p.G_ns_per_byte);
+    // A rank's messages to itself (halo's west and east on 2 ranks) never reach the network:
+    // both MPIs copy them in memory (Open MPI's `self` BTL).
     let cfg = PredictConfig {
         model: Model::LogGp,
         eager_threshold_bytes: EAGER_BYTES,
+        local_self_messages: true,
         ..PredictConfig::default()
     };
     let inputs = Inputs {

@@ -121,6 +121,10 @@ pub struct PredictArgs {
     /// gamma / (2 × its links' latency) per second; 0 turns the bound off
     #[arg(long, value_name = "BYTES", default_value = "0", value_parser = nonneg_f64)]
     pub tcp_gamma: f64,
+    /// LogGP model: a message a rank sends to itself costs only o_s + O·s and o_r + O·s (MPI
+    /// copies it in memory), no L, g or G [default: through the network, as LogGOPSim]
+    #[arg(long)]
+    pub local_self_messages: bool,
     /// Packet size for the knee capacity
     #[arg(long, value_name = "SIZE", default_value = "4k", value_parser = crate::cli::size)]
     pub packet: u64,
@@ -390,6 +394,7 @@ pub fn run(a: &PredictArgs) -> Result<()> {
         latency_factor: a.latency_factor.clone().unwrap_or(lat_f),
         bandwidth_factor: a.bandwidth_factor.clone().unwrap_or(bw_f),
         tcp_gamma_bytes: a.tcp_gamma,
+        local_self_messages: a.local_self_messages,
         calc_scale,
     };
     if a.loggp.is_some() && cfg.model != Model::LogGp {

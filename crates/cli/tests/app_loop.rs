@@ -229,6 +229,7 @@ fn the_loop_predicts_and_emulates_every_stack_from_the_reference() {
                 "loggp",
                 "--eager",
                 "64k",
+                "--local-self-messages",
                 "--format",
                 "json",
                 "--loggp",

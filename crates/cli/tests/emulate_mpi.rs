@@ -120,6 +120,21 @@ fn knobs_under(mpi: &str) {
         "held {held} ns for {recvs} receives"
     );
 
+    // A rank's messages to itself cross no wire (the library copies them): ΔL = 200 µs and
+    // Δg = 100 µs leave them alone, where either would add at least 100 µs to each of the 200.
+    let sf = ["self", "200", "64", "3"];
+    let (_, self_l) = run(
+        &["--L", "200us", "--g", "100us"],
+        mpi,
+        &prog,
+        &sf,
+        "self_ns",
+    );
+    assert!(
+        self_l < 50_000.0,
+        "a message to itself took {self_l} ns under L=200us g=100us"
+    );
+
     // A Waitall completing 8 messages that arrived together holds them against its own return:
     // one ΔL in all, not 8 (each used to be held after the previous one's hold). The barrier
     // before each round is left native here, so that the holds are the waitall's alone.

@@ -403,15 +403,19 @@ static TLS uint64_t wire_free;
 void cpmpi_emu_send_pre(int dst_world, uint32_t comm, int tag, uint64_t bytes) {
     if (dst_world < 0) return; /* MPI_PROC_NULL: no message */
     spin_for(o_t);
-    if (wire_free) { /* only with g set: no clock read otherwise */
-        uint64_t t = ticks();
-        if ((int64_t)(wire_free - t) > 0) {
-            CNT(c_pace_ticks, wire_free - t);
-            spin_until(wire_free);
+    /* A message to oneself never reaches a wire (the library copies it in memory, Open MPI's
+     * `self` BTL): o only, no g, G or L, as predict's --local-self-messages charges it. */
+    if (dst_world != my_rank) {
+        if (wire_free) { /* only with g set: no clock read otherwise */
+            uint64_t t = ticks();
+            if ((int64_t)(wire_free - t) > 0) {
+                CNT(c_pace_ticks, wire_free - t);
+                spin_until(wire_free);
+            }
         }
+        if (big_g_t > 0.0) spin_for((uint64_t)(big_g_t * (double)bytes + 0.5));
+        if (l_t) stamp_send(dst_world, comm, tag, ticks());
     }
-    if (big_g_t > 0.0) spin_for((uint64_t)(big_g_t * (double)bytes + 0.5));
-    if (l_t) stamp_send(dst_world, comm, tag, ticks());
     if (cpmpi_emu_in_coll) {
         CNT(c_cp2p_sent, 1);
         CNT(c_cp2p_sent_bytes, bytes);
@@ -422,7 +426,7 @@ void cpmpi_emu_send_pre(int dst_world, uint32_t comm, int tag, uint64_t bytes) {
 }
 
 void cpmpi_emu_send_post(int dst_world) {
-    if (dst_world < 0 || !g_t) return;
+    if (dst_world < 0 || !g_t || dst_world == my_rank) return;
     wire_free = ticks() + g_t;
 }
 
@@ -438,7 +442,7 @@ void cpmpi_emu_recv(int src_world, uint32_t comm, int tag, uint64_t bytes, uint6
         CNT(c_p2p_recv, 1);
         CNT(c_p2p_recv_bytes, bytes);
     }
-    if (l_t) {
+    if (l_t && src_world != my_rank) {
         /* One call that completed several messages completed them all at its return: each is
          * held against that time, not against the end of the previous one's hold (which had
          * made a Waitall of k messages hold k × ΔL). */

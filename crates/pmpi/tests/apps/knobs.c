@@ -10,6 +10,9 @@
  *   waitall N SIZE      : rank 0 posts N MPI_Irecvs, then after a barrier rank 1 sends N messages
  *                         back to back; time from the barrier to rank 0's MPI_Waitall return, ns
  *                         (under L: one ΔL, not N: the N messages arrive together) -> "waitall_ns X"
+ *   self N SIZE         : rank 0 sends N messages to itself (MPI_Isend, MPI_Recv, MPI_Wait); mean
+ *                         time per message, ns (no wire: the knobs' L, g and G do not apply)
+ *                                                                           -> "self_ns X"
  * An optional last argument REPS (default 5): the minimum over REPS repetitions of each figure is
  * printed, so that one repetition in a quiet moment of a shared machine is enough. */
 #include <mpi.h>
@@ -110,7 +113,7 @@ int main(int argc, char **argv) {
     MPI_Comm_rank(MPI_COMM_WORLD, &r);
     MPI_Comm_size(MPI_COMM_WORLD, &n);
     if (argc < 2 || n < 2) {
-        if (r == 0) fprintf(stderr, "usage: knobs pingpong|send|burst|waitall|coll … (2+ ranks)\n");
+        if (r == 0) fprintf(stderr, "usage: knobs pingpong|send|burst|waitall|self|coll … (2+ ranks)\n");
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
     buf = calloc(1 << 22, 1);
@@ -143,6 +146,22 @@ int main(int argc, char **argv) {
         double best = 1e300;
         for (int k = 0; k < reps; k++) best = minof(best, waitall(r, a1, a2));
         if (r == 0) printf("waitall_ns %.1f\n", best);
+    } else if (strcmp(mode, "self") == 0) {
+        double best = 1e300;
+        for (int k = 0; k < reps + 1; k++) {
+            MPI_Barrier(MPI_COMM_WORLD);
+            double t0 = now_ns();
+            if (r == 0) {
+                for (int i = 0; i < a1; i++) {
+                    MPI_Request q;
+                    MPI_Isend(buf, a2, MPI_CHAR, 0, 7, MPI_COMM_WORLD, &q);
+                    MPI_Recv(rbuf, a2, MPI_CHAR, 0, 7, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+                    MPI_Wait(&q, MPI_STATUS_IGNORE);
+                }
+            }
+            if (k > 0) best = minof(best, (now_ns() - t0) / a1); /* the first is a warm-up */
+        }
+        if (r == 0) printf("self_ns %.1f\n", best);
     } else if (strcmp(mode, "coll") == 0) {
         double x = r, y;
         for (int i = 0; i < 5; i++) MPI_Allreduce(&x, &y, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);

@@ -149,6 +149,8 @@ struct Engine<'a> {
     w: &'a Workload,
     p: LogGp,
     eager_max: u64,
+    /// Messages to oneself cost CPU overheads only (see `PredictConfig::local_self_messages`).
+    local_self: bool,
     g: Graph,
     hosts: Vec<Host>,
     queue: EventQueue<(Elem, u64)>,
@@ -187,6 +189,7 @@ pub(crate) fn run(
     p: LogGp,
     eager_max: u64,
     timeline: bool,
+    local_self: bool,
 ) -> Result<SimResult, PredictError> {
     let n = w.len();
     let g = Graph::new(w);
@@ -195,6 +198,7 @@ pub(crate) fn run(
         w,
         p,
         eager_max,
+        local_self,
         hosts: vec![Host::default(); nranks],
         queue: EventQueue::new(),
         ts: 0,
@@ -408,8 +412,11 @@ impl Engine<'_> {
                     return Ok(());
                 }
                 let cpu = p.o_s_ns + tail(bytes) * p.O_ns_per_byte;
+                let local = self.local_self && to == h;
                 host.next_o = t + cpu;
-                host.next_gs = t + p.g_ns + tail(bytes) * p.G_ns_per_byte;
+                if !local {
+                    host.next_gs = t + p.g_ns + tail(bytes) * p.G_ns_per_byte;
+                }
                 host.overhead += cpu;
                 self.mark(op, false, touched);
                 let m = Msg {
@@ -432,7 +439,8 @@ impl Engine<'_> {
                 };
                 self.messages += 1;
                 let ts = self.new_ts();
-                self.push(t + p.o_s_ns + p.L_ns, ts, Elem::Msg(id));
+                let wire = if local { 0.0 } else { p.L_ns };
+                self.push(t + p.o_s_ns + wire, ts, Elem::Msg(id));
                 if bytes <= self.eager_max {
                     self.mark(op, true, touched);
                     self.span(h, SpanKind::Send, t, t + cpu, Some(to), bytes);
@@ -485,9 +493,16 @@ impl Engine<'_> {
             self.block(m.dst * LINES + MSG_LINE, ts, Elem::Msg(mid));
             return;
         }
-        let cpu = p.o_r_ns + (tail(m.bytes) * p.O_ns_per_byte).max(tail(m.bytes) * p.G_ns_per_byte);
+        let local = self.local_self && m.src == m.dst;
+        let cpu = if local {
+            p.o_r_ns + tail(m.bytes) * p.O_ns_per_byte
+        } else {
+            p.o_r_ns + (tail(m.bytes) * p.O_ns_per_byte).max(tail(m.bytes) * p.G_ns_per_byte)
+        };
         host.next_o = t + cpu;
-        host.next_gr = t + p.g_ns + tail(m.bytes) * p.G_ns_per_byte;
+        if !local {
+            host.next_gr = t + p.g_ns + tail(m.bytes) * p.G_ns_per_byte;
+        }
         host.overhead += cpu;
         if let Some(tl) = &mut self.timeline {
             tl.messages.push(Arrow {

@@ -170,6 +170,11 @@ pub struct PredictConfig {
     /// Per rank, a factor on its calc durations (a host faster or slower than the one the trace
     /// was converted for); missing ranks keep 1.
     pub calc_scale: Vec<f64>,
+    /// LogGP model: a message a rank sends to itself costs only its CPU overheads (o_s + O·s
+    /// to send, o_r + O·s to receive) and no L, g or G, as MPI libraries copy it in memory
+    /// (Open MPI's `self` BTL). False (the default) sends it through the network like any
+    /// other, as LogGOPSim does.
+    pub local_self_messages: bool,
 }
 
 impl Default for PredictConfig {
@@ -187,6 +192,7 @@ impl Default for PredictConfig {
             bandwidth_factor: SizeFactors::default(),
             tcp_gamma_bytes: 0.0,
             calc_scale: Vec::new(),
+            local_self_messages: false,
         }
     }
 }
@@ -381,6 +387,7 @@ pub fn predict(inputs: &Inputs<'_>, cfg: &PredictConfig) -> Result<Outcome, Pred
             loggp,
             cfg.eager_threshold_bytes,
             cfg.timeline,
+            cfg.local_self_messages,
         )?,
         Model::Contention => sim::Sim::new(
             inputs.workload,

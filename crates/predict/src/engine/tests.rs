@@ -267,6 +267,28 @@ fn loggp_charges_overheads_gaps_and_latency() {
 }
 
 #[test]
+fn loggp_self_messages_cost_the_cpu_only_when_local() {
+    // Rank 0 sends 1000 B to itself and receives it (o = 100, g = 200, L = 1000, G = 1 ns/B).
+    let mut b = WorkloadBuilder::new(2);
+    b.add_rank(0, &[send(0, 1000), recv(0, 1000)], &[]).unwrap();
+    let f = Fixture::new(b.finish());
+    let inputs = f.inputs();
+    let at = |local| {
+        let cfg = PredictConfig {
+            model: Model::LogGp,
+            local_self_messages: local,
+            ..PredictConfig::default()
+        };
+        predict(&inputs, &cfg).unwrap().prediction.ranks[0].finish_us
+    };
+    // LogGOPSim's rules, as for any message: arrival at 0 + 100 + 1000, then the receive's
+    // CPU 100 + 999·G: 2199 ns.
+    assert_eq!(at(false), 2.199);
+    // Local: the send's CPU (100), arrival at once, the receive's CPU (100): 200 ns.
+    assert_eq!(at(true), 0.2);
+}
+
+#[test]
 fn loggp_rendezvous_completes_at_the_match_and_receive_overhead_waits_for_the_cpu() {
     let run_loggp = |ranks: &[Vec<OpKind>]| {
         run(
