@@ -855,6 +855,7 @@ fn compile(name: &str, src: &str, s: Stack, cache: &Path) -> Result<PathBuf> {
     r.map(|()| bin)
 }
 
+/// The last `n` non-empty lines of a program's output, joined by ` | ` (for one-line errors).
 pub(crate) fn last_lines(b: &[u8], n: usize) -> String {
     let t = String::from_utf8_lossy(b);
     let v: Vec<&str> = t.lines().filter(|l| !l.trim().is_empty()).collect();

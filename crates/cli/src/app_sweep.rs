@@ -80,15 +80,7 @@ pub fn sweep(
     match r {
         Some(Ok(r)) => Ok(r),
         _ => {
-            let why = std::fs::read_to_string(&log)
-                .ok()
-                .and_then(|t| {
-                    t.lines()
-                        .rev()
-                        .find(|l| !l.trim().is_empty())
-                        .map(str::to_string)
-                })
-                .unwrap_or_default();
+            let why = crate::app::last_lines(&std::fs::read(&log).unwrap_or_default(), 1);
             bail!(
                 "emulate sweep exited with {o}: {why} (log {})",
                 log.display()

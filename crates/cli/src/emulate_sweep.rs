@@ -164,15 +164,7 @@ impl Runner for EmulatedRuns<'_> {
         let (st, end) = wait_timeout(child, self.args.timeout)
             .map_err(|e| format!("{e} (log {})", log.display()))?;
         if !st.success() {
-            let last = std::fs::read_to_string(&log)
-                .ok()
-                .and_then(|t| {
-                    t.lines()
-                        .rev()
-                        .find(|l| !l.trim().is_empty())
-                        .map(str::to_string)
-                })
-                .unwrap_or_default();
+            let last = crate::app::last_lines(&std::fs::read(&log).unwrap_or_default(), 1);
             return Err(format!("{st}: {last} (log {})", log.display()));
         }
         Ok(end.duration_since(start).as_secs_f64())
