@@ -31,17 +31,32 @@ fn a_bad_knob_value_exits_2_naming_the_knob_and_the_range() {
 #[test]
 fn calibrate_on_shm_moves_l_by_about_the_set_amount() {
     let file = std::env::temp_dir().join(format!("commperf-emulate-{}.json", std::process::id()));
-    let out = commperf()
-        .args(["emulate", "calibrate", "-t", "shm", "--knob", "L=0,5us"])
-        .args(["--iters", "100", "--repeat", "2", "--cost-iters", "0", "-o"])
-        .arg(&file)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    // A short calibration sometimes cannot tell shm's o_s (tens of ns) from its noise in the
+    // baselines' fit, and then L = latency − o_s − o_r is not identified at zero ("not
+    // identified at zero", a FAIL of the knob as it should be): up to two more tries.
+    let mut tries = 0;
+    let (out, cal) = loop {
+        tries += 1;
+        let out = commperf()
+            .args(["emulate", "calibrate", "-t", "shm", "--knob", "L=0,5us"])
+            .args(["--iters", "300", "--repeat", "2", "--cost-iters", "0", "-o"])
+            .arg(&file)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let cal: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+        let at_zero = cal["rows"][0]["notes"]
+            .as_array()
+            .is_some_and(|n| n.iter().any(|x| x == "L not identified at zero"));
+        if !at_zero || tries == 3 {
+            break (out, cal);
+        }
+    };
     let table = String::from_utf8(out.stdout).unwrap();
     assert!(
         table
@@ -49,8 +64,6 @@ fn calibrate_on_shm_moves_l_by_about_the_set_amount() {
             .any(|l| l.starts_with("L ") && l.contains("5 µs")),
         "{table}"
     );
-    let cal: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
     let _ = std::fs::remove_file(&file);
     assert_eq!(cal["schema_version"], 2);
     assert_eq!(cal["repeat"], 2);
