@@ -4,7 +4,7 @@
 //! moves itself into the namespace `PREFIX h<rank>` and execs the program, which then talks to
 //! its peers through the namespace's veth, the bridge and the shapers.
 //!
-//! One obstacle, and why this module is more than an `ip netns exec`: a rank must still reach
+//! The move itself is `ip netns exec`. One obstacle, and why this module is more than that: a rank must still reach
 //! its launcher. MPICH's Hydra hands each rank an inherited socket (PMI_FD), which crosses
 //! namespaces as it is; Open MPI 4.1's PMIx server listens on `127.0.0.1` of the root namespace
 //! and tells its clients so (`PMIX_SERVER_URI*=…;tcp4://127.0.0.1:PORT`), and a namespace's
@@ -114,7 +114,8 @@ pub fn exec_in(netns: &str, cmd: &[OsString], mut relay: Command) -> Result<Infa
     if cmd.is_empty() {
         return Err(RankError::NoCommand);
     }
-    let target = open_netns(netns)?;
+    // Checked here for an error naming the namespace (`ip` would only say it cannot open it).
+    open_netns(netns)?;
     let ports = loopback_ports(std::env::vars());
     if !ports.is_empty() {
         relay
@@ -154,57 +155,19 @@ pub fn exec_in(netns: &str, cmd: &[OsString], mut relay: Command) -> Result<Infa
         }
         // The relay keeps running after our exec; its pipes close with it.
     }
-    setns(&target, netns)?;
-    remount_sys(netns)?;
-    let e = Command::new(&cmd[0]).args(&cmd[1..]).exec();
+    // `ip netns exec` (as `commperf testbed` starts its ranks) enters the namespace and mounts
+    // a /sys of its own, where UCX (MPICH's netmod) lists its devices (with the root
+    // namespace's /sys it sees only `lo` usable and finds no route to its peers), and execs the
+    // program in place: the launcher's pid, the environment and the relay's parent-death
+    // signal all carry over.
+    let e = Command::new("ip")
+        .args(["netns", "exec", netns])
+        .args(cmd)
+        .exec();
     Err(RankError::Exec {
-        cmd: cmd[0].to_string_lossy().into_owned(),
+        cmd: format!("ip netns exec {netns} {}", cmd[0].to_string_lossy()),
         cause: e,
     })
-}
-
-/// What `ip netns exec` does besides entering the namespace: a mount namespace of our own
-/// with a fresh sysfs, because /sys shows the network devices of the namespace that mounted
-/// it. UCX (MPICH's netmod) lists its devices there: with the root namespace's /sys it sees
-/// only `lo` usable and finds no route to its peers.
-fn remount_sys(netns: &str) -> Result<(), RankError> {
-    let fail = |what: &str| RankError::Setns {
-        netns: netns.to_string(),
-        cause: std::io::Error::other(format!("{what}: {}", std::io::Error::last_os_error())),
-    };
-    // SAFETY: unshare and mount/umount2 with constant, NUL-terminated strings; they change only
-    // this process's mount namespace (made private to it by the unshare).
-    unsafe {
-        if libc::unshare(libc::CLONE_NEWNS) != 0 {
-            return Err(fail("unshare(CLONE_NEWNS)"));
-        }
-        // Mounts made here must not propagate back to the machine's namespace.
-        let root = c"/".as_ptr();
-        if libc::mount(
-            std::ptr::null(),
-            root,
-            std::ptr::null(),
-            libc::MS_SLAVE | libc::MS_REC,
-            std::ptr::null(),
-        ) != 0
-        {
-            return Err(fail("mount --make-rslave /"));
-        }
-        let sys = c"/sys".as_ptr();
-        // Not mounted (a container without /sys) is fine: the fresh mount goes there anyway.
-        libc::umount2(sys, libc::MNT_DETACH);
-        if libc::mount(
-            c"sysfs".as_ptr(),
-            sys,
-            c"sysfs".as_ptr(),
-            0,
-            std::ptr::null(),
-        ) != 0
-        {
-            return Err(fail("mount sysfs /sys"));
-        }
-    }
-    Ok(())
 }
 
 /// The relay process: listens on `ports` of `netns`'s loopback, forwards each connection to the
