@@ -8,59 +8,14 @@
 //! `COMMPERF_REQUIRE_MPI=1` (as CI sets it).
 
 mod mpi_apps;
-use mpi_apps::{exe, ok, ready, text, Scratch};
+use mpi_apps::{chromium, chromium_ready, exe, ok, ready, text, Scratch};
 use serde_json::Value;
-use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Command;
 use std::time::Instant;
 
 /// The markup a program's name carries in: a command's name is its file name, which cannot
 /// hold a `/`, so an image with a handler rather than a script element.
 const HOSTILE: &str = "<img src=x onerror=console.error(666)>";
-
-/// Whether Chromium is here, as [`ready`] decides for the MPI tools.
-fn chromium_ready(test: &str) -> bool {
-    let found = std::env::var_os("PATH")
-        .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join("chromium").is_file()));
-    if found {
-        return true;
-    }
-    let why = "chromium not installed (apt-get install chromium)";
-    if std::env::var_os("COMMPERF_REQUIRE_MPI").is_some() {
-        panic!("{test}: COMMPERF_REQUIRE_MPI is set, but {why}");
-    }
-    eprintln!("skipping {test}: {why}");
-    false
-}
-
-/// Headless Chromium on `page` with `args` (its own profile directory under `s`, logging to
-/// stderr): (output, the console lines of its log).
-fn chromium(s: &Scratch, page: &Path, args: &[&str]) -> (Output, Vec<String>) {
-    let o = Command::new("timeout")
-        .args([
-            "-k",
-            "5",
-            "120",
-            "chromium",
-            "--headless=new",
-            "--no-sandbox",
-        ])
-        .args(["--disable-gpu", "--enable-logging=stderr", "--v=0"])
-        .arg(format!(
-            "--user-data-dir={}",
-            s.0.join("chromium").display()
-        ))
-        .args(args)
-        .arg(format!("file://{}", page.display()))
-        .output()
-        .expect("run chromium");
-    let console = text(&o.stderr)
-        .lines()
-        .filter(|l| l.contains(":CONSOLE") || l.contains("Uncaught"))
-        .map(String::from)
-        .collect();
-    (o, console)
-}
 
 fn cells<'a>(j: &'a Value, program: &str) -> Vec<&'a Value> {
     j["cells"]

@@ -9,7 +9,7 @@
 //! Chromium) the test skips with a message, unless `COMMPERF_REQUIRE_MPI=1`.
 
 mod mpi_apps;
-use mpi_apps::{exe, ok, ready, text, Scratch};
+use mpi_apps::{chromium, chromium_ready, exe, ok, ready, text, Scratch};
 use serde_json::Value;
 use std::path::Path;
 use std::process::Command;
@@ -43,42 +43,13 @@ fn bench_params(file: &Path) -> [f64; 6] {
 /// The page loads in a headless Chromium with no console message (its Content-Security-Policy
 /// makes any load or script one) and its DOM holds figure (c) with its points.
 fn chromium_loads(s: &Scratch, html: &str) {
-    let found = std::env::var_os("PATH")
-        .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join("chromium").is_file()));
-    if !found {
-        assert!(
-            std::env::var_os("COMMPERF_REQUIRE_MPI").is_none(),
-            "COMMPERF_REQUIRE_MPI is set, but chromium is not installed"
-        );
-        eprintln!("app_loop: no chromium, the page is not loaded");
+    if !chromium_ready("app_loop") {
         return;
     }
     let page = s.0.join("loop.html");
     std::fs::write(&page, html).unwrap();
-    let o = Command::new("timeout")
-        .args([
-            "-k",
-            "5",
-            "120",
-            "chromium",
-            "--headless=new",
-            "--no-sandbox",
-        ])
-        .args(["--disable-gpu", "--enable-logging=stderr", "--v=0"])
-        .arg(format!(
-            "--user-data-dir={}",
-            s.0.join("chromium").display()
-        ))
-        .arg("--dump-dom")
-        .arg(format!("file://{}", page.display()))
-        .output()
-        .expect("run chromium");
+    let (o, console) = chromium(s, &page, &["--dump-dom"]);
     ok(&o);
-    let console: Vec<String> = text(&o.stderr)
-        .lines()
-        .filter(|l| l.contains(":CONSOLE") || l.contains("Uncaught"))
-        .map(String::from)
-        .collect();
     assert!(console.is_empty(), "{console:?}");
     let dom = text(&o.stdout);
     let at = dom.find("id=\"fig-loop\"").expect("figure (c) in the DOM");
