@@ -58,6 +58,24 @@ pub enum StageError {
 
 const STALL: Duration = Duration::from_secs(10);
 
+/// The probes' in-process shm pair: polling, messages up to `max_message`, records as large as
+/// the ring allows and no fragment plan (the pipelined probe sets one per fragment size).
+fn probe_pair(max_message: usize) -> Result<(shm::ShmEndpoint, shm::ShmEndpoint), StageError> {
+    let cfg = EndpointConfig {
+        mode: Mode::Poll,
+        max_message,
+        idle_timeout: STALL,
+        block_spins: 0,
+    };
+    let opts = ShmOptions {
+        ring_bytes: SHM_RING_BYTES,
+        frag_bytes: max_shm_frag_bytes(SHM_RING_BYTES),
+        single_copy_from: None,
+        fragments: None,
+    };
+    shm::pair(cfg, opts).map_err(|e| StageError::Transfer(e.to_string()))
+}
+
 /// Median of each shm stage in µs for packets of each size in `ladder`, sent one at a time
 /// between `cpus` (sender first). The message buffers span `span` bytes (packets are taken
 /// from successive offsets, as a message's fragments are).
@@ -68,20 +86,8 @@ pub fn shm_stage_points(
     span: usize,
 ) -> Result<Vec<StagePoint>, StageError> {
     let max = ladder.iter().copied().max().unwrap_or(0) as usize;
-    let cfg = EndpointConfig {
-        mode: Mode::Poll,
-        max_message: max.max(span),
-        idle_timeout: STALL,
-        block_spins: 0,
-    };
     // Every packet of the ladder goes as one record: the non-pipelined transfer.
-    let opts = ShmOptions {
-        ring_bytes: SHM_RING_BYTES,
-        frag_bytes: max_shm_frag_bytes(SHM_RING_BYTES),
-        single_copy_from: None,
-        fragments: None,
-    };
-    let (mut a, mut b) = shm::pair(cfg, opts).map_err(|e| StageError::Transfer(e.to_string()))?;
+    let (mut a, mut b) = probe_pair(max.max(span))?;
     let mut out = Vec::with_capacity(ladder.len());
     for &p in ladder {
         out.push(stage_point(clock, cpus, &mut a, &mut b, p as usize, span)?);
@@ -337,19 +343,7 @@ pub fn shm_pipelined_points(
     ladder: &[u64],
 ) -> Result<Vec<PipelinedPoint>, StageError> {
     let len = PIPELINED_PROBE_BYTES;
-    let cfg = EndpointConfig {
-        mode: Mode::Poll,
-        max_message: len,
-        idle_timeout: STALL,
-        block_spins: 0,
-    };
-    let opts = ShmOptions {
-        ring_bytes: SHM_RING_BYTES,
-        frag_bytes: max_shm_frag_bytes(SHM_RING_BYTES),
-        single_copy_from: None,
-        fragments: None,
-    };
-    let (mut a, mut b) = shm::pair(cfg, opts).map_err(|e| StageError::Transfer(e.to_string()))?;
+    let (mut a, mut b) = probe_pair(len)?;
     let (reps, warm) = (60usize, 6usize);
     let mut src = PageBuf::new(len);
     src.fill(0x3c);
