@@ -317,6 +317,8 @@ struct Row {
     own: Vec<Drift>,
     others: Vec<Drift>,
     pass: bool,
+    /// Rounds the setting was judged on (those whose brackets agreed).
+    rounds_used: usize,
     notes: Vec<String>,
 }
 
@@ -356,9 +358,11 @@ struct Calibration {
     iterations: u64,
     repeat: u32,
     criteria: serde_json::Value,
-    /// Every baseline fit, round after round.
+    /// Every baseline fit, in the order measured (each setting's brackets; the first also
+    /// the first setting's).
     baselines: Vec<Params>,
-    /// Max − min of each parameter over the baselines.
+    /// Max − min of each parameter over the brackets that agreed (the machine's noise within
+    /// one state).
     baseline_noise: Params,
     rows: Vec<Row>,
     knobs: Vec<KnobVerdict>,
@@ -444,33 +448,62 @@ fn calibrate(c: &CalibrateArgs) -> Result<()> {
         rbuf: vec![0u8; max.max(64)],
     };
 
-    // Each round: 0, o…, 0, g…, 0, G…, 0, L…, 0. Each knob is judged against the baselines
-    // around it in every round (slow drift of a shared machine hits baseline and setting
-    // alike), each figure by its median over the rounds.
-    let mut baselines: Vec<Vec<Fit>> = Vec::new();
-    let mut measured: Vec<Vec<Vec<Fit>>> = Vec::new();
+    // Each round: 0, o₁, 0, o₂, 0, …, L₂, 0: every setting bracketed by two baselines, and
+    // judged against the brackets of its own rounds (slow drift of a shared machine hits
+    // baseline and setting alike), each figure by its median over the rounds. The AMD VM
+    // also switches, every few seconds to minutes, between two states whose 16 KiB copy
+    // differs fivefold (the host's doing: `bench bw -t shm --sizes 16k` gave 2.3 GB/s in one
+    // run of eight, 11–19 GB/s in the others); a setting whose brackets disagree (a round
+    // trip more than 25 % or 50 ns apart at any size) saw the state change and is measured
+    // again, up to four times.
+    let mut baselines: Vec<Fit> = Vec::new();
+    let mut per_setting: Vec<Vec<Vec<Trial>>> = knobs
+        .iter()
+        .map(|(_, vals)| vec![Vec::new(); vals.len()])
+        .collect();
+    // One fit thrown away first: the first fit of a fresh pair of processes can be far off
+    // its later value (a 64 B round trip of 0.8 µs against 0.2 µs, seen here).
+    crate::say("emulate calibrate: warming up (one untimed fit)");
+    s.fit(&mut ep, Knobs::default()).context("warm-up")?;
+    let mut prev = s.fit(&mut ep, Knobs::default()).context("baseline")?;
+    baselines.push(prev.clone());
     for round in 0..c.repeat {
-        let mut bl = vec![s.fit(&mut ep, Knobs::default()).context("baseline")?];
-        let mut sets = Vec::new();
-        for (k, vals) in &knobs {
-            let mut got = Vec::new();
-            for &v in vals {
-                crate::say(&format!(
-                    "emulate calibrate: round {}/{}: {k} = {v} {}",
-                    round + 1,
-                    c.repeat,
-                    unit(*k)
-                ));
-                got.push(
-                    s.fit(&mut ep, Knobs::only(*k, v))
-                        .with_context(|| format!("knob {k} = {v} {}", unit(*k)))?,
-                );
+        for (i, (k, vals)) in knobs.iter().enumerate() {
+            for (j, &v) in vals.iter().enumerate() {
+                let mut attempt = 0;
+                let trial = loop {
+                    attempt += 1;
+                    crate::say(&format!(
+                        "emulate calibrate: round {}/{}: {k} = {v} {}{}",
+                        round + 1,
+                        c.repeat,
+                        unit(*k),
+                        if attempt > 1 {
+                            format!(" (again: the machine changed state, attempt {attempt})")
+                        } else {
+                            String::new()
+                        }
+                    ));
+                    let set = s
+                        .fit(&mut ep, Knobs::only(*k, v))
+                        .with_context(|| format!("knob {k} = {v} {}", unit(*k)))?;
+                    let after = s.fit(&mut ep, Knobs::default()).context("baseline")?;
+                    baselines.push(after.clone());
+                    let settled = same_state(&prev.pts, &after.pts);
+                    let t = Trial {
+                        before: std::mem::replace(&mut prev, after.clone()),
+                        set,
+                        after,
+                        attempts: attempt,
+                        settled,
+                    };
+                    if settled || attempt >= MAX_ATTEMPTS {
+                        break t;
+                    }
+                };
+                per_setting[i][j].push(trial);
             }
-            sets.push(got);
-            bl.push(s.fit(&mut ep, Knobs::default()).context("baseline")?);
         }
-        baselines.push(bl);
-        measured.push(sets);
     }
     let zero_cost = if c.cost_iters > 0 {
         Some(s.zero_cost(&mut ep, 64, c.cost_iters, 5)?)
@@ -480,42 +513,84 @@ fn calibrate(c: &CalibrateArgs) -> Result<()> {
     ctrl.send(&Step::Done)?;
     peer.finish(Duration::from_secs(5));
 
-    // The noise band of each parameter: its spread over every baseline fit of the run.
-    let all_base: Vec<&Params> = baselines.iter().flatten().map(|f| &f.params).collect();
+    // The noise band of each parameter: its spread over the settled brackets of the run (the
+    // state's own noise; a bracket that saw the state change would make it the change).
+    let settled_base: Vec<&Params> = per_setting
+        .iter()
+        .flatten()
+        .flatten()
+        .filter(|t| t.settled)
+        .flat_map(|t| [&t.before.params, &t.after.params])
+        .collect();
+    let all_base: Vec<&Params> = if settled_base.is_empty() {
+        baselines.iter().map(|f| &f.params).collect()
+    } else {
+        settled_base
+    };
     let noise = Params::spread(&all_base);
     let mut rows = Vec::new();
     let mut verdicts = Vec::new();
     for (i, (k, vals)) in knobs.iter().enumerate() {
-        let around: Vec<&Fit> = baselines
-            .iter()
-            .flat_map(|bl| [&bl[i], &bl[i + 1]])
-            .collect();
-        // The reference is the fit of the baselines' median figures, the same figures the
-        // expectation is computed from, so that the fit's own weighting cancels.
-        let base_pts = median_figures(&around);
-        let base = loggp::extract(&base_pts)
-            .map(|f| Params::of(&f.pieces[0]))
-            .unwrap_or_else(|| {
-                Params::median(&around.iter().map(|f| &f.params).collect::<Vec<_>>())
-            });
         let mut failing = Vec::new();
         let mut deltas = Vec::new();
         for (j, &v) in vals.iter().enumerate() {
-            let fits: Vec<&Params> = measured.iter().map(|m| &m[i][j].params).collect();
+            let ts = &per_setting[i][j];
+            // Judged on the settled trials; if none settled, on all of them (and said so).
+            let settled: Vec<&Trial> = ts.iter().filter(|t| t.settled).collect();
+            let used: Vec<&Trial> = if settled.is_empty() {
+                ts.iter().collect()
+            } else {
+                settled
+            };
+            let around: Vec<&Fit> = used.iter().flat_map(|t| [&t.before, &t.after]).collect();
+            // The reference is the fit of the brackets' median figures, the same figures the
+            // expectation is computed from, so that the fit's own weighting cancels.
+            let base_pts = median_figures(&around);
+            let base_fit = loggp::extract(&base_pts);
+            let overlap_ns = base_fit
+                .as_ref()
+                .and_then(|f| f.pieces[0].overlap_ns)
+                .unwrap_or(0.0);
+            let base = base_fit
+                .map(|f| Params::of(&f.pieces[0]))
+                .unwrap_or_else(|| {
+                    Params::median(&around.iter().map(|f| &f.params).collect::<Vec<_>>())
+                });
+            let fits: Vec<&Params> = used.iter().map(|t| &t.set.params).collect();
             let got = Params::median(&fits);
             let spread = Params::spread(&fits);
             let expected = loggp::extract(&expected_figures(&base_pts, *k, v))
                 .map(|f| Params::of(&f.pieces[0]));
-            let row = judge(
+            let mut row = judge(
                 *k,
                 v,
                 &base,
+                overlap_ns,
                 expected.as_ref(),
                 &got,
                 &spread,
                 &noise,
                 max as f64,
             );
+            let unsettled = ts.iter().filter(|t| !t.settled).count();
+            let repeated: u32 = ts.iter().map(|t| t.attempts - 1).sum();
+            if repeated > 0 {
+                row.notes.push(format!(
+                    "measured again {repeated} time(s): the machine changed state between its brackets"
+                ));
+            }
+            if unsettled > 0 {
+                row.notes.push(format!(
+                    "{unsettled} of {} round(s) never had agreeing brackets{}",
+                    ts.len(),
+                    if used.len() == ts.len() {
+                        "; judged on them anyway"
+                    } else {
+                        "; left out"
+                    }
+                ));
+            }
+            row.rounds_used = used.len();
             if !row.pass {
                 failing.push(v);
             }
@@ -531,9 +606,9 @@ fn calibrate(c: &CalibrateArgs) -> Result<()> {
             failing_settings: failing,
         });
     }
-    let baselines: Vec<Params> = baselines.iter().flatten().map(|f| f.params).collect();
+    let baselines: Vec<Params> = baselines.iter().map(|f| f.params).collect();
     let cal = Calibration {
-        schema_version: 2,
+        schema_version: 3,
         kind: "emulate-calibrate",
         machine: commperf_bench::machine::describe(clock.timer_info()),
         transport: c.transport.to_string(),
@@ -563,9 +638,35 @@ fn calibrate(c: &CalibrateArgs) -> Result<()> {
 }
 
 /// One LogGP fit and the PRTT figures it came from.
+#[derive(Clone)]
 struct Fit {
     params: Params,
     pts: Vec<SizePrtt>,
+}
+
+/// One setting measured between two baselines.
+#[derive(Clone)]
+struct Trial {
+    before: Fit,
+    set: Fit,
+    after: Fit,
+    /// How many times the setting was measured before its brackets agreed (or gave up).
+    attempts: u32,
+    /// The brackets agree: the machine stayed in one state across the setting.
+    settled: bool,
+}
+
+/// Settings measured again at most this often when their brackets disagree.
+const MAX_ATTEMPTS: u32 = 4;
+
+/// Whether two baselines saw the machine in the same state: every size's round trip within
+/// 25 % or 50 ns of each other (the two states of the AMD VM differ by 4-5x at 16 KiB; one
+/// state's own noise stays within 10 %).
+fn same_state(a: &[SizePrtt], b: &[SizePrtt]) -> bool {
+    a.iter().zip(b).all(|(x, y)| {
+        let (p, q) = (x.p1.ns, y.p1.ns);
+        (p - q).abs() <= (0.25 * p.min(q)).max(50.0)
+    })
 }
 
 struct Session<'a> {
@@ -730,6 +831,7 @@ fn judge(
     k: Knob,
     v: f64,
     base: &Params,
+    overlap_ns: f64,
     expected: Option<&Params>,
     got: &Params,
     spread: &Params,
@@ -751,10 +853,26 @@ fn judge(
         let b = base.get(p);
         let is_own = p.owned_by(k);
         let set = if is_own { v } else { 0.0 };
-        // The move LogGP expects; without a fit of the expected figures, the set amount.
-        let exp = match expected {
-            Some(e) => b.zip(e.get(p)).map(|(b, e)| e - b),
-            None => Some(set),
+        // The own parameter is expected to move by the set amount: PRTT measures each figure
+        // of it exactly that much higher, and re-fitting raised figures only moves the fit's
+        // relative weights (on shm an expected o_s 31 ns short of Δo was that, not physics).
+        // Except L over a transport that overlaps its overheads: ΔL first fills the overlap;
+        // and G, whose pacing can remove contention the bare stream had (see
+        // `expected_figures`): LogGP's expectation, as for the others. The others move as LogGP's expectation says (0 unless LogP ties them to the knob);
+        // without a fit of the expected figures, by nothing.
+        let exp = if is_own && p != Param::BigG {
+            Some(if p == Param::L {
+                (v - overlap_ns).max(0.0)
+            } else {
+                v
+            })
+        } else if is_own && expected.is_none() {
+            Some(v)
+        } else {
+            match expected {
+                Some(e) => b.zip(e.get(p)).map(|(b, e)| e - b),
+                None => Some(set),
+            }
         };
         let other_tol = (REL * b.unwrap_or(0.0).abs())
             .max(floor(p))
@@ -762,6 +880,14 @@ fn judge(
         // Another parameter LogGP moves with the knob is judged like an own one: by its
         // expected move, ± 5 % of that move (or the floor, or the noise band).
         let tied = !is_own && exp.is_some_and(|e| e.abs() > other_tol);
+        // One LogGP does not tie to the knob is expected not to move at all: an expected move
+        // within the tolerance is the re-fit's weighting (L +48 ns under Δo = 5 µs on shm,
+        // where every per-size L is unchanged), and judging against it would double it.
+        let exp = if !is_own && !tied && exp.is_some() {
+            Some(0.0)
+        } else {
+            exp
+        };
         let tol = if is_own {
             (REL * v).max(floor(p))
         } else if tied {
@@ -811,12 +937,13 @@ fn judge(
         own,
         others,
         pass,
+        rounds_used: 0,
         notes,
     }
 }
 
 const EXPECTED_TEXT: &str = "what LogGP with the knob's parameter raised gives through the same PRTT figures and fit, computed from the baselines' own figures: own parameter + set amount and the others unmoved where PRTT separates them; where LogP ties them, the mixture (g >= o: with o + Δo above g the stream's g is o + Δo; a ping-pong is paced by g, so with g above a round trip PRTT(1) no longer gives L)";
-const OWN_TEXT: &str = "moves by the expected amount within 5 % of the set value or 50 ns (G: 50 ns over the largest size), whichever is larger";
+const OWN_TEXT: &str = "moves by the set amount (L: less the overlap of o_s and o_r the baseline reports, which ΔL first fills; G: by LogGP's expectation, the stream's message time max(g + G·s, o_s(s) + ΔG·s, o_r(s) + ΔG·s)) within 5 % of the set value or 50 ns (G: 50 ns over the largest size), whichever is larger";
 const OTHERS_TEXT: &str = "move from the baseline by their expected amount (0 unless LogP ties them to the knob) within 5 % of the baseline, 50 ns (G: 50 ns over the largest size), or the parameter's spread over the run's baselines, whichever is largest; a tied parameter within 5 % of its expected move or that";
 
 /// The PRTT figures of one size per variant, median over several fits.
@@ -869,7 +996,14 @@ fn expected_figures(base: &[SizePrtt], k: Knob, v: f64) -> Vec<SizePrtt> {
                 }
                 Knob::LowerG => gap += v,
                 Knob::UpperG => {
-                    gap += v * s;
+                    // The knob holds each end ΔG·s after its own work on a message (the
+                    // seed's stall after injection), so a stream's message time is the
+                    // slower end's own time plus ΔG·s, or the transport's stream time if
+                    // that is longer. Where both ends' copies contend in a bare stream (shm:
+                    // its gap is above either end's own time at 1..4 KiB), pacing removes the
+                    // contention and G moves by less than ΔG: that is the transport, not the
+                    // knob, and judged as such.
+                    gap = gap.max(os.max(or) + v * s);
                     lat += v * s;
                 }
                 Knob::L => lat += v,
@@ -923,7 +1057,7 @@ fn render(c: &Calibration) -> String {
         c.iterations
     );
     out += &format!(
-        "# {} round(s), each figure the median; own: moves by the expected amount ±5 % of the set value or ±50 ns; others: by their expected amount within 5 %, 50 ns or the baselines' spread; expected = LogGP with the knob raised, through the same PRTT fit (g >= o, ping-pong >= g)\n",
+        "# {} round(s), each figure the median; own: moves by the set amount (L: less the baseline's overlap; G: as LogGP expects) ±5 % of it or ±50 ns; others: by their expected amount within 5 %, 50 ns or the baselines' spread; expected = LogGP with the knob raised, through the same PRTT fit (g >= o, ping-pong >= g)\n",
         c.repeat
     );
     out += "# '!' beyond tolerance; 'exp' where LogGP's expectation is not the plain set amount (own) or 0 (others); '±' the setting's spread (max-min over rounds)\n";
@@ -1020,13 +1154,21 @@ fn render(c: &Calibration) -> String {
             fmt_value(b.l_ns, "ns"),
         )
     };
-    for (i, b) in c.baselines.iter().enumerate() {
-        out += &format!("# baseline {i}: {}\n", line(b));
-    }
+    let all: Vec<&Params> = c.baselines.iter().collect();
     out += &format!(
-        "# baselines' spread (max-min, the noise band): {}\n",
+        "# baselines: {} fits, median {}\n",
+        c.baselines.len(),
+        line(&Params::median(&all))
+    );
+    out += &format!(
+        "# settled brackets' spread (max-min, the noise band): {}\n",
         line(&c.baseline_noise)
     );
+    for r in &c.rows {
+        for n in &r.notes {
+            out += &format!("# {} = {}: {n}\n", r.knob, set_text(r.set, r.unit));
+        }
+    }
     for k in &c.knobs {
         let range = match (k.measured_delta_min, k.measured_delta_max) {
             (Some(a), Some(b)) => format!(
@@ -1201,15 +1343,83 @@ mod tests {
     }
 
     #[test]
-    fn l_and_big_g_expectations_are_the_set_amounts() {
+    fn l_expectation_is_the_set_amount_and_big_g_paces_after_each_ends_own_time() {
         let b = figures(300.0, 400.0, 900.0, 0.05, 1000.0, 0.0);
         let e = params(&expected_figures(&b, Knob::L, 20000.0));
         near(e.l_ns, 21000.0, "L");
         near(e.g_ns, 900.0, "g");
+        // G: each message is delivered ΔG·s later, and the stream's message time is the
+        // slower of the transport's (900 ns + 0.05 ns/B) and an end's own time plus ΔG·s
+        // (400 ns + 0.5 ns/B): the knob's wait follows the host's work, it is not added to
+        // a wire the host does not wait for.
+        let e = expected_figures(&b, Knob::UpperG, 0.5);
+        for (x, y) in b.iter().zip(&e) {
+            let s = x.size as f64;
+            near(
+                Some(y.gap().0),
+                (900.0 + 0.05 * s).max(400.0 + 0.5 * s),
+                "gap",
+            );
+            near(Some(y.latency().0), x.latency().0 + 0.5 * s, "latency");
+            near(Some(y.send_overhead().0), 300.0, "o_s");
+        }
+    }
+
+    #[test]
+    fn brackets_agree_within_a_state_and_not_across_the_vms_two() {
+        let a = figures(20.0, 20.0, 40.0, 0.07, 50.0, 0.0);
+        // The same state: every round trip within 25 % (or 50 ns at the smallest).
+        let b = figures(24.0, 22.0, 45.0, 0.08, 60.0, 0.0);
+        assert!(same_state(&a, &b) && same_state(&b, &a));
+        // The slow state: the 16 KiB copy five times slower.
+        let slow = figures(20.0, 20.0, 40.0, 0.35, 50.0, 0.0);
+        assert!(!same_state(&a, &slow) && !same_state(&slow, &a));
+    }
+
+    #[test]
+    fn big_g_paces_a_contended_stream_from_each_ends_own_time() {
+        // A stream whose gap (40 ns + 0.2 ns/B: both copies contending) is above either
+        // end's own time (50 ns, no per-byte part): the knob's ΔG·s follows each end's own
+        // work, so the stream becomes 50 ns + 0.5 ns/B, and G moves by 0.3, not 0.5.
+        let b = figures(50.0, 50.0, 40.0, 0.2, 1000.0, 0.0);
         let e = params(&expected_figures(&b, Knob::UpperG, 0.5));
-        near(e.gap_per_byte_ns, 0.55, "G");
-        near(e.l_ns, 1000.0, "L");
-        near(e.o_s_ns, 300.0, "o_s");
+        near(e.gap_per_byte_ns, 0.5, "G");
+        near(e.g_ns, 50.0, "g");
+        // Judged against that expectation: G +0.3 passes, G +0.5 (the set amount) fails.
+        let base = params(&b);
+        let quiet = p(5.0, 5.0, 5.0, 0.0001, 10.0);
+        let none = Params::default();
+        let mut got = e;
+        assert!(
+            judge(
+                Knob::UpperG,
+                0.5,
+                &base,
+                0.0,
+                Some(&e),
+                &got,
+                &none,
+                &quiet,
+                16384.0
+            )
+            .pass
+        );
+        got.gap_per_byte_ns = Some(0.7);
+        got.g_ns = Some(50.0);
+        assert!(
+            !judge(
+                Knob::UpperG,
+                0.5,
+                &base,
+                0.0,
+                Some(&e),
+                &got,
+                &none,
+                &quiet,
+                16384.0
+            )
+            .pass
+        );
     }
 
     fn p(o_s: f64, o_r: f64, g: f64, big_g: f64, l: f64) -> Params {
@@ -1240,6 +1450,7 @@ mod tests {
             Knob::O,
             1000.0,
             &base,
+            0.0,
             Some(&exp),
             &off(20.0),
             &none,
@@ -1254,6 +1465,7 @@ mod tests {
             Knob::O,
             1000.0,
             &base,
+            0.0,
             Some(&exp),
             &off(300.0),
             &none,
@@ -1266,6 +1478,7 @@ mod tests {
             Knob::O,
             1000.0,
             &base,
+            0.0,
             None,
             &off(20.0),
             &none,
@@ -1283,6 +1496,7 @@ mod tests {
                 Knob::L,
                 5000.0,
                 &b,
+                0.0,
                 Some(&exp),
                 &got,
                 &none,
@@ -1296,6 +1510,7 @@ mod tests {
             Knob::L,
             5000.0,
             &b,
+            0.0,
             Some(&exp),
             &got,
             &none,
@@ -1313,6 +1528,7 @@ mod tests {
                 Knob::L,
                 5000.0,
                 &b,
+                0.0,
                 Some(&exp),
                 &got,
                 &none,

@@ -139,6 +139,15 @@ pub struct Emulated<E, T = Clock> {
     /// An error the transport reported while draining (the peer closed after its last
     /// message, say): reported once the messages queued before it have been delivered.
     drain_error: Option<TransportError>,
+    /// Sends carry the sender's stamp (the knobs delay delivery and the timer's stamps are
+    /// readable by the peer): the peer, with the same knobs, dates arrivals from them.
+    stamps: bool,
+    /// The least time from a sender's stamp to this receiver seeing the message: the
+    /// transport's own transit, learnt from messages sent after this end began polling for
+    /// them (seen as they arrived); 0 until one has been.
+    transit_ns: f64,
+    /// When the current call into the decorator began (kept only where sends are stamped).
+    entered_ns: f64,
 }
 
 impl<E: Probe> Emulated<E, Clock> {
@@ -158,7 +167,11 @@ impl<E: Probe, T: Timer> Emulated<E, T> {
         } else {
             None
         };
+        let stamps = queue.is_some() && timer.stamp().is_some();
         Ok(Emulated {
+            stamps,
+            transit_ns: f64::INFINITY,
+            entered_ns: f64::INFINITY,
             pass: cfg.knobs.is_zero(),
             inner,
             cfg,
@@ -209,15 +222,37 @@ impl<E: Probe, T: Timer> Emulated<E, T> {
     }
 
     /// Receives one message from the transport (waiting for it) into the delay queue.
+    ///
+    /// Its arrival is when it was seen, or, if the sender stamped it, the stamp plus the
+    /// least transit seen so far: a message that arrived while the program was away (a
+    /// server spinning between receives, a rank computing) is dated when it arrived, not
+    /// when the program came back, so it is held ΔL past its arrival, not past the return.
     fn stage(&mut self) -> Result<(), TransportError> {
         let q = self.queue.as_mut().expect("staging needs the queue");
         let at = q.tail();
         let buf = &mut q.buf;
-        let info = self
+        let (info, stamp) = self
             .inner
-            .recv_with(|f| DelayQueue::write(buf, at, f.offset, f.data))?;
+            .recv_stamped(|f| DelayQueue::write(buf, at, f.offset, f.data))?;
+        let now = self.timer.now_ns();
+        let arrival = match stamp {
+            Some(s) => {
+                let sent = self.timer.stamp_ns(s);
+                if sent >= self.entered_ns {
+                    // Sent while this end was inside, polling: seen as it arrived.
+                    self.transit_ns = self.transit_ns.min((now - sent).max(0.0));
+                }
+                let transit = if self.transit_ns.is_finite() {
+                    self.transit_ns
+                } else {
+                    0.0
+                };
+                (sent + transit).min(now)
+            }
+            None => now,
+        };
         let k = &self.cfg.knobs;
-        let due = self.timer.now_ns() + k.l_ns + k.gap_per_byte_ns * info.len as f64;
+        let due = arrival + k.l_ns + k.gap_per_byte_ns * info.len as f64;
         q.push(Slot {
             tag: info.tag,
             len: info.len,
@@ -246,6 +281,7 @@ impl<E: Probe, T: Timer> Emulated<E, T> {
 
     /// g and G: the wire of the previous send is busy Δg + ΔG·s longer; o: the CPU spins.
     fn before_send(&mut self) -> Result<(), TransportError> {
+        self.enter();
         self.drain()?;
         let k = self.cfg.knobs;
         if let Some((t, s)) = self.prev_send {
@@ -263,6 +299,32 @@ impl<E: Probe, T: Timer> Emulated<E, T> {
             self.timer.spin_ns(k.o_ns);
         }
         Ok(())
+    }
+
+    /// Notes when a call began, for telling a stamped message seen as it arrived from one
+    /// that waited for this end to come back.
+    #[inline]
+    fn enter(&mut self) {
+        if self.stamps {
+            self.entered_ns = self.timer.now_ns();
+        }
+    }
+
+    /// Hands a message to the transport, stamped where the peer dates arrivals by stamps.
+    #[inline]
+    fn hand_over<F: FnMut(usize, &mut [u8])>(
+        &mut self,
+        tag: Tag,
+        len: usize,
+        fill: F,
+    ) -> Result<(), TransportError> {
+        if self.stamps {
+            let timer = &self.timer;
+            self.inner
+                .send_stamped(tag, len, fill, || timer.stamp().unwrap_or(0))
+        } else {
+            self.inner.send_with(tag, len, fill)
+        }
     }
 
     /// Whether g or G is set: only then do sends and receives need their end stamped. Every
@@ -314,39 +376,11 @@ impl<E: Probe, T: Timer> Emulated<E, T> {
         }
     }
 
-    /// Waits, polling, until the transport has a message (so that Δo is spent after arrival).
-    fn await_message(&mut self) -> Result<(), TransportError> {
-        // The clock is first read after 4096 empty polls: a message already there costs none.
-        let mut start = None;
-        let mut polls: u32 = 0;
-        while !self.inner.message_waiting()? {
-            polls = polls.wrapping_add(1);
-            if polls % 4096 == 0 {
-                self.inner.still_alive()?;
-                let idle = self.idle_timeout_ns();
-                let now = self.timer.now_ns();
-                if now - *start.get_or_insert(now) > idle {
-                    return Err(TransportError::Timeout {
-                        peer: self.inner.info().peer.clone(),
-                        secs: (idle / 1e9) as u64,
-                    });
-                }
-            }
-            std::hint::spin_loop();
-        }
-        Ok(())
-    }
-
-    fn idle_timeout_ns(&self) -> f64 {
-        // The endpoint's own idle timeout is not visible through `Endpoint`; a minute is the
-        // default everywhere.
-        60e9
-    }
-
     fn recv_emulated<F: FnMut(Fragment<'_>)>(
         &mut self,
         sink: F,
     ) -> Result<RecvInfo, TransportError> {
+        self.enter();
         self.pace_recv()?;
         let info = self.recv_delayed(sink)?;
         self.after_recv(info.len);
@@ -372,10 +406,14 @@ impl<E: Probe, T: Timer> Emulated<E, T> {
             return self.inner.recv_with(sink);
         }
         if self.queue.is_none() {
-            // o and g only: spin once the message is there, then take it.
-            self.await_message()?;
+            // o and g only: take the message, then spin Δo before returning it. The CPU is
+            // busy as long and the call returns as late as if Δo were spun between arrival and
+            // taking, without first asking the transport whether a message is there: on a
+            // socket that is a poll(2) per receive, on shm a second look at the ring, and the
+            // calibration measured either as o_r drift under g.
+            let info = self.inner.recv_with(sink)?;
             self.spin_o();
-            return self.inner.recv_with(sink);
+            return Ok(info);
         }
         self.drain()?;
         if self.queue.as_ref().is_some_and(|q| q.count == 0) {
@@ -429,7 +467,7 @@ impl<E: Probe, T: Timer> Endpoint for Emulated<E, T> {
             return self.inner.send_with(tag, len, fill);
         }
         self.before_send()?;
-        self.inner.send_with(tag, len, fill)?;
+        self.hand_over(tag, len, fill)?;
         self.after_send(len);
         Ok(())
     }
@@ -499,7 +537,13 @@ impl<E: Probe, T: Timer> Endpoint for Emulated<E, T> {
             return self.inner.send(tag, data);
         }
         self.before_send()?;
-        self.inner.send(tag, data)?;
+        if self.stamps {
+            self.hand_over(tag, data.len(), |off, b| {
+                b.copy_from_slice(&data[off..off + b.len()])
+            })?;
+        } else {
+            self.inner.send(tag, data)?;
+        }
         self.after_send(data.len());
         Ok(())
     }

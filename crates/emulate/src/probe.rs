@@ -5,12 +5,17 @@
 //! message's arrival time in virtual time and its sender's NIC schedule, so emulation over it
 //! is exact, which is what lets the knob arithmetic be checked against known answers. A trait
 //! of this crate rather than of the transport crate, so no realization needs to change for it.
+//!
+//! A receiver sees a message only when it enters the decorator: one that arrived while the
+//! program computed would be dated late and held ΔL past when it should be delivered. Where the
+//! transport's header has room (shm's side band), the sender's TSC stamp travels with the
+//! message ([`Probe::send_stamped`]), and the decorator dates the arrival from it.
 
 use commperf_transport::sys::model::ModelEndpoint;
 use commperf_transport::sys::shm::ShmEndpoint;
 use commperf_transport::sys::socket::StreamEndpoint;
 use commperf_transport::sys::uring::UringEndpoint;
-use commperf_transport::{Endpoint, Readiness, TransportError};
+use commperf_transport::{Endpoint, Fragment, Readiness, RecvInfo, SideBand, Tag, TransportError};
 
 /// Capability: how an endpoint reports arrivals to the emulation above it.
 pub trait Probe: Endpoint {
@@ -45,23 +50,60 @@ pub trait Probe: Endpoint {
     fn nic_free_ns(&self) -> f64 {
         0.0
     }
+
+    /// [`Endpoint::send_with`] with the sender's clock stamp beside the message, where the
+    /// transport's own header has room for one (shm's side band); elsewhere a plain send.
+    /// `stamp` is taken just before the hand-over.
+    fn send_stamped<F: FnMut(usize, &mut [u8]), S: FnOnce() -> u64>(
+        &mut self,
+        tag: Tag,
+        len: usize,
+        fill: F,
+        stamp: S,
+    ) -> Result<(), TransportError> {
+        let _ = stamp;
+        self.send_with(tag, len, fill)
+    }
+
+    /// [`Endpoint::recv_with`], with the sender's stamp if it sent one.
+    fn recv_stamped<F: FnMut(Fragment<'_>)>(
+        &mut self,
+        sink: F,
+    ) -> Result<(RecvInfo, Option<u64>), TransportError> {
+        self.recv_with(sink).map(|i| (i, None))
+    }
 }
 
-macro_rules! by_readiness {
-    ($($t:ty),+) => {$(
-        impl Probe for $t {
-            #[inline]
-            fn message_waiting(&mut self) -> Result<bool, TransportError> {
-                self.readable_now()
-            }
-            fn still_alive(&self) -> Result<(), TransportError> {
-                self.check_alive()
-            }
-        }
-    )+};
-}
+/// Marks a side value as an emulation stamp (a monitor below might send its own).
+const STAMP_MARK: u64 = 0x454d_554c_5354_414d; // "EMULSTAM"
 
-by_readiness!(ShmEndpoint);
+impl Probe for ShmEndpoint {
+    #[inline]
+    fn message_waiting(&mut self) -> Result<bool, TransportError> {
+        self.readable_now()
+    }
+    fn still_alive(&self) -> Result<(), TransportError> {
+        self.check_alive()
+    }
+    #[inline]
+    fn send_stamped<F: FnMut(usize, &mut [u8]), S: FnOnce() -> u64>(
+        &mut self,
+        tag: Tag,
+        len: usize,
+        fill: F,
+        stamp: S,
+    ) -> Result<(), TransportError> {
+        self.send_with_side(tag, len, fill, || [stamp(), STAMP_MARK, 0])
+    }
+    #[inline]
+    fn recv_stamped<F: FnMut(Fragment<'_>)>(
+        &mut self,
+        sink: F,
+    ) -> Result<(RecvInfo, Option<u64>), TransportError> {
+        let (info, side) = self.recv_with_side(sink)?;
+        Ok((info, side.filter(|s| s[1] == STAMP_MARK).map(|s| s[0])))
+    }
+}
 
 impl<S> Probe for StreamEndpoint<S> {
     #[inline]
@@ -118,6 +160,21 @@ macro_rules! forward_probe {
             }
             fn nic_free_ns(&self) -> f64 {
                 (**self).nic_free_ns()
+            }
+            fn send_stamped<F: FnMut(usize, &mut [u8]), S: FnOnce() -> u64>(
+                &mut self,
+                tag: Tag,
+                len: usize,
+                fill: F,
+                stamp: S,
+            ) -> Result<(), TransportError> {
+                (**self).send_stamped(tag, len, fill, stamp)
+            }
+            fn recv_stamped<F: FnMut(Fragment<'_>)>(
+                &mut self,
+                sink: F,
+            ) -> Result<(RecvInfo, Option<u64>), TransportError> {
+                (**self).recv_stamped(sink)
             }
         }
     )+};

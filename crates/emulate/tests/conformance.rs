@@ -2,7 +2,7 @@
 //! spins, gaps): emulation changes when messages are delivered, never what is delivered.
 
 use commperf_emulate::{EmulateConfig, Emulated, Knobs, Probe};
-use commperf_transport::clock::Clock;
+use commperf_transport::clock::{Clock, Timer};
 use commperf_transport::conformance as kit;
 use commperf_transport::sys::model::{self, LogGp, ModelParams};
 use commperf_transport::sys::shm::{self, ShmOptions};
@@ -107,4 +107,46 @@ commperf_transport::conformance_tests!(
 fn vectored_send_through_emulation() {
     let (a, b) = emu(shm_pair(Mode::Poll), set());
     kit::vectored_send_integrity(a, b);
+}
+
+/// A message that arrived while the receiver was away (computing, outside the decorator) is
+/// held ΔL from its arrival, not from when the receiver came back: over shm the sender's stamp
+/// dates it. Over a socket, which has no side band, it is dated when seen, and held ΔL from
+/// then: the difference is the point of the stamp.
+#[test]
+fn an_arrival_the_receiver_did_not_see_is_dated_by_the_senders_stamp() {
+    const L_NS: f64 = 4e6;
+    let k = Knobs {
+        l_ns: L_NS,
+        ..Knobs::default()
+    };
+    fn away<E: Probe + Send + 'static>((mut a, mut b): (Emulated<E>, Emulated<E>)) -> f64 {
+        let c = clock();
+        let t = std::thread::spawn(move || {
+            a.send(1, &[7u8; 64]).unwrap();
+            a
+        });
+        // Away for twice ΔL after the message left, then receive it.
+        std::thread::sleep(Duration::from_secs_f64(2.0 * L_NS / 1e9));
+        let mut buf = [0u8; 64];
+        let t0 = c.now_ns();
+        let info = b.recv(&mut buf).unwrap();
+        let took = c.now_ns() - t0;
+        assert_eq!((info.len, buf[63]), (64, 7));
+        t.join().unwrap();
+        took
+    }
+    let shm_took = away(emu(shm_pair(Mode::Poll), k));
+    assert!(
+        shm_took < 0.25 * L_NS,
+        "shm: the message was due {} ms ago, yet the receive took {:.2} ms",
+        L_NS / 1e6,
+        shm_took / 1e6
+    );
+    let tcp_took = away(emu(tcp_pair(Mode::Poll), k));
+    assert!(
+        tcp_took > 0.9 * L_NS,
+        "tcp has no stamp: seen now, held ΔL from now ({:.2} ms)",
+        tcp_took / 1e6
+    );
 }

@@ -152,12 +152,34 @@ pub trait Timer {
     fn now_ns(&self) -> f64;
     /// Busy-waits `ns` nanoseconds (the CPU stays busy, as the PRTT method requires).
     fn spin_ns(&self, ns: f64);
+
+    /// A time stamp another process on this host can read with [`Timer::stamp_ns`] (the
+    /// invariant TSC's raw count: one counter for every core), or None where this timer's
+    /// readings mean nothing outside it (a monotonic clock's per-process epoch, virtual time).
+    fn stamp(&self) -> Option<u64> {
+        None
+    }
+
+    /// A [`Timer::stamp`], taken by this or another process, on this timer's scale.
+    fn stamp_ns(&self, stamp: u64) -> f64 {
+        stamp as f64
+    }
 }
 
 impl Timer for Clock {
     #[inline]
     fn now_ns(&self) -> f64 {
         self.ticks_to_ns(self.now())
+    }
+
+    #[inline]
+    fn stamp(&self) -> Option<u64> {
+        matches!(self.source, ClockSource::Tsc { .. }).then(|| self.now())
+    }
+
+    #[inline]
+    fn stamp_ns(&self, stamp: u64) -> f64 {
+        self.ticks_to_ns(stamp)
     }
 
     fn spin_ns(&self, ns: f64) {
