@@ -8,8 +8,8 @@
 //! Unix sockets, io_uring and the model transport. Each knob is applied the way the seed applies
 //! it:
 //!
-//! - **o**: each side spins Δo (busy CPU) before handing a message over and, once one has
-//!   arrived, before taking it;
+//! - **o**: each side spins Δo (busy CPU): the sender before handing a message over, the
+//!   receiver after taking one, before returning it;
 //! - **g**: successive injections from one sender, and successive receptions at one receiver
 //!   (LogP's g bounds both), are at least Δg further apart than the transport makes them: the
 //!   wait is taken after each send (receive) returned, before the next, and only when needed,

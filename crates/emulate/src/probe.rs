@@ -22,11 +22,6 @@ pub trait Probe: Endpoint {
     /// Whether a message has (begun to) arrive, without waiting.
     fn message_waiting(&mut self) -> Result<bool, TransportError>;
 
-    /// Whether the peer is still there (for a receiver polling [`Probe::message_waiting`]).
-    fn still_alive(&self) -> Result<(), TransportError> {
-        Ok(())
-    }
-
     /// Whether this endpoint keeps virtual time and reports arrivals exactly; the methods below
     /// are used only when it does.
     fn exact_arrivals(&self) -> bool {
@@ -81,9 +76,6 @@ impl Probe for ShmEndpoint {
     #[inline]
     fn message_waiting(&mut self) -> Result<bool, TransportError> {
         self.readable_now()
-    }
-    fn still_alive(&self) -> Result<(), TransportError> {
-        self.check_alive()
     }
     #[inline]
     fn send_stamped<F: FnMut(usize, &mut [u8]), S: FnOnce() -> u64>(
@@ -145,9 +137,6 @@ macro_rules! forward_probe {
         impl<P: Probe + ?Sized> Probe for $wrapper {
             fn message_waiting(&mut self) -> Result<bool, TransportError> {
                 (**self).message_waiting()
-            }
-            fn still_alive(&self) -> Result<(), TransportError> {
-                (**self).still_alive()
             }
             fn exact_arrivals(&self) -> bool {
                 (**self).exact_arrivals()
