@@ -418,27 +418,40 @@ fn a_sweep_gives_each_program_its_sensitivity_curve() {
     }
     let s = Scratch::new("app", "sweep");
     let out = s.0.join("study");
-    let o = app(
-        &s,
-        &[
-            "--programs",
-            "cg",
-            "--arg",
-            "cg:iters=200",
-            "--stacks",
-            "ompi-tcp,ompi-shm",
-            "--no-bench",
-            "--sweep",
-            "L=0,1000us",
-            "--sweep-stack",
-            "ompi-shm",
-            "--json",
-            "-o",
-            out.to_str().unwrap(),
-        ],
-    );
-    ok(&o);
-    let j: Value = serde_json::from_str(&text(&o.stdout)).expect("JSON");
+    // A baseline run stalled by the machine (0.89 s among 0.14 and 0.21 s, seen once in CI)
+    // makes the baseline's spread swallow any slowdown, as it should: then once more.
+    let mut tries = 0;
+    let j = loop {
+        tries += 1;
+        let _ = std::fs::remove_dir_all(&out);
+        let o = app(
+            &s,
+            &[
+                "--programs",
+                "cg",
+                "--arg",
+                "cg:iters=200",
+                "--stacks",
+                "ompi-tcp,ompi-shm",
+                "--no-bench",
+                "--sweep",
+                "L=0,1000us",
+                "--sweep-stack",
+                "ompi-shm",
+                "--json",
+                "-o",
+                out.to_str().unwrap(),
+            ],
+        );
+        ok(&o);
+        let j: Value = serde_json::from_str(&text(&o.stdout)).expect("JSON");
+        let spread = j["sensitivity"][0]["sweep"]["baseline_spread"]
+            .as_f64()
+            .unwrap_or(0.0);
+        if spread < 1.0 || tries == 2 {
+            break j;
+        }
+    };
     let sens = j["sensitivity"].as_array().expect("sensitivity");
     assert_eq!(sens.len(), 1, "{j}");
     assert_eq!(sens[0]["program"], "cg");
