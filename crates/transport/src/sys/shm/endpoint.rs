@@ -385,32 +385,10 @@ impl Endpoint for ShmEndpoint {
         &mut self,
         mut sink: F,
     ) -> Result<RecvInfo, TransportError> {
-        // Fast path, as `recv`'s: the next record is a whole small message, lent to `sink`
-        // straight from the ring. Decorators (`Emulated`, `Monitored`) receive this way, so
-        // without it they would pay the general path's bookkeeping on every small message.
-        if self.poll_ready()? {
-            let r = self.rx_rec();
-            let w2 = r.word(2);
-            let total = r.word(1) as usize;
-            let rec = Self::record_bytes(total);
-            if (w2 >> 32) as u32 == KIND_WHOLE
-                && total <= self.frag
-                && total <= self.cfg.max_message
-                && (self.head & (self.cap - 1)) + rec <= self.cap
-            {
-                // SAFETY: a published whole record holds `total` payload bytes, inside the
-                // ring (checked above).
-                let data = unsafe { std::slice::from_raw_parts(r.payload(total), total) };
-                let tag = w2 as u32;
-                sink(Fragment {
-                    tag,
-                    total_len: total,
-                    offset: 0,
-                    data,
-                });
-                self.release(rec);
-                return Ok(RecvInfo { tag, len: total });
-            }
+        // Decorators (`Emulated`, `Monitored`) receive this way, so without the fast path
+        // they would pay the general path's bookkeeping on every small message.
+        if let Some((info, _)) = self.lend_whole(false, &mut sink)? {
+            return Ok(info);
         }
         self.recv_with_side_inner(sink).map(|(info, _)| info)
     }
@@ -470,33 +448,8 @@ impl crate::SideBand for ShmEndpoint {
         &mut self,
         mut sink: F,
     ) -> Result<(RecvInfo, Option<Side>), TransportError> {
-        // Fast path, as `recv`'s: the next record is a whole message with a side value; lent
-        // to `sink` straight from the ring.
-        if self.poll_ready()? {
-            let r = self.rx_rec();
-            let w2 = r.word(2);
-            let total = r.word(1) as usize;
-            let rec = Self::record_bytes_for(total, true);
-            if (w2 >> 32) as u32 == KIND_WHOLE | SIDE_FLAG
-                && total <= self.frag
-                && total <= self.cfg.max_message
-                && r.word(3) as usize == total
-                && (self.head & (self.cap - 1)) + rec <= self.cap
-            {
-                let side = r.side();
-                // SAFETY: a published whole record holds `total` payload bytes after its side
-                // value, inside the ring (checked above).
-                let data = unsafe { std::slice::from_raw_parts(r.payload_for(total, true), total) };
-                let tag = w2 as u32;
-                sink(Fragment {
-                    tag,
-                    total_len: total,
-                    offset: 0,
-                    data,
-                });
-                self.release(rec);
-                return Ok((RecvInfo { tag, len: total }, Some(side)));
-            }
+        if let Some(got) = self.lend_whole(true, &mut sink)? {
+            return Ok(got);
         }
         self.recv_with_side_inner(sink)
     }
@@ -540,6 +493,50 @@ impl ShmEndpoint {
                 }
             }
         }
+    }
+
+    /// The fast path of `recv_with` and `recv_with_side`, as `recv`'s: if the next record is
+    /// a whole small message (carrying a side value when `side`), lends it to `sink` straight
+    /// from the ring and releases it; None sends the caller the general way.
+    #[inline]
+    fn lend_whole<F: FnMut(Fragment<'_>)>(
+        &mut self,
+        side: bool,
+        sink: &mut F,
+    ) -> Result<Option<(RecvInfo, Option<Side>)>, TransportError> {
+        if !self.poll_ready()? {
+            return Ok(None);
+        }
+        let r = self.rx_rec();
+        let w2 = r.word(2);
+        let total = r.word(1) as usize;
+        let rec = Self::record_bytes_for(total, side);
+        let kind = if side {
+            KIND_WHOLE | SIDE_FLAG
+        } else {
+            KIND_WHOLE
+        };
+        if (w2 >> 32) as u32 != kind
+            || total > self.frag
+            || total > self.cfg.max_message
+            || (side && r.word(3) as usize != total)
+            || (self.head & (self.cap - 1)) + rec > self.cap
+        {
+            return Ok(None);
+        }
+        let value = side.then(|| r.side());
+        // SAFETY: a published whole record holds `total` payload bytes (after its side value
+        // when it has one), inside the ring (checked above).
+        let data = unsafe { std::slice::from_raw_parts(r.payload_for(total, side), total) };
+        let tag = w2 as u32;
+        sink(Fragment {
+            tag,
+            total_len: total,
+            offset: 0,
+            data,
+        });
+        self.release(rec);
+        Ok(Some((RecvInfo { tag, len: total }, value)))
     }
 
     pub(super) fn recv_with_side_inner<F: FnMut(Fragment<'_>)>(
