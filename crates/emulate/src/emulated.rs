@@ -6,8 +6,10 @@
 //! - over a real transport, arrivals are stamped with the TSC when the decorator sees them. A
 //!   receiver only sees a message when it polls, so whenever the decorator is entered (send,
 //!   receive, and all the while it waits for a due time) it drains the transport eagerly into a
-//!   preallocated delay queue and stamps each message then; a message is delivered from the
-//!   queue once `stamp + ΔL + ΔG·s` has passed. The queue is a byte ring with room for one
+//!   preallocated delay queue and stamps each message then (or, what it finds on entering
+//!   over shm, dates it by the sender's stamp from the side band plus the transit learnt from
+//!   messages it saw arrive); a message is delivered from the queue once
+//!   `arrival + ΔL + ΔG·s` has passed. The queue is a byte ring with room for one
 //!   largest message beyond its configured size, and a ring of slots: no allocation and no lock
 //!   after construction. Only L and G need it; o and g never copy.
 //! - over the model transport ([`Probe::exact_arrivals`]), the decorator reads each message's
@@ -143,11 +145,9 @@ pub struct Emulated<E, T = Clock> {
     /// readable by the peer): the peer, with the same knobs, dates arrivals from them.
     stamps: bool,
     /// The least time from a sender's stamp to this receiver seeing the message: the
-    /// transport's own transit, learnt from messages sent after this end began polling for
-    /// them (seen as they arrived); 0 until one has been.
+    /// transport's own transit, learnt from messages that arrived while this end was waiting
+    /// inside the decorator (seen as they arrived); 0 until one has.
     transit_ns: f64,
-    /// When the current call into the decorator began (kept only where sends are stamped).
-    entered_ns: f64,
 }
 
 impl<E: Probe> Emulated<E, Clock> {
@@ -171,7 +171,6 @@ impl<E: Probe, T: Timer> Emulated<E, T> {
         Ok(Emulated {
             stamps,
             transit_ns: f64::INFINITY,
-            entered_ns: f64::INFINITY,
             pass: cfg.knobs.is_zero(),
             inner,
             cfg,
@@ -199,11 +198,14 @@ impl<E: Probe, T: Timer> Emulated<E, T> {
     }
 
     /// Moves every message the transport has into the delay queue, stamping its arrival now.
-    fn drain(&mut self) -> Result<(), TransportError> {
+    ///
+    /// `waiting`: this end has been polling inside the decorator since the last drain, so
+    /// what it finds now arrived just now (not while the program was away).
+    fn drain(&mut self, waiting: bool) -> Result<(), TransportError> {
         while self.drain_error.is_none() && self.queue.as_ref().is_some_and(DelayQueue::has_room) {
             match self.inner.message_waiting().and_then(|ready| {
                 if ready {
-                    self.stage()?;
+                    self.stage(waiting)?;
                 }
                 Ok(ready)
             }) {
@@ -227,7 +229,7 @@ impl<E: Probe, T: Timer> Emulated<E, T> {
     /// least transit seen so far: a message that arrived while the program was away (a
     /// server spinning between receives, a rank computing) is dated when it arrived, not
     /// when the program came back, so it is held ΔL past its arrival, not past the return.
-    fn stage(&mut self) -> Result<(), TransportError> {
+    fn stage(&mut self, waiting: bool) -> Result<(), TransportError> {
         let q = self.queue.as_mut().expect("staging needs the queue");
         let at = q.tail();
         let buf = &mut q.buf;
@@ -238,8 +240,8 @@ impl<E: Probe, T: Timer> Emulated<E, T> {
         let arrival = match stamp {
             Some(s) => {
                 let sent = self.timer.stamp_ns(s);
-                if sent >= self.entered_ns {
-                    // Sent while this end was inside, polling: seen as it arrived.
+                if waiting {
+                    // Found while this end was inside, polling: seen as it arrived.
                     self.transit_ns = self.transit_ns.min((now - sent).max(0.0));
                 }
                 let transit = if self.transit_ns.is_finite() {
@@ -273,7 +275,7 @@ impl<E: Probe, T: Timer> Emulated<E, T> {
             return Ok(());
         }
         while self.timer.now_ns() < t {
-            self.drain()?;
+            self.drain(true)?;
             std::hint::spin_loop();
         }
         Ok(())
@@ -281,8 +283,7 @@ impl<E: Probe, T: Timer> Emulated<E, T> {
 
     /// g and G: the wire of the previous send is busy Δg + ΔG·s longer; o: the CPU spins.
     fn before_send(&mut self) -> Result<(), TransportError> {
-        self.enter();
-        self.drain()?;
+        self.drain(false)?;
         let k = self.cfg.knobs;
         if let Some((t, s)) = self.prev_send {
             let extra = k.g_ns + k.gap_per_byte_ns * s as f64;
@@ -299,15 +300,6 @@ impl<E: Probe, T: Timer> Emulated<E, T> {
             self.timer.spin_ns(k.o_ns);
         }
         Ok(())
-    }
-
-    /// Notes when a call began, for telling a stamped message seen as it arrived from one
-    /// that waited for this end to come back.
-    #[inline]
-    fn enter(&mut self) {
-        if self.stamps {
-            self.entered_ns = self.timer.now_ns();
-        }
     }
 
     /// Hands a message to the transport, stamped where the peer dates arrivals by stamps.
@@ -380,7 +372,9 @@ impl<E: Probe, T: Timer> Emulated<E, T> {
         &mut self,
         sink: F,
     ) -> Result<RecvInfo, TransportError> {
-        self.enter();
+        // What arrived while the program was away first (dated by stamps, if any), so that
+        // whatever the waits below find arrived while this end was waiting.
+        self.drain(false)?;
         self.pace_recv()?;
         let info = self.recv_delayed(sink)?;
         self.after_recv(info.len);
@@ -415,9 +409,10 @@ impl<E: Probe, T: Timer> Emulated<E, T> {
             self.spin_o();
             return Ok(info);
         }
-        self.drain()?;
         if self.queue.as_ref().is_some_and(|q| q.count == 0) {
-            self.stage()?;
+            // Nothing had arrived when this call came in (drained in `recv_emulated`): the
+            // message this waits for is seen as it arrives.
+            self.stage(true)?;
         }
         let due = self
             .queue
