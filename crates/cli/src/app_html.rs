@@ -1170,6 +1170,7 @@ mod tests {
                     command: vec!["mpirun".into(), "<b>halo</b>".into()],
                     repeat: 3,
                     baseline_spread: Some(0.02),
+                    emulator_cost: None,
                     settings: Vec::new(),
                     knobs: vec![
                         knob("L", "us", vec![(0.0, 0.0), (5.0, 0.1), (20.0, 0.4)]),

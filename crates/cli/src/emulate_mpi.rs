@@ -94,6 +94,11 @@ pub struct RunArgs {
     /// predict`'s default algorithms) or native (the library's own, untouched)
     #[arg(long, value_enum, value_name = "MODE", default_value_t = Collectives::P2p)]
     pub collectives: Collectives,
+    /// Engage the emulator even with every knob at zero: collectives run as messages and every
+    /// hook runs, as under any knob. The apparatus at zero: what `emulate sweep` measures every
+    /// slowdown against (its own cost then shows as this run against the untouched program)
+    #[arg(long)]
+    pub engaged: bool,
     /// The MPI launch command (mpirun …) or a singleton MPI program
     #[arg(last = true, value_name = "COMMAND")]
     pub command: Vec<String>,
@@ -223,13 +228,13 @@ impl Untouched {
 }
 
 /// The version of [`RunOutcome`]'s JSON.
-pub(crate) const RUN_SCHEMA_VERSION: u32 = 2;
+pub(crate) const RUN_SCHEMA_VERSION: u32 = 3;
 
 /// One emulated run: what a sweep needs per setting.
 #[derive(Debug, Clone, Serialize)]
 pub(crate) struct RunOutcome {
-    /// 2: `collectives` and the emulated/native collective counts in `untouched` (1, unnumbered:
-    /// every collective native, `collective_calls` all untouched).
+    /// 3: `engaged`. 2: `collectives` and the emulated/native collective counts in `untouched`
+    /// (1, unnumbered: every collective native, `collective_calls` all untouched).
     pub schema_version: u32,
     /// The knobs in ns (G in ns per byte).
     pub o_ns: f64,
@@ -245,7 +250,10 @@ pub(crate) struct RunOutcome {
     pub success: bool,
     /// How collectives ran: `p2p` (as messages under the knobs) or `native`.
     pub collectives: Collectives,
-    /// None when every knob is zero (the interposer then passes every call straight through).
+    /// The emulator was engaged with every knob at zero (`--engaged`).
+    pub engaged: bool,
+    /// None when every knob is zero and the emulator was not engaged (the interposer then
+    /// passes every call straight through).
     pub untouched: Option<Untouched>,
 }
 
@@ -342,6 +350,8 @@ pub(crate) struct RunOptions {
     pub monitor_dir: Option<PathBuf>,
     /// Collectives as messages under the knobs (the default) or left to the library.
     pub collectives: Collectives,
+    /// Engage the emulator with every knob at zero (`COMMPERF_EMULATE_ENGAGE=1`).
+    pub engaged: bool,
 }
 
 /// Runs `command` (an MPI launch or a singleton MPI program) under the interposer with `knobs`,
@@ -373,6 +383,9 @@ pub(crate) fn run_emulated(
             opts.collectives.env_value().to_string(),
         ),
     ];
+    if opts.engaged {
+        vars.push(("COMMPERF_EMULATE_ENGAGE".into(), "1".into()));
+    }
     if let Some(m) = &opts.monitor_dir {
         crate::monitor_mpi::prepare_dir(m)?;
         let m = std::fs::canonicalize(m)?;
@@ -395,7 +408,7 @@ pub(crate) fn run_emulated(
     };
     let signalled = FORWARDED.swap(0, std::sync::atomic::Ordering::Relaxed);
     let wall = t0.elapsed();
-    let untouched = if knobs.is_zero() {
+    let untouched = if knobs.is_zero() && !opts.engaged {
         None
     } else {
         Some(Untouched::read(&dir.0)?)
@@ -415,6 +428,7 @@ pub(crate) fn run_emulated(
         },
         success: status.success() && signalled == 0,
         collectives: opts.collectives,
+        engaged: opts.engaged && knobs.is_zero(),
         untouched,
     })
 }
@@ -433,10 +447,16 @@ fn describe(r: &RunOutcome) -> String {
     };
     match &r.untouched {
         None => o.push_str("\ncommperf: every knob is zero: the program ran untouched"),
+        Some(u) if r.engaged && u.ranks == 0 => o.push_str(
+            "\ncommperf: every knob is zero, the emulator engaged; no rank reached MPI_Finalize",
+        ),
         Some(u) if u.ranks == 0 => o.push_str(
             "\ncommperf: no rank reached MPI_Finalize with the knobs set: what they touched is unknown",
         ),
         Some(u) => {
+            if r.engaged {
+                o.push_str("\ncommperf: every knob is zero, the emulator engaged (--engaged)");
+            }
             let _ = write!(
                 o,
                 "\ncommperf: knobs applied to {} point-to-point messages ({} B) on {} rank(s), \
@@ -479,6 +499,7 @@ pub fn run(a: &RunArgs) -> Result<()> {
         program_stdout_to_stderr: a.json,
         monitor_dir: a.monitor.clone(),
         collectives: a.collectives,
+        engaged: a.engaged,
     };
     let r = run_emulated(&a.knobs(), &a.command, &opts)?;
     if let Some(m) = &a.monitor {
@@ -757,6 +778,8 @@ pub(crate) fn calibrate(c: &crate::emulate::CalibrateArgs) -> Result<()> {
             program_stdout_to_stderr: true,
             monitor_dir: None,
             collectives: Collectives::P2p,
+            // The zero setting is the apparatus at zero, as for a sweep's baseline.
+            engaged: true,
         };
         let measure = |k: &Knobs| -> Result<MpiParams> {
             let _ = std::fs::remove_file(&json);

@@ -12,7 +12,7 @@
 use crate::output::{print, write_atomically};
 use anyhow::{bail, Context, Result};
 use clap::{Args, ValueEnum};
-use commperf_emulate::sweep::{run_sweep, Runner, SweepFormat, SweepPlan, SweepResult};
+use commperf_emulate::sweep::{run_sweep, Runner, Setting, SweepFormat, SweepPlan, SweepResult};
 use commperf_emulate::{parse_knob_list, Knob, Knobs};
 use commperf_predict::engine::{self, Inputs, LogGp, Model, PredictConfig};
 use commperf_predict::parse::{self, ParseOptions};
@@ -138,7 +138,7 @@ fn wait_timeout(
 }
 
 impl Runner for EmulatedRuns<'_> {
-    fn run(&mut self, knobs: &Knobs) -> Result<f64, String> {
+    fn run(&mut self, setting: &Setting) -> Result<f64, String> {
         self.n += 1;
         let log = self.dir.join(format!("run-{:03}.log", self.n));
         let file = std::fs::File::create(&log)
@@ -147,7 +147,11 @@ impl Runner for EmulatedRuns<'_> {
             .try_clone()
             .map_err(|e| format!("cannot reopen {}: {e}", log.display()))?;
         let mut cmd = Command::new(&self.exe);
-        cmd.arg("emulate").args(knob_flags(knobs));
+        cmd.arg("emulate").args(knob_flags(&setting.knobs()));
+        if !setting.untouched && setting.knob.is_none() {
+            // The baseline: the apparatus at zero (see commperf_emulate::sweep).
+            cmd.arg("--engaged");
+        }
         if let Some(i) = &self.args.interposer {
             cmd.args(["--interposer", i]);
         }

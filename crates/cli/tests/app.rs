@@ -457,12 +457,17 @@ fn a_sweep_gives_each_program_its_sensitivity_curve() {
     assert_eq!(sens[0]["program"], "cg");
     assert_eq!(sens[0]["stack"], "ompi-shm");
     let settings = sens[0]["sweep"]["settings"].as_array().expect("a sweep");
-    assert_eq!(settings.len(), 2, "baseline and L=1ms: {j}");
+    assert_eq!(
+        settings.len(),
+        3,
+        "baseline, the untouched reference and L=1ms: {j}"
+    );
+    assert_eq!(settings[1]["label"], "untouched", "{j}");
     let median = |i: usize| {
         assert_eq!(settings[i]["runs_s"].as_array().unwrap().len(), 3, "{j}");
         settings[i]["median_s"].as_f64().unwrap()
     };
-    let added = median(1) - median(0);
+    let added = median(2) - median(0);
     assert!(
         added >= 0.9 * 200.0 * 1e-3,
         "ΔL = 1 ms added only {added} s to 200 iterations: {j}"

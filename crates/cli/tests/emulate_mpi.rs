@@ -188,6 +188,21 @@ fn knobs_under(mpi: &str) {
     assert!(b < 9.0 * 30_000.0 + slack, "g=30us: burst {b} ns");
     assert!(j["untouched"]["paced_ns"].as_f64().unwrap() > 0.0, "{j}");
 
+    // g's slot starts where the injection ends, not where a call that also waited for its
+    // partner returned: with the partner 100 µs late to each of 200 exchanges and Δg = 20 µs,
+    // nothing needs pacing. Counted from the blocking call's return, every next exchange was
+    // paced Δg: 200 × 20 µs = 4 ms (measured 3.98 ms; 0.01–0.02 ms after).
+    for kind in ["sendrecv", "replace", "ssend"] {
+        let o = emulate(&["--g", "20us"], mpi, &prog, &["late", kind, "200", "100"]);
+        ok(&o);
+        let j: Value = serde_json::from_slice(&o.stdout).expect("JSON");
+        let paced = j["untouched"]["paced_ns"].as_f64().unwrap();
+        assert!(
+            paced < 0.1 * 200.0 * 20_000.0,
+            "{kind}: paced {paced} ns with the partner always late by more than Δg: {j}"
+        );
+    }
+
     // G: a 4000-byte send occupies its sender 4000 × 10 ns longer.
     let (_, g) = run(
         &["--G", "10"],

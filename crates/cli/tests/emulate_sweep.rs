@@ -52,10 +52,10 @@ fn sweep_measures_keeps_failures_and_predicts() {
     );
     let j: Value = serde_json::from_slice(&o.stdout)
         .unwrap_or_else(|e| panic!("stdout is not JSON ({e}): {}", text(&o.stdout)));
-    assert_eq!(j["schema_version"], 1);
+    assert_eq!(j["schema_version"], 2);
     let st = j["settings"].as_array().unwrap();
     let labels: Vec<&str> = st.iter().map(|s| s["label"].as_str().unwrap()).collect();
-    assert_eq!(labels, ["baseline", "L=2ms", "o=1us"]);
+    assert_eq!(labels, ["baseline", "untouched", "L=2ms", "o=1us"]);
     let runs = |i: usize| -> Vec<f64> {
         st[i]["runs_s"]
             .as_array()
@@ -64,9 +64,12 @@ fn sweep_measures_keeps_failures_and_predicts() {
             .map(|v| v.as_f64().unwrap())
             .collect()
     };
-    assert_eq!((runs(0).len(), runs(1).len(), runs(2).len()), (2, 2, 0));
+    assert_eq!(
+        (runs(0).len(), runs(1).len(), runs(2).len(), runs(3).len()),
+        (2, 2, 2, 0)
+    );
     // The o setting failed in both rounds (the program exits 3 under o), and was kept apart.
-    let fails = st[2]["failures"].as_array().unwrap();
+    let fails = st[3]["failures"].as_array().unwrap();
     assert_eq!(fails.len(), 2, "{fails:?}");
     assert!(
         fails
@@ -74,7 +77,7 @@ fn sweep_measures_keeps_failures_and_predicts() {
             .all(|f| f.as_str().unwrap().contains("exit status: 3")),
         "{fails:?}"
     );
-    // 6 runs, 6 logs, plus the monitored run's.
+    // 8 runs, 8 logs, plus the monitored run's.
     let logs = std::fs::read_dir(&dir)
         .unwrap()
         .filter(|e| {
@@ -83,11 +86,16 @@ fn sweep_measures_keeps_failures_and_predicts() {
             n.starts_with("run-") && n.ends_with(".log")
         })
         .count();
-    assert_eq!(logs, 6);
+    assert_eq!(logs, 8);
+    // The baseline ran the emulator engaged at zero (its log says so), the reference did not.
+    let log = |n: u32| std::fs::read_to_string(dir.join(format!("run-{n:03}.log"))).unwrap();
+    assert!(log(1).contains("the emulator engaged"), "{}", log(1));
+    assert!(log(2).contains("the program ran untouched"), "{}", log(2));
+    assert!(j["emulator_cost"].as_f64().is_some(), "{j}");
     // L holds each of the 2·ITERS messages of the critical path at least ΔL: the fastest L run
     // is ≥ 0.8 s slower than the fastest baseline run (10 % left for start-up variance).
     let min = |v: Vec<f64>| v.into_iter().fold(f64::INFINITY, f64::min);
-    let added = min(runs(1)) - min(runs(0));
+    let added = min(runs(2)) - min(runs(0));
     let floor = 2.0 * f64::from(ITERS) * 2e-3;
     assert!(
         added >= 0.9 * floor,
@@ -107,12 +115,12 @@ fn sweep_measures_keeps_failures_and_predicts() {
             .unwrap_or_else(|| panic!("{model} could not predict {}", labels[i]))
     };
     for model in ["loggp", "contention"] {
-        let l = pred(1, model);
+        let l = pred(2, model);
         assert!(
             (l - floor).abs() < 1e-2 * floor,
             "{model} L: {l} s, want {floor} s"
         );
-        let o = pred(2, model);
+        let o = pred(3, model);
         let want = 2.0 * f64::from(ITERS) * 2.0 * 1e-6;
         assert!(
             (o - want).abs() < 1e-2 * want,
@@ -121,9 +129,9 @@ fn sweep_measures_keeps_failures_and_predicts() {
     }
     // The L prediction is compared with the measured slowdown (beyond noise or not, it has a
     // slowdown over the measured baseline).
-    let lp = st[1]["predicted"].as_array().unwrap();
+    let lp = st[2]["predicted"].as_array().unwrap();
     let base = st[0]["median_s"].as_f64().unwrap();
-    assert!((lp[0]["slowdown"].as_f64().unwrap() - pred(1, "loggp") / base).abs() < 1e-9);
+    assert!((lp[0]["slowdown"].as_f64().unwrap() - pred(2, "loggp") / base).abs() < 1e-9);
     let svg = std::fs::read_to_string(&svg).unwrap();
     assert_eq!(svg.matches("<polyline").count(), 2, "one line per knob");
     assert!(dir.join("sweep.json").is_file() && dir.join("monitor/trace.txt").is_file());

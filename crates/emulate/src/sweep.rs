@@ -10,14 +10,23 @@
 //! of its own, run in every round: each slowdown is against the baseline's median of the same
 //! sweep, and the baseline's own spread is the noise band a slowdown must leave to count. A run
 //! that fails is recorded with its error and the sweep goes on: the other settings are kept.
+//!
+//! The baseline is the emulator *engaged* with every knob at zero, not the program alone: the
+//! apparatus has a cost of its own at zero (collectives run as point-to-point messages, a hook
+//! per call), and a slowdown against the bare program would charge that cost to whichever knob
+//! is set — an intercept at every value, which no model of the knob predicts (seed 001
+//! calibrates its apparatus at zero the same way). The program alone still runs in every round
+//! as a reference row, `untouched`, so the emulator's own cost is measured and reported
+//! ([`SweepResult::emulator_cost`]), never hidden.
 
 use crate::knobs::{EmulateError, Knob, Knobs};
 use commperf_report::{Align, Table};
 use serde::{Deserialize, Serialize};
 use std::fmt::Write as _;
 
-/// Version of [`SweepResult`]'s JSON form.
-pub const SWEEP_SCHEMA_VERSION: u32 = 1;
+/// Version of [`SweepResult`]'s JSON form. 2: the baseline is the emulator engaged at zero; the
+/// `untouched` reference row and `emulator_cost` (1: the baseline was the untouched program).
+pub const SWEEP_SCHEMA_VERSION: u32 = 2;
 
 /// Most repeats a sweep takes: beyond it a typo, not an experiment.
 pub const MAX_REPEAT: u32 = 1000;
@@ -37,13 +46,16 @@ pub enum SweepError {
     Repeat(u32),
 }
 
-/// One setting: all knobs at zero (the baseline), or one knob at one value.
+/// One setting: all knobs at zero (the baseline: the emulator engaged at zero), one knob at one
+/// value, or the untouched program (the reference row: no emulator at all).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Setting {
-    /// `None` for the baseline.
+    /// `None` for the baseline and the untouched reference.
     pub knob: Option<Knob>,
-    /// ns (ns per byte for G); 0 for the baseline.
+    /// ns (ns per byte for G); 0 for the baseline and the reference.
     pub value: f64,
+    /// The program without the emulator (the reference row).
+    pub untouched: bool,
 }
 
 impl Setting {
@@ -58,6 +70,7 @@ impl Setting {
     /// `baseline`, `L=5us`, `G=0.5ns/B`.
     pub fn label(&self) -> String {
         match self.knob {
+            None if self.untouched => "untouched".into(),
             None => "baseline".into(),
             Some(k) => format!("{k}={}", value_text(k, self.value)),
         }
@@ -117,10 +130,18 @@ impl SweepPlan {
         if !(1..=MAX_REPEAT).contains(&repeat) {
             return Err(SweepError::Repeat(repeat));
         }
-        let mut settings = vec![Setting {
-            knob: None,
-            value: 0.0,
-        }];
+        let mut settings = vec![
+            Setting {
+                knob: None,
+                value: 0.0,
+                untouched: false,
+            },
+            Setting {
+                knob: None,
+                value: 0.0,
+                untouched: true,
+            },
+        ];
         let mut seen = Vec::new();
         for (knob, values) in knobs {
             if seen.contains(knob) {
@@ -135,6 +156,7 @@ impl SweepPlan {
                     settings.push(Setting {
                         knob: Some(*knob),
                         value: v,
+                        untouched: false,
                     });
                 }
             }
@@ -145,7 +167,7 @@ impl SweepPlan {
         Ok(SweepPlan { settings, repeat })
     }
 
-    /// Every setting, the baseline first.
+    /// Every setting: the baseline first, the untouched reference second, then the knobs'.
     pub fn settings(&self) -> &[Setting] {
         &self.settings
     }
@@ -165,25 +187,29 @@ impl SweepPlan {
     }
 }
 
-/// Runs the program once with the given knobs; returns its run time in seconds, or why the run
-/// failed (exit status, signal, timeout), in words for the report.
+/// Runs the program once at one setting (its knobs: [`Setting::knobs`]; the emulator engaged
+/// even when they are all zero, unless [`Setting::untouched`]); returns its run time in
+/// seconds, or why the run failed (exit status, signal, timeout), in words for the report.
 pub trait Runner {
-    fn run(&mut self, knobs: &Knobs) -> Result<f64, String>;
+    fn run(&mut self, setting: &Setting) -> Result<f64, String>;
 }
 
 impl<R: Runner + ?Sized> Runner for &mut R {
-    fn run(&mut self, knobs: &Knobs) -> Result<f64, String> {
-        (**self).run(knobs)
+    fn run(&mut self, setting: &Setting) -> Result<f64, String> {
+        (**self).run(setting)
     }
 }
 
 /// One setting's runs and what they mean.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SettingResult {
-    /// `baseline`, `L=5us`, …
+    /// `baseline`, `untouched`, `L=5us`, …
     pub label: String,
-    /// `None` for the baseline.
+    /// `None` for the baseline and the untouched reference.
     pub knob: Option<String>,
+    /// The reference row: the program without the emulator.
+    #[serde(default)]
+    pub untouched: bool,
     /// The knob's value in ns (ns per byte for G); 0 for the baseline.
     pub value_ns: f64,
     /// Run times of the successful runs, in run order.
@@ -244,7 +270,11 @@ pub struct SweepResult {
     pub repeat: u32,
     /// Baseline (max − min) / median: the noise band of this sweep's slowdowns.
     pub baseline_spread: Option<f64>,
-    /// Every setting, the baseline first.
+    /// What the emulator costs at zero: baseline median / untouched median − 1 (0.02: the
+    /// program runs 2 % slower under the engaged emulator with every knob at zero).
+    #[serde(default)]
+    pub emulator_cost: Option<f64>,
+    /// Every setting: the baseline first, then the untouched reference, then the knobs'.
     pub settings: Vec<SettingResult>,
     pub knobs: Vec<KnobSummary>,
     /// The knob whose tested values slowed the program most, beyond the noise band; `None` when
@@ -267,7 +297,7 @@ pub fn run_sweep<R: Runner>(
     for (n, &i) in order.iter().enumerate() {
         let s = &plan.settings[i];
         progress(n, order.len(), s);
-        match runner.run(&s.knobs()) {
+        match runner.run(s) {
             Ok(t) if t.is_finite() && t >= 0.0 => runs[i].push(t),
             Ok(t) => fails[i].push(format!("run {}: unusable run time {t} s", n + 1)),
             Err(why) => fails[i].push(format!("run {}: {why}", n + 1)),
@@ -321,6 +351,7 @@ fn summarize(
             SettingResult {
                 label: s.label(),
                 knob: s.knob.map(|k| k.to_string()),
+                untouched: s.untouched,
                 value_ns: s.value,
                 median_s: med,
                 min_s: r.iter().copied().reduce(f64::min),
@@ -362,6 +393,13 @@ fn summarize(
             points,
         });
     }
+    let emulator_cost = settings
+        .iter()
+        .find(|s| s.untouched)
+        .and_then(|u| u.median_s)
+        .zip(base)
+        .filter(|&(u, _)| u > 0.0)
+        .map(|(u, b)| b / u - 1.0);
     let noise = spread.unwrap_or(0.0);
     let most_sensitive = knobs
         .iter()
@@ -373,6 +411,7 @@ fn summarize(
         command: command.to_vec(),
         repeat: plan.repeat,
         baseline_spread: spread,
+        emulator_cost,
         settings,
         knobs,
         most_sensitive,
@@ -467,12 +506,12 @@ impl SweepResult {
                 secs(s.median_s),
                 secs(s.min_s),
                 secs(s.max_s),
-                if s.knob.is_none() {
+                if s.knob.is_none() && !s.untouched {
                     "(anchor)".into()
                 } else {
                     pct(s.slowdown)
                 },
-                match (s.knob.is_none(), s.within_noise) {
+                match (s.knob.is_none() && !s.untouched, s.within_noise) {
                     (true, _) => "".into(),
                     (false, Some(true)) => "within".into(),
                     (false, Some(false)) => "beyond".into(),
@@ -502,6 +541,16 @@ impl SweepResult {
                 "baseline spread unknown (fewer than two baseline runs): use --repeat ≥ 2 to judge noise"
                     .into(),
             ),
+        }
+        if let Some(c) = self.emulator_cost {
+            out.push(format!(
+                "the emulator at zero (baseline) against the untouched program: {:+.1}%{}; every slowdown is against the baseline",
+                100.0 * c,
+                match self.baseline_spread {
+                    Some(sp) if c.abs() <= sp => " (within noise)",
+                    _ => "",
+                }
+            ));
         }
         for k in &self.knobs {
             out.push(format!(
@@ -702,20 +751,24 @@ mod tests {
     /// failure at a chosen run.
     struct Model {
         base: f64,
+        /// What the engaged emulator adds at zero, seconds.
+        zero_cost: f64,
         calls: Vec<Knobs>,
         fail_at: Option<usize>,
         jitter: Vec<f64>,
     }
 
     impl Runner for Model {
-        fn run(&mut self, k: &Knobs) -> Result<f64, String> {
+        fn run(&mut self, s: &Setting) -> Result<f64, String> {
             let n = self.calls.len();
-            self.calls.push(*k);
+            let k = s.knobs();
+            self.calls.push(k);
             if self.fail_at == Some(n) {
                 return Err("exit status 3".into());
             }
             // 1000 messages of 1 KiB on the critical path: L and o count per message, G per byte.
             let t = self.base
+                + if s.untouched { 0.0 } else { self.zero_cost }
                 + 1e-9
                     * 1000.0
                     * (k.l_ns + 2.0 * k.o_ns + k.g_ns * 0.5 + 1024.0 * k.gap_per_byte_ns);
@@ -726,6 +779,7 @@ mod tests {
     fn model() -> Model {
         Model {
             base: 1.0,
+            zero_cost: 0.0,
             calls: Vec::new(),
             fail_at: None,
             jitter: Vec::new(),
@@ -736,8 +790,16 @@ mod tests {
     fn schedule_interleaves_and_reverses_odd_rounds() {
         let p =
             SweepPlan::new(&[(Knob::L, vec![0.0, 5e3, 10e3]), (Knob::O, vec![1e3])], 3).unwrap();
-        assert_eq!(p.settings().len(), 4, "zero folds into the baseline");
-        assert_eq!(p.schedule(), vec![0, 1, 2, 3, 3, 2, 1, 0, 0, 1, 2, 3]);
+        assert_eq!(
+            p.settings().len(),
+            5,
+            "zero folds into the baseline, beside the untouched reference"
+        );
+        assert!(p.settings()[1].untouched && p.settings()[1].knob.is_none());
+        assert_eq!(
+            p.schedule(),
+            vec![0, 1, 2, 3, 4, 4, 3, 2, 1, 0, 0, 1, 2, 3, 4]
+        );
     }
 
     #[test]
@@ -751,23 +813,25 @@ mod tests {
         )
         .unwrap();
         let mut m = model();
-        // Baseline runs are run 0, 7 and 8 (schedule 0 1 2 3 3 2 1 0 0 1 2 3).
-        m.jitter = vec![0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.02, -0.01];
+        // Baseline runs are run 0, 9 and 10 (schedule 0 1 2 3 4 4 3 2 1 0 0 1 2 3 4).
+        m.jitter = vec![0.0; 11];
+        m.jitter[9] = 0.02;
+        m.jitter[10] = -0.01;
         let r = run_sweep(&p, &mut m, &["app".to_string()], |_, _, _| {});
-        assert_eq!(m.calls.len(), 12);
+        assert_eq!(m.calls.len(), 15);
         let b = &r.settings[0];
         assert_eq!(b.runs_s, vec![1.0, 1.02, 0.99]);
         assert_eq!(b.median_s, Some(1.0));
         assert!((r.baseline_spread.unwrap() - 0.03).abs() < 1e-12);
         // L = 100 µs: 1000 × 100 µs = 0.1 s on 1 s.
-        let l100 = &r.settings[1];
+        let l100 = &r.settings[2];
         assert_eq!(l100.label, "L=100us");
         assert!((l100.slowdown.unwrap() - 0.1).abs() < 1e-9);
         assert_eq!(l100.within_noise, Some(false));
-        assert!((r.settings[2].slowdown.unwrap() - 0.2).abs() < 1e-9);
+        assert!((r.settings[3].slowdown.unwrap() - 0.2).abs() < 1e-9);
         // G = 1 ns/B: 1000 × 1024 ns = 1.024 ms.
-        assert!((r.settings[3].slowdown.unwrap() - 0.001024).abs() < 1e-9);
-        assert_eq!(r.settings[3].within_noise, Some(true));
+        assert!((r.settings[4].slowdown.unwrap() - 0.001024).abs() < 1e-9);
+        assert_eq!(r.settings[4].within_noise, Some(true));
         let l = r.knobs.iter().find(|k| k.knob == "L").unwrap();
         assert_eq!(l.points.len(), 3);
         // slowdown = 0.001 per µs exactly.
@@ -779,19 +843,24 @@ mod tests {
     fn predictions_compare_as_slowdowns_over_the_measured_baseline() {
         let p = SweepPlan::new(&[(Knob::L, vec![100e3]), (Knob::O, vec![10e3])], 2).unwrap();
         let mut m = model();
-        m.jitter = vec![0.0, 0.0, 0.0, 0.0, 0.0, 0.01];
+        // Schedule 0 1 2 3 3 2 1 0: the baseline's second run is run 7.
+        m.jitter = vec![0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.01];
         let mut r = run_sweep(&p, &mut m, &[], |_, _, _| {});
         // Measured: L +0.1 s on a 1.005 s baseline median; o +0.02 s.
         r.add_prediction("loggp", |k, v| match k {
             Knob::L => Ok(1000.0 * v * 1e-9 * 1.05),
             _ => Err("not modelled".into()),
         });
-        let l = &r.settings[1].predicted[0];
+        assert!(
+            r.settings[1].predicted.is_empty(),
+            "the untouched row is no knob setting"
+        );
+        let l = &r.settings[2].predicted[0];
         let base = 1.005;
         assert!((l.slowdown.unwrap() - 0.105 / base).abs() < 1e-12);
         let meas = 1.1 / base - 1.0;
         assert!((l.relative_error.unwrap() - ((0.105 / base) / meas - 1.0)).abs() < 1e-12);
-        let o = &r.settings[2].predicted[0];
+        let o = &r.settings[3].predicted[0];
         assert_eq!((o.added_s, o.note.as_deref()), (None, Some("not modelled")));
         let text = r.render(SweepFormat::Text);
         assert!(
@@ -802,19 +871,45 @@ mod tests {
     }
 
     #[test]
+    fn slowdowns_are_against_the_engaged_emulator_and_its_own_cost_is_reported() {
+        let p = SweepPlan::new(&[(Knob::L, vec![100e3])], 3).unwrap();
+        let mut m = model();
+        m.zero_cost = 0.05;
+        let r = run_sweep(&p, &mut m, &[], |_, _, _| {});
+        let untouched = r.settings.iter().filter(|s| s.untouched).count();
+        assert_eq!(untouched, 1);
+        assert_eq!(r.settings[1].label, "untouched");
+        assert_eq!(r.settings[1].median_s, Some(1.0));
+        assert_eq!(r.settings[0].median_s, Some(1.05));
+        // The knob's own 0.1 s over the engaged baseline, not 0.15 s over the bare program.
+        assert!((r.settings[2].slowdown.unwrap() - 0.1 / 1.05).abs() < 1e-12);
+        assert!((r.emulator_cost.unwrap() - 0.05).abs() < 1e-12);
+        assert!((r.settings[1].slowdown.unwrap() - (1.0 / 1.05 - 1.0)).abs() < 1e-12);
+        // The reference row is no knob: it neither plots nor names the most sensitive knob.
+        assert_eq!(r.knobs.len(), 1);
+        assert_eq!(r.knobs[0].points.len(), 2);
+        let text = r.render(SweepFormat::Text);
+        assert!(
+            text.contains("the emulator at zero (baseline) against the untouched program: +5.0%"),
+            "{text}"
+        );
+    }
+
+    #[test]
     fn a_failed_run_is_kept_and_the_rest_go_on() {
         let p = SweepPlan::new(&[(Knob::O, vec![10e3])], 2).unwrap();
         let mut m = model();
-        m.fail_at = Some(1);
+        // Schedule 0 1 2 2 1 0: o's first run is run 2.
+        m.fail_at = Some(2);
         let r = run_sweep(&p, &mut m, &[], |_, _, _| {});
-        assert_eq!(m.calls.len(), 4, "the sweep went on after the failure");
-        let o = &r.settings[1];
-        assert_eq!(o.failures, vec!["run 2: exit status 3".to_string()]);
+        assert_eq!(m.calls.len(), 6, "the sweep went on after the failure");
+        let o = &r.settings[2];
+        assert_eq!(o.failures, vec!["run 3: exit status 3".to_string()]);
         assert_eq!(o.runs_s.len(), 1);
         assert!((o.slowdown.unwrap() - 0.02).abs() < 1e-9);
         let text = r.render(SweepFormat::Text);
         assert!(
-            text.contains("o=10us failed: run 2: exit status 3"),
+            text.contains("o=10us failed: run 3: exit status 3"),
             "{text}"
         );
     }
@@ -823,7 +918,7 @@ mod tests {
     fn nothing_beyond_noise_names_no_knob() {
         let p = SweepPlan::new(&[(Knob::L, vec![1.0])], 2).unwrap();
         let mut m = model();
-        m.jitter = vec![0.0, 0.0, 0.0, 0.05];
+        m.jitter = vec![0.0, 0.0, 0.0, 0.0, 0.0, 0.05];
         let r = run_sweep(&p, &mut m, &[], |_, _, _| {});
         assert_eq!(r.most_sensitive, None);
         assert!(r.render(SweepFormat::Text).contains("no knob slowed"));

@@ -152,8 +152,15 @@ static inline uint64_t tbytes(MPI_Datatype dt, int count) {
 
 static inline uint64_t enter_t(void) { return cpmpi_emu_l ? cpmpi_emu_now() : 0; }
 
+/* Under g a blocking send is an Isend and a wait, g's slot taken between them (emulate.h). */
 static int c_send(cctx *x, const void *b, int n, MPI_Datatype dt, int to) {
     cpmpi_emu_send_pre(x->world[to], x->id, CTAG, tbytes(dt, n));
+    if (cpmpi_emu_g) {
+        MPI_Request rq;
+        int rc = PMPI_Isend(b, n, dt, to, CTAG, x->dup, &rq);
+        cpmpi_emu_send_post(x->world[to]);
+        return rc == MPI_SUCCESS ? PMPI_Wait(&rq, MPI_STATUS_IGNORE) : rc;
+    }
     int rc = PMPI_Send(b, n, dt, to, CTAG, x->dup);
     cpmpi_emu_send_post(x->world[to]);
     return rc;
@@ -178,8 +185,23 @@ static int c_sendrecv(cctx *x, const void *sb, int sn, MPI_Datatype st, int to, 
                       MPI_Datatype rt, int from) {
     uint64_t te = enter_t();
     cpmpi_emu_send_pre(x->world[to], x->id, CTAG, tbytes(st, sn));
-    int rc = PMPI_Sendrecv(sb, sn, st, to, CTAG, rb, rn, rt, from, CTAG, x->dup, MPI_STATUS_IGNORE);
-    cpmpi_emu_send_post(x->world[to]);
+    int rc;
+    if (cpmpi_emu_g) { /* the Irecv first, the slot after the Isend, then the wait (emulate.h) */
+        MPI_Request rq[2];
+        rc = PMPI_Irecv(rb, rn, rt, from, CTAG, x->dup, &rq[0]);
+        if (rc != MPI_SUCCESS) return rc;
+        rc = PMPI_Isend(sb, sn, st, to, CTAG, x->dup, &rq[1]);
+        cpmpi_emu_send_post(x->world[to]);
+        if (rc != MPI_SUCCESS) {
+            PMPI_Cancel(&rq[0]);
+            PMPI_Wait(&rq[0], MPI_STATUS_IGNORE);
+            return rc;
+        }
+        rc = PMPI_Waitall(2, rq, MPI_STATUSES_IGNORE);
+    } else {
+        rc = PMPI_Sendrecv(sb, sn, st, to, CTAG, rb, rn, rt, from, CTAG, x->dup, MPI_STATUS_IGNORE);
+        cpmpi_emu_send_post(x->world[to]);
+    }
     if (rc == MPI_SUCCESS) cpmpi_emu_recv(x->world[from], x->id, CTAG, tbytes(rt, rn), te);
     return rc;
 }

@@ -3,8 +3,9 @@
  *
  * Configured once at MPI_Init from COMMPERF_EMULATE ("o=5us,g=0ns,G=0.5ns,L=20us": the verb
  * writes every knob with its unit; G is ns per byte); the shim (shim.c) calls the hooks below
- * from its point-to-point wrappers only when `cpmpi_emu_on` (some knob > 0): with every knob at
- * zero each wrapper pays one predictable branch on a variable that never changes.
+ * from its point-to-point wrappers only when `cpmpi_emu_on` (some knob > 0, or
+ * COMMPERF_EMULATE_ENGAGE=1: the apparatus at zero, a sweep's baseline): otherwise each wrapper
+ * pays one predictable branch on a variable that never changes.
  *
  * How each knob is applied (per message, CPU busy: delays are spins on the TSC, never sleeps):
  * - o: the sender spins Δo before handing the message to PMPI; the receiver spins Δo after a
@@ -12,6 +13,10 @@
  * - g: injections of one sender are at least Δg apart: after an injection the next one may not
  *   start before it + Δg; the wait is taken only when the next injection comes earlier (the seed
  *   stalls its NIC after injection, which never blocks the host while it stays under the rate).
+ *   "After an injection" is when the non-blocking send returned: a blocking send whose call
+ *   also waits for the receiver (rendezvous, Ssend, Sendrecv's receive) is run as its
+ *   non-blocking form and a wait while g is set (shim.c, coll.c), or the wait would count as
+ *   wire time and every such send would pay the receiver's lateness on top of Δg.
  * - G: the message of s bytes occupies the sender's wire ΔG·s longer: the sender spins ΔG·s just
  *   before injecting it (it leaves, and so arrives, ΔG·s later, and the next injection is pushed
  *   back as much).
@@ -54,6 +59,7 @@
 
 int cpmpi_emu_on = 0;
 int cpmpi_emu_l = 0;
+int cpmpi_emu_g = 0;
 
 #define TLS __thread __attribute__((tls_model("initial-exec")))
 
@@ -370,7 +376,10 @@ int cpmpi_emu_init(int rank, int size, int use_tsc, uint64_t tsc_mult) {
     g_t = (uint64_t)(g_ns * ticks_per_ns + 0.5);
     l_t = (uint64_t)(l_ns * ticks_per_ns + 0.5);
     big_g_t = big_g_ns * ticks_per_ns;
-    int want = o_t || g_t || l_t || big_g_t > 0.0;
+    /* COMMPERF_EMULATE_ENGAGE=1: every hook runs (collectives as messages) with the knobs at
+     * zero: the apparatus at zero, the anchor of `commperf emulate sweep`. */
+    const char *engage = getenv("COMMPERF_EMULATE_ENGAGE");
+    int want = o_t || g_t || l_t || big_g_t > 0.0 || (engage && strcmp(engage, "1") == 0);
     if (l_t) {
         /* The side band is shared memory: every rank must be on this host. */
         uint32_t h = host_hash(), lo = 0, hi = 0;
@@ -389,6 +398,7 @@ int cpmpi_emu_init(int rank, int size, int use_tsc, uint64_t tsc_mult) {
     if (want && cpmpi_coll_init(rank) != 0) return -1;
     cpmpi_emu_on = want;
     cpmpi_emu_l = l_t != 0;
+    cpmpi_emu_g = g_t != 0;
     if (rank == 0 && getenv("COMMPERF_EMULATE_VERBOSE"))
         fprintf(stderr, "commperf-pmpi: emulating o=%.0fns g=%.0fns G=%.3fns/B L=%.0fns (%s, %.6f ticks/ns)\n",
                 o_ns, g_ns, big_g_ns, l_ns, use_tsc_e ? "TSC" : "CLOCK_MONOTONIC", ticks_per_ns);

@@ -8,6 +8,10 @@
 extern int cpmpi_emu_on;
 /* L is set: receives need their entry time. */
 extern int cpmpi_emu_l;
+/* g is set: g's slot is taken from the end of each injection (cpmpi_emu_send_post), so a send
+ * whose call also waits for its receiver (a blocking send in rendezvous, Ssend, Sendrecv) must
+ * be run as its non-blocking form, the slot taken between the injection and the wait. */
+extern int cpmpi_emu_g;
 /* Reads COMMPERF_EMULATE (collective over MPI_COMM_WORLD when L is set); -1: refused, the
  * reason printed. */
 int cpmpi_emu_init(int rank, int size, int use_tsc, uint64_t tsc_mult);

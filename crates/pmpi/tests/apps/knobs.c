@@ -13,6 +13,11 @@
  *   self N SIZE         : rank 0 sends N messages to itself (MPI_Isend, MPI_Recv, MPI_Wait); mean
  *                         time per message, ns (no wire: the knobs' L, g and G do not apply)
  *                                                                           -> "self_ns X"
+ *   late KIND N W       : N exchanges between ranks 0 and 1 where rank 1 comes W µs late to each
+ *                         (it spins W first); KIND sendrecv, replace (MPI_Sendrecv_replace) or
+ *                         ssend (rank 0 MPI_Ssends, rank 1 receives): rank 0's mean per exchange,
+ *                         ns (under g < W nothing is paced: the wait for the late partner is no
+ *                         wire time)                                       -> "late_ns X"
  * An optional last argument REPS (default 5): the minimum over REPS repetitions of each figure is
  * printed, so that one repetition in a quiet moment of a shared machine is enough. */
 #include <mpi.h>
@@ -105,6 +110,35 @@ static double waitall(int r, int n, int size) {
     return t;
 }
 
+static double late(int r, const char *kind, int n, double w_us) {
+    MPI_Barrier(MPI_COMM_WORLD);
+    double t0 = now_ns();
+    long x = r, y = 0;
+    for (int i = 0; i < n && r < 2; i++) {
+        if (r == 1) {
+            double until = now_ns() + w_us * 1e3;
+            while (now_ns() < until) {
+            }
+        }
+        int peer = 1 - r;
+        if (strcmp(kind, "sendrecv") == 0) {
+            MPI_Sendrecv(&x, 1, MPI_LONG, peer, 8, &y, 1, MPI_LONG, peer, 8, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        } else if (strcmp(kind, "replace") == 0) {
+            y = r;
+            MPI_Sendrecv_replace(&y, 1, MPI_LONG, peer, 8, peer, 8, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            if (y != peer) {
+                fprintf(stderr, "knobs: Sendrecv_replace delivered %ld, not %d\n", y, peer);
+                MPI_Abort(MPI_COMM_WORLD, 1);
+            }
+        } else if (r == 0) {
+            MPI_Ssend(&x, 1, MPI_LONG, 1, 8, MPI_COMM_WORLD);
+        } else {
+            MPI_Recv(&y, 1, MPI_LONG, 0, 8, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        }
+    }
+    return (now_ns() - t0) / n;
+}
+
 static double minof(double a, double b) { return a < b ? a : b; }
 
 int main(int argc, char **argv) {
@@ -162,6 +196,17 @@ int main(int argc, char **argv) {
             if (k > 0) best = minof(best, (now_ns() - t0) / a1); /* the first is a warm-up */
         }
         if (r == 0) printf("self_ns %.1f\n", best);
+    } else if (strcmp(mode, "late") == 0) {
+        const char *kind = argc > 2 ? argv[2] : "";
+        if (strcmp(kind, "sendrecv") && strcmp(kind, "replace") && strcmp(kind, "ssend")) {
+            if (r == 0) fprintf(stderr, "knobs: late KIND: sendrecv, replace or ssend, not %s\n", kind);
+            MPI_Abort(MPI_COMM_WORLD, 2);
+        }
+        int k = argc > 3 ? atoi(argv[3]) : 0;
+        double w = argc > 4 ? atof(argv[4]) : 0;
+        if (k < 1) k = 1;
+        double t = late(r, kind, k, w);
+        if (r == 0) printf("late_ns %.1f\n", t);
     } else if (strcmp(mode, "coll") == 0) {
         double x = r, y;
         for (int i = 0; i < 5; i++) MPI_Allreduce(&x, &y, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
