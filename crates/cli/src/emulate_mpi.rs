@@ -94,9 +94,10 @@ pub struct RunArgs {
     /// predict`'s default algorithms) or native (the library's own, untouched)
     #[arg(long, value_enum, value_name = "MODE", default_value_t = Collectives::P2p)]
     pub collectives: Collectives,
-    /// Engage the emulator even with every knob at zero: collectives run as messages and every
-    /// hook runs, as under any knob. The apparatus at zero: what `emulate sweep` measures every
-    /// slowdown against (its own cost then shows as this run against the untouched program)
+    /// Run the whole apparatus whatever the knobs: collectives as messages, every hook, and L's
+    /// side band (stamps written and read; nothing held unless L is set), even with every knob
+    /// at zero. What `emulate sweep` runs its baseline and every setting with (the apparatus's
+    /// own cost then shows as the baseline against the untouched program)
     #[arg(long)]
     pub engaged: bool,
     /// The MPI launch command (mpirun …) or a singleton MPI program
@@ -250,7 +251,7 @@ pub(crate) struct RunOutcome {
     pub success: bool,
     /// How collectives ran: `p2p` (as messages under the knobs) or `native`.
     pub collectives: Collectives,
-    /// The emulator was engaged with every knob at zero (`--engaged`).
+    /// The whole apparatus ran whatever the knobs (`--engaged`).
     pub engaged: bool,
     /// None when every knob is zero and the emulator was not engaged (the interposer then
     /// passes every call straight through).
@@ -350,7 +351,7 @@ pub(crate) struct RunOptions {
     pub monitor_dir: Option<PathBuf>,
     /// Collectives as messages under the knobs (the default) or left to the library.
     pub collectives: Collectives,
-    /// Engage the emulator with every knob at zero (`COMMPERF_EMULATE_ENGAGE=1`).
+    /// Run the whole apparatus whatever the knobs (`COMMPERF_EMULATE_ENGAGE=1`).
     pub engaged: bool,
 }
 
@@ -428,7 +429,7 @@ pub(crate) fn run_emulated(
         },
         success: status.success() && signalled == 0,
         collectives: opts.collectives,
-        engaged: opts.engaged && knobs.is_zero(),
+        engaged: opts.engaged,
         untouched,
     })
 }
@@ -447,15 +448,12 @@ fn describe(r: &RunOutcome) -> String {
     };
     match &r.untouched {
         None => o.push_str("\ncommperf: every knob is zero: the program ran untouched"),
-        Some(u) if r.engaged && u.ranks == 0 => o.push_str(
-            "\ncommperf: every knob is zero, the emulator engaged; no rank reached MPI_Finalize",
-        ),
         Some(u) if u.ranks == 0 => o.push_str(
             "\ncommperf: no rank reached MPI_Finalize with the knobs set: what they touched is unknown",
         ),
         Some(u) => {
             if r.engaged {
-                o.push_str("\ncommperf: every knob is zero, the emulator engaged (--engaged)");
+                o.push_str("\ncommperf: the emulator engaged (--engaged): collectives as messages, L's side band");
             }
             let _ = write!(
                 o,
@@ -778,7 +776,7 @@ pub(crate) fn calibrate(c: &crate::emulate::CalibrateArgs) -> Result<()> {
             program_stdout_to_stderr: true,
             monitor_dir: None,
             collectives: Collectives::P2p,
-            // The zero setting is the apparatus at zero, as for a sweep's baseline.
+            // The whole apparatus at every setting, zero included, as in a sweep.
             engaged: true,
         };
         let measure = |k: &Knobs| -> Result<MpiParams> {

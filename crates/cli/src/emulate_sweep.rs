@@ -148,8 +148,10 @@ impl Runner for EmulatedRuns<'_> {
             .map_err(|e| format!("cannot reopen {}: {e}", log.display()))?;
         let mut cmd = Command::new(&self.exe);
         cmd.arg("emulate").args(knob_flags(&setting.knobs()));
-        if !setting.untouched && setting.knob.is_none() {
-            // The baseline: the apparatus at zero (see commperf_emulate::sweep).
+        if !setting.untouched {
+            // Every setting and the baseline run the whole apparatus, L's side band included,
+            // so its own per-message cost is in the anchor as in each setting
+            // (commperf_emulate::sweep).
             cmd.arg("--engaged");
         }
         if let Some(i) = &self.args.interposer {

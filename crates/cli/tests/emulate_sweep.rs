@@ -87,7 +87,7 @@ fn sweep_measures_keeps_failures_and_predicts() {
         })
         .count();
     assert_eq!(logs, 8);
-    // The baseline ran the emulator engaged at zero (its log says so), the reference did not.
+    // The baseline ran the emulator engaged (its log says so), the reference did not.
     let log = |n: u32| std::fs::read_to_string(dir.join(format!("run-{n:03}.log"))).unwrap();
     assert!(log(1).contains("the emulator engaged"), "{}", log(1));
     assert!(log(2).contains("the program ran untouched"), "{}", log(2));

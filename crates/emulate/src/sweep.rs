@@ -11,11 +11,11 @@
 //! sweep, and the baseline's own spread is the noise band a slowdown must leave to count. A run
 //! that fails is recorded with its error and the sweep goes on: the other settings are kept.
 //!
-//! The baseline is the emulator *engaged* with every knob at zero, not the program alone: the
-//! apparatus has a cost of its own at zero (collectives run as point-to-point messages, a hook
-//! per call), and a slowdown against the bare program would charge that cost to whichever knob
-//! is set — an intercept at every value, which no model of the knob predicts (seed 001
-//! calibrates its apparatus at zero the same way). The program alone still runs in every round
+//! The baseline is the emulator *engaged* with every knob at zero, not the program alone, and
+//! every setting runs the same whole apparatus: it has a cost of its own (collectives run as
+//! point-to-point messages, a hook per call, L's side band), and a slowdown against the bare
+//! program would charge that cost to whichever knob is set — an intercept at every value, which
+//! no model of the knob predicts (seed 001's firmware is in place at every setting too). The program alone still runs in every round
 //! as a reference row, `untouched`, so the emulator's own cost is measured and reported
 //! ([`SweepResult::emulator_cost`]), never hidden.
 

@@ -6,7 +6,7 @@
 #include <stdint.h>
 
 extern int cpmpi_emu_on;
-/* L is set: receives need their entry time. */
+/* L's side band runs (L set, or the emulator engaged): receives need their entry time. */
 extern int cpmpi_emu_l;
 /* g is set: g's slot is taken from the end of each injection (cpmpi_emu_send_post), so a send
  * whose call also waits for its receiver (a blocking send in rendezvous, Ssend, Sendrecv) must
