@@ -68,7 +68,8 @@ pub struct SweepArgs {
     #[arg(long)]
     pub predict: bool,
     /// The platform's LogGP parameters for --predict (ns; predict's --loggp syntax:
-    /// L=…,o=…,g=…,G=…): the knobs add to them
+    /// L=…,o=…,g=…,G=…): the knobs add to them. Without it (and --profile) they are measured
+    /// now: `bench loggp -t mpi` three times (a build with --features mpi, the program's MPI)
     #[arg(long, value_name = "L=NS,o=NS,g=NS,G=NS", value_parser = crate::predict::loggp_params)]
     pub loggp: Option<LogGp>,
     /// A profile from `commperf calibrate` for --predict (Tcom of the contention model, and
@@ -200,10 +201,7 @@ fn format_for(path: &Path) -> SweepFormatArg {
 pub fn run(a: &SweepArgs) -> Result<()> {
     let plan = SweepPlan::new(&a.knobs, a.repeat)?;
     if a.predict && a.loggp.is_none() && a.profile.is_none() {
-        bail!(
-            "--predict needs the platform's parameters the knobs add to: --loggp L=…,o=…,g=…,G=… \
-             (ns, e.g. from `commperf bench loggp`) or --profile FILE (from `commperf calibrate`)"
-        );
+        can_measure_loggp(a)?;
     }
     let dir = a.dir.clone().unwrap_or_else(|| {
         let t = std::time::SystemTime::now()
@@ -235,7 +233,7 @@ pub fn run(a: &SweepArgs) -> Result<()> {
     let runs = EmulatedRuns {
         args: a,
         dir: &dir,
-        exe,
+        exe: exe.clone(),
         n: 0,
     };
     let mut result = run_sweep(&plan, runs, &a.command, |done, _, s| {
@@ -262,7 +260,7 @@ pub fn run(a: &SweepArgs) -> Result<()> {
         save(&result)?;
         crate::say("commperf: --predict: replaying the trace with each knob raised");
         // The measured sweep is kept whatever happens to its prediction.
-        if let Err(e) = add_predictions(&mut result, a, trace) {
+        if let Err(e) = add_predictions(&mut result, a, trace, &exe, &dir) {
             result.notes.push(format!("not predicted: {e:#}"));
         }
     }
@@ -331,7 +329,189 @@ fn raised(base: LogGp, knob: Knob, v: f64) -> LogGp {
     p
 }
 
-fn add_predictions(result: &mut SweepResult, a: &SweepArgs, trace: &Path) -> Result<()> {
+/// The MPI this binary's `bench -t mpi` runs on (None: built without MPI).
+fn own_mpi() -> Option<commperf_pmpi::Flavour> {
+    #[cfg(feature = "mpi")]
+    {
+        crate::preload::flavour_from(&commperf_mpi::library_version())
+    }
+    #[cfg(not(feature = "mpi"))]
+    {
+        None
+    }
+}
+
+/// `--predict` without `--loggp` or `--profile`: refused now, before the sweep, when this
+/// binary cannot measure the parameters for the program's MPI.
+fn can_measure_loggp(a: &SweepArgs) -> Result<()> {
+    let prog = crate::preload::plan(&a.command, a.interposer.as_deref())?.flavour;
+    match own_mpi() {
+        None => bail!(
+            "--predict needs the platform's parameters the knobs add to: --loggp L=…,o=…,g=…,G=… \
+             (ns, from `commperf bench loggp -t mpi`) or --profile FILE (from `commperf \
+             calibrate`); a commperf built with --features mpi measures them itself"
+        ),
+        Some(own) if own != prog => bail!(
+            "--predict would measure LogGP with this commperf's {} but the program runs {}: \
+             give --loggp (from `commperf bench loggp -t mpi` built against {})",
+            own.key(),
+            prog.key(),
+            prog.key()
+        ),
+        Some(_) => Ok(()),
+    }
+}
+
+/// The median message size of a workload's sends (collectives expanded), by count.
+fn median_send_bytes(w: &commperf_predict::workload::Workload) -> Option<u64> {
+    let mut sizes: Vec<u64> = w
+        .ops()
+        .iter()
+        .filter_map(|op| match op {
+            commperf_predict::workload::OpKind::Send { bytes, .. } => Some(*bytes),
+            _ => None,
+        })
+        .collect();
+    if sizes.is_empty() {
+        return None;
+    }
+    let mid = sizes.len() / 2;
+    Some(*sizes.select_nth_unstable(mid).1)
+}
+
+/// From `bench loggp --format json`, the LogGOPS piece covering `size` bytes (the nearest piece,
+/// by size on a log scale, when it falls between two), in ns: (piece, parameters).
+fn loggp_piece(text: &str, size: u64) -> Result<((u64, u64), LogGp)> {
+    let v: serde_json::Value = serde_json::from_str(text).context("bench loggp JSON")?;
+    let rows: Vec<&serde_json::Value> = v["results"]
+        .as_array()
+        .map(|r| r.iter().filter(|r| r["benchmark"] == "loggp").collect())
+        .unwrap_or_default();
+    let span = |r: &serde_json::Value| -> Option<(u64, u64)> {
+        Some((
+            r["piece_from_bytes"].as_u64()?,
+            r["piece_to_bytes"].as_u64()?,
+        ))
+    };
+    let s = size.max(1) as f64;
+    let distance = |r: &&serde_json::Value| -> f64 {
+        match span(r) {
+            Some((lo, hi)) if (lo..=hi).contains(&size) => 0.0,
+            Some((lo, hi)) => (s / lo.max(1) as f64)
+                .ln()
+                .abs()
+                .min((s / hi.max(1) as f64).ln().abs()),
+            None => f64::INFINITY,
+        }
+    };
+    let row = rows
+        .iter()
+        .filter(|r| span(r).is_some())
+        .min_by(|a, b| distance(a).total_cmp(&distance(b)))
+        .context("bench loggp fitted no LogGOPS piece")?;
+    let ns = |k: &str| -> Result<f64> {
+        row[k]
+            .as_f64()
+            .map(|x| x * 1e3)
+            .with_context(|| format!("bench loggp gave no {k}"))
+    };
+    let p = LogGp {
+        L_ns: ns("L_us")?,
+        o_s_ns: ns("o_s_fixed_us")?,
+        o_r_ns: ns("o_r_fixed_us")?,
+        g_ns: ns("g_us")?,
+        G_ns_per_byte: ns("G_us_per_byte")?,
+        O_ns_per_byte: 0.0,
+    };
+    Ok((span(row).expect("filtered"), p))
+}
+
+/// Each parameter's median over runs.
+fn median_loggp(runs: &[LogGp]) -> LogGp {
+    let med = |f: fn(&LogGp) -> f64| -> f64 {
+        let mut v: Vec<f64> = runs.iter().map(f).collect();
+        v.sort_by(f64::total_cmp);
+        let m = v.len() / 2;
+        if v.len() % 2 == 1 {
+            v[m]
+        } else {
+            (v[m - 1] + v[m]) / 2.0
+        }
+    };
+    LogGp {
+        L_ns: med(|p| p.L_ns),
+        o_s_ns: med(|p| p.o_s_ns),
+        o_r_ns: med(|p| p.o_r_ns),
+        g_ns: med(|p| p.g_ns),
+        G_ns_per_byte: med(|p| p.G_ns_per_byte),
+        O_ns_per_byte: 0.0,
+    }
+}
+
+/// How many times `bench loggp` runs when --predict measures the parameters: the VM this was
+/// built on moved single fits by 20–50 % between runs.
+const LOGGP_RUNS: usize = 3;
+
+/// `--predict` without `--loggp` or `--profile`: the platform's LogGP at the MPI layer, measured
+/// now on this machine by `bench loggp -t mpi` (this binary under its MPI's mpirun, 2 ranks),
+/// [`LOGGP_RUNS`] times, each parameter the median over the runs of the piece covering `size`
+/// (the trace's median message). Parameters from another machine were the largest error of the
+/// study they were added for (BENCHMARKS.md, "Issue 14: the sweep on the AMD VM").
+fn measure_loggp(exe: &Path, dir: &Path, size: u64, timeout: Duration) -> Result<(LogGp, String)> {
+    let mut runs = Vec::new();
+    let mut piece = (0, 0);
+    for i in 0..LOGGP_RUNS {
+        crate::say(&format!(
+            "commperf: --predict: measuring LogGP at the MPI layer ({}/{LOGGP_RUNS})",
+            i + 1
+        ));
+        let json = dir.join(format!("loggp-{}.json", i + 1));
+        let log = dir.join(format!("loggp-{}.log", i + 1));
+        let file = std::fs::File::create(&log)
+            .with_context(|| format!("cannot create {}", log.display()))?;
+        let mut cmd = Command::new(exe);
+        cmd.args([
+            "bench",
+            "loggp",
+            "-t",
+            "mpi",
+            "--sizes",
+            "8,64,512,4k,32k,256k,1M",
+        ])
+        .args(["--format", "json", "-o"])
+        .arg(&json)
+        .stdin(Stdio::null())
+        .stdout(file.try_clone()?)
+        .stderr(file);
+        std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
+        let child = cmd.spawn().context("cannot start commperf bench loggp")?;
+        let (st, _) = wait_timeout(child, timeout).map_err(anyhow::Error::msg)?;
+        if !st.success() {
+            bail!("bench loggp -t mpi failed ({st}); see {}", log.display());
+        }
+        let text = std::fs::read_to_string(&json)
+            .with_context(|| format!("reading {}", json.display()))?;
+        let (span, p) =
+            loggp_piece(&text, size).with_context(|| format!("reading {}", json.display()))?;
+        piece = span;
+        runs.push(p);
+    }
+    let m = median_loggp(&runs);
+    let note = format!(
+        "LogGP measured for --predict: `bench loggp -t mpi`, {LOGGP_RUNS} runs (DIR/loggp-N.json), \
+         each parameter's median, of the piece {}–{} B covering the trace's median message of {size} B",
+        piece.0, piece.1
+    );
+    Ok((m, note))
+}
+
+fn add_predictions(
+    result: &mut SweepResult,
+    a: &SweepArgs,
+    trace: &Path,
+    exe: &Path,
+    dir: &Path,
+) -> Result<()> {
     // A trace with dropped events is not the program: the replay would pair the wrong sends and
     // receives (or deadlock). Refused by name rather than predicted from.
     let stats_path = trace.with_file_name("trace-stats.json");
@@ -350,18 +530,26 @@ fn add_predictions(result: &mut SweepResult, a: &SweepArgs, trace: &Path) -> Res
     let (workload, fmt) = parse::read_trace_as(trace, None, &ParseOptions::default())
         .with_context(|| format!("reading trace {}", trace.display()))?;
     let profile = crate::predict::read_profile(a.profile.as_deref())?;
+    let measured = match (a.loggp, &profile) {
+        (None, None) => {
+            let size = median_send_bytes(&workload).unwrap_or(8);
+            let (l, note) = measure_loggp(exe, dir, size, a.timeout)?;
+            result.notes.push(note);
+            Some(l)
+        }
+        _ => None,
+    };
+    let given = a.loggp.or(measured);
     let tcom = match &profile {
         Some(p) => Tcom::from_profile(p).context("the profile's Tcom")?,
         None => {
-            // No profile: the contention model's Tcom from the given LogGP (a lone message
-            // costs o_s + L + o_r + G·s end to end).
-            let l = a.loggp.expect("checked: --loggp or --profile");
+            // No profile: the contention model's Tcom from the LogGP (a lone message costs
+            // o_s + L + o_r + G·s end to end).
+            let l = given.expect("--loggp, or measured above");
             Tcom::line(l.o_s_ns + l.L_ns + l.o_r_ns, l.G_ns_per_byte)
         }
     };
-    let base = a
-        .loggp
-        .unwrap_or_else(|| LogGp::from_profile(profile.as_ref(), &tcom));
+    let base = given.unwrap_or_else(|| LogGp::from_profile(profile.as_ref(), &tcom));
     let net = topology::build(&TopologySpec::Crossbar, workload.nranks(), 1)?;
     let map = RankMap::identity(workload.nranks(), &*net)?;
     let trace_name = trace.display().to_string();
@@ -405,7 +593,7 @@ fn add_predictions(result: &mut SweepResult, a: &SweepArgs, trace: &Path) -> Res
         predict_ns(Model::Contention, &base, &t).map(|t| (t - base_cont) * 1e-9)
     });
     result.notes.push(format!(
-        "predictions replay {} (one monitored run, knobs at zero) with LogGP L={} o_s={} o_r={} g={} ns G={} ns/B plus each knob",
+        "predictions replay {} (one monitored run, knobs at zero) with LogGP L={:.1} o_s={:.1} o_r={:.1} g={:.1} ns G={:.4} ns/B plus each knob",
         trace.display(),
         base.L_ns,
         base.o_s_ns,
@@ -427,6 +615,54 @@ mod tests {
             vec!["--L".to_string(), "5000ns".to_string()]
         );
         assert!(knob_flags(&Knobs::default()).is_empty());
+    }
+
+    /// Two pieces as `bench loggp --format json` writes them (µs), one row per size.
+    const BENCH: &str = r#"{"results": [
+        {"benchmark": "latency", "size_bytes": 8},
+        {"benchmark": "loggp", "size_bytes": 8, "piece_from_bytes": 8, "piece_to_bytes": 512,
+         "o_s_fixed_us": 0.05, "o_r_fixed_us": 0.16, "g_us": 0.12, "G_us_per_byte": 0.00024, "L_us": 0.0},
+        {"benchmark": "loggp", "size_bytes": 512, "piece_from_bytes": 8, "piece_to_bytes": 512,
+         "o_s_fixed_us": 0.05, "o_r_fixed_us": 0.16, "g_us": 0.12, "G_us_per_byte": 0.00024, "L_us": 0.0},
+        {"benchmark": "loggp", "size_bytes": 4096, "piece_from_bytes": 4096, "piece_to_bytes": 1048576,
+         "o_s_fixed_us": 1.7, "o_r_fixed_us": 1.6, "g_us": 1.6, "G_us_per_byte": 0.00006, "L_us": 0.3}
+    ]}"#;
+
+    #[test]
+    fn the_measured_piece_is_the_one_covering_the_typical_message() {
+        let ((lo, hi), p) = loggp_piece(BENCH, 32).unwrap();
+        assert_eq!((lo, hi), (8, 512));
+        assert!((p.o_s_ns - 50.0).abs() < 1e-9 && (p.o_r_ns - 160.0).abs() < 1e-9);
+        assert!((p.G_ns_per_byte - 0.24).abs() < 1e-9 && p.L_ns == 0.0);
+        let ((lo, _), p) = loggp_piece(BENCH, 65536).unwrap();
+        assert_eq!(lo, 4096);
+        assert!((p.L_ns - 300.0).abs() < 1e-9 && (p.G_ns_per_byte - 0.06).abs() < 1e-9);
+        // Between the pieces: the nearer on a log scale (1 KiB is 2× from 512, 4× from 4096).
+        assert_eq!(loggp_piece(BENCH, 1024).unwrap().0, (8, 512));
+        assert_eq!(loggp_piece(BENCH, 3000).unwrap().0, (4096, 1048576));
+        let e = loggp_piece(r#"{"results": []}"#, 8).unwrap_err();
+        assert!(e.to_string().contains("no LogGOPS piece"), "{e}");
+        let e = loggp_piece(
+            r#"{"results": [{"benchmark": "loggp", "piece_from_bytes": 8, "piece_to_bytes": 64}]}"#,
+            8,
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("L_us"), "{e}");
+    }
+
+    #[test]
+    fn measured_parameters_are_each_the_median_of_the_runs() {
+        let p = |x: f64| LogGp {
+            L_ns: x,
+            o_s_ns: 2.0 * x,
+            o_r_ns: 100.0 - x,
+            g_ns: x,
+            G_ns_per_byte: x / 10.0,
+            O_ns_per_byte: 0.0,
+        };
+        let m = median_loggp(&[p(1.0), p(9.0), p(4.0)]);
+        assert_eq!((m.L_ns, m.o_s_ns, m.o_r_ns), (4.0, 8.0, 96.0));
+        assert!((m.G_ns_per_byte - 0.4).abs() < 1e-12);
     }
 
     #[test]

@@ -11,7 +11,7 @@ use commperf_pmpi::Flavour;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-fn flavour_from(s: &str) -> Option<Flavour> {
+pub(crate) fn flavour_from(s: &str) -> Option<Flavour> {
     let s = s.to_ascii_lowercase();
     if s.contains("mpich") || s.contains("hydra") {
         Some(Flavour::Mpich)

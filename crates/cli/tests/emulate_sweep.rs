@@ -156,3 +156,79 @@ fn a_plan_without_a_value_above_zero_is_refused() {
     assert_eq!(o.status.code(), Some(2));
     assert!(text(&o.stderr).contains("knob L") && text(&o.stderr).contains("between 0 and 1 s"));
 }
+
+/// `--predict` without `--loggp` or `--profile`: a build with MPI measures the parameters
+/// (`bench loggp -t mpi`, three runs, the piece of the trace's median message); one without
+/// says how to give them.
+#[test]
+fn predict_without_loggp_measures_it_or_says_how() {
+    let test = "predict_without_loggp_measures_it_or_says_how";
+    if !ready(test, &["mpicc.openmpi", "mpirun.openmpi"]) {
+        return;
+    }
+    let s = Scratch::new("sweep", test);
+    let prog = s.0.join("sweepapp");
+    compile("mpicc.openmpi", "sweepapp.c", &prog);
+    let dir = s.0.join("out");
+    let iters = 50u32;
+    let o = Command::new("timeout")
+        .args(["-k", "10", "600", exe(), "emulate", "sweep"])
+        .args(["--knob", "L=0,1ms", "--repeat", "1", "--predict"])
+        .args(["--format", "json", "--dir"])
+        .arg(&dir)
+        .args(["--", "mpirun.openmpi", "-np", "2", "--oversubscribe"])
+        .arg(&prog)
+        .arg(iters.to_string())
+        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        .output()
+        .expect("run commperf emulate sweep");
+    if !cfg!(feature = "mpi") {
+        assert_eq!(o.status.code(), Some(1), "{}", text(&o.stderr));
+        assert!(
+            text(&o.stderr).contains("a commperf built with --features mpi measures them itself"),
+            "{}",
+            text(&o.stderr)
+        );
+        return;
+    }
+    assert!(
+        o.status.success(),
+        "sweep failed: {}\n{}",
+        text(&o.stdout),
+        text(&o.stderr)
+    );
+    let j: Value = serde_json::from_slice(&o.stdout)
+        .unwrap_or_else(|e| panic!("stdout is not JSON ({e}): {}", text(&o.stdout)));
+    let notes: Vec<&str> = j["notes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n.as_str().unwrap())
+        .collect();
+    // sweepapp's messages are 64-byte ping-pongs: the small-message piece.
+    assert!(
+        notes
+            .iter()
+            .any(|n| n.contains("LogGP measured for --predict")
+                && n.contains("median message of 64 B")),
+        "{notes:?}"
+    );
+    for i in 1..=3 {
+        assert!(
+            dir.join(format!("loggp-{i}.json")).is_file(),
+            "loggp-{i}.json"
+        );
+    }
+    // L's prediction is exact arithmetic whatever the measured base: 2·iters messages × ΔL.
+    let l = &j["settings"][2];
+    assert_eq!(l["label"], "L=1ms");
+    let added = l["predicted"][0]["added_s"]
+        .as_f64()
+        .expect("an L prediction");
+    let want = 2.0 * f64::from(iters) * 1e-3;
+    assert!(
+        (added - want).abs() < 1e-2 * want,
+        "L: {added} s, want {want} s"
+    );
+}
