@@ -421,7 +421,8 @@ fn loggp_piece(text: &str, size: u64) -> Result<((u64, u64), LogGp)> {
         o_r_ns: ns("o_r_fixed_us")?,
         g_ns: ns("g_us")?,
         G_ns_per_byte: ns("G_us_per_byte")?,
-        O_ns_per_byte: 0.0,
+        // predict's LogGOPS has one O for both ends.
+        O_ns_per_byte: (ns("O_s_us_per_byte")? + ns("O_r_us_per_byte")?) / 2.0,
     };
     Ok((span(row).expect("filtered"), p))
 }
@@ -444,7 +445,7 @@ fn median_loggp(runs: &[LogGp]) -> LogGp {
         o_r_ns: med(|p| p.o_r_ns),
         g_ns: med(|p| p.g_ns),
         G_ns_per_byte: med(|p| p.G_ns_per_byte),
-        O_ns_per_byte: 0.0,
+        O_ns_per_byte: med(|p| p.O_ns_per_byte),
     }
 }
 
@@ -458,6 +459,17 @@ const LOGGP_RUNS: usize = 3;
 /// (the trace's median message). Parameters from another machine were the largest error of the
 /// study they were added for (BENCHMARKS.md, "Issue 14: the sweep on the AMD VM").
 fn measure_loggp(exe: &Path, dir: &Path, size: u64, timeout: Duration) -> Result<(LogGp, String)> {
+    // The ladder, and the typical message itself: it is then inside the fit of its piece
+    // rather than between two (a 2 KiB message took the 4 KiB – 1 MiB piece's fixed o of 2 µs).
+    let mut ladder: Vec<u64> = vec![8, 64, 512, 4096, 32768, 262144, 1 << 20];
+    ladder.push(size.clamp(1, 4 << 20));
+    ladder.sort_unstable();
+    ladder.dedup();
+    let sizes = ladder
+        .iter()
+        .map(u64::to_string)
+        .collect::<Vec<_>>()
+        .join(",");
     let mut runs = Vec::new();
     let mut piece = (0, 0);
     for i in 0..LOGGP_RUNS {
@@ -470,19 +482,12 @@ fn measure_loggp(exe: &Path, dir: &Path, size: u64, timeout: Duration) -> Result
         let file = std::fs::File::create(&log)
             .with_context(|| format!("cannot create {}", log.display()))?;
         let mut cmd = Command::new(exe);
-        cmd.args([
-            "bench",
-            "loggp",
-            "-t",
-            "mpi",
-            "--sizes",
-            "8,64,512,4k,32k,256k,1M",
-        ])
-        .args(["--format", "json", "-o"])
-        .arg(&json)
-        .stdin(Stdio::null())
-        .stdout(file.try_clone()?)
-        .stderr(file);
+        cmd.args(["bench", "loggp", "-t", "mpi", "--sizes", &sizes])
+            .args(["--format", "json", "-o"])
+            .arg(&json)
+            .stdin(Stdio::null())
+            .stdout(file.try_clone()?)
+            .stderr(file);
         std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
         let child = cmd.spawn().context("cannot start commperf bench loggp")?;
         let (st, _) = wait_timeout(child, timeout).map_err(anyhow::Error::msg)?;
@@ -593,13 +598,14 @@ fn add_predictions(
         predict_ns(Model::Contention, &base, &t).map(|t| (t - base_cont) * 1e-9)
     });
     result.notes.push(format!(
-        "predictions replay {} (one monitored run, knobs at zero) with LogGP L={:.1} o_s={:.1} o_r={:.1} g={:.1} ns G={:.4} ns/B plus each knob",
+        "predictions replay {} (one monitored run, knobs at zero) with LogGP L={:.1} o_s={:.1} o_r={:.1} g={:.1} ns G={:.4} O={:.4} ns/B plus each knob",
         trace.display(),
         base.L_ns,
         base.o_s_ns,
         base.o_r_ns,
         base.g_ns,
-        base.G_ns_per_byte
+        base.G_ns_per_byte,
+        base.O_ns_per_byte
     ));
     Ok(())
 }
@@ -621,11 +627,14 @@ mod tests {
     const BENCH: &str = r#"{"results": [
         {"benchmark": "latency", "size_bytes": 8},
         {"benchmark": "loggp", "size_bytes": 8, "piece_from_bytes": 8, "piece_to_bytes": 512,
-         "o_s_fixed_us": 0.05, "o_r_fixed_us": 0.16, "g_us": 0.12, "G_us_per_byte": 0.00024, "L_us": 0.0},
+         "o_s_fixed_us": 0.05, "o_r_fixed_us": 0.16, "g_us": 0.12, "G_us_per_byte": 0.00024, "L_us": 0.0,
+         "O_s_us_per_byte": 0.0003, "O_r_us_per_byte": 0.0001},
         {"benchmark": "loggp", "size_bytes": 512, "piece_from_bytes": 8, "piece_to_bytes": 512,
-         "o_s_fixed_us": 0.05, "o_r_fixed_us": 0.16, "g_us": 0.12, "G_us_per_byte": 0.00024, "L_us": 0.0},
+         "o_s_fixed_us": 0.05, "o_r_fixed_us": 0.16, "g_us": 0.12, "G_us_per_byte": 0.00024, "L_us": 0.0,
+         "O_s_us_per_byte": 0.0003, "O_r_us_per_byte": 0.0001},
         {"benchmark": "loggp", "size_bytes": 4096, "piece_from_bytes": 4096, "piece_to_bytes": 1048576,
-         "o_s_fixed_us": 1.7, "o_r_fixed_us": 1.6, "g_us": 1.6, "G_us_per_byte": 0.00006, "L_us": 0.3}
+         "o_s_fixed_us": 1.7, "o_r_fixed_us": 1.6, "g_us": 1.6, "G_us_per_byte": 0.00006, "L_us": 0.3,
+         "O_s_us_per_byte": 0.00005, "O_r_us_per_byte": 0.00007}
     ]}"#;
 
     #[test]
@@ -634,6 +643,10 @@ mod tests {
         assert_eq!((lo, hi), (8, 512));
         assert!((p.o_s_ns - 50.0).abs() < 1e-9 && (p.o_r_ns - 160.0).abs() < 1e-9);
         assert!((p.G_ns_per_byte - 0.24).abs() < 1e-9 && p.L_ns == 0.0);
+        assert!(
+            (p.O_ns_per_byte - 0.2).abs() < 1e-9,
+            "the mean of O_s and O_r"
+        );
         let ((lo, _), p) = loggp_piece(BENCH, 65536).unwrap();
         assert_eq!(lo, 4096);
         assert!((p.L_ns - 300.0).abs() < 1e-9 && (p.G_ns_per_byte - 0.06).abs() < 1e-9);
@@ -658,11 +671,12 @@ mod tests {
             o_r_ns: 100.0 - x,
             g_ns: x,
             G_ns_per_byte: x / 10.0,
-            O_ns_per_byte: 0.0,
+            O_ns_per_byte: x / 100.0,
         };
         let m = median_loggp(&[p(1.0), p(9.0), p(4.0)]);
         assert_eq!((m.L_ns, m.o_s_ns, m.o_r_ns), (4.0, 8.0, 96.0));
         assert!((m.G_ns_per_byte - 0.4).abs() < 1e-12);
+        assert!((m.O_ns_per_byte - 0.04).abs() < 1e-12);
     }
 
     #[test]

@@ -221,9 +221,11 @@ pub struct SettingResult {
     pub max_s: Option<f64>,
     /// median / baseline median − 1 (0.1 = 10 % slower).
     pub slowdown: Option<f64>,
-    /// |slowdown| does not exceed the baseline's own relative spread: not distinguishable from
-    /// the baseline in this sweep. `None` when there is no spread to judge by (fewer than two
-    /// baseline runs).
+    /// |slowdown| does not exceed the larger of the baseline's relative spread and this
+    /// setting's own: not distinguishable from the baseline in this sweep. The setting's own
+    /// counts because a shared machine's slow spells last several runs: they can miss every
+    /// baseline run (which ABBA places in pairs) and hit a setting's. `None` when there is no
+    /// spread to judge by (fewer than two baseline runs).
     pub within_noise: Option<bool>,
     /// What models predicted for this setting (see [`SweepResult::add_prediction`]).
     #[serde(default)]
@@ -320,6 +322,17 @@ fn median(v: &[f64]) -> Option<f64> {
     })
 }
 
+/// (max − min) / median of some runs; `None` with fewer than two.
+fn relative_spread(runs: &[f64]) -> Option<f64> {
+    let m = median(runs).filter(|&m| m > 0.0 && runs.len() >= 2)?;
+    let (lo, hi) = runs
+        .iter()
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), &x| {
+            (l.min(x), h.max(x))
+        });
+    Some((hi - lo) / m)
+}
+
 fn summarize(
     plan: &SweepPlan,
     command: &[String],
@@ -327,17 +340,7 @@ fn summarize(
     fails: Vec<Vec<String>>,
 ) -> SweepResult {
     let base = median(&runs[0]);
-    let spread = match (base, runs[0].len()) {
-        (Some(m), n) if n >= 2 && m > 0.0 => {
-            let (lo, hi) = runs[0]
-                .iter()
-                .fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), &x| {
-                    (l.min(x), h.max(x))
-                });
-            Some((hi - lo) / m)
-        }
-        _ => None,
-    };
+    let spread = relative_spread(&runs[0]);
     let settings: Vec<SettingResult> = plan
         .settings
         .iter()
@@ -356,7 +359,9 @@ fn summarize(
                 median_s: med,
                 min_s: r.iter().copied().reduce(f64::min),
                 max_s: r.iter().copied().reduce(f64::max),
-                within_noise: slowdown.zip(spread).map(|(x, sp)| x.abs() <= sp),
+                within_noise: slowdown
+                    .zip(spread)
+                    .map(|(x, sp)| x.abs() <= sp.max(relative_spread(&r).unwrap_or(0.0))),
                 slowdown,
                 runs_s: r,
                 failures: f,
@@ -567,6 +572,15 @@ impl SweepResult {
             None => "no knob slowed the program beyond the baseline's noise".into(),
         });
         for s in &self.settings {
+            if let (Some(x), Some(false), Some(_)) = (s.slowdown, s.within_noise, &s.knob) {
+                if x < 0.0 {
+                    out.push(format!(
+                        "{}: {:+.1}% beyond the noise, but a knob only adds work: the machine was faster during its runs than during the baseline's; measure again (more rounds)",
+                        s.label,
+                        100.0 * x
+                    ));
+                }
+            }
             for f in &s.failures {
                 out.push(format!("{} failed: {f}", s.label));
             }
@@ -891,6 +905,37 @@ mod tests {
         let text = r.render(SweepFormat::Text);
         assert!(
             text.contains("the emulator at zero (baseline) against the untouched program: +5.0%"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn a_setting_whose_own_runs_spread_is_judged_by_that_spread() {
+        // Schedule 0 1 2 2 1 0 0 1 2: L's runs are 2, 3 and 8; the baseline's 0, 5 and 6.
+        let p = SweepPlan::new(&[(Knob::L, vec![100e3])], 3).unwrap();
+        let mut m = model();
+        m.jitter = vec![0.0, 0.0, 0.0, 0.5, 0.0, 0.01, 0.0, 0.0, 0.0];
+        let r = run_sweep(&p, &mut m, &[], |_, _, _| {});
+        let l = &r.settings[2];
+        assert_eq!(l.runs_s, vec![1.1, 1.6, 1.1]);
+        assert!((r.baseline_spread.unwrap() - 0.01).abs() < 1e-12);
+        // +10 % is beyond the baseline's 1 % but inside the setting's own 45 %.
+        assert!((l.slowdown.unwrap() - 0.1).abs() < 1e-9);
+        assert_eq!(l.within_noise, Some(true));
+    }
+
+    #[test]
+    fn a_knob_faster_than_the_baseline_beyond_noise_is_called_a_measuring_error() {
+        let p = SweepPlan::new(&[(Knob::O, vec![1.0])], 3).unwrap();
+        let mut m = model();
+        // The machine slow during every baseline run (0, 5, 6), fast during o's (2, 3, 8).
+        m.jitter = vec![0.3, 0.0, 0.0, 0.0, 0.0, 0.31, 0.3];
+        let r = run_sweep(&p, &mut m, &[], |_, _, _| {});
+        let o = &r.settings[2];
+        assert!(o.slowdown.unwrap() < -0.2 && o.within_noise == Some(false));
+        let text = r.render(SweepFormat::Text);
+        assert!(
+            text.contains("o=1ns: -23.1% beyond the noise, but a knob only adds work"),
             "{text}"
         );
     }
