@@ -379,9 +379,21 @@ fn median_send_bytes(w: &commperf_predict::workload::Workload) -> Option<u64> {
     Some(*sizes.select_nth_unstable(mid).1)
 }
 
+/// The parameters of one LogGOPS piece as one `bench loggp` run fitted them, in ns (per byte
+/// for G and O), in [`PIECE_KEYS`] order; `None` where the fit could not identify one (bench
+/// omits it and says why in the row's notes, kept in `notes`).
+#[derive(Debug, Clone, PartialEq)]
+struct Piece {
+    span: (u64, u64),
+    values: [Option<f64>; 6],
+    notes: Vec<String>,
+}
+
+const PIECE_KEYS: [&str; 6] = ["L", "o_s", "o_r", "g", "G", "O"];
+
 /// From `bench loggp --format json`, the LogGOPS piece covering `size` bytes (the nearest piece,
-/// by size on a log scale, when it falls between two), in ns: (piece, parameters).
-fn loggp_piece(text: &str, size: u64) -> Result<((u64, u64), LogGp)> {
+/// by size on a log scale, when it falls between two).
+fn loggp_piece(text: &str, size: u64) -> Result<Piece> {
     let v: serde_json::Value = serde_json::from_str(text).context("bench loggp JSON")?;
     let rows: Vec<&serde_json::Value> = v["results"]
         .as_array()
@@ -409,44 +421,65 @@ fn loggp_piece(text: &str, size: u64) -> Result<((u64, u64), LogGp)> {
         .filter(|r| span(r).is_some())
         .min_by(|a, b| distance(a).total_cmp(&distance(b)))
         .context("bench loggp fitted no LogGOPS piece")?;
-    let ns = |k: &str| -> Result<f64> {
-        row[k]
-            .as_f64()
-            .map(|x| x * 1e3)
-            .with_context(|| format!("bench loggp gave no {k}"))
-    };
-    let p = LogGp {
-        L_ns: ns("L_us")?,
-        o_s_ns: ns("o_s_fixed_us")?,
-        o_r_ns: ns("o_r_fixed_us")?,
-        g_ns: ns("g_us")?,
-        G_ns_per_byte: ns("G_us_per_byte")?,
-        // predict's LogGOPS has one O for both ends.
-        O_ns_per_byte: (ns("O_s_us_per_byte")? + ns("O_r_us_per_byte")?) / 2.0,
-    };
-    Ok((span(row).expect("filtered"), p))
+    let ns = |k: &str| row[k].as_f64().map(|x| x * 1e3);
+    // predict's LogGOPS has one O for both ends: their mean.
+    let o = ns("O_s_us_per_byte")
+        .zip(ns("O_r_us_per_byte"))
+        .map(|(a, b)| (a + b) / 2.0);
+    Ok(Piece {
+        span: span(row).expect("filtered"),
+        values: [
+            ns("L_us"),
+            ns("o_s_fixed_us"),
+            ns("o_r_fixed_us"),
+            ns("g_us"),
+            ns("G_us_per_byte"),
+            o,
+        ],
+        notes: row["notes"]
+            .as_array()
+            .map(|n| {
+                n.iter()
+                    .filter_map(|x| x.as_str().map(String::from))
+                    .collect()
+            })
+            .unwrap_or_default(),
+    })
 }
 
-/// Each parameter's median over runs.
-fn median_loggp(runs: &[LogGp]) -> LogGp {
-    let med = |f: fn(&LogGp) -> f64| -> f64 {
-        let mut v: Vec<f64> = runs.iter().map(f).collect();
-        v.sort_by(f64::total_cmp);
-        let m = v.len() / 2;
-        if v.len() % 2 == 1 {
-            v[m]
-        } else {
-            (v[m - 1] + v[m]) / 2.0
+/// Each parameter's median over the runs that identified it; refused, naming the parameter and
+/// quoting bench's reason, when none did.
+fn median_loggp(runs: &[Piece]) -> Result<LogGp> {
+    let mut m = [0.0; 6];
+    for (i, key) in PIECE_KEYS.iter().enumerate() {
+        let mut v: Vec<f64> = runs.iter().filter_map(|p| p.values[i]).collect();
+        if v.is_empty() {
+            let why = runs
+                .iter()
+                .flat_map(|p| &p.notes)
+                .find(|n| n.starts_with(&format!("{key} ")))
+                .map_or(String::new(), |n| format!(": {n}"));
+            bail!(
+                "bench loggp identified no {key} in any of its {} runs{why}; give --loggp",
+                runs.len()
+            );
         }
-    };
-    LogGp {
-        L_ns: med(|p| p.L_ns),
-        o_s_ns: med(|p| p.o_s_ns),
-        o_r_ns: med(|p| p.o_r_ns),
-        g_ns: med(|p| p.g_ns),
-        G_ns_per_byte: med(|p| p.G_ns_per_byte),
-        O_ns_per_byte: med(|p| p.O_ns_per_byte),
+        v.sort_by(f64::total_cmp);
+        let h = v.len() / 2;
+        m[i] = if v.len() % 2 == 1 {
+            v[h]
+        } else {
+            (v[h - 1] + v[h]) / 2.0
+        };
     }
+    Ok(LogGp {
+        L_ns: m[0],
+        o_s_ns: m[1],
+        o_r_ns: m[2],
+        g_ns: m[3],
+        G_ns_per_byte: m[4],
+        O_ns_per_byte: m[5],
+    })
 }
 
 /// How many times `bench loggp` runs when --predict measures the parameters: the VM this was
@@ -496,15 +529,14 @@ fn measure_loggp(exe: &Path, dir: &Path, size: u64, timeout: Duration) -> Result
         }
         let text = std::fs::read_to_string(&json)
             .with_context(|| format!("reading {}", json.display()))?;
-        let (span, p) =
-            loggp_piece(&text, size).with_context(|| format!("reading {}", json.display()))?;
-        piece = span;
+        let p = loggp_piece(&text, size).with_context(|| format!("reading {}", json.display()))?;
+        piece = p.span;
         runs.push(p);
     }
-    let m = median_loggp(&runs);
+    let m = median_loggp(&runs)?;
     let note = format!(
         "LogGP measured for --predict: `bench loggp -t mpi`, {LOGGP_RUNS} runs (DIR/loggp-N.json), \
-         each parameter's median, of the piece {}–{} B covering the trace's median message of {size} B",
+         each parameter's median over the runs that identified it, of the piece {}–{} B covering the trace's median message of {size} B",
         piece.0, piece.1
     );
     Ok((m, note))
@@ -639,44 +671,50 @@ mod tests {
 
     #[test]
     fn the_measured_piece_is_the_one_covering_the_typical_message() {
-        let ((lo, hi), p) = loggp_piece(BENCH, 32).unwrap();
-        assert_eq!((lo, hi), (8, 512));
-        assert!((p.o_s_ns - 50.0).abs() < 1e-9 && (p.o_r_ns - 160.0).abs() < 1e-9);
-        assert!((p.G_ns_per_byte - 0.24).abs() < 1e-9 && p.L_ns == 0.0);
-        assert!(
-            (p.O_ns_per_byte - 0.2).abs() < 1e-9,
-            "the mean of O_s and O_r"
-        );
-        let ((lo, _), p) = loggp_piece(BENCH, 65536).unwrap();
-        assert_eq!(lo, 4096);
-        assert!((p.L_ns - 300.0).abs() < 1e-9 && (p.G_ns_per_byte - 0.06).abs() < 1e-9);
+        let p = loggp_piece(BENCH, 32).unwrap();
+        assert_eq!(p.span, (8, 512));
+        let [l, o_s, o_r, _, g_big, o_big] = p.values.map(Option::unwrap);
+        assert!((o_s - 50.0).abs() < 1e-9 && (o_r - 160.0).abs() < 1e-9);
+        assert!((g_big - 0.24).abs() < 1e-9 && l == 0.0);
+        assert!((o_big - 0.2).abs() < 1e-9, "the mean of O_s and O_r");
+        let p = loggp_piece(BENCH, 65536).unwrap();
+        assert_eq!(p.span.0, 4096);
+        assert!((p.values[0].unwrap() - 300.0).abs() < 1e-9);
+        assert!((p.values[4].unwrap() - 0.06).abs() < 1e-9);
         // Between the pieces: the nearer on a log scale (1 KiB is 2× from 512, 4× from 4096).
-        assert_eq!(loggp_piece(BENCH, 1024).unwrap().0, (8, 512));
-        assert_eq!(loggp_piece(BENCH, 3000).unwrap().0, (4096, 1048576));
+        assert_eq!(loggp_piece(BENCH, 1024).unwrap().span, (8, 512));
+        assert_eq!(loggp_piece(BENCH, 3000).unwrap().span, (4096, 1048576));
         let e = loggp_piece(r#"{"results": []}"#, 8).unwrap_err();
         assert!(e.to_string().contains("no LogGOPS piece"), "{e}");
-        let e = loggp_piece(
-            r#"{"results": [{"benchmark": "loggp", "piece_from_bytes": 8, "piece_to_bytes": 64}]}"#,
-            8,
-        )
-        .unwrap_err();
-        assert!(e.to_string().contains("L_us"), "{e}");
     }
 
     #[test]
-    fn measured_parameters_are_each_the_median_of_the_runs() {
-        let p = |x: f64| LogGp {
-            L_ns: x,
-            o_s_ns: 2.0 * x,
-            o_r_ns: 100.0 - x,
-            g_ns: x,
-            G_ns_per_byte: x / 10.0,
-            O_ns_per_byte: x / 100.0,
+    fn measured_parameters_are_each_the_median_of_the_runs_that_identified_them() {
+        let p = |x: f64, l: Option<f64>| Piece {
+            span: (8, 512),
+            values: [
+                l,
+                Some(2.0 * x),
+                Some(100.0 - x),
+                Some(x),
+                Some(x / 10.0),
+                Some(x / 100.0),
+            ],
+            notes: Vec::new(),
         };
-        let m = median_loggp(&[p(1.0), p(9.0), p(4.0)]);
-        assert_eq!((m.L_ns, m.o_s_ns, m.o_r_ns), (4.0, 8.0, 96.0));
+        let m = median_loggp(&[p(1.0, None), p(9.0, Some(7.0)), p(4.0, Some(3.0))]).unwrap();
+        assert_eq!((m.o_s_ns, m.o_r_ns), (8.0, 96.0));
+        assert_eq!(m.L_ns, 5.0, "the median of the two runs that had L");
         assert!((m.G_ns_per_byte - 0.4).abs() < 1e-12);
         assert!((m.O_ns_per_byte - 0.04).abs() < 1e-12);
+        // No run identified L: refused by name, with bench's reason.
+        let mut q = p(1.0, None);
+        q.notes = vec!["L is not identifiable over sizes 8 to 512: fit -0.001 µs".into()];
+        let e = median_loggp(&[q, p(2.0, None)]).unwrap_err().to_string();
+        assert!(
+            e.contains("identified no L in any of its 2 runs: L is not identifiable"),
+            "{e}"
+        );
     }
 
     #[test]

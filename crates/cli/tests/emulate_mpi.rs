@@ -398,11 +398,19 @@ fn fortran_under(mpi: &str) {
     let s = Scratch::new("emulate", &test);
     let prog = s.0.join("fcounts");
     compile(&format!("mpif90.{mpi}"), "counts.f90", &prog);
-    let o = emulate(&["--L", "100us", "--o", "1us"], mpi, &prog, &[]);
+    // g too: the blocking sends and MPI_SENDRECV then take their non-blocking paths (the
+    // program aborts if a Sendrecv's data did not arrive).
+    let o = emulate(
+        &["--L", "100us", "--o", "1us", "--g", "1us"],
+        mpi,
+        &prog,
+        &[],
+    );
     ok(&o);
     let j: Value = serde_json::from_slice(&o.stdout)
         .unwrap_or_else(|e| panic!("stdout is not JSON ({e}): {}", text(&o.stdout)));
     let u = &j["untouched"];
+    assert_eq!(j["g_ns"], 1000.0, "{j}");
     // Per rank of 2 (right = left): 6 × 80 B Send/Recv, 4 × 400 B Isend/Irecv + Waitall,
     // 2 × 8 B Sendrecv, 2 × 16 B Isend/Irecv + Testsome/Testany, 3 × 24 B persistent;
     // collectives 3 Allreduce (8 B), 1 Barrier, 2 Bcast (40 B).

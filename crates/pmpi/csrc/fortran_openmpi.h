@@ -17,6 +17,8 @@ extern void pmpi_bsend_(const void *, F *, F *, F *, F *, F *, F *);
 extern void pmpi_rsend_(const void *, F *, F *, F *, F *, F *, F *);
 extern void pmpi_isend_(const void *, F *, F *, F *, F *, F *, F *, F *);
 extern void pmpi_issend_(const void *, F *, F *, F *, F *, F *, F *, F *);
+extern void pmpi_ibsend_(const void *, F *, F *, F *, F *, F *, F *, F *);
+extern void pmpi_irsend_(const void *, F *, F *, F *, F *, F *, F *, F *);
 extern void pmpi_irecv_(void *, F *, F *, F *, F *, F *, F *, F *);
 extern void pmpi_recv_(void *, F *, F *, F *, F *, F *, F *, F *);
 extern void pmpi_wait_(F *, F *, F *);
@@ -37,6 +39,7 @@ extern void pmpi_request_free_(F *, F *);
 extern void pmpi_testsome_(F *, F *, F *, F *, F *, F *);
 extern void pmpi_sendrecv_(const void *, F *, F *, F *, F *, void *, F *, F *, F *, F *, F *, F *, F *);
 extern void pmpi_probe_(F *, F *, F *, F *, F *);
+extern void pmpi_cancel_(F *, F *);
 extern void pmpi_iprobe_(F *, F *, F *, F *, F *, F *);
 extern void pmpi_barrier_(F *, F *);
 extern void pmpi_bcast_(void *, F *, F *, F *, F *, F *);
@@ -81,13 +84,21 @@ void mpi_type_free_(F *t, F *ierr) {
     pmpi_type_free_(t, ierr);
 }
 
+/* Under g, as the C wrappers: the non-blocking form and a wait, g's slot between the two. */
 #define FSEND(NAME, KIND)                                                                        \
     void mpi_##NAME##_(const void *buf, F *count, F *dt, F *dest, F *tag, F *comm, F *ierr) {    \
         if (!ENTER()) { pmpi_##NAME##_(buf, count, dt, dest, tag, comm, ierr); return; }         \
         uint64_t t0 = now();                                                                     \
         F_EMU_SEND_PRE(dest, comm, tag, dt, count);                                              \
-        pmpi_##NAME##_(buf, count, dt, dest, tag, comm, ierr);                                   \
-        EMU_SEND_POST();                                                                         \
+        if (EMU_PACED()) {                                                                       \
+            F rq_, fst_[16];                                                                     \
+            pmpi_i##NAME##_(buf, count, dt, dest, tag, comm, &rq_, ierr);                        \
+            EMU_SEND_POST();                                                                     \
+            if (*ierr == MPI_SUCCESS) pmpi_wait_(&rq_, fst_, ierr);                              \
+        } else {                                                                                 \
+            pmpi_##NAME##_(buf, count, dt, dest, tag, comm, ierr);                               \
+            EMU_SEND_POST();                                                                     \
+        }                                                                                        \
         uint64_t t1 = now();                                                                     \
         if (*ierr == MPI_SUCCESS)                                                                \
             rec_send(KIND, F_FORTRAN, (int)*dest, (int)*tag, PMPI_Comm_f2c(*comm),               \
@@ -372,8 +383,27 @@ void mpi_sendrecv_(const void *sb, F *sc, F *st_, F *dest, F *stag, void *rb, F 
     F *st = f_status_ignored(status) ? own : status;
     uint64_t t0 = now(), te = EMU_ENTER();
     F_EMU_SEND_PRE(dest, comm, stag, st_, sc);
-    pmpi_sendrecv_(sb, sc, st_, dest, stag, rb, rc_, rt, src, rtag, comm, st, ierr);
-    EMU_SEND_POST();
+    if (EMU_PACED()) {
+        /* As paced_sendrecv in shim.c: g's slot after the send's injection, not the receive. */
+        F rq[2], sts[2 * 16];
+        pmpi_irecv_(rb, rc_, rt, src, rtag, comm, &rq[0], ierr);
+        if (*ierr == MPI_SUCCESS) {
+            pmpi_isend_(sb, sc, st_, dest, stag, comm, &rq[1], ierr);
+            EMU_SEND_POST();
+            if (*ierr == MPI_SUCCESS) {
+                F two = 2;
+                pmpi_waitall_(&two, rq, sts, ierr);
+                memcpy(st, sts, sizeof(F) * (size_t)FSTAT);
+            } else {
+                F e2;
+                pmpi_cancel_(&rq[0], &e2);
+                pmpi_wait_(&rq[0], sts, &e2);
+            }
+        }
+    } else {
+        pmpi_sendrecv_(sb, sc, st_, dest, stag, rb, rc_, rt, src, rtag, comm, st, ierr);
+        EMU_SEND_POST();
+    }
     if (*ierr == MPI_SUCCESS && EMU_ON()) f_emu_received(comm, st, te);
     uint64_t t1 = now();
     if (*ierr == MPI_SUCCESS) {

@@ -31,6 +31,7 @@ program counts
       call MPI_RECV(rbuf, 10, MPI_DOUBLE_PRECISION, left, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE, ierr)
       call MPI_SEND(sbuf, 10, MPI_DOUBLE_PRECISION, right, 1, MPI_COMM_WORLD, ierr)
     end if
+    if (rbuf(10) /= 1.0d0) call MPI_ABORT(MPI_COMM_WORLD, 3, ierr)
   end do
   do i = 1, 4
     call MPI_IRECV(rbuf, 50, MPI_DOUBLE_PRECISION, left, 2, MPI_COMM_WORLD, reqs(i), ierr)
@@ -38,8 +39,12 @@ program counts
   end do
   call MPI_WAITALL(8, reqs, MPI_STATUSES_IGNORE, ierr)
   do i = 1, 2
+    ! The data must arrive whatever path the interposer takes (under g: Irecv, Isend, Waitall).
+    sbuf(1) = 100 * i + r
+    rbuf(1) = -1
     call MPI_SENDRECV(sbuf, 1, MPI_DOUBLE_PRECISION, right, 3, rbuf, 1, MPI_DOUBLE_PRECISION, left, 3, &
                       MPI_COMM_WORLD, MPI_STATUS_IGNORE, ierr)
+    if (rbuf(1) /= 100 * i + left) call MPI_ABORT(MPI_COMM_WORLD, 3, ierr)
   end do
   do i = 1, 2
     call MPI_IRECV(rbuf, 2, MPI_DOUBLE_PRECISION, left, 4, MPI_COMM_WORLD, reqs(1), ierr)
