@@ -4,8 +4,9 @@
  * Configured once at MPI_Init from COMMPERF_EMULATE ("o=5us,g=0ns,G=0.5ns,L=20us": the verb
  * writes every knob with its unit; G is ns per byte); the shim (shim.c) calls the hooks below
  * from its point-to-point wrappers only when `cpmpi_emu_on` (some knob > 0, or
- * COMMPERF_EMULATE_ENGAGE=1: the apparatus at zero, a sweep's baseline): otherwise each wrapper
- * pays one predictable branch on a variable that never changes.
+ * COMMPERF_EMULATE_ENGAGE=1: the whole apparatus whatever the knobs, as a sweep runs its every
+ * setting and its baseline): otherwise each wrapper pays one predictable branch on a variable
+ * that never changes.
  *
  * How each knob is applied (per message, CPU busy: delays are spins on the TSC, never sleeps;
  * o's and G's exact on average, their spins' own cost taken off and amounts below it owed:
