@@ -8,42 +8,56 @@
 mod mpi_apps;
 use mpi_apps::{compile, exe, ready, text, Scratch};
 use serde_json::Value;
-use std::process::Command;
+use std::process::{Command, Output};
 
 const ITERS: u32 = 200;
 
-#[test]
-fn sweep_measures_keeps_failures_and_predicts() {
-    let test = "sweep_measures_keeps_failures_and_predicts";
+/// `commperf emulate sweep ARGS --dir SCRATCH/out -o SCRATCH/s.svg -- mpirun.openmpi -np 2
+/// sweepapp ITERS`, time-limited; the `Scratch` keeps the directory. `None` when Open MPI is
+/// missing and the test skips.
+fn sweep(test: &str, args: &[&str], iters: u32) -> Option<(Output, Scratch)> {
     if !ready(test, &["mpicc.openmpi", "mpirun.openmpi"]) {
-        return;
+        return None;
     }
     let s = Scratch::new("sweep", test);
     let prog = s.0.join("sweepapp");
     compile("mpicc.openmpi", "sweepapp.c", &prog);
-    let dir = s.0.join("out");
-    let svg = s.0.join("s.svg");
     let o = Command::new("timeout")
         .args(["-k", "10", "600", exe(), "emulate", "sweep"])
-        .args(["--knob", "L=0,2ms", "--knob", "o=0,1us", "--repeat", "2"])
-        .args([
-            "--predict",
-            "--loggp",
-            "L=300,o=100,g=100,G=0.1",
-            "--format",
-            "json",
-        ])
+        .args(args)
         .arg("--dir")
-        .arg(&dir)
+        .arg(s.0.join("out"))
         .arg("-o")
-        .arg(&svg)
+        .arg(s.0.join("s.svg"))
         .args(["--", "mpirun.openmpi", "-np", "2", "--oversubscribe"])
         .arg(&prog)
-        .arg(ITERS.to_string())
+        .arg(iters.to_string())
         .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
         .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
         .output()
         .expect("run commperf emulate sweep");
+    Some((o, s))
+}
+
+#[test]
+fn sweep_measures_keeps_failures_and_predicts() {
+    let args = [
+        "--knob",
+        "L=0,2ms",
+        "--knob",
+        "o=0,1us",
+        "--repeat",
+        "2",
+        "--predict",
+        "--loggp",
+        "L=300,o=100,g=100,G=0.1",
+        "--format",
+        "json",
+    ];
+    let Some((o, s)) = sweep("sweep_measures_keeps_failures_and_predicts", &args, ITERS) else {
+        return;
+    };
+    let (dir, svg) = (s.0.join("out"), s.0.join("s.svg"));
     assert!(
         o.status.success(),
         "sweep failed: {}\n{}",
@@ -162,27 +176,24 @@ fn a_plan_without_a_value_above_zero_is_refused() {
 /// says how to give them.
 #[test]
 fn predict_without_loggp_measures_it_or_says_how() {
-    let test = "predict_without_loggp_measures_it_or_says_how";
-    if !ready(test, &["mpicc.openmpi", "mpirun.openmpi"]) {
-        return;
-    }
-    let s = Scratch::new("sweep", test);
-    let prog = s.0.join("sweepapp");
-    compile("mpicc.openmpi", "sweepapp.c", &prog);
-    let dir = s.0.join("out");
     let iters = 50u32;
-    let o = Command::new("timeout")
-        .args(["-k", "10", "600", exe(), "emulate", "sweep"])
-        .args(["--knob", "L=0,1ms", "--repeat", "1", "--predict"])
-        .args(["--format", "json", "--dir"])
-        .arg(&dir)
-        .args(["--", "mpirun.openmpi", "-np", "2", "--oversubscribe"])
-        .arg(&prog)
-        .arg(iters.to_string())
-        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
-        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
-        .output()
-        .expect("run commperf emulate sweep");
+    let args = [
+        "--knob",
+        "L=0,1ms",
+        "--repeat",
+        "1",
+        "--predict",
+        "--format",
+        "json",
+    ];
+    let Some((o, s)) = sweep(
+        "predict_without_loggp_measures_it_or_says_how",
+        &args,
+        iters,
+    ) else {
+        return;
+    };
+    let dir = s.0.join("out");
     if !cfg!(feature = "mpi") {
         assert_eq!(o.status.code(), Some(1), "{}", text(&o.stderr));
         assert!(

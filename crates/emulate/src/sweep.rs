@@ -270,7 +270,8 @@ pub struct SweepResult {
     /// The program, as given.
     pub command: Vec<String>,
     pub repeat: u32,
-    /// Baseline (max − min) / median: the noise band of this sweep's slowdowns.
+    /// The baseline's relative spread (interquartile range over the median with four runs or
+    /// more, max − min below that): the noise band of this sweep's slowdowns.
     pub baseline_spread: Option<f64>,
     /// What the emulator costs at zero: baseline median / untouched median − 1 (0.02: the
     /// program runs 2 % slower under the engaged emulator with every knob at zero).
@@ -323,14 +324,24 @@ fn median(v: &[f64]) -> Option<f64> {
 }
 
 /// (max − min) / median of some runs; `None` with fewer than two.
+/// The noise band of some runs' median, relative to it: with four runs or more their
+/// interquartile range (q3 − q1) / median, below that (max − min) / median; `None` with fewer
+/// than two. Not the range at every count: it grows with the number of runs (ten runs of a
+/// shared machine catch a slow spell that three miss), so more rounds would hide more.
 fn relative_spread(runs: &[f64]) -> Option<f64> {
     let m = median(runs).filter(|&m| m > 0.0 && runs.len() >= 2)?;
-    let (lo, hi) = runs
-        .iter()
-        .fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), &x| {
-            (l.min(x), h.max(x))
-        });
-    Some((hi - lo) / m)
+    let mut s = runs.to_vec();
+    s.sort_by(f64::total_cmp);
+    if s.len() < 4 {
+        return Some((s[s.len() - 1] - s[0]) / m);
+    }
+    // Quantiles by linear interpolation between order statistics (R's type 7).
+    let q = |p: f64| {
+        let h = p * (s.len() - 1) as f64;
+        let (i, f) = (h.floor() as usize, h.fract());
+        s[i] + f * (s[(i + 1).min(s.len() - 1)] - s[i])
+    };
+    Some((q(0.75) - q(0.25)) / m)
 }
 
 fn summarize(
@@ -907,6 +918,17 @@ mod tests {
             text.contains("the emulator at zero (baseline) against the untouched program: +5.0%"),
             "{text}"
         );
+    }
+
+    #[test]
+    fn the_noise_band_is_the_interquartile_range_from_four_runs() {
+        // Three runs: the range. Eight: the interquartile range, which one slow run does not
+        // widen (the range would be 30 %).
+        assert!((relative_spread(&[1.0, 1.02, 0.99]).unwrap() - 0.03).abs() < 1e-12);
+        let eight = [1.0, 1.01, 0.99, 1.3, 1.0, 1.02, 0.98, 1.0];
+        // Sorted 0.98 0.99 1.0 1.0 1.0 1.01 1.02 1.3: q1 = 0.9975, q3 = 1.0125, median 1.0.
+        assert!((relative_spread(&eight).unwrap() - 0.015).abs() < 1e-12);
+        assert_eq!(relative_spread(&[1.0]), None);
     }
 
     #[test]
