@@ -160,28 +160,40 @@ fn fresh_buffers_cost_more_than_a_reused_one_for_large_messages() {
     // 5 blocks of about 1 MiB (1 MiB − k × 4 KiB): the reused-buffer baseline, then a fresh
     // buffer from a pool twice the LLC every iteration. Each block builds its two pools (the
     // slow part: two × 2 × LLC filled on each side), so 5 blocks take about 20 s.
-    let v = bench_json(&[
-        "bufmgmt",
-        "-t",
-        "shm",
-        "--sizes",
-        &sizes(1 << 20, -4096, 5),
-        "--iters",
-        "300",
-    ]);
-    let rows = rows_of(&v, "bufmgmt");
+    // Measured again, once, when the blocks' baselines differ by more than 3×: the VM this runs
+    // on flips between two states whose 1 MiB copy differs about tenfold (a CI run had
+    // blocks at 34, 34, 409, 400 and 441 µs), and a run that straddles them measures the flip.
     let (mut costs, mut bases, mut blocks) = (Vec::new(), Vec::new(), Vec::new());
-    for r in rows.iter().filter(|r| r["buffers"] == "fresh") {
-        common::assert_cost_judged(r);
-        let (p50, base) = (f(r, "p50_us"), f(r, "baseline_p50_us"));
-        costs.push(p50 - base);
-        bases.push(base);
-        blocks.push(format!(
-            "{} B: reused {base:.1}, fresh {p50:.1}",
-            r["size_bytes"]
-        ));
+    for attempt in 0..2 {
+        let v = bench_json(&[
+            "bufmgmt",
+            "-t",
+            "shm",
+            "--sizes",
+            &sizes(1 << 20, -4096, 5),
+            "--iters",
+            "300",
+        ]);
+        let rows = rows_of(&v, "bufmgmt");
+        (costs, bases, blocks) = (Vec::new(), Vec::new(), Vec::new());
+        for r in rows.iter().filter(|r| r["buffers"] == "fresh") {
+            common::assert_cost_judged(r);
+            let (p50, base) = (f(r, "p50_us"), f(r, "baseline_p50_us"));
+            costs.push(p50 - base);
+            bases.push(base);
+            blocks.push(format!(
+                "{} B: reused {base:.1}, fresh {p50:.1}",
+                r["size_bytes"]
+            ));
+        }
+        assert_eq!(costs.len(), 5, "{rows:#?}");
+        let lo = bases.iter().copied().fold(f64::INFINITY, f64::min);
+        let hi = bases.iter().copied().fold(0.0, f64::max);
+        if hi <= 3.0 * lo || attempt == 1 {
+            break;
+        }
+        eprintln!("fresh buffers: the machine changed state during the blocks, again: {blocks:#?}");
     }
-    assert_eq!(costs.len(), 5, "{rows:#?}");
     // A reused 1 MiB buffer stays in cache; one from a pool twice the LLC never does. Measured
     // here: reused 75–80 µs, fresh 124–126 µs idle (+45…49 µs, +60 %) and more at load 2
     // (preemption lands in the slower loop). Reusing the buffer would make the difference
