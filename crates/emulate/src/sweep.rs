@@ -178,11 +178,20 @@ impl SweepPlan {
 
     /// The run order, as indices into [`settings`](Self::settings): `repeat` rounds of every
     /// setting, odd rounds in reverse, so a drift of the machine over the sweep weighs on every
-    /// setting alike (ABBA).
+    /// setting alike (ABBA). Within a round the baseline sits in the middle (the untouched
+    /// reference right after it), not at an end: ABBA runs the settings at the ends twice in a
+    /// row across rounds, and a shared machine's slow spell of a few runs would then take the
+    /// anchor's runs in pairs (seen: all five baseline runs of a sweep in one spell).
     pub fn schedule(&self) -> Vec<usize> {
         let n = self.settings.len();
+        let shift = n - n / 2;
         (0..self.repeat as usize)
-            .flat_map(|round| (0..n).map(move |i| if round % 2 == 0 { i } else { n - 1 - i }))
+            .flat_map(|round| {
+                (0..n).map(move |j| {
+                    let p = if round % 2 == 0 { j } else { n - 1 - j };
+                    (p + shift) % n
+                })
+            })
             .collect()
     }
 }
@@ -779,16 +788,22 @@ mod tests {
         /// What the engaged emulator adds at zero, seconds.
         zero_cost: f64,
         calls: Vec<Knobs>,
-        fail_at: Option<usize>,
-        jitter: Vec<f64>,
+        /// (setting label, i): that setting's i-th run (from 0) fails.
+        fail_at: Option<(&'static str, usize)>,
+        /// (setting label, i, seconds): added to that setting's i-th run. Keyed by setting, not
+        /// by position in the schedule, so the tests say what they mean whatever the order.
+        jitter: Vec<(&'static str, usize, f64)>,
+        seen: std::collections::HashMap<String, usize>,
     }
 
     impl Runner for Model {
         fn run(&mut self, s: &Setting) -> Result<f64, String> {
-            let n = self.calls.len();
+            let label = s.label();
+            let i = *self.seen.get(&label).unwrap_or(&0);
+            self.seen.insert(label.clone(), i + 1);
             let k = s.knobs();
             self.calls.push(k);
-            if self.fail_at == Some(n) {
+            if self.fail_at == Some((label.as_str(), i)) {
                 return Err("exit status 3".into());
             }
             // 1000 messages of 1 KiB on the critical path: L and o count per message, G per byte.
@@ -797,7 +812,13 @@ mod tests {
                 + 1e-9
                     * 1000.0
                     * (k.l_ns + 2.0 * k.o_ns + k.g_ns * 0.5 + 1024.0 * k.gap_per_byte_ns);
-            Ok(t + self.jitter.get(n).copied().unwrap_or(0.0))
+            let jitter: f64 = self
+                .jitter
+                .iter()
+                .filter(|(l, n, _)| *l == label && *n == i)
+                .map(|(_, _, x)| x)
+                .sum();
+            Ok(t + jitter)
         }
     }
 
@@ -808,11 +829,12 @@ mod tests {
             calls: Vec::new(),
             fail_at: None,
             jitter: Vec::new(),
+            seen: Default::default(),
         }
     }
 
     #[test]
-    fn schedule_interleaves_and_reverses_odd_rounds() {
+    fn schedule_interleaves_reverses_odd_rounds_and_keeps_the_baseline_inside() {
         let p =
             SweepPlan::new(&[(Knob::L, vec![0.0, 5e3, 10e3]), (Knob::O, vec![1e3])], 3).unwrap();
         assert_eq!(
@@ -821,10 +843,14 @@ mod tests {
             "zero folds into the baseline, beside the untouched reference"
         );
         assert!(p.settings()[1].untouched && p.settings()[1].knob.is_none());
+        // The baseline (0) in the middle of each round, the untouched reference (1) after it:
+        // its runs are a round apart, never back to back.
         assert_eq!(
             p.schedule(),
-            vec![0, 1, 2, 3, 4, 4, 3, 2, 1, 0, 0, 1, 2, 3, 4]
+            vec![3, 4, 0, 1, 2, 2, 1, 0, 4, 3, 3, 4, 0, 1, 2]
         );
+        let two = SweepPlan::new(&[(Knob::L, vec![5e3])], 2).unwrap();
+        assert_eq!(two.schedule(), vec![2, 0, 1, 1, 0, 2]);
     }
 
     #[test]
@@ -838,10 +864,7 @@ mod tests {
         )
         .unwrap();
         let mut m = model();
-        // Baseline runs are run 0, 9 and 10 (schedule 0 1 2 3 4 4 3 2 1 0 0 1 2 3 4).
-        m.jitter = vec![0.0; 11];
-        m.jitter[9] = 0.02;
-        m.jitter[10] = -0.01;
+        m.jitter = vec![("baseline", 1, 0.02), ("baseline", 2, -0.01)];
         let r = run_sweep(&p, &mut m, &["app".to_string()], |_, _, _| {});
         assert_eq!(m.calls.len(), 15);
         let b = &r.settings[0];
@@ -868,8 +891,7 @@ mod tests {
     fn predictions_compare_as_slowdowns_over_the_measured_baseline() {
         let p = SweepPlan::new(&[(Knob::L, vec![100e3]), (Knob::O, vec![10e3])], 2).unwrap();
         let mut m = model();
-        // Schedule 0 1 2 3 3 2 1 0: the baseline's second run is run 7.
-        m.jitter = vec![0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.01];
+        m.jitter = vec![("baseline", 1, 0.01)];
         let mut r = run_sweep(&p, &mut m, &[], |_, _, _| {});
         // Measured: L +0.1 s on a 1.005 s baseline median; o +0.02 s.
         r.add_prediction("loggp", |k, v| match k {
@@ -933,10 +955,9 @@ mod tests {
 
     #[test]
     fn a_setting_whose_own_runs_spread_is_judged_by_that_spread() {
-        // Schedule 0 1 2 2 1 0 0 1 2: L's runs are 2, 3 and 8; the baseline's 0, 5 and 6.
         let p = SweepPlan::new(&[(Knob::L, vec![100e3])], 3).unwrap();
         let mut m = model();
-        m.jitter = vec![0.0, 0.0, 0.0, 0.5, 0.0, 0.01, 0.0, 0.0, 0.0];
+        m.jitter = vec![("L=100us", 1, 0.5), ("baseline", 1, 0.01)];
         let r = run_sweep(&p, &mut m, &[], |_, _, _| {});
         let l = &r.settings[2];
         assert_eq!(l.runs_s, vec![1.1, 1.6, 1.1]);
@@ -950,8 +971,12 @@ mod tests {
     fn a_knob_faster_than_the_baseline_beyond_noise_is_called_a_measuring_error() {
         let p = SweepPlan::new(&[(Knob::O, vec![1.0])], 3).unwrap();
         let mut m = model();
-        // The machine slow during every baseline run (0, 5, 6), fast during o's (2, 3, 8).
-        m.jitter = vec![0.3, 0.0, 0.0, 0.0, 0.0, 0.31, 0.3];
+        // The machine slow during every baseline run, fast during o's.
+        m.jitter = vec![
+            ("baseline", 0, 0.3),
+            ("baseline", 1, 0.31),
+            ("baseline", 2, 0.3),
+        ];
         let r = run_sweep(&p, &mut m, &[], |_, _, _| {});
         let o = &r.settings[2];
         assert!(o.slowdown.unwrap() < -0.2 && o.within_noise == Some(false));
@@ -966,17 +991,17 @@ mod tests {
     fn a_failed_run_is_kept_and_the_rest_go_on() {
         let p = SweepPlan::new(&[(Knob::O, vec![10e3])], 2).unwrap();
         let mut m = model();
-        // Schedule 0 1 2 2 1 0: o's first run is run 2.
-        m.fail_at = Some(2);
+        m.fail_at = Some(("o=10us", 0));
         let r = run_sweep(&p, &mut m, &[], |_, _, _| {});
         assert_eq!(m.calls.len(), 6, "the sweep went on after the failure");
         let o = &r.settings[2];
-        assert_eq!(o.failures, vec!["run 3: exit status 3".to_string()]);
+        // Schedule 2 0 1 1 0 2: o's first run is the first.
+        assert_eq!(o.failures, vec!["run 1: exit status 3".to_string()]);
         assert_eq!(o.runs_s.len(), 1);
         assert!((o.slowdown.unwrap() - 0.02).abs() < 1e-9);
         let text = r.render(SweepFormat::Text);
         assert!(
-            text.contains("o=10us failed: run 3: exit status 3"),
+            text.contains("o=10us failed: run 1: exit status 3"),
             "{text}"
         );
     }
@@ -985,7 +1010,7 @@ mod tests {
     fn nothing_beyond_noise_names_no_knob() {
         let p = SweepPlan::new(&[(Knob::L, vec![1.0])], 2).unwrap();
         let mut m = model();
-        m.jitter = vec![0.0, 0.0, 0.0, 0.0, 0.0, 0.05];
+        m.jitter = vec![("baseline", 1, 0.05)];
         let r = run_sweep(&p, &mut m, &[], |_, _, _| {});
         assert_eq!(r.most_sensitive, None);
         assert!(r.render(SweepFormat::Text).contains("no knob slowed"));
