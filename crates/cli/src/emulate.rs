@@ -1390,36 +1390,24 @@ mod tests {
         let quiet = p(5.0, 5.0, 5.0, 0.0001, 10.0);
         let none = Params::default();
         let mut got = e;
-        assert!(
+        let passes = |got: &Params| {
             judge(
                 Knob::UpperG,
                 0.5,
                 &base,
                 0.0,
                 Some(&e),
-                &got,
+                got,
                 &none,
                 &quiet,
-                16384.0
+                16384.0,
             )
             .pass
-        );
+        };
+        assert!(passes(&got));
         got.gap_per_byte_ns = Some(0.7);
         got.g_ns = Some(50.0);
-        assert!(
-            !judge(
-                Knob::UpperG,
-                0.5,
-                &base,
-                0.0,
-                Some(&e),
-                &got,
-                &none,
-                &quiet,
-                16384.0
-            )
-            .pass
-        );
+        assert!(!passes(&got));
     }
 
     fn p(o_s: f64, o_r: f64, g: f64, big_g: f64, l: f64) -> Params {

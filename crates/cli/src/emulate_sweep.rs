@@ -503,8 +503,7 @@ fn measure_loggp(exe: &Path, dir: &Path, size: u64, timeout: Duration) -> Result
         .map(u64::to_string)
         .collect::<Vec<_>>()
         .join(",");
-    let mut runs = Vec::new();
-    let mut piece = (0, 0);
+    let mut runs: Vec<Piece> = Vec::new();
     for i in 0..LOGGP_RUNS {
         crate::say(&format!(
             "commperf: --predict: measuring LogGP at the MPI layer ({}/{LOGGP_RUNS})",
@@ -530,14 +529,21 @@ fn measure_loggp(exe: &Path, dir: &Path, size: u64, timeout: Duration) -> Result
         let text = std::fs::read_to_string(&json)
             .with_context(|| format!("reading {}", json.display()))?;
         let p = loggp_piece(&text, size).with_context(|| format!("reading {}", json.display()))?;
-        piece = p.span;
         runs.push(p);
     }
     let m = median_loggp(&runs)?;
+    // Each run fits its own pieces: when they differ, say which each run took, in order.
+    let mut spans: Vec<String> = runs
+        .iter()
+        .map(|p| format!("{}–{} B", p.span.0, p.span.1))
+        .collect();
+    if spans.iter().all(|x| *x == spans[0]) {
+        spans.truncate(1);
+    }
     let note = format!(
         "LogGP measured for --predict: `bench loggp -t mpi`, {LOGGP_RUNS} runs (DIR/loggp-N.json), \
-         each parameter's median over the runs that identified it, of the piece {}–{} B covering the trace's median message of {size} B",
-        piece.0, piece.1
+         each parameter's median over the runs that identified it, of the piece {} covering the trace's median message of {size} B",
+        spans.join(" / ")
     );
     Ok((m, note))
 }

@@ -555,9 +555,10 @@ fn collectives_under(mpi: &str) {
     let prog = s.0.join("collemu");
     compile(&format!("mpicc.{mpi}"), "collemu.c", &prog);
     for n in [2u32, 3] {
-        // Results and counts, with two knobs set (L exercises the side band's stamps).
+        // Results and counts, with three knobs set (L exercises the side band's stamps, g
+        // the exchanges' non-blocking path, cpmpi_emu_paced_sendrecv).
         let o = emulate_np(
-            &["--L", "20us", "--o", "1us"],
+            &["--L", "20us", "--o", "1us", "--g", "1us"],
             &["--json"],
             mpi,
             n,
@@ -679,7 +680,15 @@ fn fortran_collectives_under(mpi: &str) {
     let s = Scratch::new("emulate", &test);
     let prog = s.0.join("fcollemu");
     compile(&format!("mpif90.{mpi}"), "collemu.f90", &prog);
-    let o = emulate_np(&["--L", "10us"], &["--json"], mpi, 3, &prog, &[]);
+    // g too: the collectives' blocking sends and exchanges then take their non-blocking paths.
+    let o = emulate_np(
+        &["--L", "10us", "--g", "1us"],
+        &["--json"],
+        mpi,
+        3,
+        &prog,
+        &[],
+    );
     ok(&o);
     let j: Value = serde_json::from_slice(&o.stdout).expect("JSON");
     let err = text(&o.stderr);

@@ -39,6 +39,18 @@ fn sweep(test: &str, args: &[&str], iters: u32) -> Option<(Output, Scratch)> {
     Some((o, s))
 }
 
+/// The JSON a successful sweep printed on stdout.
+fn json_of(o: &Output) -> Value {
+    assert!(
+        o.status.success(),
+        "sweep failed: {}\n{}",
+        text(&o.stdout),
+        text(&o.stderr)
+    );
+    serde_json::from_slice(&o.stdout)
+        .unwrap_or_else(|e| panic!("stdout is not JSON ({e}): {}", text(&o.stdout)))
+}
+
 #[test]
 fn sweep_measures_keeps_failures_and_predicts() {
     let args = [
@@ -58,14 +70,7 @@ fn sweep_measures_keeps_failures_and_predicts() {
         return;
     };
     let (dir, svg) = (s.0.join("out"), s.0.join("s.svg"));
-    assert!(
-        o.status.success(),
-        "sweep failed: {}\n{}",
-        text(&o.stdout),
-        text(&o.stderr)
-    );
-    let j: Value = serde_json::from_slice(&o.stdout)
-        .unwrap_or_else(|e| panic!("stdout is not JSON ({e}): {}", text(&o.stdout)));
+    let j = json_of(&o);
     assert_eq!(j["schema_version"], 2);
     let st = j["settings"].as_array().unwrap();
     let labels: Vec<&str> = st.iter().map(|s| s["label"].as_str().unwrap()).collect();
@@ -204,14 +209,7 @@ fn predict_without_loggp_measures_it_or_says_how() {
         );
         return;
     }
-    assert!(
-        o.status.success(),
-        "sweep failed: {}\n{}",
-        text(&o.stdout),
-        text(&o.stderr)
-    );
-    let j: Value = serde_json::from_slice(&o.stdout)
-        .unwrap_or_else(|e| panic!("stdout is not JSON ({e}): {}", text(&o.stdout)));
+    let j = json_of(&o);
     let notes: Vec<&str> = j["notes"]
         .as_array()
         .unwrap()

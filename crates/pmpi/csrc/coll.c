@@ -186,18 +186,10 @@ static int c_sendrecv(cctx *x, const void *sb, int sn, MPI_Datatype st, int to, 
     uint64_t te = enter_t();
     cpmpi_emu_send_pre(x->world[to], x->id, CTAG, tbytes(st, sn));
     int rc;
-    if (cpmpi_emu_g) { /* the Irecv first, the slot after the Isend, then the wait (emulate.h) */
-        MPI_Request rq[2];
-        rc = PMPI_Irecv(rb, rn, rt, from, CTAG, x->dup, &rq[0]);
-        if (rc != MPI_SUCCESS) return rc;
-        rc = PMPI_Isend(sb, sn, st, to, CTAG, x->dup, &rq[1]);
-        cpmpi_emu_send_post(x->world[to]);
-        if (rc != MPI_SUCCESS) {
-            PMPI_Cancel(&rq[0]);
-            PMPI_Wait(&rq[0], MPI_STATUS_IGNORE);
-            return rc;
-        }
-        rc = PMPI_Waitall(2, rq, MPI_STATUSES_IGNORE);
+    if (cpmpi_emu_g) {
+        MPI_Status status;
+        rc = cpmpi_emu_paced_sendrecv(sb, sn, st, to, CTAG, rb, rn, rt, from, CTAG, x->dup, &status,
+                                      x->world[to]);
     } else {
         rc = PMPI_Sendrecv(sb, sn, st, to, CTAG, rb, rn, rt, from, CTAG, x->dup, MPI_STATUS_IGNORE);
         cpmpi_emu_send_post(x->world[to]);

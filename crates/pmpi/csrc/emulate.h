@@ -3,6 +3,7 @@
  * communicator ids and times in emulate.c's ticks (cpmpi_emu_now). */
 #ifndef CPMPI_EMULATE_H
 #define CPMPI_EMULATE_H
+#include <mpi.h>
 #include <stdint.h>
 
 extern int cpmpi_emu_on;
@@ -19,6 +20,12 @@ int cpmpi_emu_init(int rank, int size, int use_tsc, uint64_t tsc_mult);
 void cpmpi_emu_send_pre(int dst_world, uint32_t comm, int tag, uint64_t bytes);
 /* Sender: right after the injection (PMPI returned): g's next slot. */
 void cpmpi_emu_send_post(int dst_world);
+/* Under g: a Sendrecv as Irecv, Isend, g's slot, Waitall (the shim's MPI_Sendrecv(_replace)
+ * and coll.c's exchanges), so the wait for the partner is not counted as wire time. The send's
+ * o, G and L stamp (cpmpi_emu_send_pre) and the receive's hooks are the caller's. */
+int cpmpi_emu_paced_sendrecv(const void *sbuf, int scount, MPI_Datatype stype, int dest, int stag,
+                             void *rbuf, int rcount, MPI_Datatype rtype, int src, int rtag,
+                             MPI_Comm comm, MPI_Status *st, int dest_world);
 /* Receiver: a receive completed (status known): L's hold, then o. */
 void cpmpi_emu_recv(int src_world, uint32_t comm, int tag, uint64_t bytes, uint64_t t_enter);
 /* Around the cpmpi_emu_recv calls for the messages one call completed together (Waitall,

@@ -384,7 +384,7 @@ void mpi_sendrecv_(const void *sb, F *sc, F *st_, F *dest, F *stag, void *rb, F 
     uint64_t t0 = now(), te = EMU_ENTER();
     F_EMU_SEND_PRE(dest, comm, stag, st_, sc);
     if (EMU_PACED()) {
-        /* As paced_sendrecv in shim.c: g's slot after the send's injection, not the receive. */
+        /* As cpmpi_emu_paced_sendrecv (emulate.c), in Fortran handles: g's slot after the send's injection, not the receive. */
         F rq[2], sts[2 * 16];
         pmpi_irecv_(rb, rc_, rt, src, rtag, comm, &rq[0], ierr);
         if (*ierr == MPI_SUCCESS) {

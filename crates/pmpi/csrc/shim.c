@@ -1007,30 +1007,6 @@ int MPI_Request_free(MPI_Request *req) {
     return PMPI_Request_free(req);
 }
 
-/* Sendrecv as its non-blocking parts (as Open MPI and MPICH run it themselves), g's slot taken
- * after the send's injection rather than after the receive: a Sendrecv waits for its partner,
- * and that wait is no wire time. */
-static int paced_sendrecv(const void *sbuf, int scount, MPI_Datatype stype, int dest, int stag,
-                          void *rbuf, int rcount, MPI_Datatype rtype, int src, int rtag,
-                          MPI_Comm comm, MPI_Status *st, int dest_world) {
-    MPI_Request rq[2];
-    MPI_Status sts[2];
-    int rc = PMPI_Irecv(rbuf, rcount, rtype, src, rtag, comm, &rq[0]);
-    if (rc != MPI_SUCCESS) return rc;
-    rc = PMPI_Isend(sbuf, scount, stype, dest, stag, comm, &rq[1]);
-    cpmpi_emu_send_post(dest_world);
-    if (rc != MPI_SUCCESS) {
-        PMPI_Cancel(&rq[0]);
-        PMPI_Wait(&rq[0], MPI_STATUS_IGNORE);
-        return rc;
-    }
-    rc = PMPI_Waitall(2, rq, sts);
-    *st = sts[0];
-    if (rc == MPI_ERR_IN_STATUS)
-        rc = sts[0].MPI_ERROR != MPI_SUCCESS ? sts[0].MPI_ERROR : sts[1].MPI_ERROR;
-    return rc;
-}
-
 int MPI_Sendrecv(const void *sbuf, int scount, MPI_Datatype stype, int dest, int stag, void *rbuf,
                  int rcount, MPI_Datatype rtype, int src, int rtag, MPI_Comm comm, MPI_Status *status) {
     if (!ENTER()) return PMPI_Sendrecv(sbuf, scount, stype, dest, stag, rbuf, rcount, rtype, src, rtag, comm, status);
@@ -1040,7 +1016,7 @@ int MPI_Sendrecv(const void *sbuf, int scount, MPI_Datatype stype, int dest, int
     EMU_SEND_PRE(dest, comm, stag, type_bytes(stype, scount))
     int rc;
     if (EMU_PACED()) {
-        rc = paced_sendrecv(sbuf, scount, stype, dest, stag, rbuf, rcount, rtype, src, rtag, comm, st,
+        rc = cpmpi_emu_paced_sendrecv(sbuf, scount, stype, dest, stag, rbuf, rcount, rtype, src, rtag, comm, st,
                             emu_w_);
     } else {
         rc = PMPI_Sendrecv(sbuf, scount, stype, dest, stag, rbuf, rcount, rtype, src, rtag, comm, st);
@@ -1070,7 +1046,7 @@ int MPI_Sendrecv_replace(void *buf, int count, MPI_Datatype dt, int dest, int st
         void *tmp = NULL;
         if (PMPI_Pack_size(count, dt, comm, &sz) == MPI_SUCCESS && (tmp = malloc(sz > 0 ? (size_t)sz : 1)) &&
             PMPI_Pack(buf, count, dt, tmp, sz, &pos, comm) == MPI_SUCCESS)
-            rc = paced_sendrecv(tmp, pos, MPI_PACKED, dest, stag, buf, count, dt, src, rtag, comm, st,
+            rc = cpmpi_emu_paced_sendrecv(tmp, pos, MPI_PACKED, dest, stag, buf, count, dt, src, rtag, comm, st,
                                 emu_w_);
         free(tmp);
     }
