@@ -160,11 +160,18 @@ fn fresh_buffers_cost_more_than_a_reused_one_for_large_messages() {
     // 5 blocks of about 1 MiB (1 MiB − k × 4 KiB): the reused-buffer baseline, then a fresh
     // buffer from a pool twice the LLC every iteration. Each block builds its two pools (the
     // slow part: two × 2 × LLC filled on each side), so 5 blocks take about 20 s.
-    // Measured again, once, when the blocks' baselines differ by more than 3×: the VM this runs
-    // on flips between two states whose 1 MiB copy differs about tenfold (a CI run had
-    // blocks at 34, 34, 409, 400 and 441 µs), and a run that straddles them measures the flip.
+    // Measured again, up to twice and after a pause, when a block's baseline is more than 3×
+    // the fastest one seen in this test: the VM this runs on flips between two states whose
+    // 1 MiB copy differs about tenfold (CI runs had blocks at 34, 34, 409, 400 and 441 µs, then
+    // a second run wholly at 420–439 µs), and a run in or across the slow state measures the
+    // flip. The slow state lasts seconds to minutes: the pause lets it pass.
+    const ATTEMPTS: usize = 3;
     let (mut costs, mut bases, mut blocks) = (Vec::new(), Vec::new(), Vec::new());
-    for attempt in 0..2 {
+    let mut fastest = f64::INFINITY;
+    for attempt in 0..ATTEMPTS {
+        if attempt > 0 {
+            std::thread::sleep(std::time::Duration::from_secs(20));
+        }
         let v = bench_json(&[
             "bufmgmt",
             "-t",
@@ -187,9 +194,9 @@ fn fresh_buffers_cost_more_than_a_reused_one_for_large_messages() {
             ));
         }
         assert_eq!(costs.len(), 5, "{rows:#?}");
-        let lo = bases.iter().copied().fold(f64::INFINITY, f64::min);
+        fastest = bases.iter().copied().fold(fastest, f64::min);
         let hi = bases.iter().copied().fold(0.0, f64::max);
-        if hi <= 3.0 * lo || attempt == 1 {
+        if hi <= 3.0 * fastest || attempt + 1 == ATTEMPTS {
             break;
         }
         eprintln!("fresh buffers: the machine changed state during the blocks, again: {blocks:#?}");
