@@ -79,6 +79,11 @@ pub struct SweepArgs {
     /// Messages up to this size are eager in the predictions
     #[arg(long, value_name = "SIZE", default_value = "64k", value_parser = crate::cli::size)]
     pub eager: u64,
+    /// LogGP predictions: when a message's receive begins (as `predict --loggp-receive`).
+    /// last-byte: G as the emulator slows it, the sender's wire with the receiving CPU free;
+    /// first-byte: LogGOPSim's rule, the receive holding the CPU while the bytes come in
+    #[arg(long, value_enum, default_value = "last-byte")]
+    pub loggp_receive: crate::predict::LoggpReceiveArg,
     /// The program, e.g. mpirun -np 4 ./app
     #[arg(last = true, required = true, value_name = "COMMAND")]
     pub command: Vec<String>,
@@ -601,6 +606,7 @@ fn add_predictions(
         let cfg = PredictConfig {
             model,
             eager_threshold_bytes: a.eager,
+            loggp_receive: a.loggp_receive.into(),
             ..PredictConfig::default()
         };
         let inputs = Inputs {
@@ -636,14 +642,20 @@ fn add_predictions(
         predict_ns(Model::Contention, &base, &t).map(|t| (t - base_cont) * 1e-9)
     });
     result.notes.push(format!(
-        "predictions replay {} (one monitored run, knobs at zero) with LogGP L={:.1} o_s={:.1} o_r={:.1} g={:.1} ns G={:.4} O={:.4} ns/B plus each knob",
+        "predictions replay {} (one monitored run, knobs at zero) with LogGP L={:.1} o_s={:.1} o_r={:.1} g={:.1} ns G={:.4} O={:.4} ns/B plus each knob; LogGP mode {}",
         trace.display(),
         base.L_ns,
         base.o_s_ns,
         base.o_r_ns,
         base.g_ns,
         base.G_ns_per_byte,
-        base.O_ns_per_byte
+        base.O_ns_per_byte,
+        match a.loggp_receive {
+            crate::predict::LoggpReceiveArg::LastByte =>
+                "with LogGP's own receive (last byte: the receiving CPU is free while the bytes travel, as the emulator slows G; --loggp-receive first-byte for LogGOPSim's)",
+            crate::predict::LoggpReceiveArg::FirstByte =>
+                "with LogGOPSim's receive (first byte: the receive holds the CPU while the bytes come in)",
+        }
     ));
     Ok(())
 }

@@ -7,7 +7,8 @@ use clap::{Args, ValueEnum};
 use commperf_core::Profile;
 use commperf_predict::collectives::Algorithms;
 use commperf_predict::engine::{
-    self, Background, Inputs, LinkClass, LogGp, Model, PredictConfig, Sharing, SizeFactors,
+    self, Background, Inputs, LinkClass, LogGp, LoggpReceive, Model, PredictConfig, Sharing,
+    SizeFactors,
 };
 use commperf_predict::parse::{self, ParseOptions, TraceFormat};
 use commperf_predict::tcom::Tcom;
@@ -20,6 +21,23 @@ pub enum ModelArg {
     Contention,
     /// LogGP/LogGOPS: endpoint contention only, for comparison with LogGOPSim
     Loggp,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LoggpReceiveArg {
+    /// LogGOPSim: the first byte arrives after o_s + L; the receive holds the CPU for the rest
+    FirstByte,
+    /// LogGP's original: the last byte arrives after o_s + L + G·(s−1); the CPU is free meanwhile
+    LastByte,
+}
+
+impl From<LoggpReceiveArg> for LoggpReceive {
+    fn from(a: LoggpReceiveArg) -> Self {
+        match a {
+            LoggpReceiveArg::FirstByte => LoggpReceive::FirstByte,
+            LoggpReceiveArg::LastByte => LoggpReceive::LastByte,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -125,6 +143,13 @@ pub struct PredictArgs {
     /// copies it in memory), no L, g or G [default: through the network, as LogGOPSim]
     #[arg(long)]
     pub local_self_messages: bool,
+    /// LogGP model: when a message's receive begins. first-byte (LogGOPSim): the first byte
+    /// arrives o_s + L after the send starts and the receive holds the CPU for
+    /// o_r + max(O, G)·(s−1) while the rest comes in; last-byte (LogGP's original, and G as
+    /// `commperf emulate` slows it): the last byte arrives o_s + L + G·(s−1) after, and the
+    /// receive holds the CPU for o_r + O·(s−1) only
+    #[arg(long, value_enum, default_value = "first-byte")]
+    pub loggp_receive: LoggpReceiveArg,
     /// Packet size for the knee capacity
     #[arg(long, value_name = "SIZE", default_value = "4k", value_parser = crate::cli::size)]
     pub packet: u64,
@@ -395,10 +420,14 @@ pub fn run(a: &PredictArgs) -> Result<()> {
         bandwidth_factor: a.bandwidth_factor.clone().unwrap_or(bw_f),
         tcp_gamma_bytes: a.tcp_gamma,
         local_self_messages: a.local_self_messages,
+        loggp_receive: a.loggp_receive.into(),
         calc_scale,
     };
     if a.loggp.is_some() && cfg.model != Model::LogGp {
         bail!("--loggp sets the parameters of --model loggp; add --model loggp");
+    }
+    if a.loggp_receive != LoggpReceiveArg::FirstByte && cfg.model != Model::LogGp {
+        bail!("--loggp-receive is a rule of --model loggp; add --model loggp");
     }
     if a.bounds && cfg.model == Model::LogGp {
         bail!("--bounds needs the contention model: the LogGP model has no background load");

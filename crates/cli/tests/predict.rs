@@ -331,6 +331,41 @@ fn loggp_parameters_given_as_loggopsim_takes_them() {
     let (code, e) = err(&["predict", "--trace", &goal, "--loggp", "L=1,o=1,g=1,G=1"]);
     assert_eq!(code, 1);
     assert!(e.contains("add --model loggp"), "{e}");
+    let (code, e) = err(&["predict", "--trace", &goal, "--loggp-receive", "last-byte"]);
+    assert_eq!(code, 1);
+    assert!(e.contains("add --model loggp"), "{e}");
+    // The receive rule: 1001 B arrive while rank 1 computes 3 µs. LogGOPSim takes them in
+    // when the compute ends, holding the CPU o + 1000·G (4.1 µs); LogGP's last byte arrives
+    // at o + L + 1000·G = 2.1 µs, during the compute, and costs the CPU o only (3.1 µs).
+    let t = tmp("receive-rule.trace");
+    std::fs::write(
+        &t,
+        "ranks 2\nrank 0\n  send 1 1001B\nrank 1\n  irecv 0 1001B as q\n  compute 3000ns\n  wait q\n",
+    )
+    .unwrap();
+    let t = t.to_str().unwrap();
+    for (rule, model, finish) in [
+        ("first-byte", "loggp", 4.1),
+        ("last-byte", "loggp (last-byte)", 3.1),
+    ] {
+        let p = json(&[
+            "predict",
+            "--trace",
+            t,
+            "--model",
+            "loggp",
+            "--loggp",
+            "L=1000,o=100,g=200,G=1,O=0",
+            "--loggp-receive",
+            rule,
+        ]);
+        assert_eq!(p["model"], model);
+        assert_eq!(
+            p["ranks"][1]["finish_us"].as_f64().unwrap(),
+            finish,
+            "{rule}"
+        );
+    }
 }
 
 #[test]

@@ -21,6 +21,10 @@
 //!   and the receive completes the moment it is posted (its overhead was paid on arrival).
 //! - A host finishes when its CPU is last free.
 //!
+//! - With [`LoggpReceive::LastByte`] (not LogGOPSim's rule; opt-in) a message reaches the
+//!   receiver with its last byte, at + o + L + (s−1)·G, and its receive holds the CPU for
+//!   o + (s−1)·O only: LogGP's original charge, under which a CPU is free while its bytes travel.
+//!
 //! Deliberate differences, each because LogGOPSim's value is not physical: a message of 0 bytes
 //! is charged no per-byte cost (LogGOPSim computes (0 − 1)·G in unsigned arithmetic); operations
 //! have no `cpu`/`nic` index (every host has one CPU and one NIC, LogGOPSim's default).
@@ -31,7 +35,7 @@
 
 use super::queue::{key, time_of, EventQueue};
 use super::sim::SimResult;
-use super::{LogGp, PredictError};
+use super::{LogGp, LoggpReceive, PredictError};
 use crate::output::{Arrow, Span, SpanKind, Timeline};
 use crate::workload::{DepKind, OpKind, Workload, ANY};
 use std::collections::VecDeque;
@@ -151,6 +155,9 @@ struct Engine<'a> {
     eager_max: u64,
     /// Messages to oneself cost CPU overheads only (see `PredictConfig::local_self_messages`).
     local_self: bool,
+    /// [`LoggpReceive::LastByte`]: a message arrives with its last byte and its receive holds
+    /// the CPU for o_r + O·(s−1) only.
+    last_byte: bool,
     g: Graph,
     hosts: Vec<Host>,
     queue: EventQueue<(Elem, u64)>,
@@ -190,6 +197,7 @@ pub(crate) fn run(
     eager_max: u64,
     timeline: bool,
     local_self: bool,
+    receive: LoggpReceive,
 ) -> Result<SimResult, PredictError> {
     let n = w.len();
     let g = Graph::new(w);
@@ -199,6 +207,7 @@ pub(crate) fn run(
         p,
         eager_max,
         local_self,
+        last_byte: receive == LoggpReceive::LastByte,
         hosts: vec![Host::default(); nranks],
         queue: EventQueue::new(),
         ts: 0,
@@ -439,7 +448,11 @@ impl Engine<'_> {
                 };
                 self.messages += 1;
                 let ts = self.new_ts();
-                let wire = if local { 0.0 } else { p.L_ns };
+                let wire = match (local, self.last_byte) {
+                    (true, _) => 0.0,
+                    (false, false) => p.L_ns,
+                    (false, true) => p.L_ns + tail(bytes) * p.G_ns_per_byte,
+                };
                 self.push(t + p.o_s_ns + wire, ts, Elem::Msg(id));
                 if bytes <= self.eager_max {
                     self.mark(op, true, touched);
@@ -494,7 +507,7 @@ impl Engine<'_> {
             return;
         }
         let local = self.local_self && m.src == m.dst;
-        let cpu = if local {
+        let cpu = if local || self.last_byte {
             p.o_r_ns + tail(m.bytes) * p.O_ns_per_byte
         } else {
             p.o_r_ns + (tail(m.bytes) * p.O_ns_per_byte).max(tail(m.bytes) * p.G_ns_per_byte)

@@ -175,6 +175,24 @@ pub struct PredictConfig {
     /// (Open MPI's `self` BTL). False (the default) sends it through the network like any
     /// other, as LogGOPSim does.
     pub local_self_messages: bool,
+    /// LogGP model: when a message's receive begins and what it holds the CPU for.
+    pub loggp_receive: LoggpReceive,
+}
+
+/// When the LogGP model's receiver takes a message in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum LoggpReceive {
+    /// LogGOPSim's rule: the first byte arrives o_s + L after the send starts, and the receive
+    /// holds the CPU for o_r + max(O, G)·(s−1) while the rest comes in.
+    #[default]
+    FirstByte,
+    /// LogGP as Alexandrov et al. define it, and as `commperf emulate` slows G (seed 001: G
+    /// is the sender's wire): the last byte arrives o_s + L + G·(s−1) after the send starts,
+    /// and the receive holds the CPU for o_r + O·(s−1) only. The receiver's CPU is free while
+    /// the bytes travel, so two ranks exchanging large messages both compute or send meanwhile,
+    /// where LogGOPSim's rule makes each wait out the other's wire on its CPU.
+    LastByte,
 }
 
 impl Default for PredictConfig {
@@ -193,6 +211,7 @@ impl Default for PredictConfig {
             tcp_gamma_bytes: 0.0,
             calc_scale: Vec::new(),
             local_self_messages: false,
+            loggp_receive: LoggpReceive::FirstByte,
         }
     }
 }
@@ -388,6 +407,7 @@ pub fn predict(inputs: &Inputs<'_>, cfg: &PredictConfig) -> Result<Outcome, Pred
             cfg.eager_threshold_bytes,
             cfg.timeline,
             cfg.local_self_messages,
+            cfg.loggp_receive,
         )?,
         Model::Contention => sim::Sim::new(
             inputs.workload,
@@ -475,7 +495,10 @@ pub fn predict(inputs: &Inputs<'_>, cfg: &PredictConfig) -> Result<Outcome, Pred
         tool: format!("commperf {}", env!("CARGO_PKG_VERSION")),
         model: match cfg.model {
             Model::Contention => "contention".into(),
-            Model::LogGp => "loggp".into(),
+            Model::LogGp => match cfg.loggp_receive {
+                LoggpReceive::FirstByte => "loggp".into(),
+                LoggpReceive::LastByte => "loggp (last-byte)".into(),
+            },
         },
         trace: inputs.trace_name.to_string(),
         trace_format: inputs.trace_format.to_string(),

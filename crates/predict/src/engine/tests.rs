@@ -586,3 +586,43 @@ fn loggp_many_sends_posted_at_once_wait_in_line_not_in_retries() {
     // Each operation and message enters once and is retried a bounded number of times.
     assert!(p.events < 5 * n as u64, "{} events", p.events);
 }
+
+#[test]
+fn loggp_last_byte_frees_the_receiving_cpu_while_the_bytes_travel() {
+    // Rank 0 sends 1001 B to rank 1, which has posted the receive and computes 3000 ns before
+    // waiting for it (L = 1000, o = 100, g = 200 ns, G = 1 ns/B, O = 0).
+    let mut b = WorkloadBuilder::new(2);
+    let mut sender = SeqProgram::new();
+    sender.blocking(send(1, 1001));
+    b.add_program(0, &sender).unwrap();
+    let mut receiver = SeqProgram::new();
+    let r = receiver.nonblocking(recv(0, 1001));
+    receiver.calc(3000);
+    receiver.wait(&[r]);
+    b.add_program(1, &receiver).unwrap();
+    let f = Fixture::new(b.finish());
+    // Also a stream: rank 0 sends two such messages back to back, rank 1 receives them.
+    let stream = [
+        vec![send(1, 1001), send(1, 1001)],
+        vec![recv(0, 1001), recv(0, 1001)],
+    ];
+    let finish = |receive| {
+        let cfg = PredictConfig {
+            model: Model::LogGp,
+            loggp_receive: receive,
+            ..PredictConfig::default()
+        };
+        let one = predict(&f.inputs(), &cfg).unwrap().prediction;
+        let two = run(&stream, &cfg);
+        (one.ranks[1].finish_us, two.ranks[1].finish_us)
+    };
+    // LogGOPSim: the first byte is there at 100 + 1000 = 1100, taken in when the calc ends
+    // (3000), holding the CPU 100 + 1000·G: 4100 ns. The stream: message 1 at 1100 (CPU to
+    // 2200, receiving NIC to 1100 + 200 + 1000 = 2300), message 2 sent at 1200 (the sending
+    // NIC's g + 1000·G) arrives at 2300: 2300 + 1100 = 3400 ns.
+    assert_eq!(finish(LoggpReceive::FirstByte), (4.1, 3.4));
+    // Last byte: there at 100 + 1000 + 1000·G = 2100, during the calc; taken in at 3000 for
+    // o_r = 100: 3100 ns. The stream: message 1 at 2100 (CPU to 2200, NIC to 3300), message 2
+    // at 1200 + 2100 = 3300, done at 3400 ns: the same rate.
+    assert_eq!(finish(LoggpReceive::LastByte), (3.1, 3.4));
+}

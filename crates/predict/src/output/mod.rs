@@ -19,7 +19,8 @@ pub struct Prediction {
     pub schema_version: u32,
     /// `commperf <version>`.
     pub tool: String,
-    /// `contention` (seed 003) or `loggp` (LogGOPS, endpoint contention only).
+    /// `contention` (seed 003), `loggp` (LogGOPS as LogGOPSim charges it, endpoint contention
+    /// only) or `loggp (last-byte)` (the same with LogGP's original receive, `--loggp-receive`).
     pub model: String,
     pub trace: String,
     pub trace_format: String,
