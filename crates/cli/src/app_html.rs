@@ -1169,6 +1169,8 @@ mod tests {
                     schema_version: 1,
                     command: vec!["mpirun".into(), "<b>halo</b>".into()],
                     repeat: 3,
+                    statistic: Default::default(),
+                    probe_best_ns: None,
                     baseline_spread: Some(0.02),
                     emulator_cost: None,
                     settings: Vec::new(),

@@ -12,17 +12,28 @@
 use crate::output::{print, write_atomically};
 use anyhow::{bail, Context, Result};
 use clap::{Args, ValueEnum};
-use commperf_emulate::sweep::{run_sweep, Runner, Setting, SweepFormat, SweepPlan, SweepResult};
+use commperf_emulate::sweep::{
+    run_sweep, Runner, Setting, Statistic, SweepFormat, SweepPlan, SweepResult,
+};
 use commperf_emulate::{parse_knob_list, Knob, Knobs};
 use commperf_predict::engine::{self, Inputs, LogGp, Model, PredictConfig};
 use commperf_predict::parse::{self, ParseOptions};
 use commperf_predict::tcom::Tcom;
 use commperf_predict::topology::{self, RankMap, TopologySpec};
+use commperf_transport::clock::Clock;
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum StatisticArg {
+    /// Round by round: each setting's run against the baseline's run of the same round
+    Paired,
+    /// Each setting's median run against the baseline's
+    Median,
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum SweepFormatArg {
@@ -46,6 +57,11 @@ pub struct SweepArgs {
     /// Rounds: every setting (and the baseline) runs this many times, interleaved
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub repeat: u32,
+    /// How run times become slowdowns: paired, the median over rounds of each setting's run
+    /// minus the baseline's of the same round (a slow spell of the machine lands on both), or
+    /// median, the setting's median against the baseline's
+    #[arg(long, value_enum, default_value = "paired")]
+    pub statistic: StatisticArg,
     /// Longest one run may take before it is killed and counted as failed
     #[arg(long, value_name = "SECONDS", default_value = "600", value_parser = crate::cli::seconds)]
     pub timeout: Duration,
@@ -97,6 +113,37 @@ struct EmulatedRuns<'a> {
     dir: &'a Path,
     exe: PathBuf,
     n: usize,
+    probe: Option<MachineProbe>,
+}
+
+/// The sweep's probe of the machine's state ([`Runner::probe`]): a cache line's one-way trip
+/// between the first two CPUs this process may use (the ones `mpirun` binds two ranks to),
+/// 3 batches of 2000 round trips, a few ms.
+struct MachineProbe {
+    cpus: [usize; 2],
+    clock: Clock,
+}
+
+impl MachineProbe {
+    fn new() -> Option<Self> {
+        let cpus = commperf_transport::affinity::allowed_cpus();
+        (cpus.len() >= 2).then(|| MachineProbe {
+            cpus: [cpus[0], cpus[1]],
+            clock: Clock::calibrate(),
+        })
+    }
+
+    /// On a thread of its own, so that its pinning never reaches this process's next child.
+    fn read(&self) -> Option<f64> {
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                commperf_bench::limits::cacheline_one_way_ns(&self.clock, self.cpus, 2000, 3).ok()
+            })
+            .join()
+            .ok()
+            .flatten()
+        })
+    }
 }
 
 fn knob_flags(k: &Knobs) -> Vec<String> {
@@ -144,6 +191,10 @@ fn wait_timeout(
 }
 
 impl Runner for EmulatedRuns<'_> {
+    fn probe(&mut self) -> Option<f64> {
+        self.probe.as_ref()?.read()
+    }
+
     fn run(&mut self, setting: &Setting) -> Result<f64, String> {
         self.n += 1;
         let log = self.dir.join(format!("run-{:03}.log", self.n));
@@ -204,7 +255,10 @@ fn format_for(path: &Path) -> SweepFormatArg {
 }
 
 pub fn run(a: &SweepArgs) -> Result<()> {
-    let plan = SweepPlan::new(&a.knobs, a.repeat)?;
+    let plan = SweepPlan::new(&a.knobs, a.repeat)?.with_statistic(match a.statistic {
+        StatisticArg::Paired => Statistic::Paired,
+        StatisticArg::Median => Statistic::Median,
+    });
     if a.predict && a.loggp.is_none() && a.profile.is_none() {
         can_measure_loggp(a)?;
     }
@@ -240,6 +294,7 @@ pub fn run(a: &SweepArgs) -> Result<()> {
         dir: &dir,
         exe: exe.clone(),
         n: 0,
+        probe: MachineProbe::new(),
     };
     let mut result = run_sweep(&plan, runs, &a.command, |done, _, s| {
         if let Some(b) = &bar {
@@ -581,8 +636,24 @@ fn add_predictions(
     let measured = match (a.loggp, &profile) {
         (None, None) => {
             let size = median_send_bytes(&workload).unwrap_or(8);
+            let probe = MachineProbe::new();
+            let before = probe.as_ref().and_then(MachineProbe::read);
             let (l, note) = measure_loggp(exe, dir, size, a.timeout)?;
             result.notes.push(note);
+            let after = probe.as_ref().and_then(MachineProbe::read);
+            if let (Some(b), Some(x), Some(best)) = (before, after, result.probe_best_ns) {
+                // Parameters measured in a slower state than the runs compared predict a
+                // different machine: said, not hidden.
+                let slow = b.max(x) > commperf_emulate::sweep::SLOW_STATE * best;
+                result.notes.push(format!(
+                    "machine probe around the LogGP measurement: {b:.0} ns before, {x:.0} ns after{}",
+                    if slow {
+                        ": a slower state than the sweep's best; its parameters describe that state"
+                    } else {
+                        " (the sweep's best state)"
+                    }
+                ));
+            }
             Some(l)
         }
         _ => None,

@@ -71,8 +71,21 @@ fn sweep_measures_keeps_failures_and_predicts() {
     };
     let (dir, svg) = (s.0.join("out"), s.0.join("s.svg"));
     let j = json_of(&o);
-    assert_eq!(j["schema_version"], 2);
+    assert_eq!(j["schema_version"], 3);
     let st = j["settings"].as_array().unwrap();
+    // The machine was probed around every run (a cache line between two CPUs: tens to
+    // hundreds of ns), and the best reading is the sweep's reference state.
+    let best = j["probe_best_ns"]
+        .as_f64()
+        .expect("a probe on a machine of two CPUs");
+    assert!(best > 1.0 && best < 10_000.0, "{best} ns");
+    for s in st {
+        let p = s["probes_ns"].as_array().unwrap();
+        assert_eq!(p.len(), s["rounds_s"].as_array().unwrap().len(), "{s}");
+        for x in p.iter().flat_map(|x| x.as_array().unwrap()) {
+            assert!(x.as_f64().unwrap() >= best, "{s}");
+        }
+    }
     let labels: Vec<&str> = st.iter().map(|s| s["label"].as_str().unwrap()).collect();
     assert_eq!(labels, ["baseline", "untouched", "L=2ms", "o=1us"]);
     let runs = |i: usize| -> Vec<f64> {
@@ -150,6 +163,8 @@ fn sweep_measures_keeps_failures_and_predicts() {
     // The L prediction is compared with the measured slowdown (beyond noise or not, it has a
     // slowdown over the measured baseline).
     let lp = st[2]["predicted"].as_array().unwrap();
+    // Slowdowns pair each round's runs (the default); predictions are over the baseline median.
+    assert_eq!(j["statistic"], "paired");
     let base = st[0]["median_s"].as_f64().unwrap();
     assert!((lp[0]["slowdown"].as_f64().unwrap() - pred(2, "loggp") / base).abs() < 1e-9);
     let svg = std::fs::read_to_string(&svg).unwrap();

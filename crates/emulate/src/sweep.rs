@@ -7,9 +7,11 @@
 //! mean — is here, where it can be tested exactly. The order interleaves the settings (every
 //! round runs every setting, odd rounds backwards), so slow drift of a shared machine lands on
 //! every setting alike instead of on the last ones. The baseline (all knobs at zero) is a setting
-//! of its own, run in every round: each slowdown is against the baseline's median of the same
-//! sweep, and the baseline's own spread is the noise band a slowdown must leave to count. A run
-//! that fails is recorded with its error and the sweep goes on: the other settings are kept.
+//! of its own, run in every round: each slowdown is against the baseline of the same sweep,
+//! either round by round ([`Statistic::Paired`]: a slow spell lands on a setting and the
+//! baseline of its round alike) or median against median, and the spread of what is compared
+//! is the noise band a slowdown must leave to count. A run that fails is recorded with its
+//! error and the sweep goes on: the other settings are kept.
 //!
 //! The baseline is the emulator *engaged* with every knob at zero, not the program alone, and
 //! every setting runs the same whole apparatus: it has a cost of its own (collectives run as
@@ -24,9 +26,39 @@ use commperf_report::{Align, Table};
 use serde::{Deserialize, Serialize};
 use std::fmt::Write as _;
 
-/// Version of [`SweepResult`]'s JSON form. 2: the baseline is the emulator engaged at zero; the
+/// Version of [`SweepResult`]'s JSON form. 3: `statistic`, how run times become slowdowns (2
+/// compared medians), and each setting's `rounds_s`. 2: the baseline is the emulator engaged at zero; the
 /// `untouched` reference row and `emulator_cost` (1: the baseline was the untouched program).
-pub const SWEEP_SCHEMA_VERSION: u32 = 2;
+pub const SWEEP_SCHEMA_VERSION: u32 = 3;
+
+/// How the sweep turns run times into a setting's slowdown.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Statistic {
+    /// The setting's median run against the baseline's; the noise band is each one's
+    /// interquartile range (the range below four runs).
+    #[default]
+    Median,
+    /// Round by round: the median over rounds of (the setting's run − the baseline's run of the
+    /// same round), over the baseline's median; the noise band is the interquartile range of
+    /// those differences (the range below four rounds). This is what the interleaving is for:
+    /// a shared machine's slow spells (another process, a VM whose vCPUs the host moves) last
+    /// seconds to minutes and land on a setting and the baseline of the same round alike, so
+    /// the difference cancels them, where medians compare mixtures: on a VM that flipped
+    /// between two speeds within a sweep, cg's o 0.5 µs read +74 % by medians (three of its
+    /// five runs slow, one of the baseline's) against +55 % predicted, and wavefront, slow but
+    /// for the first round, read +79 % by fastest runs where the rounds' differences say +45 %.
+    Paired,
+}
+
+impl std::fmt::Display for Statistic {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Statistic::Median => "median",
+            Statistic::Paired => "paired",
+        })
+    }
+}
 
 /// Most repeats a sweep takes: beyond it a typo, not an experiment.
 pub const MAX_REPEAT: u32 = 1000;
@@ -120,6 +152,7 @@ fn axis_value(knob: Knob, v: f64) -> f64 {
 pub struct SweepPlan {
     settings: Vec<Setting>,
     repeat: u32,
+    statistic: Statistic,
 }
 
 impl SweepPlan {
@@ -164,7 +197,17 @@ impl SweepPlan {
                 return Err(SweepError::OnlyZero(*knob));
             }
         }
-        Ok(SweepPlan { settings, repeat })
+        Ok(SweepPlan {
+            settings,
+            repeat,
+            statistic: Statistic::Median,
+        })
+    }
+
+    /// Compares settings by `statistic` (the median unless set).
+    pub fn with_statistic(mut self, statistic: Statistic) -> Self {
+        self.statistic = statistic;
+        self
     }
 
     /// Every setting: the baseline first, the untouched reference second, then the knobs'.
@@ -201,11 +244,31 @@ impl SweepPlan {
 /// seconds, or why the run failed (exit status, signal, timeout), in words for the report.
 pub trait Runner {
     fn run(&mut self, setting: &Setting) -> Result<f64, String>;
+
+    /// The machine's state now, as a time in ns that grows when the machine gets slower (the
+    /// CLI's: a cache line's one-way trip between the two CPUs the ranks run on), or `None`
+    /// when there is nothing to measure. Taken before and after every run: a run whose
+    /// probes read more than [`SLOW_STATE`] times the sweep's best is left out of the
+    /// comparisons ([`SettingResult::compared_rounds`]).
+    fn probe(&mut self) -> Option<f64> {
+        None
+    }
 }
+
+/// A run whose machine probe reads more than this many times the sweep's best ran with the
+/// machine in a slower state. The AMD EPYC VM this was built on moves its two vCPUs between
+/// dies that share a cache and dies that do not, for seconds to minutes: a cache line crosses
+/// in 30–32 ns in one state and 150–169 ns in the other, and the programs run 24–42 % slower
+/// there (cg, wavefront, transpose), about as much as the knobs' effects being measured.
+pub const SLOW_STATE: f64 = 1.5;
 
 impl<R: Runner + ?Sized> Runner for &mut R {
     fn run(&mut self, setting: &Setting) -> Result<f64, String> {
         (**self).run(setting)
+    }
+
+    fn probe(&mut self) -> Option<f64> {
+        (**self).probe()
     }
 }
 
@@ -223,15 +286,35 @@ pub struct SettingResult {
     pub value_ns: f64,
     /// Run times of the successful runs, in run order.
     pub runs_s: Vec<f64>,
+    /// Run time in each round (`null` where the run failed): what [`Statistic::Paired`] pairs.
+    #[serde(default)]
+    pub rounds_s: Vec<Option<f64>>,
+    /// The machine probe before and after each round's run, ns ([`Runner::probe`]); empty
+    /// when the runner has none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub probes_ns: Vec<Option<[f64; 2]>>,
+    /// How many rounds (paired: pairs of this setting's run and the baseline's) the slowdown
+    /// compares: those whose runs had the machine in its best state, or every round with a
+    /// run when fewer than two had (the summary says so).
+    #[serde(default)]
+    pub compared_rounds: usize,
+    /// Whether every run compared had the machine in its best state: false when fewer than
+    /// two rounds did and all were compared (true without probes: nothing says otherwise).
+    #[serde(default)]
+    pub compared_best_state: bool,
     /// One line per failed run: which run and why.
     pub failures: Vec<String>,
+    /// The median of the runs compared: those with the machine in its best state when at
+    /// least two were, else all.
     pub median_s: Option<f64>,
+    /// Over all successful runs.
     pub min_s: Option<f64>,
     pub max_s: Option<f64>,
-    /// median / baseline median − 1 (0.1 = 10 % slower).
+    /// How much slower than the baseline, by the sweep's [`Statistic`] (0.1 = 10 % slower).
     pub slowdown: Option<f64>,
     /// |slowdown| does not exceed the larger of the baseline's relative spread and this
-    /// setting's own: not distinguishable from the baseline in this sweep. The setting's own
+    /// setting's own (each the noise band of the sweep's statistic, [`Statistic`]): not
+    /// distinguishable from the baseline in this sweep. The setting's own
     /// counts because a shared machine's slow spells last several runs: they can miss every
     /// baseline run (which ABBA places in pairs) and hit a setting's. `None` when there is no
     /// spread to judge by (fewer than two baseline runs).
@@ -279,11 +362,20 @@ pub struct SweepResult {
     /// The program, as given.
     pub command: Vec<String>,
     pub repeat: u32,
-    /// The baseline's relative spread (interquartile range over the median with four runs or
-    /// more, max − min below that): the noise band of this sweep's slowdowns.
+    /// How run times become slowdowns.
+    #[serde(default)]
+    pub statistic: Statistic,
+    /// The lowest machine probe of the sweep, ns: the machine's best state
+    /// ([`Runner::probe`]); `None` without probes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub probe_best_ns: Option<f64>,
+    /// The baseline's relative spread: the interquartile range of its runs over their median
+    /// with four runs or more (max − min below that); by medians the noise band of every
+    /// slowdown, paired a figure for the reader (each setting's band is its differences').
     pub baseline_spread: Option<f64>,
-    /// What the emulator costs at zero: baseline median / untouched median − 1 (0.02: the
-    /// program runs 2 % slower under the engaged emulator with every knob at zero).
+    /// What the emulator costs at zero: the baseline's slowdown over the untouched program by
+    /// the sweep's statistic (0.02: the program runs 2 % slower under the engaged emulator with
+    /// every knob at zero).
     #[serde(default)]
     pub emulator_cost: Option<f64>,
     /// Every setting: the baseline first, then the untouched reference, then the knobs'.
@@ -304,18 +396,24 @@ pub fn run_sweep<R: Runner>(
     mut progress: impl FnMut(usize, usize, &Setting),
 ) -> SweepResult {
     let order = plan.schedule();
-    let mut runs: Vec<Vec<f64>> = vec![Vec::new(); plan.settings.len()];
-    let mut fails: Vec<Vec<String>> = vec![Vec::new(); plan.settings.len()];
+    let per_round = plan.settings.len();
+    let mut runs: Vec<Vec<Option<f64>>> = vec![vec![None; plan.repeat as usize]; per_round];
+    let mut fails: Vec<Vec<String>> = vec![Vec::new(); per_round];
+    let mut probes: Vec<Vec<Option<[f64; 2]>>> = vec![vec![None; plan.repeat as usize]; per_round];
     for (n, &i) in order.iter().enumerate() {
         let s = &plan.settings[i];
         progress(n, order.len(), s);
-        match runner.run(s) {
-            Ok(t) if t.is_finite() && t >= 0.0 => runs[i].push(t),
+        let before = runner.probe();
+        let run = runner.run(s);
+        let after = runner.probe();
+        probes[i][n / per_round] = before.zip(after).map(|(a, b)| [a, b]);
+        match run {
+            Ok(t) if t.is_finite() && t >= 0.0 => runs[i][n / per_round] = Some(t),
             Ok(t) => fails[i].push(format!("run {}: unusable run time {t} s", n + 1)),
             Err(why) => fails[i].push(format!("run {}: {why}", n + 1)),
         }
     }
-    summarize(plan, command, runs, fails)
+    summarize(plan, command, runs, probes, fails)
 }
 
 fn median(v: &[f64]) -> Option<f64> {
@@ -332,17 +430,81 @@ fn median(v: &[f64]) -> Option<f64> {
     })
 }
 
-/// (max − min) / median of some runs; `None` with fewer than two.
 /// The noise band of some runs' median, relative to it: with four runs or more their
 /// interquartile range (q3 − q1) / median, below that (max − min) / median; `None` with fewer
 /// than two. Not the range at every count: it grows with the number of runs (ten runs of a
 /// shared machine catch a slow spell that three miss), so more rounds would hide more.
 fn relative_spread(runs: &[f64]) -> Option<f64> {
-    let m = median(runs).filter(|&m| m > 0.0 && runs.len() >= 2)?;
-    let mut s = runs.to_vec();
+    let m = median(runs).filter(|&m| m > 0.0)?;
+    spread_abs(runs).map(|x| x / m)
+}
+
+/// A setting's slowdown and its noise band (both relative to the baseline), from its runs and
+/// the baseline's, each by round (`None`: that round's run failed).
+/// What [`compare`] found.
+struct Comparison {
+    slowdown: Option<f64>,
+    band: Option<f64>,
+    /// Rounds (paired) or runs of the setting (median) compared.
+    n: usize,
+    /// Whether only runs in the machine's best state were compared.
+    best_state_only: bool,
+}
+
+/// `clean`: per round, whether that run had the machine in its best state. The comparison
+/// takes the clean runs (paired: the rounds where both runs were clean) when at least two
+/// are, every run otherwise.
+fn compare(
+    stat: Statistic,
+    base: &[Option<f64>],
+    base_clean: &[bool],
+    mine: &[Option<f64>],
+    mine_clean: &[bool],
+) -> Comparison {
+    let (bs, b_clean) = pick_clean(base, base_clean);
+    let (ms, m_clean) = pick_clean(mine, mine_clean);
+    let b = median(&bs).filter(|&b| b > 0.0);
+    match stat {
+        Statistic::Median => Comparison {
+            slowdown: median(&ms).zip(b).map(|(m, b)| m / b - 1.0),
+            band: match (relative_spread(&bs), relative_spread(&ms)) {
+                (Some(x), y) => Some(x.max(y.unwrap_or(0.0))),
+                (None, _) => None,
+            },
+            n: ms.len(),
+            best_state_only: b_clean && m_clean,
+        },
+        Statistic::Paired => {
+            let pairs = |only_clean: bool| -> Vec<f64> {
+                (0..base.len().min(mine.len()))
+                    .filter(|&k| !only_clean || (base_clean[k] && mine_clean[k]))
+                    .filter_map(|k| Some(mine[k]? - base[k]?))
+                    .collect()
+            };
+            let (d, best_state_only) = match pairs(true) {
+                d if d.len() >= 2 => (d, true),
+                _ => (pairs(false), false),
+            };
+            Comparison {
+                slowdown: median(&d).zip(b).map(|(x, b)| x / b),
+                band: spread_abs(&d).zip(b).map(|(x, b)| x / b),
+                n: d.len(),
+                best_state_only,
+            }
+        }
+    }
+}
+
+/// The noise band of some values' median in their own unit: the interquartile range from four
+/// values on, the range below that; `None` with fewer than two.
+fn spread_abs(v: &[f64]) -> Option<f64> {
+    if v.len() < 2 {
+        return None;
+    }
+    let mut s = v.to_vec();
     s.sort_by(f64::total_cmp);
     if s.len() < 4 {
-        return Some((s[s.len() - 1] - s[0]) / m);
+        return Some(s[s.len() - 1] - s[0]);
     }
     // Quantiles by linear interpolation between order statistics (R's type 7).
     let q = |p: f64| {
@@ -350,27 +512,65 @@ fn relative_spread(runs: &[f64]) -> Option<f64> {
         let (i, f) = (h.floor() as usize, h.fract());
         s[i] + f * (s[(i + 1).min(s.len() - 1)] - s[i])
     };
-    Some((q(0.75) - q(0.25)) / m)
+    Some(q(0.75) - q(0.25))
+}
+
+/// The runs that had the machine in its best state, when at least two did (and true); every
+/// run otherwise (and false).
+fn pick_clean(v: &[Option<f64>], clean: &[bool]) -> (Vec<f64>, bool) {
+    let kept: Vec<f64> = v
+        .iter()
+        .zip(clean)
+        .filter_map(|(x, &c)| x.filter(|_| c))
+        .collect();
+    if kept.len() >= 2 {
+        (kept, true)
+    } else {
+        (v.iter().flatten().copied().collect(), false)
+    }
 }
 
 fn summarize(
     plan: &SweepPlan,
     command: &[String],
-    runs: Vec<Vec<f64>>,
+    rounds: Vec<Vec<Option<f64>>>,
+    probes: Vec<Vec<Option<[f64; 2]>>>,
     fails: Vec<Vec<String>>,
 ) -> SweepResult {
-    let base = median(&runs[0]);
-    let spread = relative_spread(&runs[0]);
+    let stat = plan.statistic;
+    let ok = |v: &[Option<f64>]| v.iter().flatten().copied().collect::<Vec<f64>>();
+    let best = probes
+        .iter()
+        .flatten()
+        .flatten()
+        .flatten()
+        .copied()
+        .filter(|p| p.is_finite() && *p > 0.0)
+        .reduce(f64::min);
+    // A run without probes counts as clean: nothing says otherwise.
+    let clean: Vec<Vec<bool>> = probes
+        .iter()
+        .map(|by_round| {
+            by_round
+                .iter()
+                .map(|p| match (p, best) {
+                    (Some(p), Some(b)) => p.iter().all(|&x| x <= SLOW_STATE * b),
+                    _ => true,
+                })
+                .collect()
+        })
+        .collect();
+    let spread = relative_spread(&pick_clean(&rounds[0], &clean[0]).0);
     let settings: Vec<SettingResult> = plan
         .settings
         .iter()
-        .zip(runs.into_iter().zip(fails))
-        .map(|(s, (r, f))| {
-            let med = median(&r);
-            let slowdown = match (med, base) {
-                (Some(m), Some(b)) if b > 0.0 => Some(m / b - 1.0),
-                _ => None,
-            };
+        .zip(rounds.iter().zip(fails))
+        .enumerate()
+        .map(|(i, (s, (by_round, f)))| {
+            let r = ok(by_round);
+            let med = median(&pick_clean(by_round, &clean[i]).0);
+            let c = compare(stat, &rounds[0], &clean[0], by_round, &clean[i]);
+            let slowdown = c.slowdown;
             SettingResult {
                 label: s.label(),
                 knob: s.knob.map(|k| k.to_string()),
@@ -379,11 +579,17 @@ fn summarize(
                 median_s: med,
                 min_s: r.iter().copied().reduce(f64::min),
                 max_s: r.iter().copied().reduce(f64::max),
-                within_noise: slowdown
-                    .zip(spread)
-                    .map(|(x, sp)| x.abs() <= sp.max(relative_spread(&r).unwrap_or(0.0))),
+                within_noise: slowdown.zip(c.band).map(|(x, band)| x.abs() <= band),
                 slowdown,
                 runs_s: r,
+                rounds_s: by_round.clone(),
+                probes_ns: if best.is_some() {
+                    probes[i].clone()
+                } else {
+                    Vec::new()
+                },
+                compared_rounds: c.n,
+                compared_best_state: c.best_state_only,
                 failures: f,
                 predicted: Vec::new(),
             }
@@ -418,13 +624,11 @@ fn summarize(
             points,
         });
     }
-    let emulator_cost = settings
+    let emulator_cost = plan
+        .settings
         .iter()
-        .find(|s| s.untouched)
-        .and_then(|u| u.median_s)
-        .zip(base)
-        .filter(|&(u, _)| u > 0.0)
-        .map(|(u, b)| b / u - 1.0);
+        .position(|s| s.untouched)
+        .and_then(|u| compare(stat, &rounds[u], &clean[u], &rounds[0], &clean[0]).slowdown);
     let noise = spread.unwrap_or(0.0);
     let most_sensitive = knobs
         .iter()
@@ -435,6 +639,8 @@ fn summarize(
         schema_version: SWEEP_SCHEMA_VERSION,
         command: command.to_vec(),
         repeat: plan.repeat,
+        statistic: stat,
+        probe_best_ns: best,
         baseline_spread: spread,
         emulator_cost,
         settings,
@@ -557,15 +763,49 @@ impl SweepResult {
     fn summary_lines(&self) -> Vec<String> {
         let mut out = Vec::new();
         match self.baseline_spread {
-            Some(s) => out.push(format!(
-                "baseline spread {:.1}% over {} runs: slowdowns inside it are noise",
-                100.0 * s,
-                self.settings[0].runs_s.len()
-            )),
+            Some(s) => out.push(match self.statistic {
+                Statistic::Median => format!(
+                    "slowdowns compare medians, noise the larger of the baseline's spread and the setting's; baseline spread {:.1}% over {} runs: slowdowns inside it are noise",
+                    100.0 * s,
+                    self.settings[0].runs_s.len()
+                ),
+                Statistic::Paired => format!(
+                    "slowdowns are each round's difference from the baseline's run of the same round (their median, over the baseline's median); noise: those differences' spread (baseline spread {:.1}% over {} runs)",
+                    100.0 * s,
+                    self.settings[0].runs_s.len()
+                ),
+            }),
             None => out.push(
                 "baseline spread unknown (fewer than two baseline runs): use --repeat ≥ 2 to judge noise"
                     .into(),
             ),
+        }
+        if let Some(best) = self.probe_best_ns {
+            let (slow, all) = self
+                .settings
+                .iter()
+                .flat_map(|s| s.probes_ns.iter().zip(&s.rounds_s))
+                .filter(|(_, r)| r.is_some())
+                .fold((0, 0), |(slow, all), (p, _)| {
+                    let is_slow = p.is_some_and(|p| p.iter().any(|&x| x > SLOW_STATE * best));
+                    (slow + usize::from(is_slow), all + 1)
+                });
+            out.push(format!(
+                "machine probed before and after each run: best {best:.0} ns; {slow} of {all} runs had it over {SLOW_STATE}× that (a slower state) and are left out of the comparisons{}",
+                if slow > 0 {
+                    " (each setting's, where at least two rounds of it and the baseline were in the best state)"
+                } else {
+                    ""
+                }
+            ));
+            for s in self.settings[1..].iter().filter(|s| !s.compared_best_state) {
+                if slow > 0 {
+                    out.push(format!(
+                        "{}: fewer than two of its rounds (with the baseline's) had the machine in its best state: compared over all {}",
+                        s.label, s.compared_rounds
+                    ));
+                }
+            }
         }
         if let Some(c) = self.emulator_cost {
             out.push(format!(
@@ -794,9 +1034,30 @@ mod tests {
         /// by position in the schedule, so the tests say what they mean whatever the order.
         jitter: Vec<(&'static str, usize, f64)>,
         seen: std::collections::HashMap<String, usize>,
+        /// Runs (by position in the schedule) with the machine in its slow state: +0.25 s, and
+        /// a probe of 150 ns around them (30 ns otherwise). Empty: no probe at all.
+        slow_runs: Vec<usize>,
+        probes: usize,
     }
 
     impl Runner for Model {
+        fn probe(&mut self) -> Option<f64> {
+            // Probes alternate: before run n (n runs made so far), after it (n + 1 made).
+            self.probes += 1;
+            let run = if self.probes % 2 == 1 {
+                self.calls.len()
+            } else {
+                self.calls.len() - 1
+            };
+            (!self.slow_runs.is_empty()).then(|| {
+                if self.slow_runs.contains(&run) {
+                    150.0
+                } else {
+                    30.0
+                }
+            })
+        }
+
         fn run(&mut self, s: &Setting) -> Result<f64, String> {
             let label = s.label();
             let i = *self.seen.get(&label).unwrap_or(&0);
@@ -818,7 +1079,12 @@ mod tests {
                 .filter(|(l, n, _)| *l == label && *n == i)
                 .map(|(_, _, x)| x)
                 .sum();
-            Ok(t + jitter)
+            let slow = if self.slow_runs.contains(&(self.calls.len() - 1)) {
+                0.25
+            } else {
+                0.0
+            };
+            Ok(t + jitter + slow)
         }
     }
 
@@ -830,6 +1096,8 @@ mod tests {
             fail_at: None,
             jitter: Vec::new(),
             seen: Default::default(),
+            slow_runs: Vec::new(),
+            probes: 0,
         }
     }
 
@@ -851,6 +1119,99 @@ mod tests {
         );
         let two = SweepPlan::new(&[(Knob::L, vec![5e3])], 2).unwrap();
         assert_eq!(two.schedule(), vec![2, 0, 1, 1, 0, 2]);
+    }
+
+    #[test]
+    fn paired_slowdowns_cancel_slow_spells_that_land_on_a_round() {
+        // The machine is slow (+0.25 s a run) in rounds 1 and 2 for the baseline and in rounds
+        // 1, 2 and 3 for L: a spell that began in round 1 and ended during round 3, between the
+        // baseline's run and L's. The emulator costs 0.05 s; L adds 0.1 s (1000 × 100 µs).
+        let plan = |stat| {
+            SweepPlan::new(&[(Knob::L, vec![100e3])], 5)
+                .unwrap()
+                .with_statistic(stat)
+        };
+        let spell = |m: &mut Model| {
+            m.zero_cost = 0.05;
+            m.jitter = vec![
+                ("baseline", 1, 0.25),
+                ("baseline", 2, 0.25),
+                ("L=100us", 1, 0.25),
+                ("L=100us", 2, 0.25),
+                ("L=100us", 3, 0.25),
+            ];
+        };
+        let mut m = model();
+        spell(&mut m);
+        let med = run_sweep(&plan(Statistic::Median), &mut m, &[], |_, _, _| {});
+        // Medians compare mixtures: L's is a slow run (1.4), the baseline's a fast one (1.05).
+        assert!((med.settings[2].slowdown.unwrap() - (1.4 / 1.05 - 1.0)).abs() < 1e-9);
+        let mut m = model();
+        spell(&mut m);
+        let r = run_sweep(&plan(Statistic::Paired), &mut m, &[], |_, _, _| {});
+        assert_eq!(r.statistic, Statistic::Paired);
+        // Rounds' differences 0.1, 0.1, 0.1, 0.35, 0.1: median 0.1 over the baseline's median
+        // 1.05; their interquartile range is 0, so the setting is beyond noise.
+        let l = &r.settings[2];
+        assert!((l.slowdown.unwrap() - 0.1 / 1.05).abs() < 1e-9);
+        assert_eq!(l.within_noise, Some(false));
+        assert_eq!(l.rounds_s.len(), 5);
+        // The emulator's cost, paired with the untouched runs: 0.05 in rounds 0, 3 and 4.
+        assert!((r.emulator_cost.unwrap() - 0.05).abs() < 1e-9);
+        // A failed run leaves its round out: differences 0.1, 0.1, 0.1, 0.35 (round 4 gone),
+        // median 0.1, interquartile range 0.0625 (R's type 7), still beyond.
+        let mut m = model();
+        spell(&mut m);
+        m.fail_at = Some(("L=100us", 4));
+        let r = run_sweep(&plan(Statistic::Paired), &mut m, &[], |_, _, _| {});
+        let l = &r.settings[2];
+        assert_eq!(l.rounds_s[4], None);
+        assert_eq!(l.runs_s.len(), 4);
+        assert!((l.slowdown.unwrap() - 0.1 / 1.05).abs() < 1e-9);
+        assert_eq!(l.within_noise, Some(false));
+    }
+
+    #[test]
+    fn runs_with_the_machine_in_a_slower_state_are_left_out() {
+        // Schedule of 3 settings × 5 rounds: L, B, U | U, B, L | L, B, U | U, B, L | L, B, U.
+        // The machine is slow (+0.25 s, probe 150 ns against 30) for L's runs of rounds 1, 2
+        // and 3 (runs 5, 6 and 11) and never for the baseline's: paired without the probe,
+        // L's differences are 0.1, 0.35, 0.35, 0.35, 0.1 (median 0.35).
+        let p = SweepPlan::new(&[(Knob::L, vec![100e3])], 5)
+            .unwrap()
+            .with_statistic(Statistic::Paired);
+        let mut m = model();
+        m.zero_cost = 0.05;
+        m.slow_runs = vec![5, 6, 11];
+        let r = run_sweep(&p, &mut m, &[], |_, _, _| {});
+        assert_eq!(r.probe_best_ns, Some(30.0));
+        let l = &r.settings[2];
+        assert_eq!(l.probes_ns[1], Some([150.0, 150.0]));
+        assert_eq!(l.probes_ns[0], Some([30.0, 30.0]));
+        // Rounds 0 and 4 only: 0.1 s over the baseline's 1.05.
+        assert_eq!((l.compared_rounds, l.compared_best_state), (2, true));
+        assert!((l.slowdown.unwrap() - 0.1 / 1.05).abs() < 1e-9);
+        assert!((l.median_s.unwrap() - 1.15).abs() < 1e-9);
+        // Run 4 (the baseline's, round 1) was clean: only L's runs read slow.
+        assert_eq!(r.settings[0].probes_ns[1], Some([30.0, 30.0]));
+        let text = r.render(SweepFormat::Text);
+        assert!(
+            text.contains("best 30 ns; 3 of 15 runs had it over 1.5× that"),
+            "{text}"
+        );
+        // Only one clean round left: every round is compared, and the summary says so.
+        let mut m = model();
+        m.zero_cost = 0.05;
+        m.slow_runs = vec![0, 5, 6, 11];
+        let r = run_sweep(&p, &mut m, &[], |_, _, _| {});
+        let l = &r.settings[2];
+        assert_eq!((l.compared_rounds, l.compared_best_state), (5, false));
+        assert!((l.slowdown.unwrap() - 0.35 / 1.05).abs() < 1e-9);
+        assert!(
+            r.render(SweepFormat::Text)
+                .contains("L=100us: fewer than two of its rounds"),
+            "{text}"
+        );
     }
 
     #[test]
