@@ -13,7 +13,7 @@ use crate::output::{print, write_atomically};
 use anyhow::{bail, Context, Result};
 use clap::{Args, ValueEnum};
 use commperf_emulate::sweep::{
-    run_sweep, Runner, Setting, Statistic, SweepFormat, SweepPlan, SweepResult,
+    run_sweep, Runner, Setting, Statistic, SweepFormat, SweepPlan, SweepResult, SLOW_STATE,
 };
 use commperf_emulate::{parse_knob_list, Knob, Knobs};
 use commperf_predict::engine::{self, Inputs, LogGp, Model, PredictConfig};
@@ -546,12 +546,31 @@ fn median_loggp(runs: &[Piece]) -> Result<LogGp> {
 /// built on moved single fits by 20–50 % between runs.
 const LOGGP_RUNS: usize = 3;
 
+/// The machine's state the LogGP measurement should be in: runs whose probes read over
+/// [`SLOW_STATE`] × `best_ns` are measured again (at most [`LOGGP_EXTRA_RUNS`] more) and
+/// left out when `insist` (most settings were compared over runs in that state).
+struct WantedState<'a> {
+    probe: &'a MachineProbe,
+    best_ns: f64,
+    insist: bool,
+}
+
+/// Runs of `bench loggp` beyond [`LOGGP_RUNS`] when the machine was in a slower state.
+const LOGGP_EXTRA_RUNS: usize = 3;
+
 /// `--predict` without `--loggp` or `--profile`: the platform's LogGP at the MPI layer, measured
 /// now on this machine by `bench loggp -t mpi` (this binary under its MPI's mpirun, 2 ranks),
-/// [`LOGGP_RUNS`] times, each parameter the median over the runs of the piece covering `size`
-/// (the trace's median message). Parameters from another machine were the largest error of the
-/// study they were added for (BENCHMARKS.md, "Issue 14: the sweep on the AMD VM").
-fn measure_loggp(exe: &Path, dir: &Path, size: u64, timeout: Duration) -> Result<(LogGp, String)> {
+/// [`LOGGP_RUNS`] times (in the state `state` asks for, when it can), each parameter the median
+/// over the runs of the piece covering `size` (the trace's median message). Parameters from
+/// another machine were the largest error of the study they were added for (BENCHMARKS.md,
+/// "Issue 14: the sweep on the AMD VM"). Returns them and the notes saying how.
+fn measure_loggp(
+    exe: &Path,
+    dir: &Path,
+    size: u64,
+    timeout: Duration,
+    state: Option<WantedState<'_>>,
+) -> Result<(LogGp, Vec<String>)> {
     // The ladder, and the typical message itself: it is then inside the fit of its piece
     // rather than between two (a 2 KiB message took the 4 KiB – 1 MiB piece's fixed o of 2 µs).
     let mut ladder: Vec<u64> = vec![8, 64, 512, 4096, 32768, 262144, 1 << 20];
@@ -563,12 +582,22 @@ fn measure_loggp(exe: &Path, dir: &Path, size: u64, timeout: Duration) -> Result
         .map(u64::to_string)
         .collect::<Vec<_>>()
         .join(",");
-    let mut runs: Vec<Piece> = Vec::new();
-    for i in 0..LOGGP_RUNS {
+    let mut runs: Vec<(Piece, bool)> = Vec::new();
+    let clean = |runs: &[(Piece, bool)]| runs.iter().filter(|r| r.1).count();
+    let mut probes: Vec<String> = Vec::new();
+    for i in 0..LOGGP_RUNS + LOGGP_EXTRA_RUNS {
+        let enough = match &state {
+            Some(w) if w.insist => clean(&runs) >= LOGGP_RUNS,
+            _ => runs.len() >= LOGGP_RUNS,
+        };
+        if enough {
+            break;
+        }
         crate::say(&format!(
-            "commperf: --predict: measuring LogGP at the MPI layer ({}/{LOGGP_RUNS})",
+            "commperf: --predict: measuring LogGP at the MPI layer (run {})",
             i + 1
         ));
+        let before = state.as_ref().and_then(|w| w.probe.read());
         let json = dir.join(format!("loggp-{}.json", i + 1));
         let log = dir.join(format!("loggp-{}.log", i + 1));
         let file = std::fs::File::create(&log)
@@ -589,8 +618,36 @@ fn measure_loggp(exe: &Path, dir: &Path, size: u64, timeout: Duration) -> Result
         let text = std::fs::read_to_string(&json)
             .with_context(|| format!("reading {}", json.display()))?;
         let p = loggp_piece(&text, size).with_context(|| format!("reading {}", json.display()))?;
-        runs.push(p);
+        let after = state.as_ref().and_then(|w| w.probe.read());
+        let ok = match (&state, before, after) {
+            (Some(w), Some(b), Some(a)) => {
+                probes.push(format!("{b:.0}/{a:.0}"));
+                b.max(a) <= SLOW_STATE * w.best_ns
+            }
+            _ => true,
+        };
+        runs.push((p, ok));
     }
+    let mut notes = Vec::new();
+    if let Some(w) = &state {
+        let kept = clean(&runs);
+        let n = runs.len();
+        notes.push(format!(
+            "machine probe around the LogGP runs (ns before/after): {}; the sweep's best {:.0} ns: {}",
+            probes.join(", "),
+            w.best_ns,
+            match (kept, w.insist) {
+                (k, _) if k == n => "every run in its best state".to_string(),
+                (0, true) => "no run in its best state: the parameters describe a slower state of the machine than the runs compared".to_string(),
+                (k, true) => format!("{k} of {n} runs in its best state, the others left out"),
+                (k, false) => format!("{k} of {n} runs in its best state, all kept: most settings were compared over runs in slower states too"),
+            }
+        ));
+        if w.insist && kept > 0 {
+            runs.retain(|r| r.1);
+        }
+    }
+    let runs: Vec<Piece> = runs.into_iter().map(|r| r.0).collect();
     let m = median_loggp(&runs)?;
     // Each run fits its own pieces: when they differ, say which each run took, in order.
     let mut spans: Vec<String> = runs
@@ -600,12 +657,16 @@ fn measure_loggp(exe: &Path, dir: &Path, size: u64, timeout: Duration) -> Result
     if spans.iter().all(|x| *x == spans[0]) {
         spans.truncate(1);
     }
-    let note = format!(
-        "LogGP measured for --predict: `bench loggp -t mpi`, {LOGGP_RUNS} runs (DIR/loggp-N.json), \
-         each parameter's median over the runs that identified it, of the piece {} covering the trace's median message of {size} B",
-        spans.join(" / ")
+    notes.insert(
+        0,
+        format!(
+            "LogGP measured for --predict: `bench loggp -t mpi`, {} runs kept (DIR/loggp-N.json), \
+             each parameter's median over the runs that identified it, of the piece {} covering the trace's median message of {size} B",
+            runs.len(),
+            spans.join(" / ")
+        ),
     );
-    Ok((m, note))
+    Ok((m, notes))
 }
 
 fn add_predictions(
@@ -636,24 +697,26 @@ fn add_predictions(
     let measured = match (a.loggp, &profile) {
         (None, None) => {
             let size = median_send_bytes(&workload).unwrap_or(8);
+            // The parameters should describe the machine in the state the runs were compared
+            // in: when most settings compared runs in its best state, LogGP runs in a slower
+            // one are measured again.
             let probe = MachineProbe::new();
-            let before = probe.as_ref().and_then(MachineProbe::read);
-            let (l, note) = measure_loggp(exe, dir, size, a.timeout)?;
-            result.notes.push(note);
-            let after = probe.as_ref().and_then(MachineProbe::read);
-            if let (Some(b), Some(x), Some(best)) = (before, after, result.probe_best_ns) {
-                // Parameters measured in a slower state than the runs compared predict a
-                // different machine: said, not hidden.
-                let slow = b.max(x) > commperf_emulate::sweep::SLOW_STATE * best;
-                result.notes.push(format!(
-                    "machine probe around the LogGP measurement: {b:.0} ns before, {x:.0} ns after{}",
-                    if slow {
-                        ": a slower state than the sweep's best; its parameters describe that state"
-                    } else {
-                        " (the sweep's best state)"
-                    }
-                ));
-            }
+            let knobs: Vec<_> = result
+                .settings
+                .iter()
+                .filter(|s| s.knob.is_some())
+                .collect();
+            let insist = 2 * knobs.iter().filter(|s| s.compared_best_state).count() > knobs.len();
+            let state = probe
+                .as_ref()
+                .zip(result.probe_best_ns)
+                .map(|(probe, best_ns)| WantedState {
+                    probe,
+                    best_ns,
+                    insist,
+                });
+            let (l, notes) = measure_loggp(exe, dir, size, a.timeout, state)?;
+            result.notes.extend(notes);
             Some(l)
         }
         _ => None,
