@@ -79,7 +79,13 @@ pub struct LoopStack {
     pub notes: Vec<String>,
     /// The bench's result file (under `-o DIR`).
     pub file: Option<PathBuf>,
+    /// The first piece (the smallest messages): what the reference is chosen by, and the
+    /// emulation's knobs.
     pub params: Option<Params>,
+    /// Every piece the bench fitted, smallest messages first: a program's replay takes the one
+    /// covering its median message.
+    #[serde(default)]
+    pub pieces: Vec<Params>,
 }
 
 /// LogGOPS parameters of the first protocol piece `bench loggp` fitted (the smallest messages),
@@ -134,6 +140,11 @@ pub struct LoopCell {
     pub measured_program_s: Option<f64>,
     /// The trace replayed: the reference's run with the median window, from the barrier on.
     pub trace: Option<PathBuf>,
+    /// The LogGP piece the replay took (the one covering the trace's median message), bytes.
+    #[serde(default)]
+    pub piece_from_bytes: Option<u64>,
+    #[serde(default)]
+    pub piece_to_bytes: Option<u64>,
     /// The replay's finish time of the last rank (s).
     pub predicted_total_s: Option<f64>,
     /// The replay's time not computing (finish − compute), mean over the ranks (s).
@@ -270,6 +281,61 @@ pub fn params_from_bench(text: &str) -> Result<(Params, Vec<String>)> {
         .filter(|r| r.benchmark == commperf_core::Benchmark::Loggp)
         .min_by_key(|r| r.size_bytes)
         .context("the bench wrote no loggp result")?;
+    Ok((params_of_row(row)?, row.notes.clone()))
+}
+
+/// Every piece of a `bench loggp` result file, smallest messages first, each from the first
+/// row fitted with it; a piece whose parameters the bench could not all identify is left out.
+pub fn pieces_from_bench(text: &str) -> Result<Vec<Params>> {
+    let rep = commperf_report::load_json(text)?;
+    let mut rows: Vec<_> = rep
+        .results
+        .iter()
+        .filter(|r| r.benchmark == commperf_core::Benchmark::Loggp)
+        .collect();
+    rows.sort_by_key(|r| r.size_bytes);
+    let mut out: Vec<Params> = Vec::new();
+    for r in rows {
+        let span = (r.piece_from_bytes, r.piece_to_bytes);
+        if out
+            .iter()
+            .any(|p| (p.piece_from_bytes, p.piece_to_bytes) == span)
+        {
+            continue;
+        }
+        if let Ok(p) = params_of_row(r) {
+            out.push(p);
+        }
+    }
+    Ok(out)
+}
+
+/// How far `size` lies from the piece `lo..=hi`, on a log scale: 0 inside it.
+pub fn piece_distance(size: u64, lo: u64, hi: u64) -> f64 {
+    if (lo..=hi).contains(&size) {
+        return 0.0;
+    }
+    let s = size.max(1) as f64;
+    (s / lo.max(1) as f64)
+        .ln()
+        .abs()
+        .min((s / hi.max(1) as f64).ln().abs())
+}
+
+impl Params {
+    /// Of `pieces`, the one covering `size` bytes (the nearest on a log scale when it falls
+    /// between two, or past the last).
+    pub fn covering(pieces: &[Params], size: u64) -> Option<&Params> {
+        let d = |p: &Params| match (p.piece_from_bytes, p.piece_to_bytes) {
+            (Some(lo), Some(hi)) => piece_distance(size, lo, hi),
+            _ => f64::INFINITY,
+        };
+        pieces.iter().min_by(|a, b| d(a).total_cmp(&d(b)))
+    }
+}
+
+/// One row's LogGOPS parameters in ns.
+fn params_of_row(row: &commperf_core::Row) -> Result<Params> {
     let need = |name: &str, v: Option<f64>| {
         v.filter(|x| x.is_finite() && *x >= 0.0).with_context(|| {
             format!(
@@ -299,7 +365,7 @@ pub fn params_from_bench(text: &str) -> Result<(Params, Vec<String>)> {
         piece_to_bytes: row.piece_to_bytes,
         small_message_ns: o_s + l + o_r,
     };
-    Ok((p, row.notes.clone()))
+    Ok(p)
 }
 
 fn loop_stack(a: &AppArgs, s: Stack, nets: &crate::app_stack::Nets, root: &Path) -> LoopStack {
@@ -314,14 +380,15 @@ fn loop_stack(a: &AppArgs, s: Stack, nets: &crate::app_stack::Nets, root: &Path)
         &LOGGP_ITERS.to_string(),
     ]
     .map(String::from);
-    let r = (|| -> Result<(Params, Vec<String>)> {
+    let r = (|| -> Result<(Params, Vec<Params>, Vec<String>)> {
         nets.check(s).map_err(anyhow::Error::msg)?;
         let note = app::launch_bench(a, s, &args, &file)?;
         let text = commperf_core::read_text(&file)?;
         let (p, mut notes) =
             params_from_bench(&text).with_context(|| file.display().to_string())?;
+        let pieces = pieces_from_bench(&text).with_context(|| file.display().to_string())?;
         notes.extend(note);
-        Ok((p, notes))
+        Ok((p, pieces, notes))
     })();
     let mut st = LoopStack {
         stack: s.name(),
@@ -329,10 +396,12 @@ fn loop_stack(a: &AppArgs, s: Stack, nets: &crate::app_stack::Nets, root: &Path)
         notes: Vec::new(),
         file: a.out.is_some().then(|| file.clone()),
         params: None,
+        pieces: Vec::new(),
     };
     match r {
-        Ok((p, notes)) => {
+        Ok((p, pieces, notes)) => {
             st.params = Some(p);
+            st.pieces = pieces;
             st.notes = notes;
         }
         Err(e) => st.error = Some(format!("{e:#}")),
@@ -736,6 +805,8 @@ pub(crate) fn finish(
                 measured_comm_s: None,
                 measured_program_s: c.and_then(|c| c.time_s),
                 trace: None,
+                piece_from_bytes: None,
+                piece_to_bytes: None,
                 predicted_total_s: None,
                 predicted_comm_s: None,
                 total_error_percent: None,
@@ -760,20 +831,30 @@ pub(crate) fn finish(
                     "no LogGP parameters: {}",
                     st.error.as_deref().unwrap_or("unknown")
                 )),
-                (Ok((w, from_barrier, trace)), Some(params)) => match predict(w, params) {
-                    Ok((t, m)) => {
-                        lc.window_from =
-                            Some(if *from_barrier { "barrier" } else { "init" }.into());
-                        lc.trace = Some(trace.clone());
-                        lc.predicted_total_s = Some(t);
-                        lc.predicted_comm_s = Some(m);
-                        lc.total_error_percent =
-                            lc.measured_total_s.and_then(|x| error_percent(t, x));
-                        lc.comm_error_percent =
-                            lc.measured_comm_s.and_then(|x| error_percent(m, x));
+                (Ok((w, from_barrier, trace)), Some(first)) => {
+                    // The piece covering the program's median message: a program of 8 KiB
+                    // blocks priced by the 8 B – 4 KiB piece missed by up to 67 % on a stack
+                    // whose protocol switches between.
+                    let params = crate::emulate_sweep::median_send_bytes(w)
+                        .and_then(|size| Params::covering(&st.pieces, size))
+                        .unwrap_or(first);
+                    lc.piece_from_bytes = params.piece_from_bytes;
+                    lc.piece_to_bytes = params.piece_to_bytes;
+                    match predict(w, params) {
+                        Ok((t, m)) => {
+                            lc.window_from =
+                                Some(if *from_barrier { "barrier" } else { "init" }.into());
+                            lc.trace = Some(trace.clone());
+                            lc.predicted_total_s = Some(t);
+                            lc.predicted_comm_s = Some(m);
+                            lc.total_error_percent =
+                                lc.measured_total_s.and_then(|x| error_percent(t, x));
+                            lc.comm_error_percent =
+                                lc.measured_comm_s.and_then(|x| error_percent(m, x));
+                        }
+                        Err(e) => why.push(format!("{e:#}")),
                     }
-                    Err(e) => why.push(format!("{e:#}")),
-                },
+                }
             }
             if let Some(i) = emus.iter().position(|e| e.stack == s.name()) {
                 let er = emus.swap_remove(i);
@@ -985,6 +1066,7 @@ mod tests {
             notes: Vec::new(),
             file: None,
             params: p,
+            pieces: Vec::new(),
         }
     }
 
@@ -1043,6 +1125,8 @@ mod tests {
             measured_comm_s: Some(0.5),
             measured_program_s: Some(0.9),
             trace: None,
+            piece_from_bytes: None,
+            piece_to_bytes: None,
             predicted_total_s: total_err.map(|e| 1.0 + e / 100.0),
             predicted_comm_s: None,
             total_error_percent: total_err,
@@ -1213,5 +1297,22 @@ mod tests {
         let no_l = text.replace("\"L_us\": 1.0,", "");
         let e = params_from_bench(&no_l).unwrap_err().to_string();
         assert!(e.contains("left L out at 8 B"), "{e}");
+        // Every piece: the 16 KiB row's own (8 KiB – 1 MiB) beside the first.
+        let two = text.replace(
+            "\"L_us\": 9.0}",
+            "\"L_us\": 9.0, \"piece_from_bytes\": 8192, \"piece_to_bytes\": 1048576}",
+        );
+        let pieces = pieces_from_bench(&two).unwrap();
+        assert_eq!(pieces.len(), 2);
+        assert_eq!(pieces[0].o_s_ns, 250.0);
+        assert_eq!(pieces[1].o_s_ns, 9000.0);
+        // A program's median message takes the piece covering it, or the nearer on a log
+        // scale: 6 KiB is 1.5× past 4 KiB and 1.33× short of 8 KiB.
+        let at = |size| Params::covering(&pieces, size).unwrap().o_s_ns;
+        assert_eq!(
+            (at(8), at(4096), at(16384), at(1 << 30)),
+            (250.0, 250.0, 9000.0, 9000.0)
+        );
+        assert_eq!((at(5000), at(6144)), (250.0, 9000.0));
     }
 }

@@ -13,7 +13,8 @@ use crate::output::{print, write_atomically};
 use anyhow::{bail, Context, Result};
 use clap::{Args, ValueEnum};
 use commperf_emulate::sweep::{
-    run_sweep, Runner, Setting, Statistic, SweepFormat, SweepPlan, SweepResult, SLOW_STATE,
+    run_state, run_sweep, same_state, Runner, Setting, Statistic, SweepFormat, SweepPlan,
+    SweepResult,
 };
 use commperf_emulate::{parse_knob_list, Knob, Knobs};
 use commperf_predict::engine::{self, Inputs, LogGp, Model, PredictConfig};
@@ -423,7 +424,8 @@ fn can_measure_loggp(a: &SweepArgs) -> Result<()> {
 }
 
 /// The median message size of a workload's sends (collectives expanded), by count.
-fn median_send_bytes(w: &commperf_predict::workload::Workload) -> Option<u64> {
+/// The median size of a workload's sent messages, bytes; `None` when it sends none.
+pub(crate) fn median_send_bytes(w: &commperf_predict::workload::Workload) -> Option<u64> {
     let mut sizes: Vec<u64> = w
         .ops()
         .iter()
@@ -546,12 +548,12 @@ fn median_loggp(runs: &[Piece]) -> Result<LogGp> {
 /// built on moved single fits by 20–50 % between runs.
 const LOGGP_RUNS: usize = 3;
 
-/// The machine's state the LogGP measurement should be in: runs whose probes read over
-/// [`SLOW_STATE`] × `best_ns` are measured again (at most [`LOGGP_EXTRA_RUNS`] more) and
-/// left out when `insist` (most settings were compared over runs in that state).
+/// The machine's state the LogGP measurement should be in, the baseline's usual one: when
+/// `insist` (most settings were compared over runs in the same state), runs in another are
+/// measured again (at most [`LOGGP_EXTRA_RUNS`] more) and left out.
 struct WantedState<'a> {
     probe: &'a MachineProbe,
-    best_ns: f64,
+    reference_ns: f64,
     insist: bool,
 }
 
@@ -622,7 +624,7 @@ fn measure_loggp(
         let ok = match (&state, before, after) {
             (Some(w), Some(b), Some(a)) => {
                 probes.push(format!("{b:.0}/{a:.0}"));
-                b.max(a) <= SLOW_STATE * w.best_ns
+                same_state(run_state([b, a]), Some(w.reference_ns))
             }
             _ => true,
         };
@@ -633,14 +635,14 @@ fn measure_loggp(
         let kept = clean(&runs);
         let n = runs.len();
         notes.push(format!(
-            "machine probe around the LogGP runs (ns before/after): {}; the sweep's best {:.0} ns: {}",
+            "machine probe around the LogGP runs (ns before/after): {}; the baseline's usual state {:.0} ns: {}",
             probes.join(", "),
-            w.best_ns,
+            w.reference_ns,
             match (kept, w.insist) {
-                (k, _) if k == n => "every run in its best state".to_string(),
-                (0, true) => "no run in its best state: the parameters describe a slower state of the machine than the runs compared".to_string(),
-                (k, true) => format!("{k} of {n} runs in its best state, the others left out"),
-                (k, false) => format!("{k} of {n} runs in its best state, all kept: most settings were compared over runs in slower states too"),
+                (k, _) if k == n => "every run in it".to_string(),
+                (0, true) => "no run in it: the parameters describe another state of the machine than the runs compared".to_string(),
+                (k, true) => format!("{k} of {n} runs in it, the others left out"),
+                (k, false) => format!("{k} of {n} runs in it, all kept: most settings were compared over runs in other states too"),
             }
         ));
         if w.insist && kept > 0 {
@@ -698,23 +700,24 @@ fn add_predictions(
         (None, None) => {
             let size = median_send_bytes(&workload).unwrap_or(8);
             // The parameters should describe the machine in the state the runs were compared
-            // in: when most settings compared runs in its best state, LogGP runs in a slower
-            // one are measured again.
+            // in: when most settings compared runs in one state, LogGP runs in another are
+            // measured again.
             let probe = MachineProbe::new();
             let knobs: Vec<_> = result
                 .settings
                 .iter()
                 .filter(|s| s.knob.is_some())
                 .collect();
-            let insist = 2 * knobs.iter().filter(|s| s.compared_best_state).count() > knobs.len();
-            let state = probe
-                .as_ref()
-                .zip(result.probe_best_ns)
-                .map(|(probe, best_ns)| WantedState {
-                    probe,
-                    best_ns,
-                    insist,
-                });
+            let insist = 2 * knobs.iter().filter(|s| s.compared_same_state).count() > knobs.len();
+            let state =
+                probe
+                    .as_ref()
+                    .zip(result.probe_reference_ns)
+                    .map(|(probe, reference_ns)| WantedState {
+                        probe,
+                        reference_ns,
+                        insist,
+                    });
             let (l, notes) = measure_loggp(exe, dir, size, a.timeout, state)?;
             result.notes.extend(notes);
             Some(l)

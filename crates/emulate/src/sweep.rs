@@ -247,20 +247,31 @@ pub trait Runner {
 
     /// The machine's state now, as a time in ns that grows when the machine gets slower (the
     /// CLI's: a cache line's one-way trip between the two CPUs the ranks run on), or `None`
-    /// when there is nothing to measure. Taken before and after every run: a run whose
-    /// probes read more than [`SLOW_STATE`] times the sweep's best is left out of the
-    /// comparisons ([`SettingResult::compared_rounds`]).
+    /// when there is nothing to measure. Taken before and after every run: a slowdown then
+    /// compares only runs made in the same state ([`same_state`]).
     fn probe(&mut self) -> Option<f64> {
         None
     }
 }
 
-/// A run whose machine probe reads more than this many times the sweep's best ran with the
-/// machine in a slower state. The AMD EPYC VM this was built on moves its two vCPUs between
-/// dies that share a cache and dies that do not, for seconds to minutes: a cache line crosses
-/// in 30–32 ns in one state and 150–169 ns in the other, and the programs run 24–42 % slower
-/// there (cg, wavefront, transpose), about as much as the knobs' effects being measured.
-pub const SLOW_STATE: f64 = 1.5;
+/// Two probe readings further apart than this factor are two states of the machine. The AMD
+/// EPYC VM this was built on moves its two vCPUs, for seconds to minutes, between the two
+/// threads of one core (a cache line crosses in 15 ns), two cores that share a cache (30–32
+/// ns) and dies that share none (150–169 ns); the programs run 24–42 % slower in the last,
+/// about as much as the knobs' effects being measured.
+pub const STATE_FACTOR: f64 = 1.5;
+
+/// A run's state from its probes before and after: their geometric mean, or `None` when they
+/// differ by more than [`STATE_FACTOR`] (the machine changed state during the run).
+pub fn run_state(probes: [f64; 2]) -> Option<f64> {
+    let [a, b] = probes;
+    (a > 0.0 && b > 0.0 && a.max(b) <= STATE_FACTOR * a.min(b)).then(|| (a * b).sqrt())
+}
+
+/// Whether two runs' states ([`run_state`]) are the same state of the machine.
+pub fn same_state(a: Option<f64>, b: Option<f64>) -> bool {
+    matches!((a, b), (Some(x), Some(y)) if x.max(y) <= STATE_FACTOR * x.min(y))
+}
 
 impl<R: Runner + ?Sized> Runner for &mut R {
     fn run(&mut self, setting: &Setting) -> Result<f64, String> {
@@ -293,15 +304,16 @@ pub struct SettingResult {
     /// when the runner has none.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub probes_ns: Vec<Option<[f64; 2]>>,
-    /// How many rounds (paired: pairs of this setting's run and the baseline's) the slowdown
-    /// compares: those whose runs had the machine in its best state, or every round with a
-    /// run when fewer than two had (the summary says so).
+    /// How many rounds (paired: pairs of this setting's run and the baseline's; median: runs
+    /// of this setting) the slowdown compares: those made in the same state of the machine
+    /// ([`same_state`]: a pair with each other, a median's runs with the baseline's usual
+    /// state), or every one when fewer than two were (the summary says so).
     #[serde(default)]
     pub compared_rounds: usize,
-    /// Whether every run compared had the machine in its best state: false when fewer than
-    /// two rounds did and all were compared (true without probes: nothing says otherwise).
+    /// Whether the comparison took only runs in the same state: false when fewer than two
+    /// were and all were compared (true without probes: nothing says otherwise).
     #[serde(default)]
-    pub compared_best_state: bool,
+    pub compared_same_state: bool,
     /// One line per failed run: which run and why.
     pub failures: Vec<String>,
     /// The median of the runs compared: those with the machine in its best state when at
@@ -365,10 +377,10 @@ pub struct SweepResult {
     /// How run times become slowdowns.
     #[serde(default)]
     pub statistic: Statistic,
-    /// The lowest machine probe of the sweep, ns: the machine's best state
-    /// ([`Runner::probe`]); `None` without probes.
+    /// The baseline's usual state: the median of its runs' states ([`run_state`]), ns;
+    /// `None` without probes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub probe_best_ns: Option<f64>,
+    pub probe_reference_ns: Option<f64>,
     /// The baseline's relative spread: the interquartile range of its runs over their median
     /// with four runs or more (max − min below that); by medians the noise band of every
     /// slowdown, paired a figure for the reader (each setting's band is its differences').
@@ -441,60 +453,6 @@ fn relative_spread(runs: &[f64]) -> Option<f64> {
 
 /// A setting's slowdown and its noise band (both relative to the baseline), from its runs and
 /// the baseline's, each by round (`None`: that round's run failed).
-/// What [`compare`] found.
-struct Comparison {
-    slowdown: Option<f64>,
-    band: Option<f64>,
-    /// Rounds (paired) or runs of the setting (median) compared.
-    n: usize,
-    /// Whether only runs in the machine's best state were compared.
-    best_state_only: bool,
-}
-
-/// `clean`: per round, whether that run had the machine in its best state. The comparison
-/// takes the clean runs (paired: the rounds where both runs were clean) when at least two
-/// are, every run otherwise.
-fn compare(
-    stat: Statistic,
-    base: &[Option<f64>],
-    base_clean: &[bool],
-    mine: &[Option<f64>],
-    mine_clean: &[bool],
-) -> Comparison {
-    let (bs, b_clean) = pick_clean(base, base_clean);
-    let (ms, m_clean) = pick_clean(mine, mine_clean);
-    let b = median(&bs).filter(|&b| b > 0.0);
-    match stat {
-        Statistic::Median => Comparison {
-            slowdown: median(&ms).zip(b).map(|(m, b)| m / b - 1.0),
-            band: match (relative_spread(&bs), relative_spread(&ms)) {
-                (Some(x), y) => Some(x.max(y.unwrap_or(0.0))),
-                (None, _) => None,
-            },
-            n: ms.len(),
-            best_state_only: b_clean && m_clean,
-        },
-        Statistic::Paired => {
-            let pairs = |only_clean: bool| -> Vec<f64> {
-                (0..base.len().min(mine.len()))
-                    .filter(|&k| !only_clean || (base_clean[k] && mine_clean[k]))
-                    .filter_map(|k| Some(mine[k]? - base[k]?))
-                    .collect()
-            };
-            let (d, best_state_only) = match pairs(true) {
-                d if d.len() >= 2 => (d, true),
-                _ => (pairs(false), false),
-            };
-            Comparison {
-                slowdown: median(&d).zip(b).map(|(x, b)| x / b),
-                band: spread_abs(&d).zip(b).map(|(x, b)| x / b),
-                n: d.len(),
-                best_state_only,
-            }
-        }
-    }
-}
-
 /// The noise band of some values' median in their own unit: the interquartile range from four
 /// values on, the range below that; `None` with fewer than two.
 fn spread_abs(v: &[f64]) -> Option<f64> {
@@ -515,18 +473,83 @@ fn spread_abs(v: &[f64]) -> Option<f64> {
     Some(q(0.75) - q(0.25))
 }
 
-/// The runs that had the machine in its best state, when at least two did (and true); every
-/// run otherwise (and false).
-fn pick_clean(v: &[Option<f64>], clean: &[bool]) -> (Vec<f64>, bool) {
-    let kept: Vec<f64> = v
-        .iter()
-        .zip(clean)
-        .filter_map(|(x, &c)| x.filter(|_| c))
-        .collect();
-    if kept.len() >= 2 {
-        (kept, true)
-    } else {
-        (v.iter().flatten().copied().collect(), false)
+/// What [`compare`] found.
+struct Comparison {
+    slowdown: Option<f64>,
+    band: Option<f64>,
+    /// Rounds (paired) or runs of the setting (median) compared.
+    n: usize,
+    /// Whether only runs in the same state of the machine were compared.
+    same_state: bool,
+}
+
+/// Runs by round (`None`: failed) and their states (`None` without a steady probe).
+#[derive(Clone, Copy)]
+struct Runs<'a> {
+    times: &'a [Option<f64>],
+    states: &'a [Option<f64>],
+}
+
+impl Runs<'_> {
+    /// The runs in state `reference` when at least two are (and true); every run otherwise
+    /// (and false), also when there is no reference (no probes: true).
+    fn in_state(&self, reference: Option<f64>) -> (Vec<f64>, bool) {
+        let all = || self.times.iter().flatten().copied().collect::<Vec<f64>>();
+        let Some(r) = reference else {
+            return (all(), true);
+        };
+        let kept: Vec<f64> = self
+            .times
+            .iter()
+            .zip(self.states)
+            .filter_map(|(t, &st)| t.filter(|_| same_state(st, Some(r))))
+            .collect();
+        if kept.len() >= 2 {
+            (kept, true)
+        } else {
+            (all(), false)
+        }
+    }
+}
+
+/// A setting's runs against the baseline's. With probes (`reference`: the baseline's usual
+/// state), paired rounds count where both runs were made in the same state, a median's runs
+/// where they were in the reference state, when at least two are; every run otherwise.
+fn compare(stat: Statistic, base: Runs<'_>, mine: Runs<'_>, reference: Option<f64>) -> Comparison {
+    let (bs, b_same) = base.in_state(reference);
+    let b = median(&bs).filter(|&b| b > 0.0);
+    match stat {
+        Statistic::Median => {
+            let (ms, m_same) = mine.in_state(reference);
+            Comparison {
+                slowdown: median(&ms).zip(b).map(|(m, b)| m / b - 1.0),
+                band: match (relative_spread(&bs), relative_spread(&ms)) {
+                    (Some(x), y) => Some(x.max(y.unwrap_or(0.0))),
+                    (None, _) => None,
+                },
+                n: ms.len(),
+                same_state: b_same && m_same,
+            }
+        }
+        Statistic::Paired => {
+            let pairs = |matched: bool| -> Vec<f64> {
+                (0..base.times.len().min(mine.times.len()))
+                    .filter(|&k| !matched || same_state(base.states[k], mine.states[k]))
+                    .filter_map(|k| Some(mine.times[k]? - base.times[k]?))
+                    .collect()
+            };
+            let (d, same) = match (reference, pairs(true)) {
+                (None, _) => (pairs(false), true),
+                (Some(_), d) if d.len() >= 2 => (d, true),
+                (Some(_), _) => (pairs(false), false),
+            };
+            Comparison {
+                slowdown: median(&d).zip(b).map(|(x, b)| x / b),
+                band: spread_abs(&d).zip(b).map(|(x, b)| x / b),
+                n: d.len(),
+                same_state: same,
+            }
+        }
     }
 }
 
@@ -539,28 +562,20 @@ fn summarize(
 ) -> SweepResult {
     let stat = plan.statistic;
     let ok = |v: &[Option<f64>]| v.iter().flatten().copied().collect::<Vec<f64>>();
-    let best = probes
+    let states: Vec<Vec<Option<f64>>> = probes
         .iter()
-        .flatten()
-        .flatten()
-        .flatten()
-        .copied()
-        .filter(|p| p.is_finite() && *p > 0.0)
-        .reduce(f64::min);
-    // A run without probes counts as clean: nothing says otherwise.
-    let clean: Vec<Vec<bool>> = probes
-        .iter()
-        .map(|by_round| {
-            by_round
-                .iter()
-                .map(|p| match (p, best) {
-                    (Some(p), Some(b)) => p.iter().all(|&x| x <= SLOW_STATE * b),
-                    _ => true,
-                })
-                .collect()
-        })
+        .map(|by_round| by_round.iter().map(|p| p.and_then(run_state)).collect())
         .collect();
-    let spread = relative_spread(&pick_clean(&rounds[0], &clean[0]).0);
+    let probed = probes.iter().flatten().any(Option::is_some);
+    // The baseline's usual state; with probes but no steady baseline run, NaN: no run is in it.
+    let reference = probed.then(|| {
+        median(&states[0].iter().flatten().copied().collect::<Vec<_>>()).unwrap_or(f64::NAN)
+    });
+    let runs = |i: usize| Runs {
+        times: &rounds[i],
+        states: &states[i],
+    };
+    let spread = relative_spread(&runs(0).in_state(reference).0);
     let settings: Vec<SettingResult> = plan
         .settings
         .iter()
@@ -568,8 +583,8 @@ fn summarize(
         .enumerate()
         .map(|(i, (s, (by_round, f)))| {
             let r = ok(by_round);
-            let med = median(&pick_clean(by_round, &clean[i]).0);
-            let c = compare(stat, &rounds[0], &clean[0], by_round, &clean[i]);
+            let med = median(&runs(i).in_state(reference).0);
+            let c = compare(stat, runs(0), runs(i), reference);
             let slowdown = c.slowdown;
             SettingResult {
                 label: s.label(),
@@ -583,13 +598,13 @@ fn summarize(
                 slowdown,
                 runs_s: r,
                 rounds_s: by_round.clone(),
-                probes_ns: if best.is_some() {
+                probes_ns: if probed {
                     probes[i].clone()
                 } else {
                     Vec::new()
                 },
                 compared_rounds: c.n,
-                compared_best_state: c.best_state_only,
+                compared_same_state: c.same_state,
                 failures: f,
                 predicted: Vec::new(),
             }
@@ -628,7 +643,7 @@ fn summarize(
         .settings
         .iter()
         .position(|s| s.untouched)
-        .and_then(|u| compare(stat, &rounds[u], &clean[u], &rounds[0], &clean[0]).slowdown);
+        .and_then(|u| compare(stat, runs(u), runs(0), reference).slowdown);
     let noise = spread.unwrap_or(0.0);
     let most_sensitive = knobs
         .iter()
@@ -640,7 +655,7 @@ fn summarize(
         command: command.to_vec(),
         repeat: plan.repeat,
         statistic: stat,
-        probe_best_ns: best,
+        probe_reference_ns: reference.filter(|r| r.is_finite()),
         baseline_spread: spread,
         emulator_cost,
         settings,
@@ -780,31 +795,33 @@ impl SweepResult {
                     .into(),
             ),
         }
-        if let Some(best) = self.probe_best_ns {
-            let (slow, all) = self
+        if self.settings.iter().any(|s| !s.probes_ns.is_empty()) {
+            let readings: Vec<f64> = self
+                .settings
+                .iter()
+                .flat_map(|s| s.probes_ns.iter().flatten().flatten().copied())
+                .collect();
+            let (lo, hi) = readings
+                .iter()
+                .fold((f64::INFINITY, 0.0f64), |(lo, hi), &x| {
+                    (lo.min(x), hi.max(x))
+                });
+            let changed = self
                 .settings
                 .iter()
                 .flat_map(|s| s.probes_ns.iter().zip(&s.rounds_s))
-                .filter(|(_, r)| r.is_some())
-                .fold((0, 0), |(slow, all), (p, _)| {
-                    let is_slow = p.is_some_and(|p| p.iter().any(|&x| x > SLOW_STATE * best));
-                    (slow + usize::from(is_slow), all + 1)
-                });
+                .filter(|(p, r)| r.is_some() && p.and_then(run_state).is_none())
+                .count();
             out.push(format!(
-                "machine probed before and after each run: best {best:.0} ns; {slow} of {all} runs had it over {SLOW_STATE}× that (a slower state) and are left out of the comparisons{}",
-                if slow > 0 {
-                    " (each setting's, where at least two rounds of it and the baseline were in the best state)"
-                } else {
-                    ""
-                }
+                "machine probed before and after each run (ns): {lo:.0}–{hi:.0}, the baseline's usual state {}; {changed} runs changed state while they ran; each slowdown compares runs made in the same state (within {STATE_FACTOR}×) where at least two rounds were",
+                self.probe_reference_ns
+                    .map_or("unknown (no steady baseline run)".into(), |r| format!("{r:.0}"))
             ));
-            for s in self.settings[1..].iter().filter(|s| !s.compared_best_state) {
-                if slow > 0 {
-                    out.push(format!(
-                        "{}: fewer than two of its rounds (with the baseline's) had the machine in its best state: compared over all {}",
-                        s.label, s.compared_rounds
-                    ));
-                }
+            for s in self.settings[1..].iter().filter(|s| !s.compared_same_state) {
+                out.push(format!(
+                    "{}: fewer than two of its rounds were made in the same state as the baseline's: compared over all {}",
+                    s.label, s.compared_rounds
+                ));
             }
         }
         if let Some(c) = self.emulator_cost {
@@ -1172,7 +1189,7 @@ mod tests {
     }
 
     #[test]
-    fn runs_with_the_machine_in_a_slower_state_are_left_out() {
+    fn slowdowns_compare_runs_made_in_the_same_state_of_the_machine() {
         // Schedule of 3 settings × 5 rounds: L, B, U | U, B, L | L, B, U | U, B, L | L, B, U.
         // The machine is slow (+0.25 s, probe 150 ns against 30) for L's runs of rounds 1, 2
         // and 3 (runs 5, 6 and 11) and never for the baseline's: paired without the probe,
@@ -1184,32 +1201,41 @@ mod tests {
         m.zero_cost = 0.05;
         m.slow_runs = vec![5, 6, 11];
         let r = run_sweep(&p, &mut m, &[], |_, _, _| {});
-        assert_eq!(r.probe_best_ns, Some(30.0));
+        assert_eq!(r.probe_reference_ns, Some(30.0));
         let l = &r.settings[2];
         assert_eq!(l.probes_ns[1], Some([150.0, 150.0]));
         assert_eq!(l.probes_ns[0], Some([30.0, 30.0]));
         // Rounds 0 and 4 only: 0.1 s over the baseline's 1.05.
-        assert_eq!((l.compared_rounds, l.compared_best_state), (2, true));
+        assert_eq!((l.compared_rounds, l.compared_same_state), (2, true));
         assert!((l.slowdown.unwrap() - 0.1 / 1.05).abs() < 1e-9);
         assert!((l.median_s.unwrap() - 1.15).abs() < 1e-9);
         // Run 4 (the baseline's, round 1) was clean: only L's runs read slow.
         assert_eq!(r.settings[0].probes_ns[1], Some([30.0, 30.0]));
         let text = r.render(SweepFormat::Text);
         assert!(
-            text.contains("best 30 ns; 3 of 15 runs had it over 1.5× that"),
+            text.contains("(ns): 30–150, the baseline's usual state 30; 0 runs changed state"),
             "{text}"
         );
+        // Two runs of one round both in the slow state are a pair all the same: rounds 0, 1
+        // and 4 (the baseline's slow run of round 1 is left out of its median).
+        let mut m = model();
+        m.zero_cost = 0.05;
+        m.slow_runs = vec![4, 5, 6, 11];
+        let r = run_sweep(&p, &mut m, &[], |_, _, _| {});
+        let l = &r.settings[2];
+        assert_eq!((l.compared_rounds, l.compared_same_state), (3, true));
+        assert!((l.slowdown.unwrap() - 0.1 / 1.05).abs() < 1e-9);
         // Only one clean round left: every round is compared, and the summary says so.
         let mut m = model();
         m.zero_cost = 0.05;
         m.slow_runs = vec![0, 5, 6, 11];
         let r = run_sweep(&p, &mut m, &[], |_, _, _| {});
         let l = &r.settings[2];
-        assert_eq!((l.compared_rounds, l.compared_best_state), (5, false));
+        assert_eq!((l.compared_rounds, l.compared_same_state), (5, false));
         assert!((l.slowdown.unwrap() - 0.35 / 1.05).abs() < 1e-9);
         assert!(
             r.render(SweepFormat::Text)
-                .contains("L=100us: fewer than two of its rounds"),
+                .contains("L=100us: fewer than two of its rounds were made in the same state"),
             "{text}"
         );
     }
