@@ -34,9 +34,11 @@ use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-/// The sizes `bench loggp` fits over (the kit's messages are 8 B to 8 KiB): enough for the
-/// piecewise g + G·s fit to find its first piece.
-pub const LOGGP_SIZES: &str = "8,64,256,1k,4k,16k";
+/// The sizes `bench loggp` fits over (the kit's messages are 8 B to 8 KiB): dense enough around
+/// 4–16 KiB for the piecewise g + G·s fit to find a protocol switch there (MPICH over TCP goes
+/// from 5.9 µs one way at 4 KiB to 37 µs at 8 KiB; with 4k and 16k alone the fit kept one
+/// piece and priced transpose's 8 KiB blocks at the small messages' rate, −65 %).
+pub const LOGGP_SIZES: &str = "8,64,256,1k,2k,4k,8k,16k,32k";
 /// PRTT repetitions per figure of `bench loggp`.
 pub const LOGGP_ITERS: u64 = 500;
 /// What the goal calls close: |error| within 10 %.
@@ -935,25 +937,32 @@ pub fn render(l: &Loop) -> String {
     let _ = writeln!(o, "reference stack: {}", l.reference_rule);
     let _ = writeln!(
         o,
-        "{:<10} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}  LogGP: `bench loggp --transport mpi`, first piece",
+        "{:<10} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}  LogGP: `bench loggp --transport mpi`, per protocol piece",
         "stack", "L ns", "o_s ns", "o_r ns", "g ns", "G ns/B", "O ns/B"
     );
     for s in &l.stacks {
         match (&s.params, &s.error) {
-            (Some(p), _) => {
-                let _ = writeln!(
-                    o,
-                    "{:<10} {:>9.0} {:>9.0} {:>9.0} {:>9.0} {:>9.4} {:>9.4}  (sizes {}..{} B)",
-                    s.stack,
-                    p.L_ns,
-                    p.o_s_ns,
-                    p.o_r_ns,
-                    p.g_ns,
-                    p.G_ns_per_byte,
-                    p.O_ns_per_byte,
-                    p.piece_from_bytes.unwrap_or(0),
-                    p.piece_to_bytes.unwrap_or(0)
-                );
+            (Some(first), _) => {
+                let pieces = if s.pieces.is_empty() {
+                    std::slice::from_ref(first)
+                } else {
+                    &s.pieces[..]
+                };
+                for p in pieces {
+                    let _ = writeln!(
+                        o,
+                        "{:<10} {:>9.0} {:>9.0} {:>9.0} {:>9.0} {:>9.4} {:>9.4}  (sizes {}..{} B)",
+                        s.stack,
+                        p.L_ns,
+                        p.o_s_ns,
+                        p.o_r_ns,
+                        p.g_ns,
+                        p.G_ns_per_byte,
+                        p.O_ns_per_byte,
+                        p.piece_from_bytes.unwrap_or(0),
+                        p.piece_to_bytes.unwrap_or(0)
+                    );
+                }
             }
             (None, e) => {
                 let _ = writeln!(
@@ -1023,6 +1032,22 @@ pub fn render(l: &Loop) -> String {
         }
         if let Some(e) = c.emulation.as_ref().and_then(|e| e.error.as_ref()) {
             let _ = writeln!(o, "{} emulating {}: {e}", c.program, c.stack);
+        }
+        // Say where a replay took another piece than the table's first.
+        let first = l
+            .stacks
+            .iter()
+            .find(|s| s.stack == c.stack)
+            .and_then(|s| s.params.as_ref())
+            .map(|p| (p.piece_from_bytes, p.piece_to_bytes));
+        if let (Some(lo), Some(hi)) = (c.piece_from_bytes, c.piece_to_bytes) {
+            if first.is_some_and(|f| f != (Some(lo), Some(hi))) {
+                let _ = writeln!(
+                    o,
+                    "{} on {}: replayed with the {lo}–{hi} B piece (its median message's)",
+                    c.program, c.stack
+                );
+            }
         }
     }
     for s in &l.stacks {
@@ -1170,12 +1195,26 @@ mod tests {
         });
         assert_eq!((l.predictions_within_10_percent, l.predictions), (2, 3));
         assert_eq!((l.emulations_within_10_percent, l.emulations), (2, 3));
+        // A replay that took another piece than the stack's first is named under the table.
+        let mut l = l;
+        let mut first = params(1.0, 1.0, 1.0, 1.0, 0.1);
+        (first.piece_from_bytes, first.piece_to_bytes) = (Some(8), Some(4096));
+        let mut second = first;
+        (second.piece_from_bytes, second.piece_to_bytes) = (Some(8192), Some(32768));
+        l.stacks[0].params = Some(first);
+        l.stacks[0].pieces = vec![first, second];
+        (l.cells[0].piece_from_bytes, l.cells[0].piece_to_bytes) = (Some(8192), Some(32768));
         let t = render(&l);
         assert!(t.contains("+12.5%"), "{t}");
         assert!(
             t.contains("within 10 %: 2 of 3 predictions (total), 2 of 3 emulations"),
             "{t}"
         );
+        assert!(
+            t.contains("halo on ompi-shm: replayed with the 8192–32768 B piece"),
+            "{t}"
+        );
+        assert_eq!(t.matches("(sizes 8192..32768 B)").count(), 1, "{t}");
         let j = serde_json::to_value(&l).unwrap();
         assert_eq!(j["cells"][1]["emulation"]["total_error_percent"], -10.0);
         assert_eq!(j["stacks"][0]["params"]["G_ns_per_byte"], 0.1);
