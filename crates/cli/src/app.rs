@@ -490,10 +490,9 @@ pub fn run(a: &AppArgs, cfg: Config) -> Result<()> {
             };
             mine.push((cell, command, Vec::new()));
         }
-        let mut emus = match &measured {
-            Some(m) => crate::app_loop::plan(a, p, &cfg, m, &nets, &root, &cache),
-            None => Vec::new(),
-        };
+        // Planned after the first round's runs: the knobs come from the pieces covering the
+        // program's typical message on the reference, known from its first monitored run.
+        let mut emus: Vec<crate::app_loop::EmuRuns> = Vec::new();
         // Rounds: each stack once, then each emulation once; load that drifts over the study
         // (the machine is shared) then reaches every stack's runs alike.
         for k in 0..a.repeat {
@@ -539,6 +538,14 @@ pub fn run(a: &AppArgs, cfg: Config) -> Result<()> {
                 }
             }
             if let Some(m) = &measured {
+                if k == 0 {
+                    let size = m
+                        .reference()
+                        .and_then(|ri| mine.get(ri))
+                        .and_then(|(cell, _, _)| cell.profile.as_ref())
+                        .and_then(|p| p.dominant_mean_bytes);
+                    emus = crate::app_loop::plan(a, p, &cfg, m, &nets, &root, &cache, size);
+                }
                 let mut steps = crate::app_loop::Steps {
                     progress: &mut progress,
                     done: &mut done,

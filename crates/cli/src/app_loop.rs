@@ -568,8 +568,22 @@ fn reference_workload(c: &Cell) -> Result<(commperf_predict::workload::Workload,
 /// The stacks' parameters and the reference, measured before any program runs (the emulated
 /// runs need them, and are interleaved with the real ones).
 pub(crate) struct Measured {
+    /// In the study's order of stacks.
     stacks: Vec<LoopStack>,
     reference: Option<usize>,
+}
+
+impl Measured {
+    /// The reference stack's index in the study's stacks.
+    pub(crate) fn reference(&self) -> Option<usize> {
+        self.reference
+    }
+}
+
+/// `st`'s piece covering `size` bytes; its first piece without a size.
+fn piece_for(st: &LoopStack, size: Option<u64>) -> Option<&Params> {
+    size.and_then(|s| Params::covering(&st.pieces, s))
+        .or(st.params.as_ref())
 }
 
 /// Measures every stack's LogGP parameters and picks the reference.
@@ -608,7 +622,9 @@ pub(crate) struct EmuRuns {
 }
 
 /// The emulations of program `p`: one per stack other than the reference, with its knobs (or
-/// why it cannot run).
+/// why it cannot run): the differences of the two stacks' pieces covering `size`, the
+/// program's typical message (the first pieces without one).
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn plan(
     a: &AppArgs,
     p: &app::Program,
@@ -617,6 +633,7 @@ pub(crate) fn plan(
     nets: &crate::app_stack::Nets,
     root: &Path,
     cache: &Path,
+    size: Option<u64>,
 ) -> Vec<EmuRuns> {
     let Some(ri) = m.reference else {
         return Vec::new();
@@ -639,7 +656,7 @@ pub(crate) fn plan(
         };
         let mut knobs = Knobs::default();
         let mut command = Vec::new();
-        match (&st.params, &m.stacks[ri].params) {
+        match (piece_for(st, size), piece_for(&m.stacks[ri], size)) {
             (Some(slow), Some(fast)) => {
                 let (k, clamped) = knob_deltas(slow, fast);
                 (knobs, e.clamped) = (k, clamped);
@@ -837,9 +854,8 @@ pub(crate) fn finish(
                     // The piece covering the program's median message: a program of 8 KiB
                     // blocks priced by the 8 B – 4 KiB piece missed by up to 67 % on a stack
                     // whose protocol switches between.
-                    let params = crate::emulate_sweep::median_send_bytes(w)
-                        .and_then(|size| Params::covering(&st.pieces, size))
-                        .unwrap_or(first);
+                    let size = crate::emulate_sweep::median_send_bytes(w);
+                    let params = piece_for(st, size).unwrap_or(first);
                     lc.piece_from_bytes = params.piece_from_bytes;
                     lc.piece_to_bytes = params.piece_to_bytes;
                     match predict(w, params) {
