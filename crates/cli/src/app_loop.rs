@@ -81,8 +81,8 @@ pub struct LoopStack {
     pub notes: Vec<String>,
     /// The bench's result file (under `-o DIR`).
     pub file: Option<PathBuf>,
-    /// The first piece (the smallest messages): what the reference is chosen by, and the
-    /// emulation's knobs.
+    /// The first piece (the smallest messages): what the reference is chosen by; a program's
+    /// replay and knobs take the piece of `pieces` covering its messages.
     pub params: Option<Params>,
     /// Every piece the bench fitted, smallest messages first: a program's replay takes the one
     /// covering its median message.

@@ -467,16 +467,10 @@ fn loggp_piece(text: &str, size: u64) -> Result<Piece> {
             r["piece_to_bytes"].as_u64()?,
         ))
     };
-    let s = size.max(1) as f64;
     let distance = |r: &&serde_json::Value| -> f64 {
-        match span(r) {
-            Some((lo, hi)) if (lo..=hi).contains(&size) => 0.0,
-            Some((lo, hi)) => (s / lo.max(1) as f64)
-                .ln()
-                .abs()
-                .min((s / hi.max(1) as f64).ln().abs()),
-            None => f64::INFINITY,
-        }
+        span(r).map_or(f64::INFINITY, |(lo, hi)| {
+            crate::app_loop::piece_distance(size, lo, hi)
+        })
     };
     let row = rows
         .iter()
@@ -557,7 +551,7 @@ struct WantedState<'a> {
     insist: bool,
 }
 
-/// Runs of `bench loggp` beyond [`LOGGP_RUNS`] when the machine was in a slower state.
+/// Runs of `bench loggp` beyond [`LOGGP_RUNS`] when the machine was in another state.
 const LOGGP_EXTRA_RUNS: usize = 3;
 
 /// `--predict` without `--loggp` or `--profile`: the platform's LogGP at the MPI layer, measured

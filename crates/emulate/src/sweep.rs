@@ -316,20 +316,19 @@ pub struct SettingResult {
     pub compared_same_state: bool,
     /// One line per failed run: which run and why.
     pub failures: Vec<String>,
-    /// The median of the runs compared: those with the machine in its best state when at
-    /// least two were, else all.
+    /// The median of its runs in the baseline's usual state of the machine when at least two
+    /// were (all without probes), else of all.
     pub median_s: Option<f64>,
     /// Over all successful runs.
     pub min_s: Option<f64>,
     pub max_s: Option<f64>,
     /// How much slower than the baseline, by the sweep's [`Statistic`] (0.1 = 10 % slower).
     pub slowdown: Option<f64>,
-    /// |slowdown| does not exceed the larger of the baseline's relative spread and this
-    /// setting's own (each the noise band of the sweep's statistic, [`Statistic`]): not
-    /// distinguishable from the baseline in this sweep. The setting's own
-    /// counts because a shared machine's slow spells last several runs: they can miss every
-    /// baseline run (which ABBA places in pairs) and hit a setting's. `None` when there is no
-    /// spread to judge by (fewer than two baseline runs).
+    /// |slowdown| does not exceed its noise band: not distinguishable from the baseline in this
+    /// sweep. Paired, the spread of the rounds' differences; by medians, the larger of the
+    /// baseline's relative spread and this setting's own (a shared machine's slow spells last
+    /// several runs: they can miss every baseline run and hit a setting's). `None` when there
+    /// is no spread to judge by (fewer than two runs or pairs).
     pub within_noise: Option<bool>,
     /// What models predicted for this setting (see [`SweepResult::add_prediction`]).
     #[serde(default)]
@@ -451,8 +450,6 @@ fn relative_spread(runs: &[f64]) -> Option<f64> {
     spread_abs(runs).map(|x| x / m)
 }
 
-/// A setting's slowdown and its noise band (both relative to the baseline), from its runs and
-/// the baseline's, each by round (`None`: that round's run failed).
 /// The noise band of some values' median in their own unit: the interquartile range from four
 /// values on, the range below that; `None` with fewer than two.
 fn spread_abs(v: &[f64]) -> Option<f64> {
