@@ -1194,10 +1194,13 @@ mod tests {
         let p = SweepPlan::new(&[(Knob::L, vec![100e3])], 5)
             .unwrap()
             .with_statistic(Statistic::Paired);
-        let mut m = model();
-        m.zero_cost = 0.05;
-        m.slow_runs = vec![5, 6, 11];
-        let r = run_sweep(&p, &mut m, &[], |_, _, _| {});
+        let with_slow = |slow_runs: Vec<usize>| {
+            let mut m = model();
+            m.zero_cost = 0.05;
+            m.slow_runs = slow_runs;
+            run_sweep(&p, &mut m, &[], |_, _, _| {})
+        };
+        let r = with_slow(vec![5, 6, 11]);
         assert_eq!(r.probe_reference_ns, Some(30.0));
         let l = &r.settings[2];
         assert_eq!(l.probes_ns[1], Some([150.0, 150.0]));
@@ -1215,18 +1218,12 @@ mod tests {
         );
         // Two runs of one round both in the slow state are a pair all the same: rounds 0, 1
         // and 4 (the baseline's slow run of round 1 is left out of its median).
-        let mut m = model();
-        m.zero_cost = 0.05;
-        m.slow_runs = vec![4, 5, 6, 11];
-        let r = run_sweep(&p, &mut m, &[], |_, _, _| {});
+        let r = with_slow(vec![4, 5, 6, 11]);
         let l = &r.settings[2];
         assert_eq!((l.compared_rounds, l.compared_same_state), (3, true));
         assert!((l.slowdown.unwrap() - 0.1 / 1.05).abs() < 1e-9);
         // Only one clean round left: every round is compared, and the summary says so.
-        let mut m = model();
-        m.zero_cost = 0.05;
-        m.slow_runs = vec![0, 5, 6, 11];
-        let r = run_sweep(&p, &mut m, &[], |_, _, _| {});
+        let r = with_slow(vec![0, 5, 6, 11]);
         let l = &r.settings[2];
         assert_eq!((l.compared_rounds, l.compared_same_state), (5, false));
         assert!((l.slowdown.unwrap() - 0.35 / 1.05).abs() < 1e-9);
