@@ -557,6 +557,7 @@ mod tests {
                 launcher: "local".into(),
                 peer: None,
                 mpi_library: None,
+                mpi_calls: None,
             },
             placement: Placement {
                 pinned: false,

@@ -96,6 +96,8 @@ pub struct BenchConfig {
     pub shm_ring_bytes: usize,
     /// uring transports: a kernel thread polls the submission queue.
     pub uring_sqpoll: bool,
+    /// mpi: loggp's and bufmgmt's sends and receives as MPI_Isend / MPI_Irecv + MPI_Wait.
+    pub mpi_nonblocking: bool,
     /// `blocking`: checks spun before sleeping in the spin-then-block variant.
     pub block_spins: u32,
     /// A tenth of the default iterations (sizes are the caller's business).
@@ -136,6 +138,7 @@ impl BenchConfig {
             shm_single_copy_from: d.single_copy_from,
             shm_ring_bytes: d.ring_bytes,
             uring_sqpoll: false,
+            mpi_nonblocking: false,
             block_spins: 1000,
             quick: false,
             conns_max: 1024,
@@ -353,6 +356,11 @@ impl BenchConfig {
             return Err(ConfigError::Transport(
                 "--uring-sqpoll applies to the io_uring transports; add uring-tcp or uring-uds"
                     .into(),
+            ));
+        }
+        if self.mpi_nonblocking && !self.transports.contains(&TransportKind::Mpi) {
+            return Err(ConfigError::Transport(
+                "--mpi-calls applies to the mpi transport; add -t mpi".into(),
             ));
         }
         if self.benchmarks.contains(&Benchmark::Pipeline) && !self.skip_unsupported {

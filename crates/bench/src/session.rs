@@ -589,6 +589,7 @@ pub fn run(cfg: &BenchConfig, progress: &mut dyn Progress) -> Result<Report, Ben
             },
             peer: peer_desc,
             mpi_library: None,
+            mpi_calls: None,
         },
         placement: Placement {
             pinned: cpus.is_some(),

@@ -9,6 +9,15 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
+/// The MPI calls of `--mpi-calls`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum MpiCalls {
+    /// MPI_Send and MPI_Recv
+    Blocking,
+    /// MPI_Isend and MPI_Irecv, each then MPI_Wait
+    Nonblocking,
+}
+
 #[derive(Debug, Parser)]
 #[command(
     name = "commperf",
@@ -322,6 +331,11 @@ pub struct BenchArgs {
     /// so submitting costs no syscall; it takes a core while it polls
     #[arg(long)]
     pub uring_sqpoll: bool,
+    /// mpi: the calls loggp's and bufmgmt's sends and receives are made with: blocking
+    /// (MPI_Send, MPI_Recv) or nonblocking (MPI_Isend, MPI_Irecv, each then MPI_Wait: what
+    /// programs built on requests pay)
+    #[arg(long, value_enum, default_value = "blocking")]
+    pub mpi_calls: MpiCalls,
     /// blocking: checks spun before sleeping in the spin-then-block variant
     #[arg(long, value_name = "N", default_value_t = 1000)]
     pub spin: u32,
@@ -400,6 +414,7 @@ impl BenchArgs {
             c.shm_pipeline_source = path.display().to_string();
         }
         c.uring_sqpoll = self.uring_sqpoll;
+        c.mpi_nonblocking = self.mpi_calls == MpiCalls::Nonblocking;
         match &self.layers {
             // Each layer is checked as the run of its own it will be (`mpi` runs alone).
             Some(l) => {

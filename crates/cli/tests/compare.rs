@@ -60,6 +60,7 @@ fn report(t: TransportKind, lat: &[(u64, f64)], bw: &[(u64, f64)]) -> Report {
             launcher: "local".into(),
             peer: None,
             mpi_library: None,
+            mpi_calls: None,
         },
         placement: Placement {
             pinned: false,

@@ -465,6 +465,10 @@ fn mpi_options_are_checked_before_anything_starts() {
         ),
         (&["bench", "--layers", "shm"][..], "two different layers"),
         (
+            &["bench", "-t", "shm", "--mpi-calls", "nonblocking"][..],
+            "--mpi-calls applies to the mpi transport",
+        ),
+        (
             &["bench", "--launcher", "mpi", "--cpus", "0,1"][..],
             "mpirun places and binds",
         ),
@@ -541,4 +545,56 @@ fn layers_runs_both_layers_between_the_same_ranks_and_compares_them() {
     let stdout = text(&o.stdout);
     assert!(stdout.contains("# commperf compare latency"), "{stdout}");
     assert_eq!(stdout.matches("# verdict: ").count(), 2, "{stdout}");
+}
+
+#[test]
+fn mpi_calls_nonblocking_sends_and_receives_with_requests() {
+    if !mpi_ready("mpi --mpi-calls") {
+        return;
+    }
+    // The interposer counts the calls the bench makes: with `--mpi-calls nonblocking` loggp's
+    // PRTT rounds are MPI_Isend / MPI_Irecv (each then MPI_Wait), with the default MPI_Send /
+    // MPI_Recv; what is left of the other kind is the session's few control messages.
+    let dir = Scratch::new("mpi-calls");
+    let calls = |how: &str| -> (u64, u64, Value) {
+        let mon = dir.file(&format!("mon-{how}"));
+        let out = dir.file(&format!("loggp-{how}.json"));
+        let o = Command::new("timeout")
+            .args(["-k", "10", "240", exe(), "monitor", "-o"])
+            .arg(&mon)
+            .args(["--", "mpirun", "-np", "2", "--oversubscribe", exe()])
+            .args(["bench", "loggp", "-t", "mpi", "--launcher", "mpi"])
+            .args(["--sizes", "8,1k", "--iters", "50", "--mpi-calls", how, "-o"])
+            .arg(&out)
+            .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+            .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+            .output()
+            .unwrap();
+        ok(&o);
+        let summary = read_json(&mon.join("summary.json"));
+        let count = |call: &str| -> u64 {
+            summary["calls"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|c| c["rank"] == 0 && c["call"] == call)
+                .map(|c| c["count"].as_u64().unwrap())
+                .sum()
+        };
+        (count("MPI_Isend"), count("MPI_Send"), read_json(&out))
+    };
+    let (isend, send, v) = calls("nonblocking");
+    assert_eq!(v["options"]["mpi_calls"], "nonblocking");
+    // 2 sizes × 4 PRTT figures × (warm-up + 50) rounds of up to 10 messages: thousands.
+    assert!(
+        isend > 1000 && send < 50,
+        "MPI_Isend {isend}, MPI_Send {send}"
+    );
+    assert_eq!(rows(&v, "loggp").len(), 2);
+    let (isend, send, v) = calls("blocking");
+    assert_eq!(v["options"]["mpi_calls"], "blocking");
+    assert!(
+        isend == 0 && send > 1000,
+        "MPI_Isend {isend}, MPI_Send {send}"
+    );
 }

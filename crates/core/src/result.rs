@@ -78,6 +78,10 @@ pub struct Options {
     /// The MPI library the ranks ran with (`Open MPI v4.1.4`), for MPI launches.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mpi_library: Option<String>,
+    /// MPI launches: `blocking` (MPI_Send, MPI_Recv) or `nonblocking` (MPI_Isend, MPI_Irecv
+    /// and MPI_Wait), the calls of loggp's and bufmgmt's sends and receives.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mpi_calls: Option<String>,
 }
 
 /// CPU placement of the two ends.

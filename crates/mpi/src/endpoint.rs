@@ -23,6 +23,7 @@ pub struct MpiEndpoint {
     peer: i32,
     info: EndpointInfo,
     stage: Vec<u8>,
+    nonblocking: bool,
 }
 
 /// An MPI call's failure as the transport error the generic loops report.
@@ -43,7 +44,17 @@ impl MpiEndpoint {
                 max_message,
             },
             stage: Vec::new(),
+            nonblocking: false,
         }
+    }
+
+    /// Sends and receives (`send`, `recv`) as MPI_Isend / MPI_Irecv each followed by MPI_Wait,
+    /// the calls nonblocking programs make, instead of MPI_Send / MPI_Recv: some libraries
+    /// charge a request more than a blocking call (MPICH's shared memory: MPI_Isend 0.16 µs,
+    /// MPI_Wait 0.61 µs in cg's monitored run, against Open MPI's 0.05 and 0.22).
+    pub fn with_nonblocking(mut self, nonblocking: bool) -> Self {
+        self.nonblocking = nonblocking;
+        self
     }
 
     fn tag(&self, tag: Tag) -> Result<i32, TransportError> {
@@ -146,15 +157,23 @@ impl Endpoint for MpiEndpoint {
     fn send(&mut self, tag: Tag, data: &[u8]) -> Result<(), TransportError> {
         self.check_len(data.len())?;
         let t = self.tag(tag)?;
+        if self.nonblocking {
+            return self
+                .comm
+                .isend_wait(self.peer, t, data)
+                .map_err(transport_error);
+        }
         self.comm.send(self.peer, t, data).map_err(transport_error)
     }
 
     #[inline]
     fn recv(&mut self, buf: &mut [u8]) -> Result<RecvInfo, TransportError> {
-        let got = self
-            .comm
-            .recv(self.peer, any_tag(), buf)
-            .map_err(transport_error)?;
+        let got = if self.nonblocking {
+            self.comm.irecv_wait_status(self.peer, any_tag(), buf)
+        } else {
+            self.comm.recv(self.peer, any_tag(), buf)
+        }
+        .map_err(transport_error)?;
         Ok(RecvInfo {
             tag: got.tag as Tag,
             len: got.len,

@@ -241,6 +241,45 @@ impl Comm {
         }
     }
 
+    /// MPI_Irecv, then MPI_Wait, with the status: a receive as nonblocking programs make it.
+    #[inline]
+    pub fn irecv_wait_status(&self, source: i32, tag: i32, buf: &mut [u8]) -> R<Received> {
+        let mut st = zeroed_status();
+        // SAFETY: MPI_Wait completes the request before returning, on success or error; `st`
+        // is ours.
+        unsafe {
+            self.irecv_then(source, tag, buf, |req| {
+                check("MPI_Wait", ffi::MPI_Wait(req, &mut st))
+            })
+        }?;
+        received(&st, "MPI_Wait")
+    }
+
+    /// MPI_Isend, then MPI_Wait: a send as nonblocking programs make it.
+    #[inline]
+    pub fn isend_wait(&self, dest: i32, tag: i32, buf: &[u8]) -> R<()> {
+        let n = count(buf.len(), "MPI_Isend")?;
+        let mut req = null_request();
+        // SAFETY: `buf` is valid for reading `n` bytes and stays borrowed until MPI_Wait below
+        // has completed the request.
+        let rc = unsafe {
+            ffi::MPI_Isend(
+                buf.as_ptr() as *const c_void,
+                n,
+                byte(),
+                dest,
+                tag,
+                self.0,
+                &mut req,
+            )
+        };
+        check("MPI_Isend", rc)?;
+        // SAFETY: the request MPI_Isend returned; MPI_Wait completes it, on success or error.
+        check("MPI_Wait", unsafe {
+            ffi::MPI_Wait(&mut req, ffi::RSMPI_STATUS_IGNORE)
+        })
+    }
+
     /// MPI_Irecv, then MPI_Test until it completes: completion detected by polling.
     #[inline]
     pub fn irecv_test(&self, source: i32, tag: i32, buf: &mut [u8]) -> R<()> {

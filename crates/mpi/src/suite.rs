@@ -383,7 +383,8 @@ fn measure(
             }
         }
         Benchmark::Loggp => {
-            let mut ep = MpiEndpoint::new(ctx.comm, ctx.pair.peer, peer_desc(ctx), s.len().max(64));
+            let mut ep = MpiEndpoint::new(ctx.comm, ctx.pair.peer, peer_desc(ctx), s.len().max(64))
+                .with_nonblocking(ctx.cfg.mpi_nonblocking);
             let mut figs = [loggp::Timing::default(); 4];
             let mut samples = vec![0.0; lp.iters as usize];
             for k in 0..4 {
@@ -421,7 +422,8 @@ fn generic_latency(
     fresh: bool,
 ) -> Result<Option<Row>, MpiError> {
     let size = s.len();
-    let mut ep = MpiEndpoint::new(ctx.comm, ctx.pair.peer, peer_desc(ctx), size.max(64));
+    let mut ep = MpiEndpoint::new(ctx.comm, ctx.pair.peer, peer_desc(ctx), size.max(64))
+        .with_nonblocking(ctx.cfg.mpi_nonblocking);
     let mut pools;
     let mut bufs = if fresh {
         pools = extended::fresh_pools(size);
@@ -651,6 +653,14 @@ fn finish(
             launcher: "mpi".into(),
             peer: Some(world.peer_description()),
             mpi_library: Some(world.library().to_string()),
+            mpi_calls: Some(
+                if cfg.mpi_nonblocking {
+                    "nonblocking"
+                } else {
+                    "blocking"
+                }
+                .into(),
+            ),
         },
         placement: Placement {
             pinned: false,

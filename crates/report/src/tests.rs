@@ -69,6 +69,7 @@ fn report() -> Report {
             launcher: "local".to_string(),
             peer: None,
             mpi_library: None,
+            mpi_calls: None,
         },
         placement: Placement {
             pinned: true,

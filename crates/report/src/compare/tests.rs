@@ -33,6 +33,7 @@ fn report(host: &str, rows: Vec<Row>) -> Report {
             launcher: "local".to_string(),
             peer: None,
             mpi_library: None,
+            mpi_calls: None,
         },
         placement: Placement {
             pinned: true,
