@@ -19,16 +19,47 @@ fn f(v: &Value) -> f64 {
 }
 
 /// The first piece of a `bench loggp` result file, in ns: (L, o_s, o_r, g, G, O).
-fn bench_params(file: &Path) -> [f64; 6] {
+/// Which row of a bench file: its first (smallest size), the first of a piece, or the first of
+/// the piece covering a size (the nearest piece on a log scale when none does).
+#[derive(Clone, Copy)]
+enum Piece {
+    First,
+    Span(u64, u64),
+    Covering(u64),
+}
+
+fn bench_params(file: &Path, which: Piece) -> [f64; 6] {
     let t = std::fs::read_to_string(file).expect("bench file");
     let j: Value = serde_json::from_str(&t).expect("bench JSON");
-    let row = j["results"]
+    let mut rows: Vec<&Value> = j["results"]
         .as_array()
         .unwrap()
         .iter()
         .filter(|r| r["benchmark"] == "loggp")
-        .min_by_key(|r| r["size_bytes"].as_u64().unwrap())
-        .expect("a loggp row");
+        .collect();
+    rows.sort_by_key(|r| r["size_bytes"].as_u64().unwrap());
+    let span = |r: &Value| (r["piece_from_bytes"].as_u64(), r["piece_to_bytes"].as_u64());
+    let row = match which {
+        Piece::First => rows.first().copied(),
+        Piece::Span(lo, hi) => rows
+            .iter()
+            .copied()
+            .find(|r| span(r) == (Some(lo), Some(hi))),
+        Piece::Covering(size) => {
+            let away = |r: &&Value| match span(r) {
+                (Some(lo), Some(hi)) if lo <= size && size <= hi => 0.0,
+                (Some(lo), Some(hi)) => {
+                    let s = size.max(1) as f64;
+                    (s / lo as f64).ln().abs().min((s / hi as f64).ln().abs())
+                }
+                _ => f64::INFINITY,
+            };
+            rows.iter()
+                .copied()
+                .min_by(|a, b| away(a).total_cmp(&away(b)))
+        }
+    }
+    .expect("a loggp row");
     let us = |k: &str| row[k].as_f64().unwrap_or(0.0) * 1e3;
     [
         us("L_us"),
@@ -111,7 +142,7 @@ fn the_loop_predicts_and_emulates_every_stack_from_the_reference() {
         assert!(st["error"].is_null(), "{st}");
         let file = out.join(format!("loggp-{name}.json"));
         assert_eq!(st["file"].as_str().map(Path::new), Some(file.as_path()));
-        let b = bench_params(&file);
+        let b = bench_params(&file, Piece::First);
         let q = &st["params"];
         let got = [
             f(&q["L_ns"]),
@@ -183,7 +214,13 @@ fn the_loop_predicts_and_emulates_every_stack_from_the_reference() {
         // The replay is `commperf predict` on the trace the loop wrote, with this stack's
         // parameters.
         let si = names.iter().position(|n| *n == stack).unwrap();
-        let b = p[si];
+        // The piece the cell names: the one covering the trace's median message.
+        let piece = Piece::Span(
+            c["piece_from_bytes"].as_u64().expect("the replay's piece"),
+            c["piece_to_bytes"].as_u64().expect("the replay's piece"),
+        );
+        let file_of = |i: usize| out.join(format!("loggp-{}.json", names[i]));
+        let b = bench_params(&file_of(si), piece);
         // --repeat 1: the median run is the only one.
         let trace = out
             .join(prog)
@@ -225,8 +262,20 @@ fn the_loop_predicts_and_emulates_every_stack_from_the_reference() {
             continue;
         }
         assert!(e["error"].is_null(), "{e}");
-        // The knobs are the differences, negatives clamped to 0 and named.
-        let d = |i: usize| p[other][i] - p[r][i];
+        // The knobs are the differences of the two stacks' pieces covering the program's
+        // typical message on the reference, negatives clamped to 0 and named.
+        let typical = j["cells"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|x| x["program"] == prog && x["stack"] == names[r])
+            .and_then(|x| x["profile"]["dominant_mean_bytes"].as_u64())
+            .expect("the reference's message profile");
+        let (slow, fast) = (
+            bench_params(&file_of(other), Piece::Covering(typical)),
+            bench_params(&file_of(r), Piece::Covering(typical)),
+        );
+        let d = |i: usize| slow[i] - fast[i];
         let want = [
             ("o_ns", "o", (d(1) + d(2)) / 2.0),
             ("g_ns", "g", d(3)),
