@@ -180,8 +180,7 @@ pub struct PredictConfig {
 }
 
 /// When the LogGP model's receiver takes a message in.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "kebab-case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum LoggpReceive {
     /// LogGOPSim's rule: the first byte arrives o_s + L after the send starts, and the receive
     /// holds the CPU for o_r + max(O, G)·(s−1) while the rest comes in.
