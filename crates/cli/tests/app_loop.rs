@@ -20,7 +20,7 @@ fn f(v: &Value) -> f64 {
 
 /// The first piece of a `bench loggp` result file, in ns: (L, o_s, o_r, g, G, O).
 /// Which row of a bench file: its first (smallest size), the first of a piece, or the first of
-/// the piece covering a size (the nearest piece on a log scale when none does).
+/// the identified piece covering a size (the nearest on a log scale when none does).
 #[derive(Clone, Copy)]
 enum Piece {
     First,
@@ -46,6 +46,19 @@ fn bench_params(file: &Path, which: Piece) -> [f64; 6] {
             .copied()
             .find(|r| span(r) == (Some(lo), Some(hi))),
         Piece::Covering(size) => {
+            // A piece whose parameters the bench could not all identify is not one the loop
+            // can take.
+            let identified = |r: &&&Value| {
+                [
+                    "L_us",
+                    "o_s_fixed_us",
+                    "o_r_fixed_us",
+                    "g_us",
+                    "G_us_per_byte",
+                ]
+                .iter()
+                .all(|k| r[*k].as_f64().is_some_and(|x| x.is_finite() && x >= 0.0))
+            };
             let away = |r: &&Value| match span(r) {
                 (Some(lo), Some(hi)) if lo <= size && size <= hi => 0.0,
                 (Some(lo), Some(hi)) => {
@@ -55,6 +68,7 @@ fn bench_params(file: &Path, which: Piece) -> [f64; 6] {
                 _ => f64::INFINITY,
             };
             rows.iter()
+                .filter(identified)
                 .copied()
                 .min_by(|a, b| away(a).total_cmp(&away(b)))
         }
