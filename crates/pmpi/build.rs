@@ -61,6 +61,7 @@ fn main() {
     println!("cargo:rerun-if-changed=csrc/fortran_openmpi.h");
     println!("cargo:rerun-if-changed=csrc/emulate.c");
     println!("cargo:rerun-if-changed=csrc/emulate.h");
+    println!("cargo:rerun-if-changed=csrc/arrival.h");
     println!("cargo:rerun-if-changed=csrc/coll.c");
     println!("cargo:rerun-if-changed=csrc/coll.h");
     println!("cargo:rerun-if-env-changed=PATH");

@@ -153,6 +153,13 @@ pub(crate) struct Untouched {
     /// Time the L delay queue held messages, and the g/G pacing made senders wait, ns.
     pub held_ns: f64,
     pub paced_ns: f64,
+    /// L's arrival dating (pmpi's arrival.h): receives the receiver watched arrive (dated at
+    /// their completion), receives dated by the typical one-way time of their size class, and
+    /// the mean excess of a watched one-way time over the least of its class, ns (how far the
+    /// least time would have dated a message too early).
+    pub arrivals_watched: u64,
+    pub arrivals_estimated: u64,
+    pub watched_excess_ns: f64,
 }
 
 impl Untouched {
@@ -172,6 +179,9 @@ impl Untouched {
             "untracked" => self.untracked_requests += v as u64,
             "hold_ns" => self.held_ns += v,
             "pace_ns" => self.paced_ns += v,
+            "dated_watched" => self.arrivals_watched += v as u64,
+            "dated_estimated" => self.arrivals_estimated += v as u64,
+            "watched_excess_ns" => self.watched_excess_ns += v,
             _ => {}
         }
     }
@@ -198,6 +208,10 @@ impl Untouched {
             self.collectives_native_bytes,
             self.p2p_bytes + self.collective_p2p_bytes,
         );
+        // Summed over the ranks' watched receives until here.
+        if self.arrivals_watched > 0 {
+            self.watched_excess_ns /= self.arrivals_watched as f64;
+        }
     }
 
     /// Sums the ranks' `rank-N.emu` files in `dir` (each `key value` per line).
@@ -477,6 +491,15 @@ fn describe(r: &RunOutcome) -> String {
                     "\ncommperf: {} receive(s) without their sender's stamp (L from the completion \
                      time), {} Irecv(s) not tracked",
                     u.unstamped_receives, u.untracked_requests
+                );
+            }
+            if u.arrivals_watched + u.arrivals_estimated > 0 {
+                let _ = write!(
+                    o,
+                    "\ncommperf: L's arrivals: {} watched (dated at completion), {} dated by the \
+                     typical one-way time of their size class; the watched ones took {:.0} ns \
+                     over their class's least on average",
+                    u.arrivals_watched, u.arrivals_estimated, u.watched_excess_ns
                 );
             }
         }
@@ -896,12 +919,14 @@ mod tests {
         let d = RunDir::new().unwrap();
         std::fs::write(
             d.0.join("rank-0.emu"),
-            "p2p_sent 30\np2p_sent_bytes 3000\ncoll_calls 10\ncoll_bytes 1000\nhold_ns 5\n",
+            "p2p_sent 30\np2p_sent_bytes 3000\ncoll_calls 10\ncoll_bytes 1000\nhold_ns 5\n\
+             dated_watched 30\ndated_estimated 10\nwatched_excess_ns 600\n",
         )
         .unwrap();
         std::fs::write(
             d.0.join("rank-1.emu"),
-            "p2p_sent 30\np2p_sent_bytes 3000\ncoll_calls 20\ncoll_bytes 3000\nhold_ns 7\n",
+            "p2p_sent 30\np2p_sent_bytes 3000\ncoll_calls 20\ncoll_bytes 3000\nhold_ns 7\n\
+             dated_watched 10\ndated_estimated 5\nwatched_excess_ns 1400\n",
         )
         .unwrap();
         let u = Untouched::read(&d.0).unwrap();
@@ -909,6 +934,9 @@ mod tests {
         assert_eq!(u.p2p_messages, 60);
         assert_eq!(u.collective_calls, 30);
         assert_eq!(u.held_ns, 12.0);
+        assert_eq!((u.arrivals_watched, u.arrivals_estimated), (40, 15));
+        // 2000 ns of excess over 40 watched receives.
+        assert_eq!(u.watched_excess_ns, 50.0);
         // 30 of 90 calls, 4000 of 10000 bytes.
         assert!((u.untouched_calls_percent - 100.0 / 3.0).abs() < 1e-9);
         assert!((u.untouched_bytes_percent - 40.0).abs() < 1e-9);

@@ -27,7 +27,7 @@
  *   arrival time is not visible at the MPI layer, so it is estimated from the sender's injection
  *   time, which travels beside the message through a shared-memory side band (one single-
  *   host ring of stamps per sender/receiver pair, in a file of the verb's run directory, on the
- *   TSC every core of the host shares): see `arrival()`. Later messages keep their own due
+ *   TSC every core of the host shares): see arrival.h. Later messages keep their own due
  *   times (each is held to its own arrival + ΔL), so gap and bandwidth are untouched.
  *
  * Collectives: coll.c runs the common ones as messages through these same hooks (unless
@@ -40,7 +40,8 @@
  * line, keys p2p_sent, p2p_sent_bytes, p2p_recv, p2p_recv_bytes, coll_calls, coll_bytes (every
  * collective), unstamped, untracked, hold_ns, pace_ns (both including the collectives'
  * messages), coll_emulated, coll_emulated_bytes, coll_p2p_sent, coll_p2p_sent_bytes,
- * coll_p2p_recv.
+ * coll_p2p_recv, dated_watched, dated_estimated, watched_excess_ns (L's arrival dating:
+ * arrival.h).
  */
 #define _GNU_SOURCE
 #include <mpi.h>
@@ -57,6 +58,7 @@
 #include <x86intrin.h>
 #endif
 
+#include "arrival.h"
 #include "coll.h"
 #include "emulate.h"
 
@@ -185,7 +187,7 @@ static size_t rings_len = 0;
 typedef struct {
     stamp e[PEND];
     int n;
-    uint64_t lmin; /* smallest observed injection-to-completion time from this source */
+    cpmpi_oneway w[CPMPI_SIZE_CLASSES]; /* one-way times from this source, by size class */
     int broken;    /* the sender's ring overflowed: its stamps no longer line up */
 } pending;
 static pending *pend = NULL;
@@ -248,25 +250,12 @@ static uint64_t stamp_take(int src, uint32_t comm, int tag) {
     }
 }
 
-/* When the message arrived, estimated. t_inj: the sender's injection time (its stamp, 0 if
- * none); t_enter: when the receiving call (Recv, Wait, Test…) was entered; t_done: when PMPI
- * returned with the message. lmin is the least t_done − t_inj seen from this source: the base
- * one-way time of this pair (a message cannot arrive earlier than t_inj + lmin).
- * - No stamp: the completion time (an upper bound).
- * - t_inj + lmin ≥ t_enter: the receiver was inside the call before the message could have
- *   arrived, so it watched the arrival: arrival ≈ completion (this includes the transfer of a
- *   large message).
- * - Otherwise the message may have been waiting already: arrival ≈ t_inj + lmin (never later
- *   than the completion). For a large message that arrived unseen this drops its transfer
- *   time (measured in BENCHMARKS.md "Issue 14: knobs under MPI"). */
-static uint64_t arrival(int src, uint64_t t_inj, uint64_t t_enter, uint64_t t_done) {
-    if (!t_inj || (int64_t)(t_done - t_inj) < 0) return t_done;
-    pending *p = &pend[src];
-    uint64_t d = t_done - t_inj;
-    if (d < p->lmin) p->lmin = d;
-    uint64_t early = t_inj + p->lmin;
-    if ((int64_t)(early - t_enter) >= 0) return t_done;
-    return (int64_t)(early - t_done) < 0 ? early : t_done;
+/* When the message arrived: arrival.h (the typical one-way time of its size class from `src`
+ * for one the receiver did not watch come). */
+static cpmpi_dating dating;
+
+static uint64_t arrival(int src, uint64_t bytes, uint64_t t_inj, uint64_t t_enter, uint64_t t_done) {
+    return cpmpi_arrival(&pend[src].w[cpmpi_size_class(bytes)], &dating, t_inj, t_enter, t_done);
 }
 
 /* ---- configuration -------------------------------------------------------------------------- */
@@ -358,7 +347,7 @@ static int map_rings(void) {
     rings = m;
     pend = calloc((size_t)n_ranks, sizeof(pending));
     seen_tail = calloc((size_t)n_ranks, sizeof(uint64_t));
-    for (int i = 0; i < n_ranks; i++) pend[i].lmin = UINT64_MAX;
+    for (int i = 0; i < n_ranks; i++) cpmpi_oneway_init(pend[i].w, CPMPI_SIZE_CLASSES);
     return 0;
 }
 
@@ -529,7 +518,7 @@ void cpmpi_emu_recv(int src_world, uint32_t comm, int tag, uint64_t bytes, uint6
         uint64_t done = batch_done ? batch_done : ticks();
         uint64_t inj = stamp_take(src_world, comm, tag);
         if (!inj) CNT(c_unstamped, 1);
-        uint64_t due = arrival(src_world, inj, t_enter, done) + l_t;
+        uint64_t due = arrival(src_world, bytes, inj, t_enter, done) + l_t;
         uint64_t now = batch_done ? ticks() : done;
         if ((int64_t)(due - now) > 0) {
             CNT(c_hold_ticks, due - now);
@@ -608,7 +597,8 @@ void cpmpi_emu_finalize(void) {
                     "coll_calls %llu\ncoll_bytes %llu\nunstamped %llu\nuntracked %llu\n"
                     "hold_ns %.0f\npace_ns %.0f\n"
                     "coll_emulated %llu\ncoll_emulated_bytes %llu\ncoll_p2p_sent %llu\n"
-                    "coll_p2p_sent_bytes %llu\ncoll_p2p_recv %llu\n",
+                    "coll_p2p_sent_bytes %llu\ncoll_p2p_recv %llu\n"
+                    "dated_watched %llu\ndated_estimated %llu\nwatched_excess_ns %.0f\n",
                     (unsigned long long)c_p2p_sent, (unsigned long long)c_p2p_sent_bytes,
                     (unsigned long long)c_p2p_recv, (unsigned long long)c_p2p_recv_bytes,
                     (unsigned long long)c_coll_calls, (unsigned long long)c_coll_bytes,
@@ -616,7 +606,8 @@ void cpmpi_emu_finalize(void) {
                     (double)c_hold_ticks / ticks_per_ns, (double)c_pace_ticks / ticks_per_ns,
                     (unsigned long long)c_coll_emulated, (unsigned long long)c_coll_emulated_bytes,
                     (unsigned long long)c_cp2p_sent, (unsigned long long)c_cp2p_sent_bytes,
-                    (unsigned long long)c_cp2p_recv);
+                    (unsigned long long)c_cp2p_recv, (unsigned long long)dating.watched,
+                    (unsigned long long)dating.estimated, (double)dating.excess / ticks_per_ns);
             fclose(f);
         }
     }
