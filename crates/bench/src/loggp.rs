@@ -7,8 +7,11 @@
 //!
 //! - g + G·s = (PRTT(n,0,s) − PRTT(1,0,s)) / (n−1), the gap between messages in a stream;
 //! - o_s(s) = (PRTT(n,d,s) − PRTT(1,0,s)) / (n−1) − d, the CPU time of one send;
-//! - o_r(s) = (PRTTᵣ(n,d,s) − PRTT(1,0,s)) / (n−1) − d, where the *server* waits d before each
-//!   of its n−1 later receives;
+//! - o_r(s) = (PRTTᵣ(n,d_r,s) − PRTT(1,0,s)) / (n−1) − d_r, where the *server* waits d_r before
+//!   each of its n−1 later receives: Netgauge's d_r = d assumes a stream is faster than a round
+//!   trip, and where it is not (a gap g raised by `emulate`'s knob to a round trip, a slow
+//!   stream) each message had only just arrived when taken, and its arrival was measured as
+//!   receive overhead: d_r = PRTT(1,0,s) + the stream's gap, so each has waited a whole gap;
 //! - latency(s) = PRTT(1,0,s) / 2.
 //!
 //! Seed 004 then takes L = latency − o_s − o_r, which goes negative wherever the transport
@@ -137,8 +140,18 @@ pub struct SizePrtt {
     pub pn: Timing,
     /// PRTT(n, d, s), client delays d = p1.
     pub pnd: Timing,
-    /// PRTTᵣ(n, d, s), server delays d = p1.
+    /// PRTTᵣ(n, d_r, s), server delays d_r ([`server_delay_ns`]).
     pub pnr: Timing,
+    /// d_r as spun, ns; absent in figures written before it was more than p1 (then p1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_delay_ns: Option<f64>,
+}
+
+/// PRTTᵣ's server delay d_r from PRTT(1,0,s) and PRTT(n,0,s): a round trip plus the stream's gap
+/// (module doc).
+pub fn server_delay_ns(n: u32, p1_ns: f64, pn_ns: f64) -> f64 {
+    let gap = (pn_ns - p1_ns) / (n.max(2) - 1) as f64;
+    p1_ns + gap.max(0.0)
 }
 
 /// A derived figure and its standard uncertainty (ns).
@@ -149,7 +162,8 @@ fn quad(a: f64, b: f64) -> f64 {
 }
 
 impl SizePrtt {
-    /// The four figures in the order [`variants`] measures them.
+    /// The four figures in the order [`variants`] measures them, PRTTᵣ's measured with
+    /// [`server_delay_ns`] of the first two.
     pub fn new(size: u64, n: u32, figs: [Timing; 4]) -> Self {
         let [p1, pn, pnd, pnr] = figs;
         SizePrtt {
@@ -159,32 +173,49 @@ impl SizePrtt {
             pn,
             pnd,
             pnr,
+            server_delay_ns: Some(server_delay_ns(n, p1.ns, pn.ns)),
         }
     }
 
-    fn per_msg(&self, t: Timing) -> Est {
+    /// The same figures with PRTTᵣ's server delay as it was spun (a median of several runs'
+    /// figures takes the median of their delays, not the delay of the medians).
+    pub fn with_server_delay(self, d_r_ns: f64) -> Self {
+        SizePrtt {
+            server_delay_ns: Some(d_r_ns),
+            ..self
+        }
+    }
+
+    /// PRTTᵣ's server delay d_r (ns).
+    pub fn server_delay(&self) -> f64 {
+        self.server_delay_ns.unwrap_or(self.p1.ns)
+    }
+
+    /// (t − PRTT(1,0,s)) / (n−1) − `delay`, rounded to the picosecond: no clock resolves less,
+    /// and what lies below is the rounding of the sums, which a noise-free figure (the model
+    /// transport's) would otherwise carry into a fit as a "negative" −10⁻¹⁵.
+    fn per_msg(&self, t: Timing, delay: f64) -> Est {
         let nm1 = (self.n.max(2) - 1) as f64;
+        let v = (t.ns - self.p1.ns) / nm1 - delay;
         (
-            (t.ns - self.p1.ns) / nm1,
+            (v * 1e3).round() / 1e3,
             quad(t.noise_ns, self.p1.noise_ns) / nm1,
         )
     }
 
     /// g + G·s: (PRTT(n,0,s) − PRTT(1,0,s)) / (n−1).
     pub fn gap(&self) -> Est {
-        self.per_msg(self.pn)
+        self.per_msg(self.pn, 0.0)
     }
 
     /// o_s(s): (PRTT(n,d,s) − PRTT(1,0,s)) / (n−1) − d, with d = PRTT(1,0,s) exactly as spun.
     pub fn send_overhead(&self) -> Est {
-        let (v, u) = self.per_msg(self.pnd);
-        (v - self.p1.ns, u)
+        self.per_msg(self.pnd, self.p1.ns)
     }
 
-    /// o_r(s): as o_s with the server waiting d before each later receive.
+    /// o_r(s): as o_s with the server waiting d_r before each later receive.
     pub fn recv_overhead(&self) -> Est {
-        let (v, u) = self.per_msg(self.pnr);
-        (v - self.p1.ns, u)
+        self.per_msg(self.pnr, self.server_delay())
     }
 
     /// One-way latency: PRTT(1,0,s) / 2.
@@ -193,8 +224,11 @@ impl SizePrtt {
     }
 }
 
-/// The four variants, in the order they are measured; the last two need d = PRTT(1,0,s).
-pub fn variants(n: u32, d_ns: f64) -> [Prtt; 4] {
+/// The four variants, in the order they are measured; the third needs PRTT(1,0,s) of `figs`
+/// and the last also PRTT(n,0,s): variant k needs only `figs[..k]`.
+pub fn variants(n: u32, figs: &[Timing; 4]) -> [Prtt; 4] {
+    let d_ns = figs[0].ns;
+    let d_r_ns = server_delay_ns(n, figs[0].ns, figs[1].ns);
     [
         Prtt::plain(1),
         Prtt::plain(n),
@@ -206,7 +240,7 @@ pub fn variants(n: u32, d_ns: f64) -> [Prtt; 4] {
         Prtt {
             n,
             client_delay_ns: 0.0,
-            server_delay_ns: d_ns,
+            server_delay_ns: d_r_ns,
         },
     ]
 }
@@ -541,13 +575,11 @@ where
             let mut samples = vec![0.0; 4];
             prtt_client(a, ta, &sbuf, &mut rbuf, &p, 1, &mut samples)
         };
-        let p1 = run(Prtt::plain(1))?;
-        let v = variants(N, p1.ns);
-        out.push(SizePrtt::new(
-            s,
-            N,
-            [p1, run(v[1])?, run(v[2])?, run(v[3])?],
-        ));
+        let mut figs = [Timing::default(); 4];
+        for k in 0..4 {
+            figs[k] = run(variants(N, &figs)[k])?;
+        }
+        out.push(SizePrtt::new(s, N, figs));
     }
     drop(tx);
     match server.join() {
@@ -718,9 +750,30 @@ mod tests {
                 t(p1),
                 t(p1 + (n - 1.0) * gap),
                 t(p1 + (n - 1.0) * (p1 + o_s)),
-                t(p1 + (n - 1.0) * (p1 + o_r)),
+                t(p1 + (n - 1.0) * (p1 + gap + o_r)),
             ],
         )
+    }
+
+    #[test]
+    fn the_receive_overhead_takes_the_server_delay_as_spun() {
+        // p1 2000, pn 2000 + 9 × 500: the server waits 2000 + 500 before each later receive,
+        // and PRTTᵣ = 2000 + 9 × (2500 + 300) gives o_r 300.
+        let t = |ns| Timing { ns, noise_ns: 0.0 };
+        let p = SizePrtt::new(64, N, [t(2000.0), t(6500.0), t(2000.0), t(27200.0)]);
+        assert_eq!(server_delay_ns(N, 2000.0, 6500.0), 2500.0);
+        assert_eq!(
+            variants(N, &[t(2000.0), t(6500.0), t(0.0), t(0.0)])[3].server_delay_ns,
+            2500.0
+        );
+        assert_eq!(p.recv_overhead().0, 300.0);
+        // Figures written before the delay was stored were measured with d_r = p1.
+        let mut j = serde_json::to_value(p).unwrap();
+        j.as_object_mut().unwrap().remove("server_delay_ns");
+        let old: SizePrtt = serde_json::from_value(j).unwrap();
+        assert_eq!(old.recv_overhead().0, 800.0);
+        // PRTT(n) below PRTT(1) (noise at a tiny size): no negative gap is waited.
+        assert_eq!(server_delay_ns(N, 2000.0, 1000.0), 2000.0);
     }
 
     #[test]

@@ -386,11 +386,12 @@ pub fn run(cfg: &BenchConfig, progress: &mut dyn Progress) -> Result<Report, Ben
                         break; // one size: both measure 16-byte messages only
                     }
                     if b == Benchmark::Loggp {
-                        // Four parametrized round trips; the last two wait d = PRTT(1,0,s).
+                        // Four parametrized round trips; the last two wait delays derived
+                        // from the first two (loggp::variants).
                         let mut samples = vec![0.0; iters as usize];
                         let mut figs = [loggp::Timing::default(); 4];
                         for k in 0..4 {
-                            let p = loggp::variants(loggp::N, figs[0].ns)[k];
+                            let p = loggp::variants(loggp::N, &figs)[k];
                             let run = RunSpec {
                                 prtt: Some(p),
                                 ..run

@@ -690,8 +690,8 @@ impl Session<'_> {
         for &size in self.sizes {
             let mut figs = [loggp::Timing::default(); 4];
             for k in 0..4 {
-                // The last two variants wait d = PRTT(1,0,s), measured just before.
-                let prtt = loggp::variants(loggp::N, figs[0].ns)[k];
+                // The last two variants wait a delay from the figures measured before them.
+                let prtt = loggp::variants(loggp::N, &figs)[k];
                 self.ctrl.send(&Step::Prtt {
                     knobs: knobs.into(),
                     size,
@@ -959,6 +959,7 @@ fn median_figures(fits: &[&Fit]) -> Vec<SizePrtt> {
                     noise_ns: median(&mut noise),
                 }
             };
+            let mut d_r: Vec<f64> = fits.iter().map(|x| x.pts[i].server_delay()).collect();
             SizePrtt::new(
                 first[i].size,
                 first[i].n,
@@ -969,6 +970,7 @@ fn median_figures(fits: &[&Fit]) -> Vec<SizePrtt> {
                     med(&|p| p.pnr),
                 ],
             )
+            .with_server_delay(median(&mut d_r))
         })
         .collect()
 }
@@ -978,7 +980,7 @@ fn median_figures(fits: &[&Fit]) -> Vec<SizePrtt> {
 /// is at least as slow as either CPU (g ≥ o); g adds Δg to the stream; G adds ΔG·s to the
 /// stream and to the one-way time; L adds ΔL to the one-way time; and a ping-pong is at least
 /// as slow as the stream (one send per g). Then the four PRTT figures as the loops measure
-/// them (d = PRTT(1,0,s)).
+/// them (d = PRTT(1,0,s), d_r = d + the stream's gap).
 fn expected_figures(base: &[SizePrtt], k: Knob, v: f64) -> Vec<SizePrtt> {
     base.iter()
         .map(|p| {
@@ -1010,6 +1012,9 @@ fn expected_figures(base: &[SizePrtt], k: Knob, v: f64) -> Vec<SizePrtt> {
             }
             let p1 = (2.0 * lat).max(gap);
             let nm1 = (p.n.max(2) - 1) as f64;
+            // PRTTᵣ's server waits a round trip plus the stream's gap before each later
+            // receive: each message is there when taken, whatever the knob did to the gap.
+            let d_r = loggp::server_delay_ns(p.n, p1, p1 + nm1 * gap);
             let t = |ns: f64, like: loggp::Timing| loggp::Timing {
                 ns,
                 noise_ns: like.noise_ns,
@@ -1021,7 +1026,7 @@ fn expected_figures(base: &[SizePrtt], k: Knob, v: f64) -> Vec<SizePrtt> {
                     t(p1, p.p1),
                     t(p1 + nm1 * gap, p.pn),
                     t(p1 + nm1 * (p1 + os), p.pnd),
-                    t(p1 + nm1 * (p1 + or), p.pnr),
+                    t(p1 + nm1 * (d_r + or), p.pnr),
                 ],
             )
         })
@@ -1288,7 +1293,7 @@ mod tests {
                         t(p1),
                         t(p1 + (n - 1.0) * gap),
                         t(p1 + (n - 1.0) * (p1 + o_s)),
-                        t(p1 + (n - 1.0) * (p1 + o_r)),
+                        t(p1 + (n - 1.0) * (p1 + gap + o_r)),
                     ],
                 )
             })

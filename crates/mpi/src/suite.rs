@@ -390,7 +390,7 @@ fn measure(
             for k in 0..4 {
                 ctx.world.barrier();
                 let res = if initiator {
-                    let p = loggp::variants(loggp::N, figs[0].ns)[k];
+                    let p = loggp::variants(loggp::N, &figs)[k];
                     ctx.world.send_json(ctx.pair.peer, &p)?;
                     loggp::prtt_client(&mut ep, &ctx.clock, s, r, &p, lp.warmup, &mut samples)
                         .map(|f| figs[k] = f)
