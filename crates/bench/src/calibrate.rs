@@ -432,14 +432,17 @@ pub fn summary(p: &Profile) -> String {
                 s.r2
             );
         }
-        if !pl.pipelined.is_empty() {
-            let ts: Vec<String> = (pl.pipelined.iter())
+        for probe in pl
+            .pipelined
+            .chunk_by(|a, b| a.message_bytes == b.message_bytes)
+        {
+            let ts: Vec<String> = (probe.iter())
                 .map(|q| format!("{} {:.1}", format_size(q.fragment_bytes), q.one_way_us))
                 .collect();
             let _ = writeln!(
                 o,
                 "    pipelined {} (us): {}",
-                format_size(pl.pipelined[0].message_bytes),
+                format_size(probe[0].message_bytes),
                 ts.join(", ")
             );
         }

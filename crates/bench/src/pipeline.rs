@@ -333,21 +333,43 @@ pub fn fit_stages(
 
 /// The message the pipelined probe sends: large enough that fill and drain are a small part,
 /// small enough to stay in the last-level cache (so that it measures the stages, not DRAM).
+/// Its times bound the fragment size (the cap) and correct the model's steady state.
 pub const PIPELINED_PROBE_BYTES: usize = 4 << 20;
 
-/// One-way time (median of ping-pongs) of a [`PIPELINED_PROBE_BYTES`] message sent over a real
-/// shm connection between `cpus` in fragments of each size of `ladder`.
+/// The messages the model's steady state is taken from (`PipelineModel::time_us`): the
+/// shortest the transport pipelines (a few packets: the start of a pipeline, where the first
+/// packets find the ring's lines and the buffers in the other core's cache), the in-cache
+/// probe, and two beyond it: the steady state as the message leaves the last-level cache and
+/// at DRAM speed, which stages fitted on data in cache do not know (the development machine's
+/// bandwidth falls from 30 GB/s at 4 MiB to 24 at 8 MiB and 18 at 16 MiB: one probe at 64 MiB
+/// interpolated in log L put 8 MiB too near DRAM and chose its fragment wrongly).
+pub const PIPELINED_MODEL_PROBES: [usize; 4] =
+    [64 << 10, PIPELINED_PROBE_BYTES, 16 << 20, 64 << 20];
+
+/// One-way time (median of ping-pongs) of a `len`-byte message sent over a real shm connection
+/// between `cpus` in fragments of each size of `ladder`.
 pub fn shm_pipelined_points(
     clock: &Clock,
     cpus: [usize; 2],
     ladder: &[u64],
+    len: usize,
 ) -> Result<Vec<PipelinedPoint>, StageError> {
-    let len = PIPELINED_PROBE_BYTES;
     let (mut a, mut b) = probe_pair(len)?;
-    let (reps, warm) = (60usize, 6usize);
+    // 66 round trips of 4 MiB take about 40 ms a fragment size; of 64 MiB, 23 take 0.2 s; of
+    // 64 KiB, 330 take 3 ms (and a few microseconds are noisier).
+    let (reps, warm) = if len > PIPELINED_PROBE_BYTES {
+        (20usize, 3usize)
+    } else if len < PIPELINED_PROBE_BYTES / 8 {
+        (300, 30)
+    } else {
+        (60, 6)
+    };
     let mut src = PageBuf::new(len);
     src.fill(0x3c);
     let mut back = PageBuf::new(len);
+    // Allocated once, as the bench's buffers are: a fresh one per fragment size had its pages
+    // faulted in by the first rounds.
+    let mut rbuf = PageBuf::new(len);
     let restore = affinity::allowed_cpus();
     let pin = |cpu: usize| {
         affinity::pin_to(cpu).map_err(|e| StageError::Pin {
@@ -376,7 +398,6 @@ pub fn shm_pipelined_points(
             });
             let mine = (|| -> Result<Vec<f64>, StageError> {
                 pin(cpus[0])?;
-                let mut rbuf = vec![0u8; len];
                 let mut rtt = Vec::with_capacity(reps);
                 for i in 0..reps + warm {
                     let t0 = clock.now();
@@ -407,9 +428,13 @@ pub fn shm_pipelined_points(
     Ok(out)
 }
 
-/// The largest fragment whose pipelined time is within 3 % of the fastest (`None` without
-/// usable points).
+/// The largest fragment whose pipelined time is within 3 % of the fastest, at the probe's
+/// in-cache message ([`PIPELINED_PROBE_BYTES`]; `None` without usable points there).
 pub fn pipelined_cap(points: &[PipelinedPoint]) -> Option<u64> {
+    let points: Vec<&PipelinedPoint> = points
+        .iter()
+        .filter(|p| p.message_bytes == PIPELINED_PROBE_BYTES as u64)
+        .collect();
     let best = points
         .iter()
         .map(|p| p.one_way_us)
@@ -422,11 +447,15 @@ pub fn pipelined_cap(points: &[PipelinedPoint]) -> Option<u64> {
         .max()
 }
 
+/// Rounds of the pipelined probes in a calibration (each point the median of them).
+const PROBE_ROUNDS: usize = 3;
+
 /// Times and fits the shm stages between `cpus` (sender first), then bounds the fragment size
 /// by the pipelined probe: the stages are fitted one packet at a time, as seed 002 fits them,
 /// but on this machine a fragment larger than the first-level cache costs more per byte when
 /// the two copies run at once than the isolated stages say (BENCHMARKS.md, issue 16), which
-/// a line cannot express.
+/// a line cannot express. The probe also runs at the other [`PIPELINED_MODEL_PROBES`]: the
+/// model takes its steady state from them (`PipelineModel::time_us`).
 pub fn shm_profile(clock: &Clock, cpus: [usize; 2]) -> Result<PipelineProfile, StageError> {
     let points = shm_stage_points(clock, cpus, &shm_ladder(), 1 << 20)?;
     let mut prof = fit_stages(
@@ -441,7 +470,29 @@ pub fn shm_profile(clock: &Clock, cpus: [usize; 2]) -> Result<PipelineProfile, S
         .into_iter()
         .filter(|&p| p >= prof.min_fragment_bytes)
         .collect();
-    prof.pipelined = shm_pipelined_points(clock, cpus, &ladder)?;
+    // Each probe PROBE_ROUNDS times, interleaved, and its median kept: one probe of a 64 KiB
+    // message read 3.9 µs in one calibration and 4.6 in the next, and the model's start-up is
+    // taken from it.
+    let mut rounds: Vec<Vec<PipelinedPoint>> = Vec::new();
+    for _ in 0..PROBE_ROUNDS {
+        let mut one = Vec::new();
+        for len in PIPELINED_MODEL_PROBES {
+            // A fragment as large as the message is no pipeline.
+            let ladder: Vec<u64> = ladder.iter().copied().filter(|&p| p < len as u64).collect();
+            one.extend(shm_pipelined_points(clock, cpus, &ladder, len)?);
+        }
+        rounds.push(one);
+    }
+    prof.pipelined = (0..rounds[0].len())
+        .map(|i| {
+            let mut t: Vec<f64> = rounds.iter().map(|r| r[i].one_way_us).collect();
+            PipelinedPoint {
+                one_way_us: commperf_stats::Summary::from_unsorted(&mut t)
+                    .map_or(f64::NAN, |s| s.p50),
+                ..rounds[0][i]
+            }
+        })
+        .collect();
     if let Some(cap) = pipelined_cap(&prof.pipelined) {
         prof.max_fragment_bytes = cap.clamp(prof.min_fragment_bytes, prof.max_fragment_bytes);
     }
@@ -634,6 +685,12 @@ mod tests {
             pt(32768, 144.0),
             pt(65536, 189.0),
             pt(262_080, f64::NAN),
+            // The DRAM probe does not set the cap.
+            PipelinedPoint {
+                fragment_bytes: 262_080,
+                message_bytes: PIPELINED_MODEL_PROBES[3] as u64,
+                one_way_us: 1.0,
+            },
         ];
         // 144 ≤ 1.03 × 141 = 145.2; 189 is not.
         assert_eq!(pipelined_cap(&pts), Some(32768));

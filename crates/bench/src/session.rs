@@ -1476,7 +1476,7 @@ fn pipeline_rows(
             if let Some(p) = row.p50_us.filter(|p| *p > 0.0) {
                 row.mb_per_s = Some(size as f64 / p);
             }
-            row.model_us = Some(model.recurrence_us(size, frag));
+            row.model_us = Some(model.time_us(size, frag));
             row.eq7_us = Some(model.eq7_at(frag).time_us(size, frag));
             // The pipeline's limit: each core copies every byte once, the two copies overlap,
             // so no pipeline moves the message faster than one memcpy of it (EPOS's "hardware

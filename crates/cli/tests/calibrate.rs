@@ -129,12 +129,24 @@ fn calibrate_measures_shm_into_a_profile() {
         f(&pl["stages"][2], "tau_us_per_byte") > 0.0,
         "copying costs per byte"
     );
-    let probe = pl["pipelined"].as_array().unwrap();
-    let frags: Vec<u64> = probe
-        .iter()
-        .map(|q| q["fragment_bytes"].as_u64().unwrap())
+    // The probes: a 64 KiB message in the fragments below it, 4, 16 and 64 MiB in all; the cap
+    // from the 4 MiB one.
+    let all = pl["pipelined"].as_array().unwrap();
+    let ladder = [4096u64, 8192, 16384, 32768, 65536, 131072, 262080];
+    let mut want: Vec<(u64, u64)> = ladder[..4].iter().map(|&f| (64 << 10, f)).collect();
+    for m in [4u64 << 20, 16 << 20, 64 << 20] {
+        want.extend(ladder.iter().map(|&f| (m, f)));
+    }
+    let got: Vec<(u64, u64)> = (all.iter())
+        .map(|q| {
+            let n = |k: &str| q[k].as_u64().unwrap();
+            (n("message_bytes"), n("fragment_bytes"))
+        })
         .collect();
-    assert_eq!(frags, [4096, 8192, 16384, 32768, 65536, 131072, 262080]);
+    assert_eq!(got, want);
+    let probe: Vec<&Value> = (all.iter())
+        .filter(|q| q["message_bytes"] == 4 << 20)
+        .collect();
     let best = (probe.iter())
         .map(|q| f(q, "one_way_us"))
         .fold(f64::INFINITY, f64::min);
