@@ -336,15 +336,17 @@ pub fn fit_stages(
 /// Its times bound the fragment size (the cap) and correct the model's steady state.
 pub const PIPELINED_PROBE_BYTES: usize = 4 << 20;
 
-/// The messages the model's steady state is taken from (`PipelineModel::time_us`): the
-/// shortest the transport pipelines (a few packets: the start of a pipeline, where the first
-/// packets find the ring's lines and the buffers in the other core's cache), the in-cache
-/// probe, and two beyond it: the steady state as the message leaves the last-level cache and
-/// at DRAM speed, which stages fitted on data in cache do not know (the development machine's
-/// bandwidth falls from 30 GB/s at 4 MiB to 24 at 8 MiB and 18 at 16 MiB: one probe at 64 MiB
-/// interpolated in log L put 8 MiB too near DRAM and chose its fragment wrongly).
-pub const PIPELINED_MODEL_PROBES: [usize; 4] =
-    [64 << 10, PIPELINED_PROBE_BYTES, 16 << 20, 64 << 20];
+/// The messages the model's start-up and steady states are taken from
+/// (`PipelineModel::time_us`): the shortest the transport pipelines (a few packets: the start
+/// of a pipeline, where the first packets find the ring's lines and the buffers in the other
+/// core's cache), then one message per cache level it passes through, as the steady state
+/// changes with each, which stages fitted on small data in cache do not know: in the second
+/// level (1 MiB), in the last (4 MiB, the probe that sets the cap), leaving it (16 MiB) and in
+/// DRAM (64 MiB). On the development machine (L2 1 MiB a core, L3 32 MiB) the bandwidth is 31
+/// GB/s at 1 MiB, 30 at 4, 24 at 8, 18 at 16 and 14 at 64 MiB; with fewer probes the log-L
+/// interpolation between them missed by 10–16 % (BENCHMARKS.md, issue 16).
+pub const PIPELINED_MODEL_PROBES: [usize; 5] =
+    [64 << 10, 1 << 20, PIPELINED_PROBE_BYTES, 16 << 20, 64 << 20];
 
 /// One-way time (median of ping-pongs) of a `len`-byte message sent over a real shm connection
 /// between `cpus` in fragments of each size of `ladder`.
@@ -688,7 +690,7 @@ mod tests {
             // The DRAM probe does not set the cap.
             PipelinedPoint {
                 fragment_bytes: 262_080,
-                message_bytes: PIPELINED_MODEL_PROBES[3] as u64,
+                message_bytes: PIPELINED_MODEL_PROBES[4] as u64,
                 one_way_us: 1.0,
             },
         ];

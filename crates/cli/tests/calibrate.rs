@@ -129,12 +129,12 @@ fn calibrate_measures_shm_into_a_profile() {
         f(&pl["stages"][2], "tau_us_per_byte") > 0.0,
         "copying costs per byte"
     );
-    // The probes: a 64 KiB message in the fragments below it, 4, 16 and 64 MiB in all; the cap
-    // from the 4 MiB one.
+    // The probes: a 64 KiB message in the fragments below it, 1, 4, 16 and 64 MiB in all; the
+    // cap from the 4 MiB one.
     let all = pl["pipelined"].as_array().unwrap();
     let ladder = [4096u64, 8192, 16384, 32768, 65536, 131072, 262080];
     let mut want: Vec<(u64, u64)> = ladder[..4].iter().map(|&f| (64 << 10, f)).collect();
-    for m in [4u64 << 20, 16 << 20, 64 << 20] {
+    for m in [1u64 << 20, 4 << 20, 16 << 20, 64 << 20] {
         want.extend(ladder.iter().map(|&f| (m, f)));
     }
     let got: Vec<(u64, u64)> = (all.iter())
