@@ -31,14 +31,12 @@ pub fn llc_bytes() -> usize {
 /// Send and receive pools for the buffer-management test, and the stride between buffers: a
 /// whole number of pages plus one page, so no two buffers share a page, and enough buffers that
 /// each pool is at least twice the last-level cache (a buffer is never still cached when its
-/// turn comes again). Pages are touched here, so the timed loop pays for address translation and
-/// cache misses, not for first-touch page faults.
+/// turn comes again). Pages are written when allocated ([`PageBuf::new`]), so the timed loop pays
+/// for address translation and cache misses, not for first-touch page faults.
 pub fn fresh_pools(size: usize) -> (PageBuf, PageBuf, usize) {
     let (count, stride) = pool_layout(size);
-    let mut send = PageBuf::new(count * stride);
-    let mut recv = PageBuf::new(count * stride);
-    send.fill(0x5A);
-    recv.fill(0xA5);
+    let send = PageBuf::new(count * stride);
+    let recv = PageBuf::new(count * stride);
     (send, recv, stride)
 }
 
@@ -80,8 +78,7 @@ pub fn scattered(size: usize, k: usize) -> (PageBuf, Vec<std::ops::Range<usize>>
         ranges.push(i * stride..i * stride + n);
         left -= n;
     }
-    let mut mem = PageBuf::new(k * stride);
-    mem.fill(0x3C);
+    let mem = PageBuf::new(k * stride);
     (mem, ranges)
 }
 

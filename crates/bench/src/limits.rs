@@ -100,8 +100,7 @@ pub fn cacheline_one_way_ns(
 /// alignment on these CPUs (equal page offsets suffer 4K aliasing; a destination misaligned to
 /// the source can make `rep movsb` ten times slower), i.e. the limit, not a typical case.
 pub fn memcpy_mb_per_s(clock: &Clock, bytes: usize, reps: usize) -> f64 {
-    let mut src = PageBuf::new(bytes);
-    src.fill(0x5A);
+    let src = PageBuf::new(bytes);
     let mut dst_page = PageBuf::new(bytes + 64);
     let dst = &mut dst_page[64..];
     dst.copy_from_slice(&src); // fault both in and warm the cache
@@ -187,8 +186,7 @@ pub fn memcpy_two_cpus_mb_per_s(
 
 /// A source of `bytes` and a destination 64 B past a page boundary, both faulted in.
 fn halves(bytes: usize) -> (PageBuf, PageBuf) {
-    let mut src = PageBuf::new(bytes);
-    src.fill(0x5A);
+    let src = PageBuf::new(bytes);
     let mut dst_page = PageBuf::new(bytes + 64);
     dst_page[64..].copy_from_slice(&src);
     (src, dst_page)

@@ -885,7 +885,7 @@ mod tests {
         let joined: Vec<u8> = msg.parts().concat();
         assert_eq!(first_mismatch(&joined, 9), None);
         // The segments really are apart: the bytes between them are not the pattern's.
-        assert_eq!(msg.mem[ranges[0].end], 0x3C);
+        assert_eq!(msg.mem[ranges[0].end], crate::buf::PageBuf::FILL);
         // A corruption lands at its offset in the joined message, here inside the third
         // segment (250 bytes each), and nowhere else.
         msg.fill(

@@ -187,10 +187,8 @@ where
     let reps = ((64usize << 20) / packet.max(1)).clamp(300, 5000);
     let warm = reps / 10;
     let n = reps + warm;
-    let mut src = PageBuf::new(span);
+    let src = PageBuf::new(span);
     let mut dst = PageBuf::new(span + 64);
-    src.fill(0x5a);
-    dst.fill(0);
     let at = |i: usize| (i * packet) % (span - packet + 1) / 64 * 64;
     let restore = affinity::allowed_cpus();
     let pin = |cpu: usize| {
@@ -366,8 +364,7 @@ pub fn shm_pipelined_points(
     } else {
         (60, 6)
     };
-    let mut src = PageBuf::new(len);
-    src.fill(0x3c);
+    let src = PageBuf::new(len);
     let mut back = PageBuf::new(len);
     // Allocated once, as the bench's buffers are: a fresh one per fragment size had its pages
     // faulted in by the first rounds.

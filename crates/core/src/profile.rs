@@ -69,10 +69,12 @@ pub struct PipelineProfile {
     /// The measured medians the stages were fitted to.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub points: Vec<StagePoint>,
-    /// One-way times of a large message pipelined in each fragment size of the ladder: where
-    /// the stages cost more per byte running at once than one at a time (fragments beyond the
-    /// first-level cache), `max_fragment_bytes` was cut to the largest fragment within 3 % of
-    /// the fastest here.
+    /// One-way times of messages pipelined in each fragment size of the ladder, at several
+    /// message sizes: where the stages cost more per byte running at once than one at a time
+    /// (fragments beyond the first-level cache), `max_fragment_bytes` was cut to the largest
+    /// fragment within 3 % of the fastest at the 4 MiB message; and the model takes a
+    /// pipeline's start-up and its steady state per cache level from them
+    /// (`commperf_predict::pipeline::PipelineModel::time_us`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub pipelined: Vec<PipelinedPoint>,
 }

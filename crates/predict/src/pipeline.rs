@@ -229,7 +229,8 @@ impl PipelineModel {
         if sizes.len() >= 2 {
             let at = |msg: u64, f: u64| probes.iter().find(|q| q.0 == msg && q.1 == f).copied();
             for q in probes.iter().filter(|q| q.0 == sizes[0]) {
-                if let Some(r) = at(sizes[1], q.1) {
+                // Two probes of as many packets (a hand-made profile) cannot separate S and δ.
+                if let Some(r) = at(sizes[1], q.1).filter(|r| r.2 > q.2) {
                     let delta = (r.3 - q.3) / (r.2 - q.2) as f64;
                     m.startup.push(Startup {
                         fragment_bytes: q.1,
