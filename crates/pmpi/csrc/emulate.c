@@ -347,6 +347,10 @@ static int map_rings(void) {
     rings = m;
     pend = calloc((size_t)n_ranks, sizeof(pending));
     seen_tail = calloc((size_t)n_ranks, sizeof(uint64_t));
+    if (!pend || !seen_tail) {
+        fprintf(stderr, "commperf-pmpi: knob L: no memory for %d ranks' stamps\n", n_ranks);
+        return -1;
+    }
     for (int i = 0; i < n_ranks; i++) cpmpi_oneway_init(pend[i].w, CPMPI_SIZE_CLASSES);
     return 0;
 }
