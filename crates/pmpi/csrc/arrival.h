@@ -10,11 +10,12 @@
  * the watched messages of its size class from that source (never after t_done).
  *
  * Typical, not least: the least time is a lower bound, and dating every unwatched message at it
- * shortened each hold by that message's excess over the least one; on the VM state where a cache
- * line between the two CPUs costs 150 ns instead of 30, the excess is a few hundred ns a message
- * and L's knob added three quarters of ΔL to a program (BENCHMARKS.md, "Issue 14: L's arrival
- * dated by the typical one-way time"). Size classes (powers of two): a large message's one-way
- * time holds its transfer, which a small message's does not.
+ * shortened each hold by that message's excess over the least one (cg: 87–102 ns a watched
+ * message when a cache line crosses the CPUs in 30 ns, 217–286 ns when it takes 160; with the
+ * typical time L 1 µs adds 0.290 s to cg instead of 0.266, LogGP predicting 0.28–0.29:
+ * BENCHMARKS.md, "Issue 14: L's arrival dated by the typical one-way time"). Size classes
+ * (powers of two): a large message's one-way time holds its transfer, which a small message's
+ * does not.
  *
  * The typical time is a running mean of the watched times, each clipped at CPMPI_CLIP × the
  * least (a preemption of milliseconds is no one-way time), weighted 1 / CPMPI_EWMA: no
