@@ -11,7 +11,10 @@
 //!   each of its n−1 later receives: Netgauge's d_r = d assumes a stream is faster than a round
 //!   trip, and where it is not (a gap g raised by `emulate`'s knob to a round trip, a slow
 //!   stream) each message had only just arrived when taken, and its arrival was measured as
-//!   receive overhead: d_r = PRTT(1,0,s) + the stream's gap, so each has waited a whole gap;
+//!   receive overhead: d_r = PRTT(1,0,s) + the stream's gap, so each has waited a whole gap.
+//!   (Where g exceeds a round trip, PRTT(1) is itself paced by g, and o_r stays a mixture of
+//!   the receive and that pacing even in LogP's own arithmetic: the emulate crate's
+//!   `model_exact` test says which figures a knob beyond a round trip leaves exact);
 //! - latency(s) = PRTT(1,0,s) / 2.
 //!
 //! Seed 004 then takes L = latency − o_s − o_r, which goes negative wherever the transport
