@@ -290,14 +290,14 @@ pub fn run(a: &SweepArgs) -> Result<()> {
     ));
     let tty = std::io::stderr().is_terminal();
     let bar = tty.then(|| indicatif::ProgressBar::new(total as u64));
-    let runs = EmulatedRuns {
+    let mut runs = EmulatedRuns {
         args: a,
         dir: &dir,
         exe: exe.clone(),
         n: 0,
         probe: MachineProbe::new(),
     };
-    let mut result = run_sweep(&plan, runs, &a.command, |done, _, s| {
+    let mut result = run_sweep(&plan, &mut runs, &a.command, |done, _, s| {
         if let Some(b) = &bar {
             b.set_position(done as u64);
             b.set_message(s.label());
@@ -321,7 +321,7 @@ pub fn run(a: &SweepArgs) -> Result<()> {
         save(&result)?;
         crate::say("commperf: --predict: replaying the trace with each knob raised");
         // The measured sweep is kept whatever happens to its prediction.
-        if let Err(e) = add_predictions(&mut result, a, trace, &exe, &dir) {
+        if let Err(e) = add_predictions(&mut result, a, trace, &exe, &dir, runs.probe.as_ref()) {
             result.notes.push(format!("not predicted: {e:#}"));
         }
     }
@@ -665,12 +665,15 @@ fn measure_loggp(
     Ok((m, notes))
 }
 
+/// `probe`: the sweep's own machine probe, which holds the LogGP runs to the state the sweep's
+/// runs were compared in.
 fn add_predictions(
     result: &mut SweepResult,
     a: &SweepArgs,
     trace: &Path,
     exe: &Path,
     dir: &Path,
+    probe: Option<&MachineProbe>,
 ) -> Result<()> {
     // A trace with dropped events is not the program: the replay would pair the wrong sends and
     // receives (or deadlock). Refused by name rather than predicted from.
@@ -696,22 +699,19 @@ fn add_predictions(
             // The parameters should describe the machine in the state the runs were compared
             // in: when most settings compared runs in one state, LogGP runs in another are
             // measured again.
-            let probe = MachineProbe::new();
             let knobs: Vec<_> = result
                 .settings
                 .iter()
                 .filter(|s| s.knob.is_some())
                 .collect();
             let insist = 2 * knobs.iter().filter(|s| s.compared_same_state).count() > knobs.len();
-            let state =
-                probe
-                    .as_ref()
-                    .zip(result.probe_reference_ns)
-                    .map(|(probe, reference_ns)| WantedState {
-                        probe,
-                        reference_ns,
-                        insist,
-                    });
+            let state = probe
+                .zip(result.probe_reference_ns)
+                .map(|(probe, reference_ns)| WantedState {
+                    probe,
+                    reference_ns,
+                    insist,
+                });
             let (l, notes) = measure_loggp(exe, dir, size, a.timeout, state)?;
             result.notes.extend(notes);
             Some(l)

@@ -1227,9 +1227,9 @@ mod tests {
         let l = &r.settings[2];
         assert_eq!((l.compared_rounds, l.compared_same_state), (5, false));
         assert!((l.slowdown.unwrap() - 0.35 / 1.05).abs() < 1e-9);
+        let text = r.render(SweepFormat::Text);
         assert!(
-            r.render(SweepFormat::Text)
-                .contains("L=100us: fewer than two of its rounds were made in the same state"),
+            text.contains("L=100us: fewer than two of its rounds were made in the same state"),
             "{text}"
         );
     }
