@@ -803,8 +803,11 @@ fn plot_loggp_writes_seed_004_figure_3_6_as_svg() {
         "uds,shm",
         "--sizes",
         "4,64,1K",
+        // 200 rounds a figure: with 20, a scheduler quantum (0.9 ms) landing on half of one
+        // figure's rounds while the other tests' processes share the two CPUs made a PRTT(1)
+        // of milliseconds, and the overheads of that size below zero, left out (a CI run).
         "--iters",
-        "20",
+        "200",
         "-o",
         &p(&json),
         "--plot-loggp",
