@@ -510,12 +510,20 @@ fn latency_and_overlap(piece: &mut Piece, pts: &[SizePrtt], range: &str) {
         return;
     };
     let l = f.fit.intercept;
-    let per_byte_at_start = f.fit.slope.abs() * xs[0];
-    if per_byte_at_start > IDENTIFIABLE_RATIO * l.abs() {
+    // L is the latency's fixed part less the overheads, so it is told apart where the latency is
+    // (its per-byte part at the smallest size below its fixed part o_s + L + o_r), however small
+    // L itself is: an L of 0 is a finding (shm on a slow VM put all of the one-way time in the
+    // overheads), and judging it against its own size refused it.
+    let latency_per_byte =
+        f.fit.slope + piece.o_s_per_byte_ns.unwrap_or(0.0) + piece.o_r_per_byte_ns.unwrap_or(0.0);
+    let per_byte_at_start = latency_per_byte.abs() * xs[0];
+    let fixed = o_s + l + o_r;
+    if per_byte_at_start > IDENTIFIABLE_RATIO * fixed.abs() {
         piece.overlap_ns = None;
         notes.push(format!(
-            "L is not identifiable over {range}: there the latency's per-byte part ({} at the smallest size) is larger than any fixed part (fit: {} ± {})",
+            "L is not identifiable over {range}: there the latency's per-byte part ({} at the smallest size) is larger than its fixed part o_s + L + o_r ({}; L's fit: {} ± {})",
             us(per_byte_at_start),
+            us(fixed),
             us(l),
             us(f.u_intercept)
         ));
@@ -819,6 +827,37 @@ mod tests {
             ];
             assert!(all.into_iter().flatten().all(|v| v >= 0.0), "{p:?}");
         }
+    }
+
+    #[test]
+    fn an_l_of_zero_is_identified_where_the_latency_is_fixed_costs() {
+        // All of the one-way time in the overheads (Open MPI's shm on a slow VM): L's own fit
+        // is 0, and its per-byte part at 8 B (1 ns) is larger than that, yet the latency there
+        // is 400 ns of fixed costs, so L is 0, not "not identifiable".
+        let pts: Vec<SizePrtt> = [8u64, 64, 256, 1024, 2048]
+            .into_iter()
+            .map(|s| {
+                let x = s as f64;
+                synthetic(
+                    s,
+                    150.0 + 0.01 * x,
+                    250.0 + 0.02 * x,
+                    300.0 + 0.1 * x,
+                    400.0 + 0.15 * x,
+                    2.0,
+                )
+            })
+            .collect();
+        let fit = extract(&pts).unwrap();
+        let p = &fit.pieces[0];
+        let l = p
+            .l_ns
+            .unwrap_or_else(|| panic!("L left out: {:?}", p.notes));
+        assert!(l.abs() < 1.0, "L {l}: {p:?}");
+        assert_eq!(p.overlap_ns, Some(0.0), "{p:?}");
+        within(p.o_s_ns, 150.0, "o_s");
+        within(p.o_r_ns, 250.0, "o_r");
+        within(p.one_way_ns(8), 401.2, "one-way time at 8 B");
     }
 
     #[test]

@@ -2,10 +2,11 @@
 //! the monitor), checked for the exact message counts of the programs' formulas, the table's
 //! shape, the JSON fields, a failing program reported in its cell while the others are filled,
 //! and bad stacks and programs refused by name. Without Open MPI (or, for the MPICH study,
-//! without MPICH) the tests skip with a message, unless `COMMPERF_REQUIRE_MPI=1`.
+//! without MPICH; for the studies that bench the stacks, without the `mpi` feature) the tests
+//! skip with a message, unless `COMMPERF_REQUIRE_MPI=1`.
 
 mod mpi_apps;
-use mpi_apps::{exe, ok, ready, text, Scratch};
+use mpi_apps::{exe, mpi_feature_ready, ok, ready, text, Scratch};
 use serde_json::Value;
 use std::path::Path;
 use std::process::{Command, Output};
@@ -88,7 +89,7 @@ fn check_kit_profiles(j: &Value, stack: &str) {
 
 #[test]
 fn a_small_study_over_open_mpis_two_stacks() {
-    if !ready("app_ompi", &["mpicc.openmpi", "mpirun.openmpi"]) {
+    if !mpi_feature_ready("app_ompi") || !ready("app_ompi", &["mpicc.openmpi", "mpirun.openmpi"]) {
         return;
     }
     let s = Scratch::new("app", "ompi");
@@ -252,15 +253,17 @@ fn a_failing_program_is_reported_in_its_cell_and_the_study_goes_on() {
 /// MPICH's.
 #[test]
 fn a_small_study_over_mpich_and_a_command_built_for_the_other_mpi() {
-    if !ready(
-        "app_mpich",
-        &[
-            "mpicc.mpich",
-            "mpiexec.mpich",
-            "mpicc.openmpi",
-            "mpirun.openmpi",
-        ],
-    ) {
+    if !mpi_feature_ready("app_mpich")
+        || !ready(
+            "app_mpich",
+            &[
+                "mpicc.mpich",
+                "mpiexec.mpich",
+                "mpicc.openmpi",
+                "mpirun.openmpi",
+            ],
+        )
+    {
         return;
     }
     let s = Scratch::new("app", "mpich");

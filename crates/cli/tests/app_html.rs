@@ -4,11 +4,11 @@
 //! loaded by `chromium --headless=new --dump-dom` and screenshotted; the page must load with no
 //! console message (its Content-Security-Policy turns any external load and any injected
 //! script or handler into one), and its DOM must hold the study.json's measured values and the
-//! expected figures and bars. Without Open MPI or Chromium the test skips with a message, unless
-//! `COMMPERF_REQUIRE_MPI=1` (as CI sets it).
+//! expected figures and bars. Without Open MPI, the `mpi` feature or Chromium the test skips with
+//! a message, unless `COMMPERF_REQUIRE_MPI=1` (as CI sets it).
 
 mod mpi_apps;
-use mpi_apps::{chromium, chromium_ready, exe, ok, ready, text, Scratch};
+use mpi_apps::{chromium, chromium_ready, exe, mpi_feature_ready, ok, ready, text, Scratch};
 use serde_json::Value;
 use std::process::Command;
 use std::time::Instant;
@@ -37,7 +37,10 @@ fn svg_of<'a>(dom: &'a str, marker: &str) -> &'a str {
 
 #[test]
 fn a_real_studys_page_loads_in_chromium_with_its_values_and_figures() {
-    if !ready("app_html", &["mpicc.openmpi", "mpirun.openmpi"]) || !chromium_ready("app_html") {
+    if !mpi_feature_ready("app_html")
+        || !ready("app_html", &["mpicc.openmpi", "mpirun.openmpi"])
+        || !chromium_ready("app_html")
+    {
         return;
     }
     let s = Scratch::new("app-html", "chromium");

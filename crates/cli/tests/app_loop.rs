@@ -5,11 +5,11 @@
 //! in-process replay equals `commperf predict` run on the trace the loop wrote with the same
 //! parameters, the errors are the JSON's own times' ratios, the window measured holds the
 //! program's timed loop, the study round-trips through `app report` (a version 1 file still
-//! reads) and its page loads in a headless Chromium with figure (c). Without Open MPI (or
-//! Chromium) the test skips with a message, unless `COMMPERF_REQUIRE_MPI=1`.
+//! reads) and its page loads in a headless Chromium with figure (c). Without Open MPI or the
+//! `mpi` feature (or Chromium) the test skips with a message, unless `COMMPERF_REQUIRE_MPI=1`.
 
 mod mpi_apps;
-use mpi_apps::{chromium, chromium_ready, exe, ok, ready, text, Scratch};
+use mpi_apps::{chromium, chromium_ready, exe, mpi_feature_ready, ok, ready, text, Scratch};
 use serde_json::Value;
 use std::path::Path;
 use std::process::Command;
@@ -110,7 +110,7 @@ fn close(a: f64, b: f64) -> bool {
 
 #[test]
 fn the_loop_predicts_and_emulates_every_stack_from_the_reference() {
-    if !ready("app_loop", &["mpicc.openmpi", "mpirun.openmpi"]) {
+    if !mpi_feature_ready("app_loop") || !ready("app_loop", &["mpicc.openmpi", "mpirun.openmpi"]) {
         return;
     }
     let s = Scratch::new("app-loop", "loop");
@@ -390,15 +390,17 @@ fn the_loop_predicts_and_emulates_every_stack_from_the_reference() {
 /// stack that has parameters.
 #[test]
 fn a_stack_without_a_commperf_for_its_mpi_says_why_in_its_loop_cells() {
-    if !ready(
-        "app_loop_mpich",
-        &[
-            "mpicc.openmpi",
-            "mpirun.openmpi",
-            "mpicc.mpich",
-            "mpiexec.mpich",
-        ],
-    ) {
+    if !mpi_feature_ready("app_loop_mpich")
+        || !ready(
+            "app_loop_mpich",
+            &[
+                "mpicc.openmpi",
+                "mpirun.openmpi",
+                "mpicc.mpich",
+                "mpiexec.mpich",
+            ],
+        )
+    {
         return;
     }
     let s = Scratch::new("app-loop", "nompich");

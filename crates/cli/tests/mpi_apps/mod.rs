@@ -38,6 +38,21 @@ pub fn ready(test: &str, tools: &[&str]) -> bool {
     false
 }
 
+/// Whether this commperf links an MPI (the `mpi` feature), which a test that runs `bench` over
+/// MPI needs besides the installed tools; prints why not (or panics when CI requires MPI).
+pub fn mpi_feature_ready(test: &str) -> bool {
+    if cfg!(feature = "mpi") {
+        return true;
+    }
+    let why =
+        "this commperf was built without the mpi feature (cargo test --features commperf/mpi)";
+    if std::env::var_os("COMMPERF_REQUIRE_MPI").is_some() {
+        panic!("{test}: COMMPERF_REQUIRE_MPI is set, but {why}");
+    }
+    eprintln!("skipping {test}: {why}");
+    false
+}
+
 /// Whether this process may build network namespaces (root, iproute2's `ip` and `tc`); prints
 /// why not.
 pub fn netns_ready() -> bool {
