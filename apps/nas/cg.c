@@ -25,10 +25,12 @@ int main(int argc, char **argv) {
         {"hw", 4, 1, 4096, "halo width in words: neighbour message size hw*8"},
         {"iters", 20000, 1, 10000000, "iterations"},
         {"dots", 2, 1, 64, "8-byte MPI_Allreduce per iteration"},
+        NAS_WARMUP_ARG,
         {"corrupt", 0, 0, 1, "testing: rank 1 flips one bit of the first message it receives (the run must say WRONG and exit 1)"},
     };
-    nas_args(argc, argv, a, 5, rank);
-    const long corrupt = a[4].value;
+    nas_args(argc, argv, a, 6, rank);
+    const long warmup = a[4].value;
+    const long corrupt = a[5].value;
     const long m = a[0].value, hw = a[1].value, iters = a[2].value, dots = a[3].value;
     if (hw > m) {
         if (rank == 0) fprintf(stderr, "%s: argument hw: %ld exceeds m = %ld\n", argv[0], hw, m);
@@ -45,6 +47,7 @@ int main(int argc, char **argv) {
     MPI_Allreduce(&local, &s, 1, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
     const uint64_t s0 = s, band = (uint64_t)(2 * hw + 1);
 
+    nas_warmup(warmup, hw * 8);
     MPI_Barrier(MPI_COMM_WORLD);
     double t0 = MPI_Wtime();
     for (long it = 0; it < iters; it++) {

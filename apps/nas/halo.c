@@ -23,10 +23,12 @@ int main(int argc, char **argv) {
     struct nas_arg a[] = {
         {"n", 256, 2, 8192, "tile edge per rank (cells of 8 bytes): message size n*8"},
         {"iters", 1500, 1, 1000000, "iterations (exchange + stencil)"},
+        NAS_WARMUP_ARG,
         {"corrupt", 0, 0, 1, "testing: rank 1 flips one bit of the first message it receives (the run must say WRONG and exit 1)"},
     };
-    nas_args(argc, argv, a, 3, rank);
-    const long corrupt = a[2].value;
+    nas_args(argc, argv, a, 4, rank);
+    const long warmup = a[2].value;
+    const long corrupt = a[3].value;
     const long n = a[0].value, iters = a[1].value;
     const long w = n + 2; /* tile with its halo ring */
 
@@ -55,6 +57,7 @@ int main(int argc, char **argv) {
         }
     MPI_Allreduce(&local, &total0, 1, MPI_UINT64_T, MPI_SUM, cart);
 
+    nas_warmup(warmup, n * 8);
     MPI_Barrier(cart);
     double t0 = MPI_Wtime();
     for (long it = 0; it < iters; it++) {

@@ -34,10 +34,12 @@ int main(int argc, char **argv) {
         {"bs", 128, 1, 1 << 22, "words (8 bytes) per block: message size bs*8"},
         {"blocks", 16, 1, 1 << 20, "blocks per sweep (pipeline depth)"},
         {"iters", 200, 1, 10000000, "iterations (a forward and a backward sweep each)"},
+        NAS_WARMUP_ARG,
         {"corrupt", 0, 0, 1, "testing: rank 1 flips one bit of the first block it receives (the run must say WRONG and exit 1)"},
     };
-    nas_args(argc, argv, a, 4, rank);
-    const long bs = a[0].value, blocks = a[1].value, iters = a[2].value, corrupt = a[3].value;
+    nas_args(argc, argv, a, 5, rank);
+    const long warmup = a[3].value;
+    const long bs = a[0].value, blocks = a[1].value, iters = a[2].value, corrupt = a[4].value;
     const uint64_t P = (uint64_t)size, r = (uint64_t)rank;
     uint64_t *in[2], *out[2];
     for (int i = 0; i < 2; i++) {
@@ -50,6 +52,7 @@ int main(int argc, char **argv) {
     uint64_t sum = 0, want = 0, errors = 0;
     int flipped = 0;
 
+    nas_warmup(warmup, bs * 8);
     MPI_Barrier(MPI_COMM_WORLD);
     double t0 = MPI_Wtime();
     for (long it = 0; it < iters; it++) {

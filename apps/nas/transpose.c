@@ -28,16 +28,19 @@ int main(int argc, char **argv) {
         {"elems", 8192, 1, 1 << 24, "words (8 bytes) per block: message size elems*8"},
         {"iters", 1000, 1, 1000000, "iterations (one transpose each)"},
         {"p2p", 0, 0, 1, "1: Isend/Irecv pairs instead of MPI_Alltoall"},
+        NAS_WARMUP_ARG,
         {"corrupt", 0, 0, 1, "testing: rank 1 flips one bit of the first message it receives (the run must say WRONG and exit 1)"},
     };
-    nas_args(argc, argv, a, 4, rank);
-    const long corrupt = a[3].value;
+    nas_args(argc, argv, a, 5, rank);
+    const long warmup = a[3].value;
+    const long corrupt = a[4].value;
     const long elems = a[0].value, iters = a[1].value, p2p = a[2].value;
     uint64_t *s = malloc((size_t)(size * elems) * sizeof *s);
     uint64_t *r = malloc((size_t)(size * elems) * sizeof *r);
     MPI_Request *req = malloc((size_t)(2 * size) * sizeof *req);
     uint64_t got = 0, want = 0, errors = 0;
 
+    nas_warmup(warmup, elems * 8);
     MPI_Barrier(MPI_COMM_WORLD);
     double t0 = MPI_Wtime();
     for (long t = 0; t < iters; t++) {

@@ -60,10 +60,12 @@ int main(int argc, char **argv) {
         {"by", 8, 1, 4096, "block columns per rank: north/south message size by*8"},
         {"nz", 100, 1, 1000000, "planes per sweep (messages per neighbour per sweep)"},
         {"iters", 1000, 1, 1000000, "iterations (a forward and a backward sweep each)"},
+        NAS_WARMUP_ARG,
         {"corrupt", 0, 0, 1, "testing: rank 1 flips one bit of the first message it receives (the run must say WRONG and exit 1)"},
     };
-    nas_args(argc, argv, a, 5, rank);
-    const long corrupt = a[4].value;
+    nas_args(argc, argv, a, 6, rank);
+    const long warmup = a[4].value;
+    const long corrupt = a[5].value;
     const long bx = a[0].value, by = a[1].value, nz = a[2].value, iters = a[3].value;
     int dims[2] = {0, 0};
     MPI_Dims_create(size, 2, dims);
@@ -78,6 +80,7 @@ int main(int argc, char **argv) {
         for (long j = 1; j <= by; j++)
             u[i * w + j] = nas_mix((uint64_t)((cx * bx + i - 1) * gy + cy * by + j - 1) + 1);
 
+    nas_warmup(warmup, (bx > by ? bx : by) * 8);
     MPI_Barrier(MPI_COMM_WORLD);
     double t0 = MPI_Wtime();
     for (long it = 0; it < iters; it++) {

@@ -935,6 +935,7 @@ mod tests {
             dominant_bin_bytes: bins.iter().max_by_key(|b| b.1).map(|b| b.0),
             dominant_mean_bytes: bins.iter().max_by_key(|b| b.1).map(|b| b.0),
             dominant_share: 1.0,
+            from_barrier: true,
         }
     }
 

@@ -45,7 +45,8 @@ fn u64s(v: &Value) -> Vec<u64> {
 }
 
 /// pipeline with 2 ranks: bs=4 (32-byte messages), blocks=3, iters=5: 3·5 forward from rank 0
-/// and 3·5 backward from rank 1; ep: no message, one barrier and one allreduce per rank.
+/// and 3·5 backward from rank 1 in its timed loop; ep: no message, one barrier and one
+/// allreduce per rank.
 const PIPELINE: [&str; 6] = [
     "--arg",
     "pipeline:bs=4",
@@ -64,12 +65,23 @@ fn check_kit_profiles(j: &Value, stack: &str) {
     assert_eq!(p["dominant_mean_bytes"], 32, "{p}");
     assert_eq!(p["dominant_share"], 1.0, "{p}");
     assert_eq!(p["bytes"], 30 * 32, "{p}");
-    // One MPI_Barrier and the final MPI_Allreduce.
-    assert_eq!(u64s(&p["collectives_per_rank"]), [2, 2], "{p}");
+    // The timed loop's: the final MPI_Allreduce (the barrier before it starts the window).
+    assert_eq!(u64s(&p["collectives_per_rank"]), [1, 1], "{p}");
+    assert_eq!(p["from_barrier"], true, "{p}");
+    // The whole run, before the barrier too: the study's two warm-up rounds, each 64 messages
+    // of pipeline's largest (32 bytes) from each rank and one MPI_Allreduce.
+    let run0 = cell(j, "pipeline", stack)["monitor_dirs"][0]
+        .as_str()
+        .unwrap();
+    let whole: Value = serde_json::from_str(
+        &std::fs::read_to_string(Path::new(run0).join("summary.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(whole["matched_messages"], 30 + 2 * 64 * 2, "{whole}");
     let e = &cell(j, "ep", stack)["profile"];
     assert_eq!(e["messages"], 0, "{e}");
     assert_eq!(u64s(&e["sent_per_rank"]), [0, 0], "{e}");
-    assert_eq!(u64s(&e["collectives_per_rank"]), [2, 2], "{e}");
+    assert_eq!(u64s(&e["collectives_per_rank"]), [1, 1], "{e}");
     assert!(e["dominant_bin_bytes"].is_null(), "{e}");
     for prog in ["pipeline", "ep"] {
         let c = cell(j, prog, stack);
@@ -241,8 +253,9 @@ fn a_failing_program_is_reported_in_its_cell_and_the_study_goes_on() {
         assert_eq!(c["profile"]["messages"], 40, "{c}");
         assert_eq!(u64s(&c["profile"]["sent_per_rank"]), [20, 20], "{c}");
         assert_eq!(c["profile"]["dominant_bin_bytes"], 32, "{c}");
-        // 2 + iters·dots allreduces and one barrier.
-        assert_eq!(u64s(&c["profile"]["collectives_per_rank"]), [23, 23], "{c}");
+        // The timed loop's iters·dots allreduces and the final one (the first allreduce, the
+        // warm-up's and the barrier come before the window).
+        assert_eq!(u64s(&c["profile"]["collectives_per_rank"]), [21, 21], "{c}");
         assert!(c["micro"].is_null(), "--no-bench");
     }
     assert_eq!(j["benches"].as_array().unwrap().len(), 0);
