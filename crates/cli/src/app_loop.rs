@@ -502,19 +502,29 @@ fn measured(dirs: &[PathBuf]) -> Result<(f64, f64)> {
     }
 }
 
-/// The replay of `workload` with `p`: (last rank's finish, mean time not computing), seconds.
-fn predict(workload: &commperf_predict::workload::Workload, p: &Params) -> Result<(f64, f64)> {
+/// The replay of `workload` with `p`, its messages to oneself at `own`'s overheads: (last
+/// rank's finish, mean time not computing), seconds.
+fn predict(
+    workload: &commperf_predict::workload::Workload,
+    p: &Params,
+    own: &Params,
+) -> Result<(f64, f64)> {
     let net = topology::build(&TopologySpec::Crossbar, workload.nranks(), 1)?;
     let map = RankMap::identity(workload.nranks(), &*net)?;
     let loggp = p.loggp();
     // The LogGP model takes every cost from `loggp`; Tcom is only the contention model's.
     let tcom = Tcom::line(p.o_s_ns + p.L_ns + p.o_r_ns, p.G_ns_per_byte);
     // A rank's messages to itself (halo's west and east on 2 ranks) never reach the network:
-    // both MPIs copy them in memory (Open MPI's `self` BTL).
+    // both MPIs copy them in memory (Open MPI's `self` BTL), at `own`'s overheads.
     let cfg = PredictConfig {
         model: Model::LogGp,
         eager_threshold_bytes: EAGER_BYTES,
         local_self_messages: true,
+        self_overheads: Some(engine::SelfOverheads {
+            o_s_ns: own.o_s_ns,
+            o_r_ns: own.o_r_ns,
+            O_ns_per_byte: own.O_ns_per_byte,
+        }),
         ..PredictConfig::default()
     };
     let inputs = Inputs {
@@ -878,7 +888,14 @@ pub(crate) fn finish(
                     let params = piece_for(st, size).unwrap_or(first);
                     lc.piece_from_bytes = params.piece_from_bytes;
                     lc.piece_to_bytes = params.piece_to_bytes;
-                    match predict(w, params) {
+                    // A message to oneself takes the MPI library's in-memory path on every
+                    // stack: it costs what the reference's overheads are, not a TCP stack's
+                    // kernel send path (halo's two self messages an iteration on 2 ranks were
+                    // charged ompi-tcp's o_s of 4.9 µs each, +62 to +75 %).
+                    let own = ref_idx
+                        .and_then(|i| piece_for(&stacks[i], size))
+                        .unwrap_or(params);
+                    match predict(w, params, own) {
                         Ok((t, m)) => {
                             lc.window_from =
                                 Some(if *from_barrier { "barrier" } else { "init" }.into());
@@ -1160,7 +1177,7 @@ mod tests {
         let (k, clamped) = knob_deltas(&fast, &fast);
         assert!(k.is_zero() && clamped.is_empty());
         // A ΔL below what L's side band costs is not emulated, and named; one above it is.
-        let mut near = fast.clone();
+        let mut near = fast;
         near.L_ns += 5.0;
         let (k, clamped) = knob_deltas(&near, &fast);
         assert_eq!(k.l_ns, 0.0);

@@ -65,7 +65,8 @@ impl Collectives {
 #[derive(Debug, Args, Default)]
 pub struct RunArgs {
     /// Added overhead o (e.g. 5us): each sender spins this long before handing a message to
-    /// MPI, each receiver after a receive completes
+    /// MPI, each receiver after a receive completes. No knob touches a message a rank sends
+    /// to itself: it never leaves the MPI library
     #[arg(long = "o", value_name = "DURATION", value_parser = o_value, allow_hyphen_values = true)]
     pub o: Option<f64>,
     /// Added gap g (e.g. 2us): successive sends of one rank at least this much further apart

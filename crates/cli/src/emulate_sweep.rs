@@ -17,7 +17,7 @@ use commperf_emulate::sweep::{
     SweepResult,
 };
 use commperf_emulate::{parse_knob_list, Knob, Knobs};
-use commperf_predict::engine::{self, Inputs, LogGp, Model, PredictConfig};
+use commperf_predict::engine::{self, Inputs, LogGp, Model, PredictConfig, SelfOverheads};
 use commperf_predict::parse::{self, ParseOptions};
 use commperf_predict::tcom::Tcom;
 use commperf_predict::topology::{self, RankMap, TopologySpec};
@@ -734,10 +734,14 @@ fn add_predictions(
     let trace_name = trace.display().to_string();
     let fmt_name = fmt.to_string();
     let predict_ns = |model: Model, loggp: &LogGp, tcom: &Tcom| -> Result<f64, String> {
+        // The knobs leave a message to oneself alone (it never leaves the library): it costs
+        // the unknobbed overheads in every setting.
         let cfg = PredictConfig {
             model,
             eager_threshold_bytes: a.eager,
             loggp_receive: a.loggp_receive.into(),
+            local_self_messages: true,
+            self_overheads: Some(SelfOverheads::of(&base)),
             ..PredictConfig::default()
         };
         let inputs = Inputs {

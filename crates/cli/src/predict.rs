@@ -7,8 +7,8 @@ use clap::{Args, ValueEnum};
 use commperf_core::Profile;
 use commperf_predict::collectives::Algorithms;
 use commperf_predict::engine::{
-    self, Background, Inputs, LinkClass, LogGp, LoggpReceive, Model, PredictConfig, Sharing,
-    SizeFactors,
+    self, Background, Inputs, LinkClass, LogGp, LoggpReceive, Model, PredictConfig, SelfOverheads,
+    Sharing, SizeFactors,
 };
 use commperf_predict::parse::{self, ParseOptions, TraceFormat};
 use commperf_predict::tcom::Tcom;
@@ -143,6 +143,12 @@ pub struct PredictArgs {
     /// copies it in memory), no L, g or G [default: through the network, as LogGOPSim]
     #[arg(long)]
     pub local_self_messages: bool,
+    /// With --local-self-messages: what a message to oneself costs, when not the model's own
+    /// overheads (ns, ns per byte for O): o=…[,O=…], or o_s=… and o_r=… [default: O=0]. A
+    /// message to oneself takes the MPI library's in-memory path on every stack (a TCP stack's
+    /// o_s is its kernel send path, which such a message never enters)
+    #[arg(long, value_name = "o_s=NS,o_r=NS[,O=NS]", value_parser = self_overheads, requires = "local_self_messages")]
+    pub self_overheads: Option<SelfOverheads>,
     /// LogGP model: when a message's receive begins. first-byte (LogGOPSim): the first byte
     /// arrives o_s + L after the send starts and the receive holds the CPU for
     /// o_r + max(O, G)·(s−1) while the rest comes in; last-byte (LogGP's original, and G as
@@ -201,13 +207,20 @@ fn topology_spec(s: &str) -> Result<TopologySpec, String> {
 }
 
 /// `--loggp`: every parameter named once; L, o (or o_s and o_r), g and G required.
-pub(crate) fn loggp_params(s: &str) -> Result<LogGp, String> {
-    let mut v: [Option<f64>; 6] = [None; 6];
-    const NAMES: [&str; 6] = ["L", "o_s", "o_r", "g", "G", "O"];
+/// `NAME=NS,…` into slots: each key fills its slots (`o` both overheads), each slot at most
+/// once; `what` names a key in the errors.
+fn named_ns<const N: usize>(
+    s: &str,
+    what: &str,
+    keys: &[(&str, &[usize])],
+    slots: [&str; N],
+) -> Result<[Option<f64>; N], String> {
+    let names = keys.iter().map(|k| k.0).collect::<Vec<_>>().join(", ");
+    let mut v: [Option<f64>; N] = [None; N];
     for part in s.split(',') {
         let (k, val) = part
             .split_once('=')
-            .ok_or_else(|| format!("'{part}' is not NAME=NS (names: L, o, o_s, o_r, g, G, O)"))?;
+            .ok_or_else(|| format!("'{part}' is not NAME=NS (names: {names})"))?;
         let x: f64 = val
             .trim()
             .trim_end_matches("ns")
@@ -215,26 +228,43 @@ pub(crate) fn loggp_params(s: &str) -> Result<LogGp, String> {
             .ok()
             .filter(|x: &f64| x.is_finite() && *x >= 0.0)
             .ok_or_else(|| format!("{k}={val}: not a non-negative number of ns"))?;
-        let slots: &[usize] = match k.trim() {
-            "L" => &[0],
-            "o" => &[1, 2],
-            "o_s" => &[1],
-            "o_r" => &[2],
-            "g" => &[3],
-            "G" => &[4],
-            "O" => &[5],
-            other => {
-                return Err(format!(
-                    "unknown LogGP parameter '{other}' (names: L, o, o_s, o_r, g, G, O)"
-                ))
-            }
+        let Some((_, at)) = keys.iter().find(|(n, _)| *n == k.trim()) else {
+            return Err(format!("unknown {what} '{}' (names: {names})", k.trim()));
         };
-        for &i in slots {
+        for &i in *at {
             if v[i].replace(x).is_some() {
-                return Err(format!("{} is given twice", NAMES[i]));
+                return Err(format!("{} is given twice", slots[i]));
             }
         }
     }
+    Ok(v)
+}
+
+/// `--self-overheads`: o (both sides) or o_s and o_r, and O (default 0), in ns.
+fn self_overheads(s: &str) -> Result<SelfOverheads, String> {
+    const SLOTS: [&str; 3] = ["o_s", "o_r", "O"];
+    let keys: [(&str, &[usize]); 4] = [("o", &[0, 1]), ("o_s", &[0]), ("o_r", &[1]), ("O", &[2])];
+    let v = named_ns(s, "overhead", &keys, SLOTS)?;
+    let need = |i: usize| v[i].ok_or_else(|| format!("{} is missing", SLOTS[i]));
+    Ok(SelfOverheads {
+        o_s_ns: need(0)?,
+        o_r_ns: need(1)?,
+        O_ns_per_byte: v[2].unwrap_or(0.0),
+    })
+}
+
+pub(crate) fn loggp_params(s: &str) -> Result<LogGp, String> {
+    const NAMES: [&str; 6] = ["L", "o_s", "o_r", "g", "G", "O"];
+    let keys: [(&str, &[usize]); 7] = [
+        ("L", &[0]),
+        ("o", &[1, 2]),
+        ("o_s", &[1]),
+        ("o_r", &[2]),
+        ("g", &[3]),
+        ("G", &[4]),
+        ("O", &[5]),
+    ];
+    let v = named_ns(s, "LogGP parameter", &keys, NAMES)?;
     let need = |i: usize| v[i].ok_or_else(|| format!("{} is missing", NAMES[i]));
     Ok(LogGp {
         L_ns: need(0)?,
@@ -420,6 +450,7 @@ pub fn run(a: &PredictArgs) -> Result<()> {
         bandwidth_factor: a.bandwidth_factor.clone().unwrap_or(bw_f),
         tcp_gamma_bytes: a.tcp_gamma,
         local_self_messages: a.local_self_messages,
+        self_overheads: a.self_overheads,
         loggp_receive: a.loggp_receive.into(),
         calc_scale,
     };

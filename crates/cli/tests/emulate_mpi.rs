@@ -120,11 +120,12 @@ fn knobs_under(mpi: &str) {
         "held {held} ns for {recvs} receives"
     );
 
-    // A rank's messages to itself cross no wire (the library copies them): ΔL = 200 µs and
-    // Δg = 100 µs leave them alone, where either would add at least 100 µs to each of the 200.
+    // A rank's messages to itself never leave the library (it copies them): ΔL = 200 µs, Δg
+    // = 100 µs and Δo = 100 µs leave them alone, where any would add at least 100 µs to each
+    // of the 200.
     let sf = ["self", "200", "64", "3"];
     let (_, self_l) = run(
-        &["--L", "200us", "--g", "100us"],
+        &["--L", "200us", "--g", "100us", "--o", "100us"],
         mpi,
         &prog,
         &sf,
@@ -132,7 +133,7 @@ fn knobs_under(mpi: &str) {
     );
     assert!(
         self_l < 50_000.0,
-        "a message to itself took {self_l} ns under L=200us g=100us"
+        "a message to itself took {self_l} ns under L=200us g=100us o=100us"
     );
 
     // A Waitall completing 8 messages that arrived together holds them against its own return:

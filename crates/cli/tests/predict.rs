@@ -366,6 +366,58 @@ fn loggp_parameters_given_as_loggopsim_takes_them() {
             "{rule}"
         );
     }
+    // A message to oneself (1001 B, rank 0): through the network 100 + 1000 + 100 + 1000·G
+    // = 2.2 µs; local, the model's overheads 100 + 100 = 0.2 µs; local with overheads of its
+    // own (o_s 30, o_r 40, O 0.01 ns/B): 30 + 10 to send, 40 + 10 to receive = 0.09 µs.
+    let t = tmp("self.trace");
+    std::fs::write(
+        &t,
+        "ranks 2\nrank 0\n  send 0 1001B\n  recv 0 1001B\nrank 1\n",
+    )
+    .unwrap();
+    let t = t.to_str().unwrap();
+    let base = [
+        "predict",
+        "--trace",
+        t,
+        "--model",
+        "loggp",
+        "--loggp",
+        "L=1000,o=100,g=200,G=1,O=0",
+    ];
+    for (extra, finish) in [
+        (&[][..], 2.2),
+        (&["--local-self-messages"][..], 0.2),
+        (
+            &[
+                "--local-self-messages",
+                "--self-overheads",
+                "o_s=30,o_r=40,O=0.01",
+            ][..],
+            0.09,
+        ),
+    ] {
+        let p = json(&[&base[..], extra].concat());
+        let got = p["ranks"][0]["finish_us"].as_f64().unwrap();
+        assert!((got - finish).abs() < 1e-9, "{extra:?}: {got}");
+    }
+    for (arg, want) in [
+        ("o=1,x=2", "unknown overhead 'x'"),
+        ("o_s=1", "o_r is missing"),
+        ("o=1,o_r=2", "o_r is given twice"),
+    ] {
+        let (code, e) = err(&[
+            &base[..],
+            &["--local-self-messages", "--self-overheads", arg],
+        ]
+        .concat());
+        assert_eq!(code, 2, "{arg}: {e}");
+        assert!(e.contains(want), "{arg}: {e}");
+    }
+    // The overheads are those of --local-self-messages, which they need.
+    let (code, e) = err(&[&base[..], &["--self-overheads", "o=1"]].concat());
+    assert_eq!(code, 2, "{e}");
+    assert!(e.contains("--local-self-messages"), "{e}");
 }
 
 #[test]

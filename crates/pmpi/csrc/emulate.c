@@ -451,10 +451,12 @@ static TLS double owed_o, owed_g;
 
 void cpmpi_emu_send_pre(int dst_world, uint32_t comm, int tag, uint64_t bytes) {
     if (dst_world < 0) return; /* MPI_PROC_NULL: no message */
-    if (o_t) spin_owed(&owed_o, (double)o_t);
-    /* A message to oneself never reaches a wire (the library copies it in memory, Open MPI's
-     * `self` BTL): o only, no g, G or L, as predict's --local-self-messages charges it. */
+    /* A message to oneself never leaves the library (it copies it in memory, Open MPI's `self`
+     * BTL): it costs the same on the stack emulated as on the one running, so no knob touches
+     * it, not even o (a TCP stack's o_s is its kernel send path), as the loop's replay charges
+     * it the reference's own overheads (predict --self-overheads). */
     if (dst_world != my_rank) {
+        if (o_t) spin_owed(&owed_o, (double)o_t);
         if (wire_free) { /* only with g set: no clock read otherwise */
             uint64_t t = ticks();
             if ((int64_t)(wire_free - t) > 0) {
@@ -529,7 +531,7 @@ void cpmpi_emu_recv(int src_world, uint32_t comm, int tag, uint64_t bytes, uint6
             spin_until(due);
         }
     }
-    if (o_t) spin_owed(&owed_o, (double)o_t);
+    if (o_t && src_world != my_rank) spin_owed(&owed_o, (double)o_t);
 }
 
 uint64_t cpmpi_emu_now(void) { return ticks(); }

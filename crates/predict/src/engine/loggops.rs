@@ -35,7 +35,7 @@
 
 use super::queue::{key, time_of, EventQueue};
 use super::sim::SimResult;
-use super::{LogGp, LoggpReceive, PredictError};
+use super::{LogGp, LoggpReceive, PredictError, SelfOverheads};
 use crate::output::{Arrow, Span, SpanKind, Timeline};
 use crate::workload::{DepKind, OpKind, Workload, ANY};
 use std::collections::VecDeque;
@@ -153,8 +153,9 @@ struct Engine<'a> {
     w: &'a Workload,
     p: LogGp,
     eager_max: u64,
-    /// Messages to oneself cost CPU overheads only (see `PredictConfig::local_self_messages`).
-    local_self: bool,
+    /// Messages to oneself cost these CPU overheads only (see
+    /// `PredictConfig::local_self_messages`); None: they go through the network.
+    local_self: Option<SelfOverheads>,
     /// [`LoggpReceive::LastByte`]: a message arrives with its last byte and its receive holds
     /// the CPU for o_r + O·(s−1) only.
     last_byte: bool,
@@ -196,7 +197,7 @@ pub(crate) fn run(
     p: LogGp,
     eager_max: u64,
     timeline: bool,
-    local_self: bool,
+    local_self: Option<SelfOverheads>,
     receive: LoggpReceive,
 ) -> Result<SimResult, PredictError> {
     let n = w.len();
@@ -420,8 +421,12 @@ impl Engine<'_> {
                     self.block(h * LINES + SEND_LINE, ts, Elem::Op(op));
                     return Ok(());
                 }
-                let cpu = p.o_s_ns + tail(bytes) * p.O_ns_per_byte;
-                let local = self.local_self && to == h;
+                let local = self.local_self.filter(|_| to == h);
+                let (o_s, cpu) = match local {
+                    Some(c) => (c.o_s_ns, c.o_s_ns + tail(bytes) * c.O_ns_per_byte),
+                    None => (p.o_s_ns, p.o_s_ns + tail(bytes) * p.O_ns_per_byte),
+                };
+                let local = local.is_some();
                 host.next_o = t + cpu;
                 if !local {
                     host.next_gs = t + p.g_ns + tail(bytes) * p.G_ns_per_byte;
@@ -453,7 +458,7 @@ impl Engine<'_> {
                     (false, false) => p.L_ns,
                     (false, true) => p.L_ns + tail(bytes) * p.G_ns_per_byte,
                 };
-                self.push(t + p.o_s_ns + wire, ts, Elem::Msg(id));
+                self.push(t + o_s + wire, ts, Elem::Msg(id));
                 if bytes <= self.eager_max {
                     self.mark(op, true, touched);
                     self.span(h, SpanKind::Send, t, t + cpu, Some(to), bytes);
@@ -506,14 +511,16 @@ impl Engine<'_> {
             self.block(m.dst * LINES + MSG_LINE, ts, Elem::Msg(mid));
             return;
         }
-        let local = self.local_self && m.src == m.dst;
-        let cpu = if local || self.last_byte {
+        let local = self.local_self.filter(|_| m.src == m.dst);
+        let cpu = if let Some(c) = local {
+            c.o_r_ns + tail(m.bytes) * c.O_ns_per_byte
+        } else if self.last_byte {
             p.o_r_ns + tail(m.bytes) * p.O_ns_per_byte
         } else {
             p.o_r_ns + (tail(m.bytes) * p.O_ns_per_byte).max(tail(m.bytes) * p.G_ns_per_byte)
         };
         host.next_o = t + cpu;
-        if !local {
+        if local.is_none() {
             host.next_gr = t + p.g_ns + tail(m.bytes) * p.G_ns_per_byte;
         }
         host.overhead += cpu;

@@ -175,8 +175,33 @@ pub struct PredictConfig {
     /// (Open MPI's `self` BTL). False (the default) sends it through the network like any
     /// other, as LogGOPSim does.
     pub local_self_messages: bool,
+    /// With `local_self_messages`, what a message to oneself costs the CPU, when not the
+    /// model's own o_s, o_r and O: a message to oneself takes the library's in-memory path on
+    /// every stack of one MPI, so a TCP stack's o_s (5 µs of kernel send path) is not its cost;
+    /// `commperf app --loop` gives the reference stack's overheads here.
+    pub self_overheads: Option<SelfOverheads>,
     /// LogGP model: when a message's receive begins and what it holds the CPU for.
     pub loggp_receive: LoggpReceive,
+}
+
+/// What a message to oneself costs the CPU under `local_self_messages` (ns, ns per byte).
+#[derive(Debug, Clone, Copy, PartialEq)]
+#[allow(non_snake_case)]
+pub struct SelfOverheads {
+    pub o_s_ns: f64,
+    pub o_r_ns: f64,
+    pub O_ns_per_byte: f64,
+}
+
+impl SelfOverheads {
+    /// The model's own overheads.
+    pub fn of(p: &LogGp) -> SelfOverheads {
+        SelfOverheads {
+            o_s_ns: p.o_s_ns,
+            o_r_ns: p.o_r_ns,
+            O_ns_per_byte: p.O_ns_per_byte,
+        }
+    }
 }
 
 /// When the LogGP model's receiver takes a message in.
@@ -210,6 +235,7 @@ impl Default for PredictConfig {
             tcp_gamma_bytes: 0.0,
             calc_scale: Vec::new(),
             local_self_messages: false,
+            self_overheads: None,
             loggp_receive: LoggpReceive::FirstByte,
         }
     }
@@ -405,7 +431,10 @@ pub fn predict(inputs: &Inputs<'_>, cfg: &PredictConfig) -> Result<Outcome, Pred
             loggp,
             cfg.eager_threshold_bytes,
             cfg.timeline,
-            cfg.local_self_messages,
+            cfg.local_self_messages.then(|| {
+                cfg.self_overheads
+                    .unwrap_or_else(|| SelfOverheads::of(&loggp))
+            }),
             cfg.loggp_receive,
         )?,
         Model::Contention => sim::Sim::new(

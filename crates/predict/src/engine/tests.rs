@@ -273,19 +273,34 @@ fn loggp_self_messages_cost_the_cpu_only_when_local() {
     b.add_rank(0, &[send(0, 1000), recv(0, 1000)], &[]).unwrap();
     let f = Fixture::new(b.finish());
     let inputs = f.inputs();
-    let at = |local| {
+    let at = |local, self_overheads| {
         let cfg = PredictConfig {
             model: Model::LogGp,
             local_self_messages: local,
+            self_overheads,
             ..PredictConfig::default()
         };
         predict(&inputs, &cfg).unwrap().prediction.ranks[0].finish_us
     };
     // LogGOPSim's rules, as for any message: arrival at 0 + 100 + 1000, then the receive's
     // CPU 100 + 999·G: 2199 ns.
-    assert_eq!(at(false), 2.199);
+    assert_eq!(at(false, None), 2.199);
     // Local: the send's CPU (100), arrival at once, the receive's CPU (100): 200 ns.
-    assert_eq!(at(true), 0.2);
+    assert_eq!(at(true, None), 0.2);
+    // Local with overheads of their own (o_s 30, o_r 40, O 0.01 ns/B): 30 + 9.99 to send,
+    // arrival at 30, 40 + 9.99 to receive once the CPU is free at 39.99: 89.98 ns.
+    let own = SelfOverheads {
+        o_s_ns: 30.0,
+        o_r_ns: 40.0,
+        O_ns_per_byte: 0.01,
+    };
+    assert!(
+        (at(true, Some(own)) - 0.08998).abs() < 1e-12,
+        "{}",
+        at(true, Some(own))
+    );
+    // They are the self messages' only: without local_self_messages they change nothing.
+    assert_eq!(at(false, Some(own)), 2.199);
 }
 
 #[test]
