@@ -735,13 +735,15 @@ fn add_predictions(
     let fmt_name = fmt.to_string();
     let predict_ns = |model: Model, loggp: &LogGp, tcom: &Tcom| -> Result<f64, String> {
         // The knobs leave a message to oneself alone (it never leaves the library): it costs
-        // the unknobbed overheads in every setting.
+        // the unknobbed overheads in every setting. And the g knob paces a rank's sends, not its
+        // receives: no receive gap.
         let cfg = PredictConfig {
             model,
             eager_threshold_bytes: a.eager,
             loggp_receive: a.loggp_receive.into(),
             local_self_messages: true,
             self_overheads: Some(SelfOverheads::of(&base)),
+            receive_gap: false,
             ..PredictConfig::default()
         };
         let inputs = Inputs {

@@ -156,6 +156,12 @@ pub struct PredictArgs {
     /// receive holds the CPU for o_r + O·(s−1) only
     #[arg(long, value_enum, default_value = "first-byte")]
     pub loggp_receive: LoggpReceiveArg,
+    /// LogGP model: no gap between a rank's receives: it takes messages that have arrived at
+    /// its CPU's pace (o_r + O·s) rather than g + G·s apart (LogGOPSim's receiving NIC), as on
+    /// one node, where the sender's kernel or copy delivers them (TCP over loopback's g is a
+    /// send's kernel path). Arrivals stay paced by the senders' g
+    #[arg(long)]
+    pub no_receive_gap: bool,
     /// Packet size for the knee capacity
     #[arg(long, value_name = "SIZE", default_value = "4k", value_parser = crate::cli::size)]
     pub packet: u64,
@@ -452,6 +458,7 @@ pub fn run(a: &PredictArgs) -> Result<()> {
         local_self_messages: a.local_self_messages,
         self_overheads: a.self_overheads,
         loggp_receive: a.loggp_receive.into(),
+        receive_gap: !a.no_receive_gap,
         calc_scale,
     };
     if a.loggp.is_some() && cfg.model != Model::LogGp {
@@ -459,6 +466,9 @@ pub fn run(a: &PredictArgs) -> Result<()> {
     }
     if a.loggp_receive != LoggpReceiveArg::FirstByte && cfg.model != Model::LogGp {
         bail!("--loggp-receive is a rule of --model loggp; add --model loggp");
+    }
+    if a.no_receive_gap && cfg.model != Model::LogGp {
+        bail!("--no-receive-gap is a rule of --model loggp; add --model loggp");
     }
     if a.bounds && cfg.model == Model::LogGp {
         bail!("--bounds needs the contention model: the LogGP model has no background load");

@@ -418,6 +418,36 @@ fn loggp_parameters_given_as_loggopsim_takes_them() {
     let (code, e) = err(&[&base[..], &["--self-overheads", "o=1"]].concat());
     assert_eq!(code, 2, "{e}");
     assert!(e.contains("--local-self-messages"), "{e}");
+    // Two messages that have arrived while rank 0 computed 5 µs: LogGOPSim's receiving NIC
+    // takes the second g = 200 ns after the first (5.3 µs), --no-receive-gap after the first's
+    // o_r (5.2 µs).
+    let t = tmp("gap.trace");
+    std::fs::write(
+        &t,
+        "ranks 2\nrank 0\n  compute 5000ns\n  recv 1 1B\n  recv 1 1B\nrank 1\n  send 0 1B\n  send 0 1B\n",
+    )
+    .unwrap();
+    let t = t.to_str().unwrap();
+    let base = [
+        "predict",
+        "--trace",
+        t,
+        "--model",
+        "loggp",
+        "--loggp",
+        "L=1000,o=100,g=200,G=1,O=0",
+    ];
+    for (extra, finish) in [(&[][..], 5.3), (&["--no-receive-gap"][..], 5.2)] {
+        let p = json(&[&base[..], extra].concat());
+        assert_eq!(
+            p["ranks"][0]["finish_us"].as_f64().unwrap(),
+            finish,
+            "{extra:?}"
+        );
+    }
+    let (code, e) = err(&["predict", "--trace", t, "--no-receive-gap"]);
+    assert_eq!(code, 1, "{e}");
+    assert!(e.contains("add --model loggp"), "{e}");
 }
 
 #[test]

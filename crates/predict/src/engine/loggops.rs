@@ -159,6 +159,9 @@ struct Engine<'a> {
     /// [`LoggpReceive::LastByte`]: a message arrives with its last byte and its receive holds
     /// the CPU for o_r + O·(s−1) only.
     last_byte: bool,
+    /// Whether a receive waits out the receiving NIC's gap g + G·s after the previous one
+    /// (LogGOPSim); false: the receiver takes messages at its CPU's pace.
+    receive_gap: bool,
     g: Graph,
     hosts: Vec<Host>,
     queue: EventQueue<(Elem, u64)>,
@@ -199,6 +202,7 @@ pub(crate) fn run(
     timeline: bool,
     local_self: Option<SelfOverheads>,
     receive: LoggpReceive,
+    receive_gap: bool,
 ) -> Result<SimResult, PredictError> {
     let n = w.len();
     let g = Graph::new(w);
@@ -209,6 +213,7 @@ pub(crate) fn run(
         eager_max,
         local_self,
         last_byte: receive == LoggpReceive::LastByte,
+        receive_gap,
         hosts: vec![Host::default(); nranks],
         queue: EventQueue::new(),
         ts: 0,
@@ -520,7 +525,7 @@ impl Engine<'_> {
             p.o_r_ns + (tail(m.bytes) * p.O_ns_per_byte).max(tail(m.bytes) * p.G_ns_per_byte)
         };
         host.next_o = t + cpu;
-        if local.is_none() {
+        if local.is_none() && self.receive_gap {
             host.next_gr = t + p.g_ns + tail(m.bytes) * p.G_ns_per_byte;
         }
         host.overhead += cpu;

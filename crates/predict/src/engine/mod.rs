@@ -182,6 +182,12 @@ pub struct PredictConfig {
     pub self_overheads: Option<SelfOverheads>,
     /// LogGP model: when a message's receive begins and what it holds the CPU for.
     pub loggp_receive: LoggpReceive,
+    /// LogGP model: whether successive receives of a rank are g + G·s apart (LogGOPSim's
+    /// receiving NIC; the default). False: a rank takes messages that have arrived at its CPU's
+    /// pace, o_r + O·s, as on one node, where the sender's kernel or copy delivers them: TCP
+    /// over loopback's g (5 µs, a send's kernel path) charged again between two receives of
+    /// halo's put its replay 2.8 µs an iteration behind. Arrivals stay paced by the senders' g.
+    pub receive_gap: bool,
 }
 
 /// What a message to oneself costs the CPU under `local_self_messages` (ns, ns per byte).
@@ -237,6 +243,7 @@ impl Default for PredictConfig {
             local_self_messages: false,
             self_overheads: None,
             loggp_receive: LoggpReceive::FirstByte,
+            receive_gap: true,
         }
     }
 }
@@ -436,6 +443,7 @@ pub fn predict(inputs: &Inputs<'_>, cfg: &PredictConfig) -> Result<Outcome, Pred
                     .unwrap_or_else(|| SelfOverheads::of(&loggp))
             }),
             cfg.loggp_receive,
+            cfg.receive_gap,
         )?,
         Model::Contention => sim::Sim::new(
             inputs.workload,

@@ -641,3 +641,25 @@ fn loggp_last_byte_frees_the_receiving_cpu_while_the_bytes_travel() {
     // at 1200 + 2100 = 3300, done at 3400 ns: the same rate.
     assert_eq!(finish(LoggpReceive::LastByte), (3.1, 3.4));
 }
+
+#[test]
+fn loggp_without_a_receive_gap_takes_arrived_messages_at_the_cpus_pace() {
+    // Rank 1 sends two 1-byte messages to rank 0 (arrivals at 1100 and 1300 ns: o = 100,
+    // L = 1000, g = 200), which computes 5000 ns before receiving them. LogGOPSim's receiving
+    // NIC takes the second g = 200 ns after the first (5000 + 200, + o 100); without a receive
+    // gap it follows the first's o_r at once (5100, + 100).
+    let ranks = [
+        vec![OpKind::Calc { ns: 5000 }, recv(1, 1), recv(1, 1)],
+        vec![send(0, 1), send(0, 1)],
+    ];
+    let finish = |receive_gap| {
+        let cfg = PredictConfig {
+            model: Model::LogGp,
+            receive_gap,
+            ..PredictConfig::default()
+        };
+        run(&ranks, &cfg).ranks[0].finish_us
+    };
+    assert_eq!(finish(true), 5.3);
+    assert_eq!(finish(false), 5.2);
+}
