@@ -60,6 +60,15 @@ fn json(args: &[&str]) -> Value {
     serde_json::from_slice(&o.stdout).expect("JSON")
 }
 
+/// `predict --model loggp` on the trace file `t` with L = 1000, o = 100, g = 200 ns, G = 1
+/// ns/B, and `extra`.
+fn loggp_on<'a>(t: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
+    let mut v = vec!["predict", "--trace", t, "--model", "loggp"];
+    v.extend(["--loggp", "L=1000,o=100,g=200,G=1,O=0"]);
+    v.extend_from_slice(extra);
+    v
+}
+
 fn err(args: &[&str]) -> (i32, String) {
     let o = commperf(args);
     (
@@ -376,29 +385,15 @@ fn loggp_parameters_given_as_loggopsim_takes_them() {
     )
     .unwrap();
     let t = t.to_str().unwrap();
-    let base = [
-        "predict",
-        "--trace",
-        t,
-        "--model",
-        "loggp",
-        "--loggp",
-        "L=1000,o=100,g=200,G=1,O=0",
+    let own = [
+        "--local-self-messages",
+        "--self-overheads",
+        "o_s=30,o_r=40,O=0.01",
     ];
-    for (extra, finish) in [
-        (&[][..], 2.2),
-        (&["--local-self-messages"][..], 0.2),
-        (
-            &[
-                "--local-self-messages",
-                "--self-overheads",
-                "o_s=30,o_r=40,O=0.01",
-            ][..],
-            0.09,
-        ),
-    ] {
-        let p = json(&[&base[..], extra].concat());
-        let got = p["ranks"][0]["finish_us"].as_f64().unwrap();
+    for (extra, finish) in [(&[][..], 2.2), (&own[..1], 0.2), (&own[..], 0.09)] {
+        let got = json(&loggp_on(t, extra))["ranks"][0]["finish_us"]
+            .as_f64()
+            .unwrap();
         assert!((got - finish).abs() < 1e-9, "{extra:?}: {got}");
     }
     for (arg, want) in [
@@ -406,16 +401,12 @@ fn loggp_parameters_given_as_loggopsim_takes_them() {
         ("o_s=1", "o_r is missing"),
         ("o=1,o_r=2", "o_r is given twice"),
     ] {
-        let (code, e) = err(&[
-            &base[..],
-            &["--local-self-messages", "--self-overheads", arg],
-        ]
-        .concat());
+        let (code, e) = err(&loggp_on(t, &[own[0], own[1], arg]));
         assert_eq!(code, 2, "{arg}: {e}");
         assert!(e.contains(want), "{arg}: {e}");
     }
     // The overheads are those of --local-self-messages, which they need.
-    let (code, e) = err(&[&base[..], &["--self-overheads", "o=1"]].concat());
+    let (code, e) = err(&loggp_on(t, &["--self-overheads", "o=1"]));
     assert_eq!(code, 2, "{e}");
     assert!(e.contains("--local-self-messages"), "{e}");
     // Two messages that have arrived while rank 0 computed 5 µs: LogGOPSim's receiving NIC
@@ -428,22 +419,11 @@ fn loggp_parameters_given_as_loggopsim_takes_them() {
     )
     .unwrap();
     let t = t.to_str().unwrap();
-    let base = [
-        "predict",
-        "--trace",
-        t,
-        "--model",
-        "loggp",
-        "--loggp",
-        "L=1000,o=100,g=200,G=1,O=0",
-    ];
     for (extra, finish) in [(&[][..], 5.3), (&["--no-receive-gap"][..], 5.2)] {
-        let p = json(&[&base[..], extra].concat());
-        assert_eq!(
-            p["ranks"][0]["finish_us"].as_f64().unwrap(),
-            finish,
-            "{extra:?}"
-        );
+        let got = json(&loggp_on(t, extra))["ranks"][0]["finish_us"]
+            .as_f64()
+            .unwrap();
+        assert_eq!(got, finish, "{extra:?}");
     }
     let (code, e) = err(&["predict", "--trace", t, "--no-receive-gap"]);
     assert_eq!(code, 1, "{e}");
