@@ -390,6 +390,11 @@ fn params_of_row(row: &commperf_core::Row) -> Result<Params> {
     Ok(p)
 }
 
+/// Where round `round` (from 0) of a stack's bench writes its figures.
+fn round_file(root: &Path, s: Stack, round: usize) -> PathBuf {
+    root.join(format!("loggp-{}-round{}.json", s.name(), round + 1))
+}
+
 fn loop_stack(
     a: &AppArgs,
     s: Stack,
@@ -397,7 +402,7 @@ fn loop_stack(
     root: &Path,
     round: usize,
 ) -> LoopStack {
-    let file = root.join(format!("loggp-{}-round{}.json", s.name(), round + 1));
+    let file = round_file(root, s, round);
     let args = [
         "loggp",
         "--transport",
@@ -634,19 +639,17 @@ pub(crate) fn measure(
     steps: &mut Steps<'_>,
 ) -> Measured {
     let mut rounds: Vec<Vec<LoopStack>> = vec![Vec::new(); cfg.stacks.len()];
+    // Whether a stack is tried again: not when its bench did not run (no commperf for its MPI,
+    // no network: no result file), only when its figures gave no parameters, or it has some.
+    let mut again = vec![true; cfg.stacks.len()];
     for k in 0..LOGGP_ROUNDS {
-        for (&s, runs) in cfg.stacks.iter().zip(&mut rounds) {
+        for ((&s, runs), again) in cfg.stacks.iter().zip(&mut rounds).zip(&mut again) {
             let label = format!(
                 "LogGP parameters of {} (round {}/{LOGGP_ROUNDS})",
                 s.name(),
                 k + 1
             );
-            // A stack whose bench did not run (no commperf for its MPI, no network) is not
-            // tried again; one whose figures gave no parameters is.
-            if runs.last().is_some_and(|r: &LoopStack| {
-                r.error.is_some() && !r.file.as_ref().is_some_and(|f| f.is_file())
-            }) || commperf_testbed::run::interrupted()
-            {
+            if !*again || commperf_testbed::run::interrupted() {
                 steps.step(&label, || ());
                 continue;
             }
@@ -657,6 +660,7 @@ pub(crate) fn measure(
                 }
                 st
             });
+            *again = st.error.is_none() || round_file(root, s, k).is_file();
             runs.push(st);
         }
     }
