@@ -541,11 +541,7 @@ fn predict(
         // The stacks are on one node: no NIC paces a rank's receives (ompi-tcp's 5 µs g
         // charged between halo's two receives an iteration: +26 %).
         receive_gap: false,
-        self_overheads: Some(engine::SelfOverheads {
-            o_s_ns: own.o_s_ns,
-            o_r_ns: own.o_r_ns,
-            O_ns_per_byte: own.O_ns_per_byte,
-        }),
+        self_overheads: Some(engine::SelfOverheads::of(&own.loggp())),
         ..PredictConfig::default()
     };
     let inputs = Inputs {

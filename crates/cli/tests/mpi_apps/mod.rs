@@ -23,29 +23,29 @@ fn have(cmd: &str) -> bool {
 /// Whether every tool is here; prints why not (or panics when CI requires MPI).
 pub fn ready(test: &str, tools: &[&str]) -> bool {
     let missing: Vec<&str> = tools.iter().copied().filter(|t| !have(t)).collect();
-    if missing.is_empty() {
-        return true;
-    }
-    let why = format!(
-        "{} not installed (apt-get install libopenmpi-dev openmpi-bin libmpich-dev mpich \
-         gfortran hpcc lammps)",
-        missing.join(", ")
-    );
-    if std::env::var_os("COMMPERF_REQUIRE_MPI").is_some() {
-        panic!("{test}: COMMPERF_REQUIRE_MPI is set, but {why}");
-    }
-    eprintln!("skipping {test}: {why}");
-    false
+    missing.is_empty()
+        || skip(
+            test,
+            &format!(
+                "{} not installed (apt-get install libopenmpi-dev openmpi-bin libmpich-dev \
+                 mpich gfortran hpcc lammps)",
+                missing.join(", ")
+            ),
+        )
 }
 
 /// Whether this commperf links an MPI (the `mpi` feature), which a test that runs `bench` over
 /// MPI needs besides the installed tools; prints why not (or panics when CI requires MPI).
 pub fn mpi_feature_ready(test: &str) -> bool {
-    if cfg!(feature = "mpi") {
-        return true;
-    }
-    let why =
-        "this commperf was built without the mpi feature (cargo test --features commperf/mpi)";
+    cfg!(feature = "mpi")
+        || skip(
+            test,
+            "this commperf was built without the mpi feature (cargo test --features commperf/mpi)",
+        )
+}
+
+/// A test that cannot run here: says why and returns false, or panics when CI requires MPI.
+fn skip(test: &str, why: &str) -> bool {
     if std::env::var_os("COMMPERF_REQUIRE_MPI").is_some() {
         panic!("{test}: COMMPERF_REQUIRE_MPI is set, but {why}");
     }
