@@ -7,8 +7,8 @@ use clap::{Args, ValueEnum};
 use commperf_core::Profile;
 use commperf_predict::collectives::Algorithms;
 use commperf_predict::engine::{
-    self, Background, Inputs, LinkClass, LogGp, LoggpReceive, Model, PredictConfig, SelfOverheads,
-    Sharing, SizeFactors,
+    self, Background, Inputs, LinkClass, LogGp, LoggpReceive, Model, Overlap, PredictConfig,
+    SelfOverheads, Sharing, SizeFactors,
 };
 use commperf_predict::parse::{self, ParseOptions, TraceFormat};
 use commperf_predict::tcom::Tcom;
@@ -162,6 +162,13 @@ pub struct PredictArgs {
     /// send's kernel path). Arrivals stay paced by the senders' g
     #[arg(long)]
     pub no_receive_gap: bool,
+    /// LogGP model: how much of a send and its receive run at once, as `bench loggp` measures
+    /// it (ns): a message leaves `overlap` before its send's o_s ends (a ping-pong leg is
+    /// o_s + o_r − overlap), and the send frees the CPU `wait` before o_s ends (the part of the
+    /// send call spent waiting for the receiver: an exchange is o_s + o_r − wait)
+    /// [default: none, as LogGOPSim]
+    #[arg(long, value_name = "overlap=NS[,wait=NS]", value_parser = overlap)]
+    pub overlap: Option<Overlap>,
     /// Packet size for the knee capacity
     #[arg(long, value_name = "SIZE", default_value = "4k", value_parser = crate::cli::size)]
     pub packet: u64,
@@ -257,6 +264,13 @@ fn self_overheads(s: &str) -> Result<SelfOverheads, String> {
         o_r_ns: need(1)?,
         O_ns_per_byte: v[2].unwrap_or(0.0),
     })
+}
+
+fn overlap(s: &str) -> Result<Overlap, String> {
+    const SLOTS: [&str; 2] = ["overlap", "wait"];
+    let keys: [(&str, &[usize]); 2] = [("overlap", &[0]), ("wait", &[1])];
+    let v = named_ns(s, "figure", &keys, SLOTS)?;
+    Overlap::new(v[0].ok_or("overlap is missing")?, v[1].unwrap_or(0.0))
 }
 
 pub(crate) fn loggp_params(s: &str) -> Result<LogGp, String> {
@@ -459,6 +473,7 @@ pub fn run(a: &PredictArgs) -> Result<()> {
         self_overheads: a.self_overheads,
         loggp_receive: a.loggp_receive.into(),
         receive_gap: !a.no_receive_gap,
+        overlap: a.overlap,
         calc_scale,
     };
     if a.loggp.is_some() && cfg.model != Model::LogGp {
@@ -469,6 +484,9 @@ pub fn run(a: &PredictArgs) -> Result<()> {
     }
     if a.no_receive_gap && cfg.model != Model::LogGp {
         bail!("--no-receive-gap is a rule of --model loggp; add --model loggp");
+    }
+    if a.overlap.is_some() && cfg.model != Model::LogGp {
+        bail!("--overlap is a rule of --model loggp; add --model loggp");
     }
     if a.bounds && cfg.model == Model::LogGp {
         bail!("--bounds needs the contention model: the LogGP model has no background load");

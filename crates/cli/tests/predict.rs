@@ -428,6 +428,43 @@ fn loggp_parameters_given_as_loggopsim_takes_them() {
     let (code, e) = err(&["predict", "--trace", t, "--no-receive-gap"]);
     assert_eq!(code, 1, "{e}");
     assert!(e.contains("add --model loggp"), "{e}");
+    // An exchange of 1 B (L 0, o 100): LogGOPSim's o_s + o_r = 0.2 µs; an overlap of 80 sends
+    // the message at 20, but the peer's CPU is in its own send until 100: 0.2 µs still; a
+    // wait of 60 frees it at 40, so the receive runs 40–140: 0.14 µs.
+    let t = tmp("exchange.trace");
+    std::fs::write(
+        &t,
+        "ranks 2\nrank 0\n  isend 1 1B as a\n  irecv 1 1B as b\n  waitall a b\n\
+         rank 1\n  isend 0 1B as a\n  irecv 0 1B as b\n  waitall a b\n",
+    )
+    .unwrap();
+    let t = t.to_str().unwrap();
+    let at = |extra: &[&str]| {
+        let mut v = vec!["predict", "--trace", t, "--model", "loggp"];
+        v.extend(["--loggp", "L=0,o=100,g=200,G=1,O=0"]);
+        v.extend_from_slice(extra);
+        json(&v)["ranks"][0]["finish_us"].as_f64().unwrap()
+    };
+    for (extra, finish) in [
+        (&[][..], 0.2),
+        (&["--overlap", "overlap=80"][..], 0.2),
+        (&["--overlap", "overlap=80,wait=60"][..], 0.14),
+    ] {
+        let got = at(extra);
+        assert!((got - finish).abs() < 1e-9, "{extra:?}: {got}");
+    }
+    for (arg, want) in [
+        ("wait=5", "overlap is missing"),
+        ("overlap=1,x=2", "unknown figure 'x'"),
+        ("overlap=-1", "not a non-negative number"),
+    ] {
+        let (code, e) = err(&loggp_on(t, &["--overlap", arg]));
+        assert_eq!(code, 2, "{arg}: {e}");
+        assert!(e.contains(want), "{arg}: {e}");
+    }
+    let (code, e) = err(&["predict", "--trace", t, "--overlap", "overlap=1"]);
+    assert_eq!(code, 1, "{e}");
+    assert!(e.contains("--overlap is a rule of --model loggp"), "{e}");
 }
 
 #[test]

@@ -35,7 +35,7 @@
 
 use super::queue::{key, time_of, EventQueue};
 use super::sim::SimResult;
-use super::{LogGp, LoggpReceive, PredictError, SelfOverheads};
+use super::{LogGp, LoggpReceive, Overlap, PredictError, SelfOverheads};
 use crate::output::{Arrow, Span, SpanKind, Timeline};
 use crate::workload::{DepKind, OpKind, Workload, ANY};
 use std::collections::VecDeque;
@@ -162,6 +162,7 @@ struct Engine<'a> {
     /// Whether a receive waits out the receiving NIC's gap g + G·s after the previous one
     /// (LogGOPSim); false: the receiver takes messages at its CPU's pace.
     receive_gap: bool,
+    overlap: Overlap,
     g: Graph,
     hosts: Vec<Host>,
     queue: EventQueue<(Elem, u64)>,
@@ -194,6 +195,13 @@ struct Engine<'a> {
     timeline: Option<Timeline>,
 }
 
+/// Where the replay departs from LogGOPSim's rules (see [`super::PredictConfig`]).
+pub(crate) struct Rules {
+    pub receive: LoggpReceive,
+    pub receive_gap: bool,
+    pub overlap: Overlap,
+}
+
 /// Runs the workload through LogGOPSim's rules.
 pub(crate) fn run(
     w: &Workload,
@@ -201,9 +209,13 @@ pub(crate) fn run(
     eager_max: u64,
     timeline: bool,
     local_self: Option<SelfOverheads>,
-    receive: LoggpReceive,
-    receive_gap: bool,
+    rules: Rules,
 ) -> Result<SimResult, PredictError> {
+    let Rules {
+        receive,
+        receive_gap,
+        overlap,
+    } = rules;
     let n = w.len();
     let g = Graph::new(w);
     let nranks = w.nranks() as usize;
@@ -214,6 +226,7 @@ pub(crate) fn run(
         local_self,
         last_byte: receive == LoggpReceive::LastByte,
         receive_gap,
+        overlap,
         hosts: vec![Host::default(); nranks],
         queue: EventQueue::new(),
         ts: 0,
@@ -427,9 +440,17 @@ impl Engine<'_> {
                     return Ok(());
                 }
                 let local = self.local_self.filter(|_| to == h);
-                let (o_s, cpu) = match local {
+                // The message leaves `depart` after the send starts; the CPU is held for `cpu`.
+                let (depart, cpu) = match local {
                     Some(c) => (c.o_s_ns, c.o_s_ns + tail(bytes) * c.O_ns_per_byte),
-                    None => (p.o_s_ns, p.o_s_ns + tail(bytes) * p.O_ns_per_byte),
+                    None => {
+                        let v = self.overlap;
+                        let cpu = p.o_s_ns + tail(bytes) * p.O_ns_per_byte;
+                        (
+                            (p.o_s_ns - v.overlap_ns).max(0.0),
+                            (cpu - v.send_wait_ns).max(0.0),
+                        )
+                    }
                 };
                 let local = local.is_some();
                 host.next_o = t + cpu;
@@ -463,7 +484,7 @@ impl Engine<'_> {
                     (false, false) => p.L_ns,
                     (false, true) => p.L_ns + tail(bytes) * p.G_ns_per_byte,
                 };
-                self.push(t + o_s + wire, ts, Elem::Msg(id));
+                self.push(t + depart + wire, ts, Elem::Msg(id));
                 if bytes <= self.eager_max {
                     self.mark(op, true, touched);
                     self.span(h, SpanKind::Send, t, t + cpu, Some(to), bytes);

@@ -663,3 +663,92 @@ fn loggp_without_a_receive_gap_takes_arrived_messages_at_the_cpus_pace() {
     assert_eq!(finish(true), 5.3);
     assert_eq!(finish(false), 5.2);
 }
+
+#[test]
+fn loggp_overlap_shortens_a_one_way_trip_by_the_overlap_and_an_exchange_by_the_wait() {
+    // L = 0, o = 100 ns, 1-byte messages (no per-byte part). A ping-pong's leg is
+    // o_s − overlap + o_r; an exchange (both ranks send and receive at once) holds each CPU
+    // o_s − wait for its send, then its receive, which arrived o_s − overlap after the start.
+    let exchange = |r: u32| {
+        let mut p = SeqProgram::new();
+        let s = p.nonblocking(send(1 - r, 1));
+        let q = p.nonblocking(recv(1 - r, 1));
+        p.wait(&[s, q]);
+        p
+    };
+    let mut b = WorkloadBuilder::new(2);
+    for r in 0..2 {
+        b.add_program(r, &exchange(r)).unwrap();
+    }
+    let mut f = Fixture::new(b.finish());
+    f.loggp.L_ns = 0.0;
+    let pingpong = {
+        let mut b = WorkloadBuilder::new(2);
+        for (r, ops) in [[send(1, 1), recv(1, 1)], [recv(0, 1), send(0, 1)]]
+            .into_iter()
+            .enumerate()
+        {
+            let mut p = SeqProgram::new();
+            for op in ops {
+                p.blocking(op);
+            }
+            b.add_program(r as u32, &p).unwrap();
+        }
+        let mut f = Fixture::new(b.finish());
+        f.loggp.L_ns = 0.0;
+        f
+    };
+    let finish = |overlap| {
+        let cfg = PredictConfig {
+            model: Model::LogGp,
+            overlap,
+            ..PredictConfig::default()
+        };
+        let x = predict(&f.inputs(), &cfg).unwrap().prediction;
+        let pp = predict(&pingpong.inputs(), &cfg).unwrap().prediction;
+        (x.ranks[0].finish_us, pp.ranks[0].finish_us)
+    };
+    // LogGOPSim: an exchange o_s + o_r = 200 ns, a round trip 2 × 200.
+    assert_eq!(finish(None), (0.2, 0.4));
+    // Overlap 80, wait 60: the send holds the CPU 40 ns, the peer's message is there at 20, so
+    // the receive runs 40–140; a leg is 20 + 100, the round trip 240 ns.
+    let v = Overlap::new(80.0, 60.0).unwrap();
+    assert_eq!(finish(Some(v)), (0.14, 0.24));
+    // No wait: the exchange is LogGOPSim's again, the ping-pong still shorter.
+    let v = Overlap::new(80.0, 0.0).unwrap();
+    assert_eq!(finish(Some(v)), (0.2, 0.24));
+    // A wait beyond the overlap (a rendezvous: the sender is free before the data moves): the
+    // send holds the CPU 40 ns, the message leaves at 80, is received 80–180; a leg 180 ns.
+    let v = Overlap::new(20.0, 60.0).unwrap();
+    assert_eq!(finish(Some(v)), (0.18, 0.36));
+    // Either beyond o_s stops at the send's start, never before.
+    let v = Overlap::new(150.0, 150.0).unwrap();
+    assert_eq!(finish(Some(v)), (0.1, 0.2));
+    assert!(Overlap::new(80.0, -1.0).is_err());
+    // The wait covers the send's per-byte work too (a rendezvous send waits out the copy of
+    // its bytes): 1001 B, O = 0.5 ns/B, G = 1 ns/B. The send's CPU is 100 + 500 − 550 = 50 ns,
+    // the message leaves at once (overlap 100), its receive holds the CPU 100 + 1000·G from
+    // 50: 1150 ns; without the figures 600 + 1100 = 1700.
+    let mut b = WorkloadBuilder::new(2);
+    for r in 0..2u32 {
+        let mut p = SeqProgram::new();
+        let s = p.nonblocking(send(1 - r, 1001));
+        let q = p.nonblocking(recv(1 - r, 1001));
+        p.wait(&[s, q]);
+        b.add_program(r, &p).unwrap();
+    }
+    let mut big = Fixture::new(b.finish());
+    (big.loggp.L_ns, big.loggp.O_ns_per_byte) = (0.0, 0.5);
+    let finish = |overlap| {
+        let cfg = PredictConfig {
+            model: Model::LogGp,
+            overlap,
+            ..PredictConfig::default()
+        };
+        predict(&big.inputs(), &cfg).unwrap().prediction.ranks[0].finish_us
+    };
+    assert_eq!(finish(None), 1.7);
+    assert_eq!(finish(Some(Overlap::new(100.0, 550.0).unwrap())), 1.15);
+    assert!(Overlap::new(-1.0, 0.0).is_err());
+    assert!(Overlap::new(f64::NAN, 0.0).is_err());
+}
