@@ -148,6 +148,10 @@ pub struct SizePrtt {
     /// d_r as spun, ns; absent in figures written before it was more than p1 (then p1).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server_delay_ns: Option<f64>,
+    /// X(s): one exchange, both sides sending and receiving s bytes at once (MPI_Irecv,
+    /// MPI_Isend, MPI_Waitall), where the layer can post both; absent elsewhere.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exchange: Option<Timing>,
 }
 
 /// PRTTᵣ's server delay d_r from PRTT(1,0,s) and PRTT(n,0,s): a round trip plus the stream's gap
@@ -177,6 +181,15 @@ impl SizePrtt {
             pnd,
             pnr,
             server_delay_ns: Some(server_delay_ns(n, p1.ns, pn.ns)),
+            exchange: None,
+        }
+    }
+
+    /// The same figures with an exchange's time X(s).
+    pub fn with_exchange(self, x: Timing) -> Self {
+        SizePrtt {
+            exchange: Some(x),
+            ..self
         }
     }
 
@@ -259,6 +272,8 @@ pub struct LogGpRow {
     pub o_r_ns: Option<f64>,
     /// g + G·s: the time between two messages of this size in a stream.
     pub gap_ns: Option<f64>,
+    /// X(s): one exchange of this size (both sides send and receive at once), where measured.
+    pub exchange_ns: Option<f64>,
     /// Index into [`LogGpFit::pieces`].
     pub piece: usize,
     pub notes: Vec<String>,
@@ -286,6 +301,11 @@ pub struct Piece {
     /// How much of o_s and o_r run at the same time: the one-way time is that much below
     /// o_s + L + o_r + max(O_r, G)·s. At most one of L and the overlap is above zero.
     pub overlap_ns: Option<f64>,
+    /// The part of the send call that waits for the receiver (a rendezvous send lasts until the
+    /// peer has copied): an exchange X(s) is that much below o_s(s) + o_r(s), as the waiting
+    /// sender takes its own receive meanwhile. Not below 0 nor above o_s(s) at any size; None
+    /// without exchange figures (or where L is not identifiable).
+    pub send_wait_ns: Option<f64>,
     pub notes: Vec<String>,
 }
 
@@ -443,9 +463,17 @@ pub fn extract(points: &[SizePrtt]) -> Option<LogGpFit> {
             gap_per_byte_ns: big_g,
             l_ns: None,
             overlap_ns: Some(0.0),
+            send_wait_ns: None,
             notes,
         };
-        latency_and_overlap(&mut piece, &pts[r], &range);
+        latency_and_overlap(&mut piece, &pts[r.clone()], &range);
+        send_wait(
+            &mut piece,
+            &pts[r.clone()],
+            &sends[r.clone()],
+            &recvs[r],
+            &range,
+        );
         pieces.push(piece);
     }
     let rows = pts
@@ -463,12 +491,45 @@ pub fn extract(points: &[SizePrtt]) -> Option<LogGpFit> {
                 o_s_ns: judged("o_s", p.size, sends[i], &mut notes),
                 o_r_ns: judged("o_r", p.size, recvs[i], &mut notes),
                 gap_ns: judged("g + G·s", p.size, gaps[i], &mut notes),
+                exchange_ns: p.exchange.map(|x| x.ns),
                 piece,
                 notes,
             }
         })
         .collect();
     Some(LogGpFit { rows, pieces })
+}
+
+/// The send's wait of one piece: the median over its sizes of o_s(s) + o_r(s) − X(s), each
+/// within 0 and that size's o_s(s) (the send cannot hold the CPU for less than nothing). An
+/// exchange above the two overheads beyond noise is named: the two directions then slow each
+/// other, which LogGP does not hold.
+fn send_wait(piece: &mut Piece, pts: &[SizePrtt], sends: &[Est], recvs: &[Est], range: &str) {
+    if piece.overlap_ns.is_none() {
+        return;
+    }
+    let mut below: Vec<(f64, f64)> = pts
+        .iter()
+        .zip(sends.iter().zip(recvs))
+        .filter_map(|(p, (s, r))| {
+            let x = p.exchange?;
+            Some((s.0 + r.0 - x.ns, quad(quad(s.1, r.1), x.noise_ns), s.0))
+        })
+        .map(|(w, u, o_s)| (w.min(o_s.max(0.0)), u))
+        .collect();
+    if below.is_empty() {
+        return;
+    }
+    below.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let (w, u) = below[below.len() / 2];
+    if w < -u {
+        piece.notes.push(format!(
+            "over {range} an exchange takes {} ± {} more than o_s + o_r: the two directions slow each other, which LogGP does not hold",
+            us(-w),
+            us(u)
+        ));
+    }
+    piece.send_wait_ns = Some(((w * 1e3).round() / 1e3).max(0.0));
 }
 
 /// Fits L (and the overlap) of one piece: the intercept of latency(s) − o_s − o_r over the
@@ -764,6 +825,53 @@ mod tests {
                 t(p1 + (n - 1.0) * (p1 + gap + o_r)),
             ],
         )
+    }
+
+    #[test]
+    fn the_send_wait_is_what_an_exchange_saves_on_the_two_overheads() {
+        // A rendezvous: o_s 2000 and o_r 1900 ns at every size, one-way 2100 (an overlap of
+        // 1800), g 2000; exchanges of 2300, 2500 and 2400 ns save 1600, 1400 and 1500 on
+        // o_s + o_r: the wait is the median, 1500.
+        let pts = |xs: [f64; 3]| -> Vec<SizePrtt> {
+            [4096, 8192, 16384]
+                .into_iter()
+                .zip(xs)
+                .map(|(s, x)| {
+                    synthetic(s, 2000.0, 1900.0, 2000.0, 2100.0, 0.0).with_exchange(Timing {
+                        ns: x,
+                        noise_ns: 5.0,
+                    })
+                })
+                .collect()
+        };
+        let fit = extract(&pts([2300.0, 2500.0, 2400.0])).unwrap();
+        let piece = &fit.pieces[0];
+        within(piece.overlap_ns, 1800.0, "overlap");
+        assert_eq!(piece.send_wait_ns, Some(1500.0));
+        assert_eq!(fit.rows[1].exchange_ns, Some(2500.0));
+        // Beyond o_s it stops at o_s: the send holds the CPU for nothing less than nothing.
+        let fit = extract(&pts([1500.0, 1400.0, 1600.0])).unwrap();
+        within(fit.pieces[0].send_wait_ns, 2000.0, "wait at o_s");
+        // An exchange above o_s + o_r (TCP over loopback) waits for nothing, and is named.
+        let fit = extract(&pts([4400.0, 4500.0, 4300.0])).unwrap();
+        let piece = &fit.pieces[0];
+        assert_eq!(piece.send_wait_ns, Some(0.0));
+        assert!(
+            piece.notes.iter().any(|n| n.starts_with(
+                "over sizes 4K to 16K an exchange takes 0.500 µs ± 0.005 µs more than o_s + o_r"
+            )),
+            "{:?}",
+            piece.notes
+        );
+        // Without exchange figures (a transport's layer) there is no wait.
+        let bare: Vec<SizePrtt> = pts([0.0; 3])
+            .into_iter()
+            .map(|p| SizePrtt {
+                exchange: None,
+                ..p
+            })
+            .collect();
+        assert_eq!(extract(&bare).unwrap().pieces[0].send_wait_ns, None);
     }
 
     #[test]

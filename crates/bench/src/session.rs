@@ -901,6 +901,8 @@ pub fn loggp_rows(
             row.gap_per_byte_us = us(p.gap_per_byte_ns);
             row.L_us = us(p.l_ns);
             row.overlap_us = us(p.overlap_ns);
+            row.exchange_us = us(l.exchange_ns);
+            row.send_wait_us = us(p.send_wait_ns);
             row.model_us = us(p.one_way_ns(l.size));
             (row.piece_from_bytes, row.piece_to_bytes) = (Some(p.from_size), Some(p.to_size));
             row.notes.clone_from(&l.notes);

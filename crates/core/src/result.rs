@@ -217,7 +217,10 @@ pub struct Row {
     /// size-independent network latency `L_us` and `overlap_us`, how far the one-way time falls
     /// below o_s + L + o_r + max(O_r, G)·s because the transport overlaps the two sides' work;
     /// `model_us` is LogGOPS's one-way time at this size with those parameters (`p50_us` holds
-    /// the measured one). A figure that is not identifiable at the measured sizes, or came out
+    /// the measured one). Where the layer can post a send and a receive at once (MPI),
+    /// `exchange_us` is one exchange at this size, both sides sending and receiving together,
+    /// and the piece's `send_wait_us` the part of the send call spent waiting for the receiver
+    /// (the exchange is that much below o_s + o_r). A figure that is not identifiable at the measured sizes, or came out
     /// below zero beyond its noise, is absent and a note says why; none is ever negative.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub o_s_us: Option<f64>,
@@ -245,6 +248,10 @@ pub struct Row {
     pub L_us: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub overlap_us: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exchange_us: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub send_wait_us: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model_us: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -324,6 +331,8 @@ impl Row {
             gap_per_byte_us: None,
             L_us: None,
             overlap_us: None,
+            exchange_us: None,
+            send_wait_us: None,
             model_us: None,
             piece_from_bytes: None,
             piece_to_bytes: None,

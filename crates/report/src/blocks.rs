@@ -191,6 +191,10 @@ impl Block<'_> {
                 ("MB/s", |r| r.mb_per_s.map_or_else(dash, fmt_mb)),
             ]),
         }
+        // The exchange is measured where the layer can post both sides at once (MPI).
+        if self.rows.iter().any(|r| r.exchange_us.is_some()) {
+            cols.push(("exchange(us)", |r| time(r.exchange_us)));
+        }
         if self.rows.iter().any(|r| r.efficiency.is_some()) {
             cols.push(("eff", |r| r.efficiency.map_or_else(dash, fmt_eff)));
         }
@@ -287,7 +291,7 @@ fn loggp_pieces(rows: &[&Row]) -> Option<Table> {
         return None;
     }
     type Cell = fn(&Row) -> String;
-    let cols: [(&str, Cell); 9] = [
+    let mut cols: Vec<(&str, Cell)> = vec![
         ("sizes", |r| {
             let b = |v: Option<u64>| v.map_or_else(dash, |v| v.to_string());
             format!("{}-{}", b(r.piece_from_bytes), b(r.piece_to_bytes))
@@ -301,6 +305,10 @@ fn loggp_pieces(rows: &[&Row]) -> Option<Table> {
         ("L(us)", |r| time(r.L_us)),
         ("overlap(us)", |r| time(r.overlap_us)),
     ];
+    // Measured where the layer can post both sides of an exchange at once (MPI).
+    if pieces.iter().any(|p| p.send_wait_us.is_some()) {
+        cols.push(("send wait(us)", |r| time(r.send_wait_us)));
+    }
     let mut t = Table::new();
     for (i, (name, _)) in cols.iter().enumerate() {
         t = t.column(*name, if i == 0 { Align::Left } else { Align::Right });

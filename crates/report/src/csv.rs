@@ -6,7 +6,7 @@ use crate::table::{Align, Table};
 use commperf_core::Report;
 
 /// Column names, in order; equal to the JSON field names of a row.
-pub(crate) const COLUMNS: [&str; 44] = [
+pub(crate) const COLUMNS: [&str; 46] = [
     "benchmark",
     "transport",
     "mode",
@@ -45,6 +45,8 @@ pub(crate) const COLUMNS: [&str; 44] = [
     "G_us_per_byte",
     "L_us",
     "overlap_us",
+    "exchange_us",
+    "send_wait_us",
     "model_us",
     "piece_from_bytes",
     "piece_to_bytes",
@@ -99,6 +101,8 @@ pub(crate) fn render_csv(report: &Report) -> String {
             opt(r.gap_per_byte_us),
             opt(r.L_us),
             opt(r.overlap_us),
+            opt(r.exchange_us),
+            opt(r.send_wait_us),
             opt(r.model_us),
             r.piece_from_bytes
                 .map_or_else(String::new, |n| n.to_string()),
