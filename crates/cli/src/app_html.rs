@@ -672,8 +672,8 @@ fn loop_section(o: &mut String, l: &Loop) {
     let _ = writeln!(
         o,
         "<table id=\"loop-params\"><thead><tr><th>stack</th><th>L ns</th><th>o_s ns</th>\
-         <th>o_r ns</th><th>g ns</th><th>G ns/B</th><th>o_s + L + o_r µs</th>\
-         <th class=\"text\">note</th></tr></thead>\n<tbody>"
+         <th>o_r ns</th><th>g ns</th><th>G ns/B</th><th>overlap ns</th><th>send wait ns</th>\
+         <th>o_s + L + o_r µs</th><th class=\"text\">note</th></tr></thead>\n<tbody>"
     );
     for st in &l.stacks {
         match &st.params {
@@ -681,13 +681,15 @@ fn loop_section(o: &mut String, l: &Loop) {
                 let _ = writeln!(
                     o,
                     "<tr><th>{}</th><td>{:.0}</td><td>{:.0}</td><td>{:.0}</td><td>{:.0}</td>\
-                     <td>{:.4}</td><td>{:.2}</td><td class=\"text\">{}</td></tr>",
+                     <td>{:.4}</td><td>{:.0}</td><td>{:.0}</td><td>{:.2}</td><td class=\"text\">{}</td></tr>",
                     esc(&st.stack),
                     p.L_ns,
                     p.o_s_ns,
                     p.o_r_ns,
                     p.g_ns,
                     p.G_ns_per_byte,
+                    p.overlap_ns,
+                    p.send_wait_ns,
                     p.small_message_ns / 1e3,
                     esc(&st.notes.join("; "))
                 );
@@ -695,7 +697,7 @@ fn loop_section(o: &mut String, l: &Loop) {
             None => {
                 let _ = writeln!(
                     o,
-                    "<tr><th>{}</th><td class=\"failed\" colspan=\"6\">-</td>\
+                    "<tr><th>{}</th><td class=\"failed\" colspan=\"8\">-</td>\
                      <td class=\"text error\">{}</td></tr>",
                     esc(&st.stack),
                     esc(st.error.as_deref().unwrap_or(""))
@@ -1117,6 +1119,7 @@ mod tests {
                 file: None,
                 params: None,
                 pieces: Vec::new(),
+                ladder_us: None,
             }],
             cells: vec![
                 lc("ompi-shm", 0.0002, Some(0.00021), None),
