@@ -578,6 +578,13 @@ fn predict(
         // charged between halo's two receives an iteration: +26 %).
         receive_gap: false,
         self_overheads: Some(engine::SelfOverheads::of(&own.loggp())),
+        // LogGP's own receive: on one node the sender's copy (shared memory) or its kernel
+        // (TCP) moves the bytes, so they are all there when the send's work is done, and the
+        // receive holds the CPU for o_r + O·s; LogGOPSim's NIC rule made the receiver wait out
+        // G·s again (pipeline's 1 KiB stream on ompi-shm +10…+13 %, +2…+3 % so; five studies
+        // replayed both ways: 17–18 of 24 within 10 % against 16–17). It is also how the G
+        // knob of the emulations slows a message (the sender's wire).
+        loggp_receive: engine::LoggpReceive::LastByte,
         // A rendezvous send waits out the peer's copy (Open MPI's shared memory above 4 KiB):
         // charged as CPU, transpose's exchanges were replayed at o_s + o_r, +20 %.
         overlap: Some(Overlap::new(p.overlap_ns, p.send_wait_ns).map_err(|e| anyhow!(e))?),

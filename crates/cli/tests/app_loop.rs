@@ -268,6 +268,8 @@ fn the_loop_predicts_and_emulates_every_stack_from_the_reference() {
                 "--eager",
                 "64k",
                 "--no-receive-gap",
+                "--loggp-receive",
+                "last-byte",
                 "--local-self-messages",
                 "--self-overheads",
                 &format!("o_s={},o_r={},O={}", own[1], own[2], own[5]),
