@@ -43,9 +43,8 @@ pub const LOGGP_SIZES: &str = "8,64,256,1k,2k,4k,8k,16k,32k";
 pub const LOGGP_ITERS: u64 = 500;
 /// Rounds of each stack's `bench loggp` (one per stack a round, the stacks in turn); the loop
 /// keeps, per stack, the round with the least one-way time over the sizes (their geometric
-/// mean) of those that gave parameters. A
-/// few seconds of one bench meet a disturbance of the machine now and then: in one study of
-/// five mpich-shm's parameters came out three times the others' (L 305 ns), in another
+/// mean) of those that gave parameters. A few seconds of one bench meet a disturbance of the
+/// machine now and then: in one study of five mpich-shm's parameters came out three times the others' (L 305 ns), in another
 /// ompi-tcp's G came out below zero beyond its noise and the stack had none. The test VM's slow
 /// spells (a cache line crossing its vCPUs in 160 ns, not 31) raise every figure of a round
 /// (mpich-shm's one-way 0.18 → 0.65 µs) and came in two of a stack's three rounds in two
@@ -581,9 +580,9 @@ fn predict(
         // LogGP's own receive: on one node the sender's copy (shared memory) or its kernel
         // (TCP) moves the bytes, so they are all there when the send's work is done, and the
         // receive holds the CPU for o_r + O·s; LogGOPSim's NIC rule made the receiver wait out
-        // G·s again (pipeline's 1 KiB stream on ompi-shm +10…+13 %, +2…+3 % so; five studies
-        // replayed both ways: 17–18 of 24 within 10 % against 16–17). It is also how the G
-        // knob of the emulations slows a message (the sender's wire).
+        // G·s again (pipeline's 1 KiB stream on ompi-shm +10…+13 %, +2…+3 % so; seven studies
+        // replayed both ways: 121 predictions within 10 % against 113, more in six of them).
+        // It is also how the G knob of the emulations slows a message (the sender's wire).
         loggp_receive: engine::LoggpReceive::LastByte,
         // A rendezvous send waits out the peer's copy (Open MPI's shared memory above 4 KiB):
         // charged as CPU, transpose's exchanges were replayed at o_s + o_r, +20 %.
@@ -730,9 +729,9 @@ pub(crate) fn measure(
 
 /// Of one stack's rounds, the one with the least one-way time over the ladder (the geometric
 /// mean over its sizes; o_s + L + o_r in studies written before it was kept) among those with
-/// parameters (the first of equals), its file copied to `file` (where the table and the tests read it); the
-/// first round's when none has parameters (None: no round ran). Its notes say which round
-/// and what each gave.
+/// parameters (the first of equals), its file copied to `file` (where the table and the tests
+/// read it); the first round's when none has parameters (None: no round ran). Its notes say
+/// which round and what each gave.
 fn least_round(mut runs: Vec<LoopStack>, file: &Path) -> Option<LoopStack> {
     // µs; the whole ladder, as a round whose small messages are quick can still be in another
     // regime from 2 KiB on (ompi-tcp's first round of a study: g + G·s 7.3 against 5.3 µs at

@@ -164,8 +164,8 @@ pub struct PredictArgs {
     pub no_receive_gap: bool,
     /// LogGP model: how much of a send and its receive run at once, as `bench loggp` measures
     /// it (ns): a message leaves `overlap` before its send's o_s ends (a ping-pong leg is
-    /// o_s + o_r − overlap), and the send frees the CPU `wait` before o_s ends (the part of the
-    /// send call spent waiting for the receiver: an exchange is o_s + o_r − wait)
+    /// o_s + o_r − overlap), and the send frees the CPU `wait` before its o_s + O·s ends (the
+    /// part of the send call spent waiting for the receiver: an exchange is o_s + o_r − wait)
     /// [default: none, as LogGOPSim]
     #[arg(long, value_name = "overlap=NS[,wait=NS]", value_parser = overlap)]
     pub overlap: Option<Overlap>,

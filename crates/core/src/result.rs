@@ -220,8 +220,9 @@ pub struct Row {
     /// the measured one). Where the layer can post a send and a receive at once (MPI),
     /// `exchange_us` is one exchange at this size, both sides sending and receiving together,
     /// and the piece's `send_wait_us` the part of the send call spent waiting for the receiver
-    /// (the exchange is that much below o_s + o_r). A figure that is not identifiable at the measured sizes, or came out
-    /// below zero beyond its noise, is absent and a note says why; none is ever negative.
+    /// (the exchange is that much below o_s + o_r). A figure that is not identifiable at the
+    /// measured sizes, or came out below zero beyond its noise, is absent and a note says why;
+    /// none is ever negative.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub o_s_us: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]

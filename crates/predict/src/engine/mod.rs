@@ -201,13 +201,14 @@ pub struct PredictConfig {
 /// The replay lets a message leave `overlap_ns` before its send's o_s ends (never before the
 /// send begins), so a ping-pong takes the measured one-way time, and frees the sender's CPU
 /// `send_wait_ns` before its o_s + O·s ends (never before the send begins): the part of the
-/// send call spent waiting for the receiver, which an exchange spends on its own receive. Open MPI's
-/// shared memory sends 8 KiB by rendezvous, its send call lasting until the peer has copied
-/// the data: o_s 2.4 µs, o_r 2.4, one-way 2.4 (an overlap of 1.6 in the piece's fit), an
-/// exchange 2.6 (a wait of 2.2, more than the overlap: the sender is free before the data
-/// moves). Over loopback TCP the kernel
-/// delivers the message inside the send call, CPU work that an exchange cannot overlap: o_s
-/// 4.9, o_r 2.3, one-way 5.3 (overlap 1.9), an exchange 8.0 (no wait).
+/// send call spent waiting for the receiver, which an exchange spends on its own receive.
+///
+/// Open MPI's shared memory sends 8 KiB by rendezvous, its send call lasting until the peer
+/// has copied the data: o_s 2.4 µs, o_r 2.4, one-way 2.4 (an overlap of 1.6 in the piece's
+/// fit), an exchange 2.6 (a wait of 2.2, more than the overlap: the sender is free before the
+/// data moves). Over loopback TCP the kernel delivers the message inside the send call, CPU
+/// work that an exchange cannot overlap: o_s 4.9, o_r 2.3, one-way 5.3 (an overlap of 1.3–1.6
+/// in the fits), an exchange 8.0 (no wait).
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct Overlap {
     pub overlap_ns: f64,
