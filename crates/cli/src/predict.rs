@@ -8,7 +8,7 @@ use commperf_core::Profile;
 use commperf_predict::collectives::Algorithms;
 use commperf_predict::engine::{
     self, Background, Inputs, LinkClass, LogGp, LoggpReceive, Model, Overlap, PredictConfig,
-    SelfOverheads, Sharing, SizeFactors,
+    Progress, SelfOverheads, Sharing, SizeFactors,
 };
 use commperf_predict::parse::{self, ParseOptions, TraceFormat};
 use commperf_predict::tcom::Tcom;
@@ -36,6 +36,24 @@ impl From<LoggpReceiveArg> for LoggpReceive {
         match a {
             LoggpReceiveArg::FirstByte => LoggpReceive::FirstByte,
             LoggpReceiveArg::LastByte => LoggpReceive::LastByte,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ProgressArg {
+    /// LogGOPSim: as soon as the CPU is free, before what the program does next
+    Arrival,
+    /// When the rank has nothing else ready: its sends and computation first (an MPI library
+    /// without a progress thread)
+    Wait,
+}
+
+impl From<ProgressArg> for Progress {
+    fn from(a: ProgressArg) -> Self {
+        match a {
+            ProgressArg::Arrival => Progress::Arrival,
+            ProgressArg::Wait => Progress::Wait,
         }
     }
 }
@@ -169,6 +187,12 @@ pub struct PredictArgs {
     /// [default: none, as LogGOPSim]
     #[arg(long, value_name = "overlap=NS[,wait=NS]", value_parser = overlap)]
     pub overlap: Option<Overlap>,
+    /// LogGP model: when a rank takes in a message that has arrived and waits for its CPU.
+    /// arrival (LogGOPSim): as soon as the CPU is free; wait: only when the rank has nothing
+    /// else ready, its sends and computation going first, as an MPI library without a
+    /// progress thread takes arrivals in inside its calls
+    #[arg(long, value_enum, default_value = "arrival")]
+    pub progress: ProgressArg,
     /// Packet size for the knee capacity
     #[arg(long, value_name = "SIZE", default_value = "4k", value_parser = crate::cli::size)]
     pub packet: u64,
@@ -474,6 +498,7 @@ pub fn run(a: &PredictArgs) -> Result<()> {
         loggp_receive: a.loggp_receive.into(),
         receive_gap: !a.no_receive_gap,
         overlap: a.overlap,
+        progress: a.progress.into(),
         calc_scale,
     };
     if a.loggp.is_some() && cfg.model != Model::LogGp {
@@ -487,6 +512,9 @@ pub fn run(a: &PredictArgs) -> Result<()> {
     }
     if a.overlap.is_some() && cfg.model != Model::LogGp {
         bail!("--overlap is a rule of --model loggp; add --model loggp");
+    }
+    if a.progress != ProgressArg::Arrival && cfg.model != Model::LogGp {
+        bail!("--progress is a rule of --model loggp; add --model loggp");
     }
     if a.bounds && cfg.model == Model::LogGp {
         bail!("--bounds needs the contention model: the LogGP model has no background load");

@@ -465,6 +465,26 @@ fn loggp_parameters_given_as_loggopsim_takes_them() {
     let (code, e) = err(&["predict", "--trace", t, "--overlap", "overlap=1"]);
     assert_eq!(code, 1, "{e}");
     assert!(e.contains("--overlap is a rule of --model loggp"), "{e}");
+    // Rank 0's message reaches rank 1 while it computes. LogGOPSim (arrival) has rank 1 take
+    // it in (1010–1110) before sending its own, which rank 0 receives 1210–1310; at its wait,
+    // rank 1 sends first (1010–1110) and rank 0 is done at 1210.
+    let t = tmp("progress.trace");
+    std::fs::write(
+        &t,
+        "ranks 2\nrank 0\n  isend 1 1B as a\n  irecv 1 1B as b\n  waitall a b\n\
+         rank 1\n  compute 1000ns\n  compute 10ns\n  isend 0 1B as a\n  irecv 0 1B as b\n  waitall a b\n",
+    )
+    .unwrap();
+    let t = t.to_str().unwrap();
+    for (progress, finish) in [("arrival", 1.31), ("wait", 1.21)] {
+        let mut v = vec!["predict", "--trace", t, "--model", "loggp"];
+        v.extend(["--loggp", "L=0,o=100,g=200,G=1,O=0", "--progress", progress]);
+        let got = json(&v)["ranks"][0]["finish_us"].as_f64().unwrap();
+        assert!((got - finish).abs() < 1e-9, "{progress}: {got}");
+    }
+    let (code, e) = err(&["predict", "--trace", t, "--progress", "wait"]);
+    assert_eq!(code, 1, "{e}");
+    assert!(e.contains("--progress is a rule of --model loggp"), "{e}");
 }
 
 #[test]

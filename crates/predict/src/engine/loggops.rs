@@ -35,7 +35,7 @@
 
 use super::queue::{key, time_of, EventQueue};
 use super::sim::SimResult;
-use super::{LogGp, LoggpReceive, Overlap, PredictError, SelfOverheads};
+use super::{LogGp, LoggpReceive, Overlap, PredictError, Progress, SelfOverheads};
 use crate::output::{Arrow, Span, SpanKind, Timeline};
 use crate::workload::{DepKind, OpKind, Workload, ANY};
 use std::collections::VecDeque;
@@ -163,6 +163,7 @@ struct Engine<'a> {
     /// (LogGOPSim); false: the receiver takes messages at its CPU's pace.
     receive_gap: bool,
     overlap: Overlap,
+    progress: Progress,
     g: Graph,
     hosts: Vec<Host>,
     queue: EventQueue<(Elem, u64)>,
@@ -200,6 +201,7 @@ pub(crate) struct Rules {
     pub receive: LoggpReceive,
     pub receive_gap: bool,
     pub overlap: Overlap,
+    pub progress: Progress,
 }
 
 /// Runs the workload through LogGOPSim's rules.
@@ -215,6 +217,7 @@ pub(crate) fn run(
         receive,
         receive_gap,
         overlap,
+        progress,
     } = rules;
     let n = w.len();
     let g = Graph::new(w);
@@ -227,6 +230,7 @@ pub(crate) fn run(
         last_byte: receive == LoggpReceive::LastByte,
         receive_gap,
         overlap,
+        progress,
         hosts: vec![Host::default(); nranks],
         queue: EventQueue::new(),
         ts: 0,
@@ -330,7 +334,14 @@ impl Engine<'_> {
             return;
         };
         let t = self.line_free(l);
-        self.queue.set(l, key(t, first), (Elem::Line(l), first));
+        // Under `Progress::Wait` arrived messages come after every other element of the same
+        // instant (sequence numbers are far below 2^63).
+        let order = if self.progress == Progress::Wait && l % LINES == MSG_LINE {
+            first | 1 << 63
+        } else {
+            first
+        };
+        self.queue.set(l, key(t, order), (Elem::Line(l), first));
     }
 
     fn new_ts(&mut self) -> u64 {

@@ -191,6 +191,23 @@ pub struct PredictConfig {
     /// LogGP model: how much of a send and its receive run at the same time (see [`Overlap`]);
     /// None: none, as LogGOPSim has it.
     pub overlap: Option<Overlap>,
+    /// LogGP model: when a rank takes in a message that has arrived (see [`Progress`]).
+    pub progress: Progress,
+}
+
+/// When the LogGP model's rank takes in a message that has arrived and waits for its CPU.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Progress {
+    /// LogGOPSim's rule: as soon as the CPU is free, before what the rank's program does next
+    /// (the message came first).
+    #[default]
+    Arrival,
+    /// When the rank has nothing else ready for its CPU: its ready sends and computation go
+    /// first, as an MPI library without a progress thread handles arrivals only inside its
+    /// calls, and a program that sends and then computes reaches its wait first. Under
+    /// LogGOPSim's rule a rank leaving a computation took its peer's block in before sending
+    /// its own, and the two halves of each of transpose's exchanges ran one after the other.
+    Wait,
 }
 
 /// How a send and its receive overlap, measured (`bench loggp`): the one-way time is
@@ -287,6 +304,7 @@ impl Default for PredictConfig {
             loggp_receive: LoggpReceive::FirstByte,
             receive_gap: true,
             overlap: None,
+            progress: Progress::Arrival,
         }
     }
 }
@@ -489,6 +507,7 @@ pub fn predict(inputs: &Inputs<'_>, cfg: &PredictConfig) -> Result<Outcome, Pred
                 receive: cfg.loggp_receive,
                 receive_gap: cfg.receive_gap,
                 overlap: cfg.overlap.unwrap_or_default(),
+                progress: cfg.progress,
             },
         )?,
         Model::Contention => sim::Sim::new(

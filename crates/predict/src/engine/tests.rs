@@ -752,3 +752,39 @@ fn loggp_overlap_shortens_a_one_way_trip_by_the_overlap_and_an_exchange_by_the_w
     assert!(Overlap::new(-1.0, 0.0).is_err());
     assert!(Overlap::new(f64::NAN, 0.0).is_err());
 }
+
+#[test]
+fn loggp_progress_at_wait_lets_a_ranks_own_send_go_before_what_has_arrived() {
+    // L = 0, o = 100 ns, 1-byte messages. Rank 0 sends to rank 1 at once (there at 100);
+    // rank 1 computes 1000 + 10 ns, then sends to rank 0 and waits for both.
+    let mut b = WorkloadBuilder::new(2);
+    let mut p0 = SeqProgram::new();
+    let s = p0.nonblocking(send(1, 1));
+    let q = p0.nonblocking(recv(1, 1));
+    p0.wait(&[s, q]);
+    b.add_program(0, &p0).unwrap();
+    let mut p1 = SeqProgram::new();
+    p1.calc(1000);
+    p1.calc(10);
+    let s = p1.nonblocking(send(0, 1));
+    let q = p1.nonblocking(recv(0, 1));
+    p1.wait(&[s, q]);
+    b.add_program(1, &p1).unwrap();
+    let mut f = Fixture::new(b.finish());
+    f.loggp.L_ns = 0.0;
+    let finish = |progress| {
+        let cfg = PredictConfig {
+            model: Model::LogGp,
+            progress,
+            ..PredictConfig::default()
+        };
+        let p = predict(&f.inputs(), &cfg).unwrap().prediction;
+        (p.ranks[0].finish_us, p.ranks[1].finish_us)
+    };
+    // LogGOPSim: when rank 1's CPU is free (1010) the message that came first is taken in
+    // (to 1110), then rank 1 sends (to 1210), and rank 0 receives 1210–1310.
+    assert_eq!(finish(Progress::Arrival), (1.31, 1.21));
+    // At its wait: rank 1 sends first (1010–1110), then takes rank 0's message in (to 1210);
+    // rank 0 receives 1110–1210.
+    assert_eq!(finish(Progress::Wait), (1.21, 1.21));
+}
