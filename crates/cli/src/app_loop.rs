@@ -587,6 +587,11 @@ fn predict(
         // A rendezvous send waits out the peer's copy (Open MPI's shared memory above 4 KiB):
         // charged as CPU, transpose's exchanges were replayed at o_s + o_r, +20 %.
         overlap: Some(Overlap::new(p.overlap_ns, p.send_wait_ns).map_err(|e| anyhow!(e))?),
+        // Neither MPI runs a progress thread: a rank takes in what has arrived inside its calls,
+        // after its own sends. Taken in at once, a rank leaving a computation copied its peer's
+        // block before sending its own, and transpose's exchanges ran one half after the other
+        // (+22…+28 % on ompi-shm and mpich-tcp; −6…+1 % so, seven studies replayed).
+        progress: engine::Progress::Wait,
         ..PredictConfig::default()
     };
     let inputs = Inputs {

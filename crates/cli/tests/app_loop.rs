@@ -270,6 +270,8 @@ fn the_loop_predicts_and_emulates_every_stack_from_the_reference() {
                 "--no-receive-gap",
                 "--loggp-receive",
                 "last-byte",
+                "--progress",
+                "wait",
                 "--local-self-messages",
                 "--self-overheads",
                 &format!("o_s={},o_r={},O={}", own[1], own[2], own[5]),
