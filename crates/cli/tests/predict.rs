@@ -69,6 +69,14 @@ fn loggp_on<'a>(t: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
     v
 }
 
+/// Rank 0's finish (µs) of trace `t` under LogGP with L = 0, o = 100, g = 200 ns, G = 1 ns/B.
+fn rank0_finish_without_l(t: &str, extra: &[&str]) -> f64 {
+    let mut v = vec!["predict", "--trace", t, "--model", "loggp"];
+    v.extend(["--loggp", "L=0,o=100,g=200,G=1,O=0"]);
+    v.extend_from_slice(extra);
+    json(&v)["ranks"][0]["finish_us"].as_f64().unwrap()
+}
+
 fn err(args: &[&str]) -> (i32, String) {
     let o = commperf(args);
     (
@@ -439,18 +447,12 @@ fn loggp_parameters_given_as_loggopsim_takes_them() {
     )
     .unwrap();
     let t = t.to_str().unwrap();
-    let at = |extra: &[&str]| {
-        let mut v = vec!["predict", "--trace", t, "--model", "loggp"];
-        v.extend(["--loggp", "L=0,o=100,g=200,G=1,O=0"]);
-        v.extend_from_slice(extra);
-        json(&v)["ranks"][0]["finish_us"].as_f64().unwrap()
-    };
     for (extra, finish) in [
         (&[][..], 0.2),
         (&["--overlap", "overlap=80"][..], 0.2),
         (&["--overlap", "overlap=80,wait=60"][..], 0.14),
     ] {
-        let got = at(extra);
+        let got = rank0_finish_without_l(t, extra);
         assert!((got - finish).abs() < 1e-9, "{extra:?}: {got}");
     }
     for (arg, want) in [
@@ -477,9 +479,7 @@ fn loggp_parameters_given_as_loggopsim_takes_them() {
     .unwrap();
     let t = t.to_str().unwrap();
     for (progress, finish) in [("arrival", 1.31), ("wait", 1.21)] {
-        let mut v = vec!["predict", "--trace", t, "--model", "loggp"];
-        v.extend(["--loggp", "L=0,o=100,g=200,G=1,O=0", "--progress", progress]);
-        let got = json(&v)["ranks"][0]["finish_us"].as_f64().unwrap();
+        let got = rank0_finish_without_l(t, &["--progress", progress]);
         assert!((got - finish).abs() < 1e-9, "{progress}: {got}");
     }
     let (code, e) = err(&["predict", "--trace", t, "--progress", "wait"]);
