@@ -79,6 +79,17 @@ pub struct Timing {
     pub noise_ns: f64,
 }
 
+impl Timing {
+    /// The median of `samples` (ns; sorted in place) and its noise.
+    pub fn median_of(samples: &mut [f64]) -> Timing {
+        samples.sort_by(f64::total_cmp);
+        Timing {
+            ns: samples[samples.len() / 2],
+            noise_ns: median_uncertainty(samples).unwrap_or(0.0),
+        }
+    }
+}
+
 /// Client side: `warmup` untimed and `reps` timed round trips of `sbuf.len()` bytes; returns the
 /// median round-trip time and its noise.
 pub fn prtt_client<E: Endpoint, T: Timer>(
@@ -104,11 +115,7 @@ pub fn prtt_client<E: Endpoint, T: Timer>(
             samples[(i - warmup) as usize] = t.now_ns() - t0;
         }
     }
-    samples.sort_by(f64::total_cmp);
-    Ok(Timing {
-        ns: samples[samples.len() / 2],
-        noise_ns: median_uncertainty(samples).unwrap_or(0.0),
-    })
+    Ok(Timing::median_of(samples))
 }
 
 /// Server side of [`prtt_client`].

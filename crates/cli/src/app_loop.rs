@@ -307,25 +307,30 @@ pub fn measured_times(run_ns: &[u64], compute_ns: &[u64]) -> Option<(f64, f64)> 
     Some((total, comm))
 }
 
-/// The parameters of a `bench loggp` result file: its first piece (the smallest messages).
-pub fn params_from_bench(text: &str) -> Result<(Params, Vec<String>)> {
+/// The loggp rows of a `bench loggp` result file, smallest size first: read once, for the
+/// parameters, the pieces and the ladder.
+pub fn bench_rows(text: &str) -> Result<Vec<commperf_core::Row>> {
     let rep = commperf_report::load_json(text)?;
-    let row = rep
+    let mut rows: Vec<_> = rep
         .results
-        .iter()
+        .into_iter()
         .filter(|r| r.benchmark == commperf_core::Benchmark::Loggp)
-        .min_by_key(|r| r.size_bytes)
-        .context("the bench wrote no loggp result")?;
+        .collect();
+    rows.sort_by_key(|r| r.size_bytes);
+    Ok(rows)
+}
+
+/// The parameters of a bench's loggp rows ([`bench_rows`]): its first piece (the smallest
+/// messages).
+pub fn params_from_bench(rows: &[commperf_core::Row]) -> Result<(Params, Vec<String>)> {
+    let row = rows.first().context("the bench wrote no loggp result")?;
     Ok((params_of_row(row)?, row.notes.clone()))
 }
 
-/// The geometric mean of a `bench loggp` result file's one-way times (µs) over its sizes.
-pub fn ladder_from_bench(text: &str) -> Result<f64> {
-    let rep = commperf_report::load_json(text)?;
-    let logs: Vec<f64> = rep
-        .results
+/// The geometric mean of a bench's one-way times (µs) over its sizes ([`bench_rows`]).
+pub fn ladder_from_bench(rows: &[commperf_core::Row]) -> Result<f64> {
+    let logs: Vec<f64> = rows
         .iter()
-        .filter(|r| r.benchmark == commperf_core::Benchmark::Loggp)
         .filter_map(|r| r.p50_us.filter(|v| *v > 0.0 && v.is_finite()))
         .map(f64::ln)
         .collect();
@@ -335,16 +340,10 @@ pub fn ladder_from_bench(text: &str) -> Result<f64> {
     Ok((logs.iter().sum::<f64>() / logs.len() as f64).exp())
 }
 
-/// Every piece of a `bench loggp` result file, smallest messages first, each from the first
-/// row fitted with it; a piece whose parameters the bench could not all identify is left out.
-pub fn pieces_from_bench(text: &str) -> Result<Vec<Params>> {
-    let rep = commperf_report::load_json(text)?;
-    let mut rows: Vec<_> = rep
-        .results
-        .iter()
-        .filter(|r| r.benchmark == commperf_core::Benchmark::Loggp)
-        .collect();
-    rows.sort_by_key(|r| r.size_bytes);
+/// Every piece of a bench's loggp rows ([`bench_rows`]), smallest messages first, each from
+/// the first row fitted with it; a piece whose parameters the bench could not all identify is
+/// left out.
+pub fn pieces_from_bench(rows: &[commperf_core::Row]) -> Vec<Params> {
     let mut out: Vec<Params> = Vec::new();
     for r in rows {
         let span = (r.piece_from_bytes, r.piece_to_bytes);
@@ -358,7 +357,7 @@ pub fn pieces_from_bench(text: &str) -> Result<Vec<Params>> {
             out.push(p);
         }
     }
-    Ok(out)
+    out
 }
 
 /// How far `size` lies from the piece `lo..=hi`, on a log scale: 0 inside it.
@@ -450,9 +449,10 @@ fn loop_stack(
         let note = app::launch_bench(a, s, &args, &file)?;
         let text = commperf_core::read_text(&file)?;
         let ctx = || file.display().to_string();
-        let (p, mut notes) = params_from_bench(&text).with_context(ctx)?;
-        let pieces = pieces_from_bench(&text).with_context(ctx)?;
-        let ladder = ladder_from_bench(&text).with_context(ctx)?;
+        let rows = bench_rows(&text).with_context(ctx)?;
+        let (p, mut notes) = params_from_bench(&rows).with_context(ctx)?;
+        let pieces = pieces_from_bench(&rows);
+        let ladder = ladder_from_bench(&rows).with_context(ctx)?;
         notes.extend(note);
         Ok((p, pieces, notes, ladder))
     })();
@@ -1591,7 +1591,7 @@ mod tests {
            "o_r_fixed_us": 0.5, "g_us": 0.125, "G_us_per_byte": 0.0001, "L_us": 1.0,
            "O_s_us_per_byte": 0.00002, "piece_from_bytes": 8, "piece_to_bytes": 4096}
         ]}"#;
-        let (p, _) = params_from_bench(text).unwrap();
+        let (p, _) = params_from_bench(&bench_rows(text).unwrap()).unwrap();
         assert_eq!(
             (p.o_s_ns, p.o_r_ns, p.g_ns, p.L_ns),
             (250.0, 500.0, 125.0, 1000.0)
@@ -1601,14 +1601,16 @@ mod tests {
         assert_eq!(p.small_message_ns, 1750.0);
         assert_eq!(p.piece_to_bytes, Some(4096));
         let no_l = text.replace("\"L_us\": 1.0,", "");
-        let e = params_from_bench(&no_l).unwrap_err().to_string();
+        let e = params_from_bench(&bench_rows(&no_l).unwrap())
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("left L out at 8 B"), "{e}");
         // Every piece: the 16 KiB row's own (8 KiB – 1 MiB) beside the first.
         let two = text.replace(
             "\"L_us\": 9.0}",
             "\"L_us\": 9.0, \"piece_from_bytes\": 8192, \"piece_to_bytes\": 1048576}",
         );
-        let pieces = pieces_from_bench(&two).unwrap();
+        let pieces = pieces_from_bench(&bench_rows(&two).unwrap());
         assert_eq!(pieces.len(), 2);
         assert_eq!(pieces[0].o_s_ns, 250.0);
         assert_eq!(pieces[1].o_s_ns, 9000.0);

@@ -30,7 +30,6 @@ use commperf_bench::patterns::{self, check, Buffers, Laps, Loop, LoopError, Mism
 use commperf_bench::session::{loggp_rows, summarize_latency};
 use commperf_bench::{extended, loggp, machine, BenchConfig, BenchError, Progress, MAX_SIZE};
 use commperf_core::{Benchmark, BufferUse, Mode, Options, Placement, Report, Row, TransportKind};
-use commperf_stats::median_uncertainty;
 use commperf_transport::clock::Clock;
 use commperf_transport::conformance::fill;
 use std::time::SystemTime;
@@ -434,15 +433,11 @@ fn exchange(
                 .map_err(at(i))?;
         }
         if i >= lp.warmup {
-            samples[(i - lp.warmup) as usize] = (clock.now() - t0) as f64;
+            samples[(i - lp.warmup) as usize] =
+                clock.ticks_to_ns(clock.now() - t0) / EXCHANGE_BATCH as f64;
         }
     }
-    let per = |ticks: f64| clock.ticks_to_ns(ticks as u64) / EXCHANGE_BATCH as f64;
-    samples.sort_by(f64::total_cmp);
-    Ok(loggp::Timing {
-        ns: per(samples[samples.len() / 2]),
-        noise_ns: per(median_uncertainty(samples).unwrap_or(0.0)),
-    })
+    Ok(loggp::Timing::median_of(samples))
 }
 
 fn peer_desc(ctx: &Ctx<'_>) -> String {
