@@ -313,6 +313,10 @@ pub struct Piece {
     /// sender takes its own receive meanwhile. Not below 0 nor above o_s(s) at any size; None
     /// without exchange figures (or where L is not identifiable).
     pub send_wait_ns: Option<f64>,
+    /// How much an exchange takes beyond o_s(s) + o_r(s) where the two directions slow each
+    /// other (loopback TCP: the kernel's work for both on the same sockets), beyond noise;
+    /// 0 otherwise. At most one of it and the wait is above zero; None as the wait.
+    pub duplex_ns: Option<f64>,
     pub notes: Vec<String>,
 }
 
@@ -471,6 +475,7 @@ pub fn extract(points: &[SizePrtt]) -> Option<LogGpFit> {
             l_ns: None,
             overlap_ns: Some(0.0),
             send_wait_ns: None,
+            duplex_ns: None,
             notes,
         };
         latency_and_overlap(&mut piece, &pts[r.clone()], &range);
@@ -509,8 +514,8 @@ pub fn extract(points: &[SizePrtt]) -> Option<LogGpFit> {
 
 /// The send's wait of one piece: the median over its sizes of o_s(s) + o_r(s) − X(s), each
 /// within 0 and that size's o_s(s) (the send cannot hold the CPU for less than nothing). An
-/// exchange above the two overheads beyond noise is named: the two directions then slow each
-/// other, which LogGP does not hold.
+/// exchange above the two overheads beyond noise is named, and its excess is the piece's
+/// duplex: the two directions then slow each other, which LogGP does not hold.
 fn send_wait(piece: &mut Piece, pts: &[SizePrtt], sends: &[Est], recvs: &[Est], range: &str) {
     if piece.overlap_ns.is_none() {
         return;
@@ -531,12 +536,14 @@ fn send_wait(piece: &mut Piece, pts: &[SizePrtt], sends: &[Est], recvs: &[Est], 
     let (w, u) = below[below.len() / 2];
     if w < -u {
         piece.notes.push(format!(
-            "over {range} an exchange takes {} ± {} more than o_s + o_r: the two directions slow each other, which LogGP does not hold",
+            "over {range} an exchange takes {} ± {} more than o_s + o_r: the two directions slow each other, which LogGP does not hold (the duplex figure)",
             us(-w),
             us(u)
         ));
     }
-    piece.send_wait_ns = Some(((w * 1e3).round() / 1e3).max(0.0));
+    let w = (w * 1e3).round() / 1e3;
+    piece.send_wait_ns = Some(w.max(0.0));
+    piece.duplex_ns = Some(if w < -u { -w } else { 0.0 });
 }
 
 /// Fits L (and the overlap) of one piece: the intercept of latency(s) − o_s − o_r over the
@@ -855,14 +862,17 @@ mod tests {
         let piece = &fit.pieces[0];
         within(piece.overlap_ns, 1800.0, "overlap");
         assert_eq!(piece.send_wait_ns, Some(1500.0));
+        assert_eq!(piece.duplex_ns, Some(0.0));
         assert_eq!(fit.rows[1].exchange_ns, Some(2500.0));
         // Beyond o_s it stops at o_s: the send holds the CPU for nothing less than nothing.
         let fit = extract(&pts([1500.0, 1400.0, 1600.0])).unwrap();
         within(fit.pieces[0].send_wait_ns, 2000.0, "wait at o_s");
-        // An exchange above o_s + o_r (TCP over loopback) waits for nothing, and is named.
+        // An exchange above o_s + o_r (TCP over loopback) waits for nothing, and is named; its
+        // excess, the median 500 ns, is the duplex figure.
         let fit = extract(&pts([4400.0, 4500.0, 4300.0])).unwrap();
         let piece = &fit.pieces[0];
         assert_eq!(piece.send_wait_ns, Some(0.0));
+        assert_eq!(piece.duplex_ns, Some(500.0));
         assert!(
             piece.notes.iter().any(|n| n.starts_with(
                 "over sizes 4K to 16K an exchange takes 0.500 µs ± 0.005 µs more than o_s + o_r"
@@ -878,7 +888,15 @@ mod tests {
                 ..p
             })
             .collect();
-        assert_eq!(extract(&bare).unwrap().pieces[0].send_wait_ns, None);
+        let bare = &extract(&bare).unwrap().pieces[0];
+        assert_eq!((bare.send_wait_ns, bare.duplex_ns), (None, None));
+        // An excess within the figures' noise (3 ns against at least 5) is no excess.
+        let fit = extract(&pts([3904.0, 3903.0, 3902.0])).unwrap();
+        let piece = &fit.pieces[0];
+        assert_eq!(
+            (piece.send_wait_ns, piece.duplex_ns),
+            (Some(0.0), Some(0.0))
+        );
     }
 
     #[test]

@@ -903,6 +903,7 @@ pub fn loggp_rows(
             row.overlap_us = us(p.overlap_ns);
             row.exchange_us = us(l.exchange_ns);
             row.send_wait_us = us(p.send_wait_ns);
+            row.duplex_us = us(p.duplex_ns);
             row.model_us = us(p.one_way_ns(l.size));
             (row.piece_from_bytes, row.piece_to_bytes) = (Some(p.from_size), Some(p.to_size));
             row.notes.clone_from(&l.notes);

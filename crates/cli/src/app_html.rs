@@ -673,7 +673,7 @@ fn loop_section(o: &mut String, l: &Loop) {
         o,
         "<table id=\"loop-params\"><thead><tr><th>stack</th><th>L ns</th><th>o_s ns</th>\
          <th>o_r ns</th><th>g ns</th><th>G ns/B</th><th>overlap ns</th><th>send wait ns</th>\
-         <th>o_s + L + o_r µs</th><th class=\"text\">note</th></tr></thead>\n<tbody>"
+         <th>duplex ns</th><th>o_s + L + o_r µs</th><th class=\"text\">note</th></tr></thead>\n<tbody>"
     );
     for st in &l.stacks {
         match &st.params {
@@ -681,7 +681,8 @@ fn loop_section(o: &mut String, l: &Loop) {
                 let _ = writeln!(
                     o,
                     "<tr><th>{}</th><td>{:.0}</td><td>{:.0}</td><td>{:.0}</td><td>{:.0}</td>\
-                     <td>{:.4}</td><td>{:.0}</td><td>{:.0}</td><td>{:.2}</td><td class=\"text\">{}</td></tr>",
+                     <td>{:.4}</td><td>{:.0}</td><td>{:.0}</td><td>{:.0}</td><td>{:.2}</td>\
+                     <td class=\"text\">{}</td></tr>",
                     esc(&st.stack),
                     p.L_ns,
                     p.o_s_ns,
@@ -690,6 +691,7 @@ fn loop_section(o: &mut String, l: &Loop) {
                     p.G_ns_per_byte,
                     p.overlap_ns,
                     p.send_wait_ns,
+                    p.duplex_ns,
                     p.small_message_ns / 1e3,
                     esc(&st.notes.join("; "))
                 );
@@ -697,7 +699,7 @@ fn loop_section(o: &mut String, l: &Loop) {
             None => {
                 let _ = writeln!(
                     o,
-                    "<tr><th>{}</th><td class=\"failed\" colspan=\"8\">-</td>\
+                    "<tr><th>{}</th><td class=\"failed\" colspan=\"9\">-</td>\
                      <td class=\"text error\">{}</td></tr>",
                     esc(&st.stack),
                     esc(st.error.as_deref().unwrap_or(""))

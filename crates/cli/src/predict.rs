@@ -183,9 +183,11 @@ pub struct PredictArgs {
     /// LogGP model: how much of a send and its receive run at once, as `bench loggp` measures
     /// it (ns): a message leaves `overlap` before its send's o_s ends (a ping-pong leg is
     /// o_s + o_r − overlap), and the send frees the CPU `wait` before its o_s + O·s ends (the
-    /// part of the send call spent waiting for the receiver: an exchange is o_s + o_r − wait)
-    /// [default: none, as LogGOPSim]
-    #[arg(long, value_name = "overlap=NS[,wait=NS]", value_parser = overlap)]
+    /// part of the send call spent waiting for the receiver: an exchange is o_s + o_r − wait);
+    /// `duplex`: where an exchange takes more than o_s + o_r, the excess, charged to a receive
+    /// whose message crossed one of the receiver's own to the same peer [default: none, as
+    /// LogGOPSim]
+    #[arg(long, value_name = "overlap=NS[,wait=NS][,duplex=NS]", value_parser = overlap)]
     pub overlap: Option<Overlap>,
     /// LogGP model: when a rank takes in a message that has arrived and waits for its CPU.
     /// arrival (LogGOPSim): as soon as the CPU is free; wait: only when the rank has nothing
@@ -291,10 +293,11 @@ fn self_overheads(s: &str) -> Result<SelfOverheads, String> {
 }
 
 fn overlap(s: &str) -> Result<Overlap, String> {
-    const SLOTS: [&str; 2] = ["overlap", "wait"];
-    let keys: [(&str, &[usize]); 2] = [("overlap", &[0]), ("wait", &[1])];
+    const SLOTS: [&str; 3] = ["overlap", "wait", "duplex"];
+    let keys: [(&str, &[usize]); 3] = [("overlap", &[0]), ("wait", &[1]), ("duplex", &[2])];
     let v = named_ns(s, "figure", &keys, SLOTS)?;
-    Overlap::new(v[0].ok_or("overlap is missing")?, v[1].unwrap_or(0.0))
+    Overlap::new(v[0].ok_or("overlap is missing")?, v[1].unwrap_or(0.0))?
+        .with_duplex(v[2].unwrap_or(0.0))
 }
 
 pub(crate) fn loggp_params(s: &str) -> Result<LogGp, String> {

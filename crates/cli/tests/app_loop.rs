@@ -28,7 +28,7 @@ enum Piece {
     Covering(u64),
 }
 
-fn bench_params(file: &Path, which: Piece) -> [f64; 8] {
+fn bench_params(file: &Path, which: Piece) -> [f64; 9] {
     let t = std::fs::read_to_string(file).expect("bench file");
     let j: Value = serde_json::from_str(&t).expect("bench JSON");
     let mut rows: Vec<&Value> = j["results"]
@@ -84,6 +84,7 @@ fn bench_params(file: &Path, which: Piece) -> [f64; 8] {
         (us("O_s_us_per_byte") + us("O_r_us_per_byte")) / 2.0,
         us("overlap_us"),
         us("send_wait_us"),
+        us("duplex_us"),
     ]
 }
 
@@ -152,7 +153,7 @@ fn the_loop_predicts_and_emulates_every_stack_from_the_reference() {
     // The parameters are the bench files' first piece, in ns.
     let stacks = l["stacks"].as_array().unwrap();
     assert_eq!(stacks.len(), 2);
-    let mut p: Vec<[f64; 8]> = Vec::new();
+    let mut p: Vec<[f64; 9]> = Vec::new();
     for (st, name) in stacks.iter().zip(["ompi-shm", "ompi-tcp"]) {
         assert_eq!(st["stack"], name);
         assert!(st["error"].is_null(), "{st}");
@@ -169,6 +170,7 @@ fn the_loop_predicts_and_emulates_every_stack_from_the_reference() {
             f(&q["O_ns_per_byte"]),
             f(&q["overlap_ns"]),
             f(&q["send_wait_ns"]),
+            f(&q["duplex_ns"]),
         ];
         for (g, w) in got.iter().zip(&b) {
             assert!(close(*g, *w), "{name}: {got:?} against the file's {b:?}");
@@ -177,7 +179,7 @@ fn the_loop_predicts_and_emulates_every_stack_from_the_reference() {
         p.push(b);
     }
     // The reference: the smaller o_s + L + o_r.
-    let cost = |b: &[f64; 8]| b[0] + b[1] + b[2];
+    let cost = |b: &[f64; 9]| b[0] + b[1] + b[2];
     let (r, other) = if cost(&p[0]) <= cost(&p[1]) {
         (0, 1)
     } else {
@@ -282,10 +284,10 @@ fn the_loop_predicts_and_emulates_every_stack_from_the_reference() {
                     "L={},o_s={},o_r={},g={},G={},O={}",
                     b[0], b[1], b[2], b[3], b[4], b[5]
                 ),
-                // The piece's overlap and the send's wait (`bench loggp` measures the
-                // exchange at the MPI layer).
+                // The piece's overlap, the send's wait and the exchange's excess (`bench
+                // loggp` measures the exchange at the MPI layer).
                 "--overlap",
-                &format!("overlap={},wait={}", b[6], b[7]),
+                &format!("overlap={},wait={},duplex={}", b[6], b[7], b[8]),
             ])
             .output()
             .expect("commperf predict");

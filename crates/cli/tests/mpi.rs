@@ -298,6 +298,22 @@ fn the_whole_suite_runs_at_the_mpi_layer_and_validates_every_byte() {
             (0.0..=most + 1e-9).contains(&w),
             "wait {w} against o_s(s) ≤ {most}: {r}"
         );
+        // The duplex figure, the exchange's excess over o_s(s) + o_r(s), is one of its sizes'
+        // (the median) and excludes a wait.
+        let d = r["duplex_us"]
+            .as_f64()
+            .expect("a duplex figure beside the wait");
+        let excess = loggp
+            .iter()
+            .filter(|q| q["piece_from_bytes"] == r["piece_from_bytes"])
+            .filter_map(|q| {
+                Some(q["exchange_us"].as_f64()? - q["o_s_us"].as_f64()? - q["o_r_us"].as_f64()?)
+            })
+            .fold(0.0, f64::max);
+        assert!(
+            (0.0..=excess + 1e-5).contains(&d) && (d == 0.0 || w == 0.0),
+            "duplex {d} against an excess ≤ {excess}, wait {w}: {r}"
+        );
     }
 }
 

@@ -438,7 +438,8 @@ fn loggp_parameters_given_as_loggopsim_takes_them() {
     assert!(e.contains("add --model loggp"), "{e}");
     // An exchange of 1 B (L 0, o 100): LogGOPSim's o_s + o_r = 0.2 µs; an overlap of 80 sends
     // the message at 20, but the peer's CPU is in its own send until 100: 0.2 µs still; a
-    // wait of 60 frees it at 40, so the receive runs 40–140: 0.14 µs.
+    // wait of 60 frees it at 40, so the receive runs 40–140: 0.14 µs. An exchange's excess of
+    // 30 lengthens the receive, whose message crossed rank 0's own: 0.23 µs.
     let t = tmp("exchange.trace");
     std::fs::write(
         &t,
@@ -451,6 +452,7 @@ fn loggp_parameters_given_as_loggopsim_takes_them() {
         (&[][..], 0.2),
         (&["--overlap", "overlap=80"][..], 0.2),
         (&["--overlap", "overlap=80,wait=60"][..], 0.14),
+        (&["--overlap", "overlap=0,duplex=30"][..], 0.23),
     ] {
         let got = rank0_finish_without_l(t, extra);
         assert!((got - finish).abs() < 1e-9, "{extra:?}: {got}");
@@ -458,6 +460,7 @@ fn loggp_parameters_given_as_loggopsim_takes_them() {
     for (arg, want) in [
         ("wait=5", "overlap is missing"),
         ("overlap=1,x=2", "unknown figure 'x'"),
+        ("overlap=1,duplex=2,duplex=3", "duplex is given twice"),
         ("overlap=-1", "not a non-negative number"),
     ] {
         let (code, e) = err(&loggp_on(t, &["--overlap", arg]));

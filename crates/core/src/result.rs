@@ -220,7 +220,8 @@ pub struct Row {
     /// the measured one). Where the layer can post a send and a receive at once (MPI),
     /// `exchange_us` is one exchange at this size, both sides sending and receiving together,
     /// and the piece's `send_wait_us` the part of the send call spent waiting for the receiver
-    /// (the exchange is that much below o_s + o_r). A figure that is not identifiable at the
+    /// (the exchange is that much below o_s + o_r), or its `duplex_us`, how much the exchange
+    /// takes beyond o_s + o_r where the two directions slow each other. A figure that is not identifiable at the
     /// measured sizes, or came out below zero beyond its noise, is absent and a note says why;
     /// none is ever negative.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -253,6 +254,8 @@ pub struct Row {
     pub exchange_us: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub send_wait_us: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duplex_us: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model_us: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -334,6 +337,7 @@ impl Row {
             overlap_us: None,
             exchange_us: None,
             send_wait_us: None,
+            duplex_us: None,
             model_us: None,
             piece_from_bytes: None,
             piece_to_bytes: None,

@@ -308,6 +308,7 @@ fn loggp_pieces(rows: &[&Row]) -> Option<Table> {
     // Measured where the layer can post both sides of an exchange at once (MPI).
     if pieces.iter().any(|p| p.send_wait_us.is_some()) {
         cols.push(("send wait(us)", |r| time(r.send_wait_us)));
+        cols.push(("duplex(us)", |r| time(r.duplex_us)));
     }
     let mut t = Table::new();
     for (i, (name, _)) in cols.iter().enumerate() {

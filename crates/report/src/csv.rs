@@ -6,7 +6,7 @@ use crate::table::{Align, Table};
 use commperf_core::Report;
 
 /// Column names, in order; equal to the JSON field names of a row.
-pub(crate) const COLUMNS: [&str; 46] = [
+pub(crate) const COLUMNS: [&str; 47] = [
     "benchmark",
     "transport",
     "mode",
@@ -47,6 +47,7 @@ pub(crate) const COLUMNS: [&str; 46] = [
     "overlap_us",
     "exchange_us",
     "send_wait_us",
+    "duplex_us",
     "model_us",
     "piece_from_bytes",
     "piece_to_bytes",
@@ -103,6 +104,7 @@ pub(crate) fn render_csv(report: &Report) -> String {
             opt(r.overlap_us),
             opt(r.exchange_us),
             opt(r.send_wait_us),
+            opt(r.duplex_us),
             opt(r.model_us),
             r.piece_from_bytes
                 .map_or_else(String::new, |n| n.to_string()),

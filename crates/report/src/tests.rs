@@ -138,10 +138,10 @@ fn markdown_format_has_headings_bullets_and_pipe_tables() {
 #[test]
 fn csv_format_is_one_flat_table_at_full_precision() {
     let expected = "\
-benchmark,transport,mode,size_bytes,iterations,warmup,window,p50_us,p90_us,p99_us,min_us,max_us,mean_us,p50_noise_us,mb_per_s,msgs_per_s,efficiency,limit_us,limit_mb_per_s,baseline_p50_us,cost_us,cost_noise_us,block_spins,connections,segments,packed,buffers,o_s_us,o_r_us,gap_us,o_s_fixed_us,O_s_us_per_byte,o_r_fixed_us,O_r_us_per_byte,g_us,G_us_per_byte,L_us,overlap_us,exchange_us,send_wait_us,model_us,piece_from_bytes,piece_to_bytes,pairs,validated,notes
-latency,shm,poll,8,100000,1000,,0.2134,0.25,0.4012,0.18,12.5034,0.2231,,,,0.3337,0.0712,,,,,,,,,,,,,,,,,,,,,,,,,,,true,
-bw,shm,poll,65536,2000,20,64,,,,,,,,8012.3456,122258.6,0.4451,,18000.5,,,,,,,,,,,,,,,,,,,,,,,,,,true,
-latency,shm,poll,1048576,1000,10,,95.123,101.5,130.25,90,250.75,97.8761,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,true,
+benchmark,transport,mode,size_bytes,iterations,warmup,window,p50_us,p90_us,p99_us,min_us,max_us,mean_us,p50_noise_us,mb_per_s,msgs_per_s,efficiency,limit_us,limit_mb_per_s,baseline_p50_us,cost_us,cost_noise_us,block_spins,connections,segments,packed,buffers,o_s_us,o_r_us,gap_us,o_s_fixed_us,O_s_us_per_byte,o_r_fixed_us,O_r_us_per_byte,g_us,G_us_per_byte,L_us,overlap_us,exchange_us,send_wait_us,duplex_us,model_us,piece_from_bytes,piece_to_bytes,pairs,validated,notes
+latency,shm,poll,8,100000,1000,,0.2134,0.25,0.4012,0.18,12.5034,0.2231,,,,0.3337,0.0712,,,,,,,,,,,,,,,,,,,,,,,,,,,,true,
+bw,shm,poll,65536,2000,20,64,,,,,,,,8012.3456,122258.6,0.4451,,18000.5,,,,,,,,,,,,,,,,,,,,,,,,,,,true,
+latency,shm,poll,1048576,1000,10,,95.123,101.5,130.25,90,250.75,97.8761,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,,true,
 ";
     assert_eq!(render(&report(), Format::Csv), expected);
 }
@@ -159,7 +159,7 @@ fn csv_columns_are_exactly_the_row_fields() {
         (Some(1.0), Some(1.0), Some(1.0), Some(1.0), Some(1.0));
     (r.gap_us, r.o_s_fixed_us, r.O_s_us_per_byte) = (Some(1.0), Some(1.0), Some(1.0));
     (r.o_r_fixed_us, r.O_r_us_per_byte, r.overlap_us) = (Some(1.0), Some(1.0), Some(1.0));
-    (r.exchange_us, r.send_wait_us) = (Some(1.0), Some(1.0));
+    (r.exchange_us, r.send_wait_us, r.duplex_us) = (Some(1.0), Some(1.0), Some(1.0));
     (r.model_us, r.piece_from_bytes, r.piece_to_bytes) = (Some(1.0), Some(1), Some(2));
     (r.p50_noise_us, r.cost_noise_us) = (Some(1.0), Some(1.0));
     r.notes = vec!["a note".into()];

@@ -754,6 +754,63 @@ fn loggp_overlap_shortens_a_one_way_trip_by_the_overlap_and_an_exchange_by_the_w
 }
 
 #[test]
+fn loggp_duplex_charges_a_crossing_receive_once_per_message_and_a_ping_pong_never() {
+    // L = 0, o = 100 ns, 1-byte messages, an exchange's excess of 30 ns. `k` messages each way,
+    // all posted at once, then a wait for all (g = 0: a rank's sends leave back to back, before
+    // it takes in the first arrival); or a ping-pong.
+    let exchange = |k: usize| {
+        let mut b = WorkloadBuilder::new(2);
+        for r in 0..2u32 {
+            let mut p = SeqProgram::new();
+            let mut q: Vec<_> = (0..k).map(|_| p.nonblocking(send(1 - r, 1))).collect();
+            q.extend((0..k).map(|_| p.nonblocking(recv(1 - r, 1))));
+            p.wait(&q);
+            b.add_program(r, &p).unwrap();
+        }
+        let mut f = Fixture::new(b.finish());
+        (f.loggp.L_ns, f.loggp.g_ns) = (0.0, 0.0);
+        f
+    };
+    let mut b = WorkloadBuilder::new(2);
+    for (r, ops) in [[send(1, 1), recv(1, 1)], [recv(0, 1), send(0, 1)]]
+        .into_iter()
+        .enumerate()
+    {
+        let mut p = SeqProgram::new();
+        for op in ops {
+            p.blocking(op);
+        }
+        b.add_program(r as u32, &p).unwrap();
+    }
+    let mut pingpong = Fixture::new(b.finish());
+    pingpong.loggp.L_ns = 0.0;
+    let finish = |f: &Fixture, duplex: f64| {
+        let cfg = PredictConfig {
+            model: Model::LogGp,
+            overlap: Some(Overlap::new(0.0, 0.0).unwrap().with_duplex(duplex).unwrap()),
+            ..PredictConfig::default()
+        };
+        let p = predict(&f.inputs(), &cfg).unwrap().prediction;
+        (p.ranks[0].finish_us * 1e3).round()
+    };
+    // One exchange: the send 0–100, the peer's message there at 100, its receive 100–230 with
+    // the excess: o_s + o_r + duplex, as `bench loggp` measures it.
+    let one = exchange(1);
+    assert_eq!((finish(&one, 0.0), finish(&one, 30.0)), (200.0, 230.0));
+    // A ping-pong's legs leave after the other was taken in: 400 ns either way.
+    assert_eq!(
+        (finish(&pingpong, 0.0), finish(&pingpong, 30.0)),
+        (400.0, 400.0)
+    );
+    // Two messages each way are one exchange: the sends 0–200, the receives 200–300–400; the
+    // excess once a side, not on both receives.
+    let two = exchange(2);
+    assert_eq!((finish(&two, 0.0), finish(&two, 30.0)), (400.0, 430.0));
+    assert!(Overlap::default().with_duplex(-1.0).is_err());
+    assert!(Overlap::default().with_duplex(f64::INFINITY).is_err());
+}
+
+#[test]
 fn loggp_progress_at_wait_lets_a_ranks_own_send_go_before_what_has_arrived() {
     // L = 0, o = 100 ns, 1-byte messages. Rank 0 sends to rank 1 at once (there at 100);
     // rank 1 computes 1000 + 10 ns, then sends to rank 0 and waits for both.
