@@ -534,7 +534,8 @@ fn send_wait(piece: &mut Piece, pts: &[SizePrtt], sends: &[Est], recvs: &[Est], 
     }
     below.sort_by(|a, b| a.0.total_cmp(&b.0));
     let (w, u) = below[below.len() / 2];
-    if w < -u {
+    let excess = w < -u;
+    if excess {
         piece.notes.push(format!(
             "over {range} an exchange takes {} ± {} more than o_s + o_r: the two directions slow each other, which LogGP does not hold (the duplex figure)",
             us(-w),
@@ -543,7 +544,7 @@ fn send_wait(piece: &mut Piece, pts: &[SizePrtt], sends: &[Est], recvs: &[Est], 
     }
     let w = (w * 1e3).round() / 1e3;
     piece.send_wait_ns = Some(w.max(0.0));
-    piece.duplex_ns = Some(if w < -u { -w } else { 0.0 });
+    piece.duplex_ns = Some(if excess { -w } else { 0.0 });
 }
 
 /// Fits L (and the overlap) of one piece: the intercept of latency(s) − o_s − o_r over the
