@@ -68,8 +68,8 @@ fn check_kit_profiles(j: &Value, stack: &str) {
     // The timed loop's: the final MPI_Allreduce (the barrier before it starts the window).
     assert_eq!(u64s(&p["collectives_per_rank"]), [1, 1], "{p}");
     assert_eq!(p["from_barrier"], true, "{p}");
-    // The whole run, before the barrier too: the study's two warm-up rounds, each 64 messages
-    // of pipeline's largest (32 bytes) from each rank and one MPI_Allreduce.
+    // The whole run, before the barrier too: the study's two warm-up rounds, each twice 64
+    // messages of pipeline's largest (32 bytes) from each rank and one MPI_Allreduce.
     let run0 = cell(j, "pipeline", stack)["monitor_dirs"][0]
         .as_str()
         .unwrap();
@@ -77,7 +77,7 @@ fn check_kit_profiles(j: &Value, stack: &str) {
         &std::fs::read_to_string(Path::new(run0).join("summary.json")).unwrap(),
     )
     .unwrap();
-    assert_eq!(whole["matched_messages"], 30 + 2 * 64 * 2, "{whole}");
+    assert_eq!(whole["matched_messages"], 30 + 2 * 2 * 64 * 2, "{whole}");
     let e = &cell(j, "ep", stack)["profile"];
     assert_eq!(e["messages"], 0, "{e}");
     assert_eq!(u64s(&e["sent_per_rank"]), [0, 0], "{e}");

@@ -335,23 +335,27 @@ fn pipeline_streams_blocks_down_the_chain_and_back() {
         assert_eq!(calls(&j, r, "MPI_Allreduce"), 1, "rank {r}");
         assert_eq!(calls(&j, r, "MPI_Send"), 0, "rank {r}");
     }
-    // warmup=2: before the timed loop, two rounds of 64 messages of the largest size (40 B)
-    // from every rank to every other rank (ranks paired by shifts), and an allreduce a round.
+    // warmup=2: before the timed loop, two rounds of twice 64 messages of the largest size
+    // (40 B) from every rank to every other rank (ranks paired by shifts: once to posted
+    // receives, once ahead of them, a barrier between), and an allreduce a round.
     let warm: Vec<&str> = args.iter().copied().chain(["warmup=2"]).collect();
     let (o, j) = monitored(&s, &prog, &warm);
     verified(&o, "pipeline");
     for src in 0..RANKS {
         for dst in (0..RANKS).filter(|&d| d != src) {
-            *want.entry((src, dst, bin(bs * 8))).or_default() += 2 * 64;
+            *want.entry((src, dst, bin(bs * 8))).or_default() += 2 * 2 * 64;
         }
     }
     check_exact(&j, &want);
     for r in 0..RANKS {
         let links = if r == 0 || r == RANKS - 1 { 1 } else { 2 };
-        let sends = links * blocks * iters + 2 * 64 * (RANKS - 1);
+        let sends = links * blocks * iters + 2 * 2 * 64 * (RANKS - 1);
         assert_eq!(calls(&j, r, "MPI_Isend"), sends, "rank {r}");
         assert_eq!(calls(&j, r, "MPI_Irecv"), sends, "rank {r}");
         assert_eq!(calls(&j, r, "MPI_Allreduce"), 1 + 2, "rank {r}");
+        // The timed loop's, and one a warm-up round per shift.
+        let barriers = 1 + 2 * (RANKS - 1);
+        assert_eq!(calls(&j, r, "MPI_Barrier"), barriers, "rank {r}");
     }
 }
 
