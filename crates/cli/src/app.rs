@@ -354,6 +354,11 @@ pub struct Cell {
     pub monitor_dirs: Vec<PathBuf>,
     /// What to know about a run that succeeded (a launch stopped after the ranks finished).
     pub notes: Vec<String>,
+    /// Per run that succeeded, as `times_s`: the machine's state over it (a cache line's
+    /// one-way trip between the ranks' CPUs, ns; null where it changed during the run or could
+    /// not be probed). Absent from files written before it was kept.
+    #[serde(default)]
+    pub run_states_ns: Vec<Option<f64>>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -488,6 +493,7 @@ pub fn run(a: &AppArgs, cfg: Config) -> Result<()> {
                 micro: None,
                 monitor_dirs: Vec::new(),
                 notes: Vec::new(),
+                run_states_ns: Vec::new(),
             };
             let command = match launch_of(a, &nets, p, s, &cache, &root) {
                 Ok(c) => Some(c),
@@ -545,6 +551,7 @@ pub fn run(a: &AppArgs, cfg: Config) -> Result<()> {
                             .into(),
                         );
                         cell.times_s.push(run.program_s.unwrap_or(run.wall_s));
+                        cell.run_states_ns.push(run.state_ns);
                         walls.push(run.wall_s);
                     }
                     Err(e) => {
@@ -890,6 +897,8 @@ pub(crate) struct RunResult {
     pub note: Option<String>,
     pub program_s: Option<f64>,
     pub profile: Profile,
+    /// The machine's state over the run ([`crate::probe::around`], ns).
+    pub state_ns: Option<f64>,
 }
 
 /// One monitored run: the command under the interposer (as `commperf monitor -o DIR -- …`),
@@ -920,16 +929,19 @@ pub(crate) fn monitored_run(
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    let t0 = Instant::now();
     // Done: every rank's monitor file is complete (the interposer writes it in MPI_Finalize,
     // before the library's own finalization).
     let all_finalized = || {
         crate::monitor_mpi::load(&dir)
             .is_ok_and(|(s, _)| !s.cut_short && s.missing_ranks.is_empty() && s.ranks == np)
     };
-    let (status, out, err, after) = run_with_timeout(cmd, timeout, &all_finalized)
-        .with_context(|| format!("cannot run {}", command[0]))?;
-    let wall_s = t0.elapsed().as_secs_f64();
+    let ((finished, wall_s), state_ns) = crate::probe::around(|| {
+        let t0 = Instant::now();
+        let r = run_with_timeout(cmd, timeout, &all_finalized);
+        (r, t0.elapsed().as_secs_f64())
+    });
+    let (status, out, err, after) =
+        finished.with_context(|| format!("cannot run {}", command[0]))?;
     std::fs::write(dir.join("stdout.txt"), &out)?;
     std::fs::write(dir.join("stderr.txt"), &err)?;
     let text = String::from_utf8_lossy(&out);
@@ -982,6 +994,7 @@ pub(crate) fn monitored_run(
         program_s: program_time(&text),
         profile,
         note,
+        state_ns,
     })
 }
 

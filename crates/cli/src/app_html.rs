@@ -660,14 +660,15 @@ fn loop_section(o: &mut String, l: &Loop) {
         "<h2 id=\"loop\">The loop: predicted and emulated against measured</h2>\n\
          <p class=\"note\">Reference stack {}. Each program's monitored run on it is replayed \
          (LogGP model) with every stack's parameters, and run under the emulation knobs set to \
-         each other stack's parameter differences. Times are MPI_Init to MPI_Finalize (longest \
-         rank), ms; comm is the time inside MPI calls, mean over the ranks. Within 10 %: {} of \
-         {} predictions, {} of {} emulations.</p>",
+         each other stack's parameter differences. Times are from the barrier before the timed \
+         loop to the last MPI call (longest rank), ms; comm is the time inside MPI calls, mean \
+         over the ranks. Within 10 %: {} of {} predictions, {} of {} emulations{}.</p>",
         esc(&l.reference_rule),
         l.predictions_within_10_percent,
         l.predictions,
         l.emulations_within_10_percent,
-        l.emulations
+        l.emulations,
+        esc(&crate::app_loop::usual_counts(l))
     );
     let _ = writeln!(
         o,
@@ -959,6 +960,7 @@ mod tests {
             micro: None,
             monitor_dirs: Vec::new(),
             notes: Vec::new(),
+            run_states_ns: Vec::new(),
         }
     }
 
@@ -1105,7 +1107,9 @@ mod tests {
                 program_error_percent: None,
                 untouched_calls_percent: None,
                 monitor_dirs: Vec::new(),
+                run_states_ns: Vec::new(),
             }),
+            other_state: Vec::new(),
         };
         let mut s = hostile();
         s.loop_study = Some(crate::app_loop::tally(Loop {
@@ -1122,6 +1126,7 @@ mod tests {
                 params: None,
                 pieces: Vec::new(),
                 ladder_us: None,
+                state_ns: None,
             }],
             cells: vec![
                 lc("ompi-shm", 0.0002, Some(0.00021), None),
@@ -1132,6 +1137,11 @@ mod tests {
             predictions: 0,
             emulations_within_10_percent: 0,
             emulations: 0,
+            usual_state_ns: None,
+            predictions_within_10_percent_usual: 0,
+            predictions_usual: 0,
+            emulations_within_10_percent_usual: 0,
+            emulations_usual: 0,
         }));
         let h = page(&s);
         assert!(

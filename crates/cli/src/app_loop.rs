@@ -25,6 +25,7 @@
 use crate::app::{self, AppArgs, Cell, Config, Stack};
 use anyhow::{anyhow, bail, Context, Result};
 use commperf_bench::Progress;
+use commperf_emulate::sweep::same_state;
 use commperf_emulate::Knobs;
 use commperf_predict::engine::{self, Inputs, LogGp, Model, Overlap, PredictConfig};
 use commperf_predict::parse::{self, ParseOptions, TraceFormat};
@@ -78,6 +79,21 @@ pub struct Loop {
     /// run.
     pub emulations_within_10_percent: usize,
     pub emulations: usize,
+    /// The machine's usual state over the study: the median of every run's and bench's state
+    /// (a cache line's one-way trip between the ranks' CPUs, ns; [`crate::probe`]). None
+    /// without a probe, and in files written before it was kept.
+    #[serde(default)]
+    pub usual_state_ns: Option<f64>,
+    /// The same counts over the cells none of whose figures came from another state
+    /// ([`LoopCell::other_state`]).
+    #[serde(default)]
+    pub predictions_within_10_percent_usual: usize,
+    #[serde(default)]
+    pub predictions_usual: usize,
+    #[serde(default)]
+    pub emulations_within_10_percent_usual: usize,
+    #[serde(default)]
+    pub emulations_usual: usize,
 }
 
 /// A stack's LogGP parameters at the MPI layer.
@@ -101,6 +117,9 @@ pub struct LoopStack {
     /// are told apart by.
     #[serde(default)]
     pub ladder_us: Option<f64>,
+    /// The machine's state over the bench (as [`app::Cell`]'s runs').
+    #[serde(default)]
+    pub state_ns: Option<f64>,
 }
 
 /// LogGOPS parameters of the first protocol piece `bench loggp` fitted (the smallest messages),
@@ -177,6 +196,12 @@ pub struct LoopCell {
     pub comm_error_percent: Option<f64>,
     /// None on the reference itself.
     pub emulation: Option<Emulation>,
+    /// Which of the cell's figures came mostly from another state of the machine than the
+    /// study's usual one (its runs, the reference's runs its trace is taken from, a stack's
+    /// bench; `emulated runs: …` for the emulation's): such a figure is not comparable with
+    /// the rest. Empty when all are in the usual state or nothing was probed.
+    #[serde(default)]
+    pub other_state: Vec<String>,
 }
 
 /// A stack emulated on the reference: the reference's runs with the knobs set.
@@ -204,6 +229,9 @@ pub struct Emulation {
     /// Share of the collective calls the knobs did not reach (left to the library), percent.
     pub untouched_calls_percent: Option<f64>,
     pub monitor_dirs: Vec<PathBuf>,
+    /// Per emulated run that succeeded: the machine's state over it (as [`app::Cell`]'s).
+    #[serde(default)]
+    pub run_states_ns: Vec<Option<f64>>,
 }
 
 /// Progress of the study the loop's steps count in.
@@ -447,9 +475,12 @@ fn loop_stack(
         &LOGGP_ITERS.to_string(),
     ]
     .map(String::from);
+    let mut state_ns = None;
     let r = (|| -> Result<(Params, Vec<Params>, Vec<String>, f64)> {
         nets.check(s).map_err(anyhow::Error::msg)?;
-        let note = app::launch_bench(a, s, &args, &file)?;
+        let (note, state) = crate::probe::around(|| app::launch_bench(a, s, &args, &file));
+        state_ns = state;
+        let note = note?;
         let text = commperf_core::read_text(&file)?;
         let ctx = || file.display().to_string();
         let rows = bench_rows(&text).with_context(ctx)?;
@@ -467,6 +498,7 @@ fn loop_stack(
         params: None,
         pieces: Vec::new(),
         ladder_us: None,
+        state_ns,
     };
     match r {
         Ok((p, pieces, notes, ladder)) => {
@@ -733,6 +765,7 @@ pub(crate) fn measure(
                     params: None,
                     pieces: Vec::new(),
                     ladder_us: None,
+                    state_ns: None,
                 }
             })
         })
@@ -829,6 +862,7 @@ pub(crate) fn plan(
             program_error_percent: None,
             untouched_calls_percent: None,
             monitor_dirs: Vec::new(),
+            run_states_ns: Vec::new(),
         };
         let mut knobs = Knobs::default();
         let mut command = Vec::new();
@@ -903,7 +937,7 @@ pub(crate) fn emulate_round(
         .join(format!("run-{k}"));
     let emu_dir = dir.join(".emulate");
     let (knobs, command) = (er.knobs, &er.command);
-    let r = steps.step(&label, || -> Result<(f64, Option<f64>, Option<f64>)> {
+    let r = steps.step(&label, || -> Result<(f64, app::RunResult, Option<f64>)> {
         let _ = std::fs::remove_dir_all(&emu_dir);
         std::fs::create_dir_all(&emu_dir)
             .with_context(|| format!("cannot create {}", emu_dir.display()))?;
@@ -937,14 +971,15 @@ pub(crate) fn emulate_round(
                 .map(|u| u.untouched_calls_percent)
         };
         let (total, _) = measured(std::slice::from_ref(&dir))?;
-        Ok((total, run.program_s, untouched))
+        Ok((total, run, untouched))
     });
     let _ = std::fs::remove_dir_all(&emu_dir);
     er.e.monitor_dirs.push(dir);
     match r {
-        Ok((t, prog, untouched)) => {
+        Ok((t, run, untouched)) => {
             er.totals.push(t);
-            er.programs.extend(prog);
+            er.programs.extend(run.program_s);
+            er.e.run_states_ns.push(run.state_ns);
             er.e.untouched_calls_percent = er.e.untouched_calls_percent.or(untouched);
         }
         // The later rounds count their step without running.
@@ -984,6 +1019,17 @@ pub(crate) fn finish(
         }
         None => "none: no stack has LogGP parameters".into(),
     };
+    // Every run's and bench round's state: the study's usual one is their median.
+    let usual = app::median(
+        &cells
+            .iter()
+            .flat_map(|c| &c.run_states_ns)
+            .chain(emulations.iter().flatten().flat_map(|e| &e.e.run_states_ns))
+            .copied()
+            .chain(stacks.iter().map(|s| s.state_ns))
+            .flatten()
+            .collect::<Vec<f64>>(),
+    );
     let mut out = Vec::new();
     let mut emulations = emulations.into_iter();
     for p in &cfg.programs {
@@ -1014,7 +1060,31 @@ pub(crate) fn finish(
                 total_error_percent: None,
                 comm_error_percent: None,
                 emulation: None,
+                other_state: Vec::new(),
             };
+            if let Some(u) = usual {
+                let reference = ref_idx.map(|i| &stacks[i]);
+                let mut off = Vec::new();
+                off.extend(runs_off(
+                    "its runs",
+                    c.map_or(&[][..], |c| &c.run_states_ns),
+                    u,
+                ));
+                if let Some(r) = reference.filter(|r| r.stack != st.stack) {
+                    let runs = cell_of(&r.stack).map_or(&[][..], |c| &c.run_states_ns);
+                    off.extend(runs_off("the reference's runs", runs, u));
+                }
+                for b in std::iter::once(st).chain(reference.filter(|r| r.stack != st.stack)) {
+                    if !same_state(b.state_ns, Some(u)) {
+                        off.push(format!(
+                            "the bench of {} ({})",
+                            b.stack,
+                            state_name(b.state_ns)
+                        ));
+                    }
+                }
+                lc.other_state = off;
+            }
             let mut why: Vec<String> = Vec::new();
             match c {
                 Some(Cell { error: Some(e), .. }) => why.push(format!("the run failed: {e}")),
@@ -1079,6 +1149,10 @@ pub(crate) fn finish(
                         .zip(lc.measured_program_s)
                         .and_then(|(x, m)| error_percent(x, m));
                 }
+                if let Some(u) = usual {
+                    lc.other_state
+                        .extend(runs_off("emulated runs", &e.run_states_ns, u));
+                }
                 lc.emulation = Some(e);
             }
             if !why.is_empty() {
@@ -1099,6 +1173,34 @@ pub(crate) fn finish(
         predictions: 0,
         emulations_within_10_percent: 0,
         emulations: 0,
+        usual_state_ns: usual,
+        predictions_within_10_percent_usual: 0,
+        predictions_usual: 0,
+        emulations_within_10_percent_usual: 0,
+        emulations_usual: 0,
+    })
+}
+
+/// A state in words: its ns, or that it changed during the run.
+fn state_name(s: Option<f64>) -> String {
+    s.map_or_else(|| "changing".into(), |x| format!("{x:.0} ns"))
+}
+
+/// `what` when most of `runs` (so their median) are in another state than `usual`, or changed
+/// during the run; None when most are in it.
+fn runs_off(what: &str, runs: &[Option<f64>], usual: f64) -> Option<String> {
+    let off: Vec<String> = runs
+        .iter()
+        .filter(|s| !same_state(**s, Some(usual)))
+        .map(|s| state_name(*s))
+        .collect();
+    (!runs.is_empty() && 2 * off.len() > runs.len()).then(|| {
+        format!(
+            "{what}: {} of {} in another state ({})",
+            off.len(),
+            runs.len(),
+            off.join(", ")
+        )
     })
 }
 
@@ -1120,6 +1222,25 @@ pub fn tally(mut l: Loop) -> Loop {
     l.predictions_within_10_percent = pred.iter().filter(|e| within(**e)).count();
     l.emulations = emu.len();
     l.emulations_within_10_percent = emu.iter().filter(|e| within(**e)).count();
+    // The same over the cells whose figures are all from the usual state (the emulation's
+    // own runs count for the emulation only).
+    let usual_pred: Vec<Option<f64>> = l
+        .cells
+        .iter()
+        .filter(|c| c.other_state.iter().all(|w| w.starts_with("emulated runs")))
+        .map(|c| c.total_error_percent)
+        .filter(Option::is_some)
+        .collect();
+    let usual_emu: Vec<Option<f64>> = l
+        .cells
+        .iter()
+        .filter(|c| c.other_state.is_empty())
+        .filter_map(|c| c.emulation.as_ref()?.total_error_percent.map(Some))
+        .collect();
+    l.predictions_usual = usual_pred.len();
+    l.predictions_within_10_percent_usual = usual_pred.iter().filter(|e| within(**e)).count();
+    l.emulations_usual = usual_emu.len();
+    l.emulations_within_10_percent_usual = usual_emu.iter().filter(|e| within(**e)).count();
     l
 }
 
@@ -1219,7 +1340,7 @@ pub fn render(l: &Loop) -> String {
         };
         let _ = writeln!(
             o,
-            "{:<12} {:<10} {:>10} {:>10} {:>8} {:>10} {:>10} {:>8} {:>10} {:>8} {:>10} {:>10} {:>8}  {knobs}",
+            "{:<12} {:<10} {:>10} {:>10} {:>8} {:>10} {:>10} {:>8} {:>10} {:>8} {:>10} {:>10} {:>8}  {knobs}{}",
             c.program,
             c.stack,
             ms(c.measured_total_s),
@@ -1233,6 +1354,7 @@ pub fn render(l: &Loop) -> String {
             ms(c.measured_program_s),
             ms(e.and_then(|e| e.program_s)),
             pct(e.and_then(|e| e.program_error_percent)),
+            if c.other_state.is_empty() { "" } else { " ~" },
         );
     }
     for c in &l.cells {
@@ -1264,15 +1386,40 @@ pub fn render(l: &Loop) -> String {
             let _ = writeln!(o, "LogGP of {}: {n}", s.stack);
         }
     }
+    for c in l.cells.iter().filter(|c| !c.other_state.is_empty()) {
+        let _ = writeln!(
+            o,
+            "~ {} on {}: {}",
+            c.program,
+            c.stack,
+            c.other_state.join("; ")
+        );
+    }
     let _ = writeln!(
         o,
-        "within {GOAL_PERCENT} %: {} of {} predictions (total), {} of {} emulations (total)",
+        "within {GOAL_PERCENT} %: {} of {} predictions (total), {} of {} emulations (total){}",
         l.predictions_within_10_percent,
         l.predictions,
         l.emulations_within_10_percent,
-        l.emulations
+        l.emulations,
+        usual_counts(l)
     );
     o
+}
+
+/// The counts over the cells in the machine's usual state, where a cell is in another.
+pub(crate) fn usual_counts(l: &Loop) -> String {
+    match l.usual_state_ns {
+        Some(u) if l.cells.iter().any(|c| !c.other_state.is_empty()) => format!(
+            "; in the machine's usual state (a cache line crosses between the ranks' CPUs in \
+             {u:.0} ns; the cells not marked ~): {} of {} predictions, {} of {} emulations",
+            l.predictions_within_10_percent_usual,
+            l.predictions_usual,
+            l.emulations_within_10_percent_usual,
+            l.emulations_usual
+        ),
+        _ => String::new(),
+    }
 }
 
 #[cfg(test)]
@@ -1305,6 +1452,7 @@ mod tests {
             params: p,
             pieces: Vec::new(),
             ladder_us: None,
+            state_ns: None,
         }
     }
 
@@ -1447,8 +1595,31 @@ mod tests {
                 program_error_percent: None,
                 untouched_calls_percent: None,
                 monitor_dirs: Vec::new(),
+                run_states_ns: Vec::new(),
             }),
+            other_state: Vec::new(),
         }
+    }
+
+    #[test]
+    fn runs_are_off_the_usual_state_when_most_are_in_another_or_changed() {
+        let fast = Some(31.0);
+        // Two of five slow: the median run is a fast one.
+        let runs = [fast, Some(32.0), Some(165.0), Some(160.0), fast];
+        assert_eq!(runs_off("its runs", &runs, 31.0), None);
+        // Three of five off, one of them across a change of state (no reading).
+        let runs = [fast, Some(165.0), None, Some(160.0), Some(33.0)];
+        assert_eq!(
+            runs_off("its runs", &runs, 31.0).as_deref(),
+            Some("its runs: 3 of 5 in another state (165 ns, changing, 160 ns)")
+        );
+        // Within the factor of 1.5 is the same state (14 ns, the two threads of one core, is not).
+        assert_eq!(
+            runs_off("r", &[Some(45.0), Some(22.0), Some(40.0)], 31.0),
+            None
+        );
+        assert!(runs_off("r", &[Some(14.0)], 31.0).is_some());
+        assert_eq!(runs_off("r", &[], 31.0), None);
     }
 
     #[test]
@@ -1470,9 +1641,41 @@ mod tests {
             predictions: 99,
             emulations_within_10_percent: 99,
             emulations: 99,
+            usual_state_ns: None,
+            predictions_within_10_percent_usual: 0,
+            predictions_usual: 0,
+            emulations_within_10_percent_usual: 0,
+            emulations_usual: 0,
         });
         assert_eq!((l.predictions_within_10_percent, l.predictions), (2, 3));
         assert_eq!((l.emulations_within_10_percent, l.emulations), (2, 3));
+        // Nothing in another state of the machine: the table says nothing of it.
+        assert!(!render(&l).contains("usual state"));
+        // mpich-tcp's runs in another state: its prediction and emulation leave the usual
+        // counts; mpich-shm's emulated runs only: its emulation does.
+        let mut l = l;
+        l.usual_state_ns = Some(31.0);
+        l.cells[3].other_state = vec!["its runs: 3 of 5 in another state (165 ns)".into()];
+        l.cells[2].other_state = vec!["emulated runs: 2 of 3 in another state".into()];
+        let l = tally(l);
+        assert_eq!(
+            (l.predictions_within_10_percent_usual, l.predictions_usual),
+            (1, 2)
+        );
+        assert_eq!(
+            (l.emulations_within_10_percent_usual, l.emulations_usual),
+            (1, 1)
+        );
+        let t = render(&l);
+        assert!(
+            t.contains("~ halo on mpich-tcp: its runs: 3 of 5 in another state (165 ns)"),
+            "{t}"
+        );
+        assert!(
+            t.contains("in 31 ns; the cells not marked ~): 1 of 2 predictions, 1 of 1 emulations"),
+            "{t}"
+        );
+        assert_eq!(t.lines().filter(|l| l.ends_with(" ~")).count(), 2, "{t}");
         // A replay that took another piece than the stack's first is named under the table.
         let mut l = l;
         let mut first = params(1.0, 1.0, 1.0, 1.0, 0.1);

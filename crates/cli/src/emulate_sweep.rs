@@ -10,6 +10,7 @@
 //! contention mode, and the table puts predicted beside measured slowdown (issue 14, item 5).
 
 use crate::output::{print, write_atomically};
+use crate::probe::MachineProbe;
 use anyhow::{bail, Context, Result};
 use clap::{Args, ValueEnum};
 use commperf_emulate::sweep::{
@@ -21,7 +22,6 @@ use commperf_predict::engine::{self, Inputs, LogGp, Model, PredictConfig, SelfOv
 use commperf_predict::parse::{self, ParseOptions};
 use commperf_predict::tcom::Tcom;
 use commperf_predict::topology::{self, RankMap, TopologySpec};
-use commperf_transport::clock::Clock;
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -115,36 +115,6 @@ struct EmulatedRuns<'a> {
     exe: PathBuf,
     n: usize,
     probe: Option<MachineProbe>,
-}
-
-/// The sweep's probe of the machine's state ([`Runner::probe`]): a cache line's one-way trip
-/// between the first two CPUs this process may use (the ones `mpirun` binds two ranks to),
-/// 3 batches of 2000 round trips, a few ms.
-struct MachineProbe {
-    cpus: [usize; 2],
-    clock: Clock,
-}
-
-impl MachineProbe {
-    fn new() -> Option<Self> {
-        let cpus = commperf_transport::affinity::allowed_cpus();
-        (cpus.len() >= 2).then(|| MachineProbe {
-            cpus: [cpus[0], cpus[1]],
-            clock: Clock::calibrate(),
-        })
-    }
-
-    /// On a thread of its own, so that its pinning never reaches this process's next child.
-    fn read(&self) -> Option<f64> {
-        std::thread::scope(|s| {
-            s.spawn(|| {
-                commperf_bench::limits::cacheline_one_way_ns(&self.clock, self.cpus, 2000, 3).ok()
-            })
-            .join()
-            .ok()
-            .flatten()
-        })
-    }
 }
 
 fn knob_flags(k: &Knobs) -> Vec<String> {

@@ -24,6 +24,7 @@ mod mpi;
 mod output;
 mod predict;
 mod preload;
+mod probe;
 mod progress;
 mod testbed;
 
