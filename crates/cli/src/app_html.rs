@@ -736,6 +736,12 @@ fn loop_section(o: &mut String, l: &Loop) {
             }
             notes.extend(e.error.iter().map(|x| format!("emulation: {x}")));
         }
+        if !c.other_state.is_empty() {
+            notes.push(format!(
+                "~ in another state of the machine: {}",
+                c.other_state.join("; ")
+            ));
+        }
         let _ = writeln!(
             o,
             "<tr data-program=\"{}\" data-stack=\"{}\"><th>{}</th><td class=\"text\">{}</td>\

@@ -1151,7 +1151,7 @@ pub(crate) fn finish(
                 }
                 if let Some(u) = usual {
                     lc.other_state
-                        .extend(runs_off("emulated runs", &e.run_states_ns, u));
+                        .extend(runs_off(EMULATED_RUNS, &e.run_states_ns, u));
                 }
                 lc.emulation = Some(e);
             }
@@ -1181,6 +1181,9 @@ pub(crate) fn finish(
     })
 }
 
+/// How [`LoopCell::other_state`] names the emulation's own runs.
+const EMULATED_RUNS: &str = "emulated runs";
+
 /// A state in words: its ns, or that it changed during the run.
 fn state_name(s: Option<f64>) -> String {
     s.map_or_else(|| "changing".into(), |x| format!("{x:.0} ns"))
@@ -1204,43 +1207,27 @@ fn runs_off(what: &str, runs: &[Option<f64>], usual: f64) -> Option<String> {
     })
 }
 
-/// Fills in the counts of predictions and emulations within the goal's 10 %.
+/// Fills in the counts of predictions and emulations within the goal's 10 %, of all cells
+/// and of those whose figures are all from the machine's usual state (the emulated runs count
+/// for the emulation only).
 pub fn tally(mut l: Loop) -> Loop {
-    let within = |e: Option<f64>| e.is_some_and(|x| x.abs() <= GOAL_PERCENT);
-    let pred: Vec<Option<f64>> = l
-        .cells
-        .iter()
-        .map(|c| c.total_error_percent)
-        .filter(Option::is_some)
-        .collect();
-    let emu: Vec<Option<f64>> = l
-        .cells
-        .iter()
-        .filter_map(|c| c.emulation.as_ref()?.total_error_percent.map(Some))
-        .collect();
-    l.predictions = pred.len();
-    l.predictions_within_10_percent = pred.iter().filter(|e| within(**e)).count();
-    l.emulations = emu.len();
-    l.emulations_within_10_percent = emu.iter().filter(|e| within(**e)).count();
-    // The same over the cells whose figures are all from the usual state (the emulation's
-    // own runs count for the emulation only).
-    let usual_pred: Vec<Option<f64>> = l
-        .cells
-        .iter()
-        .filter(|c| c.other_state.iter().all(|w| w.starts_with("emulated runs")))
-        .map(|c| c.total_error_percent)
-        .filter(Option::is_some)
-        .collect();
-    let usual_emu: Vec<Option<f64>> = l
-        .cells
-        .iter()
-        .filter(|c| c.other_state.is_empty())
-        .filter_map(|c| c.emulation.as_ref()?.total_error_percent.map(Some))
-        .collect();
-    l.predictions_usual = usual_pred.len();
-    l.predictions_within_10_percent_usual = usual_pred.iter().filter(|e| within(**e)).count();
-    l.emulations_usual = usual_emu.len();
-    l.emulations_within_10_percent_usual = usual_emu.iter().filter(|e| within(**e)).count();
+    let count = |errors: Vec<f64>| {
+        let within = errors.iter().filter(|e| e.abs() <= GOAL_PERCENT).count();
+        (within, errors.len())
+    };
+    let pred = |c: &LoopCell| c.total_error_percent;
+    let emu = |c: &LoopCell| c.emulation.as_ref()?.total_error_percent;
+    let usual_runs = |c: &&LoopCell| c.other_state.iter().all(|w| w.starts_with(EMULATED_RUNS));
+    let usual = |c: &&LoopCell| c.other_state.is_empty();
+    let cells = &l.cells;
+    let all_pred = count(cells.iter().filter_map(pred).collect());
+    let all_emu = count(cells.iter().filter_map(emu).collect());
+    let usual_pred = count(cells.iter().filter(usual_runs).filter_map(pred).collect());
+    let usual_emu = count(cells.iter().filter(usual).filter_map(emu).collect());
+    (l.predictions_within_10_percent, l.predictions) = all_pred;
+    (l.emulations_within_10_percent, l.emulations) = all_emu;
+    (l.predictions_within_10_percent_usual, l.predictions_usual) = usual_pred;
+    (l.emulations_within_10_percent_usual, l.emulations_usual) = usual_emu;
     l
 }
 

@@ -217,16 +217,25 @@ fn the_loop_predicts_and_emulates_every_stack_from_the_reference() {
         // Each run's machine state beside its time: a cache line's trip between two CPUs, a
         // few to a few hundred ns (null only where the state changed during the run).
         let states = study_cell["run_states_ns"].as_array().unwrap();
-        assert_eq!(states.len(), study_cell["times_s"].as_array().unwrap().len());
+        assert_eq!(
+            states.len(),
+            study_cell["times_s"].as_array().unwrap().len()
+        );
         assert!(
-            states.iter().flat_map(Value::as_f64).all(|x| (1.0..1e4).contains(&x)),
+            states
+                .iter()
+                .flat_map(Value::as_f64)
+                .all(|x| (1.0..1e4).contains(&x)),
             "{study_cell}"
         );
         // A cell is marked for another state only by a state that differs from the usual one
         // (which is one of the study's), and then says which figures.
         for why in c["other_state"].as_array().unwrap() {
             let w = why.as_str().unwrap();
-            assert!(w.contains("in another state") || w.starts_with("the bench of"), "{w}");
+            assert!(
+                w.contains("in another state") || w.starts_with("the bench of"),
+                "{w}"
+            );
         }
         // The window runs from the barrier the kit starts its clock after to the last call,
         // which is after the clock stops: it holds the timed loop, and lies within the launch.

@@ -664,6 +664,24 @@ fn loggp_without_a_receive_gap_takes_arrived_messages_at_the_cpus_pace() {
     assert_eq!(finish(false), 5.2);
 }
 
+/// One round trip of 1 byte between two ranks, blocking, under the fixture's LogGP with L = 0.
+fn pingpong_without_l() -> Fixture {
+    let mut b = WorkloadBuilder::new(2);
+    for (r, ops) in [[send(1, 1), recv(1, 1)], [recv(0, 1), send(0, 1)]]
+        .into_iter()
+        .enumerate()
+    {
+        let mut p = SeqProgram::new();
+        for op in ops {
+            p.blocking(op);
+        }
+        b.add_program(r as u32, &p).unwrap();
+    }
+    let mut f = Fixture::new(b.finish());
+    f.loggp.L_ns = 0.0;
+    f
+}
+
 #[test]
 fn loggp_overlap_shortens_a_one_way_trip_by_the_overlap_and_an_exchange_by_the_wait() {
     // L = 0, o = 100 ns, 1-byte messages (no per-byte part). A ping-pong's leg is
@@ -682,22 +700,7 @@ fn loggp_overlap_shortens_a_one_way_trip_by_the_overlap_and_an_exchange_by_the_w
     }
     let mut f = Fixture::new(b.finish());
     f.loggp.L_ns = 0.0;
-    let pingpong = {
-        let mut b = WorkloadBuilder::new(2);
-        for (r, ops) in [[send(1, 1), recv(1, 1)], [recv(0, 1), send(0, 1)]]
-            .into_iter()
-            .enumerate()
-        {
-            let mut p = SeqProgram::new();
-            for op in ops {
-                p.blocking(op);
-            }
-            b.add_program(r as u32, &p).unwrap();
-        }
-        let mut f = Fixture::new(b.finish());
-        f.loggp.L_ns = 0.0;
-        f
-    };
+    let pingpong = pingpong_without_l();
     let finish = |overlap| {
         let cfg = PredictConfig {
             model: Model::LogGp,
@@ -771,19 +774,7 @@ fn loggp_duplex_charges_a_crossing_receive_once_per_message_and_a_ping_pong_neve
         (f.loggp.L_ns, f.loggp.g_ns) = (0.0, 0.0);
         f
     };
-    let mut b = WorkloadBuilder::new(2);
-    for (r, ops) in [[send(1, 1), recv(1, 1)], [recv(0, 1), send(0, 1)]]
-        .into_iter()
-        .enumerate()
-    {
-        let mut p = SeqProgram::new();
-        for op in ops {
-            p.blocking(op);
-        }
-        b.add_program(r as u32, &p).unwrap();
-    }
-    let mut pingpong = Fixture::new(b.finish());
-    pingpong.loggp.L_ns = 0.0;
+    let pingpong = pingpong_without_l();
     let finish = |f: &Fixture, duplex: f64| {
         let cfg = PredictConfig {
             model: Model::LogGp,
