@@ -114,7 +114,7 @@ struct EmulatedRuns<'a> {
     dir: &'a Path,
     exe: PathBuf,
     n: usize,
-    probe: Option<MachineProbe>,
+    probe: Option<&'static MachineProbe>,
 }
 
 fn knob_flags(k: &Knobs) -> Vec<String> {
@@ -163,7 +163,7 @@ fn wait_timeout(
 
 impl Runner for EmulatedRuns<'_> {
     fn probe(&mut self) -> Option<f64> {
-        self.probe.as_ref()?.read()
+        self.probe?.read()
     }
 
     fn run(&mut self, setting: &Setting) -> Result<f64, String> {
@@ -265,7 +265,7 @@ pub fn run(a: &SweepArgs) -> Result<()> {
         dir: &dir,
         exe: exe.clone(),
         n: 0,
-        probe: MachineProbe::new(),
+        probe: crate::probe::shared(),
     };
     let mut result = run_sweep(&plan, &mut runs, &a.command, |done, _, s| {
         if let Some(b) = &bar {
@@ -291,7 +291,7 @@ pub fn run(a: &SweepArgs) -> Result<()> {
         save(&result)?;
         crate::say("commperf: --predict: replaying the trace with each knob raised");
         // The measured sweep is kept whatever happens to its prediction.
-        if let Err(e) = add_predictions(&mut result, a, trace, &exe, &dir, runs.probe.as_ref()) {
+        if let Err(e) = add_predictions(&mut result, a, trace, &exe, &dir, runs.probe) {
             result.notes.push(format!("not predicted: {e:#}"));
         }
     }

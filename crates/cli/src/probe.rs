@@ -20,7 +20,7 @@ pub(crate) struct MachineProbe {
 
 impl MachineProbe {
     /// None with fewer than two CPUs to probe between.
-    pub(crate) fn new() -> Option<Self> {
+    fn new() -> Option<Self> {
         let cpus = commperf_transport::affinity::allowed_cpus();
         (cpus.len() >= 2).then(|| MachineProbe {
             cpus: [cpus[0], cpus[1]],
@@ -42,7 +42,8 @@ impl MachineProbe {
     }
 }
 
-/// The process's probe, made on first use.
+/// The process's probe, made on first use: one clock calibration for every study and sweep
+/// the process runs.
 pub(crate) fn shared() -> Option<&'static MachineProbe> {
     static PROBE: OnceLock<Option<MachineProbe>> = OnceLock::new();
     PROBE.get_or_init(MachineProbe::new).as_ref()
