@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# anchors.sh — re-measure the "anchor" figures of shared/ANCHORS.md on this machine.
+# anchors.sh — measure the anchors of docs/results.md (what users would run instead of commperf)
+# on this machine.
 #
 # Tools: sockperf, iperf3, NetPIPE (NPtcp, NPopenmpi) over Open MPI shared memory.
-# Pinning as in ANCHORS.md: server / receiver / MPI rank 0 on core 0, client / rank 1 on core 1.
+# Pinning: server / receiver / MPI rank 0 on core 0, client / rank 1 on core 1.
 # Every figure is the median of 3 runs (ANCHORS_QUICK=1: 1 run). Prints ONE JSON object on stdout;
 # all progress goes to stderr. A figure that cannot be measured is null, and the script goes on.
 #
@@ -51,7 +52,7 @@ export LC_ALL=C
 log() { printf '[anchors %(%H:%M:%S)T] %s\n' -1 "$*" >&2; }
 
 # ---------------------------------------------------------------- process bookkeeping / cleanup
-WORK="$(mktemp -d /tmp/anchors.XXXXXX)"
+WORK="$(mktemp -d)"
 declare -a PIDS=()   # every background job we start (each is a `timeout` = its own process group)
 
 stop_pid() { # stop one job we started: TERM its process group, then KILL if still there

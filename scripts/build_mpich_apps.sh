@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds Debian's hpcc (and, with --lammps, LAMMPS) against MPICH, for the issue 13 tests and
+# Builds Debian's hpcc (and, with --lammps, LAMMPS) against MPICH, for the interposer's tests and
 # benchmarks: Debian's own hpcc and lammps packages link Open MPI only, so without this the MPICH
 # interposer is never tried on a real application.
 #

@@ -1,24 +1,30 @@
 #!/usr/bin/env bash
-# compare.sh — commperf against the anchors of ../shared/ANCHORS.md, measured in the same run.
+# compare.sh — commperf's transports against the tools users would run instead, measured in the
+# same run: the figures of docs/results.md's "Transports" table.
 #
 # Runs scripts/anchors.sh (sockperf, iperf3, NetPIPE over TCP and Open MPI shared memory), an
 # osu_mbw_mr-style Open MPI message-rate program (scripts/anchors/mpi_mr.c), `commperf limits`,
 # and the matching commperf benchmarks, each figure the median of COMPARE_RUNS runs (default 3),
-# all pinned to the same two CPUs (peer/server on 0, client on 1). Prints a Markdown table with
-# the ratios the foundation issue asks about, and writes every raw figure to $OUT (JSON).
+# all pinned to the same two CPUs (peer/server on 0, client on 1). Prints the machine and a
+# Markdown table of the ratios, and writes every raw figure to $OUT (JSON).
 #
 # Needs: cargo, python3; installs Debian's sockperf, iperf3, netpipe-*, openmpi when missing.
-# Usage: scripts/compare.sh [OUT.json]      (about 4 minutes)
+# Usage: scripts/compare.sh [OUT.json]      (about 4 minutes; default OUT target/results/compare.json)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-OUT="${1:-/tmp/commperf-compare.json}"
+. scripts/machine.sh
+OUT="${1:-target/results/compare.json}"
+mkdir -p "$(dirname "$OUT")"
 RUNS="${COMPARE_RUNS:-3}"
-WORK="$(mktemp -d /tmp/compare.XXXXXX)"
+WORK="$(mktemp -d)"
 trap 'rm -rf "$WORK"' EXIT
 log() { printf '[compare %(%H:%M:%S)T] %s\n' -1 "$*" >&2; }
 
-cargo build --release --locked -q
-CP=target/release/commperf
+# COMMPERF=path uses that binary instead of building target/release/commperf.
+if [ -z "${COMMPERF:-}" ]; then cargo build --release --locked -q; fi
+wait_quiet
+machine_line
+CP=${COMMPERF:-target/release/commperf}
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 
 log "anchors (scripts/anchors.sh)"

@@ -3,13 +3,20 @@
 # (scripts/mpi_pingpong.c, osu_latency's loop), on the same machine, interleaved, median of
 # ROUNDS, over Open MPI's shared memory (vader) and over `--mca pml ob1 --mca btl tcp,self`.
 #
-# Needs: netpipe-openmpi openmpi-bin libopenmpi-dev, and commperf built with
-# `cargo build --release --features mpi`. Usage: scripts/mpi-anchor.sh [ROUNDS]
+# The figures of docs/results.md's "MPI layer" table.
+#
+# Needs: netpipe-openmpi openmpi-bin libopenmpi-dev libclang-dev. Builds commperf with
+# `--features mpi` into target/mpi-openmpi (apart from the default build, which it leaves alone).
+# Usage: scripts/mpi-anchor.sh [ROUNDS]      (default 5 rounds, about 3 minutes)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/machine.sh
 rounds=${1:-5}
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-cp=target/release/commperf
+CARGO_TARGET_DIR=target/mpi-openmpi cargo build --release --locked -q --features mpi
+cp=target/mpi-openmpi/release/commperf
+wait_quiet
+machine_line
 out=$(mktemp -d)
 mpicc -O2 scripts/mpi_pingpong.c -o "$out/pingpong"
 sizes="1,8,64,1K,4K,64K,1M"
@@ -26,6 +33,7 @@ for path in shm tcp; do
             --sizes "$sizes" --format json -o "$out/cp-$path-$r.json" >/dev/null 2>&1
     done
 done
+echo "# $(mpirun --version 2>&1 | head -1); $rounds rounds; NPopenmpi, scripts/mpi_pingpong.c and commperf interleaved"
 python3 - "$out" "$rounds" <<'EOF'
 import json, statistics, sys
 out, rounds = sys.argv[1], int(sys.argv[2])

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 16's figures: the shm stage fits (calibrate, 3 runs), `bench pipeline` over shm, tcp and
+# The pipeline model's figures (docs/results.md): the shm stage fits (calibrate, 3 runs), `bench pipeline` over shm, tcp and
 # uds from 64 KiB to 64 MiB, and the 1 MiB bandwidth of the adaptive shm transport, of fixed
 # 64 KiB fragments and of Open MPI's vader (scripts/mpi_pingpong.c's osu_bw loop, built with
 # mpicc.openmpi) interleaved over ROUNDS. Usage: scripts/pipeline-model.sh [OUT_DIR] [ROUNDS]

@@ -1,15 +1,19 @@
 #!/usr/bin/env bash
-# Issue 13 measurements of the MPI interposer (BENCHMARKS.md): per-intercepted-call cost against
-# an empty PMPI wrapper, the fixed per-run cost (an empty MPI program), and application slowdown
-# on hpcc and lammps. Interleaved runs (none, empty wrappers, full recording, in turn), median of
-# N each.
-# Usage: scripts/pmpi_bench.sh [N]   (after `cargo build --release -p commperf-pmpi`)
+# pmpi_bench.sh — the cost of `commperf monitor`'s MPI interposer (docs/results.md's "Monitor"
+# rows): per-intercepted-call cost against the same interposer with empty wrappers (every
+# wrapper only calls PMPI: the floor any PMPI tool pays), the fixed per-run cost (an empty MPI
+# program), and application slowdown on hpcc and lammps against the bare program. Interleaved
+# runs (none, empty wrappers, full recording, in turn), median of N each, in the same run.
+# The interposer is the one the commperf binary carries, installed into a scratch cache as
+# `commperf monitor` installs it.
+# Usage: scripts/pmpi_bench.sh [N]
 # Environment:
 #   PARTS="callcost pollcost fixed apps"   which parts to run (default: all four)
-#   RT_OLD=path/libcommperf_pmpi.so   also time full recording with this runtime (mode full_old,
+#   RT_OLD=path/libcommperf_pmpi_rt.so  also time full recording with this runtime (mode full_old,
 #                                     interleaved with the others): a before/after; the shims
-#                                     are taken from SHIM_OLD_DIR (default: this build's), as the
-#                                     shim and runtime of one build belong together
+#                                     are taken from SHIM_OLD_DIR (libcommperf_pmpi_MPI.so of
+#                                     the same old build), as the shim and runtime of one build
+#                                     belong together
 #   CLOCK=cpu                     callcost/pollcost time the rank thread's CPU time, not wall time
 #   APPS_MPI="openmpi mpich"      which MPIs run the applications (mpich needs
 #                                 scripts/build_mpich_apps.sh [--lammps] first)
@@ -17,15 +21,27 @@
 #                                 in.lj with 20000 steps, instead of hpccinf.txt and 2000 steps
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/machine.sh
 N=${1:-7}
 PARTS=${PARTS:-callcost pollcost fixed apps}
 APPS_MPI=${APPS_MPI:-openmpi}
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-OUT=$(ls -td target/release/build/commperf-pmpi-*/out | head -1)
-RT=$PWD/target/release/libcommperf_pmpi.so
 APPS=${COMMPERF_APPS_DIR:-$PWD/target/mpich-apps}/bin
 W=$(mktemp -d)
 trap 'rm -rf "$W"' EXIT
+cargo build --release --locked -q --bin commperf
+# Install the interposer as commperf preloads it: one monitored run of an empty program per MPI
+# puts its shim and the runtime into the cache.
+export COMMPERF_CACHE_DIR=$W/cache
+printf '#include <mpi.h>\nint main(int c, char **v) { MPI_Init(&c, &v); MPI_Finalize(); return 0; }\n' > "$W/empty.c"
+for mpi in openmpi mpich; do
+    mpicc.$mpi -O2 -w -o "$W/empty_$mpi" "$W/empty.c"
+    target/release/commperf monitor -o "$W/install-$mpi" -- mpirun.$mpi -np 1 "$W/empty_$mpi" > /dev/null 2>&1
+done
+shim_of() { ls "$COMMPERF_CACHE_DIR"/libcommperf_pmpi_"$1"-*.so; }
+RT=$(ls "$COMMPERF_CACHE_DIR"/libcommperf_pmpi_rt-*.so)
+wait_quiet
+machine_line
 median() { sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
 idle() { awk '/^cpu /{i=$5+$6; t=0; for(k=2;k<=NF;k++) t+=$k; print i, t}' /proc/stat; }
 load_note() { # % idle over one second, so each result says how loaded the machine was
@@ -34,7 +50,7 @@ load_note() { # % idle over one second, so each result says how loaded the machi
 }
 # Open MPI takes `-x VAR=value`, MPICH's Hydra `-genv VAR value`.
 pass() { if [ "$mpi" = openmpi ]; then echo -x "$1"; else echo -genv "${1%%=*}" "${1#*=}"; fi; }
-SHIM_OLD_DIR=${SHIM_OLD_DIR:-$PWD/$OUT}
+SHIM_OLD_DIR=${SHIM_OLD_DIR:-}
 modes_cc="none empty full"
 [ -n "${RT_OLD:-}" ] && modes_cc="$modes_cc full_old"
 
@@ -46,7 +62,7 @@ cost_part() {
     for mpi in openmpi mpich; do
         load_note
         mpicc.$mpi -O2 -w -o "$W/${prog}_$mpi" crates/pmpi/tests/apps/$prog.c
-        SHIM=$PWD/$OUT/libcommperf_pmpi_$mpi.so
+        SHIM=$(shim_of $mpi)
         for i in $(seq "$N"); do
             for mode in $modes_cc; do
                 rm -rf "$W/d"; mkdir -p "$W/d"
@@ -80,11 +96,9 @@ cost_part() {
 # without the preload (the runtime's start, the clock exchanges at MPI_Init and MPI_Finalize,
 # the writer thread, the files).
 if [[ " $PARTS " == *" fixed "* ]]; then
-    printf '#include <mpi.h>\nint main(int c, char **v) { MPI_Init(&c, &v); MPI_Finalize(); return 0; }\n' > "$W/empty.c"
     for mpi in openmpi mpich; do
         load_note
-        mpicc.$mpi -O2 -w -o "$W/empty_$mpi" "$W/empty.c"
-        SHIM=$PWD/$OUT/libcommperf_pmpi_$mpi.so
+        SHIM=$(shim_of $mpi)
         for i in $(seq "$N"); do
             for mode in none full; do
                 rm -rf "$W/d"; mkdir -p "$W/d"
@@ -115,7 +129,7 @@ if [[ " $PARTS " == *" apps "* ]]; then
     cp crates/pmpi/tests/apps/in.lj "$W/"
     sed -i "s/^run .*/run             $steps/" "$W/in.lj"
     for mpi in $APPS_MPI; do
-        SHIM=$PWD/$OUT/libcommperf_pmpi_$mpi.so
+        SHIM=$(shim_of $mpi)
         if [ $mpi = openmpi ]; then hpcc=hpcc; lmp=lmp; else hpcc=$APPS/hpcc; lmp=$APPS/lmp; fi
         for app in hpcc lammps; do
             if [ $app = hpcc ]; then cmd=("$hpcc"); else cmd=("$lmp" -in in.lj -log none -screen none); fi

@@ -1,9 +1,15 @@
-#!/bin/sh
-# Builds commperf (release) and runs `commperf testbed` with its defaults: 8 network
-# namespaces on a bridge, 100 Mbit/s per link and direction, incast, all-to-all, ring shift and
-# 2-D halo with 1 MiB messages, each measured and predicted. Needs root and iproute2.
+#!/usr/bin/env bash
+# testbed.sh — predictions against a real (small) network: builds commperf (release) and runs
+# `commperf testbed` with its defaults: 8 network namespaces on a bridge, 100 Mbit/s per link and
+# direction, incast, all-to-all, ring shift and 2-D halo with 1 MiB messages, each measured on
+# the namespaces and predicted by the contention engine from a profile calibrated on the same
+# links, in the same run. The figures of docs/results.md's "Prediction against a real network".
+# Needs root and iproute2. About a minute.
 # Extra arguments go to `commperf testbed` (e.g. --hosts 4 --rate 1gbit -o testbed.json).
-set -eu
+set -euo pipefail
 cd "$(dirname "$0")/.."
-cargo build --release --bin commperf
+. scripts/machine.sh
+cargo build --release --locked -q --bin commperf
+wait_quiet
+machine_line
 exec ./target/release/commperf testbed "$@"

@@ -14,7 +14,7 @@ const PAGE: usize = 4096;
 /// reads as the kernel's shared zero page and is faulted in (copy on write) when first
 /// written, and neither is what a program's own buffer does. Measured, shm one-way from
 /// untouched against written buffers: 16 MiB 1059–1340 against 965–1114 µs, 64 MiB 4921–5402
-/// against 4712–4950 µs (BENCHMARKS.md, issue 16).
+/// against 4712–4950 µs (on the development VM).
 #[derive(Debug)]
 pub struct PageBuf {
     ptr: NonNull<u8>,

@@ -342,7 +342,7 @@ pub const PIPELINED_PROBE_BYTES: usize = 4 << 20;
 /// level (1 MiB), in the last (4 MiB, the probe that sets the cap), leaving it (16 MiB) and in
 /// DRAM (64 MiB). On the development machine (L2 1 MiB a core, L3 32 MiB) the bandwidth is 31
 /// GB/s at 1 MiB, 30 at 4, 24 at 8, 18 at 16 and 14 at 64 MiB; with fewer probes the log-L
-/// interpolation between them missed by 10–16 % (BENCHMARKS.md, issue 16).
+/// interpolation between them missed by 10–16 %.
 pub const PIPELINED_MODEL_PROBES: [usize; 5] =
     [64 << 10, 1 << 20, PIPELINED_PROBE_BYTES, 16 << 20, 64 << 20];
 
@@ -452,7 +452,7 @@ const PROBE_ROUNDS: usize = 3;
 /// Times and fits the shm stages between `cpus` (sender first), then bounds the fragment size
 /// by the pipelined probe: the stages are fitted one packet at a time, as seed 002 fits them,
 /// but on this machine a fragment larger than the first-level cache costs more per byte when
-/// the two copies run at once than the isolated stages say (BENCHMARKS.md, issue 16), which
+/// the two copies run at once than the isolated stages say (measured by the probes), which
 /// a line cannot express. The probe also runs at the other [`PIPELINED_MODEL_PROBES`]: the
 /// model takes its steady state from them (`PipelineModel::time_us`).
 pub fn shm_profile(clock: &Clock, cpus: [usize; 2]) -> Result<PipelineProfile, StageError> {
@@ -511,8 +511,8 @@ pub fn shm_fragment_bounds() -> (u64, u64) {
 }
 
 /// The shm profile used when none was calibrated: the medians of five `commperf calibrate -t
-/// shm` stage fits on the development machine (2 vCPUs of an AMD EPYC; BENCHMARKS.md, issue
-/// 16), and its pipelined cap. The fit's R² is not kept: these are medians of fits, not a fit.
+/// shm` stage fits on the development machine (2 vCPUs of an AMD EPYC), and its pipelined
+/// cap. The fit's R² is not kept: these are medians of fits, not a fit.
 pub fn default_shm_profile() -> PipelineProfile {
     let stage = |name: &str, beta_us: f64, tau_us_per_byte: f64| PipelineStage {
         name: name.to_string(),

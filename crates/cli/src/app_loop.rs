@@ -276,8 +276,8 @@ pub fn reference(stacks: &[LoopStack]) -> Option<usize> {
 }
 
 /// What the L knob's side band costs a one-way message on its own (the stamp's cache line and
-/// the clock reads; BENCHMARKS.md "Issue 14: L's side band, cheaper": +148 ns with L = 1 ns on
-/// Open MPI's shared memory). A smaller ΔL would add that cost to add less than it.
+/// the clock reads: +148 ns with L = 1 ns on Open MPI's shared memory, measured on the
+/// development VM). A smaller ΔL would add that cost to add less than it.
 pub const L_SIDE_BAND_NS: f64 = 150.0;
 
 /// The knobs that make `reference` look like `slower`: o raises both sides, so it takes the

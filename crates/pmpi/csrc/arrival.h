@@ -12,8 +12,8 @@
  * Typical, not least: the least time is a lower bound, and dating every unwatched message at it
  * shortened each hold by that message's excess over the least one (cg: 87–102 ns a watched
  * message when a cache line crosses the CPUs in 30 ns, 217–286 ns when it takes 160; with the
- * typical time L 1 µs adds 0.290 s to cg instead of 0.266, LogGP predicting 0.28–0.29:
- * BENCHMARKS.md, "Issue 14: L's arrival dated by the typical one-way time"). Size classes
+ * typical time L 1 µs adds 0.290 s to cg instead of 0.266, LogGP predicting 0.28–0.29, on the
+ * development VM). Size classes
  * (powers of two): a large message's one-way time holds its transfer, which a small message's
  * does not.
  *

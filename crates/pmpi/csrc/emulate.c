@@ -113,8 +113,8 @@ static double spin_over = 0.0;
 /* Spins `d` ticks *on average*: the spin's own cost is taken off its length, and an amount
  * below that cost is owed (in *owed, per kind and thread) and spun once the debts add up to it.
  * A 64-byte message under G = 0.1 ns/B owes 6.4 ns, less than the two clock reads a spin needs:
- * spun one by one, each cost three to six times its length (BENCHMARKS.md, "Issue 14: the
- * sweep on the AMD VM"). */
+ * spun one by one, each cost three to six times its length (measured in a sensitivity sweep
+ * on the development VM). */
 static inline void spin_owed(double *owed, double d) {
     *owed += d;
     if (*owed < spin_over) return;

@@ -1,4 +1,4 @@
-/* Per-intercepted-call cost (BENCHMARKS.md, issue 13): one rank sends to itself, so the loop has
+/* Per-intercepted-call cost (scripts/pmpi_bench.sh, docs/results.md): one rank sends to itself, so the loop has
  * no second process and no cross-core jitter: MPI_Isend + MPI_Recv + MPI_Wait, three intercepted
  * calls, two messages recorded (the send at its Wait, the receive). Prints ns per iteration. */
 #include <mpi.h>

@@ -1,4 +1,4 @@
-/* Per-poll cost (BENCHMARKS.md, issue 13): what a polling loop pays for the interposer on calls
+/* Per-poll cost (scripts/pmpi_bench.sh, docs/results.md): what a polling loop pays for the interposer on calls
  * that complete nothing. hpcc's RandomAccess polls MPI_Testany ~20 million times a second, so a
  * nanosecond per miss is 2 % of its time. One rank posts a receive nobody sends to and polls it
  * with MPI_Test, MPI_Testany (one request) and MPI_Iprobe: three intercepted calls per iteration,

@@ -51,7 +51,7 @@ pub struct ShmOptions {
 impl Default for ShmOptions {
     fn default() -> Self {
         // Pipelining through the ring measured 2–3× faster than single-copy here (28 GB/s
-        // against 10 GB/s at 1 MiB, BENCHMARKS.md), so single-copy is opt-in.
+        // against 10 GB/s at 1 MiB on the development VM), so single-copy is opt-in.
         ShmOptions {
             ring_bytes: 1 << 20,
             frag_bytes: 64 << 10,
