@@ -10,9 +10,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/machine.sh
 REPEAT=${1:-3}
-cargo build --release --locked -q --bin commperf
+# COMMPERF=path uses that binary instead of building target/release/commperf.
+if [ -z "${COMMPERF:-}" ]; then cargo build --release --locked -q --bin commperf; fi
 wait_quiet
 for t in shm tcp; do
     machine_line
-    target/release/commperf emulate calibrate -t "$t" --repeat "$REPEAT"
+    "${COMMPERF:-target/release/commperf}" emulate calibrate -t "$t" --repeat "$REPEAT"
 done

@@ -9,7 +9,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/machine.sh
-cargo build --release --locked -q --bin commperf
+# COMMPERF=path uses that binary instead of building target/release/commperf.
+if [ -z "${COMMPERF:-}" ]; then cargo build --release --locked -q --bin commperf; fi
 wait_quiet
 machine_line
-exec ./target/release/commperf testbed "$@"
+exec "${COMMPERF:-./target/release/commperf}" testbed "$@"
