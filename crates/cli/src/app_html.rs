@@ -17,8 +17,13 @@
 use crate::app::{Cell, Profile, Study};
 use crate::app_loop::Loop;
 use commperf_core::format_size;
-use commperf_report::svg::{self, colour, esc};
-use commperf_stats::axis::{Axis, Scale};
+use commperf_report::plot::{
+    colour, Bar, BarGroup, Figure, Guide, LegendEntry, Marker, Panel, Point, Series, Stroke,
+    Swatch, XScale, GREY,
+};
+use commperf_report::svg::esc;
+use commperf_report::units;
+use commperf_stats::axis::Axis;
 use std::fmt::Write as _;
 
 const STYLE: &str = "body{font-family:sans-serif;margin:1.5em auto;max-width:72em;\
@@ -29,16 +34,9 @@ th{background:#f3f3f3}th:first-child,.text{text-align:left}\
 td.failed{color:#b00;font-weight:bold}\
 .note{color:#555;font-size:.92em}.error{color:#b00}\
 figure{margin:.5em 0 1.5em}figcaption{color:#555;font-size:.92em}\
-section.program{border-top:1px solid #ddd;margin-top:1.5em}";
-
-/// Geometry of the figures, in pixels.
-const LEFT: f64 = 72.0;
-const TOP: f64 = 40.0;
-const BOTTOM: f64 = 58.0;
-const PLOT_H: f64 = 260.0;
-const BAR_W: f64 = 22.0;
-const GROUP_GAP: f64 = 26.0;
-const LEGEND_W: f64 = 150.0;
+figure svg{display:block;max-width:100%;height:auto}\
+section.program{border-top:1px solid #ddd;margin-top:1.5em}\
+cite{font-style:italic}";
 
 /// The whole page.
 pub fn page(s: &Study) -> String {
@@ -59,12 +57,14 @@ pub fn page(s: &Study) -> String {
     let _ = writeln!(o, "<h1>{}</h1>", esc(&title));
     let _ = writeln!(
         o,
-        "<p class=\"note\">Seed 004's Table 5.1: each program run on each MPI stack under the \
-         monitor's interposer; completion time is the median of {} run(s) (the program's own \
-         timed loop where it reports one, else the launch's wall time). Study wall time {:.1} s \
-         ({} {}).</p>",
+        "<p class=\"note\">Each program run on each MPI stack under the monitor's interposer, \
+         beside the stacks' micro-benchmark figures, as in Table 5.1 of N. S. Kutluğ, \
+         <cite>Performance Evaluation and Analysis of User Level Networking Protocols in \
+         Clusters</cite> (MS thesis, The Ohio State University, 2000). Completion time is the \
+         median of {} run(s) (the program's own timed loop where it reports one, else the \
+         launch's wall time). Study wall time {} ({} {}).</p>",
         s.repeat,
-        s.wall_time_s,
+        units::format_seconds(s.wall_time_s),
         esc(&s.schema),
         s.schema_version
     );
@@ -108,7 +108,7 @@ fn opt(v: Option<f64>, f: impl Fn(f64) -> String) -> String {
 fn times_table(o: &mut String, s: &Study) {
     let _ = writeln!(
         o,
-        "<h2 id=\"times\">Completion time per program and stack (s)</h2>\n<table id=\"times-table\">"
+        "<h2 id=\"times\">Completion time per program and stack</h2>\n<table id=\"times-table\">"
     );
     let _ = write!(o, "<thead><tr><th>program</th>");
     for st in &s.stacks {
@@ -123,7 +123,11 @@ fn times_table(o: &mut String, s: &Study) {
                 Some(Cell {
                     time_s: Some(t), ..
                 }) => {
-                    let _ = write!(o, "<td class=\"time\" {attrs}>{t:.6}</td>");
+                    let _ = write!(
+                        o,
+                        "<td class=\"time\" {attrs} data-seconds=\"{t}\">{}</td>",
+                        units::format_seconds(*t)
+                    );
                 }
                 Some(Cell { error: Some(e), .. }) => {
                     let _ = write!(
@@ -286,7 +290,7 @@ fn program_section(o: &mut String, s: &Study, i: usize, p: &str) {
     }
     let _ = writeln!(
         o,
-        "<table class=\"profile\"><thead><tr><th>stack</th><th>time s</th><th>wall s</th>\
+        "<table class=\"profile\"><thead><tr><th>stack</th><th>time</th><th>wall</th>\
          <th>messages</th><th>bytes</th><th>sent per rank</th><th>collectives per rank</th>\
          <th>dominant size</th><th>latency µs</th><th>bandwidth MB/s</th><th>g µs</th>\
          <th class=\"text\">MPI library</th></tr></thead>\n<tbody>"
@@ -305,8 +309,8 @@ fn program_section(o: &mut String, s: &Study, i: usize, p: &str) {
         let _ = write!(
             o,
             "<td>{}</td><td>{}</td>",
-            opt(c.time_s, |t| format!("{t:.6}")),
-            opt(c.wall_s, |t| format!("{t:.2}"))
+            opt(c.time_s, units::format_seconds),
+            opt(c.wall_s, units::format_seconds)
         );
         match &c.profile {
             Some(pr) => {
@@ -411,9 +415,11 @@ fn sensitivity(o: &mut String, s: &Study) {
     let _ = writeln!(
         o,
         "<h2 id=\"sensitivity\">Sensitivity to the LogGP knobs (emulate sweep on {})</h2>\n\
-         <p class=\"note\">Each program run with one knob raised at a time (seed 001), settings \
-         interleaved over the rounds; slowdown = median run time over the baseline's, the \
-         baseline's own spread shaded as the noise band.</p>",
+         <p class=\"note\">Each program run with one knob raised at a time, settings \
+         interleaved over the rounds, as R. P. Martin measured applications in <cite>A \
+         Systematic Characterization of Application Sensitivity to Network Performance</cite> \
+         (PhD thesis, University of California, Berkeley, 1999); slowdown = median run time \
+         over the baseline's, the baseline's own spread shaded grey as the noise band.</p>",
         esc(&first.stack)
     );
     for x in &s.sensitivity {
@@ -449,209 +455,97 @@ fn sensitivity(o: &mut String, s: &Study) {
     }
 }
 
-fn svg_open(o: &mut String, w: f64, h: f64, class: &str, title: &str) {
-    let _ = writeln!(
-        o,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" class="{class}" width="{w:.0}" height="{h:.0}" viewBox="0 0 {w:.0} {h:.0}" font-family="sans-serif" font-size="12" role="img">"#
-    );
-    let _ = writeln!(o, "<title>{}</title>", esc(title));
-    let _ = writeln!(
-        o,
-        r#"<rect x="0" y="0" width="{w:.0}" height="{h:.0}" fill="white"/>"#
-    );
-    let _ = writeln!(
-        o,
-        r#"<text x="{:.1}" y="22" text-anchor="middle" font-size="14">{}</text>"#,
-        w / 2.0,
-        esc(title)
-    );
-}
-
-/// The value axis of a bar chart: grid lines and labels at the axis's ticks, the axes, and
-/// the rotated y title with the scale's caption. Returns the y of a value (the plot's bottom
-/// for one the axis cannot place) and the y bars start from: 0 on a linear axis (clamped to
-/// the plot), the low end on a log one.
-fn value_axis(
-    o: &mut String,
-    axis: &Axis,
-    right: f64,
-    y_title: &str,
-) -> (impl Fn(f64) -> f64, f64) {
-    let bottom = TOP + PLOT_H;
-    let y_at = move |position: f64| bottom - position * PLOT_H;
-    let _ = writeln!(o, r##"<g stroke="#e0e0e0" stroke-width="1">"##);
-    svg::y_grid(o, &axis.ticks(), LEFT, right, y_at);
-    let _ = writeln!(o, "</g>\n<g text-anchor=\"end\">");
-    svg::y_labels(o, axis, LEFT - 8.0, PLOT_H, y_at);
-    let _ = writeln!(o, "</g>");
-    svg::axes(o, LEFT, TOP, right, bottom);
-    svg::y_title(
-        o,
-        TOP + PLOT_H / 2.0,
-        &format!("{y_title} ({})", axis.scale().caption()),
-    );
-    let zero_y = match axis.scale() {
-        Scale::Linear => axis.position(0.0).map_or(bottom, y_at).clamp(TOP, bottom),
-        Scale::Log10 => bottom,
-    };
-    let axis = axis.clone();
-    (move |v: f64| axis.position(v).map_or(bottom, y_at), zero_y)
-}
-
-/// A bar whose top is at `y`, from `zero_y` (where 0 is on a linear axis; the low end of a
-/// log axis, the decade under the least value); at least 1 px high, so a value on the low end
-/// still shows.
-fn bar(o: &mut String, attrs: &str, x: f64, (y, zero_y): (f64, f64), fill: &str, tip: &str) {
-    let (top, h) = if y <= zero_y {
-        (y, zero_y - y)
-    } else {
-        (zero_y, y - zero_y)
-    };
-    let _ = writeln!(
-        o,
-        r#"<rect class="bar" {attrs} x="{x:.1}" y="{top:.1}" width="{BAR_W:.1}" height="{:.1}" fill="{fill}"><title>{}</title></rect>"#,
-        h.max(1.0),
-        esc(tip)
-    );
-}
+/// The width the page's figures are drawn at; the page's style scales them to its column.
+const FIG_W: f64 = 1100.0;
 
 /// (a): one group per program, one bar per stack (its median completion time); a failed cell
-/// is a red × on the baseline.
+/// is a red × on the baseline. Times in the unit that suits the longest.
 fn times_svg(s: &Study) -> String {
-    let axis = Axis::for_values(s.cells.iter().filter_map(|c| c.time_s));
-    let n = s.stacks.len().max(1) as f64;
-    let group = n * BAR_W + GROUP_GAP;
-    let pw = (s.programs.len() as f64 * group).max(240.0);
-    let right = LEFT + pw;
-    let w = right + LEGEND_W;
-    let h = TOP + PLOT_H + BOTTOM;
-    let mut o = String::new();
-    svg_open(
-        &mut o,
-        w,
-        h,
-        "times",
-        "completion time per program and stack",
+    let longest = s.cells.iter().filter_map(|c| c.time_s).fold(0.0, f64::max);
+    let (unit, per) = units::duration_unit(longest);
+    let axis = Axis::for_values(s.cells.iter().filter_map(|c| c.time_s).map(|t| t / per));
+    let mut panel = Panel::new(
+        XScale::Slots(s.programs.clone()),
+        "program",
+        axis,
+        format!("completion time, {unit}"),
     );
-    let (y_of, zero_y) = value_axis(&mut o, &axis, right, "completion time, s");
-    let bottom = TOP + PLOT_H;
-    let _ = writeln!(o, r#"<g class="bars">"#);
     for (gi, p) in s.programs.iter().enumerate() {
-        let x0 = LEFT + GROUP_GAP / 2.0 + gi as f64 * group;
-        for (si, st) in s.stacks.iter().enumerate() {
-            let x = x0 + si as f64 * BAR_W;
-            let attrs = format!("data-program=\"{}\" data-stack=\"{}\"", esc(p), esc(st));
-            match cell(s, p, st).and_then(|c| c.time_s) {
-                Some(t) => {
-                    let tip = format!("{p} on {st}: {t:.6} s");
-                    let _ = writeln!(o, "<g data-value=\"{t}\">");
-                    bar(&mut o, &attrs, x, (y_of(t), zero_y), colour(si), &tip);
-                    let _ = writeln!(o, "</g>");
+        let bars = (s.stacks.iter().enumerate())
+            .map(|(si, st)| {
+                let attrs = format!("data-program=\"{}\" data-stack=\"{}\"", esc(p), esc(st));
+                match cell(s, p, st).and_then(|c| c.time_s) {
+                    Some(t) => Bar {
+                        value: Some(t / per),
+                        colour: colour(si),
+                        attrs: format!("{attrs} data-seconds=\"{t}\""),
+                        tip: format!("{p} on {st}: {}", units::format_seconds(t)),
+                    },
+                    None => Bar {
+                        value: None,
+                        colour: colour(si),
+                        attrs,
+                        tip: format!("{p} on {st}: failed"),
+                    },
                 }
-                None => {
-                    let _ = writeln!(
-                        o,
-                        r##"<text class="failed-mark" {attrs} x="{:.1}" y="{:.1}" text-anchor="middle" fill="#b00000">×<title>{} on {}: failed</title></text>"##,
-                        x + BAR_W / 2.0,
-                        bottom - 4.0,
-                        esc(p),
-                        esc(st)
-                    );
-                }
-            }
-        }
-        let _ = writeln!(
-            o,
-            r#"<text x="{:.1}" y="{:.1}" text-anchor="middle">{}</text>"#,
-            x0 + n * BAR_W / 2.0,
-            bottom + 18.0,
-            esc(p)
-        );
+            })
+            .collect();
+        panel.bars.push(BarGroup { slot: gi, bars });
     }
-    let _ = writeln!(o, "</g>");
-    let _ = writeln!(
-        o,
-        r#"<text x="{:.1}" y="{:.1}" text-anchor="middle">program</text>"#,
-        LEFT + pw / 2.0,
-        bottom + 42.0
-    );
-    let lx = right + 16.0;
-    let _ = writeln!(o, r#"<g class="legend">"#);
+    let mut f = Figure::new("completion time per program and stack")
+        .class("times")
+        .width(FIG_W)
+        .panel(panel);
     for (si, st) in s.stacks.iter().enumerate() {
-        let y = TOP + 8.0 + si as f64 * 18.0;
-        let _ = writeln!(
-            o,
-            r#"<rect x="{lx:.1}" y="{:.1}" width="14" height="12" fill="{}"/><text x="{:.1}" y="{:.1}">{}</text>"#,
-            y - 6.0,
-            colour(si),
-            lx + 20.0,
-            y + 4.0,
-            esc(st)
-        );
+        f.legend.push(LegendEntry {
+            label: st.clone(),
+            colour: colour(si),
+            swatch: Swatch::Box,
+        });
     }
-    let _ = writeln!(o, "</g>\n</svg>");
-    o
+    f.svg()
 }
 
 /// (b): a program's messages per size bin (bins are powers of two, labelled by their largest
 /// size).
 fn signature_svg(program: &str, stack: &str, p: &Profile) -> String {
-    let axis = Axis::for_values(p.bins.iter().map(|b| b.count as f64));
-    let slot = BAR_W + 10.0;
-    let pw = (p.bins.len() as f64 * slot).max(160.0);
-    let right = LEFT + pw;
-    let w = right + 24.0;
-    let h = TOP + PLOT_H + BOTTOM;
-    let mut o = String::new();
-    svg_open(
-        &mut o,
-        w.max(360.0),
-        h,
-        "signature",
-        &format!("{program}: messages per size bin ({stack})"),
+    let labels = p
+        .bins
+        .iter()
+        .map(|b| format_size(b.size_bin_bytes))
+        .collect();
+    let mut panel = Panel::new(
+        XScale::Slots(labels),
+        "message size bin (bytes, up to)",
+        Axis::for_values(p.bins.iter().map(|b| b.count as f64)),
+        "messages",
     );
-    let (y_of, zero_y) = value_axis(&mut o, &axis, right, "messages");
-    let bottom = TOP + PLOT_H;
-    let _ = writeln!(o, r#"<g class="bars">"#);
     for (i, b) in p.bins.iter().enumerate() {
-        let x = LEFT + 5.0 + i as f64 * slot;
-        let attrs = format!(
-            "data-size-bin=\"{}\" data-count=\"{}\"",
-            b.size_bin_bytes, b.count
-        );
-        let tip = format!(
-            "≤ {}: {} messages, {} bytes",
-            format_size(b.size_bin_bytes),
-            b.count,
-            b.bytes
-        );
-        bar(
-            &mut o,
-            &attrs,
-            x,
-            (y_of(b.count as f64), zero_y),
-            colour(0),
-            &tip,
-        );
-        let _ = writeln!(
-            o,
-            r#"<text x="{:.1}" y="{:.1}" text-anchor="middle" font-size="10">{}</text>"#,
-            x + BAR_W / 2.0,
-            bottom + 14.0,
-            esc(&format_size(b.size_bin_bytes))
-        );
+        panel.bars.push(BarGroup {
+            slot: i,
+            bars: vec![Bar {
+                value: Some(b.count as f64),
+                colour: colour(0),
+                attrs: format!(
+                    "data-size-bin=\"{}\" data-count=\"{}\"",
+                    b.size_bin_bytes, b.count
+                ),
+                tip: format!(
+                    "≤ {}: {} messages, {} bytes",
+                    format_size(b.size_bin_bytes),
+                    b.count,
+                    b.bytes
+                ),
+            }],
+        });
     }
-    let _ = writeln!(o, "</g>");
-    let _ = writeln!(
-        o,
-        r#"<text x="{:.1}" y="{:.1}" text-anchor="middle">message size bin (bytes, up to)</text>"#,
-        LEFT + pw / 2.0,
-        bottom + 40.0
-    );
-    let _ = writeln!(o, "</svg>");
-    o
+    Figure::new(format!("{program}: messages per size bin ({stack})"))
+        .class("signature")
+        .width(FIG_W)
+        .plot_height(240.0)
+        .panel(panel)
+        .svg()
 }
-
 /// The loop: the stacks' LogGP parameters, the table of measured, predicted and emulated
 /// times, and figure (c).
 fn loop_section(o: &mut String, l: &Loop) {
@@ -661,8 +555,8 @@ fn loop_section(o: &mut String, l: &Loop) {
          <p class=\"note\">Reference stack {}. Each program's monitored run on it is replayed \
          (LogGP model) with every stack's parameters, and run under the emulation knobs set to \
          each other stack's parameter differences. Times are from the barrier before the timed \
-         loop to the last MPI call (longest rank), ms; comm is the time inside MPI calls, mean \
-         over the ranks. Within 10 %: {} of {} predictions, {} of {} emulations{}.</p>",
+         loop to the last MPI call (longest rank); comm is the time inside MPI calls, mean over \
+         the ranks. Within 10 %: {} of {} predictions, {} of {} emulations{}.</p>",
         esc(&l.reference_rule),
         l.predictions_within_10_percent,
         l.predictions,
@@ -709,7 +603,7 @@ fn loop_section(o: &mut String, l: &Loop) {
         }
     }
     let _ = writeln!(o, "</tbody>\n</table>");
-    let ms = |v: Option<f64>| opt(v, |x| format!("{:.3}", x * 1e3));
+    let ms = |v: Option<f64>| opt(v, units::format_seconds);
     let pct = |v: Option<f64>| opt(v, |x| format!("{x:+.1} %"));
     let _ = writeln!(
         o,
@@ -775,15 +669,17 @@ fn loop_section(o: &mut String, l: &Loop) {
 }
 
 /// (c): every predicted and emulated total against its measured one, both axes the same
-/// (log10 when the values span more than a factor of 30), with y = x and the ±10 % band.
+/// (log10 when the values span more than a factor of 30), with y = x and the ±10 % band; one
+/// colour per stack, circles predicted, squares emulated.
 pub fn loop_svg(l: &Loop) -> String {
-    let mut points: Vec<(usize, &str, &str, f64, f64, &str)> = Vec::new();
     let mut stacks: Vec<&str> = l.stacks.iter().map(|s| s.stack.as_str()).collect();
     for c in &l.cells {
         if !stacks.contains(&c.stack.as_str()) {
             stacks.push(&c.stack);
         }
     }
+    // (stack index, program, stack, measured s, value s, kind)
+    let mut points: Vec<(usize, &str, &str, f64, f64, &str)> = Vec::new();
     for c in &l.cells {
         let si = stacks.iter().position(|s| *s == c.stack).unwrap_or(0);
         let Some(m) = c.measured_total_s else {
@@ -796,131 +692,91 @@ pub fn loop_svg(l: &Loop) -> String {
             points.push((si, &c.program, &c.stack, m, e, "emulated"));
         }
     }
-    let ms = |v: f64| v * 1e3;
+    let longest = points.iter().map(|p| p.3.max(p.4)).fold(0.0, f64::max);
+    let (unit, per) = units::duration_unit(longest);
+    let u = |v: f64| v / per;
     let axis = Axis::for_values(
         points
             .iter()
-            .flat_map(|p| [ms(p.3), ms(p.4), ms(p.3) * 1.1, ms(p.3) * 0.9]),
+            .flat_map(|p| [u(p.3), u(p.4), u(p.3) * 1.1, u(p.3) * 0.9]),
     );
-    let side = PLOT_H;
-    let right = LEFT + side;
-    let w = right + LEGEND_W + 20.0;
-    let h = TOP + PLOT_H + BOTTOM;
-    let mut o = String::new();
-    svg_open(
-        &mut o,
-        w,
-        h,
-        "loop",
-        "predicted and emulated against measured time",
+    let mut panel = Panel::new(
+        XScale::Value(axis.clone()),
+        format!("measured, {unit}"),
+        axis,
+        format!("predicted or emulated, {unit}"),
     );
-    let (y_of, _) = value_axis(&mut o, &axis, right, "predicted or emulated, ms");
-    let bottom = TOP + PLOT_H;
-    let x_of = |v: f64| axis.position(v).map_or(LEFT, |p| LEFT + p * side);
-    let _ = writeln!(o, r##"<g text-anchor="middle">"##);
-    let per_tick = side / f64::from(axis.intervals());
-    let k = ((40.0 / per_tick).ceil() as usize).max(1);
-    for t in axis.ticks().iter().step_by(k) {
-        let _ = writeln!(
-            o,
-            r#"<text x="{:.1}" y="{:.1}">{}</text>"#,
-            LEFT + t.position * side,
-            bottom + 16.0,
-            esc(&t.label)
-        );
-    }
-    let _ = writeln!(
-        o,
-        r#"<text x="{:.1}" y="{:.1}">measured, ms ({})</text>"#,
-        LEFT + side / 2.0,
-        bottom + 40.0,
-        axis.scale().caption()
-    );
-    let _ = writeln!(o, "</g>");
-    // y = x and ±10 %, sampled along the axis so they follow a log scale as straight lines.
-    let ticks = axis.ticks();
-    if let (Some(lo), Some(hi)) = (ticks.first(), ticks.last()) {
-        let line = |f: f64, dash: &str| {
-            // From where the line enters the plot to where it leaves it.
-            let (a, b) = (lo.value / f.min(1.0), hi.value / f.max(1.0));
-            format!(
-                r##"<line class="diagonal" x1="{:.1}" y1="{:.1}" x2="{:.1}" y2="{:.1}" stroke="#888888" stroke-width="1"{dash}/>"##,
-                x_of(a),
-                y_of(a * f),
-                x_of(b),
-                y_of(b * f)
-            )
-        };
-        let _ = writeln!(o, "{}", line(1.0, ""));
-        let _ = writeln!(o, "{}", line(1.1, r#" stroke-dasharray="4 3""#));
-        let _ = writeln!(o, "{}", line(0.9, r#" stroke-dasharray="4 3""#));
-    }
-    let _ = writeln!(o, r#"<g class="points">"#);
-    for &(si, program, stack, m, v, kind) in &points {
-        let (x, y) = (x_of(ms(m)), y_of(ms(v)));
-        let tip = format!(
-            "{program} on {stack}: {kind} {:.3} ms, measured {:.3} ms ({:+.1} %)",
-            ms(v),
-            ms(m),
-            (v - m) / m * 100.0
-        );
-        let attrs = format!(
-            "data-program=\"{}\" data-stack=\"{}\" data-kind=\"{kind}\" data-measured-s=\"{m}\" data-value-s=\"{v}\"",
-            esc(program),
-            esc(stack)
-        );
-        if kind == "predicted" {
-            let _ = writeln!(
-                o,
-                r#"<circle class="point" {attrs} cx="{x:.1}" cy="{y:.1}" r="4.5" fill="{}" fill-opacity="0.8"><title>{}</title></circle>"#,
-                colour(si),
-                esc(&tip)
-            );
-        } else {
-            let _ = writeln!(
-                o,
-                r#"<rect class="point" {attrs} x="{:.1}" y="{:.1}" width="8" height="8" fill="none" stroke="{}" stroke-width="2"><title>{}</title></rect>"#,
-                x - 4.0,
-                y - 4.0,
-                colour(si),
-                esc(&tip)
-            );
+    panel.guides = vec![
+        Guide::Ratio {
+            factor: 1.0,
+            dashed: false,
+        },
+        Guide::Ratio {
+            factor: 1.1,
+            dashed: true,
+        },
+        Guide::Ratio {
+            factor: 0.9,
+            dashed: true,
+        },
+    ];
+    for (si, st) in stacks.iter().enumerate() {
+        for (kind, marker) in [
+            ("predicted", Marker::Circle),
+            ("emulated", Marker::OpenSquare),
+        ] {
+            let mut line = Series::new("", colour(si))
+                .stroke(Stroke::None)
+                .marker(marker)
+                .attrs(format!("data-stack=\"{}\" data-kind=\"{kind}\"", esc(st)));
+            for &(_, program, stack, m, v, _) in points.iter().filter(|p| p.0 == si && p.5 == kind)
+            {
+                let tip = format!(
+                    "{program} on {stack}: {kind} {}, measured {} ({:+.1} %)",
+                    units::format_seconds(v),
+                    units::format_seconds(m),
+                    (v - m) / m * 100.0
+                );
+                let attrs = format!(
+                    "data-program=\"{}\" data-stack=\"{}\" data-kind=\"{kind}\" data-measured-s=\"{m}\" data-value-s=\"{v}\"",
+                    esc(program),
+                    esc(stack)
+                );
+                line = line.point(Point::new(u(m), u(v)).tip(tip).attrs(attrs));
+            }
+            if !line.points.is_empty() {
+                panel.series.push(line);
+            }
         }
     }
-    let _ = writeln!(o, "</g>");
-    let lx = right + 20.0;
-    let _ = writeln!(o, r#"<g class="legend">"#);
+    let mut f = Figure::new("predicted and emulated against measured time")
+        .class("loop")
+        .width(760.0)
+        .plot_height(420.0)
+        .panel(panel);
     for (si, st) in stacks.iter().enumerate() {
-        let y = TOP + 8.0 + si as f64 * 18.0;
-        let _ = writeln!(
-            o,
-            r#"<rect x="{lx:.1}" y="{:.1}" width="14" height="12" fill="{}"/><text x="{:.1}" y="{:.1}">{}</text>"#,
-            y - 6.0,
-            colour(si),
-            lx + 20.0,
-            y + 4.0,
-            esc(st)
-        );
+        f.legend.push(LegendEntry {
+            label: st.to_string(),
+            colour: colour(si),
+            swatch: Swatch::Box,
+        });
     }
-    let y = TOP + 8.0 + stacks.len() as f64 * 18.0 + 8.0;
-    let _ = writeln!(
-        o,
-        r##"<circle cx="{:.1}" cy="{y:.1}" r="4.5" fill="#555555"/><text x="{:.1}" y="{:.1}">predicted</text>"##,
-        lx + 7.0,
-        lx + 20.0,
-        y + 4.0
-    );
-    let y = y + 18.0;
-    let _ = writeln!(
-        o,
-        r##"<rect x="{:.1}" y="{:.1}" width="8" height="8" fill="none" stroke="#555555" stroke-width="2"/><text x="{:.1}" y="{:.1}">emulated</text>"##,
-        lx + 3.0,
-        y - 4.0,
-        lx + 20.0,
-        y + 4.0
-    );
-    let _ = writeln!(o, "</g>\n</svg>");
-    o
+    for (label, marker) in [
+        ("predicted", Marker::Circle),
+        ("emulated", Marker::OpenSquare),
+    ] {
+        f.legend.push(LegendEntry {
+            label: label.into(),
+            colour: GREY,
+            swatch: Swatch::Line(Stroke::None, marker),
+        });
+    }
+    f.legend.push(LegendEntry {
+        label: "y = x, and ±10 % dashed".into(),
+        colour: GREY,
+        swatch: Swatch::Rule(Stroke::Solid),
+    });
+    f.svg()
 }
 
 #[cfg(test)]
@@ -1068,12 +924,22 @@ mod tests {
         assert!(h.contains("data-size-bin=\"64\" data-count=\"400\""), "{h}");
         // 0.001 … 0.5 s spans more than a factor of 30: a log axis.
         assert!(a.contains("log10 scale"), "{a}");
+        // Times in the unit that suits them, exact in an attribute.
         assert!(
             h.contains(
-                "<td class=\"time\" data-program=\"halo\" data-stack=\"ompi-tcp\">0.200000</td>"
+                "<td class=\"time\" data-program=\"halo\" data-stack=\"ompi-tcp\" data-seconds=\"0.2\">200 ms</td>"
             ),
             "{h}"
         );
+        assert!(
+            h.contains(
+                "<td class=\"time\" data-program=\"halo\" data-stack=\"ompi-shm\" data-seconds=\"0.001\">1.00 ms</td>"
+            ),
+            "{h}"
+        );
+        // The wall times of the program tables too (0.5 s more than each time).
+        assert!(h.contains("<td>1.00 ms</td><td>501 ms</td>"), "{h}");
+        assert!(!h.contains("0.200000") && !h.contains("0.001000"), "{h}");
         assert!(h.contains("<td class=\"messages\">410</td>"), "{h}");
         // No external resource: no src or href attribute at all.
         assert!(!h.contains(" src=\"") && !h.contains(" href="), "{h}");
@@ -1219,7 +1085,9 @@ mod tests {
         assert_eq!(d.matches("<figure class=\"sensitivity\"").count(), 1, "{d}");
         assert_eq!(d.matches("<polyline").count(), 2, "{d}");
         // One point per tested value, the baseline's included.
-        assert_eq!(d.matches("<circle").count(), 5, "{d}");
+        assert_eq!(d.matches("<circle class=\"point\"").count(), 5, "{d}");
+        // The grey band is the baseline's noise, explained in the legend.
+        assert!(d.contains("baseline noise ±2.0 %"), "{d}");
         assert!(d.contains("most sensitive to o."), "{d}");
         assert!(d.contains("&lt;b&gt;halo&lt;/b&gt;"), "{d}");
         assert!(
@@ -1241,10 +1109,42 @@ mod tests {
                 r[at..at + r[at..].find('"').unwrap()].parse().unwrap()
             })
             .collect();
-        // halo shm 0.001, halo tcp 0.2, script shm 0.5 on a log axis 0.001 … 1: 0, 2.3 and
-        // 2.7 decades of 3 (1 px at least for the one on the low end).
+        // halo shm 1 ms, halo tcp 200 ms, script shm 500 ms on a log axis 1 … 1000 ms: 0, 2.3
+        // and 2.7 decades of 3 (1 px at least for the one on the low end).
         assert_eq!(heights[0], 1.0);
-        assert!((heights[1] - PLOT_H * (0.2f64.log10() + 3.0) / 3.0).abs() < 0.1);
-        assert!(heights[2] > heights[1]);
+        let want = 200f64.log10() / 500f64.log10();
+        assert!(
+            (heights[1] / heights[2] - want).abs() < 0.002,
+            "{heights:?}"
+        );
+        assert!(
+            h.contains(">completion time, ms (log10 scale)</text>"),
+            "{h}"
+        );
+    }
+
+    #[test]
+    fn the_page_cites_papers_and_its_figures_fill_the_column() {
+        let h = page(&hostile());
+        for internal in ["seed 00", "Seed 00", "issue 1", "../shared", "Table 5.1:"] {
+            assert!(!h.contains(internal), "{internal} in the page");
+        }
+        assert!(
+            h.contains(
+                "Table 5.1 of N. S. Kutluğ, <cite>Performance Evaluation and Analysis of User \
+                 Level Networking Protocols in Clusters</cite> (MS thesis, The Ohio State \
+                 University, 2000)"
+            ),
+            "{h}"
+        );
+        // Every figure is drawn as wide as the page's column (72em, 1152 px at 16 px) and
+        // scales down with it: a viewBox, and the style's 100 % at most.
+        assert!(STYLE.contains("figure svg{display:block;max-width:100%;height:auto}"));
+        let svgs: Vec<&str> = h.split("<svg ").skip(1).collect();
+        assert_eq!(svgs.len(), 3);
+        for s in svgs {
+            let tag = &s[..s.find('>').unwrap()];
+            assert!(tag.contains("viewBox=\"0 0 1100 "), "{tag}");
+        }
     }
 }

@@ -819,7 +819,7 @@ fn plot_loggp_writes_seed_004_figure_3_6_as_svg() {
     for t in ["uds", "shm"] {
         assert!(
             table.contains(&format!(
-                "# commperf o_s and o_r against size (seed 004 Figure 3.6) | transport {t} | mode poll"
+                "# commperf o_s and o_r against size (after Kutluğ 2000, Figure 3.6) | transport {t} | mode poll"
             )),
             "{table}"
         );
@@ -1054,7 +1054,9 @@ fn all_quick_runs_every_benchmark_with_a_tenth_of_the_iterations() {
     let t = commperf(&["bench", "loggp", "--quick", "-t", "uds"]);
     let text = String::from_utf8(t.stdout).unwrap();
     assert!(
-        text.contains("# commperf loggp summary at 4 B (seed 004 Table 3.1, Figure 3.5)"),
+        text.contains(
+            "# commperf loggp summary at 4 B (after Kutluğ 2000, Table 3.1 and Figure 3.5)"
+        ),
         "{text}"
     );
 }

@@ -1,5 +1,7 @@
-//! The sensitivity study seed 001 exists for: run one program at every setting of every knob,
-//! each knob alone, and report how much slower it gets per setting.
+//! The sensitivity study of R. P. Martin, "A Systematic Characterization of Application
+//! Sensitivity to Network Performance" (PhD thesis, University of California, Berkeley, 1999):
+//! run one program at every setting of every knob, each knob alone, and report how much slower
+//! it gets per setting.
 //!
 //! Why shaped so: the study is a loop around a program the sweep does not know, so running the
 //! program is a [`Runner`] (the CLI's runs it under the MPI interposer; tests use a
@@ -17,11 +19,15 @@
 //! every setting runs the same whole apparatus: it has a cost of its own (collectives run as
 //! point-to-point messages, a hook per call, L's side band), and a slowdown against the bare
 //! program would charge that cost to whichever knob is set — an intercept at every value, which
-//! no model of the knob predicts (seed 001's firmware is in place at every setting too). The program alone still runs in every round
-//! as a reference row, `untouched`, so the emulator's own cost is measured and reported
-//! ([`SweepResult::emulator_cost`]), never hidden.
+//! no model of the knob predicts (Martin's modified firmware is in place at every setting too).
+//! The program alone still runs in every round as a reference row, `untouched`, so the
+//! emulator's own cost is measured and reported ([`SweepResult::emulator_cost`]), never hidden.
 
 use crate::knobs::{EmulateError, Knob, Knobs};
+use commperf_report::plot::{
+    colour, linear_axis, Band, BandShape, Figure, Panel, Point, Series, XScale, GREY,
+};
+use commperf_report::svg::esc;
 use commperf_report::{Align, Table};
 use serde::{Deserialize, Serialize};
 use std::fmt::Write as _;
@@ -922,113 +928,77 @@ impl SweepResult {
     }
 
     /// Slowdown against each knob's value, one panel per knob (the knobs have different units),
-    /// as Martin's figures plot run time against each parameter. The baseline's noise band is
-    /// shaded.
+    /// as Martin's figures plot run time against each parameter, on the chart layer. The grey
+    /// band across each panel is the baseline's noise (± its relative spread): a slowdown inside
+    /// it is not told apart from the baseline's own run-to-run variation; the legend says so.
+    /// The slowdown axis is linear and the same in every panel, 0 included.
     pub fn render_svg(&self) -> String {
-        let panel_w = 300.0;
-        let (pad_l, pad_r, top, bottom) = (60.0, 20.0, 50.0, 290.0);
-        let n = self.knobs.len().max(1) as f64;
-        let w = n * (panel_w + pad_l + pad_r);
-        let h = 340.0;
-        let ys: Vec<f64> = self
-            .knobs
-            .iter()
-            .flat_map(|k| k.points.iter().map(|p| p.1))
-            .chain([0.0, self.baseline_spread.unwrap_or(0.0)])
-            .collect();
-        let ymax = ys.iter().copied().fold(0.0f64, f64::max).max(0.01) * 1.1;
-        let ymin = ys.iter().copied().fold(0.0f64, f64::min).min(0.0) * 1.1;
-        let ypos = |v: f64| bottom - (bottom - top) * (v - ymin) / (ymax - ymin);
-        let mut s = String::new();
-        let _ = writeln!(
-            s,
-            r#"<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" font-family="sans-serif" font-size="11">"#
-        );
-        // Left-aligned: a long command (a launcher's options, a program's full path) runs off
-        // the right edge, keeping its start readable, instead of off both.
-        let _ = writeln!(
-            s,
-            r#"<text x="10" y="18" font-size="14">Slowdown against each knob: {}</text>"#,
-            xml(&self.command.join(" "))
-        );
-        for (i, k) in self.knobs.iter().enumerate() {
-            let l = i as f64 * (panel_w + pad_l + pad_r) + pad_l;
-            let r = l + panel_w;
-            let xmax = k.points.iter().map(|p| p.0).fold(0.0f64, f64::max);
-            let xmax = if xmax > 0.0 { xmax } else { 1.0 };
-            let xpos = |v: f64| l + (r - l) * v / xmax;
-            if let Some(sp) = self.baseline_spread {
-                let (y0, y1) = (ypos(sp), ypos(-sp.min(-ymin)));
-                let _ = writeln!(
-                    s,
-                    r##"<rect x="{l}" y="{y0:.1}" width="{panel_w}" height="{:.1}" fill="#ddd"><title>baseline noise ±{:.1}%</title></rect>"##,
-                    (y1 - y0).max(0.0),
-                    100.0 * sp
-                );
-            }
-            let _ = writeln!(
-                s,
-                r#"<line x1="{l}" y1="{bottom}" x2="{r}" y2="{bottom}" stroke="black"/><line x1="{l}" y1="{top}" x2="{l}" y2="{bottom}" stroke="black"/>"#
-            );
-            let _ = writeln!(
-                s,
-                r#"<text x="{}" y="{}" text-anchor="middle">Δ{} ({})</text>"#,
-                (l + r) / 2.0,
-                bottom + 32.0,
-                xml(&k.knob),
-                xml(&k.unit)
-            );
-            for j in 0..=4 {
-                let v = ymin + (ymax - ymin) * j as f64 / 4.0;
-                let _ = writeln!(
-                    s,
-                    r#"<text x="{}" y="{:.1}" text-anchor="end">{:+.0}%</text>"#,
-                    l - 4.0,
-                    ypos(v) + 4.0,
-                    100.0 * v
-                );
-                let xv = xmax * j as f64 / 4.0;
-                let _ = writeln!(
-                    s,
-                    r#"<text x="{:.1}" y="{}" text-anchor="middle">{}</text>"#,
-                    xpos(xv),
-                    bottom + 14.0,
-                    trim(xv)
-                );
-            }
-            let pts: Vec<String> = k
-                .points
+        let spread = self.baseline_spread.filter(|s| s.is_finite());
+        let pct = |v: f64| 100.0 * v;
+        let y = linear_axis(
+            self.knobs
                 .iter()
-                .map(|p| format!("{:.1},{:.1}", xpos(p.0), ypos(p.1)))
-                .collect();
-            let _ = writeln!(
-                s,
-                r##"<polyline points="{}" fill="none" stroke="#1f77b4" stroke-width="2"/>"##,
-                pts.join(" ")
+                .flat_map(|k| k.points.iter().map(|p| pct(p.1)))
+                .chain(spread.into_iter().flat_map(|s| [pct(s), -pct(s)])),
+        );
+        let mut f = Figure::new(format!(
+            "Slowdown against each knob: {}",
+            self.command.join(" ")
+        ))
+        .class("sweep")
+        .width((self.knobs.len().max(1) as f64 * 340.0 + 180.0).max(700.0))
+        .plot_height(240.0);
+        for k in &self.knobs {
+            let unit = if k.unit == "us" {
+                "µs"
+            } else {
+                k.unit.as_str()
+            };
+            let x = linear_axis(k.points.iter().map(|p| p.0));
+            let mut p = Panel::new(
+                XScale::Value(x),
+                format!("Δ{}, {unit}", k.knob),
+                y.clone(),
+                "slowdown, %",
             );
-            for p in &k.points {
-                let _ = writeln!(
-                    s,
-                    r##"<circle cx="{:.1}" cy="{:.1}" r="3" fill="#1f77b4"><title>{}={} {}: {:+.1}%</title></circle>"##,
-                    xpos(p.0),
-                    ypos(p.1),
-                    xml(&k.knob),
-                    trim(p.0),
-                    xml(&k.unit),
-                    100.0 * p.1
+            if let Some(s) = spread {
+                p.bands.push(Band {
+                    name: Some(format!("baseline noise ±{:.1} %", pct(s))),
+                    colour: GREY,
+                    shape: BandShape::Across(-pct(s), pct(s)),
+                });
+            }
+            let mut line = Series::new("slowdown", colour(0))
+                .attrs(format!(r#"data-knob="{}""#, esc(&k.knob)));
+            for &(v, slow) in &k.points {
+                line = line.point(
+                    Point::new(v, pct(slow))
+                        .tip(format!(
+                            "{}={} {unit}: {:+.1} %",
+                            k.knob,
+                            trim(v),
+                            pct(slow)
+                        ))
+                        .attrs(format!(r#"data-value="{v}" data-slowdown="{slow}""#)),
                 );
             }
+            p.series.push(line);
+            f.panels.push(p);
         }
-        s.push_str("</svg>\n");
-        s
+        f.notes
+            .push("Slowdown: the median run time over the baseline's (every knob at zero).".into());
+        if spread.is_some() {
+            f.notes.push(
+                "Grey: the baseline's noise, ± the spread of its own runs; a slowdown inside it \
+                 is not told apart from the baseline's run-to-run variation."
+                    .into(),
+            );
+        }
+        if self.knobs.is_empty() {
+            f.notes.push("No knob was swept: nothing to draw.".into());
+        }
+        f.svg()
     }
-}
-
-fn xml(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
 }
 
 #[cfg(test)]
@@ -1426,7 +1396,21 @@ mod tests {
         assert_eq!(back, r);
         let svg = r.render_svg();
         assert_eq!(svg.matches("<polyline").count(), 2);
-        assert!(svg.contains("a&lt;b") && svg.contains("Δg (us)"));
+        assert!(svg.contains("a&lt;b") && svg.contains(">Δg, µs (linear scale)</text>"));
+        // The grey band is the baseline's noise, once per panel and named in the legend.
+        let spread = r.baseline_spread.expect("a spread from the model's runs");
+        assert_eq!(svg.matches("<rect class=\"band\"").count(), 2, "{svg}");
+        let label = format!("baseline noise ±{:.1} %", 100.0 * spread);
+        let legend = svg.split("<g class=\"legend\">").nth(1).unwrap();
+        assert!(
+            legend.contains(&format!(">{label}</text>")),
+            "{label} not in {legend}"
+        );
+        assert!(svg.contains("Grey: the baseline's noise"), "{svg}");
+        assert!(
+            svg.contains(&format!("<title>{label}</title></rect>")),
+            "{svg}"
+        );
         assert_eq!(value_text(Knob::L, 5e3), "5us");
         assert_eq!(value_text(Knob::UpperG, 0.25), "0.25ns/B");
         assert_eq!(value_text(Knob::O, 500.0), "500ns");

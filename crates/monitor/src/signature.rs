@@ -1,7 +1,8 @@
-//! Performance signatures (seed 000 §2.4, Figures 5–6): each stage's mean latency per message
-//! size against its baseline from a quiet run, beside how many messages each size had (a mean
-//! of five messages is not read like one of fifty thousand), also by sender, by receiver and by
-//! type, and a verdict naming the stage that deviates most.
+//! Performance signatures (C. Liao, M. Martonosi and D. W. Clark, "Performance Monitoring in a
+//! Myrinet-Connected Shrimp Cluster", SPDT 1998, §2.4 and Figures 5–6): each stage's mean
+//! latency per message size against its baseline from a quiet run, beside how many messages
+//! each size had (a mean of five messages is not read like one of fifty thousand), also by
+//! sender, by receiver and by type, and a verdict naming the stage that deviates most.
 //!
 //! The baseline is a saved monitor run of a quiet system (its stages are the same quantities)
 //! or a `commperf calibrate` profile, whose LogGP points give o_s, L and o_r per size: the
@@ -10,7 +11,11 @@
 
 use crate::hist::{Histograms, Key, Stage, Stages, Totals, SIZE_BINS};
 use commperf_core::{format_size, Profile};
+use commperf_report::plot::{
+    colour, Bar, BarGroup, Figure, Marker, Panel, Point, Series, Stroke, XScale, GREY,
+};
 use commperf_report::{Align, Table};
+use commperf_stats::axis::Axis;
 use serde::{Deserialize, Serialize};
 use std::fmt::Write as _;
 
@@ -200,7 +205,7 @@ fn groups<K: Ord + Clone>(
         .collect()
 }
 
-/// What a stage's excess usually means (seed 000 §2.3).
+/// What a stage's excess usually means (Liao, Martonosi and Clark 1998, §2.3).
 pub fn meaning(s: Stage) -> &'static str {
     match s {
         Stage::Net => "contention in the network (or on the path between the processes)",
@@ -333,69 +338,33 @@ impl Signature {
         }
     }
 
-    /// Figure 6's two panels as one SVG: left, how many messages of each size (log scale);
-    /// right, each stage's mean against size, solid, with its baseline dashed.
+    /// Figure 6's two panels as one SVG (on the chart layer): left, how many messages of each
+    /// size; right, each stage's mean against size, solid with round markers, its baseline
+    /// dashed with square ones, a marker on every point (so a run of one size still shows its
+    /// means); the verdict underneath.
     pub fn render_svg(&self) -> String {
-        const W: f64 = 900.0;
-        const H: f64 = 380.0;
-        let (top, bottom) = (40.0, H - 50.0);
-        let panels = [(60.0, 300.0), (390.0, 860.0)];
-        let mut s = String::new();
-        let _ = writeln!(
-            s,
-            r#"<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" font-family="sans-serif" font-size="11">"#
-        );
-        let _ = writeln!(
-            s,
-            r#"<text x="{}" y="18" font-size="14" text-anchor="middle">Performance signature ({} messages; baseline: {})</text>"#,
-            W / 2.0,
-            self.messages,
-            xml(self.baseline_source.as_deref().unwrap_or("none"))
-        );
-        let n = self.by_size.len().max(1) as f64;
-        let xpos = |(l, r): (f64, f64), i: usize| l + (r - l) * (i as f64 + 0.5) / n;
-        // Left panel: frequency of each size, log10 counts.
-        let maxc = self
-            .by_size
-            .iter()
-            .map(|r| r.messages)
-            .max()
-            .unwrap_or(1)
-            .max(1) as f64;
-        let decades = maxc.log10().ceil().max(1.0);
-        let ylog = |c: f64| bottom - (bottom - top) * (c.max(1.0).log10() / decades);
-        let (l, r) = panels[0];
-        axes(&mut s, l, r, top, bottom, "messages (log)", "size");
-        for d in 0..=decades as i32 {
-            let y = ylog(10f64.powi(d));
-            let _ = writeln!(
-                s,
-                r#"<text x="{}" y="{}" text-anchor="end">1e{d}</text>"#,
-                l - 4.0,
-                y + 4.0
-            );
-        }
-        let bw = (r - l) / n * 0.6;
+        let labels: Vec<String> = self.by_size.iter().map(size_label).collect();
+        let mut counts = Panel::new(
+            XScale::Slots(labels.clone()),
+            "message size",
+            Axis::for_values(self.by_size.iter().map(|r| r.messages as f64)),
+            "messages",
+        )
+        .title("Messages per size");
         for (i, row) in self.by_size.iter().enumerate() {
-            let x = xpos(panels[0], i);
-            let y = ylog(row.messages as f64);
-            let _ = writeln!(
-                s,
-                r##"<rect x="{:.1}" y="{y:.1}" width="{bw:.1}" height="{:.1}" fill="#888"><title>{}: {} messages</title></rect>"##,
-                x - bw / 2.0,
-                bottom - y,
-                size_label(row),
-                row.messages
-            );
-            let _ = writeln!(
-                s,
-                r#"<text x="{x:.1}" y="{}" text-anchor="middle">{}</text>"#,
-                bottom + 14.0,
-                format_size(row.size_low_bytes)
-            );
+            counts.bars.push(BarGroup {
+                slot: i,
+                bars: vec![Bar {
+                    value: Some(row.messages as f64),
+                    colour: GREY,
+                    attrs: format!(
+                        r#"data-size-low="{}" data-messages="{}""#,
+                        row.size_low_bytes, row.messages
+                    ),
+                    tip: format!("{}: {} messages", size_label(row), row.messages),
+                }],
+            });
         }
-        // Right panel: stage means and baselines.
-        let (l, r) = panels[1];
         let vals = self
             .by_size
             .iter()
@@ -403,77 +372,64 @@ impl Signature {
             .filter(|c| c.stage != Stage::LateSenderWait)
             .flat_map(|c| [c.mean_us, c.baseline_us])
             .flatten();
-        let axis = commperf_stats::axis::Axis::for_values(vals);
-        axes(
-            &mut s,
-            l,
-            r,
-            top,
-            bottom,
-            &format!("µs ({})", axis.scale().caption()),
-            "size",
-        );
-        let ypos = |v: f64| axis.position(v).map(|p| bottom - (bottom - top) * p);
-        for t in axis.ticks() {
-            let y = bottom - (bottom - top) * t.position;
-            let _ = writeln!(
-                s,
-                r#"<text x="{}" y="{:.1}" text-anchor="end">{}</text>"#,
-                l - 4.0,
-                y + 4.0,
-                t.label
-            );
-        }
-        const COLORS: [&str; 3] = ["#1f77b4", "#d62728", "#2ca02c"];
+        let mut stages = Panel::new(
+            XScale::Slots(labels),
+            "message size",
+            Axis::for_values(vals),
+            "mean latency, µs",
+        )
+        .title("Stage means against their baseline");
         for (k, stage) in COMM_STAGES.iter().enumerate() {
-            for (base, dash) in [(false, ""), (true, r#" stroke-dasharray="5,4""#)] {
-                let pts: Vec<String> = self
-                    .by_size
-                    .iter()
-                    .enumerate()
-                    .filter_map(|(i, row)| {
-                        let c = row.stages.iter().find(|c| c.stage == *stage)?;
-                        let v = if base { c.baseline_us } else { c.mean_us }?;
-                        Some(format!("{:.1},{:.1}", xpos(panels[1], i), ypos(v)?))
-                    })
-                    .collect();
-                if !pts.is_empty() {
-                    let _ = writeln!(
-                        s,
-                        r#"<polyline fill="none" stroke="{}" stroke-width="2"{dash} points="{}"><title>{stage}{}</title></polyline>"#,
-                        COLORS[k],
-                        pts.join(" "),
-                        if base { " baseline" } else { "" }
+            for base in [false, true] {
+                let (name, stroke, marker) = if base {
+                    (format!("{stage} baseline"), Stroke::Dashed, Marker::Square)
+                } else {
+                    (stage.to_string(), Stroke::Solid, Marker::Circle)
+                };
+                let mut line = Series::new(name.clone(), colour(k))
+                    .stroke(stroke)
+                    .marker(marker)
+                    .attrs(format!(r#"data-stage="{stage}" data-baseline="{base}""#));
+                for (i, row) in self.by_size.iter().enumerate() {
+                    let Some(c) = row.stages.iter().find(|c| c.stage == *stage) else {
+                        continue;
+                    };
+                    let Some(v) = (if base { c.baseline_us } else { c.mean_us }) else {
+                        continue;
+                    };
+                    line = line.point(
+                        Point::new(i as f64, v)
+                            .tip(format!("{name}, {}: {v:.3} µs", size_label(row)))
+                            .attrs(format!(r#"data-value="{v}""#)),
                     );
                 }
+                if !line.points.is_empty() {
+                    stages.series.push(line);
+                }
             }
-            let _ = writeln!(
-                s,
-                r#"<text x="{}" y="{}" fill="{}">{stage} (dashed: baseline)</text>"#,
-                l + 10.0,
-                top + 14.0 * (k as f64 + 1.0),
-                COLORS[k]
-            );
         }
-        for (i, row) in self.by_size.iter().enumerate() {
-            let _ = writeln!(
-                s,
-                r#"<text x="{:.1}" y="{}" text-anchor="middle">{}</text>"#,
-                xpos(panels[1], i),
-                bottom + 14.0,
-                format_size(row.size_low_bytes)
-            );
-        }
-        let _ = writeln!(
-            s,
-            r#"<text x="{}" y="{}" text-anchor="middle">{}</text>"#,
-            W / 2.0,
-            H - 8.0,
-            xml(&self.verdict.text)
+        let title = format!(
+            "Performance signature ({} messages; baseline: {})",
+            self.messages,
+            self.baseline_source.as_deref().unwrap_or("none")
         );
-        s.push_str("</svg>\n");
-        s
+        let mut f = Figure::new(title)
+            .class("signature")
+            .width(1000.0)
+            .panel(counts)
+            .panel(stages)
+            .note(format!("Verdict: {}", self.verdict.text));
+        if stages_empty(&f) {
+            f.notes
+                .push("No stage was measured: nothing to draw against size.".into());
+        }
+        f.svg()
     }
+}
+
+/// Whether the stage panel has no line at all.
+fn stages_empty(f: &Figure) -> bool {
+    f.panels.get(1).is_none_or(|p| p.series.is_empty())
 }
 
 /// The tabular renderings.
@@ -496,33 +452,12 @@ fn size_label(r: &SizeRow) -> String {
     }
 }
 
-fn xml(t: &str) -> String {
-    t.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-}
-
-fn axes(s: &mut String, l: f64, r: f64, top: f64, bottom: f64, ylabel: &str, xlabel: &str) {
-    let _ = writeln!(
-        s,
-        r#"<path d="M{l},{top} V{bottom} H{r}" stroke="black" fill="none"/>"#
-    );
-    let _ = writeln!(
-        s,
-        r#"<text x="{}" y="{}" text-anchor="middle" transform="rotate(-90 {} {})">{}</text>"#,
-        l - 40.0,
-        (top + bottom) / 2.0,
-        l - 40.0,
-        (top + bottom) / 2.0,
-        xml(ylabel)
-    );
-    let _ = writeln!(
-        s,
-        r#"<text x="{}" y="{}" text-anchor="middle">{xlabel}</text>"#,
-        (l + r) / 2.0,
-        bottom + 30.0
-    );
-}
+/// The verdict without a baseline: how to get one and where to give it. `monitor report`
+/// takes `--baseline` for every kind of run (the MPI form, `monitor -- mpirun …`, does not);
+/// `DIR` stands for the run's directory.
+pub const NO_BASELINE: &str = "no baseline given: save a run on the quiet system (`commperf \
+     monitor run -o quiet`) or a profile of it (`commperf calibrate -t shm -o quiet.json`), then \
+     compare with `commperf monitor report DIR --baseline quiet/run.json`";
 
 /// The stage with the most time per message above its baseline (over the sizes that have
 /// one), if more than 10 % above.
@@ -532,7 +467,7 @@ fn verdict(rows: &[SizeRow], have_base: bool) -> Verdict {
             stage: None,
             excess_us_per_message: None,
             ratio: None,
-            text: "no baseline given: run a quiet system with `commperf monitor run` (or `commperf calibrate`) and pass it with --baseline".into(),
+            text: NO_BASELINE.into(),
         };
     }
     let mut best: Option<(Stage, f64, f64, f64)> = None;
@@ -604,5 +539,111 @@ fn verdict(rows: &[SizeRow], have_base: bool) -> Verdict {
             ratio: None,
             text: format!("the baseline covers none of the sizes seen{wait_note}"),
         },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Source, net and destination figures of a size bin, µs.
+    type Three = [Option<f64>; 3];
+
+    /// A signature of the given size bins (size, messages, means, baselines).
+    fn signature(rows: &[(u64, u64, Three, Three)]) -> Signature {
+        let by_size = rows
+            .iter()
+            .map(|&(size, messages, means, bases)| SizeRow {
+                size_low_bytes: size,
+                size_high_bytes: size,
+                mean_bytes: size as f64,
+                messages,
+                stages: Stage::ALL
+                    .iter()
+                    .enumerate()
+                    .map(|(i, &stage)| StageCell {
+                        stage,
+                        messages,
+                        mean_us: means.get(i).copied().flatten(),
+                        baseline_us: bases.get(i).copied().flatten(),
+                        ratio: None,
+                        negative: 0,
+                    })
+                    .collect(),
+            })
+            .collect::<Vec<_>>();
+        let verdict = verdict(&by_size, rows.iter().any(|r| r.3[0].is_some()));
+        Signature {
+            schema_version: SIGNATURE_SCHEMA_VERSION,
+            baseline_source: None,
+            programs: vec![0],
+            messages: rows.iter().map(|r| r.1).sum(),
+            by_size,
+            by_sender: Vec::new(),
+            by_receiver: Vec::new(),
+            by_type: Vec::new(),
+            verdict,
+        }
+    }
+
+    #[test]
+    fn one_size_draws_a_marker_per_stage_not_an_empty_line() {
+        let s = signature(&[(64, 1000, [Some(0.5), Some(2.0), Some(0.7)], [None; 3])]);
+        let svg = s.render_svg();
+        assert_eq!(svg.matches("<polyline").count(), 0, "no line of one point");
+        // source, net and destination: one round marker each, at the one slot's centre.
+        let circles: Vec<&str> = svg
+            .split("<circle class=\"point\"")
+            .skip(1)
+            .map(|c| &c[..c.find('>').unwrap()])
+            .collect();
+        assert_eq!(circles.len(), 3, "{svg}");
+        let cx: Vec<&str> = circles
+            .iter()
+            .map(|c| c.split("cx=\"").nth(1).unwrap().split('"').next().unwrap())
+            .collect();
+        assert!(cx.iter().all(|x| *x == cx[0]), "{cx:?}");
+        assert_eq!(
+            svg.matches("<rect class=\"bar\"").count(),
+            1,
+            "the size's count"
+        );
+        // The verdict without a baseline, under the figure.
+        assert!(svg.contains("Verdict: no baseline given"), "{svg}");
+    }
+
+    #[test]
+    fn stages_and_baselines_are_lines_with_markers_on_every_point() {
+        let s = signature(&[
+            (
+                64,
+                1000,
+                [Some(0.5), Some(2.0), Some(0.7)],
+                [Some(0.4), Some(1.0), Some(0.7)],
+            ),
+            (
+                4096,
+                10,
+                [Some(1.5), Some(9.0), Some(2.7)],
+                [Some(1.4), Some(3.0), Some(2.0)],
+            ),
+        ]);
+        let svg = s.render_svg();
+        // Three stages and their three baselines, two points each.
+        assert_eq!(svg.matches("<polyline").count(), 6, "{svg}");
+        assert_eq!(svg.matches("<circle class=\"point\"").count(), 6);
+        assert_eq!(svg.matches("<rect class=\"point\"").count(), 6);
+        for label in ["source", "net baseline", "destination"] {
+            assert!(
+                svg.contains(&format!(">{label}</text>")),
+                "{label} not in the legend"
+            );
+        }
+        assert!(
+            s.verdict.text.starts_with("net deviates most"),
+            "{}",
+            s.verdict.text
+        );
+        assert!(svg.contains("Verdict: net deviates most"), "{svg}");
     }
 }

@@ -7,18 +7,18 @@ use commperf_core::{Benchmark, BufferUse, Mode, Report, Row, TransportKind};
 
 /// Rows of one (benchmark, transport, mode, spins before blocking), in report order.
 #[derive(Debug)]
-struct Block<'a> {
-    benchmark: Benchmark,
-    transport: TransportKind,
-    mode: Mode,
-    block_spins: Option<u32>,
-    packed: Option<bool>,
-    buffers: Option<BufferUse>,
-    rows: Vec<&'a Row>,
+pub(crate) struct Block<'a> {
+    pub(crate) benchmark: Benchmark,
+    pub(crate) transport: TransportKind,
+    pub(crate) mode: Mode,
+    pub(crate) block_spins: Option<u32>,
+    pub(crate) packed: Option<bool>,
+    pub(crate) buffers: Option<BufferUse>,
+    pub(crate) rows: Vec<&'a Row>,
 }
 
 /// Groups rows by (benchmark, transport, mode, spins); blocks are ordered by first appearance.
-fn blocks(report: &Report) -> Vec<Block<'_>> {
+pub(crate) fn blocks(report: &Report) -> Vec<Block<'_>> {
     let mut out: Vec<Block<'_>> = Vec::new();
     for row in &report.results {
         let key = (
@@ -117,7 +117,7 @@ impl Block<'_> {
                 ("cost(us)", cost),
             ]),
             // Per size and fragment: the measured one-way time and bandwidth beside the
-            // pipeline model's T(L, P) (seed 002 eq. 7 or the exact recurrence).
+            // pipeline model's T(L, P) (Fröhlich, Tientcheu and Schröder-Preikschat 2000, eq. 7 or the exact recurrence).
             Benchmark::Pipeline => cols.extend([
                 (
                     "fragment",
@@ -174,7 +174,7 @@ impl Block<'_> {
                 ("MB/s", (|r| r.mb_per_s.map_or_else(dash, fmt_mb)) as Cell),
                 ("msgs/s", |r| r.msgs_per_s.map_or_else(dash, fmt_rate)),
             ]),
-            // Per size what was measured (seed 004's Figure 3.6 plots o_s and o_r) and the
+            // Per size what was measured (Kutluğ's (2000) Figure 3.6 plots o_s and o_r) and the
             // LogGOPS one-way time from the piece's parameters, which follow in their own table.
             Benchmark::Loggp => cols.extend([
                 ("o_s(us)", (|r| time(r.o_s_us)) as Cell),
@@ -255,7 +255,7 @@ pub(crate) fn mpi_words(b: Benchmark, mode: Mode, packed: Option<bool>) -> Vec<S
 }
 
 /// A LogGOPS figure, which cannot be negative: a negative one (only a result file of schema 1
-/// can hold one, from seed 004's L = latency − o_s − o_r) is shown as absent, never printed.
+/// can hold one, from Kutluğ's (2000) L = latency − o_s − o_r) is shown as absent, never printed.
 fn time(v: Option<f64>) -> String {
     us(v.filter(|x| *x >= 0.0))
 }
@@ -430,7 +430,7 @@ fn machine_lines(report: &Report) -> Vec<(&'static str, String)> {
     lines
 }
 
-/// Seed 004's Table 3.1 layout and Figure 3.5 as a table: LogGP per transport and mode at 4 B
+/// The layout of Kutluğ's (2000) Table 3.1 and Figure 3.5 as a table: LogGP per transport and mode at 4 B
 /// (or each one's smallest size when 4 B was not measured), and each parameter's share of the
 /// one-way latency. None when the report has no loggp rows.
 fn loggp_summary(report: &Report) -> Option<(String, Table)> {
@@ -464,7 +464,7 @@ fn loggp_summary(report: &Report) -> Option<(String, Table)> {
         (Some(x), Some(l)) if l > 0.0 && x >= 0.0 => format!("{:.0}%", 100.0 * x / l),
         _ => dash(),
     };
-    // Seed 004 writes the overheads O_s and O_r; here they are LogGOPS's o_s(s) and o_r(s) at
+    // Kutluğ (2000) writes the overheads O_s and O_r; here they are LogGOPS's o_s(s) and o_r(s) at
     // this size (O is LogGOPS's per-byte overhead). latency = o_s + L + o_r − overlap + the
     // per-byte terms, which are small at 4 B.
     let values: [(&str, Get); 6] = [
@@ -497,7 +497,7 @@ fn loggp_summary(report: &Report) -> Option<(String, Table)> {
         format!("sizes {} B", sizes.join(", "))
     };
     Some((
-        format!("loggp summary at {at} (seed 004 Table 3.1, Figure 3.5)"),
+        format!("loggp summary at {at} (after Kutluğ 2000, Table 3.1 and Figure 3.5)"),
         t,
     ))
 }

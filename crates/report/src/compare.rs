@@ -1,4 +1,4 @@
-//! Layer against layer (seed 004 chapter 4): the same suite measured at a lower layer (a
+//! Layer against layer (Kutluğ 2000, chapter 4): the same suite measured at a lower layer (a
 //! transport: `shm`, `tcp`) and at an upper one built on it (MPI), compared point by point, so a
 //! user can tell whether a bottleneck is in the transport or in the layer above it.
 //!
@@ -8,7 +8,7 @@
 //! (latency-type benchmarks) or the fraction of the lower layer's bandwidth it delivers (bw,
 //! bibw, mr). For latency it also finds where the upper layer changes protocol (a breakpoint of
 //! its size curve that the lower layer does not have) and, per benchmark, a one-line verdict in
-//! the words of seed 004's Figures 4.3–4.10 ("MVICH adds around 11 µs up to 1 KiB; above it the
+//! the words of Kutluğ's (2000) Figures 4.3–4.10 ("MVICH adds around 11 µs up to 1 KiB; above it the
 //! overhead grows with message size: an extra copy"), computed from the numbers.
 
 mod render;
@@ -27,7 +27,7 @@ use std::fmt;
 /// meaning or disappears, not when one is added.
 pub const COMPARE_SCHEMA_VERSION: u32 = 1;
 
-/// Sizes up to this are "small messages" in verdicts (seed 004: "up to 1 Kilobyte").
+/// Sizes up to this are "small messages" in verdicts (Kutluğ 2000: "up to 1 Kilobyte").
 const SMALL_MAX: u64 = 1024;
 /// Sizes from this are "large messages" in bandwidth verdicts.
 const LARGE_MIN: u64 = 64 * 1024;
@@ -127,7 +127,7 @@ pub struct Point {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub added_percent: Option<f64>,
     /// Extended benchmarks: each layer's own cost over its baseline (the row's `cost_us`), so
-    /// the cost of a service can be compared between the layers (seed 004 §4.3.4–4.3.7).
+    /// the cost of a service can be compared between the layers (Kutluğ 2000, §4.3.4–4.3.7).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lower_cost_us: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]

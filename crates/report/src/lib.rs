@@ -16,28 +16,35 @@
 //! * **csv** — one flat table of every row with every field (named as in the JSON), empty cells
 //!   for absent figures, numbers at full precision.
 //! * **json** — the [`Report`] itself, pretty-printed.
+//! * **svg** — a figure rather than a table: latency and bandwidth against message size
+//!   ([`bench_svg`]; for a comparison, both layers' curves).
 //!
-//! Loggp results also have a figure, seed 004's Figure 3.6 (o_s and o_r against size, per
-//! transport and mode): a small ASCII chart after each loggp block of the table format, and a
-//! standalone SVG document from [`loggp_svg`].
+//! Every figure is drawn by one chart layer, [`plot`]. Loggp results also have a figure of
+//! their own, Kutluğ's Figure 3.6 (o_s and o_r against size, per transport and mode): a small
+//! ASCII chart after each loggp block of the table format, and a standalone SVG document from
+//! [`loggp_svg`].
 //!
 //! Two reports of the same suite, one measured at a lower layer (a transport) and one at an
 //! upper layer (MPI), can be compared point by point with [`compare`] and the result rendered in
-//! the same formats with [`render_comparison`] (`commperf compare`, seed 004 chapter 4).
+//! the same formats with [`render_comparison`] (`commperf compare`, after Kutluğ's chapter 4).
+//!
+//! Kutluğ: N. S. Kutluğ, "Performance Evaluation and Analysis of User Level Networking
+//! Protocols in Clusters", MS thesis, The Ohio State University, 2000.
 
 mod blocks;
 mod compare;
 mod csv;
-mod plot;
+pub mod plot;
 pub mod svg;
 mod table;
 pub mod timeline;
+pub mod units;
 
 pub use compare::{
     compare, render_comparison, BenchmarkComparison, CompareError, Comparison, LayerInfo,
     NotCompared, Point, ProtocolChange, Role, COMPARE_SCHEMA_VERSION,
 };
-pub use plot::{loggp_svg, PlotError};
+pub use plot::{bench_svg, loggp_svg, PlotError};
 pub use table::{Align, Table};
 
 use commperf_core::{Report, UnknownName, SCHEMA_VERSION};
@@ -56,11 +63,19 @@ pub enum Format {
     Csv,
     /// Markdown headings and pipe tables.
     Md,
+    /// A figure: latency and bandwidth against message size (SVG).
+    Svg,
 }
 
 impl Format {
     /// Every format, in the order they are listed to users.
-    pub const ALL: &'static [Format] = &[Format::Table, Format::Json, Format::Csv, Format::Md];
+    pub const ALL: &'static [Format] = &[
+        Format::Table,
+        Format::Json,
+        Format::Csv,
+        Format::Md,
+        Format::Svg,
+    ];
 
     /// The name used on the command line.
     pub fn as_str(self) -> &'static str {
@@ -69,6 +84,7 @@ impl Format {
             Format::Json => "json",
             Format::Csv => "csv",
             Format::Md => "md",
+            Format::Svg => "svg",
         }
     }
 }
@@ -90,14 +106,19 @@ impl FromStr for Format {
             .ok_or_else(|| UnknownName {
                 what: "format",
                 given: s.to_string(),
-                allowed: "table json csv md",
+                allowed: "table json csv md svg",
             })
     }
 }
 
 /// Renders a report in the given format. The result always ends with a newline.
+///
+/// For [`Format::Svg`], a report with nothing to draw against size gives a figure that says
+/// so; [`bench_svg`] is the same figure with that case as an error, for callers that can refuse
+/// the input by name before writing anything.
 pub fn render(report: &Report, format: Format) -> String {
     match format {
+        Format::Svg => bench_svg(report).unwrap_or_else(|e| plot::empty(&e.to_string())),
         Format::Table => blocks::render_text(report),
         Format::Md => blocks::render_markdown(report),
         Format::Csv => csv::render_csv(report),

@@ -1,24 +1,34 @@
-//! Seed 004's Figure 3.6: the send overhead o_s (and here also the receive overhead o_r)
-//! against message size, per transport and mode, from the loggp rows of a report. Two
-//! renderings from the same points: a small ASCII chart for the table format, and an SVG file.
+//! The chart layer: every SVG figure commperf draws is a [`Figure`] of one or more [`Panel`]s
+//! side by side, rendered here, so that the figures of every verb (the bench and loggp plots,
+//! the monitor's signature, the emulation sweep, the `app` page's charts) share their look and
+//! their rules: the axes, the legend, the markers, how a value a log axis cannot place is shown.
 //!
-//! Sizes go on a log2 axis (the suite measures powers of two). Overheads go on the shared µs
-//! [`Axis`] of `commperf-stats`: linear and including 0 while the values are within a factor of
-//! 30 of each other, so a flat overhead looks flat and a negative one (measurement noise around
-//! zero, see the README) sits visibly below the axis; log10 when they span more (0.02 µs at 1 B
-//! and 900 µs at 1 MiB), so the small sizes do not all land on zero. A log axis cannot place a
-//! value at or below 0: those go on a `≤ 0` baseline of their own (the `<=0` row of the text
-//! chart, the x axis of the SVG), never onto the lowest decade. Both renderings say which
-//! scale they use. Absent values are left out, never drawn as 0: a row without o_s simply has
-//! no o_s point.
+//! A panel has an x scale ([`XScale`]: message sizes on a log2 axis, a value [`Axis`], or named
+//! slots such as size bins and programs), a value [`Axis`] on y (the shared axis of
+//! `commperf-stats`: linear, or log10 when the values span more than a factor of 30), and what
+//! is drawn on them: [`Series`] (a line through points, with a marker on every point, so a
+//! series of one point still shows), [`Band`]s (a shaded range between two curves, or across
+//! the panel), bars in slots, and [`Guide`] lines. The legend is built from the named series and
+//! bands, plus any [`LegendEntry`] the figure adds. Notes (a verdict, what was left out) go under
+//! the panels, wrapped to the figure's width.
+//!
+//! A log axis has no place for a value at or below 0: such a point is drawn on a `≤ 0` baseline
+//! under the lowest decade, labelled so, never on the lowest decade itself.
+//!
+//! Output is deterministic: the same figure gives the same bytes (coordinates with one decimal).
+//! Every text that comes from outside (a command line, a program name) is escaped.
 
-use crate::svg::{axes, colour, esc, y_grid, y_labels, y_title};
-use commperf_core::{format_size, Benchmark, Mode, Report, Row, TransportKind};
+mod bench;
+mod loggp;
+
+pub use bench::{bench_figure, bench_svg, comparison_figure};
+pub(crate) use loggp::text_chart;
+pub use loggp::{loggp_figure, loggp_svg, TITLE};
+
+use crate::svg::esc;
+use commperf_core::format_size;
 use commperf_stats::axis::{Axis, Scale};
 use std::fmt::Write as _;
-
-/// The figure's title, in both renderings.
-pub const TITLE: &str = "o_s and o_r against size (seed 004 Figure 3.6)";
 
 /// Why no figure can be drawn.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -30,691 +40,1084 @@ pub enum PlotError {
     /// Loggp rows, but none with an o_s or o_r value at a size above 0.
     #[error("the loggp results have no o_s or o_r values to plot")]
     NoValues,
+    /// No latency or bandwidth measured against the message size.
+    #[error(
+        "no latency or bandwidth results against message size to plot (they come from \
+         `commperf bench latency bw`, among others){left_out}",
+        left_out = if .0.is_empty() { String::new() } else { format!("; left out: {}", .0) }
+    )]
+    NoSizeSeries(String),
 }
 
-/// The two plotted parameters.
+/// Average width of a character of the figures' 12 px sans-serif text, in pixels: enough to
+/// keep labels apart and to wrap notes; a little generous, so text rarely overruns.
+pub const CHAR_W: f64 = 6.8;
+/// The same for the 15 px title.
+const TITLE_CHAR_W: f64 = 8.4;
+/// Left of a panel's plot area: the y tick labels and the rotated y title.
+const MARGIN_L: f64 = 76.0;
+/// Right of a panel's plot area, before the next panel or the legend.
+const MARGIN_R: f64 = 24.0;
+/// Under the plot area: the x tick labels and the x title.
+const MARGIN_B: f64 = 52.0;
+/// Between legend rows, and between note lines.
+const LEGEND_STEP: f64 = 18.0;
+const NOTE_STEP: f64 = 16.0;
+/// On a log y axis with values at or below 0: the gap between the lowest decade and the x
+/// axis, which then is the `≤ 0` baseline those values are drawn on.
+const NONPOSITIVE_GAP: f64 = 24.0;
+/// Least distance between two y tick labels, in pixels.
+const Y_LABEL_STEP: f64 = 14.0;
+/// Least distance between the centres of two x tick labels of a number axis, in pixels.
+const X_LABEL_STEP: f64 = 40.0;
+/// Half the width of a marker.
+const MARKER_R: f64 = 4.0;
+/// Widest bar.
+const BAR_MAX: f64 = 28.0;
+
+/// One colour per series (Tableau 10), reused in order when there are more.
+pub const COLOURS: [&str; 8] = [
+    "#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf",
+];
+
+/// The colour of series `i`.
+pub fn colour(i: usize) -> &'static str {
+    COLOURS[i % COLOURS.len()]
+}
+
+/// The grey of bars that are one quantity rather than one of several series, and of bands
+/// that are a reference rather than a series' own spread.
+pub const GREY: &str = "#8c8c8c";
+
+/// An axis that is linear whatever the values: from the least of them (or 0) to the largest
+/// (or 0), widened to round ticks. For quantities centred on 0, such as slowdowns, which a log
+/// axis could not show.
+pub fn linear_axis(values: impl IntoIterator<Item = f64>) -> Axis {
+    let (mut lo, mut hi) = (0.0f64, 0.0f64);
+    for v in values.into_iter().filter(|v| v.is_finite()) {
+        lo = lo.min(v);
+        hi = hi.max(v);
+    }
+    // At most one positive value: the shared axis's rule for log10 needs two a factor of 30
+    // apart, so this is always its linear axis over [lo, hi].
+    Axis::for_values([lo, hi])
+}
+
+/// How a series' points are joined.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Param {
-    Os,
-    Or,
+pub enum Stroke {
+    Solid,
+    Dashed,
+    /// Markers only (a scatter).
+    None,
 }
 
-impl Param {
-    const BOTH: [Param; 2] = [Param::Os, Param::Or];
+/// The mark on each point of a series.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Marker {
+    Circle,
+    Square,
+    /// An outlined square: another kind of point in the same colour.
+    OpenSquare,
+}
 
-    fn get(self, r: &Row) -> Option<f64> {
-        match self {
-            Param::Os => r.o_s_us,
-            Param::Or => r.o_r_us,
+/// One point of a series: x in the panel's [`XScale`] (bytes, a value, or a slot index), y on
+/// its value axis, an optional tooltip and extra attributes for the marker (`data-size="64"`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Point {
+    pub x: f64,
+    pub y: f64,
+    pub tip: Option<String>,
+    pub attrs: String,
+}
+
+impl Point {
+    pub fn new(x: f64, y: f64) -> Point {
+        Point {
+            x,
+            y,
+            tip: None,
+            attrs: String::new(),
         }
     }
 
-    fn name(self) -> &'static str {
-        match self {
-            Param::Os => "o_s",
-            Param::Or => "o_r",
+    /// The tooltip (the SVG `<title>` of the marker).
+    pub fn tip(mut self, tip: impl Into<String>) -> Point {
+        self.tip = Some(tip.into());
+        self
+    }
+
+    /// Attributes written on the marker, escaped by the caller (`data-size="64"`).
+    pub fn attrs(mut self, attrs: impl Into<String>) -> Point {
+        self.attrs = attrs.into();
+        self
+    }
+}
+
+/// A line through points, a marker on every point.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Series {
+    /// The legend's label; an empty name keeps the series out of the legend.
+    pub name: String,
+    pub colour: &'static str,
+    pub stroke: Stroke,
+    pub marker: Marker,
+    pub points: Vec<Point>,
+    /// Attributes of the series' group (`data-transport="shm"`), escaped by the caller.
+    pub attrs: String,
+}
+
+impl Series {
+    pub fn new(name: impl Into<String>, colour: &'static str) -> Series {
+        Series {
+            name: name.into(),
+            colour,
+            stroke: Stroke::Solid,
+            marker: Marker::Circle,
+            points: Vec::new(),
+            attrs: String::new(),
         }
     }
-}
 
-/// One line of the figure: a parameter of one transport and mode, as (size, µs) in size order.
-#[derive(Debug)]
-struct Series {
-    transport: TransportKind,
-    mode: Mode,
-    param: Param,
-    points: Vec<(u64, f64)>,
-}
-
-/// The points of `param` among `rows`: sizes above 0 (a log axis has no place for 0) with a
-/// finite value, sorted by size.
-fn points<'a>(rows: impl Iterator<Item = &'a Row>, param: Param) -> Vec<(u64, f64)> {
-    let mut p: Vec<(u64, f64)> = rows
-        .filter(|r| r.size_bytes > 0)
-        .filter_map(|r| {
-            param
-                .get(r)
-                .filter(|v| v.is_finite())
-                .map(|v| (r.size_bytes, v))
-        })
-        .collect();
-    p.sort_by_key(|&(s, _)| s);
-    p
-}
-
-/// Every non-empty series of the report: per (transport, mode) in order of first appearance,
-/// o_s then o_r.
-fn series(report: &Report) -> Result<Vec<Series>, PlotError> {
-    let loggp: Vec<&Row> = report
-        .results
-        .iter()
-        .filter(|r| r.benchmark == Benchmark::Loggp)
-        .collect();
-    if loggp.is_empty() {
-        return Err(PlotError::NoLoggp);
+    pub fn stroke(mut self, stroke: Stroke) -> Series {
+        self.stroke = stroke;
+        self
     }
-    let mut keys: Vec<(TransportKind, Mode)> = Vec::new();
-    for r in &loggp {
-        if !keys.contains(&(r.transport, r.mode)) {
-            keys.push((r.transport, r.mode));
+
+    pub fn marker(mut self, marker: Marker) -> Series {
+        self.marker = marker;
+        self
+    }
+
+    pub fn attrs(mut self, attrs: impl Into<String>) -> Series {
+        self.attrs = attrs.into();
+        self
+    }
+
+    pub fn point(mut self, p: Point) -> Series {
+        self.points.push(p);
+        self
+    }
+}
+
+/// A shaded range.
+#[derive(Debug, Clone, PartialEq)]
+pub enum BandShape {
+    /// Between two curves: (x, low, high) in x order (a series' p50 to its p99).
+    Between(Vec<(f64, f64, f64)>),
+    /// Across the whole panel, from one y value to another (a noise band).
+    Across(f64, f64),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Band {
+    /// The legend's label; `None` keeps it out of the legend.
+    pub name: Option<String>,
+    pub colour: &'static str,
+    pub shape: BandShape,
+}
+
+/// A bar of a slot: a value, or `None` for a failed measurement, drawn as a red ×.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Bar {
+    pub value: Option<f64>,
+    pub colour: &'static str,
+    /// Attributes of the bar (`data-program="ep"`), escaped by the caller.
+    pub attrs: String,
+    pub tip: String,
+}
+
+/// The bars of one slot, side by side in the order given.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BarGroup {
+    pub slot: usize,
+    pub bars: Vec<Bar>,
+}
+
+/// A reference line.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Guide {
+    /// y = factor · x (on a value x axis): a perfect prediction, or one 10 % off.
+    Ratio { factor: f64, dashed: bool },
+}
+
+/// Where points go along x.
+#[derive(Debug, Clone, PartialEq)]
+pub enum XScale {
+    /// Message sizes in bytes on a log2 axis, a grid line at every power of two, labelled 1,
+    /// 4, 64, 1K … (a point at 0 bytes has no place on it and is left out).
+    Log2Bytes,
+    /// A value axis.
+    Value(Axis),
+    /// Named slots, evenly spaced; x is the slot's index.
+    Slots(Vec<String>),
+}
+
+/// One plot area with its axes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Panel {
+    pub title: Option<String>,
+    pub x: XScale,
+    pub x_title: String,
+    pub y: Axis,
+    /// The quantity and unit; the scale's caption is added (`latency, µs (log10 scale)`).
+    pub y_title: String,
+    pub series: Vec<Series>,
+    pub bands: Vec<Band>,
+    pub bars: Vec<BarGroup>,
+    pub guides: Vec<Guide>,
+}
+
+impl Panel {
+    pub fn new(
+        x: XScale,
+        x_title: impl Into<String>,
+        y: Axis,
+        y_title: impl Into<String>,
+    ) -> Panel {
+        Panel {
+            title: None,
+            x,
+            x_title: x_title.into(),
+            y,
+            y_title: y_title.into(),
+            series: Vec::new(),
+            bands: Vec::new(),
+            bars: Vec::new(),
+            guides: Vec::new(),
         }
     }
-    let mut out = Vec::new();
-    for (transport, mode) in keys {
-        for param in Param::BOTH {
-            let rows = loggp
-                .iter()
-                .copied()
-                .filter(|r| (r.transport, r.mode) == (transport, mode));
-            let points = points(rows, param);
-            if !points.is_empty() {
-                out.push(Series {
-                    transport,
-                    mode,
-                    param,
-                    points,
+
+    pub fn title(mut self, title: impl Into<String>) -> Panel {
+        self.title = Some(title.into());
+        self
+    }
+}
+
+/// The sample drawn beside a legend label.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Swatch {
+    Line(Stroke, Marker),
+    /// A line without a marker (a guide).
+    Rule(Stroke),
+    /// A filled box (bars).
+    Box,
+    /// A light box (bands).
+    Band,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct LegendEntry {
+    pub label: String,
+    pub colour: &'static str,
+    pub swatch: Swatch,
+}
+
+/// A whole figure: a title, panels side by side, a legend on the right, notes underneath.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Figure {
+    pub title: String,
+    /// The `class` of the `<svg>` element (pages style and find figures by it).
+    pub class: Option<String>,
+    /// Width in pixels; the height follows from the panels, the legend and the notes.
+    pub width: f64,
+    /// Height of the plot areas.
+    pub plot_height: f64,
+    pub panels: Vec<Panel>,
+    /// Legend entries after those of the named series and bands.
+    pub legend: Vec<LegendEntry>,
+    pub notes: Vec<String>,
+}
+
+impl Figure {
+    pub fn new(title: impl Into<String>) -> Figure {
+        Figure {
+            title: title.into(),
+            class: None,
+            width: 760.0,
+            plot_height: 300.0,
+            panels: Vec::new(),
+            legend: Vec::new(),
+            notes: Vec::new(),
+        }
+    }
+
+    pub fn width(mut self, w: f64) -> Figure {
+        self.width = w;
+        self
+    }
+
+    pub fn plot_height(mut self, h: f64) -> Figure {
+        self.plot_height = h;
+        self
+    }
+
+    pub fn class(mut self, c: impl Into<String>) -> Figure {
+        self.class = Some(c.into());
+        self
+    }
+
+    pub fn panel(mut self, p: Panel) -> Figure {
+        self.panels.push(p);
+        self
+    }
+
+    pub fn note(mut self, n: impl Into<String>) -> Figure {
+        self.notes.push(n.into());
+        self
+    }
+
+    /// The legend: named series and bands in panel order (each label once), then the figure's
+    /// own entries.
+    pub fn legend_entries(&self) -> Vec<LegendEntry> {
+        let mut out: Vec<LegendEntry> = Vec::new();
+        let mut add = |e: LegendEntry| {
+            if !out.iter().any(|x| x.label == e.label) {
+                out.push(e);
+            }
+        };
+        for p in &self.panels {
+            for s in p.series.iter().filter(|s| !s.name.is_empty()) {
+                add(LegendEntry {
+                    label: s.name.clone(),
+                    colour: s.colour,
+                    swatch: Swatch::Line(s.stroke, s.marker),
                 });
             }
-        }
-    }
-    if out.is_empty() {
-        return Err(PlotError::NoValues);
-    }
-    Ok(out)
-}
-
-/// log2 of a size (exact for powers of two).
-fn log2(size: u64) -> f64 {
-    (size as f64).log2()
-}
-
-/// The whole powers of two that bracket every size: (floor log2 of the smallest, ceil log2 of
-/// the largest).
-fn pow_range<'a>(all: impl Iterator<Item = &'a (u64, f64)>) -> (u32, u32) {
-    let (mut lo, mut hi) = (u32::MAX, 0);
-    for &(s, _) in all {
-        lo = lo.min(s.ilog2());
-        hi = hi.max(if s.is_power_of_two() {
-            s.ilog2()
-        } else {
-            s.ilog2() + 1
-        });
-    }
-    (lo, hi)
-}
-
-/// The label of size 2^p: `1`, `4`, `64`, `1K`, `64K`, `1M`, …
-fn pow_label(p: u32) -> String {
-    format_size(1u64 << p.min(63))
-}
-
-/// About how many rows the text chart's plot area has (exactly: a whole number of rows per
-/// tick interval, so every tick label sits on the row of its value; see [`text_rows`]).
-const TEXT_ROWS: u32 = 10;
-/// Most rows of the plot area on a log axis.
-const TEXT_LOG_ROWS: u32 = 17;
-/// Widest plot area of the text chart, in columns.
-const TEXT_WIDTH: u32 = 66;
-/// The label of the text chart's row for values a log axis cannot place.
-const TEXT_NONPOSITIVE: &str = "<=0";
-
-/// Rows of the text chart's plot area on `axis`: a whole number per tick interval, so each
-/// tick is exactly on a row: about [`TEXT_ROWS`] on a linear axis; on a log axis at least
-/// [`TEXT_ROWS`], three rows a decade up to 5 decades (the rows between stand for about 2.15
-/// and 4.64 times the decade), two up to 8, one beyond, and never more than [`TEXT_LOG_ROWS`].
-fn text_rows(axis: &Axis) -> u32 {
-    let n = axis.intervals();
-    match axis.scale() {
-        Scale::Linear => {
-            let per = ((TEXT_ROWS - 1) as f64 / n as f64).round().max(1.0) as u32;
-            n * per + 1
-        }
-        Scale::Log10 => {
-            let per = match n {
-                0..=5 => 3,
-                6..=8 => 2,
-                _ => 1,
-            };
-            let per = per.max((TEXT_ROWS - 1).div_ceil(n));
-            (n * per + 1).min(TEXT_LOG_ROWS)
-        }
-    }
-}
-
-/// The ASCII chart of one loggp block (one transport and mode), every line starting with `# `
-/// so the table output stays loadable by gnuplot. None when no row has a value to plot.
-///
-/// The µs axis is the shared [`Axis`]: linear from 0 (or the lowest value) when the values
-/// are within a factor of [`LOG_RATIO`](commperf_stats::axis::LOG_RATIO) of each other, log10
-/// from decade to decade when they span more, so sub-µs overheads of small messages stay apart
-/// from the ms ones of large messages. Values at or below 0 have no place on a log axis: they
-/// go on a row of their own labelled `<=0`, under the plot.
-///
-/// ```text
-/// # commperf o_s and o_r against size (seed 004 Figure 3.6) | transport shm | mode poll
-/// #  us, log10 scale
-/// #  10 |                        s
-/// #     |                        r
-/// #     |                  r
-/// #     |                  s
-/// #     |
-/// #   1 |            *
-/// #     |
-/// #     |      r
-/// #     |r
-/// #     |s
-/// # 0.1 |
-/// # <=0 |      s
-/// #     +-------------------------
-/// #      1     2     4     8     16
-/// #      size (bytes, log2 scale); s = o_s, r = o_r, * = both
-/// ```
-pub(crate) fn text_chart(rows: &[&Row], heading: &str) -> Option<String> {
-    let os = points(rows.iter().copied(), Param::Os);
-    let or = points(rows.iter().copied(), Param::Or);
-    if os.is_empty() && or.is_empty() {
-        return None;
-    }
-    let (pmin, pmax) = pow_range(os.iter().chain(&or));
-    let span = pmax - pmin;
-    // Columns per power of two: as wide as fits, up to 6 so a short ladder is still readable
-    // (one size alone: one column).
-    let step = TEXT_WIDTH.checked_div(span).map_or(1, |w| w.clamp(1, 6));
-    let width = (span * step + 1) as usize;
-    let axis = Axis::for_values(os.iter().chain(&or).map(|&(_, v)| v));
-    let nrows = text_rows(&axis) as usize;
-    // The row of a value, 0 at the bottom; None for the row below the plot (values a log axis
-    // cannot place).
-    let row_of = |v: f64| {
-        axis.position(v)
-            .map(|f| ((f * (nrows - 1) as f64).round().max(0.0) as usize).min(nrows - 1))
-    };
-    let col_of = |s: u64| (((log2(s) - pmin as f64) * step as f64).round() as usize).min(width - 1);
-
-    let mut grid = vec![vec![' '; width]; nrows];
-    let mut below: Option<Vec<char>> = None;
-    for (pts, mark) in [(&os, 's'), (&or, 'r')] {
-        for &(s, v) in pts {
-            let line = match row_of(v) {
-                Some(r) => &mut grid[r],
-                None => below.get_or_insert_with(|| vec![' '; width]),
-            };
-            let cell = &mut line[col_of(s)];
-            *cell = match *cell {
-                ' ' => mark,
-                c if c == mark => mark,
-                _ => '*',
-            };
-        }
-    }
-
-    // Each tick's label on the row of its value (a row holds one label: the first tick on it).
-    let mut labels: Vec<Option<String>> = vec![None; nrows];
-    for t in axis.ticks() {
-        let r = ((t.position * (nrows - 1) as f64).round() as usize).min(nrows - 1);
-        labels[r].get_or_insert(t.label);
-    }
-    let lw = labels
-        .iter()
-        .flatten()
-        .map(String::len)
-        .chain(below.as_ref().map(|_| TEXT_NONPOSITIVE.len()))
-        .max()
-        .unwrap_or(0);
-
-    let mut out = String::new();
-    let mut line = |s: String| {
-        out.push_str(s.trim_end());
-        out.push('\n');
-    };
-    line(format!("# commperf {TITLE} | {heading}"));
-    line(format!("# {:>lw$}, {}", "us", axis.scale().caption()));
-    for r in (0..nrows).rev() {
-        let label = labels[r].as_deref().unwrap_or("");
-        let cells: String = grid[r].iter().collect();
-        line(format!("# {label:>lw$} |{cells}"));
-    }
-    if let Some(cells) = &below {
-        let cells: String = cells.iter().collect();
-        line(format!("# {TEXT_NONPOSITIVE:>lw$} |{cells}"));
-    }
-    line(format!("# {:lw$} +{}", "", "-".repeat(width)));
-    // Size labels every k-th power of two (k chosen so neighbours never touch), on powers that
-    // are multiples of k, so a 1 B … 4 MiB ladder reads 1, 4, 16, 64 … 1M, 4M.
-    let longest = (pmin..=pmax).map(|p| pow_label(p).len()).max().unwrap_or(1) as u32;
-    let k = (longest + 1).div_ceil(step).max(1);
-    let mut sizes = String::new();
-    for p in (pmin..=pmax).filter(|p| p % k == 0 || span == 0) {
-        let col = ((p - pmin) * step) as usize;
-        if sizes.len() < col {
-            sizes.push_str(&" ".repeat(col - sizes.len()));
-        }
-        sizes.push_str(&pow_label(p));
-    }
-    line(format!("# {:lw$}  {sizes}", ""));
-    line(format!(
-        "# {:lw$}  size (bytes, log2 scale); s = o_s, r = o_r, * = both",
-        ""
-    ));
-    Some(out)
-}
-
-// SVG geometry, in pixels.
-const SVG_W: f64 = 760.0;
-const SVG_H: f64 = 440.0;
-const LEFT: f64 = 70.0;
-const RIGHT: f64 = 180.0;
-const TOP: f64 = 44.0;
-const BOTTOM: f64 = 56.0;
-const LEGEND_STEP: f64 = 18.0;
-/// On a log µs axis with values at or below 0: the gap between the lowest decade and the
-/// x axis, which then is the `≤ 0` baseline those values are drawn on.
-const NONPOSITIVE_GAP: f64 = 24.0;
-
-/// The figure as a standalone SVG document: a log2 size axis labelled 1, 4, 64, 1K … , a µs
-/// axis (the shared [`Axis`]: linear from the lowest value or 0 to the highest, or log10 from
-/// decade to decade when the values span more than a factor of
-/// [`LOG_RATIO`](commperf_stats::axis::LOG_RATIO), with values at or below 0 on a `≤ 0`
-/// baseline under the lowest decade), one polyline per transport, mode and parameter (o_s solid
-/// with round markers, o_r dashed with square markers, one colour per transport and mode) and a
-/// legend. Deterministic: the same report gives the same bytes.
-pub fn loggp_svg(report: &Report) -> Result<String, PlotError> {
-    let series = series(report)?;
-    let all = || series.iter().flat_map(|s| s.points.iter());
-    let (pmin, mut pmax) = pow_range(all());
-    if pmax == pmin {
-        pmax = pmin + 1; // one size: give the axis a width, the point sits on its left end
-    }
-    let axis = Axis::for_values(all().map(|&(_, v)| v));
-    let nonpositive = all().any(|&(_, v)| axis.position(v).is_none());
-    let height = SVG_H.max(TOP + series.len() as f64 * LEGEND_STEP + 2.0 * LEGEND_STEP);
-    let (pw, ph) = (SVG_W - LEFT - RIGHT, height - TOP - BOTTOM);
-    let (right, bottom) = (LEFT + pw, TOP + ph);
-    let x_of = |l: f64| LEFT + (l - pmin as f64) / (pmax - pmin) as f64 * pw;
-    // The axis runs from `low` up to TOP; a value it cannot place sits on the x axis below.
-    let low = if nonpositive {
-        bottom - NONPOSITIVE_GAP
-    } else {
-        bottom
-    };
-    let y_at = |position: f64| low - position * (low - TOP);
-    let y_of = |v: f64| axis.position(v).map_or(bottom, y_at);
-    let ticks = axis.ticks();
-
-    let mut o = String::new();
-    // Writing to a String cannot fail; the results of write! are ignored for that reason.
-    let _ = writeln!(o, r#"<?xml version="1.0" encoding="UTF-8"?>"#);
-    let _ = writeln!(
-        o,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{SVG_W}" height="{height}" viewBox="0 0 {SVG_W} {height}" font-family="sans-serif" font-size="12">"#
-    );
-    let _ = writeln!(o, "<title>{}</title>", esc(TITLE));
-    let _ = writeln!(
-        o,
-        r#"<rect x="0" y="0" width="{SVG_W}" height="{height}" fill="white"/>"#
-    );
-    let _ = writeln!(
-        o,
-        r#"<text x="{:.1}" y="24" text-anchor="middle" font-size="15">{}</text>"#,
-        LEFT + pw / 2.0,
-        esc(TITLE)
-    );
-
-    // Grid and ticks: every power of two on x, labelled every k-th so labels (about 36 px
-    // wide at most) never overlap; the axis's round ticks on y, labelled every k-th so labels
-    // stay apart.
-    let per_pow = pw / (pmax - pmin) as f64;
-    let k = ((40.0 / per_pow).ceil() as u32).max(1);
-    let _ = writeln!(o, r##"<g stroke="#e0e0e0" stroke-width="1">"##);
-    for p in pmin..=pmax {
-        let x = x_of(p as f64);
-        let _ = writeln!(
-            o,
-            r#"<line x1="{x:.1}" y1="{TOP:.1}" x2="{x:.1}" y2="{bottom:.1}"/>"#
-        );
-    }
-    y_grid(&mut o, &ticks, LEFT, right, y_at);
-    let _ = writeln!(o, "</g>");
-    axes(&mut o, LEFT, TOP, right, bottom);
-    if axis.scale() == Scale::Linear && ticks.first().is_some_and(|t| t.value < 0.0) {
-        let y0 = y_of(0.0);
-        let _ = writeln!(
-            o,
-            r##"<line x1="{LEFT:.1}" y1="{y0:.1}" x2="{right:.1}" y2="{y0:.1}" stroke="#808080" stroke-width="1"/>"##
-        );
-    }
-    let _ = writeln!(o, r#"<g text-anchor="middle">"#);
-    for p in (pmin..=pmax).filter(|p| p % k == 0) {
-        let _ = writeln!(
-            o,
-            r#"<text x="{:.1}" y="{:.1}">{}</text>"#,
-            x_of(p as f64),
-            bottom + 18.0,
-            pow_label(p)
-        );
-    }
-    let _ = writeln!(o, "</g>");
-    let _ = writeln!(o, r#"<g text-anchor="end">"#);
-    y_labels(&mut o, &axis, LEFT - 8.0, low - TOP, y_at);
-    if nonpositive {
-        let _ = writeln!(
-            o,
-            r#"<text x="{:.1}" y="{:.1}">≤ 0</text>"#,
-            LEFT - 8.0,
-            bottom + 4.0
-        );
-    }
-    let _ = writeln!(o, "</g>");
-    let _ = writeln!(
-        o,
-        r#"<text x="{:.1}" y="{:.1}" text-anchor="middle">message size (bytes, log2 scale)</text>"#,
-        LEFT + pw / 2.0,
-        bottom + 40.0
-    );
-    y_title(
-        &mut o,
-        TOP + ph / 2.0,
-        &format!("overhead (µs, {})", axis.scale().caption()),
-    );
-
-    // The series, then the legend with the same styles.
-    let mut keys: Vec<(TransportKind, Mode)> = Vec::new();
-    for s in &series {
-        if !keys.contains(&(s.transport, s.mode)) {
-            keys.push((s.transport, s.mode));
-        }
-    }
-    let style = |s: &Series| {
-        let i = keys
-            .iter()
-            .position(|&k| k == (s.transport, s.mode))
-            .unwrap_or(0);
-        let dash = match s.param {
-            Param::Os => "",
-            Param::Or => r#" stroke-dasharray="6 4""#,
-        };
-        (colour(i), dash)
-    };
-    let marker = |o: &mut String, s: &Series, x: f64, y: f64, colour: &str| {
-        let _ = match s.param {
-            Param::Os => writeln!(
-                o,
-                r#"<circle cx="{x:.1}" cy="{y:.1}" r="3" fill="{colour}"/>"#
-            ),
-            Param::Or => writeln!(
-                o,
-                r#"<rect x="{:.1}" y="{:.1}" width="6" height="6" fill="{colour}"/>"#,
-                x - 3.0,
-                y - 3.0
-            ),
-        };
-    };
-    for s in &series {
-        let (colour, dash) = style(s);
-        let pts: Vec<String> = s
-            .points
-            .iter()
-            .map(|&(size, v)| format!("{:.1},{:.1}", x_of(log2(size)), y_of(v)))
-            .collect();
-        let _ = writeln!(
-            o,
-            r#"<g class="series" data-transport="{}" data-mode="{}" data-parameter="{}">"#,
-            s.transport,
-            s.mode,
-            s.param.name()
-        );
-        let _ = writeln!(
-            o,
-            r#"<polyline fill="none" stroke="{colour}" stroke-width="2"{dash} points="{}"/>"#,
-            pts.join(" ")
-        );
-        for &(size, v) in &s.points {
-            marker(&mut o, s, x_of(log2(size)), y_of(v), colour);
-        }
-        let _ = writeln!(o, "</g>");
-    }
-    let lx = right + 16.0;
-    let _ = writeln!(o, r#"<g class="legend">"#);
-    for (i, s) in series.iter().enumerate() {
-        let (colour, dash) = style(s);
-        let y = TOP + 8.0 + i as f64 * LEGEND_STEP;
-        let _ = writeln!(
-            o,
-            r#"<line x1="{lx:.1}" y1="{y:.1}" x2="{:.1}" y2="{y:.1}" stroke="{colour}" stroke-width="2"{dash}/>"#,
-            lx + 28.0
-        );
-        marker(&mut o, s, lx + 14.0, y, colour);
-        let _ = writeln!(
-            o,
-            r#"<text x="{:.1}" y="{:.1}">{} {} {}</text>"#,
-            lx + 36.0,
-            y + 4.0,
-            s.transport,
-            s.mode,
-            s.param.name()
-        );
-    }
-    let _ = writeln!(o, "</g>");
-    let _ = writeln!(o, "</svg>");
-    Ok(o)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn size_labels_use_binary_prefixes() {
-        assert_eq!(
-            (0..=30).step_by(10).map(pow_label).collect::<Vec<_>>(),
-            ["1", "1K", "1M", "1G"]
-        );
-    }
-
-    #[test]
-    fn a_wide_ladder_keeps_the_text_chart_narrow_and_its_labels_apart() {
-        // 1 B … 1 GiB: 31 sizes on 61 columns, a label every third power.
-        let rows: Vec<Row> = (0..=30u32)
-            .map(|p| {
-                let mut r = Row::new(Benchmark::Loggp, TransportKind::Tcp, Mode::Block, 1 << p);
-                r.o_s_us = Some(p as f64);
-                r
-            })
-            .collect();
-        let refs: Vec<&Row> = rows.iter().collect();
-        let chart = text_chart(&refs, "transport tcp | mode block").unwrap();
-        let lines: Vec<&str> = chart.lines().collect();
-        assert_eq!(lines.len(), 15);
-        // The plot itself fits 80 columns (the title line is as long as the block headings).
-        assert!(lines[1..].iter().all(|l| l.len() <= 80), "{chart}");
-        assert_eq!(
-            lines[13],
-            "#     1     8     64    512   4K    32K   256K  2M    16M   128M  1G"
-        );
-        // 1 … 30 µs is within the factor of 30: linear, ticks 0, 10, 20, 30 every third row.
-        // The top row holds 512 MiB and 1 GiB (29 and 30 µs, at the last two points, two
-        // columns apart), the bottom row 1 and 2 B (0 and 1 µs).
-        assert_eq!(lines[1], "# us, linear scale");
-        assert_eq!(lines[2], format!("# 30 |{}s s", " ".repeat(58)));
-        // 19, 20 and 21 µs (at 512 KiB … 2 MiB) are nearest the row of 20.
-        assert_eq!(lines[5], format!("# 20 |{}s s s", " ".repeat(38)));
-        assert_eq!(lines[11], "#  0 |s s");
-    }
-
-    /// Loggp rows of one transport and mode with the given (size, o_s) values.
-    fn os_rows(points: &[(u64, f64)]) -> Vec<Row> {
-        points
-            .iter()
-            .map(|&(size, os)| {
-                let mut r = Row::new(Benchmark::Loggp, TransportKind::Shm, Mode::Poll, size);
-                r.o_s_us = Some(os);
-                r
-            })
-            .collect()
-    }
-
-    /// A text chart taken apart: the y-axis title, the labelled rows from the top, and where
-    /// each marker is, as (row counted from the bottom of the plot, column in the plot).
-    /// The `<=0` row, when there is one, is row `None`.
-    struct Parsed {
-        title: String,
-        labels: Vec<(usize, String)>,
-        marks: Vec<(Option<usize>, usize)>,
-        nrows: usize,
-    }
-
-    fn parse(chart: &str) -> Parsed {
-        let lines: Vec<&str> = chart.lines().collect();
-        let plot: Vec<&str> = lines[2..]
-            .iter()
-            .copied()
-            .take_while(|l| !l.trim_start_matches('#').trim_start().starts_with('+'))
-            .collect();
-        let has_below = plot.last().is_some_and(|l| l.contains("<=0 |"));
-        let nrows = plot.len() - usize::from(has_below);
-        let bar = plot[0].find('|').unwrap();
-        let (mut labels, mut marks) = (Vec::new(), Vec::new());
-        for (i, l) in plot.iter().enumerate() {
-            assert_eq!(l.find('|'), Some(bar), "{chart}");
-            let row = (i < nrows).then(|| nrows - 1 - i);
-            let label = l[2..bar].trim();
-            if let (Some(r), false) = (row, label.is_empty()) {
-                labels.push((r, label.to_string()));
-            }
-            for (c, ch) in l[bar + 1..].chars().enumerate() {
-                if ch != ' ' {
-                    marks.push((row, c));
+            for b in &p.bands {
+                if let Some(name) = &b.name {
+                    add(LegendEntry {
+                        label: name.clone(),
+                        colour: b.colour,
+                        swatch: Swatch::Band,
+                    });
                 }
             }
         }
-        Parsed {
-            title: lines[1].trim_start_matches('#').trim().to_string(),
-            labels,
-            marks,
-            nrows,
+        for e in &self.legend {
+            add(e.clone());
+        }
+        out
+    }
+
+    /// The figure as a standalone SVG file: an XML declaration, then [`Figure::svg`].
+    pub fn document(&self) -> String {
+        format!("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n{}", self.svg())
+    }
+
+    /// The `<svg>` element, for a file or to place inside an HTML page (where a style may
+    /// scale it: it has a viewBox).
+    pub fn svg(&self) -> String {
+        let l = self.layout();
+        let mut o = String::new();
+        let class = self
+            .class
+            .as_ref()
+            .map_or_else(String::new, |c| format!(r#" class="{}""#, esc(c)));
+        let (w, h) = (self.width, l.height);
+        // Writing to a String cannot fail; the results of write! are ignored for that reason.
+        let _ = writeln!(
+            o,
+            r#"<svg xmlns="http://www.w3.org/2000/svg"{class} width="{w:.0}" height="{h:.0}" viewBox="0 0 {w:.0} {h:.0}" font-family="sans-serif" font-size="12" role="img">"#
+        );
+        let _ = writeln!(o, "<title>{}</title>", esc(&self.title));
+        let _ = writeln!(
+            o,
+            r#"<rect x="0" y="0" width="{w:.0}" height="{h:.0}" fill="white"/>"#
+        );
+        for (i, line) in l.title.iter().enumerate() {
+            let _ = writeln!(
+                o,
+                r#"<text x="{:.1}" y="{:.1}" text-anchor="middle" font-size="15">{}</text>"#,
+                self.width / 2.0,
+                24.0 + i as f64 * 19.0,
+                esc(line)
+            );
+        }
+        for (i, p) in self.panels.iter().enumerate() {
+            let f = Frame::new(p, &l, i, self.panels.len());
+            f.draw(&mut o);
+        }
+        if !l.legend.is_empty() {
+            legend(&mut o, &l);
+        }
+        for (i, line) in l.notes.iter().enumerate() {
+            let _ = writeln!(
+                o,
+                r##"<text class="note" x="12" y="{:.1}" fill="#333333">{}</text>"##,
+                l.notes_top + i as f64 * NOTE_STEP,
+                esc(line)
+            );
+        }
+        let _ = writeln!(o, "</svg>");
+        o
+    }
+
+    fn layout(&self) -> Layout {
+        let legend = self.legend_entries();
+        let longest = legend
+            .iter()
+            .map(|e| e.label.chars().count())
+            .max()
+            .unwrap_or(0);
+        let legend_w = if legend.is_empty() {
+            0.0
+        } else {
+            (longest as f64 * CHAR_W + 56.0).clamp(110.0, 300.0)
+        };
+        let plots_right = self.width - legend_w;
+        let title = wrap(&self.title, ((self.width - 24.0) / TITLE_CHAR_W) as usize);
+        let panel_titles = self.panels.iter().any(|p| p.title.is_some());
+        let top = 14.0 + 19.0 * title.len() as f64 + if panel_titles { 24.0 } else { 8.0 };
+        let bottom = top + self.plot_height;
+        let notes: Vec<String> = self
+            .notes
+            .iter()
+            .flat_map(|n| wrap(n, ((self.width - 24.0) / CHAR_W) as usize))
+            .collect();
+        let notes_top = bottom + MARGIN_B + 14.0;
+        let below = if notes.is_empty() {
+            bottom + MARGIN_B + 4.0
+        } else {
+            notes_top + (notes.len() as f64 - 1.0) * NOTE_STEP + 10.0
+        };
+        let beside = top + legend.len() as f64 * LEGEND_STEP + 8.0;
+        Layout {
+            title,
+            top,
+            bottom,
+            plots_right,
+            legend_w,
+            legend,
+            notes,
+            notes_top,
+            height: below.max(beside).ceil(),
+        }
+    }
+}
+
+/// A standalone SVG document with nothing drawn but why, for a renderer that must return a
+/// figure.
+pub fn empty(why: &str) -> String {
+    Figure::new("Nothing to plot").note(why).document()
+}
+
+/// Where a figure's parts go.
+#[derive(Debug)]
+struct Layout {
+    title: Vec<String>,
+    top: f64,
+    bottom: f64,
+    /// The panels take the width up to here; the legend the rest.
+    plots_right: f64,
+    legend_w: f64,
+    legend: Vec<LegendEntry>,
+    notes: Vec<String>,
+    notes_top: f64,
+    height: f64,
+}
+
+/// `text` in lines of at most `width` characters, broken between words (a longer word keeps
+/// its own line).
+pub fn wrap(text: &str, width: usize) -> Vec<String> {
+    let mut lines = Vec::new();
+    let mut line = String::new();
+    for word in text.split_whitespace() {
+        if !line.is_empty() && line.chars().count() + 1 + word.chars().count() > width.max(1) {
+            lines.push(std::mem::take(&mut line));
+        }
+        if !line.is_empty() {
+            line.push(' ');
+        }
+        line.push_str(word);
+    }
+    if !line.is_empty() {
+        lines.push(line);
+    }
+    lines
+}
+
+/// How x values map to pixels in a panel.
+#[derive(Debug, Clone)]
+enum XMap {
+    /// log2 of the size from `lo` to `hi` (whole powers of two).
+    Log2 {
+        lo: i32,
+        hi: i32,
+    },
+    Value(Axis),
+    Slots(usize),
+}
+
+/// A panel placed in its figure.
+struct Frame<'a> {
+    p: &'a Panel,
+    slot_left: f64,
+    left: f64,
+    right: f64,
+    top: f64,
+    bottom: f64,
+    /// Where the y axis's low end sits: `bottom`, or above it when values at or below 0 go on
+    /// a baseline of their own under a log axis.
+    low: f64,
+    nonpositive: bool,
+    x: XMap,
+}
+
+/// The whole powers of two that bracket every size above 0: (floor log2 of the smallest, ceil
+/// log2 of the largest); one size alone gets a power either side, so it sits in the middle.
+pub fn pow_range(sizes: impl IntoIterator<Item = f64>) -> Option<(i32, i32)> {
+    let (mut lo, mut hi) = (f64::INFINITY, f64::NEG_INFINITY);
+    for s in sizes.into_iter().filter(|s| *s > 0.0 && s.is_finite()) {
+        lo = lo.min(s);
+        hi = hi.max(s);
+    }
+    if lo > hi {
+        return None;
+    }
+    let (lo, hi) = (lo.log2().floor() as i32, hi.log2().ceil() as i32);
+    Some(if lo == hi { (lo - 1, hi + 1) } else { (lo, hi) })
+}
+
+impl<'a> Frame<'a> {
+    fn new(p: &'a Panel, l: &Layout, i: usize, n: usize) -> Frame<'a> {
+        let slot = l.plots_right / n as f64;
+        let slot_left = i as f64 * slot;
+        let (left, right) = (slot_left + MARGIN_L, slot_left + slot - MARGIN_R);
+        let x = match &p.x {
+            XScale::Log2Bytes => {
+                let xs = p
+                    .series
+                    .iter()
+                    .flat_map(|s| s.points.iter().map(|q| q.x))
+                    .chain(p.bands.iter().flat_map(|b| match &b.shape {
+                        BandShape::Between(v) => v.iter().map(|q| q.0).collect(),
+                        BandShape::Across(..) => Vec::new(),
+                    }));
+                let (lo, hi) = pow_range(xs).unwrap_or((0, 1));
+                XMap::Log2 { lo, hi }
+            }
+            XScale::Value(a) => XMap::Value(a.clone()),
+            XScale::Slots(v) => XMap::Slots(v.len().max(1)),
+        };
+        let nonpositive = p.y.scale() == Scale::Log10
+            && p.series
+                .iter()
+                .flat_map(|s| &s.points)
+                .any(|q| p.y.position(q.y).is_none());
+        let low = if nonpositive {
+            l.bottom - NONPOSITIVE_GAP
+        } else {
+            l.bottom
+        };
+        Frame {
+            p,
+            slot_left,
+            left,
+            right,
+            top: l.top,
+            bottom: l.bottom,
+            low,
+            nonpositive,
+            x,
         }
     }
 
-    #[test]
-    fn values_spanning_decades_get_a_log_axis_on_which_small_ones_stay_apart() {
-        // o_s from 0.02 µs at 1 B to 300 µs at 2 KiB, one size per power of two. On a linear
-        // axis to 300 µs every value up to 15 µs would sit on the bottom row.
-        let values = [
-            0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 100.0, 300.0,
-        ];
-        let points: Vec<(u64, f64)> = values
-            .iter()
-            .enumerate()
-            .map(|(p, &v)| (1u64 << p, v))
-            .collect();
-        let rows = os_rows(&points);
-        let refs: Vec<&Row> = rows.iter().collect();
-        let chart = text_chart(&refs, "transport shm | mode poll").unwrap();
-        let c = parse(&chart);
-        assert_eq!(c.title, "us, log10 scale", "{chart}");
-        // Decades 0.01 … 1000 µs, three rows a decade: 16 rows, a label every third row.
-        assert_eq!(c.nrows, 16, "{chart}");
-        assert_eq!(
-            c.labels,
-            [
-                (15, "1k".to_string()),
-                (12, "100".to_string()),
-                (9, "10".to_string()),
-                (6, "1".to_string()),
-                (3, "0.1".to_string()),
-                (0, "0.01".to_string()),
-            ],
-            "{chart}"
-        );
-        // Each marker is on the row of its value: 3 rows per factor of ten above 0.01 µs,
-        // rounded; one marker per column (6 columns per power of two).
-        let expected: Vec<(Option<usize>, usize)> = values
-            .iter()
-            .enumerate()
-            .map(|(p, &v)| {
-                let row = ((v / 0.01f64).log10() * 3.0).round() as usize;
-                (Some(row), p * 6)
-            })
-            .collect();
-        let mut marks = c.marks.clone();
-        marks.sort_by_key(|&(_, col)| col);
-        assert_eq!(marks, expected, "{chart}");
-        // Spelled out: the sub-µs values each have a row of their own, in ascending order.
-        let small: Vec<usize> = marks[..6].iter().map(|&(r, _)| r.unwrap()).collect();
-        assert_eq!(small, [1, 2, 3, 4, 5, 6], "{chart}");
-        assert!(
-            marks.windows(2).all(|w| w[0].0 < w[1].0),
-            "rows ascend with the values\n{chart}"
-        );
-        assert!(
-            !chart.contains("<=0"),
-            "no value at or below 0: no such row\n{chart}"
-        );
-        // The plot still fits 80 columns.
-        assert!(chart.lines().skip(1).all(|l| l.len() <= 80), "{chart}");
+    /// The pixel of an x value (a value the axis cannot place goes to the left edge).
+    fn x(&self, v: f64) -> f64 {
+        let w = self.right - self.left;
+        match &self.x {
+            XMap::Log2 { lo, hi } => {
+                if v > 0.0 {
+                    self.left + (v.log2() - f64::from(*lo)) / f64::from(hi - lo) * w
+                } else {
+                    self.left
+                }
+            }
+            XMap::Value(a) => a.position(v).map_or(self.left, |p| self.left + p * w),
+            XMap::Slots(n) => self.left + (v + 0.5) * w / *n as f64,
+        }
     }
 
-    #[test]
-    fn a_narrow_range_keeps_a_linear_axis_from_zero() {
-        // 2.0 … 3.2 µs: a factor of 1.6, linear from 0 with ticks at every µs, two rows a tick.
-        let rows = os_rows(&[(1, 2.0), (2, 2.5), (4, 3.2)]);
-        let refs: Vec<&Row> = rows.iter().collect();
-        let chart = text_chart(&refs, "transport shm | mode poll").unwrap();
-        let c = parse(&chart);
-        assert_eq!(c.title, "us, linear scale", "{chart}");
-        assert_eq!(c.nrows, 9, "{chart}");
-        let labels: Vec<(usize, &str)> = c.labels.iter().map(|(r, l)| (*r, l.as_str())).collect();
-        assert_eq!(
-            labels,
-            [(8, "4"), (6, "3"), (4, "2"), (2, "1"), (0, "0")],
-            "{chart}"
+    /// The pixel of a position on the y axis (0 at its low end, 1 at its high end).
+    fn y_at(&self, position: f64) -> f64 {
+        self.low - position * (self.low - self.top)
+    }
+
+    /// The pixel of a y value; one the axis cannot place (at or below 0 on a log axis) sits on
+    /// the x axis, the `≤ 0` baseline.
+    fn y(&self, v: f64) -> f64 {
+        self.p.y.position(v).map_or(self.bottom, |p| self.y_at(p))
+    }
+
+    fn draw(&self, o: &mut String) {
+        let p = self.p;
+        let ticks = p.y.ticks();
+        // Grid.
+        let _ = writeln!(o, r##"<g stroke="#e0e0e0" stroke-width="1">"##);
+        for x in self.x_grid() {
+            let _ = writeln!(
+                o,
+                r#"<line x1="{x:.1}" y1="{:.1}" x2="{x:.1}" y2="{:.1}"/>"#,
+                self.top, self.bottom
+            );
+        }
+        for t in &ticks {
+            let y = self.y_at(t.position);
+            let _ = writeln!(
+                o,
+                r#"<line x1="{:.1}" y1="{y:.1}" x2="{:.1}" y2="{y:.1}"/>"#,
+                self.left, self.right
+            );
+        }
+        let _ = writeln!(o, "</g>");
+        // Bands under everything drawn on them.
+        for b in &p.bands {
+            self.band(o, b);
+        }
+        // The axes, and 0 on a linear axis that goes below it.
+        let _ = writeln!(
+            o,
+            r##"<g stroke="#000000" stroke-width="1"><line x1="{l:.1}" y1="{b:.1}" x2="{r:.1}" y2="{b:.1}"/><line x1="{l:.1}" y1="{t:.1}" x2="{l:.1}" y2="{b:.1}"/></g>"##,
+            l = self.left,
+            r = self.right,
+            t = self.top,
+            b = self.bottom
         );
-        // Row of v: v / 4 µs of 8 rows, rounded: 2.0 → 4, 2.5 → 5, 3.2 → 6.4 → 6.
-        let mut marks = c.marks.clone();
-        marks.sort_by_key(|&(_, col)| col);
-        assert_eq!(
-            marks,
-            [(Some(4), 0), (Some(5), 6), (Some(6), 12)],
-            "{chart}"
+        if p.y.scale() == Scale::Linear && ticks.first().is_some_and(|t| t.value < 0.0) {
+            let y0 = self.y(0.0);
+            let _ = writeln!(
+                o,
+                r##"<line x1="{:.1}" y1="{y0:.1}" x2="{:.1}" y2="{y0:.1}" stroke="#808080" stroke-width="1"/>"##,
+                self.left, self.right
+            );
+        }
+        self.x_labels(o);
+        self.y_labels(o);
+        if let Some(t) = &p.title {
+            let _ = writeln!(
+                o,
+                r#"<text x="{:.1}" y="{:.1}" text-anchor="middle" font-weight="bold">{}</text>"#,
+                (self.left + self.right) / 2.0,
+                self.top - 10.0,
+                esc(t)
+            );
+        }
+        for g in &p.guides {
+            self.guide(o, g);
+        }
+        for g in &p.bars {
+            self.bars(o, g);
+        }
+        for s in &p.series {
+            self.series(o, s);
+        }
+    }
+
+    /// The x of each vertical grid line.
+    fn x_grid(&self) -> Vec<f64> {
+        match &self.x {
+            XMap::Log2 { lo, hi } => (*lo..=*hi).map(|e| self.x(2f64.powi(e))).collect(),
+            XMap::Value(a) => a
+                .ticks()
+                .iter()
+                .map(|t| self.left + t.position * (self.right - self.left))
+                .collect(),
+            XMap::Slots(_) => Vec::new(),
+        }
+    }
+
+    fn x_labels(&self, o: &mut String) {
+        let w = self.right - self.left;
+        let y = self.bottom + 18.0;
+        let _ = writeln!(o, r#"<g text-anchor="middle">"#);
+        match &self.x {
+            XMap::Log2 { lo, hi } => {
+                let per = w / f64::from(hi - lo);
+                let k = ((X_LABEL_STEP / per).ceil() as i32).max(1);
+                for e in (*lo..=*hi).filter(|e| *e >= 0 && e % k == 0) {
+                    let _ = writeln!(
+                        o,
+                        r#"<text x="{:.1}" y="{y:.1}">{}</text>"#,
+                        self.x(2f64.powi(e)),
+                        format_size(1u64 << e.min(62))
+                    );
+                }
+            }
+            XMap::Value(a) => {
+                let per = w / f64::from(a.intervals());
+                let k = ((X_LABEL_STEP / per).ceil() as usize).max(1);
+                for t in a.ticks().iter().step_by(k) {
+                    let _ = writeln!(
+                        o,
+                        r#"<text x="{:.1}" y="{y:.1}">{}</text>"#,
+                        self.left + t.position * w,
+                        esc(&t.label)
+                    );
+                }
+            }
+            XMap::Slots(n) => {
+                let XScale::Slots(labels) = &self.p.x else {
+                    unreachable!("slots come from XScale::Slots")
+                };
+                let per = w / *n as f64;
+                let longest = labels.iter().map(|s| s.chars().count()).max().unwrap_or(1);
+                // Smaller type where the labels are crowded, then every k-th one.
+                let (size, cw) = if longest as f64 * CHAR_W + 6.0 > per {
+                    (r#" font-size="10""#, CHAR_W * 10.0 / 12.0)
+                } else {
+                    ("", CHAR_W)
+                };
+                let k = ((longest as f64 * cw + 6.0) / per).ceil().max(1.0) as usize;
+                for (i, s) in labels.iter().enumerate().step_by(k) {
+                    let _ = writeln!(
+                        o,
+                        r#"<text x="{:.1}" y="{y:.1}"{size}>{}</text>"#,
+                        self.x(i as f64),
+                        esc(s)
+                    );
+                }
+            }
+        }
+        let caption = match &self.x {
+            XMap::Log2 { .. } => format!("{} (log2 scale)", self.p.x_title),
+            XMap::Value(a) => format!("{} ({})", self.p.x_title, a.scale().caption()),
+            XMap::Slots(_) => self.p.x_title.clone(),
+        };
+        let _ = writeln!(
+            o,
+            r#"<text x="{:.1}" y="{:.1}">{}</text>"#,
+            (self.left + self.right) / 2.0,
+            self.bottom + 40.0,
+            esc(&caption)
+        );
+        let _ = writeln!(o, "</g>");
+    }
+
+    fn y_labels(&self, o: &mut String) {
+        let axis = &self.p.y;
+        let per = (self.low - self.top) / f64::from(axis.intervals());
+        let k = ((Y_LABEL_STEP / per).ceil() as usize).max(1);
+        let x = self.left - 8.0;
+        let _ = writeln!(o, r#"<g text-anchor="end">"#);
+        for t in axis.ticks().iter().step_by(k) {
+            let _ = writeln!(
+                o,
+                r#"<text x="{x:.1}" y="{:.1}">{}</text>"#,
+                self.y_at(t.position) + 4.0,
+                esc(&t.label)
+            );
+        }
+        if self.nonpositive {
+            let _ = writeln!(
+                o,
+                r#"<text x="{x:.1}" y="{:.1}">≤ 0</text>"#,
+                self.bottom + 4.0
+            );
+        }
+        let _ = writeln!(o, "</g>");
+        let (tx, ty) = (self.slot_left + 18.0, (self.top + self.bottom) / 2.0);
+        let _ = writeln!(
+            o,
+            r#"<text x="{tx:.1}" y="{ty:.1}" text-anchor="middle" transform="rotate(-90 {tx:.1} {ty:.1})">{} ({})</text>"#,
+            esc(&self.p.y_title),
+            axis.scale().caption()
         );
     }
 
-    #[test]
-    fn zero_and_negative_values_go_on_their_own_row_under_a_log_axis() {
-        // o_s of -0.5 µs (noise around zero) at 2 B and 0 at 4 B among values from 0.05 to
-        // 50 µs: a log axis, which has no place for them.
-        let rows = os_rows(&[(1, 0.05), (2, -0.5), (4, 0.0), (8, 0.5), (16, 50.0)]);
-        let refs: Vec<&Row> = rows.iter().collect();
-        let chart = text_chart(&refs, "transport shm | mode poll").unwrap();
-        let c = parse(&chart);
-        assert_eq!(c.title, "us, log10 scale", "{chart}");
-        // Decades 0.01 … 100: 4 decades, 3 rows each, 13 rows; then the `<=0` row.
-        assert_eq!(c.nrows, 13, "{chart}");
-        assert_eq!(c.labels.last(), Some(&(0, "0.01".to_string())), "{chart}");
-        let below = chart
-            .lines()
-            .find(|l| l.contains("<=0 |"))
-            .expect("a <=0 row");
-        assert_eq!(below, "#  <=0 |      s     s", "{chart}");
-        let mut marks = c.marks.clone();
-        marks.sort_by_key(|&(_, col)| col);
-        // 0.05 → log10(5)·3 = 2.1 → row 2 (not the bottom row: the smallest positive value is
-        // not confused with the ones at or below 0), 0.5 → 5.1 → 5, 50 → 11.1 → 11.
-        assert_eq!(
-            marks,
-            [
-                (Some(2), 0),
-                (None, 6),
-                (None, 12),
-                (Some(5), 18),
-                (Some(11), 24)
-            ],
-            "{chart}"
+    /// A y pixel kept inside the plot area.
+    fn clamp_y(&self, y: f64) -> f64 {
+        y.clamp(self.top, self.bottom)
+    }
+
+    fn band(&self, o: &mut String, b: &Band) {
+        match &b.shape {
+            BandShape::Between(v) => {
+                let v: Vec<&(f64, f64, f64)> = v.iter().filter(|q| self.placed_x(q.0)).collect();
+                match v.len() {
+                    0 => {}
+                    1 => {
+                        // One point: a short bar from low to high.
+                        let (x, lo, hi) = *v[0];
+                        let (y0, y1) = (self.clamp_y(self.y(hi)), self.clamp_y(self.y(lo)));
+                        let _ = writeln!(
+                            o,
+                            r#"<rect class="band" x="{:.1}" y="{y0:.1}" width="{:.1}" height="{:.1}" fill="{}" fill-opacity="0.18"/>"#,
+                            self.x(x) - MARKER_R * 2.0,
+                            MARKER_R * 4.0,
+                            (y1 - y0).max(0.0),
+                            b.colour
+                        );
+                    }
+                    _ => {
+                        let upper = v.iter().map(|q| (q.0, q.2));
+                        let lower = v.iter().rev().map(|q| (q.0, q.1));
+                        let pts: Vec<String> = upper
+                            .chain(lower)
+                            .map(|(x, y)| {
+                                format!("{:.1},{:.1}", self.x(x), self.clamp_y(self.y(y)))
+                            })
+                            .collect();
+                        let _ = writeln!(
+                            o,
+                            r#"<polygon class="band" points="{}" fill="{}" fill-opacity="0.15" stroke="none"/>"#,
+                            pts.join(" "),
+                            b.colour
+                        );
+                    }
+                }
+            }
+            BandShape::Across(a, z) => {
+                let (y0, y1) = (
+                    self.clamp_y(self.y(a.max(*z))),
+                    self.clamp_y(self.y(a.min(*z))),
+                );
+                let title = b
+                    .name
+                    .as_deref()
+                    .map_or_else(String::new, |n| format!("<title>{}</title>", esc(n)));
+                let _ = writeln!(
+                    o,
+                    r#"<rect class="band" x="{:.1}" y="{y0:.1}" width="{:.1}" height="{:.1}" fill="{}" fill-opacity="0.3">{title}</rect>"#,
+                    self.left,
+                    self.right - self.left,
+                    (y1 - y0).max(0.0),
+                    b.colour
+                );
+            }
+        }
+    }
+
+    /// Whether x has a place on the x axis (a size above 0 on the log2 axis).
+    fn placed_x(&self, x: f64) -> bool {
+        match &self.x {
+            XMap::Log2 { .. } => x > 0.0 && x.is_finite(),
+            XMap::Value(_) | XMap::Slots(_) => x.is_finite(),
+        }
+    }
+
+    fn guide(&self, o: &mut String, g: &Guide) {
+        let Guide::Ratio { factor, dashed } = *g;
+        let XMap::Value(xa) = &self.x else {
+            return;
+        };
+        let (Some(lo), Some(hi)) = (xa.ticks().first().cloned(), xa.ticks().last().cloned()) else {
+            return;
+        };
+        // From where the line enters the plot to where it leaves it.
+        let (a, b) = (lo.value / factor.min(1.0), hi.value / factor.max(1.0));
+        let dash = if dashed {
+            r#" stroke-dasharray="4 3""#
+        } else {
+            ""
+        };
+        let _ = writeln!(
+            o,
+            r##"<line class="guide" x1="{:.1}" y1="{:.1}" x2="{:.1}" y2="{:.1}" stroke="#888888" stroke-width="1"{dash}/>"##,
+            self.x(a),
+            self.y(a * factor),
+            self.x(b),
+            self.y(b * factor)
         );
-        // The row sits between the plot and the size axis.
-        let lines: Vec<&str> = chart.lines().collect();
-        let at = lines.iter().position(|l| l.contains("<=0 |")).unwrap();
-        assert!(lines[at - 1].starts_with("# 0.01 |"), "{chart}");
-        assert!(lines[at + 1].contains("+---"), "{chart}");
+    }
+
+    fn bars(&self, o: &mut String, g: &BarGroup) {
+        let XMap::Slots(n) = self.x else {
+            return;
+        };
+        let per = (self.right - self.left) / n as f64;
+        let m = g.bars.len().max(1) as f64;
+        let w = (per * 0.8 / m).min(BAR_MAX);
+        let x0 = self.x(g.slot as f64) - w * m / 2.0;
+        // Bars start at 0 on a linear axis (inside the plot), at the low end of a log one.
+        let zero = match self.p.y.scale() {
+            Scale::Linear => self.clamp_y(self.y(0.0)),
+            Scale::Log10 => self.bottom,
+        };
+        let _ = writeln!(o, r#"<g class="bars">"#);
+        for (j, b) in g.bars.iter().enumerate() {
+            let x = x0 + j as f64 * w;
+            let sep = if b.attrs.is_empty() { "" } else { " " };
+            match b.value {
+                Some(v) => {
+                    let y = self.clamp_y(self.y(v));
+                    let (top, h) = if y <= zero {
+                        (y, zero - y)
+                    } else {
+                        (zero, y - zero)
+                    };
+                    // At least 1 px high, so a value on the low end still shows.
+                    let _ = writeln!(
+                        o,
+                        r#"<rect class="bar"{sep}{} x="{x:.1}" y="{top:.1}" width="{w:.1}" height="{:.1}" fill="{}"><title>{}</title></rect>"#,
+                        b.attrs,
+                        h.max(1.0),
+                        b.colour,
+                        esc(&b.tip)
+                    );
+                }
+                None => {
+                    let _ = writeln!(
+                        o,
+                        r##"<text class="failed-mark"{sep}{} x="{:.1}" y="{:.1}" text-anchor="middle" fill="#b00000">×<title>{}</title></text>"##,
+                        b.attrs,
+                        x + w / 2.0,
+                        self.bottom - 4.0,
+                        esc(&b.tip)
+                    );
+                }
+            }
+        }
+        let _ = writeln!(o, "</g>");
+    }
+
+    fn series(&self, o: &mut String, s: &Series) {
+        let pts: Vec<(f64, f64, &Point)> = s
+            .points
+            .iter()
+            .filter(|q| self.placed_x(q.x) && q.y.is_finite())
+            .map(|q| (self.x(q.x), self.y(q.y), q))
+            .collect();
+        let sep = if s.attrs.is_empty() { "" } else { " " };
+        let _ = writeln!(o, r#"<g class="series"{sep}{}>"#, s.attrs);
+        if s.stroke != Stroke::None && pts.len() >= 2 {
+            let line: Vec<String> = pts
+                .iter()
+                .map(|(x, y, _)| format!("{x:.1},{y:.1}"))
+                .collect();
+            let _ = writeln!(
+                o,
+                r#"<polyline fill="none" stroke="{}" stroke-width="2"{} points="{}"/>"#,
+                s.colour,
+                dash(s.stroke),
+                line.join(" ")
+            );
+        }
+        for (x, y, q) in pts {
+            let attrs = if q.attrs.is_empty() {
+                String::new()
+            } else {
+                format!(" {}", q.attrs)
+            };
+            let title = q
+                .tip
+                .as_deref()
+                .map_or_else(String::new, |t| format!("<title>{}</title>", esc(t)));
+            marker(
+                o,
+                s.marker,
+                s.colour,
+                x,
+                y,
+                &format!(r#" class="point"{attrs}"#),
+                &title,
+            );
+        }
+        let _ = writeln!(o, "</g>");
     }
 }
+
+fn dash(s: Stroke) -> &'static str {
+    match s {
+        Stroke::Dashed => r#" stroke-dasharray="6 4""#,
+        Stroke::Solid | Stroke::None => "",
+    }
+}
+
+/// A marker centred on (x, y); `attrs` starts with a space, `inner` is its content (a title).
+fn marker(o: &mut String, m: Marker, colour: &str, x: f64, y: f64, attrs: &str, inner: &str) {
+    let r = MARKER_R;
+    let _ = match m {
+        Marker::Circle => writeln!(
+            o,
+            r#"<circle{attrs} cx="{x:.1}" cy="{y:.1}" r="{r}" fill="{colour}">{inner}</circle>"#
+        ),
+        Marker::Square => writeln!(
+            o,
+            r#"<rect{attrs} x="{:.1}" y="{:.1}" width="{}" height="{}" fill="{colour}">{inner}</rect>"#,
+            x - r,
+            y - r,
+            2.0 * r,
+            2.0 * r
+        ),
+        Marker::OpenSquare => writeln!(
+            o,
+            r#"<rect{attrs} x="{:.1}" y="{:.1}" width="{}" height="{}" fill="white" stroke="{colour}" stroke-width="2">{inner}</rect>"#,
+            x - r,
+            y - r,
+            2.0 * r,
+            2.0 * r
+        ),
+    };
+}
+
+fn legend(o: &mut String, l: &Layout) {
+    let lx = l.plots_right + 4.0;
+    let fit = ((l.legend_w - 48.0) / CHAR_W).max(4.0) as usize;
+    let _ = writeln!(o, r#"<g class="legend">"#);
+    for (i, e) in l.legend.iter().enumerate() {
+        let y = l.top + 8.0 + i as f64 * LEGEND_STEP;
+        match e.swatch {
+            Swatch::Line(stroke, m) => {
+                if stroke != Stroke::None {
+                    let _ = writeln!(
+                        o,
+                        r#"<line x1="{lx:.1}" y1="{y:.1}" x2="{:.1}" y2="{y:.1}" stroke="{}" stroke-width="2"{}/>"#,
+                        lx + 28.0,
+                        e.colour,
+                        dash(stroke)
+                    );
+                }
+                marker(o, m, e.colour, lx + 14.0, y, "", "");
+            }
+            Swatch::Rule(stroke) => {
+                let _ = writeln!(
+                    o,
+                    r#"<line x1="{lx:.1}" y1="{y:.1}" x2="{:.1}" y2="{y:.1}" stroke="{}" stroke-width="1.5"{}/>"#,
+                    lx + 28.0,
+                    e.colour,
+                    dash(stroke)
+                );
+            }
+            Swatch::Box => {
+                let _ = writeln!(
+                    o,
+                    r#"<rect x="{:.1}" y="{:.1}" width="14" height="12" fill="{}"/>"#,
+                    lx + 7.0,
+                    y - 6.0,
+                    e.colour
+                );
+            }
+            Swatch::Band => {
+                let _ = writeln!(
+                    o,
+                    r#"<rect x="{lx:.1}" y="{:.1}" width="28" height="12" fill="{}" fill-opacity="0.3"/>"#,
+                    y - 6.0,
+                    e.colour
+                );
+            }
+        }
+        // A label too long for the legend is cut, and whole in its tooltip.
+        let n = e.label.chars().count();
+        let (shown, tip) = if n > fit {
+            let cut: String = e.label.chars().take(fit.saturating_sub(1)).collect();
+            (
+                format!("{cut}…"),
+                format!("<title>{}</title>", esc(&e.label)),
+            )
+        } else {
+            (e.label.clone(), String::new())
+        };
+        let _ = writeln!(
+            o,
+            r#"<text x="{:.1}" y="{:.1}">{}{tip}</text>"#,
+            lx + 36.0,
+            y + 4.0,
+            esc(&shown)
+        );
+    }
+    let _ = writeln!(o, "</g>");
+}
+
+#[cfg(test)]
+mod tests;

@@ -88,6 +88,7 @@ fn report() -> Report {
             memcpy_two_cpus_out_of_cache_mb_per_s: None,
         }),
         results: vec![lat_small, bw, lat_large],
+        partial: false,
     }
 }
 
@@ -291,12 +292,12 @@ fn format_names_parse_and_errors_list_allowed_values() {
     let e = "html".parse::<Format>().unwrap_err();
     assert_eq!(
         e.to_string(),
-        "unknown format 'html' (allowed: table json csv md)"
+        "unknown format 'html' (allowed: table json csv md svg)"
     );
 }
 
 #[test]
-fn loggp_summary_follows_seed_004_table_3_1() {
+fn loggp_summary_follows_kutlugs_table_3_1() {
     let mut r = report();
     r.results.clear();
     // (transport, size, o_s, o_r, L, overlap): tcp's overheads overlap by 0.4 µs.
@@ -318,7 +319,7 @@ fn loggp_summary_follows_seed_004_table_3_1() {
         .nth(1)
         .expect("summary present");
     let expected = "\
- at 4 B (seed 004 Table 3.1, Figure 3.5)
+ at 4 B (after Kutluğ 2000, Table 3.1 and Figure 3.5)
 # parameter        shm poll  tcp poll
 o_s (us)              0.020     3.000
 o_r (us)              0.030     1.400
@@ -398,7 +399,7 @@ fn loggp_report() -> Report {
     r
 }
 
-/// A smaller one for the SVG snapshot: shm polling at 1, 4 and 16 B (o_r absent at 4 B) and
+/// A smaller one: shm polling at 1, 4 and 16 B (o_r absent at 4 B) and
 /// tcp blocking at 4 and 64 B with a negative o_s.
 fn small_loggp_report() -> Report {
     let mut r = loggp_report();
@@ -418,7 +419,7 @@ fn small_loggp_report() -> Report {
 }
 
 #[test]
-fn loggp_blocks_end_with_seed_004_figure_3_6_as_text() {
+fn loggp_blocks_end_with_kutlugs_figure_3_6_as_text() {
     // Per size the measured figures and LogGOPS's one-way time, then the parameters of each
     // protocol piece (absent where not identifiable), the rows' notes, and the chart. Sizes on
     // a log2 axis labelled every other power. shm's overheads (0.1 … 3.2 µs) span more than a
@@ -446,7 +447,7 @@ fn loggp_blocks_end_with_seed_004_figure_3_6_as_text() {
 # note: g is not identifiable over sizes 64K to 1M
 # note: L is not identifiable over sizes 64K to 1M
 
-# commperf o_s and o_r against size (seed 004 Figure 3.6) | transport shm | mode poll
+# commperf o_s and o_r against size (after Kutluğ 2000, Figure 3.6) | transport shm | mode poll
 #  us, log10 scale
 #  10 |
 #     |
@@ -474,7 +475,7 @@ fn loggp_blocks_end_with_seed_004_figure_3_6_as_text() {
 # note: over sizes 1 to 64 the one-way time is 0.300 µs ± 0.020 µs below o_s + o_r
 # note: o_s at 4 B: -0.700 µs ± 0.010 µs is below zero beyond its noise
 
-# commperf o_s and o_r against size (seed 004 Figure 3.6) | transport tcp | mode poll
+# commperf o_s and o_r against size (after Kutluğ 2000, Figure 3.6) | transport tcp | mode poll
 #  us, linear scale
 # 2.5 |
 #     |s                                   s
@@ -491,7 +492,7 @@ fn loggp_blocks_end_with_seed_004_figure_3_6_as_text() {
 #      1     2     4     8     16    32    64
 #      size (bytes, log2 scale); s = o_s, r = o_r, * = both
 
-# commperf loggp summary at 4 B (seed 004 Table 3.1, Figure 3.5)
+# commperf loggp summary at 4 B (after Kutluğ 2000, Table 3.1 and Figure 3.5)
 # parameter        shm poll  tcp poll
 o_s (us)              0.100         -
 o_r (us)              0.200     0.900
@@ -522,134 +523,6 @@ overlap share (-)        0%       11%
 }
 
 #[test]
-fn loggp_svg_is_seed_004_figure_3_6() {
-    // x: 1 B … 64 B over 510 px, 85 px per power of two; y: -1 … 3 µs over 340 px, 85 px per
-    // µs (0 at y = 299), linear as the positive values are within a factor of 30 (0.5 … 3).
-    // shm o_r has no point at 4 B, where it is absent.
-    let expected = "\
-<?xml version=\"1.0\" encoding=\"UTF-8\"?>
-<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"760\" height=\"440\" viewBox=\"0 0 760 440\" font-family=\"sans-serif\" font-size=\"12\">
-<title>o_s and o_r against size (seed 004 Figure 3.6)</title>
-<rect x=\"0\" y=\"0\" width=\"760\" height=\"440\" fill=\"white\"/>
-<text x=\"325.0\" y=\"24\" text-anchor=\"middle\" font-size=\"15\">o_s and o_r against size (seed 004 Figure 3.6)</text>
-<g stroke=\"#e0e0e0\" stroke-width=\"1\">
-<line x1=\"70.0\" y1=\"44.0\" x2=\"70.0\" y2=\"384.0\"/>
-<line x1=\"155.0\" y1=\"44.0\" x2=\"155.0\" y2=\"384.0\"/>
-<line x1=\"240.0\" y1=\"44.0\" x2=\"240.0\" y2=\"384.0\"/>
-<line x1=\"325.0\" y1=\"44.0\" x2=\"325.0\" y2=\"384.0\"/>
-<line x1=\"410.0\" y1=\"44.0\" x2=\"410.0\" y2=\"384.0\"/>
-<line x1=\"495.0\" y1=\"44.0\" x2=\"495.0\" y2=\"384.0\"/>
-<line x1=\"580.0\" y1=\"44.0\" x2=\"580.0\" y2=\"384.0\"/>
-<line x1=\"70.0\" y1=\"384.0\" x2=\"580.0\" y2=\"384.0\"/>
-<line x1=\"70.0\" y1=\"299.0\" x2=\"580.0\" y2=\"299.0\"/>
-<line x1=\"70.0\" y1=\"214.0\" x2=\"580.0\" y2=\"214.0\"/>
-<line x1=\"70.0\" y1=\"129.0\" x2=\"580.0\" y2=\"129.0\"/>
-<line x1=\"70.0\" y1=\"44.0\" x2=\"580.0\" y2=\"44.0\"/>
-</g>
-<g stroke=\"#000000\" stroke-width=\"1\"><line x1=\"70.0\" y1=\"384.0\" x2=\"580.0\" y2=\"384.0\"/><line x1=\"70.0\" y1=\"44.0\" x2=\"70.0\" y2=\"384.0\"/></g>
-<line x1=\"70.0\" y1=\"299.0\" x2=\"580.0\" y2=\"299.0\" stroke=\"#808080\" stroke-width=\"1\"/>
-<g text-anchor=\"middle\">
-<text x=\"70.0\" y=\"402.0\">1</text>
-<text x=\"155.0\" y=\"402.0\">2</text>
-<text x=\"240.0\" y=\"402.0\">4</text>
-<text x=\"325.0\" y=\"402.0\">8</text>
-<text x=\"410.0\" y=\"402.0\">16</text>
-<text x=\"495.0\" y=\"402.0\">32</text>
-<text x=\"580.0\" y=\"402.0\">64</text>
-</g>
-<g text-anchor=\"end\">
-<text x=\"62.0\" y=\"388.0\">-1</text>
-<text x=\"62.0\" y=\"303.0\">0</text>
-<text x=\"62.0\" y=\"218.0\">1</text>
-<text x=\"62.0\" y=\"133.0\">2</text>
-<text x=\"62.0\" y=\"48.0\">3</text>
-</g>
-<text x=\"325.0\" y=\"424.0\" text-anchor=\"middle\">message size (bytes, log2 scale)</text>
-<text x=\"18.0\" y=\"214.0\" text-anchor=\"middle\" transform=\"rotate(-90 18.0 214.0)\">overhead (µs, linear scale)</text>
-<g class=\"series\" data-transport=\"shm\" data-mode=\"poll\" data-parameter=\"o_s\">
-<polyline fill=\"none\" stroke=\"#1f77b4\" stroke-width=\"2\" points=\"70.0,256.5 240.0,214.0 410.0,86.5\"/>
-<circle cx=\"70.0\" cy=\"256.5\" r=\"3\" fill=\"#1f77b4\"/>
-<circle cx=\"240.0\" cy=\"214.0\" r=\"3\" fill=\"#1f77b4\"/>
-<circle cx=\"410.0\" cy=\"86.5\" r=\"3\" fill=\"#1f77b4\"/>
-</g>
-<g class=\"series\" data-transport=\"shm\" data-mode=\"poll\" data-parameter=\"o_r\">
-<polyline fill=\"none\" stroke=\"#1f77b4\" stroke-width=\"2\" stroke-dasharray=\"6 4\" points=\"70.0,214.0 410.0,171.5\"/>
-<rect x=\"67.0\" y=\"211.0\" width=\"6\" height=\"6\" fill=\"#1f77b4\"/>
-<rect x=\"407.0\" y=\"168.5\" width=\"6\" height=\"6\" fill=\"#1f77b4\"/>
-</g>
-<g class=\"series\" data-transport=\"tcp\" data-mode=\"block\" data-parameter=\"o_s\">
-<polyline fill=\"none\" stroke=\"#d62728\" stroke-width=\"2\" points=\"240.0,341.5 580.0,44.0\"/>
-<circle cx=\"240.0\" cy=\"341.5\" r=\"3\" fill=\"#d62728\"/>
-<circle cx=\"580.0\" cy=\"44.0\" r=\"3\" fill=\"#d62728\"/>
-</g>
-<g class=\"series\" data-transport=\"tcp\" data-mode=\"block\" data-parameter=\"o_r\">
-<polyline fill=\"none\" stroke=\"#d62728\" stroke-width=\"2\" stroke-dasharray=\"6 4\" points=\"240.0,129.0 580.0,129.0\"/>
-<rect x=\"237.0\" y=\"126.0\" width=\"6\" height=\"6\" fill=\"#d62728\"/>
-<rect x=\"577.0\" y=\"126.0\" width=\"6\" height=\"6\" fill=\"#d62728\"/>
-</g>
-<g class=\"legend\">
-<line x1=\"596.0\" y1=\"52.0\" x2=\"624.0\" y2=\"52.0\" stroke=\"#1f77b4\" stroke-width=\"2\"/>
-<circle cx=\"610.0\" cy=\"52.0\" r=\"3\" fill=\"#1f77b4\"/>
-<text x=\"632.0\" y=\"56.0\">shm poll o_s</text>
-<line x1=\"596.0\" y1=\"70.0\" x2=\"624.0\" y2=\"70.0\" stroke=\"#1f77b4\" stroke-width=\"2\" stroke-dasharray=\"6 4\"/>
-<rect x=\"607.0\" y=\"67.0\" width=\"6\" height=\"6\" fill=\"#1f77b4\"/>
-<text x=\"632.0\" y=\"74.0\">shm poll o_r</text>
-<line x1=\"596.0\" y1=\"88.0\" x2=\"624.0\" y2=\"88.0\" stroke=\"#d62728\" stroke-width=\"2\"/>
-<circle cx=\"610.0\" cy=\"88.0\" r=\"3\" fill=\"#d62728\"/>
-<text x=\"632.0\" y=\"92.0\">tcp block o_s</text>
-<line x1=\"596.0\" y1=\"106.0\" x2=\"624.0\" y2=\"106.0\" stroke=\"#d62728\" stroke-width=\"2\" stroke-dasharray=\"6 4\"/>
-<rect x=\"607.0\" y=\"103.0\" width=\"6\" height=\"6\" fill=\"#d62728\"/>
-<text x=\"632.0\" y=\"110.0\">tcp block o_r</text>
-</g>
-</svg>
-";
-    assert_eq!(loggp_svg(&small_loggp_report()).unwrap(), expected);
-}
-
-#[test]
-fn the_svg_uses_a_log_axis_with_a_baseline_for_values_at_or_below_zero() {
-    let mut report = small_loggp_report();
-    report.results.clear();
-    for (size, os) in [(1, 0.02), (2, -0.5), (4, 1.0), (8, 300.0)] {
-        let mut r = Row::new(Benchmark::Loggp, TransportKind::Shm, Mode::Poll, size);
-        r.o_s_us = Some(os);
-        report.results.push(r);
-    }
-    let svg = loggp_svg(&report).unwrap();
-    assert!(svg.contains(">overhead (µs, log10 scale)</text>"), "{svg}");
-    // Decades 0.01 … 1000 µs from y = 360 (24 px above the x axis at 384) up to y = 44:
-    // 316 px over 5 decades, 63.2 px a decade; labelled at each decade.
-    for (label, y) in [
-        ("0.01", 360.0),
-        ("0.1", 296.8),
-        ("1", 233.6),
-        ("10", 170.4),
-        ("100", 107.2),
-        ("1k", 44.0),
-    ] {
-        let text = format!(r#"<text x="62.0" y="{:.1}">{label}</text>"#, y + 4.0f64);
-        assert!(svg.contains(&text), "{text}\n{svg}");
-    }
-    assert!(
-        svg.contains(r#"<text x="62.0" y="388.0">≤ 0</text>"#),
-        "{svg}"
-    );
-    // 1 µs on its decade, 300 µs at log10(3)·63.2 px above 100, -0.5 µs on the x axis.
-    let y300 = 107.2 - 3f64.log10() * 63.2;
-    for (x, y) in [
-        (70.0, 360.0 - 2f64.log10() * 63.2),
-        (240.0, 384.0),
-        (410.0, 233.6),
-        (580.0, y300),
-    ] {
-        let circle = format!(r#"<circle cx="{x:.1}" cy="{y:.1}" r="3""#);
-        assert!(svg.contains(&circle), "{circle}\n{svg}");
-    }
-    // No zero line on a log axis (there is no zero on it).
-    assert!(!svg.contains(r##"stroke="#808080""##), "{svg}");
-}
-
-#[test]
 fn loggp_figures_need_loggp_values() {
     assert_eq!(loggp_svg(&report()), Err(PlotError::NoLoggp));
     assert_eq!(
@@ -669,13 +542,21 @@ fn loggp_figures_need_loggp_values() {
     let text = render(&r, Format::Table);
     assert!(text.contains("# commperf loggp | transport shm"), "{text}");
     assert!(!text.contains("Figure 3.6"), "{text}");
-    // One value is enough for both renderings: the only polyline has one point, at the left
-    // end of a one-power axis (16 B … 32 B) and the top of a linear 0 … 0.25 µs one.
+    // One value is enough for both renderings: in the SVG one marker (no line of one point)
+    // in its series' group.
     r.results[2].o_r_us = Some(0.25);
     let svg = loggp_svg(&r).unwrap();
-    assert_eq!(svg.matches("<polyline").count(), 1);
-    assert!(svg.contains(r#"data-parameter="o_r">"#));
-    assert!(svg.contains(r#"points="70.0,44.0"/>"#), "{svg}");
+    assert_eq!(svg.matches("<polyline").count(), 0);
+    let group = svg
+        .split(r#"data-parameter="o_r">"#)
+        .nth(1)
+        .expect("the o_r group");
+    let group = &group[..group.find("</g>").unwrap()];
+    assert_eq!(group.matches("<rect class=\"point\"").count(), 1, "{group}");
+    assert!(
+        group.contains(r#"data-size="16" data-value="0.25""#),
+        "{group}"
+    );
     let text = render(&r, Format::Table);
     let chart = text
         .split("Figure 3.6) | transport shm | mode poll\n")

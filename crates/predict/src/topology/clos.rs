@@ -93,7 +93,7 @@ impl Clos {
 impl Network for Clos {
     fn describe(&self) -> String {
         format!(
-            "two-level Clos (seed 003): {} hosts in groups of {} on {} first-level and {} second-level switches, uplinks chosen per host with seed {} ({} links)",
+            "two-level Clos (after Papaefstathiou 2001): {} hosts in groups of {} on {} first-level and {} second-level switches, uplinks chosen per host with seed {} ({} links)",
             self.hosts,
             self.group,
             self.hosts / self.group,

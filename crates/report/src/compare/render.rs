@@ -13,6 +13,9 @@ pub fn render_comparison(c: &Comparison, format: Format) -> String {
     match format {
         Format::Table => render_text(c),
         Format::Md => render_markdown(c),
+        Format::Svg => crate::plot::comparison_figure(c)
+            .map(|f| f.document())
+            .unwrap_or_else(|e| crate::plot::empty(&e.to_string())),
         Format::Csv => render_csv(c),
         Format::Json => {
             // Cannot fail: every map key is a string and no Serialize impl errors.

@@ -43,6 +43,7 @@ fn report(host: &str, rows: Vec<Row>) -> Report {
         },
         limits: None,
         results: rows,
+        partial: false,
     }
 }
 
@@ -492,7 +493,7 @@ fn small_steps_and_mild_bends_are_not_protocol_changes() {
 
 #[test]
 fn a_bend_is_reported_by_its_cost_per_kib() {
-    // MVICH's case (seed 004 Figure 4.3): above 1 KiB an extra copy at 5 GB/s (2e-4 us per
+    // MVICH's case (Kutluğ 2000, Figure 4.3): above 1 KiB an extra copy at 5 GB/s (2e-4 us per
     // byte) triples the per-byte cost. 1 KiB lies on both lines; the fit gives it to the new
     // piece.
     let upper = |s: u64| shm_curve(s) + 0.2 + s.saturating_sub(1024) as f64 * 2e-4;
