@@ -6,7 +6,7 @@
 //! skip with a message, unless `COMMPERF_REQUIRE_MPI=1`.
 
 mod mpi_apps;
-use mpi_apps::{exe, mpi_feature_ready, ok, ready, text, Scratch};
+use mpi_apps::{exe, need, need_mpi_feature, ok, text, Scratch};
 use serde_json::Value;
 use std::path::Path;
 use std::process::{Command, Output};
@@ -100,10 +100,13 @@ fn check_kit_profiles(j: &Value, stack: &str) {
 }
 
 #[test]
+#[cfg_attr(
+    not(all(commperf_mpi_feature, commperf_has_openmpi)),
+    ignore = "needs a build with the mpi feature (--features commperf/mpi) and Open MPI (mpicc.openmpi, mpirun.openmpi: apt-get install libopenmpi-dev openmpi-bin)"
+)]
 fn a_small_study_over_open_mpis_two_stacks() {
-    if !mpi_feature_ready("app_ompi") || !ready("app_ompi", &["mpicc.openmpi", "mpirun.openmpi"]) {
-        return;
-    }
+    need_mpi_feature("app_ompi");
+    need("app_ompi", &["mpicc.openmpi", "mpirun.openmpi"]);
     let s = Scratch::new("app", "ompi");
     let out = s.0.join("study");
     let mut args = vec![
@@ -193,10 +196,12 @@ fn a_small_study_over_open_mpis_two_stacks() {
 }
 
 #[test]
+#[cfg_attr(
+    not(commperf_has_openmpi),
+    ignore = "needs Open MPI (mpicc.openmpi, mpirun.openmpi: apt-get install libopenmpi-dev openmpi-bin)"
+)]
 fn a_failing_program_is_reported_in_its_cell_and_the_study_goes_on() {
-    if !ready("app_fail", &["mpicc.openmpi", "mpirun.openmpi"]) {
-        return;
-    }
+    need("app_fail", &["mpicc.openmpi", "mpirun.openmpi"]);
     let s = Scratch::new("app", "fail");
     let out = s.0.join("study");
     // ep's corrupt=1 flips a bit of rank 1's contribution: its self-check fails on every stack.
@@ -265,20 +270,21 @@ fn a_failing_program_is_reported_in_its_cell_and_the_study_goes_on() {
 /// and a command built with Open MPI, which runs on Open MPI's stack and fails, named, on
 /// MPICH's.
 #[test]
+#[cfg_attr(
+    not(all(commperf_mpi_feature, commperf_has_openmpi, commperf_has_mpich)),
+    ignore = "needs a build with the mpi feature (--features commperf/mpi) and Open MPI (mpicc.openmpi, mpirun.openmpi: apt-get install libopenmpi-dev openmpi-bin) and MPICH (mpicc.mpich, mpirun.mpich: apt-get install libmpich-dev mpich)"
+)]
 fn a_small_study_over_mpich_and_a_command_built_for_the_other_mpi() {
-    if !mpi_feature_ready("app_mpich")
-        || !ready(
-            "app_mpich",
-            &[
-                "mpicc.mpich",
-                "mpiexec.mpich",
-                "mpicc.openmpi",
-                "mpirun.openmpi",
-            ],
-        )
-    {
-        return;
-    }
+    need_mpi_feature("app_mpich");
+    need(
+        "app_mpich",
+        &[
+            "mpicc.mpich",
+            "mpiexec.mpich",
+            "mpicc.openmpi",
+            "mpirun.openmpi",
+        ],
+    );
     let s = Scratch::new("app", "mpich");
     let ep = s.0.join("ep_openmpi");
     let o = Command::new("mpicc.openmpi")
@@ -350,13 +356,15 @@ fn a_small_study_over_mpich_and_a_command_built_for_the_other_mpi() {
 /// build (CI builds it; without it the cell names the script) while lammps on MPICH names the
 /// missing build.
 #[test]
+#[cfg_attr(
+    not(all(commperf_has_hpcc, commperf_has_lammps, commperf_has_mpich)),
+    ignore = "needs Debian's hpcc with Open MPI (apt-get install hpcc) and Debian's lammps with Open MPI (apt-get install lammps) and MPICH (mpicc.mpich, mpirun.mpich: apt-get install libmpich-dev mpich)"
+)]
 fn hpcc_and_lammps_run_with_their_inputs_on_both_mpis() {
-    if !ready(
+    need(
         "app_installed",
         &["hpcc", "lmp", "mpirun.openmpi", "mpiexec.mpich"],
-    ) {
-        return;
-    }
+    );
     let s = Scratch::new("app", "installed");
     let out = s.0.join("study");
     let apps = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/mpich-apps");
@@ -428,10 +436,12 @@ fn hpcc_and_lammps_run_with_their_inputs_on_both_mpis() {
 /// in the study. cg with ΔL = 1 ms: every one of its 200 iterations waits for at least one
 /// halo message held ΔL, so the L run must take at least 200 ms more than the baseline.
 #[test]
+#[cfg_attr(
+    not(commperf_has_openmpi),
+    ignore = "needs Open MPI (mpicc.openmpi, mpirun.openmpi: apt-get install libopenmpi-dev openmpi-bin)"
+)]
 fn a_sweep_gives_each_program_its_sensitivity_curve() {
-    if !ready("app_sweep", &["mpicc.openmpi", "mpirun.openmpi"]) {
-        return;
-    }
+    need("app_sweep", &["mpicc.openmpi", "mpirun.openmpi"]);
     let s = Scratch::new("app", "sweep");
     let out = s.0.join("study");
     // A baseline run stalled by the machine (0.89 s among 0.14 and 0.21 s, seen once in CI)

@@ -8,7 +8,7 @@
 //! a message, unless `COMMPERF_REQUIRE_MPI=1` (as CI sets it).
 
 mod mpi_apps;
-use mpi_apps::{chromium, chromium_ready, exe, mpi_feature_ready, ok, ready, text, Scratch};
+use mpi_apps::{chromium, exe, need, need_chromium, need_mpi_feature, ok, text, Scratch};
 use serde_json::Value;
 use std::process::Command;
 use std::time::Instant;
@@ -36,13 +36,14 @@ fn svg_of<'a>(dom: &'a str, marker: &str) -> &'a str {
 }
 
 #[test]
+#[cfg_attr(
+    not(all(commperf_mpi_feature, commperf_has_openmpi, commperf_has_chromium)),
+    ignore = "needs a build with the mpi feature (--features commperf/mpi) and Open MPI (mpicc.openmpi, mpirun.openmpi: apt-get install libopenmpi-dev openmpi-bin) and chromium (apt-get install chromium)"
+)]
 fn a_real_studys_page_loads_in_chromium_with_its_values_and_figures() {
-    if !mpi_feature_ready("app_html")
-        || !ready("app_html", &["mpicc.openmpi", "mpirun.openmpi"])
-        || !chromium_ready("app_html")
-    {
-        return;
-    }
+    need_mpi_feature("app_html");
+    need("app_html", &["mpicc.openmpi", "mpirun.openmpi"]);
+    need_chromium("app_html");
     let s = Scratch::new("app-html", "chromium");
     let out = s.0.join("study");
     let page = s.0.join("page.html");

@@ -242,7 +242,13 @@ fn both_ends_on_one_cpu_are_warned_about_and_recorded() {
     ]);
     let v = json(&o);
     let e = text(&o.stderr);
-    assert_eq!(e.lines().count(), 1, "one warning line: {e}");
+    // One warning line; a run the machine's load stretched past the two quiet seconds adds
+    // progress lines after it, which say nothing about the placement.
+    assert_eq!(
+        e.lines().filter(|l| progress_line(l).is_none()).count(),
+        1,
+        "one warning line: {e}"
+    );
     assert!(
         e.starts_with(&format!(
             "commperf: warning: --cpus {cpus} puts both ends on CPU {c}: they take turns on it"
@@ -609,6 +615,10 @@ fn goal_of_every_pattern_predicts_what_the_own_format_predicts() {
 /// The relaunch under mpirun (`bench --transport mpi` typed without mpirun): the ranks' output
 /// passes through mpirun, which ignores write errors; commperf copies it and reports them.
 #[test]
+#[cfg_attr(
+    not(all(commperf_mpi_feature, commperf_has_mpirun)),
+    ignore = "needs a build with the mpi feature (--features commperf/mpi) and Open MPI's mpirun on the PATH"
+)]
 fn an_mpi_run_started_by_commperf_reports_a_full_stdout() {
     let why = if !cfg!(feature = "mpi") {
         Some("this build has no MPI (cargo test --features mpi)")
@@ -617,13 +627,9 @@ fn an_mpi_run_started_by_commperf_reports_a_full_stdout() {
     } else {
         None
     };
+    // Ignored where the build found no MPI; here only when COMMPERF_REQUIRE_MPI forces it.
     if let Some(why) = why {
-        assert!(
-            std::env::var_os("COMMPERF_REQUIRE_MPI").is_none(),
-            "COMMPERF_REQUIRE_MPI is set, but {why}"
-        );
-        eprintln!("skipping: {why}");
-        return;
+        panic!("{why}");
     }
     let full = std::fs::OpenOptions::new()
         .write(true)

@@ -9,7 +9,7 @@
 mod mpi_apps;
 use commperf_predict::collectives::{Algorithms, Collective};
 use commperf_predict::workload::{OpKind, SeqProgram};
-use mpi_apps::{compile, exe, ok, ready, text, Scratch};
+use mpi_apps::{compile, exe, need, ok, text, Scratch};
 use serde_json::Value;
 use std::path::Path;
 use std::process::{Command, Output};
@@ -71,9 +71,7 @@ fn run(knobs: &[&str], mpi: &str, prog: &Path, args: &[&str], key: &str) -> (Val
 fn knobs_under(mpi: &str) {
     let test = format!("knobs_{mpi}");
     let _one = ONE_JOB.lock().unwrap_or_else(|e| e.into_inner());
-    if !ready(&test, &[&format!("mpicc.{mpi}"), &format!("mpirun.{mpi}")]) {
-        return;
-    }
+    need(&test, &[&format!("mpicc.{mpi}"), &format!("mpirun.{mpi}")]);
     let s = Scratch::new("emulate", &test);
     let prog = s.0.join("knobs");
     compile(&format!("mpicc.{mpi}"), "knobs.c", &prog);
@@ -190,16 +188,22 @@ fn knobs_under(mpi: &str) {
     assert!(j["untouched"]["paced_ns"].as_f64().unwrap() > 0.0, "{j}");
 
     // g's slot starts where the injection ends, not where a call that also waited for its
-    // partner returned: with the partner 100 µs late to each of 200 exchanges and Δg = 20 µs,
+    // partner returned: with the partner 300 µs late to each of 200 exchanges and Δg = 20 µs,
     // nothing needs pacing. Counted from the blocking call's return, every next exchange was
-    // paced Δg: 200 × 20 µs = 4 ms (measured 3.98 ms; 0.01–0.02 ms after).
+    // paced nearly Δg (the next call follows the return within a microsecond, load or not):
+    // 200 × 20 µs = 4 ms (measured 3.98 ms; 0.01–0.02 ms after, idle). Under load the right
+    // code paces too, legitimately: an exchange where rank 0 itself was preempted for more
+    // than the partner's 300 µs finds the partner's message already there and paces its next
+    // send up to Δg (measured 0.55 ms with 100 µs of lateness, 2 cores, two CPU hogs and a
+    // build). The bar, half the wrong code's 4 ms, takes rank 0 preempted that long in half
+    // of the exchanges to reach.
     for kind in ["sendrecv", "replace", "ssend"] {
-        let o = emulate(&["--g", "20us"], mpi, &prog, &["late", kind, "200", "100"]);
+        let o = emulate(&["--g", "20us"], mpi, &prog, &["late", kind, "200", "300"]);
         ok(&o);
         let j: Value = serde_json::from_slice(&o.stdout).expect("JSON");
         let paced = j["untouched"]["paced_ns"].as_f64().unwrap();
         assert!(
-            paced < 0.1 * 200.0 * 20_000.0,
+            paced < 0.5 * 200.0 * 20_000.0,
             "{kind}: paced {paced} ns with the partner always late by more than Δg: {j}"
         );
     }
@@ -284,9 +288,7 @@ fn knobs_under(mpi: &str) {
 fn terminated_under(mpi: &str) {
     let test = format!("term_{mpi}");
     let _one = ONE_JOB.lock().unwrap_or_else(|e| e.into_inner());
-    if !ready(&test, &[&format!("mpicc.{mpi}"), &format!("mpirun.{mpi}")]) {
-        return;
-    }
+    need(&test, &[&format!("mpicc.{mpi}"), &format!("mpirun.{mpi}")]);
     let s = Scratch::new("emulate", &test);
     let prog = s.0.join("knobs-forever");
     compile(&format!("mpicc.{mpi}"), "knobs.c", &prog);
@@ -346,21 +348,37 @@ fn terminated_under(mpi: &str) {
 }
 
 #[test]
+#[cfg_attr(
+    not(commperf_has_openmpi),
+    ignore = "needs Open MPI (mpicc.openmpi, mpirun.openmpi: apt-get install libopenmpi-dev openmpi-bin)"
+)]
 fn sigterm_reaches_the_job_under_openmpi() {
     terminated_under("openmpi");
 }
 
 #[test]
+#[cfg_attr(
+    not(commperf_has_mpich),
+    ignore = "needs MPICH (mpicc.mpich, mpirun.mpich: apt-get install libmpich-dev mpich)"
+)]
 fn sigterm_reaches_the_job_under_mpich() {
     terminated_under("mpich");
 }
 
 #[test]
+#[cfg_attr(
+    not(commperf_has_openmpi),
+    ignore = "needs Open MPI (mpicc.openmpi, mpirun.openmpi: apt-get install libopenmpi-dev openmpi-bin)"
+)]
 fn knobs_under_openmpi() {
     knobs_under("openmpi");
 }
 
 #[test]
+#[cfg_attr(
+    not(commperf_has_mpich),
+    ignore = "needs MPICH (mpicc.mpich, mpirun.mpich: apt-get install libmpich-dev mpich)"
+)]
 fn knobs_under_mpich() {
     knobs_under("mpich");
 }
@@ -393,9 +411,7 @@ fn bad_knob_values_exit_2_naming_the_knob() {
 fn fortran_under(mpi: &str) {
     let test = format!("fortran_{mpi}");
     let _one = ONE_JOB.lock().unwrap_or_else(|e| e.into_inner());
-    if !ready(&test, &[&format!("mpif90.{mpi}"), &format!("mpirun.{mpi}")]) {
-        return;
-    }
+    need(&test, &[&format!("mpif90.{mpi}"), &format!("mpirun.{mpi}")]);
     let s = Scratch::new("emulate", &test);
     let prog = s.0.join("fcounts");
     compile(&format!("mpif90.{mpi}"), "counts.f90", &prog);
@@ -440,11 +456,19 @@ fn fortran_under(mpi: &str) {
 }
 
 #[test]
+#[cfg_attr(
+    not(commperf_has_openmpi_fortran),
+    ignore = "needs Open MPI's Fortran (mpif90.openmpi: apt-get install libopenmpi-dev gfortran)"
+)]
 fn fortran_under_openmpi() {
     fortran_under("openmpi");
 }
 
 #[test]
+#[cfg_attr(
+    not(commperf_has_mpich_fortran),
+    ignore = "needs MPICH's Fortran (mpif90.mpich: apt-get install libmpich-dev gfortran)"
+)]
 fn fortran_under_mpich() {
     fortran_under("mpich");
 }
@@ -549,9 +573,7 @@ fn figure(err: &str, key: &str) -> f64 {
 fn collectives_under(mpi: &str) {
     let test = format!("coll_{mpi}");
     let _one = ONE_JOB.lock().unwrap_or_else(|e| e.into_inner());
-    if !ready(&test, &[&format!("mpicc.{mpi}"), &format!("mpirun.{mpi}")]) {
-        return;
-    }
+    need(&test, &[&format!("mpicc.{mpi}"), &format!("mpirun.{mpi}")]);
     let s = Scratch::new("emulate", &test);
     let prog = s.0.join("collemu");
     compile(&format!("mpicc.{mpi}"), "collemu.c", &prog);
@@ -661,11 +683,19 @@ fn collectives_under(mpi: &str) {
 }
 
 #[test]
+#[cfg_attr(
+    not(commperf_has_openmpi),
+    ignore = "needs Open MPI (mpicc.openmpi, mpirun.openmpi: apt-get install libopenmpi-dev openmpi-bin)"
+)]
 fn collectives_as_messages_under_openmpi() {
     collectives_under("openmpi");
 }
 
 #[test]
+#[cfg_attr(
+    not(commperf_has_mpich),
+    ignore = "needs MPICH (mpicc.mpich, mpirun.mpich: apt-get install libmpich-dev mpich)"
+)]
 fn collectives_as_messages_under_mpich() {
     collectives_under("mpich");
 }
@@ -675,9 +705,7 @@ fn collectives_as_messages_under_mpich() {
 fn fortran_collectives_under(mpi: &str) {
     let test = format!("fcoll_{mpi}");
     let _one = ONE_JOB.lock().unwrap_or_else(|e| e.into_inner());
-    if !ready(&test, &[&format!("mpif90.{mpi}"), &format!("mpirun.{mpi}")]) {
-        return;
-    }
+    need(&test, &[&format!("mpif90.{mpi}"), &format!("mpirun.{mpi}")]);
     let s = Scratch::new("emulate", &test);
     let prog = s.0.join("fcollemu");
     compile(&format!("mpif90.{mpi}"), "collemu.f90", &prog);
@@ -728,11 +756,19 @@ fn fortran_collectives_under(mpi: &str) {
 }
 
 #[test]
+#[cfg_attr(
+    not(commperf_has_openmpi_fortran),
+    ignore = "needs Open MPI's Fortran (mpif90.openmpi: apt-get install libopenmpi-dev gfortran)"
+)]
 fn fortran_collectives_as_messages_under_openmpi() {
     fortran_collectives_under("openmpi");
 }
 
 #[test]
+#[cfg_attr(
+    not(commperf_has_mpich_fortran),
+    ignore = "needs MPICH's Fortran (mpif90.mpich: apt-get install libmpich-dev gfortran)"
+)]
 fn fortran_collectives_as_messages_under_mpich() {
     fortran_collectives_under("mpich");
 }
@@ -742,9 +778,7 @@ fn fortran_collectives_as_messages_under_mpich() {
 fn persistent_under(mpi: &str) {
     let test = format!("persistent_{mpi}");
     let _one = ONE_JOB.lock().unwrap_or_else(|e| e.into_inner());
-    if !ready(&test, &[&format!("mpicc.{mpi}"), &format!("mpirun.{mpi}")]) {
-        return;
-    }
+    need(&test, &[&format!("mpicc.{mpi}"), &format!("mpirun.{mpi}")]);
     let s = Scratch::new("emulate", &test);
     let prog = s.0.join("persist");
     compile(&format!("mpicc.{mpi}"), "persist.c", &prog);
@@ -766,11 +800,19 @@ fn persistent_under(mpi: &str) {
 }
 
 #[test]
+#[cfg_attr(
+    not(commperf_has_openmpi),
+    ignore = "needs Open MPI (mpicc.openmpi, mpirun.openmpi: apt-get install libopenmpi-dev openmpi-bin)"
+)]
 fn persistent_under_openmpi() {
     persistent_under("openmpi");
 }
 
 #[test]
+#[cfg_attr(
+    not(commperf_has_mpich),
+    ignore = "needs MPICH (mpicc.mpich, mpirun.mpich: apt-get install libmpich-dev mpich)"
+)]
 fn persistent_under_mpich() {
     persistent_under("mpich");
 }

@@ -6,19 +6,16 @@
 //! `COMMPERF_REQUIRE_MPI=1` (CI) makes that a failure.
 
 mod mpi_apps;
-use mpi_apps::{compile, exe, ready, text, Scratch};
+use mpi_apps::{compile, exe, need, text, Scratch};
 use serde_json::Value;
 use std::process::{Command, Output};
 
 const ITERS: u32 = 200;
 
 /// `commperf emulate sweep ARGS --dir SCRATCH/out -o SCRATCH/s.svg -- mpirun.openmpi -np 2
-/// sweepapp ITERS`, time-limited; the `Scratch` keeps the directory. `None` when Open MPI is
-/// missing and the test skips.
-fn sweep(test: &str, args: &[&str], iters: u32) -> Option<(Output, Scratch)> {
-    if !ready(test, &["mpicc.openmpi", "mpirun.openmpi"]) {
-        return None;
-    }
+/// sweepapp ITERS`, time-limited; the `Scratch` keeps the directory.
+fn sweep(test: &str, args: &[&str], iters: u32) -> (Output, Scratch) {
+    need(test, &["mpicc.openmpi", "mpirun.openmpi"]);
     let s = Scratch::new("sweep", test);
     let prog = s.0.join("sweepapp");
     compile("mpicc.openmpi", "sweepapp.c", &prog);
@@ -36,7 +33,7 @@ fn sweep(test: &str, args: &[&str], iters: u32) -> Option<(Output, Scratch)> {
         .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
         .output()
         .expect("run commperf emulate sweep");
-    Some((o, s))
+    (o, s)
 }
 
 /// The JSON a successful sweep printed on stdout.
@@ -52,6 +49,10 @@ fn json_of(o: &Output) -> Value {
 }
 
 #[test]
+#[cfg_attr(
+    not(commperf_has_openmpi),
+    ignore = "needs Open MPI (mpicc.openmpi, mpirun.openmpi: apt-get install libopenmpi-dev openmpi-bin)"
+)]
 fn sweep_measures_keeps_failures_and_predicts() {
     let args = [
         "--knob",
@@ -66,9 +67,7 @@ fn sweep_measures_keeps_failures_and_predicts() {
         "--format",
         "json",
     ];
-    let Some((o, s)) = sweep("sweep_measures_keeps_failures_and_predicts", &args, ITERS) else {
-        return;
-    };
+    let (o, s) = sweep("sweep_measures_keeps_failures_and_predicts", &args, ITERS);
     let (dir, svg) = (s.0.join("out"), s.0.join("s.svg"));
     let j = json_of(&o);
     assert_eq!(j["schema_version"], 3);
@@ -147,8 +146,12 @@ fn sweep_measures_keeps_failures_and_predicts() {
         "L=2ms added only {added} s (≥ {floor} s)"
     );
     // Predictions: the trace's 2·ITERS messages each take ΔL longer (LogGP: L; contention:
-    // Tcom's intercept), and 2·Δo longer under o (o_s and o_r). Within 1 %: under LogGOPS
-    // rules a receive overhead can hide in the receiver's compute before its first receive.
+    // Tcom's intercept), and 2·Δo longer under o (o_s and o_r). L within 1 %. o at most 1 %
+    // above, and at most 10 % below: under LogGOPS rules a receive overhead hides where the
+    // receiver still had slack in the monitored trace, and a trace taken on a loaded machine
+    // has more of it (its computation and waits stretched by preemption): 1.3 % hid with two
+    // CPU hogs and a build beside the run. A wrong o (one side only, or per round trip) would
+    // be 50 % off.
     let pred = |i: usize, model: &str| -> f64 {
         st[i]["predicted"]
             .as_array()
@@ -168,8 +171,8 @@ fn sweep_measures_keeps_failures_and_predicts() {
         let o = pred(3, model);
         let want = 2.0 * f64::from(ITERS) * 2.0 * 1e-6;
         assert!(
-            (o - want).abs() < 1e-2 * want,
-            "{model} o: {o} s, want {want} s"
+            o <= 1.01 * want && o >= 0.9 * want,
+            "{model} o: {o} s, want {want} s (at most 10 % of it hidden)"
         );
     }
     // The L prediction is compared with the measured slowdown (beyond noise or not, it has a
@@ -208,6 +211,10 @@ fn a_plan_without_a_value_above_zero_is_refused() {
 /// (`bench loggp -t mpi`, three runs, the piece of the trace's median message); one without
 /// says how to give them.
 #[test]
+#[cfg_attr(
+    not(commperf_has_openmpi),
+    ignore = "needs Open MPI (mpicc.openmpi, mpirun.openmpi: apt-get install libopenmpi-dev openmpi-bin)"
+)]
 fn predict_without_loggp_measures_it_or_says_how() {
     let iters = 50u32;
     let args = [
@@ -219,13 +226,11 @@ fn predict_without_loggp_measures_it_or_says_how() {
         "--format",
         "json",
     ];
-    let Some((o, s)) = sweep(
+    let (o, s) = sweep(
         "predict_without_loggp_measures_it_or_says_how",
         &args,
         iters,
-    ) else {
-        return;
-    };
+    );
     let dir = s.0.join("out");
     if !cfg!(feature = "mpi") {
         assert_eq!(o.status.code(), Some(1), "{}", text(&o.stderr));

@@ -6,7 +6,7 @@
 //! a message, unless `COMMPERF_REQUIRE_MPI=1` (set by CI) makes that a failure.
 
 mod mpi_apps;
-use mpi_apps::{compile, exe, ok, ready, text, Scratch};
+use mpi_apps::{compile, exe, need, ok, text, Scratch};
 use serde_json::Value;
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
@@ -213,9 +213,7 @@ fn check_run(dir: &Path, wall_ns: f64) -> (String, Value, Value) {
 
 fn counts(mpi: &str) {
     let test = format!("trace_counts_{mpi}");
-    if !ready(&test, &[&format!("mpicc.{mpi}"), &format!("mpirun.{mpi}")]) {
-        return;
-    }
+    need(&test, &[&format!("mpicc.{mpi}"), &format!("mpirun.{mpi}")]);
     let s = Scratch::new("trace", &test);
     let prog = s.0.join("counts");
     compile(&format!("mpicc.{mpi}"), "counts.c", &prog);
@@ -241,9 +239,7 @@ fn counts(mpi: &str) {
 
 fn collectives(mpi: &str) {
     let test = format!("trace_collectives_{mpi}");
-    if !ready(&test, &[&format!("mpicc.{mpi}"), &format!("mpirun.{mpi}")]) {
-        return;
-    }
+    need(&test, &[&format!("mpicc.{mpi}"), &format!("mpirun.{mpi}")]);
     let s = Scratch::new("trace", &test);
     let prog = s.0.join("colls");
     compile(&format!("mpicc.{mpi}"), "colls.c", &prog);
@@ -283,9 +279,7 @@ fn collectives(mpi: &str) {
 /// out, say so, and still replay.
 fn missing_partner(mpi: &str) {
     let test = format!("trace_missing_partner_{mpi}");
-    if !ready(&test, &[&format!("mpicc.{mpi}"), &format!("mpirun.{mpi}")]) {
-        return;
-    }
+    need(&test, &[&format!("mpicc.{mpi}"), &format!("mpirun.{mpi}")]);
     let s = Scratch::new("trace", &test);
     let prog = s.0.join("colls");
     compile(&format!("mpicc.{mpi}"), "colls.c", &prog);
@@ -311,9 +305,7 @@ fn missing_partner(mpi: &str) {
 /// directory that is not an MPI run is refused by name.
 fn report_converts(mpi: &str) {
     let test = format!("trace_report_{mpi}");
-    if !ready(&test, &[&format!("mpicc.{mpi}"), &format!("mpirun.{mpi}")]) {
-        return;
-    }
+    need(&test, &[&format!("mpicc.{mpi}"), &format!("mpirun.{mpi}")]);
     let s = Scratch::new("trace", &test);
     let prog = s.0.join("colls");
     compile(&format!("mpicc.{mpi}"), "colls.c", &prog);
@@ -356,30 +348,58 @@ fn report_converts(mpi: &str) {
 }
 
 #[test]
+#[cfg_attr(
+    not(commperf_has_openmpi),
+    ignore = "needs Open MPI (mpicc.openmpi, mpirun.openmpi: apt-get install libopenmpi-dev openmpi-bin)"
+)]
 fn trace_counts_openmpi() {
     counts("openmpi");
 }
 #[test]
+#[cfg_attr(
+    not(commperf_has_mpich),
+    ignore = "needs MPICH (mpicc.mpich, mpirun.mpich: apt-get install libmpich-dev mpich)"
+)]
 fn trace_counts_mpich() {
     counts("mpich");
 }
 #[test]
+#[cfg_attr(
+    not(commperf_has_openmpi),
+    ignore = "needs Open MPI (mpicc.openmpi, mpirun.openmpi: apt-get install libopenmpi-dev openmpi-bin)"
+)]
 fn trace_collectives_openmpi() {
     collectives("openmpi");
 }
 #[test]
+#[cfg_attr(
+    not(commperf_has_mpich),
+    ignore = "needs MPICH (mpicc.mpich, mpirun.mpich: apt-get install libmpich-dev mpich)"
+)]
 fn trace_collectives_mpich() {
     collectives("mpich");
 }
 #[test]
+#[cfg_attr(
+    not(commperf_has_openmpi),
+    ignore = "needs Open MPI (mpicc.openmpi, mpirun.openmpi: apt-get install libopenmpi-dev openmpi-bin)"
+)]
 fn trace_missing_partner_openmpi() {
     missing_partner("openmpi");
 }
 #[test]
+#[cfg_attr(
+    not(commperf_has_mpich),
+    ignore = "needs MPICH (mpicc.mpich, mpirun.mpich: apt-get install libmpich-dev mpich)"
+)]
 fn trace_missing_partner_mpich() {
     missing_partner("mpich");
 }
 #[test]
+#[cfg_attr(
+    not(commperf_has_mpich),
+    ignore = "needs MPICH (mpicc.mpich, mpirun.mpich: apt-get install libmpich-dev mpich)"
+)]
 fn trace_report_mpich() {
     report_converts("mpich");
 }

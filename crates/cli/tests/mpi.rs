@@ -1,7 +1,7 @@
 //! The MPI layer end to end: real mpirun, real ranks. These tests need a build with
-//! `--features mpi` and an MPI launcher; without them they skip with a message, unless
-//! `COMMPERF_REQUIRE_MPI=1` (set by CI) makes a missing MPI a failure, so CI never skips them
-//! silently.
+//! `--features mpi` and an MPI launcher; without them they are `ignored` with the reason in
+//! libtest's summary (build-support/caps.rs), unless `COMMPERF_REQUIRE_MPI=1` (set by CI) makes
+//! a missing MPI a failure.
 
 use serde_json::Value;
 use std::process::{Command, Output};
@@ -16,24 +16,25 @@ fn exe() -> &'static str {
     env!("CARGO_BIN_EXE_commperf")
 }
 
-/// Whether the MPI tests can run here; prints why not (or panics when CI requires them).
-fn mpi_ready(test: &str) -> bool {
+/// A build with the `mpi` feature and an `mpirun` on the PATH, or the test fails saying which
+/// is missing. Each test here is `ignored` with that reason where the build found either absent
+/// (build-support/caps.rs); it runs without them only when `COMMPERF_REQUIRE_MPI=1` (CI) forces
+/// it, and then fails.
+fn need_mpi(test: &str) {
     let why = if !cfg!(feature = "mpi") {
-        Some("this build has no MPI (cargo test --features mpi)".to_string())
+        Some("this build has no MPI (cargo test --features commperf/mpi)".to_string())
     } else if Command::new("mpirun").arg("--version").output().is_err() {
         Some("no mpirun in PATH (apt-get install openmpi-bin libopenmpi-dev)".to_string())
     } else {
         None
     };
-    match why {
-        None => true,
-        Some(why) if std::env::var_os("COMMPERF_REQUIRE_MPI").is_some() => {
-            panic!("{test}: COMMPERF_REQUIRE_MPI is set, but {why}")
-        }
-        Some(why) => {
-            eprintln!("skipping {test}: {why}");
-            false
-        }
+    if let Some(why) = why {
+        let forced = if std::env::var_os("COMMPERF_REQUIRE_MPI").is_some() {
+            "COMMPERF_REQUIRE_MPI is set, but "
+        } else {
+            ""
+        };
+        panic!("{test}: {forced}{why}");
     }
 }
 
@@ -140,10 +141,12 @@ fn rows<'a>(v: &'a Value, bench: &str) -> Vec<&'a Value> {
 }
 
 #[test]
+#[cfg_attr(
+    not(all(commperf_mpi_feature, commperf_has_mpirun)),
+    ignore = "needs a build with the mpi feature (--features commperf/mpi) and Open MPI's mpirun on the PATH"
+)]
 fn the_mpi_layer_measures_latency_and_bandwidth_and_rank_0_writes_the_results() {
-    if !mpi_ready("mpi latency/bw") {
-        return;
-    }
+    need_mpi("mpi latency/bw");
     let dir = Scratch::new("latency-bw");
     let out = dir.file("lat.json");
     let o = mpirun(
@@ -197,10 +200,12 @@ fn the_mpi_layer_measures_latency_and_bandwidth_and_rank_0_writes_the_results() 
 }
 
 #[test]
+#[cfg_attr(
+    not(all(commperf_mpi_feature, commperf_has_mpirun)),
+    ignore = "needs a build with the mpi feature (--features commperf/mpi) and Open MPI's mpirun on the PATH"
+)]
 fn the_whole_suite_runs_at_the_mpi_layer_and_validates_every_byte() {
-    if !mpi_ready("mpi suite") {
-        return;
-    }
+    need_mpi("mpi suite");
     let dir = Scratch::new("suite");
     let out = dir.file("all.json");
     let o = mpirun(
@@ -318,10 +323,12 @@ fn the_whole_suite_runs_at_the_mpi_layer_and_validates_every_byte() {
 }
 
 #[test]
+#[cfg_attr(
+    not(all(commperf_mpi_feature, commperf_has_mpirun)),
+    ignore = "needs a build with the mpi feature (--features commperf/mpi) and Open MPI's mpirun on the PATH"
+)]
 fn transports_run_between_ranks_that_mpirun_placed() {
-    if !mpi_ready("--launcher mpi") {
-        return;
-    }
+    need_mpi("--launcher mpi");
     let _shm = SHM.lock().unwrap_or_else(|e| e.into_inner());
     let dir = Scratch::new("launched");
     let out = dir.file("launched.json");
@@ -364,10 +371,12 @@ fn transports_run_between_ranks_that_mpirun_placed() {
 }
 
 #[test]
+#[cfg_attr(
+    not(all(commperf_mpi_feature, commperf_has_mpirun)),
+    ignore = "needs a build with the mpi feature (--features commperf/mpi) and Open MPI's mpirun on the PATH"
+)]
 fn four_ranks_measure_as_two_pairs_and_rates_add_up() {
-    if !mpi_ready("multi-pair") {
-        return;
-    }
+    need_mpi("multi-pair");
     for args in [
         &["--transport", "mpi"][..],
         &["--launcher", "mpi", "-t", "uds"][..],
@@ -396,10 +405,12 @@ fn four_ranks_measure_as_two_pairs_and_rates_add_up() {
 }
 
 #[test]
+#[cfg_attr(
+    not(all(commperf_mpi_feature, commperf_has_mpirun)),
+    ignore = "needs a build with the mpi feature (--features commperf/mpi) and Open MPI's mpirun on the PATH"
+)]
 fn one_rank_or_an_odd_count_is_a_clear_error_and_an_mpi_abort() {
-    if !mpi_ready("bad rank counts") {
-        return;
-    }
+    need_mpi("bad rank counts");
     // Open MPI's own "MPI_ABORT was invoked" report travels from the aborting rank to mpirun
     // and can be lost when the rank is torn down first: on a loaded machine mpirun printed
     // "ORTE_ERROR_LOG: Out of resource in file ../orte/util/show_help.c" instead (1 run in 6).
@@ -430,10 +441,12 @@ fn one_rank_or_an_odd_count_is_a_clear_error_and_an_mpi_abort() {
 }
 
 #[test]
+#[cfg_attr(
+    not(all(commperf_mpi_feature, commperf_has_mpirun)),
+    ignore = "needs a build with the mpi feature (--features commperf/mpi) and Open MPI's mpirun on the PATH"
+)]
 fn differing_commperf_versions_are_named_on_every_rank() {
-    if !mpi_ready("version check") {
-        return;
-    }
+    need_mpi("version check");
     let o = Command::new("timeout")
         .args([
             "-k",
@@ -466,10 +479,12 @@ fn differing_commperf_versions_are_named_on_every_rank() {
 }
 
 #[test]
+#[cfg_attr(
+    not(all(commperf_mpi_feature, commperf_has_mpirun)),
+    ignore = "needs a build with the mpi feature (--features commperf/mpi) and Open MPI's mpirun on the PATH"
+)]
 fn outside_mpirun_commperf_starts_two_ranks_itself() {
-    if !mpi_ready("mpirun relaunch") {
-        return;
-    }
+    need_mpi("mpirun relaunch");
     let o = Command::new("timeout")
         .args(["-k", "10", "240", exe()])
         .args([
@@ -535,10 +550,12 @@ fn mpi_options_are_checked_before_anything_starts() {
 }
 
 #[test]
+#[cfg_attr(
+    not(all(commperf_mpi_feature, commperf_has_mpirun)),
+    ignore = "needs a build with the mpi feature (--features commperf/mpi) and Open MPI's mpirun on the PATH"
+)]
 fn layers_runs_both_layers_between_the_same_ranks_and_compares_them() {
-    if !mpi_ready("--layers") {
-        return;
-    }
+    need_mpi("--layers");
     let _shm = SHM.lock().unwrap_or_else(|e| e.into_inner());
     let dir = Scratch::new("layers");
     let out = dir.file("layers.json");
@@ -594,10 +611,12 @@ fn layers_runs_both_layers_between_the_same_ranks_and_compares_them() {
 }
 
 #[test]
+#[cfg_attr(
+    not(all(commperf_mpi_feature, commperf_has_mpirun)),
+    ignore = "needs a build with the mpi feature (--features commperf/mpi) and Open MPI's mpirun on the PATH"
+)]
 fn mpi_calls_nonblocking_sends_and_receives_with_requests() {
-    if !mpi_ready("mpi --mpi-calls") {
-        return;
-    }
+    need_mpi("mpi --mpi-calls");
     // The interposer counts the calls the bench makes: with `--mpi-calls nonblocking` loggp's
     // PRTT rounds are MPI_Isend / MPI_Irecv (each then MPI_Wait), with the default MPI_Send /
     // MPI_Recv; what is left of the other kind is the session's few control messages, and

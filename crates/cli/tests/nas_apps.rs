@@ -8,7 +8,7 @@
 //! builds and verifies with MPICH's compiler (`commperf app` runs it on MPICH stacks).
 
 mod mpi_apps;
-use mpi_apps::{exe, ok, ready, text, Scratch};
+use mpi_apps::{exe, need, ok, text, Scratch};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -142,10 +142,12 @@ fn at(rows: u64, cols: u64, i: i64, j: i64) -> u64 {
 }
 
 #[test]
+#[cfg_attr(
+    not(commperf_has_openmpi),
+    ignore = "needs Open MPI (mpicc.openmpi, mpirun.openmpi: apt-get install libopenmpi-dev openmpi-bin)"
+)]
 fn halo_exchange_sends_four_edges_per_iteration() {
-    if !ready("halo", &["mpicc.openmpi", "mpirun.openmpi"]) {
-        return;
-    }
+    need("halo", &["mpicc.openmpi", "mpirun.openmpi"]);
     let s = Scratch::new("nas", "halo");
     let prog = build(&s, "halo");
     let (n, iters) = (48u64, 25u64);
@@ -179,9 +181,7 @@ fn transpose(p2p: bool) {
     } else {
         "transpose_alltoall"
     };
-    if !ready(test, &["mpicc.openmpi", "mpirun.openmpi"]) {
-        return;
-    }
+    need(test, &["mpicc.openmpi", "mpirun.openmpi"]);
     let s = Scratch::new("nas", test);
     let prog = build(&s, "transpose");
     let (elems, iters) = (1000u64, 12u64);
@@ -215,20 +215,30 @@ fn transpose(p2p: bool) {
 }
 
 #[test]
+#[cfg_attr(
+    not(commperf_has_openmpi),
+    ignore = "needs Open MPI (mpicc.openmpi, mpirun.openmpi: apt-get install libopenmpi-dev openmpi-bin)"
+)]
 fn transpose_by_alltoall_moves_every_block_in_one_collective_per_iteration() {
     transpose(false);
 }
 
 #[test]
+#[cfg_attr(
+    not(commperf_has_openmpi),
+    ignore = "needs Open MPI (mpicc.openmpi, mpirun.openmpi: apt-get install libopenmpi-dev openmpi-bin)"
+)]
 fn transpose_by_isend_irecv_sends_one_block_to_every_other_rank_per_iteration() {
     transpose(true);
 }
 
 #[test]
+#[cfg_attr(
+    not(commperf_has_openmpi),
+    ignore = "needs Open MPI (mpicc.openmpi, mpirun.openmpi: apt-get install libopenmpi-dev openmpi-bin)"
+)]
 fn wavefront_pipelines_one_small_message_per_plane_and_neighbour() {
-    if !ready("wavefront", &["mpicc.openmpi", "mpirun.openmpi"]) {
-        return;
-    }
+    need("wavefront", &["mpicc.openmpi", "mpirun.openmpi"]);
     let s = Scratch::new("nas", "wavefront");
     let prog = build(&s, "wavefront");
     // Different bx and by: row messages (to south and north) are by·8 bytes, column ones
@@ -268,10 +278,12 @@ fn wavefront_pipelines_one_small_message_per_plane_and_neighbour() {
 }
 
 #[test]
+#[cfg_attr(
+    not(commperf_has_openmpi),
+    ignore = "needs Open MPI (mpicc.openmpi, mpirun.openmpi: apt-get install libopenmpi-dev openmpi-bin)"
+)]
 fn cg_exchanges_with_both_ring_neighbours_and_reduces_its_dots() {
-    if !ready("cg", &["mpicc.openmpi", "mpirun.openmpi"]) {
-        return;
-    }
+    need("cg", &["mpicc.openmpi", "mpirun.openmpi"]);
     let s = Scratch::new("nas", "cg");
     let prog = build(&s, "cg");
     let (m, hw, iters, dots) = (500u64, 3u64, 40u64, 3u64);
@@ -297,10 +309,12 @@ fn cg_exchanges_with_both_ring_neighbours_and_reduces_its_dots() {
 }
 
 #[test]
+#[cfg_attr(
+    not(commperf_has_openmpi),
+    ignore = "needs Open MPI (mpicc.openmpi, mpirun.openmpi: apt-get install libopenmpi-dev openmpi-bin)"
+)]
 fn pipeline_streams_blocks_down_the_chain_and_back() {
-    if !ready("pipeline", &["mpicc.openmpi", "mpirun.openmpi"]) {
-        return;
-    }
+    need("pipeline", &["mpicc.openmpi", "mpirun.openmpi"]);
     let s = Scratch::new("nas", "pipeline");
     let prog = build(&s, "pipeline");
     let (bs, blocks, iters) = (5u64, 6u64, 7u64);
@@ -360,10 +374,12 @@ fn pipeline_streams_blocks_down_the_chain_and_back() {
 }
 
 #[test]
+#[cfg_attr(
+    not(commperf_has_openmpi),
+    ignore = "needs Open MPI (mpicc.openmpi, mpirun.openmpi: apt-get install libopenmpi-dev openmpi-bin)"
+)]
 fn ep_sends_nothing_but_one_allreduce() {
-    if !ready("ep", &["mpicc.openmpi", "mpirun.openmpi"]) {
-        return;
-    }
+    need("ep", &["mpicc.openmpi", "mpirun.openmpi"]);
     let s = Scratch::new("nas", "ep");
     let prog = build(&s, "ep");
     // An n that does not divide by 4: the slices still cover every item once.
@@ -386,10 +402,12 @@ fn ep_sends_nothing_but_one_allreduce() {
 /// The kit builds and verifies with MPICH's compiler too (`commperf app` runs it on MPICH
 /// stacks); `-Werror` is left out there: gcc warns about MPICH's own MPI_STATUSES_IGNORE.
 #[test]
+#[cfg_attr(
+    not(commperf_has_mpich),
+    ignore = "needs MPICH (mpicc.mpich, mpirun.mpich: apt-get install libmpich-dev mpich)"
+)]
 fn the_kit_verifies_under_mpich() {
-    if !ready("kit_mpich", &["mpicc.mpich", "mpiexec.mpich"]) {
-        return;
-    }
+    need("kit_mpich", &["mpicc.mpich", "mpiexec.mpich"]);
     let s = Scratch::new("nas", "kit_mpich");
     for (name, args) in [
         ("halo", &["n=32", "iters=5"][..]),
@@ -426,10 +444,12 @@ fn the_kit_verifies_under_mpich() {
 
 /// One flipped bit in one received message: every program must notice, say WRONG and exit 1.
 #[test]
+#[cfg_attr(
+    not(commperf_has_openmpi),
+    ignore = "needs Open MPI (mpicc.openmpi, mpirun.openmpi: apt-get install libopenmpi-dev openmpi-bin)"
+)]
 fn a_corrupted_message_is_detected_by_every_program() {
-    if !ready("corrupt", &["mpicc.openmpi", "mpirun.openmpi"]) {
-        return;
-    }
+    need("corrupt", &["mpicc.openmpi", "mpirun.openmpi"]);
     let s = Scratch::new("nas", "corrupt");
     for (name, args) in [
         ("halo", &["n=32", "iters=5"][..]),
@@ -458,10 +478,12 @@ fn a_corrupted_message_is_detected_by_every_program() {
 
 /// A bad argument: exit 2 naming it, no output line.
 #[test]
+#[cfg_attr(
+    not(commperf_has_openmpi),
+    ignore = "needs Open MPI (mpicc.openmpi, mpirun.openmpi: apt-get install libopenmpi-dev openmpi-bin)"
+)]
 fn a_bad_argument_is_refused_naming_it() {
-    if !ready("badarg", &["mpicc.openmpi", "mpirun.openmpi"]) {
-        return;
-    }
+    need("badarg", &["mpicc.openmpi", "mpirun.openmpi"]);
     let s = Scratch::new("nas", "badarg");
     let prog = build(&s, "cg");
     for (arg, says) in [

@@ -115,7 +115,11 @@ fn vectored_send_through_emulation() {
 /// then: the difference is the point of the stamp.
 #[test]
 fn an_arrival_the_receiver_did_not_see_is_dated_by_the_senders_stamp() {
-    const L_NS: f64 = 4e6;
+    // ΔL = 20 ms: a receive that dates the message by its stamp returns at once, one that
+    // holds ΔL from when it saw it takes 20 ms; the bar between them, 5 ms, is a preemption
+    // no short receive meets even on a loaded machine (at 4 ms with two CPU hogs and a build
+    // beside the test the bar was 1 ms, and the sender's thread alone could start that late).
+    const L_NS: f64 = 20e6;
     let k = Knobs {
         l_ns: L_NS,
         ..Knobs::default()
@@ -126,14 +130,16 @@ fn an_arrival_the_receiver_did_not_see_is_dated_by_the_senders_stamp() {
             a.send(1, &[7u8; 64]).unwrap();
             a
         });
-        // Away for twice ΔL after the message left, then receive it.
+        // Away for twice ΔL after the message left (the send has returned: the sender's
+        // thread is joined first, however late the machine's load let it run), then receive it.
+        let a = t.join().unwrap();
         std::thread::sleep(Duration::from_secs_f64(2.0 * L_NS / 1e9));
         let mut buf = [0u8; 64];
         let t0 = c.now_ns();
         let info = b.recv(&mut buf).unwrap();
         let took = c.now_ns() - t0;
         assert_eq!((info.len, buf[63]), (64, 7));
-        t.join().unwrap();
+        drop(a);
         took
     }
     let shm_took = away(emu(shm_pair(Mode::Poll), k));

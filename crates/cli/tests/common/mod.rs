@@ -12,7 +12,12 @@ pub fn assert_cost_judged(r: &Value) {
     let raw = num("p50_us") - num("baseline_p50_us");
     let band = num("cost_noise_us");
     assert!(band >= 0.0, "{r}");
-    let saving = r["buffers"] == "registered" || r["benchmark"] == "cq";
+    // At the MPI layer every variant is judged as one that cannot save time: a variant below
+    // its baseline beyond noise is left out there rather than measured again, since both ranks
+    // would have to agree to repeat it (crates/mpi/src/suite.rs). Seen under load: a cq row
+    // over MPI 0.1 µs below its baseline.
+    let saving =
+        r["transport"] != "mpi" && (r["buffers"] == "registered" || r["benchmark"] == "cq");
     match r["cost_us"].as_f64() {
         Some(c) if raw >= 0.0 => assert!((c - raw).abs() < 1e-9, "cost of {r}"),
         Some(c) if raw >= -band => assert_eq!(c, 0.0, "cost within noise of {r}"),

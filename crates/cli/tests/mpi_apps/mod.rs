@@ -1,6 +1,7 @@
 //! What the tests that monitor real MPI programs share: the programs' sources, the check that an
-//! MPI is installed (a skip with a message, or a failure under `COMMPERF_REQUIRE_MPI=1` as CI sets
-//! it), scratch directories, compiling with an MPI's compiler.
+//! MPI is installed (its absence is a failure: a test that needs a tool the build did not find
+//! is `ignored` with its reason, see build-support/caps.rs), scratch directories, compiling with
+//! an MPI's compiler.
 
 #![allow(dead_code)] // each test file uses its own part
 
@@ -20,42 +21,49 @@ fn have(cmd: &str) -> bool {
         .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(cmd).is_file()))
 }
 
-/// Whether every tool is here; prints why not (or panics when CI requires MPI).
-pub fn ready(test: &str, tools: &[&str]) -> bool {
-    let missing: Vec<&str> = tools.iter().copied().filter(|t| !have(t)).collect();
-    missing.is_empty()
-        || skip(
+/// Fails the test naming what is missing. A test that needs a tool carries
+/// `#[cfg_attr(not(commperf_has_…), ignore = "…")]`: the build found the tool absent
+/// (build-support/caps.rs) and libtest lists the test as ignored with its reason. So a test
+/// that runs without its tools was forced to by `COMMPERF_REQUIRE_MPI=1` (CI), or lost them
+/// after the build: a failure either way, never a silent pass.
+fn missing(test: &str, why: &str) -> ! {
+    let forced = if std::env::var_os("COMMPERF_REQUIRE_MPI").is_some() {
+        "COMMPERF_REQUIRE_MPI is set, but "
+    } else {
+        ""
+    };
+    panic!("{test}: {forced}{why}")
+}
+
+/// Every tool is on the PATH, or the test fails naming the missing ones.
+pub fn need(test: &str, tools: &[&str]) {
+    let missing_tools: Vec<&str> = tools.iter().copied().filter(|t| !have(t)).collect();
+    if !missing_tools.is_empty() {
+        missing(
             test,
             &format!(
                 "{} not installed (apt-get install libopenmpi-dev openmpi-bin libmpich-dev \
                  mpich gfortran hpcc lammps)",
-                missing.join(", ")
+                missing_tools.join(", ")
             ),
-        )
+        );
+    }
 }
 
-/// Whether this commperf links an MPI (the `mpi` feature), which a test that runs `bench` over
-/// MPI needs besides the installed tools; prints why not (or panics when CI requires MPI).
-pub fn mpi_feature_ready(test: &str) -> bool {
-    cfg!(feature = "mpi")
-        || skip(
+/// This commperf links an MPI (the `mpi` feature), which a test that runs `bench` over MPI
+/// needs besides the installed tools, or the test fails saying so.
+pub fn need_mpi_feature(test: &str) {
+    if !cfg!(feature = "mpi") {
+        missing(
             test,
             "this commperf was built without the mpi feature (cargo test --features commperf/mpi)",
-        )
-}
-
-/// A test that cannot run here: says why and returns false, or panics when CI requires MPI.
-fn skip(test: &str, why: &str) -> bool {
-    if std::env::var_os("COMMPERF_REQUIRE_MPI").is_some() {
-        panic!("{test}: COMMPERF_REQUIRE_MPI is set, but {why}");
+        );
     }
-    eprintln!("skipping {test}: {why}");
-    false
 }
 
-/// Whether this process may build network namespaces (root, iproute2's `ip` and `tc`); prints
-/// why not.
-pub fn netns_ready() -> bool {
+/// This process may build network namespaces (root, iproute2's `ip` and `tc`), or the test
+/// fails saying why not.
+pub fn need_netns(test: &str) {
     // SAFETY: geteuid has no preconditions.
     let root = unsafe { libc::geteuid() } == 0;
     let tools = ["ip", "tc"].iter().all(|t| {
@@ -67,9 +75,8 @@ pub fn netns_ready() -> bool {
             .is_ok_and(|s| s.success())
     });
     if !(root && tools) {
-        eprintln!("SKIPPED: needs root, iproute2 and tc to build network namespaces");
+        missing(test, "network namespaces need root, iproute2's ip and tc");
     }
-    root && tools
 }
 
 /// A scratch directory removed when dropped.
@@ -116,19 +123,11 @@ pub fn compile(compiler: &str, src: &str, out: &Path) {
     assert!(o.status.success(), "{compiler} {src}: {}", text(&o.stderr));
 }
 
-/// Whether Chromium is here, as [`ready`] decides for the MPI tools.
-pub fn chromium_ready(test: &str) -> bool {
-    let found = std::env::var_os("PATH")
-        .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join("chromium").is_file()));
-    if found {
-        return true;
+/// Chromium is on the PATH, or the test fails saying so (as [`need`] for the MPI tools).
+pub fn need_chromium(test: &str) {
+    if !have("chromium") {
+        missing(test, "chromium not installed (apt-get install chromium)");
     }
-    let why = "chromium not installed (apt-get install chromium)";
-    if std::env::var_os("COMMPERF_REQUIRE_MPI").is_some() {
-        panic!("{test}: COMMPERF_REQUIRE_MPI is set, but {why}");
-    }
-    eprintln!("skipping {test}: {why}");
-    false
 }
 
 /// Headless Chromium on `page` with `args` (its own profile directory under `s`, logging to
@@ -158,4 +157,16 @@ pub fn chromium(s: &Scratch, page: &Path, args: &[&str]) -> (Output, Vec<String>
         .map(String::from)
         .collect();
     (o, console)
+}
+
+/// A test that finds at run time that it cannot run (what it needs is made by a script, not
+/// installed, so the build cannot know): one line `SKIPPED: test: why` written to the process's
+/// stderr itself, past libtest's capture, so that it shows in the run's output; or a failure
+/// under `COMMPERF_REQUIRE_MPI=1`.
+pub fn skip_visibly(test: &str, why: &str) {
+    if std::env::var_os("COMMPERF_REQUIRE_MPI").is_some() {
+        missing(test, why);
+    }
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr().lock(), "SKIPPED: {test}: {why}");
 }

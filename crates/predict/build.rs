@@ -1,0 +1,6 @@
+//! The tests' capability cfgs (here SimGrid's smpirun): build-support/caps.rs.
+include!("../../build-support/caps.rs");
+
+fn main() {
+    commperf_caps();
+}
