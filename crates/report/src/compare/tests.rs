@@ -43,7 +43,6 @@ fn report(host: &str, rows: Vec<Row>) -> Report {
         },
         limits: None,
         results: rows,
-        partial: false,
     }
 }
 

@@ -152,11 +152,7 @@ pub fn bench_figure(report: &Report) -> Result<Figure, PlotError> {
         }
     }
     let title = format!("commperf bench on {}: {TITLE}", report.machine.hostname);
-    let mut notes = Vec::new();
-    if report.partial {
-        notes.push("Partial results: the run stopped before it measured everything.".to_string());
-    }
-    figure(title, lines, left_out, notes)
+    figure(title, lines, left_out, Vec::new())
 }
 
 /// A layer comparison as a figure: each compared benchmark's curve at the lower layer (solid)

@@ -151,7 +151,6 @@ fn report(rows: Vec<Row>) -> Report {
         placement: Placement::default(),
         limits: None,
         results: rows,
-        partial: false,
     }
 }
 
