@@ -1,14 +1,29 @@
-//! Compiles the C interposer once per MPI library found here (Open MPI's `mpicc.openmpi`, MPICH's
-//! `mpicc.mpich`; plain `mpicc` counts as whichever it is) into `OUT_DIR/libcommperf_pmpi_<mpi>.so`.
-//! The rlib embeds them (`commperf_pmpi::interposer`), so `commperf monitor` can install the one
-//! the program needs. An MPI that is not installed leaves an empty file: the CLI then says which
-//! interposer this build lacks. Why not the `cc` crate: it builds static archives to link into
-//! this crate, and these are standalone shared objects linked against one MPI each.
+//! Builds what the commperf binary carries into the ranks of an MPI program:
+//!
+//! - the C interposer, once per MPI library found here (Open MPI's `mpicc.openmpi`, MPICH's
+//!   `mpicc.mpich`; plain `mpicc` counts as whichever it is), into
+//!   `OUT_DIR/libcommperf_pmpi_<mpi>.so`. An MPI that is not installed leaves an empty file: the
+//!   CLI then says which interposer this build lacks. Why not the `cc` crate: it builds static
+//!   archives to link into this crate, and these are standalone shared objects linked against
+//!   one MPI each.
+//! - the recording runtime, the `commperf-pmpi-rt` crate's cdylib, into
+//!   `OUT_DIR/libcommperf_pmpi_rt.so`. Cargo cannot give one crate's cdylib to another crate's
+//!   build, so it is built here by a cargo of its own (the way wasm and eBPF builders do), in a
+//!   build tree of its own under the target directory, shared by every profile.
+//!
+//! The rlib embeds all three (`commperf_pmpi::interposer`, `commperf_pmpi::runtime_library`).
+//!
+//! A build made before MPI was installed must not keep its empty interposers: the script reruns
+//! when PATH changes and when any directory on PATH changes (installing or upgrading a package
+//! that puts `mpicc` there changes its directory: build-support/caps.rs), and when the links that
+//! lead to a found `mpicc` change (Debian's alternatives).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-fn flavour_of(mpicc: &str) -> Option<&'static str> {
+include!("../../build-support/caps.rs");
+
+fn flavour_of(mpicc: &Path) -> Option<&'static str> {
     let o = Command::new(mpicc).arg("-show").output().ok()?;
     let s = String::from_utf8_lossy(&o.stdout);
     if s.contains("mpich") {
@@ -20,7 +35,37 @@ fn flavour_of(mpicc: &str) -> Option<&'static str> {
     }
 }
 
-fn build(out: &Path, flavour: &str, mpicc: &str) -> Result<(), String> {
+/// The MPI library's name and version as its compiler wrapper states them ("Open MPI 4.1.4",
+/// "MPICH 4.0.2"), for `commperf --version`.
+fn version_of(mpicc: &Path, flavour: &str) -> String {
+    let first_line = |args: &[&str]| -> Option<String> {
+        let o = Command::new(mpicc).args(args).output().ok()?;
+        let s = String::from_utf8_lossy(&o.stdout);
+        s.lines().next().map(str::to_string)
+    };
+    let found = if flavour == "openmpi" {
+        // "mpicc.openmpi: Open MPI 4.1.4 (Language: C)"
+        first_line(&["--showme:version"]).and_then(|l| {
+            let at = l.find("Open MPI")?;
+            Some(l[at..].split(" (").next()?.trim().to_string())
+        })
+    } else {
+        // "mpicc for MPICH version 4.0.2"
+        first_line(&["-v"]).and_then(|l| {
+            let v = l.split("version").nth(1)?.trim().to_string();
+            Some(format!("MPICH {v}"))
+        })
+    };
+    found.unwrap_or_else(|| {
+        if flavour == "openmpi" {
+            "Open MPI".into()
+        } else {
+            "MPICH".into()
+        }
+    })
+}
+
+fn build(out: &Path, flavour: &str, mpicc: &Path) -> Result<(), String> {
     let so = out.join(format!("libcommperf_pmpi_{flavour}.so"));
     let mut c = Command::new(mpicc);
     c.args([
@@ -43,47 +88,141 @@ fn build(out: &Path, flavour: &str, mpicc: &str) -> Result<(), String> {
         // The Fortran wrappers call Open MPI's pmpi_*_ from its Fortran binding library.
         c.arg("-lmpi_mpifh");
     }
-    // The cpmpi_rt_* symbols come from libcommperf_pmpi.so, preloaded beside this one.
+    // The cpmpi_rt_* symbols come from the runtime, preloaded beside this one.
     c.arg("-Wl,--allow-shlib-undefined").arg("-lpthread");
-    let o = c.output().map_err(|e| format!("{mpicc}: {e}"))?;
+    let o = c
+        .output()
+        .map_err(|e| format!("{}: {e}", mpicc.display()))?;
     if !o.status.success() {
         return Err(format!(
-            "{mpicc} failed:\n{}",
+            "{} failed:\n{}",
+            mpicc.display(),
             String::from_utf8_lossy(&o.stderr)
         ));
     }
     Ok(())
 }
 
+/// `name` on PATH, and the directory of every link on the way to the file it names (so that
+/// retargeting an alternative reruns this script).
+fn find_on_path(name: &str, dirs: &[PathBuf]) -> Option<PathBuf> {
+    let p = dirs.iter().map(|d| d.join(name)).find(|p| p.is_file())?;
+    let mut hop = p.clone();
+    for _ in 0..16 {
+        let Ok(next) = std::fs::read_link(&hop) else {
+            break;
+        };
+        let next = match hop.parent() {
+            Some(parent) if next.is_relative() => parent.join(next),
+            _ => next,
+        };
+        if let Some(d) = next.parent() {
+            commperf_watch_dir(d);
+        }
+        hop = next;
+    }
+    Some(p)
+}
+
+/// Builds the `commperf-pmpi-rt` cdylib with a cargo of its own and copies it to `dest`.
+fn build_runtime(out: &Path, dest: &Path) -> Result<(), String> {
+    let env = |k: &str| std::env::var(k).map_err(|_| format!("{k} is not set"));
+    let manifest_dir = PathBuf::from(env("CARGO_MANIFEST_DIR")?);
+    let rt = manifest_dir.join("../pmpi-rt");
+    let target = env("TARGET")?;
+    // OUT_DIR is <target dir>[/<triple>]/<profile>/build/<pkg>-<hash>/out: one runtime build
+    // tree per target directory, shared by debug, release, test and clippy builds (the runtime
+    // is always an optimized build).
+    let tree = out
+        .ancestors()
+        .nth(4)
+        .map(|t| t.join("commperf-pmpi-rt"))
+        .unwrap_or_else(|| out.join("rt"));
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let mut c = Command::new(cargo);
+    c.arg("build")
+        .arg("--manifest-path")
+        .arg(rt.join("Cargo.toml"))
+        .args(["--lib", "--release", "--locked", "--target", &target])
+        .arg("--target-dir")
+        .arg(&tree)
+        // Preloaded into every rank of every program: symbols for a profiler, no debug info.
+        .env("CARGO_PROFILE_RELEASE_DEBUG", "false")
+        .env("CARGO_PROFILE_RELEASE_STRIP", "debuginfo")
+        // A plain build even under `cargo clippy` (which wraps rustc for the outer build), and
+        // into the tree chosen above.
+        .env_remove("RUSTC_WORKSPACE_WRAPPER")
+        .env_remove("CLIPPY_ARGS")
+        .env_remove("CARGO_TARGET_DIR")
+        .env_remove("CARGO_BUILD_TARGET_DIR");
+    let o = c
+        .output()
+        .map_err(|e| format!("cannot run cargo to build the runtime: {e}"))?;
+    if !o.status.success() {
+        return Err(format!(
+            "building the recording runtime (commperf-pmpi-rt) failed:\n{}",
+            String::from_utf8_lossy(&o.stderr)
+        ));
+    }
+    let so = tree
+        .join(&target)
+        .join("release")
+        .join("libcommperf_pmpi_rt.so");
+    std::fs::copy(&so, dest).map_err(|e| format!("{}: {e}", so.display()))?;
+    Ok(())
+}
+
 fn main() {
+    commperf_caps();
     let out = PathBuf::from(std::env::var("OUT_DIR").expect("OUT_DIR"));
-    println!("cargo:rerun-if-changed=csrc/shim.c");
-    println!("cargo:rerun-if-changed=csrc/fortran_openmpi.h");
-    println!("cargo:rerun-if-changed=csrc/emulate.c");
-    println!("cargo:rerun-if-changed=csrc/emulate.h");
-    println!("cargo:rerun-if-changed=csrc/arrival.h");
-    println!("cargo:rerun-if-changed=csrc/coll.c");
-    println!("cargo:rerun-if-changed=csrc/coll.h");
-    println!("cargo:rerun-if-env-changed=PATH");
+    for f in [
+        "csrc/shim.c",
+        "csrc/fortran_openmpi.h",
+        "csrc/emulate.c",
+        "csrc/emulate.h",
+        "csrc/arrival.h",
+        "csrc/coll.c",
+        "csrc/coll.h",
+        "../pmpi-rt/src",
+        "../pmpi-rt/Cargo.toml",
+        "../../Cargo.lock",
+    ] {
+        println!("cargo:rerun-if-changed={f}");
+    }
+    // PATH and its directories are watched by commperf_caps.
+    let dirs: Vec<PathBuf> = commperf_path_dirs()
+        .into_iter()
+        .filter(|d| d.is_absolute())
+        .collect();
     for flavour in ["openmpi", "mpich"] {
         let so = out.join(format!("libcommperf_pmpi_{flavour}.so"));
-        let candidates = [format!("mpicc.{flavour}"), "mpicc".to_string()];
-        let mpicc = candidates.iter().find(|c| flavour_of(c) == Some(flavour));
-        let built = match mpicc {
+        let mpicc = [format!("mpicc.{flavour}"), "mpicc".to_string()]
+            .iter()
+            .filter_map(|c| find_on_path(c, &dirs))
+            .find(|c| flavour_of(c) == Some(flavour));
+        let built = match &mpicc {
             Some(m) => match build(&out, flavour, m) {
-                Ok(()) => true,
+                Ok(()) => Some(version_of(m, flavour)),
                 Err(e) => {
                     println!(
                         "cargo:warning=commperf-pmpi: no {flavour} interposer: {}",
                         e.lines().next().unwrap_or("")
                     );
-                    false
+                    None
                 }
             },
-            None => false,
+            None => None,
         };
-        if !built {
+        if built.is_none() {
             std::fs::write(&so, b"").expect("write placeholder");
         }
+        println!(
+            "cargo:rustc-env=COMMPERF_PMPI_{}_VERSION={}",
+            flavour.to_uppercase(),
+            built.unwrap_or_default()
+        );
+    }
+    if let Err(e) = build_runtime(&out, &out.join("libcommperf_pmpi_rt.so")) {
+        panic!("{e}");
     }
 }

@@ -105,8 +105,9 @@ pub struct AppArgs {
     /// [default: $XDG_CACHE_HOME/commperf/apps, else ~/.cache/commperf/apps]
     #[arg(long, value_name = "DIR")]
     pub cache: Option<PathBuf>,
-    /// A commperf built with MPICH (`MPICC=mpicc.mpich cargo build --features mpi`) for the
-    /// MPICH stacks' micro-benchmarks (this one serves the MPI it links)
+    /// A commperf built with MPICH (`MPICC=mpicc.mpich CARGO_TARGET_DIR=target/mpich cargo build
+    /// --release --features mpi`: target/mpich/release/commperf, beside the Open MPI build) for
+    /// the MPICH stacks' micro-benchmarks (this one serves the MPI it links)
     #[arg(long, value_name = "PATH")]
     pub mpich_commperf: Option<PathBuf>,
     /// A commperf built with Open MPI for the Open MPI stacks' micro-benchmarks
@@ -121,7 +122,7 @@ pub struct AppArgs {
     /// the parameters' differences (costs one more run per program, other stack and --repeat)
     #[arg(long = "loop")]
     pub loop_: bool,
-    /// Also sweep each program's sensitivity to a LogGP knob (seed 001) on one stack, as
+    /// Also sweep each program's sensitivity to a LogGP knob (after Martin 1999) on one stack, as
     /// `commperf emulate sweep --knob` does: e.g. --sweep L=0,5,20us --sweep o=0,2us; rounds:
     /// --repeat, at least 3 (the sweep's noise band needs repeats)
     #[arg(long = "sweep", value_name = "KNOB=VALUES", value_parser = knob_list)]
@@ -432,11 +433,13 @@ pub struct Explanation {
 
 pub fn run(a: &AppArgs, cfg: Config) -> Result<()> {
     let start = Instant::now();
+    crate::output::preflight(&[("--html", a.html.as_deref())])?;
     let scratch;
+    let out_dir;
     let root = match &a.out {
         Some(d) => {
-            crate::monitor_mpi::prepare_dir(d)?;
-            std::fs::canonicalize(d)?
+            out_dir = crate::monitor_mpi::prepare_dir("-o", d)?;
+            out_dir.path().to_path_buf()
         }
         None => {
             scratch = TempDir::new()?;
@@ -913,10 +916,11 @@ pub(crate) fn monitored_run(
     extra: &[(String, String)],
     timed_loop: bool,
 ) -> Result<RunResult> {
-    crate::monitor_mpi::prepare_dir(dir)?;
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    crate::monitor_mpi::clear_rank_files(dir)?;
     let dir = std::fs::canonicalize(dir)?;
     let plan = crate::preload::plan(command, None)?;
-    let preload = plan.install(&dir.join(".lib"))?;
+    let preload = plan.preload()?;
     let mut vars = vec![
         ("LD_PRELOAD".to_string(), preload),
         ("COMMPERF_PMPI_DIR".to_string(), dir.display().to_string()),
@@ -1171,23 +1175,23 @@ fn bench_binary(a: &AppArgs, f: Flavour) -> Result<PathBuf> {
     match crate::preload::program_flavour(&exe) {
         Some((mine, _)) if mine == f => Ok(exe),
         mine => bail!(
-            "this commperf links {}, not {}: give a commperf built with {} as --{}-commperf \
-             (MPICC=mpicc.{} cargo build --release --features mpi)",
+            "this commperf links {}, not {}: {}",
             mine.map_or("no MPI", |m| m.0.name()),
             f.name(),
-            f.name(),
-            if f == Flavour::OpenMpi {
-                "openmpi"
-            } else {
-                "mpich"
-            },
-            if f == Flavour::OpenMpi {
-                "openmpi"
-            } else {
-                "mpich"
-            },
+            build_hint(f)
         ),
     }
+}
+
+/// How to build a commperf that links `f`'s MPI and give it to `app`: each MPI in a target
+/// directory of its own (`CARGO_TARGET_DIR`), so that building one does not overwrite the
+/// binary built with the other, which the other stacks use.
+pub(crate) fn build_hint(f: Flavour) -> String {
+    let key = f.key();
+    format!(
+        "build one with `MPICC=mpicc.{key} CARGO_TARGET_DIR=target/{key} cargo build --release \
+         --features mpi` and give it as `--{key}-commperf target/{key}/release/commperf`"
+    )
 }
 
 /// `commperf bench ARGS --format json -o FILE` with 2 ranks under the stack's launch, by the
@@ -1564,6 +1568,45 @@ pub(crate) fn render(s: &Study) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The hint for a commperf of the other MPI: its own target directory per MPI (the MPICH
+    /// build must not overwrite the Open MPI one), and an option that exists, given the path
+    /// the build writes.
+    #[test]
+    fn the_build_hint_keeps_each_mpis_binary_apart() {
+        use clap::Parser;
+        let (ompi, mpich) = (build_hint(Flavour::OpenMpi), build_hint(Flavour::Mpich));
+        assert_eq!(
+            mpich,
+            "build one with `MPICC=mpicc.mpich CARGO_TARGET_DIR=target/mpich cargo build \
+             --release --features mpi` and give it as `--mpich-commperf \
+             target/mpich/release/commperf`"
+        );
+        assert!(
+            ompi.contains("MPICC=mpicc.openmpi CARGO_TARGET_DIR=target/openmpi "),
+            "{ompi}"
+        );
+        let mut dirs = Vec::new();
+        for hint in [&ompi, &mpich] {
+            let parts: Vec<&str> = hint.split('`').collect();
+            let (build, option) = (parts[1], parts[3]);
+            let dir = build
+                .split_whitespace()
+                .find_map(|w| w.strip_prefix("CARGO_TARGET_DIR="))
+                .unwrap();
+            dirs.push(dir);
+            // The binary the build writes is the one the option gives.
+            assert!(
+                option.ends_with(&format!(" {dir}/release/commperf")),
+                "{hint}"
+            );
+            let mut argv = vec!["commperf", "app"];
+            argv.extend(option.split_whitespace());
+            crate::cli::Cli::try_parse_from(&argv)
+                .unwrap_or_else(|e| panic!("{argv:?}: {}", crate::cli::one_line(&e)));
+        }
+        assert_eq!(dirs, ["target/openmpi", "target/mpich"]);
+    }
 
     #[test]
     fn spearman_ranks_with_ties_averaged() {

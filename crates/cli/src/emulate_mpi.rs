@@ -386,7 +386,7 @@ pub(crate) fn run_emulated(
     }
     let plan = crate::preload::plan(command, opts.interposer.as_deref())?;
     let dir = RunDir::new()?;
-    let preload = plan.install(&dir.0.join(".lib"))?;
+    let preload = plan.preload()?;
     let mut vars = vec![
         ("LD_PRELOAD".to_string(), preload),
         ("COMMPERF_EMULATE".to_string(), env_value(knobs)),
@@ -402,10 +402,13 @@ pub(crate) fn run_emulated(
     if opts.engaged {
         vars.push(("COMMPERF_EMULATE_ENGAGE".into(), "1".into()));
     }
-    if let Some(m) = &opts.monitor_dir {
-        crate::monitor_mpi::prepare_dir(m)?;
-        let m = std::fs::canonicalize(m)?;
-        vars.push(("COMMPERF_PMPI_DIR".into(), m.display().to_string()));
+    // Kept while the program runs; removed after it if it recorded nothing.
+    let monitor_dir = match &opts.monitor_dir {
+        Some(m) => Some(crate::monitor_mpi::prepare_dir("--monitor", m)?),
+        None => None,
+    };
+    if let Some(m) = &monitor_dir {
+        vars.push(("COMMPERF_PMPI_DIR".into(), m.path().display().to_string()));
     }
     let mut cmd = plan.command(command, &vars);
     if opts.program_stdout_to_stderr {

@@ -6,7 +6,7 @@
 //! `-genv VAR value`), never in mpirun's own environment, where the preload would load MPI into
 //! the launcher itself.
 
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
 use commperf_pmpi::Flavour;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -50,12 +50,37 @@ fn launcher_flavour(cmd: &str) -> Option<Flavour> {
         .or_else(|| flavour_from(&String::from_utf8_lossy(&o.stderr)))
 }
 
-fn is_launcher(cmd: &str) -> bool {
-    let base = Path::new(cmd)
+/// What starts the ranks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Launcher {
+    /// None: the command is a singleton MPI program.
+    None,
+    /// An MPI library's own launcher (mpirun, mpiexec, orterun), of this MPI if known.
+    Mpirun(Option<Flavour>),
+    /// Slurm's srun: ranks it starts itself, each given its variables by `env` in front of the
+    /// program, never through srun's own environment (which would preload srun).
+    Srun,
+}
+
+fn base_name(cmd: &str) -> &str {
+    Path::new(cmd)
         .file_name()
         .and_then(|n| n.to_str())
-        .unwrap_or("");
-    base.starts_with("mpirun") || base.starts_with("mpiexec") || base.starts_with("orterun")
+        .unwrap_or("")
+}
+
+fn launcher_of(cmd: &str) -> Launcher {
+    let base = base_name(cmd);
+    if base == "srun" {
+        Launcher::Srun
+    } else if base.starts_with("mpirun")
+        || base.starts_with("mpiexec")
+        || base.starts_with("orterun")
+    {
+        Launcher::Mpirun(launcher_flavour(cmd))
+    } else {
+        Launcher::None
+    }
 }
 
 /// Which MPI a program links (ldd), or None when it links none (a script, a non-MPI tool).
@@ -80,71 +105,78 @@ pub(crate) fn program_flavour(prog: &Path) -> Option<(Flavour, String)> {
     None
 }
 
-/// The first argument of the command that is an executable linking an MPI. A rank moved into
-/// a namespace first (`commperf __netns-rank PREFIX -- PROGRAM`, `commperf app`'s network
-/// stacks) is looked for after the mover, which is commperf itself and may link an MPI.
-fn find_program(cmd: &[String]) -> Option<(PathBuf, Flavour, String)> {
-    let from = cmd
-        .iter()
+/// Where the words after the launcher's start: past a launcher's name, and past a rank mover
+/// (`commperf __netns-rank PREFIX -- PROGRAM`, `commperf app`'s network stacks), which is
+/// commperf itself and may link an MPI.
+fn program_words_from(cmd: &[String], launcher: Launcher) -> usize {
+    cmd.iter()
         .position(|a| a == "__netns-rank")
         .and_then(|i| cmd[i..].iter().position(|a| a == "--").map(|j| i + j + 1))
-        .unwrap_or(usize::from(is_launcher(&cmd[0])));
-    cmd.iter().skip(from).find_map(|a| {
+        .unwrap_or(usize::from(launcher != Launcher::None))
+}
+
+/// The program in the command: the first word (from `from`) that is an executable linking an
+/// MPI, with its index.
+fn find_program(cmd: &[String], from: usize) -> Option<(usize, PathBuf, Flavour, String)> {
+    cmd.iter().enumerate().skip(from).find_map(|(i, a)| {
         if a.starts_with('-') {
             return None;
         }
         let p = which(a)?;
         let (f, lib) = program_flavour(&p)?;
-        Some((p, f, lib))
+        Some((i, p, f, lib))
     })
 }
 
-/// The recording runtime (the pmpi crate's cdylib), looked for beside the commperf binary.
-fn runtime_lib() -> Result<PathBuf> {
-    if let Some(p) = std::env::var_os("COMMPERF_PMPI_RUNTIME") {
-        return Ok(PathBuf::from(p));
+/// Refuses a command whose program does not exist, naming it: the command itself, or (under a
+/// launcher) the first path-like word before any executable, which is where the program goes.
+fn check_program_exists(cmd: &[String], from: usize) -> Result<()> {
+    if which(&cmd[0]).is_none() {
+        if cmd[0].contains('/') {
+            bail!("{}: no such file", cmd[0]);
+        }
+        bail!("{}: no such program on PATH", cmd[0]);
     }
-    let exe = std::env::current_exe().context("locate the commperf binary")?;
-    let dir = exe.parent().unwrap_or(Path::new("."));
-    // In a cargo tree the cdylib built as commperf's dependency lands in deps/ (not uplifted),
-    // one built by `cargo build -p commperf-pmpi` beside the binary: take the newest.
-    let newest = [
-        dir.join("libcommperf_pmpi.so"),
-        dir.join("deps/libcommperf_pmpi.so"),
-        dir.join("../lib/libcommperf_pmpi.so"),
-    ]
-    .into_iter()
-    .filter_map(|c| Some((std::fs::metadata(&c).ok()?.modified().ok()?, c)))
-    .max();
-    if let Some((_, c)) = newest {
-        return Ok(std::fs::canonicalize(&c).unwrap_or(c));
+    for a in cmd.iter().skip(from.max(1)) {
+        if a.starts_with('-') {
+            continue;
+        }
+        if which(a).is_some() {
+            break;
+        }
+        if a.contains('/') && !Path::new(a).exists() {
+            bail!(
+                "{a}: no such file (the program to run, in `{}`)",
+                cmd.join(" ")
+            );
+        }
     }
-    bail!(
-        "cannot find libcommperf_pmpi.so beside {} (build it with `cargo build -p commperf-pmpi`, \
-         or set COMMPERF_PMPI_RUNTIME)",
-        exe.display()
-    )
+    Ok(())
 }
 
-/// How a command is run under the interposer: which MPI, and whether (and which) launcher.
+/// How a command is run under the interposer: which MPI, which launcher, and where its program
+/// is.
 #[derive(Debug, Clone)]
 pub(crate) struct Plan {
     pub flavour: Flavour,
-    launcher: bool,
-    launcher_flavour: Option<Flavour>,
+    launcher: Launcher,
+    /// The index of the program in the command, where it was found.
+    program_at: Option<usize>,
 }
 
 /// Chooses the interposer for `command` (`interposer`: the user's `--interposer openmpi|mpich`),
-/// refusing a launcher of one MPI running a program of the other.
+/// refusing a program that does not exist and a launcher of one MPI running a program of the
+/// other.
 pub(crate) fn plan(command: &[String], interposer: Option<&str>) -> Result<Plan> {
-    let launcher = is_launcher(&command[0]);
-    let lf = if launcher {
-        launcher_flavour(&command[0])
-    } else {
-        None
+    let launcher = launcher_of(&command[0]);
+    let from = program_words_from(command, launcher);
+    check_program_exists(command, from)?;
+    let lf = match launcher {
+        Launcher::Mpirun(f) => f,
+        _ => None,
     };
-    let prog = find_program(command);
-    if let (Some(l), Some((p, f, lib))) = (lf, &prog) {
+    let prog = find_program(command, from);
+    if let (Some(l), Some((_, p, f, lib))) = (lf, &prog) {
         if l != *f {
             bail!(
                 "{} is {} but {} links {} ({lib}): launch it with {}'s mpirun",
@@ -162,7 +194,7 @@ pub(crate) fn plan(command: &[String], interposer: Option<&str>) -> Result<Plan>
             "mpich" => Flavour::Mpich,
             _ => bail!("--interposer {s}: expected openmpi or mpich"),
         },
-        None => match (prog.as_ref().map(|p| p.1), lf) {
+        None => match (prog.as_ref().map(|p| p.2), lf) {
             (Some(f), _) | (None, Some(f)) => f,
             (None, None) => bail!(
                 "cannot tell which MPI {} uses (no program linking libmpi found in the command, \
@@ -171,7 +203,7 @@ pub(crate) fn plan(command: &[String], interposer: Option<&str>) -> Result<Plan>
             ),
         },
     };
-    if let (Some(s), Some((p, f, lib))) = (interposer, &prog) {
+    if let (Some(s), Some((_, p, f, lib))) = (interposer, &prog) {
         if *f != flavour {
             crate::say(&format!(
                 "commperf: warning: --interposer {s} ({}) but {} links {} ({lib}); the interposer will refuse it",
@@ -179,50 +211,177 @@ pub(crate) fn plan(command: &[String], interposer: Option<&str>) -> Result<Plan>
             ));
         }
     }
+    // Under srun the variables go in front of the program, so it must be found; a script or
+    // a tool that does not link MPI counts when the user named the interposer.
+    let program_at = prog.map(|p| p.0).or_else(|| {
+        command
+            .iter()
+            .enumerate()
+            .skip(from)
+            .find(|(_, a)| !a.starts_with('-') && which(a).is_some())
+            .map(|(i, _)| i)
+    });
+    if launcher == Launcher::Srun && program_at.is_none() {
+        bail!(
+            "cannot find the program in `{}`: srun's ranks get the interposer from `env` in \
+             front of the program, which must be an executable file or on PATH",
+            command.join(" ")
+        );
+    }
     Ok(Plan {
         flavour,
         launcher,
-        launcher_flavour: lf,
+        program_at,
     })
 }
 
 impl Plan {
-    /// Writes the interposer into `libdir` and returns the `LD_PRELOAD` value (interposer and
-    /// runtime).
-    pub(crate) fn install(&self, libdir: &Path) -> Result<String> {
-        let f = self.flavour;
-        let Some(shim_bytes) = commperf_pmpi::interposer(f) else {
-            bail!(
-                "this commperf was built without the {} interposer ({}): install {}'s mpicc and rebuild",
-                f.name(),
-                f.file_name(),
-                f.name()
-            );
-        };
-        std::fs::create_dir_all(libdir)
-            .with_context(|| format!("cannot create {}", libdir.display()))?;
-        let shim = libdir.join(f.file_name());
-        std::fs::write(&shim, shim_bytes)
-            .with_context(|| format!("cannot write {}", shim.display()))?;
-        let rt = runtime_lib()?;
-        Ok(format!("{}:{}", shim.display(), rt.display()))
+    /// The `LD_PRELOAD` value for the ranks: the interposer and the runtime this binary
+    /// carries, extracted into (and checked in) the per-user cache ([`commperf_pmpi::LibCache`]).
+    pub(crate) fn preload(&self) -> Result<String> {
+        let cache = commperf_pmpi::LibCache::open()?;
+        Ok(cache.preload(self.flavour)?)
     }
 
-    /// `command` with `vars` given to its ranks (through the launcher's options, or in the
-    /// environment of a singleton).
+    /// `command` with `vars` given to its ranks: through mpirun's options (Open MPI `-x
+    /// VAR=value`, MPICH's Hydra `-genv VAR value`), as `env VAR=value` in front of the program
+    /// under srun, or in the environment of a singleton.
     pub(crate) fn command(&self, command: &[String], vars: &[(String, String)]) -> Command {
         let mut cmd = Command::new(&command[0]);
-        if self.launcher {
-            for (k, v) in vars {
-                match self.launcher_flavour {
-                    Some(Flavour::Mpich) => cmd.args(["-genv", k, v]),
-                    _ => cmd.args(["-x", &format!("{k}={v}")]),
-                };
+        match self.launcher {
+            Launcher::Mpirun(f) => {
+                for (k, v) in vars {
+                    match f {
+                        Some(Flavour::Mpich) => cmd.args(["-genv", k, v]),
+                        _ => cmd.args(["-x", &format!("{k}={v}")]),
+                    };
+                }
+                cmd.args(&command[1..]);
             }
-        } else {
-            cmd.envs(vars.iter().map(|(k, v)| (k, v)));
+            Launcher::Srun => {
+                // `plan` refused an srun command without a program.
+                let at = self.program_at.unwrap_or(command.len());
+                cmd.args(&command[1..at]).arg("env");
+                cmd.args(vars.iter().map(|(k, v)| format!("{k}={v}")));
+                cmd.args(&command[at..]);
+            }
+            Launcher::None => {
+                cmd.envs(vars.iter().map(|(k, v)| (k, v)));
+                cmd.args(&command[1..]);
+            }
         }
-        cmd.args(&command[1..]);
         cmd
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(c: &Command) -> Vec<String> {
+        c.get_args()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect()
+    }
+
+    fn cmd(words: &[&str]) -> Vec<String> {
+        words.iter().map(|s| s.to_string()).collect()
+    }
+
+    const VARS: [(&str, &str); 2] = [("LD_PRELOAD", "/c/shim.so:/c/rt.so"), ("K", "a,b=c")];
+
+    fn vars() -> Vec<(String, String)> {
+        VARS.iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn srun_gives_the_variables_to_the_ranks_and_not_to_itself() {
+        let plan = Plan {
+            flavour: Flavour::OpenMpi,
+            launcher: Launcher::Srun,
+            program_at: Some(3),
+        };
+        let c = plan.command(&cmd(&["srun", "-n", "4", "./app", "x"]), &vars());
+        assert_eq!(c.get_program(), "srun");
+        assert_eq!(
+            args(&c),
+            [
+                "-n",
+                "4",
+                "env",
+                "LD_PRELOAD=/c/shim.so:/c/rt.so",
+                "K=a,b=c",
+                "./app",
+                "x"
+            ]
+        );
+        assert_eq!(
+            c.get_envs().count(),
+            0,
+            "srun's own environment is untouched"
+        );
+    }
+
+    #[test]
+    fn mpirun_gets_the_variables_as_its_options() {
+        let words = cmd(&["mpirun", "-np", "2", "./app"]);
+        let ompi = Plan {
+            flavour: Flavour::OpenMpi,
+            launcher: Launcher::Mpirun(Some(Flavour::OpenMpi)),
+            program_at: Some(3),
+        };
+        assert_eq!(
+            args(&ompi.command(&words, &vars())),
+            [
+                "-x",
+                "LD_PRELOAD=/c/shim.so:/c/rt.so",
+                "-x",
+                "K=a,b=c",
+                "-np",
+                "2",
+                "./app"
+            ]
+        );
+        let hydra = Plan {
+            flavour: Flavour::Mpich,
+            launcher: Launcher::Mpirun(Some(Flavour::Mpich)),
+            program_at: Some(3),
+        };
+        let c = hydra.command(&words, &vars());
+        assert_eq!(
+            args(&c),
+            [
+                "-genv",
+                "LD_PRELOAD",
+                "/c/shim.so:/c/rt.so",
+                "-genv",
+                "K",
+                "a,b=c",
+                "-np",
+                "2",
+                "./app"
+            ]
+        );
+        assert_eq!(
+            c.get_envs().count(),
+            0,
+            "mpirun's own environment is untouched"
+        );
+    }
+
+    #[test]
+    fn a_missing_program_is_named() {
+        let e = plan(&cmd(&["./no_such_program"]), None).unwrap_err();
+        assert_eq!(e.to_string(), "./no_such_program: no such file");
+        let e = plan(&cmd(&["no-such-command-anywhere"]), None).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "no-such-command-anywhere: no such program on PATH"
+        );
+        // Under a launcher (any command that exists stands in for it: the check comes first).
+        let e = plan(&cmd(&["/bin/true", "-np", "2", "./nope", "arg"]), None).unwrap_err();
+        assert!(e.to_string().starts_with("./nope: no such file"), "{e}");
     }
 }

@@ -16,7 +16,8 @@
 //!   that links the other MPI, naming both. At MPI_Init and MPI_Finalize it measures each rank's
 //!   clock offset to rank 0 (Cristian: 16 ping-pongs over PMPI on a duplicated communicator, the
 //!   minimum round trip kept; error bound = half of it; drift = change of offset over the run).
-//! - **the runtime** (this crate's cdylib, `libcommperf_pmpi.so`, module `runtime`): per-thread
+//! - **the runtime** (the `commperf-pmpi-rt` crate's cdylib, built by build.rs and embedded here
+//!   beside the shims: [`runtime_library`]): per-thread
 //!   bounded rings, a writer thread that drains them every `COMMPERF_PMPI_FLUSH_MS` (50) ms into
 //!   `DIR/rank-N.cpmpi` (format in [`format`]), drops counted when a ring is full, the application
 //!   never blocked.
@@ -46,11 +47,13 @@
 //! recorded like an Isend/Irecv ([`Call::StartSend`], [`Call::StartRecv`]). Not recorded:
 //! matched probes (MPI_Mprobe/Mrecv), nonblocking collectives, one-sided communication. Two communicators over the same group share an id.
 
-pub mod format;
+pub mod install;
 mod read;
-pub mod runtime;
 mod trace;
 
+pub use commperf_pmpi_rt::format;
+
+pub use install::{InstallError, LibCache};
 pub use read::{
     all_pairs, match_messages, pair_events, read_dir, read_file, size_bin, summarize, AllPairs,
     Call, CallCount, Event, EventPair, Matching, Message, PairBin, PairMedian, Pairing, RankData,
@@ -66,6 +69,9 @@ pub enum Flavour {
 }
 
 impl Flavour {
+    /// Every MPI library an interposer can be built for.
+    pub const ALL: [Flavour; 2] = [Flavour::OpenMpi, Flavour::Mpich];
+
     /// `openmpi` / `mpich`: the suffix of the interposer's file name.
     pub fn key(self) -> &'static str {
         match self {
@@ -91,6 +97,7 @@ impl Flavour {
 static SHIM_OPENMPI: &[u8] =
     include_bytes!(concat!(env!("OUT_DIR"), "/libcommperf_pmpi_openmpi.so"));
 static SHIM_MPICH: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/libcommperf_pmpi_mpich.so"));
+static RUNTIME: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/libcommperf_pmpi_rt.so"));
 
 /// The C interposer built for `f`, or None when that MPI was not installed at build time.
 pub fn interposer(f: Flavour) -> Option<&'static [u8]> {
@@ -99,4 +106,20 @@ pub fn interposer(f: Flavour) -> Option<&'static [u8]> {
         Flavour::Mpich => SHIM_MPICH,
     };
     (!b.is_empty()).then_some(b)
+}
+
+/// The MPI library the interposer for `f` was built against, as its compiler wrapper named it
+/// ("Open MPI 4.1.4", "MPICH 4.0.2"), or None when this build has no interposer for `f`.
+pub fn interposer_mpi(f: Flavour) -> Option<&'static str> {
+    interposer(f)?;
+    let v = match f {
+        Flavour::OpenMpi => env!("COMMPERF_PMPI_OPENMPI_VERSION"),
+        Flavour::Mpich => env!("COMMPERF_PMPI_MPICH_VERSION"),
+    };
+    Some(if v.is_empty() { f.name() } else { v })
+}
+
+/// The recording runtime (`libcommperf_pmpi_rt.so`), preloaded beside an interposer.
+pub fn runtime_library() -> &'static [u8] {
+    RUNTIME
 }
