@@ -46,14 +46,15 @@ pub enum Command {
     /// Compare two result files layer against layer: the latency an upper layer (MPI) adds to a
     /// lower one (shm, tcp), the bandwidth it delivers, where it changes protocol
     Compare(crate::compare::CompareArgs),
-    /// Predict a trace's communication time on a network, with contention (seed 003) or LogGP
+    /// Predict a trace's communication time on a network, with contention (Papaefstathiou 2001)
+    /// or LogGP
     Predict(Box<crate::predict::PredictArgs>),
     /// Write a workload trace of a known pattern (for predict, the testbed, LogGOPSim)
     GenTrace(crate::gentrace::GenTraceArgs),
     /// Monitor communication (commperf's transports, or an unmodified MPI program with
     /// `-- mpirun …`): latency stages, histograms, signatures against a baseline
     Monitor(Box<crate::monitor::MonitorArgs>),
-    /// LogGP emulation (seed 001): run an MPI program with the o, g, G and L knobs
+    /// LogGP emulation (after Martin 1999): run an MPI program with the o, g, G and L knobs
     /// (`emulate --L 20us -- mpirun …`), or calibrate the knobs on a transport
     Emulate(Box<crate::emulate::EmulateArgs>),
     /// The peer process a local `emulate calibrate` starts (internal)
@@ -67,7 +68,7 @@ pub enum Command {
     Peer,
     /// Run programs (the NAS-pattern kit, or any MPI command) over MPI stacks under the monitor:
     /// completion time per program and stack beside their message profiles and the stacks'
-    /// micro-benchmark figures (seed 004's Table 5.1)
+    /// micro-benchmark figures (after Kutluğ 2000, Table 5.1)
     App(Box<crate::app::AppArgs>),
     /// Build a rate-limited cluster of network namespaces, measure patterns on it and compare
     /// with their prediction (needs root)
@@ -81,6 +82,11 @@ pub enum Command {
     /// The loopback relay of a `__netns-rank` (internal)
     #[command(name = "__netns-relay", hide = true)]
     NetnsRelay(crate::testbed::NetnsRelayArgs),
+    /// Print a shell's completion script (`commperf completions bash >
+    /// /etc/bash_completion.d/commperf`)
+    Completions(crate::shell::CompletionsArgs),
+    /// Print the manual page (roff), or write one page per subcommand with --dir
+    Man(crate::shell::ManArgs),
 }
 
 fn list<T: std::str::FromStr>(s: &str) -> Result<Vec<T>, String>
@@ -307,8 +313,8 @@ pub struct BenchArgs {
     /// itself. Needs a build with `--features mpi`
     #[arg(long, value_name = "local|mpi", default_value = "local", value_parser = ["local", "mpi"], conflicts_with = "peer")]
     pub launcher: String,
-    /// Run the suite at two layers between the same two ranks and compare them (seed 004
-    /// chapter 4): the latency the upper layer adds, the bandwidth it delivers, where it
+    /// Run the suite at two layers between the same two ranks and compare them (after Kutluğ
+    /// 2000, chapter 4): the latency the upper layer adds, the bandwidth it delivers, where it
     /// changes protocol. LOWER is a transport, UPPER usually mpi: shm,mpi or tcp,mpi
     #[arg(long, value_name = "LOWER,UPPER", value_parser = transports, conflicts_with_all = ["transport", "peer"])]
     pub layers: Option<List<TransportKind>>,
@@ -345,6 +351,11 @@ pub struct BenchArgs {
     /// Give up when the peer makes no progress for this many seconds
     #[arg(long, value_name = "SECS", value_parser = seconds, default_value = "60", allow_negative_numbers = true)]
     pub timeout: Duration,
+    /// Also draw the results as an SVG file: latency (p50, p50 to p99 shaded) and bandwidth
+    /// against message size, log axes, a line per benchmark, transport and mode (with
+    /// --layers, both layers' lines)
+    #[arg(long, value_name = "FILE.svg")]
+    pub plot: Option<PathBuf>,
     #[command(flatten)]
     pub output: OutputArgs,
 }
@@ -473,17 +484,37 @@ impl BenchArgs {
         }
     }
 
-    /// `--plot-loggp` draws loggp results: refused before a run that will have none, instead
-    /// of failing after it.
+    /// `--plot-loggp` draws loggp results, `--plot` latency or bandwidth against size: each is
+    /// refused before a run that will have nothing for it, instead of failing after it (where
+    /// the files can be written is checked with the run's other outputs).
     pub fn check_plot(&self, cfg: &BenchConfig) -> Result<(), String> {
-        match &self.output.plot_loggp {
-            Some(path) if !cfg.benchmarks.contains(&Benchmark::Loggp) => Err(format!(
-                "--plot-loggp {}: draws loggp results, and this run has no loggp benchmark \
-                 (add `loggp` to the benchmarks)",
-                path.display()
-            )),
-            _ => Ok(()),
+        if let Some(path) = &self.output.plot_loggp {
+            if !cfg.benchmarks.contains(&Benchmark::Loggp) {
+                return Err(format!(
+                    "--plot-loggp {}: draws loggp results, and this run has no loggp benchmark \
+                     (add `loggp` to the benchmarks)",
+                    path.display()
+                ));
+            }
         }
+        if let Some(path) = &self.plot {
+            // These vary something else at each size: endpoints, fragments, segments.
+            let against_size = |b: &Benchmark| {
+                !matches!(
+                    b,
+                    Benchmark::Conns | Benchmark::Cq | Benchmark::Pipeline | Benchmark::Noncontig
+                )
+            };
+            if !cfg.benchmarks.iter().any(against_size) {
+                return Err(format!(
+                    "--plot {}: draws latency and bandwidth against message size, and this \
+                     run's benchmarks ({}) measure neither against size (add latency or bw)",
+                    path.display(),
+                    names(&cfg.benchmarks)
+                ));
+            }
+        }
+        Ok(())
     }
 }
 
@@ -656,6 +687,19 @@ mod tests {
         );
         assert_eq!(check(&["all", "--plot-loggp", "f.svg"]), Ok(()));
         assert_eq!(check(&["latency"]), Ok(()));
+        // --plot needs a benchmark measured against size.
+        let e = check(&["conns", "cq", "--plot", "f.svg"]).unwrap_err();
+        assert_eq!(
+            e,
+            "--plot f.svg: draws latency and bandwidth against message size, and this run's \
+             benchmarks (conns, cq) measure neither against size (add latency or bw)"
+        );
+        assert_eq!(check(&["conns", "bw", "--plot", "f.svg"]), Ok(()));
+        assert_eq!(
+            check(&["--plot", "f.svg"]),
+            Ok(()),
+            "the default latency and bw"
+        );
     }
 
     #[test]

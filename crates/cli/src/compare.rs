@@ -17,7 +17,8 @@ pub struct CompareArgs {
     /// Results of the upper layer built on it (MPI), same benchmarks and sizes
     #[arg(value_name = "UPPER.json")]
     pub upper: PathBuf,
-    /// Output format: table, json, csv, md [default: table, or from the -o file's extension]
+    /// Output format: table, json, csv, md, or svg (both layers' latency and bandwidth against
+    /// size) [default: table, or from the -o file's extension]
     #[arg(long, value_name = "FORMAT")]
     pub format: Option<Format>,
     /// Write the comparison to FILE (the table still goes to stdout)

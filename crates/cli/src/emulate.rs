@@ -44,8 +44,8 @@ pub enum EmulateCmd {
     /// Set each knob alone to each value on a local pair of processes, measure LogGP (PRTT), and
     /// judge whether it moves only its own parameter, by the set amount
     Calibrate(CalibrateArgs),
-    /// Run a program at each setting of each knob (seed 001's sensitivity study) and report
-    /// its slowdown per setting; with --predict, beside what `predict` expects
+    /// Run a program at each setting of each knob (the sensitivity study of Martin 1999) and
+    /// report its slowdown per setting; with --predict, beside what `predict` expects
     Sweep(Box<crate::emulate_sweep::SweepArgs>),
 }
 

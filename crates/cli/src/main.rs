@@ -26,6 +26,7 @@ mod predict;
 mod preload;
 mod probe;
 mod progress;
+mod shell;
 mod testbed;
 
 use anyhow::{Context, Result};
@@ -82,6 +83,8 @@ fn main() -> ExitCode {
         Command::TestbedRank(r) => testbed::testbed_rank(&r),
         Command::NetnsRank(r) => testbed::netns_rank(&r),
         Command::NetnsRelay(r) => testbed::netns_relay(&r),
+        Command::Completions(c) => shell::run_completions(&c),
+        Command::Man(m) => shell::run_man(&m),
     };
     match r {
         Ok(()) => ExitCode::SUCCESS,
@@ -118,8 +121,18 @@ fn run_bench(b: &cli::BenchArgs, cfg: commperf_bench::BenchConfig) -> Result<()>
     let report = commperf_bench::run(&cfg, &mut progress).context("benchmark run failed")?;
     // The results first: a figure that cannot be drawn must not cost the measurements.
     output::emit(&report, b.output.format, b.output.out.as_deref())?;
+    write_figures(b, &report)
+}
+
+/// `bench --plot-loggp` and `--plot`: the figures of a run's report, after its results.
+pub(crate) fn write_figures(b: &cli::BenchArgs, report: &commperf_core::Report) -> Result<()> {
     if let Some(path) = &b.output.plot_loggp {
-        let svg = output::loggp_svg(&report, path, "this run")?;
+        let svg = output::loggp_svg(report, path, "this run")?;
+        output::write_plot(path, &svg)?;
+    }
+    if let Some(path) = &b.plot {
+        let svg = commperf_report::bench_svg(report)
+            .with_context(|| format!("--plot {}: this run", path.display()))?;
         output::write_plot(path, &svg)?;
     }
     Ok(())
@@ -242,6 +255,10 @@ fn limits(l: &cli::LimitsArgs, cpus: [usize; 2]) -> Result<()> {
 fn report(r: &cli::ReportArgs) -> Result<()> {
     let text = commperf_core::read_text(&r.file)?;
     let rep = commperf_report::load_json(&text).with_context(|| r.file.display().to_string())?;
+    // A file with nothing to draw against size is refused by name, before anything is written.
+    if r.output.format == Some(output::Format::Svg) {
+        commperf_report::bench_svg(&rep).with_context(|| r.file.display().to_string())?;
+    }
     // Drawn before anything is printed: a file without loggp results is refused up front.
     let svg = match &r.output.plot_loggp {
         Some(path) => Some((

@@ -145,11 +145,11 @@ pub struct RunArgs {
     /// Seconds between global clock re-synchronizations
     #[arg(long, default_value_t = 300.0)]
     pub resync_s: f64,
-    /// The monitor's parts to measure one at a time, interleaved in every round (seed 000
-    /// Figures 7–10): none (no monitor: the anchor, always measured), off (the decorator with
-    /// every part off), send, recv, clock (clock reads and stamps, no histograms), all. Prints
-    /// each one's cost per message and bandwidth change against the anchor; the saved
-    /// histograms hold the `all` blocks only
+    /// The monitor's parts to measure one at a time, interleaved in every round (after Liao,
+    /// Martonosi and Clark 1998, Figures 7–10): none (no monitor: the anchor, always
+    /// measured), off (the decorator with every part off), send, recv, clock (clock reads and
+    /// stamps, no histograms), all. Prints each one's cost per message and bandwidth change
+    /// against the anchor; the saved histograms hold the `all` blocks only
     #[arg(long, value_enum, value_delimiter = ',', default_value = "none,all")]
     pub parts: Vec<PartSel>,
     /// Directory for run.json (and trace.txt)
@@ -554,7 +554,7 @@ fn parts_table(pattern: &str, parts: &[PartFigures]) -> String {
     };
     let unit = if stream { "MB/s" } else { "us one-way p50" };
     let mut s = format!(
-        "# monitor parts (seed 000 Figs 7-10), against the unmonitored anchor `none` of the same run\n\
+        "# monitor parts (after Liao, Martonosi and Clark 1998, Figures 7-10), against the unmonitored anchor `none` of the same run\n\
          # {:>7}  {:<5}  {:>10} {:<14}  {:>13}  {:>10}\n",
         "size", "parts", "figure", "", "cost/message", "bandwidth"
     );
@@ -988,5 +988,60 @@ fn report(r: &ReportArgs) -> Result<()> {
     match &r.out {
         Some(p) => write_atomically(p, text.as_bytes()),
         None => print(&text),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::cli::Cli;
+    use clap::Parser;
+
+    /// The command lines a text advises, between backticks, `DIR` made a directory name.
+    fn advised(text: &str) -> Vec<Vec<String>> {
+        text.split('`')
+            .skip(1)
+            .step_by(2)
+            .map(|c| {
+                c.split_whitespace()
+                    .map(|w| w.replace("DIR", "commperf-monitor-1700000000"))
+                    .collect()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_no_baseline_verdict_advises_command_lines_that_exist() {
+        let text = commperf_monitor::signature::NO_BASELINE;
+        let lines = advised(text);
+        assert_eq!(lines.len(), 3, "{text}");
+        for argv in &lines {
+            assert_eq!(argv[0], "commperf", "{argv:?}");
+            if let Err(e) = Cli::try_parse_from(argv) {
+                panic!("{argv:?} does not parse: {}", crate::cli::one_line(&e));
+            }
+        }
+        // The one that takes the baseline is `monitor report`, for every kind of run; the MPI
+        // form of the monitor has no --baseline.
+        let last = lines.last().unwrap().join(" ");
+        assert!(
+            last.starts_with("commperf monitor report ") && last.contains(" --baseline "),
+            "{last}"
+        );
+        assert!(Cli::try_parse_from([
+            "commperf",
+            "monitor",
+            "--baseline",
+            "q.json",
+            "--",
+            "mpirun",
+            "./app"
+        ])
+        .is_err());
+        // What the first two save is what the third reads: quiet/run.json, quiet.json.
+        assert!(
+            lines[0].join(" ").ends_with("monitor run -o quiet"),
+            "{lines:?}"
+        );
+        assert!(text.contains("--baseline quiet/run.json"), "{text}");
     }
 }

@@ -70,9 +70,8 @@ mod with_mpi {
             for r in reports {
                 output::emit(r, b.output.format, b.output.out.as_deref())?;
             }
-            if let (Some(path), Some(r)) = (&b.output.plot_loggp, reports.first()) {
-                let svg = output::loggp_svg(r, path, "this run")?;
-                output::write_plot(path, &svg)?;
+            if let Some(r) = reports.first() {
+                crate::write_figures(b, r)?;
             }
             return Ok(());
         };
@@ -99,7 +98,15 @@ mod with_mpi {
             |f| commperf_report::render_comparison(&c, f),
             b.output.format,
             b.output.out.as_deref(),
-        )
+        )?;
+        // `--plot`: both layers' curves on one figure.
+        if let Some(path) = &b.plot {
+            let svg = commperf_report::plot::comparison_figure(&c)
+                .with_context(|| format!("--plot {}: this run", path.display()))?
+                .document();
+            output::write_plot(path, &svg)?;
+        }
+        Ok(())
     }
 
     fn layer_path(p: &std::path::Path, layer: &str) -> std::path::PathBuf {

@@ -17,7 +17,8 @@ use std::path::PathBuf;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum ModelArg {
-    /// Seed 003: link contention and background load over the topology
+    /// The contention model (after Papaefstathiou 2001): link contention and background load
+    /// over the topology
     Contention,
     /// LogGP/LogGOPS: endpoint contention only, for comparison with LogGOPSim
     Loggp,

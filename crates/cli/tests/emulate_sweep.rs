@@ -183,7 +183,12 @@ fn sweep_measures_keeps_failures_and_predicts() {
     let base = st[0]["median_s"].as_f64().unwrap();
     assert!((lp[0]["slowdown"].as_f64().unwrap() - pred(2, "loggp") / base).abs() < 1e-9);
     let svg = std::fs::read_to_string(&svg).unwrap();
-    assert_eq!(svg.matches("<polyline").count(), 2, "one line per knob");
+    // One panel per knob: L's line through its baseline and 2 ms, o's baseline alone (its
+    // setting failed), a marker with no line.
+    assert_eq!(svg.matches("<g class=\"series\"").count(), 2);
+    assert_eq!(svg.matches("<polyline").count(), 1, "{svg}");
+    assert_eq!(svg.matches("<circle class=\"point\"").count(), 3, "{svg}");
+    assert!(svg.contains("<g class=\"series\" data-knob=\"o\">\n<circle class=\"point\""));
     assert!(dir.join("sweep.json").is_file() && dir.join("monitor/trace.txt").is_file());
 }
 

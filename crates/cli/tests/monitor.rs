@@ -187,7 +187,8 @@ fn parts_are_measured_one_at_a_time_and_only_all_is_recorded() {
         .collect();
     assert_eq!(names, ["none", "send", "recv", "clock", "off", "all"]);
     let o = report(&dir);
-    assert!(String::from_utf8_lossy(&o.stdout).contains("# monitor parts (seed 000"));
+    assert!(String::from_utf8_lossy(&o.stdout)
+        .contains("# monitor parts (after Liao, Martonosi and Clark 1998"));
     // A damaged parts file is named.
     std::fs::write(dir.join("parts.json"), "[{\"parts\": \"no").unwrap();
     assert_refused(&dir, &["parts.json", "truncated or corrupt"]);
