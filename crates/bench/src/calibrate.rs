@@ -570,6 +570,7 @@ mod tests {
             },
             limits: None,
             results,
+            partial: false,
         };
         let p = profile_from_report(&report, TransportKind::Shm, "src").unwrap();
         assert_eq!(p.transport.as_deref(), Some("shm"));

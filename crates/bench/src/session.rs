@@ -209,6 +209,12 @@ pub trait Progress {
     /// (`latency over shm (poll)`); `done` of `total` such steps are complete.
     fn finished(&mut self, _what: &str, _done: usize, _total: usize) {}
     fn finish(&mut self) {}
+    /// Whether the user asked the run to stop (an interrupt): checked between measurements,
+    /// never inside one. The run then ends the session with the peer and returns what finished,
+    /// marked partial ([`Report::partial`]).
+    fn stop_requested(&self) -> bool {
+        false
+    }
 }
 
 impl Progress for () {
@@ -308,12 +314,21 @@ pub fn run(cfg: &BenchConfig, progress: &mut dyn Progress) -> Result<Report, Ben
     let mut copy_bw = std::collections::BTreeMap::new();
     let mut sbuf = PageBuf::new(max);
     let mut rbuf = PageBuf::new(max);
-    for &t in &cfg.transports {
+    let mut partial = false;
+    'run: for &t in &cfg.transports {
         for &m in &cfg.modes {
+            if progress.stop_requested() {
+                partial = true;
+                break 'run;
+            }
             let spec = cfg.data_spec(t, m);
             let mut ep = launch::connect_data(&mut ctrl, &spec, &token)?;
             let mut extras: Vec<AnyEndpoint> = Vec::new();
             for &b in &cfg.benchmarks {
+                if progress.stop_requested() {
+                    partial = true;
+                    break 'run;
+                }
                 if b == Benchmark::Pipeline {
                     if matches!(
                         t,
@@ -338,7 +353,13 @@ pub fn run(cfg: &BenchConfig, progress: &mut dyn Progress) -> Result<Report, Ben
                     continue;
                 }
                 let mut prtts = Vec::new();
+                // The sizes of a benchmark that finished before an interrupt are kept; its
+                // loggp rows need every size, so an interrupted loggp leaves none.
                 for &size in &cfg.sizes {
+                    if progress.stop_requested() {
+                        partial = true;
+                        break 'run;
+                    }
                     let ph = phase(b, size, t, m);
                     progress.update(&ph, done, total);
                     let (iters, warmup) = cfg.counts(b, size);
@@ -604,6 +625,7 @@ pub fn run(cfg: &BenchConfig, progress: &mut dyn Progress) -> Result<Report, Ben
         },
         limits,
         results,
+        partial,
     })
 }
 

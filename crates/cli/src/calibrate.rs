@@ -144,6 +144,7 @@ impl CalibrateArgs {
 
 /// Runs the job and writes the profile.
 pub fn run(args: &CalibrateArgs, job: Job) -> Result<()> {
+    crate::output::preflight(&[("-o", args.out.as_deref())])?;
     let profile: Profile = match job {
         Job::Measure(cfg) => {
             if let Some(w) = cfg.bench.placement_warning() {

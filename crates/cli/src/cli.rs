@@ -21,13 +21,47 @@ pub enum MpiCalls {
 #[derive(Debug, Parser)]
 #[command(
     name = "commperf",
-    version,
-    about = "Measure how fast communication really is: shared memory, TCP and Unix sockets",
+    version = concat!(env!("CARGO_PKG_VERSION"), " (", env!("COMMPERF_GIT"), ")"),
+    long_version = long_version(),
+    about = "Measure, monitor, emulate and predict communication performance: micro-benchmarks \
+             (shared memory, sockets, io_uring, MPI), MPI programs monitored unmodified, LogGP \
+             knobs injected, and predictions with contention",
     long_about = None,
 )]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
+}
+
+/// `commperf --version`: the revision, the features this binary was built with, and the MPI
+/// interposers it carries (what `monitor`, `emulate` and `app` can run).
+pub fn long_version() -> &'static str {
+    static TEXT: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    TEXT.get_or_init(|| {
+        let features = if cfg!(feature = "mpi") {
+            "mpi (the MPI layer: bench --transport mpi, --launcher mpi)"
+        } else {
+            "none (built without the mpi feature: no MPI layer in bench)"
+        };
+        let interposers: Vec<String> = commperf_pmpi::Flavour::ALL
+            .iter()
+            .filter_map(|&f| {
+                commperf_pmpi::interposer_mpi(f).map(|v| format!("{} (built against {v})", f.key()))
+            })
+            .collect();
+        let interposers = if interposers.is_empty() {
+            "none (no MPI compiler wrapper was found at build time: monitor, emulate and app \
+             cannot run MPI programs)"
+                .to_string()
+        } else {
+            interposers.join(", ")
+        };
+        format!(
+            "{} ({})\nfeatures: {features}\ninterposers: {interposers}",
+            env!("CARGO_PKG_VERSION"),
+            env!("COMMPERF_GIT")
+        )
+    })
 }
 
 #[derive(Debug, Subcommand)]
@@ -631,6 +665,29 @@ mod tests {
     #[test]
     fn command_line_definition_is_consistent() {
         Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn the_long_version_names_the_revision_features_and_interposers() {
+        let v = long_version();
+        let lines: Vec<&str> = v.lines().collect();
+        assert_eq!(lines.len(), 3, "{v}");
+        assert!(
+            lines[0].starts_with(concat!(env!("CARGO_PKG_VERSION"), " (")),
+            "{v}"
+        );
+        assert_eq!(
+            lines[1].starts_with("features: mpi "),
+            cfg!(feature = "mpi"),
+            "{v}"
+        );
+        for f in commperf_pmpi::Flavour::ALL {
+            let named = lines[2].contains(&format!("{} (built against {}", f.key(), f.name()));
+            assert_eq!(named, commperf_pmpi::interposer(f).is_some(), "{v}");
+        }
+        // Plain -V is the first line.
+        let e = Cli::try_parse_from(["commperf", "-V"]).unwrap_err();
+        assert_eq!(e.to_string().trim_end(), format!("commperf {}", lines[0]));
     }
 
     #[test]

@@ -34,6 +34,7 @@ fn load(path: &Path) -> Result<Report> {
 }
 
 pub fn run(a: &CompareArgs) -> Result<()> {
+    crate::output::preflight(&[("-o", a.out.as_deref())])?;
     let lower = load(&a.lower)?;
     let upper = load(&a.upper)?;
     let mut c = compare(&lower, &upper).map_err(|e| {

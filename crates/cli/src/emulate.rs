@@ -393,6 +393,7 @@ pub fn run(a: &EmulateArgs) -> Result<()> {
 }
 
 fn calibrate(c: &CalibrateArgs) -> Result<()> {
+    crate::output::preflight(&[("-o", c.out.as_deref())])?;
     if c.transport == TransportKind::Mpi {
         return crate::emulate_mpi::calibrate(c);
     }

@@ -241,10 +241,10 @@ pub fn run(a: &SweepArgs) -> Result<()> {
         PathBuf::from(format!("commperf-sweep-{t}"))
     });
     // Output problems are reported now, before a long sweep, not at its end.
-    std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    let probe = dir.join(".write-test");
-    std::fs::write(&probe, b"x").with_context(|| format!("cannot write in {}", dir.display()))?;
-    let _ = std::fs::remove_file(&probe);
+    let outs: Vec<(&str, Option<&Path>)> =
+        a.out.iter().map(|p| ("-o", Some(p.as_path()))).collect();
+    crate::output::preflight(&outs)?;
+    let _dir_guard = crate::output::RunDir::create("--dir", &dir)?;
     let exe = std::env::current_exe().context("cannot find the commperf executable")?;
     let trace = if a.predict {
         Some(monitored_trace(a, &dir, &exe)?)
@@ -528,8 +528,8 @@ const LOGGP_EXTRA_RUNS: usize = 3;
 /// now on this machine by `bench loggp -t mpi` (this binary under its MPI's mpirun, 2 ranks),
 /// [`LOGGP_RUNS`] times (in the state `state` asks for, when it can), each parameter the median
 /// over the runs of the piece covering `size` (the trace's median message). Parameters from
-/// another machine were the largest error of the study they were added for (BENCHMARKS.md,
-/// "Issue 14: the sweep on the AMD VM"). Returns them and the notes saying how.
+/// another machine were the largest error of the study they were added for. Returns them and
+/// the notes saying how.
 fn measure_loggp(
     exe: &Path,
     dir: &Path,

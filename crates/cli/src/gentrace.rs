@@ -54,6 +54,7 @@ impl GenTraceArgs {
 }
 
 pub fn run(a: &GenTraceArgs, pat: Pattern) -> Result<()> {
+    crate::output::preflight(&[("-o", a.out.as_deref())])?;
     let format = a.format.unwrap_or(if pat == Pattern::Bcast {
         GenFormat::Goal
     } else {

@@ -17,6 +17,7 @@ mod emulate;
 mod emulate_mpi;
 mod emulate_sweep;
 mod gentrace;
+mod interrupt;
 mod localpair;
 mod monitor;
 mod monitor_mpi;
@@ -88,6 +89,10 @@ fn main() -> ExitCode {
     };
     match r {
         Ok(()) => ExitCode::SUCCESS,
+        Err(e) if e.is::<interrupt::Interrupted>() => {
+            say(&format!("commperf: {e}"));
+            ExitCode::from(interrupt::EXIT_INTERRUPTED)
+        }
         // The reader of our output went away (`| head -1`): it took what it wanted, and a
         // message would only land in the middle of its output.
         Err(e) if output::StdoutError::is_broken_pipe(&e) => ExitCode::SUCCESS,
@@ -117,11 +122,23 @@ fn run_bench(b: &cli::BenchArgs, cfg: commperf_bench::BenchConfig) -> Result<()>
     {
         say(&format!("commperf: warning: {w}"));
     }
+    preflight_bench(b)?;
+    interrupt::install();
     let mut progress = progress::RunProgress::new();
     let report = commperf_bench::run(&cfg, &mut progress).context("benchmark run failed")?;
     // The results first: a figure that cannot be drawn must not cost the measurements.
     output::emit(&report, b.output.format, b.output.out.as_deref())?;
-    write_figures(b, &report)
+    write_figures(b, &report)?;
+    interrupt::check_partial(report.partial, report.results.len())
+}
+
+/// Every file `bench` writes, and standard output, checked before it measures anything.
+pub(crate) fn preflight_bench(b: &cli::BenchArgs) -> Result<()> {
+    output::preflight(&[
+        ("-o", b.output.out.as_deref()),
+        ("--plot-loggp", b.output.plot_loggp.as_deref()),
+        ("--plot", b.plot.as_deref()),
+    ])
 }
 
 /// `bench --plot-loggp` and `--plot`: the figures of a run's report, after its results.
@@ -253,6 +270,10 @@ fn limits(l: &cli::LimitsArgs, cpus: [usize; 2]) -> Result<()> {
 }
 
 fn report(r: &cli::ReportArgs) -> Result<()> {
+    output::preflight(&[
+        ("-o", r.output.out.as_deref()),
+        ("--plot-loggp", r.output.plot_loggp.as_deref()),
+    ])?;
     let text = commperf_core::read_text(&r.file)?;
     let rep = commperf_report::load_json(&text).with_context(|| r.file.display().to_string())?;
     // A file with nothing to draw against size is refused by name, before anything is written.
@@ -276,6 +297,7 @@ fn report(r: &cli::ReportArgs) -> Result<()> {
 
 fn peer() -> Result<()> {
     use commperf_transport::launch;
+    interrupt::ignore_in_peer();
     let token = std::env::var("COMMPERF_SESSION_TOKEN").unwrap_or_default();
     let mut ctrl = launch::inherited_control(launch::PEER_CONTROL_FD)?;
     launch::server_handshake(&mut ctrl, &token)?;

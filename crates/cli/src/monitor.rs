@@ -250,17 +250,6 @@ pub fn run(a: &MonitorArgs) -> Result<()> {
     }
 }
 
-/// Fails now, not after the run, when `dir` cannot take our files.
-fn check_writable(dir: &Path) -> Result<()> {
-    std::fs::create_dir_all(dir)
-        .with_context(|| format!("output directory {}: cannot create it", dir.display()))?;
-    let probe = dir.join(".commperf-write-test");
-    std::fs::write(&probe, b"x")
-        .with_context(|| format!("output directory {}: cannot write in it", dir.display()))?;
-    let _ = std::fs::remove_file(&probe);
-    Ok(())
-}
-
 fn run_local(r: &RunArgs) -> Result<()> {
     if r.transport == TransportKind::Model {
         bail!("--transport model is the tests' in-process model; pick shm, tcp, uds, uring-tcp or uring-uds");
@@ -283,7 +272,10 @@ fn run_local(r: &RunArgs) -> Result<()> {
     {
         bail!("--trace keeps the records of a normal monitored run: use it without --parts (or with --parts none,all)");
     }
-    check_writable(&r.out)?;
+    // Fails now, not after the run, when the directory cannot take our files; removed again
+    // if the run ends before writing any.
+    let _out = crate::output::RunDir::create("-o", &r.out)?;
+    crate::output::preflight(&[])?;
     let baseline = r.baseline.as_deref().map(load_baseline).transpose()?;
     let max = *sizes.iter().max().unwrap_or(&0) as usize;
 
@@ -903,6 +895,11 @@ fn recv_chunked<T: serde::de::DeserializeOwned>(ctrl: &mut Control) -> Result<T>
 }
 
 fn report(r: &ReportArgs) -> Result<()> {
+    crate::output::preflight(&[
+        ("-o", r.out.as_deref()),
+        ("--trace", r.trace.as_deref()),
+        ("--timeline", r.timeline.as_deref()),
+    ])?;
     // An MPI program's directory is re-read from its rank files: they are the record, and a
     // damaged one is named.
     let mpi = r.input.is_dir() && crate::monitor_mpi::is_mpi_dir(&r.input);

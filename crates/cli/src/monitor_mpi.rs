@@ -31,19 +31,13 @@ pub struct MonitorArgs {
     pub command: Vec<String>,
 }
 
-/// Creates DIR and proves it writable now, not at the end of a long run.
-pub(crate) fn prepare_dir(dir: &Path) -> Result<()> {
-    std::fs::create_dir_all(dir)
-        .with_context(|| format!("cannot create the output directory {}", dir.display()))?;
-    let probe = dir.join(".commperf-write-test");
-    std::fs::write(&probe, vec![0u8; 4096])
-        .with_context(|| format!("the output directory {} is not writable", dir.display()))?;
-    let _ = std::fs::remove_file(&probe);
+/// Removes an earlier run's rank files from a run directory: an earlier run's rank 7 must not
+/// join a 4-rank run.
+pub(crate) fn clear_rank_files(dir: &Path) -> Result<()> {
     for e in std::fs::read_dir(dir)?.flatten() {
         let n = e.file_name();
         let n = n.to_string_lossy();
         if n.starts_with("rank-") && n.ends_with(".cpmpi") {
-            // An earlier run's rank 7 must not join a 4-rank run.
             std::fs::remove_file(e.path())
                 .with_context(|| format!("cannot remove {}", e.path().display()))?;
         }
@@ -51,7 +45,18 @@ pub(crate) fn prepare_dir(dir: &Path) -> Result<()> {
     Ok(())
 }
 
+/// A run directory for the interposer's rank files ([`crate::output::RunDir`]), cleared of an
+/// earlier run's.
+pub(crate) fn prepare_dir(flag: &str, dir: &Path) -> Result<crate::output::RunDir> {
+    let d = crate::output::RunDir::create(flag, dir)?;
+    clear_rank_files(d.path())?;
+    Ok(d)
+}
+
 pub fn run(a: &MonitorArgs) -> Result<()> {
+    if a.command.is_empty() {
+        bail!("no command to monitor: commperf monitor [-o DIR] -- mpirun -np 4 ./app");
+    }
     let dir = a.dir.clone().unwrap_or_else(|| {
         let t = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
@@ -59,14 +64,13 @@ pub fn run(a: &MonitorArgs) -> Result<()> {
             .unwrap_or(0);
         PathBuf::from(format!("commperf-monitor-{t}"))
     });
-    if a.command.is_empty() {
-        bail!("no command to monitor: commperf monitor [-o DIR] -- mpirun -np 4 ./app");
-    }
-    // Output problems are reported now, before a long run, not at its end.
-    prepare_dir(&dir)?;
+    // Everything that can refuse the run does so before anything is created.
     let plan = crate::preload::plan(&a.command, a.interposer.as_deref())?;
-    let dir = std::fs::canonicalize(&dir)?;
-    let preload = plan.install(&dir.join(".lib"))?;
+    let preload = plan.preload()?;
+    crate::output::preflight(&[])?;
+    // Output problems are reported now, before a long run, not at its end.
+    let mut out = prepare_dir("-o", &dir)?;
+    let dir = out.path().to_path_buf();
     let mut vars = vec![
         ("LD_PRELOAD".to_string(), preload),
         ("COMMPERF_PMPI_DIR".to_string(), dir.display().to_string()),
@@ -84,6 +88,21 @@ pub fn run(a: &MonitorArgs) -> Result<()> {
     let status = cmd
         .status()
         .with_context(|| format!("cannot run {}", a.command[0]))?;
+    if !is_mpi_dir(&dir) {
+        // Nothing was recorded: the directory this run created goes with it.
+        if status.success() {
+            bail!(
+                "{} left no monitor data: no rank called MPI_Init under the interposer (is it an \
+                 MPI program, started by this command?)",
+                a.command.join(" ")
+            );
+        }
+        bail!(
+            "{} exited with {status} before any rank recorded anything",
+            a.command[0]
+        );
+    }
+    out.keep();
     let mut r = report(&dir, Some(&status));
     // A run cut short still gets its trace: what was recorded is replayable, the rest is
     // counted as left out.

@@ -27,6 +27,7 @@ mod with_mpi {
 
     pub fn bench(b: &BenchArgs, cfg: BenchConfig, layers: Vec<Vec<TransportKind>>) -> Result<()> {
         if !spawn::launched_by_mpi() {
+            crate::preflight_bench(b)?;
             return relaunch();
         }
         let args: Vec<String> = std::env::args().skip(1).collect();

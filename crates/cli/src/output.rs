@@ -20,8 +20,8 @@ pub struct OutputArgs {
     /// Write the results to FILE (the table still goes to stdout)
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     pub out: Option<std::path::PathBuf>,
-    /// Also draw O_s and O_r against message size from the loggp results (seed 004 Figure
-    /// 3.6) as an SVG file
+    /// Also draw O_s and O_r against message size from the loggp results (after Kutluğ 2000,
+    /// Figure 3.6) as an SVG file
     #[arg(long, value_name = "FILE.svg")]
     pub plot_loggp: Option<std::path::PathBuf>,
 }
@@ -38,6 +38,7 @@ fn format_for(path: &Path) -> Format {
         Some("json") => Format::Json,
         Some("csv") => Format::Csv,
         Some("md") => Format::Md,
+        Some("svg") => Format::Svg,
         _ => Format::Table,
     }
 }
@@ -134,32 +135,78 @@ pub fn write_plot(path: &Path, svg: &str) -> Result<()> {
     Ok(())
 }
 
+/// Writes a result file whole or not at all, keeping an existing file's mode, owner, links
+/// and permissions ([`commperf_core::file::write_file`]).
 pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
-    // A device, pipe or socket (`-o /dev/stdout`) is written in place: renaming a temporary
-    // file over it would replace the device node.
-    if std::fs::metadata(path).is_ok_and(|m| !m.is_file()) {
-        let r = std::fs::OpenOptions::new()
-            .write(true)
-            .open(path)
-            .and_then(|mut f| f.write_all(bytes).and_then(|_| f.flush()));
-        return r.with_context(|| format!("writing {}", path.display()));
+    Ok(commperf_core::file::write_file(path, bytes)?)
+}
+
+/// Checks every output a verb will write, and standard output, before it measures anything:
+/// `outputs` pairs each option with its path (None when not given). A run's results must not be
+/// lost at its end for a path that was never going to work.
+pub fn preflight(outputs: &[(&str, Option<&Path>)]) -> Result<()> {
+    for (flag, path) in outputs {
+        if let Some(p) = path {
+            commperf_core::file::check_writable(p).map_err(|e| anyhow::anyhow!("{flag} {e}"))?;
+        }
     }
-    let tmp = path.with_file_name(format!(
-        ".{}.tmp{}",
-        path.file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default(),
-        std::process::id()
-    ));
-    let r = (|| -> std::io::Result<()> {
-        let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(bytes)?;
-        f.sync_all()?;
-        std::fs::rename(&tmp, path)
-    })();
-    if let Err(e) = r {
-        let _ = std::fs::remove_file(&tmp);
-        return Err(e).with_context(|| format!("writing {}", path.display()));
-    }
+    commperf_core::file::check_stdout()?;
     Ok(())
+}
+
+/// A directory a run writes its files into (`-o DIR`), checked and created before the run
+/// measures anything: an existing writable directory, or a new one whose parent exists (a
+/// mistyped path does not grow a tree of directories). A directory this run created is removed
+/// again when the guard is dropped holding no file and before [`RunDir::keep`]: a run that was
+/// refused or failed before producing anything leaves nothing behind.
+#[derive(Debug)]
+pub struct RunDir {
+    path: std::path::PathBuf,
+    created: bool,
+    kept: bool,
+}
+
+impl RunDir {
+    /// `flag` names the option in errors.
+    pub fn create(flag: &str, dir: &Path) -> Result<RunDir> {
+        let existed =
+            commperf_core::file::check_dir(dir).map_err(|e| anyhow::anyhow!("{flag} {e}"))?;
+        if !existed {
+            std::fs::create_dir(dir)
+                .with_context(|| format!("{flag} {}: cannot create it", dir.display()))?;
+        }
+        let path =
+            std::fs::canonicalize(dir).with_context(|| format!("{flag} {}", dir.display()))?;
+        Ok(RunDir {
+            path,
+            created: !existed,
+            kept: false,
+        })
+    }
+
+    /// The directory (absolute).
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Keeps the directory whatever happens next: the run produced something.
+    pub fn keep(&mut self) {
+        self.kept = true;
+    }
+}
+
+/// Whether the tree under `dir` holds anything but directories.
+fn holds_files(dir: &Path) -> bool {
+    std::fs::read_dir(dir).map_or(true, |it| {
+        it.flatten()
+            .any(|e| !e.file_type().is_ok_and(|t| t.is_dir()) || holds_files(&e.path()))
+    })
+}
+
+impl Drop for RunDir {
+    fn drop(&mut self) {
+        if self.created && !self.kept && !holds_files(&self.path) {
+            let _ = std::fs::remove_dir_all(&self.path);
+        }
+    }
 }

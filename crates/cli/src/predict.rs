@@ -425,6 +425,11 @@ pub(crate) fn read_profile(path: Option<&std::path::Path>) -> Result<Option<Prof
 
 /// Runs `commperf predict`.
 pub fn run(a: &PredictArgs) -> Result<()> {
+    crate::output::preflight(&[
+        ("-o", a.out.as_deref()),
+        ("--timeline", a.timeline.as_deref()),
+        ("--timeline-svg", a.timeline_svg.as_deref()),
+    ])?;
     let opts = ParseOptions {
         host_speed_flops: a.host_speed,
         algorithms: Algorithms::parse_list(&a.algo.join(",")).map_err(anyhow::Error::msg)?,

@@ -77,6 +77,10 @@ impl Progress for RunProgress {
             bar.finish_and_clear();
         }
     }
+
+    fn stop_requested(&self) -> bool {
+        crate::interrupt::requested()
+    }
 }
 
 impl Drop for RunProgress {

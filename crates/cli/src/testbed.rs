@@ -135,6 +135,10 @@ pub fn testbed(a: &TestbedArgs) -> Result<()> {
         return Ok(());
     }
     netns::check_prerequisites()?;
+    crate::output::preflight(&[
+        ("-o", a.out.as_deref()),
+        ("--profile-out", a.profile_out.as_deref()),
+    ])?;
     let ladder = match &a.ladder {
         None => None,
         Some(s) => {

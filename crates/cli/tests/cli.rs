@@ -662,8 +662,9 @@ fn output_files_and_report_rerendering() {
         "{}",
         stderr(&o)
     );
-    // A full disk (/dev/full answers every write with ENOSPC): an error naming the file, and
-    // the device is still a device afterwards (never replaced by a renamed temporary file).
+    // A full disk (/dev/full answers every write with ENOSPC): refused before anything is
+    // rendered, naming the file, and the device is still a device afterwards (never replaced
+    // by a renamed temporary file).
     let o = commperf(&[
         "report",
         json.to_str().unwrap(),
@@ -675,7 +676,7 @@ fn output_files_and_report_rerendering() {
     assert_eq!(o.status.code(), Some(1));
     let e = stderr(&o);
     assert!(
-        e.contains("writing /dev/full") && e.contains("No space left"),
+        e.trim_end() == "commperf: -o /dev/full: no space left on its file system",
         "{e}"
     );
     use std::os::unix::fs::FileTypeExt;

@@ -144,7 +144,11 @@ fn bad_files_and_directories_are_named() {
         .output()
         .unwrap();
     let err = String::from_utf8_lossy(&o.stderr);
-    assert!(err.contains("output directory /proc/commperf-no"), "{err}");
+    assert!(
+        err.contains("-o /proc/commperf-no: cannot write there"),
+        "{err}"
+    );
+    assert!(!std::path::Path::new("/proc/commperf-no").exists());
 }
 
 /// `--parts`: every kind of block runs the same number of messages, the table names each against

@@ -4,6 +4,7 @@
 //! It is a leaf crate on purpose: `predict` and `report` must be usable without pulling in any
 //! transport, so everything a result file needs to be read back lives here and nothing else does.
 
+pub mod file;
 pub mod kinds;
 pub mod profile;
 pub mod rate;

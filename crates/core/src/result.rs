@@ -31,6 +31,9 @@ pub struct Report {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub limits: Option<Limits>,
     pub results: Vec<Row>,
+    /// The run was interrupted (Ctrl-C) and holds only the measurements that finished before.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub partial: bool,
 }
 
 /// The machine the local end ran on.

@@ -704,5 +704,6 @@ fn finish(
         },
         limits: None,
         results,
+        partial: false,
     }))
 }

@@ -152,7 +152,15 @@ pub fn bench_figure(report: &Report) -> Result<Figure, PlotError> {
         }
     }
     let title = format!("commperf bench on {}: {TITLE}", report.machine.hostname);
-    figure(title, lines, left_out, Vec::new())
+    let mut notes = Vec::new();
+    if report.partial {
+        notes.push(
+            "Partial results: the run was interrupted, and only the measurements that finished \
+             are drawn."
+                .into(),
+        );
+    }
+    figure(title, lines, left_out, notes)
 }
 
 /// A layer comparison as a figure: each compared benchmark's curve at the lower layer (solid)

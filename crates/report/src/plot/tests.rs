@@ -151,6 +151,7 @@ fn report(rows: Vec<Row>) -> Report {
         placement: Placement::default(),
         limits: None,
         results: rows,
+        partial: false,
     }
 }
 
@@ -337,6 +338,15 @@ fn one_size_draws_a_marker_in_the_middle_not_an_empty_line() {
         .map(|t| t.text)
         .collect();
     assert!(labels.iter().any(|l| l == "64"), "{labels:?}");
+}
+
+#[test]
+fn an_interrupted_run_says_so_under_its_figure() {
+    let mut rep = report(vec![lat(TransportKind::Shm, 64, 0.5, 0.9)]);
+    let note = "Partial results: the run was interrupted";
+    assert!(!bench_svg(&rep).unwrap().contains(note));
+    rep.partial = true;
+    assert!(bench_svg(&rep).unwrap().contains(note));
 }
 
 #[test]
