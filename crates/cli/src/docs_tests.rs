@@ -395,6 +395,7 @@ fn every_option_the_readme_and_the_book_name_exists() {
         "--version",
         "--release",
         "--workspace",
+        "--no-fail-fast",
         "--features",
         "--path",
         "--locked",

@@ -114,7 +114,6 @@ fn a_real_studys_page_loads_in_chromium_with_its_values_and_figures() {
             "<td class=\"time\" data-program=\"{p}\" data-stack=\"{st}\" data-seconds=\"{t}\">{}</td>",
             commperf_report::units::format_seconds(t)
         );
-
         assert!(dom.contains(&td), "{td} not in {dom}");
         let m = c["profile"]["messages"].as_u64().unwrap();
         assert_eq!(m, if p == "pipeline" { 30 } else { 0 }, "{c}");
