@@ -7,7 +7,7 @@
 //! `COMMPERF_REQUIRE_MPI=1` (set by CI) makes that a failure.
 
 mod mpi_apps;
-use mpi_apps::{apps, compile, exe, need, ok, text, Scratch};
+use mpi_apps::{apps, calls, compile, exe, need, ok, text, Scratch};
 use serde_json::Value;
 use std::path::Path;
 use std::process::{Command, Output};
@@ -43,22 +43,6 @@ fn monitor_np(cwd: &Path, dir: &Path, extra: &[&str], mpi: &str, np: u32, prog: 
 fn summary(dir: &Path) -> Value {
     serde_json::from_str(&std::fs::read_to_string(dir.join("summary.json")).expect("summary.json"))
         .expect("JSON")
-}
-
-/// Count of `call` made by `rank` (0 when none).
-fn calls(s: &Value, rank: u64, call: &str) -> (u64, u64) {
-    s["calls"]
-        .as_array()
-        .expect("calls")
-        .iter()
-        .find(|c| c["rank"].as_u64() == Some(rank) && c["call"] == call)
-        .map(|c| {
-            (
-                c["count"].as_u64().unwrap_or(0),
-                c["bytes"].as_u64().unwrap_or(0),
-            )
-        })
-        .unwrap_or((0, 0))
 }
 
 /// Matched messages from src to dst of size bin `bin`, summed over calls.

@@ -8,7 +8,7 @@
 //! and under `COMMPERF_REQUIRE_MPI=1` (CI) they fail instead.
 
 mod mpi_apps;
-use mpi_apps::{compile, exe, need, ok, skip_visibly, text, Scratch};
+use mpi_apps::{calls, compile, exe, need, ok, skip_visibly, text, Scratch};
 use serde_json::Value;
 use std::process::{Command, Output};
 
@@ -30,21 +30,6 @@ fn commperf(args: &[&str], srun: &[&str], cwd: &std::path::Path) -> Output {
         .current_dir(cwd)
         .output()
         .expect("run commperf")
-}
-
-/// (count, bytes) of `call` by `rank` in a monitor summary.
-fn calls(s: &Value, rank: u64, call: &str) -> (u64, u64) {
-    s["calls"]
-        .as_array()
-        .expect("calls")
-        .iter()
-        .find(|c| c["rank"].as_u64() == Some(rank) && c["call"] == call)
-        .map_or((0, 0), |c| {
-            (
-                c["count"].as_u64().unwrap_or(0),
-                c["bytes"].as_u64().unwrap_or(0),
-            )
-        })
 }
 
 fn monitor_under_srun(mpi: &str, mpi_plugin: &str) {

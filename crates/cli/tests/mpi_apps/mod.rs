@@ -99,6 +99,21 @@ impl Drop for Scratch {
     }
 }
 
+/// (count, bytes) of `call` made by `rank` in a monitor summary (0s when none).
+pub fn calls(s: &serde_json::Value, rank: u64, call: &str) -> (u64, u64) {
+    s["calls"]
+        .as_array()
+        .expect("calls")
+        .iter()
+        .find(|c| c["rank"].as_u64() == Some(rank) && c["call"] == call)
+        .map_or((0, 0), |c| {
+            (
+                c["count"].as_u64().unwrap_or(0),
+                c["bytes"].as_u64().unwrap_or(0),
+            )
+        })
+}
+
 pub fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
