@@ -64,11 +64,12 @@ pub fn run(a: &MonitorArgs) -> Result<()> {
             .unwrap_or(0);
         PathBuf::from(format!("commperf-monitor-{t}"))
     });
-    // Everything that can refuse the run does so before anything is created.
+    // Everything that can refuse the run does so before anything is created: the outputs
+    // first (reported now, before a long run, not at its end), then the command.
+    crate::output::RunDir::check("-o", &dir)?;
+    crate::output::preflight(&[])?;
     let plan = crate::preload::plan(&a.command, a.interposer.as_deref())?;
     let preload = plan.preload()?;
-    crate::output::preflight(&[])?;
-    // Output problems are reported now, before a long run, not at its end.
     let mut out = prepare_dir("-o", &dir)?;
     let dir = out.path().to_path_buf();
     let mut vars = vec![

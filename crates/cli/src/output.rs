@@ -167,10 +167,15 @@ pub struct RunDir {
 }
 
 impl RunDir {
+    /// Checks that [`RunDir::create`] would succeed, creating nothing; returns whether the
+    /// directory exists. `flag` names the option in errors.
+    pub fn check(flag: &str, dir: &Path) -> Result<bool> {
+        commperf_core::file::check_dir(dir).map_err(|e| anyhow::anyhow!("{flag} {e}"))
+    }
+
     /// `flag` names the option in errors.
     pub fn create(flag: &str, dir: &Path) -> Result<RunDir> {
-        let existed =
-            commperf_core::file::check_dir(dir).map_err(|e| anyhow::anyhow!("{flag} {e}"))?;
+        let existed = RunDir::check(flag, dir)?;
         if !existed {
             std::fs::create_dir(dir)
                 .with_context(|| format!("{flag} {}: cannot create it", dir.display()))?;

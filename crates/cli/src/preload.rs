@@ -129,7 +129,8 @@ fn find_program(cmd: &[String], from: usize) -> Option<(usize, PathBuf, Flavour,
 }
 
 /// Refuses a command whose program does not exist, naming it: the command itself, or (under a
-/// launcher) the first path-like word before any executable, which is where the program goes.
+/// launcher, `from` > 0) the first path-like word before any executable, which is where the
+/// program goes. A program's own arguments (`from` = 0) are its business: `touch new/file`.
 fn check_program_exists(cmd: &[String], from: usize) -> Result<()> {
     if which(&cmd[0]).is_none() {
         if cmd[0].contains('/') {
@@ -137,7 +138,10 @@ fn check_program_exists(cmd: &[String], from: usize) -> Result<()> {
         }
         bail!("{}: no such program on PATH", cmd[0]);
     }
-    for a in cmd.iter().skip(from.max(1)) {
+    if from == 0 {
+        return Ok(());
+    }
+    for a in cmd.iter().skip(from) {
         if a.starts_with('-') {
             continue;
         }
@@ -380,8 +384,11 @@ mod tests {
             e.to_string(),
             "no-such-command-anywhere: no such program on PATH"
         );
-        // Under a launcher (any command that exists stands in for it: the check comes first).
-        let e = plan(&cmd(&["/bin/true", "-np", "2", "./nope", "arg"]), None).unwrap_err();
+        // Under a launcher (any command that exists stands in for it), the program's place.
+        let words = cmd(&["/bin/true", "-np", "2", "./nope", "arg"]);
+        let e = check_program_exists(&words, 1).unwrap_err();
         assert!(e.to_string().starts_with("./nope: no such file"), "{e}");
+        // A program's own arguments are not programs.
+        check_program_exists(&cmd(&["/bin/true", "./not/yet/made"]), 0).unwrap();
     }
 }

@@ -86,7 +86,7 @@ pub const LAT_BINS: LogLinear = LogLinear {
 };
 
 /// The stages of a message's latency that software can see (seed 000 §2.3, Figure 4; defined
-/// in the README, "Monitoring").
+/// in the user guide, docs/src/reference/methods.md).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Stage {

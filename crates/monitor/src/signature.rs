@@ -7,7 +7,7 @@
 //! The baseline is a saved monitor run of a quiet system (its stages are the same quantities)
 //! or a `commperf calibrate` profile, whose LogGP points give o_s, L and o_r per size: the
 //! nearest stand-ins for source, net and destination (o_r covers the whole receive call where
-//! destination starts at arrival, so it is an upper bound; the README says so).
+//! destination starts at arrival, so it is an upper bound; the user guide says so).
 
 use crate::hist::{Histograms, Key, Stage, Stages, Totals, SIZE_BINS};
 use commperf_core::{format_size, Profile};

@@ -1,5 +1,5 @@
-//! A monitored MPI run as a trace that `commperf predict` replays (commperf's own format, README
-//! "commperf's own format") and as a Chrome trace-event timeline (Perfetto, `chrome://tracing`).
+//! A monitored MPI run as a trace that `commperf predict` replays (commperf's own format, user
+//! guide: docs/src/reference/traces.md) and as a Chrome trace-event timeline (Perfetto, `chrome://tracing`).
 //!
 //! Per rank, in call order (calls sorted by the time they were entered, on the rank's clock):
 //!
@@ -228,7 +228,7 @@ fn collective_of(e: &Event, n: u64) -> Option<(&'static str, Option<u32>, u64)> 
     let root = (e.peer >= 0).then_some(e.peer as u32);
     let n = n.max(1);
     // The interposer records this rank's contribution; the format wants, for alltoall, the
-    // bytes per pair and for reducescatter one rank's block (README "Meaning").
+    // bytes per pair and for reducescatter one rank's block (docs/src/reference/traces.md, "Meaning").
     Some(match e.call {
         Call::Barrier => ("barrier", None, 0),
         Call::Bcast => ("bcast", root, e.bytes),

@@ -107,7 +107,7 @@ fn the_oracle_notices_one_byte_of_gap() {
 
 /// compute + comm + wait is every rank's finishing time, in both models, on patterns with
 /// concurrent messages, rendezvous sizes and (own format) compute between iterations: time
-/// is attributed once (README, "What the columns mean").
+/// is attributed once (the user guide's predict chapter).
 #[test]
 fn per_rank_time_adds_up_to_the_finish_in_both_models() {
     use commperf_predict::gen::{own_pattern_string, Pattern};

@@ -1365,11 +1365,12 @@ fn million_rank_goal_broadcast_parse_time() {
 
 #[test]
 fn the_documented_example_parses() {
-    // The grammar lives in the README's predict section.
-    let doc =
-        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../README.md"))
-            .unwrap();
-    let own_format = doc.find("#### commperf's own format").unwrap();
+    // The grammar lives in the user guide's reference chapter on trace formats.
+    let doc = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/src/reference/traces.md"),
+    )
+    .unwrap();
+    let own_format = doc.find("## commperf's own format").unwrap();
     let start = own_format + doc[own_format..].find("```text\n").unwrap() + "```text\n".len();
     let end = start + doc[start..].find("```").unwrap();
     let w = own(&doc[start..end]);

@@ -3,7 +3,8 @@
 //! Line-oriented and written for people as much as for generators: `ranks N` first, then one
 //! `rank R` block per rank whose lines are that rank's calls in program order (blocking and
 //! non-blocking point-to-point with named requests, compute with units, the usual collectives).
-//! The grammar is in the README (section "Trace formats"); keep the two in step.
+//! The grammar is in the user guide (docs/src/reference/traces.md, checked against this reader
+//! by the parsers tests); keep the two in step.
 //!
 //! Collectives are expanded by [`Algorithms`](crate::collectives::Algorithms) into
 //! point-to-point messages tagged from a reserved space, so user tags must be below 2^31.

@@ -7,7 +7,7 @@
 //! Sizes go on a log2 axis (the suite measures powers of two). Overheads go on the shared µs
 //! [`Axis`] of `commperf-stats`: linear and including 0 while the values are within a factor of
 //! 30 of each other, so a flat overhead looks flat and a negative one (measurement noise around
-//! zero, see the README) sits visibly below the axis; log10 when they span more (0.02 µs at 1 B
+//! zero, see the user guide) sits visibly below the axis; log10 when they span more (0.02 µs at 1 B
 //! and 900 µs at 1 MiB), so the small sizes do not all land on zero. A log axis cannot place a
 //! value at or below 0: those go on a `≤ 0` baseline of their own (the `<=0` row of the text
 //! chart, the x axis of the SVG), never onto the lowest decade. Both renderings say which
