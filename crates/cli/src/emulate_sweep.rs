@@ -244,7 +244,7 @@ pub fn run(a: &SweepArgs) -> Result<()> {
     let outs: Vec<(&str, Option<&Path>)> =
         a.out.iter().map(|p| ("-o", Some(p.as_path()))).collect();
     crate::output::preflight(&outs)?;
-    let _dir_guard = crate::output::RunDir::create("--dir", &dir)?;
+    let _dir_guard = crate::output::OutDir::create("--dir", &dir)?;
     let exe = std::env::current_exe().context("cannot find the commperf executable")?;
     let trace = if a.predict {
         Some(monitored_trace(a, &dir, &exe)?)

@@ -274,7 +274,7 @@ fn run_local(r: &RunArgs) -> Result<()> {
     }
     // Fails now, not after the run, when the directory cannot take our files; removed again
     // if the run ends before writing any.
-    let _out = crate::output::RunDir::create("-o", &r.out)?;
+    let _out = crate::output::OutDir::create("-o", &r.out)?;
     crate::output::preflight(&[])?;
     let baseline = r.baseline.as_deref().map(load_baseline).transpose()?;
     let max = *sizes.iter().max().unwrap_or(&0) as usize;

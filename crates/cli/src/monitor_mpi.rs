@@ -45,10 +45,10 @@ pub(crate) fn clear_rank_files(dir: &Path) -> Result<()> {
     Ok(())
 }
 
-/// A run directory for the interposer's rank files ([`crate::output::RunDir`]), cleared of an
+/// A run directory for the interposer's rank files ([`crate::output::OutDir`]), cleared of an
 /// earlier run's.
-pub(crate) fn prepare_dir(flag: &str, dir: &Path) -> Result<crate::output::RunDir> {
-    let d = crate::output::RunDir::create(flag, dir)?;
+pub(crate) fn prepare_dir(flag: &str, dir: &Path) -> Result<crate::output::OutDir> {
+    let d = crate::output::OutDir::create(flag, dir)?;
     clear_rank_files(d.path())?;
     Ok(d)
 }
@@ -66,11 +66,11 @@ pub fn run(a: &MonitorArgs) -> Result<()> {
     });
     // Everything that can refuse the run does so before anything is created: the outputs
     // first (reported now, before a long run, not at its end), then the command.
-    crate::output::RunDir::check("-o", &dir)?;
+    crate::output::OutDir::check("-o", &dir)?;
     crate::output::preflight(&[])?;
     let plan = crate::preload::plan(&a.command, a.interposer.as_deref())?;
     let preload = plan.preload()?;
-    let mut out = prepare_dir("-o", &dir)?;
+    let out = prepare_dir("-o", &dir)?;
     let dir = out.path().to_path_buf();
     let mut vars = vec![
         ("LD_PRELOAD".to_string(), preload),
@@ -103,7 +103,6 @@ pub fn run(a: &MonitorArgs) -> Result<()> {
             a.command[0]
         );
     }
-    out.keep();
     let mut r = report(&dir, Some(&status));
     // A run cut short still gets its trace: what was recorded is replayable, the rest is
     // counted as left out.

@@ -157,46 +157,39 @@ pub fn preflight(outputs: &[(&str, Option<&Path>)]) -> Result<()> {
 /// A directory a run writes its files into (`-o DIR`), checked and created before the run
 /// measures anything: an existing writable directory, or a new one whose parent exists (a
 /// mistyped path does not grow a tree of directories). A directory this run created is removed
-/// again when the guard is dropped holding no file and before [`RunDir::keep`]: a run that was
-/// refused or failed before producing anything leaves nothing behind.
+/// again when the guard is dropped holding no file: a run that was refused or failed before
+/// producing anything leaves nothing behind, and one that produced something keeps it.
 #[derive(Debug)]
-pub struct RunDir {
+pub struct OutDir {
     path: std::path::PathBuf,
     created: bool,
-    kept: bool,
 }
 
-impl RunDir {
-    /// Checks that [`RunDir::create`] would succeed, creating nothing; returns whether the
+impl OutDir {
+    /// Checks that [`OutDir::create`] would succeed, creating nothing; returns whether the
     /// directory exists. `flag` names the option in errors.
     pub fn check(flag: &str, dir: &Path) -> Result<bool> {
         commperf_core::file::check_dir(dir).map_err(|e| anyhow::anyhow!("{flag} {e}"))
     }
 
     /// `flag` names the option in errors.
-    pub fn create(flag: &str, dir: &Path) -> Result<RunDir> {
-        let existed = RunDir::check(flag, dir)?;
+    pub fn create(flag: &str, dir: &Path) -> Result<OutDir> {
+        let existed = OutDir::check(flag, dir)?;
         if !existed {
             std::fs::create_dir(dir)
                 .with_context(|| format!("{flag} {}: cannot create it", dir.display()))?;
         }
         let path =
             std::fs::canonicalize(dir).with_context(|| format!("{flag} {}", dir.display()))?;
-        Ok(RunDir {
+        Ok(OutDir {
             path,
             created: !existed,
-            kept: false,
         })
     }
 
     /// The directory (absolute).
     pub fn path(&self) -> &Path {
         &self.path
-    }
-
-    /// Keeps the directory whatever happens next: the run produced something.
-    pub fn keep(&mut self) {
-        self.kept = true;
     }
 }
 
@@ -208,9 +201,9 @@ fn holds_files(dir: &Path) -> bool {
     })
 }
 
-impl Drop for RunDir {
+impl Drop for OutDir {
     fn drop(&mut self) {
-        if self.created && !self.kept && !holds_files(&self.path) {
+        if self.created && !holds_files(&self.path) {
             let _ = std::fs::remove_dir_all(&self.path);
         }
     }
