@@ -452,9 +452,11 @@ fn a_run_logged_to_a_file_says_which_benchmark_finished_and_how_many_remain() {
         assert!(*secs >= 0.0);
         sum += secs;
     }
-    // Each took its share of the run, no more.
+    // Each took its share of the run, no more: each figure is rounded to 0.1 s, so the sum may
+    // exceed the run by half a tenth per line (CI saw 1.5 s printed for a 1.39 s run).
+    let rounding = 0.05 * lines.len() as f64;
     assert!(
-        sum <= wall + 0.1,
+        sum <= wall + rounding + 0.01,
         "{sum} s of benchmarks in a {wall} s run: {e}"
     );
     // Without the hook a short run stays quiet: stderr holds at most progress lines (a loaded
