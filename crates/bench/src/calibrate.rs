@@ -1,5 +1,5 @@
 //! Calibration: measuring a network path and writing what `predict` needs to know about it, a
-//! [`Profile`] (DESIGN.md: `bench ──calibrate──► profile.json`).
+//! [`Profile`] (the architecture chapter: `bench ──calibrate──► profile.json`).
 //!
 //! A calibration is a `bench` run with a fixed content: the latency ping-pong over a size ladder
 //! (one-way time = p50 of each size) and, unless turned off, the LogGP benchmark over the same

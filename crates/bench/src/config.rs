@@ -67,7 +67,7 @@ pub fn is_uring(t: TransportKind) -> bool {
 /// How the shm transport cuts large messages.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FragmentSetting {
-    /// The fragment size per message length from the pipeline model (seed 002 §3.2).
+    /// The fragment size per message length from the pipeline model (Fröhlich et al. 2000, §3.2).
     Adaptive,
     /// Every message in fragments of this many bytes (`--fragment SIZE`); for tcp and uds, at
     /// most this many bytes per `sendmsg`.

@@ -2,7 +2,7 @@
 //! noise of both, so that a difference the measurement cannot resolve is never printed as a
 //! cost, and a variant "faster than free" is never printed at all.
 //!
-//! Each test of seed 004's extended suite is the latency test with one thing changed; its cost
+//! Each test of Kutluğ's (2000) extended suite is the latency test with one thing changed; its cost
 //! is the difference from the standard latency. On a shared VM two latency runs a second apart
 //! can differ by more than a small cost (a vCPU moved, a neighbour woke up), and on TCP with
 //! large messages the p50 itself jumps between two modes. So the baseline is measured before

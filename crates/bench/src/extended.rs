@@ -1,5 +1,5 @@
-//! Support for the extended suite of seed 004 chapter 3: each test is the latency test with one
-//! thing changed, reported with its cost over the standard latency measured in the same run.
+//! Support for the extended suite of Kutluğ (2000) chapter 3: each test is the latency test with
+//! one thing changed, reported with its cost over the standard latency measured in the same run.
 
 use crate::buf::PageBuf;
 

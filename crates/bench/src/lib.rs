@@ -7,9 +7,9 @@
 //!   peer over the control channel and collects rows; the peer ([`serve_session`]) follows.
 //! - [`limits`]: what this machine can physically do (cache-line ping-pong, memcpy), so shm
 //!   results can say how close they come.
-//! - [`pipeline`]: the pipeline model's inputs (seed 002 §3.2): each stage of the shm and socket
-//!   transports timed one packet at a time and fitted to β + P·τ, the pipelined probe that caps
-//!   the fragment size, and the fragment plan handed to the transports.
+//! - [`pipeline`]: the pipeline model's inputs (Fröhlich et al. 2000, §3.2): each stage of the shm
+//!   and socket transports timed one packet at a time and fitted to β + P·τ, the pipelined probe
+//!   that caps the fragment size, and the fragment plan handed to the transports.
 //! - [`config`]: the validated configuration the CLI hands in (library crates never see clap).
 
 pub mod buf;

@@ -2,8 +2,8 @@
 //!
 //! - one-way cache-line transfer between two CPUs: two threads, pinned, bounce one 64-byte line
 //!   (each waits for the other's value, then writes its own); one-way = round trip / 2, fastest
-//!   of several batches. No message-passing scheme between two cores can beat it, so shm latency is judged
-//!   against it (EPOS, seed 002 §3.4, reported 85–92 % of its hardware limit).
+//!   of several batches. No message-passing scheme between two cores can beat it, so shm latency is
+//!   judged against it (EPOS, Fröhlich et al. 2000, §3.4, reported 85–92 % of its hardware limit).
 //! - memcpy bandwidth between two buffers that fit in cache, and between two far larger than the
 //!   last-level cache, on one CPU and on both CPUs at once (each copying its own half). shm is
 //!   judged against the two-CPU figure at the message's own size: a transport that pipelines a

@@ -1,4 +1,4 @@
-//! LogGOPS parameters by parametrized round trips, Netgauge's PRTT method (DESIGN.md, seed 004
+//! LogGOPS parameters by parametrized round trips, Netgauge's PRTT method (Kutluğ 2000,
 //! §3.3.4), decomposed as LogGOPS does so that no parameter can come out unphysical.
 //!
 //! PRTT(n, d, s): the client sends n messages of s bytes, busy-waiting d between two sends; the
@@ -17,7 +17,7 @@
 //!   `model_exact` test says which figures a knob beyond a round trip leaves exact);
 //! - latency(s) = PRTT(1,0,s) / 2.
 //!
-//! Seed 004 then takes L = latency − o_s − o_r, which goes negative wherever the transport
+//! Kutluğ (2000) then takes L = latency − o_s − o_r, which goes negative wherever the transport
 //! overlaps the two overheads with each other or with the transfer (the shm ring pipelines its
 //! two copies; TCP over loopback delivers into the receiver's socket inside the sending call):
 //! −655 µs at 1 MiB is no latency. Instead, per protocol (a piece of the size range between two
@@ -791,7 +791,8 @@ mod tests {
     #[test]
     fn overlapping_overheads_give_an_overlap_never_a_negative_latency() {
         // The first byte reaches the receiver 250 ns before the sender's fixed overhead is
-        // over, as TCP over loopback does: seed 004's L = latency − o_s − o_r would be −250 ns.
+        // over, as TCP over loopback does: Kutluğ's (2000) L = latency − o_s − o_r would be −250
+        // ns.
         let p = LogGp {
             o_s_ns: 2000.0,
             o_r_ns: 800.0,

@@ -89,7 +89,7 @@ impl Loop {
 
 /// The buffers a ping-pong sends from and receives into: one pair reused for every message
 /// (the standard test), or a pool rotated through so that every message uses a fresh buffer on
-/// different pages (the buffer-management test, seed 004 §3.3.5).
+/// different pages (the buffer-management test, Kutluğ 2000, §3.3.5).
 #[derive(Debug)]
 pub struct Buffers<'a> {
     send: &'a mut [u8],
@@ -262,7 +262,7 @@ fn check_at(f: &commperf_transport::Fragment<'_>, seq: u64, first: &mut Option<M
 /// Ping-pong in the transport's own memory (bufmgmt's registered variant): each message is
 /// written where the transport lends its memory (`send_with`) and read where it lends it
 /// (`recv_with`), so neither side copies. Without validation nothing is written or read there:
-/// the message counts as formed in place by the application (as in registered memory, seed 004
+/// the message counts as formed in place by the application (as in registered memory, Kutluğ 2000
 /// §2.1.1), and the figure is the transport's hand-over alone. Initiator side.
 pub fn in_place_initiator<E: Endpoint>(
     ep: &mut E,
@@ -332,7 +332,7 @@ fn idle_timeout<E: Endpoint>(ep: &E, idle: std::time::Duration) -> TransportErro
 
 /// Ping-pong on `ep` while `others` stay open: every wait for the reply sweeps all endpoints,
 /// the others first, as a process holding many connections must find the one with work
-/// (seed 004 §3.3.6). One sample per round trip, as in the latency test.
+/// (Kutluğ 2000, §3.3.6). One sample per round trip, as in the latency test.
 #[allow(clippy::too_many_arguments)]
 pub fn latency_sweep_initiator<E: Endpoint + Readiness, X: Readiness>(
     ep: &mut E,
@@ -441,7 +441,7 @@ fn send_scattered<E: Endpoint + VectoredSend>(
     }
 }
 
-/// One message laid out as segments of `mem` (seed 004 §3.3.8): the message is the
+/// One message laid out as segments of `mem` (Kutluğ 2000, §3.3.8): the message is the
 /// concatenation of `mem[r]` for each range `r`, in order.
 #[derive(Debug)]
 pub struct Scattered<'a> {
@@ -574,7 +574,7 @@ impl ScatterSource for Patterned<'_, '_> {
 }
 
 /// Ping-pong whose messages (both ways) are sent from scattered segments, vectored or packed
-/// (seed 004 §3.3.8). Initiator side; one sample per timed round trip, as in the latency test.
+/// (Kutluğ 2000, §3.3.8). Initiator side; one sample per timed round trip, as in the latency test.
 /// With `lp.validate` every outgoing message carries its pattern across the segments and every
 /// reply (received contiguous) is checked against its own.
 pub fn scattered_initiator<E: Endpoint + VectoredSend>(

@@ -1,6 +1,7 @@
-//! Stage timing for the pipeline model (seed 002 §3.2): each stage of the shm transport's
-//! pipelined path, timed for packets sent one at a time over a ladder of packet sizes, fitted
-//! to `β + P·τ` by linear regression, and turned into the fragment plan the transport follows.
+//! Stage timing for the pipeline model (Fröhlich et al. 2000, §3.2): each stage of the shm
+//! transport's pipelined path, timed for packets sent one at a time over a ladder of packet sizes,
+//! fitted to `β + P·τ` by linear regression, and turned into the fragment plan the transport
+//! follows.
 //!
 //! Why it is shaped so:
 //! - **The stages as the transport runs them, one packet at a time.** Two threads pinned to the
@@ -450,9 +451,9 @@ pub fn pipelined_cap(points: &[PipelinedPoint]) -> Option<u64> {
 const PROBE_ROUNDS: usize = 3;
 
 /// Times and fits the shm stages between `cpus` (sender first), then bounds the fragment size
-/// by the pipelined probe: the stages are fitted one packet at a time, as seed 002 fits them,
-/// but on this machine a fragment larger than the first-level cache costs more per byte when
-/// the two copies run at once than the isolated stages say (measured by the probes), which
+/// by the pipelined probe: the stages are fitted one packet at a time, as Fröhlich et al. (2000)
+/// fits them, but on this machine a fragment larger than the first-level cache costs more per byte
+/// when the two copies run at once than the isolated stages say (measured by the probes), which
 /// a line cannot express. The probe also runs at the other [`PIPELINED_MODEL_PROBES`]: the
 /// model takes its steady state from them (`PipelineModel::time_us`).
 pub fn shm_profile(clock: &Clock, cpus: [usize; 2]) -> Result<PipelineProfile, StageError> {

@@ -1,4 +1,4 @@
-//! `commperf app`: seed 004's Table 5.1 as a command. Runs programs (the NAS-pattern kit of
+//! `commperf app`: Kutluğ's (2000) Table 5.1 as a command. Runs programs (the NAS-pattern kit of
 //! `apps/nas/`, compiled on demand with each MPI's mpicc, or any MPI command after `--`) over a
 //! list of MPI stacks, each run under the monitor's interposer (the launch `commperf monitor --
 //! mpirun …` uses), and prints the completion time per program × stack beside the program's

@@ -1,7 +1,7 @@
-//! `commperf app --loop`: issue 15's loop, closed and measured. Per stack, its LogGP parameters
-//! at the MPI layer (`commperf bench loggp --transport mpi`, 2 ranks under the stack's own
-//! launch); the reference stack is the one with the least small-message cost o_s + L + o_r.
-//! Each program's monitored run on the reference is converted into a trace (the one `commperf
+//! `commperf app --loop`: the loop bench → monitor → predict, closed and measured. Per stack, its
+//! LogGP parameters at the MPI layer (`commperf bench loggp --transport mpi`, 2 ranks under the
+//! stack's own launch); the reference stack is the one with the least small-message cost o_s + L +
+//! o_r. Each program's monitored run on the reference is converted into a trace (the one `commperf
 //! monitor --trace` writes) and replayed in-process by the predict crate's LogGP model with every
 //! stack's parameters; each other stack is emulated on the reference by the interposer's knobs
 //! set to the parameters' differences. Both are set against the runs the study already made.
@@ -45,11 +45,11 @@ pub const LOGGP_ITERS: u64 = 500;
 /// Rounds of each stack's `bench loggp` (one per stack a round, the stacks in turn); the loop
 /// keeps, per stack, the round with the least one-way time over the sizes (their geometric
 /// mean) of those that gave parameters. A few seconds of one bench meet a disturbance of the
-/// machine now and then: in one study of five mpich-shm's parameters came out three times the others' (L 305 ns), in another
-/// ompi-tcp's G came out below zero beyond its noise and the stack had none. The test VM's slow
-/// spells (a cache line crossing its vCPUs in 160 ns, not 31) raise every figure of a round
-/// (mpich-shm's one-way 0.18 → 0.65 µs) and came in two of a stack's three rounds in two
-/// studies running: a median kept them, the least keeps the undisturbed one.
+/// machine now and then: in one study of five mpich-shm's parameters came out three times the
+/// others' (L 305 ns), in another ompi-tcp's G came out below zero beyond its noise and the stack
+/// had none. The test VM's slow spells (a cache line crossing its vCPUs in 160 ns, not 31) raise
+/// every figure of a round (mpich-shm's one-way 0.18 → 0.65 µs) and came in two of a stack's three
+/// rounds in two studies running: a median kept them, the least keeps the undisturbed one.
 pub const LOGGP_ROUNDS: usize = 3;
 /// What the goal calls close: |error| within 10 %.
 pub const GOAL_PERCENT: f64 = 10.0;

@@ -1,4 +1,4 @@
-//! Sensitivity curves for `commperf app --sweep L=0,5,20us`: seed 001's study (which LogGP
+//! Sensitivity curves for `commperf app --sweep L=0,5,20us`: Martin's (1999) study (which LogGP
 //! parameter does each program's run time depend on?) run per program on one stack of the
 //! study, so that the page of the study shows them beside the program's profile and its times
 //! on the real stacks.

@@ -1,11 +1,12 @@
-//! `commperf emulate calibrate`: seed 001's calibration of the LogGP knobs on a real transport.
+//! `commperf emulate calibrate`: Martin's (1999) calibration of the LogGP knobs on a real
+//! transport.
 //!
 //! The model transport checks the knob arithmetic exactly (`cargo test -p commperf-emulate`);
 //! this verb checks what a real transport makes of it, where the knobs sit on top of a
 //! transport's own overlaps and noise. It starts a local peer process (as `monitor run` does),
 //! sets each knob alone to each value on *both* ends (the peer learns the knobs with each step),
 //! measures LogGP with the same PRTT loops and fit `bench loggp` uses, and judges each setting
-//! by the seed's two criteria against a knob-at-zero baseline measured in the same run, between
+//! by Martin's two criteria against a knob-at-zero baseline measured in the same run, between
 //! the knobs, so slow drift of a shared machine hits baseline and setting alike.
 //!
 //! It also measures the decorator's cost with every knob at zero: ping-pong through `Emulated`
@@ -24,7 +25,7 @@ use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 use std::time::Duration;
 
-/// Criteria of seed 001's calibration: a knob moves its own parameter by the set amount within
+/// Criteria of Martin's (1999) calibration: a knob moves its own parameter by the set amount within
 /// 5 % (or 50 ns, where that is larger) and every other one by less than 5 %.
 const REL: f64 = 0.05;
 const ABS_NS: f64 = 50.0;
@@ -824,7 +825,7 @@ fn peer_done(ctrl: &mut Control) -> Result<()> {
 /// plus the set amount on the knob's own parameter and nothing elsewhere; where LogP ties them
 /// it is the mixture: a sender cannot inject faster than its overhead (g ≥ o), so with Δo
 /// above the transport's g the stream's g becomes max(g, o + Δo); and a ping-pong cannot run
-/// faster than g, so with g above a round trip PRTT(1) no longer gives L. Seed 001's Myrinet
+/// faster than g, so with g above a round trip PRTT(1) no longer gives L. Martin's (1999) Myrinet
 /// had g above o and round trips above g; shm has neither, and judging g against its bare
 /// 55 ns under Δo = 1 µs would call LogP's own assumption a knob's failure.
 #[allow(clippy::too_many_arguments)]
@@ -859,8 +860,9 @@ fn judge(
         // relative weights (on shm an expected o_s 31 ns short of Δo was that, not physics).
         // Except L over a transport that overlaps its overheads: ΔL first fills the overlap;
         // and G, whose pacing can remove contention the bare stream had (see
-        // `expected_figures`): LogGP's expectation, as for the others. The others move as LogGP's expectation says (0 unless LogP ties them to the knob);
-        // without a fit of the expected figures, by nothing.
+        // `expected_figures`): LogGP's expectation, as for the others. The others move as LogGP's
+        // expectation says (0 unless LogP ties them to the knob); without a fit of the expected
+        // figures, by nothing.
         let exp = if is_own && p != Param::BigG {
             Some(if p == Param::L {
                 (v - overlap_ns).max(0.0)
@@ -926,7 +928,7 @@ fn judge(
         }
     }
     // An own parameter that cannot be measured fails the knob; another that cannot is noted
-    // but does not (the seed's criterion is about what moved).
+    // but does not (Martin's criterion is about what moved).
     let pass = own.iter().all(|d| d.within == Some(true))
         && others.iter().all(|d| d.within != Some(false));
     Row {
@@ -999,8 +1001,8 @@ fn expected_figures(base: &[SizePrtt], k: Knob, v: f64) -> Vec<SizePrtt> {
                 }
                 Knob::LowerG => gap += v,
                 Knob::UpperG => {
-                    // The knob holds each end ΔG·s after its own work on a message (the
-                    // seed's stall after injection), so a stream's message time is the
+                    // The knob holds each end ΔG·s after its own work on a message (Martin's
+                    // stall after injection), so a stream's message time is the
                     // slower end's own time plus ΔG·s, or the transport's stream time if
                     // that is longer. Where both ends' copies contend in a bare stream (shm:
                     // its gap is above either end's own time at 1..4 KiB), pacing removes the

@@ -1,5 +1,5 @@
 //! `commperf emulate [--o D] [--g D] [--G D] [--L D] -- mpirun -np 4 ./app`: an unmodified MPI
-//! program run with seed 001's LogGP knobs inside the interposer `monitor` preloads (the knobs
+//! program run with Martin's (1999) LogGP knobs inside the interposer `monitor` preloads (the knobs
 //! themselves are C, crates/pmpi/csrc/emulate.c, applied on point-to-point calls).
 //!
 //! Why its own module beside `emulate` (the transport calibration): it is the MPI counterpart,
@@ -636,7 +636,7 @@ struct MpiCalibration {
 }
 
 #[cfg_attr(not(feature = "mpi"), allow(dead_code))] // used by `calibrate` (feature mpi)
-/// Seed 001's two criteria, as `emulate calibrate` applies them on the transports: the own
+/// Martin's (1999) two criteria, as `emulate calibrate` applies them on the transports: the own
 /// parameter moves by the set value ± 5 % (or ± 50 ns; for G, 50 ns over the largest message),
 /// every other by less than 5 % of its baseline (or 50 ns).
 fn judge_mpi(k: Knob, set: f64, base: &MpiParams, got: &MpiParams, max_size: f64) -> MpiRow {

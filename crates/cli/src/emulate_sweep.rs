@@ -1,4 +1,4 @@
-//! `commperf emulate sweep --knob L=0,5,10,20us [--repeat N] -- COMMAND`: seed 001's
+//! `commperf emulate sweep --knob L=0,5,10,20us [--repeat N] -- COMMAND`: Martin's (1999)
 //! sensitivity study as a command. The study itself (settings, interleaved order, medians,
 //! slowdowns, noise band, exporters) is `commperf_emulate::sweep`; this module runs the program
 //! once per setting under the interposer's knobs, each run in its own process group with a
@@ -7,7 +7,7 @@
 //!
 //! With `--predict`, the program is first run once under `commperf monitor --trace` (knobs at
 //! zero); `predict` then replays that trace with each knob raised, in LogGP mode and in
-//! contention mode, and the table puts predicted beside measured slowdown (issue 14, item 5).
+//! contention mode, and the table puts predicted beside measured slowdown.
 
 use crate::output::{print, write_atomically};
 use crate::probe::MachineProbe;
@@ -736,7 +736,7 @@ fn add_predictions(
     });
     let base_cont = predict_ns(Model::Contention, &base, &tcom).map_err(anyhow::Error::msg)?;
     result.add_prediction("contention", |k, v| {
-        // Seed 003's model has a message's end-to-end cost and the links, no separate
+        // Papaefstathiou's (2001) model has a message's end-to-end cost and the links, no separate
         // overhead or gap: L and 2·o shift Tcom, G raises its slope; g has no place in it.
         let t = match k {
             Knob::L => tcom.shifted(v, 0.0),

@@ -1,4 +1,4 @@
-//! `commperf monitor`: seed 000's monitor on commperf's own transports.
+//! `commperf monitor`: Liao et al.'s (1998) monitor on commperf's own transports.
 //!
 //! `monitor run` starts a local peer process (the bench launcher), builds the data channel,
 //! and runs a ping-pong or stream workload, in rounds that alternate the same loop unmonitored
@@ -6,8 +6,8 @@
 //! difference). The global clock is synchronized before the first size and again between sizes
 //! when its interval has passed, and once more at the end for the error bound. It saves the
 //! run (`run.json`, optionally `trace.txt` for `predict`) and prints the signature.
-//! `monitor report` re-renders a saved run. The MPI form, `monitor [-o DIR] -- COMMAND`, is
-//! issue 13 item 6 (the `pmpi` crate) and slots into [`MonitorArgs::command`].
+//! `monitor report` re-renders a saved run. The MPI form, `monitor [-o DIR] -- COMMAND`, comes from
+//! the `pmpi` crate (the interposer) and slots into [`MonitorArgs::command`].
 
 use crate::output::{print, write_atomically};
 use anyhow::{bail, Context, Result};
@@ -69,7 +69,7 @@ pub enum Pattern {
     Stream,
 }
 
-/// Which of the monitor's parts run in a block (seed 000 Figures 7–10).
+/// Which of the monitor's parts run in a block (Liao et al. 1998, Figures 7–10).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Serialize, Deserialize)]
 pub enum PartSel {
     /// No monitor: the inner endpoint alone (the anchor; always measured)
@@ -537,8 +537,8 @@ fn cost_lines(run: &MonitorRun) -> String {
     s
 }
 
-/// Seed 000 Figures 7–10 as a table: each kind of block's figure, its cost per message and its
-/// bandwidth change against the unmonitored anchor (`none`) of the same run.
+/// Liao et al. (1998) Figures 7–10 as a table: each kind of block's figure, its cost per message
+/// and its bandwidth change against the unmonitored anchor (`none`) of the same run.
 fn parts_table(pattern: &str, parts: &[PartFigures]) -> String {
     let stream = pattern == "stream";
     let Some(anchor) = parts.iter().find(|p| p.parts == "none") else {

@@ -101,8 +101,8 @@ fn calibrate_measures_shm_into_a_profile() {
     assert_eq!(p["schema_version"], 2);
     assert_eq!(p["source"], "commperf calibrate --transport shm");
     assert_eq!(p["transport"], "shm");
-    // The pipeline stages (seed 002 §3.2), and the fragment cap from the pipelined probe: the
-    // largest fragment within 3 % of the fastest.
+    // The pipeline stages (Fröhlich et al. 2000, §3.2), and the fragment cap from the pipelined
+    // probe: the largest fragment within 3 % of the fastest.
     let pl = &p["pipeline"];
     let names: Vec<&str> = (pl["stages"].as_array().unwrap().iter())
         .map(|s| s["name"].as_str().unwrap())

@@ -1051,7 +1051,7 @@ fn all_quick_runs_every_benchmark_with_a_tenth_of_the_iterations() {
         sizes.into_iter().collect::<Vec<_>>(),
         vec![4, 64, 4096, 65536, 1 << 20]
     );
-    // The table ends with seed 004's Table 3.1 layout at 4 B.
+    // The table ends with Kutluğ's (2000) Table 3.1 layout at 4 B.
     let t = commperf(&["bench", "loggp", "--quick", "-t", "uds"]);
     let text = String::from_utf8(t.stdout).unwrap();
     assert!(

@@ -1,4 +1,4 @@
-//! Rough edges of the binary (issue 11 items 6–8 and 10): a full or closed standard output,
+//! Rough edges of the binary: a full or closed standard output,
 //! where the two ends run and what the header says about it, messages that agree with what is
 //! accepted, binary files given as text, GOAL for every generated pattern, and the progress
 //! lines a long run writes to a log.

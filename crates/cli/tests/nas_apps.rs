@@ -1,4 +1,4 @@
-//! The NAS-pattern skeletons of `apps/nas/` (the sensitivity study's programs, issue 14 item 4):
+//! The NAS-pattern skeletons of `apps/nas/` (the sensitivity study's programs):
 //! each is compiled here with Open MPI's mpicc, run with 4 ranks under `commperf monitor`, and
 //! must (a) verify its own data (checksum equal to the expected one, exit 0), and (b) send
 //! exactly the point-to-point messages its pattern's formula gives for its parameters, pair by

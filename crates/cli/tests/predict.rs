@@ -126,7 +126,7 @@ fn the_binomial_tree_costs_what_the_tree_says() {
     // 0 posts its 5 sends at once (no dependencies): all 5 arrive at 5.004 µs (rank 16, a leaf,
     // finishes then). Rank 1 then sends 4 at once: it finishes at 5.004 + 5.0032. Rank 31 is the
     // last leaf: 0 → 1 → 3 → 7 → 15 → 31, each parent's sends sharing its uplink 5, 4, 3, 2 and
-    // 1 at a time: 5 × 5 µs + 15 × 0.8 ns. (Before issue 12 the latency was shared too: 15 hops
+    // 1 at a time: 5 × 5 µs + 15 × 0.8 ns. (A model sharing the latency too gave 15 hops
     // of 5.0008 µs.)
     let p = json(&["predict", "--trace", &data("binary_tree_32.goal")]);
     let t = |r: usize| p["ranks"][r]["finish_us"].as_f64().unwrap();
@@ -494,7 +494,7 @@ fn loggp_parameters_given_as_loggopsim_takes_them() {
 fn link_rates_read_b_as_bytes_and_small_b_as_bits() {
     // One 1,000,000-byte message between two hosts of the crossbar under the default profile
     // (10 Gbit/s = 1.25 B/ns, 5 µs): 5 + 1e6 / 1.25 ns = 805 µs. `--link host=1.25GB/s` is the
-    // same bandwidth (1.25 gigabytes per second), so the same 805 µs; issue 12 read it as
+    // same bandwidth (1.25 gigabytes per second), so the same 805 µs; an older reading took it as
     // gigabits, 8× slower.
     let t = tmp("one-message.trace");
     std::fs::write(

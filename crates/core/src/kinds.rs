@@ -71,7 +71,7 @@ named_enum!(
         /// The same with a completion queue over the N endpoints, against sweeping them.
         Cq => "cq",
         /// Large messages in each fixed fragment size of a ladder and in the adaptive one,
-        /// beside the pipeline model's T(L, P) (seed 002 §3.2).
+        /// beside the pipeline model's T(L, P) (Fröhlich et al. 2000, §3.2).
         Pipeline => "pipeline",
     }
 );

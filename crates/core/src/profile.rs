@@ -1,7 +1,7 @@
 //! The profile file: what `commperf calibrate` measured about a network, in the form `predict`
-//! needs it. The quiet-network cost `Tcom(size)` is kept as the fitted pieces themselves (seed 003
-//! fits one line below a packet and one above), never as a raw link bandwidth: the pieces carry
-//! the software overheads a bandwidth figure would leave out.
+//! needs it. The quiet-network cost `Tcom(size)` is kept as the fitted pieces themselves
+//! (Papaefstathiou 2001 fits one line below a packet and one above), never as a raw link bandwidth:
+//! the pieces carry the software overheads a bandwidth figure would leave out.
 
 use crate::Machine;
 use serde::{Deserialize, Serialize};
@@ -38,16 +38,17 @@ pub struct Profile {
     /// The measured points the pieces were fitted to: size and one-way time.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub points: Vec<TcomPoint>,
-    /// The stages a large message is pipelined through, each as `β + P·τ` (seed 002 §3.2), for
-    /// the pipeline model and adaptive fragmenting. Absent from version 1 profiles and from
-    /// calibrations of transports without a measured pipeline.
+    /// The stages a large message is pipelined through, each as `β + P·τ` (Fröhlich et al. 2000,
+    /// §3.2), for the pipeline model and adaptive fragmenting. Absent from version 1 profiles and
+    /// from calibrations of transports without a measured pipeline.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pipeline: Option<PipelineProfile>,
 }
 
 /// The fitted stages of one transport's pipelined path: each stage costs
 /// `beta_us + P · tau_us_per_byte` for a packet (fragment) of `P` bytes, fitted by linear
-/// regression to non-pipelined transfers over a ladder of packet sizes (seed 002 §3.2, Table 1).
+/// regression to non-pipelined transfers over a ladder of packet sizes (Fröhlich et al. 2000, §3.2,
+/// Table 1).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PipelineProfile {
     /// [`PIPELINE_SCHEMA_VERSION`] of the writer.

@@ -16,7 +16,7 @@
 //! (`10mbps`: tc reads it as megabytes per second, SimGrid as nothing, the SI as millibits); and
 //! any other unit.
 //!
-//! Before this parser (issue 12), `testbed --rate` read rates as tc does and `predict --link`
+//! Before this parser, `testbed --rate` read rates as tc does and `predict --link`
 //! had a reading of its own, both ignoring case, and they disagreed on `bps`: bytes to tc
 //! (`10mbps` = 80 Mbit/s), bits to predict (which also read `10GB` as gigabits). Here case
 //! carries the meaning (`B` bytes, `b` bits: `bps`, `kbps`, `Mbps` are bits, as in SimGrid); the
@@ -199,7 +199,7 @@ mod tests {
 
     #[test]
     fn bytes_are_capital_b_and_bits_small_b_always() {
-        // The case of issue 12: 1.25GB/s is ten gigabits, not 1.25.
+        // A case once misread: 1.25GB/s is ten gigabits, not 1.25.
         assert_eq!(bps("1.25GB/s"), 10e9);
         assert_eq!(bps("10Gb/s"), 10e9);
         assert_eq!(bps("10Gbit/s"), 10e9);

@@ -11,8 +11,8 @@ use serde::{Deserialize, Serialize};
 /// Version of the result schema written by this build.
 ///
 /// 2: `L_us` of a loggp row is LogGOPS's size-independent L of the row's protocol piece (it was
-/// seed 004's latency − o_s − o_r at that size, which could be negative); loggp rows gained the
-/// per-byte overheads, the overlap and the piece; any row may carry `notes`.
+/// Kutluğ's (2000) latency − o_s − o_r at that size, which could be negative); loggp rows gained
+/// the per-byte overheads, the overlap and the piece; any row may carry `notes`.
 pub const SCHEMA_VERSION: u32 = 2;
 
 /// A whole run.
@@ -224,9 +224,9 @@ pub struct Row {
     /// `exchange_us` is one exchange at this size, both sides sending and receiving together,
     /// and the piece's `send_wait_us` the part of the send call spent waiting for the receiver
     /// (the exchange is that much below o_s + o_r), or its `duplex_us`, how much the exchange
-    /// takes beyond o_s + o_r where the two directions slow each other. A figure that is not identifiable at the
-    /// measured sizes, or came out below zero beyond its noise, is absent and a note says why;
-    /// none is ever negative.
+    /// takes beyond o_s + o_r where the two directions slow each other. A figure that is not
+    /// identifiable at the measured sizes, or came out below zero beyond its noise, is absent and a
+    /// note says why; none is ever negative.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub o_s_us: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -273,8 +273,8 @@ pub struct Row {
     /// (`adaptive: eq8`, `adaptive: recurrence`, `adaptive: whole`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fragment_rule: Option<String>,
-    /// pipeline: seed 002's eq. 7 at this size and fragment (the approximation `model_us`, the
-    /// exact recurrence, is compared with).
+    /// pipeline: Fröhlich et al.'s (2000) eq. 7 at this size and fragment (the approximation
+    /// `model_us`, the exact recurrence, is compared with).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub eq7_us: Option<f64>,
     /// Pairs of ranks that measured at once (OSU's multi-pair tests, under `--launcher mpi` or

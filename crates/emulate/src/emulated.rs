@@ -335,7 +335,7 @@ impl<E: Probe, T: Timer> Emulated<E, T> {
     }
 
     /// g and G at the receiving end: a receive begins at least Δg + ΔG·s after the previous
-    /// one (of s bytes) returned. The seed's firmware stalls only the sender's NIC, because on
+    /// one (of s bytes) returned. Martin's firmware stalls only the sender's NIC, because on
     /// Myrinet that loop *is* the stream's bottleneck; in a software transport the bottleneck
     /// may be either end (shm's stream is bound by the receiver's copy), and a delay taken
     /// only at the sender then overlaps the receiver's per-byte work instead of adding to it

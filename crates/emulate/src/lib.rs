@@ -1,24 +1,24 @@
 //! LogGP emulation: [`Emulated<E>`] slows one LogGP parameter of any commperf transport by a set
 //! amount, leaving the others alone, so that a program's sensitivity to each can be measured
-//! (seed 001, Martin's apparatus, Figure 2.2).
+//! (Martin 1999, the apparatus of Figure 2.2).
 //!
-//! Why a decorator: the knobs must sit *inside* the communication layer, where the seed put them
-//! (host library and NIC firmware), not around the program. A scenario adapter (EPOS, seed 002)
-//! wraps any realization without the realization knowing, so the same knobs apply to shm, TCP,
-//! Unix sockets, io_uring and the model transport. Each knob is applied the way the seed applies
-//! it:
+//! Why a decorator: the knobs must sit *inside* the communication layer, where Martin put them
+//! (host library and NIC firmware), not around the program. A scenario adapter (EPOS, Fröhlich et
+//! al. 2000) wraps any realization without the realization knowing, so the same knobs apply to shm,
+//! TCP, Unix sockets, io_uring and the model transport. Each knob is applied the way Martin
+//! applies it:
 //!
 //! - **o**: each side spins Δo (busy CPU): the sender before handing a message over, the
 //!   receiver after taking one, before returning it;
 //! - **g**: successive injections from one sender, and successive receptions at one receiver
 //!   (LogP's g bounds both), are at least Δg further apart than the transport makes them: the
 //!   wait is taken after each send (receive) returned, before the next, and only when needed,
-//!   so an endpoint under the rate never waits. The seed stalls only its NIC's transmit loop,
+//!   so an endpoint under the rate never waits. Martin stalls only its NIC's transmit loop,
 //!   which on Myrinet is the stream's bottleneck; a software stream may be bound by either end
 //!   (shm's by the receiver's copy), so both ends are paced and the knob adds to whichever
 //!   binds: g + G·s becomes g + G·s + Δg, not max(g + G·s, Δg);
-//! - **G**: likewise ΔG·s longer at both ends, and the message is delivered ΔG·s later (the
-//!   seed stalls ΔG per 100 bytes of each fragment after injecting it; a fragment of s bytes
+//! - **G**: likewise ΔG·s longer at both ends, and the message is delivered ΔG·s later (Martin
+//!   stalls ΔG per 100 bytes of each fragment after injecting it; a fragment of s bytes
 //!   costs ΔG·s in all, which is what pacing by ΔG·s gives without splitting messages);
 //! - **L**: a delay queue at the receiver: a message is not delivered before its arrival +
 //!   ΔL (+ ΔG·s); later messages queue behind with their own due times, so gap and bandwidth

@@ -157,7 +157,7 @@ fn latency_knob_moves_l_only() {
 }
 
 /// A stream bound by the receiver, as shm's is (its receive copy is the slower one): the
-/// stream's g + G·s is the receiver's o_r + O_r·s, not the NIC's. The seed's g and G add to the
+/// stream's g + G·s is the receiver's o_r + O_r·s, not the NIC's. Martin's g and G add to the
 /// stream's bottleneck (there the NIC's transmit loop); here both ends are paced, so the knob
 /// still adds exactly: g + G·s + Δg (+ ΔG·s), and nothing else moves. A delay taken only at the
 /// sender would give max(NIC + Δg, receiver): at Δg = 1000 ns that is 1300 + 0.05·s against

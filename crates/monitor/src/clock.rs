@@ -1,5 +1,5 @@
-//! The software global clock (seed 000 §2.2): rank 0's clock is global time. Rank 0 asks each
-//! peer for its time several times and keeps the sample with the smallest round trip
+//! The software global clock (Liao et al. 1998, §2.2): rank 0's clock is global time. Rank 0 asks
+//! each peer for its time several times and keeps the sample with the smallest round trip
 //! (Cristian: the reply was read somewhere inside that round trip, so the offset is known to
 //! ± RTT/2, the bound every result carries). It then sends each peer the offset table. Global
 //! re-synchronizations are rare (default every 5 minutes); between them each rank converts with

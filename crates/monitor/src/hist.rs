@@ -1,5 +1,5 @@
-//! Seed 000's multi-dimensional histograms: per message, size × latency for each stage, keyed by
-//! sender, receiver, message type and program tag.
+//! Liao et al.'s (1998) multi-dimensional histograms: per message, size × latency for each stage,
+//! keyed by sender, receiver, message type and program tag.
 //!
 //! Both axes are log-linear (as HDR histograms are): values below `2^SUB_BITS` have a bin each,
 //! above that every power of two is split into `2^SUB_BITS` equal bins, so the relative width of
@@ -85,8 +85,8 @@ pub const LAT_BINS: LogLinear = LogLinear {
     max_log2: 40,
 };
 
-/// The stages of a message's latency that software can see (seed 000 §2.3, Figure 4; defined
-/// in the user guide, docs/src/reference/methods.md).
+/// The stages of a message's latency that software can see (Liao et al. 1998, §2.3, Figure 4;
+/// defined in the user guide, docs/src/reference/methods.md).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Stage {
@@ -186,7 +186,7 @@ pub struct MsgRecord {
     pub dst: u32,
     pub bytes: u64,
     pub kind: MsgKind,
-    /// Seed 000 §2.5: which program sent it, so programs monitored at once stay apart.
+    /// Liao et al. (1998) §2.5: which program sent it, so programs monitored at once stay apart.
     pub program: u32,
     pub source_ns: Option<i64>,
     pub net_ns: Option<i64>,

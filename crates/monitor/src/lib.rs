@@ -1,5 +1,5 @@
-//! commperf's communication monitor: seed 000's Shrimp firmware monitor, rebuilt in software
-//! below the programming model.
+//! commperf's communication monitor: Liao et al.'s (1998) Shrimp firmware monitor, rebuilt in
+//! software below the programming model.
 //!
 //! Why a monitor and not a benchmark: a benchmark says how fast the communication layer can be;
 //! the monitor says how fast it was for one program, where the time went (source, net,
@@ -15,7 +15,7 @@
 //! * [`hist`] holds the 2-D size × latency histograms per stage, keyed by sender, receiver,
 //!   type and program, and [`MsgRecord`], the transport-independent input the MPI interposer
 //!   also feeds.
-//! * [`signature`] turns histograms and a baseline into seed 000's performance signature.
+//! * [`signature`] turns histograms and a baseline into Liao et al.'s (1998) performance signature.
 //! * [`trace`] keeps optional per-message records and writes them as a trace `predict` replays.
 //! * [`run`] is the saved run file.
 

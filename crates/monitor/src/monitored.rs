@@ -1,5 +1,5 @@
-//! [`Monitored<E>`]: the monitoring scenario adapter (EPOS, seed 002 §2.2) over any endpoint, in
-//! the shape of smoltcp's `Tracer<D>`: `new(inner, config)`, `get_ref`, `get_mut`,
+//! [`Monitored<E>`]: the monitoring scenario adapter (EPOS, Fröhlich et al. 2000, §2.2) over any
+//! endpoint, in the shape of smoltcp's `Tracer<D>`: `new(inner, config)`, `get_ref`, `get_mut`,
 //! `into_inner`, and every capability the inner endpoint has, forwarded.
 //!
 //! What the application sees is unchanged: the same tags, lengths, bytes and errors. On the wire
@@ -22,7 +22,7 @@
 //! memory this endpoint owns: no locks, no logging, no allocation once a (key, size bin) has
 //! been seen. Pausing ([`Monitor::pause`]) keeps the trailer (the peer still strips it) but skips
 //! clock reads and recording. [`Parts`] switches the sender's part, the receiver's part and the
-//! clock on one at a time (seed 000 Figures 7–10), to attribute the cost. A receive's
+//! clock on one at a time (Liao et al. 1998, Figures 7–10), to attribute the cost. A receive's
 //! conversions and histogram adds wait for the endpoint's next call (see `Pending`), so a
 //! ping-pong's answer does not wait for them.
 
@@ -43,8 +43,8 @@ pub const TRAILER: usize = 24;
 const MAGIC: u16 = 0xC0F1;
 const STAMPED: u8 = 1;
 
-/// The start/stop switch (seed 000 §2.1): one handle shared by every endpoint of a program, so
-/// the program can bracket the phase it wants to look at. Cloning shares the switch.
+/// The start/stop switch (Liao et al. 1998, §2.1): one handle shared by every endpoint of a
+/// program, so the program can bracket the phase it wants to look at. Cloning shares the switch.
 #[derive(Debug, Clone)]
 pub struct Monitor(Arc<AtomicBool>);
 
@@ -71,8 +71,8 @@ impl Default for Monitor {
     }
 }
 
-/// Which of the monitor's parts run: seed 000 Figures 7–10 switch them on one at a time to
-/// attribute the monitor's cost.
+/// Which of the monitor's parts run: Liao et al. (1998) Figures 7–10 switch them on one at a time
+/// to attribute the monitor's cost.
 ///
 /// * `send`: the sender's part: its clock reads (call entry, stamp at the hand-over, call
 ///   exit), the stamp, and the source stage into the histograms.
@@ -144,7 +144,7 @@ pub struct MonitorConfig {
     /// This end's rank and the peer's (rank 0's clock is global time).
     pub rank: u32,
     pub peer_rank: u32,
-    /// Program tag stamped into every message (seed 000 §2.5).
+    /// Program tag stamped into every message (Liao et al. 1998, §2.5).
     pub program: u32,
     pub switch: Monitor,
     /// Messages of at least this many bytes are recorded as rendezvous (e.g. shm's single-copy

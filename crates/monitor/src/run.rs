@@ -57,7 +57,7 @@ pub struct ClockReport {
     pub ranks: Vec<RankClock>,
 }
 
-/// The file beside `run.json` holding a `--parts` run's figures (seed 000 Figures 7–10).
+/// The file beside `run.json` holding a `--parts` run's figures (Liao et al. 1998, Figures 7–10).
 pub const PARTS_FILE: &str = "parts.json";
 
 /// One kind of block of a `--parts` run: which parts were on and its figure per size, in the

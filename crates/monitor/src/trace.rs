@@ -1,5 +1,6 @@
-//! Per-message records (issue 13 item 7) and their rendering as a commperf trace that
-//! `commperf predict` replays: `monitor` → `predict`, the loop DESIGN.md draws.
+//! Per-message records and their rendering as a commperf trace that
+//! `commperf predict` replays: `monitor` → `predict`, the loop of the user guide's architecture
+//! chapter.
 //!
 //! Each monitored endpoint keeps its records in a buffer allocated once at its configured
 //! capacity; when it is full, further records are dropped and counted, so the application is

@@ -318,8 +318,8 @@ impl<C: LocalClock> LocalClock for Counting<C> {
     }
 }
 
-/// Seed 000 Figures 7–10: each part switched on alone records exactly its own stages and reads
-/// the clock exactly where it should (three reads per message on each side that runs).
+/// Liao et al. (1998) Figures 7–10: each part switched on alone records exactly its own stages and
+/// reads the clock exactly where it should (three reads per message on each side that runs).
 #[test]
 fn each_part_records_only_its_own_stages() {
     use commperf_monitor::Parts;

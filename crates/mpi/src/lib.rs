@@ -1,4 +1,4 @@
-//! commperf's MPI layer (seed 004 chapter 4): the whole suite measured with MPI calls, the
+//! commperf's MPI layer (Kutluğ 2000, chapter 4): the whole suite measured with MPI calls, the
 //! transports measured between ranks that mpirun placed, and OSU-style multi-pair runs.
 //!
 //! Why a crate of its own, apart from `transport` and `bench`: building against MPI needs an MPI

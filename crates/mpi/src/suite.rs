@@ -1,4 +1,4 @@
-//! The suite at the MPI layer (seed 004 chapter 4), SPMD: every rank runs the same schedule,
+//! The suite at the MPI layer (Kutluğ 2000, chapter 4), SPMD: every rank runs the same schedule,
 //! the initiator of each pair times and keeps the rows, its responder answers. Before every
 //! measurement all ranks meet at a barrier, so the pairs of a multi-pair run measure together.
 //!

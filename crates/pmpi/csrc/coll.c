@@ -1,7 +1,7 @@
 /* commperf-pmpi: collectives built of messages under the LogGP knobs (`commperf emulate`,
  * `--collectives p2p`, the default while a knob is set).
  *
- * On Martin's NIC (seed 001) a collective is a pattern of messages, each paying the knobs; an
+ * On Martin's NIC (Martin 1999) a collective is a pattern of messages, each paying the knobs; an
  * MPI library's own collectives run below PMPI, where the point-to-point hooks never see them.
  * So the shim hands the common collectives to this file, which runs them over PMPI point-to-point
  * calls, each message through the same hooks as a program's own sends and receives
@@ -198,7 +198,8 @@ static int c_sendrecv(cctx *x, const void *sb, int sn, MPI_Datatype st, int to, 
     return rc;
 }
 
-/* ---- local data -------------------------------------------------------------------------------- */
+/* ---- local data --------------------------------------------------------------------------------
+ * */
 
 static int contiguous(MPI_Datatype dt) {
     int s = 0;
@@ -248,7 +249,8 @@ static void unpack(const void *in, uint64_t in_bytes, void *out, int count, MPI_
     PMPI_Unpack(in, (int)in_bytes, &pos, out, count, dt, MPI_COMM_SELF);
 }
 
-/* ---- tree and fold arithmetic (collectives.rs) ------------------------------------------------- */
+/* ---- tree and fold arithmetic (collectives.rs) -------------------------------------------------
+ * */
 
 static inline int virt(int r, int root, int n) { return (r - root + n) % n; }
 static inline int real_(int v, int root, int n) { return (v + root) % n; }
@@ -281,7 +283,8 @@ static void owned(fold f, int lo, int hi, int *a, int *b) {
         return (RC);                                                                               \
     } while (0)
 
-/* ---- the collectives -------------------------------------------------------------------------- */
+/* ---- the collectives --------------------------------------------------------------------------
+ * */
 
 int cpmpi_coll_barrier(MPI_Comm comm) {
     cctx *x = ctx_of(comm);

@@ -1,4 +1,4 @@
-/* commperf-pmpi LogGP knobs: the MPI side of `commperf emulate` (seed 001, Martin's apparatus,
+/* commperf-pmpi LogGP knobs: the MPI side of `commperf emulate` (Martin 1999, the apparatus of
  * Figure 2.2, moved from NIC firmware into the PMPI layer of an unmodified program).
  *
  * Configured once at MPI_Init from COMMPERF_EMULATE ("o=5us,g=0ns,G=0.5ns,L=20us": the verb
@@ -14,7 +14,7 @@
  * - o: the sender spins Δo before handing the message to PMPI; the receiver spins Δo after a
  *   receive completes (after L's hold, "before taking it").
  * - g: injections of one sender are at least Δg apart: after an injection the next one may not
- *   start before it + Δg; the wait is taken only when the next injection comes earlier (the seed
+ *   start before it + Δg; the wait is taken only when the next injection comes earlier (Martin
  *   stalls its NIC after injection, which never blocks the host while it stays under the rate).
  *   "After an injection" is when the non-blocking send returned: a blocking send whose call
  *   also waits for the receiver (rendezvous, Ssend, Sendrecv's receive) is run as its

@@ -1,5 +1,5 @@
-//! commperf-pmpi: monitoring unmodified MPI programs (seed 000's monitor, below the programming
-//! model, for programs nobody here wrote).
+//! commperf-pmpi: monitoring unmodified MPI programs (Liao et al.'s (1998) monitor, below the
+//! programming model, for programs nobody here wrote).
 //!
 //! Three parts, because MPI handles are pointers in Open MPI and ints in MPICH and the wrappers
 //! must match one library's `mpi.h` exactly:
@@ -21,8 +21,8 @@
 //!   bounded rings, a writer thread that drains them every `COMMPERF_PMPI_FLUSH_MS` (50) ms into
 //!   `DIR/rank-N.cpmpi` (format in [`format`]), drops counted when a ring is full, the application
 //!   never blocked.
-//! - **the reader** ([`read_dir`], [`match_messages`], [`summarize`]): typed errors naming the file,
-//!   send/receive matching by MPI's non-overtaking order, per-message stages ([`Message`]).
+//! - **the reader** ([`read_dir`], [`match_messages`], [`summarize`]): typed errors naming the
+//!   file, send/receive matching by MPI's non-overtaking order, per-message stages ([`Message`]).
 //! - **the trace writer** ([`to_trace`]): a run as a commperf own-format trace that `commperf
 //!   predict` replays, and as a Chrome trace-event timeline, with what could not be replayed
 //!   left out and counted ([`TraceStats`]).
@@ -45,7 +45,8 @@
 //! its misses cost no clock read and record nothing. Persistent requests: every MPI_Start(all)
 //! of a request made by MPI_Send_init (and its variants) or MPI_Recv_init is one message,
 //! recorded like an Isend/Irecv ([`Call::StartSend`], [`Call::StartRecv`]). Not recorded:
-//! matched probes (MPI_Mprobe/Mrecv), nonblocking collectives, one-sided communication. Two communicators over the same group share an id.
+//! matched probes (MPI_Mprobe/Mrecv), nonblocking collectives, one-sided communication. Two
+//! communicators over the same group share an id.
 
 pub mod install;
 mod read;

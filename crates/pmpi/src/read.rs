@@ -715,10 +715,10 @@ pub struct PairMedian {
     pub clock_bound_ns: f64,
 }
 
-/// The all-pairs clock check (seed 000 §3.2) for one message size: when every pair of ranks
-/// exchanges same-size messages both ways, the median net latency should be the same for every
-/// ordered pair; a rank whose clock offset is wrong by δ moves its outgoing medians by −δ and its
-/// incoming ones by +δ. So the spread of the medians (largest − smallest) is at most the true
+/// The all-pairs clock check (Liao et al. 1998, §3.2) for one message size: when every pair of
+/// ranks exchanges same-size messages both ways, the median net latency should be the same for
+/// every ordered pair; a rank whose clock offset is wrong by δ moves its outgoing medians by −δ and
+/// its incoming ones by +δ. So the spread of the medians (largest − smallest) is at most the true
 /// latency differences plus `clock_bound_ns`, what the clocks' error bounds allow.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct AllPairs {

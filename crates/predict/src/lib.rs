@@ -1,5 +1,6 @@
-//! Prediction of communication time with network contention: seed 003's CCMOD, calibrated from
-//! commperf's own measurements, and a LogGP model of the same workloads for comparison.
+//! Prediction of communication time with network contention: Papaefstathiou's (2001) CCMOD,
+//! calibrated from commperf's own measurements, and a LogGP model of the same workloads for
+//! comparison.
 //!
 //! It needs only `core` and `stats`: a prediction is made from files (a trace, a topology, a
 //! profile) and can be made and tested without any transport. The pieces follow CCMOD's three

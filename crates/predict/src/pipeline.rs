@@ -1,5 +1,5 @@
-//! The communication-pipeline model of seed 002 (EPOS, §3.2–3.3): a message of `L` bytes is split
-//! into packets (fragments) of `P` bytes that move through stages, stage `i` costing
+//! The communication-pipeline model of Fröhlich et al. (2000) (EPOS, §3.2–3.3): a message of `L`
+//! bytes is split into packets (fragments) of `P` bytes that move through stages, stage `i` costing
 //! `β_i + P·τ_i` per packet; `T(L, P)` is the message's time through the pipeline and
 //! `P_opt(L)` the packet size that minimizes it. The adaptive choice turns the model into a
 //! fragment size per message length, which the transports use.
@@ -53,7 +53,8 @@ pub enum PipelineError {
     Bounds { min: u64, max: u64 },
 }
 
-/// `fill_β + fill_τ·P + ⌈L/P⌉·(per_β + per_τ·P)`: seed 002's eq. 7 in general form (µs, bytes).
+/// `fill_β + fill_τ·P + ⌈L/P⌉·(per_β + per_τ·P)`: Fröhlich et al.'s (2000) eq. 7 in general form
+/// (µs, bytes).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Eq7 {
     pub fill_beta_us: f64,
@@ -108,7 +109,7 @@ impl Stage {
 /// How [`PipelineModel::choose`] arrived at a fragment size.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Rule {
-    /// One piece (seed 002 §3.3's short-message path): no packet size beats it.
+    /// One piece (Fröhlich et al. 2000, §3.3's short-message path): no packet size beats it.
     Whole,
     /// Eq. 8's `P_opt`, within 1 % of the exact recurrence's best.
     Eq8,
@@ -598,7 +599,7 @@ mod tests {
 
     const KB: f64 = 1024.0;
 
-    /// Seed 002's Table 1 (β in µs, τ in µs/KB).
+    /// Fröhlich et al.'s (2000) Table 1 (β in µs, τ in µs/KB).
     fn epos() -> Eq7 {
         Eq7::epos(3.0, 5.9 / KB, 0.6, 7.6 / KB, 1.3)
     }

@@ -1,6 +1,6 @@
 //! Building a [`Profile`] from measurements: Tcom as a piecewise-linear regression of one-way
-//! times with breakpoints found automatically (seed 003 fits two pieces, below and above a
-//! packet; a protocol change adds more).
+//! times with breakpoints found automatically (Papaefstathiou 2001 fits two pieces, below and above
+//! a packet; a protocol change adds more).
 
 use commperf_core::{Profile, TcomPiece, TcomPoint, PROFILE_SCHEMA_VERSION};
 

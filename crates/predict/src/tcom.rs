@@ -1,4 +1,4 @@
-//! The quiet-network cost `Tcom(size)` and its inverse (seed 003, Example 3).
+//! The quiet-network cost `Tcom(size)` and its inverse (Papaefstathiou 2001, Example 3).
 //!
 //! A message of `len` bytes costs `Tcom(len)` on a quiet network: the piece holding `len` gives
 //! `a + b·len`. Under contention it progresses at its bandwidth availability, so the engine keeps

@@ -1,6 +1,6 @@
 //! A deterministic mutation fuzzer for the three trace readers.
 //!
-//! DESIGN.md promises that no input makes commperf panic. Every example file (and a few
+//! commperf promises that no input makes it panic. Every example file (and a few
 //! own-format traces) is mutated thousands of times — byte flips, deletions, duplications and
 //! insertions of tokens that have broken parsers before (huge and negative numbers, `1e400`,
 //! `nan`, braces, NUL, invalid UTF-8 made lossy) — and fed to every reader. Each must return

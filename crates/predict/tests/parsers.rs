@@ -522,7 +522,7 @@ fn simgrid_v_collectives_take_the_counts_every_rank_writes() {
     // root's line only (vcoll.trace: gatherv to rank 1, scatterv from rank 2, zeros on the
     // others' lines). Every rank must expand the call with the whole vector, each rank's
     // block taken from its own line, or the tree algorithms' forwarded blocks disagree
-    // between sender and receiver (issue 12).
+    // between sender and receiver.
     for (gather, scatter) in [
         (GatherAlgo::Linear, ScatterAlgo::Linear),
         (GatherAlgo::Binomial, ScatterAlgo::Binomial),
@@ -599,7 +599,7 @@ fn simgrid_v_collective_counts_that_disagree_are_refused_by_place() {
 
 #[test]
 fn simgrid_datatypes_are_simgrids_table_and_unknown_ids_are_refused() {
-    // 26 is MPI_C_DOUBLE_COMPLEX, 16 bytes: 10 of them are 160 bytes, not 10 (issue 12).
+    // 26 is MPI_C_DOUBLE_COMPLEX, 16 bytes: 10 of them are 160 bytes, not 10.
     let w = sg("0 send 1 0 10 26\n1 recv 0 0 10 26\n");
     assert_eq!(
         w.op(0),

@@ -1,4 +1,4 @@
-//! Issue 12, item 2: the contention model against SimGrid. SimGrid's own replay examples over
+//! The contention model against SimGrid. SimGrid's own replay examples over
 //! the same platform (a cluster with real link latencies, split-duplex and shared private links)
 //! must come out within 5 % of SimGrid 3.32's simulated time, small messages and large alike.
 //! SimGrid's answers are stored (data/simgrid-answers.dat, provenance in data/SOURCES.md), so

@@ -12,7 +12,8 @@
 //! Shaping: the host → switch direction is the egress of the namespace-side veth, the switch
 //! → host direction the egress of the bridge-side veth (a bridge port's egress is where the
 //! bridge hands a frame to that host). Both carry the same qdisc, so a message from a to b is
-//! limited on a's uplink and on b's downlink, the two directed links of seed 003's crossbar.
+//! limited on a's uplink and on b's downlink, the two directed links of Papaefstathiou's (2001)
+//! crossbar.
 
 use std::net::Ipv4Addr;
 use std::process::{Command, Stdio};

@@ -1,5 +1,5 @@
 //! Completion queues: one wait over many endpoints that says which one has work, instead of
-//! asking each endpoint in turn (seed 004 §3.3.9). One small trait, two realizations: an epoll
+//! asking each endpoint in turn (Kutluğ 2000, §3.3.9). One small trait, two realizations: an epoll
 //! set (for the tcp and uds transports) and an io_uring whose completion queue receives a
 //! multishot poll completion per endpoint that has input (for the uring transports, whose
 //! process already speaks io_uring). Shared-memory rings have no kernel object to wait on; their

@@ -43,7 +43,7 @@ pub struct EndpointConfig {
     /// Longest time to wait for the peer to make any progress before giving up.
     pub idle_timeout: Duration,
     /// In [`Mode::Block`]: checks made by spinning before going to sleep (0 = sleep at once).
-    /// A spin-then-block hybrid, as MVIA did (seed 004 §3.3.7).
+    /// A spin-then-block hybrid, as MVIA did (Kutluğ 2000, §3.3.7).
     pub block_spins: u32,
 }
 
@@ -90,7 +90,7 @@ pub fn gather(parts: &[&[u8]], offset: usize, piece: &mut [u8]) {
 }
 
 /// Capability: asking, without waiting, whether a message has (begun to) arrive. What a
-/// process holding many endpoints sweeps to find the one with work (seed 004 §3.3.6).
+/// process holding many endpoints sweeps to find the one with work (Kutluğ 2000, §3.3.6).
 pub trait Readiness {
     fn readable_now(&self) -> Result<bool, TransportError>;
 

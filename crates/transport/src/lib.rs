@@ -1,9 +1,9 @@
 //! commperf's communication layer: one small [`Endpoint`] trait and its realizations.
 //!
-//! Shaped after EPOS (seed 002): one network-adapter interface, several realizations chosen by a
-//! key at the top of a run ([`TransportKind`]), each under `sys/` with the same shape (mio's
-//! idea). Benchmarks are generic over `E: Endpoint`, so the timed loops are statically dispatched;
-//! the runtime choice happens once, outside them.
+//! Shaped after EPOS (Fröhlich et al. 2000): one network-adapter interface, several realizations
+//! chosen by a key at the top of a run ([`TransportKind`]), each under `sys/` with the same shape
+//! (mio's idea). Benchmarks are generic over `E: Endpoint`, so the timed loops are statically
+//! dispatched; the runtime choice happens once, outside them.
 
 pub mod affinity;
 pub mod backoff;

@@ -1,6 +1,6 @@
-/* The all-pairs clock check (seed 000 §3.2): every pair of ranks exchanges same-size messages
- * both ways in turn (ping-pong, blocking MPI_Send/MPI_Recv), N round trips per size, pair after
- * pair in the same order on every rank. Per size, every ordered pair then carries exactly N
+/* The all-pairs clock check (Liao et al. 1998, §3.2): every pair of ranks exchanges same-size
+ * messages both ways in turn (ping-pong, blocking MPI_Send/MPI_Recv), N round trips per size, pair
+ * after pair in the same order on every rank. Per size, every ordered pair then carries exactly N
  * messages, and the median net latency of every ordered pair should be the same up to the
  * clocks' error: a rank whose clock offset is off moves its outgoing medians one way and its
  * incoming ones the other, which the monitor's "all-pairs spread" shows.

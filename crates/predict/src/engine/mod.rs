@@ -1,4 +1,5 @@
-//! The engines: seed 003's contention model and a LogGP (LogGOPS) model over the same workload.
+//! The engines: Papaefstathiou's (2001) contention model and a LogGP (LogGOPS) model over the same
+//! workload.
 
 mod loggops;
 mod queue;
@@ -14,7 +15,7 @@ use crate::workload::Workload;
 /// Which model predicts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Model {
-    /// Seed 003: link contention and background load over a topology.
+    /// Papaefstathiou (2001): link contention and background load over a topology.
     Contention,
     /// LogGP/LogGOPS: endpoint contention only (CPU overhead o, NIC gap g and G, latency L).
     LogGp,
@@ -26,8 +27,8 @@ pub enum Background {
     None,
     /// The same fraction of every link's bandwidth, all the time.
     Const(f64),
-    /// Exponentially distributed around `mean` per link, redrawn every `period_ns` (seed 003
-    /// Listing Seven), capped at 0.95.
+    /// Exponentially distributed around `mean` per link, redrawn every `period_ns` (Papaefstathiou
+    /// 2001 Listing Seven), capped at 0.95.
     Exp {
         mean: f64,
         period_ns: f64,
@@ -47,7 +48,8 @@ pub struct LinkClass {
 /// How the two directions of a cable share its bandwidth (contention model).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Sharing {
-    /// Each direction has the full bandwidth (seed 003's routing array: a row per direction).
+    /// Each direction has the full bandwidth (Papaefstathiou's (2001) routing array: a row per
+    /// direction).
     #[default]
     FullDuplex,
     /// Both directions share one capacity: SimGrid's default `SHARED` link policy. The reverse
@@ -296,7 +298,7 @@ pub enum LoggpReceive {
     /// holds the CPU for o_r + max(O, G)·(s−1) while the rest comes in.
     #[default]
     FirstByte,
-    /// LogGP as Alexandrov et al. define it, and as `commperf emulate` slows G (seed 001: G
+    /// LogGP as Alexandrov et al. define it, and as `commperf emulate` slows G (Martin 1999: G
     /// is the sender's wire): the last byte arrives o_s + L + G·(s−1) after the send starts,
     /// and the receive holds the CPU for o_r + O·(s−1) only. The receiver's CPU is free while
     /// the bytes travel, so two ranks exchanging large messages both compute or send meanwhile,
@@ -649,8 +651,8 @@ pub fn predict(inputs: &Inputs<'_>, cfg: &PredictConfig) -> Result<Outcome, Pred
     })
 }
 
-/// `--bounds` (seed 003: predict bounds, not single figures): the best case without background
-/// load, and the average and worst over `runs` seeded background draws (seeds `seed`,
+/// `--bounds` (Papaefstathiou 2001: predict bounds, not single figures): the best case without
+/// background load, and the average and worst over `runs` seeded background draws (seeds `seed`,
 /// `seed + 1`, …), run on all cores. A constant load needs one draw.
 pub fn bounds(inputs: &Inputs<'_>, cfg: &PredictConfig, runs: u32) -> Result<Bounds, PredictError> {
     let runs = match cfg.background {

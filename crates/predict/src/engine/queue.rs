@@ -9,7 +9,7 @@
 //! Slots are for events that move: a contention flow's end changes whenever its bandwidth
 //! does. Pushing a new event per change and skipping the stale ones on pop left every old
 //! version in the heap — O(active²) entries when k flows share a link and each end re-times
-//! the other k (issue 12: 24 GB on a pipelined ring). A slot holds at most one entry, re-keyed
+//! the other k (24 GB on a pipelined ring). A slot holds at most one entry, re-keyed
 //! in place, so the queue is bounded by the active flows plus the one-shot events.
 
 use std::cmp::{Ordering, Reverse};

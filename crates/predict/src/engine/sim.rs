@@ -1,6 +1,6 @@
-//! The contention model's simulation (seed 003): operations start when their dependencies
-//! allow, sends and receives match in MPI order, and a message's transfer is a flow over links.
-//! (The LogGP model follows LogGOPSim's own rules and has its own engine, `loggops`.)
+//! The contention model's simulation (Papaefstathiou 2001): operations start when their
+//! dependencies allow, sends and receives match in MPI order, and a message's transfer is a flow
+//! over links. (The LogGP model follows LogGOPSim's own rules and has its own engine, `loggops`.)
 //!
 //! Virtual time is f64 nanoseconds. Events are ordered by (time, sequence number), so equal
 //! times resolve in the order the events were created: the same input always gives the same
@@ -725,8 +725,8 @@ impl<'a> Sim<'a> {
         )?;
         // Latency is not shared: the links' latency (scaled by the latency factor) and Tcom's
         // start-up intercept elapse at rate 1 before the message takes its share of the links;
-        // only the bytes are divided by the bandwidth availability (seed 003's BA divides the
-        // bandwidth), stretched by the inverse of the bandwidth factor.
+        // only the bytes are divided by the bandwidth availability (Papaefstathiou's (2001) BA
+        // divides the bandwidth), stretched by the inverse of the bandwidth factor.
         let links_lat: f64 = route.iter().map(|&l| self.class_latency[l as usize]).sum();
         let quiet = self.tcom.quiet_ns(m.bytes);
         let start_up = self.tcom.latency_ns(m.bytes);

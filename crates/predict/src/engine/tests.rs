@@ -380,8 +380,8 @@ fn bounds_run_best_average_and_worst() {
 fn concurrent_small_messages_do_not_serialize_on_latency() {
     // 8 ranks each send 1 B to rank 0 at once over links with 10 µs of latency each (two per
     // route). Each pays 1000 ns of Tcom intercept + 20 µs of links alone; then the 8 bytes
-    // share rank 0's downlink at 1/8 each: 8 ns. Dividing the latency by the share, as before
-    // issue 12, gave 8 × 21,001 ns = 168 µs.
+    // share rank 0's downlink at 1/8 each: 8 ns. Dividing the latency by the share, as an older
+    // model did, gave 8 × 21,001 ns = 168 µs.
     let mut ranks: Vec<Vec<OpKind>> = (1..=8).map(|_| vec![send(0, 1)]).collect();
     ranks.insert(0, (1..=8).map(|s| recv(s, 1)).collect());
     let cfg = PredictConfig {
@@ -449,8 +449,8 @@ fn linear_alltoall(nranks: u32, bytes: u64) -> Workload {
 
 #[test]
 fn the_event_queue_holds_one_entry_per_active_flow() {
-    // Issue 12: every change of a flow's bandwidth pushed a new end event and left the old one
-    // in the heap, so k flows on a link left O(k²) entries behind (24 GB on a 16-rank pipelined
+    // An older queue: every change of a flow's bandwidth pushed a new end event and left the old
+    // one in the heap, so k flows on a link left O(k²) entries behind (24 GB on a 16-rank pipelined
     // ring). The queue may hold the active flows plus a few one-shot events (an epoch, a
     // calc's end per rank), never the history of changes. Checked after every event.
     let exp = PredictConfig {
@@ -533,7 +533,7 @@ fn a_pipelined_ring_moves_each_links_segments_together() {
     // All of rank 0's segments pay Tcom's 1000 ns intercept at once (latency is not shared),
     // then share its link for their one byte each and end together at 1000 + segments · 1 ns;
     // each next link then carries all of them at once the same way. (Sharing the latency too,
-    // as before issue 12, gave segments · Tcom(1 B) per link: 334× longer here.)
+    // as an older model did, gave segments · Tcom(1 B) per link: 334× longer here.)
     let (n, s) = (6u32, 500u32);
     let p = predict(
         &Fixture::new(pipelined_ring(n, s)).inputs(),
@@ -548,7 +548,7 @@ fn a_pipelined_ring_moves_each_links_segments_together() {
 #[test]
 fn a_pairwise_exchange_on_a_crossbar_takes_one_tcom_per_step() {
     // Every step uses each host's up- and downlink once, and every step's flows end at one
-    // instant. Before issue 12 a flow whose end was due at that instant was re-timed by
+    // instant. In an older engine a flow whose end was due at that instant was re-timed by
     // another's end there first, to a rounding error later; that skew grew into real overlap
     // between steps (a 128-rank exchange came out 1.65× too long).
     let n = 128u32;

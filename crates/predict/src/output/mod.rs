@@ -19,8 +19,9 @@ pub struct Prediction {
     pub schema_version: u32,
     /// `commperf <version>`.
     pub tool: String,
-    /// `contention` (seed 003), `loggp` (LogGOPS as LogGOPSim charges it, endpoint contention
-    /// only) or `loggp (last-byte)` (the same with LogGP's original receive, `--loggp-receive`).
+    /// `contention` (Papaefstathiou 2001), `loggp` (LogGOPS as LogGOPSim charges it, endpoint
+    /// contention only) or `loggp (last-byte)` (the same with LogGP's original receive,
+    /// `--loggp-receive`).
     pub model: String,
     pub trace: String,
     pub trace_format: String,
@@ -45,7 +46,7 @@ pub struct Prediction {
     /// The busiest links (by busy time, then bytes), busiest first: names `from->to`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub bottlenecks: Vec<String>,
-    /// Knee capacity of the busiest link (seed 003 Figure 5).
+    /// Knee capacity of the busiest link (Papaefstathiou 2001, Figure 5).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub knee: Option<Knee>,
     /// Best, average and worst case over background-load draws (`--bounds`).
@@ -82,8 +83,8 @@ pub struct LinkUse {
     pub max_contention: u32,
 }
 
-/// Seed 003 Figure 5: the busiest link's throughput in packets per second against what it can
-/// carry under the background load.
+/// Papaefstathiou (2001) Figure 5: the busiest link's throughput in packets per second against what
+/// it can carry under the background load.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Knee {
     pub link: String,

@@ -1,5 +1,5 @@
-//! A [`Timeline`] as an SVG space-time diagram (seed 003, Figure 6): one horizontal line per
-//! rank, a colored box per span (compute, send, receive, wait), a line per message from the
+//! A [`Timeline`] as an SVG space-time diagram (Papaefstathiou 2001, Figure 6): one horizontal line
+//! per rank, a colored box per span (compute, send, receive, wait), a line per message from the
 //! start of its send to its arrival, a time axis with ticks and units, and a legend.
 //!
 //! Sends are drawn in the upper half of a rank's band and receives in the lower half, so a

@@ -1,4 +1,5 @@
-//! Seed 003's two-level network of small switches (its Listing One, the Myrinet example).
+//! Papaefstathiou's (2001) two-level network of small switches (its Listing One, the Myrinet
+//! example).
 //!
 //! `hosts` hosts sit in groups of `group` on first-level switches `sw1_0 … sw1_{F-1}` (F =
 //! hosts / group); there are `group` second-level switches `sw2_0 … sw2_{group-1}` and one
@@ -6,8 +7,8 @@
 //! `S1toS2[i] = rand() % LperG`, each *host* gets one static, seeded choice of second-level
 //! switch at build time; a message leaving the group always climbs through its source host's
 //! choice: `h_s → sw1_{g(s)} → sw2_{c(s)} → sw1_{g(d)} → h_d`. Within a group it is
-//! `h_s → sw1_g → h_d`. The choice is static (not per message) because that is what the seed
-//! models: contention depends on which hosts happen to share a second-level switch.
+//! `h_s → sw1_g → h_d`. The choice is static (not per message) because that is what
+//! Papaefstathiou (2001) models: contention depends on which hosts happen to share a second-level switch.
 //!
 //! Link layout (every cable is two directed links, up first): host `i` is links `2i` (up,
 //! class `host`) and `2i+1` (down); the cable between `sw1_f` and `sw2_s` is links
@@ -16,7 +17,7 @@
 use super::{Link, Network, TopologyError};
 use crate::rng::Rng;
 
-/// Seed 003's two-level Clos network with static seeded uplink choices.
+/// Papaefstathiou's (2001) two-level Clos network with static seeded uplink choices.
 #[derive(Debug, Clone)]
 pub struct Clos {
     hosts: u32,

@@ -1,9 +1,9 @@
 //! Networks: which directed links a message from one host to another crosses.
 //!
-//! Every cable is full duplex, so it appears as two directed links (seed 003's routing array has
-//! a column per link and a row per direction; here each (link, direction) is one id). A network
-//! only routes; bandwidth and latency belong to link *classes* (`host`, `switch`, …), which the
-//! prediction configures, so one topology serves any link speed.
+//! Every cable is full duplex, so it appears as two directed links (Papaefstathiou's (2001) routing
+//! array has a column per link and a row per direction; here each (link, direction) is one id). A
+//! network only routes; bandwidth and latency belong to link *classes* (`host`, `switch`, …), which
+//! the prediction configures, so one topology serves any link speed.
 
 mod clos;
 mod crossbar;
@@ -128,7 +128,7 @@ impl<N: Network + ?Sized> Network for Box<N> {
 pub enum TopologySpec {
     /// One switch with a port per rank.
     Crossbar,
-    /// Seed 003's two-level network of small switches (Listing One).
+    /// Papaefstathiou's (2001) two-level network of small switches (Listing One).
     Clos { hosts: u32, group: u32 },
     /// k-ary fat tree (k even): k³/4 hosts.
     FatTree { k: u32 },

@@ -12,7 +12,7 @@
 //!   lends the message from the registered receive buffer, filled by `READ_FIXED`. The copying
 //!   path uses plain memory: [`Endpoint::send`] and [`crate::VectoredSend`] submit one `SENDMSG`
 //!   straight from the caller's slices, [`Endpoint::recv`] submits `RECV` straight into the
-//!   caller's buffer. The `bufmgmt` benchmark compares the two (seed 004 §3.2.4).
+//!   caller's buffer. The `bufmgmt` benchmark compares the two (Kutluğ 2000, §3.2.4).
 //! * **Completion.** [`Mode::Poll`] reaps the completion queue in user space, spinning (no
 //!   syscall to find a completion). [`Mode::Block`] sleeps in `io_uring_enter(GETEVENTS)` with
 //!   the idle timeout as the wait's own timeout; `block_spins` reaps first (spin-then-block).

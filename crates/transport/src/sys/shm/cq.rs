@@ -1,4 +1,4 @@
-//! A completion queue over many rings: the shm answer to epoll (seed 004 §3.3.9).
+//! A completion queue over many rings: the shm answer to epoll (Kutluğ 2000, §3.3.9).
 //!
 //! Endpoints of the other process post their key into it each time they publish a record, so
 //! one poller reads one queue instead of sweeping every ring. Many producers claim slots with a
@@ -75,10 +75,10 @@ impl fmt::Debug for CqMap {
     }
 }
 
-/// A completion queue in shared memory: the shm answer to epoll (seed 004 §3.3.9). Endpoints of
+/// A completion queue in shared memory: the shm answer to epoll (Kutluğ 2000, §3.3.9). Endpoints of
 /// the *other* process post their key into it each time they publish a record
-/// ([`super::ShmEndpoint::set_notify`]), so one poller reads one queue instead of sweeping every ring.
-/// Many producers, one consumer; polling reads a cache line, blocking sleeps on a futex.
+/// ([`super::ShmEndpoint::set_notify`]), so one poller reads one queue instead of sweeping every
+/// ring. Many producers, one consumer; polling reads a cache line, blocking sleeps on a futex.
 #[derive(Debug)]
 pub struct ShmCq {
     pub(super) map: CqMap,
