@@ -1071,6 +1071,7 @@ mod tests {
                     ],
                     most_sensitive: Some("o".into()),
                     notes: Vec::new(),
+                    partial: false,
                 }),
             },
             crate::app_sweep::Sensitivity {

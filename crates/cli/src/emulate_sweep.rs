@@ -166,6 +166,12 @@ impl Runner for EmulatedRuns<'_> {
         self.probe?.read()
     }
 
+    fn stop_requested(&mut self) -> bool {
+        // The program runs in its own process group: a Ctrl-C at the terminal reaches
+        // commperf, not the run in hand, which finishes.
+        crate::interrupt::requested()
+    }
+
     fn run(&mut self, setting: &Setting) -> Result<f64, String> {
         self.n += 1;
         let log = self.dir.join(format!("run-{:03}.log", self.n));
@@ -245,6 +251,7 @@ pub fn run(a: &SweepArgs) -> Result<()> {
         a.out.iter().map(|p| ("-o", Some(p.as_path()))).collect();
     crate::output::preflight(&outs)?;
     let _dir_guard = crate::output::OutDir::create("--dir", &dir)?;
+    crate::interrupt::install();
     let exe = std::env::current_exe().context("cannot find the commperf executable")?;
     let trace = if a.predict {
         Some(monitored_trace(a, &dir, &exe)?)
@@ -286,6 +293,14 @@ pub fn run(a: &SweepArgs) -> Result<()> {
         let json = serde_json::to_string_pretty(r)? + "\n";
         write_atomically(&dir.join("sweep.json"), json.as_bytes())
     };
+    let trace = trace.filter(|_| {
+        if result.partial {
+            result
+                .notes
+                .push("Not predicted: the sweep was interrupted.".into());
+        }
+        !result.partial
+    });
     if let Some(trace) = &trace {
         // The measurements are on disk before any prediction runs: a replay can take long.
         save(&result)?;
@@ -301,6 +316,12 @@ pub fn run(a: &SweepArgs) -> Result<()> {
         crate::say(&format!("commperf: wrote {}", p.display()));
     }
     print(&render(&result, a.format)?)?;
+    let finished = result
+        .settings
+        .iter()
+        .map(|s| s.runs_s.len() + s.failures.len())
+        .sum();
+    crate::interrupt::check_partial(result.partial, finished, "run")?;
     let failed = result
         .settings
         .iter()

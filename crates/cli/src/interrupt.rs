@@ -57,18 +57,21 @@ pub fn ignore_in_peer() {
 /// says it and exits [`EXIT_INTERRUPTED`].
 #[derive(Debug)]
 pub struct Interrupted {
-    /// Result rows that finished and were kept.
-    pub rows: usize,
+    /// How many of the run's units finished and were kept.
+    pub finished: usize,
+    /// The unit, singular: "result row" (bench), "run" (emulate sweep).
+    pub unit: &'static str,
 }
 
 impl std::fmt::Display for Interrupted {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "interrupted: the {} result row{} that finished were printed and saved, marked \
-             partial",
-            self.rows,
-            if self.rows == 1 { "" } else { "s" }
+            "interrupted: the {} {}{} that finished {} printed and saved, marked partial",
+            self.finished,
+            self.unit,
+            if self.finished == 1 { "" } else { "s" },
+            if self.finished == 1 { "was" } else { "were" }
         )
     }
 }
@@ -76,9 +79,9 @@ impl std::fmt::Display for Interrupted {
 impl std::error::Error for Interrupted {}
 
 /// `Err(Interrupted)` when the run was cut short (`partial`), after its results were saved.
-pub fn check_partial(partial: bool, rows: usize) -> anyhow::Result<()> {
+pub fn check_partial(partial: bool, finished: usize, unit: &'static str) -> anyhow::Result<()> {
     if partial {
-        return Err(Interrupted { rows }.into());
+        return Err(Interrupted { finished, unit }.into());
     }
     Ok(())
 }

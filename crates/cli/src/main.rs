@@ -129,7 +129,7 @@ fn run_bench(b: &cli::BenchArgs, cfg: commperf_bench::BenchConfig) -> Result<()>
     // The results first: a figure that cannot be drawn must not cost the measurements.
     output::emit(&report, b.output.format, b.output.out.as_deref())?;
     write_figures(b, &report)?;
-    interrupt::check_partial(report.partial, report.results.len())
+    interrupt::check_partial(report.partial, report.results.len(), "result row")
 }
 
 /// Every file `bench` writes, and standard output, checked before it measures anything.

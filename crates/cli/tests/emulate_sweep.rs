@@ -192,6 +192,119 @@ fn sweep_measures_keeps_failures_and_predicts() {
     assert!(dir.join("sweep.json").is_file() && dir.join("monitor/trace.txt").is_file());
 }
 
+/// Ctrl-C during a sweep: the run in hand finishes (the program runs in its own process group,
+/// out of the terminal's reach), no other starts, and what finished is summarized, printed and
+/// saved (stdout, `sweep.json`, `-o`) marked partial; exit 130.
+#[test]
+#[cfg_attr(
+    not(commperf_has_openmpi),
+    ignore = "needs Open MPI (mpicc.openmpi, mpirun.openmpi: apt-get install libopenmpi-dev openmpi-bin)"
+)]
+fn an_interrupted_sweep_saves_the_runs_that_finished() {
+    use std::io::{BufRead, BufReader, Read};
+    use std::process::Stdio;
+    let test = "an_interrupted_sweep_saves_the_runs_that_finished";
+    need(test, &["mpicc.openmpi", "mpirun.openmpi"]);
+    let s = Scratch::new("sweep", test);
+    let prog = s.0.join("sweepapp");
+    compile("mpicc.openmpi", "sweepapp.c", &prog);
+    let (dir, md) = (s.0.join("out"), s.0.join("s.md"));
+    let mut child = Command::new(exe())
+        .args(["emulate", "sweep", "--knob", "L=0,50us", "--repeat", "3"])
+        .args(["--format", "json", "--dir"])
+        .arg(&dir)
+        .arg("-o")
+        .arg(&md)
+        .args(["--", "mpirun.openmpi", "-np", "2", "--oversubscribe"])
+        .arg(&prog)
+        .arg(ITERS.to_string())
+        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id() as i32;
+    // A sweep that ignored the interrupt would run to its end; one that hung is killed.
+    std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_secs(600));
+        // SAFETY: kill(2) on the child this test started; no memory is involved.
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+    });
+    let mut out = child.stdout.take().unwrap();
+    let stdout = std::thread::spawn(move || {
+        let mut v = Vec::new();
+        out.read_to_end(&mut v).unwrap();
+        v
+    });
+    let mut err = BufReader::new(child.stderr.take().unwrap());
+    let mut seen = String::new();
+    loop {
+        let mut line = String::new();
+        assert!(err.read_line(&mut line).unwrap() > 0, "ended early: {seen}");
+        seen.push_str(&line);
+        if line.starts_with("commperf: run 2/9:") {
+            break;
+        }
+    }
+    // SAFETY: kill(2) sends a signal to the child this test started.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGINT) }, 0);
+    err.read_to_string(&mut seen).unwrap();
+    let status = child.wait().unwrap();
+    let stdout = stdout.join().unwrap();
+    assert_eq!(status.code(), Some(130), "{seen}");
+    // Each run is announced before it starts: the second was in hand when the interrupt came
+    // (a third only if the test was descheduled past the whole second run).
+    let started = seen
+        .lines()
+        .filter(|l| l.starts_with("commperf: run "))
+        .count();
+    assert!((2..9).contains(&started), "{seen}");
+    assert!(
+        seen.contains("commperf: interrupted: stopping after the current measurement"),
+        "{seen}"
+    );
+    assert!(
+        seen.contains(&format!(
+            "commperf: interrupted: the {started} runs that finished were printed and saved, \
+             marked partial"
+        )),
+        "{seen}"
+    );
+    let j: Value = serde_json::from_slice(&stdout)
+        .unwrap_or_else(|e| panic!("stdout is not JSON ({e}): {}", text(&stdout)));
+    assert_eq!(j["partial"], true, "{j}");
+    let made: usize = j["settings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["runs_s"].as_array().unwrap().len() + s["failures"].as_array().unwrap().len())
+        .sum();
+    assert_eq!(made, started, "{j}");
+    let note = format!("Interrupted after {started} of 9 runs");
+    assert!(j["notes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|n| n.as_str().unwrap().starts_with(&note)));
+    // The same result in the run directory, and in the -o file; one log per run made.
+    let saved: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("sweep.json")).unwrap()).unwrap();
+    assert_eq!(saved, j);
+    assert!(std::fs::read_to_string(&md).unwrap().contains(&note));
+    let logs = std::fs::read_dir(&dir)
+        .unwrap()
+        .filter(|e| {
+            e.as_ref()
+                .unwrap()
+                .file_name()
+                .to_string_lossy()
+                .starts_with("run-")
+        })
+        .count();
+    assert_eq!(logs, started);
+}
+
 #[test]
 fn a_plan_without_a_value_above_zero_is_refused() {
     let o = Command::new(exe())

@@ -33,8 +33,10 @@ use serde::{Deserialize, Serialize};
 use std::fmt::Write as _;
 
 /// Version of [`SweepResult`]'s JSON form. 3: `statistic`, how run times become slowdowns (2
-/// compared medians), and each setting's `rounds_s`. 2: the baseline is the emulator engaged at zero; the
-/// `untouched` reference row and `emulator_cost` (1: the baseline was the untouched program).
+/// compared medians), and each setting's `rounds_s`; `partial`, present only when true, was
+/// added within 3 (a reader of 3 that lacks it reads a sweep that ran to its end). 2: the
+/// baseline is the emulator engaged at zero; the `untouched` reference row and `emulator_cost`
+/// (1: the baseline was the untouched program).
 pub const SWEEP_SCHEMA_VERSION: u32 = 3;
 
 /// How the sweep turns run times into a setting's slowdown.
@@ -258,6 +260,13 @@ pub trait Runner {
     fn probe(&mut self) -> Option<f64> {
         None
     }
+
+    /// Whether the sweep should stop before its next run (the CLI's: an interrupt arrived).
+    /// The run in hand always finishes: a run cut short would be a wrong time. What finished
+    /// is summarized and marked [`SweepResult::partial`].
+    fn stop_requested(&mut self) -> bool {
+        false
+    }
 }
 
 /// Two probe readings further apart than this factor are two states of the machine. The AMD
@@ -286,6 +295,10 @@ impl<R: Runner + ?Sized> Runner for &mut R {
 
     fn probe(&mut self) -> Option<f64> {
         (**self).probe()
+    }
+
+    fn stop_requested(&mut self) -> bool {
+        (**self).stop_requested()
     }
 }
 
@@ -403,9 +416,14 @@ pub struct SweepResult {
     pub most_sensitive: Option<String>,
     /// Free-form lines a caller adds (e.g. communication the knobs did not touch).
     pub notes: Vec<String>,
+    /// The sweep was stopped before its schedule ended ([`Runner::stop_requested`]): the
+    /// figures are from the runs that finished, and a note says how many.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub partial: bool,
 }
 
-/// Runs the plan through `runner`, calling `progress(done, total, setting)` before each run.
+/// Runs the plan through `runner`, calling `progress(done, total, setting)` before each run;
+/// stops early, with what finished marked [`SweepResult::partial`], when the runner asks.
 pub fn run_sweep<R: Runner>(
     plan: &SweepPlan,
     mut runner: R,
@@ -417,7 +435,12 @@ pub fn run_sweep<R: Runner>(
     let mut runs: Vec<Vec<Option<f64>>> = vec![vec![None; plan.repeat as usize]; per_round];
     let mut fails: Vec<Vec<String>> = vec![Vec::new(); per_round];
     let mut probes: Vec<Vec<Option<[f64; 2]>>> = vec![vec![None; plan.repeat as usize]; per_round];
+    let mut stopped_after = None;
     for (n, &i) in order.iter().enumerate() {
+        if runner.stop_requested() {
+            stopped_after = Some(n);
+            break;
+        }
         let s = &plan.settings[i];
         progress(n, order.len(), s);
         let before = runner.probe();
@@ -430,7 +453,15 @@ pub fn run_sweep<R: Runner>(
             Err(why) => fails[i].push(format!("run {}: {why}", n + 1)),
         }
     }
-    summarize(plan, command, runs, probes, fails)
+    let mut result = summarize(plan, command, runs, probes, fails);
+    if let Some(n) = stopped_after {
+        result.partial = true;
+        result.notes.push(format!(
+            "Interrupted after {n} of {} runs: the figures are from the runs that finished.",
+            order.len()
+        ));
+    }
+    result
 }
 
 fn median(v: &[f64]) -> Option<f64> {
@@ -665,6 +696,7 @@ fn summarize(
         knobs,
         most_sensitive,
         notes: Vec::new(),
+        partial: false,
     }
 }
 
@@ -1022,9 +1054,15 @@ mod tests {
         /// a probe of 150 ns around them (30 ns otherwise). Empty: no probe at all.
         slow_runs: Vec<usize>,
         probes: usize,
+        /// Asks the sweep to stop once this many runs were made (an interrupt, in the CLI).
+        stop_after: Option<usize>,
     }
 
     impl Runner for Model {
+        fn stop_requested(&mut self) -> bool {
+            self.stop_after.is_some_and(|k| self.calls.len() >= k)
+        }
+
         fn probe(&mut self) -> Option<f64> {
             // Probes alternate: before run n (n runs made so far), after it (n + 1 made).
             self.probes += 1;
@@ -1082,7 +1120,47 @@ mod tests {
             seen: Default::default(),
             slow_runs: Vec::new(),
             probes: 0,
+            stop_after: None,
         }
+    }
+
+    #[test]
+    fn a_stopped_sweep_summarizes_the_runs_that_finished_and_says_it_is_partial() {
+        // Schedule L, B, U | U, B, L | L, B, U; stopped after 5 runs: L's second round and the
+        // whole third never ran. L adds 1000 × 100 µs = 0.1 s to a 1 s program.
+        let plan = SweepPlan::new(&[(Knob::L, vec![100e3])], 3)
+            .unwrap()
+            .with_statistic(Statistic::Paired);
+        let mut m = model();
+        m.stop_after = Some(5);
+        let mut announced = Vec::new();
+        let r = run_sweep(&plan, &mut m, &[], |n, _, s| announced.push((n, s.label())));
+        assert_eq!(m.calls.len(), 5, "no run after the stop");
+        assert_eq!(announced.len(), 5);
+        assert!(r.partial);
+        assert_eq!(
+            r.notes,
+            ["Interrupted after 5 of 9 runs: the figures are from the runs that finished."]
+        );
+        let counts: Vec<usize> = r.settings.iter().map(|s| s.runs_s.len()).collect();
+        assert_eq!(counts, [2, 2, 1], "baseline, untouched, L");
+        let l_rounds = &r.settings[2].rounds_s;
+        assert!(l_rounds[0].is_some_and(|t| (t - 1.1).abs() < 1e-9) && l_rounds[1..] == [None; 2]);
+        assert!(r.settings.iter().all(|s| s.failures.is_empty()));
+        // L's one round beside the baseline's: 0.1 s over 1 s.
+        assert!((r.settings[2].slowdown.unwrap() - 0.1).abs() < 1e-9);
+        assert!(r
+            .render(SweepFormat::Text)
+            .contains("Interrupted after 5 of 9 runs"));
+        let j = serde_json::to_value(&r).unwrap();
+        assert_eq!(j["partial"], true);
+        // A sweep that ran to its end says nothing about it.
+        let whole = run_sweep(&plan, model(), &[], |_, _, _| {});
+        assert!(!whole.partial && whole.notes.is_empty());
+        assert!(serde_json::to_value(&whole)
+            .unwrap()
+            .get("partial")
+            .is_none());
     }
 
     #[test]
