@@ -243,6 +243,8 @@ impl Plan {
     /// The `LD_PRELOAD` value for the ranks: the interposer and the runtime this binary
     /// carries, extracted into (and checked in) the per-user cache ([`commperf_pmpi::LibCache`]).
     pub(crate) fn preload(&self) -> Result<String> {
+        // Refused for want of the interposer before the cache directory is made.
+        commperf_pmpi::install::carried_interposer(self.flavour)?;
         let cache = commperf_pmpi::LibCache::open()?;
         Ok(cache.preload(self.flavour)?)
     }

@@ -77,6 +77,22 @@ fn euid() -> u32 {
     unsafe { libc::geteuid() }
 }
 
+/// The interposer for `f` this binary carries, or why there is none: asked before a cache is
+/// opened, so that a run refused for want of it creates nothing.
+pub fn carried_interposer(f: Flavour) -> Result<&'static [u8], InstallError> {
+    crate::interposer(f).ok_or(InstallError::NoInterposer {
+        mpi: f.name(),
+        wrappers: match f {
+            Flavour::OpenMpi => "mpicc.openmpi, or mpicc",
+            Flavour::Mpich => "mpicc.mpich, or mpicc",
+        },
+        package: match f {
+            Flavour::OpenMpi => "libopenmpi-dev",
+            Flavour::Mpich => "libmpich-dev",
+        },
+    })
+}
+
 /// A per-user directory holding the interposer's libraries, checked safe to preload from.
 #[derive(Debug, Clone)]
 pub struct LibCache {
@@ -208,17 +224,7 @@ impl LibCache {
     /// The `LD_PRELOAD` value for a program of `f`: its interposer, then the runtime
     /// (`$COMMPERF_PMPI_RUNTIME` instead of the runtime this binary carries, for developing it).
     pub fn preload(&self, f: Flavour) -> Result<String, InstallError> {
-        let shim = crate::interposer(f).ok_or(InstallError::NoInterposer {
-            mpi: f.name(),
-            wrappers: match f {
-                Flavour::OpenMpi => "mpicc.openmpi, or mpicc",
-                Flavour::Mpich => "mpicc.mpich, or mpicc",
-            },
-            package: match f {
-                Flavour::OpenMpi => "libopenmpi-dev",
-                Flavour::Mpich => "libmpich-dev",
-            },
-        })?;
+        let shim = carried_interposer(f)?;
         let shim = self.install(&format!("libcommperf_pmpi_{}", f.key()), shim)?;
         let rt = match std::env::var_os("COMMPERF_PMPI_RUNTIME") {
             Some(p) => PathBuf::from(p),

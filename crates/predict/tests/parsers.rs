@@ -1339,7 +1339,7 @@ fn own_and_simgrid_refuse_traces_that_expand_beyond_the_operation_limit() {
 /// A timing, not a check: run with
 /// `cargo test --release -p commperf-predict --test parsers -- --ignored --nocapture million`.
 #[test]
-#[ignore]
+#[ignore = "a timing, not a check: run by hand (`-- --ignored --nocapture million`)"]
 fn million_rank_goal_broadcast_parse_time() {
     use std::time::Instant;
     let n = 1 << 20;
