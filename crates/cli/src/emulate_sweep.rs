@@ -293,14 +293,13 @@ pub fn run(a: &SweepArgs) -> Result<()> {
         let json = serde_json::to_string_pretty(r)? + "\n";
         write_atomically(&dir.join("sweep.json"), json.as_bytes())
     };
-    let trace = trace.filter(|_| {
-        if result.partial {
-            result
-                .notes
-                .push("Not predicted: the sweep was interrupted.".into());
-        }
-        !result.partial
-    });
+    // An interrupted sweep is saved at once: its predictions would compare partial figures.
+    if result.partial && trace.is_some() {
+        result
+            .notes
+            .push("Not predicted: the sweep was interrupted.".into());
+    }
+    let trace = trace.filter(|_| !result.partial);
     if let Some(trace) = &trace {
         // The measurements are on disk before any prediction runs: a replay can take long.
         save(&result)?;
