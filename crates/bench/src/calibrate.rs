@@ -82,10 +82,18 @@ impl CalibrateConfig {
     }
 }
 
-/// Measures and fits.
+/// How many times a disturbed measurement ([`ProfileError::Disturbed`]) is taken in all.
+pub const ATTEMPTS: u32 = 3;
+
+/// Measures and fits. A measurement a busy machine disturbed (a larger size cheaper than a
+/// smaller one) is taken again, up to [`ATTEMPTS`] times in all, each from scratch: mixing
+/// attempts would fit sizes measured in different states of the machine.
 pub fn run(cfg: &CalibrateConfig, progress: &mut dyn Progress) -> Result<Profile, CalibrateError> {
-    let report = crate::run(&cfg.bench, progress).map_err(CalibrateError::Bench)?;
-    let mut profile = profile_from_report(&report, cfg.transport, &cfg.source())?;
+    let (report, mut profile) = measure_and_fit(
+        progress,
+        |p| crate::run(&cfg.bench, p).map_err(CalibrateError::Bench),
+        |r| profile_from_report(r, cfg.transport, &cfg.source()),
+    )?;
     // The pipeline stages of shm between the CPUs the run used (both ends are local).
     if let (TransportKind::Shm, Some(local), Some(peer)) = (
         cfg.transport,
@@ -101,6 +109,32 @@ pub fn run(cfg: &CalibrateConfig, progress: &mut dyn Progress) -> Result<Profile
         }
     }
     Ok(profile)
+}
+
+/// `measure` then `fit`, measured again while the fit finds the measurement disturbed, up to
+/// [`ATTEMPTS`] in all, unless the user asked the run to stop.
+fn measure_and_fit(
+    progress: &mut dyn Progress,
+    mut measure: impl FnMut(&mut dyn Progress) -> Result<Report, CalibrateError>,
+    fit: impl Fn(&Report) -> Result<Profile, CalibrateError>,
+) -> Result<(Report, Profile), CalibrateError> {
+    let mut attempt = 1;
+    loop {
+        let report = measure(progress)?;
+        match fit(&report) {
+            Ok(p) => return Ok((report, p)),
+            Err(CalibrateError::Fit {
+                cause: cause @ ProfileError::Disturbed { .. },
+                ..
+            }) if attempt < ATTEMPTS && !progress.stop_requested() => {
+                attempt += 1;
+                progress.note(&format!(
+                    "{cause}; measuring again (attempt {attempt} of {ATTEMPTS})"
+                ));
+            }
+            Err(e) => return Err(e),
+        }
+    }
 }
 
 /// A profile from a bench report's latency (and loggp) rows of `transport`: one-way time = the
@@ -512,28 +546,87 @@ mod tests {
     }
 
     #[test]
-    fn a_report_becomes_a_profile() {
-        use commperf_core::{Machine, Options, Placement, Row, TimerInfo, SCHEMA_VERSION};
-        let mut results = Vec::new();
-        for s in [8u64, 64, 1024, 65536, 1 << 20] {
-            let mut r = Row::new(Benchmark::Latency, TransportKind::Shm, Mode::Poll, s);
-            r.p50_us = Some(1.0 + 0.001 * s as f64);
-            results.push(r);
-            // Two protocol pieces; the large one's fixed costs (g, L) are not identifiable, and
-            // o_s at 64 KiB was left out (below zero beyond noise).
-            let mut l = Row::new(Benchmark::Loggp, TransportKind::Shm, Mode::Poll, s);
-            (l.o_s_us, l.o_r_us) = (Some(0.2), Some(0.3));
-            if s <= 1024 {
-                (l.g_us, l.gap_per_byte_us, l.L_us) = (Some(0.4), Some(0.001), Some(0.5));
-            } else {
-                (l.gap_per_byte_us, l.O_s_us_per_byte) = (Some(0.0001), Some(0.00005));
+    fn a_disturbed_measurement_is_taken_again_up_to_three_times() {
+        use commperf_core::Row;
+        // One-way p50 per size: a clean ladder, and one whose 64 KiB ping-pong was preempted.
+        let report = |disturbed: bool| {
+            let mut r = report_of(Vec::new());
+            for s in [8u64, 64, 1024, 65536, 1 << 20] {
+                let mut row = Row::new(Benchmark::Latency, TransportKind::Shm, Mode::Poll, s);
+                row.p50_us = Some(if disturbed && s == 65536 {
+                    3764.0
+                } else {
+                    1.0 + 0.001 * s as f64
+                });
+                r.results.push(row);
             }
-            if s == 65536 {
-                l.o_s_us = None;
+            r
+        };
+        struct Notes(Vec<String>);
+        impl Progress for Notes {
+            fn update(&mut self, _: &str, _: usize, _: usize) {}
+            fn note(&mut self, line: &str) {
+                self.0.push(line.to_string());
             }
-            results.push(l);
         }
-        let report = Report {
+        let fit = |r: &Report| profile_from_report(r, TransportKind::Shm, "src");
+        // Disturbed once, then clean: the second measurement is fitted, and the user was told.
+        let mut notes = Notes(Vec::new());
+        let mut made = 0;
+        let (_, p) = measure_and_fit(
+            &mut notes,
+            |_| {
+                made += 1;
+                Ok(report(made == 1))
+            },
+            fit,
+        )
+        .unwrap();
+        assert_eq!(made, 2);
+        assert_eq!(p.points[3].time_us, 1.0 + 0.001 * 65536.0);
+        assert_eq!(notes.0.len(), 1);
+        assert!(
+            notes.0[0].contains("1048576 B took 1049.576 µs, less than 65536 B's 3764.000 µs")
+                && notes.0[0].ends_with("measuring again (attempt 2 of 3)"),
+            "{:?}",
+            notes.0
+        );
+        // Disturbed every time: three measurements, then the refusal naming the sizes.
+        let mut notes = Notes(Vec::new());
+        let mut made = 0;
+        let e = measure_and_fit(
+            &mut notes,
+            |_| {
+                made += 1;
+                Ok(report(true))
+            },
+            fit,
+        )
+        .unwrap_err();
+        assert_eq!((made, notes.0.len()), (3, 2));
+        assert!(
+            e.to_string().contains("the measurement was disturbed"),
+            "{e}"
+        );
+        // A fit that fails otherwise is not measured again.
+        let mut made = 0;
+        let e = measure_and_fit(
+            &mut Notes(Vec::new()),
+            |_| {
+                made += 1;
+                Ok(report_of(Vec::new()))
+            },
+            fit,
+        )
+        .unwrap_err();
+        assert_eq!(made, 1);
+        assert!(matches!(e, CalibrateError::NoLatency(_)), "{e}");
+    }
+
+    /// A report holding `results`, with placeholder machine and options.
+    fn report_of(results: Vec<commperf_core::Row>) -> Report {
+        use commperf_core::{Machine, Options, Placement, TimerInfo, SCHEMA_VERSION};
+        Report {
             schema_version: SCHEMA_VERSION,
             tool: "t".into(),
             started_unix_s: 0,
@@ -571,7 +664,32 @@ mod tests {
             limits: None,
             results,
             partial: false,
-        };
+        }
+    }
+
+    #[test]
+    fn a_report_becomes_a_profile() {
+        use commperf_core::Row;
+        let mut results = Vec::new();
+        for s in [8u64, 64, 1024, 65536, 1 << 20] {
+            let mut r = Row::new(Benchmark::Latency, TransportKind::Shm, Mode::Poll, s);
+            r.p50_us = Some(1.0 + 0.001 * s as f64);
+            results.push(r);
+            // Two protocol pieces; the large one's fixed costs (g, L) are not identifiable, and
+            // o_s at 64 KiB was left out (below zero beyond noise).
+            let mut l = Row::new(Benchmark::Loggp, TransportKind::Shm, Mode::Poll, s);
+            (l.o_s_us, l.o_r_us) = (Some(0.2), Some(0.3));
+            if s <= 1024 {
+                (l.g_us, l.gap_per_byte_us, l.L_us) = (Some(0.4), Some(0.001), Some(0.5));
+            } else {
+                (l.gap_per_byte_us, l.O_s_us_per_byte) = (Some(0.0001), Some(0.00005));
+            }
+            if s == 65536 {
+                l.o_s_us = None;
+            }
+            results.push(l);
+        }
+        let report = report_of(results);
         let p = profile_from_report(&report, TransportKind::Shm, "src").unwrap();
         assert_eq!(p.transport.as_deref(), Some("shm"));
         assert_eq!(p.points.len(), 5);

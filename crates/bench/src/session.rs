@@ -209,6 +209,8 @@ pub trait Progress {
     /// (`latency over shm (poll)`); `done` of `total` such steps are complete.
     fn finished(&mut self, _what: &str, _done: usize, _total: usize) {}
     fn finish(&mut self) {}
+    /// Something the user should know now, between measurements (a measurement taken again).
+    fn note(&mut self, _line: &str) {}
     /// Whether the user asked the run to stop (an interrupt): checked between measurements,
     /// never inside one. The run then ends the session with the peer and returns what finished,
     /// marked partial ([`Report::partial`]).

@@ -78,6 +78,14 @@ impl Progress for RunProgress {
         }
     }
 
+    fn note(&mut self, line: &str) {
+        // Above the bar, which redraws below it.
+        match &self.bar {
+            Some(bar) => bar.suspend(|| crate::say(&format!("commperf: {line}"))),
+            None => crate::say(&format!("commperf: {line}")),
+        }
+    }
+
     fn stop_requested(&self) -> bool {
         crate::interrupt::requested()
     }

@@ -95,7 +95,24 @@ fn calibrate_measures_shm_into_a_profile() {
         "-o",
         out.to_str().unwrap(),
     ]);
-    assert!(o.status.success(), "{}", stderr(&o));
+    // A busy machine can preempt a ping-pong for milliseconds at any size; calibrate measures
+    // again, and after three disturbed measurements refuses, naming them, and writes nothing.
+    // That refusal is right, and all this test can check on such a machine.
+    let e = stderr(&o);
+    if !o.status.success() && e.contains("the measurement was disturbed") {
+        assert_eq!(o.status.code(), Some(1), "{e}");
+        assert_eq!(e.matches("measuring again (attempt").count(), 2, "{e}");
+        assert!(
+            !out.exists(),
+            "a refused calibration wrote {}",
+            out.display()
+        );
+        eprintln!(
+            "calibrate_measures_shm_into_a_profile: the machine is too busy to calibrate on: {e}"
+        );
+        return;
+    }
+    assert!(o.status.success(), "{e}");
     let text = std::fs::read_to_string(&out).expect("profile written");
     let p: Value = serde_json::from_str(&text).expect("profile is JSON");
     assert_eq!(p["schema_version"], 2);

@@ -47,6 +47,10 @@ impl Progress for PairSync<'_> {
     fn finish(&mut self) {
         self.inner.finish();
     }
+
+    fn note(&mut self, line: &str) {
+        self.inner.note(line);
+    }
 }
 
 /// Transports whose two ends must share a host.

@@ -13,6 +13,20 @@ pub enum ProfileError {
     BadPoint { size: u64, time_us: f64 },
     #[error("the fitted Tcom is unusable: {0}")]
     Unusable(String),
+    /// A larger size measured cheaper than a smaller one, where the fit found no cost growing
+    /// with size: a disturbed measurement (a preempted ping-pong costs milliseconds at any
+    /// size), not a network to fit. Measuring again may succeed.
+    #[error(
+        "the fitted Tcom is unusable: {larger} B took {larger_us:.3} µs, less than {smaller} B's \
+         {smaller_us:.3} µs: the measurement was disturbed (a busy machine?); measure again, on \
+         a quieter machine or with more iterations"
+    )]
+    Disturbed {
+        smaller: u64,
+        smaller_us: f64,
+        larger: u64,
+        larger_us: f64,
+    },
 }
 
 /// Fits Tcom to one-way times (any order; repeated sizes are averaged). At most 4 pieces, each
@@ -81,9 +95,20 @@ pub fn profile_from_points(points: &[TcomPoint], source: &str) -> Result<Profile
         });
     }
     if tcom.last().is_some_and(|p| p.slope_us_per_byte <= 0.0) {
-        return Err(ProfileError::Unusable(
-            "the largest sizes cost no more than the smaller ones: measure larger sizes".into(),
-        ));
+        let inverted = merged.windows(2).find_map(|w| {
+            let (a, b) = (w[0].1 / f64::from(w[0].2), w[1].1 / f64::from(w[1].2));
+            (b < a).then_some(ProfileError::Disturbed {
+                smaller: w[0].0,
+                smaller_us: a,
+                larger: w[1].0,
+                larger_us: b,
+            })
+        });
+        return Err(inverted.unwrap_or_else(|| {
+            ProfileError::Unusable(
+                "the largest sizes cost no more than the smaller ones: measure larger sizes".into(),
+            )
+        }));
     }
     Ok(Profile {
         schema_version: PROFILE_SCHEMA_VERSION,
@@ -107,6 +132,33 @@ pub fn profile_from_points(points: &[TcomPoint], source: &str) -> Result<Profile
 mod tests {
     use super::*;
     use crate::tcom::Tcom;
+
+    #[test]
+    fn a_disturbed_measurement_is_refused_naming_the_inverted_sizes() {
+        // What a calibration on two loaded cores measured: a preempted 64 KiB ping-pong.
+        let pt = |size_bytes, time_us| TcomPoint {
+            size_bytes,
+            time_us,
+        };
+        let disturbed = [
+            pt(8, 0.179),
+            pt(64, 0.254),
+            pt(1024, 0.691),
+            pt(65536, 3764.227),
+            pt(1 << 20, 111.792),
+        ];
+        let e = profile_from_points(&disturbed, "t")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("1048576 B took 111.792 µs, less than 65536 B's 3764.227 µs"),
+            "{e}"
+        );
+        // Flat at the large end without an inversion: the ladder is too short.
+        let flat = [pt(8, 1.0), pt(64, 1.0), pt(1024, 1.0), pt(65536, 1.0)];
+        let e = profile_from_points(&flat, "t").unwrap_err().to_string();
+        assert!(e.contains("measure larger sizes"), "{e}");
+    }
 
     #[test]
     fn two_pieces_are_found_at_the_packet_size() {
