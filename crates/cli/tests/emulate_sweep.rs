@@ -12,27 +12,40 @@ use std::process::{Command, Output};
 
 const ITERS: u32 = 200;
 
-/// `commperf emulate sweep ARGS --dir SCRATCH/out -o SCRATCH/s.svg -- mpirun.openmpi -np 2
-/// sweepapp ITERS`, time-limited; the `Scratch` keeps the directory.
-fn sweep(test: &str, args: &[&str], iters: u32) -> (Output, Scratch) {
+/// `cmd` (commperf, or a wrapper ending with it) completed as `emulate sweep ARGS --dir
+/// SCRATCH/out -o SCRATCH/OUT -- mpirun.openmpi -np 2 sweepapp ITERS`, sweepapp compiled into
+/// the `Scratch`, which keeps the directory.
+fn sweep_command(
+    mut cmd: Command,
+    test: &str,
+    args: &[&str],
+    iters: u32,
+    out: &str,
+) -> (Command, Scratch) {
     need(test, &["mpicc.openmpi", "mpirun.openmpi"]);
     let s = Scratch::new("sweep", test);
     let prog = s.0.join("sweepapp");
     compile("mpicc.openmpi", "sweepapp.c", &prog);
-    let o = Command::new("timeout")
-        .args(["-k", "10", "600", exe(), "emulate", "sweep"])
+    cmd.args(["emulate", "sweep"])
         .args(args)
         .arg("--dir")
         .arg(s.0.join("out"))
         .arg("-o")
-        .arg(s.0.join("s.svg"))
+        .arg(s.0.join(out))
         .args(["--", "mpirun.openmpi", "-np", "2", "--oversubscribe"])
         .arg(&prog)
         .arg(iters.to_string())
         .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
-        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
-        .output()
-        .expect("run commperf emulate sweep");
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
+    (cmd, s)
+}
+
+/// The sweep of [`sweep_command`] with `-o SCRATCH/s.svg`, time-limited.
+fn sweep(test: &str, args: &[&str], iters: u32) -> (Output, Scratch) {
+    let mut timeout = Command::new("timeout");
+    timeout.args(["-k", "10", "600", exe()]);
+    let (mut cmd, s) = sweep_command(timeout, test, args, iters, "s.svg");
+    let o = cmd.output().expect("run commperf emulate sweep");
     (o, s)
 }
 
@@ -203,23 +216,15 @@ fn sweep_measures_keeps_failures_and_predicts() {
 fn an_interrupted_sweep_saves_the_runs_that_finished() {
     use std::io::{BufRead, BufReader, Read};
     use std::process::Stdio;
-    let test = "an_interrupted_sweep_saves_the_runs_that_finished";
-    need(test, &["mpicc.openmpi", "mpirun.openmpi"]);
-    let s = Scratch::new("sweep", test);
-    let prog = s.0.join("sweepapp");
-    compile("mpicc.openmpi", "sweepapp.c", &prog);
+    let (mut cmd, s) = sweep_command(
+        Command::new(exe()),
+        "an_interrupted_sweep_saves_the_runs_that_finished",
+        &["--knob", "L=0,50us", "--repeat", "3", "--format", "json"],
+        ITERS,
+        "s.md",
+    );
     let (dir, md) = (s.0.join("out"), s.0.join("s.md"));
-    let mut child = Command::new(exe())
-        .args(["emulate", "sweep", "--knob", "L=0,50us", "--repeat", "3"])
-        .args(["--format", "json", "--dir"])
-        .arg(&dir)
-        .arg("-o")
-        .arg(&md)
-        .args(["--", "mpirun.openmpi", "-np", "2", "--oversubscribe"])
-        .arg(&prog)
-        .arg(ITERS.to_string())
-        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
-        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+    let mut child = cmd
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()

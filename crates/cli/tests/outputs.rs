@@ -3,6 +3,8 @@
 //! onto an existing file keeps what the user made of it; and a refused or failed `monitor` run
 //! leaves nothing behind.
 
+mod mpi_apps;
+
 use serde_json::Value;
 use std::io::{BufRead, BufReader};
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
@@ -250,8 +252,7 @@ fn a_refused_monitor_run_leaves_nothing() {
     // that extracts an interposer into it.
     let cache = scratch("monitor-cache").join("cache");
     // Without MPI the launcher itself is what is missing, and said first.
-    let mpirun_found = std::env::var_os("PATH")
-        .is_some_and(|p| std::env::split_paths(&p).any(|dir| dir.join("mpirun").is_file()));
+    let mpirun_found = mpi_apps::have("mpirun");
     let cases: [(&[&str], &str); 4] = [
         (
             &["monitor", "-o", "m1", "--", "./no_such_program"],

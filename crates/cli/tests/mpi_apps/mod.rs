@@ -16,7 +16,8 @@ pub fn apps() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../pmpi/tests/apps")
 }
 
-fn have(cmd: &str) -> bool {
+/// Whether `cmd` is a file in a directory of the PATH.
+pub fn have(cmd: &str) -> bool {
     std::env::var_os("PATH")
         .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(cmd).is_file()))
 }
