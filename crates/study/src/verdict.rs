@@ -586,7 +586,12 @@ pub fn judge(builtin: Option<Builtin>, rules: &Rules, out: &Output<'_>) -> Resul
         Some(Status::Signaled(signal)) => failures.push(Failure::Signal { signal }),
         Some(Status::Exited(code)) if code != 0 => failures.push(Failure::ExitStatus {
             code,
-            stderr_tail: tail(out.stderr, 2),
+            // What the program or launcher last said, unless a line above already says why.
+            stderr_tail: if failures.is_empty() {
+                tail(out.stderr, 2)
+            } else {
+                String::new()
+            },
         }),
         _ => {}
     }
