@@ -61,8 +61,8 @@ pub fn page(s: &Study) -> String {
          beside the stacks' micro-benchmark figures, as in Table 5.1 of N. S. Kutluğ, \
          <cite>Performance Evaluation and Analysis of User Level Networking Protocols in \
          Clusters</cite> (MS thesis, The Ohio State University, 2000). Completion time is the \
-         median of {} run(s) (the program's own timed loop where it reports one, else the \
-         launch's wall time). Study wall time {} ({} {}).</p>",
+         median of {} run(s) of the program's own time where it reports one (its time pattern), \
+         else of the launch's wall time (marked <sup>wall</sup>). Study wall time {} ({} {}).</p>",
         s.repeat,
         units::format_seconds(s.wall_time_s),
         esc(&s.schema),
@@ -120,12 +120,26 @@ fn times_table(o: &mut String, s: &Study) {
         for st in &s.stacks {
             let attrs = format!("data-program=\"{}\" data-stack=\"{}\"", esc(p), esc(st));
             match cell(s, p, st) {
-                Some(Cell {
-                    time_s: Some(t), ..
-                }) => {
+                Some(
+                    c @ Cell {
+                        time_s: Some(t), ..
+                    },
+                ) => {
+                    // The launch's wall time is marked: it holds mpirun's start-up, which a
+                    // program's own time does not.
+                    let (source, mark, title) = match &c.time_pattern {
+                        Some(tp) => ("program", "", format!("the program's own time: {tp}")),
+                        None => (
+                            "wall",
+                            "<sup>wall</sup>",
+                            "the launch's wall time (the program prints no time)".to_string(),
+                        ),
+                    };
                     let _ = write!(
                         o,
-                        "<td class=\"time\" {attrs} data-seconds=\"{t}\">{}</td>",
+                        "<td class=\"time\" {attrs} data-seconds=\"{t}\" \
+                         data-time-source=\"{source}\" title=\"{}\">{}{mark}</td>",
+                        esc(&title),
                         units::format_seconds(*t)
                     );
                 }
@@ -309,7 +323,11 @@ fn program_section(o: &mut String, s: &Study, i: usize, p: &str) {
         let _ = write!(
             o,
             "<td>{}</td><td>{}</td>",
-            opt(c.time_s, units::format_seconds),
+            opt(c.time_s, |t| if c.time_source.as_deref() == Some("wall") {
+                format!("{} (wall)", units::format_seconds(t))
+            } else {
+                units::format_seconds(t)
+            }),
             opt(c.wall_s, units::format_seconds)
         );
         match &c.profile {
@@ -814,8 +832,10 @@ mod tests {
                 "mpirun.openmpi -np 2 ./app '<script>alert(3)</script>' exited with <b>status</b> 1"
                     .into()
             }),
+            failures: Vec::new(),
             time_s: t,
             time_source: t.map(|_| "program".into()),
+            time_pattern: None,
             times_s: t.into_iter().collect(),
             wall_s: t.map(|t| t + 0.5),
             profile: p,
