@@ -127,13 +127,20 @@ fn times_table(o: &mut String, s: &Study) {
                 ) => {
                     // The launch's wall time is marked: it holds mpirun's start-up, which a
                     // program's own time does not.
-                    let (source, mark, title) = match &c.time_pattern {
-                        Some(tp) => ("program", "", format!("the program's own time: {tp}")),
-                        None => (
+                    let (source, mark, title) = if c.time_source.as_deref() == Some("wall") {
+                        (
                             "wall",
                             "<sup>wall</sup>",
-                            "the launch's wall time (the program prints no time)".to_string(),
-                        ),
+                            "wall time of the whole launch (no time printed by the program)"
+                                .to_string(),
+                        )
+                    } else {
+                        let by = c.time_pattern.as_deref().unwrap_or("its report");
+                        (
+                            "program",
+                            "",
+                            format!("time printed by the program, found by {by}"),
+                        )
                     };
                     let _ = write!(
                         o,
@@ -861,18 +868,25 @@ mod tests {
             wall_time_s: 3.0,
             oversubscribed: None,
             cells: vec![
-                cell(
-                    "halo",
-                    "ompi-shm",
-                    Some(0.001),
-                    Some(profile(&[(8, 10), (64, 400)])),
-                ),
-                cell(
-                    "halo",
-                    "ompi-tcp",
-                    Some(0.2),
-                    Some(profile(&[(8, 10), (64, 400)])),
-                ),
+                // One time of the launch, one of the program's own (found by the kit's pattern).
+                Cell {
+                    time_source: Some("wall".into()),
+                    ..cell(
+                        "halo",
+                        "ompi-shm",
+                        Some(0.001),
+                        Some(profile(&[(8, 10), (64, 400)])),
+                    )
+                },
+                Cell {
+                    time_pattern: Some(r"`\btime (\S+) s\b` (kit)".into()),
+                    ..cell(
+                        "halo",
+                        "ompi-tcp",
+                        Some(0.2),
+                        Some(profile(&[(8, 10), (64, 400)])),
+                    )
+                },
                 cell(evil, "ompi-shm", Some(0.5), Some(profile(&[(1 << 20, 3)]))),
                 cell(evil, "ompi-tcp", None, None),
             ],
@@ -947,18 +961,24 @@ mod tests {
         // Times in the unit that suits them, exact in an attribute.
         assert!(
             h.contains(
-                "<td class=\"time\" data-program=\"halo\" data-stack=\"ompi-tcp\" data-seconds=\"0.2\">200 ms</td>"
+                "<td class=\"time\" data-program=\"halo\" data-stack=\"ompi-tcp\" data-seconds=\"0.2\" \
+                 data-time-source=\"program\" title=\"time printed by the program, found by \
+                 `\\btime (\\S+) s\\b` (kit)\">200 ms</td>"
             ),
             "{h}"
         );
         assert!(
             h.contains(
-                "<td class=\"time\" data-program=\"halo\" data-stack=\"ompi-shm\" data-seconds=\"0.001\">1.00 ms</td>"
+                "<td class=\"time\" data-program=\"halo\" data-stack=\"ompi-shm\" data-seconds=\"0.001\" \
+                 data-time-source=\"wall\" title=\"wall time of the whole launch (no time printed \
+                 by the program)\">1.00 ms<sup>wall</sup></td>"
             ),
             "{h}"
         );
-        // The wall times of the program tables too (0.5 s more than each time).
-        assert!(h.contains("<td>1.00 ms</td><td>501 ms</td>"), "{h}");
+        // The wall times of the program tables too (0.5 s more than each time); a time that
+        // is the launch's wall time says so.
+        assert!(h.contains("<td>1.00 ms (wall)</td><td>501 ms</td>"), "{h}");
+        assert!(h.contains("<td>200 ms</td><td>700 ms</td>"), "{h}");
         assert!(!h.contains("0.200000") && !h.contains("0.001000"), "{h}");
         assert!(h.contains("<td class=\"messages\">410</td>"), "{h}");
         // No external resource: no src or href attribute at all.
