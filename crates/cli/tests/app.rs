@@ -333,6 +333,8 @@ fn a_small_study_over_mpich_and_a_command_built_for_the_other_mpi() {
     // The Open MPI command: its cell on Open MPI's stack is filled, on MPICH's it names why not.
     let c = cell(&j, "ep_openmpi", "ompi-shm");
     assert!(c["error"].is_null(), "{c}");
+    // A kit binary after `--` is known by its report line: timed by its `time X s`.
+    assert_eq!(c["time_pattern"], r"`\btime (\S+) s\b` (kit)", "{c}");
     assert_eq!(c["profile"]["messages"], 0, "{c}");
     for stack in ["mpich-shm", "mpich-tcp"] {
         let c = cell(&j, "ep_openmpi", stack);

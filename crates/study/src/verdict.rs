@@ -276,9 +276,11 @@ impl Builtin {
 
     /// The program whose banner `out` carries, for a command that commperf does not know by
     /// name: NAS's `NAS Parallel Benchmarks 3.4 -- CG Benchmark`, LAMMPS's first line `LAMMPS
-    /// (29 Oct 2020 - Update 2)`. hpcc prints nothing telling to its standard output.
+    /// (29 Oct 2020 - Update 2)`, a kit program's report line (`ep: ranks 2 … time 0.012 s
+    /// checksum …`: a kit binary run after `--`). hpcc prints nothing telling to its standard
+    /// output.
     pub fn recognise(out: &Output<'_>) -> Option<Builtin> {
-        static BANNERS: LazyLock<[(Builtin, Regex); 2]> = LazyLock::new(|| {
+        static BANNERS: LazyLock<[(Builtin, Regex); 3]> = LazyLock::new(|| {
             [
                 (
                     Builtin::Nas,
@@ -287,6 +289,11 @@ impl Builtin {
                 (
                     Builtin::Lammps,
                     Regex::new(r"^LAMMPS \(").expect("compiles"),
+                ),
+                (
+                    Builtin::Kit,
+                    Regex::new(r"^[a-z]+: ranks \d+ .*\btime \S+ s checksum [0-9a-f]+ expected ")
+                        .expect("compiles"),
                 ),
             ]
         });

@@ -181,6 +181,11 @@ fn the_kit_report_line() {
         .judge(&Output::new(ok, "", OK))
         .unwrap();
     assert_eq!(p.time.unwrap().seconds, 0.0125);
+    // A kit binary run as a command is known by its report line.
+    assert_eq!(
+        Builtin::recognise(&Output::new(ok, "", OK)),
+        Some(Builtin::Kit)
+    );
     let wrong = ok.replace(" OK", " WRONG");
     let f = failures(Judge::builtin(Builtin::Kit).judge(&Output::new(
         &wrong,
