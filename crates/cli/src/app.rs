@@ -142,7 +142,7 @@ pub struct AppArgs {
     /// The command's own time (the command after `--`): a regex matched against each line of
     /// its output, with one capture group holding seconds, or named groups among h, min, s, ms,
     /// us, ns, added up (`took (?P<ms>[0-9.]+) ms`); replaces the built-in pattern of a program
-    /// recognised by its banner (NAS, LAMMPS). An output without it fails the cell
+    /// recognised by its banner (NAS, LAMMPS, a kit binary). An output without it fails the cell
     #[arg(long, value_name = "REGEX", value_parser = time_pattern)]
     pub time_pattern: Option<TimePattern>,
     /// A line the command after `--` must print, else its cell fails (may be repeated; replaces
