@@ -962,6 +962,10 @@ pub(crate) fn emulate_round(
             Duration::from_secs(a.timeout),
             &vars,
             false,
+            &app::Verdict {
+                judge: &p.judge,
+                files: &p.output_files(root, reference),
+            },
         )?;
         let untouched = if knobs.is_zero() {
             None
