@@ -47,8 +47,11 @@ pub struct TraceStats {
     pub unmatched_left_out: u64,
     /// Collective calls (summed over ranks) on communicators other than MPI_COMM_WORLD.
     pub subcomm_collectives_left_out: u64,
-    /// Collective calls (summed over ranks) the own format has no operation for (Scan, Exscan).
+    /// Collective calls (summed over ranks) the own format has no operation for (Scan, Exscan,
+    /// nonblocking, persistent and neighbourhood collectives).
     pub unsupported_left_out: u64,
+    /// One-sided transfers (summed over ranks): not replayed; their time stays in the calls.
+    pub one_sided_left_out: u64,
     /// Collective calls (summed over ranks) not recorded alike on every rank.
     pub misaligned_collectives_left_out: u64,
     /// Events the interposer dropped (full buffers): they are in none of the counts above.
@@ -70,6 +73,7 @@ impl TraceStats {
             + self.subcomm_collectives_left_out
             + self.unsupported_left_out
             + self.misaligned_collectives_left_out
+            + self.one_sided_left_out
     }
 
     /// One line for the terminal: what was written, and what was left out and why.
@@ -93,8 +97,14 @@ impl TraceStats {
         }
         if self.unsupported_left_out > 0 {
             why.push(format!(
-                "{} MPI_Scan/Exscan calls",
+                "{} collective calls the trace format has no operation for",
                 self.unsupported_left_out
+            ));
+        }
+        if self.one_sided_left_out > 0 {
+            why.push(format!(
+                "{} one-sided transfers (MPI_Put/Get/Accumulate…)",
+                self.one_sided_left_out
             ));
         }
         if self.misaligned_collectives_left_out > 0 {
@@ -163,19 +173,6 @@ struct CallRec {
     op: Op,
 }
 
-fn is_nonblocking(c: Call) -> bool {
-    matches!(
-        c,
-        Call::Isend
-            | Call::Issend
-            | Call::Ibsend
-            | Call::Irsend
-            | Call::Irecv
-            | Call::StartSend
-            | Call::StartRecv
-    )
-}
-
 /// A rank's records as calls, in the order they were entered.
 fn calls_of(events: &[Event]) -> Vec<CallRec> {
     let mut out = Vec::new();
@@ -186,12 +183,12 @@ fn calls_of(events: &[Event]) -> Vec<CallRec> {
         let (start, end) = (e.post_enter, e.post_exit);
         let op = match e.call {
             Call::Pcontrol => Op::Pcontrol(e.tag),
-            Call::Probe | Call::Iprobe => Op::Other(i),
+            c if c.is_probe() || c.is_rma_sync() => Op::Other(i),
             Call::SendrecvSend | Call::SendrecvRecv => {
                 sendrecvs.entry((e.thread, start, end)).or_default().push(i);
                 continue;
             }
-            c if is_nonblocking(c) => {
+            c if c.is_nonblocking() && !c.is_collective() => {
                 completions
                     .entry((e.thread, e.done_enter, e.done_exit))
                     .or_default()
@@ -291,6 +288,12 @@ pub fn to_trace(run: &Run) -> TraceOutput {
         matched.insert((dst, p.recv), (src, t, bytes));
     }
     st.messages = pairing.pairs.len() as u64;
+    st.one_sided_left_out = run
+        .ranks
+        .iter()
+        .flat_map(|r| &r.events)
+        .filter(|e| e.call.is_rma())
+        .count() as u64;
     for rd in &run.ranks {
         let me = rd.header.rank;
         st.unmatched_left_out += rd
