@@ -70,7 +70,17 @@ const COLLECTIVES: &[&str] = &[
     "allgather",
     "alltoall",
     "reducescatter",
+    "scan",
+    "exscan",
 ];
+
+/// A collective operation, blocking or nonblocking (`iallreduce`).
+fn is_collective(word: &str) -> bool {
+    COLLECTIVES.contains(&word)
+        || word
+            .strip_prefix('i')
+            .is_some_and(|w| COLLECTIVES.contains(&w))
+}
 
 fn first_word(l: &str) -> &str {
     l.split_whitespace().next().unwrap_or("")
@@ -82,7 +92,7 @@ fn per_rank(trace: &str) -> BTreeMap<u32, (u64, HashMap<String, u64>)> {
     let mut rank = None;
     for l in trace.lines() {
         let l = l.trim();
-        if l.starts_with('#') || l.is_empty() || l.starts_with("ranks ") {
+        if l.starts_with('#') || l.is_empty() || l.starts_with("ranks ") || l.starts_with("comm ") {
             continue;
         }
         if let Some(r) = l.strip_prefix("rank ") {
@@ -107,11 +117,34 @@ fn per_rank(trace: &str) -> BTreeMap<u32, (u64, HashMap<String, u64>)> {
 
 /// The trace without its collectives (whole calls on every rank, so it stays consistent).
 fn point_to_point_only(trace: &str) -> String {
-    trace
+    // Request names of nonblocking collectives (`… as q12`): their waits go with them.
+    let dropped: std::collections::HashSet<&str> = trace
         .lines()
-        .filter(|l| !COLLECTIVES.contains(&first_word(l)))
-        .map(|l| format!("{l}\n"))
-        .collect()
+        .filter(|l| is_collective(first_word(l)))
+        .filter_map(|l| l.split_once(" as ").map(|(_, n)| n.trim()))
+        .collect();
+    let mut out = String::new();
+    for l in trace.lines() {
+        let w = first_word(l);
+        if is_collective(w) || w == "comm" {
+            continue;
+        }
+        if w == "wait" || w == "waitall" {
+            let names: Vec<&str> = l
+                .split_whitespace()
+                .skip(1)
+                .filter(|n| !dropped.contains(n))
+                .collect();
+            // A wait for collectives only goes; a bare `waitall` stays.
+            if names.is_empty() && l.split_whitespace().count() > 1 {
+                continue;
+            }
+            out += &format!("  {w} {}\n", names.join(" "));
+            continue;
+        }
+        out += &format!("{l}\n");
+    }
+    out
 }
 
 /// A Chrome trace-event file as Perfetto loads it: an object with `traceEvents`, each event with
@@ -247,11 +280,23 @@ fn collectives(mpi: &str) {
     let (o, wall) = monitor(&s.0, &dir, mpi, &[prog.to_str().expect("path")]);
     ok(&o);
     let (trace, stats, _) = check_run(&dir, wall);
-    // 3 rounds of bcast, allreduce, alltoall, gather, reducescatter.
-    assert_eq!(stats["collectives"].as_u64(), Some(15));
-    // 2 Allreduce on a split communicator per rank, 1 Scan per rank: left out and counted.
-    assert_eq!(stats["subcomm_collectives_left_out"].as_u64(), Some(8));
-    assert_eq!(stats["unsupported_left_out"].as_u64(), Some(4));
+    // 3 rounds of bcast, allreduce, alltoall, gather, reducescatter, then a scan.
+    assert_eq!(stats["collectives"].as_u64(), Some(16));
+    // 2 Allreduce per rank on the even and the odd half of a split: 2 communicators defined.
+    assert_eq!(stats["subcomm_collectives"].as_u64(), Some(8));
+    assert_eq!(stats["communicators"].as_u64(), Some(2));
+    assert_eq!(stats["subcomm_collectives_left_out"].as_u64(), Some(0));
+    assert_eq!(stats["unsupported_left_out"].as_u64(), Some(0));
+    assert_eq!(trace.lines().filter(|l| l.trim() == "scan 8B").count(), 4);
+    // The halves: world 0 and 2, world 1 and 3, each allreducing twice on its own.
+    let defs: Vec<&str> = trace.lines().filter(|l| l.starts_with("comm ")).collect();
+    assert_eq!(defs.len(), 2, "{trace}");
+    for (d, members) in defs.iter().zip([" 0 2", " 1 3"]) {
+        assert!(d.ends_with(members), "{d}");
+        let name = d.split_whitespace().nth(1).expect("a name");
+        let on = format!("allreduce 64B on {name}");
+        assert_eq!(trace.lines().filter(|l| l.trim() == on).count(), 4, "{on}");
+    }
     for want in [
         "bcast root 1 4096B",
         "allreduce 64B",
@@ -290,8 +335,8 @@ fn missing_partner(mpi: &str) {
     assert_eq!(summary["unmatched_sends"].as_u64(), Some(3));
     assert_eq!(stats["unmatched_left_out"].as_u64(), Some(3));
     // Ranks 1..3 recorded the barrier and the allreduce after it, rank 0 only the allreduce:
-    // only the common prefix is kept.
-    assert_eq!(stats["collectives"].as_u64(), Some(15));
+    // only the common prefix is kept (the 15 of the rounds and the scan).
+    assert_eq!(stats["collectives"].as_u64(), Some(16));
     assert_eq!(stats["misaligned_collectives_left_out"].as_u64(), Some(7));
     let err = text(&o.stderr);
     assert!(
