@@ -225,14 +225,9 @@ fn main() {
     commperf_caps();
     let out = PathBuf::from(std::env::var("OUT_DIR").expect("OUT_DIR"));
     for f in [
-        "csrc/shim.c",
-        "csrc/fortran_openmpi.h",
-        "csrc/emulate.c",
-        "csrc/emulate.h",
-        "csrc/arrival.h",
-        "csrc/coll.c",
-        "csrc/coll.h",
-        "csrc/gen",
+        // Every C source and header, the generated ones included (a directory is watched
+        // whole).
+        "csrc",
         "../pmpi-rt/src",
         "../pmpi-rt/Cargo.toml",
         "../../Cargo.lock",

@@ -499,12 +499,14 @@ int MPI_Win_free(MPI_Win *win) {
 }
 
 /* One one-sided event: a transfer to `target` (window rank; MPI_PROC_NULL moves nothing) or a
- * synchronisation (target -1 when it names no rank; tag: the lock type or assertion). */
+ * synchronisation (target NO_TARGET when it names no rank; tag: the lock type or assertion).
+ * Not -1 for "none": that is MPICH's MPI_PROC_NULL. */
+#define NO_TARGET INT32_MIN
 static void rec_win(int kind, int target, int tag, MPI_Win w, uint64_t bytes, uint64_t t0, uint64_t t1) {
     cev e;
     uint32_t id;
     if (!MONITORING() || target == MPI_PROC_NULL) return;
-    int peer = target >= 0 ? win_world(w, target, &id) : (win_world(w, 0, &id), -1);
+    int peer = target != NO_TARGET ? win_world(w, target, &id) : (win_world(w, 0, &id), -1);
     fill(&e, kind, peer, tag, id, bytes, t0, t1);
     record(&e);
 }
@@ -586,7 +588,7 @@ int MPI_Rget_accumulate(const void *o, int oc, MPI_Datatype ot, void *r, int rc_
               PMPI_Rget_accumulate(o, oc, ot, r, rc_, rt, target, td, tc, tt, op, w, req), req)
 }
 
-/* Synchronisation: TARGET the window rank it names (-1: none), TAG what it was given. */
+/* Synchronisation: TARGET the window rank it names (NO_TARGET: none), TAG what it was given. */
 #define WSYNC_BODY(FN, KIND, TARGET, TAG, WIN, CALL)                                             \
     if (!ENTER(FN)) return CALL;                                                                 \
     uint64_t t0 = cur_t0;                                                                        \
@@ -596,33 +598,33 @@ int MPI_Rget_accumulate(const void *o, int oc, MPI_Datatype ot, void *r, int rc_
     LEAVE();                                                                                     \
     return rc;
 
-int MPI_Win_fence(int a, MPI_Win w) { WSYNC_BODY(FN_Win_fence, K_WIN_FENCE, -1, a, w, PMPI_Win_fence(a, w)) }
+int MPI_Win_fence(int a, MPI_Win w) { WSYNC_BODY(FN_Win_fence, K_WIN_FENCE, NO_TARGET, a, w, PMPI_Win_fence(a, w)) }
 int MPI_Win_lock(int type, int rank, int a, MPI_Win w) {
     WSYNC_BODY(FN_Win_lock, K_WIN_LOCK, rank, type, w, PMPI_Win_lock(type, rank, a, w))
 }
 int MPI_Win_unlock(int rank, MPI_Win w) { WSYNC_BODY(FN_Win_unlock, K_WIN_UNLOCK, rank, -1, w, PMPI_Win_unlock(rank, w)) }
-int MPI_Win_lock_all(int a, MPI_Win w) { WSYNC_BODY(FN_Win_lock_all, K_WIN_LOCK_ALL, -1, a, w, PMPI_Win_lock_all(a, w)) }
-int MPI_Win_unlock_all(MPI_Win w) { WSYNC_BODY(FN_Win_unlock_all, K_WIN_UNLOCK_ALL, -1, -1, w, PMPI_Win_unlock_all(w)) }
-int MPI_Win_post(MPI_Group g, int a, MPI_Win w) { WSYNC_BODY(FN_Win_post, K_WIN_POST, -1, a, w, PMPI_Win_post(g, a, w)) }
-int MPI_Win_start(MPI_Group g, int a, MPI_Win w) { WSYNC_BODY(FN_Win_start, K_WIN_START, -1, a, w, PMPI_Win_start(g, a, w)) }
-int MPI_Win_complete(MPI_Win w) { WSYNC_BODY(FN_Win_complete, K_WIN_COMPLETE, -1, -1, w, PMPI_Win_complete(w)) }
-int MPI_Win_wait(MPI_Win w) { WSYNC_BODY(FN_Win_wait, K_WIN_WAIT, -1, -1, w, PMPI_Win_wait(w)) }
+int MPI_Win_lock_all(int a, MPI_Win w) { WSYNC_BODY(FN_Win_lock_all, K_WIN_LOCK_ALL, NO_TARGET, a, w, PMPI_Win_lock_all(a, w)) }
+int MPI_Win_unlock_all(MPI_Win w) { WSYNC_BODY(FN_Win_unlock_all, K_WIN_UNLOCK_ALL, NO_TARGET, -1, w, PMPI_Win_unlock_all(w)) }
+int MPI_Win_post(MPI_Group g, int a, MPI_Win w) { WSYNC_BODY(FN_Win_post, K_WIN_POST, NO_TARGET, a, w, PMPI_Win_post(g, a, w)) }
+int MPI_Win_start(MPI_Group g, int a, MPI_Win w) { WSYNC_BODY(FN_Win_start, K_WIN_START, NO_TARGET, a, w, PMPI_Win_start(g, a, w)) }
+int MPI_Win_complete(MPI_Win w) { WSYNC_BODY(FN_Win_complete, K_WIN_COMPLETE, NO_TARGET, -1, w, PMPI_Win_complete(w)) }
+int MPI_Win_wait(MPI_Win w) { WSYNC_BODY(FN_Win_wait, K_WIN_WAIT, NO_TARGET, -1, w, PMPI_Win_wait(w)) }
 int MPI_Win_flush(int rank, MPI_Win w) { WSYNC_BODY(FN_Win_flush, K_WIN_FLUSH, rank, -1, w, PMPI_Win_flush(rank, w)) }
-int MPI_Win_flush_all(MPI_Win w) { WSYNC_BODY(FN_Win_flush_all, K_WIN_FLUSH_ALL, -1, -1, w, PMPI_Win_flush_all(w)) }
+int MPI_Win_flush_all(MPI_Win w) { WSYNC_BODY(FN_Win_flush_all, K_WIN_FLUSH_ALL, NO_TARGET, -1, w, PMPI_Win_flush_all(w)) }
 int MPI_Win_flush_local(int rank, MPI_Win w) {
     WSYNC_BODY(FN_Win_flush_local, K_WIN_FLUSH_LOCAL, rank, -1, w, PMPI_Win_flush_local(rank, w))
 }
 int MPI_Win_flush_local_all(MPI_Win w) {
-    WSYNC_BODY(FN_Win_flush_local_all, K_WIN_FLUSH_LOCAL_ALL, -1, -1, w, PMPI_Win_flush_local_all(w))
+    WSYNC_BODY(FN_Win_flush_local_all, K_WIN_FLUSH_LOCAL_ALL, NO_TARGET, -1, w, PMPI_Win_flush_local_all(w))
 }
-int MPI_Win_sync(MPI_Win w) { WSYNC_BODY(FN_Win_sync, K_WIN_SYNC, -1, -1, w, PMPI_Win_sync(w)) }
+int MPI_Win_sync(MPI_Win w) { WSYNC_BODY(FN_Win_sync, K_WIN_SYNC, NO_TARGET, -1, w, PMPI_Win_sync(w)) }
 /* Only a Test that found the exposure epoch over is an event (a polling loop's misses are not). */
 int MPI_Win_test(MPI_Win w, int *flag) {
     if (!ENTER(FN_Win_test)) return PMPI_Win_test(w, flag);
     int rc = PMPI_Win_test(w, flag);
     if (rc == MPI_SUCCESS && *flag) {
         uint64_t t1 = (cur_t1 = STAMP());
-        rec_win(K_WIN_TEST, -1, -1, w, 0, t1, t1);
+        rec_win(K_WIN_TEST, NO_TARGET, -1, w, 0, t1, t1);
     }
     LEAVE();
     return rc;

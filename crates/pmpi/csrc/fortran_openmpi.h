@@ -70,11 +70,11 @@ static void f_emu_done(uint64_t key, F *fst, uint64_t te) {
     EMU_SEND_PRE((int)*(DEST), PMPI_Comm_f2c(*(COMM)), (int)*(TAG),                              \
                  type_bytes(PMPI_Type_f2c(*(DT)), (int)*(COUNT)))
 
-void mpi_init_(F *ierr) { clock_cal_start(); pmpi_init_(ierr); if (*ierr == MPI_SUCCESS) after_init(); }
+void mpi_init_(F *ierr) { clock_cal_start(); pmpi_init_(ierr); if (*ierr == MPI_SUCCESS) after_init(FN_Init); }
 void mpi_init_thread_(F *req, F *prov, F *ierr) {
     clock_cal_start();
     pmpi_init_thread_(req, prov, ierr);
-    if (*ierr == MPI_SUCCESS) after_init();
+    if (*ierr == MPI_SUCCESS) after_init(FN_Init_thread);
 }
 void mpi_finalize_(F *ierr) { before_finalize(); pmpi_finalize_(ierr); }
 void mpi_pcontrol_(F *level) { pcontrol((int)*level); }
