@@ -319,6 +319,44 @@ fn collectives(mpi: &str) {
     }
 }
 
+/// families.c: nonblocking collectives, collectives on a split and on a duplicated
+/// communicator, neighbourhood collectives (no such operation in the format). Every one of the
+/// first two kinds is written, the third counted, and predict replays the trace.
+fn families_trace(mpi: &str) {
+    let test = format!("trace_families_{mpi}");
+    need(&test, &[&format!("mpicc.{mpi}"), &format!("mpirun.{mpi}")]);
+    let s = Scratch::new("trace", &test);
+    let prog = s.0.join("families");
+    compile(&format!("mpicc.{mpi}"), "families.c", &prog);
+    let dir = s.0.join("mon");
+    let (o, wall) = monitor(&s.0, &dir, mpi, &[prog.to_str().expect("path")]);
+    ok(&o);
+    let (trace, stats, _) = check_run(&dir, wall);
+    // families.rs's convention: the MPICH here is MPI-4 (persistent collectives: 3 starts of
+    // an MPI_Allreduce_init per rank, nonblocking calls all the same).
+    let mpi4 = mpi == "mpich";
+    let count = |want: &str| trace.lines().filter(|l| l.trim().starts_with(want)).count();
+    assert_eq!(count("ialltoall 16B as "), 16, "{trace}");
+    assert_eq!(count("iallreduce 8B as "), 8 + if mpi4 { 12 } else { 0 });
+    assert_eq!(count("ibarrier as "), 4);
+    assert_eq!(count("ibcast root 0 100B as "), 8);
+    assert_eq!(
+        stats["nonblocking_collectives"].as_u64(),
+        Some(36 + if mpi4 { 12 } else { 0 })
+    );
+    // The split's halves (3 allreduces each) and the duplicate of MPI_COMM_WORLD (2 alltoalls).
+    assert_eq!(stats["communicators"].as_u64(), Some(3));
+    assert_eq!(stats["subcomm_collectives"].as_u64(), Some(12 + 8));
+    assert_eq!(count("allreduce 8B on c"), 12);
+    assert_eq!(count("alltoall 4B on c"), 8);
+    assert_eq!(trace.lines().filter(|l| l.starts_with("comm c")).count(), 3);
+    assert_eq!(stats["subcomm_collectives_left_out"].as_u64(), Some(0));
+    assert_eq!(stats["intercomm_collectives_left_out"].as_u64(), Some(0));
+    // 2 MPI_Neighbor_alltoall and 1 MPI_Ineighbor_allgather per rank.
+    assert_eq!(stats["unsupported_left_out"].as_u64(), Some(12));
+    assert_eq!(stats["misaligned_collectives_left_out"].as_u64(), Some(0));
+}
+
 /// Rank 0 stops monitoring while rank 1 sends it 3 messages and while the others record a
 /// barrier: sends without receives and a collective not called alike. The trace must leave them
 /// out, say so, and still replay.
@@ -447,4 +485,20 @@ fn trace_missing_partner_mpich() {
 )]
 fn trace_report_mpich() {
     report_converts("mpich");
+}
+#[test]
+#[cfg_attr(
+    not(commperf_has_openmpi),
+    ignore = "needs Open MPI (mpicc.openmpi, mpirun.openmpi: apt-get install libopenmpi-dev openmpi-bin)"
+)]
+fn trace_families_openmpi() {
+    families_trace("openmpi");
+}
+#[test]
+#[cfg_attr(
+    not(commperf_has_mpich),
+    ignore = "needs MPICH (mpicc.mpich, mpirun.mpich: apt-get install libmpich-dev mpich)"
+)]
+fn trace_families_mpich() {
+    families_trace("mpich");
 }
