@@ -435,6 +435,9 @@ pub fn to_trace(run: &Run) -> TraceOutput {
                 .push(i);
         }
     }
+    // World rank -> its data: `Run::rank` searches, and this is asked per call and member.
+    let by_rank: HashMap<u32, &crate::read::RankData> =
+        run.ranks.iter().map(|r| (r.header.rank, r)).collect();
     let mut kept_coll: HashMap<(u32, usize), String> = HashMap::new();
     let mut used_comms: BTreeSet<u32> = BTreeSet::new();
     for (&comm, per_rank) in &mut seqs {
@@ -442,22 +445,23 @@ pub fn to_trace(run: &Run) -> TraceOutput {
         let group = (comm != 0).then_some(members);
         let size = members.len() as u64;
         for (&r, idx) in per_rank.iter_mut() {
-            if let Some(rd) = run.rank(r) {
+            if let Some(rd) = by_rank.get(&r) {
                 idx.sort_by_key(|&i| rd.events[i].post_enter);
             }
         }
         // A rank that recorded calls on a communicator it is no member of: none of them can
         // be replayed.
+        let member: HashSet<u32> = members.iter().copied().collect();
         for (r, idx) in per_rank.iter() {
-            if !members.contains(r) {
+            if !member.contains(r) {
                 st.misaligned_collectives_left_out += idx.len() as u64;
             }
         }
-        let every_member_recorded = members.iter().all(|&m| run.rank(m).is_some());
+        let every_member_recorded = members.iter().all(|m| by_rank.contains_key(m));
         let empty: Vec<usize> = Vec::new();
         let seq_of = |m: u32| per_rank.get(&m).unwrap_or(&empty);
         let key = |m: u32, j: usize| -> CollKey {
-            let rd = run.rank(m)?;
+            let rd = by_rank.get(&m)?;
             coll_key(&rd.events[*seq_of(m).get(j)?], size, group)
         };
         let common = if every_member_recorded && !members.is_empty() {
@@ -485,7 +489,7 @@ pub fn to_trace(run: &Run) -> TraceOutput {
                 .iter()
                 .filter_map(|&m| {
                     let i = *seq_of(m).get(j)?;
-                    Some((m, i, run.rank(m)?.events.get(i)?))
+                    Some((m, i, by_rank.get(&m)?.events.get(i)?))
                 })
                 .collect();
             let per: Vec<(&'static str, Option<u32>, u64)> = evs
