@@ -1741,6 +1741,7 @@ mod tests {
             }),
             comms: Vec::new(),
             functions: Vec::new(),
+            sites: Default::default(),
         }
     }
 

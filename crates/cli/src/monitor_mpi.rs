@@ -326,6 +326,33 @@ pub fn table(s: &Summary) -> String {
             );
         }
     }
+    if !s.sites.is_empty() {
+        let _ = writeln!(
+            o,
+            "\ncall sites with the most time in MPI (all ranks; bytes per call){}\n{:<24} {:>8} {:>10} {:>11} {:>11} {:>11} {:>12}  location",
+            if s.site_overflow_calls > 0 {
+                format!(" ({} calls from sites not kept)", s.site_overflow_calls)
+            } else {
+                String::new()
+            },
+            "function", "ranks", "count", "total ms", "mean µs", "sent B", "received B"
+        );
+        for c in &s.sites {
+            let per = |b: u64| if c.count > 0 { b / c.count } else { 0 };
+            let _ = writeln!(
+                o,
+                "{:<24} {:>8} {:>10} {:>11.3} {:>11.3} {:>11} {:>12}  {}",
+                c.call,
+                c.ranks,
+                c.count,
+                c.time_ns as f64 / 1e6,
+                c.mean_ns / 1e3,
+                per(c.sent_bytes),
+                per(c.received_bytes),
+                c.location
+            );
+        }
+    }
     let _ = writeln!(
         o,
         "\nrecorded operations (bytes as recorded: sends the message, receives what arrived, collectives the rank's send buffer)\n{:>5} {:<26} {:>10} {:>14}",

@@ -13,6 +13,8 @@
 //!        6 comm    JSON `CommDef`: a communicator's members, written when it is first used (v3)
 //!        7 calls   JSON `Vec<CallStat>`: every MPI function called, counted and timed,
 //!                  written by MPI_Finalize (v3)
+//!        8 sites   JSON `Sites`: the calls per call site (function, caller's address),
+//!                  written by MPI_Finalize (v3)
 //! event  = kind:u8 flags:u8 pad:u16 peer:i32 tag:i32 comm:u32 bytes:u64
 //!          t_post_enter:u64 t_post_exit:u64 t_done_enter:u64 t_done_exit:u64 thread:u64
 //! ```
@@ -80,6 +82,34 @@ pub enum FrameKind {
     Drops = 5,
     Comm = 6,
     Calls = 7,
+    Sites = 8,
+}
+
+/// One call site: one MPI function called from one return address, on one rank.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Site {
+    pub call: String,
+    /// The caller's return address, the module (shared object or program) holding it and the
+    /// module's load address: `addr - base` is the address within a position-independent
+    /// module, `addr` itself within a program linked at a fixed address.
+    pub addr: u64,
+    pub module: String,
+    pub base: u64,
+    /// The nearest exported symbol at or before the address (dladdr), and its address; empty
+    /// when there is none (a static function, a stripped program).
+    pub symbol: String,
+    pub symbol_addr: u64,
+    pub count: u64,
+    pub time_ns: u64,
+    pub sent_bytes: u64,
+    pub received_bytes: u64,
+}
+
+/// A rank's call sites, and how many calls found no room in its per-thread site tables.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Sites {
+    pub sites: Vec<Site>,
+    pub overflow_calls: u64,
 }
 
 /// A communicator's members, as the rank that first used it saw them: `world[i]` is the world

@@ -787,6 +787,70 @@ pub unsafe extern "C" fn cpmpi_rt_calls(
     ));
 }
 
+/// One call site as the shim hands it over (csrc/shim.c `csite`).
+#[repr(C)]
+#[derive(Debug)]
+pub struct CSite {
+    pub call: *const c_char,
+    pub module: *const c_char,
+    pub symbol: *const c_char,
+    pub addr: u64,
+    pub base: u64,
+    pub symaddr: u64,
+    pub count: u64,
+    pub time_ns: u64,
+    pub sent: u64,
+    pub received: u64,
+}
+
+fn opt_cstr(p: *const c_char) -> String {
+    if p.is_null() {
+        return String::new();
+    }
+    // SAFETY: a non-null pointer from the shim is a NUL-terminated string it keeps alive for
+    // the call (dladdr's names live as long as their module; the call names are static).
+    unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned()
+}
+
+/// Every call site of the run (merged over the threads), written once at MPI_Finalize.
+///
+/// # Safety
+/// `sites` points to `n` readable `CSite`s (or `n` is 0).
+#[no_mangle]
+pub unsafe extern "C" fn cpmpi_rt_sites(n: c_int, sites: *const CSite, overflow: u64) {
+    let Some(rt) = RT.get() else { return };
+    let n = usize::try_from(n).unwrap_or(0);
+    let v: &[CSite] = if n == 0 || sites.is_null() {
+        &[]
+    } else {
+        // SAFETY: the caller passes n sites.
+        unsafe { std::slice::from_raw_parts(sites, n) }
+    };
+    let s = format::Sites {
+        sites: v
+            .iter()
+            .map(|c| format::Site {
+                call: opt_cstr(c.call),
+                addr: c.addr,
+                module: opt_cstr(c.module),
+                base: c.base,
+                symbol: opt_cstr(c.symbol),
+                symbol_addr: c.symaddr,
+                count: c.count,
+                time_ns: c.time_ns,
+                sent_bytes: c.sent,
+                received_bytes: c.received,
+            })
+            .collect(),
+        overflow_calls: overflow,
+    };
+    let mut w = rt.writer.lock().unwrap_or_else(|e| e.into_inner());
+    let _ = w.file.write_all(&format::frame(
+        FrameKind::Sites,
+        serde_json::to_string(&s).unwrap_or_default().as_bytes(),
+    ));
+}
+
 /// This thread's ring, created on its first recorded event; the shim caches the pointer in a
 /// thread-local and pushes into it itself (`record` in csrc/shim.c). Null before MPI_Init.
 /// The ring lives as long as the process (the runtime keeps every ring), so the pointer never

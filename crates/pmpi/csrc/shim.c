@@ -12,6 +12,7 @@
  */
 #define _GNU_SOURCE
 #include <mpi.h>
+#include <dlfcn.h>
 #include <link.h>
 #include <pthread.h>
 #include <stddef.h>
@@ -225,7 +226,9 @@ static void clock_cal_finish(void) {
 #endif
 }
 
-static inline uint64_t now(void) {
+/* Always inlined: called from every wrapper, and a call per clock read showed in profiles. */
+#define HOT static inline __attribute__((always_inline))
+HOT uint64_t now(void) {
 #if defined(__x86_64__)
     if (use_tsc) {
         uint64_t d = __rdtsc() - tsc_base;
@@ -270,35 +273,113 @@ static cpmpi_stat *stats_new(void) {
     return t;
 }
 
-static inline int enter(int fn) {
+/* Call sites: per thread, (function, the caller's return address) -> count, time (sum, min,
+ * max) and bytes, in a fixed open-addressing table of one cache line per entry (no allocation
+ * on the hot path). The per-function statistics are these summed at MPI_Finalize, so a call
+ * updates one entry; a call whose site finds no slot within SITE_PROBE goes into its
+ * function's own row instead (stats[], as MPI_Init's) and is counted in site_overflow, so the
+ * report can say what the sites miss while the functions miss nothing.
+ * Resolved to module + offset and the nearest symbol (dladdr) at MPI_Finalize; the reader turns
+ * them into function at file:line where the module has debug information. */
+typedef struct {
+    uint64_t addr;
+    uint32_t fn1, pad;
+    uint64_t count, time_ns, min_ns, max_ns, sent, received;
+} __attribute__((aligned(64))) cpmpi_site;
+#define NSITES 2048
+#define SITE_PROBE 16
+static TLS cpmpi_site *my_sites = NULL;
+static TLS uint64_t cur_site;
+static cpmpi_site **site_tables = NULL;
+static size_t n_site_tables = 0;
+static uint64_t site_overflow = 0;
+
+static cpmpi_site *sites_new(void) {
+    cpmpi_site *t = aligned_alloc(64, NSITES * sizeof(cpmpi_site));
+    if (t) memset(t, 0, NSITES * sizeof(cpmpi_site));
+    if (!t) return NULL;
+    pthread_mutex_lock(&stat_lock);
+    cpmpi_site **v = realloc(site_tables, sizeof(*v) * (n_site_tables + 1));
+    if (v) { site_tables = v; site_tables[n_site_tables++] = t; }
+    pthread_mutex_unlock(&stat_lock);
+    if (!v) { free(t); return NULL; }
+    return t;
+}
+
+/* Per function, the entry of its last call site: a loop calls each function from one place, so
+ * the common case is one compare, no hashing. */
+static TLS cpmpi_site *site_hint[FN_COUNT];
+
+/* 1 when the call went into its site's entry, 0 when the table had no room for it. */
+HOT int site_add(int fn, uint64_t addr, uint64_t d, uint64_t sent, uint64_t received) {
+    cpmpi_site *e = site_hint[fn];
+    if (__builtin_expect(e != NULL && e->addr == addr, 1)) {
+        e->count++; e->time_ns += d; e->sent += sent; e->received += received;
+        if (d < e->min_ns) e->min_ns = d;
+        if (d > e->max_ns) e->max_ns = d;
+        return 1;
+    }
+    cpmpi_site *t = my_sites;
+    if (__builtin_expect(t == NULL, 0)) t = my_sites = sites_new();
+    if (!t) return 0;
+    uint32_t fn1 = (uint32_t)fn + 1;
+    /* Return addresses of distinct call sites differ in their low bits: they index directly. */
+    uint64_t h = (addr ^ (addr >> 11) ^ ((uint64_t)fn1 << 3));
+    for (int k = 0; k < SITE_PROBE; k++) {
+        e = &t[(h + (uint64_t)k) & (NSITES - 1)];
+        if (e->fn1 == fn1 && e->addr == addr) {
+            e->count++; e->time_ns += d; e->sent += sent; e->received += received;
+            if (d < e->min_ns) e->min_ns = d;
+            if (d > e->max_ns) e->max_ns = d;
+            site_hint[fn] = e;
+            return 1;
+        }
+        if (e->fn1 == 0) {
+            e->fn1 = fn1; e->addr = addr;
+            e->count = 1; e->time_ns = d; e->min_ns = d; e->max_ns = d;
+            e->sent = sent; e->received = received;
+            site_hint[fn] = e;
+            return 1;
+        }
+    }
+    __atomic_add_fetch(&site_overflow, 1, __ATOMIC_RELAXED);
+    return 0;
+}
+
+HOT int enter(int fn, void *site) {
     if (!enabled || depth != 0) return 0;
     depth = 1;
     cur_fn = fn;
+    cur_site = (uint64_t)(uintptr_t)site;
     cur_t1 = 0;
     cur_sent = cur_received = 0;
     cur_t0 = STAMP();
     return 1;
 }
 
-static inline void leave(void) {
+HOT void leave(void) {
     if (cur_t0 && MONITORING()) {
         uint64_t t1 = cur_t1 ? cur_t1 : now();
-        uint64_t d = t1 > cur_t0 ? t1 - cur_t0 : 0;
-        cpmpi_stat *t = my_stats;
-        if (__builtin_expect(t == NULL, 0)) t = my_stats = stats_new();
-        if (t) {
-            cpmpi_stat *s = &t[cur_fn];
-            if (s->count == 0 || d < s->min_ns) s->min_ns = d;
-            if (d > s->max_ns) s->max_ns = d;
-            s->count++;
-            s->time_ns += d;
-            s->sent += cur_sent;
-            s->received += cur_received;
+        uint64_t d = t1 - cur_t0; /* one monotonic clock: t1 >= t0 */
+        if (__builtin_expect(!site_add(cur_fn, cur_site, d, cur_sent, cur_received), 0)) {
+            cpmpi_stat *t = my_stats;
+            if (t == NULL) t = my_stats = stats_new();
+            if (t) {
+                cpmpi_stat *s = &t[cur_fn];
+                if (s->count == 0 || d < s->min_ns) s->min_ns = d;
+                if (d > s->max_ns) s->max_ns = d;
+                s->count++;
+                s->time_ns += d;
+                s->sent += cur_sent;
+                s->received += cur_received;
+            }
         }
     }
     depth = 0;
 }
-#define ENTER(FN) enter(FN)
+/* The wrapper's own return address: the call site in the program (or, for MPICH's Fortran, in
+ * its Fortran binding library, which calls the C functions). */
+#define ENTER(FN) enter(FN, __builtin_return_address(0))
 #define LEAVE() leave()
 
 /* A call the wrappers cannot time between ENTER and LEAVE (MPI_Init: monitoring starts inside
@@ -312,6 +393,72 @@ static void count_call(int fn, uint64_t d) {
     if (d > s->max_ns) s->max_ns = d;
     s->count++;
     s->time_ns += d;
+}
+
+/* What the runtime is given per call site (runtime.rs `CSite`). */
+typedef struct {
+    const char *call, *module, *symbol;
+    uint64_t addr, base, symaddr, count, time_ns, sent, received;
+} csite;
+extern void cpmpi_rt_sites(int n, const csite *sites, uint64_t overflow);
+
+static const char *exe_path(void) {
+    static char p[4096];
+    if (!p[0]) {
+        ssize_t n = readlink("/proc/self/exe", p, sizeof p - 1);
+        p[n > 0 ? n : 0] = 0;
+    }
+    return p;
+}
+
+static int site_cmp(const void *a, const void *b) {
+    const cpmpi_site *x = a, *y = b;
+    if (x->fn1 != y->fn1) return x->fn1 < y->fn1 ? -1 : 1;
+    return x->addr < y->addr ? -1 : x->addr > y->addr;
+}
+
+/* Every thread's sites merged, each resolved by dladdr (module, its load address, the nearest
+ * exported symbol), handed to the runtime once (MPI_Finalize). */
+static void sites_write(void) {
+    size_t n = 0;
+    pthread_mutex_lock(&stat_lock);
+    for (size_t k = 0; k < n_site_tables; k++)
+        for (int i = 0; i < NSITES; i++) n += site_tables[k][i].fn1 != 0;
+    cpmpi_site *all = n ? malloc(sizeof(cpmpi_site) * n) : NULL;
+    size_t m = 0;
+    if (all)
+        for (size_t k = 0; k < n_site_tables; k++)
+            for (int i = 0; i < NSITES; i++)
+                if (site_tables[k][i].fn1) all[m++] = site_tables[k][i];
+    pthread_mutex_unlock(&stat_lock);
+    if (!all) { cpmpi_rt_sites(0, NULL, site_overflow); return; }
+    qsort(all, m, sizeof(cpmpi_site), site_cmp);
+    csite *out = calloc(m, sizeof(csite));
+    size_t o = 0;
+    for (size_t i = 0; out && i < m; i++) {
+        if (o > 0 && all[i].fn1 == all[i - 1].fn1 && all[i].addr == all[i - 1].addr) {
+            out[o - 1].count += all[i].count; out[o - 1].time_ns += all[i].time_ns;
+            out[o - 1].sent += all[i].sent; out[o - 1].received += all[i].received;
+            continue;
+        }
+        csite *c = &out[o++];
+        c->call = cpmpi_fn_names[all[i].fn1 - 1];
+        c->addr = all[i].addr;
+        c->count = all[i].count; c->time_ns = all[i].time_ns;
+        c->sent = all[i].sent; c->received = all[i].received;
+        Dl_info info;
+        /* addr - 1: inside the call instruction, not the one after it. */
+        if (all[i].addr && dladdr((void *)(uintptr_t)(all[i].addr - 1), &info)) {
+            /* The main program's name is empty in the loader's list: its path instead. */
+            c->module = info.dli_fname && info.dli_fname[0] ? info.dli_fname : exe_path();
+            c->base = (uint64_t)(uintptr_t)info.dli_fbase;
+            c->symbol = info.dli_sname;
+            c->symaddr = (uint64_t)(uintptr_t)info.dli_saddr;
+        }
+    }
+    if (out) cpmpi_rt_sites((int)o, out, site_overflow);
+    free(out);
+    free(all);
 }
 
 /* The sum of every thread's table, handed to the runtime once (MPI_Finalize). */
@@ -331,9 +478,23 @@ static void stats_write(void) {
             o->sent += s->sent;
             o->received += s->received;
         }
+    /* The calls that went into their sites' entries. */
+    for (size_t k = 0; k < n_site_tables; k++)
+        for (int i = 0; i < NSITES; i++) {
+            const cpmpi_site *s = &site_tables[k][i];
+            if (!s->fn1) continue;
+            cpmpi_stat *o = &sum[s->fn1 - 1];
+            if (o->count == 0 || s->min_ns < o->min_ns) o->min_ns = s->min_ns;
+            if (s->max_ns > o->max_ns) o->max_ns = s->max_ns;
+            o->count += s->count;
+            o->time_ns += s->time_ns;
+            o->sent += s->sent;
+            o->received += s->received;
+        }
     pthread_mutex_unlock(&stat_lock);
     cpmpi_rt_calls(FN_COUNT, cpmpi_fn_names, sum);
     free(sum);
+    sites_write();
 }
 
 /* ---- communicators: rank -> world rank, id ------------------------------------------------ */
@@ -471,7 +632,7 @@ static inline int was_cancelled(const MPI_Status *st) {
 #endif
 }
 
-static inline void fill(cev *e, int kind, int peer, int tag, uint32_t comm, uint64_t bytes,
+HOT void fill(cev *e, int kind, int peer, int tag, uint32_t comm, uint64_t bytes,
                         uint64_t t0, uint64_t t1) {
     e->kind = (uint8_t)kind; e->flags = 0; e->pad = 0; e->peer = peer; e->tag = tag;
     e->comm = comm; e->bytes = bytes;
@@ -667,7 +828,7 @@ int MPI_Comm_free(MPI_Comm *comm) {
 
 /* ---- point to point ----------------------------------------------------------------------- */
 
-static inline void rec_send(int kind, int flags, int dest, int tag, MPI_Comm comm, uint64_t bytes,
+HOT void rec_send(int kind, int flags, int dest, int tag, MPI_Comm comm, uint64_t bytes,
                             uint64_t t0, uint64_t t1) {
     cev e;
     uint32_t id;
@@ -680,7 +841,7 @@ static inline void rec_send(int kind, int flags, int dest, int tag, MPI_Comm com
     record(&e);
 }
 
-static inline void rec_recv(int kind, int flags, MPI_Comm comm, const MPI_Status *st,
+HOT void rec_recv(int kind, int flags, MPI_Comm comm, const MPI_Status *st,
                             uint64_t t0, uint64_t t1) {
     cev e;
     uint32_t id;
@@ -779,7 +940,7 @@ int MPI_Recv(void *buf, int count, MPI_Datatype dt, int src, int tag, MPI_Comm c
 
 /* A posted nonblocking operation, kept under `key` until the call that completes it. Receives
  * (their size is the status's) count their bytes there; sends count theirs here. */
-static inline void post_key(int kind, int flags, int peer, int tag, MPI_Comm comm, uint64_t bytes,
+HOT void post_key(int kind, int flags, int peer, int tag, MPI_Comm comm, uint64_t bytes,
                             uint64_t t0, uint64_t t1, uint64_t key) {
     cev e;
     uint32_t id;

@@ -50,6 +50,7 @@
 
 pub mod install;
 mod read;
+mod sites;
 mod trace;
 
 pub use commperf_pmpi_rt::format;
@@ -60,6 +61,7 @@ pub use read::{
     Call, CallCount, Event, EventPair, FunctionStat, Matching, Message, PairBin, PairMedian,
     Pairing, RankData, ReadError, Run, Stream, Summary,
 };
+pub use sites::CallSite;
 pub use trace::{to_trace, TraceOutput, TraceStats};
 
 /// The MPI libraries an interposer can be built for.

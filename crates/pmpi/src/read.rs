@@ -1,6 +1,9 @@
 //! Reading a monitor directory back, matching sends to receives, and the per-message stages.
 
-use crate::format::{self, CallStat, ClockSync, CommDef, Footer, Header, EVENT_BYTES, MAGIC};
+use crate::format::{
+    self, CallStat, ClockSync, CommDef, Footer, Header, Sites, EVENT_BYTES, MAGIC,
+};
+use crate::sites::{call_sites, CallSite};
 use serde::Serialize;
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
@@ -578,6 +581,8 @@ pub struct RankData {
     /// Every wrapped MPI function this rank called, counted and timed (format v3, written at
     /// MPI_Finalize: empty before, and for a rank cut short).
     pub functions: Vec<CallStat>,
+    /// The calls per call site (format v3, written at MPI_Finalize).
+    pub sites: Sites,
 }
 
 impl RankData {
@@ -771,6 +776,7 @@ pub fn read_file(path: &Path) -> Result<RankData, ReadError> {
         footer: None,
         comms: Vec::new(),
         functions: Vec::new(),
+        sites: Sites::default(),
     };
     while at < data.len() {
         if data.len() - at < 8 {
@@ -840,6 +846,11 @@ pub fn read_file(path: &Path) -> Result<RankData, ReadError> {
             7 if version >= 3 => {
                 let v: Vec<CallStat> = serde_json::from_slice(payload).map_err(json_err)?;
                 rd.functions.extend(v);
+            }
+            8 if version >= 3 => {
+                let v: Sites = serde_json::from_slice(payload).map_err(json_err)?;
+                rd.sites.overflow_calls += v.overflow_calls;
+                rd.sites.sites.extend(v.sites);
             }
             k => return Err(corrupt(at, format!("unknown frame kind {k}"))),
         }
@@ -1158,6 +1169,10 @@ pub struct Summary {
     /// Every MPI function called (format v3 files: written at MPI_Finalize, so not for a rank
     /// cut short), by rank, then by time in the call, longest first.
     pub functions: Vec<FunctionStat>,
+    /// The call sites with the most time in MPI, over all ranks (at most [`TOP_SITES`]).
+    pub sites: Vec<CallSite>,
+    /// Calls whose site found no room in the interposer's per-thread site tables.
+    pub site_overflow_calls: u64,
     pub pairs: Vec<PairBin>,
     /// The all-pairs clock check, per size exchanged both ways by ≥ 2 ordered pairs (empty
     /// when the run has none).
@@ -1261,6 +1276,9 @@ fn without_peer(run: &Run, kind: fn(Call) -> bool) -> u64 {
         .count() as u64
 }
 
+/// How many call sites a summary keeps.
+pub const TOP_SITES: usize = 20;
+
 /// Every rank's function statistics, by rank, then by time in the call (longest first, ties by
 /// name).
 pub fn functions(run: &Run) -> Vec<FunctionStat> {
@@ -1294,6 +1312,7 @@ pub fn functions(run: &Run) -> Vec<FunctionStat> {
 /// Counts every call per rank and folds the matched messages into pair × size bins.
 pub fn summarize(run: &Run) -> Summary {
     let m = match_messages(run);
+    let (sites, site_overflow_calls) = call_sites(run, TOP_SITES);
     let mut calls = Vec::new();
     for rd in &run.ranks {
         let mut per: BTreeMap<(Call, bool), (u64, u64)> = BTreeMap::new();
@@ -1392,6 +1411,8 @@ pub fn summarize(run: &Run) -> Summary {
         recvs_without_peer: without_peer(run, Call::is_recv),
         calls,
         functions: functions(run),
+        sites,
+        site_overflow_calls,
         pairs,
         all_pairs: all_pairs(run, &m),
     }
@@ -1640,6 +1661,7 @@ mod tests {
             footer: None,
             comms: Vec::new(),
             functions: Vec::new(),
+            sites: Default::default(),
         }
     }
 
