@@ -174,9 +174,9 @@ pub fn sizes(o: u8, is_root: bool, b: u64, n: u64) -> (u64, u64) {
         op::BCAST if is_root => (b, 0),
         op::BCAST => (0, b),
         op::REDUCE => (b, if is_root { b } else { 0 }),
-        op::GATHER | op::GATHERV => (b, if is_root { b * n } else { 0 }),
-        op::SCATTER | op::SCATTERV => (if is_root { b * n } else { 0 }, b),
-        op::ALLGATHER | op::ALLGATHERV => (b, b * n),
+        op::GATHER | op::GATHERV => (b, if is_root { b.saturating_mul(n) } else { 0 }),
+        op::SCATTER | op::SCATTERV => (if is_root { b.saturating_mul(n) } else { 0 }, b),
+        op::ALLGATHER | op::ALLGATHERV => (b, b.saturating_mul(n)),
         op::REDUCE_SCATTER | op::REDUCE_SCATTER_BLOCK => (b, b / n.max(1)),
         _ => (b, b),
     }

@@ -1,6 +1,9 @@
 //! [`Archive`] to and from disk through libotf2: one plain loop over definitions and records
 //! each way; the meaning is in [`crate::from_run`] and [`crate::to_own`].
 
+// The callbacks and writer calls have libotf2's C signatures, however many arguments.
+#![allow(clippy::too_many_arguments)]
+
 use crate::ffi::*;
 use crate::model::{Archive, ClockOffset, Comm, Location, Rec, Region};
 use crate::Otf2Error;

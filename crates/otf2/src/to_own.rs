@@ -116,10 +116,12 @@ pub fn own_text(a: &Archive) -> Result<String, String> {
                     Some(false) => {
                         sub.insert((comm, tag));
                     }
-                    None => return Err(format!(
+                    None => {
+                        return Err(format!(
                         "rank {r}: {} on communicator #{comm}, which the archive does not define",
                         kind(rec)
-                    )),
+                    ))
+                    }
                 }
             }
         }
