@@ -1,0 +1,162 @@
+//! OTF2 out and in: `commperf monitor --trace -- mpirun …` also writes DIR/traces.otf2, which
+//! `otf2-print` reads and `commperf predict --trace DIR/traces.otf2` replays to exactly the
+//! prediction of DIR/trace.txt (same topology, same profile). Needs Open MPI and libotf2 with
+//! otf2-tools; without them the tests are ignored with the reason, unless
+//! `COMMPERF_REQUIRE_MPI=1` (CI) makes that a failure.
+
+mod mpi_apps;
+use mpi_apps::{compile, exe, need, ok, text, Scratch};
+use serde_json::Value;
+use std::path::Path;
+use std::process::Command;
+
+fn monitor(cwd: &Path, dir: &Path, prog: &[&str]) -> std::process::Output {
+    let mut c = Command::new("timeout");
+    c.args(["-k", "10", "300", exe(), "monitor", "--trace", "-o"])
+        .arg(dir)
+        .arg("--")
+        .args(["mpirun.openmpi", "-np", "4", "--oversubscribe"])
+        .args(prog)
+        .current_dir(cwd)
+        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
+    c.output().expect("run commperf monitor")
+}
+
+/// `commperf predict --format json --topology torus:2x2 --trace FILE [ARGS…]`.
+fn predict(trace: &Path, args: &[&str]) -> Value {
+    let o = Command::new("timeout")
+        .args(["-k", "5", "120", exe(), "predict", "--format", "json"])
+        .args(["--topology", "torus:2x2", "--eager", "4k", "--trace"])
+        .arg(trace)
+        .args(args)
+        .output()
+        .expect("run commperf predict");
+    ok(&o);
+    serde_json::from_slice(&o.stdout).expect("predict JSON")
+}
+
+/// A prediction without the fields that name its input (file and format).
+fn without_input(mut v: Value) -> Value {
+    fn strip(v: &mut Value) {
+        match v {
+            Value::Object(m) => {
+                m.remove("trace");
+                m.remove("trace_format");
+                m.values_mut().for_each(strip);
+            }
+            Value::Array(a) => a.iter_mut().for_each(strip),
+            _ => {}
+        }
+    }
+    strip(&mut v);
+    v
+}
+
+fn need_all(test: &str) {
+    need(test, &["mpicc.openmpi", "mpirun.openmpi", "otf2-print"]);
+}
+
+/// Monitors `src` (args), then predicts both traces and compares.
+fn round_trip(test: &str, src: &str, args: &[&str]) -> (Value, String) {
+    need_all(test);
+    let s = Scratch::new("otf2", test);
+    let prog = s.0.join("prog");
+    compile("mpicc.openmpi", src, &prog);
+    let dir = s.0.join("mon");
+    let mut cmd = vec![prog.to_str().expect("path")];
+    cmd.extend_from_slice(args);
+    let o = monitor(&s.0, &dir, &cmd);
+    ok(&o);
+    let anchor = dir.join("traces.otf2");
+    assert!(
+        text(&o.stderr).contains(&format!("wrote {}", anchor.display())),
+        "{}",
+        text(&o.stderr)
+    );
+    // otf2-print reads the archive, and finds as many messages as the own trace replays.
+    let p = Command::new("otf2-print")
+        .arg(&anchor)
+        .output()
+        .expect("otf2-print");
+    ok(&p);
+    assert!(text(&p.stderr).trim().is_empty(), "{}", text(&p.stderr));
+    let printed = text(&p.stdout);
+    let count = |k: &str| {
+        printed
+            .lines()
+            .filter(|l| l.split_whitespace().next() == Some(k))
+            .count() as u64
+    };
+    let stats: Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.join("trace-stats.json")).expect("trace-stats.json"),
+    )
+    .expect("stats JSON");
+    let messages = stats["messages"].as_u64().expect("messages");
+    assert!(messages > 0);
+    assert_eq!(count("MPI_SEND") + count("MPI_ISEND"), messages);
+    assert_eq!(count("MPI_RECV") + count("MPI_IRECV"), messages);
+    assert_eq!(
+        count("MPI_COLLECTIVE_END"),
+        4 * stats["collectives"].as_u64().expect("collectives")
+    );
+
+    let own = predict(&dir.join("trace.txt"), &[]);
+    let otf2 = predict(&anchor, &[]);
+    assert_eq!(otf2["trace_format"], "otf2", "{otf2}");
+    assert_eq!(own["messages"], otf2["messages"]);
+    assert_eq!(without_input(own.clone()), without_input(otf2));
+    // --format-in otf2 says the same of the same file.
+    let named = predict(&anchor, &["--format-in", "otf2"]);
+    assert_eq!(without_input(own.clone()), without_input(named));
+    (
+        own,
+        std::fs::read_to_string(dir.join("trace.txt")).expect("trace.txt"),
+    )
+}
+
+#[test]
+#[cfg_attr(
+    not(all(commperf_has_openmpi, commperf_has_otf2)),
+    ignore = "needs Open MPI and libotf2 with otf2-tools (apt-get install libopenmpi-dev openmpi-bin libotf2-trace-dev otf2-tools)"
+)]
+fn otf2_round_trip_point_to_point() {
+    // counts.c: every point-to-point form, a split communicator, MPI_Pcontrol(0)..(1).
+    let (own, trace) = round_trip("otf2_round_trip_point_to_point", "counts.c", &[]);
+    assert!(trace.contains("bcast root 0 800B"), "{trace}");
+    assert!(own["messages"].as_u64().unwrap_or(0) > 0, "{own}");
+}
+
+#[test]
+#[cfg_attr(
+    not(all(commperf_has_openmpi, commperf_has_otf2)),
+    ignore = "needs Open MPI and libotf2 with otf2-tools (apt-get install libopenmpi-dev openmpi-bin libotf2-trace-dev otf2-tools)"
+)]
+fn otf2_round_trip_collectives() {
+    // colls.c: bcast, allreduce, alltoall, gather, reduce_scatter, with compute between; a
+    // Scan and sub-communicator collectives that neither trace replays.
+    let (_, trace) = round_trip("otf2_round_trip_collectives", "colls.c", &[]);
+    assert!(trace.contains("alltoall 256B"), "{trace}");
+}
+
+#[test]
+#[cfg_attr(
+    not(commperf_has_otf2),
+    ignore = "needs libotf2 with otf2-tools (apt-get install libotf2-trace-dev otf2-tools)"
+)]
+fn predict_names_an_otf2_file_that_is_not_an_archive() {
+    let s = Scratch::new("otf2", "not_an_archive");
+    let f = s.0.join("traces.otf2");
+    std::fs::write(&f, "ranks 2\n").expect("write");
+    let o = Command::new(exe())
+        .args(["predict", "--trace"])
+        .arg(&f)
+        .output()
+        .expect("run predict");
+    assert!(!o.status.success());
+    let err = text(&o.stderr);
+    assert!(
+        err.contains(&f.display().to_string()) && err.contains("OTF2"),
+        "{err}"
+    );
+}
