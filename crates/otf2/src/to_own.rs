@@ -6,8 +6,9 @@
 //!
 //! - the time between MPI regions (paradigm MPI, or a name starting `MPI_`; the outermost one
 //!   when they nest) is `compute`, from the first MPI region's Leave on (MPI_Init's, in a
-//!   Score-P trace); not while measurement was off (MeasurementOnOff); regions of other
-//!   paradigms (user functions) are computation;
+//!   Score-P trace); not while measurement was off (MeasurementOnOff: the gap up to the switch
+//!   off counts, and counting starts again at the switch on); regions of other paradigms (user
+//!   functions) are computation;
 //! - MpiSend/MpiRecv become `send`/`recv`, except inside MPI_Sendrecv(_replace), whose two
 //!   halves become `isend` + `irecv` + `waitall` (as the own trace of a monitored run writes
 //!   them); MpiIsend and MpiIrecvRequest … MpiIrecv become `isend`/`irecv` at the post (the
@@ -208,7 +209,19 @@ pub fn own_text(a: &Archive) -> Result<String, String> {
                     }
                 }
                 Rec::Enter { .. } | Rec::Leave { .. } => {}
-                Rec::Measurement { on, .. } => off = !on,
+                Rec::Measurement { t, on } => {
+                    // Outside MPI calls (Score-P writes it there) the time up to the switch is
+                    // computation, and after it computation starts again from the switch on.
+                    // commperf writes it inside MPI_Pcontrol, whose Enter and Leave already
+                    // bound the gaps.
+                    if let Some(c) = cursor {
+                        if depth == 0 && !off && !on && t > c {
+                            slots.push(Slot::Line(format!("compute {}ns", ns(t - c))));
+                        }
+                        cursor = Some(c.max(t));
+                    }
+                    off = !on;
+                }
                 Rec::Send {
                     peer,
                     comm,
