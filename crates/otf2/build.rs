@@ -18,6 +18,12 @@ fn main() {
     commperf_caps();
     println!("cargo::rustc-check-cfg=cfg(commperf_libotf2)");
     println!("cargo:rerun-if-env-changed=COMMPERF_OTF2_LIB_DIR");
+    // COMMPERF_OTF2_DISABLE=1 builds as if libotf2 were absent (how the error path is tested
+    // on a machine that has it).
+    println!("cargo:rerun-if-env-changed=COMMPERF_OTF2_DISABLE");
+    if std::env::var_os("COMMPERF_OTF2_DISABLE").is_some() {
+        return;
+    }
     let mut dirs: Vec<std::path::PathBuf> = Vec::new();
     if let Some(d) = std::env::var_os("COMMPERF_OTF2_LIB_DIR") {
         dirs.push(d.into());

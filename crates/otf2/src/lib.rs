@@ -123,3 +123,34 @@ pub fn read_workload(anchor: &Path, opts: &ParseOptions) -> Result<Workload, Otf
 pub fn is_anchor(path: &Path) -> bool {
     path.extension().is_some_and(|e| e == "otf2")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Built without libotf2 (none found, or COMMPERF_OTF2_DISABLE=1), both directions refuse
+    /// naming the package; the conversions that need no C library still work.
+    #[test]
+    #[cfg(not(commperf_libotf2))]
+    fn without_libotf2_both_directions_name_the_package() {
+        assert!(!available());
+        let dir = std::env::temp_dir();
+        let e = write_archive(&Archive::default(), &dir, "never").unwrap_err();
+        assert!(matches!(e, Otf2Error::Missing("write")), "{e}");
+        assert!(e.to_string().contains("install libotf2-trace-dev"), "{e}");
+        assert!(!dir.join("never.otf2").exists());
+        let e = read_workload(&dir.join("x.otf2"), &ParseOptions::default()).unwrap_err();
+        assert!(
+            e.to_string()
+                .starts_with("this commperf was built without libotf2, so it cannot read OTF2"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn anchor_files_are_told_by_their_extension() {
+        assert!(is_anchor(Path::new("mon/traces.otf2")));
+        assert!(!is_anchor(Path::new("mon/trace.txt")));
+        assert!(!is_anchor(Path::new("otf2")));
+    }
+}
