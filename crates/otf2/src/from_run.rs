@@ -2,7 +2,9 @@
 //! replays, so that reading it back ([`crate::to_own`]) gives predict the same workload:
 //!
 //! - one location per rank (id = world rank), in a process location group on its host's system
-//!   tree node; one region per MPI call name (paradigm MPI); MPI_COMM_WORLD over every rank;
+//!   tree node; one region per MPI call name (paradigm MPI); MPI_COMM_WORLD over every rank.
+//!   The calls of all a rank's threads go to its one location in the order they were entered
+//!   (as the own trace replays them), so under MPI_THREAD_MULTIPLE their regions may overlap;
 //! - timestamps are each rank's own clock in ns (timer resolution 10⁹), with two ClockOffset
 //!   definitions per rank (the offsets to rank 0's clock measured at MPI_Init and MPI_Finalize),
 //!   as Score-P writes them: tools that apply offsets (Vampir, Scalasca, libotf2's reader by
