@@ -7,7 +7,8 @@
 // `commperf_caps();` from its `main`. Plain functions, no dependencies: a build script's only
 // crates are its own build-dependencies.
 //
-// The probes only look (files on the PATH, the effective user), and the build script runs again
+// The probes only look (files on the PATH, the effective user; python3 is asked whether it can
+// import pympistandard), and the build script runs again
 // when one could change: on PATH itself and on every directory in it (a package install adds a
 // file there), and on COMMPERF_REQUIRE_MPI. With COMMPERF_REQUIRE_MPI set (CI sets it) every
 // cfg is emitted whatever is found: the tests run, and one whose tool is missing fails naming
@@ -38,7 +39,17 @@ const COMMPERF_CAPS: &[(&str, &[&str])] = &[
     // libotf2-trace-dev (otf2-config; commperf-otf2 links its libotf2) and otf2-tools
     // (otf2-print, which the OTF2 tests read the archives back with).
     ("commperf_has_otf2", &["otf2-config", "otf2-print"]),
+    // Debian's NWChem (one-sided MPI through its ARMCI), counted call by call against ltrace.
+    (
+        "commperf_has_nwchem",
+        &["nwchem.openmpi", "mpirun.openmpi", "ltrace"],
+    ),
 ];
+
+/// The MPI Forum's API list for Python (`pip install pympistandard`), which the interposer's
+/// generated wrappers come from (crates/pmpi/gen/wrappers.py): a module, not a command, so it
+/// is asked of python3 itself.
+const COMMPERF_PYMPISTANDARD: &str = "commperf_has_pympistandard";
 
 /// Network namespaces with shaped links: root, and iproute2's `ip` and `tc`.
 const COMMPERF_NETNS: &str = "commperf_has_netns";
@@ -102,10 +113,20 @@ fn commperf_caps() {
     if std::env::var_os("CARGO_FEATURE_MPI").is_some() {
         found.push(COMMPERF_MPI_FEATURE);
     }
+    let pympistandard = commperf_on_path(&dirs, "python3")
+        && std::process::Command::new("python3")
+            .args(["-c", "import pympistandard"])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+    if pympistandard {
+        found.push(COMMPERF_PYMPISTANDARD);
+    }
     let all = COMMPERF_CAPS
         .iter()
         .map(|(cfg, _)| *cfg)
-        .chain([COMMPERF_NETNS, COMMPERF_MPI_FEATURE]);
+        .chain([COMMPERF_NETNS, COMMPERF_MPI_FEATURE, COMMPERF_PYMPISTANDARD]);
     for cfg in all {
         println!("cargo::rustc-check-cfg=cfg({cfg})");
         if require || found.contains(&cfg) {

@@ -65,8 +65,55 @@ fn version_of(mpicc: &Path, flavour: &str) -> String {
     })
 }
 
+/// `OUT_DIR/have_<mpi>.h`: `#define CPMPI_HAVE_<name>` for every `PMPI_<name>` the library's
+/// mpi.h declares (read from its preprocessed text, so a name mpi.h makes a macro is not one),
+/// which the generated wrappers (csrc/gen/wrappers_c.h) are conditional on: a library that lacks
+/// an MPI-4.0 function gets no wrapper for it, one that has it gets one.
+fn have_header(out: &Path, flavour: &str, mpicc: &Path) -> Result<PathBuf, String> {
+    let src = out.join(format!("have_{flavour}.c"));
+    std::fs::write(&src, "#include <mpi.h>\n").map_err(|e| format!("{}: {e}", src.display()))?;
+    let o = Command::new(mpicc)
+        .arg("-E")
+        .arg(&src)
+        .output()
+        .map_err(|e| format!("{}: {e}", mpicc.display()))?;
+    if !o.status.success() {
+        return Err(format!(
+            "{} -E failed:\n{}",
+            mpicc.display(),
+            String::from_utf8_lossy(&o.stderr)
+        ));
+    }
+    let text = String::from_utf8_lossy(&o.stdout);
+    let mut names = std::collections::BTreeSet::new();
+    let b = text.as_bytes();
+    let mut at = 0;
+    while let Some(i) = text[at..].find("PMPI_") {
+        let start = at + i;
+        at = start + 5;
+        if start > 0 && (b[start - 1].is_ascii_alphanumeric() || b[start - 1] == b'_') {
+            continue;
+        }
+        let end = text[at..]
+            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .map_or(text.len(), |k| at + k);
+        if text[end..].trim_start().starts_with('(') {
+            names.insert(text[at..end].to_string());
+        }
+    }
+    let mut h =
+        String::from("/* The PMPI_ functions this library's mpi.h declares (build.rs). */\n");
+    for n in &names {
+        h.push_str(&format!("#define CPMPI_HAVE_{n} 1\n"));
+    }
+    let path = out.join(format!("have_{flavour}.h"));
+    std::fs::write(&path, h).map_err(|e| format!("{}: {e}", path.display()))?;
+    Ok(path)
+}
+
 fn build(out: &Path, flavour: &str, mpicc: &Path) -> Result<(), String> {
     let so = out.join(format!("libcommperf_pmpi_{flavour}.so"));
+    let have = have_header(out, flavour, mpicc)?;
     let mut c = Command::new(mpicc);
     c.args([
         "-shared",
@@ -78,6 +125,8 @@ fn build(out: &Path, flavour: &str, mpicc: &Path) -> Result<(), String> {
         "-Wno-unused-parameter",
     ])
     .arg(format!("-DCPMPI_{}", flavour.to_uppercase()))
+    .arg("-include")
+    .arg(&have)
     .arg("-Icsrc")
     .arg("csrc/shim.c")
     .arg("csrc/emulate.c")
@@ -176,13 +225,9 @@ fn main() {
     commperf_caps();
     let out = PathBuf::from(std::env::var("OUT_DIR").expect("OUT_DIR"));
     for f in [
-        "csrc/shim.c",
-        "csrc/fortran_openmpi.h",
-        "csrc/emulate.c",
-        "csrc/emulate.h",
-        "csrc/arrival.h",
-        "csrc/coll.c",
-        "csrc/coll.h",
+        // Every C source and header, the generated ones included (a directory is watched
+        // whole).
+        "csrc",
         "../pmpi-rt/src",
         "../pmpi-rt/Cargo.toml",
         "../../Cargo.lock",

@@ -11,6 +11,7 @@ use anyhow::{bail, Context, Result};
 use clap::{Args, Subcommand, ValueEnum};
 use commperf_bench::Progress;
 use commperf_pmpi::{Flavour, Summary};
+use commperf_study::verdict::{self, Builtin, Judge, Pattern, TimePattern};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -138,6 +139,20 @@ pub struct AppArgs {
     #[arg(long, default_value_t = 300, value_name = "SECONDS",
           value_parser = clap::value_parser!(u64).range(1..=86400))]
     pub timeout: u64,
+    /// The command's own time (the command after `--`): a regex matched against each line of
+    /// its output, with one capture group holding seconds, or named groups among h, min, s, ms,
+    /// us, ns, added up (`took (?P<ms>[0-9.]+) ms`); replaces the built-in pattern of a program
+    /// recognised by its banner (NAS, LAMMPS, a kit binary). An output without it fails the cell
+    #[arg(long, value_name = "REGEX", value_parser = time_pattern)]
+    pub time_pattern: Option<TimePattern>,
+    /// A line the command after `--` must print, else its cell fails (may be repeated; replaces
+    /// the built-in ones, NAS's `Verification = SUCCESSFUL`)
+    #[arg(long, value_name = "REGEX", value_parser = success_pattern)]
+    pub success_pattern: Vec<Pattern>,
+    /// A line that fails the cell of the command after `--` when printed (may be repeated;
+    /// added to the built-in ones, NAS's `Verification = UNSUCCESSFUL`)
+    #[arg(long, value_name = "REGEX", value_parser = failure_pattern)]
+    pub failure_pattern: Vec<Pattern>,
     /// Any MPI program, run on every stack as `LAUNCHER -np N COMMAND…` (built for one MPI, it
     /// fails on the other's stacks, and its cells say so)
     #[arg(last = true, value_name = "COMMAND")]
@@ -169,6 +184,18 @@ pub struct ReportArgs {
     pub out: Option<PathBuf>,
 }
 
+fn time_pattern(s: &str) -> Result<TimePattern, String> {
+    TimePattern::new(s, "--time-pattern").map_err(|e| e.to_string())
+}
+
+fn success_pattern(s: &str) -> Result<Pattern, String> {
+    Pattern::new(s, "--success-pattern").map_err(|e| e.to_string())
+}
+
+fn failure_pattern(s: &str) -> Result<Pattern, String> {
+    Pattern::new(s, "--failure-pattern").map_err(|e| e.to_string())
+}
+
 fn knob_list(s: &str) -> Result<(commperf_emulate::Knob, Vec<f64>), String> {
     commperf_emulate::parse_knob_list(s).map_err(|e| e.to_string())
 }
@@ -183,6 +210,26 @@ pub struct Program {
     installed: Option<crate::app_installed::Installed>,
     /// Kit: `name=value` arguments; command: the whole command.
     args: Vec<String>,
+    /// What its output and exit must say, and where its own time is.
+    pub judge: Judge,
+}
+
+impl Program {
+    /// The files the program writes its results to, which its verdict reads beside its
+    /// output: hpcc's `hpccoutf.txt` in its working directory.
+    pub(crate) fn output_files(&self, root: &Path, s: Stack) -> Vec<PathBuf> {
+        match self.installed {
+            Some(crate::app_installed::Installed::Hpcc) => {
+                vec![workdir(root, &self.name, s).join("hpccoutf.txt")]
+            }
+            _ => Vec::new(),
+        }
+    }
+}
+
+/// The working directory of program `name` on stack `s` (an installed program's input).
+fn workdir(root: &Path, name: &str, s: Stack) -> PathBuf {
+    root.join(name).join(s.name()).join("input")
 }
 
 /// The validated study.
@@ -225,11 +272,17 @@ impl AppArgs {
                     installed.iter().map(|k| k.0).collect::<Vec<_>>().join(", ")
                 ));
             };
+            let judge = match (kit, inst) {
+                (Some(_), _) => Judge::builtin(Builtin::Kit),
+                (_, Some(i)) => Judge::builtin(crate::app_installed::builtin(i)),
+                (None, None) => Judge::none(),
+            };
             programs.push(Program {
                 name: n.to_string(),
                 kit,
                 installed: inst,
                 args: defaults.split_whitespace().map(String::from).collect(),
+                judge,
             });
         }
         for a in &self.args {
@@ -257,12 +310,32 @@ impl AppArgs {
             let name = Path::new(&self.command[0])
                 .file_name()
                 .map_or_else(|| self.command[0].clone(), |n| n.to_string_lossy().into());
+            // A command commperf does not know by name: the built-in patterns of the program
+            // whose banner its output carries, under the user's.
+            let user = verdict::Rules {
+                time: self.time_pattern.clone(),
+                success: self.success_pattern.clone(),
+                failure: self.failure_pattern.clone(),
+            };
             programs.push(Program {
                 name,
                 kit: None,
                 installed: None,
                 args: self.command.clone(),
+                judge: Judge::recognise().with_user(user),
             });
+        } else {
+            let given = [
+                ("--time-pattern", self.time_pattern.is_some()),
+                ("--success-pattern", !self.success_pattern.is_empty()),
+                ("--failure-pattern", !self.failure_pattern.is_empty()),
+            ];
+            if let Some((o, _)) = given.iter().find(|g| g.1) {
+                return Err(format!(
+                    "{o}: applies to the command after --, and none is given (the kit, hpcc and \
+                     lammps have their own patterns)"
+                ));
+            }
         }
         if programs.is_empty() {
             return Err("--programs: empty list".into());
@@ -335,13 +408,24 @@ pub struct Study {
 pub struct Cell {
     pub program: String,
     pub stack: String,
-    /// The failure of the first run that failed (build, launch, exit status, WRONG, timeout).
+    /// The failure of the first run that failed (build, launch, a failure pattern, a missing
+    /// success or time pattern, exit status, signal, timeout).
     pub error: Option<String>,
-    /// Completion time: median over the runs of the program's own timed loop (the `time X s`
-    /// it prints), else of the launch's wall time.
+    /// That failure's reasons, typed, where the program's verdict gave it (empty for a build,
+    /// launch or timeout): which pattern matched on which line, the exit status or signal.
+    #[serde(default)]
+    pub failures: Vec<verdict::Failure>,
+    /// Completion time: median over the runs of the program's own time (found by its time
+    /// pattern: the kit's `time X s`, NAS's `Time in seconds =`, hpcc's `HPL_time=`, LAMMPS's
+    /// `Loop time of`, `--time-pattern`), else, for a program without one, of the launch's wall
+    /// time.
     pub time_s: Option<f64>,
     /// What `time_s` is: `program` (its own report) or `wall` (the whole launch).
     pub time_source: Option<String>,
+    /// The pattern that found the program's time, with its origin: "`…` (NAS)"; null for the
+    /// wall time.
+    #[serde(default)]
+    pub time_pattern: Option<String>,
     /// Every run's completion time, in run order.
     pub times_s: Vec<f64>,
     /// Median wall time of the whole launch (mpirun start-up included).
@@ -488,8 +572,10 @@ pub fn run(a: &AppArgs, cfg: Config) -> Result<()> {
                 program: p.name.clone(),
                 stack: s.name(),
                 error: None,
+                failures: Vec::new(),
                 time_s: None,
                 time_source: None,
+                time_pattern: None,
                 times_s: Vec::new(),
                 wall_s: None,
                 profile: None,
@@ -529,6 +615,10 @@ pub fn run(a: &AppArgs, cfg: Config) -> Result<()> {
                     Duration::from_secs(a.timeout),
                     &[],
                     p.kit.is_some(),
+                    &Verdict {
+                        judge: &p.judge,
+                        files: &p.output_files(&root, s),
+                    },
                 );
                 if commperf_testbed::run::interrupted() {
                     progress.finish();
@@ -545,6 +635,8 @@ pub fn run(a: &AppArgs, cfg: Config) -> Result<()> {
                         if cell.profile.is_none() {
                             cell.profile = Some(run.profile);
                         }
+                        // Every run of a program has the same rules: a time pattern gives
+                        // each run its time or fails it, so a cell never mixes the two.
                         cell.time_source = Some(
                             if run.program_s.is_some() {
                                 "program"
@@ -553,12 +645,17 @@ pub fn run(a: &AppArgs, cfg: Config) -> Result<()> {
                             }
                             .into(),
                         );
+                        cell.time_pattern = run.time_pattern;
                         cell.times_s.push(run.program_s.unwrap_or(run.wall_s));
                         cell.run_states_ns.push(run.state_ns);
                         walls.push(run.wall_s);
                     }
                     Err(e) => {
                         cell.error = Some(format!("{e:#}"));
+                        cell.failures = e
+                            .downcast_ref::<verdict::Failed>()
+                            .map(|f| f.failures.clone())
+                            .unwrap_or_default();
                         done += (a.repeat - k - 1) as usize;
                     }
                 }
@@ -820,7 +917,7 @@ pub(crate) fn launch_of(
             s,
             a.np,
             a.mpich_apps.as_deref(),
-            &root.join(&p.name).join(s.name()).join("input"),
+            &workdir(root, &p.name, s),
         ),
         None => command_for(p, s, a.np, cache),
     }
@@ -898,16 +995,25 @@ pub(crate) fn last_lines(b: &[u8], n: usize) -> String {
 pub(crate) struct RunResult {
     pub wall_s: f64,
     pub note: Option<String>,
+    /// The program's own time, and the pattern that found it.
     pub program_s: Option<f64>,
+    pub time_pattern: Option<String>,
     pub profile: Profile,
     /// The machine's state over the run ([`crate::probe::around`], ns).
     pub state_ns: Option<f64>,
 }
 
+/// How a run is judged: the program's [`Judge`] and the files it writes its results to.
+pub(crate) struct Verdict<'a> {
+    pub judge: &'a Judge,
+    pub files: &'a [PathBuf],
+}
+
 /// One monitored run: the command under the interposer (as `commperf monitor -o DIR -- …`),
 /// with `extra` variables beside the monitor's (the loop's emulation knobs). `timed_loop`: the
 /// program times a loop from the end of its last MPI_Barrier (the kit's programs), and its
-/// profile is of that window.
+/// profile is of that window. A run the verdict fails is an error holding
+/// [`verdict::Failed`].
 pub(crate) fn monitored_run(
     command: &[String],
     np: u32,
@@ -915,9 +1021,20 @@ pub(crate) fn monitored_run(
     timeout: Duration,
     extra: &[(String, String)],
     timed_loop: bool,
+    verdict: &Verdict<'_>,
 ) -> Result<RunResult> {
     std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     crate::monitor_mpi::clear_rank_files(dir)?;
+    // hpcc appends to its hpccoutf.txt: an earlier run's results must not be judged as this
+    // one's.
+    for f in verdict.files {
+        match std::fs::remove_file(f) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                return Err(e).with_context(|| format!("cannot remove {}", f.display()))
+            }
+            _ => {}
+        }
+    }
     let dir = std::fs::canonicalize(dir)?;
     let plan = crate::preload::plan(command, None)?;
     let preload = plan.preload()?;
@@ -949,30 +1066,43 @@ pub(crate) fn monitored_run(
     std::fs::write(dir.join("stdout.txt"), &out)?;
     std::fs::write(dir.join("stderr.txt"), &err)?;
     let text = String::from_utf8_lossy(&out);
-    if let Some(l) = text.lines().find(|l| l.ends_with(" WRONG")) {
-        bail!("the program's self-check failed: {l}");
-    }
     let note = after.then(|| {
         "stopped 10 s after every rank had finalized its monitor file (MPI_Finalize did not \
          return)"
             .to_string()
     });
+    // A run stopped after its results has no exit status to judge (None).
     let status = match status {
-        Some(st) => st,
-        None if after => std::process::ExitStatus::default(),
+        Some(st) => Some(verdict::Status::from(st)),
+        None if after => None,
         None => bail!("stopped after {} s (--timeout)", timeout.as_secs()),
     };
-    if !status.success() {
-        let why = last_lines(&err, 2);
-        bail!(
-            "exited with {status}{}",
-            if why.is_empty() {
-                String::new()
-            } else {
-                format!(": {why}")
-            }
-        );
+    let mut files = Vec::new();
+    for f in verdict.files {
+        // A file the program did not write is judged empty: its patterns name what is missing.
+        let t = std::fs::read(f).unwrap_or_default();
+        if let Some(name) = f.file_name() {
+            std::fs::write(dir.join(name), &t)?;
+        }
+        files.push((
+            f.file_name().map_or_else(
+                || f.display().to_string(),
+                |n| n.to_string_lossy().into_owned(),
+            ),
+            String::from_utf8_lossy(&t).into_owned(),
+        ));
     }
+    let errtext = String::from_utf8_lossy(&err);
+    let output = verdict::Output {
+        files: files
+            .iter()
+            .map(|(name, text)| verdict::Text { name, text })
+            .collect(),
+        stdout: &text,
+        stderr: &errtext,
+        status,
+    };
+    let passed = verdict.judge.judge(&output)?;
     let mut run = commperf_pmpi::read_dir(&dir).with_context(|| {
         "the interposer recorded nothing: the program does not use MPI, or not the stack's MPI"
     })?;
@@ -995,7 +1125,8 @@ pub(crate) fn monitored_run(
     };
     Ok(RunResult {
         wall_s,
-        program_s: program_time(&text),
+        program_s: passed.time.as_ref().map(|t| t.seconds),
+        time_pattern: passed.time.map(|t| t.pattern),
         profile,
         note,
         state_ns,
@@ -1078,20 +1209,6 @@ fn run_with_timeout(
     let out = out.join().unwrap_or_default();
     let err = err.join().unwrap_or_default();
     Ok((status, out, err, after_results))
-}
-
-/// The `time X s` a kit program reports (its timed loop).
-fn program_time(stdout: &str) -> Option<f64> {
-    stdout
-        .lines()
-        .find_map(|l| {
-            let w: Vec<&str> = l.split_whitespace().collect();
-            w.windows(3)
-                .find(|x| x[0] == "time" && x[2] == "s")
-                .and_then(|x| x[1].parse::<f64>().ok())
-                .filter(|t| t.is_finite() && *t >= 0.0)
-        })
-        .or_else(|| crate::app_installed::lammps_loop_time(stdout))
 }
 
 const COLLECTIVES: &[&str] = &[
@@ -1439,16 +1556,30 @@ pub(crate) fn render(s: &Study) -> String {
         }
         let _ = writeln!(o);
     }
+    let walls: Vec<String> = s
+        .cells
+        .iter()
+        .filter(|c| c.error.is_none() && c.time_source.as_deref() == Some("wall"))
+        .map(|c| format!("{} on {}", c.program, c.stack))
+        .collect();
+    if !walls.is_empty() {
+        let _ = writeln!(
+            o,
+            "the launch's wall time (the program prints no time it is known by): {}",
+            walls.join(", ")
+        );
+    }
     let _ = writeln!(
         o,
         "\n# per run: the program's messages (monitor) and the stack's MPI-layer figures at its dominant size"
     );
     let _ = writeln!(
         o,
-        "{:<12} {:<10} {:>10} {:>9} {:>9} {:<22} {:<24} {:>9} {:>10} {:>8}",
+        "{:<12} {:<10} {:>10} {:<7} {:>9} {:>9} {:<22} {:<24} {:>9} {:>10} {:>8}",
         "program",
         "stack",
         "time s",
+        "time of",
         "wall s",
         "messages",
         "sent per rank",
@@ -1495,10 +1626,11 @@ pub(crate) fn render(s: &Study) -> String {
         };
         let _ = writeln!(
             o,
-            "{:<12} {:<10} {:>10.6} {:>9.2} {:>9} {:<22} {:<24} {:>9} {:>10} {:>8}",
+            "{:<12} {:<10} {:>10.6} {:<7} {:>9.2} {:>9} {:<22} {:<24} {:>9} {:>10} {:>8}",
             c.program,
             c.stack,
             c.time_s.unwrap_or(f64::NAN),
+            c.time_source.as_deref().unwrap_or("-"),
             c.wall_s.unwrap_or(f64::NAN),
             msgs,
             per,
@@ -1617,13 +1749,6 @@ mod tests {
         assert!((r - 4.5 / (4.5f64 * 5.0).sqrt()).abs() < 1e-12, "{r}");
         assert_eq!(spearman(&[1.0, 1.0], &[1.0, 2.0]), None);
         assert_eq!(spearman(&[1.0], &[1.0]), None);
-    }
-
-    #[test]
-    fn a_program_time_is_read_from_the_report_line() {
-        let l = "cg: ranks 4 m 1 hw 1 iters 2 dots 2 message 8 B time 0.012500 s checksum 0 expected 0 errors 0 OK";
-        assert_eq!(program_time(l), Some(0.0125));
-        assert_eq!(program_time("hello"), None);
     }
 
     #[test]

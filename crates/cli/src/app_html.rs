@@ -61,8 +61,8 @@ pub fn page(s: &Study) -> String {
          beside the stacks' micro-benchmark figures, as in Table 5.1 of N. S. Kutluğ, \
          <cite>Performance Evaluation and Analysis of User Level Networking Protocols in \
          Clusters</cite> (MS thesis, The Ohio State University, 2000). Completion time is the \
-         median of {} run(s) (the program's own timed loop where it reports one, else the \
-         launch's wall time). Study wall time {} ({} {}).</p>",
+         median of {} run(s) of the program's own time where it reports one (its time pattern), \
+         else of the launch's wall time (marked <sup>wall</sup>). Study wall time {} ({} {}).</p>",
         s.repeat,
         units::format_seconds(s.wall_time_s),
         esc(&s.schema),
@@ -120,12 +120,33 @@ fn times_table(o: &mut String, s: &Study) {
         for st in &s.stacks {
             let attrs = format!("data-program=\"{}\" data-stack=\"{}\"", esc(p), esc(st));
             match cell(s, p, st) {
-                Some(Cell {
-                    time_s: Some(t), ..
-                }) => {
+                Some(
+                    c @ Cell {
+                        time_s: Some(t), ..
+                    },
+                ) => {
+                    // The launch's wall time is marked: it holds mpirun's start-up, which a
+                    // program's own time does not.
+                    let (source, mark, title) = if c.time_source.as_deref() == Some("wall") {
+                        (
+                            "wall",
+                            "<sup>wall</sup>",
+                            "wall time of the whole launch (no time printed by the program)"
+                                .to_string(),
+                        )
+                    } else {
+                        let by = c.time_pattern.as_deref().unwrap_or("its report");
+                        (
+                            "program",
+                            "",
+                            format!("time printed by the program, found by {by}"),
+                        )
+                    };
                     let _ = write!(
                         o,
-                        "<td class=\"time\" {attrs} data-seconds=\"{t}\">{}</td>",
+                        "<td class=\"time\" {attrs} data-seconds=\"{t}\" \
+                         data-time-source=\"{source}\" title=\"{}\">{}{mark}</td>",
+                        esc(&title),
                         units::format_seconds(*t)
                     );
                 }
@@ -309,7 +330,11 @@ fn program_section(o: &mut String, s: &Study, i: usize, p: &str) {
         let _ = write!(
             o,
             "<td>{}</td><td>{}</td>",
-            opt(c.time_s, units::format_seconds),
+            opt(c.time_s, |t| if c.time_source.as_deref() == Some("wall") {
+                format!("{} (wall)", units::format_seconds(t))
+            } else {
+                units::format_seconds(t)
+            }),
             opt(c.wall_s, units::format_seconds)
         );
         match &c.profile {
@@ -814,8 +839,10 @@ mod tests {
                 "mpirun.openmpi -np 2 ./app '<script>alert(3)</script>' exited with <b>status</b> 1"
                     .into()
             }),
+            failures: Vec::new(),
             time_s: t,
             time_source: t.map(|_| "program".into()),
+            time_pattern: None,
             times_s: t.into_iter().collect(),
             wall_s: t.map(|t| t + 0.5),
             profile: p,
@@ -841,18 +868,25 @@ mod tests {
             wall_time_s: 3.0,
             oversubscribed: None,
             cells: vec![
-                cell(
-                    "halo",
-                    "ompi-shm",
-                    Some(0.001),
-                    Some(profile(&[(8, 10), (64, 400)])),
-                ),
-                cell(
-                    "halo",
-                    "ompi-tcp",
-                    Some(0.2),
-                    Some(profile(&[(8, 10), (64, 400)])),
-                ),
+                // One time of the launch, one of the program's own (found by the kit's pattern).
+                Cell {
+                    time_source: Some("wall".into()),
+                    ..cell(
+                        "halo",
+                        "ompi-shm",
+                        Some(0.001),
+                        Some(profile(&[(8, 10), (64, 400)])),
+                    )
+                },
+                Cell {
+                    time_pattern: Some(r"`\btime (\S+) s\b` (kit)".into()),
+                    ..cell(
+                        "halo",
+                        "ompi-tcp",
+                        Some(0.2),
+                        Some(profile(&[(8, 10), (64, 400)])),
+                    )
+                },
                 cell(evil, "ompi-shm", Some(0.5), Some(profile(&[(1 << 20, 3)]))),
                 cell(evil, "ompi-tcp", None, None),
             ],
@@ -927,18 +961,24 @@ mod tests {
         // Times in the unit that suits them, exact in an attribute.
         assert!(
             h.contains(
-                "<td class=\"time\" data-program=\"halo\" data-stack=\"ompi-tcp\" data-seconds=\"0.2\">200 ms</td>"
+                "<td class=\"time\" data-program=\"halo\" data-stack=\"ompi-tcp\" data-seconds=\"0.2\" \
+                 data-time-source=\"program\" title=\"time printed by the program, found by \
+                 `\\btime (\\S+) s\\b` (kit)\">200 ms</td>"
             ),
             "{h}"
         );
         assert!(
             h.contains(
-                "<td class=\"time\" data-program=\"halo\" data-stack=\"ompi-shm\" data-seconds=\"0.001\">1.00 ms</td>"
+                "<td class=\"time\" data-program=\"halo\" data-stack=\"ompi-shm\" data-seconds=\"0.001\" \
+                 data-time-source=\"wall\" title=\"wall time of the whole launch (no time printed \
+                 by the program)\">1.00 ms<sup>wall</sup></td>"
             ),
             "{h}"
         );
-        // The wall times of the program tables too (0.5 s more than each time).
-        assert!(h.contains("<td>1.00 ms</td><td>501 ms</td>"), "{h}");
+        // The wall times of the program tables too (0.5 s more than each time); a time that
+        // is the launch's wall time says so.
+        assert!(h.contains("<td>1.00 ms (wall)</td><td>501 ms</td>"), "{h}");
+        assert!(h.contains("<td>200 ms</td><td>700 ms</td>"), "{h}");
         assert!(!h.contains("0.200000") && !h.contains("0.001000"), "{h}");
         assert!(h.contains("<td class=\"messages\">410</td>"), "{h}");
         // No external resource: no src or href attribute at all.

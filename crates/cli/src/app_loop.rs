@@ -962,6 +962,10 @@ pub(crate) fn emulate_round(
             Duration::from_secs(a.timeout),
             &vars,
             false,
+            &app::Verdict {
+                judge: &p.judge,
+                files: &p.output_files(root, reference),
+            },
         )?;
         let untouched = if knobs.is_zero() {
             None
@@ -1715,6 +1719,8 @@ mod tests {
                     call,
                     fortran: false,
                     any_source: false,
+                    persistent: false,
+                    partitioned: false,
                     peer: -1,
                     tag: 0,
                     comm: 0,
@@ -1733,15 +1739,17 @@ mod tests {
                 pending_requests: 0,
                 end_ns: 99_000,
             }),
+            comms: Vec::new(),
+            functions: Vec::new(),
         }
     }
 
     #[test]
     fn the_window_starts_where_each_ranks_last_barrier_ends() {
         use commperf_pmpi::Call::{Allreduce, Barrier, Recv, Send};
-        let mut run = commperf_pmpi::Run {
-            dir: PathBuf::new(),
-            ranks: vec![
+        let mut run = commperf_pmpi::Run::new(
+            PathBuf::new(),
+            vec![
                 rank(
                     0,
                     &[
@@ -1754,7 +1762,7 @@ mod tests {
                 ),
                 rank(1, &[(Barrier, 6_500, 7_200), (Recv, 7_300, 8_200)]),
             ],
-        };
+        );
         assert!(window(&mut run));
         assert_eq!(run.ranks[0].header.start_ns, 7_000);
         assert_eq!(run.ranks[1].header.start_ns, 7_200);
@@ -1762,13 +1770,13 @@ mod tests {
         assert_eq!(run.ranks[0].events[0].call, Send);
         assert_eq!(run.ranks[1].events[0].call, Recv);
         // A rank without a barrier: the whole run, untouched.
-        let mut run = commperf_pmpi::Run {
-            dir: PathBuf::new(),
-            ranks: vec![
+        let mut run = commperf_pmpi::Run::new(
+            PathBuf::new(),
+            vec![
                 rank(0, &[(Barrier, 3_000, 4_000), (Send, 5_000, 5_100)]),
                 rank(1, &[(Recv, 3_300, 5_200)]),
             ],
-        };
+        );
         assert!(!window(&mut run));
         assert_eq!(run.ranks[0].header.start_ns, 1_000);
         assert_eq!(run.ranks[0].events.len(), 2);

@@ -318,10 +318,32 @@ pub fn table(s: &Summary) -> String {
         "ranks {}  matched messages {}  unmatched sends {}  unmatched receives {}  drops {}  clock error ≤ {} ns  drift ≤ {:.0} ppb",
         s.ranks, s.matched_messages, s.unmatched_sends, s.unmatched_recvs, s.drops, s.clock_error_ns, s.max_drift_ppb
     );
+    if !s.functions.is_empty() {
+        let _ = writeln!(
+            o,
+            "\nMPI functions (time in the call; bytes of the send and receive buffer arguments)\n{:>5} {:<28} {:>10} {:>12} {:>11} {:>11} {:>11} {:>14} {:>14}",
+            "rank", "function", "count", "total ms", "min µs", "mean µs", "max µs", "sent B", "received B"
+        );
+        for f in &s.functions {
+            let _ = writeln!(
+                o,
+                "{:>5} {:<28} {:>10} {:>12.3} {:>11.3} {:>11.3} {:>11.3} {:>14} {:>14}",
+                f.rank,
+                f.call,
+                f.count,
+                f.time_ns as f64 / 1e6,
+                f.min_ns as f64 / 1e3,
+                f.mean_ns / 1e3,
+                f.max_ns as f64 / 1e3,
+                f.sent_bytes,
+                f.received_bytes
+            );
+        }
+    }
     let _ = writeln!(
         o,
-        "\n{:>5} {:<26} {:>10} {:>14}",
-        "rank", "call", "count", "bytes"
+        "\nrecorded operations (bytes as recorded: sends the message, receives what arrived, collectives the rank's send buffer)\n{:>5} {:<26} {:>10} {:>14}",
+        "rank", "operation", "count", "bytes"
     );
     for c in &s.calls {
         let _ = writeln!(

@@ -242,14 +242,16 @@ fn a_failing_program_is_reported_in_its_cell_and_the_study_goes_on() {
     assert_eq!(ep, ["ep", "FAILED", "FAILED"], "{t}");
     assert!(
         t.lines().any(|l| l.starts_with("ep")
-            && l.contains("FAILED: the program's self-check failed: ep:")
-            && l.ends_with("WRONG")),
+            && l.contains("FAILED: failure pattern ` WRONG$` (kit) matched stdout line 1: \"ep: ")
+            && l.ends_with("WRONG\"; exit status 1")),
         "{t}"
     );
     let j = study(&out);
     for stack in ["ompi-shm", "ompi-tcp"] {
         let e = cell(&j, "ep", stack);
         assert!(e["error"].as_str().unwrap().contains("WRONG"), "{e}");
+        assert_eq!(e["failures"][0]["kind"], "failure_pattern", "{e}");
+        assert_eq!(e["failures"][1]["code"], 1, "{e}");
         assert!(e["time_s"].is_null(), "{e}");
         let c = cell(&j, "cg", stack);
         assert!(c["error"].is_null(), "{c}");
@@ -331,6 +333,8 @@ fn a_small_study_over_mpich_and_a_command_built_for_the_other_mpi() {
     // The Open MPI command: its cell on Open MPI's stack is filled, on MPICH's it names why not.
     let c = cell(&j, "ep_openmpi", "ompi-shm");
     assert!(c["error"].is_null(), "{c}");
+    // A kit binary after `--` is known by its report line: timed by its `time X s`.
+    assert_eq!(c["time_pattern"], r"`\btime (\S+) s\b` (kit)", "{c}");
     assert_eq!(c["profile"]["messages"], 0, "{c}");
     for stack in ["mpich-shm", "mpich-tcp"] {
         let c = cell(&j, "ep_openmpi", stack);
@@ -399,6 +403,22 @@ fn hpcc_and_lammps_run_with_their_inputs_on_both_mpis() {
     for want in ["N      :     120", "P      :       1", "Q      :       2"] {
         assert!(hout.contains(want), "hpccoutf.txt lacks {want:?}");
     }
+    // hpcc's time is HPL's solve from its summary, of this run only (hpcc appends to the file:
+    // the study removes it before each run and keeps each run's copy).
+    assert_eq!(hout.matches("Begin of Summary section.").count(), 1);
+    let hpl: f64 = hout
+        .lines()
+        .find_map(|l| l.strip_prefix("HPL_time="))
+        .expect("HPL_time in the summary")
+        .parse()
+        .unwrap();
+    assert_eq!(h["time_s"].as_f64(), Some(hpl), "{h}");
+    assert_eq!(h["time_source"], "program", "{h}");
+    assert_eq!(h["time_pattern"], "`^HPL_time=(\\S+)$` (hpcc)", "{h}");
+    assert_eq!(
+        std::fs::read_to_string(out.join("hpcc/ompi-shm/run-0/hpccoutf.txt")).unwrap(),
+        hout
+    );
     let l = cell(&j, "lammps", "ompi-shm");
     assert!(l["error"].is_null(), "{l}");
     assert_eq!(l["time_source"], "program", "{l}");
@@ -513,6 +533,174 @@ fn a_sweep_gives_each_program_its_sensitivity_curve() {
     );
 }
 
+/// One study of `apps/verdict.c` (tests/apps of the interposer) in MODE on ompi-shm, with
+/// `extra` options before `--`: its exit code, printed table and study.json, and the cell's
+/// run directory.
+fn verdict_study(
+    s: &Scratch,
+    mode: &str,
+    extra: &[&str],
+) -> (Option<i32>, String, Value, std::path::PathBuf) {
+    // One directory per study: a time pattern's own.
+    let label = format!("{mode}-{}", extra.join("").len());
+    let out = s.0.join(format!("study-{label}"));
+    let html = s.0.join(format!("study-{label}.html"));
+    let mut args = vec![
+        "--stacks",
+        "ompi-shm",
+        "--no-bench",
+        "-o",
+        out.to_str().unwrap(),
+        "--html",
+        html.to_str().unwrap(),
+    ];
+    args.extend(extra);
+    let prog = s.0.join("verdict");
+    args.extend(["--", prog.to_str().unwrap(), mode]);
+    let o = app(s, &args);
+    let j = study(&out);
+    let page = std::fs::read_to_string(&html).expect("the HTML page");
+    let run0 = out.join("verdict/ompi-shm/run-0");
+    let t = text(&o.stdout);
+    // Every cell that failed is named on the page as in the table.
+    if let Some(e) = cell(&j, "verdict", "ompi-shm")["error"].as_str() {
+        let escaped = e
+            .replace('&', "&amp;")
+            .replace('"', "&quot;")
+            .replace('<', "&lt;")
+            .replace('>', "&gt;");
+        assert!(
+            page.contains(&format!("verdict on ompi-shm: {escaped}")),
+            "{e}\n{page}"
+        );
+        assert!(t.contains(&format!("FAILED: {e}")), "{t}");
+    }
+    (o.status.code(), t, j, run0)
+}
+
+/// A command's own report: NAS's `Time in seconds =` is the cell's time (not mpirun's launch),
+/// `Verification = UNSUCCESSFUL` with exit status 0 fails the cell naming the pattern and the
+/// line, a rank's SIGSEGV is named from the launcher's words, and a program without a pattern
+/// keeps the wall time, saying so, unless `--time-pattern` finds its time.
+#[test]
+#[cfg_attr(
+    not(commperf_has_openmpi),
+    ignore = "needs Open MPI (mpicc.openmpi, mpirun.openmpi: apt-get install libopenmpi-dev openmpi-bin)"
+)]
+fn a_commands_own_time_and_verdict() {
+    need("app_verdict", &["mpicc.openmpi", "mpirun.openmpi"]);
+    let s = Scratch::new("app", "verdict");
+    let o = Command::new("mpicc.openmpi")
+        .args(["-O1", "-w", "-o"])
+        .arg(s.0.join("verdict"))
+        .arg(mpi_apps::apps().join("verdict.c"))
+        .output()
+        .expect("mpicc.openmpi");
+    ok(&o);
+    let stdout_line = |run0: &Path, needle: &str| -> (usize, String) {
+        let t = std::fs::read_to_string(run0.join("stdout.txt")).unwrap();
+        let (i, l) = t
+            .lines()
+            .enumerate()
+            .find(|(_, l)| l.contains(needle))
+            .unwrap_or_else(|| panic!("no {needle:?} in {t}"));
+        (i + 1, l.to_string())
+    };
+
+    // Verified: the program's time, exactly as it printed it.
+    let (code, t, j, run0) = verdict_study(&s, "ok", &[]);
+    assert_eq!(code, Some(0), "{t}");
+    let c = cell(&j, "verdict", "ompi-shm");
+    assert!(c["error"].is_null(), "{c}");
+    let (_, line) = stdout_line(&run0, "Time in seconds");
+    let printed: f64 = line.rsplit(' ').next().unwrap().parse().unwrap();
+    assert_eq!(c["time_s"].as_f64(), Some(printed), "{line}");
+    assert_eq!(c["time_source"], "program", "{c}");
+    assert_eq!(
+        c["time_pattern"], r"`^\s*Time in seconds\s*=\s*(\S+)` (NAS)",
+        "{c}"
+    );
+    // The sleep of 0.2 s, while the launch takes longer (mpirun's start-up).
+    assert!(
+        printed >= 0.2 && printed < c["wall_s"].as_f64().unwrap(),
+        "{c}"
+    );
+
+    // UNSUCCESSFUL, exit status 0: a failed cell naming the pattern and its line.
+    let (code, t, j, run0) = verdict_study(&s, "unsuccessful", &[]);
+    assert_eq!(code, Some(1), "every run failed: {t}");
+    let c = cell(&j, "verdict", "ompi-shm");
+    let (n, line) = stdout_line(&run0, "UNSUCCESSFUL");
+    assert_eq!(
+        c["error"],
+        format!(
+            r#"failure pattern `^\s*Verification\s*=\s*UNSUCCESSFUL` (NAS) matched stdout line {n}: {line:?}"#
+        ),
+        "{c}"
+    );
+    assert!(c["time_s"].is_null(), "{c}");
+    let f = &c["failures"];
+    assert_eq!(f.as_array().unwrap().len(), 1, "{c}");
+    assert_eq!(f[0]["kind"], "failure_pattern", "{c}");
+    assert_eq!(f[0]["at"]["source"], "stdout", "{c}");
+    assert_eq!(f[0]["at"]["line"], n, "{c}");
+    assert_eq!(f[0]["at"]["text"], line, "{c}");
+    assert!(
+        t.lines()
+            .any(|l| l.split_whitespace().collect::<Vec<_>>() == ["verdict", "FAILED"]),
+        "{t}"
+    );
+
+    // A rank killed by SIGSEGV: named from Open MPI's launcher, then its exit status.
+    let (code, t, j, _) = verdict_study(&s, "segv", &[]);
+    assert_eq!(code, Some(1), "{t}");
+    let c = cell(&j, "verdict", "ompi-shm");
+    let f = c["failures"].as_array().unwrap();
+    assert_eq!(f[0]["kind"], "rank_signal", "{c}");
+    assert_eq!(f[0]["rank"], 1, "{c}");
+    assert_eq!(f[0]["signal"], 11, "{c}");
+    assert!(
+        c["error"]
+            .as_str()
+            .unwrap()
+            .starts_with("rank 1 died by signal 11 (SIGSEGV), says the launcher on stderr line "),
+        "{c}"
+    );
+    assert_eq!(f[1]["kind"], "exit_status", "{c}");
+
+    // No pattern: the launch's wall time, said in the JSON and under the table.
+    let (code, t, j, _) = verdict_study(&s, "plain", &[]);
+    assert_eq!(code, Some(0), "{t}");
+    let c = cell(&j, "verdict", "ompi-shm");
+    assert_eq!(c["time_source"], "wall", "{c}");
+    assert!(c["time_pattern"].is_null(), "{c}");
+    assert_eq!(c["time_s"], c["wall_s"], "{c}");
+    assert!(
+        t.contains("the launch's wall time (the program prints no time it is known by): verdict on ompi-shm"),
+        "{t}"
+    );
+
+    // --time-pattern finds its `took T ms`, in milliseconds by its named group.
+    let (code, t, j, run0) =
+        verdict_study(&s, "plain", &["--time-pattern", r"^took (?P<ms>\S+) ms$"]);
+    assert_eq!(code, Some(0), "{t}");
+    let c = cell(&j, "verdict", "ompi-shm");
+    let (_, line) = stdout_line(&run0, "took ");
+    let ms: f64 = line.split(' ').nth(1).unwrap().parse().unwrap();
+    assert_eq!(c["time_s"].as_f64(), Some(ms * 1e-3), "{line}");
+    assert_eq!(c["time_source"], "program", "{c}");
+
+    // A given time pattern the output lacks fails the cell: no quiet fall-back to the wall time.
+    let (code, t, j, _) = verdict_study(&s, "plain", &["--time-pattern", r"elapsed (\S+)"]);
+    assert_eq!(code, Some(1), "{t}");
+    let c = cell(&j, "verdict", "ompi-shm");
+    assert_eq!(
+        c["error"], r"no line matched the time pattern `elapsed (\S+)` (--time-pattern)",
+        "{c}"
+    );
+    assert_eq!(c["failures"][0]["kind"], "missing_time", "{c}");
+}
+
 #[test]
 fn unknown_stacks_programs_and_arguments_are_refused_by_name() {
     for (args, says) in [
@@ -548,6 +736,22 @@ fn unknown_stacks_programs_and_arguments_are_refused_by_name() {
             "--sweep-stack: no --sweep to run",
         ),
         (&["--sweep", "Q=0,5us"][..], "--sweep"),
+        (
+            &["--time-pattern", "(", "--", "./a"][..],
+            "invalid value '(' for '--time-pattern <REGEX>': not a regular expression",
+        ),
+        (
+            &["--time-pattern", "took \\d+ ms", "--", "./a"][..],
+            "'--time-pattern <REGEX>': a time pattern needs one capture group holding seconds",
+        ),
+        (
+            &["--failure-pattern", "a[", "--", "./a"][..],
+            "invalid value 'a[' for '--failure-pattern <REGEX>': not a regular expression",
+        ),
+        (
+            &["--programs", "cg", "--success-pattern", "OK"][..],
+            "--success-pattern: applies to the command after --, and none is given",
+        ),
         (
             &["--programs", "hpcc", "--arg", "hpcc:n=5"][..],
             "--arg n=5: expected HPL and PTRANS matrix order, an integer from 40 to 20000",

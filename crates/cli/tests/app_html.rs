@@ -110,8 +110,11 @@ fn a_real_studys_page_loads_in_chromium_with_its_values_and_figures() {
             .as_f64()
             .unwrap_or_else(|| panic!("{p} on {st} failed: {c}"));
         // The exact time in an attribute, the shown one in the unit that suits it.
+        // The kit's time is its own, found by its pattern, which the cell's title names.
+        let by = c["time_pattern"].as_str().unwrap();
         let td = format!(
-            "<td class=\"time\" data-program=\"{p}\" data-stack=\"{st}\" data-seconds=\"{t}\">{}</td>",
+            "<td class=\"time\" data-program=\"{p}\" data-stack=\"{st}\" data-seconds=\"{t}\" \
+             data-time-source=\"program\" title=\"time printed by the program, found by {by}\">{}</td>",
             commperf_report::units::format_seconds(t)
         );
         assert!(dom.contains(&td), "{td} not in {dom}");

@@ -70,7 +70,17 @@ const COLLECTIVES: &[&str] = &[
     "allgather",
     "alltoall",
     "reducescatter",
+    "scan",
+    "exscan",
 ];
+
+/// A collective operation, blocking or nonblocking (`iallreduce`).
+fn is_collective(word: &str) -> bool {
+    COLLECTIVES.contains(&word)
+        || word
+            .strip_prefix('i')
+            .is_some_and(|w| COLLECTIVES.contains(&w))
+}
 
 fn first_word(l: &str) -> &str {
     l.split_whitespace().next().unwrap_or("")
@@ -82,7 +92,7 @@ fn per_rank(trace: &str) -> BTreeMap<u32, (u64, HashMap<String, u64>)> {
     let mut rank = None;
     for l in trace.lines() {
         let l = l.trim();
-        if l.starts_with('#') || l.is_empty() || l.starts_with("ranks ") {
+        if l.starts_with('#') || l.is_empty() || l.starts_with("ranks ") || l.starts_with("comm ") {
             continue;
         }
         if let Some(r) = l.strip_prefix("rank ") {
@@ -107,11 +117,34 @@ fn per_rank(trace: &str) -> BTreeMap<u32, (u64, HashMap<String, u64>)> {
 
 /// The trace without its collectives (whole calls on every rank, so it stays consistent).
 fn point_to_point_only(trace: &str) -> String {
-    trace
+    // Request names of nonblocking collectives (`… as q12`): their waits go with them.
+    let dropped: std::collections::HashSet<&str> = trace
         .lines()
-        .filter(|l| !COLLECTIVES.contains(&first_word(l)))
-        .map(|l| format!("{l}\n"))
-        .collect()
+        .filter(|l| is_collective(first_word(l)))
+        .filter_map(|l| l.split_once(" as ").map(|(_, n)| n.trim()))
+        .collect();
+    let mut out = String::new();
+    for l in trace.lines() {
+        let w = first_word(l);
+        if is_collective(w) || w == "comm" {
+            continue;
+        }
+        if w == "wait" || w == "waitall" {
+            let names: Vec<&str> = l
+                .split_whitespace()
+                .skip(1)
+                .filter(|n| !dropped.contains(n))
+                .collect();
+            // A wait for collectives only goes; a bare `waitall` stays.
+            if names.is_empty() && l.split_whitespace().count() > 1 {
+                continue;
+            }
+            out += &format!("  {w} {}\n", names.join(" "));
+            continue;
+        }
+        out += &format!("{l}\n");
+    }
+    out
 }
 
 /// A Chrome trace-event file as Perfetto loads it: an object with `traceEvents`, each event with
@@ -247,11 +280,23 @@ fn collectives(mpi: &str) {
     let (o, wall) = monitor(&s.0, &dir, mpi, &[prog.to_str().expect("path")]);
     ok(&o);
     let (trace, stats, _) = check_run(&dir, wall);
-    // 3 rounds of bcast, allreduce, alltoall, gather, reducescatter.
-    assert_eq!(stats["collectives"].as_u64(), Some(15));
-    // 2 Allreduce on a split communicator per rank, 1 Scan per rank: left out and counted.
-    assert_eq!(stats["subcomm_collectives_left_out"].as_u64(), Some(8));
-    assert_eq!(stats["unsupported_left_out"].as_u64(), Some(4));
+    // 3 rounds of bcast, allreduce, alltoall, gather, reducescatter, then a scan.
+    assert_eq!(stats["collectives"].as_u64(), Some(16));
+    // 2 Allreduce per rank on the even and the odd half of a split: 2 communicators defined.
+    assert_eq!(stats["subcomm_collectives"].as_u64(), Some(8));
+    assert_eq!(stats["communicators"].as_u64(), Some(2));
+    assert_eq!(stats["subcomm_collectives_left_out"].as_u64(), Some(0));
+    assert_eq!(stats["unsupported_left_out"].as_u64(), Some(0));
+    assert_eq!(trace.lines().filter(|l| l.trim() == "scan 8B").count(), 4);
+    // The halves: world 0 and 2, world 1 and 3, each allreducing twice on its own.
+    let defs: Vec<&str> = trace.lines().filter(|l| l.starts_with("comm ")).collect();
+    assert_eq!(defs.len(), 2, "{trace}");
+    for (d, members) in defs.iter().zip([" 0 2", " 1 3"]) {
+        assert!(d.ends_with(members), "{d}");
+        let name = d.split_whitespace().nth(1).expect("a name");
+        let on = format!("allreduce 64B on {name}");
+        assert_eq!(trace.lines().filter(|l| l.trim() == on).count(), 4, "{on}");
+    }
     for want in [
         "bcast root 1 4096B",
         "allreduce 64B",
@@ -274,6 +319,44 @@ fn collectives(mpi: &str) {
     }
 }
 
+/// families.c: nonblocking collectives, collectives on a split and on a duplicated
+/// communicator, neighbourhood collectives (no such operation in the format). Every one of the
+/// first two kinds is written, the third counted, and predict replays the trace.
+fn families_trace(mpi: &str) {
+    let test = format!("trace_families_{mpi}");
+    need(&test, &[&format!("mpicc.{mpi}"), &format!("mpirun.{mpi}")]);
+    let s = Scratch::new("trace", &test);
+    let prog = s.0.join("families");
+    compile(&format!("mpicc.{mpi}"), "families.c", &prog);
+    let dir = s.0.join("mon");
+    let (o, wall) = monitor(&s.0, &dir, mpi, &[prog.to_str().expect("path")]);
+    ok(&o);
+    let (trace, stats, _) = check_run(&dir, wall);
+    // families.rs's convention: the MPICH here is MPI-4 (persistent collectives: 3 starts of
+    // an MPI_Allreduce_init per rank, nonblocking calls all the same).
+    let mpi4 = mpi == "mpich";
+    let count = |want: &str| trace.lines().filter(|l| l.trim().starts_with(want)).count();
+    assert_eq!(count("ialltoall 16B as "), 16, "{trace}");
+    assert_eq!(count("iallreduce 8B as "), 8 + if mpi4 { 12 } else { 0 });
+    assert_eq!(count("ibarrier as "), 4);
+    assert_eq!(count("ibcast root 0 100B as "), 8);
+    assert_eq!(
+        stats["nonblocking_collectives"].as_u64(),
+        Some(36 + if mpi4 { 12 } else { 0 })
+    );
+    // The split's halves (3 allreduces each) and the duplicate of MPI_COMM_WORLD (2 alltoalls).
+    assert_eq!(stats["communicators"].as_u64(), Some(3));
+    assert_eq!(stats["subcomm_collectives"].as_u64(), Some(12 + 8));
+    assert_eq!(count("allreduce 8B on c"), 12);
+    assert_eq!(count("alltoall 4B on c"), 8);
+    assert_eq!(trace.lines().filter(|l| l.starts_with("comm c")).count(), 3);
+    assert_eq!(stats["subcomm_collectives_left_out"].as_u64(), Some(0));
+    assert_eq!(stats["intercomm_collectives_left_out"].as_u64(), Some(0));
+    // 2 MPI_Neighbor_alltoall and 1 MPI_Ineighbor_allgather per rank.
+    assert_eq!(stats["unsupported_left_out"].as_u64(), Some(12));
+    assert_eq!(stats["misaligned_collectives_left_out"].as_u64(), Some(0));
+}
+
 /// Rank 0 stops monitoring while rank 1 sends it 3 messages and while the others record a
 /// barrier: sends without receives and a collective not called alike. The trace must leave them
 /// out, say so, and still replay.
@@ -290,8 +373,8 @@ fn missing_partner(mpi: &str) {
     assert_eq!(summary["unmatched_sends"].as_u64(), Some(3));
     assert_eq!(stats["unmatched_left_out"].as_u64(), Some(3));
     // Ranks 1..3 recorded the barrier and the allreduce after it, rank 0 only the allreduce:
-    // only the common prefix is kept.
-    assert_eq!(stats["collectives"].as_u64(), Some(15));
+    // only the common prefix is kept (the 15 of the rounds and the scan).
+    assert_eq!(stats["collectives"].as_u64(), Some(16));
     assert_eq!(stats["misaligned_collectives_left_out"].as_u64(), Some(7));
     let err = text(&o.stderr);
     assert!(
@@ -402,4 +485,20 @@ fn trace_missing_partner_mpich() {
 )]
 fn trace_report_mpich() {
     report_converts("mpich");
+}
+#[test]
+#[cfg_attr(
+    not(commperf_has_openmpi),
+    ignore = "needs Open MPI (mpicc.openmpi, mpirun.openmpi: apt-get install libopenmpi-dev openmpi-bin)"
+)]
+fn trace_families_openmpi() {
+    families_trace("openmpi");
+}
+#[test]
+#[cfg_attr(
+    not(commperf_has_mpich),
+    ignore = "needs MPICH (mpicc.mpich, mpirun.mpich: apt-get install libmpich-dev mpich)"
+)]
+fn trace_families_mpich() {
+    families_trace("mpich");
 }

@@ -1,15 +1,18 @@
-//! The rank file format, version 2 (`DIR/rank-N.cpmpi`, one per MPI rank).
+//! The rank file format, version 3 (`DIR/rank-N.cpmpi`, one per MPI rank).
 //!
 //! ```text
 //! file   = magic frame*
-//! magic  = "CPMPI\x00v2"                      (8 bytes; "CPMPI\x00v1" for version 1)
+//! magic  = "CPMPI\x00v3"                      (8 bytes; "CPMPI\x00v1", "…v2" for versions 1, 2)
 //! frame  = kind:u32 len:u32 payload[len] sum:u64   (little-endian)
-//!          v2: sum = fnv64w(payload), word-wise (below); v1: sum = FNV-1a 64 of payload, bytewise
+//!          v2, v3: sum = fnv64w(payload), word-wise (below); v1: sum = FNV-1a 64, bytewise
 //! kind   1 header  JSON `Header`, always the first frame
 //!        2 events  len/64 events (below)
 //!        3 clock   JSON `ClockSync` (phase 0 at MPI_Init, 1 at MPI_Finalize)
 //!        4 footer  JSON `Footer`: written by MPI_Finalize; a file without it was cut short
 //!        5 drops   JSON {"drops": n}: events lost to full buffers so far
+//!        6 comm    JSON `CommDef`: a communicator's members, written when it is first used (v3)
+//!        7 calls   JSON `Vec<CallStat>`: every MPI function called, counted and timed,
+//!                  written by MPI_Finalize (v3)
 //! event  = kind:u8 flags:u8 pad:u16 peer:i32 tag:i32 comm:u32 bytes:u64
 //!          t_post_enter:u64 t_post_exit:u64 t_done_enter:u64 t_done_exit:u64 thread:u64
 //! ```
@@ -22,26 +25,31 @@
 //! Why version 2: the writer thread checksums every event it writes, and bytewise FNV-1a (one
 //! dependent multiply per byte, 64 per event) was ~14 % of the samples of a call-heavy program.
 //! Version 2 changes only the checksum: [`fnv64w`] takes 8-byte words in four independent lanes
-//! (one multiply per word, four chains in flight). Version 1 files are still read.
+//! (one multiply per word, four chains in flight). Version 3 adds frames 6 and 7 (the
+//! communicators' members, so that collectives on any communicator can be replayed, and the
+//! per-function call statistics of every wrapped MPI function). Versions 1 and 2 are still read.
 
 use serde::{Deserialize, Serialize};
 
 /// The first 8 bytes of every rank file this crate writes.
-pub const MAGIC: &[u8; 8] = b"CPMPI\x00v2";
+pub const MAGIC: &[u8; 8] = b"CPMPI\x00v3";
 /// The magic of version 1 files (still read).
 pub const MAGIC_V1: &[u8; 8] = b"CPMPI\x00v1";
+/// The magic of version 2 files (still read).
+pub const MAGIC_V2: &[u8; 8] = b"CPMPI\x00v2";
 /// `Header::format`.
 pub const FORMAT_NAME: &str = "commperf-pmpi";
 /// The format version this crate writes.
-pub const VERSION: u32 = 2;
+pub const VERSION: u32 = 3;
 /// The versions this crate reads.
-pub const READ_VERSIONS: [u32; 2] = [1, 2];
+pub const READ_VERSIONS: [u32; 3] = [1, 2, 3];
 
 /// The magic of a format version, if this crate knows it.
 pub fn magic(version: u32) -> Option<&'static [u8; 8]> {
     match version {
         1 => Some(MAGIC_V1),
-        2 => Some(MAGIC),
+        2 => Some(MAGIC_V2),
+        3 => Some(MAGIC),
         _ => None,
     }
 }
@@ -70,6 +78,35 @@ pub enum FrameKind {
     Clock = 3,
     Footer = 4,
     Drops = 5,
+    Comm = 6,
+    Calls = 7,
+}
+
+/// A communicator's members, as the rank that first used it saw them: `world[i]` is the world
+/// rank of its rank i (of the remote group for an inter-communicator). `id` is what events carry
+/// in `comm`: a hash of the members, so every member names it alike without talking.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct CommDef {
+    pub id: u32,
+    pub inter: bool,
+    pub world: Vec<u32>,
+}
+
+/// One MPI function's calls on one rank, over the monitored part of the run.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct CallStat {
+    /// The MPI name (`MPI_Alltoall`); a Fortran caller's calls are `mpi_alltoall` rows apart.
+    pub call: String,
+    pub count: u64,
+    /// Time inside the call: sum, shortest and longest (ns).
+    pub time_ns: u64,
+    pub min_ns: u64,
+    pub max_ns: u64,
+    /// Bytes the calls read from their send buffer arguments and wrote into their receive
+    /// buffer arguments (an MPI_Alltoall sends count × type size to every rank, the rank's whole
+    /// send buffer; the root of a Bcast sends its buffer, the others receive it).
+    pub sent_bytes: u64,
+    pub received_bytes: u64,
 }
 
 /// What a rank says about itself at MPI_Init.

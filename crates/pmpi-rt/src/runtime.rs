@@ -697,6 +697,96 @@ pub extern "C" fn cpmpi_rt_clock(
     ));
 }
 
+/// A communicator's members (csrc/shim.c calls this the first time it translates one of its
+/// ranks): `world` holds `n` world ranks in the communicator's rank order.
+///
+/// # Safety
+/// `world` points to `n` readable ints (or `n` is 0).
+#[no_mangle]
+pub unsafe extern "C" fn cpmpi_rt_comm(id: u32, inter: c_int, n: c_int, world: *const c_int) {
+    let Some(rt) = RT.get() else { return };
+    let n = usize::try_from(n).unwrap_or(0);
+    let members: Vec<u32> = if n == 0 || world.is_null() {
+        Vec::new()
+    } else {
+        // SAFETY: the caller passes n readable ints.
+        unsafe { std::slice::from_raw_parts(world, n) }
+            .iter()
+            .map(|&w| u32::try_from(w).unwrap_or(u32::MAX))
+            .collect()
+    };
+    let c = format::CommDef {
+        id,
+        inter: inter != 0,
+        world: members,
+    };
+    let mut w = rt.writer.lock().unwrap_or_else(|e| e.into_inner());
+    let _ = w.file.write_all(&format::frame(
+        FrameKind::Comm,
+        serde_json::to_string(&c).unwrap_or_default().as_bytes(),
+    ));
+}
+
+/// One wrapped function's statistics as the shim keeps them (csrc/stats.h `cpmpi_stat`).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default)]
+pub struct CStat {
+    pub count: u64,
+    pub time_ns: u64,
+    pub min_ns: u64,
+    pub max_ns: u64,
+    pub sent_bytes: u64,
+    pub received_bytes: u64,
+}
+
+/// Every wrapped function's statistics, summed over the threads, written once at MPI_Finalize:
+/// `names[i]` is function i's MPI name, `stats[i]` its figures; functions never called are left
+/// out of the frame.
+///
+/// # Safety
+/// `names` points to `n` NUL-terminated strings and `stats` to `n` readable `CStat`s.
+#[no_mangle]
+pub unsafe extern "C" fn cpmpi_rt_calls(
+    n: c_int,
+    names: *const *const c_char,
+    stats: *const CStat,
+) {
+    let Some(rt) = RT.get() else { return };
+    let n = usize::try_from(n).unwrap_or(0);
+    if n == 0 || names.is_null() || stats.is_null() {
+        return;
+    }
+    // SAFETY: the caller passes n names and n stats.
+    let (names, stats) = unsafe {
+        (
+            std::slice::from_raw_parts(names, n),
+            std::slice::from_raw_parts(stats, n),
+        )
+    };
+    let rows: Vec<format::CallStat> = names
+        .iter()
+        .zip(stats)
+        .filter(|(p, s)| s.count > 0 && !p.is_null())
+        .map(|(&p, s)| format::CallStat {
+            // SAFETY: a NUL-terminated name from the shim's static table.
+            call: unsafe { std::ffi::CStr::from_ptr(p) }
+                .to_string_lossy()
+                .into_owned(),
+            count: s.count,
+            time_ns: s.time_ns,
+            min_ns: s.min_ns,
+            max_ns: s.max_ns,
+            sent_bytes: s.sent_bytes,
+            received_bytes: s.received_bytes,
+        })
+        .collect();
+    let mut w = rt.writer.lock().unwrap_or_else(|e| e.into_inner());
+    let _ = w.file.write_all(&format::frame(
+        FrameKind::Calls,
+        serde_json::to_string(&rows).unwrap_or_default().as_bytes(),
+    ));
+}
+
 /// This thread's ring, created on its first recorded event; the shim caches the pointer in a
 /// thread-local and pushes into it itself (`record` in csrc/shim.c). Null before MPI_Init.
 /// The ring lives as long as the process (the runtime keeps every ring), so the pointer never

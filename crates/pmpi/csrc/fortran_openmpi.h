@@ -70,11 +70,11 @@ static void f_emu_done(uint64_t key, F *fst, uint64_t te) {
     EMU_SEND_PRE((int)*(DEST), PMPI_Comm_f2c(*(COMM)), (int)*(TAG),                              \
                  type_bytes(PMPI_Type_f2c(*(DT)), (int)*(COUNT)))
 
-void mpi_init_(F *ierr) { clock_cal_start(); pmpi_init_(ierr); if (*ierr == MPI_SUCCESS) after_init(); }
+void mpi_init_(F *ierr) { clock_cal_start(); pmpi_init_(ierr); if (*ierr == MPI_SUCCESS) after_init(FN_Init); }
 void mpi_init_thread_(F *req, F *prov, F *ierr) {
     clock_cal_start();
     pmpi_init_thread_(req, prov, ierr);
-    if (*ierr == MPI_SUCCESS) after_init();
+    if (*ierr == MPI_SUCCESS) after_init(FN_Init_thread);
 }
 void mpi_finalize_(F *ierr) { before_finalize(); pmpi_finalize_(ierr); }
 void mpi_pcontrol_(F *level) { pcontrol((int)*level); }
@@ -85,10 +85,10 @@ void mpi_type_free_(F *t, F *ierr) {
 }
 
 /* Under g, as the C wrappers: the non-blocking form and a wait, g's slot between the two. */
-#define FSEND(NAME, KIND)                                                                        \
+#define FSEND(NAME, CNAME, KIND)                                                                        \
     void mpi_##NAME##_(const void *buf, F *count, F *dt, F *dest, F *tag, F *comm, F *ierr) {    \
-        if (!ENTER()) { pmpi_##NAME##_(buf, count, dt, dest, tag, comm, ierr); return; }         \
-        uint64_t t0 = now();                                                                     \
+        if (!ENTER(FN_##CNAME)) { pmpi_##NAME##_(buf, count, dt, dest, tag, comm, ierr); return; }         \
+        uint64_t t0 = cur_t0;                                                                     \
         F_EMU_SEND_PRE(dest, comm, tag, dt, count);                                              \
         if (EMU_PACED()) {                                                                       \
             F rq_, fst_[16];                                                                     \
@@ -99,25 +99,25 @@ void mpi_type_free_(F *t, F *ierr) {
             pmpi_##NAME##_(buf, count, dt, dest, tag, comm, ierr);                               \
             EMU_SEND_POST();                                                                     \
         }                                                                                        \
-        uint64_t t1 = now();                                                                     \
+        uint64_t t1 = (cur_t1 = now());                                                                     \
         if (*ierr == MPI_SUCCESS)                                                                \
             rec_send(KIND, F_FORTRAN, (int)*dest, (int)*tag, PMPI_Comm_f2c(*comm),               \
                      type_bytes(PMPI_Type_f2c(*dt), (int)*count), t0, t1);                       \
         LEAVE();                                                                                 \
     }
-FSEND(send, K_SEND)
-FSEND(ssend, K_SSEND)
-FSEND(bsend, K_BSEND)
-FSEND(rsend, K_RSEND)
+FSEND(send, Send, K_SEND)
+FSEND(ssend, Ssend, K_SSEND)
+FSEND(bsend, Bsend, K_BSEND)
+FSEND(rsend, Rsend, K_RSEND)
 
 void mpi_recv_(void *buf, F *count, F *dt, F *src, F *tag, F *comm, F *status, F *ierr) {
-    if (!ENTER()) { pmpi_recv_(buf, count, dt, src, tag, comm, status, ierr); return; }
+    if (!ENTER(FN_Recv)) { pmpi_recv_(buf, count, dt, src, tag, comm, status, ierr); return; }
     F own[16];
     F *st = f_status_ignored(status) ? own : status;
-    uint64_t t0 = now(), te = EMU_ENTER();
+    uint64_t t0 = cur_t0, te = EMU_ENTER();
     pmpi_recv_(buf, count, dt, src, tag, comm, st, ierr);
     if (*ierr == MPI_SUCCESS && EMU_ON()) f_emu_received(comm, st, te);
-    uint64_t t1 = now();
+    uint64_t t1 = (cur_t1 = now());
     if (*ierr == MPI_SUCCESS) {
         MPI_Status cs;
         PMPI_Status_f2c(st, &cs);
@@ -126,29 +126,31 @@ void mpi_recv_(void *buf, F *count, F *dt, F *src, F *tag, F *comm, F *status, F
     LEAVE();
 }
 
-#define FISEND(NAME, KIND)                                                                       \
+#define FISEND(NAME, CNAME, KIND)                                                                       \
     void mpi_##NAME##_(const void *buf, F *count, F *dt, F *dest, F *tag, F *comm, F *req, F *ierr) { \
-        if (!ENTER()) { pmpi_##NAME##_(buf, count, dt, dest, tag, comm, req, ierr); return; }    \
-        uint64_t t0 = now();                                                                     \
+        if (!ENTER(FN_##CNAME)) { pmpi_##NAME##_(buf, count, dt, dest, tag, comm, req, ierr); return; }    \
+        uint64_t t0 = cur_t0;                                                                     \
         F_EMU_SEND_PRE(dest, comm, tag, dt, count);                                              \
         pmpi_##NAME##_(buf, count, dt, dest, tag, comm, req, ierr);                              \
         EMU_SEND_POST();                                                                         \
-        uint64_t t1 = now();                                                                     \
+        uint64_t t1 = (cur_t1 = now());                                                                     \
         if (*ierr == MPI_SUCCESS)                                                                \
             post(KIND, F_FORTRAN, (int)*dest, (int)*tag, PMPI_Comm_f2c(*comm),                   \
                  type_bytes(PMPI_Type_f2c(*dt), (int)*count), t0, t1, PMPI_Request_f2c(*req));   \
         LEAVE();                                                                                 \
     }
-FISEND(isend, K_ISEND)
-FISEND(issend, K_ISSEND)
+FISEND(isend, Isend, K_ISEND)
+FISEND(issend, Issend, K_ISSEND)
+FISEND(ibsend, Ibsend, K_IBSEND)
+FISEND(irsend, Irsend, K_IRSEND)
 
 void mpi_irecv_(void *buf, F *count, F *dt, F *src, F *tag, F *comm, F *req, F *ierr) {
-    if (!ENTER()) { pmpi_irecv_(buf, count, dt, src, tag, comm, req, ierr); return; }
-    uint64_t t0 = now();
+    if (!ENTER(FN_Irecv)) { pmpi_irecv_(buf, count, dt, src, tag, comm, req, ierr); return; }
+    uint64_t t0 = cur_t0;
     pmpi_irecv_(buf, count, dt, src, tag, comm, req, ierr);
     if (*ierr == MPI_SUCCESS && EMU_ON() && *src != MPI_PROC_NULL)
         cpmpi_emu_track(HKEY(PMPI_Request_f2c(*req)), HKEY(PMPI_Comm_f2c(*comm)));
-    uint64_t t1 = now();
+    uint64_t t1 = (cur_t1 = now());
     if (*ierr == MPI_SUCCESS)
         post(K_IRECV, F_FORTRAN | (*src == MPI_ANY_SOURCE ? F_ANY_SOURCE : 0), (int)*src, (int)*tag,
              PMPI_Comm_f2c(*comm), type_bytes(PMPI_Type_f2c(*dt), (int)*count), t0, t1,
@@ -165,20 +167,20 @@ static void f_complete(uint64_t key, F *fst, uint64_t t0, uint64_t t1) {
 }
 
 void mpi_wait_(F *req, F *status, F *ierr) {
-    if (!ENTER()) { pmpi_wait_(req, status, ierr); return; }
+    if (!ENTER(FN_Wait)) { pmpi_wait_(req, status, ierr); return; }
     F own[16];
     F *st = f_status_ignored(status) ? own : status;
     uint64_t key = HKEY(PMPI_Request_f2c(*req));
-    uint64_t t0 = now(), te = EMU_ENTER();
+    uint64_t t0 = cur_t0, te = EMU_ENTER();
     pmpi_wait_(req, st, ierr);
     if (*ierr == MPI_SUCCESS && EMU_ON()) f_emu_done(key, st, te);
-    uint64_t t1 = now();
+    uint64_t t1 = (cur_t1 = now());
     if (*ierr == MPI_SUCCESS) f_complete(key, st, t0, t1);
     LEAVE();
 }
 
 void mpi_test_(F *req, F *flag, F *status, F *ierr) {
-    if (!ENTER()) { pmpi_test_(req, flag, status, ierr); return; }
+    if (!ENTER(FN_Test)) { pmpi_test_(req, flag, status, ierr); return; }
     F own[16];
     F *st = f_status_ignored(status) ? own : status;
     uint64_t key = HKEY(PMPI_Request_f2c(*req));
@@ -187,7 +189,7 @@ void mpi_test_(F *req, F *flag, F *status, F *ierr) {
     /* A poll reads the clock only when it completed something (see MPI_Test in shim.c). */
     if (*ierr == MPI_SUCCESS && *flag) {
         if (EMU_ON()) f_emu_done(key, st, te);
-        uint64_t t1 = now();
+        uint64_t t1 = (cur_t1 = now());
         f_complete(key, st, t1, t1);
     }
     LEAVE();
@@ -200,18 +202,18 @@ static uint64_t *f_keys(int n, F *reqs, uint64_t *small) {
 }
 
 void mpi_waitall_(F *count, F *reqs, F *statuses, F *ierr) {
-    if (!ENTER()) { pmpi_waitall_(count, reqs, statuses, ierr); return; }
+    if (!ENTER(FN_Waitall)) { pmpi_waitall_(count, reqs, statuses, ierr); return; }
     int n = (int)*count;
     uint64_t kbuf[SMALL], *keys = f_keys(n, reqs, kbuf);
     F *sts = f_statuses_ignored(statuses) ? malloc(sizeof(F) * (size_t)(FSTAT * (n > 0 ? n : 1))) : statuses;
-    uint64_t t0 = now(), te = EMU_ENTER();
+    uint64_t t0 = cur_t0, te = EMU_ENTER();
     pmpi_waitall_(count, reqs, sts, ierr);
     if (*ierr == MPI_SUCCESS && EMU_ON()) {
         cpmpi_emu_batch(1);
         for (int i = 0; i < n; i++) f_emu_done(keys[i], sts + FSTAT * i, te);
         cpmpi_emu_batch(0);
     }
-    uint64_t t1 = now();
+    uint64_t t1 = (cur_t1 = now());
     if (*ierr == MPI_SUCCESS)
         for (int i = 0; i < n; i++) f_complete(keys[i], sts + FSTAT * i, t0, t1);
     if (keys != kbuf) free(keys);
@@ -220,7 +222,7 @@ void mpi_waitall_(F *count, F *reqs, F *statuses, F *ierr) {
 }
 
 void mpi_testall_(F *count, F *reqs, F *flag, F *statuses, F *ierr) {
-    if (!ENTER()) { pmpi_testall_(count, reqs, flag, statuses, ierr); return; }
+    if (!ENTER(FN_Testall)) { pmpi_testall_(count, reqs, flag, statuses, ierr); return; }
     int n = (int)*count;
     uint64_t kbuf[SMALL], *keys = f_keys(n, reqs, kbuf);
     F *sts = f_statuses_ignored(statuses) ? malloc(sizeof(F) * (size_t)(FSTAT * (n > 0 ? n : 1))) : statuses;
@@ -232,7 +234,7 @@ void mpi_testall_(F *count, F *reqs, F *flag, F *statuses, F *ierr) {
             for (int i = 0; i < n; i++) f_emu_done(keys[i], sts + FSTAT * i, te);
             cpmpi_emu_batch(0);
         }
-        uint64_t t1 = now();
+        uint64_t t1 = (cur_t1 = now());
         for (int i = 0; i < n; i++) f_complete(keys[i], sts + FSTAT * i, t1, t1);
     }
     if (keys != kbuf) free(keys);
@@ -241,16 +243,16 @@ void mpi_testall_(F *count, F *reqs, F *flag, F *statuses, F *ierr) {
 }
 
 void mpi_waitany_(F *count, F *reqs, F *index, F *status, F *ierr) {
-    if (!ENTER()) { pmpi_waitany_(count, reqs, index, status, ierr); return; }
+    if (!ENTER(FN_Waitany)) { pmpi_waitany_(count, reqs, index, status, ierr); return; }
     int n = (int)*count;
     uint64_t kbuf[SMALL], *keys = f_keys(n, reqs, kbuf);
     F own[16];
     F *st = f_status_ignored(status) ? own : status;
-    uint64_t t0 = now(), te = EMU_ENTER();
+    uint64_t t0 = cur_t0, te = EMU_ENTER();
     pmpi_waitany_(count, reqs, index, st, ierr);
     if (*ierr == MPI_SUCCESS && EMU_ON() && *index != MPI_UNDEFINED && *index >= 1 && *index <= n)
         f_emu_done(keys[*index - 1], st, te);
-    uint64_t t1 = now();
+    uint64_t t1 = (cur_t1 = now());
     /* Fortran indices are 1-based. */
     if (*ierr == MPI_SUCCESS && *index != MPI_UNDEFINED && *index >= 1 && *index <= n)
         f_complete(keys[*index - 1], st, t0, t1);
@@ -259,18 +261,18 @@ void mpi_waitany_(F *count, F *reqs, F *index, F *status, F *ierr) {
 }
 
 void mpi_waitsome_(F *count, F *reqs, F *outcount, F *indices, F *statuses, F *ierr) {
-    if (!ENTER()) { pmpi_waitsome_(count, reqs, outcount, indices, statuses, ierr); return; }
+    if (!ENTER(FN_Waitsome)) { pmpi_waitsome_(count, reqs, outcount, indices, statuses, ierr); return; }
     int n = (int)*count;
     uint64_t kbuf[SMALL], *keys = f_keys(n, reqs, kbuf);
     F *sts = f_statuses_ignored(statuses) ? malloc(sizeof(F) * (size_t)(FSTAT * (n > 0 ? n : 1))) : statuses;
-    uint64_t t0 = now(), te = EMU_ENTER();
+    uint64_t t0 = cur_t0, te = EMU_ENTER();
     pmpi_waitsome_(count, reqs, outcount, indices, sts, ierr);
     if (*ierr == MPI_SUCCESS && EMU_ON() && *outcount != MPI_UNDEFINED) {
         cpmpi_emu_batch(1);
         for (int i = 0; i < (int)*outcount; i++) f_emu_done(keys[indices[i] - 1], sts + FSTAT * i, te);
         cpmpi_emu_batch(0);
     }
-    uint64_t t1 = now();
+    uint64_t t1 = (cur_t1 = now());
     if (*ierr == MPI_SUCCESS && *outcount != MPI_UNDEFINED)
         for (int i = 0; i < (int)*outcount; i++) f_complete(keys[indices[i] - 1], sts + FSTAT * i, t0, t1);
     if (keys != kbuf) free(keys);
@@ -280,7 +282,7 @@ void mpi_waitsome_(F *count, F *reqs, F *outcount, F *indices, F *statuses, F *i
 
 /* The polls: stamped once, at the exit of the call that completed something (see MPI_Test). */
 void mpi_testany_(F *count, F *reqs, F *index, F *flag, F *status, F *ierr) {
-    if (!ENTER()) { pmpi_testany_(count, reqs, index, flag, status, ierr); return; }
+    if (!ENTER(FN_Testany)) { pmpi_testany_(count, reqs, index, flag, status, ierr); return; }
     int n = (int)*count;
     uint64_t kbuf[SMALL], *keys = f_keys(n, reqs, kbuf);
     F own[16];
@@ -290,7 +292,7 @@ void mpi_testany_(F *count, F *reqs, F *index, F *flag, F *status, F *ierr) {
     /* Fortran indices are 1-based. */
     if (*ierr == MPI_SUCCESS && *flag && *index != MPI_UNDEFINED && *index >= 1 && *index <= n) {
         if (EMU_ON()) f_emu_done(keys[*index - 1], st, te);
-        uint64_t t1 = now();
+        uint64_t t1 = (cur_t1 = now());
         f_complete(keys[*index - 1], st, t1, t1);
     }
     if (keys != kbuf) free(keys);
@@ -298,7 +300,7 @@ void mpi_testany_(F *count, F *reqs, F *index, F *flag, F *status, F *ierr) {
 }
 
 void mpi_testsome_(F *count, F *reqs, F *outcount, F *indices, F *statuses, F *ierr) {
-    if (!ENTER()) { pmpi_testsome_(count, reqs, outcount, indices, statuses, ierr); return; }
+    if (!ENTER(FN_Testsome)) { pmpi_testsome_(count, reqs, outcount, indices, statuses, ierr); return; }
     int n = (int)*count;
     uint64_t kbuf[SMALL], *keys = f_keys(n, reqs, kbuf);
     F *sts = f_statuses_ignored(statuses) ? malloc(sizeof(F) * (size_t)(FSTAT * (n > 0 ? n : 1))) : statuses;
@@ -310,7 +312,7 @@ void mpi_testsome_(F *count, F *reqs, F *outcount, F *indices, F *statuses, F *i
             for (int i = 0; i < (int)*outcount; i++) f_emu_done(keys[indices[i] - 1], sts + FSTAT * i, te);
             cpmpi_emu_batch(0);
         }
-        uint64_t t1 = now();
+        uint64_t t1 = (cur_t1 = now());
         for (int i = 0; i < (int)*outcount; i++) f_complete(keys[indices[i] - 1], sts + FSTAT * i, t1, t1);
     }
     if (keys != kbuf) free(keys);
@@ -319,17 +321,17 @@ void mpi_testsome_(F *count, F *reqs, F *outcount, F *indices, F *statuses, F *i
 }
 
 /* Persistent requests: the C side's table and hooks (shim.c, "persistent requests"). */
-#define FPINIT_SEND(NAME)                                                                        \
+#define FPINIT_SEND(NAME, CNAME)                                                                        \
     void mpi_##NAME##_(const void *buf, F *count, F *dt, F *dest, F *tag, F *comm, F *req, F *ierr) { \
         pmpi_##NAME##_(buf, count, dt, dest, tag, comm, req, ierr);                              \
         if (*ierr == MPI_SUCCESS && TRACKING())                                                  \
             pinit_register(1, F_FORTRAN, (int)*dest, (int)*tag, PMPI_Comm_f2c(*comm),            \
                            type_bytes(PMPI_Type_f2c(*dt), (int)*count), PMPI_Request_f2c(*req)); \
     }
-FPINIT_SEND(send_init)
-FPINIT_SEND(ssend_init)
-FPINIT_SEND(bsend_init)
-FPINIT_SEND(rsend_init)
+FPINIT_SEND(send_init, Send_init)
+FPINIT_SEND(ssend_init, Ssend_init)
+FPINIT_SEND(bsend_init, Bsend_init)
+FPINIT_SEND(rsend_init, Rsend_init)
 
 void mpi_recv_init_(void *buf, F *count, F *dt, F *src, F *tag, F *comm, F *req, F *ierr) {
     pmpi_recv_init_(buf, count, dt, src, tag, comm, req, ierr);
@@ -346,10 +348,10 @@ static void f_start_one(F *req, F *ierr) {
         pmpi_start_(req, ierr);
         return;
     }
-    uint64_t t0 = now();
+    uint64_t t0 = cur_t0;
     start_pre(&p);
     pmpi_start_(req, ierr);
-    uint64_t t1 = now();
+    uint64_t t1 = (cur_t1 = now());
     if (*ierr == MPI_SUCCESS) start_post(&p, c, t0, t1, 0);
 }
 
@@ -364,13 +366,13 @@ void mpi_request_free_(F *req, F *ierr) {
 }
 
 void mpi_start_(F *req, F *ierr) {
-    if (!ENTER()) { pmpi_start_(req, ierr); return; }
+    if (!ENTER(FN_Start)) { pmpi_start_(req, ierr); return; }
     f_start_one(req, ierr);
     LEAVE();
 }
 
 void mpi_startall_(F *count, F *reqs, F *ierr) {
-    if (!ENTER()) { pmpi_startall_(count, reqs, ierr); return; }
+    if (!ENTER(FN_Startall)) { pmpi_startall_(count, reqs, ierr); return; }
     *ierr = MPI_SUCCESS;
     for (int i = 0; i < (int)*count && *ierr == MPI_SUCCESS; i++) f_start_one(&reqs[i], ierr);
     LEAVE();
@@ -378,10 +380,10 @@ void mpi_startall_(F *count, F *reqs, F *ierr) {
 
 void mpi_sendrecv_(const void *sb, F *sc, F *st_, F *dest, F *stag, void *rb, F *rc_, F *rt, F *src,
                    F *rtag, F *comm, F *status, F *ierr) {
-    if (!ENTER()) { pmpi_sendrecv_(sb, sc, st_, dest, stag, rb, rc_, rt, src, rtag, comm, status, ierr); return; }
+    if (!ENTER(FN_Sendrecv)) { pmpi_sendrecv_(sb, sc, st_, dest, stag, rb, rc_, rt, src, rtag, comm, status, ierr); return; }
     F own[16];
     F *st = f_status_ignored(status) ? own : status;
-    uint64_t t0 = now(), te = EMU_ENTER();
+    uint64_t t0 = cur_t0, te = EMU_ENTER();
     F_EMU_SEND_PRE(dest, comm, stag, st_, sc);
     if (EMU_PACED()) {
         /* As cpmpi_emu_paced_sendrecv (emulate.c), in Fortran handles: g's slot after the send's injection, not the receive. */
@@ -405,7 +407,7 @@ void mpi_sendrecv_(const void *sb, F *sc, F *st_, F *dest, F *stag, void *rb, F 
         EMU_SEND_POST();
     }
     if (*ierr == MPI_SUCCESS && EMU_ON()) f_emu_received(comm, st, te);
-    uint64_t t1 = now();
+    uint64_t t1 = (cur_t1 = now());
     if (*ierr == MPI_SUCCESS) {
         MPI_Comm c = PMPI_Comm_f2c(*comm);
         MPI_Status cs;
@@ -417,12 +419,12 @@ void mpi_sendrecv_(const void *sb, F *sc, F *st_, F *dest, F *stag, void *rb, F 
 }
 
 void mpi_probe_(F *src, F *tag, F *comm, F *status, F *ierr) {
-    if (!ENTER()) { pmpi_probe_(src, tag, comm, status, ierr); return; }
+    if (!ENTER(FN_Probe)) { pmpi_probe_(src, tag, comm, status, ierr); return; }
     F own[16];
     F *st = f_status_ignored(status) ? own : status;
-    uint64_t t0 = now();
+    uint64_t t0 = cur_t0;
     pmpi_probe_(src, tag, comm, st, ierr);
-    uint64_t t1 = now();
+    uint64_t t1 = (cur_t1 = now());
     if (*ierr == MPI_SUCCESS) {
         MPI_Status cs;
         PMPI_Status_f2c(st, &cs);
@@ -432,12 +434,12 @@ void mpi_probe_(F *src, F *tag, F *comm, F *status, F *ierr) {
 }
 
 void mpi_iprobe_(F *src, F *tag, F *comm, F *flag, F *status, F *ierr) {
-    if (!ENTER()) { pmpi_iprobe_(src, tag, comm, flag, status, ierr); return; }
+    if (!ENTER(FN_Iprobe)) { pmpi_iprobe_(src, tag, comm, flag, status, ierr); return; }
     F own[16];
     F *st = f_status_ignored(status) ? own : status;
     pmpi_iprobe_(src, tag, comm, flag, st, ierr);
     if (*ierr == MPI_SUCCESS && *flag) {
-        uint64_t t1 = now();
+        uint64_t t1 = (cur_t1 = now());
         MPI_Status cs;
         PMPI_Status_f2c(st, &cs);
         rec_recv(K_IPROBE, F_FORTRAN, PMPI_Comm_f2c(*comm), &cs, t1, t1);
@@ -457,49 +459,52 @@ static inline void *f_buf(const void *b) {
 #define FC(X) PMPI_Comm_f2c(*(X))
 
 /* EMU: coll.c's collective on the converted arguments (CPMPI_COLL_NATIVE: not handled, CALL). */
-#define FCOLL(KIND, ROOT, COMM, BYTES, EMU, CALL)                                                \
-    if (!ENTER()) { CALL; return; }                                                              \
-    uint64_t t0 = now();                                                                         \
+#define FCOLL(FN, KIND, ROOT, COMM, BYTES, SENT, RECEIVED, EMU, CALL)                           \
+    if (!ENTER(FN)) { CALL; return; }                                                            \
+    uint64_t t0 = cur_t0;                                                                        \
     int cr_ = __builtin_expect(cpmpi_coll_on, 0) ? (EMU) : CPMPI_COLL_NATIVE;                    \
     if (cr_ == CPMPI_COLL_NATIVE) { CALL; } else *ierr = cr_;                                    \
-    uint64_t t1 = now();                                                                         \
-    if (*ierr == MPI_SUCCESS) rec_coll(KIND, ROOT, PMPI_Comm_f2c(*COMM), BYTES, t0, t1);        \
+    uint64_t t1 = (cur_t1 = now());                                                              \
+    if (*ierr == MPI_SUCCESS) {                                                                  \
+        rec_coll(KIND, ROOT, PMPI_Comm_f2c(*COMM), BYTES, t0, t1);                               \
+        if (MONITORING()) { cur_sent += (SENT); cur_received += (RECEIVED); }                    \
+    }                                                                                            \
     LEAVE();
 
-void mpi_barrier_(F *comm, F *ierr) { FCOLL(K_BARRIER, -1, comm, 0, cpmpi_coll_barrier(FC(comm)), pmpi_barrier_(comm, ierr)) }
+void mpi_barrier_(F *comm, F *ierr) { FCOLL(FN_Barrier, K_BARRIER, -1, comm, 0, 0, 0, cpmpi_coll_barrier(FC(comm)), pmpi_barrier_(comm, ierr)) }
 void mpi_bcast_(void *b, F *c, F *dt, F *root, F *comm, F *ierr) {
-    FCOLL(K_BCAST, (int)*root, comm, type_bytes(FT(dt), (int)*c), cpmpi_coll_bcast(f_buf(b), *c, FT(dt), *root, FC(comm)),
+    FCOLL(FN_Bcast, K_BCAST, (int)*root, comm, type_bytes(FT(dt), (int)*c), ISROOT((int)*root, FC(comm)) ? type_bytes(FT(dt), (int)*c) : 0, ISROOT((int)*root, FC(comm)) ? 0 : type_bytes(FT(dt), (int)*c), cpmpi_coll_bcast(f_buf(b), *c, FT(dt), *root, FC(comm)),
           pmpi_bcast_(b, c, dt, root, comm, ierr))
 }
 void mpi_reduce_(const void *s, void *r, F *c, F *dt, F *op, F *root, F *comm, F *ierr) {
-    FCOLL(K_REDUCE, (int)*root, comm, type_bytes(FT(dt), (int)*c),
+    FCOLL(FN_Reduce, K_REDUCE, (int)*root, comm, type_bytes(FT(dt), (int)*c), type_bytes(FT(dt), (int)*c), ISROOT((int)*root, FC(comm)) ? type_bytes(FT(dt), (int)*c) : 0,
           cpmpi_coll_reduce(f_buf(s), f_buf(r), *c, FT(dt), PMPI_Op_f2c(*op), *root, FC(comm)),
           pmpi_reduce_(s, r, c, dt, op, root, comm, ierr))
 }
 void mpi_allreduce_(const void *s, void *r, F *c, F *dt, F *op, F *comm, F *ierr) {
-    FCOLL(K_ALLREDUCE, -1, comm, type_bytes(FT(dt), (int)*c),
+    FCOLL(FN_Allreduce, K_ALLREDUCE, -1, comm, type_bytes(FT(dt), (int)*c), type_bytes(FT(dt), (int)*c), type_bytes(FT(dt), (int)*c),
           cpmpi_coll_allreduce(f_buf(s), f_buf(r), *c, FT(dt), PMPI_Op_f2c(*op), FC(comm)),
           pmpi_allreduce_(s, r, c, dt, op, comm, ierr))
 }
 void mpi_gather_(const void *s, F *sc, F *st, void *r, F *rc_, F *rt, F *root, F *comm, F *ierr) {
-    FCOLL(K_GATHER, (int)*root, comm, type_bytes(FT(st), (int)*sc),
+    FCOLL(FN_Gather, K_GATHER, (int)*root, comm, type_bytes(FT(st), (int)*sc), type_bytes(FT(st), (int)*sc), ISROOT((int)*root, FC(comm)) ? type_bytes(FT(rt), (int)*rc_) * csize(FC(comm)) : 0,
           cpmpi_coll_gather(f_buf(s), *sc, FT(st), f_buf(r), *rc_, FT(rt), *root, FC(comm)),
           pmpi_gather_(s, sc, st, r, rc_, rt, root, comm, ierr))
 }
 void mpi_scatter_(const void *s, F *sc, F *st, void *r, F *rc_, F *rt, F *root, F *comm, F *ierr) {
-    FCOLL(K_SCATTER, (int)*root, comm, type_bytes(FT(rt), (int)*rc_),
+    FCOLL(FN_Scatter, K_SCATTER, (int)*root, comm, type_bytes(FT(rt), (int)*rc_), ISROOT((int)*root, FC(comm)) ? type_bytes(FT(st), (int)*sc) * csize(FC(comm)) : 0, type_bytes(FT(rt), (int)*rc_),
           cpmpi_coll_scatter(f_buf(s), *sc, FT(st), f_buf(r), *rc_, FT(rt), *root, FC(comm)),
           pmpi_scatter_(s, sc, st, r, rc_, rt, root, comm, ierr))
 }
 void mpi_allgather_(const void *s, F *sc, F *st, void *r, F *rc_, F *rt, F *comm, F *ierr) {
-    FCOLL(K_ALLGATHER, -1, comm, type_bytes(FT(st), (int)*sc),
+    FCOLL(FN_Allgather, K_ALLGATHER, -1, comm, type_bytes(FT(st), (int)*sc), type_bytes(FT(st), (int)*sc), type_bytes(FT(rt), (int)*rc_) * csize(FC(comm)),
           cpmpi_coll_allgather(f_buf(s), *sc, FT(st), f_buf(r), *rc_, FT(rt), FC(comm)),
           pmpi_allgather_(s, sc, st, r, rc_, rt, comm, ierr))
 }
 void mpi_alltoall_(const void *s, F *sc, F *st, void *r, F *rc_, F *rt, F *comm, F *ierr) {
     int n = 1;
     PMPI_Comm_size(PMPI_Comm_f2c(*comm), &n);
-    FCOLL(K_ALLTOALL, -1, comm, type_bytes(FT(st), (int)*sc) * (uint64_t)n,
+    FCOLL(FN_Alltoall, K_ALLTOALL, -1, comm, type_bytes(FT(st), (int)*sc) * (uint64_t)n, type_bytes(FT(st), (int)*sc) * csize(FC(comm)), type_bytes(FT(rt), (int)*rc_) * csize(FC(comm)),
           cpmpi_coll_alltoall(f_buf(s), *sc, FT(st), f_buf(r), *rc_, FT(rt), FC(comm)),
           pmpi_alltoall_(s, sc, st, r, rc_, rt, comm, ierr))
 }

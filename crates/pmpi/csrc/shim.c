@@ -63,11 +63,29 @@ enum {
     K_PROBE = 20, K_IPROBE,
     K_BARRIER = 30, K_BCAST, K_REDUCE, K_ALLREDUCE, K_GATHER, K_GATHERV, K_SCATTER, K_SCATTERV,
     K_ALLGATHER, K_ALLGATHERV, K_ALLTOALL, K_ALLTOALLV, K_REDUCE_SCATTER, K_REDUCE_SCATTER_BLOCK,
-    K_SCAN, K_EXSCAN,
-    K_PCONTROL = 60
+    K_SCAN, K_EXSCAN, K_ALLTOALLW,
+    K_PCONTROL = 60,
+    /* families.c: matched probes and their receives, MPI-4 Isendrecv */
+    K_MPROBE = 22, K_IMPROBE, K_MRECV = 16, K_IMRECV, K_ISENDRECV_SEND = 18, K_ISENDRECV_RECV,
+    /* nonblocking (and, flagged F_PERSISTENT, persistent) collectives: the blocking kinds + 40 */
+    K_IBARRIER = 70, K_IBCAST, K_IREDUCE, K_IALLREDUCE, K_IGATHER, K_IGATHERV, K_ISCATTER,
+    K_ISCATTERV, K_IALLGATHER, K_IALLGATHERV, K_IALLTOALL, K_IALLTOALLV, K_IREDUCE_SCATTER,
+    K_IREDUCE_SCATTER_BLOCK, K_ISCAN, K_IEXSCAN, K_IALLTOALLW,
+    /* neighbourhood collectives, blocking then nonblocking */
+    K_NEIGHBOR_ALLGATHER = 90, K_NEIGHBOR_ALLGATHERV, K_NEIGHBOR_ALLTOALL, K_NEIGHBOR_ALLTOALLV,
+    K_NEIGHBOR_ALLTOALLW, K_INEIGHBOR_ALLGATHER, K_INEIGHBOR_ALLGATHERV, K_INEIGHBOR_ALLTOALL,
+    K_INEIGHBOR_ALLTOALLV, K_INEIGHBOR_ALLTOALLW,
+    /* one-sided: transfers (peer = target's world rank), request-based ones, synchronisation */
+    K_PUT = 100, K_GET, K_ACCUMULATE, K_GET_ACCUMULATE, K_FETCH_AND_OP, K_COMPARE_AND_SWAP,
+    K_RPUT, K_RGET, K_RACCUMULATE, K_RGET_ACCUMULATE,
+    K_WIN_FENCE = 120, K_WIN_LOCK, K_WIN_UNLOCK, K_WIN_LOCK_ALL, K_WIN_UNLOCK_ALL, K_WIN_POST,
+    K_WIN_START, K_WIN_COMPLETE, K_WIN_WAIT, K_WIN_TEST, K_WIN_FLUSH, K_WIN_FLUSH_ALL,
+    K_WIN_FLUSH_LOCAL, K_WIN_FLUSH_LOCAL_ALL, K_WIN_SYNC
 };
 #define F_FORTRAN 1
 #define F_ANY_SOURCE 2
+#define F_PERSISTENT 4  /* a persistent collective's start (MPI-4 MPI_X_init + MPI_Start) */
+#define F_PARTITIONED 8 /* a partitioned send/receive's start (MPI_Psend_init/Precv_init) */
 
 /* The Rust runtime (libcommperf_pmpi.so). */
 extern int cpmpi_rt_init(int rank, int size, const char *flavour, const char *libversion);
@@ -95,6 +113,9 @@ extern int cpmpi_rt_take(reqtable *t, uint64_t key, cev *out);
 extern void cpmpi_rt_finalize(void);
 extern void cpmpi_rt_flush(void);
 extern int cpmpi_rt_empty_wrappers(void);
+extern void cpmpi_rt_comm(uint32_t id, int inter, int n, const int *world);
+struct cpmpi_stat_s;
+extern void cpmpi_rt_calls(int n, const char *const *names, const void *stats);
 
 /* Whether wrappers do more than call PMPI: MON (monitoring on: MPI_Pcontrol,
  * COMMPERF_PMPI_START) and/or EMU (a LogGP knob set: emulate.c). One word, so a wrapper with
@@ -174,7 +195,9 @@ static int tsc_invariant(void) {
 }
 #endif
 
+static uint64_t init_t0; /* MPI_Init entered (CLOCK_MONOTONIC): its time in the statistics */
 static void clock_cal_start(void) {
+    init_t0 = mono_ns();
 #if defined(__x86_64__)
     cal_ns0 = mono_ns();
     cal_tsc0 = __rdtsc();
@@ -217,8 +240,101 @@ static inline uint64_t now(void) {
 /* A recorded call's times: read only while monitoring, so that emulation alone does not pay for
  * the clock reads (tens of ns each in a VM) on every call. */
 #define STAMP() (MONITORING() ? now() : 0)
-#define ENTER() (enabled && depth == 0 ? (depth = 1, 1) : 0)
-#define LEAVE() (depth = 0)
+
+/* ---- per-function statistics: every wrapped call counted and timed ------------------------
+ *
+ * Every wrapper, hand-written or generated (gen/wrappers_c.h), enters through ENTER(FN_x) and
+ * leaves through LEAVE(): between the two, the call's time in MPI and the bytes it moved go into
+ * this thread's row for function x (count, time sum/min/max, bytes sent and received), written
+ * out once at MPI_Finalize (cpmpi_rt_calls). Per thread and unlocked, so that the hot path is a
+ * few adds on a line this thread owns; the tables are summed at MPI_Finalize. The entry time is
+ * also the recorded event's (`cur_t0`), so a recorded call reads the clock no more often than
+ * before; `cur_t1` is its exit stamp when the wrapper took one. */
+typedef struct { uint64_t count, time_ns, min_ns, max_ns, sent, received; } cpmpi_stat;
+#include "gen/functions.h"
+static TLS cpmpi_stat *my_stats = NULL;
+static TLS int cur_fn;
+static TLS uint64_t cur_t0, cur_t1, cur_sent, cur_received;
+static cpmpi_stat **stat_tables = NULL; /* every thread's, for the sum at MPI_Finalize */
+static size_t n_stat_tables = 0;
+static pthread_mutex_t stat_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static cpmpi_stat *stats_new(void) {
+    cpmpi_stat *t = calloc(FN_COUNT, sizeof(cpmpi_stat));
+    if (!t) return NULL;
+    pthread_mutex_lock(&stat_lock);
+    cpmpi_stat **v = realloc(stat_tables, sizeof(*v) * (n_stat_tables + 1));
+    if (v) { stat_tables = v; stat_tables[n_stat_tables++] = t; }
+    pthread_mutex_unlock(&stat_lock);
+    if (!v) { free(t); return NULL; }
+    return t;
+}
+
+static inline int enter(int fn) {
+    if (!enabled || depth != 0) return 0;
+    depth = 1;
+    cur_fn = fn;
+    cur_t1 = 0;
+    cur_sent = cur_received = 0;
+    cur_t0 = STAMP();
+    return 1;
+}
+
+static inline void leave(void) {
+    if (cur_t0 && MONITORING()) {
+        uint64_t t1 = cur_t1 ? cur_t1 : now();
+        uint64_t d = t1 > cur_t0 ? t1 - cur_t0 : 0;
+        cpmpi_stat *t = my_stats;
+        if (__builtin_expect(t == NULL, 0)) t = my_stats = stats_new();
+        if (t) {
+            cpmpi_stat *s = &t[cur_fn];
+            if (s->count == 0 || d < s->min_ns) s->min_ns = d;
+            if (d > s->max_ns) s->max_ns = d;
+            s->count++;
+            s->time_ns += d;
+            s->sent += cur_sent;
+            s->received += cur_received;
+        }
+    }
+    depth = 0;
+}
+#define ENTER(FN) enter(FN)
+#define LEAVE() leave()
+
+/* A call the wrappers cannot time between ENTER and LEAVE (MPI_Init: monitoring starts inside
+ * it; MPI_Finalize: the statistics are written inside it), counted with the time given. */
+static void count_call(int fn, uint64_t d) {
+    cpmpi_stat *t = my_stats;
+    if (t == NULL) t = my_stats = stats_new();
+    if (!t) return;
+    cpmpi_stat *s = &t[fn];
+    if (s->count == 0 || d < s->min_ns) s->min_ns = d;
+    if (d > s->max_ns) s->max_ns = d;
+    s->count++;
+    s->time_ns += d;
+}
+
+/* The sum of every thread's table, handed to the runtime once (MPI_Finalize). */
+static void stats_write(void) {
+    cpmpi_stat *sum = calloc(FN_COUNT, sizeof(cpmpi_stat));
+    if (!sum) return;
+    pthread_mutex_lock(&stat_lock);
+    for (size_t k = 0; k < n_stat_tables; k++)
+        for (int i = 0; i < FN_COUNT; i++) {
+            const cpmpi_stat *s = &stat_tables[k][i];
+            if (!s->count) continue;
+            cpmpi_stat *o = &sum[i];
+            if (o->count == 0 || s->min_ns < o->min_ns) o->min_ns = s->min_ns;
+            if (s->max_ns > o->max_ns) o->max_ns = s->max_ns;
+            o->count += s->count;
+            o->time_ns += s->time_ns;
+            o->sent += s->sent;
+            o->received += s->received;
+        }
+    pthread_mutex_unlock(&stat_lock);
+    cpmpi_rt_calls(FN_COUNT, cpmpi_fn_names, sum);
+    free(sum);
+}
 
 /* ---- communicators: rank -> world rank, id ------------------------------------------------ */
 
@@ -238,6 +354,10 @@ static volatile uint32_t comm_gen = 1;
 /* Per-thread one-entry cache of the last non-WORLD communicator: programs use one or two
  * communicators in a row, and the table lookup below takes a lock and scans 256 entries. */
 static TLS struct { uint64_t key; uint32_t gen; uint32_t id; int size; int *world; } comm_last;
+
+#define MAX_TOLD 4096
+static uint32_t told_ids[MAX_TOLD];
+static int n_told = 0;
 
 static comm_info *comm_lookup_slow(MPI_Comm c) {
     uint64_t key = HKEY(c);
@@ -274,6 +394,14 @@ static comm_info *comm_lookup_slow(MPI_Comm c) {
         __atomic_add_fetch(&comm_gen, 1, __ATOMIC_RELEASE);
     }
     comms[slot].key = key; comms[slot].id = h; comms[slot].size = n; comms[slot].world = world;
+    /* Its members, for the reader: collectives on it are replayed over these world ranks. Once
+     * per id per process is enough; a re-made communicator over the same group has the same. */
+    int told = 0;
+    for (int i = 0; i < n_told && !told; i++) told = told_ids[i] == h;
+    if (!told && active) {
+        cpmpi_rt_comm(h, inter, n, world);
+        if (n_told < MAX_TOLD) told_ids[n_told++] = h;
+    }
     pthread_mutex_unlock(&comm_lock);
     return &comms[slot];
 }
@@ -312,7 +440,10 @@ static uint64_t type_bytes(MPI_Datatype t, int count) {
 
 int MPI_Type_free(MPI_Datatype *t) {
     __atomic_add_fetch(&type_gen, 1, __ATOMIC_RELEASE);
-    return PMPI_Type_free(t);
+    int in_ = ENTER(FN_Type_free);
+    int rc = PMPI_Type_free(t);
+    if (in_) LEAVE();
+    return rc;
 }
 
 /* Bytes a completed receive got: what PMPI_Get_count(st, MPI_BYTE) answers (MPI_UNDEFINED, here
@@ -435,7 +566,7 @@ __attribute__((constructor)) static void cpmpi_check_library(void) {
 
 /* ---- init / finalize / control ------------------------------------------------------------ */
 
-static void after_init(void) {
+static void after_init(int fn) {
     int r, n, len = 0;
     char ver[MPI_MAX_LIBRARY_VERSION_STRING];
     PMPI_Comm_rank(MPI_COMM_WORLD, &r);
@@ -466,14 +597,18 @@ static void after_init(void) {
     int mon = !(start && (strcmp(start, "off") == 0 || strcmp(start, "0") == 0));
     if (empty_mode) mon = 0;
     enabled |= mon ? MON : 0;
+    if (MONITORING()) count_call(fn, mono_ns() - init_t0);
 }
 
 static void before_finalize(void) {
+    /* Counted, not timed: its time is spent after the statistics are written. */
+    if (MONITORING() && depth == 0) count_call(FN_Finalize, 0);
     enabled = 0;
     cpmpi_emu_finalize();
     if (!active) return;
     clock_sync(1);
     PMPI_Comm_free(&sync_comm);
+    stats_write();
     cpmpi_rt_finalize();
     active = 0;
 }
@@ -481,14 +616,14 @@ static void before_finalize(void) {
 int MPI_Init(int *argc, char ***argv) {
     clock_cal_start();
     int rc = PMPI_Init(argc, argv);
-    if (rc == MPI_SUCCESS) after_init();
+    if (rc == MPI_SUCCESS) after_init(FN_Init);
     return rc;
 }
 
 int MPI_Init_thread(int *argc, char ***argv, int required, int *provided) {
     clock_cal_start();
     int rc = PMPI_Init_thread(argc, argv, required, provided);
-    if (rc == MPI_SUCCESS) after_init();
+    if (rc == MPI_SUCCESS) after_init(FN_Init_thread);
     return rc;
 }
 
@@ -524,7 +659,10 @@ int MPI_Comm_free(MPI_Comm *comm) {
         if (comms[i].key == key && comms[i].world) { free(comms[i].world); comms[i].world = NULL; comms[i].key = 0; }
     __atomic_add_fetch(&comm_gen, 1, __ATOMIC_RELEASE);
     pthread_mutex_unlock(&comm_lock);
-    return PMPI_Comm_free(comm);
+    int in_ = ENTER(FN_Comm_free);
+    int rc = PMPI_Comm_free(comm);
+    if (in_) LEAVE();
+    return rc;
 }
 
 /* ---- point to point ----------------------------------------------------------------------- */
@@ -536,6 +674,7 @@ static inline void rec_send(int kind, int flags, int dest, int tag, MPI_Comm com
     if (!MONITORING()) return;
     int w = to_world(comm, dest, &id);
     if (w < 0) return; /* MPI_PROC_NULL: no message */
+    cur_sent += bytes;
     fill(&e, kind, w, tag, id, bytes, t0, t1);
     e.flags = (uint8_t)flags;
     record(&e);
@@ -547,6 +686,8 @@ static inline void rec_recv(int kind, int flags, MPI_Comm comm, const MPI_Status
     uint32_t id;
     if (!MONITORING() || st->MPI_SOURCE == MPI_PROC_NULL) return;
     int w = to_world(comm, st->MPI_SOURCE, &id);
+    if (kind != K_PROBE && kind != K_IPROBE && kind != K_MPROBE && kind != K_IMPROBE)
+        cur_received += status_bytes(st);
     fill(&e, kind, w, st->MPI_TAG, id, status_bytes(st), t0, t1);
     e.flags = (uint8_t)flags;
     record(&e);
@@ -566,7 +707,7 @@ static inline void rec_recv(int kind, int flags, MPI_Comm comm, const MPI_Status
 #define EMU_SEND_POST() if (EMU_ON()) cpmpi_emu_send_post(emu_w_)
 /* When the receiving call was entered, for L's arrival estimate. */
 /* Only L needs it: the other knobs read no clock on the receiving side before the completion. */
-#define EMU_ENTER() (EMU_ON() && cpmpi_emu_l ? cpmpi_emu_now() : 0)
+#define EMU_ENTER(FN_Comm_free) (EMU_ON() && cpmpi_emu_l ? cpmpi_emu_now() : 0)
 
 /* A receive on `comm` completed with status `st`: L's hold, then o. */
 static void emu_received(MPI_Comm comm, const MPI_Status *st, uint64_t te) {
@@ -600,8 +741,8 @@ static void emu_done_many(const uint64_t *keys, const int *idx, int n, const MPI
 
 #define SEND_WRAP(NAME, INAME, KIND)                                                             \
     int MPI_##NAME(const void *buf, int count, MPI_Datatype dt, int dest, int tag, MPI_Comm comm) { \
-        if (!ENTER()) return PMPI_##NAME(buf, count, dt, dest, tag, comm);                      \
-        uint64_t t0 = STAMP();                                                                     \
+        if (!ENTER(FN_##NAME)) return PMPI_##NAME(buf, count, dt, dest, tag, comm);                      \
+        uint64_t t0 = cur_t0;                                                                     \
         EMU_SEND_PRE(dest, comm, tag, type_bytes(dt, count))                                     \
         int rc;                                                                                  \
         if (EMU_PACED()) {                                                                       \
@@ -613,7 +754,7 @@ static void emu_done_many(const uint64_t *keys, const int *idx, int n, const MPI
             rc = PMPI_##NAME(buf, count, dt, dest, tag, comm);                                   \
             EMU_SEND_POST();                                                                     \
         }                                                                                        \
-        uint64_t t1 = STAMP();                                                                     \
+        uint64_t t1 = (cur_t1 = STAMP());                                                                     \
         rec_send(KIND, 0, dest, tag, comm, type_bytes(dt, count), t0, t1);                       \
         LEAVE();                                                                                 \
         return rc;                                                                               \
@@ -624,40 +765,46 @@ SEND_WRAP(Bsend, Ibsend, K_BSEND)
 SEND_WRAP(Rsend, Irsend, K_RSEND)
 
 int MPI_Recv(void *buf, int count, MPI_Datatype dt, int src, int tag, MPI_Comm comm, MPI_Status *status) {
-    if (!ENTER()) return PMPI_Recv(buf, count, dt, src, tag, comm, status);
+    if (!ENTER(FN_Recv)) return PMPI_Recv(buf, count, dt, src, tag, comm, status);
     MPI_Status own;
     MPI_Status *st = status == MPI_STATUS_IGNORE ? &own : status;
-    uint64_t t0 = STAMP(), te = EMU_ENTER();
+    uint64_t t0 = cur_t0, te = EMU_ENTER();
     int rc = PMPI_Recv(buf, count, dt, src, tag, comm, st);
     if (rc == MPI_SUCCESS && EMU_ON()) emu_received(comm, st, te);
-    uint64_t t1 = STAMP();
+    uint64_t t1 = (cur_t1 = STAMP());
     if (rc == MPI_SUCCESS) rec_recv(K_RECV, src == MPI_ANY_SOURCE ? F_ANY_SOURCE : 0, comm, st, t0, t1);
     LEAVE();
     return rc;
 }
 
-static inline void post(int kind, int flags, int peer, int tag, MPI_Comm comm, uint64_t bytes,
-                        uint64_t t0, uint64_t t1, MPI_Request req) {
+/* A posted nonblocking operation, kept under `key` until the call that completes it. Receives
+ * (their size is the status's) count their bytes there; sends count theirs here. */
+static inline void post_key(int kind, int flags, int peer, int tag, MPI_Comm comm, uint64_t bytes,
+                            uint64_t t0, uint64_t t1, uint64_t key) {
     cev e;
     uint32_t id;
     if (!MONITORING()) return;
     int w = to_world(comm, peer, &id);
     if (peer == MPI_PROC_NULL) return;
+    if (kind != K_IRECV && kind != K_PRECV && kind != K_IMRECV && kind != K_ISENDRECV_RECV)
+        cur_sent += bytes;
     fill(&e, kind, w, tag, id, bytes, t0, t1);
     e.flags = (uint8_t)flags;
     e.comm_handle = HKEY(comm);
-    cpmpi_rt_post(table_for_post(), HKEY(req), &e);
+    cpmpi_rt_post(table_for_post(), key, &e);
 }
+#define post(KIND, FLAGS, PEER, TAG, COMM, BYTES, T0, T1, REQ)                                   \
+    post_key(KIND, FLAGS, PEER, TAG, COMM, BYTES, T0, T1, HKEY(REQ))
 
 #define ISEND_WRAP(NAME, KIND)                                                                   \
     int MPI_##NAME(const void *buf, int count, MPI_Datatype dt, int dest, int tag, MPI_Comm comm, \
                    MPI_Request *req) {                                                           \
-        if (!ENTER()) return PMPI_##NAME(buf, count, dt, dest, tag, comm, req);                  \
-        uint64_t t0 = STAMP();                                                                     \
+        if (!ENTER(FN_##NAME)) return PMPI_##NAME(buf, count, dt, dest, tag, comm, req);                  \
+        uint64_t t0 = cur_t0;                                                                     \
         EMU_SEND_PRE(dest, comm, tag, type_bytes(dt, count))                                     \
         int rc = PMPI_##NAME(buf, count, dt, dest, tag, comm, req);                              \
         EMU_SEND_POST();                                                                         \
-        uint64_t t1 = STAMP();                                                                     \
+        uint64_t t1 = (cur_t1 = STAMP());                                                                     \
         if (rc == MPI_SUCCESS) post(KIND, 0, dest, tag, comm, type_bytes(dt, count), t0, t1, *req); \
         LEAVE();                                                                                 \
         return rc;                                                                               \
@@ -668,11 +815,11 @@ ISEND_WRAP(Ibsend, K_IBSEND)
 ISEND_WRAP(Irsend, K_IRSEND)
 
 int MPI_Irecv(void *buf, int count, MPI_Datatype dt, int src, int tag, MPI_Comm comm, MPI_Request *req) {
-    if (!ENTER()) return PMPI_Irecv(buf, count, dt, src, tag, comm, req);
-    uint64_t t0 = STAMP();
+    if (!ENTER(FN_Irecv)) return PMPI_Irecv(buf, count, dt, src, tag, comm, req);
+    uint64_t t0 = cur_t0;
     int rc = PMPI_Irecv(buf, count, dt, src, tag, comm, req);
     if (rc == MPI_SUCCESS && EMU_ON() && src != MPI_PROC_NULL) cpmpi_emu_track(HKEY(*req), HKEY(comm));
-    uint64_t t1 = STAMP();
+    uint64_t t1 = (cur_t1 = STAMP());
     if (rc == MPI_SUCCESS)
         post(K_IRECV, src == MPI_ANY_SOURCE ? F_ANY_SOURCE : 0, src, tag, comm,
              type_bytes(dt, count), t0, t1, *req);
@@ -694,6 +841,7 @@ typedef struct {
     uint64_t comm, bytes;
     int32_t peer, tag;
     uint8_t send, flags;
+    uint8_t coll; /* 0: point to point; else a persistent collective's K_I* kind (peer: root) */
 } pinit;
 static pinit *pinits = NULL;
 static size_t pinit_cap = 0, pinit_used = 0;
@@ -735,7 +883,7 @@ static pinit *pinit_find_locked(uint64_t key) {
 }
 static void pinit_register(int send, int flags, int peer, int tag, MPI_Comm comm, uint64_t bytes,
                            MPI_Request req) {
-    pinit p = {HKEY(req), HKEY(comm), bytes, peer, tag, (uint8_t)send, (uint8_t)flags};
+    pinit p = {HKEY(req), HKEY(comm), bytes, peer, tag, (uint8_t)send, (uint8_t)flags, 0};
     if (p.key <= 1 || peer == MPI_PROC_NULL) return;
     pthread_mutex_lock(&pinit_lock);
     pinit_put_locked(&p);
@@ -756,12 +904,15 @@ static void pinit_forget(uint64_t key) {
 }
 
 #define TRACKING() (active || EMU_ON())
+/* Registered whenever tracking, also inside another wrapped call; counted when entered. */
 #define PINIT_SEND_WRAP(NAME)                                                                    \
     int MPI_##NAME(const void *buf, int count, MPI_Datatype dt, int dest, int tag, MPI_Comm comm, \
                    MPI_Request *req) {                                                           \
+        int in_ = ENTER(FN_##NAME);                                                              \
         int rc = PMPI_##NAME(buf, count, dt, dest, tag, comm, req);                              \
         if (rc == MPI_SUCCESS && TRACKING())                                                     \
             pinit_register(1, 0, dest, tag, comm, type_bytes(dt, count), *req);                 \
+        if (in_) LEAVE();                                                                        \
         return rc;                                                                               \
     }
 PINIT_SEND_WRAP(Send_init)
@@ -771,23 +922,32 @@ PINIT_SEND_WRAP(Rsend_init)
 
 int MPI_Recv_init(void *buf, int count, MPI_Datatype dt, int src, int tag, MPI_Comm comm,
                   MPI_Request *req) {
+    int in_ = ENTER(FN_Recv_init);
     int rc = PMPI_Recv_init(buf, count, dt, src, tag, comm, req);
     if (rc == MPI_SUCCESS && TRACKING())
         pinit_register(0, src == MPI_ANY_SOURCE ? F_ANY_SOURCE : 0, src, tag, comm,
                        type_bytes(dt, count), *req);
+    if (in_) LEAVE();
     return rc;
 }
 
 /* One persistent request is being started: the knobs before (a send's o, g, G, L stamp) ... */
 static void start_pre(const pinit *p) {
-    if (EMU_ON() && p->send) {
+    if (EMU_ON() && p->send && !p->coll) {
         uint32_t id;
         int w = to_world(COMM_OF(p->comm), p->peer, &id);
         cpmpi_emu_send_pre(w, id, p->tag, p->bytes);
     }
 }
 /* ... and after: g's next slot, a receive's tracking, the record of the post. */
+static void post_coll(int kind, int root, MPI_Comm comm, uint64_t bytes, uint64_t t0, uint64_t t1,
+                      MPI_Request req, int flags);
 static void start_post(const pinit *p, MPI_Request req, uint64_t t0, uint64_t t1, int flags) {
+    if (p->coll) {
+        post_coll(p->coll, p->peer, COMM_OF(p->comm), p->bytes, t0, t1, req, F_PERSISTENT | flags);
+        if (MONITORING()) cur_sent += p->bytes; /* the collective's send contribution */
+        return;
+    }
     if (EMU_ON()) {
         if (p->send) {
             uint32_t id;
@@ -802,22 +962,23 @@ static void start_post(const pinit *p, MPI_Request req, uint64_t t0, uint64_t t1
 
 int MPI_Start(MPI_Request *req) {
     pinit p;
-    if (!ENTER()) return PMPI_Start(req);
+    if (!ENTER(FN_Start)) return PMPI_Start(req);
     if (!pinit_lookup(HKEY(*req), &p)) { /* made before MPI_Init's interposer was up */
+        int rc = PMPI_Start(req);
         LEAVE();
-        return PMPI_Start(req);
+        return rc;
     }
-    uint64_t t0 = STAMP();
+    uint64_t t0 = cur_t0;
     start_pre(&p);
     int rc = PMPI_Start(req);
-    uint64_t t1 = STAMP();
+    uint64_t t1 = (cur_t1 = STAMP());
     if (rc == MPI_SUCCESS) start_post(&p, *req, t0, t1, 0);
     LEAVE();
     return rc;
 }
 
 int MPI_Startall(int count, MPI_Request reqs[]) {
-    if (!ENTER()) return PMPI_Startall(count, reqs);
+    if (!ENTER(FN_Startall)) return PMPI_Startall(count, reqs);
     /* One at a time through PMPI_Start: each send gets its own o, g and G before it leaves,
      * as a loop of MPI_Start would (Startall's own order is unspecified by MPI anyway). */
     int rc = MPI_SUCCESS;
@@ -827,10 +988,10 @@ int MPI_Startall(int count, MPI_Request reqs[]) {
             rc = PMPI_Start(&reqs[i]);
             continue;
         }
-        uint64_t t0 = STAMP();
+        uint64_t t0 = cur_t0;
         start_pre(&p);
         rc = PMPI_Start(&reqs[i]);
-        uint64_t t1 = STAMP();
+        uint64_t t1 = (cur_t1 = STAMP());
         if (rc == MPI_SUCCESS) start_post(&p, reqs[i], t0, t1, 0);
     }
     LEAVE();
@@ -839,19 +1000,45 @@ int MPI_Startall(int count, MPI_Request reqs[]) {
 
 /* A tracked request completed: give it its completion times, and for a receive the source, tag
  * and size the status reports. Requests we never saw posted (collective, or made before MPI_Init) are ignored. */
+/* MPI_Isendrecv's send half is posted under its request's key with this bit flipped. */
+#define SENDRECV_KEY_BIT (1ull << 62)
 static void complete(uint64_t key, const MPI_Status *st, uint64_t t0, uint64_t t1) {
     cev e;
     if (!MONITORING() || !cpmpi_rt_take(my_table, key, &e)) return;
     if (st && was_cancelled(st)) return;
     e.t_done_enter = t0;
     e.t_done_exit = t1;
-    if ((e.kind == K_IRECV || e.kind == K_PRECV) && st) {
+    if (e.kind == K_ISENDRECV_RECV) {
+        /* One request completes both halves: the send half was posted under the other key. */
+        cev snd;
+        if (cpmpi_rt_take(my_table, key ^ SENDRECV_KEY_BIT, &snd)) {
+            snd.t_done_enter = t0;
+            snd.t_done_exit = t1;
+            snd.comm_handle = 0;
+            record(&snd);
+        }
+    }
+    /* MPICH 4.0's status of a completed MPI_Isendrecv is not the receive's (source 0, tag 0,
+     * count 0 whatever arrived): a status that contradicts the receive's own source or tag is
+     * not believed, and the posted source, tag and size stand. */
+    if (e.kind == K_ISENDRECV_RECV && st && e.peer >= 0) {
+        uint32_t id;
+        int src = to_world(COMM_OF(e.comm_handle), st->MPI_SOURCE, &id);
+        if (src != e.peer || (e.tag != MPI_ANY_TAG && st->MPI_TAG != e.tag)) {
+            cur_received += e.bytes;
+            e.comm_handle = 0;
+            record(&e);
+            return;
+        }
+    }
+    if ((e.kind == K_IRECV || e.kind == K_PRECV || e.kind == K_IMRECV || e.kind == K_ISENDRECV_RECV) && st) {
         if (st->MPI_SOURCE == MPI_PROC_NULL) return;
         uint32_t id;
         MPI_Comm c = COMM_OF(e.comm_handle);
         e.peer = to_world(c, st->MPI_SOURCE, &id);
         e.tag = st->MPI_TAG;
         e.bytes = status_bytes(st);
+        cur_received += e.bytes;
     }
     e.comm_handle = 0;
     record(&e);
@@ -861,14 +1048,14 @@ static void complete(uint64_t key, const MPI_Status *st, uint64_t t0, uint64_t t
 #define SMALL 64
 
 int MPI_Wait(MPI_Request *req, MPI_Status *status) {
-    if (!ENTER()) return PMPI_Wait(req, status);
+    if (!ENTER(FN_Wait)) return PMPI_Wait(req, status);
     MPI_Status own;
     MPI_Status *st = status == MPI_STATUS_IGNORE ? &own : status;
     uint64_t key = HKEY(*req);
-    uint64_t t0 = STAMP(), te = EMU_ENTER();
+    uint64_t t0 = cur_t0, te = EMU_ENTER();
     int rc = PMPI_Wait(req, st);
     if (rc == MPI_SUCCESS && EMU_ON()) emu_done(key, st, te);
-    uint64_t t1 = STAMP();
+    uint64_t t1 = (cur_t1 = STAMP());
     if (rc == MPI_SUCCESS) complete(key, st, t0, t1);
     LEAVE();
     return rc;
@@ -881,7 +1068,7 @@ int MPI_Wait(MPI_Request *req, MPI_Status *status) {
  * So a message completed by a poll has destination 0 and the poll's own inside time counts in
  * net; the blocking Wait family keeps both stamps. */
 int MPI_Test(MPI_Request *req, int *flag, MPI_Status *status) {
-    if (!ENTER()) return PMPI_Test(req, flag, status);
+    if (!ENTER(FN_Test)) return PMPI_Test(req, flag, status);
     MPI_Status own;
     MPI_Status *st = status == MPI_STATUS_IGNORE ? &own : status;
     uint64_t key = HKEY(*req);
@@ -889,7 +1076,7 @@ int MPI_Test(MPI_Request *req, int *flag, MPI_Status *status) {
     int rc = PMPI_Test(req, flag, st);
     if (rc == MPI_SUCCESS && *flag) {
         if (EMU_ON()) emu_done(key, st, te);
-        uint64_t t1 = STAMP();
+        uint64_t t1 = (cur_t1 = STAMP());
         complete(key, st, t1, t1);
     }
     LEAVE();
@@ -906,15 +1093,15 @@ static void complete_many(const uint64_t *keys, const int *idx, int n, const MPI
 }
 
 int MPI_Waitall(int count, MPI_Request reqs[], MPI_Status *statuses) {
-    if (!ENTER()) return PMPI_Waitall(count, reqs, statuses);
+    if (!ENTER(FN_Waitall)) return PMPI_Waitall(count, reqs, statuses);
     uint64_t kbuf[SMALL], *keys = count <= SMALL ? kbuf : malloc(sizeof(uint64_t) * (size_t)count);
     MPI_Status sbuf[SMALL], *sts = statuses;
     if (statuses == MPI_STATUSES_IGNORE) sts = count <= SMALL ? sbuf : malloc(sizeof(MPI_Status) * (size_t)count);
     for (int i = 0; i < count; i++) keys[i] = HKEY(reqs[i]);
-    uint64_t t0 = STAMP(), te = EMU_ENTER();
+    uint64_t t0 = cur_t0, te = EMU_ENTER();
     int rc = PMPI_Waitall(count, reqs, sts);
     if (rc == MPI_SUCCESS && EMU_ON()) emu_done_many(keys, NULL, count, sts, 1, te);
-    uint64_t t1 = STAMP();
+    uint64_t t1 = (cur_t1 = STAMP());
     if (rc == MPI_SUCCESS) complete_many(keys, NULL, count, sts, 1, t0, t1);
     if (keys != kbuf) free(keys);
     if (sts != statuses && sts != sbuf) free(sts);
@@ -923,7 +1110,7 @@ int MPI_Waitall(int count, MPI_Request reqs[], MPI_Status *statuses) {
 }
 
 int MPI_Testall(int count, MPI_Request reqs[], int *flag, MPI_Status *statuses) {
-    if (!ENTER()) return PMPI_Testall(count, reqs, flag, statuses);
+    if (!ENTER(FN_Testall)) return PMPI_Testall(count, reqs, flag, statuses);
     uint64_t kbuf[SMALL], *keys = count <= SMALL ? kbuf : malloc(sizeof(uint64_t) * (size_t)count);
     MPI_Status sbuf[SMALL], *sts = statuses;
     if (statuses == MPI_STATUSES_IGNORE) sts = count <= SMALL ? sbuf : malloc(sizeof(MPI_Status) * (size_t)count);
@@ -932,7 +1119,7 @@ int MPI_Testall(int count, MPI_Request reqs[], int *flag, MPI_Status *statuses) 
     int rc = PMPI_Testall(count, reqs, flag, sts);
     if (rc == MPI_SUCCESS && *flag) {
         if (EMU_ON()) emu_done_many(keys, NULL, count, sts, 1, te);
-        uint64_t t1 = STAMP();
+        uint64_t t1 = (cur_t1 = STAMP());
         complete_many(keys, NULL, count, sts, 1, t1, t1);
     }
     if (keys != kbuf) free(keys);
@@ -942,15 +1129,15 @@ int MPI_Testall(int count, MPI_Request reqs[], int *flag, MPI_Status *statuses) 
 }
 
 int MPI_Waitany(int count, MPI_Request reqs[], int *index, MPI_Status *status) {
-    if (!ENTER()) return PMPI_Waitany(count, reqs, index, status);
+    if (!ENTER(FN_Waitany)) return PMPI_Waitany(count, reqs, index, status);
     uint64_t kbuf[SMALL], *keys = count <= SMALL ? kbuf : malloc(sizeof(uint64_t) * (size_t)count);
     MPI_Status own;
     MPI_Status *st = status == MPI_STATUS_IGNORE ? &own : status;
     for (int i = 0; i < count; i++) keys[i] = HKEY(reqs[i]);
-    uint64_t t0 = STAMP(), te = EMU_ENTER();
+    uint64_t t0 = cur_t0, te = EMU_ENTER();
     int rc = PMPI_Waitany(count, reqs, index, st);
     if (rc == MPI_SUCCESS && *index != MPI_UNDEFINED && EMU_ON()) emu_done(keys[*index], st, te);
-    uint64_t t1 = STAMP();
+    uint64_t t1 = (cur_t1 = STAMP());
     if (rc == MPI_SUCCESS && *index != MPI_UNDEFINED) complete(keys[*index], st, t0, t1);
     if (keys != kbuf) free(keys);
     LEAVE();
@@ -958,7 +1145,7 @@ int MPI_Waitany(int count, MPI_Request reqs[], int *index, MPI_Status *status) {
 }
 
 int MPI_Testany(int count, MPI_Request reqs[], int *index, int *flag, MPI_Status *status) {
-    if (!ENTER()) return PMPI_Testany(count, reqs, index, flag, status);
+    if (!ENTER(FN_Testany)) return PMPI_Testany(count, reqs, index, flag, status);
     uint64_t kbuf[SMALL], *keys = count <= SMALL ? kbuf : malloc(sizeof(uint64_t) * (size_t)count);
     MPI_Status own;
     MPI_Status *st = status == MPI_STATUS_IGNORE ? &own : status;
@@ -967,7 +1154,7 @@ int MPI_Testany(int count, MPI_Request reqs[], int *index, int *flag, MPI_Status
     int rc = PMPI_Testany(count, reqs, index, flag, st);
     if (rc == MPI_SUCCESS && *flag && *index != MPI_UNDEFINED) {
         if (EMU_ON()) emu_done(keys[*index], st, te);
-        uint64_t t1 = STAMP();
+        uint64_t t1 = (cur_t1 = STAMP());
         complete(keys[*index], st, t1, t1);
     }
     if (keys != kbuf) free(keys);
@@ -977,16 +1164,16 @@ int MPI_Testany(int count, MPI_Request reqs[], int *index, int *flag, MPI_Status
 
 #define SOME_WRAP(NAME, POLL)                                                                    \
     int MPI_##NAME(int count, MPI_Request reqs[], int *outcount, int indices[], MPI_Status *statuses) { \
-        if (!ENTER()) return PMPI_##NAME(count, reqs, outcount, indices, statuses);              \
+        if (!ENTER(FN_##NAME)) return PMPI_##NAME(count, reqs, outcount, indices, statuses);              \
         uint64_t kbuf[SMALL], *keys = count <= SMALL ? kbuf : malloc(sizeof(uint64_t) * (size_t)count); \
         MPI_Status sbuf[SMALL], *sts = statuses;                                                 \
         if (statuses == MPI_STATUSES_IGNORE) sts = count <= SMALL ? sbuf : malloc(sizeof(MPI_Status) * (size_t)count); \
         for (int i = 0; i < count; i++) keys[i] = HKEY(reqs[i]);                                 \
-        uint64_t t0 = POLL ? 0 : STAMP(), te = EMU_ENTER();                                      \
+        uint64_t t0 = POLL ? 0 : cur_t0, te = EMU_ENTER();                                      \
         int rc = PMPI_##NAME(count, reqs, outcount, indices, sts);                               \
         if (rc == MPI_SUCCESS && *outcount != MPI_UNDEFINED && *outcount > 0) {                  \
             if (EMU_ON()) emu_done_many(keys, indices, *outcount, sts, 0, te);                   \
-            uint64_t t1 = STAMP();                                                               \
+            uint64_t t1 = (cur_t1 = STAMP());                                                               \
             complete_many(keys, indices, *outcount, sts, 0, POLL ? t1 : t0, t1);                 \
         }                                                                                        \
         if (keys != kbuf) free(keys);                                                            \
@@ -1004,15 +1191,18 @@ int MPI_Request_free(MPI_Request *req) {
     uint64_t ck;
     if (EMU_ON()) cpmpi_emu_untrack(HKEY(*req), &ck);
     if (TRACKING()) pinit_forget(HKEY(*req));
-    return PMPI_Request_free(req);
+    int in_ = ENTER(FN_Request_free);
+    int rc = PMPI_Request_free(req);
+    if (in_) LEAVE();
+    return rc;
 }
 
 int MPI_Sendrecv(const void *sbuf, int scount, MPI_Datatype stype, int dest, int stag, void *rbuf,
                  int rcount, MPI_Datatype rtype, int src, int rtag, MPI_Comm comm, MPI_Status *status) {
-    if (!ENTER()) return PMPI_Sendrecv(sbuf, scount, stype, dest, stag, rbuf, rcount, rtype, src, rtag, comm, status);
+    if (!ENTER(FN_Sendrecv)) return PMPI_Sendrecv(sbuf, scount, stype, dest, stag, rbuf, rcount, rtype, src, rtag, comm, status);
     MPI_Status own;
     MPI_Status *st = status == MPI_STATUS_IGNORE ? &own : status;
-    uint64_t t0 = STAMP(), te = EMU_ENTER();
+    uint64_t t0 = cur_t0, te = EMU_ENTER();
     EMU_SEND_PRE(dest, comm, stag, type_bytes(stype, scount))
     int rc;
     if (EMU_PACED()) {
@@ -1023,7 +1213,7 @@ int MPI_Sendrecv(const void *sbuf, int scount, MPI_Datatype stype, int dest, int
         EMU_SEND_POST();
     }
     if (rc == MPI_SUCCESS && EMU_ON()) emu_received(comm, st, te);
-    uint64_t t1 = STAMP();
+    uint64_t t1 = (cur_t1 = STAMP());
     if (rc == MPI_SUCCESS) {
         rec_send(K_SENDRECV_SEND, 0, dest, stag, comm, type_bytes(stype, scount), t0, t1);
         rec_recv(K_SENDRECV_RECV, src == MPI_ANY_SOURCE ? F_ANY_SOURCE : 0, comm, st, t0, t1);
@@ -1034,10 +1224,10 @@ int MPI_Sendrecv(const void *sbuf, int scount, MPI_Datatype stype, int dest, int
 
 int MPI_Sendrecv_replace(void *buf, int count, MPI_Datatype dt, int dest, int stag, int src,
                          int rtag, MPI_Comm comm, MPI_Status *status) {
-    if (!ENTER()) return PMPI_Sendrecv_replace(buf, count, dt, dest, stag, src, rtag, comm, status);
+    if (!ENTER(FN_Sendrecv_replace)) return PMPI_Sendrecv_replace(buf, count, dt, dest, stag, src, rtag, comm, status);
     MPI_Status own;
     MPI_Status *st = status == MPI_STATUS_IGNORE ? &own : status;
-    uint64_t t0 = STAMP(), te = EMU_ENTER();
+    uint64_t t0 = cur_t0, te = EMU_ENTER();
     EMU_SEND_PRE(dest, comm, stag, type_bytes(dt, count))
     int rc = -1;
     if (EMU_PACED()) {
@@ -1055,7 +1245,7 @@ int MPI_Sendrecv_replace(void *buf, int count, MPI_Datatype dt, int dest, int st
         EMU_SEND_POST();
     }
     if (rc == MPI_SUCCESS && EMU_ON()) emu_received(comm, st, te);
-    uint64_t t1 = STAMP();
+    uint64_t t1 = (cur_t1 = STAMP());
     if (rc == MPI_SUCCESS) {
         rec_send(K_SENDRECV_SEND, 0, dest, stag, comm, type_bytes(dt, count), t0, t1);
         rec_recv(K_SENDRECV_RECV, src == MPI_ANY_SOURCE ? F_ANY_SOURCE : 0, comm, st, t0, t1);
@@ -1065,25 +1255,25 @@ int MPI_Sendrecv_replace(void *buf, int count, MPI_Datatype dt, int dest, int st
 }
 
 int MPI_Probe(int src, int tag, MPI_Comm comm, MPI_Status *status) {
-    if (!ENTER()) return PMPI_Probe(src, tag, comm, status);
+    if (!ENTER(FN_Probe)) return PMPI_Probe(src, tag, comm, status);
     MPI_Status own;
     MPI_Status *st = status == MPI_STATUS_IGNORE ? &own : status;
-    uint64_t t0 = STAMP();
+    uint64_t t0 = cur_t0;
     int rc = PMPI_Probe(src, tag, comm, st);
-    uint64_t t1 = STAMP();
+    uint64_t t1 = (cur_t1 = STAMP());
     if (rc == MPI_SUCCESS) rec_recv(K_PROBE, 0, comm, st, t0, t1);
     LEAVE();
     return rc;
 }
 
 int MPI_Iprobe(int src, int tag, MPI_Comm comm, int *flag, MPI_Status *status) {
-    if (!ENTER()) return PMPI_Iprobe(src, tag, comm, flag, status);
+    if (!ENTER(FN_Iprobe)) return PMPI_Iprobe(src, tag, comm, flag, status);
     MPI_Status own;
     MPI_Status *st = status == MPI_STATUS_IGNORE ? &own : status;
     int rc = PMPI_Iprobe(src, tag, comm, flag, st);
     /* Only successful probes: a polling loop would otherwise fill the buffers with misses. */
     if (rc == MPI_SUCCESS && *flag) {
-        uint64_t t1 = STAMP();
+        uint64_t t1 = (cur_t1 = STAMP());
         rec_recv(K_IPROBE, 0, comm, st, t1, t1);
     }
     LEAVE();
@@ -1106,65 +1296,78 @@ static inline void rec_coll(int kind, int root, MPI_Comm comm, uint64_t bytes, u
     record(&e);
 }
 
-#define COLL_BODY(KIND, ROOT, COMM, BYTES, CALL)                                                 \
-    if (!ENTER()) return CALL;                                                                   \
-    uint64_t t0 = STAMP();                                                                         \
+/* SENT, RECEIVED: the call's buffer bytes for the statistics (read from its send buffer, written
+ * into its receive buffer), evaluated only while monitoring. */
+#define COLL_BODY(FN, KIND, ROOT, COMM, BYTES, SENT, RECEIVED, CALL)                             \
+    if (!ENTER(FN)) return CALL;                                                                 \
+    uint64_t t0 = cur_t0;                                                                        \
     int rc = CALL;                                                                               \
-    uint64_t t1 = STAMP();                                                                         \
-    if (rc == MPI_SUCCESS) rec_coll(KIND, ROOT, COMM, BYTES, t0, t1);                            \
+    uint64_t t1 = (cur_t1 = STAMP());                                                            \
+    if (rc == MPI_SUCCESS) {                                                                     \
+        rec_coll(KIND, ROOT, COMM, BYTES, t0, t1);                                               \
+        if (MONITORING()) { cur_sent += (SENT); cur_received += (RECEIVED); }                    \
+    }                                                                                            \
     LEAVE();                                                                                     \
     return rc;
 /* The same, for a collective coll.c can run as messages (EMU; CPMPI_COLL_NATIVE: it did not). */
-#define COLL_BODY_E(KIND, ROOT, COMM, BYTES, EMU, CALL)                                          \
-    if (!ENTER()) return CALL;                                                                   \
-    uint64_t t0 = STAMP();                                                                         \
+#define COLL_BODY_E(FN, KIND, ROOT, COMM, BYTES, SENT, RECEIVED, EMU, CALL)                      \
+    if (!ENTER(FN)) return CALL;                                                                 \
+    uint64_t t0 = cur_t0;                                                                        \
     int rc = CPMPI_COLL(EMU, CALL);                                                              \
-    uint64_t t1 = STAMP();                                                                         \
-    if (rc == MPI_SUCCESS) rec_coll(KIND, ROOT, COMM, BYTES, t0, t1);                            \
+    uint64_t t1 = (cur_t1 = STAMP());                                                            \
+    if (rc == MPI_SUCCESS) {                                                                     \
+        rec_coll(KIND, ROOT, COMM, BYTES, t0, t1);                                               \
+        if (MONITORING()) { cur_sent += (SENT); cur_received += (RECEIVED); }                    \
+    }                                                                                            \
     LEAVE();                                                                                     \
     return rc;
 
-int MPI_Barrier(MPI_Comm comm) { COLL_BODY_E(K_BARRIER, -1, comm, 0, cpmpi_coll_barrier(comm), PMPI_Barrier(comm)) }
+static inline int crank(MPI_Comm c) { int r = 0; PMPI_Comm_rank(c, &r); return r; }
+static inline uint64_t csize(MPI_Comm c) { int n = 1; PMPI_Comm_size(c, &n); return (uint64_t)n; }
+static uint64_t sum_counts(const int *c, MPI_Datatype t, MPI_Comm comm);
+#define ISROOT(ROOT, COMM) (crank(COMM) == (ROOT))
+
+int MPI_Barrier(MPI_Comm comm) { COLL_BODY_E(FN_Barrier, K_BARRIER, -1, comm, 0, 0, 0, cpmpi_coll_barrier(comm), PMPI_Barrier(comm)) }
 int MPI_Bcast(void *buf, int count, MPI_Datatype dt, int root, MPI_Comm comm) {
-    COLL_BODY_E(K_BCAST, root, comm, type_bytes(dt, count), cpmpi_coll_bcast(buf, count, dt, root, comm),
+    COLL_BODY_E(FN_Bcast, K_BCAST, root, comm, type_bytes(dt, count), ISROOT(root, comm) ? type_bytes(dt, count) : 0, ISROOT(root, comm) ? 0 : type_bytes(dt, count), cpmpi_coll_bcast(buf, count, dt, root, comm),
                 PMPI_Bcast(buf, count, dt, root, comm))
 }
 int MPI_Reduce(const void *s, void *r, int count, MPI_Datatype dt, MPI_Op op, int root, MPI_Comm comm) {
-    COLL_BODY_E(K_REDUCE, root, comm, type_bytes(dt, count), cpmpi_coll_reduce(s, r, count, dt, op, root, comm),
+    COLL_BODY_E(FN_Reduce, K_REDUCE, root, comm, type_bytes(dt, count), type_bytes(dt, count), ISROOT(root, comm) ? type_bytes(dt, count) : 0, cpmpi_coll_reduce(s, r, count, dt, op, root, comm),
                 PMPI_Reduce(s, r, count, dt, op, root, comm))
 }
 int MPI_Allreduce(const void *s, void *r, int count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm) {
-    COLL_BODY_E(K_ALLREDUCE, -1, comm, type_bytes(dt, count), cpmpi_coll_allreduce(s, r, count, dt, op, comm),
+    COLL_BODY_E(FN_Allreduce, K_ALLREDUCE, -1, comm, type_bytes(dt, count), type_bytes(dt, count), type_bytes(dt, count), cpmpi_coll_allreduce(s, r, count, dt, op, comm),
                 PMPI_Allreduce(s, r, count, dt, op, comm))
 }
 int MPI_Gather(const void *s, int sc, MPI_Datatype st, void *r, int rc_, MPI_Datatype rt, int root, MPI_Comm comm) {
-    COLL_BODY_E(K_GATHER, root, comm, type_bytes(st, sc), cpmpi_coll_gather(s, sc, st, r, rc_, rt, root, comm),
+    COLL_BODY_E(FN_Gather, K_GATHER, root, comm, type_bytes(st, sc), type_bytes(st, sc), ISROOT(root, comm) ? type_bytes(rt, rc_) * csize(comm) : 0, cpmpi_coll_gather(s, sc, st, r, rc_, rt, root, comm),
                 PMPI_Gather(s, sc, st, r, rc_, rt, root, comm))
 }
 int MPI_Gatherv(const void *s, int sc, MPI_Datatype st, void *r, const int rcs[], const int displs[],
                 MPI_Datatype rt, int root, MPI_Comm comm) {
-    COLL_BODY(K_GATHERV, root, comm, type_bytes(st, sc), PMPI_Gatherv(s, sc, st, r, rcs, displs, rt, root, comm))
+    COLL_BODY(FN_Gatherv, K_GATHERV, root, comm, type_bytes(st, sc), type_bytes(st, sc), ISROOT(root, comm) ? sum_counts(rcs, rt, comm) : 0, PMPI_Gatherv(s, sc, st, r, rcs, displs, rt, root, comm))
 }
 int MPI_Scatter(const void *s, int sc, MPI_Datatype st, void *r, int rc_, MPI_Datatype rt, int root, MPI_Comm comm) {
-    COLL_BODY_E(K_SCATTER, root, comm, type_bytes(rt, rc_), cpmpi_coll_scatter(s, sc, st, r, rc_, rt, root, comm),
+    COLL_BODY_E(FN_Scatter, K_SCATTER, root, comm, type_bytes(rt, rc_), ISROOT(root, comm) ? type_bytes(st, sc) * csize(comm) : 0, type_bytes(rt, rc_), cpmpi_coll_scatter(s, sc, st, r, rc_, rt, root, comm),
                 PMPI_Scatter(s, sc, st, r, rc_, rt, root, comm))
 }
 int MPI_Scatterv(const void *s, const int scs[], const int displs[], MPI_Datatype st, void *r, int rc_,
                  MPI_Datatype rt, int root, MPI_Comm comm) {
-    COLL_BODY(K_SCATTERV, root, comm, type_bytes(rt, rc_), PMPI_Scatterv(s, scs, displs, st, r, rc_, rt, root, comm))
+    COLL_BODY(FN_Scatterv, K_SCATTERV, root, comm, type_bytes(rt, rc_), ISROOT(root, comm) ? sum_counts(scs, st, comm) : 0, type_bytes(rt, rc_), PMPI_Scatterv(s, scs, displs, st, r, rc_, rt, root, comm))
 }
 int MPI_Allgather(const void *s, int sc, MPI_Datatype st, void *r, int rc_, MPI_Datatype rt, MPI_Comm comm) {
-    COLL_BODY_E(K_ALLGATHER, -1, comm, type_bytes(st, sc), cpmpi_coll_allgather(s, sc, st, r, rc_, rt, comm),
+    COLL_BODY_E(FN_Allgather, K_ALLGATHER, -1, comm, type_bytes(st, sc), type_bytes(st, sc), type_bytes(rt, rc_) * csize(comm), cpmpi_coll_allgather(s, sc, st, r, rc_, rt, comm),
                 PMPI_Allgather(s, sc, st, r, rc_, rt, comm))
 }
 int MPI_Allgatherv(const void *s, int sc, MPI_Datatype st, void *r, const int rcs[], const int displs[],
                    MPI_Datatype rt, MPI_Comm comm) {
-    COLL_BODY(K_ALLGATHERV, -1, comm, type_bytes(st, sc), PMPI_Allgatherv(s, sc, st, r, rcs, displs, rt, comm))
+    COLL_BODY(FN_Allgatherv, K_ALLGATHERV, -1, comm, type_bytes(st, sc), type_bytes(st, sc), sum_counts(rcs, rt, comm), PMPI_Allgatherv(s, sc, st, r, rcs, displs, rt, comm))
 }
 int MPI_Alltoall(const void *s, int sc, MPI_Datatype st, void *r, int rc_, MPI_Datatype rt, MPI_Comm comm) {
     int n = 1;
     PMPI_Comm_size(comm, &n);
-    COLL_BODY_E(K_ALLTOALL, -1, comm, type_bytes(st, sc) * (uint64_t)n,
+    COLL_BODY_E(FN_Alltoall, K_ALLTOALL, -1, comm, type_bytes(st, sc) * (uint64_t)n, type_bytes(st, sc) * csize(comm), type_bytes(rt, rc_) * csize(comm),
                 cpmpi_coll_alltoall(s, sc, st, r, rc_, rt, comm), PMPI_Alltoall(s, sc, st, r, rc_, rt, comm))
 }
 static uint64_t sum_counts(const int *c, MPI_Datatype t, MPI_Comm comm) {
@@ -1177,24 +1380,32 @@ static uint64_t sum_counts(const int *c, MPI_Datatype t, MPI_Comm comm) {
 }
 int MPI_Alltoallv(const void *s, const int scs[], const int sd[], MPI_Datatype st, void *r,
                   const int rcs[], const int rd[], MPI_Datatype rt, MPI_Comm comm) {
-    COLL_BODY(K_ALLTOALLV, -1, comm, sum_counts(scs, st, comm), PMPI_Alltoallv(s, scs, sd, st, r, rcs, rd, rt, comm))
+    COLL_BODY(FN_Alltoallv, K_ALLTOALLV, -1, comm, sum_counts(scs, st, comm), sum_counts(scs, st, comm), sum_counts(rcs, rt, comm), PMPI_Alltoallv(s, scs, sd, st, r, rcs, rd, rt, comm))
 }
 int MPI_Reduce_scatter(const void *s, void *r, const int rcs[], MPI_Datatype dt, MPI_Op op, MPI_Comm comm) {
-    COLL_BODY(K_REDUCE_SCATTER, -1, comm, sum_counts(rcs, dt, comm), PMPI_Reduce_scatter(s, r, rcs, dt, op, comm))
+    COLL_BODY(FN_Reduce_scatter, K_REDUCE_SCATTER, -1, comm, sum_counts(rcs, dt, comm), sum_counts(rcs, dt, comm), type_bytes(dt, rcs[crank(comm)]), PMPI_Reduce_scatter(s, r, rcs, dt, op, comm))
 }
 int MPI_Reduce_scatter_block(const void *s, void *r, int rc_, MPI_Datatype dt, MPI_Op op, MPI_Comm comm) {
     int n = 1;
     PMPI_Comm_size(comm, &n);
-    COLL_BODY(K_REDUCE_SCATTER_BLOCK, -1, comm, type_bytes(dt, rc_) * (uint64_t)n,
+    COLL_BODY(FN_Reduce_scatter_block, K_REDUCE_SCATTER_BLOCK, -1, comm, type_bytes(dt, rc_) * (uint64_t)n, type_bytes(dt, rc_) * csize(comm), type_bytes(dt, rc_),
               PMPI_Reduce_scatter_block(s, r, rc_, dt, op, comm))
 }
 int MPI_Scan(const void *s, void *r, int count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm) {
-    COLL_BODY(K_SCAN, -1, comm, type_bytes(dt, count), PMPI_Scan(s, r, count, dt, op, comm))
+    COLL_BODY(FN_Scan, K_SCAN, -1, comm, type_bytes(dt, count), type_bytes(dt, count), type_bytes(dt, count), PMPI_Scan(s, r, count, dt, op, comm))
 }
 int MPI_Exscan(const void *s, void *r, int count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm) {
-    COLL_BODY(K_EXSCAN, -1, comm, type_bytes(dt, count), PMPI_Exscan(s, r, count, dt, op, comm))
+    COLL_BODY(FN_Exscan, K_EXSCAN, -1, comm, type_bytes(dt, count), type_bytes(dt, count), type_bytes(dt, count), PMPI_Exscan(s, r, count, dt, op, comm))
 }
+
+/* The families beyond the above: matched probes, nonblocking, persistent and neighbourhood
+ * collectives, one-sided communication, MPI-4's Isendrecv and partitioned communication. */
+#include "families.c"
+
+/* Every other function of the standard the library has: counted and timed (gen/wrappers.py). */
+#include "gen/wrappers_c.h"
 
 #if defined(CPMPI_OPENMPI)
 #include "fortran_openmpi.h"
+#include "gen/wrappers_f.h"
 #endif

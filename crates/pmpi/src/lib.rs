@@ -57,8 +57,8 @@ pub use commperf_pmpi_rt::format;
 pub use install::{InstallError, LibCache};
 pub use read::{
     all_pairs, match_messages, pair_events, read_dir, read_file, size_bin, summarize, AllPairs,
-    Call, CallCount, Event, EventPair, Matching, Message, PairBin, PairMedian, Pairing, RankData,
-    ReadError, Run, Stream, Summary,
+    Call, CallCount, Event, EventPair, FunctionStat, Matching, Message, PairBin, PairMedian,
+    Pairing, RankData, ReadError, Run, Stream, Summary,
 };
 pub use trace::{to_trace, TraceOutput, TraceStats};
 

@@ -1,6 +1,6 @@
 //! Reading a monitor directory back, matching sends to receives, and the per-message stages.
 
-use crate::format::{self, ClockSync, Footer, Header, EVENT_BYTES, MAGIC};
+use crate::format::{self, CallStat, ClockSync, CommDef, Footer, Header, EVENT_BYTES, MAGIC};
 use serde::Serialize;
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
@@ -44,7 +44,75 @@ pub enum Call {
     ReduceScatterBlock,
     Scan,
     Exscan,
+    Alltoallw,
     Pcontrol,
+    /// MPI_Mprobe / MPI_Improbe (a matched probe: the message is then received by Mrecv).
+    Mprobe,
+    Improbe,
+    /// MPI_Mrecv / MPI_Imrecv: receives of a probed message (matched like any receive).
+    Mrecv,
+    Imrecv,
+    /// The send and receive halves of MPI-4's MPI_Isendrecv(_replace), completed by one request.
+    IsendrecvSend,
+    IsendrecvRecv,
+    /// Nonblocking collectives (and persistent ones, `Event::persistent`): from the starting
+    /// call (post times) to the call that completed the request (done times).
+    Ibarrier,
+    Ibcast,
+    Ireduce,
+    Iallreduce,
+    Igather,
+    Igatherv,
+    Iscatter,
+    Iscatterv,
+    Iallgather,
+    Iallgatherv,
+    Ialltoall,
+    Ialltoallv,
+    IreduceScatter,
+    IreduceScatterBlock,
+    Iscan,
+    Iexscan,
+    Ialltoallw,
+    NeighborAllgather,
+    NeighborAllgatherv,
+    NeighborAlltoall,
+    NeighborAlltoallv,
+    NeighborAlltoallw,
+    IneighborAllgather,
+    IneighborAllgatherv,
+    IneighborAlltoall,
+    IneighborAlltoallv,
+    IneighborAlltoallw,
+    /// One-sided transfers: `peer` is the target's world rank, `comm` the window's group, `bytes`
+    /// the origin buffer's (sent plus, for the fetching ones, received).
+    Put,
+    Get,
+    Accumulate,
+    GetAccumulate,
+    FetchAndOp,
+    CompareAndSwap,
+    Rput,
+    Rget,
+    Raccumulate,
+    RgetAccumulate,
+    /// One-sided synchronisation: `peer` the rank it names (lock, unlock, flush), else -1;
+    /// `tag` the lock type (lock) or the assertion (fence, lock_all, post, start).
+    WinFence,
+    WinLock,
+    WinUnlock,
+    WinLockAll,
+    WinUnlockAll,
+    WinPost,
+    WinStart,
+    WinComplete,
+    WinWait,
+    WinTest,
+    WinFlush,
+    WinFlushAll,
+    WinFlushLocal,
+    WinFlushLocalAll,
+    WinSync,
 }
 
 impl Call {
@@ -84,7 +152,66 @@ impl Call {
             43 => ReduceScatterBlock,
             44 => Scan,
             45 => Exscan,
+            46 => Alltoallw,
             60 => Pcontrol,
+            16 => Mrecv,
+            17 => Imrecv,
+            18 => IsendrecvSend,
+            19 => IsendrecvRecv,
+            22 => Mprobe,
+            23 => Improbe,
+            70 => Ibarrier,
+            71 => Ibcast,
+            72 => Ireduce,
+            73 => Iallreduce,
+            74 => Igather,
+            75 => Igatherv,
+            76 => Iscatter,
+            77 => Iscatterv,
+            78 => Iallgather,
+            79 => Iallgatherv,
+            80 => Ialltoall,
+            81 => Ialltoallv,
+            82 => IreduceScatter,
+            83 => IreduceScatterBlock,
+            84 => Iscan,
+            85 => Iexscan,
+            86 => Ialltoallw,
+            90 => NeighborAllgather,
+            91 => NeighborAllgatherv,
+            92 => NeighborAlltoall,
+            93 => NeighborAlltoallv,
+            94 => NeighborAlltoallw,
+            95 => IneighborAllgather,
+            96 => IneighborAllgatherv,
+            97 => IneighborAlltoall,
+            98 => IneighborAlltoallv,
+            99 => IneighborAlltoallw,
+            100 => Put,
+            101 => Get,
+            102 => Accumulate,
+            103 => GetAccumulate,
+            104 => FetchAndOp,
+            105 => CompareAndSwap,
+            106 => Rput,
+            107 => Rget,
+            108 => Raccumulate,
+            109 => RgetAccumulate,
+            120 => WinFence,
+            121 => WinLock,
+            122 => WinUnlock,
+            123 => WinLockAll,
+            124 => WinUnlockAll,
+            125 => WinPost,
+            126 => WinStart,
+            127 => WinComplete,
+            128 => WinWait,
+            129 => WinTest,
+            130 => WinFlush,
+            131 => WinFlushAll,
+            132 => WinFlushLocal,
+            133 => WinFlushLocalAll,
+            134 => WinSync,
             _ => return None,
         })
     }
@@ -126,7 +253,86 @@ impl Call {
             ReduceScatterBlock => "MPI_Reduce_scatter_block",
             Scan => "MPI_Scan",
             Exscan => "MPI_Exscan",
+            Alltoallw => "MPI_Alltoallw",
             Pcontrol => "MPI_Pcontrol",
+            Mprobe => "MPI_Mprobe",
+            Improbe => "MPI_Improbe",
+            Mrecv => "MPI_Mrecv",
+            Imrecv => "MPI_Imrecv",
+            IsendrecvSend => "MPI_Isendrecv(send)",
+            IsendrecvRecv => "MPI_Isendrecv(recv)",
+            Ibarrier => "MPI_Ibarrier",
+            Ibcast => "MPI_Ibcast",
+            Ireduce => "MPI_Ireduce",
+            Iallreduce => "MPI_Iallreduce",
+            Igather => "MPI_Igather",
+            Igatherv => "MPI_Igatherv",
+            Iscatter => "MPI_Iscatter",
+            Iscatterv => "MPI_Iscatterv",
+            Iallgather => "MPI_Iallgather",
+            Iallgatherv => "MPI_Iallgatherv",
+            Ialltoall => "MPI_Ialltoall",
+            Ialltoallv => "MPI_Ialltoallv",
+            IreduceScatter => "MPI_Ireduce_scatter",
+            IreduceScatterBlock => "MPI_Ireduce_scatter_block",
+            Iscan => "MPI_Iscan",
+            Iexscan => "MPI_Iexscan",
+            Ialltoallw => "MPI_Ialltoallw",
+            NeighborAllgather => "MPI_Neighbor_allgather",
+            NeighborAllgatherv => "MPI_Neighbor_allgatherv",
+            NeighborAlltoall => "MPI_Neighbor_alltoall",
+            NeighborAlltoallv => "MPI_Neighbor_alltoallv",
+            NeighborAlltoallw => "MPI_Neighbor_alltoallw",
+            IneighborAllgather => "MPI_Ineighbor_allgather",
+            IneighborAllgatherv => "MPI_Ineighbor_allgatherv",
+            IneighborAlltoall => "MPI_Ineighbor_alltoall",
+            IneighborAlltoallv => "MPI_Ineighbor_alltoallv",
+            IneighborAlltoallw => "MPI_Ineighbor_alltoallw",
+            Put => "MPI_Put",
+            Get => "MPI_Get",
+            Accumulate => "MPI_Accumulate",
+            GetAccumulate => "MPI_Get_accumulate",
+            FetchAndOp => "MPI_Fetch_and_op",
+            CompareAndSwap => "MPI_Compare_and_swap",
+            Rput => "MPI_Rput",
+            Rget => "MPI_Rget",
+            Raccumulate => "MPI_Raccumulate",
+            RgetAccumulate => "MPI_Rget_accumulate",
+            WinFence => "MPI_Win_fence",
+            WinLock => "MPI_Win_lock",
+            WinUnlock => "MPI_Win_unlock",
+            WinLockAll => "MPI_Win_lock_all",
+            WinUnlockAll => "MPI_Win_unlock_all",
+            WinPost => "MPI_Win_post",
+            WinStart => "MPI_Win_start",
+            WinComplete => "MPI_Win_complete",
+            WinWait => "MPI_Win_wait",
+            WinTest => "MPI_Win_test",
+            WinFlush => "MPI_Win_flush",
+            WinFlushAll => "MPI_Win_flush_all",
+            WinFlushLocal => "MPI_Win_flush_local",
+            WinFlushLocalAll => "MPI_Win_flush_local_all",
+            WinSync => "MPI_Win_sync",
+        }
+    }
+
+    /// The name of a persistent collective's start (`MPI_Start(MPI_Allreduce_init)`): events
+    /// with `Event::persistent` carry the nonblocking kind of the collective they start.
+    pub fn persistent_name(self) -> &'static str {
+        use Call::*;
+        match self.blocking_form() {
+            Barrier => "MPI_Start(MPI_Barrier_init)",
+            Bcast => "MPI_Start(MPI_Bcast_init)",
+            Reduce => "MPI_Start(MPI_Reduce_init)",
+            Allreduce => "MPI_Start(MPI_Allreduce_init)",
+            Gather => "MPI_Start(MPI_Gather_init)",
+            Scatter => "MPI_Start(MPI_Scatter_init)",
+            Allgather => "MPI_Start(MPI_Allgather_init)",
+            Alltoall => "MPI_Start(MPI_Alltoall_init)",
+            ReduceScatterBlock => "MPI_Start(MPI_Reduce_scatter_block_init)",
+            Scan => "MPI_Start(MPI_Scan_init)",
+            Exscan => "MPI_Start(MPI_Exscan_init)",
+            _ => "MPI_Start(collective)",
         }
     }
 
@@ -144,6 +350,7 @@ impl Call {
                 | Irsend
                 | SendrecvSend
                 | StartSend
+                | IsendrecvSend
         )
     }
 
@@ -151,13 +358,161 @@ impl Call {
     pub fn is_recv(self) -> bool {
         matches!(
             self,
-            Call::Recv | Call::Irecv | Call::SendrecvRecv | Call::StartRecv
+            Call::Recv
+                | Call::Irecv
+                | Call::SendrecvRecv
+                | Call::StartRecv
+                | Call::Mrecv
+                | Call::Imrecv
+                | Call::IsendrecvRecv
         )
     }
 
-    /// A collective: recorded as its own type, never matched.
+    /// A collective (blocking, nonblocking, persistent or neighbourhood): recorded as its own
+    /// type, never matched.
     pub fn is_collective(self) -> bool {
-        (self as u8) >= (Call::Barrier as u8) && self != Call::Pcontrol
+        use Call::*;
+        matches!(
+            self,
+            Barrier
+                | Bcast
+                | Reduce
+                | Allreduce
+                | Gather
+                | Gatherv
+                | Scatter
+                | Scatterv
+                | Allgather
+                | Allgatherv
+                | Alltoall
+                | Alltoallv
+                | Alltoallw
+                | ReduceScatter
+                | ReduceScatterBlock
+                | Scan
+                | Exscan
+        ) || self.is_nonblocking_collective()
+            || self.is_neighborhood()
+    }
+
+    /// A nonblocking (or persistent) collective, completed by a Wait/Test-family call.
+    pub fn is_nonblocking_collective(self) -> bool {
+        self.blocking_form() != self
+    }
+
+    /// The blocking collective a nonblocking one starts (`Iallreduce` → `Allreduce`,
+    /// `IneighborAlltoall` → `NeighborAlltoall`); every other call is its own.
+    pub fn blocking_form(self) -> Call {
+        use Call::*;
+        match self {
+            Ibarrier => Barrier,
+            Ibcast => Bcast,
+            Ireduce => Reduce,
+            Iallreduce => Allreduce,
+            Igather => Gather,
+            Igatherv => Gatherv,
+            Iscatter => Scatter,
+            Iscatterv => Scatterv,
+            Iallgather => Allgather,
+            Iallgatherv => Allgatherv,
+            Ialltoall => Alltoall,
+            Ialltoallv => Alltoallv,
+            Ialltoallw => Alltoallw,
+            IreduceScatter => ReduceScatter,
+            IreduceScatterBlock => ReduceScatterBlock,
+            Iscan => Scan,
+            Iexscan => Exscan,
+            IneighborAllgather => NeighborAllgather,
+            IneighborAllgatherv => NeighborAllgatherv,
+            IneighborAlltoall => NeighborAlltoall,
+            IneighborAlltoallv => NeighborAlltoallv,
+            IneighborAlltoallw => NeighborAlltoallw,
+            c => c,
+        }
+    }
+
+    /// A neighbourhood collective (over a process topology's neighbours).
+    pub fn is_neighborhood(self) -> bool {
+        use Call::*;
+        matches!(
+            self.blocking_form(),
+            NeighborAllgather
+                | NeighborAllgatherv
+                | NeighborAlltoall
+                | NeighborAlltoallv
+                | NeighborAlltoallw
+        )
+    }
+
+    /// A one-sided transfer (to `peer`, the target's world rank).
+    pub fn is_rma(self) -> bool {
+        use Call::*;
+        matches!(
+            self,
+            Put | Get
+                | Accumulate
+                | GetAccumulate
+                | FetchAndOp
+                | CompareAndSwap
+                | Rput
+                | Rget
+                | Raccumulate
+                | RgetAccumulate
+        )
+    }
+
+    /// A one-sided synchronisation call (fence, lock/unlock, post/start/complete/wait, flush).
+    pub fn is_rma_sync(self) -> bool {
+        use Call::*;
+        matches!(
+            self,
+            WinFence
+                | WinLock
+                | WinUnlock
+                | WinLockAll
+                | WinUnlockAll
+                | WinPost
+                | WinStart
+                | WinComplete
+                | WinWait
+                | WinTest
+                | WinFlush
+                | WinFlushAll
+                | WinFlushLocal
+                | WinFlushLocalAll
+                | WinSync
+        )
+    }
+
+    /// A probe (no message moved).
+    pub fn is_probe(self) -> bool {
+        matches!(
+            self,
+            Call::Probe | Call::Iprobe | Call::Mprobe | Call::Improbe
+        )
+    }
+
+    /// Posted by one call and completed by another (the Wait/Test family): its done times are
+    /// the completing call's.
+    pub fn is_nonblocking(self) -> bool {
+        use Call::*;
+        matches!(
+            self,
+            Isend
+                | Issend
+                | Ibsend
+                | Irsend
+                | Irecv
+                | StartSend
+                | StartRecv
+                | Imrecv
+                | IsendrecvSend
+                | IsendrecvRecv
+                | Rput
+                | Rget
+                | Raccumulate
+                | RgetAccumulate
+        ) || self.is_nonblocking_collective()
     }
 }
 
@@ -169,6 +524,10 @@ pub struct Event {
     pub fortran: bool,
     /// A receive posted with MPI_ANY_SOURCE.
     pub any_source: bool,
+    /// Started by MPI_Start(all) of a persistent collective (MPI-4 MPI_X_init).
+    pub persistent: bool,
+    /// A partitioned send or receive (MPI_Psend_init/Precv_init), all partitions one message.
+    pub partitioned: bool,
     pub peer: i32,
     pub tag: i32,
     pub comm: u32,
@@ -214,6 +573,11 @@ pub struct RankData {
     pub drops: u64,
     /// None: the rank never reached MPI_Finalize (crashed, killed or aborted).
     pub footer: Option<Footer>,
+    /// The communicators (and windows' groups) this rank used, by id (format v3; empty before).
+    pub comms: Vec<CommDef>,
+    /// Every wrapped MPI function this rank called, counted and timed (format v3, written at
+    /// MPI_Finalize: empty before, and for a rank cut short).
+    pub functions: Vec<CallStat>,
 }
 
 impl RankData {
@@ -258,6 +622,23 @@ impl RankData {
 pub struct Run {
     pub dir: PathBuf,
     pub ranks: Vec<RankData>,
+    /// Communicator id -> members (None: ranks disagree), from `index_comms`.
+    groups: BTreeMap<u32, Option<Vec<u32>>>,
+    world: Option<Vec<u32>>,
+}
+
+impl Run {
+    /// A run of these ranks' data, its communicator table indexed.
+    pub fn new(dir: PathBuf, ranks: Vec<RankData>) -> Run {
+        let mut r = Run {
+            dir,
+            ranks,
+            groups: BTreeMap::new(),
+            world: None,
+        };
+        r.index_comms();
+        r
+    }
 }
 
 impl Run {
@@ -285,6 +666,48 @@ impl Run {
     pub fn rank(&self, r: u32) -> Option<&RankData> {
         self.ranks.iter().find(|d| d.header.rank == r)
     }
+
+    /// The members of communicator `id` (what events carry in `Event::comm`): world ranks in
+    /// the communicator's rank order. MPI_COMM_WORLD (id 0) is every rank; None when no rank
+    /// recorded the communicator's members (files written before format version 3), or when
+    /// ranks disagree on them (two groups whose ids collide) — then nothing may be replayed on
+    /// it. An inter-communicator's entry is its remote group's, as its rank arguments mean.
+    pub fn comm_group(&self, id: u32) -> Option<&[u32]> {
+        if id == 0 {
+            return self.world.as_deref();
+        }
+        match self.groups.get(&id) {
+            Some(Some(v)) => Some(v.as_slice()),
+            _ => None,
+        }
+    }
+
+    /// Whether communicator `id` is an inter-communicator (its collectives cannot be replayed).
+    pub fn comm_is_inter(&self, id: u32) -> bool {
+        self.ranks
+            .iter()
+            .flat_map(|r| &r.comms)
+            .any(|c| c.id == id && c.inter)
+    }
+
+    /// Fills the communicator table from the ranks' `comms` (read_dir does this).
+    pub fn index_comms(&mut self) {
+        let n = self.ranks.iter().map(|r| r.header.size).max().unwrap_or(0);
+        self.world = Some((0..n).collect());
+        let mut groups: BTreeMap<u32, Option<Vec<u32>>> = BTreeMap::new();
+        for c in self.ranks.iter().flat_map(|r| &r.comms) {
+            match groups.get(&c.id) {
+                None => {
+                    groups.insert(c.id, Some(c.world.clone()));
+                }
+                Some(Some(v)) if *v != c.world => {
+                    groups.insert(c.id, None);
+                }
+                _ => {}
+            }
+        }
+        self.groups = groups;
+    }
 }
 
 fn u32_at(b: &[u8], at: usize) -> u32 {
@@ -299,6 +722,8 @@ fn parse_event(b: &[u8]) -> Option<Event> {
         call: Call::from_kind(b[0])?,
         fortran: b[1] & 1 != 0,
         any_source: b[1] & 2 != 0,
+        persistent: b[1] & 4 != 0,
+        partitioned: b[1] & 8 != 0,
         peer: u32_at(b, 4) as i32,
         tag: u32_at(b, 8) as i32,
         comm: u32_at(b, 12),
@@ -344,6 +769,8 @@ pub fn read_file(path: &Path) -> Result<RankData, ReadError> {
         events: Vec::new(),
         drops: 0,
         footer: None,
+        comms: Vec::new(),
+        functions: Vec::new(),
     };
     while at < data.len() {
         if data.len() - at < 8 {
@@ -407,6 +834,13 @@ pub fn read_file(path: &Path) -> Result<RankData, ReadError> {
                 let v: serde_json::Value = serde_json::from_slice(payload).map_err(json_err)?;
                 rd.drops = v["drops"].as_u64().unwrap_or(rd.drops);
             }
+            6 if version >= 3 => rd
+                .comms
+                .push(serde_json::from_slice(payload).map_err(json_err)?),
+            7 if version >= 3 => {
+                let v: Vec<CallStat> = serde_json::from_slice(payload).map_err(json_err)?;
+                rd.functions.extend(v);
+            }
             k => return Err(corrupt(at, format!("unknown frame kind {k}"))),
         }
         at = end;
@@ -459,10 +893,7 @@ pub fn read_dir(dir: impl AsRef<Path>) -> Result<Run, ReadError> {
         .map(|p| read_file(p))
         .collect::<Result<Vec<_>, _>>()?;
     ranks.sort_by_key(|r| r.header.rank);
-    Ok(Run {
-        dir: dir.into(),
-        ranks,
-    })
+    Ok(Run::new(dir.into(), ranks))
 }
 
 /// A send matched to its receive, with its stages (ns, on rank 0's clock). Definitions, with
@@ -643,13 +1074,40 @@ pub fn size_bin(bytes: u64) -> u64 {
     }
 }
 
-/// Calls made by one rank.
+/// Recorded operations of one kind on one rank (the events the trace and the matching use).
 #[derive(Debug, Clone, Serialize)]
 pub struct CallCount {
     pub rank: u32,
+    /// The operation: the MPI call, or the half of one (`MPI_Sendrecv(send)`, `MPI_Start(recv)`).
     pub call: &'static str,
     pub count: u64,
+    /// The events' bytes: a send's message size, a receive's size received, a collective's
+    /// send contribution as recorded (MPI_Alltoall: count × type size × ranks, the whole send
+    /// buffer; MPI_Bcast: the buffer, on every rank), a one-sided transfer's origin bytes.
     pub bytes: u64,
+}
+
+/// One MPI function's calls on one rank: the profile (count, time in the call, bytes).
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct FunctionStat {
+    pub rank: u32,
+    /// The MPI function (`MPI_Waitall`), whether called from C or Fortran.
+    pub call: String,
+    pub count: u64,
+    /// Time inside the call, summed over the calls (ns).
+    pub time_ns: u64,
+    pub min_ns: u64,
+    pub mean_ns: f64,
+    pub max_ns: u64,
+    /// Bytes read from the calls' send buffer arguments: a send's message, a collective's whole
+    /// send buffer (MPI_Alltoall: count × type size × ranks; MPI_Bcast: the root's buffer, 0
+    /// elsewhere), a one-sided transfer's origin data.
+    pub sent_bytes: u64,
+    /// Bytes written into the receive buffer arguments: a point-to-point receive's size (counted
+    /// by the call that completed it: MPI_Recv, MPI_Wait…), a collective's receive buffer
+    /// (MPI_Alltoall: count × type size × ranks; MPI_Bcast: the buffer on every rank but the
+    /// root), a Get's origin buffer.
+    pub received_bytes: u64,
 }
 
 /// Matched messages of one (sender, receiver, send call, receive call, size bin).
@@ -697,6 +1155,9 @@ pub struct Summary {
     pub sends_without_peer: u64,
     pub recvs_without_peer: u64,
     pub calls: Vec<CallCount>,
+    /// Every MPI function called (format v3 files: written at MPI_Finalize, so not for a rank
+    /// cut short), by rank, then by time in the call, longest first.
+    pub functions: Vec<FunctionStat>,
     pub pairs: Vec<PairBin>,
     /// The all-pairs clock check, per size exchanged both ways by ≥ 2 ordered pairs (empty
     /// when the run has none).
@@ -800,23 +1261,62 @@ fn without_peer(run: &Run, kind: fn(Call) -> bool) -> u64 {
         .count() as u64
 }
 
+/// Every rank's function statistics, by rank, then by time in the call (longest first, ties by
+/// name).
+pub fn functions(run: &Run) -> Vec<FunctionStat> {
+    let mut out = Vec::new();
+    for rd in &run.ranks {
+        let mut v: Vec<FunctionStat> = rd
+            .functions
+            .iter()
+            .map(|f| FunctionStat {
+                rank: rd.header.rank,
+                call: f.call.clone(),
+                count: f.count,
+                time_ns: f.time_ns,
+                min_ns: f.min_ns,
+                mean_ns: if f.count > 0 {
+                    f.time_ns as f64 / f.count as f64
+                } else {
+                    0.0
+                },
+                max_ns: f.max_ns,
+                sent_bytes: f.sent_bytes,
+                received_bytes: f.received_bytes,
+            })
+            .collect();
+        v.sort_by(|a, b| b.time_ns.cmp(&a.time_ns).then_with(|| a.call.cmp(&b.call)));
+        out.extend(v);
+    }
+    out
+}
+
 /// Counts every call per rank and folds the matched messages into pair × size bins.
 pub fn summarize(run: &Run) -> Summary {
     let m = match_messages(run);
     let mut calls = Vec::new();
     for rd in &run.ranks {
-        let mut per: BTreeMap<Call, (u64, u64)> = BTreeMap::new();
+        let mut per: BTreeMap<(Call, bool), (u64, u64)> = BTreeMap::new();
         for e in &rd.events {
-            let c = per.entry(e.call).or_default();
+            let c = per
+                .entry((e.call, e.persistent && e.call.is_collective()))
+                .or_default();
             c.0 += 1;
             c.1 += e.bytes;
         }
-        calls.extend(per.into_iter().map(|(call, (count, bytes))| CallCount {
-            rank: rd.header.rank,
-            call: call.name(),
-            count,
-            bytes,
-        }));
+        calls.extend(
+            per.into_iter()
+                .map(|((call, persistent), (count, bytes))| CallCount {
+                    rank: rd.header.rank,
+                    call: if persistent {
+                        call.persistent_name()
+                    } else {
+                        call.name()
+                    },
+                    count,
+                    bytes,
+                }),
+        );
     }
     let mut bins: BTreeMap<(u32, u32, Call, Call, u64), [f64; 6]> = BTreeMap::new();
     for x in &m.messages {
@@ -855,7 +1355,7 @@ pub fn summarize(run: &Run) -> Summary {
     tags.dedup();
     Summary {
         schema: "commperf-pmpi-summary",
-        schema_version: 1,
+        schema_version: 2,
         dir: run.dir.clone(),
         ranks: run.ranks.iter().map(|r| r.header.size).max().unwrap_or(0),
         mpi_library: run
@@ -891,6 +1391,7 @@ pub fn summarize(run: &Run) -> Summary {
         sends_without_peer: without_peer(run, Call::is_send),
         recvs_without_peer: without_peer(run, Call::is_recv),
         calls,
+        functions: functions(run),
         pairs,
         all_pairs: all_pairs(run, &m),
     }
@@ -1024,7 +1525,7 @@ mod tests {
             e.contains(p.to_str().unwrap()) && e.contains("format version v9"),
             "{e}"
         );
-        assert!(e.contains("[1, 2]"), "{e}");
+        assert!(e.contains("[1, 2, 3]"), "{e}");
         // The header disagreeing with the magic is refused too.
         let mut f = format::MAGIC.to_vec();
         f.extend(frame_of(
@@ -1036,9 +1537,88 @@ mod tests {
         let e = read_file(&p).unwrap_err().to_string();
         let _ = std::fs::remove_file(&p);
         assert!(
-            e.contains("format version 1 in the header of a v2 file"),
+            e.contains("format version 1 in the header of a v3 file"),
             "{e}"
         );
+    }
+
+    /// Version 3's frames: a communicator's members and the function statistics, read into
+    /// the rank's data; the run's communicator table answers for ids every rank agrees on.
+    #[test]
+    fn version_3_reads_communicators_and_function_statistics() {
+        let mut runs = Vec::new();
+        for (r, members) in [(0u32, vec![0u32, 2]), (1, vec![1, 3])] {
+            let mut f = rank_file(3);
+            let mut h = header(3, r);
+            h.size = 4;
+            // The header is the first frame: rebuild the file around this rank's.
+            f.truncate(8);
+            f.extend(frame_of(3, FrameKind::Header, &j(&h)));
+            let even = CommDef {
+                id: 77,
+                inter: false,
+                world: members.clone(),
+            };
+            f.extend(frame_of(3, FrameKind::Comm, &j(&even)));
+            // Id 99 is given different members by the two ranks: a collision, not trusted.
+            let clash = CommDef {
+                id: 99,
+                inter: false,
+                world: vec![r],
+            };
+            f.extend(frame_of(3, FrameKind::Comm, &j(&clash)));
+            let calls = vec![CallStat {
+                call: "MPI_Wait".into(),
+                count: 4,
+                time_ns: 1000 + u64::from(r),
+                min_ns: 100,
+                max_ns: 600,
+                sent_bytes: 0,
+                received_bytes: 96,
+            }];
+            f.extend(frame_of(3, FrameKind::Calls, &j(&calls)));
+            let p = scratch(&format!("v3-{r}"));
+            std::fs::write(&p, &f).unwrap();
+            let rd = read_file(&p).unwrap();
+            let _ = std::fs::remove_file(&p);
+            assert_eq!(rd.comms.len(), 2);
+            assert_eq!(rd.functions, calls);
+            runs.push(rd);
+        }
+        let run = Run::new(PathBuf::new(), runs);
+        assert_eq!(run.comm_group(0), Some(&[0u32, 1, 2, 3][..]));
+        // Rank 0 saw {0, 2} under 77, rank 1 {1, 3}: the same id, different members.
+        assert_eq!(run.comm_group(77), None);
+        assert_eq!(run.comm_group(99), None);
+        assert_eq!(run.comm_group(5), None);
+        let fs = functions(&run);
+        assert_eq!(fs.len(), 2);
+        assert_eq!(
+            (fs[1].rank, fs[1].time_ns, fs[1].mean_ns),
+            (1, 1001, 250.25)
+        );
+        // A run whose ranks agree on a group answers with it.
+        let mut one = run.ranks[0].clone();
+        one.comms.retain(|c| c.id == 77);
+        let run = Run::new(PathBuf::new(), vec![one]);
+        assert_eq!(run.comm_group(77), Some(&[0u32, 2][..]));
+    }
+
+    /// A frame version 3 introduced, in a version 2 file, is not one that version wrote.
+    #[test]
+    fn version_3_frames_in_a_version_2_file_are_refused() {
+        let mut f = rank_file(2);
+        let c = CommDef {
+            id: 1,
+            inter: false,
+            world: vec![0],
+        };
+        f.extend(frame_of(2, FrameKind::Comm, &j(&c)));
+        let p = scratch("v2-comm");
+        std::fs::write(&p, &f).unwrap();
+        let e = read_file(&p).unwrap_err().to_string();
+        let _ = std::fs::remove_file(&p);
+        assert!(e.contains("unknown frame kind 6"), "{e}");
     }
 
     fn rank(r: u32, offset_ns: i64, err_ns: i64, events: Vec<Event>) -> RankData {
@@ -1058,6 +1638,8 @@ mod tests {
             events,
             drops: 0,
             footer: None,
+            comms: Vec::new(),
+            functions: Vec::new(),
         }
     }
 
@@ -1066,6 +1648,8 @@ mod tests {
             call,
             fortran: false,
             any_source: false,
+            persistent: false,
+            partitioned: false,
             peer,
             tag: 0,
             comm: 0,
@@ -1110,14 +1694,13 @@ mod tests {
             ));
             t += 10_000;
         }
-        let run = Run {
-            dir: PathBuf::new(),
-            ranks: evs
-                .into_iter()
+        let run = Run::new(
+            PathBuf::new(),
+            evs.into_iter()
                 .enumerate()
                 .map(|(r, e)| rank(r as u32, 0, if r == 0 { 0 } else { 50 }, e))
                 .collect(),
-        };
+        );
         let m = match_messages(&run);
         assert_eq!(m.messages.len(), 6);
         let a = all_pairs(&run, &m);
@@ -1151,14 +1734,13 @@ mod tests {
             evs[a as usize].push(ev(Call::Send, b as i32, 8, [100, 200, 200, 200]));
             evs[b as usize].push(ev(Call::Recv, a as i32, 8, [50, 50, 50, 900]));
         }
-        let run = Run {
-            dir: PathBuf::new(),
-            ranks: evs
-                .into_iter()
+        let run = Run::new(
+            PathBuf::new(),
+            evs.into_iter()
                 .enumerate()
                 .map(|(r, e)| rank(r as u32, 0, 0, e))
                 .collect(),
-        };
+        );
         let m = match_messages(&run);
         assert_eq!(m.messages.len(), 2);
         assert!(all_pairs(&run, &m).is_empty());

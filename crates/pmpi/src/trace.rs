@@ -16,21 +16,26 @@
 //! - peers are world ranks. Point-to-point on other communicators keeps its world peers; its
 //!   (communicator, tag) pairs get tags above every MPI_COMM_WORLD tag, so streams MPI kept apart
 //!   by communicator stay apart;
-//! - collectives on MPI_COMM_WORLD become the own format's collectives (so predict expands them
-//!   with its algorithms). The format's collectives are world-wide, so those on other
-//!   communicators are left out and counted, as are MPI_Scan/Exscan (no such operation);
+//! - collectives become the own format's collectives (so predict expands them with its
+//!   algorithms), MPI_Scan/Exscan its `scan`/`exscan`. Those on another communicator run `on` a
+//!   `comm c<id in hex>` definition listing its members (world ranks in communicator rank
+//!   order, as the run recorded them), with the root as a rank within it; a communicator whose
+//!   members the run does not know leaves its collectives out, counted;
+//! - nonblocking collectives (MPI_Iallreduce, …) become the format's `i`-forms, named after
+//!   their record and joined by the `wait`/`waitall` of the call that completed them, like
+//!   nonblocking point-to-point;
 //! - a point-to-point record whose partner was not recorded (dropped, cut short, monitoring
 //!   stopped on one side) is left out and counted: replaying half a message would deadlock;
-//! - the format requires every rank to call the same collectives in the same order; when the
-//!   ranks' records disagree (a dropped record, a rank cut short or missing), only the common
-//!   prefix is kept, and the rest is counted;
+//! - the format requires every member of a communicator to call its collectives in the same
+//!   order; when the members' records disagree (a dropped record, a rank cut short or missing),
+//!   only the common prefix is kept, per communicator, and the rest is counted;
 //! - while monitoring was stopped (MPI_Pcontrol(0) .. (1)) the calls were not recorded, so that
 //!   time is neither compute nor communication: it is left out and reported.
 
 use crate::read::{pair_events, Call, Event, Run};
 use commperf_report::timeline::Arg;
 use serde::Serialize;
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::fmt::Write as _;
 
 /// What a conversion wrote and what it left out.
@@ -41,15 +46,29 @@ pub struct TraceStats {
     pub messages: u64,
     /// Of them, on communicators other than MPI_COMM_WORLD.
     pub subcomm_messages: u64,
-    /// Collective calls written per rank (every rank writes the same ones).
+    /// Collective calls on MPI_COMM_WORLD written per rank (every rank writes the same ones).
     pub collectives: u64,
+    /// Collective calls (summed over ranks) on other communicators written.
+    pub subcomm_collectives: u64,
+    /// Communicators other than MPI_COMM_WORLD defined in the trace (those with collectives).
+    pub communicators: u64,
+    /// Of the collective calls written (summed over ranks, any communicator), the nonblocking.
+    pub nonblocking_collectives: u64,
     /// Point-to-point records left out because their partner was not recorded.
     pub unmatched_left_out: u64,
-    /// Collective calls (summed over ranks) on communicators other than MPI_COMM_WORLD.
+    /// Collective calls (summed over ranks) on communicators whose members the run does not
+    /// know (or beyond the own format's 2^14 communicators).
     pub subcomm_collectives_left_out: u64,
-    /// Collective calls (summed over ranks) the own format has no operation for (Scan, Exscan).
+    /// Collective calls (summed over ranks) on inter-communicators: the own format's
+    /// communicators are groups of ranks, not two groups facing each other.
+    pub intercomm_collectives_left_out: u64,
+    /// Collective calls (summed over ranks) the own format has no operation for
+    /// (neighbourhood collectives, MPI_Alltoallw).
     pub unsupported_left_out: u64,
-    /// Collective calls (summed over ranks) not recorded alike on every rank.
+    /// One-sided transfers (summed over ranks): not replayed; their time stays in the calls.
+    pub one_sided_left_out: u64,
+    /// Collective calls (summed over ranks) not recorded alike on every member of their
+    /// communicator.
     pub misaligned_collectives_left_out: u64,
     /// Events the interposer dropped (full buffers): they are in none of the counts above.
     pub drops: u64,
@@ -68,8 +87,10 @@ impl TraceStats {
     pub fn left_out(&self) -> u64 {
         self.unmatched_left_out
             + self.subcomm_collectives_left_out
+            + self.intercomm_collectives_left_out
             + self.unsupported_left_out
             + self.misaligned_collectives_left_out
+            + self.one_sided_left_out
     }
 
     /// One line for the terminal: what was written, and what was left out and why.
@@ -78,6 +99,20 @@ impl TraceStats {
             "trace: {} ranks, {} messages ({} on sub-communicators), {} collectives per rank",
             self.ranks, self.messages, self.subcomm_messages, self.collectives
         );
+        if self.subcomm_collectives > 0 {
+            let _ = write!(
+                s,
+                " and {} collective calls on {} other communicators",
+                self.subcomm_collectives, self.communicators
+            );
+        }
+        if self.nonblocking_collectives > 0 {
+            let _ = write!(
+                s,
+                " ({} of the calls nonblocking)",
+                self.nonblocking_collectives
+            );
+        }
         let mut why = Vec::new();
         if self.unmatched_left_out > 0 {
             why.push(format!(
@@ -87,19 +122,31 @@ impl TraceStats {
         }
         if self.subcomm_collectives_left_out > 0 {
             why.push(format!(
-                "{} collective calls on sub-communicators",
+                "{} collective calls on communicators whose members the run does not know",
                 self.subcomm_collectives_left_out
+            ));
+        }
+        if self.intercomm_collectives_left_out > 0 {
+            why.push(format!(
+                "{} collective calls on inter-communicators",
+                self.intercomm_collectives_left_out
             ));
         }
         if self.unsupported_left_out > 0 {
             why.push(format!(
-                "{} MPI_Scan/Exscan calls",
+                "{} collective calls the trace format has no operation for",
                 self.unsupported_left_out
+            ));
+        }
+        if self.one_sided_left_out > 0 {
+            why.push(format!(
+                "{} one-sided transfers (MPI_Put/Get/Accumulate…)",
+                self.one_sided_left_out
             ));
         }
         if self.misaligned_collectives_left_out > 0 {
             why.push(format!(
-                "{} collective calls not recorded alike on every rank",
+                "{} collective calls not recorded alike on every rank of their communicator",
                 self.misaligned_collectives_left_out
             ));
         }
@@ -163,19 +210,6 @@ struct CallRec {
     op: Op,
 }
 
-fn is_nonblocking(c: Call) -> bool {
-    matches!(
-        c,
-        Call::Isend
-            | Call::Issend
-            | Call::Ibsend
-            | Call::Irsend
-            | Call::Irecv
-            | Call::StartSend
-            | Call::StartRecv
-    )
-}
-
 /// A rank's records as calls, in the order they were entered.
 fn calls_of(events: &[Event]) -> Vec<CallRec> {
     let mut out = Vec::new();
@@ -186,17 +220,26 @@ fn calls_of(events: &[Event]) -> Vec<CallRec> {
         let (start, end) = (e.post_enter, e.post_exit);
         let op = match e.call {
             Call::Pcontrol => Op::Pcontrol(e.tag),
-            Call::Probe | Call::Iprobe => Op::Other(i),
+            c if c.is_probe() || c.is_rma_sync() => Op::Other(i),
             Call::SendrecvSend | Call::SendrecvRecv => {
                 sendrecvs.entry((e.thread, start, end)).or_default().push(i);
                 continue;
             }
-            c if is_nonblocking(c) => {
+            c if c.is_nonblocking() && !c.is_collective() => {
                 completions
                     .entry((e.thread, e.done_enter, e.done_exit))
                     .or_default()
                     .push(i);
                 Op::Post(i)
+            }
+            // A nonblocking collective is completed by a Wait/Test like a point-to-point
+            // request (one Waitall may complete both kinds).
+            c if c.is_nonblocking_collective() => {
+                completions
+                    .entry((e.thread, e.done_enter, e.done_exit))
+                    .or_default()
+                    .push(i);
+                Op::Collective(i)
             }
             c if c.is_collective() => Op::Collective(i),
             _ => Op::Blocking(i),
@@ -222,14 +265,32 @@ fn calls_of(events: &[Event]) -> Vec<CallRec> {
     out
 }
 
-/// The own format's collective for a call on MPI_COMM_WORLD of `n` ranks: (operation, root,
-/// size the format means for it), or None when the format has none.
-fn collective_of(e: &Event, n: u64) -> Option<(&'static str, Option<u32>, u64)> {
-    let root = (e.peer >= 0).then_some(e.peer as u32);
+/// Most communicators the own format takes in one trace (commperf-predict's `MAX_GROUPS`:
+/// each has its own tags).
+const MAX_COMMS: usize = 1 << 14;
+
+/// The own format's collective for a call on a communicator of `n` ranks whose members (world
+/// ranks in communicator rank order) are `members` (None: MPI_COMM_WORLD): (operation, root
+/// within the communicator, size the format means for it), or None when the format has no
+/// such operation. A root that is no member gives root `None` for a rooted operation, which
+/// [`CollKey`] treats as a disagreement.
+fn collective_of(
+    e: &Event,
+    n: u64,
+    members: Option<&[u32]>,
+) -> Option<(&'static str, Option<u32>, u64)> {
+    // The interposer records the root as a world rank; the format wants it within the
+    // communicator, as MPI does.
+    let root = (e.peer >= 0)
+        .then_some(e.peer as u32)
+        .and_then(|w| match members {
+            None => Some(w),
+            Some(m) => m.iter().position(|&x| x == w).map(|p| p as u32),
+        });
     let n = n.max(1);
     // The interposer records this rank's contribution; the format wants, for alltoall, the
     // bytes per pair and for reducescatter one rank's block (docs/src/reference/traces.md, "Meaning").
-    Some(match e.call {
+    Some(match e.call.blocking_form() {
         Call::Barrier => ("barrier", None, 0),
         Call::Bcast => ("bcast", root, e.bytes),
         Call::Reduce => ("reduce", root, e.bytes),
@@ -237,10 +298,28 @@ fn collective_of(e: &Event, n: u64) -> Option<(&'static str, Option<u32>, u64)> 
         Call::Gather | Call::Gatherv => ("gather", root, e.bytes),
         Call::Scatter | Call::Scatterv => ("scatter", root, e.bytes),
         Call::Allgather | Call::Allgatherv => ("allgather", None, e.bytes),
-        Call::Alltoall | Call::Alltoallv => ("alltoall", None, e.bytes / n),
+        Call::Alltoall | Call::Alltoallv | Call::Alltoallw => ("alltoall", None, e.bytes / n),
         Call::ReduceScatter | Call::ReduceScatterBlock => ("reducescatter", None, e.bytes / n),
+        Call::Scan => ("scan", None, e.bytes),
+        Call::Exscan => ("exscan", None, e.bytes),
         _ => return None,
     })
+}
+
+fn is_rooted(op: &str) -> bool {
+    matches!(op, "bcast" | "reduce" | "gather" | "scatter")
+}
+
+/// What members must agree on for one call: operation, root, nonblocking. None (never equal
+/// to anything) when a rooted call's root is no member.
+type CollKey = Option<(&'static str, Option<u32>, bool)>;
+
+fn coll_key(e: &Event, n: u64, members: Option<&[u32]>) -> CollKey {
+    let (op, root, _) = collective_of(e, n, members)?;
+    if is_rooted(op) && root.is_none() {
+        return None;
+    }
+    Some((op, root, e.call.is_nonblocking_collective()))
 }
 
 /// Converts a run. Never fails: what cannot be replayed is left out and counted in the stats.
@@ -291,6 +370,12 @@ pub fn to_trace(run: &Run) -> TraceOutput {
         matched.insert((dst, p.recv), (src, t, bytes));
     }
     st.messages = pairing.pairs.len() as u64;
+    st.one_sided_left_out = run
+        .ranks
+        .iter()
+        .flat_map(|r| &r.events)
+        .filter(|e| e.call.is_rma())
+        .count() as u64;
     for rd in &run.ranks {
         let me = rd.header.rank;
         st.unmatched_left_out += rd
@@ -305,65 +390,157 @@ pub fn to_trace(run: &Run) -> TraceOutput {
             .count() as u64;
     }
 
-    // Collectives: per rank, the world ones in call order; keep the prefix all ranks agree on.
-    let mut seqs: Vec<Vec<usize>> = Vec::new();
+    // Collectives: per communicator and member, in call order; keep the prefix all members
+    // agree on. Communicator 0 is MPI_COMM_WORLD, every rank its member in rank order.
+    let world: Vec<u32> = (0..n).collect();
+    let mut known: BTreeMap<u32, Vec<u32>> = BTreeMap::new();
+    let mut inter: HashMap<u32, bool> = HashMap::new();
+    let mut seqs: BTreeMap<u32, BTreeMap<u32, Vec<usize>>> = BTreeMap::new();
     for rd in &run.ranks {
-        let mut idx: Vec<usize> = Vec::new();
+        let me = rd.header.rank;
         for (i, e) in rd.events.iter().enumerate() {
             if !e.call.is_collective() {
                 continue;
             }
-            if e.comm != 0 {
-                st.subcomm_collectives_left_out += 1;
-            } else if collective_of(e, u64::from(n)).is_none() {
+            if e.comm != 0
+                && *inter
+                    .entry(e.comm)
+                    .or_insert_with(|| run.comm_is_inter(e.comm))
+            {
+                st.intercomm_collectives_left_out += 1;
+                continue;
+            }
+            if e.comm != 0 && !known.contains_key(&e.comm) {
+                // Beyond the format's limit, a communicator is as good as unknown.
+                match run.comm_group(e.comm) {
+                    Some(m) if known.len() < MAX_COMMS => {
+                        known.insert(e.comm, m.to_vec());
+                    }
+                    _ => {
+                        st.subcomm_collectives_left_out += 1;
+                        continue;
+                    }
+                }
+            }
+            let members = (e.comm != 0).then(|| known[&e.comm].as_slice());
+            let size = members.map_or(u64::from(n), |m| m.len() as u64);
+            if collective_of(e, size, members).is_none() {
                 st.unsupported_left_out += 1;
-            } else {
-                idx.push(i);
+                continue;
+            }
+            seqs.entry(e.comm)
+                .or_default()
+                .entry(me)
+                .or_default()
+                .push(i);
+        }
+    }
+    // World rank -> its data: `Run::rank` searches, and this is asked per call and member.
+    let by_rank: HashMap<u32, &crate::read::RankData> =
+        run.ranks.iter().map(|r| (r.header.rank, r)).collect();
+    let mut kept_coll: HashMap<(u32, usize), String> = HashMap::new();
+    let mut used_comms: BTreeSet<u32> = BTreeSet::new();
+    for (&comm, per_rank) in &mut seqs {
+        let members: &[u32] = if comm == 0 { &world } else { &known[&comm] };
+        let group = (comm != 0).then_some(members);
+        let size = members.len() as u64;
+        for (&r, idx) in per_rank.iter_mut() {
+            if let Some(rd) = by_rank.get(&r) {
+                idx.sort_by_key(|&i| rd.events[i].post_enter);
             }
         }
-        idx.sort_by_key(|&i| rd.events[i].post_enter);
-        seqs.push(idx);
-    }
-    let mut kept_coll: HashMap<(u32, usize), String> = HashMap::new();
-    let common = if st.missing_ranks.is_empty() && !run.ranks.is_empty() {
-        let key = |r: usize, j: usize| {
-            let e = &run.ranks[r].events[seqs[r][j]];
-            collective_of(e, u64::from(n)).map(|(op, root, _)| (op, root))
+        // A rank that recorded calls on a communicator it is no member of: none of them can
+        // be replayed.
+        let member: HashSet<u32> = members.iter().copied().collect();
+        for (r, idx) in per_rank.iter() {
+            if !member.contains(r) {
+                st.misaligned_collectives_left_out += idx.len() as u64;
+            }
+        }
+        let every_member_recorded = members.iter().all(|m| by_rank.contains_key(m));
+        let empty: Vec<usize> = Vec::new();
+        let seq_of = |m: u32| per_rank.get(&m).unwrap_or(&empty);
+        let key = |m: u32, j: usize| -> CollKey {
+            let rd = by_rank.get(&m)?;
+            coll_key(&rd.events[*seq_of(m).get(j)?], size, group)
         };
-        let shortest = seqs.iter().map(Vec::len).min().unwrap_or(0);
-        (0..shortest)
-            .take_while(|&j| (1..run.ranks.len()).all(|r| key(r, j) == key(0, j)))
-            .count()
-    } else {
-        0
-    };
-    // j walks a column across the ranks' sequences, which no single iterator gives.
-    #[allow(clippy::needless_range_loop)]
-    for j in 0..common {
-        let per: Vec<(&'static str, Option<u32>, u64)> = run
-            .ranks
-            .iter()
-            .enumerate()
-            .filter_map(|(r, rd)| collective_of(&rd.events[seqs[r][j]], u64::from(n)))
-            .collect();
-        let (op, root, _) = per[0];
-        // The v-forms give each rank its own size; the format has one size per call, so the
-        // mean keeps the call's total volume.
-        let size = per.iter().map(|p| p.2).sum::<u64>() / per.len() as u64;
-        let text = match root {
-            Some(r) => format!("{op} root {r} {size}B"),
-            None if op == "barrier" => op.to_string(),
-            None => format!("{op} {size}B"),
+        let common = if every_member_recorded && !members.is_empty() {
+            let shortest = members.iter().map(|&m| seq_of(m).len()).min().unwrap_or(0);
+            (0..shortest)
+                .take_while(|&j| {
+                    let k0 = key(members[0], j);
+                    k0.is_some() && members.iter().all(|&m| key(m, j) == k0)
+                })
+                .count()
+        } else {
+            0
         };
-        for (r, rd) in run.ranks.iter().enumerate() {
-            kept_coll.insert((rd.header.rank, seqs[r][j]), text.clone());
+        for &m in members {
+            st.misaligned_collectives_left_out +=
+                (seq_of(m).len() - common.min(seq_of(m).len())) as u64;
+        }
+        let on = if comm == 0 {
+            String::new()
+        } else {
+            format!(" on c{comm:x}")
+        };
+        for j in 0..common {
+            let evs: Vec<(u32, usize, &Event)> = members
+                .iter()
+                .filter_map(|&m| {
+                    let i = *seq_of(m).get(j)?;
+                    Some((m, i, by_rank.get(&m)?.events.get(i)?))
+                })
+                .collect();
+            let per: Vec<(&'static str, Option<u32>, u64)> = evs
+                .iter()
+                .filter_map(|(_, _, e)| collective_of(e, size, group))
+                .collect();
+            let Some(&(op, root, _)) = per.first() else {
+                continue;
+            };
+            // The v-forms give each rank its own size; the format has one size per call, so
+            // the mean keeps the call's total volume.
+            let bytes = per.iter().map(|p| p.2).sum::<u64>() / per.len() as u64;
+            let nonblocking = evs
+                .first()
+                .is_some_and(|(_, _, e)| e.call.is_nonblocking_collective());
+            let i = if nonblocking { "i" } else { "" };
+            let body = match root {
+                Some(r) => format!("{i}{op} root {r} {bytes}B{on}"),
+                None if op == "barrier" => format!("{i}{op}{on}"),
+                None => format!("{i}{op} {bytes}B{on}"),
+            };
+            for &(m, idx, _) in &evs {
+                // A nonblocking call's request is named after its record, as point-to-point's.
+                let text = if nonblocking {
+                    format!("{body} as q{idx}")
+                } else {
+                    body.clone()
+                };
+                kept_coll.insert((m, idx), text);
+            }
+            if nonblocking {
+                st.nonblocking_collectives += evs.len() as u64;
+            }
+        }
+        if comm == 0 {
+            st.collectives = common as u64;
+        } else if common > 0 {
+            st.subcomm_collectives += (common * members.len()) as u64;
+            st.communicators += 1;
+            used_comms.insert(comm);
         }
     }
-    st.collectives = common as u64;
-    st.misaligned_collectives_left_out = seqs.iter().map(|s| (s.len() - common) as u64).sum();
+    // Definitions of the communicators used, before any rank's block.
+    let mut defs = String::new();
+    for comm in &used_comms {
+        let list: Vec<String> = known[comm].iter().map(u32::to_string).collect();
+        let _ = writeln!(defs, "comm c{comm:x} {}", list.join(" "));
+    }
 
     // The trace, rank by rank; the timeline beside it on the global clock.
-    let mut text = format!("ranks {n}\n");
+    let mut text = format!("ranks {n}\n{defs}");
     let t0 = run
         .ranks
         .iter()
@@ -392,6 +569,8 @@ pub fn to_trace(run: &Run) -> TraceOutput {
             _ => None,
         };
         let mut compute = 0u64;
+        // Requests written and not yet waited for.
+        let mut posted: HashSet<usize> = HashSet::new();
         for c in &calls {
             if c.start > cursor && stopped_at.is_none() {
                 let gap = c.start - cursor;
@@ -429,14 +608,17 @@ pub fn to_trace(run: &Run) -> TraceOutput {
                     span_name = rd.events[*i].call.name();
                     if let Some(l) = send_line(*i, Some(&req(*i))) {
                         let _ = writeln!(text, "{l}");
+                        posted.insert(*i);
                         replayed = true;
                     }
                 }
                 Op::Complete(v) => {
                     span_name = "MPI_Wait/Test";
+                    // Only requests whose start was written (a record cut short may show its
+                    // completion before its start): a wait for an unknown name is refused.
                     let names: Vec<String> = v
                         .iter()
-                        .filter(|i| matched.contains_key(&(me, **i)))
+                        .filter(|i| posted.remove(*i))
                         .map(|i| req(*i))
                         .collect();
                     match names.len() {
@@ -468,6 +650,9 @@ pub fn to_trace(run: &Run) -> TraceOutput {
                     span_name = rd.events[*i].call.name();
                     if let Some(l) = kept_coll.get(&(me, *i)) {
                         let _ = writeln!(text, "  {l}");
+                        if rd.events[*i].call.is_nonblocking_collective() {
+                            posted.insert(*i);
+                        }
                         replayed = true;
                     }
                 }
@@ -574,5 +759,321 @@ impl Timeline {
 
     fn finish(self) -> String {
         self.tl.finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::format::{ClockSync, CommDef, Footer, Header};
+    use crate::read::RankData;
+    use std::path::PathBuf;
+
+    fn rank(r: u32, n: u32, events: Vec<Event>) -> RankData {
+        RankData {
+            path: PathBuf::from(format!("rank-{r}")),
+            header: Header {
+                format: crate::format::FORMAT_NAME.into(),
+                version: 2,
+                rank: r,
+                size: n,
+                pid: 1,
+                host: "h".into(),
+                mpi_flavour: "openmpi".into(),
+                mpi_library: "test".into(),
+                program_tag: String::new(),
+                clock: "test".into(),
+                start_ns: 0,
+                empty_wrappers: false,
+            },
+            clocks: vec![ClockSync {
+                phase: 0,
+                local_ns: 0,
+                offset_ns: 0,
+                err_ns: 0,
+                rtt_ns: 0,
+            }],
+            events,
+            drops: 0,
+            footer: Some(Footer {
+                events: 0,
+                drops: 0,
+                pending_requests: 0,
+                end_ns: 1_000_000,
+            }),
+            comms: Vec::new(),
+            functions: Vec::new(),
+        }
+    }
+
+    /// A collective (or nonblocking collective, `done` its completion) of `bytes` on `comm`
+    /// with world root `root` (-1: none), entered at `t`.
+    fn coll(call: Call, comm: u32, root: i32, bytes: u64, t: u64, done: Option<u64>) -> Event {
+        let d = done.unwrap_or(t + 10);
+        Event {
+            call,
+            fortran: false,
+            any_source: false,
+            persistent: false,
+            partitioned: false,
+            peer: root,
+            tag: -1,
+            comm,
+            bytes,
+            post_enter: t,
+            post_exit: t + 10,
+            done_enter: d,
+            done_exit: d + 10,
+            thread: 0,
+        }
+    }
+
+    fn run_of(n: u32, events: Vec<Vec<Event>>, comms: &[(u32, Vec<u32>)]) -> Run {
+        let mut ranks: Vec<RankData> = events
+            .into_iter()
+            .enumerate()
+            .map(|(r, e)| rank(r as u32, n, e))
+            .collect();
+        for rd in &mut ranks {
+            rd.comms = comms
+                .iter()
+                .filter(|(_, m)| m.contains(&rd.header.rank))
+                .map(|(id, m)| CommDef {
+                    id: *id,
+                    inter: false,
+                    world: m.clone(),
+                })
+                .collect();
+        }
+        Run::new(PathBuf::new(), ranks)
+    }
+
+    /// The trace read back by predict: (its sends, per rank).
+    fn sends_per_rank(text: &str) -> Vec<usize> {
+        use commperf_predict::parse::{parse_str, ParseOptions, TraceFormat};
+        use commperf_predict::workload::OpKind;
+        let w = parse_str(text, "t", TraceFormat::Own, &ParseOptions::default())
+            .unwrap_or_else(|e| panic!("{e}\n{text}"));
+        (0..w.nranks())
+            .map(|r| {
+                w.rank_ops(r)
+                    .filter(|&i| matches!(w.op(i), OpKind::Send { .. }))
+                    .count()
+            })
+            .collect()
+    }
+
+    /// The lines of rank `r`'s block, trimmed.
+    fn block(text: &str, r: u32) -> Vec<String> {
+        let head = format!("rank {r}");
+        text.lines()
+            .skip_while(|l| l.trim() != head)
+            .skip(1)
+            .take_while(|l| !l.starts_with("rank "))
+            .map(|l| l.trim().to_string())
+            .filter(|l| !l.is_empty())
+            .collect()
+    }
+
+    #[test]
+    fn collectives_on_split_communicators_run_on_their_definitions() {
+        // Four ranks split even/odd (communicator ids 0xa: world 0, 2 and 0xb: 1, 3): two
+        // allreduces and a broadcast from communicator rank 1 on each half, a world scan, and
+        // a barrier on a communicator the run does not know (0xc), on ranks 0 and 1.
+        let mut evs = Vec::new();
+        for r in 0..4u32 {
+            let (c, other) = if r % 2 == 0 { (0xa, 2) } else { (0xb, 3) };
+            let mut v = vec![
+                coll(Call::Allreduce, c, -1, 64, 100, None),
+                coll(Call::Allreduce, c, -1, 64, 200, None),
+                coll(Call::Bcast, c, other, 16, 300, None),
+                coll(Call::Scan, 0, -1, 8, 400, None),
+            ];
+            if r < 2 {
+                v.push(coll(Call::Barrier, 0xc, -1, 0, 500, None));
+            }
+            evs.push(v);
+        }
+        let run = run_of(4, evs, &[(0xa, vec![0, 2]), (0xb, vec![1, 3])]);
+        let out = to_trace(&run);
+        let t = &out.text;
+        assert!(t.contains("\nranks 4\ncomm ca 0 2\ncomm cb 1 3\n"), "{t}");
+        let colls = |r: u32| -> Vec<String> {
+            block(t, r)
+                .into_iter()
+                .filter(|l| !l.starts_with("compute"))
+                .collect()
+        };
+        assert_eq!(
+            colls(0),
+            [
+                "allreduce 64B on ca",
+                "allreduce 64B on ca",
+                "bcast root 1 16B on ca",
+                "scan 8B"
+            ]
+        );
+        assert_eq!(
+            colls(3),
+            [
+                "allreduce 64B on cb",
+                "allreduce 64B on cb",
+                "bcast root 1 16B on cb",
+                "scan 8B"
+            ]
+        );
+        // predict reads it: per half two 2-rank allreduces (one exchange each) and a
+        // broadcast from communicator rank 1 (world 2 and 3), then the world scan's chain
+        // 0 -> 1 -> 2 -> 3.
+        assert_eq!(sends_per_rank(t), [2 + 1, 2 + 1, 2 + 1 + 1, 2 + 1]);
+        let st = &out.stats;
+        assert_eq!(st.collectives, 1);
+        assert_eq!(st.subcomm_collectives, 12);
+        assert_eq!(st.communicators, 2);
+        assert_eq!(st.nonblocking_collectives, 0);
+        assert_eq!(st.subcomm_collectives_left_out, 2);
+        assert_eq!(st.unsupported_left_out, 0);
+        assert_eq!(st.misaligned_collectives_left_out, 0);
+        assert!(
+            st.describe().contains(
+                "1 collectives per rank and 12 collective calls on 2 other communicators; left \
+                 out 2 calls: 2 collective calls on communicators whose members the run does \
+                 not know"
+            ),
+            "{}",
+            st.describe()
+        );
+    }
+
+    #[test]
+    fn members_that_disagree_lose_only_their_communicators_tail() {
+        // Rank 2 recorded one allreduce on 0xa fewer than rank 0: 0xa keeps one call, 0xb
+        // (ranks 1 and 3) both.
+        let mut evs = Vec::new();
+        for r in 0..4u32 {
+            let c = if r % 2 == 0 { 0xa } else { 0xb };
+            let k = if r == 2 { 1 } else { 2 };
+            evs.push(
+                (0..k)
+                    .map(|i| coll(Call::Allreduce, c, -1, 8, 100 * (i + 1), None))
+                    .collect(),
+            );
+        }
+        let run = run_of(4, evs, &[(0xa, vec![0, 2]), (0xb, vec![1, 3])]);
+        let st = to_trace(&run).stats;
+        assert_eq!(st.subcomm_collectives, 2 + 4);
+        assert_eq!(st.misaligned_collectives_left_out, 1);
+        assert_eq!(st.communicators, 2);
+    }
+
+    #[test]
+    fn a_nonblocking_collective_is_started_then_waited_at_its_completion() {
+        // Each of 2 ranks starts an MPI_Iallreduce at 100, computes, and completes it with
+        // the Wait entered at 5000; then a blocking barrier.
+        let evs = (0..2)
+            .map(|_| {
+                vec![
+                    coll(Call::Iallreduce, 0, -1, 32, 100, Some(5_000)),
+                    coll(Call::Barrier, 0, -1, 0, 6_000, None),
+                ]
+            })
+            .collect();
+        let run = run_of(2, evs, &[]);
+        let out = to_trace(&run);
+        let b = block(&out.text, 1);
+        assert_eq!(
+            b,
+            [
+                "compute 100ns",
+                "iallreduce 32B as q0",
+                "compute 4890ns",
+                "wait q0",
+                "compute 990ns",
+                "barrier"
+            ],
+            "{}",
+            out.text
+        );
+        assert_eq!(out.stats.collectives, 2);
+        assert_eq!(out.stats.nonblocking_collectives, 2);
+        // One exchange for the allreduce, one for the 2-rank barrier.
+        assert_eq!(sends_per_rank(&out.text), [2, 2]);
+    }
+
+    #[test]
+    fn one_waitall_joins_a_nonblocking_collective_and_a_message_and_intercomms_are_left_out() {
+        // Ranks 0 and 1: MPI_Ibcast from root 1 on communicator 0xd (world 1, 0: so the root
+        // is communicator rank 0), an Isend/Irecv pair, one MPI_Waitall completing all; then
+        // an MPI_Barrier on an inter-communicator 0xe.
+        let p2p = |call: Call, peer: i32| Event {
+            call,
+            fortran: false,
+            any_source: false,
+            persistent: false,
+            partitioned: false,
+            peer,
+            tag: 5,
+            comm: 0,
+            bytes: 100,
+            post_enter: 200,
+            post_exit: 210,
+            done_enter: 1_000,
+            done_exit: 1_010,
+            thread: 0,
+        };
+        let mut evs = Vec::new();
+        for r in 0..2i32 {
+            let mut ib = coll(Call::Ibcast, 0xd, 1, 4096, 100, Some(1_000));
+            // Rank 1's is a persistent broadcast's MPI_Start: a nonblocking call all the same.
+            ib.persistent = r == 1;
+            let call = if r == 0 { Call::Isend } else { Call::Irecv };
+            evs.push(vec![
+                ib,
+                p2p(call, 1 - r),
+                coll(Call::Barrier, 0xe, -1, 0, 2_000, None),
+            ]);
+        }
+        let mut run_ranks = run_of(2, evs, &[(0xd, vec![1, 0])]).ranks;
+        for rd in &mut run_ranks {
+            rd.comms.push(CommDef {
+                id: 0xe,
+                inter: true,
+                world: vec![1 - rd.header.rank],
+            });
+        }
+        let run = Run::new(PathBuf::new(), run_ranks);
+        let out = to_trace(&run);
+        assert!(out.text.contains("\ncomm cd 1 0\n"), "{}", out.text);
+        assert_eq!(
+            block(&out.text, 0),
+            [
+                "compute 100ns",
+                "ibcast root 0 4096B on cd as q0",
+                "compute 90ns",
+                "isend 1 100B tag 5 as q1",
+                "compute 790ns",
+                "waitall q0 q1",
+                "compute 990ns"
+            ],
+            "{}",
+            out.text
+        );
+        assert_eq!(sends_per_rank(&out.text), [1, 1]);
+        let st = &out.stats;
+        assert_eq!(
+            (
+                st.subcomm_collectives,
+                st.communicators,
+                st.nonblocking_collectives
+            ),
+            (2, 1, 2)
+        );
+        assert_eq!(st.intercomm_collectives_left_out, 2);
+        assert!(
+            st.describe()
+                .contains("left out 2 calls: 2 collective calls on inter-communicators"),
+            "{}",
+            st.describe()
+        );
     }
 }

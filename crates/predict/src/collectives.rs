@@ -8,8 +8,13 @@
 //! pairwise exchange, dissemination), chosen per family by [`Algorithms`].
 //!
 //! Every message of one collective call carries the same tag, taken from a reserved space
-//! ([`coll_tag`]) that user point-to-point tags (< 2^31) cannot reach. Messages between the same
-//! pair within one call are matched in order, as MPI's non-overtaking rule guarantees.
+//! ([`coll_tag`], [`group_coll_tag`]) that user point-to-point tags (< 2^31) cannot reach.
+//! Messages between the same pair within one call are matched in order, as MPI's
+//! non-overtaking rule guarantees.
+//!
+//! A collective on a communicator group ([`Algorithms::expand_on`]) runs the same algorithms
+//! over the group's members: group rank i is world rank `members[i]`, and every message is
+//! between world ranks.
 
 use crate::workload::{OpKind, Rank, Request, SeqProgram};
 use std::fmt;
@@ -18,10 +23,34 @@ use std::str::FromStr;
 /// First tag of the space reserved for collectives; user tags must be below it.
 pub const COLL_TAG_BASE: u32 = 0x8000_0000;
 
-/// The tag of a rank's `seq`-th collective call (0-based). Wraps after 2^31 − 1 calls and
-/// never produces [`crate::workload::ANY`] (`u32::MAX`).
+/// First tag of the part of the reserved space given to communicator groups: the world-wide
+/// collectives keep `COLL_TAG_BASE..GROUP_TAG_BASE`, groups the rest.
+pub const GROUP_TAG_BASE: u32 = 0xC000_0000;
+
+/// Bits of a group collective's tag that number its calls; the 14 bits above them (below
+/// [`GROUP_TAG_BASE`]'s two) number the group.
+const GROUP_CALL_BITS: u32 = 16;
+
+/// Most communicator groups a trace may define (2^14): each needs its own tags.
+pub const MAX_GROUPS: u32 = 1 << (30 - GROUP_CALL_BITS);
+
+/// The tag of a rank's `seq`-th world-wide collective call (0-based): `0x8000_0000 | seq`.
+/// Wraps after 2^30 calls, so it never reaches the groups' tags nor [`crate::workload::ANY`]
+/// (`u32::MAX`). A wrapped tag is harmless: every rank calls the same collectives in the same
+/// order and messages of one (source, destination, tag) match in order, so two calls 2^30
+/// apart never pair each other's messages unless both are in flight at once.
 pub fn coll_tag(seq: u64) -> u32 {
-    COLL_TAG_BASE | (seq % 0x7fff_ffff) as u32
+    COLL_TAG_BASE | (seq % (1 << 30)) as u32
+}
+
+/// The tag of the `seq`-th collective call (0-based) on communicator group `group` (0-based,
+/// below [`MAX_GROUPS`]): `0xC000_0000 | group << 16 | seq mod 65535`. Unique per (group, call)
+/// among any 65535 consecutive calls of the group, distinct from every world-wide collective's
+/// and user tag, and never [`crate::workload::ANY`] (the call number stops short of 0xFFFF).
+/// Groups are numbered by the caller; an out-of-range group wraps (the readers refuse it).
+pub fn group_coll_tag(group: u32, seq: u64) -> u32 {
+    let g = group % MAX_GROUPS;
+    GROUP_TAG_BASE | g << GROUP_CALL_BITS | (seq % 0xFFFF) as u32
 }
 
 macro_rules! algo_enum {
@@ -291,6 +320,8 @@ impl Algorithms {
             Collective::Scatterv { root, counts } => {
                 self.scatter(p, &c, *root, Blocks::PerRank(counts))
             }
+            Collective::Scan { bytes } => chain_scan(p, &c, *bytes, false),
+            Collective::Exscan { bytes } => chain_scan(p, &c, *bytes, true),
             Collective::ReduceScatter { counts, compute_ns } => {
                 let blocks = match counts {
                     BlockCounts::Uniform(b) => Blocks::Uniform(*b),
@@ -303,6 +334,23 @@ impl Algorithms {
                 extra_compute(p, *compute_ns);
             }
         }
+    }
+
+    /// Expands the part of `coll` of the member at position `pos` of a communicator group
+    /// whose world ranks, in communicator rank order, are `members`: the same algorithms as
+    /// [`Algorithms::expand`] over `members.len()` ranks (roots and per-rank counts are group
+    /// ranks, as in MPI), every message addressed to the world rank of its group peer.
+    pub fn expand_on(
+        &self,
+        p: &mut SeqProgram,
+        members: &[Rank],
+        pos: u32,
+        tag: u32,
+        coll: &Collective,
+    ) {
+        let first = p.len();
+        self.expand(p, pos, members.len() as u32, tag, coll);
+        p.map_peers(first, |g| members.get(g as usize).copied().unwrap_or(g));
     }
 
     /// An upper bound on the operations [`Algorithms::expand`] adds to one rank's program, so
@@ -339,6 +387,7 @@ impl Algorithms {
                 ScatterAlgo::Linear => lin,
             },
             Collective::ReduceScatter { .. } => lin,
+            Collective::Scan { .. } | Collective::Exscan { .. } => 1,
         };
         // At most a send, a receive, a wait and a combine step per step, plus the final compute.
         4 * steps + 1
@@ -458,6 +507,14 @@ pub enum Collective {
         counts: BlockCounts,
         compute_ns: u64,
     },
+    /// Inclusive prefix reduction of `bytes` (MPI_Scan): rank j gets ranks 0..=j combined.
+    Scan {
+        bytes: u64,
+    },
+    /// Exclusive prefix reduction of `bytes` (MPI_Exscan): rank j gets ranks 0..j combined.
+    Exscan {
+        bytes: u64,
+    },
 }
 
 impl Collective {
@@ -477,6 +534,8 @@ impl Collective {
             Collective::Scatter { .. } => "scatter",
             Collective::Scatterv { .. } => "scatterv",
             Collective::ReduceScatter { .. } => "reducescatter",
+            Collective::Scan { .. } => "scan",
+            Collective::Exscan { .. } => "exscan",
         }
     }
 
@@ -935,6 +994,25 @@ fn linear_alltoall(
     }
 }
 
+/// MPI_Scan and MPI_Exscan as a linear chain (MPICH's algorithm for small communicators is
+/// recursive doubling; the chain is the simplest that moves the right data and is what a
+/// pipeline of ranks does): rank r receives the prefix of ranks 0..r from r − 1, combines its
+/// own contribution into it, and sends ranks 0..=r's prefix on to r + 1. n − 1 messages of the
+/// whole buffer, n − 1 steps. Exscan moves the same messages (rank r + 1 needs ranks 0..=r); its
+/// last rank only receives, so it has nothing to combine.
+fn chain_scan(p: &mut SeqProgram, c: &Ctx, bytes: u64, exclusive: bool) {
+    let last = c.r + 1 == c.n;
+    if c.r > 0 {
+        recv(p, c, c.r - 1, bytes);
+        if !(exclusive && last) {
+            combine(p, c);
+        }
+    }
+    if !last {
+        send(p, c, c.r + 1, bytes);
+    }
+}
+
 fn dissemination_barrier(p: &mut SeqProgram, c: &Ctx) {
     let n = c.n as u64;
     let mut k: u64 = 1;
@@ -995,9 +1073,60 @@ mod tests {
     #[test]
     fn coll_tags_stay_in_the_reserved_space_and_avoid_any() {
         assert_eq!(coll_tag(0), 0x8000_0000);
-        assert_eq!(coll_tag(0x7fff_fffe), 0xffff_fffe);
-        assert_eq!(coll_tag(0x7fff_ffff), 0x8000_0000);
+        assert_eq!(coll_tag(7), 0x8000_0007);
+        assert_eq!(coll_tag((1 << 30) - 1), 0xbfff_ffff);
+        assert_eq!(coll_tag(1 << 30), 0x8000_0000);
         assert_ne!(coll_tag(u64::MAX), crate::workload::ANY);
+        assert!(coll_tag(u64::MAX) < GROUP_TAG_BASE);
+    }
+
+    #[test]
+    fn group_tags_are_unique_per_group_and_call_and_avoid_world_and_any() {
+        assert_eq!(group_coll_tag(0, 0), 0xc000_0000);
+        assert_eq!(group_coll_tag(1, 0), 0xc001_0000);
+        assert_eq!(group_coll_tag(1, 5), 0xc001_0005);
+        assert_eq!(group_coll_tag(MAX_GROUPS - 1, 0xfffe), 0xffff_fffe);
+        assert_eq!(group_coll_tag(MAX_GROUPS - 1, 0xffff), 0xffff_0000);
+        assert_ne!(
+            group_coll_tag(MAX_GROUPS - 1, u64::MAX),
+            crate::workload::ANY
+        );
+        let mut seen = std::collections::HashSet::new();
+        for g in [0, 1, 2, MAX_GROUPS - 1] {
+            for k in 0..300 {
+                let t = group_coll_tag(g, k);
+                assert!(t >= GROUP_TAG_BASE);
+                assert!(seen.insert(t), "group {g} call {k} reuses {t:#x}");
+            }
+        }
+    }
+
+    #[test]
+    fn scan_and_exscan_are_a_chain_of_whole_buffers() {
+        let a = Algorithms {
+            reduce_step_ns: 5,
+            ..Algorithms::default()
+        };
+        for (coll, combines) in [
+            (Collective::Scan { bytes: 64 }, [0, 1, 1, 1]),
+            (Collective::Exscan { bytes: 64 }, [0, 1, 1, 0]),
+        ] {
+            for r in 0..4u32 {
+                let mut p = SeqProgram::new();
+                a.expand(&mut p, r, 4, 9, &coll);
+                let mut want = Vec::new();
+                if r > 0 {
+                    want.push(recv_op(r - 1, 9, 64));
+                }
+                if combines[r as usize] == 1 {
+                    want.push(OpKind::Calc { ns: 5 });
+                }
+                if r < 3 {
+                    want.push(send_op(r + 1, 9, 64));
+                }
+                assert_eq!(p.ops(), &want[..], "{} rank {r}", coll.name());
+            }
+        }
     }
 
     #[test]

@@ -389,6 +389,54 @@ impl SeqProgram {
     pub fn calc(&mut self, ns: u64) -> Local {
         self.blocking(OpKind::Calc { ns })
     }
+
+    /// Rewrites the peers of the operations from local index `from` on with `f` (a receive
+    /// from [`ANY`] stays one): how a collective expanded over a group's ranks addresses the
+    /// members' world ranks.
+    pub fn map_peers(&mut self, from: usize, f: impl Fn(Rank) -> Rank) {
+        for op in self.ops.iter_mut().skip(from) {
+            match op {
+                OpKind::Send { to, .. } => *to = f(*to),
+                OpKind::Recv { from, .. } if *from != ANY => *from = f(*from),
+                _ => {}
+            }
+        }
+    }
+
+    /// Adds `other`, a program of its own (one nonblocking collective's expansion), as started
+    /// by a nonblocking call at this point: its first operation depends on what came before as
+    /// the next call would, its own operations keep their dependencies among themselves, and
+    /// the calls after it only wait for it to have started (MPI_Iallreduce returns at once; its
+    /// messages then progress beside the program). Returns the operations a wait for it must
+    /// join: those of `other` no later one of `other` requires, whose completion is its
+    /// completion. An empty `other` (a collective of one rank) needs no waiting.
+    pub fn nonblocking_program(&mut self, other: &SeqProgram) -> Vec<Request> {
+        let Some(&first) = other.ops.first() else {
+            return Vec::new();
+        };
+        let base = self.ops.len() as Local;
+        // The first operation enters through `push`, which gives it the posting-order
+        // dependencies and makes it `last`: later calls irequire it. `last_blocking` stays, so
+        // they need not wait for any of `other` to complete.
+        let keep = self.last_blocking;
+        self.push(first);
+        self.ops.extend_from_slice(&other.ops[1..]);
+        self.last_blocking = keep;
+        self.last = Some(base);
+        let mut required = vec![false; other.ops.len()];
+        for &(op, on, kind) in &other.deps {
+            self.deps.push((op + base, on + base, kind));
+            if kind == DepKind::Requires && op != on {
+                if let Some(r) = required.get_mut(on as usize) {
+                    *r = true;
+                }
+            }
+        }
+        (0..other.ops.len() as Local)
+            .filter(|&i| !required[i as usize])
+            .map(|i| i + base)
+            .collect()
+    }
 }
 
 #[cfg(test)]
@@ -433,6 +481,67 @@ mod tests {
         let mut d: Vec<_> = w.deps(4).collect();
         d.sort_by_key(|x| x.0);
         assert_eq!(d, vec![(2, DepKind::Requires), (3, DepKind::Requires)]);
+    }
+
+    #[test]
+    fn a_nonblocking_program_starts_at_its_call_and_its_sinks_are_waited() {
+        let mut main = SeqProgram::new();
+        main.calc(3); // 0
+        let mut coll = SeqProgram::new();
+        coll.blocking(OpKind::Recv {
+            from: 1,
+            tag: 9,
+            bytes: 8,
+        });
+        let s = coll.nonblocking(OpKind::Send {
+            to: 2,
+            tag: 9,
+            bytes: 8,
+        });
+        let r = coll.nonblocking(OpKind::Recv {
+            from: 2,
+            tag: 9,
+            bytes: 8,
+        });
+        coll.wait(&[s, r]);
+        let sinks = main.nonblocking_program(&coll); // 1..=4
+        assert_eq!(sinks, vec![4]);
+        main.calc(7); // 5
+        main.wait(&sinks); // 6
+        let mut b = WorkloadBuilder::new(3);
+        b.add_program(0, &main).unwrap();
+        let w = b.finish();
+        let deps = |i: usize| {
+            let mut d: Vec<_> = w.deps(i).collect();
+            d.sort_by_key(|x| x.0);
+            d
+        };
+        // The collective's first operation waits for the compute before the call.
+        assert_eq!(deps(1), vec![(0, DepKind::Requires)]);
+        // Its own order is kept, shifted.
+        assert_eq!(deps(2), vec![(1, DepKind::Requires)]);
+        assert_eq!(
+            deps(4),
+            vec![
+                (1, DepKind::Requires),
+                (2, DepKind::Requires),
+                (3, DepKind::IRequires),
+                (3, DepKind::Requires)
+            ]
+        );
+        // The compute after the call needs the earlier compute done and the call started only.
+        assert_eq!(
+            deps(5),
+            vec![(0, DepKind::Requires), (1, DepKind::IRequires)]
+        );
+        // The wait joins the compute and the collective's last operation.
+        assert_eq!(
+            deps(6),
+            vec![(4, DepKind::Requires), (5, DepKind::Requires)]
+        );
+        assert!(SeqProgram::new()
+            .nonblocking_program(&SeqProgram::new())
+            .is_empty());
     }
 
     #[test]

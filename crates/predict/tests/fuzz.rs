@@ -83,6 +83,15 @@ const TOKENS: &[&[u8]] = &[
     b"gatherv",
     b"init 1",
     b"barrier",
+    b"comm",
+    b"comm g 0 1\n",
+    b"on",
+    b"on g",
+    b"g",
+    b"iallreduce",
+    b"ibcast root 0 8",
+    b"scan",
+    b"iexscan",
     b"KiB",
     b"us",
     b"b",
@@ -166,6 +175,14 @@ fn seeds() -> Vec<(String, Vec<u8>)> {
           bcast root 1 1MiB\nallreduce 8\nrank 2\nsend 0 8\nbcast root 1 1MiB\nallreduce 8\n"
             .to_vec(),
     ));
+    out.push((
+        "own-groups".into(),
+        b"ranks 4\ncomm row 0 1\ncomm col 2 0\ncomm all 3 2 1 0\nrank 0\n\
+          iallreduce 8 on row as a\nbcast root 1 1KiB on col\nscan 8 on all\nwait a\n\
+          rank 1\niallreduce 8 on row as a\nwaitall\nscan 8 on all\nrank 2\n\
+          bcast root 1 1KiB on col\nscan 8 on all\nrank 3\nibarrier as b\nscan 8 on all\n"
+            .to_vec(),
+    ));
     for p in [
         Pattern::Halo2D { x: 2, y: 2 },
         Pattern::PairwiseAllToAll,
@@ -230,6 +247,17 @@ fn adversarial_inputs_are_refused_cleanly() {
         "0 wait".into(),
         "rank".into(),
         "{{{{}}}}".into(),
+        "ranks 4\ncomm c 0 0\n".into(),
+        "ranks 4\ncomm c\n".into(),
+        "ranks 4\ncomm c 3 2 1 0\nrank 0\nbcast root 99999999999999999999 8 on c\n".into(),
+        "ranks 16777216\ncomm c 0 1 2\nrank 0\nalltoall 8 on c\nialltoall 8 on c as x\n".into(),
+        format!(
+            "ranks 2\ncomm c 0 1\nrank 0\n{}",
+            "iallreduce 8 on c\n".repeat(70_000)
+        ),
+        format!("ranks 2\n{}", "comm c 0\n".repeat(3)),
+        "ranks 2\nrank 0\niallreduce 8 on\n".into(),
+        "ranks 2\nrank 0\nwait on\n".into(),
     ];
     for text in &cases {
         for fmt in [TraceFormat::Own, TraceFormat::Goal, TraceFormat::SimGrid] {

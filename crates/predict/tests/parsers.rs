@@ -3,8 +3,8 @@
 //! small executor, the generators read back, and error positions on malformed inputs.
 
 use commperf_predict::collectives::{
-    coll_tag, Algorithms, AllgatherAlgo, AllreduceAlgo, AlltoallAlgo, BarrierAlgo, BcastAlgo,
-    BlockCounts, Collective, GatherAlgo, ReduceAlgo, ReduceScatterAlgo, ScatterAlgo,
+    coll_tag, group_coll_tag, Algorithms, AllgatherAlgo, AllreduceAlgo, AlltoallAlgo, BarrierAlgo,
+    BcastAlgo, BlockCounts, Collective, GatherAlgo, ReduceAlgo, ReduceScatterAlgo, ScatterAlgo,
 };
 use commperf_predict::gen::{goal_binomial_bcast, own_pattern_string, Pattern};
 use commperf_predict::parse::{parse_str, read_trace, ParseOptions, TraceFormat};
@@ -1138,7 +1138,7 @@ fn own_format_errors_name_line_column_and_token() {
             "t.trace:3:7: expected `root R` (as in `bcast root 0 1KiB`) (at `0`)",
         ),
         ("ranks 99999999999\n", "t.trace:1:7: the number of ranks must be 1 to 2^24 = 16777216 (at `99999999999`)"),
-        ("ranks 2\nrank 0\n  sned 1 8\n", "t.trace:3:3: unknown operation (expected compute, send, recv, isend, irecv, wait, waitall, barrier, bcast, reduce, allreduce, alltoall, allgather, gather, scatter or reducescatter) (at `sned`)"),
+        ("ranks 2\nrank 0\n  sned 1 8\n", "t.trace:3:3: unknown operation (expected compute, send, recv, isend, irecv, wait, waitall, comm, barrier, bcast, reduce, allreduce, alltoall, allgather, gather, scatter, reducescatter, scan, exscan, or a collective's nonblocking form such as iallreduce) (at `sned`)"),
         // Columns count characters, not bytes.
         ("ranks 2\nrank 0 # é\ncompute 1µs\n", "t.trace:3:9: expected a duration: a number with a unit ns, us, ms or s (at `1µs`)"),
     ];
@@ -1147,6 +1147,452 @@ fn own_format_errors_name_line_column_and_token() {
     }
     let e = parse_str("ranks 2\nrank 0\nsé 1 8", "t", TraceFormat::Own, &opts()).unwrap_err();
     assert_eq!((e.line, e.column, e.token.as_str()), (3, 1, "sé"));
+}
+
+// ------------------------------------------- own format: communicators, nonblocking collectives
+
+/// Every operation of rank `r`, in order.
+fn ops_of(w: &Workload, r: u32) -> Vec<OpKind> {
+    w.rank_ops(r).map(|i| w.op(i)).collect()
+}
+
+/// The same program on every rank of `n`, with `{r}` replaced by the rank.
+fn same_everywhere(n: u32, head: &str, body: &str) -> String {
+    let mut t = format!("ranks {n}\n{head}");
+    for r in 0..n {
+        t += &format!("rank {r}\n{}", body.replace("{r}", &r.to_string()));
+    }
+    t
+}
+
+const EVERY_COLLECTIVE: &str = "allreduce 1KiB{on}\nbcast root 1 64KiB{on}\nreduce root 2 8{on}\n\
+     gather root 3 16{on}\nscatter root 0 16{on}\nallgather 24{on}\nalltoall 40{on}\n\
+     reducescatter 8{on}\nbarrier{on}\nscan 96{on}\nexscan 32{on}\n";
+
+#[test]
+fn a_group_of_every_rank_in_another_order_gives_the_worlds_messages_permuted() {
+    // Group rank i is world rank perm[i]: the group's expansion must be the world's with every
+    // rank renamed i -> perm[i] and the world's tags replaced by the group's, op for op.
+    let perm = [2u32, 0, 3, 1, 4];
+    for algos in [
+        "",
+        "allreduce=ring,bcast=linear,reduce=linear,gather=linear,scatter=linear,allgather=ring,\
+         alltoall=linear,reducescatter=pairwise",
+    ] {
+        let o = ParseOptions {
+            algorithms: Algorithms::parse_list(algos).unwrap(),
+            ..ParseOptions::default()
+        };
+        let world = parse_str(
+            &same_everywhere(5, "", &EVERY_COLLECTIVE.replace("{on}", "")),
+            "w",
+            TraceFormat::Own,
+            &o,
+        )
+        .unwrap();
+        let group = parse_str(
+            &same_everywhere(
+                5,
+                "comm p 2 0 3 1 4\n",
+                &EVERY_COLLECTIVE.replace("{on}", " on p"),
+            ),
+            "g",
+            TraceFormat::Own,
+            &o,
+        )
+        .unwrap();
+        check(&group);
+        let retag = |t: u32| group_coll_tag(0, u64::from(t - coll_tag(0)));
+        let mut total = 0;
+        for (i, &r) in perm.iter().enumerate() {
+            let want: Vec<OpKind> = ops_of(&world, i as u32)
+                .into_iter()
+                .map(|op| match op {
+                    OpKind::Send { to, tag, bytes } => OpKind::Send {
+                        to: perm[to as usize],
+                        tag: retag(tag),
+                        bytes,
+                    },
+                    OpKind::Recv { from, tag, bytes } => OpKind::Recv {
+                        from: perm[from as usize],
+                        tag: retag(tag),
+                        bytes,
+                    },
+                    c => c,
+                })
+                .collect();
+            let got = ops_of(&group, r);
+            assert_eq!(got, want, "{algos}: world rank {r} (group rank {i})");
+            // The dependencies are the same too (local indices, so unchanged).
+            let d = |w: &Workload, q: u32| -> Vec<Vec<(usize, DepKind)>> {
+                let base = w.rank_ops(q).start;
+                w.rank_ops(q)
+                    .map(|k| w.deps(k).map(|(j, kind)| (j - base, kind)).collect())
+                    .collect()
+            };
+            assert_eq!(d(&group, r), d(&world, i as u32), "{algos}: rank {r}");
+            total += got.len();
+        }
+        assert_eq!(total, world.len());
+        assert!(msgs(&group) > 40, "{algos}: {} messages", msgs(&group));
+    }
+}
+
+#[test]
+fn an_even_odd_split_of_four_ranks_gives_exactly_the_expected_messages() {
+    let text = same_everywhere(
+        4,
+        "comm even 0 2\ncomm odd 1 3\n",
+        "allreduce 8B on {g}\nbarrier\nbcast root 1 64B on {g}\n",
+    );
+    let text = text
+        .split("rank ")
+        .enumerate()
+        .map(|(i, part)| {
+            // Ranks 0 and 2 use `even`, 1 and 3 `odd`.
+            let g = if i == 0 || (i - 1) % 2 == 0 {
+                "even"
+            } else {
+                "odd"
+            };
+            part.replace("{g}", g)
+        })
+        .collect::<Vec<_>>()
+        .join("rank ");
+    let w = own(&text);
+    check(&w);
+    let (e0, e1) = (group_coll_tag(0, 0), group_coll_tag(0, 1));
+    let (o0, o1) = (group_coll_tag(1, 0), group_coll_tag(1, 1));
+    let b = coll_tag(0);
+    let sends = |r: u32| -> Vec<(u32, u32, u64)> {
+        ops_of(&w, r)
+            .into_iter()
+            .filter_map(|op| match op {
+                OpKind::Send { to, tag, bytes } => Some((to, tag, bytes)),
+                _ => None,
+            })
+            .collect()
+    };
+    let recvs = |r: u32| -> Vec<(u32, u32, u64)> {
+        ops_of(&w, r)
+            .into_iter()
+            .filter_map(|op| match op {
+                OpKind::Recv { from, tag, bytes } => Some((from, tag, bytes)),
+                _ => None,
+            })
+            .collect()
+    };
+    // A 2-rank recursive-doubling allreduce is one exchange; the world barrier of 4 ranks is
+    // 2 dissemination rounds (to r+1, r+2); the broadcast's root is group rank 1 (world 2 in
+    // `even`, 3 in `odd`), sending to group rank 0.
+    assert_eq!(sends(0), vec![(2, e0, 8), (1, b, 0), (2, b, 0)]);
+    assert_eq!(
+        recvs(0),
+        vec![(2, e0, 8), (3, b, 0), (2, b, 0), (2, e1, 64)]
+    );
+    assert_eq!(sends(1), vec![(3, o0, 8), (2, b, 0), (3, b, 0)]);
+    assert_eq!(
+        recvs(1),
+        vec![(3, o0, 8), (0, b, 0), (3, b, 0), (3, o1, 64)]
+    );
+    assert_eq!(
+        sends(2),
+        vec![(0, e0, 8), (3, b, 0), (0, b, 0), (0, e1, 64)]
+    );
+    assert_eq!(recvs(2), vec![(0, e0, 8), (1, b, 0), (0, b, 0)]);
+    assert_eq!(
+        sends(3),
+        vec![(1, o0, 8), (0, b, 0), (1, b, 0), (1, o1, 64)]
+    );
+    assert_eq!(recvs(3), vec![(1, o0, 8), (2, b, 0), (1, b, 0)]);
+    assert_eq!(msgs(&w), 4 + 8 + 2);
+}
+
+#[test]
+fn groups_defined_after_a_block_and_single_rank_groups() {
+    // `solo` is defined after rank 0's block: rank 0 is its only member and calls nothing on
+    // it, rank 1 is no member. A group of one rank expands into no messages.
+    let w = own(
+        "ranks 2\ncomm pair 1 0\nrank 0\nallreduce 8 on pair\ncomm solo 0\n\
+         rank 1\nallreduce 8 on pair\n",
+    );
+    check(&w);
+    assert_eq!(msgs(&w), 2);
+    let w = own("ranks 3\ncomm me 1\nrank 1\nbarrier on me\nscan 8 on me\niallreduce 8 on me as x\nwait x\n");
+    assert_eq!(msgs(&w), 0);
+    // Only the wait's join point: no work.
+    assert!(ops_of(&w, 1).iter().all(|o| *o == OpKind::Calc { ns: 0 }));
+}
+
+#[test]
+fn scan_and_exscan_on_a_group_chain_through_its_members_in_rank_order() {
+    let w = own(&same_everywhere(
+        4,
+        "comm rev 3 2 1 0\n",
+        "scan 1KiB on rev\nexscan 8 on rev\nscan 16\n",
+    ));
+    check(&w);
+    let t = |k| group_coll_tag(0, k);
+    // Group rank i is world 3 - i: the chain runs 3 -> 2 -> 1 -> 0; the world scan 0 -> 1 -> 2 -> 3.
+    assert_eq!(
+        ops_of(&w, 3),
+        vec![
+            OpKind::Send {
+                to: 2,
+                tag: t(0),
+                bytes: 1024
+            },
+            OpKind::Send {
+                to: 2,
+                tag: t(1),
+                bytes: 8
+            },
+            OpKind::Recv {
+                from: 2,
+                tag: coll_tag(0),
+                bytes: 16
+            },
+        ]
+    );
+    assert_eq!(
+        ops_of(&w, 1),
+        vec![
+            OpKind::Recv {
+                from: 2,
+                tag: t(0),
+                bytes: 1024
+            },
+            OpKind::Send {
+                to: 0,
+                tag: t(0),
+                bytes: 1024
+            },
+            OpKind::Recv {
+                from: 2,
+                tag: t(1),
+                bytes: 8
+            },
+            OpKind::Send {
+                to: 0,
+                tag: t(1),
+                bytes: 8
+            },
+            OpKind::Recv {
+                from: 0,
+                tag: coll_tag(0),
+                bytes: 16
+            },
+            OpKind::Send {
+                to: 2,
+                tag: coll_tag(0),
+                bytes: 16
+            },
+        ]
+    );
+    assert_eq!(msgs(&w), 9);
+}
+
+#[test]
+fn a_nonblocking_collective_starts_at_its_call_and_is_joined_by_its_wait() {
+    let w = own(
+        "ranks 2\nrank 0\niallreduce 8B as r\ncompute 10us\nwait r\nbarrier\n\
+         rank 1\niallreduce 8B as r\nwait r\nbarrier\n",
+    );
+    check(&w);
+    let t = coll_tag(0);
+    let s = |to, tag, bytes| OpKind::Send { to, tag, bytes };
+    let r = |from, tag, bytes| OpKind::Recv { from, tag, bytes };
+    let z = OpKind::Calc { ns: 0 };
+    assert_eq!(
+        ops_of(&w, 0),
+        vec![
+            s(1, t, 8),
+            r(1, t, 8),
+            z,
+            OpKind::Calc { ns: 10_000 },
+            z,
+            s(1, coll_tag(1), 0),
+            r(1, coll_tag(1), 0),
+            z,
+        ]
+    );
+    let deps = |i: usize| {
+        let mut d: Vec<_> = w.deps(i).collect();
+        d.sort_by_key(|x| x.0);
+        d
+    };
+    // The compute needs only the call to have started (the allreduce's send), not its end.
+    assert_eq!(deps(3), vec![(0, DepKind::IRequires)]);
+    // The wait joins the compute and the allreduce's own join point.
+    assert_eq!(
+        deps(4),
+        vec![(2, DepKind::Requires), (3, DepKind::Requires)]
+    );
+    // The barrier after it waits for the wait.
+    assert_eq!(deps(5), vec![(4, DepKind::Requires)]);
+    // The overlap shows in the prediction: a blocking allreduce then the compute takes the
+    // allreduce's time longer than the nonblocking one, which hides it behind the compute.
+    let blocking = own(
+        "ranks 2\nrank 0\nallreduce 8B\ncompute 10us\nbarrier\nrank 1\nallreduce 8B\nbarrier\n",
+    );
+    let alone = own("ranks 2\nrank 0\ncompute 10us\nbarrier\nrank 1\nbarrier\n");
+    let (tb, tn, ta) = (
+        predicted_us(&blocking),
+        predicted_us(&w),
+        predicted_us(&alone),
+    );
+    eprintln!("blocking {tb:?} nonblocking {tn:?} compute alone {ta:?}");
+    for m in 0..2 {
+        assert!(
+            tb[m] > tn[m],
+            "model {m}: blocking {tb:?} nonblocking {tn:?}"
+        );
+    }
+    // The contention model's exchange hides entirely behind the 10 us; LogGP charges the
+    // send and receive overheads on the CPU, which the compute occupies (LogGOPSim's rule).
+    assert!(
+        (tn[0] - ta[0]).abs() < 1e-6,
+        "the 8-byte exchange hides behind 10 us: {tn:?} against {ta:?}"
+    );
+}
+
+#[test]
+fn every_nonblocking_form_on_a_group_expands_like_its_blocking_form() {
+    // The same messages as the blocking forms (tags per group and call), each call joined by a
+    // waitall at the end; the calls overlap one another, and still complete.
+    let blocking = own(&same_everywhere(
+        4,
+        "comm g 3 1 0 2\n",
+        &EVERY_COLLECTIVE.replace("{on}", " on g"),
+    ));
+    let i_forms: String = EVERY_COLLECTIVE
+        .lines()
+        .enumerate()
+        .map(|(k, l)| format!("i{} as c{k}\n", l.replace("{on}", " on g")))
+        .collect::<String>()
+        + "waitall\n";
+    let nb = own(&same_everywhere(4, "comm g 3 1 0 2\n", &i_forms));
+    check(&nb);
+    let sr = |w: &Workload| {
+        let s = shape(w);
+        messages(&s)
+    };
+    assert_eq!(sr(&nb), sr(&blocking));
+    assert_eq!(msgs(&nb), msgs(&blocking));
+    // Named waits in another order than the calls work as well.
+    let named: String = (0..11).rev().map(|k| format!("wait c{k}\n")).collect();
+    let nb2 = own(&same_everywhere(
+        4,
+        "comm g 3 1 0 2\n",
+        &i_forms.replace("waitall\n", &named),
+    ));
+    check(&nb2);
+    assert_eq!(sr(&nb2), sr(&blocking));
+}
+
+#[test]
+fn group_and_nonblocking_errors_name_line_column_and_token() {
+    let cases: &[(&str, &str)] = &[
+        (
+            "ranks 4\ncomm row 0 4\n",
+            "t.trace:2:12: rank 4 is outside 0..4 (at `4`)",
+        ),
+        (
+            "ranks 4\ncomm row 0 2 1 2\n",
+            "t.trace:2:16: rank 2 is listed twice in communicator `row` (at `2`)",
+        ),
+        (
+            "ranks 4\ncomm row 0 1\ncomm row 2 3\n",
+            "t.trace:3:6: communicator `row` is defined twice (at `row`)",
+        ),
+        (
+            "ranks 4\ncomm 1row 0 1\n",
+            "t.trace:2:6: a communicator name is letters, digits and `_`, not starting with a \
+             digit (at `1row`)",
+        ),
+        (
+            "ranks 4\ncomm row\n",
+            "t.trace:2:9: expected the communicator's world ranks at the end of the line",
+        ),
+        (
+            "ranks 4\nrank 0\nallreduce 8 on row\ncomm row 0 1\n",
+            "t.trace:3:16: no communicator has this name (define it with `comm NAME RANK…` \
+             before its first use) (at `row`)",
+        ),
+        (
+            "ranks 4\ncomm row 0 1\nrank 2\nallreduce 8 on row\n",
+            "t.trace:4:16: rank 2 is not a member of communicator `row` (at `row`)",
+        ),
+        (
+            "ranks 4\ncomm row 0 1\nrank 0\nbcast root 2 8 on row\n",
+            "t.trace:4:12: root is outside communicator `row`'s ranks 0..2 (at `2`)",
+        ),
+        (
+            "ranks 4\ncomm row 0 1\nrank 0\nallreduce 8 on\n",
+            "t.trace:4:15: expected a communicator name at the end of the line",
+        ),
+        (
+            "ranks 4\ncomm row 0 1\nrank 0\nallreduce 8 on row on row\n",
+            "t.trace:4:20: `on` is given twice (at `on`)",
+        ),
+        (
+            "ranks 4\ncomm row 0 1\nrank 0\nallreduce 8 on row as r\n",
+            "t.trace:4:20: unexpected word after `allreduce`'s arguments (at `as`)",
+        ),
+        (
+            "ranks 2\nrank 0\niallreduce 8 as r\niallreduce 8 as r\n",
+            "t.trace:4:17: a request of this name is still outstanding (wait for it first) (at `r`)",
+        ),
+        (
+            "ranks 2\nrank 0\nibarrier as 9r\n",
+            "t.trace:3:13: a request name is letters, digits and `_`, not starting with a digit \
+             (at `9r`)",
+        ),
+        (
+            "ranks 4\ncomm row 0 1\nrank 0\nallreduce 8 on row\nrank 1\nallreduce 16 on row\n",
+            "t.trace:5:6: rank 1 calls collectives on `row` differently from rank 0 (1 calls \
+             against 1, or other kinds, roots or sizes); every member of a communicator must \
+             call its collectives in the same order (at `1`)",
+        ),
+        (
+            // A nonblocking call does not match a blocking one.
+            "ranks 2\ncomm all 0 1\nrank 0\nallreduce 8 on all\nrank 1\niallreduce 8 on all\n",
+            "t.trace:5:6: rank 1 calls collectives on `all` differently from rank 0 (1 calls \
+             against 1, or other kinds, roots or sizes); every member of a communicator must \
+             call its collectives in the same order (at `1`)",
+        ),
+        (
+            // Rank 0 finished before `row` was defined: it called nothing on it.
+            "ranks 4\nrank 0\ncomm row 0 1\nrank 1\nbarrier on row\nrank 2\nrank 3\n",
+            "t.trace:4:6: rank 1 calls collectives on `row` differently from rank 0 (1 calls \
+             against 0, or other kinds, roots or sizes); every member of a communicator must \
+             call its collectives in the same order (at `1`)",
+        ),
+        (
+            "ranks 4\ncomm row 2 3\nrank 3\nbarrier on row\n",
+            "t.trace:5:1: rank 2 has no block, but rank 3 calls 1 collectives on `row`; every \
+             member of a communicator must call its collectives",
+        ),
+        (
+            "ranks 2\nrank 0\niscan\n",
+            "t.trace:3:6: expected a size at the end of the line",
+        ),
+    ];
+    for (text, want) in cases {
+        assert_eq!(&own_err(text), want, "input: {text:?}");
+    }
+    let many: String = (0..=16384).map(|k| format!("comm c{k} 0\n")).collect();
+    assert_eq!(
+        own_err(&format!("ranks 1\n{many}")),
+        "t.trace:16386:6: more than 16384 communicators (each needs its own tags) (at `c16384`)"
+    );
+    // Groups do not disturb the world's check: rank 1 lacks the world barrier.
+    assert_eq!(
+        own_err("ranks 2\ncomm a 0 1\nrank 0\nbarrier\nbarrier on a\nrank 1\nbarrier on a\n"),
+        "t.trace:6:6: rank 1 calls collectives differently from rank 0 (0 calls against 1, or \
+         other kinds, roots or sizes); every rank must call the same collectives in the same \
+         order (at `1`)"
+    );
 }
 
 #[test]
@@ -1379,4 +1825,33 @@ fn the_documented_example_parses() {
     // executor here do not handle `any`).
     assert_eq!(w.counts().0, 6);
     assert_eq!(w.counts().1, 6);
+    // The second example: communicators of a 2 x 2 grid, a nonblocking broadcast per column
+    // (one message each) and an allreduce per row (one exchange each).
+    let start = end + doc[end..].find("```text\n").unwrap() + "```text\n".len();
+    let end = start + doc[start..].find("```").unwrap();
+    assert!(doc[start..end].contains("comm row0"));
+    let w = own(&doc[start..end]);
+    check(&w);
+    assert_eq!(msgs(&w), 2 + 4);
+    let sends_of = |r: u32| {
+        ops_of(&w, r)
+            .into_iter()
+            .filter(|o| matches!(o, OpKind::Send { .. }))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        sends_of(2),
+        vec![
+            OpKind::Send {
+                to: 0,
+                tag: group_coll_tag(2, 0),
+                bytes: 4096
+            },
+            OpKind::Send {
+                to: 3,
+                tag: group_coll_tag(1, 0),
+                bytes: 8
+            },
+        ]
+    );
 }

@@ -2,8 +2,8 @@
  * Per rank r of n (n even): 3 rounds of { spin 2 ms (MPI_Wtime), MPI_Bcast 4096 B from root 1,
  * MPI_Allreduce 8 doubles, MPI_Alltoall 256 B per pair, a ring exchange of 2000 B with
  * MPI_Isend/MPI_Irecv/MPI_Waitall, MPI_Gather 64 B to root 0, MPI_Reduce_scatter_block 32 B per
- * rank }, then on a split communicator (even/odd ranks) 2 MPI_Allreduce (not replayable: the
- * trace format's collectives are world-wide), and 1 MPI_Scan (no such operation in the format).
+ * rank }, then on a split communicator (even/odd ranks) 2 MPI_Allreduce (replayed `on` the
+ * trace's definition of each half), and 1 MPI_Scan (the format's `scan`).
  * With the argument "asym": rank 0 stops monitoring (MPI_Pcontrol(0)) while rank 1 sends it 3
  * messages (recorded on rank 1 only: sends without their receive) and while it calls one
  * MPI_Barrier the others record (a collective not recorded alike on every rank). */

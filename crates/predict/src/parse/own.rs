@@ -10,10 +10,19 @@
 //! point-to-point messages tagged from a reserved space, so user tags must be below 2^31.
 //! Every rank must call the same collectives in the same order: each rank keeps a running hash
 //! of its calls and all ranks are compared with the first, in constant memory.
+//!
+//! `comm NAME RANK…` defines a communicator group (world ranks in communicator rank order) and
+//! `… on NAME` runs a collective over it; the same-order rule then holds per group, among its
+//! members, with a running hash per (rank, group). A group's collectives are tagged apart from
+//! the world's and from every other group's ([`group_coll_tag`]). The `i`-forms of the
+//! collectives (`iallreduce 8B as r`) expand into a program of their own that starts at the
+//! call and is joined by the `wait` that names it.
 
 use super::{error_at, ParseError, ParseOptions, MAX_BYTES, MAX_NS, MAX_OPS, MAX_RANKS};
-use crate::collectives::{coll_tag, BlockCounts, Collective, COLL_TAG_BASE};
-use crate::workload::{OpKind, Rank, Request, SeqProgram, Workload, WorkloadBuilder, ANY};
+use crate::collectives::{
+    coll_tag, group_coll_tag, BlockCounts, Collective, COLL_TAG_BASE, MAX_GROUPS,
+};
+use crate::workload::{Local, OpKind, Rank, Request, SeqProgram, Workload, WorkloadBuilder, ANY};
 use std::collections::HashMap;
 
 #[derive(Clone, Copy)]
@@ -22,17 +31,29 @@ struct Tok {
     end: usize,
 }
 
+/// A request of the program being read: a point-to-point operation, or a nonblocking
+/// collective (an index into its block's `coll_sinks`).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Req {
+    Op(Request),
+    Coll(usize),
+}
+
 /// One rank's block while it is being read.
 struct Block<'a> {
     rank: Rank,
     rank_tok: Tok,
     prog: SeqProgram,
     /// Named requests not yet waited for.
-    named: HashMap<&'a str, Request>,
+    named: HashMap<&'a str, Req>,
     /// Every request not yet waited for, with its name if any (for a bare `waitall`).
-    outstanding: Vec<(Request, Option<&'a str>)>,
+    outstanding: Vec<(Req, Option<&'a str>)>,
+    /// Per nonblocking collective of this block, the operations its wait joins.
+    coll_sinks: Vec<Vec<Local>>,
     colls: u64,
     coll_hash: u64,
+    /// Per communicator group this rank called collectives on: (calls, running hash).
+    group_colls: HashMap<u32, (u64, u64)>,
 }
 
 /// The collectives the first finished rank called: every other rank must match.
@@ -40,6 +61,51 @@ struct CollRef {
     rank: Rank,
     count: u64,
     hash: u64,
+}
+
+/// A communicator group (`comm NAME RANK…`).
+struct Group<'a> {
+    name: &'a str,
+    /// World ranks in communicator rank order.
+    members: Vec<Rank>,
+    /// (world rank, communicator rank), sorted: membership by binary search.
+    by_rank: Vec<(Rank, u32)>,
+    /// The collectives on this group of its first finished member.
+    reference: Option<CollRef>,
+}
+
+impl Group<'_> {
+    fn position(&self, r: Rank) -> Option<u32> {
+        self.by_rank
+            .binary_search_by_key(&r, |&(w, _)| w)
+            .ok()
+            .map(|i| self.by_rank[i].1)
+    }
+}
+
+/// The collective names, each also callable nonblocking with an `i` in front.
+const COLLECTIVES: &[&str] = &[
+    "barrier",
+    "bcast",
+    "reduce",
+    "allreduce",
+    "gather",
+    "scatter",
+    "allgather",
+    "alltoall",
+    "reducescatter",
+    "scan",
+    "exscan",
+];
+
+/// One collective statement, read.
+struct CollCall {
+    coll: Collective,
+    nonblocking: bool,
+    /// The group it runs on (index into `Parser::groups`), or None for every rank.
+    group: Option<u32>,
+    /// `as NAME` of a nonblocking one.
+    name: Option<Tok>,
 }
 
 struct Parser<'a> {
@@ -52,6 +118,10 @@ struct Parser<'a> {
     coll_ref: Option<CollRef>,
     /// Operations of the ranks already finished.
     total_ops: u64,
+    groups: Vec<Group<'a>>,
+    group_names: HashMap<&'a str, u32>,
+    /// Per world rank that is a member of any group, those groups in definition order.
+    member_of: HashMap<Rank, Vec<u32>>,
 }
 
 /// Units of sizes: binary (KiB) and decimal (KB = 1000 B, as everywhere in commperf).
@@ -134,6 +204,8 @@ pub(crate) fn coll_signature(c: &Collective) -> u64 {
         | Collective::Alltoall { bytes }
         | Collective::Gather { bytes, .. }
         | Collective::Scatter { bytes, .. }
+        | Collective::Scan { bytes }
+        | Collective::Exscan { bytes }
         | Collective::ReduceScatter {
             counts: BlockCounts::Uniform(bytes),
             ..
@@ -257,6 +329,34 @@ impl<'a> Parser<'a> {
                 ))
             }
             Some(_) => {}
+        }
+        // Per group this rank is a member of, in definition order (so the first error is the
+        // same on every run): its calls there against the group's first finished member's.
+        let mine = self.member_of.get(&b.rank).map_or(&[][..], Vec::as_slice);
+        for &g in mine {
+            let (count, hash) = b.group_colls.get(&g).copied().unwrap_or((0, 0));
+            let Some(group) = self.groups.get_mut(g as usize) else {
+                continue;
+            };
+            match &group.reference {
+                None => {
+                    group.reference = Some(CollRef {
+                        rank: b.rank,
+                        count,
+                        hash,
+                    })
+                }
+                Some(r) if r.count != count || r.hash != hash => {
+                    let msg = format!(
+                        "rank {} calls collectives on `{}` differently from rank {} ({} calls \
+                         against {}, or other kinds, roots or sizes); every member of a \
+                         communicator must call its collectives in the same order",
+                        b.rank, group.name, r.rank, count, r.count
+                    );
+                    return Err(self.err(b.rank_tok, msg));
+                }
+                Some(_) => {}
+            }
         }
         self.total_ops += b.prog.len() as u64;
         if let Some(builder) = self.builder.as_mut() {
@@ -392,8 +492,10 @@ impl<'a> Parser<'a> {
                     prog: SeqProgram::new(),
                     named: HashMap::new(),
                     outstanding: Vec::new(),
+                    coll_sinks: Vec::new(),
                     colls: 0,
                     coll_hash: 0,
+                    group_colls: HashMap::new(),
                 });
                 Ok(())
             }
@@ -441,13 +543,14 @@ impl<'a> Parser<'a> {
                     b.prog.blocking(op);
                     return Ok(());
                 }
-                let req = b.prog.nonblocking(op);
+                let req = Req::Op(b.prog.nonblocking(op));
                 b.outstanding.push((req, name_str));
                 if let Some(n) = name_str {
                     b.named.insert(n, req);
                 }
                 Ok(())
             }
+            "comm" => self.comm(toks, line_end),
             "wait" | "waitall" => {
                 if kw == "wait" {
                     exact(self, 1, "a request name")?;
@@ -469,18 +572,50 @@ impl<'a> Parser<'a> {
                     reqs.extend(b.outstanding.drain(..).map(|(r, _)| r));
                     b.named.clear();
                 }
-                b.prog.wait(&reqs);
+                let mut ops: Vec<Local> = Vec::with_capacity(reqs.len());
+                for r in reqs {
+                    match r {
+                        Req::Op(i) => ops.push(i),
+                        Req::Coll(c) => ops.extend(
+                            b.coll_sinks
+                                .get_mut(c)
+                                .map(std::mem::take)
+                                .unwrap_or_default(),
+                        ),
+                    }
+                }
+                b.prog.wait(&ops);
                 Ok(())
             }
             _ => {
-                let coll = self.collective(kw, head, args, toks, line_end)?;
+                let call = self.collective(kw, head, args, toks, line_end)?;
+                self.block(head)?;
+                if let (Some(t), Some(b)) = (call.name, self.block.as_ref()) {
+                    if b.named.contains_key(self.word(t)) {
+                        return Err(self.err(
+                            t,
+                            "a request of this name is still outstanding (wait for it first)",
+                        ));
+                    }
+                }
+                let name_str = call.name.map(|t| self.word(t));
                 let algos = &self.opts.algorithms;
                 let nranks = self.nranks;
                 let total = self.total_ops;
-                let b = self.block(head)?;
+                let group = call.group.and_then(|g| self.groups.get(g as usize));
+                let Some(b) = self.block.as_mut() else {
+                    return Ok(());
+                };
+                // The members (world ranks) and this rank's place among them; the reader
+                // checked membership when it read `on NAME`.
+                let (members, pos): (Option<&[Rank]>, Rank) = match group {
+                    Some(g) => (Some(&g.members), g.position(b.rank).unwrap_or(0)),
+                    None => (None, b.rank),
+                };
+                let size = members.map_or(nranks, |m| m.len() as u32);
                 // The error is built only when needed: it counts the lines before it, and
                 // building it for every collective made parsing quadratic in the trace's length.
-                if total + b.prog.len() as u64 + algos.ops_bound(&coll, nranks) > MAX_OPS {
+                if total + b.prog.len() as u64 + algos.ops_bound(&call.coll, size) > MAX_OPS {
                     return Err(error_at(
                         self.name,
                         self.text,
@@ -489,13 +624,111 @@ impl<'a> Parser<'a> {
                         format!("the trace expands into more than {MAX_OPS} operations"),
                     ));
                 }
-                let tag = coll_tag(b.colls);
-                algos.expand(&mut b.prog, b.rank, nranks, tag, &coll);
-                b.colls += 1;
-                b.coll_hash = mix(b.coll_hash, coll_signature(&coll));
+                // The call's number: per group, or among the world-wide collectives (whose
+                // tags are unchanged by groups' existence).
+                let sig = mix(coll_signature(&call.coll), u64::from(call.nonblocking));
+                let tag = match call.group {
+                    Some(g) => {
+                        let e = b.group_colls.entry(g).or_insert((0, 0));
+                        let tag = group_coll_tag(g, e.0);
+                        e.0 += 1;
+                        e.1 = mix(e.1, sig);
+                        tag
+                    }
+                    None => {
+                        let tag = coll_tag(b.colls);
+                        b.colls += 1;
+                        b.coll_hash = mix(b.coll_hash, sig);
+                        tag
+                    }
+                };
+                let expand = |p: &mut SeqProgram| match members {
+                    Some(m) => algos.expand_on(p, m, pos, tag, &call.coll),
+                    None => algos.expand(p, pos, nranks, tag, &call.coll),
+                };
+                if !call.nonblocking {
+                    expand(&mut b.prog);
+                    return Ok(());
+                }
+                let mut own = SeqProgram::new();
+                expand(&mut own);
+                let sinks = b.prog.nonblocking_program(&own);
+                let req = Req::Coll(b.coll_sinks.len());
+                b.coll_sinks.push(sinks);
+                b.outstanding.push((req, name_str));
+                if let Some(n) = name_str {
+                    b.named.insert(n, req);
+                }
                 Ok(())
             }
         }
+    }
+
+    /// `comm NAME RANK…`: a communicator group, world ranks in communicator rank order.
+    fn comm(&mut self, toks: &[Tok], line_end: usize) -> Result<(), ParseError> {
+        let args = &toks[1..];
+        let Some(&nt) = args.first() else {
+            return Err(self.missing(toks, line_end, "a communicator name"));
+        };
+        let name = self.word(nt);
+        if !is_name(name) {
+            return Err(self.err(
+                nt,
+                "a communicator name is letters, digits and `_`, not starting with a digit",
+            ));
+        }
+        if self.group_names.contains_key(name) {
+            return Err(self.err(nt, format!("communicator `{name}` is defined twice")));
+        }
+        if args.len() < 2 {
+            return Err(self.missing(toks, line_end, "the communicator's world ranks"));
+        }
+        if self.groups.len() as u32 >= MAX_GROUPS {
+            return Err(self.err(
+                nt,
+                format!("more than {MAX_GROUPS} communicators (each needs its own tags)"),
+            ));
+        }
+        let mut members = Vec::with_capacity(args.len() - 1);
+        for &t in &args[1..] {
+            members.push(self.rank_arg(t, false)?);
+        }
+        let mut by_rank: Vec<(Rank, u32)> = members
+            .iter()
+            .enumerate()
+            .map(|(i, &r)| (r, i as u32))
+            .collect();
+        by_rank.sort_unstable();
+        if let Some(w) = by_rank.windows(2).find(|w| w[0].0 == w[1].0) {
+            // The second listing is the one to point at.
+            let t = args[1 + w[0].1.max(w[1].1) as usize];
+            return Err(self.err(
+                t,
+                format!("rank {} is listed twice in communicator `{name}`", w[0].0),
+            ));
+        }
+        let g = self.groups.len() as u32;
+        // Members whose blocks are finished called nothing on it (a group is defined before
+        // its first use): they are its reference, so a later member calling on it differs.
+        let reference = members
+            .iter()
+            .find(|&&r| self.builder.as_ref().is_some_and(|b| b.is_defined(r)))
+            .map(|&r| CollRef {
+                rank: r,
+                count: 0,
+                hash: 0,
+            });
+        for &r in &members {
+            self.member_of.entry(r).or_default().push(g);
+        }
+        self.groups.push(Group {
+            name,
+            members,
+            by_rank,
+            reference,
+        });
+        self.group_names.insert(name, g);
+        Ok(())
     }
 
     fn collective(
@@ -505,18 +738,22 @@ impl<'a> Parser<'a> {
         args: &[Tok],
         toks: &[Tok],
         line_end: usize,
-    ) -> Result<Collective, ParseError> {
-        let rooted = matches!(kw, "bcast" | "reduce" | "gather" | "scatter");
-        let sized =
-            rooted || matches!(kw, "allreduce" | "alltoall" | "allgather" | "reducescatter");
-        if !sized && kw != "barrier" {
+    ) -> Result<CollCall, ParseError> {
+        let (base, nonblocking) = match kw.strip_prefix('i') {
+            Some(b) if COLLECTIVES.contains(&b) => (b, true),
+            _ => (kw, false),
+        };
+        if !COLLECTIVES.contains(&base) {
             return Err(self.err(
                 head,
                 "unknown operation (expected compute, send, recv, isend, irecv, wait, waitall, \
-                 barrier, bcast, reduce, allreduce, alltoall, allgather, gather, scatter or \
-                 reducescatter)",
+                 comm, barrier, bcast, reduce, allreduce, alltoall, allgather, gather, scatter, \
+                 reducescatter, scan, exscan, or a collective's nonblocking form such as \
+                 iallreduce)",
             ));
         }
+        let rooted = matches!(base, "bcast" | "reduce" | "gather" | "scatter");
+        let sized = base != "barrier";
         // `root` first, so `bcast 0 8` is told what is wrong rather than that a size is missing.
         if let (true, Some(&t)) = (rooted, args.first()) {
             if self.word(t) != "root" {
@@ -540,20 +777,81 @@ impl<'a> Parser<'a> {
             };
             return Err(self.missing(toks, line_end, what));
         }
-        if let Some(t) = args.get(want) {
-            return Err(self.err(*t, format!("unexpected word after `{kw}`'s arguments")));
+        // `on NAME` (a communicator group) and, for the nonblocking forms, `as NAME`.
+        let mut group: Option<u32> = None;
+        let mut name: Option<Tok> = None;
+        let mut i = want;
+        while let Some(&kt) = args.get(i) {
+            let k = self.word(kt);
+            if !(k == "on" || (k == "as" && nonblocking)) {
+                return Err(self.err(kt, format!("unexpected word after `{kw}`'s arguments")));
+            }
+            let Some(&val) = args.get(i + 1) else {
+                let what = if k == "on" {
+                    "a communicator name"
+                } else {
+                    "a request name"
+                };
+                return Err(self.missing(toks, line_end, what));
+            };
+            if (k == "on" && group.is_some()) || (k == "as" && name.is_some()) {
+                return Err(self.err(kt, format!("`{k}` is given twice")));
+            }
+            let v = self.word(val);
+            if k == "as" {
+                if !is_name(v) {
+                    return Err(self.err(
+                        val,
+                        "a request name is letters, digits and `_`, not starting with a digit",
+                    ));
+                }
+                name = Some(val);
+            } else {
+                let Some(&g) = self.group_names.get(v) else {
+                    return Err(self.err(
+                        val,
+                        "no communicator has this name (define it with `comm NAME RANK…` \
+                         before its first use)",
+                    ));
+                };
+                if let (Some(b), Some(grp)) = (self.block.as_ref(), self.groups.get(g as usize)) {
+                    if grp.position(b.rank).is_none() {
+                        return Err(self.err(
+                            val,
+                            format!("rank {} is not a member of communicator `{v}`", b.rank),
+                        ));
+                    }
+                }
+                group = Some(g);
+            }
+            i += 2;
         }
-        let root = if rooted {
-            self.rank_arg(args[1], false)?
-        } else {
-            0
+        let root = match (rooted, group.and_then(|g| self.groups.get(g as usize))) {
+            (false, _) => 0,
+            (true, None) => self.rank_arg(args[1], false)?,
+            // Within a group the root is a communicator rank, as in MPI.
+            (true, Some(g)) => {
+                let t = args[1];
+                let w = self.word(t);
+                let n = g.members.len() as u64;
+                match w.parse::<u64>() {
+                    Ok(r) if r < n => r as Rank,
+                    _ if !w.is_empty() && w.bytes().all(|b| b.is_ascii_digit()) => {
+                        return Err(self.err(
+                            t,
+                            format!("root is outside communicator `{}`'s ranks 0..{n}", g.name),
+                        ))
+                    }
+                    _ => return Err(self.err(t, "expected a rank")),
+                }
+            }
         };
         let bytes = if sized {
             self.size_arg(args[want - 1])?
         } else {
             0
         };
-        Ok(match kw {
+        let coll = match base {
             "barrier" => Collective::Barrier,
             "bcast" => Collective::Bcast { root, bytes },
             "reduce" => Collective::Reduce {
@@ -569,10 +867,18 @@ impl<'a> Parser<'a> {
             "allgather" => Collective::Allgather { bytes },
             "gather" => Collective::Gather { root, bytes },
             "scatter" => Collective::Scatter { root, bytes },
+            "scan" => Collective::Scan { bytes },
+            "exscan" => Collective::Exscan { bytes },
             _ => Collective::ReduceScatter {
                 counts: BlockCounts::Uniform(bytes),
                 compute_ns: 0,
             },
+        };
+        Ok(CollCall {
+            coll,
+            nonblocking,
+            group,
+            name,
         })
     }
 }
@@ -587,6 +893,9 @@ pub(crate) fn parse(text: &str, name: &str, opts: &ParseOptions) -> Result<Workl
         block: None,
         coll_ref: None,
         total_ops: 0,
+        groups: Vec::new(),
+        group_names: HashMap::new(),
+        member_of: HashMap::new(),
     };
     let bytes = text.as_bytes();
     let mut toks: Vec<Tok> = Vec::new();
@@ -646,6 +955,25 @@ pub(crate) fn parse(text: &str, name: &str, opts: &ParseOptions) -> Result<Workl
                     ),
                 ));
             }
+        }
+    }
+    // Likewise the members of a group without a block, when other members call on it.
+    for g in &p.groups {
+        let Some(r) = g.reference.as_ref().filter(|r| r.count > 0) else {
+            continue;
+        };
+        if let Some(missing) = g.members.iter().find(|&&q| !builder.is_defined(q)) {
+            return Err(error_at(
+                name,
+                text,
+                text.len(),
+                text.len(),
+                format!(
+                    "rank {missing} has no block, but rank {} calls {} collectives on `{}`; \
+                     every member of a communicator must call its collectives",
+                    r.rank, r.count, g.name
+                ),
+            ));
         }
     }
     Ok(builder.finish())

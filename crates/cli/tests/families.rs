@@ -1,0 +1,313 @@
+//! Every call family beyond plain point to point, monitored in real programs: the family
+//! program (crates/pmpi/tests/apps/families.c: matched probes, nonblocking and persistent
+//! collectives, collectives on split and duplicated communicators, neighbourhood collectives,
+//! one-sided with each synchronisation, MPI-4's Isendrecv and partitioned communication) under
+//! Open MPI and MPICH with every count and byte exact; and Debian's NWChem (one-sided MPI
+//! through its ARMCI, a program nobody here wrote) with every function's count equal, call by
+//! call, to what ltrace counted in the same run.
+
+mod mpi_apps;
+use mpi_apps::{calls, compile, exe, need, ok, text, Scratch};
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn monitor(cwd: &Path, dir: &Path, mpi: &str, np: u32, prog: &[&str]) -> Output {
+    let mut c = Command::new("timeout");
+    // A hang guard, not a timing claim: the family program takes about a second.
+    c.args(["-k", "10", "600", exe(), "monitor", "--trace", "-o"])
+        .arg(dir)
+        .arg("--")
+        .arg(format!("mpirun.{mpi}"))
+        .args(["-np", &np.to_string()]);
+    if mpi == "openmpi" {
+        c.arg("--oversubscribe");
+    }
+    c.args(prog)
+        .current_dir(cwd)
+        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
+    c.output().expect("run commperf monitor")
+}
+
+fn summary(dir: &Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(dir.join("summary.json")).expect("summary.json"))
+        .expect("JSON")
+}
+
+/// (count, sent bytes, received bytes) of MPI function `call` on `rank` (0s when not called).
+fn function(j: &Value, rank: u64, call: &str) -> (u64, u64, u64) {
+    j["functions"]
+        .as_array()
+        .expect("functions")
+        .iter()
+        .find(|f| f["rank"].as_u64() == Some(rank) && f["call"] == call)
+        .map_or((0, 0, 0), |f| {
+            (
+                f["count"].as_u64().unwrap(),
+                f["sent_bytes"].as_u64().unwrap(),
+                f["received_bytes"].as_u64().unwrap(),
+            )
+        })
+}
+
+fn families(mpi: &str) {
+    let test = format!("families_{mpi}");
+    need(&test, &[&format!("mpicc.{mpi}"), &format!("mpirun.{mpi}")]);
+    let s = Scratch::new("families", &test);
+    let prog = s.0.join("families");
+    compile(&format!("mpicc.{mpi}"), "families.c", &prog);
+    let dir = s.0.join("mon");
+    let o = monitor(&s.0, &dir, mpi, 4, &[prog.to_str().unwrap()]);
+    ok(&o);
+    let j = summary(&dir);
+    // MPICH 4.0 implements MPI 4.0: the program's MPI-4 part runs there only.
+    let mpi4 = mpi == "mpich";
+    assert_eq!(j["cut_short"], false, "{j}");
+    assert_eq!(j["drops"], 0);
+    assert_eq!(j["unmatched_sends"], 0, "{}", text(&o.stdout));
+    assert_eq!(j["unmatched_recvs"], 0, "{}", text(&o.stdout));
+    // Per rank: 5 Mrecv + 3 Imrecv, and under MPI-4 2 Isendrecv and 2 partitioned messages.
+    let per_rank = 8 + if mpi4 { 4 } else { 0 };
+    assert_eq!(j["matched_messages"], 4 * per_rank, "{}", text(&o.stdout));
+    for r in 0..4u64 {
+        let c = |call: &str| calls(&j, r, call);
+        assert_eq!(c("MPI_Mprobe"), (5, 1000), "rank {r}");
+        assert_eq!(c("MPI_Mrecv"), (5, 1000), "rank {r}");
+        assert_eq!(
+            c("MPI_Improbe"),
+            (3, 900),
+            "rank {r}: only the probes that found one"
+        );
+        assert_eq!(c("MPI_Imrecv"), (3, 900), "rank {r}");
+        // Collectives: the event's bytes are the rank's send buffer (Ialltoall: 2 doubles to
+        // each of 4 ranks).
+        assert_eq!(c("MPI_Ialltoall"), (4, 4 * 64), "rank {r}");
+        assert_eq!(c("MPI_Iallreduce"), (2, 16), "rank {r}");
+        assert_eq!(c("MPI_Ibarrier"), (1, 0), "rank {r}");
+        assert_eq!(c("MPI_Ibcast"), (2, 200), "rank {r}");
+        assert_eq!(
+            c("MPI_Allreduce"),
+            (3, 24),
+            "rank {r}: on the split communicator"
+        );
+        assert_eq!(
+            c("MPI_Alltoall"),
+            (2, 2 * 16),
+            "rank {r}: on the duplicate of world"
+        );
+        // A periodic ring: 2 neighbours, one int to each.
+        assert_eq!(c("MPI_Neighbor_alltoall"), (2, 16), "rank {r}");
+        assert_eq!(c("MPI_Ineighbor_allgather"), (1, 8), "rank {r}");
+        assert_eq!(c("MPI_Put"), (2, 72), "rank {r}");
+        assert_eq!(c("MPI_Get"), (1, 32), "rank {r}");
+        assert_eq!(c("MPI_Accumulate"), (1, 16), "rank {r}");
+        assert_eq!(c("MPI_Rput"), (1, 16), "rank {r}");
+        for (sync, n) in [
+            ("MPI_Win_fence", 3),
+            ("MPI_Win_lock", 1),
+            ("MPI_Win_unlock", 1),
+            ("MPI_Win_lock_all", 1),
+            ("MPI_Win_unlock_all", 1),
+            ("MPI_Win_flush_all", 1),
+            ("MPI_Win_post", 1),
+            ("MPI_Win_start", 1),
+            ("MPI_Win_complete", 1),
+            ("MPI_Win_wait", 1),
+        ] {
+            assert_eq!(c(sync).0, n, "rank {r} {sync}");
+        }
+        if mpi4 {
+            assert_eq!(c("MPI_Isendrecv(send)"), (2, 80), "rank {r}");
+            assert_eq!(c("MPI_Isendrecv(recv)"), (2, 80), "rank {r}");
+            assert_eq!(c("MPI_Start(MPI_Allreduce_init)"), (3, 24), "rank {r}");
+            assert_eq!(
+                c("MPI_Start(send)"),
+                (2, 320),
+                "rank {r}: 4 partitions x 10 ints"
+            );
+            assert_eq!(c("MPI_Start(recv)"), (2, 320), "rank {r}");
+        }
+        // Every function, counted and timed, bytes by the buffer arguments.
+        let f = |call: &str| function(&j, r, call);
+        assert_eq!(f("MPI_Comm_rank").0, 8, "rank {r}");
+        assert_eq!(f("MPI_Wtime").0, 5, "rank {r}");
+        assert_eq!(f("MPI_Init").0, 1, "rank {r}");
+        assert_eq!(f("MPI_Finalize").0, 1, "rank {r}");
+        assert_eq!(f("MPI_Comm_split").0, 1, "rank {r}");
+        assert_eq!(f("MPI_Comm_dup").0, 1, "rank {r}");
+        assert_eq!(f("MPI_Cart_create").0, 1, "rank {r}");
+        assert_eq!(f("MPI_Win_allocate").0, 1, "rank {r}");
+        assert_eq!(f("MPI_Mrecv"), (5, 0, 1000), "rank {r}");
+        assert_eq!(
+            f("MPI_Mprobe"),
+            (5, 0, 0),
+            "rank {r}: a probe receives nothing"
+        );
+        assert_eq!(f("MPI_Ialltoall"), (4, 256, 256), "rank {r}");
+        assert_eq!(f("MPI_Alltoall"), (2, 32, 32), "rank {r}");
+        assert_eq!(
+            f("MPI_Ibcast"),
+            (
+                2,
+                if r == 0 { 200 } else { 0 },
+                if r == 0 { 0 } else { 200 }
+            ),
+            "rank {r}: the root sends its buffer, the others receive it"
+        );
+        assert_eq!(f("MPI_Get"), (1, 0, 32), "rank {r}");
+        assert_eq!(f("MPI_Put"), (2, 72, 0), "rank {r}");
+        // The Waits: Mprobe's 5 Isends, 3 Imrecv, 4 Ialltoall, 2 Ibcast, 1 Ineighbor, 1 Rput
+        // (+ MPI-4: 2 Isendrecv, 3 persistent allreduce, 2 x 2 partitioned); the Imrecv
+        // (and Isendrecv, partitioned) receives counted where they completed.
+        let (waits, wait_recv) = if mpi4 {
+            (16 + 9, 900 + 80 + 320)
+        } else {
+            (16, 900)
+        };
+        assert_eq!(f("MPI_Wait"), (waits, 0, wait_recv), "rank {r}");
+        assert_eq!(f("MPI_Waitall").0, 1, "rank {r}");
+        // Time in the call: the mean lies between the shortest and the longest.
+        for fs in j["functions"].as_array().unwrap() {
+            let (min, mean, max) = (
+                fs["min_ns"].as_u64().unwrap() as f64,
+                fs["mean_ns"].as_f64().unwrap(),
+                fs["max_ns"].as_u64().unwrap() as f64,
+            );
+            assert!(min <= mean + 1e-9 && mean <= max + 1e-9, "{fs}");
+        }
+    }
+    // Each communicator's members are known: split by parity, and the duplicate of world.
+    let t = text(&o.stdout);
+    assert!(t.contains("MPI functions"), "{t}");
+}
+
+#[test]
+#[cfg_attr(
+    not(commperf_has_openmpi),
+    ignore = "needs Open MPI (mpicc.openmpi, mpirun.openmpi: apt-get install libopenmpi-dev openmpi-bin)"
+)]
+fn families_openmpi() {
+    families("openmpi");
+}
+
+#[test]
+#[cfg_attr(
+    not(commperf_has_mpich),
+    ignore = "needs MPICH (mpicc.mpich, mpirun.mpich: apt-get install libmpich-dev mpich)"
+)]
+fn families_mpich() {
+    families("mpich");
+}
+
+/// `ltrace -c`'s table: function → calls.
+fn ltrace_counts(path: &Path) -> BTreeMap<String, u64> {
+    let t = std::fs::read_to_string(path).expect("ltrace output");
+    t.lines()
+        .filter_map(|l| {
+            let w: Vec<&str> = l.split_whitespace().collect();
+            (w.len() == 5).then(|| Some((w[4].to_string(), w[3].parse().ok()?)))?
+        })
+        .collect()
+}
+
+/// NWChem's SCF on water over 2 ranks, under ltrace and the monitor at once: every MPI function
+/// the monitor counted, ltrace counted as often (its calls from Fortran, `mpi_x_`, folded into
+/// `MPI_X` as the monitor counts them), and the one-sided traffic is recorded.
+#[test]
+#[cfg_attr(
+    not(commperf_has_nwchem),
+    ignore = "needs Debian's NWChem and ltrace (apt-get install nwchem-openmpi ltrace)"
+)]
+fn nwchem_counts_equal_ltrace_call_by_call() {
+    need("nwchem", &["nwchem.openmpi", "mpirun.openmpi", "ltrace"]);
+    let s = Scratch::new("families", "nwchem");
+    std::fs::write(
+        s.0.join("h2o.nw"),
+        "start h2o\ngeometry units angstrom\n  O 0.000 0.000 0.000\n  H 0.000 0.757 0.587\n  \
+         H 0.000 -0.757 0.587\nend\nbasis\n  * library sto-3g\nend\ntask scf energy\n",
+    )
+    .unwrap();
+    let dir = s.0.join("mon");
+    // ltrace counts the calls the program makes through its PLT (C and Fortran symbols); the
+    // monitor's wrappers are what those calls reach.
+    let o = monitor(
+        &s.0,
+        &dir,
+        "openmpi",
+        2,
+        &[
+            "sh",
+            "-c",
+            "exec ltrace -c -o lt.$OMPI_COMM_WORLD_RANK.txt -e 'MPI_*+mpi_*' nwchem.openmpi h2o.nw",
+        ],
+    );
+    ok(&o);
+    assert!(
+        text(&o.stdout).contains("Total SCF energy =    -74.96306"),
+        "{}",
+        text(&o.stdout)
+    );
+    let j = summary(&dir);
+    assert_eq!(j["cut_short"], false);
+    assert_eq!(j["unmatched_sends"], 0);
+    for r in 0..2u64 {
+        let mut lt: BTreeMap<String, u64> = BTreeMap::new();
+        for (name, n) in ltrace_counts(&s.0.join(format!("lt.{r}.txt"))) {
+            let c = match name.strip_suffix('_') {
+                // Fortran's mpi_wtime_ is MPI_Wtime: the standard's C name, capitalized.
+                Some(f) => {
+                    let c = f.strip_prefix("mpi_").unwrap_or(f);
+                    let mut ch = c.chars();
+                    let first = ch.next().map(|x| x.to_ascii_uppercase()).unwrap_or('_');
+                    format!("MPI_{first}{}", ch.as_str())
+                }
+                None => name,
+            };
+            *lt.entry(c).or_default() += n;
+        }
+        let ours: BTreeMap<String, u64> = j["functions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|f| f["rank"].as_u64() == Some(r))
+            .map(|f| {
+                (
+                    f["call"].as_str().unwrap().to_string(),
+                    f["count"].as_u64().unwrap(),
+                )
+            })
+            .collect();
+        // Calls before MPI_Init are outside the monitored run (MPI_Initialized may be asked
+        // then); everything else is equal.
+        let mut differ = Vec::new();
+        for k in ours.keys().chain(lt.keys()) {
+            let (a, b) = (
+                ours.get(k).copied().unwrap_or(0),
+                lt.get(k).copied().unwrap_or(0),
+            );
+            let before_init = k == "MPI_Initialized" && b == a + 1;
+            if a != b && !before_init && !differ.iter().any(|(x, _, _)| x == k) {
+                differ.push((k.clone(), a, b));
+            }
+        }
+        assert!(
+            differ.is_empty(),
+            "rank {r}: (function, monitor, ltrace): {differ:?}"
+        );
+        assert!(
+            ours.get("MPI_Accumulate").copied().unwrap_or(0) > 100,
+            "{ours:?}"
+        );
+        // The one-sided transfers are recorded, as many as were called.
+        for call in [
+            "MPI_Accumulate",
+            "MPI_Get_accumulate",
+            "MPI_Fetch_and_op",
+            "MPI_Win_flush_all",
+        ] {
+            assert_eq!(calls(&j, r, call).0, ours[call], "rank {r} {call}");
+        }
+    }
+}

@@ -1,0 +1,690 @@
+/* The call families beyond csrc/shim.c's point to point and blocking collectives, each recorded
+ * as events the reader and the trace understand. Included by shim.c (its helpers, kinds and
+ * wrappers' ENTER/LEAVE); compiled once per MPI library. Functions of MPI-4.0 are wrapped only
+ * where the library's mpi.h declares them (CPMPI_HAVE_*, from build.rs).
+ *
+ * - Matched probes: MPI_Mprobe/Improbe are probes; MPI_Mrecv/Imrecv receives (matched with the
+ *   sends like any receive), on the communicator the probe named (remembered per message handle).
+ * - Nonblocking collectives: one event from the starting call to the call that completed it
+ *   (the Wait/Test family), with the blocking form's bytes; persistent ones (MPI-4 MPI_X_init) the
+ *   same per MPI_Start, flagged F_PERSISTENT.
+ * - Neighbourhood collectives: one event per call; bytes over the topology's neighbours.
+ * - One-sided: each transfer an event to the target's world rank (bytes of the origin buffer;
+ *   request-based ones from start to completion); each synchronisation call an event, so the
+ *   epochs can be rebuilt.
+ * - MPI-4: MPI_Isendrecv(_replace) as a send and a receive completed by one request; partitioned
+ *   send/receive (MPI_Psend_init/Precv_init) as one message of all partitions per MPI_Start.
+ */
+
+#define NO_ROOT INT32_MIN
+
+/* A started collective, kept until the call that completes its request. */
+static void post_coll(int kind, int root, MPI_Comm comm, uint64_t bytes, uint64_t t0, uint64_t t1,
+                      MPI_Request req, int flags) {
+    cev e;
+    uint32_t id;
+    if (!MONITORING()) return;
+    int w = root != NO_ROOT && root >= 0 ? to_world(comm, root, &id) : (to_world(comm, 0, &id), -1);
+    fill(&e, kind, w, -1, id, bytes, t0, t1);
+    e.flags = (uint8_t)flags;
+    e.comm_handle = HKEY(comm);
+    cpmpi_rt_post(table_for_post(), HKEY(req), &e);
+}
+
+/* ---- matched probes ------------------------------------------------------------------------ */
+
+/* Message handle -> the communicator its probe named: MPI_Mrecv takes no communicator. A probe
+ * and its receive are normally one after the other, so a small table (oldest entry replaced)
+ * does. */
+#define NMSG 64
+static struct { uint64_t msg, comm; } msgs[NMSG];
+static unsigned msg_next = 0;
+static pthread_mutex_t msg_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void msg_remember(MPI_Message m, MPI_Comm c) {
+    if (m == MPI_MESSAGE_NULL || m == MPI_MESSAGE_NO_PROC) return;
+    pthread_mutex_lock(&msg_lock);
+    int slot = -1;
+    for (int i = 0; i < NMSG && slot < 0; i++) if (msgs[i].msg == HKEY(m)) slot = i;
+    if (slot < 0) slot = (int)(msg_next++ % NMSG);
+    msgs[slot].msg = HKEY(m);
+    msgs[slot].comm = HKEY(c);
+    pthread_mutex_unlock(&msg_lock);
+}
+
+/* The communicator of message `m` (forgotten: a message is received once); MPI_COMM_WORLD when
+ * unknown (probed before monitoring started). */
+static MPI_Comm msg_take(MPI_Message m) {
+    MPI_Comm c = MPI_COMM_WORLD;
+    pthread_mutex_lock(&msg_lock);
+    for (int i = 0; i < NMSG; i++)
+        if (msgs[i].msg == HKEY(m)) { c = COMM_OF(msgs[i].comm); msgs[i].msg = 0; break; }
+    pthread_mutex_unlock(&msg_lock);
+    return c;
+}
+
+int MPI_Mprobe(int src, int tag, MPI_Comm comm, MPI_Message *msg, MPI_Status *status) {
+    if (!ENTER(FN_Mprobe)) return PMPI_Mprobe(src, tag, comm, msg, status);
+    MPI_Status own;
+    MPI_Status *st = status == MPI_STATUS_IGNORE ? &own : status;
+    uint64_t t0 = cur_t0;
+    int rc = PMPI_Mprobe(src, tag, comm, msg, st);
+    uint64_t t1 = (cur_t1 = STAMP());
+    if (rc == MPI_SUCCESS) {
+        msg_remember(*msg, comm);
+        rec_recv(K_MPROBE, src == MPI_ANY_SOURCE ? F_ANY_SOURCE : 0, comm, st, t0, t1);
+    }
+    LEAVE();
+    return rc;
+}
+
+int MPI_Improbe(int src, int tag, MPI_Comm comm, int *flag, MPI_Message *msg, MPI_Status *status) {
+    if (!ENTER(FN_Improbe)) return PMPI_Improbe(src, tag, comm, flag, msg, status);
+    MPI_Status own;
+    MPI_Status *st = status == MPI_STATUS_IGNORE ? &own : status;
+    int rc = PMPI_Improbe(src, tag, comm, flag, msg, st);
+    if (rc == MPI_SUCCESS && *flag) {
+        uint64_t t1 = (cur_t1 = STAMP());
+        msg_remember(*msg, comm);
+        rec_recv(K_IMPROBE, src == MPI_ANY_SOURCE ? F_ANY_SOURCE : 0, comm, st, t1, t1);
+    }
+    LEAVE();
+    return rc;
+}
+
+int MPI_Mrecv(void *buf, int count, MPI_Datatype dt, MPI_Message *msg, MPI_Status *status) {
+    if (!ENTER(FN_Mrecv)) return PMPI_Mrecv(buf, count, dt, msg, status);
+    MPI_Status own;
+    MPI_Status *st = status == MPI_STATUS_IGNORE ? &own : status;
+    MPI_Comm comm = msg_take(*msg);
+    uint64_t t0 = cur_t0;
+    int rc = PMPI_Mrecv(buf, count, dt, msg, st);
+    uint64_t t1 = (cur_t1 = STAMP());
+    if (rc == MPI_SUCCESS) rec_recv(K_MRECV, 0, comm, st, t0, t1);
+    LEAVE();
+    return rc;
+}
+
+int MPI_Imrecv(void *buf, int count, MPI_Datatype dt, MPI_Message *msg, MPI_Request *req) {
+    if (!ENTER(FN_Imrecv)) return PMPI_Imrecv(buf, count, dt, msg, req);
+    MPI_Comm comm = msg_take(*msg);
+    int no_proc = *msg == MPI_MESSAGE_NO_PROC;
+    uint64_t t0 = cur_t0;
+    int rc = PMPI_Imrecv(buf, count, dt, msg, req);
+    uint64_t t1 = (cur_t1 = STAMP());
+    /* The source is the status's at completion (MPI_ANY_SOURCE here only as "not yet known"). */
+    if (rc == MPI_SUCCESS && !no_proc)
+        post(K_IMRECV, 0, MPI_ANY_SOURCE, MPI_ANY_TAG, comm, type_bytes(dt, count), t0, t1, *req);
+    LEAVE();
+    return rc;
+}
+
+/* ---- nonblocking collectives ----------------------------------------------------------------- */
+
+/* SENT, RECEIVED as COLL_BODY's: the start call counts the buffers' bytes. */
+#define NBC_BODY(FN, KIND, ROOT, COMM, BYTES, SENT, RECEIVED, CALL, REQ)                         \
+    if (!ENTER(FN)) return CALL;                                                                 \
+    uint64_t t0 = cur_t0;                                                                        \
+    int rc = CALL;                                                                               \
+    uint64_t t1 = (cur_t1 = STAMP());                                                            \
+    if (rc == MPI_SUCCESS && MONITORING()) {                                                     \
+        post_coll(KIND, ROOT, COMM, BYTES, t0, t1, *(REQ), 0);                                   \
+        cur_sent += (SENT);                                                                      \
+        cur_received += (RECEIVED);                                                              \
+    }                                                                                            \
+    LEAVE();                                                                                     \
+    return rc;
+
+static uint64_t sum_w(const int *c, const MPI_Datatype *t, MPI_Comm comm) {
+    uint64_t s = 0;
+    if (!c || !t) return 0;
+    int n = (int)csize(comm);
+    for (int i = 0; i < n; i++) s += type_bytes(t[i], c[i]);
+    return s;
+}
+
+int MPI_Ibarrier(MPI_Comm comm, MPI_Request *req) {
+    NBC_BODY(FN_Ibarrier, K_IBARRIER, NO_ROOT, comm, 0, 0, 0, PMPI_Ibarrier(comm, req), req)
+}
+int MPI_Ibcast(void *buf, int count, MPI_Datatype dt, int root, MPI_Comm comm, MPI_Request *req) {
+    NBC_BODY(FN_Ibcast, K_IBCAST, root, comm, type_bytes(dt, count),
+             ISROOT(root, comm) ? type_bytes(dt, count) : 0, ISROOT(root, comm) ? 0 : type_bytes(dt, count),
+             PMPI_Ibcast(buf, count, dt, root, comm, req), req)
+}
+int MPI_Ireduce(const void *s, void *r, int count, MPI_Datatype dt, MPI_Op op, int root, MPI_Comm comm,
+                MPI_Request *req) {
+    NBC_BODY(FN_Ireduce, K_IREDUCE, root, comm, type_bytes(dt, count), type_bytes(dt, count),
+             ISROOT(root, comm) ? type_bytes(dt, count) : 0, PMPI_Ireduce(s, r, count, dt, op, root, comm, req), req)
+}
+int MPI_Iallreduce(const void *s, void *r, int count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm,
+                   MPI_Request *req) {
+    NBC_BODY(FN_Iallreduce, K_IALLREDUCE, NO_ROOT, comm, type_bytes(dt, count), type_bytes(dt, count),
+             type_bytes(dt, count), PMPI_Iallreduce(s, r, count, dt, op, comm, req), req)
+}
+int MPI_Igather(const void *s, int sc, MPI_Datatype st, void *r, int rc_, MPI_Datatype rt, int root,
+                MPI_Comm comm, MPI_Request *req) {
+    NBC_BODY(FN_Igather, K_IGATHER, root, comm, type_bytes(st, sc), type_bytes(st, sc),
+             ISROOT(root, comm) ? type_bytes(rt, rc_) * csize(comm) : 0,
+             PMPI_Igather(s, sc, st, r, rc_, rt, root, comm, req), req)
+}
+int MPI_Igatherv(const void *s, int sc, MPI_Datatype st, void *r, const int rcs[], const int displs[],
+                 MPI_Datatype rt, int root, MPI_Comm comm, MPI_Request *req) {
+    NBC_BODY(FN_Igatherv, K_IGATHERV, root, comm, type_bytes(st, sc), type_bytes(st, sc),
+             ISROOT(root, comm) ? sum_counts(rcs, rt, comm) : 0,
+             PMPI_Igatherv(s, sc, st, r, rcs, displs, rt, root, comm, req), req)
+}
+int MPI_Iscatter(const void *s, int sc, MPI_Datatype st, void *r, int rc_, MPI_Datatype rt, int root,
+                 MPI_Comm comm, MPI_Request *req) {
+    NBC_BODY(FN_Iscatter, K_ISCATTER, root, comm, type_bytes(rt, rc_),
+             ISROOT(root, comm) ? type_bytes(st, sc) * csize(comm) : 0, type_bytes(rt, rc_),
+             PMPI_Iscatter(s, sc, st, r, rc_, rt, root, comm, req), req)
+}
+int MPI_Iscatterv(const void *s, const int scs[], const int displs[], MPI_Datatype st, void *r, int rc_,
+                  MPI_Datatype rt, int root, MPI_Comm comm, MPI_Request *req) {
+    NBC_BODY(FN_Iscatterv, K_ISCATTERV, root, comm, type_bytes(rt, rc_),
+             ISROOT(root, comm) ? sum_counts(scs, st, comm) : 0, type_bytes(rt, rc_),
+             PMPI_Iscatterv(s, scs, displs, st, r, rc_, rt, root, comm, req), req)
+}
+int MPI_Iallgather(const void *s, int sc, MPI_Datatype st, void *r, int rc_, MPI_Datatype rt, MPI_Comm comm,
+                   MPI_Request *req) {
+    NBC_BODY(FN_Iallgather, K_IALLGATHER, NO_ROOT, comm, type_bytes(st, sc), type_bytes(st, sc),
+             type_bytes(rt, rc_) * csize(comm), PMPI_Iallgather(s, sc, st, r, rc_, rt, comm, req), req)
+}
+int MPI_Iallgatherv(const void *s, int sc, MPI_Datatype st, void *r, const int rcs[], const int displs[],
+                    MPI_Datatype rt, MPI_Comm comm, MPI_Request *req) {
+    NBC_BODY(FN_Iallgatherv, K_IALLGATHERV, NO_ROOT, comm, type_bytes(st, sc), type_bytes(st, sc),
+             sum_counts(rcs, rt, comm), PMPI_Iallgatherv(s, sc, st, r, rcs, displs, rt, comm, req), req)
+}
+int MPI_Ialltoall(const void *s, int sc, MPI_Datatype st, void *r, int rc_, MPI_Datatype rt, MPI_Comm comm,
+                  MPI_Request *req) {
+    NBC_BODY(FN_Ialltoall, K_IALLTOALL, NO_ROOT, comm, type_bytes(st, sc) * csize(comm),
+             type_bytes(st, sc) * csize(comm), type_bytes(rt, rc_) * csize(comm),
+             PMPI_Ialltoall(s, sc, st, r, rc_, rt, comm, req), req)
+}
+int MPI_Ialltoallv(const void *s, const int scs[], const int sd[], MPI_Datatype st, void *r, const int rcs[],
+                   const int rd[], MPI_Datatype rt, MPI_Comm comm, MPI_Request *req) {
+    NBC_BODY(FN_Ialltoallv, K_IALLTOALLV, NO_ROOT, comm, sum_counts(scs, st, comm), sum_counts(scs, st, comm),
+             sum_counts(rcs, rt, comm), PMPI_Ialltoallv(s, scs, sd, st, r, rcs, rd, rt, comm, req), req)
+}
+int MPI_Ialltoallw(const void *s, const int scs[], const int sd[], const MPI_Datatype sts[], void *r,
+                   const int rcs[], const int rd[], const MPI_Datatype rts[], MPI_Comm comm, MPI_Request *req) {
+    NBC_BODY(FN_Ialltoallw, K_IALLTOALLW, NO_ROOT, comm, sum_w(scs, sts, comm), sum_w(scs, sts, comm),
+             sum_w(rcs, rts, comm), PMPI_Ialltoallw(s, scs, sd, sts, r, rcs, rd, rts, comm, req), req)
+}
+int MPI_Ireduce_scatter(const void *s, void *r, const int rcs[], MPI_Datatype dt, MPI_Op op, MPI_Comm comm,
+                        MPI_Request *req) {
+    NBC_BODY(FN_Ireduce_scatter, K_IREDUCE_SCATTER, NO_ROOT, comm, sum_counts(rcs, dt, comm),
+             sum_counts(rcs, dt, comm), type_bytes(dt, rcs[crank(comm)]),
+             PMPI_Ireduce_scatter(s, r, rcs, dt, op, comm, req), req)
+}
+int MPI_Ireduce_scatter_block(const void *s, void *r, int rc_, MPI_Datatype dt, MPI_Op op, MPI_Comm comm,
+                              MPI_Request *req) {
+    NBC_BODY(FN_Ireduce_scatter_block, K_IREDUCE_SCATTER_BLOCK, NO_ROOT, comm, type_bytes(dt, rc_) * csize(comm),
+             type_bytes(dt, rc_) * csize(comm), type_bytes(dt, rc_),
+             PMPI_Ireduce_scatter_block(s, r, rc_, dt, op, comm, req), req)
+}
+int MPI_Iscan(const void *s, void *r, int count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm, MPI_Request *req) {
+    NBC_BODY(FN_Iscan, K_ISCAN, NO_ROOT, comm, type_bytes(dt, count), type_bytes(dt, count), type_bytes(dt, count),
+             PMPI_Iscan(s, r, count, dt, op, comm, req), req)
+}
+int MPI_Iexscan(const void *s, void *r, int count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm, MPI_Request *req) {
+    NBC_BODY(FN_Iexscan, K_IEXSCAN, NO_ROOT, comm, type_bytes(dt, count), type_bytes(dt, count), type_bytes(dt, count),
+             PMPI_Iexscan(s, r, count, dt, op, comm, req), req)
+}
+int MPI_Alltoallw(const void *s, const int scs[], const int sd[], const MPI_Datatype sts[], void *r,
+                  const int rcs[], const int rd[], const MPI_Datatype rts[], MPI_Comm comm) {
+    COLL_BODY(FN_Alltoallw, K_ALLTOALLW, -1, comm, sum_w(scs, sts, comm), sum_w(scs, sts, comm),
+              sum_w(rcs, rts, comm), PMPI_Alltoallw(s, scs, sd, sts, r, rcs, rd, rts, comm))
+}
+
+/* ---- persistent collectives (MPI-4.0) ----------------------------------------------------- */
+
+__attribute__((unused)) static void pinit_register_coll(int kind, int root, MPI_Comm comm, uint64_t bytes, MPI_Request req) {
+    pinit p = {HKEY(req), HKEY(comm), bytes, root, -1, 0, 0, (uint8_t)kind};
+    if (p.key <= 1) return;
+    pthread_mutex_lock(&pinit_lock);
+    pinit_put_locked(&p);
+    pthread_mutex_unlock(&pinit_lock);
+}
+
+/* Registered whenever tracking (as the point-to-point inits); counted when entered. */
+#define PCOLL_BODY(FN, KIND, ROOT, COMM, BYTES, CALL, REQ)                                       \
+    int in_ = ENTER(FN);                                                                         \
+    int rc = CALL;                                                                               \
+    if (rc == MPI_SUCCESS && TRACKING()) pinit_register_coll(KIND, ROOT, COMM, BYTES, *(REQ));   \
+    if (in_) LEAVE();                                                                            \
+    return rc;
+
+#if defined(CPMPI_HAVE_Barrier_init)
+int MPI_Barrier_init(MPI_Comm comm, MPI_Info info, MPI_Request *req) {
+    PCOLL_BODY(FN_Barrier_init, K_IBARRIER, NO_ROOT, comm, 0, PMPI_Barrier_init(comm, info, req), req)
+}
+#endif
+#if defined(CPMPI_HAVE_Bcast_init)
+int MPI_Bcast_init(void *buf, int count, MPI_Datatype dt, int root, MPI_Comm comm, MPI_Info info,
+                   MPI_Request *req) {
+    PCOLL_BODY(FN_Bcast_init, K_IBCAST, root, comm, type_bytes(dt, count),
+               PMPI_Bcast_init(buf, count, dt, root, comm, info, req), req)
+}
+#endif
+#if defined(CPMPI_HAVE_Reduce_init)
+int MPI_Reduce_init(const void *s, void *r, int count, MPI_Datatype dt, MPI_Op op, int root, MPI_Comm comm,
+                    MPI_Info info, MPI_Request *req) {
+    PCOLL_BODY(FN_Reduce_init, K_IREDUCE, root, comm, type_bytes(dt, count),
+               PMPI_Reduce_init(s, r, count, dt, op, root, comm, info, req), req)
+}
+#endif
+#if defined(CPMPI_HAVE_Allreduce_init)
+int MPI_Allreduce_init(const void *s, void *r, int count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm,
+                       MPI_Info info, MPI_Request *req) {
+    PCOLL_BODY(FN_Allreduce_init, K_IALLREDUCE, NO_ROOT, comm, type_bytes(dt, count),
+               PMPI_Allreduce_init(s, r, count, dt, op, comm, info, req), req)
+}
+#endif
+#if defined(CPMPI_HAVE_Gather_init)
+int MPI_Gather_init(const void *s, int sc, MPI_Datatype st, void *r, int rc_, MPI_Datatype rt, int root,
+                    MPI_Comm comm, MPI_Info info, MPI_Request *req) {
+    PCOLL_BODY(FN_Gather_init, K_IGATHER, root, comm, type_bytes(st, sc),
+               PMPI_Gather_init(s, sc, st, r, rc_, rt, root, comm, info, req), req)
+}
+#endif
+#if defined(CPMPI_HAVE_Scatter_init)
+int MPI_Scatter_init(const void *s, int sc, MPI_Datatype st, void *r, int rc_, MPI_Datatype rt, int root,
+                     MPI_Comm comm, MPI_Info info, MPI_Request *req) {
+    PCOLL_BODY(FN_Scatter_init, K_ISCATTER, root, comm, type_bytes(rt, rc_),
+               PMPI_Scatter_init(s, sc, st, r, rc_, rt, root, comm, info, req), req)
+}
+#endif
+#if defined(CPMPI_HAVE_Allgather_init)
+int MPI_Allgather_init(const void *s, int sc, MPI_Datatype st, void *r, int rc_, MPI_Datatype rt,
+                       MPI_Comm comm, MPI_Info info, MPI_Request *req) {
+    PCOLL_BODY(FN_Allgather_init, K_IALLGATHER, NO_ROOT, comm, type_bytes(st, sc),
+               PMPI_Allgather_init(s, sc, st, r, rc_, rt, comm, info, req), req)
+}
+#endif
+#if defined(CPMPI_HAVE_Alltoall_init)
+int MPI_Alltoall_init(const void *s, int sc, MPI_Datatype st, void *r, int rc_, MPI_Datatype rt,
+                      MPI_Comm comm, MPI_Info info, MPI_Request *req) {
+    PCOLL_BODY(FN_Alltoall_init, K_IALLTOALL, NO_ROOT, comm, type_bytes(st, sc) * csize(comm),
+               PMPI_Alltoall_init(s, sc, st, r, rc_, rt, comm, info, req), req)
+}
+#endif
+#if defined(CPMPI_HAVE_Reduce_scatter_block_init)
+int MPI_Reduce_scatter_block_init(const void *s, void *r, int rc_, MPI_Datatype dt, MPI_Op op, MPI_Comm comm,
+                                  MPI_Info info, MPI_Request *req) {
+    PCOLL_BODY(FN_Reduce_scatter_block_init, K_IREDUCE_SCATTER_BLOCK, NO_ROOT, comm,
+               type_bytes(dt, rc_) * csize(comm), PMPI_Reduce_scatter_block_init(s, r, rc_, dt, op, comm, info, req),
+               req)
+}
+#endif
+#if defined(CPMPI_HAVE_Scan_init)
+int MPI_Scan_init(const void *s, void *r, int count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm, MPI_Info info,
+                  MPI_Request *req) {
+    PCOLL_BODY(FN_Scan_init, K_ISCAN, NO_ROOT, comm, type_bytes(dt, count),
+               PMPI_Scan_init(s, r, count, dt, op, comm, info, req), req)
+}
+#endif
+#if defined(CPMPI_HAVE_Exscan_init)
+int MPI_Exscan_init(const void *s, void *r, int count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm, MPI_Info info,
+                    MPI_Request *req) {
+    PCOLL_BODY(FN_Exscan_init, K_IEXSCAN, NO_ROOT, comm, type_bytes(dt, count),
+               PMPI_Exscan_init(s, r, count, dt, op, comm, info, req), req)
+}
+#endif
+
+/* ---- neighbourhood collectives ------------------------------------------------------------- */
+
+/* This rank's in- and out-degree in `comm`'s topology (0, 0 without one). */
+static void degrees(MPI_Comm comm, int *in, int *out) {
+    int kind = MPI_UNDEFINED, n = 0, w = 0;
+    *in = *out = 0;
+    PMPI_Topo_test(comm, &kind);
+    if (kind == MPI_CART) {
+        PMPI_Cartdim_get(comm, &n);
+        *in = *out = 2 * n;
+    } else if (kind == MPI_GRAPH) {
+        PMPI_Graph_neighbors_count(comm, crank(comm), &n);
+        *in = *out = n;
+    } else if (kind == MPI_DIST_GRAPH) {
+        PMPI_Dist_graph_neighbors_count(comm, in, out, &w);
+    }
+}
+static inline uint64_t outdeg(MPI_Comm c) { int i, o; degrees(c, &i, &o); return (uint64_t)o; }
+static inline uint64_t indeg(MPI_Comm c) { int i, o; degrees(c, &i, &o); return (uint64_t)i; }
+static uint64_t sum_deg(const int *c, MPI_Datatype t, int n) {
+    uint64_t s = 0;
+    if (!c) return 0;
+    for (int i = 0; i < n; i++) s += (uint64_t)c[i];
+    return type_bytes(t, 1) * s;
+}
+static uint64_t sum_deg_w(const int *c, const MPI_Datatype *t, int n) {
+    uint64_t s = 0;
+    if (!c || !t) return 0;
+    for (int i = 0; i < n; i++) s += type_bytes(t[i], c[i]);
+    return s;
+}
+
+int MPI_Neighbor_allgather(const void *s, int sc, MPI_Datatype st, void *r, int rc_, MPI_Datatype rt,
+                           MPI_Comm comm) {
+    COLL_BODY(FN_Neighbor_allgather, K_NEIGHBOR_ALLGATHER, -1, comm, type_bytes(st, sc) * outdeg(comm),
+              type_bytes(st, sc) * outdeg(comm), type_bytes(rt, rc_) * indeg(comm),
+              PMPI_Neighbor_allgather(s, sc, st, r, rc_, rt, comm))
+}
+int MPI_Neighbor_allgatherv(const void *s, int sc, MPI_Datatype st, void *r, const int rcs[],
+                            const int displs[], MPI_Datatype rt, MPI_Comm comm) {
+    COLL_BODY(FN_Neighbor_allgatherv, K_NEIGHBOR_ALLGATHERV, -1, comm, type_bytes(st, sc) * outdeg(comm),
+              type_bytes(st, sc) * outdeg(comm), sum_deg(rcs, rt, (int)indeg(comm)),
+              PMPI_Neighbor_allgatherv(s, sc, st, r, rcs, displs, rt, comm))
+}
+int MPI_Neighbor_alltoall(const void *s, int sc, MPI_Datatype st, void *r, int rc_, MPI_Datatype rt,
+                          MPI_Comm comm) {
+    COLL_BODY(FN_Neighbor_alltoall, K_NEIGHBOR_ALLTOALL, -1, comm, type_bytes(st, sc) * outdeg(comm),
+              type_bytes(st, sc) * outdeg(comm), type_bytes(rt, rc_) * indeg(comm),
+              PMPI_Neighbor_alltoall(s, sc, st, r, rc_, rt, comm))
+}
+int MPI_Neighbor_alltoallv(const void *s, const int scs[], const int sd[], MPI_Datatype st, void *r,
+                           const int rcs[], const int rd[], MPI_Datatype rt, MPI_Comm comm) {
+    COLL_BODY(FN_Neighbor_alltoallv, K_NEIGHBOR_ALLTOALLV, -1, comm, sum_deg(scs, st, (int)outdeg(comm)),
+              sum_deg(scs, st, (int)outdeg(comm)), sum_deg(rcs, rt, (int)indeg(comm)),
+              PMPI_Neighbor_alltoallv(s, scs, sd, st, r, rcs, rd, rt, comm))
+}
+int MPI_Neighbor_alltoallw(const void *s, const int scs[], const MPI_Aint sd[], const MPI_Datatype sts[],
+                           void *r, const int rcs[], const MPI_Aint rd[], const MPI_Datatype rts[],
+                           MPI_Comm comm) {
+    COLL_BODY(FN_Neighbor_alltoallw, K_NEIGHBOR_ALLTOALLW, -1, comm, sum_deg_w(scs, sts, (int)outdeg(comm)),
+              sum_deg_w(scs, sts, (int)outdeg(comm)), sum_deg_w(rcs, rts, (int)indeg(comm)),
+              PMPI_Neighbor_alltoallw(s, scs, sd, sts, r, rcs, rd, rts, comm))
+}
+int MPI_Ineighbor_allgather(const void *s, int sc, MPI_Datatype st, void *r, int rc_, MPI_Datatype rt,
+                            MPI_Comm comm, MPI_Request *req) {
+    NBC_BODY(FN_Ineighbor_allgather, K_INEIGHBOR_ALLGATHER, NO_ROOT, comm, type_bytes(st, sc) * outdeg(comm),
+             type_bytes(st, sc) * outdeg(comm), type_bytes(rt, rc_) * indeg(comm),
+             PMPI_Ineighbor_allgather(s, sc, st, r, rc_, rt, comm, req), req)
+}
+int MPI_Ineighbor_allgatherv(const void *s, int sc, MPI_Datatype st, void *r, const int rcs[],
+                             const int displs[], MPI_Datatype rt, MPI_Comm comm, MPI_Request *req) {
+    NBC_BODY(FN_Ineighbor_allgatherv, K_INEIGHBOR_ALLGATHERV, NO_ROOT, comm, type_bytes(st, sc) * outdeg(comm),
+             type_bytes(st, sc) * outdeg(comm), sum_deg(rcs, rt, (int)indeg(comm)),
+             PMPI_Ineighbor_allgatherv(s, sc, st, r, rcs, displs, rt, comm, req), req)
+}
+int MPI_Ineighbor_alltoall(const void *s, int sc, MPI_Datatype st, void *r, int rc_, MPI_Datatype rt,
+                           MPI_Comm comm, MPI_Request *req) {
+    NBC_BODY(FN_Ineighbor_alltoall, K_INEIGHBOR_ALLTOALL, NO_ROOT, comm, type_bytes(st, sc) * outdeg(comm),
+             type_bytes(st, sc) * outdeg(comm), type_bytes(rt, rc_) * indeg(comm),
+             PMPI_Ineighbor_alltoall(s, sc, st, r, rc_, rt, comm, req), req)
+}
+int MPI_Ineighbor_alltoallv(const void *s, const int scs[], const int sd[], MPI_Datatype st, void *r,
+                            const int rcs[], const int rd[], MPI_Datatype rt, MPI_Comm comm, MPI_Request *req) {
+    NBC_BODY(FN_Ineighbor_alltoallv, K_INEIGHBOR_ALLTOALLV, NO_ROOT, comm, sum_deg(scs, st, (int)outdeg(comm)),
+             sum_deg(scs, st, (int)outdeg(comm)), sum_deg(rcs, rt, (int)indeg(comm)),
+             PMPI_Ineighbor_alltoallv(s, scs, sd, st, r, rcs, rd, rt, comm, req), req)
+}
+int MPI_Ineighbor_alltoallw(const void *s, const int scs[], const MPI_Aint sd[], const MPI_Datatype sts[],
+                            void *r, const int rcs[], const MPI_Aint rd[], const MPI_Datatype rts[],
+                            MPI_Comm comm, MPI_Request *req) {
+    NBC_BODY(FN_Ineighbor_alltoallw, K_INEIGHBOR_ALLTOALLW, NO_ROOT, comm,
+             sum_deg_w(scs, sts, (int)outdeg(comm)), sum_deg_w(scs, sts, (int)outdeg(comm)),
+             sum_deg_w(rcs, rts, (int)indeg(comm)),
+             PMPI_Ineighbor_alltoallw(s, scs, sd, sts, r, rcs, rd, rts, comm, req), req)
+}
+
+/* ---- one-sided ----------------------------------------------------------------------------- */
+
+/* Window -> its group's world ranks and id (the same hash as a communicator's, so a window over
+ * a communicator's group shares its id), told to the runtime once like a communicator. */
+typedef struct { uint64_t key; uint32_t id; int size; int *world; } win_info;
+#define NWIN 64
+static win_info wins[NWIN];
+static pthread_mutex_t win_lock = PTHREAD_MUTEX_INITIALIZER;
+static volatile uint32_t win_gen = 1;
+static TLS struct { uint64_t key; uint32_t gen; uint32_t id; int size; int *world; } win_last;
+
+static win_info *win_lookup_slow(MPI_Win w) {
+    uint64_t key = HKEY(w);
+    pthread_mutex_lock(&win_lock);
+    for (int i = 0; i < NWIN; i++)
+        if (wins[i].key == key && wins[i].world) { pthread_mutex_unlock(&win_lock); return &wins[i]; }
+    MPI_Group g, wg;
+    PMPI_Win_get_group(w, &g);
+    PMPI_Comm_group(MPI_COMM_WORLD, &wg);
+    int n = 0;
+    PMPI_Group_size(g, &n);
+    int *ranks = malloc(sizeof(int) * (size_t)(n > 0 ? n : 1)), *world = malloc(sizeof(int) * (size_t)(n > 0 ? n : 1));
+    for (int i = 0; i < n; i++) ranks[i] = i;
+    if (n > 0) PMPI_Group_translate_ranks(g, n, ranks, wg, world);
+    free(ranks);
+    PMPI_Group_free(&g);
+    PMPI_Group_free(&wg);
+    uint32_t h = 2166136261u;
+    for (int i = 0; i < n; i++) { h ^= (uint32_t)world[i]; h *= 16777619u; }
+    if (h == 0) h = 1;
+    int slot = -1;
+    for (int i = 0; i < NWIN && slot < 0; i++) if (!wins[i].world) slot = i;
+    if (slot < 0) {
+        slot = (int)(key % NWIN);
+        free(wins[slot].world);
+        __atomic_add_fetch(&win_gen, 1, __ATOMIC_RELEASE);
+    }
+    wins[slot].key = key; wins[slot].id = h; wins[slot].size = n; wins[slot].world = world;
+    pthread_mutex_unlock(&win_lock);
+    if (active) cpmpi_rt_comm(h, 0, n, world);
+    return &wins[slot];
+}
+
+/* World rank of window rank `r` (-1 for none), and the window's group id. */
+static inline int win_world(MPI_Win w, int r, uint32_t *id) {
+    uint64_t key = HKEY(w);
+    uint32_t gen = __atomic_load_n(&win_gen, __ATOMIC_ACQUIRE);
+    if (win_last.key != key || win_last.gen != gen) {
+        win_info *wi = win_lookup_slow(w);
+        win_last.key = key; win_last.gen = gen; win_last.id = wi->id;
+        win_last.size = wi->size; win_last.world = wi->world;
+    }
+    *id = win_last.id;
+    if (r < 0 || r >= win_last.size) return -1;
+    return win_last.world[r];
+}
+
+int MPI_Win_free(MPI_Win *win) {
+    uint64_t key = HKEY(*win);
+    pthread_mutex_lock(&win_lock);
+    for (int i = 0; i < NWIN; i++)
+        if (wins[i].key == key && wins[i].world) { free(wins[i].world); wins[i].world = NULL; wins[i].key = 0; }
+    __atomic_add_fetch(&win_gen, 1, __ATOMIC_RELEASE);
+    pthread_mutex_unlock(&win_lock);
+    int in_ = ENTER(FN_Win_free);
+    int rc = PMPI_Win_free(win);
+    if (in_) LEAVE();
+    return rc;
+}
+
+/* One one-sided event: a transfer to `target` (window rank; MPI_PROC_NULL moves nothing) or a
+ * synchronisation (target NO_TARGET when it names no rank; tag: the lock type or assertion).
+ * Not -1 for "none": that is MPICH's MPI_PROC_NULL. */
+#define NO_TARGET INT32_MIN
+static void rec_win(int kind, int target, int tag, MPI_Win w, uint64_t bytes, uint64_t t0, uint64_t t1) {
+    cev e;
+    uint32_t id;
+    if (!MONITORING() || target == MPI_PROC_NULL) return;
+    int peer = target != NO_TARGET ? win_world(w, target, &id) : (win_world(w, 0, &id), -1);
+    fill(&e, kind, peer, tag, id, bytes, t0, t1);
+    record(&e);
+}
+static void post_win(int kind, int target, MPI_Win w, uint64_t bytes, uint64_t t0, uint64_t t1, MPI_Request req) {
+    cev e;
+    uint32_t id;
+    if (!MONITORING() || target == MPI_PROC_NULL) return;
+    int peer = win_world(w, target, &id);
+    fill(&e, kind, peer, -1, id, bytes, t0, t1);
+    cpmpi_rt_post(table_for_post(), HKEY(req), &e);
+}
+
+#define RMA_BODY(FN, KIND, TARGET, WIN, SENT, RECEIVED, CALL)                                    \
+    if (!ENTER(FN)) return CALL;                                                                 \
+    uint64_t t0 = cur_t0;                                                                        \
+    int rc = CALL;                                                                               \
+    uint64_t t1 = (cur_t1 = STAMP());                                                            \
+    if (rc == MPI_SUCCESS && MONITORING() && (TARGET) != MPI_PROC_NULL) {                        \
+        cur_sent += (SENT);                                                                      \
+        cur_received += (RECEIVED);                                                              \
+        rec_win(KIND, TARGET, -1, WIN, (SENT) + (RECEIVED), t0, t1);                             \
+    }                                                                                            \
+    LEAVE();                                                                                     \
+    return rc;
+#define RRMA_BODY(FN, KIND, TARGET, WIN, SENT, RECEIVED, CALL, REQ)                              \
+    if (!ENTER(FN)) return CALL;                                                                 \
+    uint64_t t0 = cur_t0;                                                                        \
+    int rc = CALL;                                                                               \
+    uint64_t t1 = (cur_t1 = STAMP());                                                            \
+    if (rc == MPI_SUCCESS && MONITORING() && (TARGET) != MPI_PROC_NULL) {                        \
+        cur_sent += (SENT);                                                                      \
+        cur_received += (RECEIVED);                                                              \
+        post_win(KIND, TARGET, WIN, (SENT) + (RECEIVED), t0, t1, *(REQ));                        \
+    }                                                                                            \
+    LEAVE();                                                                                     \
+    return rc;
+
+int MPI_Put(const void *o, int oc, MPI_Datatype ot, int target, MPI_Aint td, int tc, MPI_Datatype tt, MPI_Win w) {
+    RMA_BODY(FN_Put, K_PUT, target, w, type_bytes(ot, oc), 0, PMPI_Put(o, oc, ot, target, td, tc, tt, w))
+}
+int MPI_Get(void *o, int oc, MPI_Datatype ot, int target, MPI_Aint td, int tc, MPI_Datatype tt, MPI_Win w) {
+    RMA_BODY(FN_Get, K_GET, target, w, 0, type_bytes(ot, oc), PMPI_Get(o, oc, ot, target, td, tc, tt, w))
+}
+int MPI_Accumulate(const void *o, int oc, MPI_Datatype ot, int target, MPI_Aint td, int tc, MPI_Datatype tt,
+                   MPI_Op op, MPI_Win w) {
+    RMA_BODY(FN_Accumulate, K_ACCUMULATE, target, w, type_bytes(ot, oc), 0,
+             PMPI_Accumulate(o, oc, ot, target, td, tc, tt, op, w))
+}
+int MPI_Get_accumulate(const void *o, int oc, MPI_Datatype ot, void *r, int rc_, MPI_Datatype rt, int target,
+                       MPI_Aint td, int tc, MPI_Datatype tt, MPI_Op op, MPI_Win w) {
+    RMA_BODY(FN_Get_accumulate, K_GET_ACCUMULATE, target, w, type_bytes(ot, oc), type_bytes(rt, rc_),
+             PMPI_Get_accumulate(o, oc, ot, r, rc_, rt, target, td, tc, tt, op, w))
+}
+int MPI_Fetch_and_op(const void *o, void *r, MPI_Datatype dt, int target, MPI_Aint td, MPI_Op op, MPI_Win w) {
+    RMA_BODY(FN_Fetch_and_op, K_FETCH_AND_OP, target, w, type_bytes(dt, 1), type_bytes(dt, 1),
+             PMPI_Fetch_and_op(o, r, dt, target, td, op, w))
+}
+int MPI_Compare_and_swap(const void *o, const void *c, void *r, MPI_Datatype dt, int target, MPI_Aint td,
+                         MPI_Win w) {
+    RMA_BODY(FN_Compare_and_swap, K_COMPARE_AND_SWAP, target, w, type_bytes(dt, 1), type_bytes(dt, 1),
+             PMPI_Compare_and_swap(o, c, r, dt, target, td, w))
+}
+int MPI_Rput(const void *o, int oc, MPI_Datatype ot, int target, MPI_Aint td, int tc, MPI_Datatype tt, MPI_Win w,
+             MPI_Request *req) {
+    RRMA_BODY(FN_Rput, K_RPUT, target, w, type_bytes(ot, oc), 0, PMPI_Rput(o, oc, ot, target, td, tc, tt, w, req), req)
+}
+int MPI_Rget(void *o, int oc, MPI_Datatype ot, int target, MPI_Aint td, int tc, MPI_Datatype tt, MPI_Win w,
+             MPI_Request *req) {
+    RRMA_BODY(FN_Rget, K_RGET, target, w, 0, type_bytes(ot, oc), PMPI_Rget(o, oc, ot, target, td, tc, tt, w, req), req)
+}
+int MPI_Raccumulate(const void *o, int oc, MPI_Datatype ot, int target, MPI_Aint td, int tc, MPI_Datatype tt,
+                    MPI_Op op, MPI_Win w, MPI_Request *req) {
+    RRMA_BODY(FN_Raccumulate, K_RACCUMULATE, target, w, type_bytes(ot, oc), 0,
+              PMPI_Raccumulate(o, oc, ot, target, td, tc, tt, op, w, req), req)
+}
+int MPI_Rget_accumulate(const void *o, int oc, MPI_Datatype ot, void *r, int rc_, MPI_Datatype rt, int target,
+                        MPI_Aint td, int tc, MPI_Datatype tt, MPI_Op op, MPI_Win w, MPI_Request *req) {
+    RRMA_BODY(FN_Rget_accumulate, K_RGET_ACCUMULATE, target, w, type_bytes(ot, oc), type_bytes(rt, rc_),
+              PMPI_Rget_accumulate(o, oc, ot, r, rc_, rt, target, td, tc, tt, op, w, req), req)
+}
+
+/* Synchronisation: TARGET the window rank it names (NO_TARGET: none), TAG what it was given. */
+#define WSYNC_BODY(FN, KIND, TARGET, TAG, WIN, CALL)                                             \
+    if (!ENTER(FN)) return CALL;                                                                 \
+    uint64_t t0 = cur_t0;                                                                        \
+    int rc = CALL;                                                                               \
+    uint64_t t1 = (cur_t1 = STAMP());                                                            \
+    if (rc == MPI_SUCCESS) rec_win(KIND, TARGET, TAG, WIN, 0, t0, t1);                           \
+    LEAVE();                                                                                     \
+    return rc;
+
+int MPI_Win_fence(int a, MPI_Win w) { WSYNC_BODY(FN_Win_fence, K_WIN_FENCE, NO_TARGET, a, w, PMPI_Win_fence(a, w)) }
+int MPI_Win_lock(int type, int rank, int a, MPI_Win w) {
+    WSYNC_BODY(FN_Win_lock, K_WIN_LOCK, rank, type, w, PMPI_Win_lock(type, rank, a, w))
+}
+int MPI_Win_unlock(int rank, MPI_Win w) { WSYNC_BODY(FN_Win_unlock, K_WIN_UNLOCK, rank, -1, w, PMPI_Win_unlock(rank, w)) }
+int MPI_Win_lock_all(int a, MPI_Win w) { WSYNC_BODY(FN_Win_lock_all, K_WIN_LOCK_ALL, NO_TARGET, a, w, PMPI_Win_lock_all(a, w)) }
+int MPI_Win_unlock_all(MPI_Win w) { WSYNC_BODY(FN_Win_unlock_all, K_WIN_UNLOCK_ALL, NO_TARGET, -1, w, PMPI_Win_unlock_all(w)) }
+int MPI_Win_post(MPI_Group g, int a, MPI_Win w) { WSYNC_BODY(FN_Win_post, K_WIN_POST, NO_TARGET, a, w, PMPI_Win_post(g, a, w)) }
+int MPI_Win_start(MPI_Group g, int a, MPI_Win w) { WSYNC_BODY(FN_Win_start, K_WIN_START, NO_TARGET, a, w, PMPI_Win_start(g, a, w)) }
+int MPI_Win_complete(MPI_Win w) { WSYNC_BODY(FN_Win_complete, K_WIN_COMPLETE, NO_TARGET, -1, w, PMPI_Win_complete(w)) }
+int MPI_Win_wait(MPI_Win w) { WSYNC_BODY(FN_Win_wait, K_WIN_WAIT, NO_TARGET, -1, w, PMPI_Win_wait(w)) }
+int MPI_Win_flush(int rank, MPI_Win w) { WSYNC_BODY(FN_Win_flush, K_WIN_FLUSH, rank, -1, w, PMPI_Win_flush(rank, w)) }
+int MPI_Win_flush_all(MPI_Win w) { WSYNC_BODY(FN_Win_flush_all, K_WIN_FLUSH_ALL, NO_TARGET, -1, w, PMPI_Win_flush_all(w)) }
+int MPI_Win_flush_local(int rank, MPI_Win w) {
+    WSYNC_BODY(FN_Win_flush_local, K_WIN_FLUSH_LOCAL, rank, -1, w, PMPI_Win_flush_local(rank, w))
+}
+int MPI_Win_flush_local_all(MPI_Win w) {
+    WSYNC_BODY(FN_Win_flush_local_all, K_WIN_FLUSH_LOCAL_ALL, NO_TARGET, -1, w, PMPI_Win_flush_local_all(w))
+}
+int MPI_Win_sync(MPI_Win w) { WSYNC_BODY(FN_Win_sync, K_WIN_SYNC, NO_TARGET, -1, w, PMPI_Win_sync(w)) }
+/* Only a Test that found the exposure epoch over is an event (a polling loop's misses are not). */
+int MPI_Win_test(MPI_Win w, int *flag) {
+    if (!ENTER(FN_Win_test)) return PMPI_Win_test(w, flag);
+    int rc = PMPI_Win_test(w, flag);
+    if (rc == MPI_SUCCESS && *flag) {
+        uint64_t t1 = (cur_t1 = STAMP());
+        rec_win(K_WIN_TEST, NO_TARGET, -1, w, 0, t1, t1);
+    }
+    LEAVE();
+    return rc;
+}
+
+/* ---- MPI-4.0: Isendrecv, partitioned -------------------------------------------------------- */
+
+#if defined(CPMPI_HAVE_Isendrecv)
+int MPI_Isendrecv(const void *sb, int sc, MPI_Datatype st, int dest, int stag, void *rb, int rc_,
+                  MPI_Datatype rt, int src, int rtag, MPI_Comm comm, MPI_Request *req) {
+    if (!ENTER(FN_Isendrecv)) return PMPI_Isendrecv(sb, sc, st, dest, stag, rb, rc_, rt, src, rtag, comm, req);
+    uint64_t t0 = cur_t0;
+    int rc = PMPI_Isendrecv(sb, sc, st, dest, stag, rb, rc_, rt, src, rtag, comm, req);
+    uint64_t t1 = (cur_t1 = STAMP());
+    if (rc == MPI_SUCCESS) {
+        post_key(K_ISENDRECV_SEND, 0, dest, stag, comm, type_bytes(st, sc), t0, t1, HKEY(*req) ^ SENDRECV_KEY_BIT);
+        post(K_ISENDRECV_RECV, src == MPI_ANY_SOURCE ? F_ANY_SOURCE : 0, src, rtag, comm, type_bytes(rt, rc_), t0,
+             t1, *req);
+    }
+    LEAVE();
+    return rc;
+}
+#endif
+#if defined(CPMPI_HAVE_Isendrecv_replace)
+int MPI_Isendrecv_replace(void *buf, int count, MPI_Datatype dt, int dest, int stag, int src, int rtag,
+                          MPI_Comm comm, MPI_Request *req) {
+    if (!ENTER(FN_Isendrecv_replace)) return PMPI_Isendrecv_replace(buf, count, dt, dest, stag, src, rtag, comm, req);
+    uint64_t t0 = cur_t0;
+    int rc = PMPI_Isendrecv_replace(buf, count, dt, dest, stag, src, rtag, comm, req);
+    uint64_t t1 = (cur_t1 = STAMP());
+    if (rc == MPI_SUCCESS) {
+        post_key(K_ISENDRECV_SEND, 0, dest, stag, comm, type_bytes(dt, count), t0, t1, HKEY(*req) ^ SENDRECV_KEY_BIT);
+        post(K_ISENDRECV_RECV, src == MPI_ANY_SOURCE ? F_ANY_SOURCE : 0, src, rtag, comm, type_bytes(dt, count),
+             t0, t1, *req);
+    }
+    LEAVE();
+    return rc;
+}
+#endif
+#if defined(CPMPI_HAVE_Psend_init)
+int MPI_Psend_init(const void *buf, int partitions, MPI_Count count, MPI_Datatype dt, int dest, int tag,
+                   MPI_Comm comm, MPI_Info info, MPI_Request *req) {
+    int in_ = ENTER(FN_Psend_init);
+    int rc = PMPI_Psend_init(buf, partitions, count, dt, dest, tag, comm, info, req);
+    if (rc == MPI_SUCCESS && TRACKING())
+        pinit_register(1, F_PARTITIONED, dest, tag, comm, type_bytes(dt, 1) * (uint64_t)count * (uint64_t)partitions,
+                       *req);
+    if (in_) LEAVE();
+    return rc;
+}
+#endif
+#if defined(CPMPI_HAVE_Precv_init)
+int MPI_Precv_init(void *buf, int partitions, MPI_Count count, MPI_Datatype dt, int src, int tag,
+                   MPI_Comm comm, MPI_Info info, MPI_Request *req) {
+    int in_ = ENTER(FN_Precv_init);
+    int rc = PMPI_Precv_init(buf, partitions, count, dt, src, tag, comm, info, req);
+    if (rc == MPI_SUCCESS && TRACKING())
+        pinit_register(0, F_PARTITIONED, src, tag, comm, type_bytes(dt, 1) * (uint64_t)count * (uint64_t)partitions,
+                       *req);
+    if (in_) LEAVE();
+    return rc;
+}
+#endif

@@ -1,0 +1,163 @@
+/* One program per call family beyond plain point to point, with known counts and sizes
+ * (crates/cli/tests/families.rs checks every one). Per rank r of n = 4, right = r+1, left = r-1:
+ *
+ *   matched probes:  r -> right 5 x 200 B (MPI_Send / MPI_Mprobe + MPI_Mrecv)
+ *                    r -> right 3 x 300 B (MPI_Send / MPI_Improbe until found + MPI_Imrecv + MPI_Wait)
+ *   nonblocking collectives: 4 MPI_Ialltoall (2 doubles per pair) + MPI_Wait each;
+ *                    2 MPI_Iallreduce (1 double) + one MPI_Waitall; 1 MPI_Ibarrier + MPI_Test
+ *                    until done; 2 MPI_Ibcast (root 0, 100 B) + MPI_Wait each
+ *   communicators:   MPI_Comm_split by parity: 3 MPI_Allreduce (1 double) on it;
+ *                    MPI_Comm_dup of world: 2 MPI_Alltoall (1 int per pair) on it
+ *   neighbourhood:   a periodic 1-D MPI_Cart_create ring: 2 MPI_Neighbor_alltoall (1 int each
+ *                    way), 1 MPI_Ineighbor_allgather (1 int) + MPI_Wait
+ *   one-sided:       fence; MPI_Put 64 B to right; fence; MPI_Get 32 B from left; fence;
+ *                    lock(shared, right) MPI_Accumulate 4 ints unlock; lock_all MPI_Rput 16 B
+ *                    to right + MPI_Wait, flush_all, unlock_all; post/start (the two neighbours)
+ *                    MPI_Put 8 B to right, complete/wait
+ *   MPI-4 (MPI_VERSION >= 4): 2 MPI_Isendrecv 40 B (right, from left) + MPI_Wait;
+ *                    MPI_Allreduce_init (1 double) started 3 times + MPI_Wait;
+ *                    MPI_Psend_init/Precv_init 4 partitions x 10 ints to right / from left,
+ *                    2 rounds of Start, Pready x 4, Wait
+ *   counted only:    7 more MPI_Comm_rank (8 in all), 5 MPI_Wtime
+ */
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+int main(int argc, char **argv) {
+    int r, n, flag;
+    static char sbuf[4096], rbuf[4096];
+    MPI_Request rq[8];
+    MPI_Status st;
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &r);
+    MPI_Comm_size(MPI_COMM_WORLD, &n);
+    if (n != 4) {
+        if (r == 0) fprintf(stderr, "families: run on 4 ranks\n");
+        MPI_Abort(MPI_COMM_WORLD, 2);
+    }
+    int right = (r + 1) % n, left = (r + n - 1) % n;
+
+    /* matched probes */
+    for (int i = 0; i < 5; i++) {
+        MPI_Message m;
+        MPI_Isend(sbuf, 200, MPI_CHAR, right, 10, MPI_COMM_WORLD, &rq[0]);
+        MPI_Mprobe(left, 10, MPI_COMM_WORLD, &m, &st);
+        MPI_Mrecv(rbuf, 200, MPI_CHAR, &m, MPI_STATUS_IGNORE);
+        MPI_Wait(&rq[0], MPI_STATUS_IGNORE);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    for (int i = 0; i < 3; i++) {
+        MPI_Message m;
+        MPI_Send(sbuf, 300, MPI_CHAR, right, 11, MPI_COMM_WORLD);
+        /* (an eager 300 B send returns before it is received: the ring does not deadlock) */
+        do MPI_Improbe(left, 11, MPI_COMM_WORLD, &flag, &m, MPI_STATUS_IGNORE); while (!flag);
+        MPI_Imrecv(rbuf, 300, MPI_CHAR, &m, &rq[1]);
+        MPI_Wait(&rq[1], MPI_STATUS_IGNORE);
+    }
+
+    /* nonblocking collectives */
+    double a2a_s[8] = {0}, a2a_r[8], x = r, y;
+    for (int i = 0; i < 4; i++) {
+        MPI_Ialltoall(a2a_s, 2, MPI_DOUBLE, a2a_r, 2, MPI_DOUBLE, MPI_COMM_WORLD, &rq[0]);
+        MPI_Wait(&rq[0], MPI_STATUS_IGNORE);
+    }
+    double y2;
+    MPI_Iallreduce(&x, &y, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, &rq[0]);
+    MPI_Iallreduce(&x, &y2, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD, &rq[1]);
+    MPI_Waitall(2, rq, MPI_STATUSES_IGNORE);
+    if (y != 6.0 || y2 != 3.0) MPI_Abort(MPI_COMM_WORLD, 3);
+    MPI_Ibarrier(MPI_COMM_WORLD, &rq[0]);
+    do MPI_Test(&rq[0], &flag, MPI_STATUS_IGNORE); while (!flag);
+    for (int i = 0; i < 2; i++) {
+        MPI_Ibcast(sbuf, 100, MPI_CHAR, 0, MPI_COMM_WORLD, &rq[0]);
+        MPI_Wait(&rq[0], MPI_STATUS_IGNORE);
+    }
+
+    /* communicators */
+    MPI_Comm half, all;
+    MPI_Comm_split(MPI_COMM_WORLD, r % 2, r, &half);
+    for (int i = 0; i < 3; i++) MPI_Allreduce(&x, &y, 1, MPI_DOUBLE, MPI_SUM, half);
+    if (y != (r % 2 ? 4.0 : 2.0)) MPI_Abort(MPI_COMM_WORLD, 4);
+    MPI_Comm_dup(MPI_COMM_WORLD, &all);
+    int ints_s[4] = {r, r, r, r}, ints_r[4];
+    for (int i = 0; i < 2; i++) MPI_Alltoall(ints_s, 1, MPI_INT, ints_r, 1, MPI_INT, all);
+    MPI_Comm_free(&half);
+    MPI_Comm_free(&all);
+
+    /* neighbourhood */
+    MPI_Comm ring;
+    int dims[1] = {n}, periods[1] = {1};
+    MPI_Cart_create(MPI_COMM_WORLD, 1, dims, periods, 0, &ring);
+    for (int i = 0; i < 2; i++) MPI_Neighbor_alltoall(ints_s, 1, MPI_INT, ints_r, 1, MPI_INT, ring);
+    MPI_Ineighbor_allgather(&r, 1, MPI_INT, ints_r, 1, MPI_INT, ring, &rq[0]);
+    MPI_Wait(&rq[0], MPI_STATUS_IGNORE);
+    if (ints_r[0] != left || ints_r[1] != right) MPI_Abort(MPI_COMM_WORLD, 5);
+    MPI_Comm_free(&ring);
+
+    /* one-sided */
+    char *base;
+    MPI_Win win;
+    MPI_Win_allocate(1024, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &base, &win);
+    MPI_Win_fence(0, win);
+    MPI_Put(sbuf, 64, MPI_CHAR, right, 0, 64, MPI_CHAR, win);
+    MPI_Win_fence(0, win);
+    MPI_Get(rbuf, 32, MPI_CHAR, left, 0, 32, MPI_CHAR, win);
+    MPI_Win_fence(0, win);
+    int four[4] = {1, 2, 3, 4};
+    MPI_Win_lock(MPI_LOCK_SHARED, right, 0, win);
+    MPI_Accumulate(four, 4, MPI_INT, right, 128, 4, MPI_INT, MPI_SUM, win);
+    MPI_Win_unlock(right, win);
+    MPI_Win_lock_all(0, win);
+    MPI_Rput(sbuf, 16, MPI_CHAR, right, 256, 16, MPI_CHAR, win, &rq[0]);
+    MPI_Wait(&rq[0], MPI_STATUS_IGNORE);
+    MPI_Win_flush_all(win);
+    MPI_Win_unlock_all(win);
+    MPI_Barrier(MPI_COMM_WORLD);
+    MPI_Group wg, nb;
+    MPI_Comm_group(MPI_COMM_WORLD, &wg);
+    int two[2] = {left, right};
+    MPI_Group_incl(wg, 2, two, &nb);
+    MPI_Win_post(nb, 0, win);
+    MPI_Win_start(nb, 0, win);
+    MPI_Put(sbuf, 8, MPI_CHAR, right, 512, 8, MPI_CHAR, win);
+    MPI_Win_complete(win);
+    MPI_Win_wait(win);
+    MPI_Group_free(&nb);
+    MPI_Group_free(&wg);
+    MPI_Win_free(&win);
+
+#if MPI_VERSION >= 4
+    for (int i = 0; i < 2; i++) {
+        MPI_Isendrecv(sbuf, 40, MPI_CHAR, right, 20, rbuf, 40, MPI_CHAR, left, 20, MPI_COMM_WORLD, &rq[0]);
+        MPI_Wait(&rq[0], MPI_STATUS_IGNORE);
+    }
+    MPI_Allreduce_init(&x, &y, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, MPI_INFO_NULL, &rq[0]);
+    for (int i = 0; i < 3; i++) {
+        MPI_Start(&rq[0]);
+        MPI_Wait(&rq[0], MPI_STATUS_IGNORE);
+    }
+    MPI_Request_free(&rq[0]);
+    static int ps[40], pr[40];
+    MPI_Psend_init(ps, 4, 10, MPI_INT, right, 21, MPI_COMM_WORLD, MPI_INFO_NULL, &rq[0]);
+    MPI_Precv_init(pr, 4, 10, MPI_INT, left, 21, MPI_COMM_WORLD, MPI_INFO_NULL, &rq[1]);
+    for (int round = 0; round < 2; round++) {
+        MPI_Start(&rq[1]);
+        MPI_Start(&rq[0]);
+        for (int p = 0; p < 4; p++) MPI_Pready(p, rq[0]);
+        MPI_Wait(&rq[0], MPI_STATUS_IGNORE);
+        MPI_Wait(&rq[1], MPI_STATUS_IGNORE);
+    }
+    MPI_Request_free(&rq[0]);
+    MPI_Request_free(&rq[1]);
+#endif
+
+    /* counted only */
+    int dummy;
+    double t = 0;
+    for (int i = 0; i < 7; i++) MPI_Comm_rank(MPI_COMM_WORLD, &dummy);
+    for (int i = 0; i < 5; i++) t += MPI_Wtime();
+    if (t < 0) return 1;
+    MPI_Finalize();
+    return 0;
+}
