@@ -282,6 +282,24 @@ extern "C" {
         sent: u64,
         received: u64,
     ) -> ErrorCode;
+    pub fn OTF2_EvtWriter_NonBlockingCollectiveRequest(
+        w: *mut OTF2_EvtWriter,
+        al: Al,
+        t: u64,
+        req: u64,
+    ) -> ErrorCode;
+    #[allow(clippy::too_many_arguments)]
+    pub fn OTF2_EvtWriter_NonBlockingCollectiveComplete(
+        w: *mut OTF2_EvtWriter,
+        al: Al,
+        t: u64,
+        op: u8,
+        comm: u32,
+        root: u32,
+        sent: u64,
+        received: u64,
+        req: u64,
+    ) -> ErrorCode;
     pub fn OTF2_EvtWriter_MeasurementOnOff(
         w: *mut OTF2_EvtWriter,
         al: Al,
@@ -420,6 +438,10 @@ extern "C" {
     pub fn OTF2_EvtReaderCallbacks_SetRmaGetCallback(
         c: *mut OTF2_EvtReaderCallbacks,
         f: CbRma,
+    ) -> ErrorCode;
+    pub fn OTF2_EvtReaderCallbacks_SetNonBlockingCollectiveRequestCallback(
+        c: *mut OTF2_EvtReaderCallbacks,
+        f: CbReq,
     ) -> ErrorCode;
     pub fn OTF2_EvtReaderCallbacks_SetNonBlockingCollectiveCompleteCallback(
         c: *mut OTF2_EvtReaderCallbacks,

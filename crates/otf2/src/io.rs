@@ -296,6 +296,32 @@ unsafe fn write_rec(w: *mut OTF2_EvtWriter, r: &Rec) -> Result<(), Otf2Error> {
                     received,
                 ),
             ),
+            Rec::NbcRequest { t, req } => (
+                "NonBlockingCollectiveRequest",
+                OTF2_EvtWriter_NonBlockingCollectiveRequest(w, al, t, req),
+            ),
+            Rec::NbcComplete {
+                t,
+                op,
+                comm,
+                root,
+                sent,
+                received,
+                req,
+            } => (
+                "NonBlockingCollectiveComplete",
+                OTF2_EvtWriter_NonBlockingCollectiveComplete(
+                    w,
+                    al,
+                    t,
+                    op,
+                    comm,
+                    root.unwrap_or(UNDEFINED_UINT32),
+                    sent,
+                    received,
+                    req,
+                ),
+            ),
             Rec::Measurement { t, on } => (
                 "MeasurementOnOff",
                 OTF2_EvtWriter_MeasurementOnOff(
@@ -837,24 +863,40 @@ extern "C" fn ev_rma_get(
         }
     )
 }
+extern "C" fn ev_nbc_request(
+    _: u64,
+    t: u64,
+    _: u64,
+    u: *mut c_void,
+    _: Al,
+    req: u64,
+) -> CallbackCode {
+    push!(u, Rec::NbcRequest { t, req })
+}
+#[allow(clippy::too_many_arguments)]
 extern "C" fn ev_nbc_complete(
     _: u64,
     t: u64,
     _: u64,
     u: *mut c_void,
     _: Al,
-    _: u8,
-    _: u32,
-    _: u32,
-    _: u64,
-    _: u64,
-    _: u64,
+    op: u8,
+    comm: u32,
+    root: u32,
+    sent: u64,
+    received: u64,
+    req: u64,
 ) -> CallbackCode {
     push!(
         u,
-        Rec::Unmodelled {
+        Rec::NbcComplete {
             t,
-            what: "NonBlockingCollectiveComplete (a nonblocking collective)"
+            op,
+            comm,
+            root: (root != UNDEFINED_UINT32).then_some(root),
+            sent,
+            received,
+            req
         }
     )
 }
@@ -999,6 +1041,7 @@ pub(crate) fn read(anchor: &Path, apply_clock_offsets: bool) -> Result<Archive, 
             OTF2_EvtReaderCallbacks_SetMeasurementOnOffCallback(cb, ev_measurement);
             OTF2_EvtReaderCallbacks_SetRmaPutCallback(cb, ev_rma_put);
             OTF2_EvtReaderCallbacks_SetRmaGetCallback(cb, ev_rma_get);
+            OTF2_EvtReaderCallbacks_SetNonBlockingCollectiveRequestCallback(cb, ev_nbc_request);
             OTF2_EvtReaderCallbacks_SetNonBlockingCollectiveCompleteCallback(cb, ev_nbc_complete);
             let mut result = Ok(());
             for (l, &er) in locations.iter_mut().zip(&evts) {

@@ -3,7 +3,8 @@
 //! interposer's reader (commperf-pmpi) nor the predictor (commperf-predict) links C:
 //!
 //! - **out**: a monitored MPI run ([`commperf_pmpi::Run`]) as an OTF2 archive ([`write_run`]),
-//!   recording exactly what `commperf_pmpi::to_trace` replays ([`from_run`] says how);
+//!   rendered from the run's replay ([`commperf_pmpi::replay`]), the same one the own trace
+//!   is written from ([`from_run`] says how);
 //! - **in**: an OTF2 archive as predict's [`Workload`] ([`read_workload`]), through commperf's
 //!   own trace format so that both formats mean one thing ([`to_own`] says how, and what is
 //!   refused by name).

@@ -142,13 +142,30 @@ pub enum Rec {
         sent: u64,
         received: u64,
     },
+    /// NonBlockingCollectiveRequest: a nonblocking collective started (MPI_Iallreduce, a
+    /// persistent collective's MPI_Start, …); what it is comes with its completion.
+    NbcRequest {
+        t: u64,
+        req: u64,
+    },
+    /// NonBlockingCollectiveComplete: the collective started as `req` completed; the fields
+    /// mean what MpiCollectiveEnd's mean.
+    NbcComplete {
+        t: u64,
+        op: u8,
+        comm: u32,
+        root: Option<u32>,
+        sent: u64,
+        received: u64,
+        req: u64,
+    },
     /// MeasurementOnOff: false while recording was stopped.
     Measurement {
         t: u64,
         on: bool,
     },
-    /// A record that carries communication predict cannot model (one-sided, nonblocking
-    /// collectives): the reader refuses the trace naming it.
+    /// A record that carries communication predict cannot model (one-sided): the reader
+    /// refuses the trace naming it.
     Unmodelled {
         t: u64,
         what: &'static str,
@@ -170,6 +187,8 @@ impl Rec {
             | RequestCancelled { t, .. }
             | CollBegin { t }
             | CollEnd { t, .. }
+            | NbcRequest { t, .. }
+            | NbcComplete { t, .. }
             | Measurement { t, .. }
             | Unmodelled { t, .. } => t,
         }

@@ -1,11 +1,12 @@
 //! A small synthetic monitored run (3 ranks: every point-to-point form the interposer records, a
-//! sub-communicator, MPI_Pcontrol, collectives kept and left out, an unmatched send, clocks
-//! with offsets and drift) written to OTF2 and read back: the workload must be exactly the one
+//! sub-communicator with collectives on it, a nonblocking collective completed with a message
+//! by one Waitall, MPI_Scan, MPI_Pcontrol, collectives kept and left out, an unmatched send,
+//! clocks with offsets and drift) written to OTF2 and read back: the workload must be exactly the one
 //! its own-format trace gives, with and without libotf2 in between; `otf2-print` must read the
 //! archive and count the records written.
 
 use commperf_otf2::model::{op, Rec};
-use commperf_pmpi::format::{ClockSync, Footer, Header, FORMAT_NAME};
+use commperf_pmpi::format::{ClockSync, CommDef, Footer, Header, FORMAT_NAME};
 use commperf_pmpi::{Call, Event, RankData, Run};
 use commperf_predict::parse::{parse_str, ParseOptions, TraceFormat};
 use std::path::PathBuf;
@@ -25,6 +26,8 @@ impl B {
             call,
             fortran: false,
             any_source: false,
+            persistent: false,
+            partitioned: false,
             peer,
             tag,
             comm,
@@ -127,12 +130,20 @@ fn run() -> Run {
             b.blocking(Call::Pcontrol, -1, 0, 0, 0);
             b.t += 1_000_000;
             b.blocking(Call::Pcontrol, -1, 1, 0, 0);
-            // Collectives: kept ones, then a Scan and a sub-communicator Allreduce (left out).
+            // Collectives, MPI_Scan and an Allreduce on the sub-communicator among them.
             b.blocking(Call::Bcast, 1, 0, 0, 800);
             b.blocking(Call::Allreduce, -1, 0, 0, 8);
             b.blocking(Call::Scan, -1, 0, 0, 8);
             b.blocking(Call::Alltoall, -1, 0, 0, 64 * u64::from(N));
             b.blocking(Call::Allreduce, -1, 0, 5, 8);
+            // An Ibcast from world rank 1 on the sub-communicator (whose rank 2 that is), and
+            // a message, both completed by one Waitall.
+            let q = b.post(Call::Ibcast, 1, 0, 5, 24);
+            let s = b.post(Call::Isend, right, 7, 0, 32);
+            b.blocking(Call::Recv, left, 7, 0, 32);
+            b.complete(&[q, s]);
+            // A barrier on a communicator the run does not know: left out.
+            b.blocking(Call::Barrier, -1, 0, 6, 0);
             b.blocking(Call::Gather, 0, 0, 0, 64 + u64::from(r));
             b.blocking(Call::ReduceScatter, -1, 0, 0, 32 * u64::from(N));
             b.blocking(Call::Scatterv, 2, 0, 0, 40);
@@ -178,6 +189,13 @@ fn run() -> Run {
                 ],
                 events: b.evs,
                 drops: 0,
+                // Communicator 5: world ranks 2, 0, 1 in its rank order.
+                comms: vec![CommDef {
+                    id: 5,
+                    inter: false,
+                    world: vec![2, 0, 1],
+                }],
+                functions: Vec::new(),
                 footer: Some(Footer {
                     events: 0,
                     drops: 0,
@@ -187,10 +205,7 @@ fn run() -> Run {
             }
         })
         .collect();
-    Run {
-        dir: PathBuf::from("synthetic"),
-        ranks,
-    }
+    Run::new(PathBuf::from("synthetic"), ranks)
 }
 
 fn own_workload(run: &Run) -> commperf_predict::workload::Workload {
@@ -205,15 +220,53 @@ fn the_archive_model_reads_as_the_own_trace_without_libotf2() {
     let own = commperf_pmpi::to_trace(&run);
     // What the own trace left out, so that the test covers each rule.
     assert_eq!(own.stats.unmatched_left_out, 1);
-    assert_eq!(own.stats.unsupported_left_out, u64::from(N));
+    assert_eq!(own.stats.unsupported_left_out, 0);
     assert_eq!(own.stats.subcomm_collectives_left_out, u64::from(N));
     assert_eq!(own.stats.subcomm_messages, u64::from(N));
-    assert_eq!(own.stats.collectives, 7);
+    assert_eq!(own.stats.collectives, 8);
+    assert_eq!(own.stats.subcomm_collectives, 2 * u64::from(N));
+    assert_eq!(own.stats.communicators, 1);
+    assert_eq!(own.stats.nonblocking_collectives, u64::from(N));
     assert!(own.stats.stopped_ns >= u64::from(N) * 1_000_000);
+    assert!(
+        own.text.contains("\ncomm c5 2 0 1\n") && own.text.contains("ibcast root 2 24B on c5 as q"),
+        "{}",
+        own.text
+    );
 
     let (a, stats) = commperf_otf2::archive_of(&run);
-    assert_eq!(stats.collectives, 7);
-    assert_eq!(stats.messages, own.stats.messages);
+    assert_eq!(stats.replay, own.stats);
+    // The sub-communicator is OTF2 comm 1, over world ranks in its rank order.
+    assert_eq!(a.comms.len(), 2);
+    assert_eq!(
+        (a.comms[1].name.as_str(), &a.comms[1].members[..]),
+        ("c5", &[2, 0, 1][..])
+    );
+    // Rank 1 is the Ibcast's root (comm rank 2): it sends its 24 B and receives none.
+    let nbc: Vec<Rec> = a.locations[1]
+        .events
+        .iter()
+        .filter(|e| matches!(e, Rec::NbcRequest { .. } | Rec::NbcComplete { .. }))
+        .copied()
+        .collect();
+    assert!(
+        matches!(
+            nbc[..],
+            [
+                Rec::NbcRequest { req: q, .. },
+                Rec::NbcComplete {
+                    op: op::BCAST,
+                    comm: 1,
+                    root: Some(2),
+                    sent: 24,
+                    received: 0,
+                    req,
+                    ..
+                }
+            ] if q == req
+        ),
+        "{nbc:?}"
+    );
     // The sizes written: alltoall's whole send (3 x 64), a scatterv root's n blocks.
     let ends: Vec<Rec> = a.locations[2]
         .events
@@ -221,7 +274,16 @@ fn the_archive_model_reads_as_the_own_trace_without_libotf2() {
         .filter(|e| matches!(e, Rec::CollEnd { .. }))
         .copied()
         .collect();
-    assert_eq!(ends.len(), 7);
+    // 8 on the world, the Allreduce on comm 1.
+    assert_eq!(ends.len(), 9);
+    assert!(ends.iter().any(|e| matches!(
+        e,
+        Rec::CollEnd {
+            op: op::ALLREDUCE,
+            comm: 1,
+            ..
+        }
+    )));
     assert!(ends.iter().any(|e| matches!(
         e,
         Rec::CollEnd {
@@ -247,6 +309,10 @@ fn the_archive_model_reads_as_the_own_trace_without_libotf2() {
     assert!(text.contains("gather root 0 65B"), "{text}");
     assert!(text.contains("alltoall 64B"), "{text}");
     assert!(text.contains("reducescatter 32B"), "{text}");
+    assert!(text.contains("scan 8B"), "{text}");
+    assert!(text.contains("\ncomm c5 2 0 1\n"), "{text}");
+    assert!(text.contains("allreduce 8B on c5"), "{text}");
+    assert!(text.contains("ibcast root 2 24B on c5 as n"), "{text}");
     let back = parse_str(&text, "otf2", TraceFormat::Own, &ParseOptions::default())
         .unwrap_or_else(|e| panic!("{e}\n{text}"));
     assert_eq!(
@@ -261,10 +327,11 @@ fn the_archive_model_reads_as_the_own_trace_without_libotf2() {
             .map(str::trim)
             .filter(|l| !l.starts_with('#') && !l.is_empty())
             .map(|l| {
-                // Sendrecv requests are named by record in the own trace, by count here.
+                // Sendrecv requests are named by record in the own trace, by count here;
+                // nonblocking collectives' `n<request>` apart from point-to-point's.
                 l.split_whitespace()
                     .map(|w| {
-                        if w.starts_with('q') || w.starts_with("sr") {
+                        if w.starts_with('q') || w.starts_with("sr") || w.starts_with('n') {
                             "R"
                         } else {
                             w
@@ -302,7 +369,55 @@ fn refusals_name_what_cannot_be_modelled() {
     }
     let e = commperf_otf2::to_own::own_text(&a).unwrap_err();
     assert!(
-        e.contains("rank 0: MPI_Bcast") && e.contains("`row comm`") && e.contains("MPI_COMM_WORLD"),
+        e.contains("rank 2: MPI_Bcast") && e.contains("`row comm`, of which it is no member"),
+        "{e}"
+    );
+    // A nonblocking collective never completed.
+    let (mut a, _) = commperf_otf2::archive_of(&run);
+    a.locations[1]
+        .events
+        .retain(|e| !matches!(e, Rec::NbcComplete { .. }));
+    let e = commperf_otf2::to_own::own_text(&a).unwrap_err();
+    assert!(
+        e.contains("rank 1: nonblocking collective request") && e.contains("never completed"),
+        "{e}"
+    );
+    // Members of the sub-communicator disagreeing on a collective's being nonblocking.
+    let (mut a, _) = commperf_otf2::archive_of(&run);
+    let ev = &mut a.locations[0].events;
+    let req = ev
+        .iter()
+        .position(|e| matches!(e, Rec::NbcRequest { .. }))
+        .unwrap();
+    let done = ev
+        .iter()
+        .position(|e| matches!(e, Rec::NbcComplete { .. }))
+        .unwrap();
+    if let Rec::NbcComplete {
+        t,
+        op,
+        comm,
+        root,
+        sent,
+        received,
+        ..
+    } = ev[done]
+    {
+        ev.remove(done);
+        ev[req] = Rec::CollEnd {
+            t,
+            op,
+            comm,
+            root,
+            sent,
+            received,
+        };
+    }
+    let e = commperf_otf2::to_own::own_text(&a).unwrap_err();
+    assert!(
+        e.contains("collective number 2 on communicator `c5` differs")
+            && e.contains("MPI_Bcast root 2")
+            && e.contains("nonblocking MPI_Bcast root 2"),
         "{e}"
     );
     // One-sided communication.
@@ -330,7 +445,7 @@ fn refusals_name_what_cannot_be_modelled() {
     }
     let e = commperf_otf2::to_own::own_text(&a).unwrap_err();
     assert!(
-        e.contains("collective number 1 differs")
+        e.contains("collective number 1 on MPI_COMM_WORLD differs")
             && e.contains("rank 0 calls MPI_Bcast root 1")
             && e.contains("rank 2 calls MPI_Bcast root 0"),
         "{e}"
@@ -442,17 +557,20 @@ fn otf2_print_reads_the_archive() {
     assert_eq!(count("ENTER"), want(|e| matches!(e, Rec::Enter { .. })));
     assert_eq!(count("LEAVE"), want(|e| matches!(e, Rec::Leave { .. })));
     // Per rank: 2 MPI_Send (the ring's and the Sendrecv half) on every rank and rank 0's
-    // unmatched one left out; Isend 4 per rank (3 + the Issend).
+    // unmatched one left out; Isend 5 per rank (4 + the Issend).
     assert_eq!(count("MPI_SEND"), 2 * N as usize);
-    assert_eq!(count("MPI_ISEND"), 4 * N as usize);
-    assert_eq!(count("MPI_ISEND_COMPLETE"), 4 * N as usize);
+    assert_eq!(count("MPI_ISEND"), 5 * N as usize);
+    assert_eq!(count("MPI_ISEND_COMPLETE"), 5 * N as usize);
     assert_eq!(count("MPI_IRECV_REQUEST"), N as usize);
     assert_eq!(count("MPI_IRECV"), N as usize);
     // Recv: the ring's 100 B, the Issend's, the Sendrecv half, the sub-communicator's, the
-    // probed one.
-    assert_eq!(count("MPI_RECV"), 5 * N as usize);
-    assert_eq!(count("MPI_COLLECTIVE_BEGIN"), 7 * N as usize);
-    assert_eq!(count("MPI_COLLECTIVE_END"), 7 * N as usize);
+    // probed one, the one beside the Ibcast.
+    assert_eq!(count("MPI_RECV"), 6 * N as usize);
+    // 8 on the world and 1 on the sub-communicator; the one on an unknown one is left out.
+    assert_eq!(count("MPI_COLLECTIVE_BEGIN"), 9 * N as usize);
+    assert_eq!(count("MPI_COLLECTIVE_END"), 9 * N as usize);
+    assert_eq!(count("NON_BLOCKING_COLLECTIVE_REQUEST"), N as usize);
+    assert_eq!(count("NON_BLOCKING_COLLECTIVE_COMPLETE"), N as usize);
     assert_eq!(count("MEASUREMENT_ON_OFF"), 2 * N as usize);
     // The definitions name the regions and the world communicator.
     let defs = std::process::Command::new("otf2-print")
@@ -466,7 +584,14 @@ fn otf2_print_reads_the_archive() {
         "{}",
         String::from_utf8_lossy(&defs.stderr)
     );
-    for want in ["MPI_Sendrecv", "MPI_Alltoall", "MPI_COMM_WORLD", "node-b"] {
+    for want in [
+        "MPI_Sendrecv",
+        "MPI_Alltoall",
+        "MPI_Ibcast",
+        "MPI_COMM_WORLD",
+        "\"c5\"",
+        "node-b",
+    ] {
         assert!(d.contains(want), "{want} not in the definitions:\n{d}");
     }
     let _ = std::fs::remove_dir_all(&dir);
