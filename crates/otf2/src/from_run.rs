@@ -4,8 +4,11 @@
 //!
 //! - one location per rank (id = world rank), in a process location group on its host's system
 //!   tree node; one region per MPI call name (paradigm MPI). The calls of all a rank's threads
-//!   go to its one location in the order they were entered (as the own trace replays them), so
-//!   under MPI_THREAD_MULTIPLE their regions may overlap;
+//!   go to its one location in the order they were entered (as the own trace replays them);
+//!   OTF2 wants a location's times never to go back, so a call entered before the previous one
+//!   returned (another thread's, or MPI_Isendrecv's second half, recorded with the same
+//!   times as the first) is entered at that return, which is also where the replay's next
+//!   compute starts counting;
 //! - communicators: MPI_COMM_WORLD over every rank (comm 0), then each communicator the replay's
 //!   collectives run on (comm 1, 2, … in the replay's order, named `c<id in hex>` as in the own
 //!   trace), each over an OTF2 group of paradigm MPI whose members are world ranks in
@@ -351,6 +354,13 @@ pub fn archive_of(run: &Run) -> (Archive, WriteStats) {
             t: rr.end_ns,
             region: fin,
         });
+        // Never back in time (see the module's comment): overlapping calls follow each other.
+        let mut last = 0;
+        for r in &mut ev {
+            let t = r.time_mut();
+            last = last.max(*t);
+            *t = last;
+        }
         stats.events += ev.len() as u64;
         let mut clock_offsets: Vec<ClockOffset> = rd
             .clocks

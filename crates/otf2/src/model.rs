@@ -173,6 +173,28 @@ pub enum Rec {
 }
 
 impl Rec {
+    /// The record's time, to move it.
+    pub fn time_mut(&mut self) -> &mut u64 {
+        use Rec::*;
+        match self {
+            Enter { t, .. }
+            | Leave { t, .. }
+            | Send { t, .. }
+            | Isend { t, .. }
+            | IsendComplete { t, .. }
+            | IrecvRequest { t, .. }
+            | Irecv { t, .. }
+            | Recv { t, .. }
+            | RequestCancelled { t, .. }
+            | CollBegin { t }
+            | CollEnd { t, .. }
+            | NbcRequest { t, .. }
+            | NbcComplete { t, .. }
+            | Measurement { t, .. }
+            | Unmodelled { t, .. } => t,
+        }
+    }
+
     pub fn time(&self) -> u64 {
         use Rec::*;
         match *self {
