@@ -1,5 +1,6 @@
-//! No archive makes the reader panic: seeded random archives (random records, references that
-//! may be undefined, times that may go back) are converted, and what converts is parsed.
+//! No archive makes the reader panic: seeded random archives (random records, nonblocking
+//! collectives among them, communicators whose groups may be anything, references that may be
+//! undefined, times that may go back) are converted, and what converts is parsed.
 
 use commperf_otf2::model::{Archive, Comm, Location, Rec, Region};
 
@@ -135,6 +136,16 @@ fn random_archive(g: &mut Rng) -> Archive {
                             on: g.below(2) == 0,
                         },
                         38 => Rec::CollBegin { t },
+                        39..=40 => Rec::NbcRequest { t, req },
+                        41..=42 => Rec::NbcComplete {
+                            t,
+                            op: g.small(18) as u8,
+                            comm,
+                            root: (g.below(3) > 0).then(|| g.small(u64::from(n) + 1) as u32),
+                            sent: bytes,
+                            received: g.small(100),
+                            req,
+                        },
                         _ => Rec::Enter { t, region: 0 },
                     }
                 })
@@ -148,23 +159,109 @@ fn random_archive(g: &mut Rng) -> Archive {
             }
         })
         .collect();
-    Archive {
+    let mut a = Archive {
         timer_resolution: [0, 1_000_000_000, 1_000, 3_000_000_000][g.below(4) as usize],
         regions,
         comms,
         mpi_ranks,
         locations,
+    };
+    if g.below(2) == 0 {
+        aligned_collectives(g, &mut a);
+    }
+    a
+}
+
+/// Appends to every location the same collectives (random operation, communicator, root,
+/// blocking or not), as ranks that agree record them, so that conversions get past the
+/// alignment checks; then sometimes breaks one record.
+fn aligned_collectives(g: &mut Rng, a: &mut Archive) {
+    // Often a communicator over every rank in another order (a reordered duplicate), whose
+    // name may or may not be one the own format takes.
+    let n = a.mpi_ranks.len() as u64;
+    let mut sub = None;
+    if g.below(2) == 0 {
+        let mut members: Vec<u32> = (0..n as u32).collect();
+        for i in (1..members.len()).rev() {
+            members.swap(i, g.below(i as u64 + 1) as usize);
+        }
+        let name = ["sub", "MPI_COMM_WORLD.dup", "c"][g.below(3) as usize];
+        a.comms.push(Comm {
+            name: name.into(),
+            members,
+        });
+        sub = Some(a.comms.len() as u32 - 1);
+    }
+    let calls: Vec<(u8, u32, Option<u32>, bool)> = (0..1 + g.below(4))
+        .map(|_| {
+            (
+                g.small(18) as u8,
+                match sub {
+                    Some(c) if g.below(2) == 0 => c,
+                    _ => g.small(a.comms.len() as u64 + 1) as u32,
+                },
+                (g.below(3) > 0).then(|| g.small(3) as u32),
+                g.below(2) == 0,
+            )
+        })
+        .collect();
+    for l in &mut a.locations {
+        let mut t = l.events.iter().map(|e| e.time()).max().unwrap_or(0);
+        let mut open = Vec::new();
+        for (k, &(op, comm, root, nonblocking)) in calls.iter().enumerate() {
+            t += 1 + g.below(50);
+            let (sent, received) = (g.small(100), g.small(100));
+            if nonblocking {
+                let req = 1000 + k as u64;
+                l.events.push(Rec::NbcRequest { t, req });
+                open.push(Rec::NbcComplete {
+                    t: 0,
+                    op,
+                    comm,
+                    root,
+                    sent,
+                    received,
+                    req,
+                });
+            } else {
+                l.events.push(Rec::CollBegin { t });
+                l.events.push(Rec::CollEnd {
+                    t: t + 1,
+                    op,
+                    comm,
+                    root,
+                    sent,
+                    received,
+                });
+            }
+        }
+        // Completed in any order, some in one call.
+        while !open.is_empty() {
+            let mut c = open.swap_remove(g.below(open.len() as u64) as usize);
+            t += 1 + g.below(50);
+            *c.time_mut() = t;
+            l.events.push(c);
+        }
+    }
+    if g.below(3) == 0 {
+        let l = g.below(a.locations.len() as u64) as usize;
+        let ev = &mut a.locations[l].events;
+        if !ev.is_empty() {
+            ev.remove(g.below(ev.len() as u64) as usize);
+        }
     }
 }
 
 #[test]
 fn random_archives_convert_or_are_refused_never_panic() {
     let mut g = Rng(29);
-    let (mut converted, mut parsed) = (0, 0);
-    for _ in 0..5000 {
+    let (mut converted, mut parsed, mut nonblocking, mut on_comm) = (0, 0, 0, 0);
+    for _ in 0..20_000 {
         let a = random_archive(&mut g);
         if let Ok(text) = commperf_otf2::to_own::own_text(&a) {
             converted += 1;
+            nonblocking += usize::from(text.contains(" as n"));
+            on_comm += usize::from(text.contains("\ncomm "));
             if commperf_predict::parse::parse_str(
                 &text,
                 "fuzz",
@@ -177,9 +274,11 @@ fn random_archives_convert_or_are_refused_never_panic() {
             }
         }
     }
-    // Both paths were exercised, not only the refusals.
+    // Both paths were exercised, not only the refusals, and the conversions include
+    // nonblocking collectives and collectives on communicators of their own.
     assert!(
-        converted > 100 && parsed > 50,
-        "{converted} converted, {parsed} parsed"
+        converted > 500 && parsed > 300 && nonblocking > 40 && on_comm > 40,
+        "{converted} converted, {parsed} parsed, {nonblocking} with nonblocking collectives, \
+         {on_comm} with communicators"
     );
 }
