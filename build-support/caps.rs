@@ -36,6 +36,9 @@ const COMMPERF_CAPS: &[(&str, &[&str])] = &[
     ("commperf_has_lammps", &["lmp", "mpirun.openmpi"]),
     ("commperf_has_chromium", &["chromium"]),
     ("commperf_has_simgrid", &["smpirun"]),
+    // libotf2-trace-dev (otf2-config; commperf-otf2 links its libotf2) and otf2-tools
+    // (otf2-print, which the OTF2 tests read the archives back with).
+    ("commperf_has_otf2", &["otf2-config", "otf2-print"]),
     // Debian's NWChem (one-sided MPI through its ARMCI), counted call by call against ltrace.
     (
         "commperf_has_nwchem",

@@ -46,8 +46,9 @@ pub struct MonitorArgs {
     /// mpich)
     #[arg(long, value_name = "MPI")]
     pub interposer: Option<String>,
-    /// MPI programs: also write DIR/trace.txt (a trace `commperf predict --trace` replays) and
-    /// DIR/timeline.json (Chrome trace events: Perfetto, chrome://tracing)
+    /// MPI programs: also write DIR/trace.txt (a trace `commperf predict --trace` replays),
+    /// DIR/timeline.json (Chrome trace events: Perfetto, chrome://tracing) and the OTF2 archive
+    /// DIR/traces.otf2 (Score-P's format: Vampir, Scalasca; predict reads it too)
     #[arg(long)]
     pub trace: bool,
     /// An unmodified MPI program to monitor: `commperf monitor -- mpirun -np 4 ./app`
@@ -910,7 +911,13 @@ fn report(r: &ReportArgs) -> Result<()> {
                 r.input.display()
             );
         }
-        crate::monitor_mpi::write_trace(&r.input, r.trace.as_deref(), r.timeline.as_deref(), None)?;
+        crate::monitor_mpi::write_trace(
+            &r.input,
+            r.trace.as_deref(),
+            r.timeline.as_deref(),
+            None,
+            None,
+        )?;
     }
     let (run, mpi_table) = if mpi {
         let (s, run) = crate::monitor_mpi::load(&r.input)?;

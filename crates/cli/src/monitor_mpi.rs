@@ -25,7 +25,8 @@ pub struct MonitorArgs {
     pub start_disabled: bool,
     /// Use this interposer instead of the one matching the program (openmpi, mpich)
     pub interposer: Option<String>,
-    /// Also write DIR/trace.txt (for `predict`) and DIR/timeline.json (Chrome trace events)
+    /// Also write DIR/trace.txt (for `predict`), DIR/timeline.json (Chrome trace events) and
+    /// the OTF2 archive DIR/traces.otf2 (Score-P, Vampir, Scalasca; `predict` reads it too)
     pub trace: bool,
     /// The MPI launch command (mpirun …) or a singleton MPI program
     pub command: Vec<String>,
@@ -112,6 +113,7 @@ pub fn run(a: &MonitorArgs) -> Result<()> {
             Some(&dir.join("trace.txt")),
             Some(&dir.join("timeline.json")),
             Some(&dir.join("trace-stats.json")),
+            Some(&dir),
         );
     }
     if !status.success() {
@@ -159,13 +161,15 @@ pub(crate) fn report(dir: &Path, status: Option<&std::process::ExitStatus>) -> R
     Ok(())
 }
 
-/// Converts an MPI run's directory into a trace for `predict` and/or a Chrome timeline, and
+/// Converts an MPI run's directory into a trace for `predict`, a Chrome timeline and/or an OTF2
+/// archive (`OTF2_DIR/traces.otf2`; a build without libotf2 says so and writes the rest), and
 /// says what was written and what was left out.
 pub fn write_trace(
     dir: &Path,
     trace: Option<&Path>,
     timeline: Option<&Path>,
     stats: Option<&Path>,
+    otf2: Option<&Path>,
 ) -> Result<()> {
     let run = commperf_pmpi::read_dir(dir)?;
     let out = commperf_pmpi::to_trace(&run);
@@ -180,6 +184,16 @@ pub fn write_trace(
     if let Some(p) = stats {
         let json = serde_json::to_string_pretty(&out.stats)? + "\n";
         crate::output::write_atomically(p, json.as_bytes())?;
+    }
+    if let Some(d) = otf2 {
+        match commperf_otf2::write_run(&run, d) {
+            Ok((anchor, _)) => crate::say(&format!("commperf: wrote {}", anchor.display())),
+            // The own trace and the timeline need no C library: they are still written.
+            Err(e @ commperf_otf2::Otf2Error::Missing(_)) => {
+                crate::say(&format!("commperf: OTF2 not written: {e}"))
+            }
+            Err(e) => return Err(e).context("writing the OTF2 archive"),
+        }
     }
     crate::say(&format!("commperf: {}", out.stats.describe()));
     Ok(())

@@ -85,12 +85,13 @@ pub enum PredictFormat {
 
 #[derive(Debug, Args)]
 pub struct PredictArgs {
-    /// The workload trace: commperf's own format, a GOAL schedule, or a SimGrid
-    /// time-independent trace (one file, or an index of per-rank files)
+    /// The workload trace: commperf's own format, a GOAL schedule, a SimGrid
+    /// time-independent trace (one file, or an index of per-rank files), or an OTF2 archive
+    /// (its anchor file, `traces.otf2`: Score-P's, or `commperf monitor --trace`'s)
     #[arg(long, value_name = "FILE")]
     pub trace: PathBuf,
     #[arg(long = "format-in", value_name = "FORMAT", value_parser = trace_format, help = trace_format_help())]
-    pub format_in: Option<TraceFormat>,
+    pub format_in: Option<InFormat>,
     /// The network: crossbar, clos[:hosts=N,group=G], fattree:k=K, torus:XxY[xZ], a
     /// Graphviz .dot file whose edge comments list the destinations routed over them, or a
     /// SimGrid platform .xml (cluster, or hosts, links and routes; links keep their bandwidth,
@@ -230,15 +231,51 @@ fn algorithms_help() -> String {
     )
 }
 
+/// A trace format `--format-in` names: one of predict's text formats, or OTF2, which the
+/// otf2 crate reads (predict itself links no C library).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum InFormat {
+    Text(TraceFormat),
+    Otf2,
+}
+
 fn trace_format_help() -> String {
     format!(
-        "The trace's format: {} [default: detected from the content]",
+        "The trace's format: {}, otf2 [default: otf2 for a .otf2 file, else detected from the \
+         content]",
         crate::cli::names(TraceFormat::ALL)
     )
 }
 
-fn trace_format(s: &str) -> Result<TraceFormat, String> {
+fn trace_format(s: &str) -> Result<InFormat, String> {
+    if s == "otf2" {
+        return Ok(InFormat::Otf2);
+    }
     s.parse()
+        .map(InFormat::Text)
+        .map_err(|e: String| e.replace("or simgrid)", "simgrid or otf2)"))
+}
+
+/// Reads the trace `--trace` names: (workload, the text format read, or None for OTF2).
+fn read_workload(
+    a: &PredictArgs,
+    opts: &ParseOptions,
+) -> Result<(commperf_predict::workload::Workload, Option<TraceFormat>)> {
+    let context = || format!("reading trace {}", a.trace.display());
+    match a.format_in {
+        Some(InFormat::Otf2) => {}
+        None if commperf_otf2::is_anchor(&a.trace) => {}
+        f => {
+            let text = match f {
+                Some(InFormat::Text(t)) => Some(t),
+                _ => None,
+            };
+            let (w, t) = parse::read_trace_as(&a.trace, text, opts).with_context(context)?;
+            return Ok((w, Some(t)));
+        }
+    }
+    let w = commperf_otf2::read_workload(&a.trace, opts).with_context(context)?;
+    Ok((w, None))
 }
 
 fn topology_spec(s: &str) -> Result<TopologySpec, String> {
@@ -434,8 +471,7 @@ pub fn run(a: &PredictArgs) -> Result<()> {
         host_speed_flops: a.host_speed,
         algorithms: Algorithms::parse_list(&a.algo.join(",")).map_err(anyhow::Error::msg)?,
     };
-    let (workload, text_format) = parse::read_trace_as(&a.trace, a.format_in, &opts)
-        .with_context(|| format!("reading trace {}", a.trace.display()))?;
+    let (workload, text_format) = read_workload(a, &opts)?;
     let profile = read_profile(a.profile.as_deref())?;
     let tcom = match &profile {
         Some(p) => Tcom::from_profile(p).with_context(|| {
@@ -476,7 +512,7 @@ pub fn run(a: &PredictArgs) -> Result<()> {
     };
     // A SimGrid trace's `compute` amounts are flops: a platform host's own speed replaces
     // --host-speed for the ranks placed on it.
-    let calc_scale: Vec<f64> = if text_format == TraceFormat::SimGrid {
+    let calc_scale: Vec<f64> = if text_format == Some(TraceFormat::SimGrid) {
         map.0
             .iter()
             .map(|&h| net.host_speed(h).map_or(1.0, |s| a.host_speed / s))
@@ -529,7 +565,7 @@ pub fn run(a: &PredictArgs) -> Result<()> {
         bail!("--bounds needs the contention model: the LogGP model has no background load");
     }
     let trace_name = a.trace.display().to_string();
-    let format_name = text_format.to_string();
+    let format_name = text_format.map_or_else(|| "otf2".to_string(), |f| f.to_string());
     // The header names what the costs really came from.
     let profile_name = match (&a.loggp, &profile) {
         (Some(p), _) => format!(

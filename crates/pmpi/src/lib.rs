@@ -25,7 +25,8 @@
 //!   file, send/receive matching by MPI's non-overtaking order, per-message stages ([`Message`]).
 //! - **the trace writer** ([`to_trace`]): a run as a commperf own-format trace that `commperf
 //!   predict` replays, and as a Chrome trace-event timeline, with what could not be replayed
-//!   left out and counted ([`TraceStats`]).
+//!   left out and counted ([`TraceStats`]). Both come from [`replay`], the run as the replay
+//!   sees it before any format ([`Replay`]), which commperf-otf2 renders as an OTF2 archive.
 //!
 //! Environment of a monitored rank (set by `commperf monitor`): `COMMPERF_PMPI_DIR` (output),
 //! `COMMPERF_PMPI_TAG` (program tag), `COMMPERF_PMPI_START=off` (start disabled; `MPI_Pcontrol(1)`
@@ -62,7 +63,10 @@ pub use read::{
     Pairing, RankData, ReadError, Run, Stream, Summary,
 };
 pub use sites::CallSite;
-pub use trace::{to_trace, TraceOutput, TraceStats};
+pub use trace::{
+    replay, request_name, to_trace, CallKind, RankReplay, Replay, ReplayCall, ReplayCollective,
+    ReplayComm, ReplayMessage, ReplayOp, TraceOutput, TraceStats,
+};
 
 /// The MPI libraries an interposer can be built for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -185,83 +185,212 @@ pub struct TraceOutput {
     pub stats: TraceStats,
 }
 
-/// One MPI call on one rank, as the trace sees it.
+/// What the replay makes of a monitored run, before any file format: per rank, the MPI calls in
+/// the order they were entered, each with the operations it is replayed as (the rules at the top
+/// of this module), and what was left out. The own-format text ([`to_trace`]) and commperf-otf2's
+/// OTF2 archive are both renderings of it, so the two formats cannot drift apart.
 #[derive(Debug, Clone)]
-enum Op {
-    /// MPI_Send/Ssend/Bsend/Rsend/Recv: one record.
-    Blocking(usize),
-    /// MPI_Isend…/Irecv posting: one record, completed by a later `Complete`.
-    Post(usize),
-    /// The Wait/Test call that completed these nonblocking records.
-    Complete(Vec<usize>),
+pub struct Replay {
+    /// World size.
+    pub ranks: u32,
+    /// The communicators other than MPI_COMM_WORLD that replayed collectives run on, by id.
+    pub comms: Vec<ReplayComm>,
+    /// One per rank that left a file, in the run's order (`Run::ranks`).
+    pub rank_replays: Vec<RankReplay>,
+    /// The matched point-to-point messages: (sender, its record, receiver, its record).
+    pub messages: Vec<(u32, usize, u32, usize)>,
+    pub stats: TraceStats,
+}
+
+/// A communicator other than MPI_COMM_WORLD, as the run recorded its group.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReplayComm {
+    /// The interposer's communicator id (never 0, which is MPI_COMM_WORLD).
+    pub id: u32,
+    /// World ranks in communicator rank order.
+    pub members: Vec<u32>,
+}
+
+impl ReplayComm {
+    /// Its name in the own format: `c` and the id in hex.
+    pub fn name(&self) -> String {
+        format!("c{:x}", self.id)
+    }
+}
+
+/// One rank's replay; times on the rank's own clock (ns).
+#[derive(Debug, Clone)]
+pub struct RankReplay {
+    pub rank: u32,
+    /// MPI_Init's return (the header's start), or the first call when that is earlier.
+    pub init_ns: u64,
+    /// Where the replay starts: after the interposer's clock sync in MPI_Init (which waits for
+    /// the slowest rank), or at the first call when that is earlier.
+    pub start_ns: u64,
+    /// The end of the last call: nothing is replayed after it.
+    pub last_ns: u64,
+    /// MPI_Finalize's end (the footer's), or `last_ns` for a rank cut short.
+    pub end_ns: u64,
+    /// Monitoring was off from the start (the first record is MPI_Pcontrol): the time before
+    /// the first MPI_Pcontrol(1) is unknown, not compute.
+    pub starts_stopped: bool,
+    pub calls: Vec<ReplayCall>,
+}
+
+/// One MPI call of a rank.
+#[derive(Debug, Clone)]
+pub struct ReplayCall {
+    /// Entered and left (ns, the rank's clock).
+    pub start: u64,
+    pub end: u64,
+    pub kind: CallKind,
+    /// Computation replayed before this call: the gap since the previous call's end, 0 when
+    /// none or while monitoring was stopped.
+    pub compute_before: u64,
+    /// What the call is replayed as; empty when nothing (a probe, one-sided, a record left out).
+    pub ops: Vec<ReplayOp>,
+}
+
+impl ReplayCall {
+    /// The call's name (the timeline's); `events` are its rank's records.
+    pub fn name(&self, events: &[Event]) -> &'static str {
+        match &self.kind {
+            CallKind::Record(i) => events[*i].call.name(),
+            CallKind::Sendrecv(_) => "MPI_Sendrecv",
+            CallKind::Completion(_) => "MPI_Wait/Test",
+            CallKind::Pcontrol(_) => "MPI_Pcontrol",
+        }
+    }
+}
+
+/// Which records one MPI call is made of (indices into its rank's events).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CallKind {
+    /// A call of one record: a send, a receive, a nonblocking start, a collective, a probe, …
+    Record(usize),
     /// MPI_Sendrecv(_replace): its send and receive halves.
     Sendrecv(Vec<usize>),
-    Collective(usize),
-    /// MPI_Pcontrol(level).
+    /// The Wait/Test call that completed these nonblocking records (the records do not say
+    /// which function it was). One call may complete point-to-point and collective requests.
+    Completion(Vec<usize>),
+    /// MPI_Pcontrol(level): 0 stops monitoring, any other level restarts it.
     Pcontrol(i32),
-    /// Probes: MPI time, no operation.
-    Other(usize),
 }
 
-#[derive(Debug, Clone)]
-struct CallRec {
-    start: u64,
-    end: u64,
-    op: Op,
+/// One operation a call is replayed as.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ReplayOp {
+    Message(ReplayMessage),
+    Collective(ReplayCollective),
+    /// Waits for these requests, started by earlier operations of the rank (or, in
+    /// MPI_Sendrecv, by the call's own two halves).
+    Wait(Vec<usize>),
 }
 
-/// A rank's records as calls, in the order they were entered.
-fn calls_of(events: &[Event]) -> Vec<CallRec> {
+/// One side of a matched point-to-point message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReplayMessage {
+    pub event: usize,
+    pub send: bool,
+    /// The partner as a world rank (a receive's is the rank that actually sent).
+    pub peer: u32,
+    /// MPI_COMM_WORLD's tags as they are; other communicators' (communicator, tag) pairs
+    /// numbered above every world tag.
+    pub tag: i64,
+    /// The send's size, on both sides: the format's receive takes what the send gives.
+    pub bytes: u64,
+    /// Nonblocking: the request (see [`request_name`]), completed by a later [`ReplayOp::Wait`].
+    pub request: Option<usize>,
+}
+
+/// A collective call every member of its communicator replays alike.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReplayCollective {
+    pub event: usize,
+    /// The own format's operation: barrier, bcast, reduce, allreduce, gather, scatter,
+    /// allgather, alltoall, reducescatter, scan, exscan.
+    pub op: &'static str,
+    /// The root as a rank within the communicator (rooted operations only).
+    pub root: Option<u32>,
+    /// The size the format means (per pair for alltoall, one block for reducescatter): the
+    /// mean over the members, since the v-forms give each member its own.
+    pub bytes: u64,
+    /// 0 for MPI_COMM_WORLD, else the id of one of [`Replay::comms`].
+    pub comm: u32,
+    /// Nonblocking (MPI_Iallreduce, a persistent collective's start, …): its request.
+    pub request: Option<usize>,
+}
+
+/// The name a request is written under: `q` and its record's index.
+pub fn request_name(event: usize) -> String {
+    format!("q{event}")
+}
+
+/// What a single-record call does in the replay.
+enum Role {
+    /// Probes and one-sided synchronisation: MPI time, no operation.
+    Other,
+    /// MPI_Isend…/Irecv/MPI_Start: a request completed by a later call.
+    Post,
+    Collective,
+    /// MPI_Send/Ssend/Bsend/Rsend/Recv (and one-sided transfers, never matched).
+    Blocking,
+}
+
+fn role(c: Call) -> Role {
+    if c.is_probe() || c.is_rma_sync() {
+        Role::Other
+    } else if c.is_nonblocking() && !c.is_collective() {
+        Role::Post
+    } else if c.is_collective() {
+        Role::Collective
+    } else {
+        Role::Blocking
+    }
+}
+
+/// A rank's records as calls (start, end, kind), in the order they were entered.
+fn calls_of(events: &[Event]) -> Vec<(u64, u64, CallKind)> {
     let mut out = Vec::new();
     // Records completed by one call share its thread and times.
     let mut completions: BTreeMap<(u32, u64, u64), Vec<usize>> = BTreeMap::new();
     let mut sendrecvs: BTreeMap<(u32, u64, u64), Vec<usize>> = BTreeMap::new();
     for (i, e) in events.iter().enumerate() {
         let (start, end) = (e.post_enter, e.post_exit);
-        let op = match e.call {
-            Call::Pcontrol => Op::Pcontrol(e.tag),
-            c if c.is_probe() || c.is_rma_sync() => Op::Other(i),
+        match e.call {
+            Call::Pcontrol => {
+                out.push((start, end, CallKind::Pcontrol(e.tag)));
+                continue;
+            }
             Call::SendrecvSend | Call::SendrecvRecv => {
                 sendrecvs.entry((e.thread, start, end)).or_default().push(i);
                 continue;
             }
-            c if c.is_nonblocking() && !c.is_collective() => {
-                completions
-                    .entry((e.thread, e.done_enter, e.done_exit))
-                    .or_default()
-                    .push(i);
-                Op::Post(i)
-            }
-            // A nonblocking collective is completed by a Wait/Test like a point-to-point
-            // request (one Waitall may complete both kinds).
-            c if c.is_nonblocking_collective() => {
-                completions
-                    .entry((e.thread, e.done_enter, e.done_exit))
-                    .or_default()
-                    .push(i);
-                Op::Collective(i)
-            }
-            c if c.is_collective() => Op::Collective(i),
-            _ => Op::Blocking(i),
+            _ => {}
+        }
+        // A nonblocking collective is completed by a Wait/Test like a point-to-point request
+        // (one Waitall may complete both kinds).
+        let completed_later = match role(e.call) {
+            Role::Post => true,
+            Role::Collective => e.call.is_nonblocking_collective(),
+            Role::Other | Role::Blocking => false,
         };
-        out.push(CallRec { start, end, op });
+        if completed_later {
+            completions
+                .entry((e.thread, e.done_enter, e.done_exit))
+                .or_default()
+                .push(i);
+        }
+        out.push((start, end, CallKind::Record(i)));
     }
     for ((_, start, end), v) in completions {
-        out.push(CallRec {
-            start,
-            end,
-            op: Op::Complete(v),
-        });
+        out.push((start, end, CallKind::Completion(v)));
     }
     for ((_, start, end), v) in sendrecvs {
-        out.push(CallRec {
-            start,
-            end,
-            op: Op::Sendrecv(v),
-        });
+        out.push((start, end, CallKind::Sendrecv(v)));
     }
     // A completion never starts before its post; at equal times the post comes first.
-    out.sort_by_key(|c| (c.start, matches!(c.op, Op::Complete(_)), c.end));
+    out.sort_by_key(|c| (c.0, matches!(c.2, CallKind::Completion(_)), c.1));
     out
 }
 
@@ -322,8 +451,9 @@ fn coll_key(e: &Event, n: u64, members: Option<&[u32]>) -> CollKey {
     Some((op, root, e.call.is_nonblocking_collective()))
 }
 
-/// Converts a run. Never fails: what cannot be replayed is left out and counted in the stats.
-pub fn to_trace(run: &Run) -> TraceOutput {
+/// The replay of a run. Never fails: what cannot be replayed is left out and counted in the
+/// stats.
+pub fn replay(run: &Run) -> Replay {
     let n = run.ranks.iter().map(|r| r.header.size).max().unwrap_or(0);
     let mut st = TraceStats {
         ranks: n,
@@ -356,6 +486,7 @@ pub fn to_trace(run: &Run) -> TraceOutput {
         .collect();
     // (rank, event index) -> (partner, tag, bytes)
     let mut matched: HashMap<(u32, usize), (u32, i64, u64)> = HashMap::new();
+    let mut messages = Vec::with_capacity(pairing.pairs.len());
     for p in &pairing.pairs {
         let (src, dst, tag, comm) = p.stream;
         let t = if comm == 0 {
@@ -368,6 +499,7 @@ pub fn to_trace(run: &Run) -> TraceOutput {
         let bytes = run.rank(src).map_or(0, |r| r.events[p.send].bytes);
         matched.insert((src, p.send), (dst, t, bytes));
         matched.insert((dst, p.recv), (src, t, bytes));
+        messages.push((src, p.send, dst, p.recv));
     }
     st.messages = pairing.pairs.len() as u64;
     st.one_sided_left_out = run
@@ -438,7 +570,7 @@ pub fn to_trace(run: &Run) -> TraceOutput {
     // World rank -> its data: `Run::rank` searches, and this is asked per call and member.
     let by_rank: HashMap<u32, &crate::read::RankData> =
         run.ranks.iter().map(|r| (r.header.rank, r)).collect();
-    let mut kept_coll: HashMap<(u32, usize), String> = HashMap::new();
+    let mut kept_coll: HashMap<(u32, usize), ReplayCollective> = HashMap::new();
     let mut used_comms: BTreeSet<u32> = BTreeSet::new();
     for (&comm, per_rank) in &mut seqs {
         let members: &[u32] = if comm == 0 { &world } else { &known[&comm] };
@@ -479,11 +611,6 @@ pub fn to_trace(run: &Run) -> TraceOutput {
             st.misaligned_collectives_left_out +=
                 (seq_of(m).len() - common.min(seq_of(m).len())) as u64;
         }
-        let on = if comm == 0 {
-            String::new()
-        } else {
-            format!(" on c{comm:x}")
-        };
         for j in 0..common {
             let evs: Vec<(u32, usize, &Event)> = members
                 .iter()
@@ -505,20 +632,17 @@ pub fn to_trace(run: &Run) -> TraceOutput {
             let nonblocking = evs
                 .first()
                 .is_some_and(|(_, _, e)| e.call.is_nonblocking_collective());
-            let i = if nonblocking { "i" } else { "" };
-            let body = match root {
-                Some(r) => format!("{i}{op} root {r} {bytes}B{on}"),
-                None if op == "barrier" => format!("{i}{op}{on}"),
-                None => format!("{i}{op} {bytes}B{on}"),
-            };
             for &(m, idx, _) in &evs {
                 // A nonblocking call's request is named after its record, as point-to-point's.
-                let text = if nonblocking {
-                    format!("{body} as q{idx}")
-                } else {
-                    body.clone()
+                let coll = ReplayCollective {
+                    event: idx,
+                    op,
+                    root,
+                    bytes,
+                    comm,
+                    request: nonblocking.then_some(idx),
                 };
-                kept_coll.insert((m, idx), text);
+                kept_coll.insert((m, idx), coll);
             }
             if nonblocking {
                 st.nonblocking_collectives += evs.len() as u64;
@@ -532,25 +656,19 @@ pub fn to_trace(run: &Run) -> TraceOutput {
             used_comms.insert(comm);
         }
     }
-    // Definitions of the communicators used, before any rank's block.
-    let mut defs = String::new();
-    for comm in &used_comms {
-        let list: Vec<String> = known[comm].iter().map(u32::to_string).collect();
-        let _ = writeln!(defs, "comm c{comm:x} {}", list.join(" "));
-    }
-
-    // The trace, rank by rank; the timeline beside it on the global clock.
-    let mut text = format!("ranks {n}\n{defs}");
-    let t0 = run
-        .ranks
+    let comms: Vec<ReplayComm> = used_comms
         .iter()
-        .map(|r| r.to_global(r.header.start_ns))
-        .fold(f64::INFINITY, f64::min);
-    let mut tl = Timeline::new(n, t0);
+        .map(|&id| ReplayComm {
+            id,
+            members: known[&id].clone(),
+        })
+        .collect();
+
+    // Rank by rank, call by call.
+    let mut rank_replays = Vec::with_capacity(run.ranks.len());
     for rd in &run.ranks {
         let me = rd.header.rank;
         let calls = calls_of(&rd.events);
-        let _ = writeln!(text, "\nrank {me}");
         // The header's start is taken at MPI_Init's return, before the interposer's clock sync
         // with rank 0, which waits for the slowest rank to start: the program resumes after it.
         let begin = rd
@@ -558,115 +676,88 @@ pub fn to_trace(run: &Run) -> TraceOutput {
             .iter()
             .find(|c| c.phase == 0)
             .map_or(rd.header.start_ns, |c| c.local_ns.max(rd.header.start_ns));
-        let start = calls.first().map_or(begin, |c| c.start.min(begin));
+        let start = calls.first().map_or(begin, |c| c.0.min(begin));
         let mut cursor = start;
         // A run started with monitoring off (`--start-disabled`, which the rank files do not
         // record) has only MPI_Pcontrol records before its first MPI_Pcontrol(1): what came
         // before that is unknown, not compute. A rank whose first record is MPI_Pcontrol is
         // taken as such; when it was not, the time lost is reported as stopped.
-        let mut stopped_at: Option<u64> = match calls.first().map(|c| &c.op) {
-            Some(Op::Pcontrol(_)) => Some(start),
-            _ => None,
-        };
+        let starts_stopped = matches!(calls.first(), Some((_, _, CallKind::Pcontrol(_))));
+        let mut stopped_at: Option<u64> = starts_stopped.then_some(start);
         let mut compute = 0u64;
         // Requests written and not yet waited for.
         let mut posted: HashSet<usize> = HashSet::new();
-        for c in &calls {
-            if c.start > cursor && stopped_at.is_none() {
-                let gap = c.start - cursor;
-                compute += gap;
-                let _ = writeln!(text, "  compute {gap}ns");
+        let mut out = Vec::with_capacity(calls.len());
+        for (c_start, c_end, kind) in calls {
+            let mut compute_before = 0;
+            if c_start > cursor && stopped_at.is_none() {
+                compute_before = c_start - cursor;
+                compute += compute_before;
             }
-            cursor = cursor.max(c.end);
-            let send_line = |i: usize, name: Option<&str>| -> Option<String> {
+            cursor = cursor.max(c_end);
+            let message = |i: usize, nonblocking: bool| -> Option<ReplayMessage> {
                 let &(peer, tag, bytes) = matched.get(&(me, i))?;
-                let e = &rd.events[i];
-                let verb = match (e.call.is_send(), name.is_some()) {
-                    (true, false) => "send",
-                    (false, false) => "recv",
-                    (true, true) => "isend",
-                    (false, true) => "irecv",
-                };
-                let mut l = format!("  {verb} {peer} {bytes}B tag {tag}");
-                if let Some(nm) = name {
-                    let _ = write!(l, " as {nm}");
-                }
-                Some(l)
+                Some(ReplayMessage {
+                    event: i,
+                    send: rd.events[i].call.is_send(),
+                    peer,
+                    tag,
+                    bytes,
+                    request: nonblocking.then_some(i),
+                })
             };
-            let req = |i: usize| format!("q{i}");
-            let span_name: &str;
-            let mut replayed = false;
-            match &c.op {
-                Op::Blocking(i) => {
-                    span_name = rd.events[*i].call.name();
-                    if let Some(l) = send_line(*i, None) {
-                        let _ = writeln!(text, "{l}");
-                        replayed = true;
-                    }
-                }
-                Op::Post(i) => {
-                    span_name = rd.events[*i].call.name();
-                    if let Some(l) = send_line(*i, Some(&req(*i))) {
-                        let _ = writeln!(text, "{l}");
-                        posted.insert(*i);
-                        replayed = true;
-                    }
-                }
-                Op::Complete(v) => {
-                    span_name = "MPI_Wait/Test";
-                    // Only requests whose start was written (a record cut short may show its
-                    // completion before its start): a wait for an unknown name is refused.
-                    let names: Vec<String> = v
-                        .iter()
-                        .filter(|i| posted.remove(*i))
-                        .map(|i| req(*i))
-                        .collect();
-                    match names.len() {
-                        0 => {}
-                        1 => {
-                            let _ = writeln!(text, "  wait {}", names[0]);
-                        }
-                        _ => {
-                            let _ = writeln!(text, "  waitall {}", names.join(" "));
-                        }
-                    }
-                    replayed = !names.is_empty();
-                }
-                Op::Sendrecv(v) => {
-                    span_name = "MPI_Sendrecv";
-                    let mut names = Vec::new();
-                    for &i in v {
-                        if let Some(l) = send_line(i, Some(&req(i))) {
-                            let _ = writeln!(text, "{l}");
-                            names.push(req(i));
-                        }
-                    }
-                    if !names.is_empty() {
-                        let _ = writeln!(text, "  waitall {}", names.join(" "));
-                        replayed = true;
-                    }
-                }
-                Op::Collective(i) => {
-                    span_name = rd.events[*i].call.name();
-                    if let Some(l) = kept_coll.get(&(me, *i)) {
-                        let _ = writeln!(text, "  {l}");
-                        if rd.events[*i].call.is_nonblocking_collective() {
+            let mut ops = Vec::new();
+            match &kind {
+                CallKind::Record(i) => match role(rd.events[*i].call) {
+                    Role::Other => {}
+                    Role::Blocking => ops.extend(message(*i, false).map(ReplayOp::Message)),
+                    Role::Post => {
+                        if let Some(m) = message(*i, true) {
                             posted.insert(*i);
+                            ops.push(ReplayOp::Message(m));
                         }
-                        replayed = true;
+                    }
+                    Role::Collective => {
+                        if let Some(coll) = kept_coll.get(&(me, *i)) {
+                            if coll.request.is_some() {
+                                posted.insert(*i);
+                            }
+                            ops.push(ReplayOp::Collective(coll.clone()));
+                        }
+                    }
+                },
+                CallKind::Completion(v) => {
+                    // Only requests whose start was replayed (a record cut short may show its
+                    // completion before its start): a wait for an unknown name is refused.
+                    let done: Vec<usize> = v.iter().copied().filter(|i| posted.remove(i)).collect();
+                    if !done.is_empty() {
+                        ops.push(ReplayOp::Wait(done));
                     }
                 }
-                Op::Pcontrol(level) => {
-                    span_name = "MPI_Pcontrol";
+                CallKind::Sendrecv(v) => {
+                    let halves: Vec<ReplayMessage> =
+                        v.iter().filter_map(|&i| message(i, true)).collect();
+                    if !halves.is_empty() {
+                        let done = halves.iter().map(|m| m.event).collect();
+                        ops.extend(halves.into_iter().map(ReplayOp::Message));
+                        ops.push(ReplayOp::Wait(done));
+                    }
+                }
+                CallKind::Pcontrol(level) => {
                     if *level == 0 {
-                        stopped_at.get_or_insert(c.start);
+                        stopped_at.get_or_insert(c_start);
                     } else if let Some(t) = stopped_at.take() {
-                        st.stopped_ns += c.start.saturating_sub(t);
+                        st.stopped_ns += c_start.saturating_sub(t);
                     }
                 }
-                Op::Other(i) => span_name = rd.events[*i].call.name(),
             }
-            tl.span(rd, c, span_name, replayed);
+            out.push(ReplayCall {
+                start: c_start,
+                end: c_end,
+                kind,
+                compute_before,
+                ops,
+            });
         }
         // No compute after the last call: MPI_Finalize's moment is not recorded apart from the
         // clock sync it starts with, which waits for rank 0 to reach it, so the tail would
@@ -675,27 +766,115 @@ pub fn to_trace(run: &Run) -> TraceOutput {
         if let Some(t) = stopped_at {
             st.stopped_ns += cursor.saturating_sub(t);
         }
+        let init_ns = rd.header.start_ns.min(start);
         if let Some(slot) = st.compute_ns.get_mut(me as usize) {
             *slot = compute;
-            st.run_ns[me as usize] = end - rd.header.start_ns.min(start);
+            st.run_ns[me as usize] = end - init_ns;
+        }
+        rank_replays.push(RankReplay {
+            rank: me,
+            init_ns,
+            start_ns: start,
+            last_ns: cursor,
+            end_ns: end,
+            starts_stopped,
+            calls: out,
+        });
+    }
+    Replay {
+        ranks: n,
+        comms,
+        rank_replays,
+        messages,
+        stats: st,
+    }
+}
+
+/// Converts a run: its replay ([`replay`]) written in the own format, and as a timeline.
+pub fn to_trace(run: &Run) -> TraceOutput {
+    let r = replay(run);
+    let mut text = format!("ranks {}\n", r.ranks);
+    // Definitions of the communicators used, before any rank's block.
+    for c in &r.comms {
+        let list: Vec<String> = c.members.iter().map(u32::to_string).collect();
+        let _ = writeln!(text, "comm {} {}", c.name(), list.join(" "));
+    }
+    let on = |comm: u32| {
+        if comm == 0 {
+            String::new()
+        } else {
+            format!(" on c{comm:x}")
+        }
+    };
+    // The timeline beside it on the global clock.
+    let t0 = run
+        .ranks
+        .iter()
+        .map(|r| r.to_global(r.header.start_ns))
+        .fold(f64::INFINITY, f64::min);
+    let mut tl = Timeline::new(r.ranks, t0);
+    for (rr, rd) in r.rank_replays.iter().zip(&run.ranks) {
+        let _ = writeln!(text, "\nrank {}", rr.rank);
+        for c in &rr.calls {
+            if c.compute_before > 0 {
+                let _ = writeln!(text, "  compute {}ns", c.compute_before);
+            }
+            for op in &c.ops {
+                match op {
+                    ReplayOp::Message(m) => {
+                        let verb = match (m.send, m.request.is_some()) {
+                            (true, false) => "send",
+                            (false, false) => "recv",
+                            (true, true) => "isend",
+                            (false, true) => "irecv",
+                        };
+                        let _ = write!(text, "  {verb} {} {}B tag {}", m.peer, m.bytes, m.tag);
+                        if let Some(q) = m.request {
+                            let _ = write!(text, " as {}", request_name(q));
+                        }
+                        text.push('\n');
+                    }
+                    ReplayOp::Collective(k) => {
+                        let i = if k.request.is_some() { "i" } else { "" };
+                        let (op, bytes, on) = (k.op, k.bytes, on(k.comm));
+                        let _ = match k.root {
+                            Some(root) => write!(text, "  {i}{op} root {root} {bytes}B{on}"),
+                            None if op == "barrier" => write!(text, "  {i}{op}{on}"),
+                            None => write!(text, "  {i}{op} {bytes}B{on}"),
+                        };
+                        if let Some(q) = k.request {
+                            let _ = write!(text, " as {}", request_name(q));
+                        }
+                        text.push('\n');
+                    }
+                    ReplayOp::Wait(v) => {
+                        let names: Vec<String> = v.iter().map(|&i| request_name(i)).collect();
+                        // MPI_Sendrecv's halves are joined by a waitall even when only one
+                        // was matched.
+                        let all = names.len() > 1 || matches!(c.kind, CallKind::Sendrecv(_));
+                        let verb = if all { "waitall" } else { "wait" };
+                        let _ = writeln!(text, "  {verb} {}", names.join(" "));
+                    }
+                }
+            }
+            tl.span(rd, c.start, c.end, c.name(&rd.events), !c.ops.is_empty());
         }
     }
-    for p in &pairing.pairs {
-        let (src, dst, _, _) = p.stream;
-        if let (Some(s), Some(r)) = (run.rank(src), run.rank(dst)) {
-            tl.flow(s, &s.events[p.send], r, &r.events[p.recv]);
+    for &(src, send, dst, recv) in &r.messages {
+        if let (Some(s), Some(d)) = (run.rank(src), run.rank(dst)) {
+            tl.flow(s, &s.events[send], d, &d.events[recv]);
         }
     }
     // The header is written last, so it states what was left out, stopped time included.
     let text = format!(
         "# commperf trace of a monitored MPI run ({}), written by commperf monitor\n# {}\n{text}",
         run.dir.display(),
-        st.describe()
+        r.stats.describe()
     );
     TraceOutput {
         text,
         chrome: tl.finish(),
-        stats: st,
+        stats: r.stats,
     }
 }
 
@@ -722,8 +901,15 @@ impl Timeline {
         (rd.to_global(t) - self.t0).max(0.0) / 1e3
     }
 
-    fn span(&mut self, rd: &crate::read::RankData, c: &CallRec, name: &str, replayed: bool) {
-        let (a, b) = (self.at(rd, c.start), self.at(rd, c.end));
+    fn span(
+        &mut self,
+        rd: &crate::read::RankData,
+        start: u64,
+        end: u64,
+        name: &str,
+        replayed: bool,
+    ) {
+        let (a, b) = (self.at(rd, start), self.at(rd, end));
         self.tl.span(
             rd.header.rank,
             name,
@@ -998,6 +1184,35 @@ mod tests {
         assert_eq!(out.stats.nonblocking_collectives, 2);
         // One exchange for the allreduce, one for the 2-rank barrier.
         assert_eq!(sends_per_rank(&out.text), [2, 2]);
+        // The text is rendered from the replay, which says the same in data.
+        let r = replay(&run);
+        let calls = &r.rank_replays[1].calls;
+        let got: Vec<(u64, u64, &CallKind, u64)> = calls
+            .iter()
+            .map(|c| (c.start, c.end, &c.kind, c.compute_before))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (100, 110, &CallKind::Record(0), 100),
+                (5_000, 5_010, &CallKind::Completion(vec![0]), 4_890),
+                (6_000, 6_010, &CallKind::Record(1), 990),
+            ]
+        );
+        assert_eq!(
+            calls[0].ops,
+            [ReplayOp::Collective(ReplayCollective {
+                event: 0,
+                op: "allreduce",
+                root: None,
+                bytes: 32,
+                comm: 0,
+                request: Some(0),
+            })]
+        );
+        assert_eq!(calls[1].ops, [ReplayOp::Wait(vec![0])]);
+        assert_eq!(r.rank_replays[1].last_ns, 6_010);
+        assert_eq!(r.stats, out.stats);
     }
 
     #[test]

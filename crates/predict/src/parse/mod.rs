@@ -8,6 +8,8 @@ mod goal;
 mod own;
 mod simgrid;
 
+pub use own::is_name;
+
 use crate::collectives::Algorithms;
 use crate::workload::Workload;
 use std::fmt;

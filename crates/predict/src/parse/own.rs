@@ -137,7 +137,9 @@ const SIZE_UNITS: &[(&str, u64)] = &[
 
 const TIME_UNITS: &[(&str, f64)] = &[("ns", 1.0), ("us", 1e3), ("ms", 1e6), ("s", 1e9)];
 
-fn is_name(w: &str) -> bool {
+/// Whether `w` is a name in the own format (variables, request and communicator names): letters,
+/// digits and `_`, not starting with a digit.
+pub fn is_name(w: &str) -> bool {
     let mut c = w.chars();
     matches!(c.next(), Some(ch) if ch.is_ascii_alphabetic() || ch == '_')
         && c.all(|ch| ch.is_ascii_alphanumeric() || ch == '_')
