@@ -2,7 +2,8 @@
 //! program (crates/pmpi/tests/apps/families.c: matched probes, nonblocking and persistent
 //! collectives, collectives on split and duplicated communicators, neighbourhood collectives,
 //! one-sided with each synchronisation, MPI-4's Isendrecv and partitioned communication) under
-//! Open MPI and MPICH with every count and byte exact; and Debian's NWChem (one-sided MPI
+//! Open MPI and MPICH with every count and byte exact, and the same families from Fortran; and
+//! Debian's NWChem (one-sided MPI
 //! through its ARMCI, a program nobody here wrote) with every function's count equal, call by
 //! call, to what ltrace counted in the same run.
 
@@ -199,6 +200,64 @@ fn families_openmpi() {
 )]
 fn families_mpich() {
     families("mpich");
+}
+
+/// The families from Fortran (families.f90): under MPICH the Fortran binding calls the C
+/// wrappers; under Open MPI the interposer's Fortran wrappers forward these families to them.
+/// Either way every call is recorded, every message matched, and the calls the interposer only
+/// counts (one with a CHARACTER argument among them) are counted exactly.
+fn fortran_families(mpi: &str) {
+    let test = format!("fortran_families_{mpi}");
+    need(&test, &[&format!("mpif90.{mpi}"), &format!("mpirun.{mpi}")]);
+    let s = Scratch::new("families", &test);
+    let prog = s.0.join("ffamilies");
+    compile(&format!("mpif90.{mpi}"), "families.f90", &prog);
+    let dir = s.0.join("mon");
+    let o = monitor(&s.0, &dir, mpi, 4, &[prog.to_str().unwrap()]);
+    ok(&o);
+    let j = summary(&dir);
+    assert_eq!(j["cut_short"], false, "{j}");
+    assert_eq!(j["matched_messages"], 16, "{}", text(&o.stdout));
+    assert_eq!(j["unmatched_sends"], 0, "{}", text(&o.stdout));
+    assert_eq!(j["unmatched_recvs"], 0);
+    for r in 0..4u64 {
+        let c = |call: &str| calls(&j, r, call);
+        assert_eq!(c("MPI_Isend"), (4, 320), "rank {r}");
+        assert_eq!(c("MPI_Mprobe"), (4, 320), "rank {r}");
+        assert_eq!(c("MPI_Mrecv"), (4, 320), "rank {r}");
+        assert_eq!(c("MPI_Ialltoall"), (3, 3 * 32), "rank {r}");
+        assert_eq!(
+            c("MPI_Allreduce"),
+            (2, 16),
+            "rank {r}: on the split communicator"
+        );
+        assert_eq!(c("MPI_Put"), (1, 40), "rank {r}");
+        assert_eq!(c("MPI_Win_fence").0, 2, "rank {r}");
+        let f = |call: &str| function(&j, r, call);
+        assert_eq!(f("MPI_Comm_rank").0, 7, "rank {r}");
+        assert_eq!(f("MPI_Comm_set_name").0, 2, "rank {r}");
+        assert_eq!(f("MPI_Mrecv"), (4, 0, 320), "rank {r}");
+        assert_eq!(f("MPI_Wait").0, 7, "rank {r}");
+        assert_eq!(f("MPI_Win_create").0, 1, "rank {r}");
+    }
+}
+
+#[test]
+#[cfg_attr(
+    not(commperf_has_openmpi_fortran),
+    ignore = "needs Open MPI's Fortran (mpif90.openmpi: apt-get install libopenmpi-dev gfortran)"
+)]
+fn fortran_families_openmpi() {
+    fortran_families("openmpi");
+}
+
+#[test]
+#[cfg_attr(
+    not(commperf_has_mpich_fortran),
+    ignore = "needs MPICH's Fortran (mpif90.mpich: apt-get install libmpich-dev gfortran)"
+)]
+fn fortran_families_mpich() {
+    fortran_families("mpich");
 }
 
 /// `ltrace -c`'s table: function → calls.

@@ -508,3 +508,105 @@ void mpi_alltoall_(const void *s, F *sc, F *st, void *r, F *rc_, F *rt, F *comm,
           cpmpi_coll_alltoall(f_buf(s), *sc, FT(st), f_buf(r), *rc_, FT(rt), FC(comm)),
           pmpi_alltoall_(s, sc, st, r, rc_, rt, comm, ierr))
 }
+
+/* ---- the families of families.c, from Fortran: forwarded to the C wrappers ------------------
+ * Open MPI's Fortran binding would call PMPI_* and pass the C wrappers by; these convert the
+ * arguments (handles with the f2c/c2f functions, Fortran's MPI_BOTTOM / MPI_IN_PLACE /
+ * MPI_STATUS_IGNORE sentinels to C's) and call the C wrapper, which records the call as C's
+ * would be: one implementation of each family's recording. fwd_site carries the Fortran
+ * caller's address, so the call site is the program's, not this wrapper's. */
+
+#define FWD_BEGIN() fwd_site = __builtin_return_address(0)
+#define FWD_END(RC) do { fwd_site = NULL; *ierr = (F)(RC); } while (0)
+/* A C status into the Fortran one the caller gave (unless it ignores it). */
+static void f_status_out(const MPI_Status *cs, F *fst) {
+    if (!f_status_ignored(fst)) PMPI_Status_c2f(cs, fst);
+}
+
+void mpi_mprobe_(F *src, F *tag, F *comm, F *msg, F *status, F *ierr) {
+    MPI_Message m;
+    MPI_Status cs;
+    FWD_BEGIN();
+    int rc = MPI_Mprobe((int)*src, (int)*tag, FC(comm), &m, &cs);
+    if (rc == MPI_SUCCESS) { *msg = PMPI_Message_c2f(m); f_status_out(&cs, status); }
+    FWD_END(rc);
+}
+void mpi_improbe_(F *src, F *tag, F *comm, F *flag, F *msg, F *status, F *ierr) {
+    MPI_Message m = MPI_MESSAGE_NULL;
+    MPI_Status cs;
+    int fl = 0;
+    FWD_BEGIN();
+    int rc = MPI_Improbe((int)*src, (int)*tag, FC(comm), &fl, &m, &cs);
+    if (rc == MPI_SUCCESS) {
+        *flag = fl ? 1 : 0; /* Open MPI's .TRUE. is 1 */
+        if (fl) { *msg = PMPI_Message_c2f(m); f_status_out(&cs, status); }
+    }
+    FWD_END(rc);
+}
+void mpi_mrecv_(void *buf, F *count, F *dt, F *msg, F *status, F *ierr) {
+    MPI_Message m = PMPI_Message_f2c(*msg);
+    MPI_Status cs;
+    FWD_BEGIN();
+    int rc = MPI_Mrecv(f_buf(buf), (int)*count, FT(dt), &m, &cs);
+    if (rc == MPI_SUCCESS) { *msg = PMPI_Message_c2f(m); f_status_out(&cs, status); }
+    FWD_END(rc);
+}
+void mpi_imrecv_(void *buf, F *count, F *dt, F *msg, F *req, F *ierr) {
+    MPI_Message m = PMPI_Message_f2c(*msg);
+    MPI_Request r;
+    FWD_BEGIN();
+    int rc = MPI_Imrecv(f_buf(buf), (int)*count, FT(dt), &m, &r);
+    if (rc == MPI_SUCCESS) { *msg = PMPI_Message_c2f(m); *req = PMPI_Request_c2f(r); }
+    FWD_END(rc);
+}
+
+/* A nonblocking collective: CALL with `r` the C request, returned as the Fortran one. */
+#define FNBC(CALL)                                                                               \
+    MPI_Request r;                                                                               \
+    FWD_BEGIN();                                                                                 \
+    int rc = CALL;                                                                               \
+    if (rc == MPI_SUCCESS) *req = PMPI_Request_c2f(r);                                           \
+    FWD_END(rc);
+void mpi_ibarrier_(F *comm, F *req, F *ierr) { FNBC(MPI_Ibarrier(FC(comm), &r)) }
+void mpi_ibcast_(void *b, F *c, F *dt, F *root, F *comm, F *req, F *ierr) {
+    FNBC(MPI_Ibcast(f_buf(b), (int)*c, FT(dt), (int)*root, FC(comm), &r))
+}
+void mpi_ireduce_(const void *s, void *rb, F *c, F *dt, F *op, F *root, F *comm, F *req, F *ierr) {
+    FNBC(MPI_Ireduce(f_buf(s), f_buf(rb), (int)*c, FT(dt), PMPI_Op_f2c(*op), (int)*root, FC(comm), &r))
+}
+void mpi_iallreduce_(const void *s, void *rb, F *c, F *dt, F *op, F *comm, F *req, F *ierr) {
+    FNBC(MPI_Iallreduce(f_buf(s), f_buf(rb), (int)*c, FT(dt), PMPI_Op_f2c(*op), FC(comm), &r))
+}
+void mpi_iallgather_(const void *s, F *sc, F *st, void *rb, F *rc_, F *rt, F *comm, F *req, F *ierr) {
+    FNBC(MPI_Iallgather(f_buf(s), (int)*sc, FT(st), f_buf(rb), (int)*rc_, FT(rt), FC(comm), &r))
+}
+void mpi_ialltoall_(const void *s, F *sc, F *st, void *rb, F *rc_, F *rt, F *comm, F *req, F *ierr) {
+    FNBC(MPI_Ialltoall(f_buf(s), (int)*sc, FT(st), f_buf(rb), (int)*rc_, FT(rt), FC(comm), &r))
+}
+
+/* One-sided: the window and the target displacement (INTEGER(KIND=MPI_ADDRESS_KIND)). */
+#define FW(X) PMPI_Win_f2c(*(X))
+void mpi_put_(const void *o, F *oc, F *ot, F *target, MPI_Aint *td, F *tc, F *tt, F *win, F *ierr) {
+    FWD_BEGIN();
+    FWD_END(MPI_Put(f_buf(o), (int)*oc, FT(ot), (int)*target, *td, (int)*tc, FT(tt), FW(win)));
+}
+void mpi_get_(void *o, F *oc, F *ot, F *target, MPI_Aint *td, F *tc, F *tt, F *win, F *ierr) {
+    FWD_BEGIN();
+    FWD_END(MPI_Get(f_buf(o), (int)*oc, FT(ot), (int)*target, *td, (int)*tc, FT(tt), FW(win)));
+}
+void mpi_accumulate_(const void *o, F *oc, F *ot, F *target, MPI_Aint *td, F *tc, F *tt, F *op, F *win,
+                     F *ierr) {
+    FWD_BEGIN();
+    FWD_END(MPI_Accumulate(f_buf(o), (int)*oc, FT(ot), (int)*target, *td, (int)*tc, FT(tt), PMPI_Op_f2c(*op),
+                           FW(win)));
+}
+void mpi_win_fence_(F *a, F *win, F *ierr) { FWD_BEGIN(); FWD_END(MPI_Win_fence((int)*a, FW(win))); }
+void mpi_win_lock_(F *type, F *rank, F *a, F *win, F *ierr) {
+    FWD_BEGIN();
+    FWD_END(MPI_Win_lock((int)*type, (int)*rank, (int)*a, FW(win)));
+}
+void mpi_win_unlock_(F *rank, F *win, F *ierr) { FWD_BEGIN(); FWD_END(MPI_Win_unlock((int)*rank, FW(win))); }
+void mpi_win_lock_all_(F *a, F *win, F *ierr) { FWD_BEGIN(); FWD_END(MPI_Win_lock_all((int)*a, FW(win))); }
+void mpi_win_unlock_all_(F *win, F *ierr) { FWD_BEGIN(); FWD_END(MPI_Win_unlock_all(FW(win))); }
+void mpi_win_flush_(F *rank, F *win, F *ierr) { FWD_BEGIN(); FWD_END(MPI_Win_flush((int)*rank, FW(win))); }
+void mpi_win_flush_all_(F *win, F *ierr) { FWD_BEGIN(); FWD_END(MPI_Win_flush_all(FW(win))); }

@@ -290,6 +290,9 @@ typedef struct {
 #define SITE_PROBE 16
 static TLS cpmpi_site *my_sites = NULL;
 static TLS uint64_t cur_site;
+/* Set by a Fortran wrapper that forwards to a C wrapper (fortran_openmpi.h): the Fortran caller's
+ * address, which is the call's site. */
+static TLS void *fwd_site = NULL;
 static cpmpi_site **site_tables = NULL;
 static size_t n_site_tables = 0;
 static uint64_t site_overflow = 0;
@@ -350,7 +353,7 @@ HOT int enter(int fn, void *site) {
     if (!enabled || depth != 0) return 0;
     depth = 1;
     cur_fn = fn;
-    cur_site = (uint64_t)(uintptr_t)site;
+    cur_site = (uint64_t)(uintptr_t)(__builtin_expect(fwd_site == NULL, 1) ? site : fwd_site);
     cur_t1 = 0;
     cur_sent = cur_received = 0;
     cur_t0 = STAMP();

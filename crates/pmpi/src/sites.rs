@@ -93,7 +93,11 @@ pub fn call_sites(run: &Run, top: usize) -> (Vec<CallSite>, u64) {
                 .or_insert_with(|| fixed_address(&s.module));
             // addr - 1: the call instruction itself, not the one after it.
             let at = s.addr.saturating_sub(1);
-            let offset = if is_fixed { at } else { at.wrapping_sub(s.base) };
+            let offset = if is_fixed {
+                at
+            } else {
+                at.wrapping_sub(s.base)
+            };
             let e = by
                 .entry((s.call.clone(), s.module.clone(), offset))
                 .or_insert_with(|| {
@@ -154,7 +158,11 @@ pub fn call_sites(run: &Run, top: usize) -> (Vec<CallSite>, u64) {
                 ranks: a.0,
                 count: a.1,
                 time_ns: a.2,
-                mean_ns: if a.1 > 0 { a.2 as f64 / a.1 as f64 } else { 0.0 },
+                mean_ns: if a.1 > 0 {
+                    a.2 as f64 / a.1 as f64
+                } else {
+                    0.0
+                },
                 sent_bytes: a.3,
                 received_bytes: a.4,
             }

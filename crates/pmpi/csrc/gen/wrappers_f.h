@@ -47,12 +47,6 @@ void mpi_abort_(void *a0, void *a1, void *a2) {
     pmpi_abort_(a0, a1, a2);
     LEAVE();
 }
-extern void pmpi_accumulate_(void *a0, void *a1, void *a2, void *a3, void *a4, void *a5, void *a6, void *a7, void *a8, void *a9) __attribute__((weak));
-void mpi_accumulate_(void *a0, void *a1, void *a2, void *a3, void *a4, void *a5, void *a6, void *a7, void *a8, void *a9) {
-    if (!ENTER(FN_Accumulate)) { pmpi_accumulate_(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); return; }
-    pmpi_accumulate_(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9);
-    LEAVE();
-}
 extern void pmpi_add_error_class_(void *a0, void *a1) __attribute__((weak));
 void mpi_add_error_class_(void *a0, void *a1) {
     if (!ENTER(FN_Add_error_class)) { pmpi_add_error_class_(a0, a1); return; }
@@ -966,12 +960,6 @@ void mpi_gatherv_init_(void *a0, void *a1, void *a2, void *a3, void *a4, void *a
     pmpi_gatherv_init_(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11);
     LEAVE();
 }
-extern void pmpi_get_(void *a0, void *a1, void *a2, void *a3, void *a4, void *a5, void *a6, void *a7, void *a8) __attribute__((weak));
-void mpi_get_(void *a0, void *a1, void *a2, void *a3, void *a4, void *a5, void *a6, void *a7, void *a8) {
-    if (!ENTER(FN_Get)) { pmpi_get_(a0, a1, a2, a3, a4, a5, a6, a7, a8); return; }
-    pmpi_get_(a0, a1, a2, a3, a4, a5, a6, a7, a8);
-    LEAVE();
-}
 extern void pmpi_get_accumulate_(void *a0, void *a1, void *a2, void *a3, void *a4, void *a5, void *a6, void *a7, void *a8, void *a9, void *a10, void *a11, void *a12) __attribute__((weak));
 void mpi_get_accumulate_(void *a0, void *a1, void *a2, void *a3, void *a4, void *a5, void *a6, void *a7, void *a8, void *a9, void *a10, void *a11, void *a12) {
     if (!ENTER(FN_Get_accumulate)) { pmpi_get_accumulate_(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); return; }
@@ -1152,28 +1140,10 @@ void mpi_group_union_(void *a0, void *a1, void *a2, void *a3) {
     pmpi_group_union_(a0, a1, a2, a3);
     LEAVE();
 }
-extern void pmpi_iallgather_(void *a0, void *a1, void *a2, void *a3, void *a4, void *a5, void *a6, void *a7, void *a8) __attribute__((weak));
-void mpi_iallgather_(void *a0, void *a1, void *a2, void *a3, void *a4, void *a5, void *a6, void *a7, void *a8) {
-    if (!ENTER(FN_Iallgather)) { pmpi_iallgather_(a0, a1, a2, a3, a4, a5, a6, a7, a8); return; }
-    pmpi_iallgather_(a0, a1, a2, a3, a4, a5, a6, a7, a8);
-    LEAVE();
-}
 extern void pmpi_iallgatherv_(void *a0, void *a1, void *a2, void *a3, void *a4, void *a5, void *a6, void *a7, void *a8, void *a9) __attribute__((weak));
 void mpi_iallgatherv_(void *a0, void *a1, void *a2, void *a3, void *a4, void *a5, void *a6, void *a7, void *a8, void *a9) {
     if (!ENTER(FN_Iallgatherv)) { pmpi_iallgatherv_(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); return; }
     pmpi_iallgatherv_(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9);
-    LEAVE();
-}
-extern void pmpi_iallreduce_(void *a0, void *a1, void *a2, void *a3, void *a4, void *a5, void *a6, void *a7) __attribute__((weak));
-void mpi_iallreduce_(void *a0, void *a1, void *a2, void *a3, void *a4, void *a5, void *a6, void *a7) {
-    if (!ENTER(FN_Iallreduce)) { pmpi_iallreduce_(a0, a1, a2, a3, a4, a5, a6, a7); return; }
-    pmpi_iallreduce_(a0, a1, a2, a3, a4, a5, a6, a7);
-    LEAVE();
-}
-extern void pmpi_ialltoall_(void *a0, void *a1, void *a2, void *a3, void *a4, void *a5, void *a6, void *a7, void *a8) __attribute__((weak));
-void mpi_ialltoall_(void *a0, void *a1, void *a2, void *a3, void *a4, void *a5, void *a6, void *a7, void *a8) {
-    if (!ENTER(FN_Ialltoall)) { pmpi_ialltoall_(a0, a1, a2, a3, a4, a5, a6, a7, a8); return; }
-    pmpi_ialltoall_(a0, a1, a2, a3, a4, a5, a6, a7, a8);
     LEAVE();
 }
 extern void pmpi_ialltoallv_(void *a0, void *a1, void *a2, void *a3, void *a4, void *a5, void *a6, void *a7, void *a8, void *a9, void *a10) __attribute__((weak));
@@ -1186,18 +1156,6 @@ extern void pmpi_ialltoallw_(void *a0, void *a1, void *a2, void *a3, void *a4, v
 void mpi_ialltoallw_(void *a0, void *a1, void *a2, void *a3, void *a4, void *a5, void *a6, void *a7, void *a8, void *a9, void *a10) {
     if (!ENTER(FN_Ialltoallw)) { pmpi_ialltoallw_(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); return; }
     pmpi_ialltoallw_(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10);
-    LEAVE();
-}
-extern void pmpi_ibarrier_(void *a0, void *a1, void *a2) __attribute__((weak));
-void mpi_ibarrier_(void *a0, void *a1, void *a2) {
-    if (!ENTER(FN_Ibarrier)) { pmpi_ibarrier_(a0, a1, a2); return; }
-    pmpi_ibarrier_(a0, a1, a2);
-    LEAVE();
-}
-extern void pmpi_ibcast_(void *a0, void *a1, void *a2, void *a3, void *a4, void *a5, void *a6) __attribute__((weak));
-void mpi_ibcast_(void *a0, void *a1, void *a2, void *a3, void *a4, void *a5, void *a6) {
-    if (!ENTER(FN_Ibcast)) { pmpi_ibcast_(a0, a1, a2, a3, a4, a5, a6); return; }
-    pmpi_ibcast_(a0, a1, a2, a3, a4, a5, a6);
     LEAVE();
 }
 extern void pmpi_iexscan_(void *a0, void *a1, void *a2, void *a3, void *a4, void *a5, void *a6, void *a7) __attribute__((weak));
@@ -1216,18 +1174,6 @@ extern void pmpi_igatherv_(void *a0, void *a1, void *a2, void *a3, void *a4, voi
 void mpi_igatherv_(void *a0, void *a1, void *a2, void *a3, void *a4, void *a5, void *a6, void *a7, void *a8, void *a9, void *a10) {
     if (!ENTER(FN_Igatherv)) { pmpi_igatherv_(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); return; }
     pmpi_igatherv_(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10);
-    LEAVE();
-}
-extern void pmpi_improbe_(void *a0, void *a1, void *a2, void *a3, void *a4, void *a5, void *a6) __attribute__((weak));
-void mpi_improbe_(void *a0, void *a1, void *a2, void *a3, void *a4, void *a5, void *a6) {
-    if (!ENTER(FN_Improbe)) { pmpi_improbe_(a0, a1, a2, a3, a4, a5, a6); return; }
-    pmpi_improbe_(a0, a1, a2, a3, a4, a5, a6);
-    LEAVE();
-}
-extern void pmpi_imrecv_(void *a0, void *a1, void *a2, void *a3, void *a4, void *a5) __attribute__((weak));
-void mpi_imrecv_(void *a0, void *a1, void *a2, void *a3, void *a4, void *a5) {
-    if (!ENTER(FN_Imrecv)) { pmpi_imrecv_(a0, a1, a2, a3, a4, a5); return; }
-    pmpi_imrecv_(a0, a1, a2, a3, a4, a5);
     LEAVE();
 }
 extern void pmpi_ineighbor_allgather_(void *a0, void *a1, void *a2, void *a3, void *a4, void *a5, void *a6, void *a7, void *a8) __attribute__((weak));
@@ -1350,12 +1296,6 @@ void mpi_intercomm_merge_(void *a0, void *a1, void *a2, void *a3) {
     pmpi_intercomm_merge_(a0, a1, a2, a3);
     LEAVE();
 }
-extern void pmpi_ireduce_(void *a0, void *a1, void *a2, void *a3, void *a4, void *a5, void *a6, void *a7, void *a8) __attribute__((weak));
-void mpi_ireduce_(void *a0, void *a1, void *a2, void *a3, void *a4, void *a5, void *a6, void *a7, void *a8) {
-    if (!ENTER(FN_Ireduce)) { pmpi_ireduce_(a0, a1, a2, a3, a4, a5, a6, a7, a8); return; }
-    pmpi_ireduce_(a0, a1, a2, a3, a4, a5, a6, a7, a8);
-    LEAVE();
-}
 extern void pmpi_ireduce_scatter_(void *a0, void *a1, void *a2, void *a3, void *a4, void *a5, void *a6, void *a7) __attribute__((weak));
 void mpi_ireduce_scatter_(void *a0, void *a1, void *a2, void *a3, void *a4, void *a5, void *a6, void *a7) {
     if (!ENTER(FN_Ireduce_scatter)) { pmpi_ireduce_scatter_(a0, a1, a2, a3, a4, a5, a6, a7); return; }
@@ -1420,18 +1360,6 @@ extern void pmpi_lookup_name_(void *a0, void *a1, void *a2, void *a3, size_t l0,
 void mpi_lookup_name_(void *a0, void *a1, void *a2, void *a3, size_t l0, size_t l1) {
     if (!ENTER(FN_Lookup_name)) { pmpi_lookup_name_(a0, a1, a2, a3, l0, l1); return; }
     pmpi_lookup_name_(a0, a1, a2, a3, l0, l1);
-    LEAVE();
-}
-extern void pmpi_mprobe_(void *a0, void *a1, void *a2, void *a3, void *a4, void *a5) __attribute__((weak));
-void mpi_mprobe_(void *a0, void *a1, void *a2, void *a3, void *a4, void *a5) {
-    if (!ENTER(FN_Mprobe)) { pmpi_mprobe_(a0, a1, a2, a3, a4, a5); return; }
-    pmpi_mprobe_(a0, a1, a2, a3, a4, a5);
-    LEAVE();
-}
-extern void pmpi_mrecv_(void *a0, void *a1, void *a2, void *a3, void *a4, void *a5) __attribute__((weak));
-void mpi_mrecv_(void *a0, void *a1, void *a2, void *a3, void *a4, void *a5) {
-    if (!ENTER(FN_Mrecv)) { pmpi_mrecv_(a0, a1, a2, a3, a4, a5); return; }
-    pmpi_mrecv_(a0, a1, a2, a3, a4, a5);
     LEAVE();
 }
 extern void pmpi_neighbor_allgather_(void *a0, void *a1, void *a2, void *a3, void *a4, void *a5, void *a6, void *a7) __attribute__((weak));
@@ -1582,12 +1510,6 @@ extern void pmpi_publish_name_(void *a0, void *a1, void *a2, void *a3, size_t l0
 void mpi_publish_name_(void *a0, void *a1, void *a2, void *a3, size_t l0, size_t l1) {
     if (!ENTER(FN_Publish_name)) { pmpi_publish_name_(a0, a1, a2, a3, l0, l1); return; }
     pmpi_publish_name_(a0, a1, a2, a3, l0, l1);
-    LEAVE();
-}
-extern void pmpi_put_(void *a0, void *a1, void *a2, void *a3, void *a4, void *a5, void *a6, void *a7, void *a8) __attribute__((weak));
-void mpi_put_(void *a0, void *a1, void *a2, void *a3, void *a4, void *a5, void *a6, void *a7, void *a8) {
-    if (!ENTER(FN_Put)) { pmpi_put_(a0, a1, a2, a3, a4, a5, a6, a7, a8); return; }
-    pmpi_put_(a0, a1, a2, a3, a4, a5, a6, a7, a8);
     LEAVE();
 }
 extern void pmpi_query_thread_(void *a0, void *a1) __attribute__((weak));
@@ -2190,24 +2112,6 @@ void mpi_win_detach_(void *a0, void *a1, void *a2) {
     pmpi_win_detach_(a0, a1, a2);
     LEAVE();
 }
-extern void pmpi_win_fence_(void *a0, void *a1, void *a2) __attribute__((weak));
-void mpi_win_fence_(void *a0, void *a1, void *a2) {
-    if (!ENTER(FN_Win_fence)) { pmpi_win_fence_(a0, a1, a2); return; }
-    pmpi_win_fence_(a0, a1, a2);
-    LEAVE();
-}
-extern void pmpi_win_flush_(void *a0, void *a1, void *a2) __attribute__((weak));
-void mpi_win_flush_(void *a0, void *a1, void *a2) {
-    if (!ENTER(FN_Win_flush)) { pmpi_win_flush_(a0, a1, a2); return; }
-    pmpi_win_flush_(a0, a1, a2);
-    LEAVE();
-}
-extern void pmpi_win_flush_all_(void *a0, void *a1) __attribute__((weak));
-void mpi_win_flush_all_(void *a0, void *a1) {
-    if (!ENTER(FN_Win_flush_all)) { pmpi_win_flush_all_(a0, a1); return; }
-    pmpi_win_flush_all_(a0, a1);
-    LEAVE();
-}
 extern void pmpi_win_flush_local_(void *a0, void *a1, void *a2) __attribute__((weak));
 void mpi_win_flush_local_(void *a0, void *a1, void *a2) {
     if (!ENTER(FN_Win_flush_local)) { pmpi_win_flush_local_(a0, a1, a2); return; }
@@ -2262,18 +2166,6 @@ void mpi_win_get_name_(void *a0, void *a1, void *a2, void *a3, size_t l0) {
     pmpi_win_get_name_(a0, a1, a2, a3, l0);
     LEAVE();
 }
-extern void pmpi_win_lock_(void *a0, void *a1, void *a2, void *a3, void *a4) __attribute__((weak));
-void mpi_win_lock_(void *a0, void *a1, void *a2, void *a3, void *a4) {
-    if (!ENTER(FN_Win_lock)) { pmpi_win_lock_(a0, a1, a2, a3, a4); return; }
-    pmpi_win_lock_(a0, a1, a2, a3, a4);
-    LEAVE();
-}
-extern void pmpi_win_lock_all_(void *a0, void *a1, void *a2) __attribute__((weak));
-void mpi_win_lock_all_(void *a0, void *a1, void *a2) {
-    if (!ENTER(FN_Win_lock_all)) { pmpi_win_lock_all_(a0, a1, a2); return; }
-    pmpi_win_lock_all_(a0, a1, a2);
-    LEAVE();
-}
 extern void pmpi_win_post_(void *a0, void *a1, void *a2, void *a3) __attribute__((weak));
 void mpi_win_post_(void *a0, void *a1, void *a2, void *a3) {
     if (!ENTER(FN_Win_post)) { pmpi_win_post_(a0, a1, a2, a3); return; }
@@ -2326,18 +2218,6 @@ extern void pmpi_win_test_(void *a0, void *a1, void *a2) __attribute__((weak));
 void mpi_win_test_(void *a0, void *a1, void *a2) {
     if (!ENTER(FN_Win_test)) { pmpi_win_test_(a0, a1, a2); return; }
     pmpi_win_test_(a0, a1, a2);
-    LEAVE();
-}
-extern void pmpi_win_unlock_(void *a0, void *a1, void *a2) __attribute__((weak));
-void mpi_win_unlock_(void *a0, void *a1, void *a2) {
-    if (!ENTER(FN_Win_unlock)) { pmpi_win_unlock_(a0, a1, a2); return; }
-    pmpi_win_unlock_(a0, a1, a2);
-    LEAVE();
-}
-extern void pmpi_win_unlock_all_(void *a0, void *a1) __attribute__((weak));
-void mpi_win_unlock_all_(void *a0, void *a1) {
-    if (!ENTER(FN_Win_unlock_all)) { pmpi_win_unlock_all_(a0, a1); return; }
-    pmpi_win_unlock_all_(a0, a1);
     LEAVE();
 }
 extern void pmpi_win_wait_(void *a0, void *a1) __attribute__((weak));
