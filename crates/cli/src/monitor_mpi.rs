@@ -352,7 +352,7 @@ pub fn table(s: &Summary) -> String {
             "function", "ranks", "count", "total ms", "mean µs", "sent B", "received B"
         );
         for c in &s.sites {
-            let per = |b: u64| if c.count > 0 { b / c.count } else { 0 };
+            let per = |b: u64| b.checked_div(c.count).unwrap_or(0);
             let _ = writeln!(
                 o,
                 "{:<24} {:>8} {:>10} {:>11.3} {:>11.3} {:>11} {:>12}  {}",

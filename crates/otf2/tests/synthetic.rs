@@ -196,6 +196,7 @@ fn run() -> Run {
                     world: vec![2, 0, 1],
                 }],
                 functions: Vec::new(),
+                sites: Default::default(),
                 footer: Some(Footer {
                     events: 0,
                     drops: 0,

@@ -989,6 +989,7 @@ mod tests {
             }),
             comms: Vec::new(),
             functions: Vec::new(),
+            sites: Default::default(),
         }
     }
 
