@@ -100,6 +100,8 @@ pub struct Site {
     pub symbol: String,
     pub symbol_addr: u64,
     pub count: u64,
+    /// Calls timed (polls are sampled, one in 64), and their time.
+    pub timed_count: u64,
     pub time_ns: u64,
     pub sent_bytes: u64,
     pub received_bytes: u64,
@@ -128,7 +130,10 @@ pub struct CallStat {
     /// The MPI name (`MPI_Alltoall`); a Fortran caller's calls are `mpi_alltoall` rows apart.
     pub call: String,
     pub count: u64,
-    /// Time inside the call: sum, shortest and longest (ns).
+    /// How many of the calls were timed: all but the polling calls (the Test family, Iprobe,
+    /// Improbe, Win_test), of which one in 64 is; `time_ns`, `min_ns`, `max_ns` are theirs.
+    pub timed_count: u64,
+    /// Time inside the timed calls: sum, shortest and longest (ns).
     pub time_ns: u64,
     pub min_ns: u64,
     pub max_ns: u64,

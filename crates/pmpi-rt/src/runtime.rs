@@ -737,6 +737,8 @@ pub struct CStat {
     pub max_ns: u64,
     pub sent_bytes: u64,
     pub received_bytes: u64,
+    /// How many of the calls were timed (polls are sampled: see csrc/shim.c `enter_poll`).
+    pub timed: u64,
 }
 
 /// Every wrapped function's statistics, summed over the threads, written once at MPI_Finalize:
@@ -778,6 +780,7 @@ pub unsafe extern "C" fn cpmpi_rt_calls(
             max_ns: s.max_ns,
             sent_bytes: s.sent_bytes,
             received_bytes: s.received_bytes,
+            timed_count: s.timed,
         })
         .collect();
     let mut w = rt.writer.lock().unwrap_or_else(|e| e.into_inner());
@@ -801,6 +804,7 @@ pub struct CSite {
     pub time_ns: u64,
     pub sent: u64,
     pub received: u64,
+    pub timed: u64,
 }
 
 fn opt_cstr(p: *const c_char) -> String {
@@ -840,6 +844,7 @@ pub unsafe extern "C" fn cpmpi_rt_sites(n: c_int, sites: *const CSite, overflow:
                 time_ns: c.time_ns,
                 sent_bytes: c.sent,
                 received_bytes: c.received,
+                timed_count: c.timed,
             })
             .collect(),
         overflow_calls: overflow,

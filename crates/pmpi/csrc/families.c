@@ -79,7 +79,7 @@ int MPI_Mprobe(int src, int tag, MPI_Comm comm, MPI_Message *msg, MPI_Status *st
 }
 
 int MPI_Improbe(int src, int tag, MPI_Comm comm, int *flag, MPI_Message *msg, MPI_Status *status) {
-    if (!ENTER(FN_Improbe)) return PMPI_Improbe(src, tag, comm, flag, msg, status);
+    if (!ENTER_POLL(FN_Improbe)) return PMPI_Improbe(src, tag, comm, flag, msg, status);
     MPI_Status own;
     MPI_Status *st = status == MPI_STATUS_IGNORE ? &own : status;
     int rc = PMPI_Improbe(src, tag, comm, flag, msg, st);
@@ -620,7 +620,7 @@ int MPI_Win_flush_local_all(MPI_Win w) {
 int MPI_Win_sync(MPI_Win w) { WSYNC_BODY(FN_Win_sync, K_WIN_SYNC, NO_TARGET, -1, w, PMPI_Win_sync(w)) }
 /* Only a Test that found the exposure epoch over is an event (a polling loop's misses are not). */
 int MPI_Win_test(MPI_Win w, int *flag) {
-    if (!ENTER(FN_Win_test)) return PMPI_Win_test(w, flag);
+    if (!ENTER_POLL(FN_Win_test)) return PMPI_Win_test(w, flag);
     int rc = PMPI_Win_test(w, flag);
     if (rc == MPI_SUCCESS && *flag) {
         uint64_t t1 = (cur_t1 = STAMP());

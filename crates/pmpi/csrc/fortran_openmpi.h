@@ -180,7 +180,7 @@ void mpi_wait_(F *req, F *status, F *ierr) {
 }
 
 void mpi_test_(F *req, F *flag, F *status, F *ierr) {
-    if (!ENTER(FN_Test)) { pmpi_test_(req, flag, status, ierr); return; }
+    if (!ENTER_POLL(FN_Test)) { pmpi_test_(req, flag, status, ierr); return; }
     F own[16];
     F *st = f_status_ignored(status) ? own : status;
     uint64_t key = HKEY(PMPI_Request_f2c(*req));
@@ -222,7 +222,7 @@ void mpi_waitall_(F *count, F *reqs, F *statuses, F *ierr) {
 }
 
 void mpi_testall_(F *count, F *reqs, F *flag, F *statuses, F *ierr) {
-    if (!ENTER(FN_Testall)) { pmpi_testall_(count, reqs, flag, statuses, ierr); return; }
+    if (!ENTER_POLL(FN_Testall)) { pmpi_testall_(count, reqs, flag, statuses, ierr); return; }
     int n = (int)*count;
     uint64_t kbuf[SMALL], *keys = f_keys(n, reqs, kbuf);
     F *sts = f_statuses_ignored(statuses) ? malloc(sizeof(F) * (size_t)(FSTAT * (n > 0 ? n : 1))) : statuses;
@@ -282,7 +282,7 @@ void mpi_waitsome_(F *count, F *reqs, F *outcount, F *indices, F *statuses, F *i
 
 /* The polls: stamped once, at the exit of the call that completed something (see MPI_Test). */
 void mpi_testany_(F *count, F *reqs, F *index, F *flag, F *status, F *ierr) {
-    if (!ENTER(FN_Testany)) { pmpi_testany_(count, reqs, index, flag, status, ierr); return; }
+    if (!ENTER_POLL(FN_Testany)) { pmpi_testany_(count, reqs, index, flag, status, ierr); return; }
     int n = (int)*count;
     uint64_t kbuf[SMALL], *keys = f_keys(n, reqs, kbuf);
     F own[16];
@@ -300,7 +300,7 @@ void mpi_testany_(F *count, F *reqs, F *index, F *flag, F *status, F *ierr) {
 }
 
 void mpi_testsome_(F *count, F *reqs, F *outcount, F *indices, F *statuses, F *ierr) {
-    if (!ENTER(FN_Testsome)) { pmpi_testsome_(count, reqs, outcount, indices, statuses, ierr); return; }
+    if (!ENTER_POLL(FN_Testsome)) { pmpi_testsome_(count, reqs, outcount, indices, statuses, ierr); return; }
     int n = (int)*count;
     uint64_t kbuf[SMALL], *keys = f_keys(n, reqs, kbuf);
     F *sts = f_statuses_ignored(statuses) ? malloc(sizeof(F) * (size_t)(FSTAT * (n > 0 ? n : 1))) : statuses;
@@ -434,7 +434,7 @@ void mpi_probe_(F *src, F *tag, F *comm, F *status, F *ierr) {
 }
 
 void mpi_iprobe_(F *src, F *tag, F *comm, F *flag, F *status, F *ierr) {
-    if (!ENTER(FN_Iprobe)) { pmpi_iprobe_(src, tag, comm, flag, status, ierr); return; }
+    if (!ENTER_POLL(FN_Iprobe)) { pmpi_iprobe_(src, tag, comm, flag, status, ierr); return; }
     F own[16];
     F *st = f_status_ignored(status) ? own : status;
     pmpi_iprobe_(src, tag, comm, flag, st, ierr);

@@ -253,7 +253,8 @@ HOT uint64_t now(void) {
  * few adds on a line this thread owns; the tables are summed at MPI_Finalize. The entry time is
  * also the recorded event's (`cur_t0`), so a recorded call reads the clock no more often than
  * before; `cur_t1` is its exit stamp when the wrapper took one. */
-typedef struct { uint64_t count, time_ns, min_ns, max_ns, sent, received; } cpmpi_stat;
+/* `timed`: how many of the calls were timed (all but polls' unsampled ones: see enter_poll). */
+typedef struct { uint64_t count, time_ns, min_ns, max_ns, sent, received, timed; } cpmpi_stat;
 #include "gen/functions.h"
 static TLS cpmpi_stat *my_stats = NULL;
 static TLS int cur_fn;
@@ -284,7 +285,7 @@ static cpmpi_stat *stats_new(void) {
 typedef struct {
     uint64_t addr;
     uint32_t fn1, pad;
-    uint64_t count, time_ns, min_ns, max_ns, sent, received;
+    uint64_t count, timed, time_ns, min_ns, max_ns, sent, received;
 } __attribute__((aligned(64))) cpmpi_site;
 #define NSITES 2048
 #define SITE_PROBE 16
@@ -314,12 +315,20 @@ static cpmpi_site *sites_new(void) {
 static TLS cpmpi_site *site_hint[FN_COUNT];
 
 /* 1 when the call went into its site's entry, 0 when the table had no room for it. */
-HOT int site_add(int fn, uint64_t addr, uint64_t d, uint64_t sent, uint64_t received) {
+/* One call into its site's entry; `timed` 0: a poll not sampled (d is 0, min/max untouched). */
+HOT void site_put(cpmpi_site *e, uint64_t d, int timed, uint64_t sent, uint64_t received) {
+    e->count++; e->sent += sent; e->received += received;
+    if (timed) {
+        if (e->timed == 0 || d < e->min_ns) e->min_ns = d;
+        if (d > e->max_ns) e->max_ns = d;
+        e->timed++; e->time_ns += d;
+    }
+}
+
+HOT int site_add(int fn, uint64_t addr, uint64_t d, int timed, uint64_t sent, uint64_t received) {
     cpmpi_site *e = site_hint[fn];
     if (__builtin_expect(e != NULL && e->addr == addr, 1)) {
-        e->count++; e->time_ns += d; e->sent += sent; e->received += received;
-        if (d < e->min_ns) e->min_ns = d;
-        if (d > e->max_ns) e->max_ns = d;
+        site_put(e, d, timed, sent, received);
         return 1;
     }
     cpmpi_site *t = my_sites;
@@ -331,16 +340,13 @@ HOT int site_add(int fn, uint64_t addr, uint64_t d, uint64_t sent, uint64_t rece
     for (int k = 0; k < SITE_PROBE; k++) {
         e = &t[(h + (uint64_t)k) & (NSITES - 1)];
         if (e->fn1 == fn1 && e->addr == addr) {
-            e->count++; e->time_ns += d; e->sent += sent; e->received += received;
-            if (d < e->min_ns) e->min_ns = d;
-            if (d > e->max_ns) e->max_ns = d;
+            site_put(e, d, timed, sent, received);
             site_hint[fn] = e;
             return 1;
         }
         if (e->fn1 == 0) {
             e->fn1 = fn1; e->addr = addr;
-            e->count = 1; e->time_ns = d; e->min_ns = d; e->max_ns = d;
-            e->sent = sent; e->received = received;
+            site_put(e, d, timed, sent, received);
             site_hint[fn] = e;
             return 1;
         }
@@ -361,25 +367,50 @@ HOT int enter(int fn, void *site) {
 }
 
 HOT void leave(void) {
-    if (cur_t0 && MONITORING()) {
-        uint64_t t1 = cur_t1 ? cur_t1 : now();
-        uint64_t d = t1 - cur_t0; /* one monotonic clock: t1 >= t0 */
-        if (__builtin_expect(!site_add(cur_fn, cur_site, d, cur_sent, cur_received), 0)) {
+    if (MONITORING()) {
+        int timed = cur_t0 != 0;
+        uint64_t d = 0;
+        if (timed) {
+            uint64_t t1 = cur_t1 ? cur_t1 : now();
+            d = t1 - cur_t0; /* one monotonic clock: t1 >= t0 */
+        }
+        if (__builtin_expect(!site_add(cur_fn, cur_site, d, timed, cur_sent, cur_received), 0)) {
             cpmpi_stat *t = my_stats;
             if (t == NULL) t = my_stats = stats_new();
             if (t) {
                 cpmpi_stat *s = &t[cur_fn];
-                if (s->count == 0 || d < s->min_ns) s->min_ns = d;
-                if (d > s->max_ns) s->max_ns = d;
                 s->count++;
-                s->time_ns += d;
                 s->sent += cur_sent;
                 s->received += cur_received;
+                if (timed) {
+                    if (s->timed == 0 || d < s->min_ns) s->min_ns = d;
+                    if (d > s->max_ns) s->max_ns = d;
+                    s->timed++;
+                    s->time_ns += d;
+                }
             }
         }
     }
     depth = 0;
 }
+
+/* A polling call (the Test family, MPI_Iprobe, MPI_Improbe, MPI_Win_test): counted every time,
+ * timed once in POLL_SAMPLE (its mean time is then the sampled calls' mean). A poll loop misses
+ * far more often than it hits -- hpcc's RandomAccess polls 20 million times a second -- and two
+ * clock reads per poll (tens of ns in a VM) would double such a program's time. */
+#define POLL_SAMPLE 64
+static TLS uint32_t poll_tick;
+HOT int enter_poll(int fn, void *site) {
+    if (!enabled || depth != 0) return 0;
+    depth = 1;
+    cur_fn = fn;
+    cur_site = (uint64_t)(uintptr_t)(__builtin_expect(fwd_site == NULL, 1) ? site : fwd_site);
+    cur_t1 = 0;
+    cur_sent = cur_received = 0;
+    cur_t0 = __builtin_expect((++poll_tick & (POLL_SAMPLE - 1)) == 0, 0) ? STAMP() : 0;
+    return 1;
+}
+#define ENTER_POLL(FN) enter_poll(FN, __builtin_return_address(0))
 /* The wrapper's own return address: the call site in the program (or, for MPICH's Fortran, in
  * its Fortran binding library, which calls the C functions). */
 #define ENTER(FN) enter(FN, __builtin_return_address(0))
@@ -392,16 +423,17 @@ static void count_call(int fn, uint64_t d) {
     if (t == NULL) t = my_stats = stats_new();
     if (!t) return;
     cpmpi_stat *s = &t[fn];
-    if (s->count == 0 || d < s->min_ns) s->min_ns = d;
+    if (s->timed == 0 || d < s->min_ns) s->min_ns = d;
     if (d > s->max_ns) s->max_ns = d;
     s->count++;
+    s->timed++;
     s->time_ns += d;
 }
 
 /* What the runtime is given per call site (runtime.rs `CSite`). */
 typedef struct {
     const char *call, *module, *symbol;
-    uint64_t addr, base, symaddr, count, time_ns, sent, received;
+    uint64_t addr, base, symaddr, count, time_ns, sent, received, timed;
 } csite;
 extern void cpmpi_rt_sites(int n, const csite *sites, uint64_t overflow);
 
@@ -441,13 +473,14 @@ static void sites_write(void) {
     for (size_t i = 0; out && i < m; i++) {
         if (o > 0 && all[i].fn1 == all[i - 1].fn1 && all[i].addr == all[i - 1].addr) {
             out[o - 1].count += all[i].count; out[o - 1].time_ns += all[i].time_ns;
+            out[o - 1].timed += all[i].timed;
             out[o - 1].sent += all[i].sent; out[o - 1].received += all[i].received;
             continue;
         }
         csite *c = &out[o++];
         c->call = cpmpi_fn_names[all[i].fn1 - 1];
         c->addr = all[i].addr;
-        c->count = all[i].count; c->time_ns = all[i].time_ns;
+        c->count = all[i].count; c->time_ns = all[i].time_ns; c->timed = all[i].timed;
         c->sent = all[i].sent; c->received = all[i].received;
         Dl_info info;
         /* addr - 1: inside the call instruction, not the one after it. */
@@ -474,9 +507,10 @@ static void stats_write(void) {
             const cpmpi_stat *s = &stat_tables[k][i];
             if (!s->count) continue;
             cpmpi_stat *o = &sum[i];
-            if (o->count == 0 || s->min_ns < o->min_ns) o->min_ns = s->min_ns;
+            if (s->timed && (o->timed == 0 || s->min_ns < o->min_ns)) o->min_ns = s->min_ns;
             if (s->max_ns > o->max_ns) o->max_ns = s->max_ns;
             o->count += s->count;
+            o->timed += s->timed;
             o->time_ns += s->time_ns;
             o->sent += s->sent;
             o->received += s->received;
@@ -487,9 +521,10 @@ static void stats_write(void) {
             const cpmpi_site *s = &site_tables[k][i];
             if (!s->fn1) continue;
             cpmpi_stat *o = &sum[s->fn1 - 1];
-            if (o->count == 0 || s->min_ns < o->min_ns) o->min_ns = s->min_ns;
+            if (s->timed && (o->timed == 0 || s->min_ns < o->min_ns)) o->min_ns = s->min_ns;
             if (s->max_ns > o->max_ns) o->max_ns = s->max_ns;
             o->count += s->count;
+            o->timed += s->timed;
             o->time_ns += s->time_ns;
             o->sent += s->sent;
             o->received += s->received;
@@ -1232,7 +1267,7 @@ int MPI_Wait(MPI_Request *req, MPI_Status *status) {
  * So a message completed by a poll has destination 0 and the poll's own inside time counts in
  * net; the blocking Wait family keeps both stamps. */
 int MPI_Test(MPI_Request *req, int *flag, MPI_Status *status) {
-    if (!ENTER(FN_Test)) return PMPI_Test(req, flag, status);
+    if (!ENTER_POLL(FN_Test)) return PMPI_Test(req, flag, status);
     MPI_Status own;
     MPI_Status *st = status == MPI_STATUS_IGNORE ? &own : status;
     uint64_t key = HKEY(*req);
@@ -1274,7 +1309,7 @@ int MPI_Waitall(int count, MPI_Request reqs[], MPI_Status *statuses) {
 }
 
 int MPI_Testall(int count, MPI_Request reqs[], int *flag, MPI_Status *statuses) {
-    if (!ENTER(FN_Testall)) return PMPI_Testall(count, reqs, flag, statuses);
+    if (!ENTER_POLL(FN_Testall)) return PMPI_Testall(count, reqs, flag, statuses);
     uint64_t kbuf[SMALL], *keys = count <= SMALL ? kbuf : malloc(sizeof(uint64_t) * (size_t)count);
     MPI_Status sbuf[SMALL], *sts = statuses;
     if (statuses == MPI_STATUSES_IGNORE) sts = count <= SMALL ? sbuf : malloc(sizeof(MPI_Status) * (size_t)count);
@@ -1309,7 +1344,7 @@ int MPI_Waitany(int count, MPI_Request reqs[], int *index, MPI_Status *status) {
 }
 
 int MPI_Testany(int count, MPI_Request reqs[], int *index, int *flag, MPI_Status *status) {
-    if (!ENTER(FN_Testany)) return PMPI_Testany(count, reqs, index, flag, status);
+    if (!ENTER_POLL(FN_Testany)) return PMPI_Testany(count, reqs, index, flag, status);
     uint64_t kbuf[SMALL], *keys = count <= SMALL ? kbuf : malloc(sizeof(uint64_t) * (size_t)count);
     MPI_Status own;
     MPI_Status *st = status == MPI_STATUS_IGNORE ? &own : status;
@@ -1328,7 +1363,8 @@ int MPI_Testany(int count, MPI_Request reqs[], int *index, int *flag, MPI_Status
 
 #define SOME_WRAP(NAME, POLL)                                                                    \
     int MPI_##NAME(int count, MPI_Request reqs[], int *outcount, int indices[], MPI_Status *statuses) { \
-        if (!ENTER(FN_##NAME)) return PMPI_##NAME(count, reqs, outcount, indices, statuses);              \
+        if (!(POLL ? ENTER_POLL(FN_##NAME) : ENTER(FN_##NAME)))                                  \
+            return PMPI_##NAME(count, reqs, outcount, indices, statuses);                       \
         uint64_t kbuf[SMALL], *keys = count <= SMALL ? kbuf : malloc(sizeof(uint64_t) * (size_t)count); \
         MPI_Status sbuf[SMALL], *sts = statuses;                                                 \
         if (statuses == MPI_STATUSES_IGNORE) sts = count <= SMALL ? sbuf : malloc(sizeof(MPI_Status) * (size_t)count); \
@@ -1431,7 +1467,7 @@ int MPI_Probe(int src, int tag, MPI_Comm comm, MPI_Status *status) {
 }
 
 int MPI_Iprobe(int src, int tag, MPI_Comm comm, int *flag, MPI_Status *status) {
-    if (!ENTER(FN_Iprobe)) return PMPI_Iprobe(src, tag, comm, flag, status);
+    if (!ENTER_POLL(FN_Iprobe)) return PMPI_Iprobe(src, tag, comm, flag, status);
     MPI_Status own;
     MPI_Status *st = status == MPI_STATUS_IGNORE ? &own : status;
     int rc = PMPI_Iprobe(src, tag, comm, flag, st);

@@ -23,8 +23,12 @@ pub struct CallSite {
     /// Ranks that made calls from here.
     pub ranks: u32,
     pub count: u64,
+    /// Calls timed (polls: one in 64), their time, and its mean; the site's whole time in MPI
+    /// is `mean_ns × count` (`estimated_time_ns`).
+    pub timed_count: u64,
     pub time_ns: u64,
     pub mean_ns: f64,
+    pub estimated_time_ns: f64,
     pub sent_bytes: u64,
     pub received_bytes: u64,
 }
@@ -77,11 +81,12 @@ fn addr2line(module: &str, addrs: &[u64]) -> Vec<Option<String>> {
         .collect()
 }
 
-/// Every rank's sites added up by (call, module, offset), longest total time first (ties by
+/// Every rank's sites added up by (call, module, offset), longest (estimated) total time first (ties by
 /// call, then location), at most `top` of them; and the calls whose sites were not kept.
 pub fn call_sites(run: &Run, top: usize) -> (Vec<CallSite>, u64) {
-    // (call, module, offset) -> (ranks, count, time, sent, received, symbol, symbol offset)
-    type Acc = (u32, u64, u64, u64, u64, String, u64);
+    // (call, module, offset) -> (ranks, count, time, sent, received, symbol, symbol offset,
+    // timed)
+    type Acc = (u32, u64, u64, u64, u64, String, u64, u64);
     let mut by: BTreeMap<(String, String, u64), Acc> = BTreeMap::new();
     let mut overflow = 0;
     let mut fixed: BTreeMap<String, bool> = BTreeMap::new();
@@ -109,6 +114,7 @@ pub fn call_sites(run: &Run, top: usize) -> (Vec<CallSite>, u64) {
                         0,
                         s.symbol.clone(),
                         s.addr.saturating_sub(s.symbol_addr),
+                        0,
                     )
                 });
             e.0 += 1;
@@ -116,10 +122,22 @@ pub fn call_sites(run: &Run, top: usize) -> (Vec<CallSite>, u64) {
             e.2 += s.time_ns;
             e.3 += s.sent_bytes;
             e.4 += s.received_bytes;
+            e.7 += s.timed_count;
         }
     }
+    let estimate = |a: &Acc| {
+        if a.7 > 0 {
+            a.2 as f64 / a.7 as f64 * a.1 as f64
+        } else {
+            0.0
+        }
+    };
     let mut v: Vec<((String, String, u64), Acc)> = by.into_iter().collect();
-    v.sort_by(|a, b| b.1 .2.cmp(&a.1 .2).then_with(|| a.0.cmp(&b.0)));
+    v.sort_by(|a, b| {
+        estimate(&b.1)
+            .total_cmp(&estimate(&a.1))
+            .then_with(|| a.0.cmp(&b.0))
+    });
     v.truncate(top);
     // One addr2line per module, for the sites kept.
     let mut per_module: BTreeMap<String, Vec<u64>> = BTreeMap::new();
@@ -157,12 +175,14 @@ pub fn call_sites(run: &Run, top: usize) -> (Vec<CallSite>, u64) {
                 offset,
                 ranks: a.0,
                 count: a.1,
+                timed_count: a.7,
                 time_ns: a.2,
-                mean_ns: if a.1 > 0 {
-                    a.2 as f64 / a.1 as f64
+                mean_ns: if a.7 > 0 {
+                    a.2 as f64 / a.7 as f64
                 } else {
                     0.0
                 },
+                estimated_time_ns: estimate(&a),
                 sent_bytes: a.3,
                 received_bytes: a.4,
             }
