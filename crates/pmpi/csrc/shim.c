@@ -130,9 +130,27 @@ static int empty_mode = 0;           /* benchmark: wrappers that do nothing but 
 /* Thread-locals use the initial-exec model: this library is preloaded (static TLS), and the
  * default general-dynamic model costs a __tls_get_addr call per access on the hot path. */
 #define TLS __thread __attribute__((tls_model("initial-exec")))
-static TLS int depth = 0;            /* re-entry guard: calls made by MPI inside a wrapped call */
-static TLS cring *my_ring = NULL;    /* this thread's ring and request table, once it has them */
-static TLS reqtable *my_table = NULL;
+/* This thread's state, one thread-local block: a shared library reaches each thread-local
+ * variable through its own offset loaded from the GOT, so one block (one offset, fields at
+ * constant displacements) makes the hot path's dozen accesses cheaper. The names below are
+ * its fields. */
+struct cpmpi_site_s;
+struct cpmpi_stat_s;
+static TLS struct {
+    int depth;       /* re-entry guard: calls made by MPI inside a wrapped call */
+    int fn;          /* the call being wrapped (FN_x) */
+    int poll_fast;   /* an unsampled poll: see enter_poll */
+    uint32_t poll_tick;
+    uint64_t t0, t1, sent, received, site;
+    void *fwd_site;  /* set by a Fortran wrapper forwarding to a C one: the Fortran caller */
+    cring *ring;     /* this thread's ring and request table, once it has them */
+    reqtable *table;
+    struct cpmpi_stat_s *stats;
+    struct cpmpi_site_s *sites;
+} cpmpi_tls;
+#define depth (cpmpi_tls.depth)
+#define my_ring (cpmpi_tls.ring)
+#define my_table (cpmpi_tls.table)
 
 /* Records one finished event: never blocks; a full ring counts a drop. Wakes the writer once the
  * ring is half full (it otherwise sleeps its flush interval, and a burst of events -- hpcc's
@@ -254,11 +272,14 @@ HOT uint64_t now(void) {
  * also the recorded event's (`cur_t0`), so a recorded call reads the clock no more often than
  * before; `cur_t1` is its exit stamp when the wrapper took one. */
 /* `timed`: how many of the calls were timed (all but polls' unsampled ones: see enter_poll). */
-typedef struct { uint64_t count, time_ns, min_ns, max_ns, sent, received, timed; } cpmpi_stat;
+typedef struct cpmpi_stat_s { uint64_t count, time_ns, min_ns, max_ns, sent, received, timed; } cpmpi_stat;
 #include "gen/functions.h"
-static TLS cpmpi_stat *my_stats = NULL;
-static TLS int cur_fn;
-static TLS uint64_t cur_t0, cur_t1, cur_sent, cur_received;
+#define my_stats (cpmpi_tls.stats)
+#define cur_fn (cpmpi_tls.fn)
+#define cur_t0 (cpmpi_tls.t0)
+#define cur_t1 (cpmpi_tls.t1)
+#define cur_sent (cpmpi_tls.sent)
+#define cur_received (cpmpi_tls.received)
 static cpmpi_stat **stat_tables = NULL; /* every thread's, for the sum at MPI_Finalize */
 static size_t n_stat_tables = 0;
 static pthread_mutex_t stat_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -282,18 +303,18 @@ static cpmpi_stat *stats_new(void) {
  * report can say what the sites miss while the functions miss nothing.
  * Resolved to module + offset and the nearest symbol (dladdr) at MPI_Finalize; the reader turns
  * them into function at file:line where the module has debug information. */
-typedef struct {
+typedef struct cpmpi_site_s {
     uint64_t addr;
     uint32_t fn1, pad;
     uint64_t count, timed, time_ns, min_ns, max_ns, sent, received;
 } __attribute__((aligned(64))) cpmpi_site;
 #define NSITES 2048
 #define SITE_PROBE 16
-static TLS cpmpi_site *my_sites = NULL;
-static TLS uint64_t cur_site;
+#define my_sites (cpmpi_tls.sites)
+#define cur_site (cpmpi_tls.site)
 /* Set by a Fortran wrapper that forwards to a C wrapper (fortran_openmpi.h): the Fortran caller's
  * address, which is the call's site. */
-static TLS void *fwd_site = NULL;
+#define fwd_site (cpmpi_tls.fwd_site)
 static cpmpi_site **site_tables = NULL;
 static size_t n_site_tables = 0;
 static uint64_t site_overflow = 0;
@@ -355,9 +376,11 @@ HOT int site_add(int fn, uint64_t addr, uint64_t d, int timed, uint64_t sent, ui
     return 0;
 }
 
+#define cur_poll_fast (cpmpi_tls.poll_fast)
 HOT int enter(int fn, void *site) {
     if (!enabled || depth != 0) return 0;
     depth = 1;
+    cur_poll_fast = 0;
     cur_fn = fn;
     cur_site = (uint64_t)(uintptr_t)(__builtin_expect(fwd_site == NULL, 1) ? site : fwd_site);
     cur_t1 = 0;
@@ -368,6 +391,14 @@ HOT int enter(int fn, void *site) {
 
 HOT void leave(void) {
     if (MONITORING()) {
+        if (cur_poll_fast && (cur_sent | cur_received) == 0) {
+            /* An unsampled poll that moved no bytes: counted in its function's row only. */
+            cpmpi_stat *t = my_stats;
+            if (__builtin_expect(t == NULL, 0)) t = my_stats = stats_new();
+            if (t) t[cur_fn].count++;
+            depth = 0;
+            return;
+        }
         int timed = cur_t0 != 0;
         uint64_t d = 0;
         if (timed) {
@@ -399,15 +430,23 @@ HOT void leave(void) {
  * far more often than it hits -- hpcc's RandomAccess polls 20 million times a second -- and two
  * clock reads per poll (tens of ns in a VM) would double such a program's time. */
 #define POLL_SAMPLE 64
-static TLS uint32_t poll_tick;
+#define poll_tick (cpmpi_tls.poll_tick)
 HOT int enter_poll(int fn, void *site) {
     if (!enabled || depth != 0) return 0;
     depth = 1;
     cur_fn = fn;
-    cur_site = (uint64_t)(uintptr_t)(__builtin_expect(fwd_site == NULL, 1) ? site : fwd_site);
     cur_t1 = 0;
     cur_sent = cur_received = 0;
-    cur_t0 = __builtin_expect((++poll_tick & (POLL_SAMPLE - 1)) == 0, 0) ? STAMP() : 0;
+    cur_site = (uint64_t)(uintptr_t)(__builtin_expect(fwd_site == NULL, 1) ? site : fwd_site);
+    if (__builtin_expect((++poll_tick & (POLL_SAMPLE - 1)) == 0, 0)) {
+        cur_poll_fast = 0;
+        cur_t0 = STAMP();
+    } else {
+        /* Not sampled: unless it moves bytes (a completed receive), only counted. So a poll's
+         * call site counts its sampled calls and those that completed a receive. */
+        cur_poll_fast = 1;
+        cur_t0 = 0;
+    }
     return 1;
 }
 #define ENTER_POLL(FN) enter_poll(FN, __builtin_return_address(0))
