@@ -430,68 +430,28 @@ int MPI_Ineighbor_alltoallw(const void *s, const int scs[], const MPI_Aint sd[],
 
 /* ---- one-sided ----------------------------------------------------------------------------- */
 
-/* Window -> its group's world ranks and id (the same hash as a communicator's, so a window over
- * a communicator's group shares its id), told to the runtime once like a communicator. */
-typedef struct { uint64_t key; uint32_t id; int size; int *world; } win_info;
+/* Window -> its group's world ranks and id (shim.c's group table: the same hash as a
+ * communicator's, so a window over a communicator's group shares its id). */
 #define NWIN 64
-static win_info wins[NWIN];
-static pthread_mutex_t win_lock = PTHREAD_MUTEX_INITIALIZER;
-static volatile uint32_t win_gen = 1;
-static TLS struct { uint64_t key; uint32_t gen; uint32_t id; int size; int *world; } win_last;
+static comm_info win_slots[NWIN];
+static group_table wins = {win_slots, NWIN, PTHREAD_MUTEX_INITIALIZER, 1};
+static TLS group_last win_last;
 
-static win_info *win_lookup_slow(MPI_Win w) {
-    uint64_t key = HKEY(w);
-    pthread_mutex_lock(&win_lock);
-    for (int i = 0; i < NWIN; i++)
-        if (wins[i].key == key && wins[i].world) { pthread_mutex_unlock(&win_lock); return &wins[i]; }
-    MPI_Group g, wg;
-    PMPI_Win_get_group(w, &g);
-    PMPI_Comm_group(MPI_COMM_WORLD, &wg);
-    int n = 0;
-    PMPI_Group_size(g, &n);
-    int *ranks = malloc(sizeof(int) * (size_t)(n > 0 ? n : 1)), *world = malloc(sizeof(int) * (size_t)(n > 0 ? n : 1));
-    for (int i = 0; i < n; i++) ranks[i] = i;
-    if (n > 0) PMPI_Group_translate_ranks(g, n, ranks, wg, world);
-    free(ranks);
-    PMPI_Group_free(&g);
-    PMPI_Group_free(&wg);
-    uint32_t h = 2166136261u;
-    for (int i = 0; i < n; i++) { h ^= (uint32_t)world[i]; h *= 16777619u; }
-    if (h == 0) h = 1;
-    int slot = -1;
-    for (int i = 0; i < NWIN && slot < 0; i++) if (!wins[i].world) slot = i;
-    if (slot < 0) {
-        slot = (int)(key % NWIN);
-        free(wins[slot].world);
-        __atomic_add_fetch(&win_gen, 1, __ATOMIC_RELEASE);
-    }
-    wins[slot].key = key; wins[slot].id = h; wins[slot].size = n; wins[slot].world = world;
-    pthread_mutex_unlock(&win_lock);
-    if (active) cpmpi_rt_comm(h, 0, n, world);
-    return &wins[slot];
+static MPI_Group win_group_of(uint64_t key, int *inter) {
+    MPI_Group g;
+    *inter = 0;
+    PMPI_Win_get_group(WIN_OF(key), &g);
+    return g;
 }
 
 /* World rank of window rank `r` (-1 for none), and the window's group id. */
 static inline int win_world(MPI_Win w, int r, uint32_t *id) {
-    uint64_t key = HKEY(w);
-    uint32_t gen = __atomic_load_n(&win_gen, __ATOMIC_ACQUIRE);
-    if (win_last.key != key || win_last.gen != gen) {
-        win_info *wi = win_lookup_slow(w);
-        win_last.key = key; win_last.gen = gen; win_last.id = wi->id;
-        win_last.size = wi->size; win_last.world = wi->world;
-    }
-    *id = win_last.id;
-    if (r < 0 || r >= win_last.size) return -1;
-    return win_last.world[r];
+    int v = group_world(&wins, &win_last, HKEY(w), r, id, win_group_of);
+    return v < 0 ? -1 : v;
 }
 
 int MPI_Win_free(MPI_Win *win) {
-    uint64_t key = HKEY(*win);
-    pthread_mutex_lock(&win_lock);
-    for (int i = 0; i < NWIN; i++)
-        if (wins[i].key == key && wins[i].world) { free(wins[i].world); wins[i].world = NULL; wins[i].key = 0; }
-    __atomic_add_fetch(&win_gen, 1, __ATOMIC_RELEASE);
-    pthread_mutex_unlock(&win_lock);
+    group_forget(&wins, HKEY(*win));
     int in_ = ENTER(FN_Win_free);
     int rc = PMPI_Win_free(win);
     if (in_) LEAVE();

@@ -32,6 +32,7 @@
 #define CPMPI_OTHER_NAME "MPICH"
 #define HKEY(h) ((uint64_t)(uintptr_t)(h))
 #define COMM_OF(k) ((MPI_Comm)(uintptr_t)(k))
+#define WIN_OF(k) ((MPI_Win)(uintptr_t)(k))
 #elif defined(CPMPI_MPICH)
 #define CPMPI_FLAVOUR "mpich"
 #define CPMPI_FLAVOUR_NAME "MPICH"
@@ -39,6 +40,7 @@
 #define CPMPI_OTHER_NAME "Open MPI"
 #define HKEY(h) ((uint64_t)(uint32_t)(h))
 #define COMM_OF(k) ((MPI_Comm)(uint32_t)(k))
+#define WIN_OF(k) ((MPI_Win)(uint32_t)(k))
 #else
 #error "define CPMPI_OPENMPI or CPMPI_MPICH"
 #endif
@@ -576,87 +578,130 @@ static void stats_write(void) {
 
 /* ---- communicators: rank -> world rank, id ------------------------------------------------ */
 
+/* A handle's group (a communicator's, a window's): its members' world ranks and its id. One
+ * table per kind of handle, under a lock; each thread keeps the last entry it used (programs
+ * use one or two communicators in a row, and the table lookup takes a lock and scans it). */
 typedef struct {
     uint64_t key;
     uint32_t id;
     int size;
     int *world;
 } comm_info;
+typedef struct {
+    comm_info *slots;
+    int n;
+    pthread_mutex_t lock;
+    /* Bumped whenever an entry is freed or replaced: invalidates the per-thread entries (a
+     * freed handle can come back as a different communicator). */
+    volatile uint32_t gen;
+} group_table;
+typedef struct { uint64_t key; uint32_t gen; uint32_t id; int size; int *world; } group_last;
+
 #define NCOMM 256
-static comm_info comms[NCOMM];
-static pthread_mutex_t comm_lock = PTHREAD_MUTEX_INITIALIZER;
+static comm_info comm_slots[NCOMM];
+static group_table comms = {comm_slots, NCOMM, PTHREAD_MUTEX_INITIALIZER, 1};
+static TLS group_last comm_last;
 
-/* Bumped whenever a comms[] entry is freed or replaced: invalidates the per-thread caches below
- * (a freed communicator's handle can come back as a different communicator). */
-static volatile uint32_t comm_gen = 1;
-/* Per-thread one-entry cache of the last non-WORLD communicator: programs use one or two
- * communicators in a row, and the table lookup below takes a lock and scans 256 entries. */
-static TLS struct { uint64_t key; uint32_t gen; uint32_t id; int size; int *world; } comm_last;
-
+/* Ids already told to the runtime (cpmpi_rt_comm): once per id per process is enough, a
+ * re-made communicator over the same group has the same. */
 #define MAX_TOLD 4096
 static uint32_t told_ids[MAX_TOLD];
 static int n_told = 0;
 
-static comm_info *comm_lookup_slow(MPI_Comm c) {
-    uint64_t key = HKEY(c);
-    pthread_mutex_lock(&comm_lock);
-    for (int i = 0; i < NCOMM; i++)
-        if (comms[i].key == key && comms[i].world) {
-            pthread_mutex_unlock(&comm_lock);
-            return &comms[i];
-        }
-    int inter = 0;
-    PMPI_Comm_test_inter(c, &inter);
-    MPI_Group g, wg;
-    if (inter) PMPI_Comm_remote_group(c, &g); else PMPI_Comm_group(c, &g);
+/* `g`'s members as world ranks (*n of them, malloc'd) and its id, which every member must
+ * compute alike without talking: FNV-1a over the world ranks (two communicators over the same
+ * group share an id: documented), the top bit flipped for an inter-communicator. */
+static int *group_members(MPI_Group g, int inter, int *n, uint32_t *id) {
+    MPI_Group wg;
     PMPI_Comm_group(MPI_COMM_WORLD, &wg);
-    int n;
-    PMPI_Group_size(g, &n);
-    int *ranks = malloc(sizeof(int) * (size_t)n), *world = malloc(sizeof(int) * (size_t)n);
-    for (int i = 0; i < n; i++) ranks[i] = i;
-    PMPI_Group_translate_ranks(g, n, ranks, wg, world);
+    PMPI_Group_size(g, n);
+    size_t m = (size_t)(*n > 0 ? *n : 1);
+    int *ranks = malloc(sizeof(int) * m), *world = malloc(sizeof(int) * m);
+    for (int i = 0; i < *n; i++) ranks[i] = i;
+    if (*n > 0) PMPI_Group_translate_ranks(g, *n, ranks, wg, world);
     free(ranks);
-    PMPI_Group_free(&g);
     PMPI_Group_free(&wg);
-    /* The id must agree on every member without talking: FNV-1a over the members' world ranks.
-     * Two communicators over the same group share an id (documented limitation). */
     uint32_t h = 2166136261u;
-    for (int i = 0; i < n; i++) { h ^= (uint32_t)world[i]; h *= 16777619u; }
+    for (int i = 0; i < *n; i++) { h ^= (uint32_t)world[i]; h *= 16777619u; }
     if (h == 0) h = 1;
     if (inter) h ^= 0x80000000u;
+    *id = h;
+    return world;
+}
+
+/* The entry of handle `key` in `t`; absent, made from `g` (the handle's group, freed here) and
+ * its members told to the runtime (the reader replays collectives over them). `g` is asked for
+ * only when needed: `get_group(handle, &inter)`. */
+static comm_info *group_lookup(group_table *t, uint64_t key, MPI_Group (*get_group)(uint64_t, int *)) {
+    pthread_mutex_lock(&t->lock);
+    for (int i = 0; i < t->n; i++)
+        if (t->slots[i].key == key && t->slots[i].world) {
+            pthread_mutex_unlock(&t->lock);
+            return &t->slots[i];
+        }
+    int inter = 0, n = 0;
+    uint32_t h;
+    MPI_Group g = get_group(key, &inter);
+    int *world = group_members(g, inter, &n, &h);
+    PMPI_Group_free(&g);
     int slot = -1;
-    for (int i = 0; i < NCOMM && slot < 0; i++) if (!comms[i].world) slot = i;
+    for (int i = 0; i < t->n && slot < 0; i++) if (!t->slots[i].world) slot = i;
     if (slot < 0) {
-        slot = (int)(key % NCOMM);
-        free(comms[slot].world);
-        __atomic_add_fetch(&comm_gen, 1, __ATOMIC_RELEASE);
+        slot = (int)(key % (uint64_t)t->n);
+        free(t->slots[slot].world);
+        __atomic_add_fetch(&t->gen, 1, __ATOMIC_RELEASE);
     }
-    comms[slot].key = key; comms[slot].id = h; comms[slot].size = n; comms[slot].world = world;
-    /* Its members, for the reader: collectives on it are replayed over these world ranks. Once
-     * per id per process is enough; a re-made communicator over the same group has the same. */
+    t->slots[slot] = (comm_info){key, h, n, world};
     int told = 0;
     for (int i = 0; i < n_told && !told; i++) told = told_ids[i] == h;
     if (!told && active) {
         cpmpi_rt_comm(h, inter, n, world);
         if (n_told < MAX_TOLD) told_ids[n_told++] = h;
     }
-    pthread_mutex_unlock(&comm_lock);
-    return &comms[slot];
+    pthread_mutex_unlock(&t->lock);
+    return &t->slots[slot];
+}
+
+/* World rank of group rank `r` of handle `key` (through this thread's last entry `last`), and
+ * the group's id; a negative `r` stays as it is, one past the group is -1. */
+static inline int group_world(group_table *t, group_last *last, uint64_t key, int r, uint32_t *id,
+                              MPI_Group (*get_group)(uint64_t, int *)) {
+    uint32_t gen = __atomic_load_n(&t->gen, __ATOMIC_ACQUIRE);
+    if (last->key != key || last->gen != gen) {
+        comm_info *ci = group_lookup(t, key, get_group);
+        *last = (group_last){key, gen, ci->id, ci->size, ci->world};
+    }
+    *id = last->id;
+    if (r < 0 || r >= last->size) return r < 0 ? r : -1;
+    return last->world[r];
+}
+
+/* A freed handle's entry goes (its handle may come back as another group). */
+static void group_forget(group_table *t, uint64_t key) {
+    pthread_mutex_lock(&t->lock);
+    for (int i = 0; i < t->n; i++)
+        if (t->slots[i].key == key && t->slots[i].world) {
+            free(t->slots[i].world);
+            t->slots[i].world = NULL;
+            t->slots[i].key = 0;
+        }
+    __atomic_add_fetch(&t->gen, 1, __ATOMIC_RELEASE);
+    pthread_mutex_unlock(&t->lock);
+}
+
+/* A communicator's group: the remote one of an inter-communicator, as its rank arguments mean. */
+static MPI_Group comm_group_of(uint64_t key, int *inter) {
+    MPI_Comm c = COMM_OF(key);
+    MPI_Group g;
+    PMPI_Comm_test_inter(c, inter);
+    if (*inter) PMPI_Comm_remote_group(c, &g); else PMPI_Comm_group(c, &g);
+    return g;
 }
 
 /* World rank of `r` in `c` (and c's id); wildcards and MPI_PROC_NULL stay negative. */
 static inline int to_world(MPI_Comm c, int r, uint32_t *id) {
     if (c == MPI_COMM_WORLD) { *id = 0; return r; }
-    uint64_t key = HKEY(c);
-    uint32_t gen = __atomic_load_n(&comm_gen, __ATOMIC_ACQUIRE);
-    if (comm_last.key != key || comm_last.gen != gen) {
-        comm_info *ci = comm_lookup_slow(c);
-        comm_last.key = key; comm_last.gen = gen; comm_last.id = ci->id;
-        comm_last.size = ci->size; comm_last.world = ci->world;
-    }
-    *id = comm_last.id;
-    if (r < 0 || r >= comm_last.size) return r < 0 ? r : -1;
-    return comm_last.world[r];
+    return group_world(&comms, &comm_last, HKEY(c), r, id, comm_group_of);
 }
 
 /* Per-thread one-entry cache of the last datatype's size: PMPI_Type_size per call is a library
@@ -891,12 +936,7 @@ int MPI_Pcontrol(const int level, ...) {
 }
 
 int MPI_Comm_free(MPI_Comm *comm) {
-    uint64_t key = HKEY(*comm);
-    pthread_mutex_lock(&comm_lock);
-    for (int i = 0; i < NCOMM; i++)
-        if (comms[i].key == key && comms[i].world) { free(comms[i].world); comms[i].world = NULL; comms[i].key = 0; }
-    __atomic_add_fetch(&comm_gen, 1, __ATOMIC_RELEASE);
-    pthread_mutex_unlock(&comm_lock);
+    group_forget(&comms, HKEY(*comm));
     int in_ = ENTER(FN_Comm_free);
     int rc = PMPI_Comm_free(comm);
     if (in_) LEAVE();
