@@ -142,11 +142,16 @@ pub(crate) struct Untouched {
     pub collective_p2p_messages: u64,
     pub collective_p2p_bytes: u64,
     pub collective_p2p_receives: u64,
-    /// Share the knobs did not touch, percent: native collective calls among native collective
-    /// calls + messages sent under the knobs (the program's and the emulated collectives'), and
-    /// the same for bytes.
+    /// Share the knobs did not touch, percent: native collective calls and other communication
+    /// calls among those + messages sent under the knobs (the program's and the emulated
+    /// collectives'), and the same for bytes.
     pub untouched_calls_percent: f64,
     pub untouched_bytes_percent: f64,
+    /// Communication calls no knob applies to yet: nonblocking and persistent collectives,
+    /// one-sided transfers, MPI_Isendrecv (their bytes: the call's send contribution, or a
+    /// transfer's origin bytes).
+    pub other_calls: u64,
+    pub other_bytes: u64,
     /// Receives whose sender stamp was missing (L fell back to the completion time).
     pub unstamped_receives: u64,
     /// Irecvs the per-thread table could not track (their completion was not emulated).
@@ -183,6 +188,8 @@ impl Untouched {
             "dated_watched" => self.arrivals_watched += v as u64,
             "dated_estimated" => self.arrivals_estimated += v as u64,
             "watched_excess_ns" => self.watched_excess_ns += v,
+            "other_calls" => self.other_calls += v as u64,
+            "other_bytes" => self.other_bytes += v as u64,
             _ => {}
         }
     }
@@ -202,11 +209,11 @@ impl Untouched {
             .collective_bytes
             .saturating_sub(self.collectives_emulated_bytes);
         self.untouched_calls_percent = pct(
-            self.collectives_native,
+            self.collectives_native + self.other_calls,
             self.p2p_messages + self.collective_p2p_messages,
         );
         self.untouched_bytes_percent = pct(
-            self.collectives_native_bytes,
+            self.collectives_native_bytes + self.other_bytes,
             self.p2p_bytes + self.collective_p2p_bytes,
         );
         // Summed over the ranks' watched receives until here.
@@ -477,7 +484,9 @@ fn describe(r: &RunOutcome) -> String {
                 o,
                 "\ncommperf: knobs applied to {} point-to-point messages ({} B) on {} rank(s), \
                  and to {} collective calls run as {} messages ({} B); \
-                 not touched: {} collective calls ({} B) = {:.1} % of calls, {:.1} % of bytes",
+                 not touched: {} collective calls ({} B) and {} other communication calls \
+                 (nonblocking and persistent collectives, one-sided, MPI_Isendrecv: {} B) \
+                 = {:.1} % of calls, {:.1} % of bytes",
                 u.p2p_messages,
                 u.p2p_bytes,
                 u.ranks,
@@ -486,6 +495,8 @@ fn describe(r: &RunOutcome) -> String {
                 u.collective_p2p_bytes,
                 u.collectives_native,
                 u.collectives_native_bytes,
+                u.other_calls,
+                u.other_bytes,
                 u.untouched_calls_percent,
                 u.untouched_bytes_percent
             );

@@ -202,6 +202,79 @@ fn families_mpich() {
     families("mpich");
 }
 
+/// The families under the LogGP knobs (`commperf emulate --L 50us`): the matched receives
+/// (Mrecv, and Imrecv at its Wait) and MPI-4's partitioned messages are held like any receive,
+/// each finding its sender's stamp; what no knob applies to yet (nonblocking and persistent
+/// collectives, one-sided transfers, Isendrecv) is counted, exactly, and said.
+fn families_under_knobs(mpi: &str) {
+    let test = format!("families_knobs_{mpi}");
+    need(&test, &[&format!("mpicc.{mpi}"), &format!("mpirun.{mpi}")]);
+    let s = Scratch::new("families", &test);
+    let prog = s.0.join("families");
+    compile(&format!("mpicc.{mpi}"), "families.c", &prog);
+    let mut c = Command::new("timeout");
+    c.args([
+        "-k",
+        "10",
+        "600",
+        exe(),
+        "emulate",
+        "--L",
+        "50us",
+        "--json",
+        "--",
+    ])
+    .arg(format!("mpirun.{mpi}"))
+    .args(["-np", "4"]);
+    if mpi == "openmpi" {
+        c.arg("--oversubscribe");
+    }
+    let o = c
+        .arg(&prog)
+        .current_dir(&s.0)
+        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        .output()
+        .expect("run commperf emulate");
+    ok(&o);
+    let j: Value = serde_json::from_slice(&o.stdout).expect("JSON");
+    let u = &j["untouched"];
+    let mpi4 = mpi == "mpich";
+    // Per rank: 5 Mrecv + 3 Imrecv (+ 2 partitioned receives under MPI 4.0).
+    let recvs = 4 * (8 + if mpi4 { 2 } else { 0 });
+    assert_eq!(u["p2p_receives"], recvs, "{j}");
+    assert_eq!(u["unstamped_receives"], 0, "{j}");
+    // Per rank: 10 nonblocking collectives, 5 one-sided transfers (+ 2 Isendrecv, 3 persistent
+    // allreduce starts).
+    let other = 4 * (15 + if mpi4 { 5 } else { 0 });
+    assert_eq!(u["other_calls"], other, "{j}");
+    // The two neighbourhood alltoalls per rank run natively.
+    assert_eq!(u["collectives_native"], 8, "{j}");
+    let err = text(&o.stderr);
+    assert!(
+        err.contains(&format!("and {other} other communication calls")),
+        "{err}"
+    );
+}
+
+#[test]
+#[cfg_attr(
+    not(commperf_has_openmpi),
+    ignore = "needs Open MPI (mpicc.openmpi, mpirun.openmpi: apt-get install libopenmpi-dev openmpi-bin)"
+)]
+fn families_under_knobs_openmpi() {
+    families_under_knobs("openmpi");
+}
+
+#[test]
+#[cfg_attr(
+    not(commperf_has_mpich),
+    ignore = "needs MPICH (mpicc.mpich, mpirun.mpich: apt-get install libmpich-dev mpich)"
+)]
+fn families_under_knobs_mpich() {
+    families_under_knobs("mpich");
+}
+
 /// The families from Fortran (families.f90): under MPICH the Fortran binding calls the C
 /// wrappers; under Open MPI the interposer's Fortran wrappers forward these families to them.
 /// Either way every call is recorded, every message matched, and the calls the interposer only

@@ -38,6 +38,9 @@ void cpmpi_emu_coll(uint64_t bytes);
  * them as the collective's, not as the program's own point-to-point traffic. */
 extern __thread int cpmpi_emu_in_coll;
 void cpmpi_emu_untracked(void);
+/* A communication call no knob applies to (nonblocking or persistent collective, one-sided
+ * transfer, MPI_Isendrecv): counted, so the report names what the knobs left. */
+void cpmpi_emu_other(uint64_t bytes);
 /* Irecv requests, so a completion knows it finished a receive (and on which communicator). */
 void cpmpi_emu_track(uint64_t key, uint64_t comm);
 int cpmpi_emu_untrack(uint64_t key, uint64_t *comm);

@@ -97,8 +97,10 @@ int MPI_Mrecv(void *buf, int count, MPI_Datatype dt, MPI_Message *msg, MPI_Statu
     MPI_Status own;
     MPI_Status *st = status == MPI_STATUS_IGNORE ? &own : status;
     MPI_Comm comm = msg_take(*msg);
-    uint64_t t0 = cur_t0;
+    uint64_t t0 = cur_t0, te = EMU_ENTER();
     int rc = PMPI_Mrecv(buf, count, dt, msg, st);
+    /* Under the knobs a matched receive is a receive: L's hold, then o. */
+    if (rc == MPI_SUCCESS && EMU_ON()) emu_received(comm, st, te);
     uint64_t t1 = (cur_t1 = STAMP());
     if (rc == MPI_SUCCESS) rec_recv(K_MRECV, 0, comm, st, t0, t1);
     LEAVE();
@@ -111,6 +113,8 @@ int MPI_Imrecv(void *buf, int count, MPI_Datatype dt, MPI_Message *msg, MPI_Requ
     int no_proc = *msg == MPI_MESSAGE_NO_PROC;
     uint64_t t0 = cur_t0;
     int rc = PMPI_Imrecv(buf, count, dt, msg, req);
+    /* Its completion (the Wait/Test family) delivers it under the knobs, as an Irecv's. */
+    if (rc == MPI_SUCCESS && EMU_ON() && !no_proc) cpmpi_emu_track(HKEY(*req), HKEY(comm));
     uint64_t t1 = (cur_t1 = STAMP());
     /* The source is the status's at completion (MPI_ANY_SOURCE here only as "not yet known"). */
     if (rc == MPI_SUCCESS && !no_proc)
@@ -127,6 +131,7 @@ int MPI_Imrecv(void *buf, int count, MPI_Datatype dt, MPI_Message *msg, MPI_Requ
     uint64_t t0 = cur_t0;                                                                        \
     int rc = CALL;                                                                               \
     uint64_t t1 = (cur_t1 = STAMP());                                                            \
+    if (rc == MPI_SUCCESS && EMU_ON()) cpmpi_emu_other(BYTES);                                   \
     if (rc == MPI_SUCCESS && MONITORING()) {                                                     \
         post_coll(KIND, ROOT, COMM, BYTES, t0, t1, *(REQ), 0);                                   \
         cur_sent += (SENT);                                                                      \
@@ -484,6 +489,7 @@ static void post_win(int kind, int target, MPI_Win w, uint64_t bytes, uint64_t t
     uint64_t t0 = cur_t0;                                                                        \
     int rc = CALL;                                                                               \
     uint64_t t1 = (cur_t1 = STAMP());                                                            \
+    if (rc == MPI_SUCCESS && EMU_ON() && (TARGET) != MPI_PROC_NULL) cpmpi_emu_other((SENT) + (RECEIVED)); \
     if (rc == MPI_SUCCESS && MONITORING() && (TARGET) != MPI_PROC_NULL) {                        \
         cur_sent += (SENT);                                                                      \
         cur_received += (RECEIVED);                                                              \
@@ -496,6 +502,7 @@ static void post_win(int kind, int target, MPI_Win w, uint64_t bytes, uint64_t t
     uint64_t t0 = cur_t0;                                                                        \
     int rc = CALL;                                                                               \
     uint64_t t1 = (cur_t1 = STAMP());                                                            \
+    if (rc == MPI_SUCCESS && EMU_ON() && (TARGET) != MPI_PROC_NULL) cpmpi_emu_other((SENT) + (RECEIVED)); \
     if (rc == MPI_SUCCESS && MONITORING() && (TARGET) != MPI_PROC_NULL) {                        \
         cur_sent += (SENT);                                                                      \
         cur_received += (RECEIVED);                                                              \
@@ -598,6 +605,7 @@ int MPI_Isendrecv(const void *sb, int sc, MPI_Datatype st, int dest, int stag, v
     if (!ENTER(FN_Isendrecv)) return PMPI_Isendrecv(sb, sc, st, dest, stag, rb, rc_, rt, src, rtag, comm, req);
     uint64_t t0 = cur_t0;
     int rc = PMPI_Isendrecv(sb, sc, st, dest, stag, rb, rc_, rt, src, rtag, comm, req);
+    if (rc == MPI_SUCCESS && EMU_ON()) cpmpi_emu_other(type_bytes(st, sc));
     uint64_t t1 = (cur_t1 = STAMP());
     if (rc == MPI_SUCCESS) {
         post_key(K_ISENDRECV_SEND, 0, dest, stag, comm, type_bytes(st, sc), t0, t1, HKEY(*req) ^ SENDRECV_KEY_BIT);
@@ -614,6 +622,7 @@ int MPI_Isendrecv_replace(void *buf, int count, MPI_Datatype dt, int dest, int s
     if (!ENTER(FN_Isendrecv_replace)) return PMPI_Isendrecv_replace(buf, count, dt, dest, stag, src, rtag, comm, req);
     uint64_t t0 = cur_t0;
     int rc = PMPI_Isendrecv_replace(buf, count, dt, dest, stag, src, rtag, comm, req);
+    if (rc == MPI_SUCCESS && EMU_ON()) cpmpi_emu_other(type_bytes(dt, count));
     uint64_t t1 = (cur_t1 = STAMP());
     if (rc == MPI_SUCCESS) {
         post_key(K_ISENDRECV_SEND, 0, dest, stag, comm, type_bytes(dt, count), t0, t1, HKEY(*req) ^ SENDRECV_KEY_BIT);

@@ -985,7 +985,7 @@ HOT void rec_recv(int kind, int flags, MPI_Comm comm, const MPI_Status *st,
 #define EMU_SEND_POST() if (EMU_ON()) cpmpi_emu_send_post(emu_w_)
 /* When the receiving call was entered, for L's arrival estimate. */
 /* Only L needs it: the other knobs read no clock on the receiving side before the completion. */
-#define EMU_ENTER(FN_Comm_free) (EMU_ON() && cpmpi_emu_l ? cpmpi_emu_now() : 0)
+#define EMU_ENTER() (EMU_ON() && cpmpi_emu_l ? cpmpi_emu_now() : 0)
 
 /* A receive on `comm` completed with status `st`: L's hold, then o. */
 static void emu_received(MPI_Comm comm, const MPI_Status *st, uint64_t te) {
@@ -1222,6 +1222,7 @@ static void post_coll(int kind, int root, MPI_Comm comm, uint64_t bytes, uint64_
                       MPI_Request req, int flags);
 static void start_post(const pinit *p, MPI_Request req, uint64_t t0, uint64_t t1, int flags) {
     if (p->coll) {
+        if (EMU_ON()) cpmpi_emu_other(p->bytes);
         post_coll(p->coll, p->peer, COMM_OF(p->comm), p->bytes, t0, t1, req, F_PERSISTENT | flags);
         if (MONITORING()) cur_sent += p->bytes; /* the collective's send contribution */
         return;
