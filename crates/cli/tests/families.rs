@@ -202,6 +202,67 @@ fn families_mpich() {
     families("mpich");
 }
 
+/// Call sites: built with debug information, the program's calls are named by source line
+/// (addr2line), each site's count exact: the 5 MPI_Mprobe of families.c come from one line,
+/// on every rank.
+#[test]
+#[cfg_attr(
+    not(commperf_has_openmpi),
+    ignore = "needs Open MPI (mpicc.openmpi, mpirun.openmpi: apt-get install libopenmpi-dev openmpi-bin)"
+)]
+fn call_sites_name_the_source_line() {
+    need(
+        "call_sites",
+        &["mpicc.openmpi", "mpirun.openmpi", "addr2line"],
+    );
+    let s = Scratch::new("families", "sites");
+    let src = mpi_apps::apps().join("families.c");
+    let prog = s.0.join("families-g");
+    let o = Command::new("mpicc.openmpi")
+        .args(["-g", "-O0", "-w", "-o"])
+        .arg(&prog)
+        .arg(&src)
+        .output()
+        .unwrap();
+    ok(&o);
+    let dir = s.0.join("mon");
+    let o = monitor(&s.0, &dir, "openmpi", 4, &[prog.to_str().unwrap()]);
+    ok(&o);
+    let j = summary(&dir);
+    // The line of the program that calls MPI_Mprobe, and of MPI_Cart_create.
+    let text_src = std::fs::read_to_string(&src).unwrap();
+    let line_of = |needle: &str| {
+        1 + text_src
+            .lines()
+            .position(|l| l.contains(needle))
+            .unwrap_or_else(|| panic!("{needle} in families.c"))
+    };
+    let sites = j["sites"].as_array().expect("sites");
+    let site = |call: &str| {
+        sites
+            .iter()
+            .find(|x| x["call"] == call)
+            .unwrap_or_else(|| panic!("no site of {call} among the top ones: {sites:?}"))
+    };
+    let mprobe = site("MPI_Mprobe");
+    assert_eq!(
+        mprobe["location"],
+        format!("main at {}:{}", src.display(), line_of("MPI_Mprobe(left")),
+        "{mprobe}"
+    );
+    assert_eq!(
+        (mprobe["ranks"].as_u64(), mprobe["count"].as_u64()),
+        (Some(4), Some(20))
+    );
+    let cart = site("MPI_Cart_create");
+    assert_eq!(
+        cart["location"],
+        format!("main at {}:{}", src.display(), line_of("MPI_Cart_create("))
+    );
+    assert_eq!(cart["count"], 4);
+    assert!(text(&o.stdout).contains("call sites with the most time in MPI"));
+}
+
 /// The families under the LogGP knobs (`commperf emulate --L 50us`): the matched receives
 /// (Mrecv, and Imrecv at its Wait) and MPI-4's partitioned messages are held like any receive,
 /// each finding its sender's stamp; what no knob applies to yet (nonblocking and persistent

@@ -187,6 +187,31 @@ pub fn call_sites(run: &Run, top: usize) -> (Vec<CallSite>, u64) {
                 received_bytes: a.4,
             }
         })
-        .collect();
-    (sites, overflow)
+        .collect::<Vec<CallSite>>();
+    // Two call instructions on one source line (a loop the compiler unrolled or split) are one
+    // place to the reader: merged when both resolved to the same `function at file:line`.
+    let mut merged: Vec<CallSite> = Vec::with_capacity(sites.len());
+    for c in sites {
+        match merged
+            .iter_mut()
+            .find(|m| m.call == c.call && m.location == c.location && m.module == c.module)
+        {
+            Some(m) => {
+                m.ranks = m.ranks.max(c.ranks);
+                m.count += c.count;
+                m.timed_count += c.timed_count;
+                m.time_ns += c.time_ns;
+                m.estimated_time_ns += c.estimated_time_ns;
+                m.sent_bytes += c.sent_bytes;
+                m.received_bytes += c.received_bytes;
+                m.mean_ns = if m.timed_count > 0 {
+                    m.time_ns as f64 / m.timed_count as f64
+                } else {
+                    0.0
+                };
+            }
+            None => merged.push(c),
+        }
+    }
+    (merged, overflow)
 }
