@@ -286,15 +286,22 @@ static cpmpi_stat **stat_tables = NULL; /* every thread's, for the sum at MPI_Fi
 static size_t n_stat_tables = 0;
 static pthread_mutex_t stat_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static cpmpi_stat *stats_new(void) {
-    cpmpi_stat *t = calloc(FN_COUNT, sizeof(cpmpi_stat));
+/* A thread's new table of `bytes` (zeroed, 64-byte aligned), added to `*list` (every thread's,
+ * read at MPI_Finalize); NULL without memory. */
+static void *thread_table(size_t bytes, void ***list, size_t *n) {
+    void *t = aligned_alloc(64, (bytes + 63) & ~(size_t)63);
     if (!t) return NULL;
+    memset(t, 0, bytes);
     pthread_mutex_lock(&stat_lock);
-    cpmpi_stat **v = realloc(stat_tables, sizeof(*v) * (n_stat_tables + 1));
-    if (v) { stat_tables = v; stat_tables[n_stat_tables++] = t; }
+    void **v = realloc(*list, sizeof(*v) * (*n + 1));
+    if (v) { *list = v; v[(*n)++] = t; }
     pthread_mutex_unlock(&stat_lock);
     if (!v) { free(t); return NULL; }
     return t;
+}
+
+static cpmpi_stat *stats_new(void) {
+    return thread_table(FN_COUNT * sizeof(cpmpi_stat), (void ***)&stat_tables, &n_stat_tables);
 }
 
 /* Call sites: per thread, (function, the caller's return address) -> count, time (sum, min,
@@ -322,15 +329,7 @@ static size_t n_site_tables = 0;
 static uint64_t site_overflow = 0;
 
 static cpmpi_site *sites_new(void) {
-    cpmpi_site *t = aligned_alloc(64, NSITES * sizeof(cpmpi_site));
-    if (t) memset(t, 0, NSITES * sizeof(cpmpi_site));
-    if (!t) return NULL;
-    pthread_mutex_lock(&stat_lock);
-    cpmpi_site **v = realloc(site_tables, sizeof(*v) * (n_site_tables + 1));
-    if (v) { site_tables = v; site_tables[n_site_tables++] = t; }
-    pthread_mutex_unlock(&stat_lock);
-    if (!v) { free(t); return NULL; }
-    return t;
+    return thread_table(NSITES * sizeof(cpmpi_site), (void ***)&site_tables, &n_site_tables);
 }
 
 /* Per function, the entry of its last call site: a loop calls each function from one place, so
