@@ -258,19 +258,18 @@ HOT uint64_t now(void) {
     return mono_ns();
 }
 
-/* Whether this call is handled (recorded and/or emulated): monitoring or emulation on, and not
- * inside another wrapped call. Recording itself checks MONITORING(). */
 /* A recorded call's times: read only while monitoring, so that emulation alone does not pay for
  * the clock reads (tens of ns each in a VM) on every call. */
 #define STAMP() (MONITORING() ? now() : 0)
 
 /* ---- per-function statistics: every wrapped call counted and timed ------------------------
  *
- * Every wrapper, hand-written or generated (gen/wrappers_c.h), enters through ENTER(FN_x) and
- * leaves through LEAVE(): between the two, the call's time in MPI and the bytes it moved go into
- * this thread's row for function x (count, time sum/min/max, bytes sent and received), written
- * out once at MPI_Finalize (cpmpi_rt_calls). Per thread and unlocked, so that the hot path is a
- * few adds on a line this thread owns; the tables are summed at MPI_Finalize. The entry time is
+ * Every wrapper, hand-written or generated (gen/wrappers_c.h), enters through ENTER(FN_x) (a
+ * poll through ENTER_POLL) and leaves through LEAVE(): between the two, the call's time in MPI
+ * and the bytes it moved go into this thread's entry for its call site (below), or, when the
+ * site table has no room or the call is an unsampled poll, into this thread's row for function
+ * x. Per thread and unlocked, so that the hot path is a few adds on a line this thread owns;
+ * rows and sites are summed per function at MPI_Finalize (cpmpi_rt_calls). The entry time is
  * also the recorded event's (`cur_t0`), so a recorded call reads the clock no more often than
  * before; `cur_t1` is its exit stamp when the wrapper took one. */
 /* `timed`: how many of the calls were timed (all but polls' unsampled ones: see enter_poll). */
