@@ -599,6 +599,15 @@ int MPI_Win_test(MPI_Win w, int *flag) {
 
 /* ---- MPI-4.0: Isendrecv, partitioned -------------------------------------------------------- */
 
+/* A started MPI_Isendrecv(_replace): a send and a receive completed by one request (the send
+ * half kept under the request's key with SENDRECV_KEY_BIT flipped). */
+__attribute__((unused)) static void isendrecv_started(int dest, int stag, uint64_t sbytes, int src, int rtag,
+                                                      uint64_t rbytes, MPI_Comm comm, uint64_t t0,
+                                                      uint64_t t1, MPI_Request req) {
+    post_key(K_ISENDRECV_SEND, 0, dest, stag, comm, sbytes, t0, t1, HKEY(req) ^ SENDRECV_KEY_BIT);
+    post(K_ISENDRECV_RECV, src == MPI_ANY_SOURCE ? F_ANY_SOURCE : 0, src, rtag, comm, rbytes, t0, t1, req);
+}
+
 #if defined(CPMPI_HAVE_Isendrecv)
 int MPI_Isendrecv(const void *sb, int sc, MPI_Datatype st, int dest, int stag, void *rb, int rc_,
                   MPI_Datatype rt, int src, int rtag, MPI_Comm comm, MPI_Request *req) {
@@ -607,11 +616,8 @@ int MPI_Isendrecv(const void *sb, int sc, MPI_Datatype st, int dest, int stag, v
     int rc = PMPI_Isendrecv(sb, sc, st, dest, stag, rb, rc_, rt, src, rtag, comm, req);
     if (rc == MPI_SUCCESS && EMU_ON()) cpmpi_emu_other(type_bytes(st, sc));
     uint64_t t1 = (cur_t1 = STAMP());
-    if (rc == MPI_SUCCESS) {
-        post_key(K_ISENDRECV_SEND, 0, dest, stag, comm, type_bytes(st, sc), t0, t1, HKEY(*req) ^ SENDRECV_KEY_BIT);
-        post(K_ISENDRECV_RECV, src == MPI_ANY_SOURCE ? F_ANY_SOURCE : 0, src, rtag, comm, type_bytes(rt, rc_), t0,
-             t1, *req);
-    }
+    if (rc == MPI_SUCCESS)
+        isendrecv_started(dest, stag, type_bytes(st, sc), src, rtag, type_bytes(rt, rc_), comm, t0, t1, *req);
     LEAVE();
     return rc;
 }
@@ -624,11 +630,8 @@ int MPI_Isendrecv_replace(void *buf, int count, MPI_Datatype dt, int dest, int s
     int rc = PMPI_Isendrecv_replace(buf, count, dt, dest, stag, src, rtag, comm, req);
     if (rc == MPI_SUCCESS && EMU_ON()) cpmpi_emu_other(type_bytes(dt, count));
     uint64_t t1 = (cur_t1 = STAMP());
-    if (rc == MPI_SUCCESS) {
-        post_key(K_ISENDRECV_SEND, 0, dest, stag, comm, type_bytes(dt, count), t0, t1, HKEY(*req) ^ SENDRECV_KEY_BIT);
-        post(K_ISENDRECV_RECV, src == MPI_ANY_SOURCE ? F_ANY_SOURCE : 0, src, rtag, comm, type_bytes(dt, count),
-             t0, t1, *req);
-    }
+    if (rc == MPI_SUCCESS)
+        isendrecv_started(dest, stag, type_bytes(dt, count), src, rtag, type_bytes(dt, count), comm, t0, t1, *req);
     LEAVE();
     return rc;
 }
