@@ -33,6 +33,13 @@ p, e = loop["predictions_within_10_percent"], loop["emulations_within_10_percent
 n_p, n_e = loop["predictions"], loop["emulations"]
 print(f"\n# loop: {p} of {n_p} predictions and {e} of {n_e} emulations within 10 % of the measured run "
       f"(reference {loop['reference']})")
+if "comm_predictions" in loop:
+    print(f"# on communication time (inside MPI calls): {loop['comm_predictions_within_10_percent']} of "
+          f"{loop['comm_predictions']} predictions and {loop['comm_emulations_within_10_percent']} of "
+          f"{loop['comm_emulations']} emulations within 10 %")
+    for c in loop["cells"]:
+        for m in c.get("comm_misses", []):
+            print(f"#   miss: {c['program']} on {c['stack']}: {m}")
 if "predictions_usual" in loop:
     print(f"# in the machine's usual state: {loop.get('predictions_within_10_percent_usual')} of "
           f"{loop.get('predictions_usual')} predictions, {loop.get('emulations_within_10_percent_usual')} of "

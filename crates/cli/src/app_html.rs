@@ -581,13 +581,18 @@ fn loop_section(o: &mut String, l: &Loop) {
          (LogGP model) with every stack's parameters, and run under the emulation knobs set to \
          each other stack's parameter differences. Times are from the barrier before the timed \
          loop to the last MPI call (longest rank); comm is the time inside MPI calls, mean over \
-         the ranks. Within 10 %: {} of {} predictions, {} of {} emulations{}.</p>",
+         the ranks. Within 10 %: {} of {} predictions, {} of {} emulations{}. On the          communication time: {} of {} predictions, {} of {} emulations{}.</p>",
         esc(&l.reference_rule),
         l.predictions_within_10_percent,
         l.predictions,
         l.emulations_within_10_percent,
         l.emulations,
-        esc(&crate::app_loop::usual_counts(l))
+        esc(&crate::app_loop::usual_counts(l)),
+        l.comm_predictions_within_10_percent,
+        l.comm_predictions,
+        l.comm_emulations_within_10_percent,
+        l.comm_emulations,
+        esc(&crate::app_loop::usual_comm_counts(l))
     );
     let _ = writeln!(
         o,
@@ -634,7 +639,8 @@ fn loop_section(o: &mut String, l: &Loop) {
         o,
         "<table id=\"loop-table\"><thead><tr><th>program</th><th class=\"text\">stack</th>\
          <th>measured</th><th>predicted</th><th>error</th><th>comm</th><th>predicted comm</th>\
-         <th>error</th><th>emulated</th><th>error</th><th class=\"text\">knobs</th>\
+         <th>error</th><th>emulated comm</th><th>error</th><th>emulated</th><th>error</th>\
+         <th class=\"text\">knobs</th>\
          <th class=\"text\">note</th></tr></thead>\n<tbody>"
     );
     for c in &l.cells {
@@ -661,11 +667,12 @@ fn loop_section(o: &mut String, l: &Loop) {
                 c.other_state.join("; ")
             ));
         }
+        notes.extend(c.comm_misses.iter().map(|m| format!("miss: {m}")));
         let _ = writeln!(
             o,
             "<tr data-program=\"{}\" data-stack=\"{}\"><th>{}</th><td class=\"text\">{}</td>\
              <td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>\
-             <td>{}</td><td class=\"text\">{}</td><td class=\"text\">{}</td></tr>",
+             <td>{}</td><td>{}</td><td>{}</td><td class=\"text\">{}</td><td class=\"text\">{}</td></tr>",
             esc(&c.program),
             esc(&c.stack),
             esc(&c.program),
@@ -676,6 +683,8 @@ fn loop_section(o: &mut String, l: &Loop) {
             ms(c.measured_comm_s),
             ms(c.predicted_comm_s),
             pct(c.comm_error_percent),
+            ms(e.and_then(|e| e.comm_s)),
+            pct(e.and_then(|e| e.comm_error_percent)),
             ms(e.and_then(|e| e.total_s)),
             pct(e.and_then(|e| e.total_error_percent)),
             esc(&knobs),
@@ -1020,8 +1029,10 @@ mod tests {
                 untouched_calls_percent: None,
                 monitor_dirs: Vec::new(),
                 run_states_ns: Vec::new(),
+                ..Default::default()
             }),
             other_state: Vec::new(),
+            ..Default::default()
         };
         let mut s = hostile();
         s.loop_study = Some(crate::app_loop::tally(Loop {
@@ -1054,6 +1065,7 @@ mod tests {
             predictions_usual: 0,
             emulations_within_10_percent_usual: 0,
             emulations_usual: 0,
+            ..Default::default()
         }));
         let h = page(&s);
         assert!(

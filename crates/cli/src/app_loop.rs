@@ -59,7 +59,7 @@ pub const GOAL_PERCENT: f64 = 10.0;
 pub const EAGER_BYTES: u64 = 64 * 1024;
 
 /// The loop's section of the study (`loop` in study.json).
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct Loop {
     /// The stack every program's trace is taken on and every emulation runs on.
     pub reference: Option<String>,
@@ -94,6 +94,24 @@ pub struct Loop {
     pub emulations_within_10_percent_usual: usize,
     #[serde(default)]
     pub emulations_usual: usize,
+    /// The same counts on the communication time (time inside MPI calls in the window): where
+    /// the network shows, since computation dominates most totals.
+    #[serde(default)]
+    pub comm_predictions_within_10_percent: usize,
+    #[serde(default)]
+    pub comm_predictions: usize,
+    #[serde(default)]
+    pub comm_emulations_within_10_percent: usize,
+    #[serde(default)]
+    pub comm_emulations: usize,
+    #[serde(default)]
+    pub comm_predictions_within_10_percent_usual: usize,
+    #[serde(default)]
+    pub comm_predictions_usual: usize,
+    #[serde(default)]
+    pub comm_emulations_within_10_percent_usual: usize,
+    #[serde(default)]
+    pub comm_emulations_usual: usize,
 }
 
 /// A stack's LogGP parameters at the MPI layer.
@@ -164,7 +182,7 @@ impl Params {
 
 /// One program on one stack: measured, predicted from the reference's trace, emulated on the
 /// reference.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct LoopCell {
     pub program: String,
     pub stack: String,
@@ -202,10 +220,22 @@ pub struct LoopCell {
     /// the rest. Empty when all are in the usual state or nothing was probed.
     #[serde(default)]
     pub other_state: Vec<String>,
+    /// Calls of the reference's run its trace left out (one-sided transfers, collectives on
+    /// unknown communicators …): their time is in the measured communication, not in the
+    /// replay's. None without a trace.
+    #[serde(default)]
+    pub trace_left_out_calls: Option<u64>,
+    /// What the trace holds and what it left out, in words (`TraceStats::describe`).
+    #[serde(default)]
+    pub trace_summary: Option<String>,
+    /// Each communication time off by more than 10 % (predicted or emulated), with the causes
+    /// the study's own figures show ([`miss_causes`]); empty when none is off.
+    #[serde(default)]
+    pub comm_misses: Vec<String>,
 }
 
 /// A stack emulated on the reference: the reference's runs with the knobs set.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[allow(non_snake_case)]
 pub struct Emulation {
     /// The knobs: o = the mean of Δo_s and Δo_r (the knob adds o on both sides), g, G, L = the
@@ -226,6 +256,12 @@ pub struct Emulation {
     /// own time.
     pub total_error_percent: Option<f64>,
     pub program_error_percent: Option<f64>,
+    /// Time inside MPI calls in the window of the emulated runs, mean over the ranks, median
+    /// over the runs (s), and its error against this stack's measured communication time.
+    #[serde(default)]
+    pub comm_s: Option<f64>,
+    #[serde(default)]
+    pub comm_error_percent: Option<f64>,
     /// Share of the collective calls the knobs did not reach (left to the library), percent.
     pub untouched_calls_percent: Option<f64>,
     pub monitor_dirs: Vec<PathBuf>,
@@ -660,7 +696,16 @@ fn predict(
 
 /// The reference's trace of a program (of its run with the median window, windowed), written
 /// beside the run as trace.txt; whether the window starts at a barrier; the run's directory.
-fn reference_workload(c: &Cell) -> Result<(commperf_predict::workload::Workload, bool, PathBuf)> {
+/// The reference's trace of a program, parsed: the workload, whether its window starts at a
+/// barrier, the trace file, and what the conversion wrote and left out.
+type RefTrace = (
+    commperf_predict::workload::Workload,
+    bool,
+    PathBuf,
+    commperf_pmpi::TraceStats,
+);
+
+fn reference_workload(c: &Cell) -> Result<RefTrace> {
     if let Some(e) = &c.error {
         bail!("the program failed on the reference stack: {e}");
     }
@@ -693,7 +738,7 @@ fn reference_workload(c: &Cell) -> Result<(commperf_predict::workload::Workload,
         &ParseOptions::default(),
     )
     .with_context(|| format!("reading {}", path.display()))?;
-    Ok((wl, w.from_barrier, path))
+    Ok((wl, w.from_barrier, path, t.stats))
 }
 
 /// The stacks' parameters and the reference, measured before any program runs (the emulated
@@ -826,6 +871,7 @@ pub(crate) struct EmuRuns {
     knobs: Knobs,
     command: Vec<String>,
     totals: Vec<f64>,
+    comms: Vec<f64>,
     programs: Vec<f64>,
     e: Emulation,
 }
@@ -860,6 +906,8 @@ pub(crate) fn plan(
             program_s: None,
             total_error_percent: None,
             program_error_percent: None,
+            comm_s: None,
+            comm_error_percent: None,
             untouched_calls_percent: None,
             monitor_dirs: Vec::new(),
             run_states_ns: Vec::new(),
@@ -894,6 +942,7 @@ pub(crate) fn plan(
             knobs,
             command,
             totals: Vec::new(),
+            comms: Vec::new(),
             programs: Vec::new(),
             e,
         });
@@ -937,51 +986,54 @@ pub(crate) fn emulate_round(
         .join(format!("run-{k}"));
     let emu_dir = dir.join(".emulate");
     let (knobs, command) = (er.knobs, &er.command);
-    let r = steps.step(&label, || -> Result<(f64, app::RunResult, Option<f64>)> {
-        let _ = std::fs::remove_dir_all(&emu_dir);
-        std::fs::create_dir_all(&emu_dir)
-            .with_context(|| format!("cannot create {}", emu_dir.display()))?;
-        let vars = [
-            (
-                "COMMPERF_EMULATE".to_string(),
-                crate::emulate_mpi::env_value(&knobs),
-            ),
-            (
-                "COMMPERF_EMULATE_DIR".to_string(),
-                emu_dir.display().to_string(),
-            ),
-            (
-                "COMMPERF_EMULATE_COLL".to_string(),
-                crate::emulate_mpi::Collectives::P2p.env_value().to_string(),
-            ),
-        ];
-        let run = app::monitored_run(
-            command,
-            a.np,
-            &dir,
-            Duration::from_secs(a.timeout),
-            &vars,
-            false,
-            &app::Verdict {
-                judge: &p.judge,
-                files: &p.output_files(root, reference),
-            },
-        )?;
-        let untouched = if knobs.is_zero() {
-            None
-        } else {
-            crate::emulate_mpi::Untouched::read(&emu_dir)
-                .ok()
-                .map(|u| u.untouched_calls_percent)
-        };
-        let (total, _) = measured(std::slice::from_ref(&dir))?;
-        Ok((total, run, untouched))
-    });
+    let r = steps.step(
+        &label,
+        || -> Result<((f64, f64), app::RunResult, Option<f64>)> {
+            let _ = std::fs::remove_dir_all(&emu_dir);
+            std::fs::create_dir_all(&emu_dir)
+                .with_context(|| format!("cannot create {}", emu_dir.display()))?;
+            let vars = [
+                (
+                    "COMMPERF_EMULATE".to_string(),
+                    crate::emulate_mpi::env_value(&knobs),
+                ),
+                (
+                    "COMMPERF_EMULATE_DIR".to_string(),
+                    emu_dir.display().to_string(),
+                ),
+                (
+                    "COMMPERF_EMULATE_COLL".to_string(),
+                    crate::emulate_mpi::Collectives::P2p.env_value().to_string(),
+                ),
+            ];
+            let run = app::monitored_run(
+                command,
+                a.np,
+                &dir,
+                Duration::from_secs(a.timeout),
+                &vars,
+                false,
+                &app::Verdict {
+                    judge: &p.judge,
+                    files: &p.output_files(root, reference),
+                },
+            )?;
+            let untouched = if knobs.is_zero() {
+                None
+            } else {
+                crate::emulate_mpi::Untouched::read(&emu_dir)
+                    .ok()
+                    .map(|u| u.untouched_calls_percent)
+            };
+            Ok((measured(std::slice::from_ref(&dir))?, run, untouched))
+        },
+    );
     let _ = std::fs::remove_dir_all(&emu_dir);
     er.e.monitor_dirs.push(dir);
     match r {
-        Ok((t, run, untouched)) => {
+        Ok(((t, comm), run, untouched)) => {
             er.totals.push(t);
+            er.comms.push(comm);
             er.programs.extend(run.program_s);
             er.e.run_states_ns.push(run.state_ns);
             er.e.untouched_calls_percent = er.e.untouched_calls_percent.or(untouched);
@@ -1065,6 +1117,9 @@ pub(crate) fn finish(
                 comm_error_percent: None,
                 emulation: None,
                 other_state: Vec::new(),
+                trace_left_out_calls: None,
+                trace_summary: None,
+                comm_misses: Vec::new(),
             };
             if let Some(u) = usual {
                 let reference = ref_idx.map(|i| &stacks[i]);
@@ -1107,7 +1162,9 @@ pub(crate) fn finish(
                     "no LogGP parameters: {}",
                     st.error.as_deref().unwrap_or("unknown")
                 )),
-                (Ok((w, from_barrier, trace)), Some(first)) => {
+                (Ok((w, from_barrier, trace, stats)), Some(first)) => {
+                    lc.trace_left_out_calls = Some(stats.left_out());
+                    lc.trace_summary = Some(stats.describe());
                     // The piece covering the program's median message: a program of 8 KiB
                     // blocks priced by the 8 B – 4 KiB piece missed by up to 67 % on a stack
                     // whose protocol switches between.
@@ -1152,6 +1209,11 @@ pub(crate) fn finish(
                         .program_s
                         .zip(lc.measured_program_s)
                         .and_then(|(x, m)| error_percent(x, m));
+                    e.comm_s = app::median(&er.comms);
+                    e.comm_error_percent = e
+                        .comm_s
+                        .zip(lc.measured_comm_s)
+                        .and_then(|(x, m)| error_percent(x, m));
                 }
                 if let Some(u) = usual {
                     lc.other_state
@@ -1162,6 +1224,7 @@ pub(crate) fn finish(
             if !why.is_empty() {
                 lc.error = Some(why.join("; "));
             }
+            lc.comm_misses = miss_causes(&lc);
             out.push(lc);
         }
     }
@@ -1182,7 +1245,62 @@ pub(crate) fn finish(
         predictions_usual: 0,
         emulations_within_10_percent_usual: 0,
         emulations_usual: 0,
+        comm_predictions_within_10_percent: 0,
+        comm_predictions: 0,
+        comm_emulations_within_10_percent: 0,
+        comm_emulations: 0,
+        comm_predictions_within_10_percent_usual: 0,
+        comm_predictions_usual: 0,
+        comm_emulations_within_10_percent_usual: 0,
+        comm_emulations_usual: 0,
     })
+}
+
+/// The communication times of `c` off by more than [`GOAL_PERCENT`], each with what the study's
+/// own figures say about it: calls the trace left out (their time is measured, never
+/// replayed), figures from another state of the machine, knobs that could not be set (a
+/// parameter of this stack below the reference's) or collectives the knobs did not reach.
+/// "none of the study's figures explains it" when none applies: a miss is never left bare.
+pub fn miss_causes(c: &LoopCell) -> Vec<String> {
+    let off = |e: Option<f64>| e.filter(|e| e.abs() > GOAL_PERCENT);
+    let state = (!c.other_state.is_empty())
+        .then(|| "figures from another state of the machine (~)".to_string());
+    let left_out = c
+        .trace_left_out_calls
+        .filter(|n| *n > 0)
+        .map(|n| format!("the trace left out {n} calls"));
+    let mut out = Vec::new();
+    let mut say = |what: &str, err: f64, mut causes: Vec<String>| {
+        if causes.is_empty() {
+            causes.push("none of the study's figures explains it".into());
+        }
+        out.push(format!("{what} {err:+.1} %: {}", causes.join("; ")));
+    };
+    if let Some(err) = off(c.comm_error_percent) {
+        say(
+            "predicted communication",
+            err,
+            left_out.iter().chain(&state).cloned().collect(),
+        );
+    }
+    if let Some(e) = &c.emulation {
+        if let Some(err) = off(e.comm_error_percent) {
+            let mut causes: Vec<String> = state.iter().cloned().collect();
+            if !e.clamped.is_empty() {
+                causes.push(format!(
+                    "knobs clamped at 0 (this stack is faster in {})",
+                    e.clamped.join(", ")
+                ));
+            }
+            if let Some(u) = e.untouched_calls_percent.filter(|u| *u > 0.0) {
+                causes.push(format!(
+                    "{u:.0} % of the collective calls untouched by the knobs"
+                ));
+            }
+            say("emulated communication", err, causes);
+        }
+    }
+    out
 }
 
 /// How [`LoopCell::other_state`] names the emulation's own runs.
@@ -1219,19 +1337,35 @@ pub fn tally(mut l: Loop) -> Loop {
         let within = errors.iter().filter(|e| e.abs() <= GOAL_PERCENT).count();
         (within, errors.len())
     };
-    let pred = |c: &LoopCell| c.total_error_percent;
-    let emu = |c: &LoopCell| c.emulation.as_ref()?.total_error_percent;
     let usual_runs = |c: &&LoopCell| c.other_state.iter().all(|w| w.starts_with(EMULATED_RUNS));
     let usual = |c: &&LoopCell| c.other_state.is_empty();
     let cells = &l.cells;
-    let all_pred = count(cells.iter().filter_map(pred).collect());
-    let all_emu = count(cells.iter().filter_map(emu).collect());
-    let usual_pred = count(cells.iter().filter(usual_runs).filter_map(pred).collect());
-    let usual_emu = count(cells.iter().filter(usual).filter_map(emu).collect());
-    (l.predictions_within_10_percent, l.predictions) = all_pred;
-    (l.emulations_within_10_percent, l.emulations) = all_emu;
-    (l.predictions_within_10_percent_usual, l.predictions_usual) = usual_pred;
-    (l.emulations_within_10_percent_usual, l.emulations_usual) = usual_emu;
+    // (predictions, emulations, the same in the usual state) for one of the two times.
+    let counts = |pred: fn(&LoopCell) -> Option<f64>, emu: fn(&Emulation) -> Option<f64>| {
+        let emu = |c: &LoopCell| c.emulation.as_ref().and_then(emu);
+        (
+            count(cells.iter().filter_map(pred).collect()),
+            count(cells.iter().filter_map(emu).collect()),
+            count(cells.iter().filter(usual_runs).filter_map(pred).collect()),
+            count(cells.iter().filter(usual).filter_map(emu).collect()),
+        )
+    };
+    let total = counts(|c| c.total_error_percent, |e| e.total_error_percent);
+    let comm = counts(|c| c.comm_error_percent, |e| e.comm_error_percent);
+    (l.predictions_within_10_percent, l.predictions) = total.0;
+    (l.emulations_within_10_percent, l.emulations) = total.1;
+    (l.predictions_within_10_percent_usual, l.predictions_usual) = total.2;
+    (l.emulations_within_10_percent_usual, l.emulations_usual) = total.3;
+    (l.comm_predictions_within_10_percent, l.comm_predictions) = comm.0;
+    (l.comm_emulations_within_10_percent, l.comm_emulations) = comm.1;
+    (
+        l.comm_predictions_within_10_percent_usual,
+        l.comm_predictions_usual,
+    ) = comm.2;
+    (
+        l.comm_emulations_within_10_percent_usual,
+        l.comm_emulations_usual,
+    ) = comm.3;
     l
 }
 
@@ -1297,7 +1431,7 @@ pub fn render(l: &Loop) -> String {
     }
     let _ = writeln!(
         o,
-        "{:<12} {:<10} {:>10} {:>10} {:>8} {:>10} {:>10} {:>8} {:>10} {:>8} {:>10} {:>10} {:>8}  knobs",
+        "{:<12} {:<10} {:>10} {:>10} {:>8} {:>10} {:>10} {:>8} {:>10} {:>8} {:>10} {:>8} {:>10} {:>10} {:>8}  knobs",
         "program",
         "stack",
         "total",
@@ -1305,6 +1439,8 @@ pub fn render(l: &Loop) -> String {
         "err",
         "comm",
         "predicted",
+        "err",
+        "emulated",
         "err",
         "emulated",
         "err",
@@ -1331,7 +1467,7 @@ pub fn render(l: &Loop) -> String {
         };
         let _ = writeln!(
             o,
-            "{:<12} {:<10} {:>10} {:>10} {:>8} {:>10} {:>10} {:>8} {:>10} {:>8} {:>10} {:>10} {:>8}  {knobs}{}",
+            "{:<12} {:<10} {:>10} {:>10} {:>8} {:>10} {:>10} {:>8} {:>10} {:>8} {:>10} {:>8} {:>10} {:>10} {:>8}  {knobs}{}",
             c.program,
             c.stack,
             ms(c.measured_total_s),
@@ -1340,6 +1476,8 @@ pub fn render(l: &Loop) -> String {
             ms(c.measured_comm_s),
             ms(c.predicted_comm_s),
             pct(c.comm_error_percent),
+            ms(e.and_then(|e| e.comm_s)),
+            pct(e.and_then(|e| e.comm_error_percent)),
             ms(e.and_then(|e| e.total_s)),
             pct(e.and_then(|e| e.total_error_percent)),
             ms(c.measured_program_s),
@@ -1386,6 +1524,11 @@ pub fn render(l: &Loop) -> String {
             c.other_state.join("; ")
         );
     }
+    for c in &l.cells {
+        for m in &c.comm_misses {
+            let _ = writeln!(o, "miss: {} on {}: {m}", c.program, c.stack);
+        }
+    }
     let _ = writeln!(
         o,
         "within {GOAL_PERCENT} %: {} of {} predictions (total), {} of {} emulations (total){}",
@@ -1395,7 +1538,30 @@ pub fn render(l: &Loop) -> String {
         l.emulations,
         usual_counts(l)
     );
+    let _ = writeln!(
+        o,
+        "within {GOAL_PERCENT} % on communication time (inside MPI calls): {} of {} predictions, {} of {} emulations{}",
+        l.comm_predictions_within_10_percent,
+        l.comm_predictions,
+        l.comm_emulations_within_10_percent,
+        l.comm_emulations,
+        usual_comm_counts(l)
+    );
     o
+}
+
+/// [`usual_counts`] on the communication time.
+pub(crate) fn usual_comm_counts(l: &Loop) -> String {
+    match l.usual_state_ns {
+        Some(_) if l.cells.iter().any(|c| !c.other_state.is_empty()) => format!(
+            "; in the machine's usual state: {} of {} predictions, {} of {} emulations",
+            l.comm_predictions_within_10_percent_usual,
+            l.comm_predictions_usual,
+            l.comm_emulations_within_10_percent_usual,
+            l.comm_emulations_usual
+        ),
+        _ => String::new(),
+    }
 }
 
 /// The counts over the cells in the machine's usual state, where a cell is in another.
@@ -1587,8 +1753,10 @@ mod tests {
                 untouched_calls_percent: None,
                 monitor_dirs: Vec::new(),
                 run_states_ns: Vec::new(),
+                ..Default::default()
             }),
             other_state: Vec::new(),
+            ..Default::default()
         }
     }
 
@@ -1637,6 +1805,7 @@ mod tests {
             predictions_usual: 0,
             emulations_within_10_percent_usual: 0,
             emulations_usual: 0,
+            ..Default::default()
         });
         assert_eq!((l.predictions_within_10_percent, l.predictions), (2, 3));
         assert_eq!((l.emulations_within_10_percent, l.emulations), (2, 3));
@@ -1832,5 +2001,92 @@ mod tests {
             (250.0, 250.0, 9000.0, 9000.0)
         );
         assert_eq!((at(5000), at(6144)), (250.0, 9000.0));
+    }
+
+    #[test]
+    fn communication_times_are_tallied_and_every_miss_names_its_causes() {
+        let with_comm = |stack: &str, pred: Option<f64>, emu: Option<f64>| {
+            let mut c = cell(stack, Some(0.0), emu.map(|_| 0.0));
+            c.comm_error_percent = pred;
+            if let Some(e) = c.emulation.as_mut() {
+                e.comm_error_percent = emu;
+            }
+            c
+        };
+        let mut cells = vec![
+            with_comm("ompi-shm", Some(-50.0), None),
+            with_comm("ompi-tcp", Some(9.9), Some(43.0)),
+            with_comm("mpich-shm", Some(10.0), Some(-10.5)),
+            with_comm("mpich-tcp", None, Some(1.0)),
+        ];
+        // The reference's trace left out 16 calls; ompi-tcp's emulation had a knob clamped and
+        // collectives the knobs did not reach; mpich-shm's miss has no cause in the figures.
+        cells[0].trace_left_out_calls = Some(16);
+        let e = cells[1].emulation.as_mut().unwrap();
+        e.clamped = vec!["L -150 ns → 0".into()];
+        e.untouched_calls_percent = Some(25.0);
+        cells[1].other_state = vec!["its runs: 3 of 5 in another state (165 ns)".into()];
+        for c in &mut cells {
+            c.comm_misses = miss_causes(c);
+        }
+        let l = tally(Loop {
+            cells,
+            usual_state_ns: Some(31.0),
+            ..Default::default()
+        });
+        assert_eq!(
+            (l.comm_predictions_within_10_percent, l.comm_predictions),
+            (2, 3)
+        );
+        assert_eq!(
+            (l.comm_emulations_within_10_percent, l.comm_emulations),
+            (1, 3)
+        );
+        // ompi-tcp's figures are from another state: out of both usual counts.
+        assert_eq!(
+            (
+                l.comm_predictions_within_10_percent_usual,
+                l.comm_predictions_usual
+            ),
+            (1, 2)
+        );
+        assert_eq!(
+            (
+                l.comm_emulations_within_10_percent_usual,
+                l.comm_emulations_usual
+            ),
+            (1, 2)
+        );
+        // The totals are counted apart (all 0 % here).
+        assert_eq!((l.predictions_within_10_percent, l.predictions), (4, 4));
+        assert_eq!(
+            l.cells[0].comm_misses,
+            ["predicted communication -50.0 %: the trace left out 16 calls"]
+        );
+        assert_eq!(
+            l.cells[1].comm_misses,
+            [
+                "emulated communication +43.0 %: figures from another state of the machine (~); \
+              knobs clamped at 0 (this stack is faster in L -150 ns → 0); 25 % of the \
+              collective calls untouched by the knobs"
+            ]
+        );
+        assert_eq!(
+            l.cells[2].comm_misses,
+            ["emulated communication -10.5 %: none of the study's figures explains it"]
+        );
+        assert!(l.cells[3].comm_misses.is_empty());
+        let t = render(&l);
+        assert!(
+            t.contains("on communication time (inside MPI calls): 2 of 3 predictions, 1 of 3 emulations; in the machine's usual state: 1 of 2 predictions, 1 of 2 emulations"),
+            "{t}"
+        );
+        assert!(
+            t.contains("miss: halo on mpich-shm: emulated communication -10.5 %"),
+            "{t}"
+        );
+        let back: Loop = serde_json::from_str(&serde_json::to_string(&l).unwrap()).unwrap();
+        assert_eq!(back.cells[1].comm_misses, l.cells[1].comm_misses);
+        assert_eq!(back.comm_emulations, 3);
     }
 }
