@@ -504,3 +504,102 @@ fn nwchem_counts_equal_ltrace_call_by_call() {
         }
     }
 }
+
+/// The rest of the families from Fortran (families_more.f90): v-forms, scans, reduce-scatters,
+/// nonblocking v-forms, neighbourhood collectives (with the w-forms' converted datatypes),
+/// request-based one-sided, atomics and every synchronisation. Under Open MPI each would go
+/// to PMPI_* unseen but for the interposer's Fortran forwarding; under MPICH the binding calls
+/// the C wrappers. Every call recorded, every byte by the convention (sent = send-buffer
+/// arguments, received = receive-buffer arguments).
+fn fortran_families_more(mpi: &str) {
+    let test = format!("fortran_families_more_{mpi}");
+    need(&test, &[&format!("mpif90.{mpi}"), &format!("mpirun.{mpi}")]);
+    let s = Scratch::new("families", &test);
+    let prog = s.0.join("ffamilies_more");
+    compile(&format!("mpif90.{mpi}"), "families_more.f90", &prog);
+    let dir = s.0.join("mon");
+    let o = monitor(&s.0, &dir, mpi, 4, &[prog.to_str().unwrap()]);
+    ok(&o);
+    let j = summary(&dir);
+    assert_eq!(j["cut_short"], false, "{j}");
+    assert_eq!(j["drops"], 0);
+    assert_eq!(j["matched_messages"], 0, "{}", text(&o.stdout));
+    let d = 8u64; // a double
+                  // The v-forms' counts: rank i contributes i + 1 doubles; the root (0) takes them all.
+    let all = (1..=4).sum::<u64>() * d;
+    for r in 0..4u64 {
+        let mine = (r + 1) * d;
+        let root = |b: u64| if r == 0 { b } else { 0 };
+        let f = |call: &str| function(&j, r, call);
+        let c = |call: &str| calls(&j, r, call);
+        // (function: count, sent, received), and the recorded call's bytes.
+        for (call, stats, recorded) in [
+            ("MPI_Gatherv", (1, mine, root(all)), mine),
+            ("MPI_Scatterv", (1, root(all), mine), mine),
+            ("MPI_Allgatherv", (1, mine, all), mine),
+            ("MPI_Alltoallv", (1, 4 * d, 4 * d), 4 * d),
+            ("MPI_Alltoallw", (1, 4 * d, 4 * d), 4 * d),
+            ("MPI_Scan", (1, d, d), d),
+            ("MPI_Exscan", (1, d, d), d),
+            ("MPI_Reduce_scatter_block", (1, 4 * d, d), 4 * d),
+            ("MPI_Reduce_scatter", (1, 4 * d, d), 4 * d),
+            ("MPI_Iallgatherv", (1, mine, all), mine),
+            ("MPI_Iscan", (1, d, d), d),
+            // The ring's two neighbours, a double to and from each.
+            ("MPI_Neighbor_allgather", (1, 2 * d, 2 * d), 2 * d),
+            ("MPI_Neighbor_alltoallv", (1, 2 * d, 2 * d), 2 * d),
+            ("MPI_Neighbor_alltoallw", (1, 2 * d, 2 * d), 2 * d),
+            ("MPI_Ineighbor_alltoall", (1, 2 * d, 2 * d), 2 * d),
+            // One-sided: a transfer's record holds the bytes both ways.
+            ("MPI_Rput", (1, 3 * d, 0), 3 * d),
+            ("MPI_Rget", (1, 0, 2 * d), 2 * d),
+            ("MPI_Fetch_and_op", (1, d, d), 2 * d),
+            ("MPI_Get_accumulate", (1, d, d), 2 * d),
+            ("MPI_Put", (1, 4 * d, 0), 4 * d),
+        ] {
+            assert_eq!(f(call), stats, "rank {r} {call}");
+            assert_eq!(c(call), (1, recorded), "rank {r} {call}");
+        }
+        for sync in [
+            "MPI_Win_lock",
+            "MPI_Win_unlock",
+            "MPI_Win_lock_all",
+            "MPI_Win_unlock_all",
+            "MPI_Win_flush_local",
+            "MPI_Win_flush_local_all",
+            "MPI_Win_sync",
+            "MPI_Win_post",
+            "MPI_Win_start",
+            "MPI_Win_complete",
+        ] {
+            assert_eq!(c(sync), (1, 0), "rank {r} {sync}");
+            assert_eq!(f(sync).0, 1, "rank {r} {sync}");
+        }
+        // MPI_Win_test polls until the epoch is done: every poll counted, the one that
+        // completed it recorded.
+        assert!(f("MPI_Win_test").0 >= 1, "rank {r}");
+        assert_eq!(c("MPI_Win_test"), (1, 0), "rank {r}");
+        // Iallgatherv, Iscan, Ineighbor_alltoall, Rput, Rget.
+        assert_eq!(f("MPI_Wait").0, 5, "rank {r}");
+        assert_eq!(f("MPI_Cart_create").0, 1, "rank {r}");
+        assert_eq!(f("MPI_Group_incl").0, 2, "rank {r}");
+    }
+}
+
+#[test]
+#[cfg_attr(
+    not(commperf_has_openmpi_fortran),
+    ignore = "needs Open MPI's Fortran (mpif90.openmpi: apt-get install libopenmpi-dev gfortran)"
+)]
+fn fortran_families_more_openmpi() {
+    fortran_families_more("openmpi");
+}
+
+#[test]
+#[cfg_attr(
+    not(commperf_has_mpich_fortran),
+    ignore = "needs MPICH's Fortran (mpif90.mpich: apt-get install libmpich-dev gfortran)"
+)]
+fn fortran_families_more_mpich() {
+    fortran_families_more("mpich");
+}

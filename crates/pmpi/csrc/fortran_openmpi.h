@@ -610,3 +610,202 @@ void mpi_win_lock_all_(F *a, F *win, F *ierr) { FWD_BEGIN(); FWD_END(MPI_Win_loc
 void mpi_win_unlock_all_(F *win, F *ierr) { FWD_BEGIN(); FWD_END(MPI_Win_unlock_all(FW(win))); }
 void mpi_win_flush_(F *rank, F *win, F *ierr) { FWD_BEGIN(); FWD_END(MPI_Win_flush((int)*rank, FW(win))); }
 void mpi_win_flush_all_(F *win, F *ierr) { FWD_BEGIN(); FWD_END(MPI_Win_flush_all(FW(win))); }
+void mpi_win_flush_local_(F *rank, F *win, F *ierr) {
+    FWD_BEGIN();
+    FWD_END(MPI_Win_flush_local((int)*rank, FW(win)));
+}
+void mpi_win_flush_local_all_(F *win, F *ierr) { FWD_BEGIN(); FWD_END(MPI_Win_flush_local_all(FW(win))); }
+void mpi_win_sync_(F *win, F *ierr) { FWD_BEGIN(); FWD_END(MPI_Win_sync(FW(win))); }
+void mpi_win_post_(F *group, F *a, F *win, F *ierr) {
+    FWD_BEGIN();
+    FWD_END(MPI_Win_post(PMPI_Group_f2c(*group), (int)*a, FW(win)));
+}
+void mpi_win_start_(F *group, F *a, F *win, F *ierr) {
+    FWD_BEGIN();
+    FWD_END(MPI_Win_start(PMPI_Group_f2c(*group), (int)*a, FW(win)));
+}
+void mpi_win_complete_(F *win, F *ierr) { FWD_BEGIN(); FWD_END(MPI_Win_complete(FW(win))); }
+void mpi_win_wait_(F *win, F *ierr) { FWD_BEGIN(); FWD_END(MPI_Win_wait(FW(win))); }
+void mpi_win_test_(F *win, F *flag, F *ierr) {
+    int fl = 0;
+    FWD_BEGIN();
+    int rc = MPI_Win_test(FW(win), &fl);
+    if (rc == MPI_SUCCESS) *flag = fl ? 1 : 0;
+    FWD_END(rc);
+}
+void mpi_get_accumulate_(const void *o, F *oc, F *ot, void *res, F *rc_, F *rt, F *target, MPI_Aint *td, F *tc,
+                         F *tt, F *op, F *win, F *ierr) {
+    FWD_BEGIN();
+    FWD_END(MPI_Get_accumulate(f_buf(o), (int)*oc, FT(ot), f_buf(res), (int)*rc_, FT(rt), (int)*target, *td,
+                               (int)*tc, FT(tt), PMPI_Op_f2c(*op), FW(win)));
+}
+void mpi_fetch_and_op_(const void *o, void *res, F *dt, F *target, MPI_Aint *td, F *op, F *win, F *ierr) {
+    FWD_BEGIN();
+    FWD_END(MPI_Fetch_and_op(f_buf(o), f_buf(res), FT(dt), (int)*target, *td, PMPI_Op_f2c(*op), FW(win)));
+}
+void mpi_compare_and_swap_(const void *o, const void *c, void *res, F *dt, F *target, MPI_Aint *td, F *win,
+                           F *ierr) {
+    FWD_BEGIN();
+    FWD_END(MPI_Compare_and_swap(f_buf(o), f_buf(c), f_buf(res), FT(dt), (int)*target, *td, FW(win)));
+}
+
+/* Request-based one-sided: `r` the C request, returned as the Fortran one. */
+void mpi_rput_(const void *o, F *oc, F *ot, F *target, MPI_Aint *td, F *tc, F *tt, F *win, F *req, F *ierr) {
+    FNBC(MPI_Rput(f_buf(o), (int)*oc, FT(ot), (int)*target, *td, (int)*tc, FT(tt), FW(win), &r))
+}
+void mpi_rget_(void *o, F *oc, F *ot, F *target, MPI_Aint *td, F *tc, F *tt, F *win, F *req, F *ierr) {
+    FNBC(MPI_Rget(f_buf(o), (int)*oc, FT(ot), (int)*target, *td, (int)*tc, FT(tt), FW(win), &r))
+}
+void mpi_raccumulate_(const void *o, F *oc, F *ot, F *target, MPI_Aint *td, F *tc, F *tt, F *op, F *win, F *req,
+                      F *ierr) {
+    FNBC(MPI_Raccumulate(f_buf(o), (int)*oc, FT(ot), (int)*target, *td, (int)*tc, FT(tt), PMPI_Op_f2c(*op),
+                         FW(win), &r))
+}
+void mpi_rget_accumulate_(const void *o, F *oc, F *ot, void *res, F *rc_, F *rt, F *target, MPI_Aint *td, F *tc,
+                          F *tt, F *op, F *win, F *req, F *ierr) {
+    FNBC(MPI_Rget_accumulate(f_buf(o), (int)*oc, FT(ot), f_buf(res), (int)*rc_, FT(rt), (int)*target, *td,
+                             (int)*tc, FT(tt), PMPI_Op_f2c(*op), FW(win), &r))
+}
+
+/* The v-forms, scans and neighbourhood collectives. Count and displacement arrays are Fortran
+ * INTEGERs, which are C ints in Open MPI: the caller's arrays are passed on as they are (a
+ * nonblocking collective may read them until it completes, so no copy would do). */
+_Static_assert(sizeof(F) == sizeof(int), "MPI_Fint is a C int");
+#define FI(X) ((const int *)(X))
+void mpi_gatherv_(const void *s, F *sc, F *st, void *r, F *rcs, F *displs, F *rt, F *root, F *comm, F *ierr) {
+    FWD_BEGIN();
+    FWD_END(MPI_Gatherv(f_buf(s), (int)*sc, FT(st), f_buf(r), FI(rcs), FI(displs), FT(rt), (int)*root, FC(comm)));
+}
+void mpi_scatterv_(const void *s, F *scs, F *displs, F *st, void *r, F *rc_, F *rt, F *root, F *comm, F *ierr) {
+    FWD_BEGIN();
+    FWD_END(MPI_Scatterv(f_buf(s), FI(scs), FI(displs), FT(st), f_buf(r), (int)*rc_, FT(rt), (int)*root, FC(comm)));
+}
+void mpi_allgatherv_(const void *s, F *sc, F *st, void *r, F *rcs, F *displs, F *rt, F *comm, F *ierr) {
+    FWD_BEGIN();
+    FWD_END(MPI_Allgatherv(f_buf(s), (int)*sc, FT(st), f_buf(r), FI(rcs), FI(displs), FT(rt), FC(comm)));
+}
+void mpi_alltoallv_(const void *s, F *scs, F *sd, F *st, void *r, F *rcs, F *rd, F *rt, F *comm, F *ierr) {
+    FWD_BEGIN();
+    FWD_END(MPI_Alltoallv(f_buf(s), FI(scs), FI(sd), FT(st), f_buf(r), FI(rcs), FI(rd), FT(rt), FC(comm)));
+}
+void mpi_reduce_scatter_(const void *s, void *r, F *rcs, F *dt, F *op, F *comm, F *ierr) {
+    FWD_BEGIN();
+    FWD_END(MPI_Reduce_scatter(f_buf(s), f_buf(r), FI(rcs), FT(dt), PMPI_Op_f2c(*op), FC(comm)));
+}
+void mpi_reduce_scatter_block_(const void *s, void *r, F *rc_, F *dt, F *op, F *comm, F *ierr) {
+    FWD_BEGIN();
+    FWD_END(MPI_Reduce_scatter_block(f_buf(s), f_buf(r), (int)*rc_, FT(dt), PMPI_Op_f2c(*op), FC(comm)));
+}
+void mpi_scan_(const void *s, void *r, F *c, F *dt, F *op, F *comm, F *ierr) {
+    FWD_BEGIN();
+    FWD_END(MPI_Scan(f_buf(s), f_buf(r), (int)*c, FT(dt), PMPI_Op_f2c(*op), FC(comm)));
+}
+void mpi_exscan_(const void *s, void *r, F *c, F *dt, F *op, F *comm, F *ierr) {
+    FWD_BEGIN();
+    FWD_END(MPI_Exscan(f_buf(s), f_buf(r), (int)*c, FT(dt), PMPI_Op_f2c(*op), FC(comm)));
+}
+void mpi_igather_(const void *s, F *sc, F *st, void *rb, F *rc_, F *rt, F *root, F *comm, F *req, F *ierr) {
+    FNBC(MPI_Igather(f_buf(s), (int)*sc, FT(st), f_buf(rb), (int)*rc_, FT(rt), (int)*root, FC(comm), &r))
+}
+void mpi_iscatter_(const void *s, F *sc, F *st, void *rb, F *rc_, F *rt, F *root, F *comm, F *req, F *ierr) {
+    FNBC(MPI_Iscatter(f_buf(s), (int)*sc, FT(st), f_buf(rb), (int)*rc_, FT(rt), (int)*root, FC(comm), &r))
+}
+void mpi_igatherv_(const void *s, F *sc, F *st, void *rb, F *rcs, F *displs, F *rt, F *root, F *comm, F *req,
+                   F *ierr) {
+    FNBC(MPI_Igatherv(f_buf(s), (int)*sc, FT(st), f_buf(rb), FI(rcs), FI(displs), FT(rt), (int)*root, FC(comm),
+                      &r))
+}
+void mpi_iscatterv_(const void *s, F *scs, F *displs, F *st, void *rb, F *rc_, F *rt, F *root, F *comm, F *req,
+                    F *ierr) {
+    FNBC(MPI_Iscatterv(f_buf(s), FI(scs), FI(displs), FT(st), f_buf(rb), (int)*rc_, FT(rt), (int)*root, FC(comm),
+                       &r))
+}
+void mpi_iallgatherv_(const void *s, F *sc, F *st, void *rb, F *rcs, F *displs, F *rt, F *comm, F *req, F *ierr) {
+    FNBC(MPI_Iallgatherv(f_buf(s), (int)*sc, FT(st), f_buf(rb), FI(rcs), FI(displs), FT(rt), FC(comm), &r))
+}
+void mpi_ialltoallv_(const void *s, F *scs, F *sd, F *st, void *rb, F *rcs, F *rd, F *rt, F *comm, F *req,
+                     F *ierr) {
+    FNBC(MPI_Ialltoallv(f_buf(s), FI(scs), FI(sd), FT(st), f_buf(rb), FI(rcs), FI(rd), FT(rt), FC(comm), &r))
+}
+void mpi_ireduce_scatter_(const void *s, void *rb, F *rcs, F *dt, F *op, F *comm, F *req, F *ierr) {
+    FNBC(MPI_Ireduce_scatter(f_buf(s), f_buf(rb), FI(rcs), FT(dt), PMPI_Op_f2c(*op), FC(comm), &r))
+}
+void mpi_ireduce_scatter_block_(const void *s, void *rb, F *rc_, F *dt, F *op, F *comm, F *req, F *ierr) {
+    FNBC(MPI_Ireduce_scatter_block(f_buf(s), f_buf(rb), (int)*rc_, FT(dt), PMPI_Op_f2c(*op), FC(comm), &r))
+}
+void mpi_iscan_(const void *s, void *rb, F *c, F *dt, F *op, F *comm, F *req, F *ierr) {
+    FNBC(MPI_Iscan(f_buf(s), f_buf(rb), (int)*c, FT(dt), PMPI_Op_f2c(*op), FC(comm), &r))
+}
+void mpi_iexscan_(const void *s, void *rb, F *c, F *dt, F *op, F *comm, F *req, F *ierr) {
+    FNBC(MPI_Iexscan(f_buf(s), f_buf(rb), (int)*c, FT(dt), PMPI_Op_f2c(*op), FC(comm), &r))
+}
+void mpi_neighbor_allgather_(const void *s, F *sc, F *st, void *r, F *rc_, F *rt, F *comm, F *ierr) {
+    FWD_BEGIN();
+    FWD_END(MPI_Neighbor_allgather(f_buf(s), (int)*sc, FT(st), f_buf(r), (int)*rc_, FT(rt), FC(comm)));
+}
+void mpi_neighbor_allgatherv_(const void *s, F *sc, F *st, void *r, F *rcs, F *displs, F *rt, F *comm, F *ierr) {
+    FWD_BEGIN();
+    FWD_END(MPI_Neighbor_allgatherv(f_buf(s), (int)*sc, FT(st), f_buf(r), FI(rcs), FI(displs), FT(rt), FC(comm)));
+}
+void mpi_neighbor_alltoall_(const void *s, F *sc, F *st, void *r, F *rc_, F *rt, F *comm, F *ierr) {
+    FWD_BEGIN();
+    FWD_END(MPI_Neighbor_alltoall(f_buf(s), (int)*sc, FT(st), f_buf(r), (int)*rc_, FT(rt), FC(comm)));
+}
+void mpi_neighbor_alltoallv_(const void *s, F *scs, F *sd, F *st, void *r, F *rcs, F *rd, F *rt, F *comm,
+                             F *ierr) {
+    FWD_BEGIN();
+    FWD_END(MPI_Neighbor_alltoallv(f_buf(s), FI(scs), FI(sd), FT(st), f_buf(r), FI(rcs), FI(rd), FT(rt), FC(comm)));
+}
+void mpi_ineighbor_allgather_(const void *s, F *sc, F *st, void *rb, F *rc_, F *rt, F *comm, F *req, F *ierr) {
+    FNBC(MPI_Ineighbor_allgather(f_buf(s), (int)*sc, FT(st), f_buf(rb), (int)*rc_, FT(rt), FC(comm), &r))
+}
+void mpi_ineighbor_allgatherv_(const void *s, F *sc, F *st, void *rb, F *rcs, F *displs, F *rt, F *comm, F *req,
+                               F *ierr) {
+    FNBC(MPI_Ineighbor_allgatherv(f_buf(s), (int)*sc, FT(st), f_buf(rb), FI(rcs), FI(displs), FT(rt), FC(comm), &r))
+}
+void mpi_ineighbor_alltoall_(const void *s, F *sc, F *st, void *rb, F *rc_, F *rt, F *comm, F *req, F *ierr) {
+    FNBC(MPI_Ineighbor_alltoall(f_buf(s), (int)*sc, FT(st), f_buf(rb), (int)*rc_, FT(rt), FC(comm), &r))
+}
+void mpi_ineighbor_alltoallv_(const void *s, F *scs, F *sd, F *st, void *rb, F *rcs, F *rd, F *rt, F *comm,
+                              F *req, F *ierr) {
+    FNBC(MPI_Ineighbor_alltoallv(f_buf(s), FI(scs), FI(sd), FT(st), f_buf(rb), FI(rcs), FI(rd), FT(rt), FC(comm),
+                                 &r))
+}
+
+/* The w-forms name a datatype per peer: blocking ones get a converted copy of the handles for
+ * the call's duration (the nonblocking w-forms would need it until they complete: those are
+ * counted and timed, not recorded). */
+static int f_alltoallw(const void *s, F *scs, const void *sd, F *sts, void *r, F *rcs, const void *rd, F *rts,
+                       MPI_Comm comm, int nout, int nin, int neighbourhood) {
+    MPI_Datatype small[32];
+    int n = nout + nin;
+    MPI_Datatype *t = n <= 32 ? small : malloc((size_t)n * sizeof *t);
+    if (!t) return MPI_ERR_NO_MEM;
+    for (int i = 0; i < nout; i++) t[i] = PMPI_Type_f2c(sts[i]);
+    for (int i = 0; i < nin; i++) t[nout + i] = PMPI_Type_f2c(rts[i]);
+    int rc;
+    if (neighbourhood) {
+        /* Neighbourhood w-forms take displacements of INTEGER(KIND=MPI_ADDRESS_KIND). */
+        rc = MPI_Neighbor_alltoallw(f_buf(s), FI(scs), (const MPI_Aint *)sd, t, f_buf(r), FI(rcs),
+                                    (const MPI_Aint *)rd, t + nout, comm);
+    } else {
+        rc = MPI_Alltoallw(f_buf(s), FI(scs), (const int *)sd, t, f_buf(r), FI(rcs), (const int *)rd, t + nout,
+                           comm);
+    }
+    if (t != small) free(t);
+    return rc;
+}
+void mpi_alltoallw_(const void *s, F *scs, F *sd, F *sts, void *r, F *rcs, F *rd, F *rts, F *comm, F *ierr) {
+    MPI_Comm c = FC(comm);
+    int n = (int)csize(c);
+    FWD_BEGIN();
+    FWD_END(f_alltoallw(s, scs, sd, sts, r, rcs, rd, rts, c, n, n, 0));
+}
+void mpi_neighbor_alltoallw_(const void *s, F *scs, MPI_Aint *sd, F *sts, void *r, F *rcs, MPI_Aint *rd, F *rts,
+                             F *comm, F *ierr) {
+    MPI_Comm c = FC(comm);
+    int in = 0, out = 0;
+    degrees(c, &in, &out);
+    FWD_BEGIN();
+    FWD_END(f_alltoallw(s, scs, sd, sts, r, rcs, rd, rts, c, out, in, 1));
+}

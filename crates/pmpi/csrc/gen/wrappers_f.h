@@ -85,12 +85,6 @@ void mpi_allgather_init_(void *a0, void *a1, void *a2, void *a3, void *a4, void 
     pmpi_allgather_init_(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9);
     LEAVE();
 }
-extern void pmpi_allgatherv_(void *a0, void *a1, void *a2, void *a3, void *a4, void *a5, void *a6, void *a7, void *a8) __attribute__((weak));
-void mpi_allgatherv_(void *a0, void *a1, void *a2, void *a3, void *a4, void *a5, void *a6, void *a7, void *a8) {
-    if (!ENTER(FN_Allgatherv)) { pmpi_allgatherv_(a0, a1, a2, a3, a4, a5, a6, a7, a8); return; }
-    pmpi_allgatherv_(a0, a1, a2, a3, a4, a5, a6, a7, a8);
-    LEAVE();
-}
 extern void pmpi_allgatherv_init_(void *a0, void *a1, void *a2, void *a3, void *a4, void *a5, void *a6, void *a7, void *a8, void *a9, void *a10) __attribute__((weak));
 void mpi_allgatherv_init_(void *a0, void *a1, void *a2, void *a3, void *a4, void *a5, void *a6, void *a7, void *a8, void *a9, void *a10) {
     if (!ENTER(FN_Allgatherv_init)) { pmpi_allgatherv_init_(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); return; }
@@ -115,22 +109,10 @@ void mpi_alltoall_init_(void *a0, void *a1, void *a2, void *a3, void *a4, void *
     pmpi_alltoall_init_(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9);
     LEAVE();
 }
-extern void pmpi_alltoallv_(void *a0, void *a1, void *a2, void *a3, void *a4, void *a5, void *a6, void *a7, void *a8, void *a9) __attribute__((weak));
-void mpi_alltoallv_(void *a0, void *a1, void *a2, void *a3, void *a4, void *a5, void *a6, void *a7, void *a8, void *a9) {
-    if (!ENTER(FN_Alltoallv)) { pmpi_alltoallv_(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); return; }
-    pmpi_alltoallv_(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9);
-    LEAVE();
-}
 extern void pmpi_alltoallv_init_(void *a0, void *a1, void *a2, void *a3, void *a4, void *a5, void *a6, void *a7, void *a8, void *a9, void *a10, void *a11) __attribute__((weak));
 void mpi_alltoallv_init_(void *a0, void *a1, void *a2, void *a3, void *a4, void *a5, void *a6, void *a7, void *a8, void *a9, void *a10, void *a11) {
     if (!ENTER(FN_Alltoallv_init)) { pmpi_alltoallv_init_(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); return; }
     pmpi_alltoallv_init_(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11);
-    LEAVE();
-}
-extern void pmpi_alltoallw_(void *a0, void *a1, void *a2, void *a3, void *a4, void *a5, void *a6, void *a7, void *a8, void *a9) __attribute__((weak));
-void mpi_alltoallw_(void *a0, void *a1, void *a2, void *a3, void *a4, void *a5, void *a6, void *a7, void *a8, void *a9) {
-    if (!ENTER(FN_Alltoallw)) { pmpi_alltoallw_(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); return; }
-    pmpi_alltoallw_(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9);
     LEAVE();
 }
 extern void pmpi_alltoallw_init_(void *a0, void *a1, void *a2, void *a3, void *a4, void *a5, void *a6, void *a7, void *a8, void *a9, void *a10, void *a11) __attribute__((weak));
@@ -498,12 +480,6 @@ void mpi_comm_test_inter_(void *a0, void *a1, void *a2) {
     pmpi_comm_test_inter_(a0, a1, a2);
     LEAVE();
 }
-extern void pmpi_compare_and_swap_(void *a0, void *a1, void *a2, void *a3, void *a4, void *a5, void *a6, void *a7) __attribute__((weak));
-void mpi_compare_and_swap_(void *a0, void *a1, void *a2, void *a3, void *a4, void *a5, void *a6, void *a7) {
-    if (!ENTER(FN_Compare_and_swap)) { pmpi_compare_and_swap_(a0, a1, a2, a3, a4, a5, a6, a7); return; }
-    pmpi_compare_and_swap_(a0, a1, a2, a3, a4, a5, a6, a7);
-    LEAVE();
-}
 extern void pmpi_dims_create_(void *a0, void *a1, void *a2, void *a3) __attribute__((weak));
 void mpi_dims_create_(void *a0, void *a1, void *a2, void *a3) {
     if (!ENTER(FN_Dims_create)) { pmpi_dims_create_(a0, a1, a2, a3); return; }
@@ -552,12 +528,6 @@ void mpi_error_string_(void *a0, void *a1, void *a2, void *a3, size_t l0) {
     pmpi_error_string_(a0, a1, a2, a3, l0);
     LEAVE();
 }
-extern void pmpi_exscan_(void *a0, void *a1, void *a2, void *a3, void *a4, void *a5, void *a6) __attribute__((weak));
-void mpi_exscan_(void *a0, void *a1, void *a2, void *a3, void *a4, void *a5, void *a6) {
-    if (!ENTER(FN_Exscan)) { pmpi_exscan_(a0, a1, a2, a3, a4, a5, a6); return; }
-    pmpi_exscan_(a0, a1, a2, a3, a4, a5, a6);
-    LEAVE();
-}
 extern void pmpi_exscan_init_(void *a0, void *a1, void *a2, void *a3, void *a4, void *a5, void *a6, void *a7, void *a8) __attribute__((weak));
 void mpi_exscan_init_(void *a0, void *a1, void *a2, void *a3, void *a4, void *a5, void *a6, void *a7, void *a8) {
     if (!ENTER(FN_Exscan_init)) { pmpi_exscan_init_(a0, a1, a2, a3, a4, a5, a6, a7, a8); return; }
@@ -568,12 +538,6 @@ extern void pmpi_f_sync_reg_(void *a0) __attribute__((weak));
 void mpi_f_sync_reg_(void *a0) {
     if (!ENTER(FN_F_sync_reg)) { pmpi_f_sync_reg_(a0); return; }
     pmpi_f_sync_reg_(a0);
-    LEAVE();
-}
-extern void pmpi_fetch_and_op_(void *a0, void *a1, void *a2, void *a3, void *a4, void *a5, void *a6, void *a7) __attribute__((weak));
-void mpi_fetch_and_op_(void *a0, void *a1, void *a2, void *a3, void *a4, void *a5, void *a6, void *a7) {
-    if (!ENTER(FN_Fetch_and_op)) { pmpi_fetch_and_op_(a0, a1, a2, a3, a4, a5, a6, a7); return; }
-    pmpi_fetch_and_op_(a0, a1, a2, a3, a4, a5, a6, a7);
     LEAVE();
 }
 extern void pmpi_file_call_errhandler_(void *a0, void *a1, void *a2) __attribute__((weak));
@@ -948,22 +912,10 @@ void mpi_gather_init_(void *a0, void *a1, void *a2, void *a3, void *a4, void *a5
     pmpi_gather_init_(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10);
     LEAVE();
 }
-extern void pmpi_gatherv_(void *a0, void *a1, void *a2, void *a3, void *a4, void *a5, void *a6, void *a7, void *a8, void *a9) __attribute__((weak));
-void mpi_gatherv_(void *a0, void *a1, void *a2, void *a3, void *a4, void *a5, void *a6, void *a7, void *a8, void *a9) {
-    if (!ENTER(FN_Gatherv)) { pmpi_gatherv_(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); return; }
-    pmpi_gatherv_(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9);
-    LEAVE();
-}
 extern void pmpi_gatherv_init_(void *a0, void *a1, void *a2, void *a3, void *a4, void *a5, void *a6, void *a7, void *a8, void *a9, void *a10, void *a11) __attribute__((weak));
 void mpi_gatherv_init_(void *a0, void *a1, void *a2, void *a3, void *a4, void *a5, void *a6, void *a7, void *a8, void *a9, void *a10, void *a11) {
     if (!ENTER(FN_Gatherv_init)) { pmpi_gatherv_init_(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); return; }
     pmpi_gatherv_init_(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11);
-    LEAVE();
-}
-extern void pmpi_get_accumulate_(void *a0, void *a1, void *a2, void *a3, void *a4, void *a5, void *a6, void *a7, void *a8, void *a9, void *a10, void *a11, void *a12) __attribute__((weak));
-void mpi_get_accumulate_(void *a0, void *a1, void *a2, void *a3, void *a4, void *a5, void *a6, void *a7, void *a8, void *a9, void *a10, void *a11, void *a12) {
-    if (!ENTER(FN_Get_accumulate)) { pmpi_get_accumulate_(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12); return; }
-    pmpi_get_accumulate_(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12);
     LEAVE();
 }
 extern void pmpi_get_address_(void *a0, void *a1, void *a2) __attribute__((weak));
@@ -1140,64 +1092,10 @@ void mpi_group_union_(void *a0, void *a1, void *a2, void *a3) {
     pmpi_group_union_(a0, a1, a2, a3);
     LEAVE();
 }
-extern void pmpi_iallgatherv_(void *a0, void *a1, void *a2, void *a3, void *a4, void *a5, void *a6, void *a7, void *a8, void *a9) __attribute__((weak));
-void mpi_iallgatherv_(void *a0, void *a1, void *a2, void *a3, void *a4, void *a5, void *a6, void *a7, void *a8, void *a9) {
-    if (!ENTER(FN_Iallgatherv)) { pmpi_iallgatherv_(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); return; }
-    pmpi_iallgatherv_(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9);
-    LEAVE();
-}
-extern void pmpi_ialltoallv_(void *a0, void *a1, void *a2, void *a3, void *a4, void *a5, void *a6, void *a7, void *a8, void *a9, void *a10) __attribute__((weak));
-void mpi_ialltoallv_(void *a0, void *a1, void *a2, void *a3, void *a4, void *a5, void *a6, void *a7, void *a8, void *a9, void *a10) {
-    if (!ENTER(FN_Ialltoallv)) { pmpi_ialltoallv_(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); return; }
-    pmpi_ialltoallv_(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10);
-    LEAVE();
-}
 extern void pmpi_ialltoallw_(void *a0, void *a1, void *a2, void *a3, void *a4, void *a5, void *a6, void *a7, void *a8, void *a9, void *a10) __attribute__((weak));
 void mpi_ialltoallw_(void *a0, void *a1, void *a2, void *a3, void *a4, void *a5, void *a6, void *a7, void *a8, void *a9, void *a10) {
     if (!ENTER(FN_Ialltoallw)) { pmpi_ialltoallw_(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); return; }
     pmpi_ialltoallw_(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10);
-    LEAVE();
-}
-extern void pmpi_iexscan_(void *a0, void *a1, void *a2, void *a3, void *a4, void *a5, void *a6, void *a7) __attribute__((weak));
-void mpi_iexscan_(void *a0, void *a1, void *a2, void *a3, void *a4, void *a5, void *a6, void *a7) {
-    if (!ENTER(FN_Iexscan)) { pmpi_iexscan_(a0, a1, a2, a3, a4, a5, a6, a7); return; }
-    pmpi_iexscan_(a0, a1, a2, a3, a4, a5, a6, a7);
-    LEAVE();
-}
-extern void pmpi_igather_(void *a0, void *a1, void *a2, void *a3, void *a4, void *a5, void *a6, void *a7, void *a8, void *a9) __attribute__((weak));
-void mpi_igather_(void *a0, void *a1, void *a2, void *a3, void *a4, void *a5, void *a6, void *a7, void *a8, void *a9) {
-    if (!ENTER(FN_Igather)) { pmpi_igather_(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); return; }
-    pmpi_igather_(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9);
-    LEAVE();
-}
-extern void pmpi_igatherv_(void *a0, void *a1, void *a2, void *a3, void *a4, void *a5, void *a6, void *a7, void *a8, void *a9, void *a10) __attribute__((weak));
-void mpi_igatherv_(void *a0, void *a1, void *a2, void *a3, void *a4, void *a5, void *a6, void *a7, void *a8, void *a9, void *a10) {
-    if (!ENTER(FN_Igatherv)) { pmpi_igatherv_(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); return; }
-    pmpi_igatherv_(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10);
-    LEAVE();
-}
-extern void pmpi_ineighbor_allgather_(void *a0, void *a1, void *a2, void *a3, void *a4, void *a5, void *a6, void *a7, void *a8) __attribute__((weak));
-void mpi_ineighbor_allgather_(void *a0, void *a1, void *a2, void *a3, void *a4, void *a5, void *a6, void *a7, void *a8) {
-    if (!ENTER(FN_Ineighbor_allgather)) { pmpi_ineighbor_allgather_(a0, a1, a2, a3, a4, a5, a6, a7, a8); return; }
-    pmpi_ineighbor_allgather_(a0, a1, a2, a3, a4, a5, a6, a7, a8);
-    LEAVE();
-}
-extern void pmpi_ineighbor_allgatherv_(void *a0, void *a1, void *a2, void *a3, void *a4, void *a5, void *a6, void *a7, void *a8, void *a9) __attribute__((weak));
-void mpi_ineighbor_allgatherv_(void *a0, void *a1, void *a2, void *a3, void *a4, void *a5, void *a6, void *a7, void *a8, void *a9) {
-    if (!ENTER(FN_Ineighbor_allgatherv)) { pmpi_ineighbor_allgatherv_(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); return; }
-    pmpi_ineighbor_allgatherv_(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9);
-    LEAVE();
-}
-extern void pmpi_ineighbor_alltoall_(void *a0, void *a1, void *a2, void *a3, void *a4, void *a5, void *a6, void *a7, void *a8) __attribute__((weak));
-void mpi_ineighbor_alltoall_(void *a0, void *a1, void *a2, void *a3, void *a4, void *a5, void *a6, void *a7, void *a8) {
-    if (!ENTER(FN_Ineighbor_alltoall)) { pmpi_ineighbor_alltoall_(a0, a1, a2, a3, a4, a5, a6, a7, a8); return; }
-    pmpi_ineighbor_alltoall_(a0, a1, a2, a3, a4, a5, a6, a7, a8);
-    LEAVE();
-}
-extern void pmpi_ineighbor_alltoallv_(void *a0, void *a1, void *a2, void *a3, void *a4, void *a5, void *a6, void *a7, void *a8, void *a9, void *a10) __attribute__((weak));
-void mpi_ineighbor_alltoallv_(void *a0, void *a1, void *a2, void *a3, void *a4, void *a5, void *a6, void *a7, void *a8, void *a9, void *a10) {
-    if (!ENTER(FN_Ineighbor_alltoallv)) { pmpi_ineighbor_alltoallv_(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); return; }
-    pmpi_ineighbor_alltoallv_(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10);
     LEAVE();
 }
 extern void pmpi_ineighbor_alltoallw_(void *a0, void *a1, void *a2, void *a3, void *a4, void *a5, void *a6, void *a7, void *a8, void *a9, void *a10) __attribute__((weak));
@@ -1296,40 +1194,10 @@ void mpi_intercomm_merge_(void *a0, void *a1, void *a2, void *a3) {
     pmpi_intercomm_merge_(a0, a1, a2, a3);
     LEAVE();
 }
-extern void pmpi_ireduce_scatter_(void *a0, void *a1, void *a2, void *a3, void *a4, void *a5, void *a6, void *a7) __attribute__((weak));
-void mpi_ireduce_scatter_(void *a0, void *a1, void *a2, void *a3, void *a4, void *a5, void *a6, void *a7) {
-    if (!ENTER(FN_Ireduce_scatter)) { pmpi_ireduce_scatter_(a0, a1, a2, a3, a4, a5, a6, a7); return; }
-    pmpi_ireduce_scatter_(a0, a1, a2, a3, a4, a5, a6, a7);
-    LEAVE();
-}
-extern void pmpi_ireduce_scatter_block_(void *a0, void *a1, void *a2, void *a3, void *a4, void *a5, void *a6, void *a7) __attribute__((weak));
-void mpi_ireduce_scatter_block_(void *a0, void *a1, void *a2, void *a3, void *a4, void *a5, void *a6, void *a7) {
-    if (!ENTER(FN_Ireduce_scatter_block)) { pmpi_ireduce_scatter_block_(a0, a1, a2, a3, a4, a5, a6, a7); return; }
-    pmpi_ireduce_scatter_block_(a0, a1, a2, a3, a4, a5, a6, a7);
-    LEAVE();
-}
 extern void pmpi_is_thread_main_(void *a0, void *a1) __attribute__((weak));
 void mpi_is_thread_main_(void *a0, void *a1) {
     if (!ENTER(FN_Is_thread_main)) { pmpi_is_thread_main_(a0, a1); return; }
     pmpi_is_thread_main_(a0, a1);
-    LEAVE();
-}
-extern void pmpi_iscan_(void *a0, void *a1, void *a2, void *a3, void *a4, void *a5, void *a6, void *a7) __attribute__((weak));
-void mpi_iscan_(void *a0, void *a1, void *a2, void *a3, void *a4, void *a5, void *a6, void *a7) {
-    if (!ENTER(FN_Iscan)) { pmpi_iscan_(a0, a1, a2, a3, a4, a5, a6, a7); return; }
-    pmpi_iscan_(a0, a1, a2, a3, a4, a5, a6, a7);
-    LEAVE();
-}
-extern void pmpi_iscatter_(void *a0, void *a1, void *a2, void *a3, void *a4, void *a5, void *a6, void *a7, void *a8, void *a9) __attribute__((weak));
-void mpi_iscatter_(void *a0, void *a1, void *a2, void *a3, void *a4, void *a5, void *a6, void *a7, void *a8, void *a9) {
-    if (!ENTER(FN_Iscatter)) { pmpi_iscatter_(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); return; }
-    pmpi_iscatter_(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9);
-    LEAVE();
-}
-extern void pmpi_iscatterv_(void *a0, void *a1, void *a2, void *a3, void *a4, void *a5, void *a6, void *a7, void *a8, void *a9, void *a10) __attribute__((weak));
-void mpi_iscatterv_(void *a0, void *a1, void *a2, void *a3, void *a4, void *a5, void *a6, void *a7, void *a8, void *a9, void *a10) {
-    if (!ENTER(FN_Iscatterv)) { pmpi_iscatterv_(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); return; }
-    pmpi_iscatterv_(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10);
     LEAVE();
 }
 extern void pmpi_isendrecv_(void *a0, void *a1, void *a2, void *a3, void *a4, void *a5, void *a6, void *a7, void *a8, void *a9, void *a10, void *a11, void *a12) __attribute__((weak));
@@ -1362,22 +1230,10 @@ void mpi_lookup_name_(void *a0, void *a1, void *a2, void *a3, size_t l0, size_t 
     pmpi_lookup_name_(a0, a1, a2, a3, l0, l1);
     LEAVE();
 }
-extern void pmpi_neighbor_allgather_(void *a0, void *a1, void *a2, void *a3, void *a4, void *a5, void *a6, void *a7) __attribute__((weak));
-void mpi_neighbor_allgather_(void *a0, void *a1, void *a2, void *a3, void *a4, void *a5, void *a6, void *a7) {
-    if (!ENTER(FN_Neighbor_allgather)) { pmpi_neighbor_allgather_(a0, a1, a2, a3, a4, a5, a6, a7); return; }
-    pmpi_neighbor_allgather_(a0, a1, a2, a3, a4, a5, a6, a7);
-    LEAVE();
-}
 extern void pmpi_neighbor_allgather_init_(void *a0, void *a1, void *a2, void *a3, void *a4, void *a5, void *a6, void *a7, void *a8, void *a9) __attribute__((weak));
 void mpi_neighbor_allgather_init_(void *a0, void *a1, void *a2, void *a3, void *a4, void *a5, void *a6, void *a7, void *a8, void *a9) {
     if (!ENTER(FN_Neighbor_allgather_init)) { pmpi_neighbor_allgather_init_(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); return; }
     pmpi_neighbor_allgather_init_(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9);
-    LEAVE();
-}
-extern void pmpi_neighbor_allgatherv_(void *a0, void *a1, void *a2, void *a3, void *a4, void *a5, void *a6, void *a7, void *a8) __attribute__((weak));
-void mpi_neighbor_allgatherv_(void *a0, void *a1, void *a2, void *a3, void *a4, void *a5, void *a6, void *a7, void *a8) {
-    if (!ENTER(FN_Neighbor_allgatherv)) { pmpi_neighbor_allgatherv_(a0, a1, a2, a3, a4, a5, a6, a7, a8); return; }
-    pmpi_neighbor_allgatherv_(a0, a1, a2, a3, a4, a5, a6, a7, a8);
     LEAVE();
 }
 extern void pmpi_neighbor_allgatherv_init_(void *a0, void *a1, void *a2, void *a3, void *a4, void *a5, void *a6, void *a7, void *a8, void *a9, void *a10) __attribute__((weak));
@@ -1386,34 +1242,16 @@ void mpi_neighbor_allgatherv_init_(void *a0, void *a1, void *a2, void *a3, void 
     pmpi_neighbor_allgatherv_init_(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10);
     LEAVE();
 }
-extern void pmpi_neighbor_alltoall_(void *a0, void *a1, void *a2, void *a3, void *a4, void *a5, void *a6, void *a7) __attribute__((weak));
-void mpi_neighbor_alltoall_(void *a0, void *a1, void *a2, void *a3, void *a4, void *a5, void *a6, void *a7) {
-    if (!ENTER(FN_Neighbor_alltoall)) { pmpi_neighbor_alltoall_(a0, a1, a2, a3, a4, a5, a6, a7); return; }
-    pmpi_neighbor_alltoall_(a0, a1, a2, a3, a4, a5, a6, a7);
-    LEAVE();
-}
 extern void pmpi_neighbor_alltoall_init_(void *a0, void *a1, void *a2, void *a3, void *a4, void *a5, void *a6, void *a7, void *a8, void *a9) __attribute__((weak));
 void mpi_neighbor_alltoall_init_(void *a0, void *a1, void *a2, void *a3, void *a4, void *a5, void *a6, void *a7, void *a8, void *a9) {
     if (!ENTER(FN_Neighbor_alltoall_init)) { pmpi_neighbor_alltoall_init_(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); return; }
     pmpi_neighbor_alltoall_init_(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9);
     LEAVE();
 }
-extern void pmpi_neighbor_alltoallv_(void *a0, void *a1, void *a2, void *a3, void *a4, void *a5, void *a6, void *a7, void *a8, void *a9) __attribute__((weak));
-void mpi_neighbor_alltoallv_(void *a0, void *a1, void *a2, void *a3, void *a4, void *a5, void *a6, void *a7, void *a8, void *a9) {
-    if (!ENTER(FN_Neighbor_alltoallv)) { pmpi_neighbor_alltoallv_(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); return; }
-    pmpi_neighbor_alltoallv_(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9);
-    LEAVE();
-}
 extern void pmpi_neighbor_alltoallv_init_(void *a0, void *a1, void *a2, void *a3, void *a4, void *a5, void *a6, void *a7, void *a8, void *a9, void *a10, void *a11) __attribute__((weak));
 void mpi_neighbor_alltoallv_init_(void *a0, void *a1, void *a2, void *a3, void *a4, void *a5, void *a6, void *a7, void *a8, void *a9, void *a10, void *a11) {
     if (!ENTER(FN_Neighbor_alltoallv_init)) { pmpi_neighbor_alltoallv_init_(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11); return; }
     pmpi_neighbor_alltoallv_init_(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11);
-    LEAVE();
-}
-extern void pmpi_neighbor_alltoallw_(void *a0, void *a1, void *a2, void *a3, void *a4, void *a5, void *a6, void *a7, void *a8, void *a9) __attribute__((weak));
-void mpi_neighbor_alltoallw_(void *a0, void *a1, void *a2, void *a3, void *a4, void *a5, void *a6, void *a7, void *a8, void *a9) {
-    if (!ENTER(FN_Neighbor_alltoallw)) { pmpi_neighbor_alltoallw_(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); return; }
-    pmpi_neighbor_alltoallw_(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9);
     LEAVE();
 }
 extern void pmpi_neighbor_alltoallw_init_(void *a0, void *a1, void *a2, void *a3, void *a4, void *a5, void *a6, void *a7, void *a8, void *a9, void *a10, void *a11) __attribute__((weak));
@@ -1518,12 +1356,6 @@ void mpi_query_thread_(void *a0, void *a1) {
     pmpi_query_thread_(a0, a1);
     LEAVE();
 }
-extern void pmpi_raccumulate_(void *a0, void *a1, void *a2, void *a3, void *a4, void *a5, void *a6, void *a7, void *a8, void *a9, void *a10) __attribute__((weak));
-void mpi_raccumulate_(void *a0, void *a1, void *a2, void *a3, void *a4, void *a5, void *a6, void *a7, void *a8, void *a9, void *a10) {
-    if (!ENTER(FN_Raccumulate)) { pmpi_raccumulate_(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); return; }
-    pmpi_raccumulate_(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10);
-    LEAVE();
-}
 extern void pmpi_reduce_init_(void *a0, void *a1, void *a2, void *a3, void *a4, void *a5, void *a6, void *a7, void *a8, void *a9) __attribute__((weak));
 void mpi_reduce_init_(void *a0, void *a1, void *a2, void *a3, void *a4, void *a5, void *a6, void *a7, void *a8, void *a9) {
     if (!ENTER(FN_Reduce_init)) { pmpi_reduce_init_(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); return; }
@@ -1534,18 +1366,6 @@ extern void pmpi_reduce_local_(void *a0, void *a1, void *a2, void *a3, void *a4,
 void mpi_reduce_local_(void *a0, void *a1, void *a2, void *a3, void *a4, void *a5) {
     if (!ENTER(FN_Reduce_local)) { pmpi_reduce_local_(a0, a1, a2, a3, a4, a5); return; }
     pmpi_reduce_local_(a0, a1, a2, a3, a4, a5);
-    LEAVE();
-}
-extern void pmpi_reduce_scatter_(void *a0, void *a1, void *a2, void *a3, void *a4, void *a5, void *a6) __attribute__((weak));
-void mpi_reduce_scatter_(void *a0, void *a1, void *a2, void *a3, void *a4, void *a5, void *a6) {
-    if (!ENTER(FN_Reduce_scatter)) { pmpi_reduce_scatter_(a0, a1, a2, a3, a4, a5, a6); return; }
-    pmpi_reduce_scatter_(a0, a1, a2, a3, a4, a5, a6);
-    LEAVE();
-}
-extern void pmpi_reduce_scatter_block_(void *a0, void *a1, void *a2, void *a3, void *a4, void *a5, void *a6) __attribute__((weak));
-void mpi_reduce_scatter_block_(void *a0, void *a1, void *a2, void *a3, void *a4, void *a5, void *a6) {
-    if (!ENTER(FN_Reduce_scatter_block)) { pmpi_reduce_scatter_block_(a0, a1, a2, a3, a4, a5, a6); return; }
-    pmpi_reduce_scatter_block_(a0, a1, a2, a3, a4, a5, a6);
     LEAVE();
 }
 extern void pmpi_reduce_scatter_block_init_(void *a0, void *a1, void *a2, void *a3, void *a4, void *a5, void *a6, void *a7, void *a8) __attribute__((weak));
@@ -1608,30 +1428,6 @@ void mpi_request_get_status_some_(void *a0, void *a1, void *a2, void *a3, void *
     pmpi_request_get_status_some_(a0, a1, a2, a3, a4, a5);
     LEAVE();
 }
-extern void pmpi_rget_(void *a0, void *a1, void *a2, void *a3, void *a4, void *a5, void *a6, void *a7, void *a8, void *a9) __attribute__((weak));
-void mpi_rget_(void *a0, void *a1, void *a2, void *a3, void *a4, void *a5, void *a6, void *a7, void *a8, void *a9) {
-    if (!ENTER(FN_Rget)) { pmpi_rget_(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); return; }
-    pmpi_rget_(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9);
-    LEAVE();
-}
-extern void pmpi_rget_accumulate_(void *a0, void *a1, void *a2, void *a3, void *a4, void *a5, void *a6, void *a7, void *a8, void *a9, void *a10, void *a11, void *a12, void *a13) __attribute__((weak));
-void mpi_rget_accumulate_(void *a0, void *a1, void *a2, void *a3, void *a4, void *a5, void *a6, void *a7, void *a8, void *a9, void *a10, void *a11, void *a12, void *a13) {
-    if (!ENTER(FN_Rget_accumulate)) { pmpi_rget_accumulate_(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13); return; }
-    pmpi_rget_accumulate_(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13);
-    LEAVE();
-}
-extern void pmpi_rput_(void *a0, void *a1, void *a2, void *a3, void *a4, void *a5, void *a6, void *a7, void *a8, void *a9) __attribute__((weak));
-void mpi_rput_(void *a0, void *a1, void *a2, void *a3, void *a4, void *a5, void *a6, void *a7, void *a8, void *a9) {
-    if (!ENTER(FN_Rput)) { pmpi_rput_(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); return; }
-    pmpi_rput_(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9);
-    LEAVE();
-}
-extern void pmpi_scan_(void *a0, void *a1, void *a2, void *a3, void *a4, void *a5, void *a6) __attribute__((weak));
-void mpi_scan_(void *a0, void *a1, void *a2, void *a3, void *a4, void *a5, void *a6) {
-    if (!ENTER(FN_Scan)) { pmpi_scan_(a0, a1, a2, a3, a4, a5, a6); return; }
-    pmpi_scan_(a0, a1, a2, a3, a4, a5, a6);
-    LEAVE();
-}
 extern void pmpi_scan_init_(void *a0, void *a1, void *a2, void *a3, void *a4, void *a5, void *a6, void *a7, void *a8) __attribute__((weak));
 void mpi_scan_init_(void *a0, void *a1, void *a2, void *a3, void *a4, void *a5, void *a6, void *a7, void *a8) {
     if (!ENTER(FN_Scan_init)) { pmpi_scan_init_(a0, a1, a2, a3, a4, a5, a6, a7, a8); return; }
@@ -1642,12 +1438,6 @@ extern void pmpi_scatter_init_(void *a0, void *a1, void *a2, void *a3, void *a4,
 void mpi_scatter_init_(void *a0, void *a1, void *a2, void *a3, void *a4, void *a5, void *a6, void *a7, void *a8, void *a9, void *a10) {
     if (!ENTER(FN_Scatter_init)) { pmpi_scatter_init_(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); return; }
     pmpi_scatter_init_(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10);
-    LEAVE();
-}
-extern void pmpi_scatterv_(void *a0, void *a1, void *a2, void *a3, void *a4, void *a5, void *a6, void *a7, void *a8, void *a9) __attribute__((weak));
-void mpi_scatterv_(void *a0, void *a1, void *a2, void *a3, void *a4, void *a5, void *a6, void *a7, void *a8, void *a9) {
-    if (!ENTER(FN_Scatterv)) { pmpi_scatterv_(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9); return; }
-    pmpi_scatterv_(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9);
     LEAVE();
 }
 extern void pmpi_scatterv_init_(void *a0, void *a1, void *a2, void *a3, void *a4, void *a5, void *a6, void *a7, void *a8, void *a9, void *a10, void *a11) __attribute__((weak));
@@ -2070,12 +1860,6 @@ void mpi_win_call_errhandler_(void *a0, void *a1, void *a2) {
     pmpi_win_call_errhandler_(a0, a1, a2);
     LEAVE();
 }
-extern void pmpi_win_complete_(void *a0, void *a1) __attribute__((weak));
-void mpi_win_complete_(void *a0, void *a1) {
-    if (!ENTER(FN_Win_complete)) { pmpi_win_complete_(a0, a1); return; }
-    pmpi_win_complete_(a0, a1);
-    LEAVE();
-}
 extern void pmpi_win_create_(void *a0, void *a1, void *a2, void *a3, void *a4, void *a5, void *a6) __attribute__((weak));
 void mpi_win_create_(void *a0, void *a1, void *a2, void *a3, void *a4, void *a5, void *a6) {
     if (!ENTER(FN_Win_create)) { pmpi_win_create_(a0, a1, a2, a3, a4, a5, a6); return; }
@@ -2110,18 +1894,6 @@ extern void pmpi_win_detach_(void *a0, void *a1, void *a2) __attribute__((weak))
 void mpi_win_detach_(void *a0, void *a1, void *a2) {
     if (!ENTER(FN_Win_detach)) { pmpi_win_detach_(a0, a1, a2); return; }
     pmpi_win_detach_(a0, a1, a2);
-    LEAVE();
-}
-extern void pmpi_win_flush_local_(void *a0, void *a1, void *a2) __attribute__((weak));
-void mpi_win_flush_local_(void *a0, void *a1, void *a2) {
-    if (!ENTER(FN_Win_flush_local)) { pmpi_win_flush_local_(a0, a1, a2); return; }
-    pmpi_win_flush_local_(a0, a1, a2);
-    LEAVE();
-}
-extern void pmpi_win_flush_local_all_(void *a0, void *a1) __attribute__((weak));
-void mpi_win_flush_local_all_(void *a0, void *a1) {
-    if (!ENTER(FN_Win_flush_local_all)) { pmpi_win_flush_local_all_(a0, a1); return; }
-    pmpi_win_flush_local_all_(a0, a1);
     LEAVE();
 }
 extern void pmpi_win_free_(void *a0, void *a1) __attribute__((weak));
@@ -2166,12 +1938,6 @@ void mpi_win_get_name_(void *a0, void *a1, void *a2, void *a3, size_t l0) {
     pmpi_win_get_name_(a0, a1, a2, a3, l0);
     LEAVE();
 }
-extern void pmpi_win_post_(void *a0, void *a1, void *a2, void *a3) __attribute__((weak));
-void mpi_win_post_(void *a0, void *a1, void *a2, void *a3) {
-    if (!ENTER(FN_Win_post)) { pmpi_win_post_(a0, a1, a2, a3); return; }
-    pmpi_win_post_(a0, a1, a2, a3);
-    LEAVE();
-}
 extern void pmpi_win_set_attr_(void *a0, void *a1, void *a2, void *a3) __attribute__((weak));
 void mpi_win_set_attr_(void *a0, void *a1, void *a2, void *a3) {
     if (!ENTER(FN_Win_set_attr)) { pmpi_win_set_attr_(a0, a1, a2, a3); return; }
@@ -2200,30 +1966,6 @@ extern void pmpi_win_shared_query_(void *a0, void *a1, void *a2, void *a3, void 
 void mpi_win_shared_query_(void *a0, void *a1, void *a2, void *a3, void *a4, void *a5) {
     if (!ENTER(FN_Win_shared_query)) { pmpi_win_shared_query_(a0, a1, a2, a3, a4, a5); return; }
     pmpi_win_shared_query_(a0, a1, a2, a3, a4, a5);
-    LEAVE();
-}
-extern void pmpi_win_start_(void *a0, void *a1, void *a2, void *a3) __attribute__((weak));
-void mpi_win_start_(void *a0, void *a1, void *a2, void *a3) {
-    if (!ENTER(FN_Win_start)) { pmpi_win_start_(a0, a1, a2, a3); return; }
-    pmpi_win_start_(a0, a1, a2, a3);
-    LEAVE();
-}
-extern void pmpi_win_sync_(void *a0, void *a1) __attribute__((weak));
-void mpi_win_sync_(void *a0, void *a1) {
-    if (!ENTER(FN_Win_sync)) { pmpi_win_sync_(a0, a1); return; }
-    pmpi_win_sync_(a0, a1);
-    LEAVE();
-}
-extern void pmpi_win_test_(void *a0, void *a1, void *a2) __attribute__((weak));
-void mpi_win_test_(void *a0, void *a1, void *a2) {
-    if (!ENTER(FN_Win_test)) { pmpi_win_test_(a0, a1, a2); return; }
-    pmpi_win_test_(a0, a1, a2);
-    LEAVE();
-}
-extern void pmpi_win_wait_(void *a0, void *a1) __attribute__((weak));
-void mpi_win_wait_(void *a0, void *a1) {
-    if (!ENTER(FN_Win_wait)) { pmpi_win_wait_(a0, a1); return; }
-    pmpi_win_wait_(a0, a1);
     LEAVE();
 }
 extern double pmpi_wtick_(void) __attribute__((weak));
