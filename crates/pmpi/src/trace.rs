@@ -80,6 +80,8 @@ pub struct TraceStats {
     pub unsupported_left_out: u64,
     /// One-sided transfers (summed over ranks) written as `put`/`get`/`fetch`.
     pub one_sided: u64,
+    /// Empty messages written for MPI_Win_post→start and complete→wait (not in `messages`).
+    pub epoch_messages: u64,
     /// One-sided transfers (summed over ranks) left out: their target is no rank of the run.
     pub one_sided_left_out: u64,
     /// Access epochs (MPI_Win_start .. complete, per target its transfers reached) whose
@@ -135,6 +137,13 @@ impl TraceStats {
         }
         if self.one_sided > 0 {
             let _ = write!(s, ", {} one-sided transfers", self.one_sided);
+        }
+        if self.epoch_messages > 0 {
+            let _ = write!(
+                s,
+                " ({} empty messages for post/start/complete/wait)",
+                self.epoch_messages
+            );
         }
         let mut why = Vec::new();
         if self.unmatched_left_out > 0 {
@@ -1044,6 +1053,7 @@ fn pscw_syncs(
                 let (Some(complete), Some(wait)) = (a.1, x.1) else {
                     continue;
                 };
+                st.epoch_messages += 2;
                 out.entry((target, x.0))
                     .or_default()
                     .push(msg(x.0, true, origin, post_tag));
@@ -1570,5 +1580,109 @@ mod tests {
             "{}",
             st.describe()
         );
+    }
+
+    #[test]
+    fn one_sided_transfers_are_replayed_within_their_epochs() {
+        // Two ranks, each on a window over both (group id 0x77): fence; MPI_Put 64 B to the
+        // other; fence; lock(other); MPI_Fetch_and_op of 8 B (16 recorded, both ways);
+        // unlock(other); post; start; MPI_Get 32 B; complete; wait. One call per 100 ns.
+        let calls = [
+            (Call::WinFence, false, 0),
+            (Call::Put, true, 64),
+            (Call::WinFence, false, 0),
+            (Call::WinLock, true, 0),
+            (Call::FetchAndOp, true, 16),
+            (Call::WinUnlock, true, 0),
+            (Call::WinPost, false, 0),
+            (Call::WinStart, false, 0),
+            (Call::Get, true, 32),
+            (Call::WinComplete, false, 0),
+            (Call::WinWait, false, 0),
+        ];
+        let evs = (0..2)
+            .map(|r| {
+                calls
+                    .iter()
+                    .enumerate()
+                    .map(|(k, &(call, peer, bytes))| {
+                        let peer = if peer { 1 - r } else { -1 };
+                        coll(call, 0x77, peer, bytes, 100 * (k as u64 + 1), None)
+                    })
+                    .collect()
+            })
+            .collect();
+        let run = run_of(2, evs, &[(0x77, vec![0, 1])]);
+        let out = to_trace(&run);
+        let ops: Vec<String> = block(&out.text, 0)
+            .into_iter()
+            .filter(|l| !l.starts_with("compute"))
+            .collect();
+        assert_eq!(
+            ops,
+            [
+                "barrier on c77",
+                "put 1 64B as q1",
+                "wait q1",
+                "barrier on c77",
+                "fetch 1 8B as q4",
+                "wait q4",
+                "send 1 0B tag 0",
+                "recv 1 0B tag 0",
+                "get 1 32B as q8",
+                "wait q8",
+                "send 1 0B tag 1",
+                "recv 1 0B tag 1",
+            ],
+            "{}",
+            out.text
+        );
+        // predict reads it: per rank the two fences' barrier exchanges and the two epoch
+        // messages are its sends.
+        assert_eq!(sends_per_rank(&out.text), [2 + 2, 2 + 2]);
+        let st = &out.stats;
+        assert_eq!((st.one_sided, st.one_sided_left_out), (6, 0));
+        assert_eq!((st.epoch_messages, st.epoch_syncs_left_out), (4, 0));
+        assert_eq!((st.subcomm_collectives, st.communicators), (4, 1));
+        assert!(
+            st.describe().contains(
+                "6 one-sided transfers (4 empty messages for post/start/complete/wait); \
+                 nothing left out"
+            ),
+            "{}",
+            st.describe()
+        );
+
+        // Rank 0 starts a second access epoch to rank 1, which posts once: the two do not
+        // pair up, so neither of rank 0's epochs is synchronised; the transfers stay.
+        let mut evs: Vec<Vec<Event>> = (0..2)
+            .map(|r| {
+                calls
+                    .iter()
+                    .enumerate()
+                    .map(|(k, &(call, peer, bytes))| {
+                        let peer = if peer { 1 - r } else { -1 };
+                        coll(call, 0x77, peer, bytes, 100 * (k as u64 + 1), None)
+                    })
+                    .collect()
+            })
+            .collect();
+        evs[0].push(coll(Call::WinStart, 0x77, -1, 0, 2_000, None));
+        evs[0].push(coll(Call::Put, 0x77, 1, 8, 2_100, None));
+        evs[0].push(coll(Call::WinComplete, 0x77, -1, 0, 2_200, None));
+        let out = to_trace(&Run::new(
+            PathBuf::new(),
+            run_of(2, evs, &[(0x77, vec![0, 1])]).ranks,
+        ));
+        let st = &out.stats;
+        assert_eq!((st.one_sided, st.epoch_syncs_left_out), (7, 2));
+        // Rank 1's epoch with rank 0 still pairs: one exposure of rank 0, one access of 1.
+        assert_eq!(st.epoch_messages, 2);
+        assert!(out.stats.describe().contains(
+            "left out 2 calls: 2 synchronisations of MPI_Win_start/complete epochs with \
+             MPI_Win_post/wait epochs that do not pair up"
+        ));
+        // The barriers' sends, and rank 0's post to rank 1 and rank 1's complete to rank 0.
+        assert_eq!(sends_per_rank(&out.text), [2 + 1, 2 + 1]);
     }
 }
