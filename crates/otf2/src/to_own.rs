@@ -295,12 +295,7 @@ pub fn own_text(a: &Archive) -> Result<String, String> {
                 slots.push(Slot::Line(format!("waitall {}", sr.join(" "))));
                 sr.clear();
             }
-            match completed.len() {
-                0 => {}
-                1 => slots.push(Slot::Line(format!("wait {}", completed[0]))),
-                _ => slots.push(Slot::Line(format!("waitall {}", completed.join(" ")))),
-            }
-            completed.clear();
+            wait_before(slots, completed);
         };
         for rec in &l.events {
             match *rec {
@@ -353,6 +348,9 @@ pub fn own_text(a: &Archive) -> Result<String, String> {
                 } => {
                     let (p, t) = peer_tag(r, comm, peer, tag)?;
                     let send = matches!(rec, Rec::Send { .. });
+                    // Completions recorded before it in the call come first (an epoch's
+                    // transfers before MPI_Win_complete's message).
+                    wait_before(&mut slots, &mut completed);
                     if sendrecv {
                         sr_count += 1;
                         let name = format!("sr{sr_count}");
@@ -417,6 +415,8 @@ pub fn own_text(a: &Archive) -> Result<String, String> {
                     received,
                 } => {
                     let c = coll_rec(r, t, (o, comm, root, sent, received), None)?;
+                    // As above: a fence's transfers complete before its barrier.
+                    wait_before(&mut slots, &mut completed);
                     slots.push(Slot::Coll(mine.len()));
                     mine.push(Some(c));
                 }
@@ -665,6 +665,17 @@ pub fn own_text(a: &Archive) -> Result<String, String> {
         }
     }
     Ok(out)
+}
+
+/// The completions recorded so far in a call, as a `wait`/`waitall` before what comes next in
+/// it (record order is the call's order).
+fn wait_before(slots: &mut Vec<Slot>, completed: &mut Vec<String>) {
+    match completed.len() {
+        0 => {}
+        1 => slots.push(Slot::Line(format!("wait {}", completed[0]))),
+        _ => slots.push(Slot::Line(format!("waitall {}", completed.join(" ")))),
+    }
+    completed.clear();
 }
 
 fn kind(r: &Rec) -> &'static str {
