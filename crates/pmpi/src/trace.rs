@@ -972,11 +972,14 @@ fn rma_epoch_ops(e: &Event, pending: &mut BTreeMap<(u32, u32), Vec<usize>>) -> V
     done
 }
 
+/// An access epoch: MPI_Win_start's record, MPI_Win_complete's (None while open), and the
+/// targets its transfers reached.
+type Access = (usize, Option<usize>, BTreeSet<u32>);
+
 /// One rank's generalised active target epochs on one window, in call order.
 #[derive(Default)]
 struct Epochs {
-    /// MPI_Win_start .. MPI_Win_complete: (start record, complete record, targets reached).
-    access: Vec<(usize, Option<usize>, BTreeSet<u32>)>,
+    access: Vec<Access>,
     /// MPI_Win_post .. MPI_Win_wait (or a MPI_Win_test that found it over).
     exposure: Vec<(usize, Option<usize>)>,
 }
@@ -1032,7 +1035,7 @@ fn pscw_syncs(
     };
     for (&(origin, win), ep) in &epochs {
         // The targets this origin reached, each with its epochs reaching it.
-        let mut reach: BTreeMap<u32, Vec<&(usize, Option<usize>, BTreeSet<u32>)>> = BTreeMap::new();
+        let mut reach: BTreeMap<u32, Vec<&Access>> = BTreeMap::new();
         for a in &ep.access {
             for &t in &a.2 {
                 reach.entry(t).or_default().push(a);
