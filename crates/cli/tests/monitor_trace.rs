@@ -217,17 +217,19 @@ fn check_run(dir: &Path, wall_ns: f64) -> (String, Value, Value) {
         assert_eq!(stats["compute_ns"][*r as usize].as_u64(), Some(*compute));
     }
 
-    // The point-to-point part replays exactly the matched messages.
+    // The point-to-point part replays exactly the matched messages, and the empty messages
+    // that synchronise one-sided post/start/complete/wait epochs.
+    let epoch = stats["epoch_messages"].as_u64().expect("epoch_messages");
     let p2p = dir.join("p2p.txt");
     std::fs::write(&p2p, point_to_point_only(&trace)).expect("write p2p.txt");
     let pp = predict(&p2p);
-    assert_eq!(pp["messages"].as_u64(), Some(matched), "p2p replay");
+    assert_eq!(pp["messages"].as_u64(), Some(matched + epoch), "p2p replay");
     // Every matched message is a send on one rank and a receive on another.
     let sends: u64 = per
         .values()
         .map(|(_, ops)| ops.get("send").unwrap_or(&0) + ops.get("isend").unwrap_or(&0))
         .sum();
-    assert_eq!(sends, matched);
+    assert_eq!(sends, matched + epoch);
 
     // The whole trace replays, collectives expanded on top.
     let full = predict(&dir.join("trace.txt"));
@@ -344,9 +346,58 @@ fn families_trace(mpi: &str) {
         stats["nonblocking_collectives"].as_u64(),
         Some(36 + if mpi4 { 12 } else { 0 })
     );
-    // The split's halves (3 allreduces each) and the duplicate of MPI_COMM_WORLD (2 alltoalls).
+    // The split's halves (3 allreduces each) and the duplicate of MPI_COMM_WORLD (2 alltoalls),
+    // whose group is the window's: its 3 MPI_Win_fence are barriers there.
     assert_eq!(stats["communicators"].as_u64(), Some(3));
-    assert_eq!(stats["subcomm_collectives"].as_u64(), Some(12 + 8));
+    assert_eq!(stats["subcomm_collectives"].as_u64(), Some(12 + 8 + 12));
+    assert_eq!(count("barrier on c"), 12);
+    // One-sided, per rank as families.c calls them: MPI_Put 64 B and 8 B, MPI_Accumulate of 4
+    // ints and MPI_Rput 16 B to the right neighbour, MPI_Get 32 B from the left one; every
+    // one joined by the wait of the call that completes it (the fence, unlock, MPI_Wait,
+    // complete); post/start and complete/wait as empty messages from each rank to the one
+    // that puts into it, and back.
+    let rank_of = |r: usize| -> Vec<String> {
+        let head = format!("rank {r}");
+        trace
+            .lines()
+            .skip_while(|l| l.trim() != head)
+            .skip(1)
+            .take_while(|l| !l.starts_with("rank "))
+            .map(|l| l.trim().to_string())
+            .collect()
+    };
+    for r in 0..4usize {
+        let (right, left) = ((r + 1) % 4, (r + 3) % 4);
+        let b = rank_of(r);
+        let starts = |p: &str| b.iter().filter(|l| l.starts_with(p)).count();
+        assert_eq!(starts(&format!("put {right} 64B as q")), 1, "{b:?}");
+        assert_eq!(starts(&format!("put {right} 16B as q")), 2, "{b:?}");
+        assert_eq!(starts(&format!("put {right} 8B as q")), 1, "{b:?}");
+        assert_eq!(starts("put "), 4, "{b:?}");
+        assert_eq!(starts(&format!("get {left} 32B as q")), 1, "{b:?}");
+        assert_eq!(starts("get "), 1, "{b:?}");
+        assert_eq!(starts("fetch "), 0, "{b:?}");
+        // Every transfer's request is waited for.
+        for l in b
+            .iter()
+            .filter(|l| l.starts_with("put ") || l.starts_with("get "))
+        {
+            let q = l.rsplit(' ').next().unwrap_or("");
+            let waited = b.iter().any(|w| {
+                (w.starts_with("wait ") || w.starts_with("waitall "))
+                    && w.split_whitespace().any(|n| n == q)
+            });
+            assert!(waited, "rank {r}: {l} never waited: {b:?}");
+        }
+        assert_eq!(starts(&format!("send {left} 0B tag ")), 1, "{b:?}");
+        assert_eq!(starts(&format!("recv {right} 0B tag ")), 1, "{b:?}");
+        assert_eq!(starts(&format!("send {right} 0B tag ")), 1, "{b:?}");
+        assert_eq!(starts(&format!("recv {left} 0B tag ")), 1, "{b:?}");
+    }
+    assert_eq!(stats["one_sided"].as_u64(), Some(4 * 5));
+    assert_eq!(stats["one_sided_left_out"].as_u64(), Some(0));
+    assert_eq!(stats["epoch_syncs_left_out"].as_u64(), Some(0));
+    assert_eq!(stats["epoch_messages"].as_u64(), Some(4 * 2));
     assert_eq!(count("allreduce 8B on c"), 12);
     assert_eq!(count("alltoall 4B on c"), 8);
     assert_eq!(trace.lines().filter(|l| l.starts_with("comm c")).count(), 3);

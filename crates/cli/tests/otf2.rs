@@ -124,8 +124,18 @@ fn round_trip(test: &str, mpi: &str, src: Src, args: &[&str]) -> (Value, String)
     .expect("stats JSON");
     let messages = stats["messages"].as_u64().expect("messages");
     assert!(messages > 0);
-    assert_eq!(count("MPI_SEND") + count("MPI_ISEND"), messages);
-    assert_eq!(count("MPI_RECV") + count("MPI_IRECV"), messages);
+    // The matched messages, and the empty ones of one-sided post/start/complete/wait epochs.
+    let epoch = stats["epoch_messages"].as_u64().expect("epoch_messages");
+    assert_eq!(count("MPI_SEND") + count("MPI_ISEND"), messages + epoch);
+    assert_eq!(count("MPI_RECV") + count("MPI_IRECV"), messages + epoch);
+    // A record per one-sided transfer, and (every transfer of these programs is completed in
+    // its epoch) a remote completion per transfer.
+    let one_sided = stats["one_sided"].as_u64().expect("one_sided");
+    assert_eq!(
+        count("RMA_PUT") + count("RMA_GET") + count("RMA_ATOMIC"),
+        one_sided
+    );
+    assert_eq!(count("RMA_OP_COMPLETE_REMOTE"), one_sided);
     // Every collective the own trace replays is one collective record per member: blocking
     // ones MpiCollectiveEnd, nonblocking ones NonBlockingCollectiveComplete.
     let field = |k: &str| {
@@ -227,8 +237,8 @@ fn otf2_round_trip_nas_cg() {
 }
 
 /// families.c on 4 ranks: nonblocking collectives (and, under MPI-4, persistent ones),
-/// collectives on a split and on a duplicated communicator, neighbourhood collectives and
-/// one-sided transfers (left out by both), matched probes: the archive defines the
+/// collectives on a split and on a duplicated communicator, neighbourhood collectives (left out
+/// by both) and one-sided transfers with their epochs (in both), matched probes: the archive defines the
 /// communicators, and reads back to the own trace's prediction.
 fn families_round_trip(mpi: &str) {
     let test = format!("otf2_round_trip_families_{mpi}");
@@ -239,6 +249,9 @@ fn families_round_trip(mpi: &str) {
     assert!(trace.contains("ialltoall 16B as "), "{trace}");
     assert!(trace.contains("allreduce 8B on c"), "{trace}");
     assert!(own["messages"].as_u64().unwrap_or(0) > 0, "{own}");
+    // The one-sided transfers are in both (4 puts and a get per rank).
+    let lines = |w: &str| trace.lines().filter(|l| l.trim().starts_with(w)).count();
+    assert_eq!((lines("put "), lines("get ")), (16, 4), "{trace}");
 }
 
 #[test]

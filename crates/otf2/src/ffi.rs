@@ -27,6 +27,8 @@ pub const LOCATION_TYPE_CPU_THREAD: u8 = 1;
 pub const LOCATION_GROUP_TYPE_PROCESS: u8 = 1;
 pub const MEASUREMENT_ON: u8 = 1;
 pub const MEASUREMENT_OFF: u8 = 2;
+/// OTF2_RMA_ATOMIC_TYPE_FETCH_AND_ACCUMULATE: what commperf writes for a read-modify-write.
+pub const RMA_ATOMIC_FETCH_AND_ACCUMULATE: u8 = 7;
 
 #[repr(C)]
 pub struct OTF2_Archive {
@@ -94,6 +96,10 @@ pub type CbCollEnd =
     extern "C" fn(u64, u64, u64, *mut c_void, Al, u8, u32, u32, u64, u64) -> CallbackCode;
 pub type CbMeasurement = extern "C" fn(u64, u64, u64, *mut c_void, Al, u8) -> CallbackCode;
 pub type CbRma = extern "C" fn(u64, u64, u64, *mut c_void, Al, u32, u32, u64, u64) -> CallbackCode;
+pub type CbRmaAtomic =
+    extern "C" fn(u64, u64, u64, *mut c_void, Al, u32, u32, u8, u64, u64, u64) -> CallbackCode;
+pub type CbRmaComplete = extern "C" fn(u64, u64, u64, *mut c_void, Al, u32, u64) -> CallbackCode;
+pub type GdRmaWin = extern "C" fn(*mut c_void, u32, u32, u32, u32) -> CallbackCode;
 pub type CbNbcComplete =
     extern "C" fn(u64, u64, u64, *mut c_void, Al, u8, u32, u32, u64, u64, u64) -> CallbackCode;
 
@@ -305,6 +311,61 @@ extern "C" {
         al: Al,
         t: u64,
         mode: u8,
+    ) -> ErrorCode;
+    pub fn OTF2_EvtWriter_RmaPut(
+        w: *mut OTF2_EvtWriter,
+        al: Al,
+        t: u64,
+        win: u32,
+        remote: u32,
+        bytes: u64,
+        matching: u64,
+    ) -> ErrorCode;
+    pub fn OTF2_EvtWriter_RmaGet(
+        w: *mut OTF2_EvtWriter,
+        al: Al,
+        t: u64,
+        win: u32,
+        remote: u32,
+        bytes: u64,
+        matching: u64,
+    ) -> ErrorCode;
+    pub fn OTF2_EvtWriter_RmaAtomic(
+        w: *mut OTF2_EvtWriter,
+        al: Al,
+        t: u64,
+        win: u32,
+        remote: u32,
+        kind: u8,
+        sent: u64,
+        received: u64,
+        matching: u64,
+    ) -> ErrorCode;
+    pub fn OTF2_EvtWriter_RmaOpCompleteRemote(
+        w: *mut OTF2_EvtWriter,
+        al: Al,
+        t: u64,
+        win: u32,
+        matching: u64,
+    ) -> ErrorCode;
+    pub fn OTF2_GlobalDefWriter_WriteRmaWin(
+        w: *mut OTF2_GlobalDefWriter,
+        id: u32,
+        name: u32,
+        comm: u32,
+        flags: u32,
+    ) -> ErrorCode;
+    pub fn OTF2_GlobalDefReaderCallbacks_SetRmaWinCallback(
+        c: *mut OTF2_GlobalDefReaderCallbacks,
+        f: GdRmaWin,
+    ) -> ErrorCode;
+    pub fn OTF2_EvtReaderCallbacks_SetRmaAtomicCallback(
+        c: *mut OTF2_EvtReaderCallbacks,
+        f: CbRmaAtomic,
+    ) -> ErrorCode;
+    pub fn OTF2_EvtReaderCallbacks_SetRmaOpCompleteRemoteCallback(
+        c: *mut OTF2_EvtReaderCallbacks,
+        f: CbRmaComplete,
     ) -> ErrorCode;
 
     // Reading.

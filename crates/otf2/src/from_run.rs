@@ -32,16 +32,23 @@
 //!   that completed them: the OTF2 operation of the call (v-forms and MPI_Scan/Exscan
 //!   included), the root as a rank of the communicator, and each rank's bytes sent and
 //!   received ([`sizes`]);
-//! - MPI_Pcontrol(0)/(1) as MeasurementOnOff.
+//! - MPI_Pcontrol(0)/(1) as MeasurementOnOff;
+//! - the replayed one-sided transfers as RmaPut, RmaGet and (read-modify-write) RmaAtomic at the
+//!   call, on one window (ref 0) over MPI_COMM_WORLD so that targets are world ranks, matching
+//!   id = the record's index, and RmaOpCompleteRemote in the call that completes them (the
+//!   replay's `wait`: an R-form's MPI_Wait, or the call closing the epoch); MPI_Win_fence's
+//!   barrier as a collective on the window's group, and post/start/complete/wait's empty
+//!   messages as MpiSend/MpiRecv, as the replay makes them.
 //!
 //! What the replay leaves out (records without their partner, collectives on communicators it
 //! does not know or on inter-communicators, neighbourhood collectives, collectives not recorded
-//! alike on every member, one-sided transfers) is in the archive as the call's region only,
-//! with no communication record.
+//! alike on every member, one-sided transfers to no rank of the run) is in the archive as the
+//! call's region only, with no communication record.
 
 use crate::model::{op, role, Archive, ClockOffset, Comm, Location, Rec, Region};
 use commperf_pmpi::{
-    replay, Call, CallKind, Event, ReplayCollective, ReplayMessage, ReplayOp, Run, TraceStats,
+    replay, Call, CallKind, Event, ReplayCollective, ReplayMessage, ReplayOp, ReplayRma, RmaKind,
+    Run, TraceStats,
 };
 use std::collections::HashMap;
 
@@ -74,6 +81,8 @@ fn otf2_op(c: Call) -> Option<u8> {
         Call::ReduceScatterBlock => op::REDUCE_SCATTER_BLOCK,
         Call::Scan => op::SCAN,
         Call::Exscan => op::EXSCAN,
+        // The replay's fence is a barrier on the window's group.
+        Call::WinFence => op::BARRIER,
         _ => return None,
     })
 }
@@ -303,6 +312,10 @@ pub fn archive_of(run: &Run) -> (Archive, WriteStats) {
                             });
                         }
                     },
+                    ReplayOp::Rma(x) => {
+                        started.insert(x.request, o);
+                        ev.push(rma_rec(x, t0));
+                    }
                     ReplayOp::Wait(v) => {
                         for req in v {
                             let rec = match started.remove(req) {
@@ -330,6 +343,11 @@ pub fn archive_of(run: &Run) -> (Archive, WriteStats) {
                                         req: *req as u64,
                                     }
                                 }
+                                Some(ReplayOp::Rma(_)) => Rec::RmaComplete {
+                                    t: t1,
+                                    win: 0,
+                                    req: *req as u64,
+                                },
                                 // The replay waits only for requests it started.
                                 Some(ReplayOp::Wait(_)) | None => continue,
                             };
@@ -381,10 +399,18 @@ pub fn archive_of(run: &Run) -> (Archive, WriteStats) {
         });
     }
     stats.replay = rp.stats;
+    let any_rma = rp
+        .rank_replays
+        .iter()
+        .flat_map(|r| &r.calls)
+        .flat_map(|c| &c.ops)
+        .any(|o| matches!(o, ReplayOp::Rma(_)));
     let archive = Archive {
         timer_resolution: 1_000_000_000,
         regions: regions.list,
         comms,
+        // One window over MPI_COMM_WORLD: the replay's targets are world ranks.
+        windows: if any_rma { vec![0] } else { Vec::new() },
         mpi_ranks: (0..u64::from(n)).collect(),
         locations,
     };
@@ -395,6 +421,35 @@ pub fn archive_of(run: &Run) -> (Archive, WriteStats) {
 /// and so are the replay's renumbered ones while there are fewer than 2^31 streams.
 fn tag_of(m: &ReplayMessage) -> u32 {
     u32::try_from(m.tag).unwrap_or(u32::MAX)
+}
+
+/// A one-sided transfer's record at `t`, on window 0 (over MPI_COMM_WORLD).
+fn rma_rec(x: &ReplayRma, t: u64) -> Rec {
+    let (win, peer, bytes, req) = (0, x.peer, x.bytes, x.request as u64);
+    match x.kind {
+        RmaKind::Put => Rec::RmaPut {
+            t,
+            win,
+            peer,
+            bytes,
+            req,
+        },
+        RmaKind::Get => Rec::RmaGet {
+            t,
+            win,
+            peer,
+            bytes,
+            req,
+        },
+        RmaKind::Fetch => Rec::RmaAtomic {
+            t,
+            win,
+            peer,
+            sent: bytes,
+            received: bytes,
+            req,
+        },
+    }
 }
 
 /// A blocking MpiSend/MpiRecv at `t`.

@@ -331,6 +331,51 @@ unsafe fn write_rec(w: *mut OTF2_EvtWriter, r: &Rec) -> Result<(), Otf2Error> {
                     if on { MEASUREMENT_ON } else { MEASUREMENT_OFF },
                 ),
             ),
+            Rec::RmaPut {
+                t,
+                win,
+                peer,
+                bytes,
+                req,
+            } => (
+                "RmaPut",
+                OTF2_EvtWriter_RmaPut(w, al, t, win, peer, bytes, req),
+            ),
+            Rec::RmaGet {
+                t,
+                win,
+                peer,
+                bytes,
+                req,
+            } => (
+                "RmaGet",
+                OTF2_EvtWriter_RmaGet(w, al, t, win, peer, bytes, req),
+            ),
+            Rec::RmaAtomic {
+                t,
+                win,
+                peer,
+                sent,
+                received,
+                req,
+            } => (
+                "RmaAtomic",
+                OTF2_EvtWriter_RmaAtomic(
+                    w,
+                    al,
+                    t,
+                    win,
+                    peer,
+                    RMA_ATOMIC_FETCH_AND_ACCUMULATE,
+                    sent,
+                    received,
+                    req,
+                ),
+            ),
+            Rec::RmaComplete { t, win, req } => (
+                "RmaOpCompleteRemote",
+                OTF2_EvtWriter_RmaOpCompleteRemote(w, al, t, win, req),
+            ),
             // Never built by the writer: nothing to write.
             Rec::Unmodelled { .. } => return Ok(()),
         }
@@ -368,6 +413,7 @@ fn write_global_defs(ar: &WriteArchive, a: &Archive) -> Result<(), Otf2Error> {
     let loc_names: Vec<u32> = a.locations.iter().map(|l| s.id(&l.name)).collect();
     let all_locations = s.id("MPI locations");
     let comm_names: Vec<u32> = a.comms.iter().map(|c| s.id(&c.name)).collect();
+    let win_name = s.id("MPI_Win");
     let first = a
         .locations
         .iter()
@@ -520,6 +566,12 @@ fn write_global_defs(ar: &WriteArchive, a: &Archive) -> Result<(), Otf2Error> {
                 ),
             )?;
         }
+        for (k, &comm) in a.windows.iter().enumerate() {
+            check(
+                "OTF2_GlobalDefWriter_WriteRmaWin",
+                OTF2_GlobalDefWriter_WriteRmaWin(w, k as u32, win_name, comm, 0),
+            )?;
+        }
     }
     Ok(())
 }
@@ -537,6 +589,8 @@ struct Defs {
     groups: HashMap<u32, (u8, u8, Vec<u64>)>,
     /// ref -> (name, group)
     comms: BTreeMap<u32, (u32, u32)>,
+    /// RMA window ref -> its communicator
+    windows: BTreeMap<u32, u32>,
 }
 
 /// # Safety
@@ -624,6 +678,18 @@ extern "C" fn gd_comm(
 ) -> CallbackCode {
     // SAFETY: libotf2 passes back the `Defs` given at registration.
     unsafe { defs(user) }.comms.insert(id, (name, group));
+    CALLBACK_SUCCESS
+}
+
+extern "C" fn gd_rma_win(
+    user: *mut c_void,
+    id: u32,
+    _name: u32,
+    comm: u32,
+    _flags: u32,
+) -> CallbackCode {
+    // SAFETY: libotf2 passes back the `Defs` given at registration.
+    unsafe { defs(user) }.windows.insert(id, comm);
     CALLBACK_SUCCESS
 }
 
@@ -825,43 +891,88 @@ extern "C" fn ev_measurement(
         }
     )
 }
+#[allow(clippy::too_many_arguments)]
 extern "C" fn ev_rma_put(
     _: u64,
     t: u64,
     _: u64,
     u: *mut c_void,
     _: Al,
-    _: u32,
-    _: u32,
-    _: u64,
-    _: u64,
+    win: u32,
+    peer: u32,
+    bytes: u64,
+    req: u64,
 ) -> CallbackCode {
     push!(
         u,
-        Rec::Unmodelled {
+        Rec::RmaPut {
             t,
-            what: "RmaPut (one-sided communication)"
+            win,
+            peer,
+            bytes,
+            req
         }
     )
 }
+#[allow(clippy::too_many_arguments)]
 extern "C" fn ev_rma_get(
     _: u64,
     t: u64,
     _: u64,
     u: *mut c_void,
     _: Al,
-    _: u32,
-    _: u32,
-    _: u64,
-    _: u64,
+    win: u32,
+    peer: u32,
+    bytes: u64,
+    req: u64,
 ) -> CallbackCode {
     push!(
         u,
-        Rec::Unmodelled {
+        Rec::RmaGet {
             t,
-            what: "RmaGet (one-sided communication)"
+            win,
+            peer,
+            bytes,
+            req
         }
     )
+}
+#[allow(clippy::too_many_arguments)]
+extern "C" fn ev_rma_atomic(
+    _: u64,
+    t: u64,
+    _: u64,
+    u: *mut c_void,
+    _: Al,
+    win: u32,
+    peer: u32,
+    _kind: u8,
+    sent: u64,
+    received: u64,
+    req: u64,
+) -> CallbackCode {
+    push!(
+        u,
+        Rec::RmaAtomic {
+            t,
+            win,
+            peer,
+            sent,
+            received,
+            req
+        }
+    )
+}
+extern "C" fn ev_rma_complete(
+    _: u64,
+    t: u64,
+    _: u64,
+    u: *mut c_void,
+    _: Al,
+    win: u32,
+    req: u64,
+) -> CallbackCode {
+    push!(u, Rec::RmaComplete { t, win, req })
 }
 extern "C" fn ev_nbc_request(
     _: u64,
@@ -955,6 +1066,7 @@ pub(crate) fn read(anchor: &Path, apply_clock_offsets: bool) -> Result<Archive, 
         OTF2_GlobalDefReaderCallbacks_SetLocationCallback(cb, gd_location);
         OTF2_GlobalDefReaderCallbacks_SetGroupCallback(cb, gd_group);
         OTF2_GlobalDefReaderCallbacks_SetCommCallback(cb, gd_comm);
+        OTF2_GlobalDefReaderCallbacks_SetRmaWinCallback(cb, gd_rma_win);
         OTF2_GlobalDefReaderCallbacks_SetClockPropertiesCallback(cb, gd_clock);
         let r = OTF2_Reader_RegisterGlobalDefCallbacks(
             rd.0,
@@ -1041,6 +1153,8 @@ pub(crate) fn read(anchor: &Path, apply_clock_offsets: bool) -> Result<Archive, 
             OTF2_EvtReaderCallbacks_SetMeasurementOnOffCallback(cb, ev_measurement);
             OTF2_EvtReaderCallbacks_SetRmaPutCallback(cb, ev_rma_put);
             OTF2_EvtReaderCallbacks_SetRmaGetCallback(cb, ev_rma_get);
+            OTF2_EvtReaderCallbacks_SetRmaAtomicCallback(cb, ev_rma_atomic);
+            OTF2_EvtReaderCallbacks_SetRmaOpCompleteRemoteCallback(cb, ev_rma_complete);
             OTF2_EvtReaderCallbacks_SetNonBlockingCollectiveRequestCallback(cb, ev_nbc_request);
             OTF2_EvtReaderCallbacks_SetNonBlockingCollectiveCompleteCallback(cb, ev_nbc_complete);
             let mut result = Ok(());
@@ -1087,6 +1201,7 @@ pub(crate) fn read(anchor: &Path, apply_clock_offsets: bool) -> Result<Archive, 
         .regions
         .keys()
         .chain(d.comms.keys())
+        .chain(d.windows.keys())
         .find(|&&k| k >= MAX_REF)
     {
         return Err(Otf2Error::Refused {
@@ -1136,10 +1251,17 @@ pub(crate) fn read(anchor: &Path, apply_clock_offsets: bool) -> Result<Archive, 
             members,
         };
     }
+    // Refs are bounded like the others' (MAX_REF), so the table is small.
+    let win_len = d.windows.keys().next_back().map_or(0, |&k| k as usize + 1);
+    let mut windows = vec![UNDEFINED_UINT32; win_len];
+    for (&id, &comm) in &d.windows {
+        windows[id as usize] = comm;
+    }
     Ok(Archive {
         timer_resolution: d.resolution,
         regions,
         comms,
+        windows,
         mpi_ranks,
         locations,
     })

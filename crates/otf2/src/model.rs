@@ -164,8 +164,39 @@ pub enum Rec {
         t: u64,
         on: bool,
     },
-    /// A record that carries communication predict cannot model (one-sided): the reader
-    /// refuses the trace naming it.
+    /// RmaPut on window `win`, `peer` a rank of the window's communicator, `req` its
+    /// matching id.
+    RmaPut {
+        t: u64,
+        win: u32,
+        peer: u32,
+        bytes: u64,
+        req: u64,
+    },
+    RmaGet {
+        t: u64,
+        win: u32,
+        peer: u32,
+        bytes: u64,
+        req: u64,
+    },
+    /// RmaAtomic (the atomic type is not kept: only the bytes each way matter here).
+    RmaAtomic {
+        t: u64,
+        win: u32,
+        peer: u32,
+        sent: u64,
+        received: u64,
+        req: u64,
+    },
+    /// RmaOpCompleteRemote: the transfer `req` is complete at its target.
+    RmaComplete {
+        t: u64,
+        win: u32,
+        req: u64,
+    },
+    /// A record that carries communication predict cannot model: the reader refuses the
+    /// trace naming it.
     Unmodelled {
         t: u64,
         what: &'static str,
@@ -191,6 +222,10 @@ impl Rec {
             | NbcRequest { t, .. }
             | NbcComplete { t, .. }
             | Measurement { t, .. }
+            | RmaPut { t, .. }
+            | RmaGet { t, .. }
+            | RmaAtomic { t, .. }
+            | RmaComplete { t, .. }
             | Unmodelled { t, .. } => t,
         }
     }
@@ -212,6 +247,10 @@ impl Rec {
             | NbcRequest { t, .. }
             | NbcComplete { t, .. }
             | Measurement { t, .. }
+            | RmaPut { t, .. }
+            | RmaGet { t, .. }
+            | RmaAtomic { t, .. }
+            | RmaComplete { t, .. }
             | Unmodelled { t, .. } => t,
         }
     }
@@ -246,6 +285,9 @@ pub struct Archive {
     /// Index 0 is MPI_COMM_WORLD in the archives commperf writes; a reader finds the world by
     /// its members.
     pub comms: Vec<Comm>,
+    /// RMA windows: window w's communicator is `comms[windows[w]]` (commperf writes one
+    /// window over MPI_COMM_WORLD when the run has one-sided transfers).
+    pub windows: Vec<u32>,
     /// The MPI ranks' locations, location of rank r at `mpi_ranks[r]` (the OTF2 group of
     /// type COMM_LOCATIONS, paradigm MPI).
     pub mpi_ranks: Vec<u64>,

@@ -30,6 +30,12 @@
 //!   communicator rank order, named as in the archive when that is a name the own format takes
 //!   (commperf's `c<id>`), else `otf2_comm<ref>`; roots are ranks of the communicator;
 //!
+//! - RmaPut, RmaGet and RmaAtomic become the own format's `put`, `get` and `fetch` (an
+//!   RmaAtomic that only sends is a `put`, one that only receives a `get`) to the target's world
+//!   rank (the window's communicator maps it), named `r<matching id>`, and
+//!   RmaOpCompleteRemote joins them in the `wait`/`waitall` at the end of its call; other RMA
+//!   records (synchronisation, local completion) carry no transfer and are ignored;
+//!
 //! and refused by name: MPI_Alltoallw-like operations predict has no collective for, a
 //! collective on a communicator the archive does not define or whose group is not MPI ranks,
 //! or by a rank that is no member of it, members that disagree on their collectives, a
@@ -235,6 +241,24 @@ pub fn own_text(a: &Archive) -> Result<String, String> {
         Ok((p, t))
     };
 
+    // The world rank of `peer` on RMA window `win`.
+    let rma_peer = |r: u32, win: u32, peer: u32| -> Result<u32, String> {
+        let comm = a
+            .windows
+            .get(win as usize)
+            .and_then(|&c| a.comms.get(c as usize))
+            .ok_or_else(|| {
+                format!("rank {r}: one-sided transfer on window #{win}, which the archive does not define with a communicator")
+            })?;
+        comm.members.get(peer as usize).copied().ok_or_else(|| {
+            format!(
+                "rank {r}: one-sided transfer to rank {peer} of communicator `{}` of {} ranks",
+                comm.name,
+                comm.members.len()
+            )
+        })
+    };
+
     let ns = |ticks: u64| -> u64 {
         if a.timer_resolution == 1_000_000_000 || a.timer_resolution == 0 {
             ticks
@@ -253,6 +277,9 @@ pub fn own_text(a: &Archive) -> Result<String, String> {
         let mut slots: Vec<Slot> = Vec::new();
         let mut mine: Vec<Option<CollRec>> = Vec::new();
         let mut pending_irecv: HashMap<u64, usize> = HashMap::new();
+        // One-sided transfers started: a completion of another (a blocking one's, as some
+        // tools write them) joins nothing.
+        let mut rma_started: BTreeSet<u64> = BTreeSet::new();
         // Nonblocking collectives started: request -> (index in `mine`, time).
         let mut pending_nbc: HashMap<u64, (usize, u64)> = HashMap::new();
         let mut cursor: Option<u64> = None;
@@ -268,12 +295,7 @@ pub fn own_text(a: &Archive) -> Result<String, String> {
                 slots.push(Slot::Line(format!("waitall {}", sr.join(" "))));
                 sr.clear();
             }
-            match completed.len() {
-                0 => {}
-                1 => slots.push(Slot::Line(format!("wait {}", completed[0]))),
-                _ => slots.push(Slot::Line(format!("waitall {}", completed.join(" ")))),
-            }
-            completed.clear();
+            wait_before(slots, completed);
         };
         for rec in &l.events {
             match *rec {
@@ -326,6 +348,9 @@ pub fn own_text(a: &Archive) -> Result<String, String> {
                 } => {
                     let (p, t) = peer_tag(r, comm, peer, tag)?;
                     let send = matches!(rec, Rec::Send { .. });
+                    // Completions recorded before it in the call come first (an epoch's
+                    // transfers before MPI_Win_complete's message).
+                    wait_before(&mut slots, &mut completed);
                     if sendrecv {
                         sr_count += 1;
                         let name = format!("sr{sr_count}");
@@ -390,6 +415,8 @@ pub fn own_text(a: &Archive) -> Result<String, String> {
                     received,
                 } => {
                     let c = coll_rec(r, t, (o, comm, root, sent, received), None)?;
+                    // As above: a fence's transfers complete before its barrier.
+                    wait_before(&mut slots, &mut completed);
                     slots.push(Slot::Coll(mine.len()));
                     mine.push(Some(c));
                 }
@@ -423,6 +450,56 @@ pub fn own_text(a: &Archive) -> Result<String, String> {
                     let c = coll_rec(r, t, (o, comm, root, sent, received), Some(name.clone()))?;
                     mine[k] = Some(c);
                     completed.push(name);
+                }
+                Rec::RmaPut {
+                    win,
+                    peer,
+                    bytes,
+                    req,
+                    ..
+                } => {
+                    let p = rma_peer(r, win, peer)?;
+                    rma_started.insert(req);
+                    slots.push(Slot::Line(format!("put {p} {bytes}B as r{req}")));
+                }
+                Rec::RmaGet {
+                    win,
+                    peer,
+                    bytes,
+                    req,
+                    ..
+                } => {
+                    let p = rma_peer(r, win, peer)?;
+                    rma_started.insert(req);
+                    slots.push(Slot::Line(format!("get {p} {bytes}B as r{req}")));
+                }
+                Rec::RmaAtomic {
+                    t,
+                    win,
+                    peer,
+                    sent,
+                    received,
+                    req,
+                } => {
+                    let p = rma_peer(r, win, peer)?;
+                    let line = match (sent, received) {
+                        (s, 0) => format!("put {p} {s}B as r{req}"),
+                        (0, g) => format!("get {p} {g}B as r{req}"),
+                        (s, g) if s == g => format!("fetch {p} {s}B as r{req}"),
+                        (s, g) => {
+                            return Err(format!(
+                                "rank {r}: RmaAtomic at t={t} sends {s} B and receives {g} B: \
+                                 the own format's fetch carries one size each way"
+                            ))
+                        }
+                    };
+                    rma_started.insert(req);
+                    slots.push(Slot::Line(line));
+                }
+                Rec::RmaComplete { req, .. } => {
+                    if rma_started.remove(&req) {
+                        completed.push(format!("r{req}"));
+                    }
                 }
                 Rec::Unmodelled { t, what } => {
                     return Err(format!(
@@ -590,6 +667,17 @@ pub fn own_text(a: &Archive) -> Result<String, String> {
     Ok(out)
 }
 
+/// The completions recorded so far in a call, as a `wait`/`waitall` before what comes next in
+/// it (record order is the call's order).
+fn wait_before(slots: &mut Vec<Slot>, completed: &mut Vec<String>) {
+    match completed.len() {
+        0 => {}
+        1 => slots.push(Slot::Line(format!("wait {}", completed[0]))),
+        _ => slots.push(Slot::Line(format!("waitall {}", completed.join(" ")))),
+    }
+    completed.clear();
+}
+
 fn kind(r: &Rec) -> &'static str {
     match r {
         Rec::Enter { .. } => "Enter",
@@ -606,6 +694,10 @@ fn kind(r: &Rec) -> &'static str {
         Rec::NbcRequest { .. } => "NonBlockingCollectiveRequest",
         Rec::NbcComplete { .. } => "NonBlockingCollectiveComplete",
         Rec::Measurement { .. } => "MeasurementOnOff",
+        Rec::RmaPut { .. } => "RmaPut",
+        Rec::RmaGet { .. } => "RmaGet",
+        Rec::RmaAtomic { .. } => "RmaAtomic",
+        Rec::RmaComplete { .. } => "RmaOpCompleteRemote",
         Rec::Unmodelled { what, .. } => what,
     }
 }

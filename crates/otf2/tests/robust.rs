@@ -163,6 +163,7 @@ fn random_archive(g: &mut Rng) -> Archive {
         timer_resolution: [0, 1_000_000_000, 1_000, 3_000_000_000][g.below(4) as usize],
         regions,
         comms,
+        windows: Vec::new(),
         mpi_ranks,
         locations,
     };

@@ -180,6 +180,7 @@ fn archive() -> Archive {
                 members: vec![0, 2],
             },
         ],
+        windows: Vec::new(),
         mpi_ranks: vec![10, 11, 12],
         locations: vec![
             loc(10, r0),

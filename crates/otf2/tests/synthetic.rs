@@ -421,17 +421,23 @@ fn refusals_name_what_cannot_be_modelled() {
             && e.contains("nonblocking MPI_Bcast root 2"),
         "{e}"
     );
-    // One-sided communication.
+    // A one-sided transfer on a window the archive does not define.
     let (mut a, _) = commperf_otf2::archive_of(&run);
     a.locations[1].events.insert(
         3,
-        Rec::Unmodelled {
+        Rec::RmaPut {
             t: 1,
-            what: "RmaPut (one-sided communication)",
+            win: 5,
+            peer: 0,
+            bytes: 8,
+            req: 1,
         },
     );
     let e = commperf_otf2::to_own::own_text(&a).unwrap_err();
-    assert!(e.contains("rank 1: RmaPut"), "{e}");
+    assert!(
+        e.contains("rank 1: one-sided transfer on window #5, which the archive does not define"),
+        "{e}"
+    );
     // Ranks disagreeing on a collective.
     let (mut a, _) = commperf_otf2::archive_of(&run);
     for e in &mut a.locations[2].events {

@@ -65,7 +65,7 @@ pub use read::{
 pub use sites::CallSite;
 pub use trace::{
     replay, request_name, to_trace, CallKind, RankReplay, Replay, ReplayCall, ReplayCollective,
-    ReplayComm, ReplayMessage, ReplayOp, TraceOutput, TraceStats,
+    ReplayComm, ReplayMessage, ReplayOp, ReplayRma, RmaKind, TraceOutput, TraceStats,
 };
 
 /// The MPI libraries an interposer can be built for.

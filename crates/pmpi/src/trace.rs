@@ -30,7 +30,20 @@
 //!   order; when the members' records disagree (a dropped record, a rank cut short or missing),
 //!   only the common prefix is kept, per communicator, and the rest is counted;
 //! - while monitoring was stopped (MPI_Pcontrol(0) .. (1)) the calls were not recorded, so that
-//!   time is neither compute nor communication: it is left out and reported.
+//!   time is neither compute nor communication: it is left out and reported;
+//! - one-sided transfers become the format's `put` (MPI_Put, MPI_Accumulate and their R-forms),
+//!   `get` (MPI_Get, MPI_Rget) and `fetch` (MPI_Get_accumulate, MPI_Fetch_and_op,
+//!   MPI_Compare_and_swap, MPI_Rget_accumulate: half the recorded bytes each way, the record
+//!   holding what was sent plus what was received) to the target's world rank, each named after
+//!   its record and joined by the `wait`/`waitall` of the call that completes it: the MPI_Wait
+//!   of an R-form, else the call that closes its epoch ([`rma_epoch_ops`]). MPI_Win_fence is
+//!   also a `barrier` on the window's group (a collective of the group, as MPI_Win_fence is);
+//!   MPI_Win_post/start and complete/wait are empty messages from each target to each origin
+//!   and back. The interposer does not record the groups MPI_Win_post and MPI_Win_start were
+//!   given, so an origin's access epoch is taken to reach the targets its transfers went to,
+//!   matched in order with their exposure epochs; an origin and target whose epochs do not pair
+//!   up one to one have no synchronisation replayed (their transfers are), counted. A transfer
+//!   whose target is no rank of the run is left out, counted.
 
 use crate::read::{pair_events, Call, Event, Run};
 use commperf_report::timeline::Arg;
@@ -65,8 +78,16 @@ pub struct TraceStats {
     /// Collective calls (summed over ranks) the own format has no operation for
     /// (neighbourhood collectives, MPI_Alltoallw).
     pub unsupported_left_out: u64,
-    /// One-sided transfers (summed over ranks): not replayed; their time stays in the calls.
+    /// One-sided transfers (summed over ranks) written as `put`/`get`/`fetch`.
+    pub one_sided: u64,
+    /// Empty messages written for MPI_Win_post→start and complete→wait (not in `messages`).
+    pub epoch_messages: u64,
+    /// One-sided transfers (summed over ranks) left out: their target is no rank of the run.
     pub one_sided_left_out: u64,
+    /// Access epochs (MPI_Win_start .. complete, per target its transfers reached) whose
+    /// synchronisation with the target's exposure epoch (MPI_Win_post .. wait) is not replayed:
+    /// the origin's epochs reaching the target and the target's epochs do not pair up.
+    pub epoch_syncs_left_out: u64,
     /// Collective calls (summed over ranks) not recorded alike on every member of their
     /// communicator.
     pub misaligned_collectives_left_out: u64,
@@ -91,6 +112,7 @@ impl TraceStats {
             + self.unsupported_left_out
             + self.misaligned_collectives_left_out
             + self.one_sided_left_out
+            + self.epoch_syncs_left_out
     }
 
     /// One line for the terminal: what was written, and what was left out and why.
@@ -111,6 +133,16 @@ impl TraceStats {
                 s,
                 " ({} of the calls nonblocking)",
                 self.nonblocking_collectives
+            );
+        }
+        if self.one_sided > 0 {
+            let _ = write!(s, ", {} one-sided transfers", self.one_sided);
+        }
+        if self.epoch_messages > 0 {
+            let _ = write!(
+                s,
+                " ({} empty messages for post/start/complete/wait)",
+                self.epoch_messages
             );
         }
         let mut why = Vec::new();
@@ -140,8 +172,15 @@ impl TraceStats {
         }
         if self.one_sided_left_out > 0 {
             why.push(format!(
-                "{} one-sided transfers (MPI_Put/Get/Accumulate…)",
+                "{} one-sided transfers (MPI_Put/Get/Accumulate…) to no rank of the run",
                 self.one_sided_left_out
+            ));
+        }
+        if self.epoch_syncs_left_out > 0 {
+            why.push(format!(
+                "{} synchronisations of MPI_Win_start/complete epochs with MPI_Win_post/wait \
+                 epochs that do not pair up",
+                self.epoch_syncs_left_out
             ));
         }
         if self.misaligned_collectives_left_out > 0 {
@@ -285,6 +324,58 @@ pub enum ReplayOp {
     /// Waits for these requests, started by earlier operations of the rank (or, in
     /// MPI_Sendrecv, by the call's own two halves).
     Wait(Vec<usize>),
+    /// A one-sided transfer, always nonblocking (MPI completes it at its epoch's end).
+    Rma(ReplayRma),
+}
+
+/// The own format's one-sided operations.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RmaKind {
+    /// Data to the target, an acknowledgement back (MPI_Put, MPI_Accumulate).
+    Put,
+    /// A request to the target, data back (MPI_Get).
+    Get,
+    /// Data both ways (MPI_Get_accumulate, MPI_Fetch_and_op, MPI_Compare_and_swap).
+    Fetch,
+}
+
+impl RmaKind {
+    /// Its word in the own format.
+    pub fn word(self) -> &'static str {
+        match self {
+            RmaKind::Put => "put",
+            RmaKind::Get => "get",
+            RmaKind::Fetch => "fetch",
+        }
+    }
+
+    /// The kind of a one-sided transfer call, None for any other call.
+    pub fn of(c: Call) -> Option<RmaKind> {
+        Some(match c {
+            Call::Put | Call::Rput | Call::Accumulate | Call::Raccumulate => RmaKind::Put,
+            Call::Get | Call::Rget => RmaKind::Get,
+            Call::GetAccumulate
+            | Call::RgetAccumulate
+            | Call::FetchAndOp
+            | Call::CompareAndSwap => RmaKind::Fetch,
+            _ => return None,
+        })
+    }
+}
+
+/// One one-sided transfer of the origin's.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReplayRma {
+    pub event: usize,
+    pub kind: RmaKind,
+    /// The target as a world rank.
+    pub peer: u32,
+    /// The format's size: what a put sends, a get fetches, a fetch carries each way.
+    pub bytes: u64,
+    /// The window's group id (`Event::comm`).
+    pub win: u32,
+    /// Its request (its record's index), completed by a later [`ReplayOp::Wait`].
+    pub request: usize,
 }
 
 /// One side of a matched point-to-point message.
@@ -431,6 +522,8 @@ fn collective_of(
         Call::ReduceScatter | Call::ReduceScatterBlock => ("reducescatter", None, e.bytes / n),
         Call::Scan => ("scan", None, e.bytes),
         Call::Exscan => ("exscan", None, e.bytes),
+        // A fence synchronises the window's group (after its transfers are complete).
+        Call::WinFence => ("barrier", None, 0),
         _ => return None,
     })
 }
@@ -502,12 +595,24 @@ pub fn replay(run: &Run) -> Replay {
         messages.push((src, p.send, dst, p.recv));
     }
     st.messages = pairing.pairs.len() as u64;
-    st.one_sided_left_out = run
-        .ranks
-        .iter()
-        .flat_map(|r| &r.events)
-        .filter(|e| e.call.is_rma())
-        .count() as u64;
+    // One-sided: a transfer is replayed when its target is a rank of the run.
+    let rma_ok = |e: &Event| e.peer >= 0 && (e.peer as u32) < n;
+    for e in run.ranks.iter().flat_map(|r| &r.events) {
+        if e.call.is_rma() {
+            if rma_ok(e) {
+                st.one_sided += 1;
+            } else {
+                st.one_sided_left_out += 1;
+            }
+        }
+    }
+    // Post/start and complete/wait synchronisations: empty messages on two tags of their own,
+    // above every point-to-point tag.
+    let sync_tags = (
+        i64::from(max_world_tag) + 1 + sub_streams.len() as i64,
+        i64::from(max_world_tag) + 2 + sub_streams.len() as i64,
+    );
+    let epoch_syncs = pscw_syncs(run, sync_tags, &mut st);
     for rd in &run.ranks {
         let me = rd.header.rank;
         st.unmatched_left_out += rd
@@ -531,7 +636,7 @@ pub fn replay(run: &Run) -> Replay {
     for rd in &run.ranks {
         let me = rd.header.rank;
         for (i, e) in rd.events.iter().enumerate() {
-            if !e.call.is_collective() {
+            if !e.call.is_collective() && e.call != Call::WinFence {
                 continue;
             }
             if e.comm != 0
@@ -687,6 +792,8 @@ pub fn replay(run: &Run) -> Replay {
         let mut compute = 0u64;
         // Requests written and not yet waited for.
         let mut posted: HashSet<usize> = HashSet::new();
+        // One-sided transfers not yet completed, by (window, target).
+        let mut rma_pending: BTreeMap<(u32, u32), Vec<usize>> = BTreeMap::new();
         let mut out = Vec::with_capacity(calls.len());
         for (c_start, c_end, kind) in calls {
             let mut compute_before = 0;
@@ -708,6 +815,41 @@ pub fn replay(run: &Run) -> Replay {
             };
             let mut ops = Vec::new();
             match &kind {
+                CallKind::Record(i) if rd.events[*i].call.is_rma() => {
+                    let e = &rd.events[*i];
+                    if let (Some(k), true) = (RmaKind::of(e.call), rma_ok(e)) {
+                        let peer = e.peer as u32;
+                        posted.insert(*i);
+                        rma_pending.entry((e.comm, peer)).or_default().push(*i);
+                        ops.push(ReplayOp::Rma(ReplayRma {
+                            event: *i,
+                            kind: k,
+                            peer,
+                            bytes: if k == RmaKind::Fetch {
+                                e.bytes / 2
+                            } else {
+                                e.bytes
+                            },
+                            win: e.comm,
+                            request: *i,
+                        }));
+                    }
+                }
+                CallKind::Record(i) if rd.events[*i].call.is_rma_sync() => {
+                    let done = rma_epoch_ops(&rd.events[*i], &mut rma_pending);
+                    if !done.is_empty() {
+                        done.iter().for_each(|q| {
+                            posted.remove(q);
+                        });
+                        ops.push(ReplayOp::Wait(done));
+                    }
+                    if let Some(coll) = kept_coll.get(&(me, *i)) {
+                        ops.push(ReplayOp::Collective(coll.clone()));
+                    }
+                    if let Some(v) = epoch_syncs.get(&(me, *i)) {
+                        ops.extend(v.iter().cloned().map(ReplayOp::Message));
+                    }
+                }
                 CallKind::Record(i) => match role(rd.events[*i].call) {
                     Role::Other => {}
                     Role::Blocking => ops.extend(message(*i, false).map(ReplayOp::Message)),
@@ -730,6 +872,15 @@ pub fn replay(run: &Run) -> Replay {
                     // Only requests whose start was replayed (a record cut short may show its
                     // completion before its start): a wait for an unknown name is refused.
                     let done: Vec<usize> = v.iter().copied().filter(|i| posted.remove(i)).collect();
+                    // An R-form's transfer completed here is no longer its epoch's to complete.
+                    for q in &done {
+                        let e = &rd.events[*q];
+                        if e.call.is_rma() {
+                            if let Some(p) = rma_pending.get_mut(&(e.comm, e.peer as u32)) {
+                                p.retain(|x| x != q);
+                            }
+                        }
+                    }
                     if !done.is_empty() {
                         ops.push(ReplayOp::Wait(done));
                     }
@@ -790,6 +941,143 @@ pub fn replay(run: &Run) -> Replay {
     }
 }
 
+/// The transfers one-sided synchronisation call `e` completes, taken from `pending` (per
+/// (window, target), in the order they were made): MPI_Win_fence, MPI_Win_complete,
+/// MPI_Win_unlock_all and MPI_Win_flush_all(_local) every transfer on the window,
+/// MPI_Win_unlock and MPI_Win_flush(_local) those to the rank they name. A transfer completes
+/// when the origin knows it done at the target, so flush_local is taken as flush (which it
+/// bounds). MPI_Win_lock(_all), post, start, wait, test and sync complete none: lock
+/// acquisition and exclusive locks' serialisation are not replayed.
+fn rma_epoch_ops(e: &Event, pending: &mut BTreeMap<(u32, u32), Vec<usize>>) -> Vec<usize> {
+    let mut done = Vec::new();
+    let all = matches!(
+        e.call,
+        Call::WinFence
+            | Call::WinComplete
+            | Call::WinUnlockAll
+            | Call::WinFlushAll
+            | Call::WinFlushLocalAll
+    );
+    let one = matches!(
+        e.call,
+        Call::WinUnlock | Call::WinFlush | Call::WinFlushLocal
+    );
+    for (&(win, target), v) in pending.iter_mut() {
+        if win == e.comm && (all || (one && i64::from(target) == i64::from(e.peer))) {
+            done.append(v);
+        }
+    }
+    pending.retain(|_, v| !v.is_empty());
+    done.sort_unstable();
+    done
+}
+
+/// An access epoch: MPI_Win_start's record, MPI_Win_complete's (None while open), and the
+/// targets its transfers reached.
+type Access = (usize, Option<usize>, BTreeSet<u32>);
+
+/// One rank's generalised active target epochs on one window, in call order.
+#[derive(Default)]
+struct Epochs {
+    access: Vec<Access>,
+    /// MPI_Win_post .. MPI_Win_wait (or a MPI_Win_test that found it over).
+    exposure: Vec<(usize, Option<usize>)>,
+}
+
+/// The empty messages that replay post/start/complete/wait, per (rank, its record): the target's
+/// post sends one to each origin whose access epoch reaches it, the origin's start receives it;
+/// the origin's complete sends one back, the target's wait receives it. An origin's epochs that
+/// reach a target are paired in order with the target's exposure epochs on that window when
+/// there are as many of each; otherwise none of them are synchronised (a guess could deadlock
+/// the replay), and they are counted in `st.epoch_syncs_left_out`.
+fn pscw_syncs(
+    run: &Run,
+    (post_tag, complete_tag): (i64, i64),
+    st: &mut TraceStats,
+) -> HashMap<(u32, usize), Vec<ReplayMessage>> {
+    let mut epochs: BTreeMap<(u32, u32), Epochs> = BTreeMap::new();
+    for rd in &run.ranks {
+        let me = rd.header.rank;
+        for (_, _, kind) in calls_of(&rd.events) {
+            let CallKind::Record(i) = kind else { continue };
+            let e = &rd.events[i];
+            let en = epochs.entry((me, e.comm)).or_default();
+            match e.call {
+                Call::WinStart => en.access.push((i, None, BTreeSet::new())),
+                Call::WinComplete => {
+                    if let Some(a) = en.access.last_mut().filter(|a| a.1.is_none()) {
+                        a.1 = Some(i);
+                    }
+                }
+                Call::WinPost => en.exposure.push((i, None)),
+                Call::WinWait | Call::WinTest => {
+                    if let Some(x) = en.exposure.last_mut().filter(|x| x.1.is_none()) {
+                        x.1 = Some(i);
+                    }
+                }
+                c if c.is_rma() && e.peer >= 0 => {
+                    if let Some(a) = en.access.last_mut().filter(|a| a.1.is_none()) {
+                        a.2.insert(e.peer as u32);
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    let mut out: HashMap<(u32, usize), Vec<ReplayMessage>> = HashMap::new();
+    let msg = |event: usize, send: bool, peer: u32, tag: i64| ReplayMessage {
+        event,
+        send,
+        peer,
+        tag,
+        bytes: 0,
+        request: None,
+    };
+    for (&(origin, win), ep) in &epochs {
+        // The targets this origin reached, each with its epochs reaching it.
+        let mut reach: BTreeMap<u32, Vec<&Access>> = BTreeMap::new();
+        for a in &ep.access {
+            for &t in &a.2 {
+                reach.entry(t).or_default().push(a);
+            }
+        }
+        for (target, acc) in reach {
+            let exp = epochs
+                .get(&(target, win))
+                .map_or(&[][..], |x| &x.exposure[..]);
+            let paired = acc.len() == exp.len()
+                && acc.iter().all(|a| a.1.is_some())
+                && exp.iter().all(|x| x.1.is_some());
+            if !paired {
+                st.epoch_syncs_left_out += acc.len() as u64;
+                continue;
+            }
+            for (a, x) in acc.iter().zip(exp) {
+                let (Some(complete), Some(wait)) = (a.1, x.1) else {
+                    continue;
+                };
+                st.epoch_messages += 2;
+                out.entry((target, x.0))
+                    .or_default()
+                    .push(msg(x.0, true, origin, post_tag));
+                out.entry((origin, a.0))
+                    .or_default()
+                    .push(msg(a.0, false, target, post_tag));
+                out.entry((origin, complete)).or_default().push(msg(
+                    complete,
+                    true,
+                    target,
+                    complete_tag,
+                ));
+                out.entry((target, wait))
+                    .or_default()
+                    .push(msg(wait, false, origin, complete_tag));
+            }
+        }
+    }
+    out
+}
+
 /// Converts a run: its replay ([`replay`]) written in the own format, and as a timeline.
 pub fn to_trace(run: &Run) -> TraceOutput {
     let r = replay(run);
@@ -846,6 +1134,10 @@ pub fn to_trace(run: &Run) -> TraceOutput {
                             let _ = write!(text, " as {}", request_name(q));
                         }
                         text.push('\n');
+                    }
+                    ReplayOp::Rma(x) => {
+                        let (verb, q) = (x.kind.word(), request_name(x.request));
+                        let _ = writeln!(text, "  {verb} {} {}B as {q}", x.peer, x.bytes);
                     }
                     ReplayOp::Wait(v) => {
                         let names: Vec<String> = v.iter().map(|&i| request_name(i)).collect();
@@ -1291,5 +1583,109 @@ mod tests {
             "{}",
             st.describe()
         );
+    }
+
+    #[test]
+    fn one_sided_transfers_are_replayed_within_their_epochs() {
+        // Two ranks, each on a window over both (group id 0x77): fence; MPI_Put 64 B to the
+        // other; fence; lock(other); MPI_Fetch_and_op of 8 B (16 recorded, both ways);
+        // unlock(other); post; start; MPI_Get 32 B; complete; wait. One call per 100 ns.
+        let calls = [
+            (Call::WinFence, false, 0),
+            (Call::Put, true, 64),
+            (Call::WinFence, false, 0),
+            (Call::WinLock, true, 0),
+            (Call::FetchAndOp, true, 16),
+            (Call::WinUnlock, true, 0),
+            (Call::WinPost, false, 0),
+            (Call::WinStart, false, 0),
+            (Call::Get, true, 32),
+            (Call::WinComplete, false, 0),
+            (Call::WinWait, false, 0),
+        ];
+        let evs = (0..2)
+            .map(|r| {
+                calls
+                    .iter()
+                    .enumerate()
+                    .map(|(k, &(call, peer, bytes))| {
+                        let peer = if peer { 1 - r } else { -1 };
+                        coll(call, 0x77, peer, bytes, 100 * (k as u64 + 1), None)
+                    })
+                    .collect()
+            })
+            .collect();
+        let run = run_of(2, evs, &[(0x77, vec![0, 1])]);
+        let out = to_trace(&run);
+        let ops: Vec<String> = block(&out.text, 0)
+            .into_iter()
+            .filter(|l| !l.starts_with("compute"))
+            .collect();
+        assert_eq!(
+            ops,
+            [
+                "barrier on c77",
+                "put 1 64B as q1",
+                "wait q1",
+                "barrier on c77",
+                "fetch 1 8B as q4",
+                "wait q4",
+                "send 1 0B tag 0",
+                "recv 1 0B tag 0",
+                "get 1 32B as q8",
+                "wait q8",
+                "send 1 0B tag 1",
+                "recv 1 0B tag 1",
+            ],
+            "{}",
+            out.text
+        );
+        // predict reads it: per rank the two fences' barrier exchanges and the two epoch
+        // messages are its sends.
+        assert_eq!(sends_per_rank(&out.text), [2 + 2, 2 + 2]);
+        let st = &out.stats;
+        assert_eq!((st.one_sided, st.one_sided_left_out), (6, 0));
+        assert_eq!((st.epoch_messages, st.epoch_syncs_left_out), (4, 0));
+        assert_eq!((st.subcomm_collectives, st.communicators), (4, 1));
+        assert!(
+            st.describe().contains(
+                "6 one-sided transfers (4 empty messages for post/start/complete/wait); \
+                 nothing left out"
+            ),
+            "{}",
+            st.describe()
+        );
+
+        // Rank 0 starts a second access epoch to rank 1, which posts once: the two do not
+        // pair up, so neither of rank 0's epochs is synchronised; the transfers stay.
+        let mut evs: Vec<Vec<Event>> = (0..2)
+            .map(|r| {
+                calls
+                    .iter()
+                    .enumerate()
+                    .map(|(k, &(call, peer, bytes))| {
+                        let peer = if peer { 1 - r } else { -1 };
+                        coll(call, 0x77, peer, bytes, 100 * (k as u64 + 1), None)
+                    })
+                    .collect()
+            })
+            .collect();
+        evs[0].push(coll(Call::WinStart, 0x77, -1, 0, 2_000, None));
+        evs[0].push(coll(Call::Put, 0x77, 1, 8, 2_100, None));
+        evs[0].push(coll(Call::WinComplete, 0x77, -1, 0, 2_200, None));
+        let out = to_trace(&Run::new(
+            PathBuf::new(),
+            run_of(2, evs, &[(0x77, vec![0, 1])]).ranks,
+        ));
+        let st = &out.stats;
+        assert_eq!((st.one_sided, st.epoch_syncs_left_out), (7, 2));
+        // Rank 1's epoch with rank 0 still pairs: one exposure of rank 0, one access of 1.
+        assert_eq!(st.epoch_messages, 2);
+        assert!(out.stats.describe().contains(
+            "left out 2 calls: 2 synchronisations of MPI_Win_start/complete epochs with \
+             MPI_Win_post/wait epochs that do not pair up"
+        ));
+        // The barriers' sends, and rank 0's post to rank 1 and rank 1's complete to rank 0.
+        assert_eq!(sends_per_rank(&out.text), [2 + 1, 2 + 1]);
     }
 }

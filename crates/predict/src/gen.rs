@@ -474,6 +474,12 @@ fn write_goal_rank(r: u32, prog: &SeqProgram, out: &mut Vec<u8>) -> io::Result<(
                 }
                 writeln!(out, "l{}: recv {bytes}b from {from} tag {tag}", i + 1)?
             }
+            OpKind::Rma { .. } => {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    "GOAL has no one-sided transfer",
+                ))
+            }
         }
         // SeqProgram adds an operation's dependencies when it adds the operation (a wait's
         // right after), so they come grouped and in order.

@@ -25,6 +25,12 @@ pub enum OpKind {
     Send { to: Rank, tag: u32, bytes: u64 },
     /// Receives `bytes` from `from` (or [`ANY`]) with `tag` (or [`ANY`]).
     Recv { from: Rank, tag: u32, bytes: u64 },
+    /// A one-sided transfer (MPI_Put/Get/Accumulate…): a request of `out` bytes from this rank
+    /// to `target`, then a reply of `back` bytes to this rank (a put's reply is its empty
+    /// acknowledgement). Only this rank's CPU is involved: no operation of the target matches
+    /// it. It completes when the reply is in, so a wait for it is the origin knowing the
+    /// transfer is done at the target (what closing an epoch waits for).
+    Rma { target: Rank, out: u64, back: u64 },
 }
 
 impl OpKind {
@@ -146,6 +152,7 @@ impl Workload {
                 OpKind::Send { .. } => c.0 += 1,
                 OpKind::Recv { .. } => c.1 += 1,
                 OpKind::Calc { .. } => c.2 += 1,
+                OpKind::Rma { .. } => {}
             }
         }
         c
@@ -396,7 +403,7 @@ impl SeqProgram {
     pub fn map_peers(&mut self, from: usize, f: impl Fn(Rank) -> Rank) {
         for op in self.ops.iter_mut().skip(from) {
             match op {
-                OpKind::Send { to, .. } => *to = f(*to),
+                OpKind::Send { to, .. } | OpKind::Rma { target: to, .. } => *to = f(*to),
                 OpKind::Recv { from, .. } if *from != ANY => *from = f(*from),
                 _ => {}
             }

@@ -66,7 +66,7 @@ fn assert_matched(w: &Workload) {
                     assert!(from != ANY && tag != ANY);
                     *bal.entry((from, r, tag, bytes)).or_default() -= 1
                 }
-                OpKind::Calc { .. } => {}
+                OpKind::Calc { .. } | OpKind::Rma { .. } => {}
             }
         }
     }
@@ -98,7 +98,7 @@ fn runs_to_completion(w: &Workload, eager: bool) -> bool {
                     nth[i] = v.len();
                     v.push(i);
                 }
-                OpKind::Calc { .. } => {}
+                OpKind::Calc { .. } | OpKind::Rma { .. } => {}
             }
         }
     }
@@ -117,7 +117,7 @@ fn runs_to_completion(w: &Workload, eager: bool) -> bool {
                 }
                 if started[i] && !done[i] {
                     let ok = match w.op(i) {
-                        OpKind::Calc { .. } => true,
+                        OpKind::Calc { .. } | OpKind::Rma { .. } => true,
                         OpKind::Send { to, tag, .. } => {
                             eager
                                 || recvs
@@ -1689,7 +1689,7 @@ fn messages(s: &Shape) -> (Vec<Msg>, Vec<Msg>) {
         match op {
             OpKind::Send { to, tag, bytes } => sends.push((r, to, tag, bytes)),
             OpKind::Recv { from, tag, bytes } => recvs.push((r, from, tag, bytes)),
-            OpKind::Calc { .. } => {}
+            OpKind::Calc { .. } | OpKind::Rma { .. } => {}
         }
     }
     sends.sort_unstable();
@@ -1854,4 +1854,42 @@ fn the_documented_example_parses() {
             },
         ]
     );
+}
+
+#[test]
+fn the_documented_one_sided_example_parses_and_errors_name_the_word() {
+    let doc = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/src/reference/traces.md"),
+    )
+    .unwrap();
+    let at = doc.find("Example — one-sided").unwrap();
+    let start = at + doc[at..].find("```text\n").unwrap() + "```text\n".len();
+    let end = start + doc[start..].find("```").unwrap();
+    let w = own(&doc[start..end]);
+    check(&w);
+    let rma = |target, out, back| OpKind::Rma { target, out, back };
+    let r0: Vec<OpKind> = ops_of(&w, 0)
+        .into_iter()
+        .filter(|o| matches!(o, OpKind::Rma { .. }))
+        .collect();
+    assert_eq!(r0, [rma(1, 64, 0), rma(1, 0, 32), rma(1, 8, 8)]);
+    // The target has no operation for them: its block is its compute and the barrier.
+    assert!(ops_of(&w, 1)
+        .iter()
+        .all(|o| !matches!(o, OpKind::Rma { .. })));
+    for (line, msg) in [
+        ("put 1", "expected a size at the end of the line"),
+        (
+            "get 1 8B as",
+            "expected a request name at the end of the line",
+        ),
+        ("fetch 1 8B tag 3", "unexpected word (expected `as NAME`)"),
+        ("put 2 8B", "rank 2 is outside 0..2"),
+        ("put 1 8B as 9x", "a request name is letters"),
+    ] {
+        let e = own_err(&format!("ranks 2\nrank 0\n  {line}\n"));
+        assert!(e.contains(msg), "{line}: {e}");
+    }
+    let e = own_err("ranks 2\nrank 0\n  put 1 8B as p\n  get 1 8B as p\n");
+    assert!(e.contains("still outstanding"), "{e}");
 }

@@ -47,6 +47,8 @@ enum Elem {
     Op(u32),
     Msg(u32),
     Line(u32),
+    /// A one-sided transfer's reply is at its origin: the operation completes.
+    RmaDone(u32),
 }
 
 /// The lines a host's blocked elements wait in, by what they need: a calc the CPU, a send the
@@ -288,6 +290,7 @@ pub(crate) fn run(
         match elem {
             Elem::Op(op) => e.op(op, t, ts, &mut touched)?,
             Elem::Msg(m) => e.msg(m, t, ts, &mut touched),
+            Elem::RmaDone(op) => e.rma_done(op, t, &mut touched),
             Elem::Line(l) => {
                 let std::cmp::Reverse((ts, elem)) = e.lines[l as usize]
                     .pop()
@@ -295,7 +298,9 @@ pub(crate) fn run(
                 match elem {
                     Elem::Op(op) => e.op(op, t, ts, &mut touched)?,
                     Elem::Msg(m) => e.msg(m, t, ts, &mut touched),
-                    Elem::Line(_) => unreachable!("lines hold operations and messages"),
+                    Elem::Line(_) | Elem::RmaDone(_) => {
+                        unreachable!("lines hold operations and messages")
+                    }
                 }
                 e.requeue_line(l);
             }
@@ -375,14 +380,14 @@ impl Engine<'_> {
             .filter(|&i| self.g.rank[i as usize] == h)
             .collect();
         mine.sort_by_key(|&op| match self.w.op(op as usize) {
-            OpKind::Send { .. } => 0,
+            OpKind::Send { .. } | OpKind::Rma { .. } => 0,
             OpKind::Recv { .. } => 1,
             OpKind::Calc { .. } => 2,
         });
         for op in mine {
             let host = self.hosts[h as usize];
             let t = match self.w.op(op as usize) {
-                OpKind::Send { .. } => host.next_o.max(host.next_gs),
+                OpKind::Send { .. } | OpKind::Rma { .. } => host.next_o.max(host.next_gs),
                 _ => host.next_o,
             };
             let ts = self.new_ts();
@@ -527,6 +532,9 @@ impl Engine<'_> {
                     self.started_at[op as usize] = t;
                 }
             }
+            OpKind::Rma { target, out, back } => {
+                self.rma(op, h, target, (out, back), t, ts, touched)?
+            }
             OpKind::Recv { from, tag, bytes } => {
                 self.mark(op, false, touched);
                 let hit = take(&mut self.unexpected[h as usize], from, tag);
@@ -548,6 +556,74 @@ impl Engine<'_> {
             }
         }
         Ok(())
+    }
+
+    /// A one-sided transfer from host `h` started at `t` (when its CPU and sending NIC are
+    /// free, as a send): the CPU is held for o_s + (out−1)·O and the NIC for g + (out−1)·G; the
+    /// request's last byte is at the target o_s + L + (out−1)·G after the start, where the
+    /// target's NIC answers at once (its CPU and NIC are not charged: the data goes to or comes
+    /// from memory), and the reply's last byte is back L + (back−1)·G later: then the transfer
+    /// is complete. To oneself with local self-messages it costs the CPU overhead only.
+    #[allow(clippy::too_many_arguments)]
+    fn rma(
+        &mut self,
+        op: u32,
+        h: u32,
+        target: u32,
+        (out, back): (u64, u64),
+        t: f64,
+        ts: u64,
+        touched: &mut Vec<u32>,
+    ) -> Result<(), PredictError> {
+        if target >= self.w.nranks() {
+            return Err(PredictError::Config(format!(
+                "rank {h} transfers one-sided with rank {target}, outside 0..{}",
+                self.w.nranks()
+            )));
+        }
+        let p = self.p;
+        let local = self.local_self.filter(|_| target == h);
+        let host = &mut self.hosts[h as usize];
+        if host.next_o.max(host.next_gs) > t {
+            self.block(h * LINES + SEND_LINE, ts, Elem::Op(op));
+            return Ok(());
+        }
+        let (cpu, done) = match local {
+            Some(c) => {
+                let cpu = c.o_s_ns + tail(out) * c.O_ns_per_byte;
+                (cpu, t + cpu)
+            }
+            None => {
+                host.next_gs = t + p.g_ns + tail(out) * p.G_ns_per_byte;
+                let wire = 2.0 * p.L_ns + (tail(out) + tail(back)) * p.G_ns_per_byte;
+                (p.o_s_ns + tail(out) * p.O_ns_per_byte, t + p.o_s_ns + wire)
+            }
+        };
+        host.next_o = t + cpu;
+        host.overhead += cpu;
+        self.mark(op, false, touched);
+        let ts = self.new_ts();
+        self.push(done, ts, Elem::RmaDone(op));
+        if !self.started_at.is_empty() {
+            self.started_at[op as usize] = t;
+        }
+        Ok(())
+    }
+
+    /// A one-sided transfer's reply is in at `t`: the operation completes, and what waits for
+    /// it cannot start before `t` (operations enter the queue at their host's `next_o`).
+    fn rma_done(&mut self, op: u32, t: f64, touched: &mut Vec<u32>) {
+        let h = self.g.rank[op as usize];
+        let host = &mut self.hosts[h as usize];
+        host.next_o = host.next_o.max(t);
+        self.mark(op, true, touched);
+        touched.push(h);
+        if !self.started_at.is_empty() {
+            let start = self.started_at[op as usize];
+            if let OpKind::Rma { target, out, back } = self.w.op(op as usize) {
+                self.span(h, SpanKind::Send, start, t, Some(target), out + back);
+            }
+        }
     }
 
     /// A rendezvous send is matched at `t`: it completes, and its host cannot act before `t`.

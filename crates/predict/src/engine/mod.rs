@@ -505,6 +505,10 @@ fn stuck_op(op: crate::workload::OpKind) -> String {
             who(from, "rank "),
             who(tag, "")
         ),
+        OpKind::Rma { target, out, back } => format!(
+            "one-sided transfer with rank {target} ({out} B out, {back} B back), waiting for \
+             its dependencies"
+        ),
     }
 }
 

@@ -38,6 +38,18 @@ struct Msg {
     started: bool,
     arrived: bool,
     start_t: f64,
+    leg: Leg,
+}
+
+/// What a message is: half of a send/receive pair, or a leg of a one-sided transfer
+/// ([`OpKind::Rma`], `send_op` its operation), which no receive matches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Leg {
+    P2p,
+    /// Origin to target: the request with the data a put carries.
+    Request,
+    /// Target to origin: the data a get fetches, or a put's acknowledgement.
+    Reply,
 }
 
 /// Dependencies not yet satisfied (or [`DONE`]), owning rank, and where its dependents start in
@@ -433,7 +445,7 @@ impl<'a> Sim<'a> {
                     if self.flows[a as usize].version != b {
                         continue;
                     }
-                    self.flow_end(a);
+                    self.flow_end(a)?;
                 }
                 EvKind::Epoch => self.epoch(),
             }
@@ -538,17 +550,9 @@ impl<'a> Sim<'a> {
                     started: false,
                     arrived: false,
                     start_t: 0.0,
+                    leg: Leg::P2p,
                 };
-                let mid = match self.msg_free.pop() {
-                    Some(id) => {
-                        self.msgs[id as usize] = m;
-                        id
-                    }
-                    None => {
-                        self.msgs.push(m);
-                        (self.msgs.len() - 1) as u32
-                    }
-                };
+                let mid = self.new_msg(m);
                 self.messages += 1;
                 // The earliest posted receive that accepts it.
                 let hit = self.queues.take(POSTED, to, |[_, from, rt]| {
@@ -561,6 +565,27 @@ impl<'a> Sim<'a> {
                 if self.msgs[mid as usize].eager || self.msgs[mid as usize].recv_op != NONE {
                     self.start_transfer(mid)?;
                 }
+            }
+            OpKind::Rma { target, out, .. } => {
+                if target >= self.w.nranks() {
+                    return Err(PredictError::Config(format!(
+                        "rank {rank} transfers one-sided with rank {target}, outside 0..{}",
+                        self.w.nranks()
+                    )));
+                }
+                let mid = self.new_msg(Msg {
+                    src: rank,
+                    dst: target,
+                    bytes: out,
+                    send_op: op,
+                    recv_op: NONE,
+                    eager: true,
+                    started: false,
+                    arrived: false,
+                    start_t: 0.0,
+                    leg: Leg::Request,
+                });
+                self.start_transfer(mid)?;
             }
             OpKind::Recv { from, tag, .. } => {
                 let hit = self.queues.take(UNEXPECTED, rank, |[_, src, mt]| {
@@ -599,6 +624,9 @@ impl<'a> Sim<'a> {
                 OpKind::Recv { from, bytes, .. } => {
                     (Some(SpanKind::Recv), (from != ANY).then_some(from), bytes)
                 }
+                OpKind::Rma {
+                    target, out, back, ..
+                } => (Some(SpanKind::Send), Some(target), out + back),
             };
             if let Some(kind) = kind {
                 tl.spans.push(Span {
@@ -630,24 +658,51 @@ impl<'a> Sim<'a> {
         }
     }
 
+    fn new_msg(&mut self, m: Msg) -> u32 {
+        match self.msg_free.pop() {
+            Some(id) => {
+                self.msgs[id as usize] = m;
+                id
+            }
+            None => {
+                self.msgs.push(m);
+                (self.msgs.len() - 1) as u32
+            }
+        }
+    }
+
     fn start_transfer(&mut self, mid: u32) -> Result<(), PredictError> {
         let t = self.now;
         let m = &mut self.msgs[mid as usize];
         m.started = true;
         m.start_t = t;
         let m = *m;
-        self.comm_change(m.src, true);
-        self.comm_change(m.dst, true);
+        // A one-sided transfer is the origin's communication from its request to its reply;
+        // the target takes no part.
+        match m.leg {
+            Leg::P2p => {
+                self.comm_change(m.src, true);
+                self.comm_change(m.dst, true);
+            }
+            Leg::Request => self.comm_change(m.src, true),
+            Leg::Reply => {}
+        }
         self.flow_start(mid)?;
         Ok(())
     }
 
     /// The message is at the receiver.
-    fn arrived(&mut self, mid: u32) {
+    fn arrived(&mut self, mid: u32) -> Result<(), PredictError> {
         let t = self.now;
         let m = self.msgs[mid as usize];
-        self.comm_change(m.src, false);
-        self.comm_change(m.dst, false);
+        match m.leg {
+            Leg::P2p => {
+                self.comm_change(m.src, false);
+                self.comm_change(m.dst, false);
+            }
+            Leg::Request => {}
+            Leg::Reply => self.comm_change(m.dst, false),
+        }
         if let Some((_, tl)) = &mut self.timeline {
             tl.messages.push(Arrow {
                 src: m.src,
@@ -658,11 +713,37 @@ impl<'a> Sim<'a> {
             });
         }
         self.msgs[mid as usize].arrived = true;
+        if m.leg != Leg::P2p {
+            return self.rma_leg_done(mid, m);
+        }
         // A send completes when its data is out.
         self.complete(m.send_op);
         if m.recv_op != NONE {
             self.deliver_recv(mid);
         }
+        Ok(())
+    }
+
+    /// A one-sided request is at its target: the reply (`back` bytes) leaves at once, the
+    /// target's CPU taking no part; the reply at the origin completes the transfer.
+    fn rma_leg_done(&mut self, mid: u32, m: Msg) -> Result<(), PredictError> {
+        self.msg_free.push(mid);
+        if m.leg == Leg::Reply {
+            self.complete(m.send_op);
+            return Ok(());
+        }
+        let back = match self.w.op(m.send_op as usize) {
+            OpKind::Rma { back, .. } => back,
+            _ => 0,
+        };
+        let reply = self.new_msg(Msg {
+            src: m.dst,
+            dst: m.src,
+            bytes: back,
+            leg: Leg::Reply,
+            ..m
+        });
+        self.start_transfer(reply)
     }
 
     /// The matched receive of an arrived message completes.
@@ -860,10 +941,10 @@ impl<'a> Sim<'a> {
             .set(g, key(end, self.seq), (EvKind::FlowEnd, g, v));
     }
 
-    fn flow_end(&mut self, id: u32) {
+    fn flow_end(&mut self, id: u32) -> Result<(), PredictError> {
         if !self.flows[id as usize].joined {
             self.join(id);
-            return;
+            return Ok(());
         }
         let t = self.now;
         let mid = self.flows[id as usize].msg;
@@ -896,7 +977,7 @@ impl<'a> Sim<'a> {
         self.active_flows -= 1;
         self.retouch(id, false);
         self.flow_free.push(id);
-        self.arrived(mid);
+        self.arrived(mid)
     }
 
     fn epoch(&mut self) {

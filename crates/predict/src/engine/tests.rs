@@ -836,3 +836,71 @@ fn loggp_progress_at_wait_lets_a_ranks_own_send_go_before_what_has_arrived() {
     // rank 0 receives 1110–1210.
     assert_eq!(finish(Progress::Wait), (1.21, 1.21));
 }
+
+/// An own-format trace's prediction under `model`, on the fixture's crossbar and parameters.
+fn run_text(text: &str, model: Model) -> Prediction {
+    use crate::parse::{parse_str, ParseOptions, TraceFormat};
+    let w = parse_str(text, "t", TraceFormat::Own, &ParseOptions::default()).unwrap();
+    let f = Fixture::new(w);
+    let cfg = PredictConfig {
+        model,
+        ..PredictConfig::default()
+    };
+    predict(&f.inputs(), &cfg).unwrap().prediction
+}
+
+fn finishes(p: &Prediction) -> Vec<f64> {
+    p.ranks.iter().map(|r| r.finish_us).collect()
+}
+
+#[test]
+fn one_sided_transfers_cost_the_origin_a_round_trip_and_the_target_nothing() {
+    // A blocking put, get and fetch of 1000 B from rank 0 to rank 1, which only computes.
+    for (op, loggp, contention) in [
+        // LogGP: o_s = 100, then the request's last byte at + L + (out−1)·G and the reply's at
+        // + L + (back−1)·G: 100 + 2·1000 + 999 = 3099 for a put (empty acknowledgement) and a
+        // get (empty request), 100 + 2000 + 2·999 = 4098 for a fetch (1000 B each way).
+        // Contention: Tcom each way, 1000 + 1000 then 1000 + 0 (a fetch: 2·2000).
+        ("put", 3.099, 3.0),
+        ("get", 3.099, 3.0),
+        ("fetch", 4.098, 4.0),
+    ] {
+        let t = format!("ranks 2\nrank 0\n  {op} 1 1000B\nrank 1\n  compute 100ns\n");
+        let p = run_text(&t, Model::LogGp);
+        assert_eq!(finishes(&p), [loggp, 0.1], "{op}");
+        // The origin's CPU is held for o_s only; the rest is waiting for the reply.
+        assert_eq!((p.ranks[0].comm_us, p.ranks[1].comm_us), (0.1, 0.0), "{op}");
+        let p = run_text(&t, Model::Contention);
+        assert_eq!(finishes(&p), [contention, 0.1], "{op}");
+    }
+}
+
+#[test]
+fn a_fence_epoch_waits_for_the_put_then_synchronises() {
+    // MPI_Put; compute; MPI_Win_fence = wait for the put, then a barrier of both ranks.
+    let t = "ranks 2\nrank 0\n  put 1 1000B as a\n  compute 500ns\n  wait a\n  barrier\n\
+             rank 1\n  compute 200ns\n  barrier\n";
+    // LogGP: the put starts at 0 (CPU to 100) and completes at 100 + 2000 + 999 = 3099, the
+    // compute runs 100..600. Rank 1's barrier message (0 B) leaves at 200 and is taken in by
+    // rank 0 at 1300 (CPU to 1400, unexpected). Rank 0 enters the barrier at 3099: its
+    // message leaves (CPU to 3199, at rank 1 at 4199) and its receive finds rank 1's: 3199.
+    // Rank 1 takes rank 0's in at 4199 + o_r = 4299: the target leaves the fence after the
+    // data is in (at 100 + 1000 + 999 = 2099).
+    assert_eq!(finishes(&run_text(t, Model::LogGp)), [3.199, 4.299]);
+    // Contention: the put's data is in at 2000, its acknowledgement at 3000; then the
+    // barrier's message from rank 0 takes 1000 (rank 1's was in at 1200): both at 4000.
+    assert_eq!(finishes(&run_text(t, Model::Contention)), [4.0, 4.0]);
+}
+
+#[test]
+fn a_lock_epoch_unlocks_when_every_transfer_to_the_target_is_done() {
+    // MPI_Win_lock(1); MPI_Put 1000 B; MPI_Get 500 B; MPI_Win_unlock(1) = wait for both.
+    let t = "ranks 2\nrank 0\n  put 1 1000B as a\n  get 1 500B as b\n  waitall a b\n\
+             rank 1\n  compute 100ns\n";
+    // LogGP: the put holds the CPU to 100 and the NIC to 200 + 999 = 1199, done at 3099; the
+    // get starts when the NIC is free, 1199: done at 1199 + 100 + 2000 + 499 = 3798.
+    assert_eq!(finishes(&run_text(t, Model::LogGp)), [3.798, 0.1]);
+    // Contention (full duplex): the get's request is in at 1000, its 500 B back at
+    // 1000 + 1000 + 500 = 2500; the put's data is in at 2000, its acknowledgement at 3000.
+    assert_eq!(finishes(&run_text(t, Model::Contention)), [3.0, 0.1]);
+}

@@ -553,6 +553,7 @@ impl<'a> Parser<'a> {
                 Ok(())
             }
             "comm" => self.comm(toks, line_end),
+            "put" | "get" | "fetch" => self.rma(toks, line_end),
             "wait" | "waitall" => {
                 if kw == "wait" {
                     exact(self, 1, "a request name")?;
@@ -664,6 +665,57 @@ impl<'a> Parser<'a> {
                 Ok(())
             }
         }
+    }
+
+    /// `put RANK SIZE [as NAME]`, `get …`, `fetch …`: a one-sided transfer with RANK (the
+    /// target), [`OpKind::Rma`]. A put sends SIZE and gets an empty acknowledgement back, a get
+    /// sends an empty request and gets SIZE back, a fetch (read-modify-write) both. Without a
+    /// name it is blocking: the next call waits for its completion at the origin.
+    fn rma(&mut self, toks: &[Tok], line_end: usize) -> Result<(), ParseError> {
+        let (head, args) = (toks[0], &toks[1..]);
+        if args.len() < 2 {
+            let what = if args.is_empty() { "a rank" } else { "a size" };
+            return Err(self.missing(toks, line_end, what));
+        }
+        let target = self.rank_arg(args[0], false)?;
+        let bytes = self.size_arg(args[1])?;
+        let name = match &args[2..] {
+            [] => None,
+            [kw, n] if self.word(*kw) == "as" => {
+                if !is_name(self.word(*n)) {
+                    return Err(self.err(
+                        *n,
+                        "a request name is letters, digits and `_`, not starting with a digit",
+                    ));
+                }
+                Some(self.word(*n))
+            }
+            [kw] if self.word(*kw) == "as" => {
+                return Err(self.missing(toks, line_end, "a request name"))
+            }
+            [w, ..] => return Err(self.err(*w, "unexpected word (expected `as NAME`)")),
+        };
+        let (out, back) = match self.word(head) {
+            "put" => (bytes, 0),
+            "get" => (0, bytes),
+            _ => (bytes, bytes),
+        };
+        let op = OpKind::Rma { target, out, back };
+        let b = self.block(head)?;
+        let Some(n) = name else {
+            b.prog.blocking(op);
+            return Ok(());
+        };
+        if b.named.contains_key(n) {
+            return Err(self.err(
+                args[3],
+                "a request of this name is still outstanding (wait for it first)",
+            ));
+        }
+        let req = Req::Op(b.prog.nonblocking(op));
+        b.outstanding.push((req, Some(n)));
+        b.named.insert(n, req);
+        Ok(())
     }
 
     /// `comm NAME RANK…`: a communicator group, world ranks in communicator rank order.
