@@ -1050,4 +1050,47 @@ mod tests {
         assert!((u.untouched_calls_percent - 100.0 * 2.0 / 32.0).abs() < 1e-9);
         assert!((u.untouched_bytes_percent - 100.0 * 100.0 / 3000.0).abs() < 1e-9);
     }
+
+    #[test]
+    fn charged_calls_are_touched_and_the_rest_counted_as_other() {
+        let d = RunDir::new().unwrap();
+        std::fs::write(
+            d.0.join("rank-0.emu"),
+            "p2p_sent 4\np2p_sent_bytes 400\nother_calls 2\nother_bytes 100\n\
+             nbc_calls 3\npcoll_calls 1\ncharged_sends 6\ncharged_recvs 5\ncharged_rounds 4\n\
+             charged_wire_bytes 300\ncharged_gaps 2\ncharged_done 4\nrma_calls 2\n\
+             rma_bytes 200\nrma_round_trips 1\nrma_syncs 2\nrma_requests 1\n\
+             charged_hold_ns 1500\nisendrecv_calls 2\n",
+        )
+        .unwrap();
+        let u = Untouched::read(&d.0).unwrap();
+        assert_eq!(
+            (
+                u.charged_nonblocking_collectives,
+                u.charged_persistent_collectives,
+                u.charged_collective_sends,
+                u.charged_collective_receives,
+                u.charged_collective_rounds,
+                u.charged_collective_wire_bytes,
+                u.charged_collective_gaps,
+                u.charged_collective_completions
+            ),
+            (3, 1, 6, 5, 4, 300, 2, 4)
+        );
+        assert_eq!(
+            (
+                u.one_sided_transfers,
+                u.one_sided_bytes,
+                u.one_sided_round_trips,
+                u.one_sided_synchronisations,
+                u.one_sided_request_completions
+            ),
+            (2, 200, 1, 2, 1)
+        );
+        assert_eq!((u.charged_held_ns, u.isendrecv_calls), (1500.0, 2));
+        // 2 other calls beside 4 messages, 4 charged collective calls and 2 transfers; 100 B
+        // beside 400 + 300 + 200 B.
+        assert!((u.untouched_calls_percent - 100.0 * 2.0 / 12.0).abs() < 1e-9);
+        assert!((u.untouched_bytes_percent - 10.0).abs() < 1e-9);
+    }
 }

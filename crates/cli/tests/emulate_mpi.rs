@@ -827,8 +827,8 @@ fn persistent_under_mpich() {
 }
 
 /// The families the library runs and the knobs charge (emulate.md, "Collectives the library
-/// runs, one-sided, Isendrecv"), timed on rank 0 of 2 (famknobs.c, 5 repetitions, the least of
-/// each) without knobs and under ΔL = 2 ms, with the counts exact. Each figure under L is at
+/// runs, and one-sided transfers"), timed on rank 0 of 2 (famknobs.c, 5 repetitions, the least
+/// of each) without knobs, under ΔL = 2 ms (the counts exact), Δo = 500 µs and ΔG = 20 µs/B. Each figure under L is at
 /// least the model's hold from a point the program's clock read precedes: one ΔL for a round
 /// in which the rank receives (Ialltoall, Iallreduce, a persistent Allreduce on 2 ranks) or for
 /// a put completed by its synchronisation, two for a get (the data's round trip) and for the
@@ -875,6 +875,41 @@ fn charged_families_under(mpi: &str) {
             "{key}: {with} ns under L=2ms, below {k} ΔL:\n{err}"
         );
     }
+    // o and G, each alone: (figure, Δo's on its path, bytes ΔG holds it for). Δo per message
+    // the rank sends and receives at a collective's start (one each on 2 ranks), one at the
+    // origin's one-sided call, four along the Isendrecv's exchange (rank 0's send, rank 1's
+    // receive and answer, rank 0's receive). ΔG per wire byte: a collective's 8 B, a transfer's
+    // bytes, and the exchange's 40 B each way. A spin is exact on average, its own cost taken
+    // off (emulate.c): 10 % of slack below.
+    let mut paths = vec![
+        ("ialltoall_ns", 2.0, 8.0),
+        ("iallreduce_ns", 2.0, 8.0),
+        ("put_fence_ns", 1.0, 64.0),
+        ("get_fence_ns", 1.0, 32.0),
+        ("put_unlock_ns", 1.0, 16.0),
+        ("rget_wait_ns", 1.0, 8.0),
+    ];
+    if mpi4 {
+        paths.extend([("pcoll_ns", 2.0, 8.0), ("isendrecv_ns", 4.0, 80.0)]);
+    }
+    let (o_ns, g_ns) = (500_000.0, 20_000.0);
+    let o_run = emulate(&["--o", "500us"], mpi, &prog, &[]);
+    ok(&o_run);
+    let g_run = emulate(&["--G", "20000"], mpi, &prog, &[]);
+    ok(&g_run);
+    let (o_err, g_err) = (text(&o_run.stderr), text(&g_run.stderr));
+    for (key, k_o, bytes) in &paths {
+        let (with_o, with_g) = (figure(&o_err, key), figure(&g_err, key));
+        assert!(
+            with_o >= 0.9 * k_o * o_ns,
+            "{key}: {with_o} ns under o=500us, below {k_o} Δo:\n{o_err}"
+        );
+        assert!(
+            with_g >= 0.9 * bytes * g_ns,
+            "{key}: {with_g} ns under G=20000ns/B, below {bytes} B × ΔG:\n{g_err}"
+        );
+    }
+
     let u = &j["untouched"];
     let reps = 5;
     // Per rank and repetition: an Ialltoall and an Iallreduce (on 2 ranks each one send, one
