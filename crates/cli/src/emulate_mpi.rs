@@ -144,12 +144,14 @@ pub(crate) struct Untouched {
     pub collective_p2p_receives: u64,
     /// Share the knobs did not touch, percent: native collective calls and other communication
     /// calls among those + messages sent under the knobs (the program's and the emulated
-    /// collectives'), and the same for bytes.
+    /// collectives') + charged collective calls and one-sided transfers; and the same for bytes
+    /// (the charged collectives' wire bytes, the transfers' bytes).
     pub untouched_calls_percent: f64,
     pub untouched_bytes_percent: f64,
     /// Communication calls no knob applies to: the nonblocking and persistent collectives no
     /// charge models (the v and w forms, reduce-scatter, scans, neighbourhood ones, any on an
-    /// intercommunicator; their bytes: the call's send contribution).
+    /// intercommunicator, all under `--collectives native`; their bytes: the call's send
+    /// contribution).
     pub other_calls: u64,
     pub other_bytes: u64,
     /// Collectives the library ran and the knobs charged (emulate.md): nonblocking ones started,

@@ -942,6 +942,24 @@ fn charged_families_under(mpi: &str) {
     assert_eq!(u["untracked_requests"], 0, "{j}");
     let held = u["charged_held_ns"].as_f64().unwrap();
     assert!(held > 0.0, "{j}");
+
+    // `--collectives native` leaves every collective untouched: the nonblocking and persistent
+    // ones are counted among the other calls, the one-sided transfers still charged.
+    let o = emulate_with(
+        &["--o", "1us"],
+        &["--json", "--collectives", "native"],
+        mpi,
+        &prog,
+        &[],
+    );
+    ok(&o);
+    let j: Value = serde_json::from_slice(&o.stdout).expect("JSON");
+    let u = &j["untouched"];
+    assert_eq!(u["charged_nonblocking_collectives"], 0, "{j}");
+    assert_eq!(u["charged_persistent_collectives"], 0, "{j}");
+    assert_eq!(u["charged_collective_sends"], 0, "{j}");
+    assert_eq!(u["other_calls"], nb + pc, "{j}");
+    assert_eq!(u["one_sided_transfers"], 2 * 4 * reps, "{j}");
 }
 
 #[test]

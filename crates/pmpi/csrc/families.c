@@ -33,7 +33,8 @@ static void post_coll(int kind, int root, MPI_Comm comm, uint64_t bytes, uint64_
 
 /* Under the knobs, a collective the library runs itself (started nonblocking, or a persistent
  * one's MPI_Start) is charged this rank's part of the algorithm coll.c runs its blocking form
- * with (emulate.h, coll.h); the kinds coll.c has no algorithm for, and intercommunicators, are
+ * with (emulate.h, coll.h); the kinds coll.c has no algorithm for, intercommunicators, and every
+ * collective under COMMPERF_EMULATE_COLL=off (collectives left to the library, untouched) are
  * counted only. */
 static void emu_coll_charge(int kind, int root, MPI_Comm comm, uint64_t bytes, MPI_Request req, int persistent) {
     int alg = kind == K_IBARRIER     ? CPMPI_ALG_BARRIER
@@ -47,7 +48,7 @@ static void emu_coll_charge(int kind, int root, MPI_Comm comm, uint64_t bytes, M
                                      : -1;
     int inter = 0, n = (int)csize(comm);
     if (alg >= 0) PMPI_Comm_test_inter(comm, &inter);
-    if (alg < 0 || inter) {
+    if (alg < 0 || inter || !cpmpi_coll_on) {
         cpmpi_emu_other(bytes);
         return;
     }
