@@ -269,12 +269,8 @@ fn call_sites_name_the_source_line() {
 /// collectives and the one-sided transfers are charged (emulate.md), each family's charges
 /// counted exactly from the rank's part of coll.c's algorithm; what no charge models (the
 /// nonblocking neighbourhood allgather) is counted, exactly, and said.
-fn families_under_knobs(mpi: &str) {
-    let test = format!("families_knobs_{mpi}");
-    need(&test, &[&format!("mpicc.{mpi}"), &format!("mpirun.{mpi}")]);
-    let s = Scratch::new("families", &test);
-    let prog = s.0.join("families");
-    compile(&format!("mpicc.{mpi}"), "families.c", &prog);
+/// `commperf emulate --L 50us --json -- mpirun.<mpi> -np 4 PROG`, time-limited, succeeded.
+fn emulate_l50(cwd: &Path, mpi: &str, prog: &Path) -> Output {
     let mut c = Command::new("timeout");
     c.args([
         "-k",
@@ -293,13 +289,23 @@ fn families_under_knobs(mpi: &str) {
         c.arg("--oversubscribe");
     }
     let o = c
-        .arg(&prog)
-        .current_dir(&s.0)
+        .arg(prog)
+        .current_dir(cwd)
         .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
         .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
         .output()
         .expect("run commperf emulate");
     ok(&o);
+    o
+}
+
+fn families_under_knobs(mpi: &str) {
+    let test = format!("families_knobs_{mpi}");
+    need(&test, &[&format!("mpicc.{mpi}"), &format!("mpirun.{mpi}")]);
+    let s = Scratch::new("families", &test);
+    let prog = s.0.join("families");
+    compile(&format!("mpicc.{mpi}"), "families.c", &prog);
+    let o = emulate_l50(&s.0, mpi, &prog);
     let j: Value = serde_json::from_slice(&o.stdout).expect("JSON");
     let u = &j["untouched"];
     let mpi4 = mpi == "mpich";
@@ -437,6 +443,52 @@ fn fortran_families_openmpi() {
 )]
 fn fortran_families_mpich() {
     fortran_families("mpich");
+}
+
+/// The Fortran families (families.f90) under the knobs: the interposer's Fortran entry points
+/// reach the same charges as C. Per rank of 4: 3 MPI_Ialltoall (pairwise: 3 sends, 3 receives,
+/// 3 rounds, 3 blocks of 8 B each), 1 MPI_Put of 40 B completed by the closing fence; the 4
+/// Mrecv each held and stamped.
+fn fortran_families_under_knobs(mpi: &str) {
+    let test = format!("fortran_families_knobs_{mpi}");
+    need(&test, &[&format!("mpif90.{mpi}"), &format!("mpirun.{mpi}")]);
+    let s = Scratch::new("families", &test);
+    let prog = s.0.join("ffamilies");
+    compile(&format!("mpif90.{mpi}"), "families.f90", &prog);
+    let o = emulate_l50(&s.0, mpi, &prog);
+    let j: Value = serde_json::from_slice(&o.stdout).expect("JSON");
+    let u = &j["untouched"];
+    assert_eq!(u["p2p_receives"], 16, "{j}");
+    assert_eq!(u["unstamped_receives"], 0, "{j}");
+    assert_eq!(u["charged_nonblocking_collectives"], 12, "{j}");
+    assert_eq!(u["charged_collective_sends"], 36, "{j}");
+    assert_eq!(u["charged_collective_receives"], 36, "{j}");
+    assert_eq!(u["charged_collective_rounds"], 36, "{j}");
+    assert_eq!(u["charged_collective_wire_bytes"], 12 * 24, "{j}");
+    assert_eq!(u["charged_collective_completions"], 12, "{j}");
+    assert_eq!(u["one_sided_transfers"], 4, "{j}");
+    assert_eq!(u["one_sided_bytes"], 4 * 40, "{j}");
+    assert_eq!(u["one_sided_synchronisations"], 4, "{j}");
+    assert_eq!(u["other_calls"], 0, "{j}");
+    assert_eq!(u["untracked_requests"], 0, "{j}");
+}
+
+#[test]
+#[cfg_attr(
+    not(commperf_has_openmpi_fortran),
+    ignore = "needs Open MPI's Fortran (mpif90.openmpi: apt-get install libopenmpi-dev gfortran)"
+)]
+fn fortran_families_under_knobs_openmpi() {
+    fortran_families_under_knobs("openmpi");
+}
+
+#[test]
+#[cfg_attr(
+    not(commperf_has_mpich_fortran),
+    ignore = "needs MPICH's Fortran (mpif90.mpich: apt-get install libmpich-dev gfortran)"
+)]
+fn fortran_families_under_knobs_mpich() {
+    fortran_families_under_knobs("mpich");
 }
 
 /// `ltrace -c`'s table: function → calls.
