@@ -144,14 +144,40 @@ pub(crate) struct Untouched {
     pub collective_p2p_receives: u64,
     /// Share the knobs did not touch, percent: native collective calls and other communication
     /// calls among those + messages sent under the knobs (the program's and the emulated
-    /// collectives'), and the same for bytes.
+    /// collectives') + charged collective calls and one-sided transfers; and the same for bytes
+    /// (the charged collectives' wire bytes, the transfers' bytes).
     pub untouched_calls_percent: f64,
     pub untouched_bytes_percent: f64,
-    /// Communication calls no knob applies to yet: nonblocking and persistent collectives,
-    /// one-sided transfers, MPI_Isendrecv (their bytes: the call's send contribution, or a
-    /// transfer's origin bytes).
+    /// Communication calls no knob applies to: the nonblocking and persistent collectives no
+    /// charge models (the v and w forms, reduce-scatter, scans, neighbourhood ones, any on an
+    /// intercommunicator, all under `--collectives native`; their bytes: the call's send
+    /// contribution).
     pub other_calls: u64,
     pub other_bytes: u64,
+    /// Collectives the library ran and the knobs charged (emulate.md): nonblocking ones started,
+    /// persistent ones' MPI_Starts, and over both the messages the ranks' parts send and receive
+    /// (o each), the rounds in which they receive (ΔL each), their wire bytes (ΔG each), the
+    /// gaps between their sends (Δg each), and the completions held to their due time.
+    pub charged_nonblocking_collectives: u64,
+    pub charged_persistent_collectives: u64,
+    pub charged_collective_sends: u64,
+    pub charged_collective_receives: u64,
+    pub charged_collective_rounds: u64,
+    pub charged_collective_wire_bytes: u64,
+    pub charged_collective_gaps: u64,
+    pub charged_collective_completions: u64,
+    /// One-sided transfers under the knobs (o and g at the origin's call), their bytes (origin
+    /// data out plus result data back), the round trips among them (2ΔL), the synchronisations
+    /// that completed some of them (held to their due), and request-based ones' completions.
+    pub one_sided_transfers: u64,
+    pub one_sided_bytes: u64,
+    pub one_sided_round_trips: u64,
+    pub one_sided_synchronisations: u64,
+    pub one_sided_request_completions: u64,
+    /// Time the charged collectives' completions and one-sided synchronisations were held, ns.
+    pub charged_held_ns: f64,
+    /// MPI_Isendrecv(_replace) calls (their halves counted with the point-to-point messages).
+    pub isendrecv_calls: u64,
     /// Receives whose sender stamp was missing (L fell back to the completion time).
     pub unstamped_receives: u64,
     /// Irecvs the per-thread table could not track (their completion was not emulated).
@@ -190,6 +216,21 @@ impl Untouched {
             "watched_excess_ns" => self.watched_excess_ns += v,
             "other_calls" => self.other_calls += v as u64,
             "other_bytes" => self.other_bytes += v as u64,
+            "nbc_calls" => self.charged_nonblocking_collectives += v as u64,
+            "pcoll_calls" => self.charged_persistent_collectives += v as u64,
+            "charged_sends" => self.charged_collective_sends += v as u64,
+            "charged_recvs" => self.charged_collective_receives += v as u64,
+            "charged_rounds" => self.charged_collective_rounds += v as u64,
+            "charged_wire_bytes" => self.charged_collective_wire_bytes += v as u64,
+            "charged_gaps" => self.charged_collective_gaps += v as u64,
+            "charged_done" => self.charged_collective_completions += v as u64,
+            "rma_calls" => self.one_sided_transfers += v as u64,
+            "rma_bytes" => self.one_sided_bytes += v as u64,
+            "rma_round_trips" => self.one_sided_round_trips += v as u64,
+            "rma_syncs" => self.one_sided_synchronisations += v as u64,
+            "rma_requests" => self.one_sided_request_completions += v as u64,
+            "charged_hold_ns" => self.charged_held_ns += v,
+            "isendrecv_calls" => self.isendrecv_calls += v as u64,
             _ => {}
         }
     }
@@ -210,11 +251,18 @@ impl Untouched {
             .saturating_sub(self.collectives_emulated_bytes);
         self.untouched_calls_percent = pct(
             self.collectives_native + self.other_calls,
-            self.p2p_messages + self.collective_p2p_messages,
+            self.p2p_messages
+                + self.collective_p2p_messages
+                + self.charged_nonblocking_collectives
+                + self.charged_persistent_collectives
+                + self.one_sided_transfers,
         );
         self.untouched_bytes_percent = pct(
             self.collectives_native_bytes + self.other_bytes,
-            self.p2p_bytes + self.collective_p2p_bytes,
+            self.p2p_bytes
+                + self.collective_p2p_bytes
+                + self.charged_collective_wire_bytes
+                + self.one_sided_bytes,
         );
         // Summed over the ranks' watched receives until here.
         if self.arrivals_watched > 0 {
@@ -251,7 +299,7 @@ impl Untouched {
 }
 
 /// The version of [`RunOutcome`]'s JSON.
-pub(crate) const RUN_SCHEMA_VERSION: u32 = 3;
+pub(crate) const RUN_SCHEMA_VERSION: u32 = 4;
 
 /// One emulated run: what a sweep needs per setting.
 #[derive(Debug, Clone, Serialize)]
@@ -485,8 +533,8 @@ fn describe(r: &RunOutcome) -> String {
                 "\ncommperf: knobs applied to {} point-to-point messages ({} B) on {} rank(s), \
                  and to {} collective calls run as {} messages ({} B); \
                  not touched: {} collective calls ({} B) and {} other communication calls \
-                 (nonblocking and persistent collectives, one-sided, MPI_Isendrecv: {} B) \
-                 = {:.1} % of calls, {:.1} % of bytes",
+                 (collectives no charge models: v and w forms, reduce-scatter, scans, \
+                 neighbourhood: {} B) = {:.1} % of calls, {:.1} % of bytes",
                 u.p2p_messages,
                 u.p2p_bytes,
                 u.ranks,
@@ -500,6 +548,31 @@ fn describe(r: &RunOutcome) -> String {
                 u.untouched_calls_percent,
                 u.untouched_bytes_percent
             );
+            if u.charged_nonblocking_collectives
+                + u.charged_persistent_collectives
+                + u.one_sided_transfers
+                > 0
+            {
+                let _ = write!(
+                    o,
+                    "\ncommperf: charged as the library ran them: {} nonblocking and {} persistent \
+                     collective calls ({} sends, {} receives, {} rounds, {} B on the wire), \
+                     {} one-sided transfers ({} B, {} round trips) completed at {} \
+                     synchronisations and {} request completions; held {:.0} ns",
+                    u.charged_nonblocking_collectives,
+                    u.charged_persistent_collectives,
+                    u.charged_collective_sends,
+                    u.charged_collective_receives,
+                    u.charged_collective_rounds,
+                    u.charged_collective_wire_bytes,
+                    u.one_sided_transfers,
+                    u.one_sided_bytes,
+                    u.one_sided_round_trips,
+                    u.one_sided_synchronisations,
+                    u.one_sided_request_completions,
+                    u.charged_held_ns
+                );
+            }
             if u.unstamped_receives > 0 || u.untracked_requests > 0 {
                 let _ = write!(
                     o,
@@ -978,5 +1051,48 @@ mod tests {
         // 2 native calls beside 30 messages under the knobs; 100 B beside 2900 B.
         assert!((u.untouched_calls_percent - 100.0 * 2.0 / 32.0).abs() < 1e-9);
         assert!((u.untouched_bytes_percent - 100.0 * 100.0 / 3000.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn charged_calls_are_touched_and_the_rest_counted_as_other() {
+        let d = RunDir::new().unwrap();
+        std::fs::write(
+            d.0.join("rank-0.emu"),
+            "p2p_sent 4\np2p_sent_bytes 400\nother_calls 2\nother_bytes 100\n\
+             nbc_calls 3\npcoll_calls 1\ncharged_sends 6\ncharged_recvs 5\ncharged_rounds 4\n\
+             charged_wire_bytes 300\ncharged_gaps 2\ncharged_done 4\nrma_calls 2\n\
+             rma_bytes 200\nrma_round_trips 1\nrma_syncs 2\nrma_requests 1\n\
+             charged_hold_ns 1500\nisendrecv_calls 2\n",
+        )
+        .unwrap();
+        let u = Untouched::read(&d.0).unwrap();
+        assert_eq!(
+            (
+                u.charged_nonblocking_collectives,
+                u.charged_persistent_collectives,
+                u.charged_collective_sends,
+                u.charged_collective_receives,
+                u.charged_collective_rounds,
+                u.charged_collective_wire_bytes,
+                u.charged_collective_gaps,
+                u.charged_collective_completions
+            ),
+            (3, 1, 6, 5, 4, 300, 2, 4)
+        );
+        assert_eq!(
+            (
+                u.one_sided_transfers,
+                u.one_sided_bytes,
+                u.one_sided_round_trips,
+                u.one_sided_synchronisations,
+                u.one_sided_request_completions
+            ),
+            (2, 200, 1, 2, 1)
+        );
+        assert_eq!((u.charged_held_ns, u.isendrecv_calls), (1500.0, 2));
+        // 2 other calls beside 4 messages, 4 charged collective calls and 2 transfers; 100 B
+        // beside 400 + 300 + 200 B.
+        assert!((u.untouched_calls_percent - 100.0 * 2.0 / 12.0).abs() < 1e-9);
+        assert!((u.untouched_bytes_percent - 10.0).abs() < 1e-9);
     }
 }

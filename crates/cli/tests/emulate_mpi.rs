@@ -825,3 +825,157 @@ fn persistent_under_openmpi() {
 fn persistent_under_mpich() {
     persistent_under("mpich");
 }
+
+/// The families the library runs and the knobs charge (emulate.md, "Collectives the library
+/// runs, and one-sided transfers"), timed on rank 0 of 2 (famknobs.c, 5 repetitions, the least
+/// of each) without knobs, under ΔL = 2 ms (the counts exact), Δo = 500 µs and ΔG = 20 µs/B. Each figure under L is at
+/// least the model's hold from a point the program's clock read precedes: one ΔL for a round
+/// in which the rank receives (Ialltoall, Iallreduce, a persistent Allreduce on 2 ranks) or for
+/// a put completed by its synchronisation, two for a get (the data's round trip) and for the
+/// Isendrecv answered by rank 1 (its message held ΔL at rank 1, the answer ΔL at rank 0). The
+/// bare operations take microseconds (the run without knobs shows them); no bar is put on
+/// them, nor any upper bound: on the loaded 2-core machine a fence took from 6 µs to 20 ms,
+/// knobs or none.
+fn charged_families_under(mpi: &str) {
+    let test = format!("charged_{mpi}");
+    let _one = ONE_JOB.lock().unwrap_or_else(|e| e.into_inner());
+    need(&test, &[&format!("mpicc.{mpi}"), &format!("mpirun.{mpi}")]);
+    let s = Scratch::new("emulate", &test);
+    let prog = s.0.join("famknobs");
+    compile(&format!("mpicc.{mpi}"), "famknobs.c", &prog);
+    let mpi4 = mpi == "mpich";
+    let l = 2_000_000.0;
+    // (figure, ΔL's on its path)
+    let mut holds = vec![
+        ("ialltoall_ns", 1.0),
+        ("iallreduce_ns", 1.0),
+        ("put_fence_ns", 1.0),
+        ("get_fence_ns", 2.0),
+        ("put_unlock_ns", 1.0),
+        ("rget_wait_ns", 2.0),
+    ];
+    if mpi4 {
+        holds.extend([("pcoll_ns", 1.0), ("isendrecv_ns", 2.0)]);
+    }
+    let o = emulate(&[], mpi, &prog, &[]);
+    ok(&o);
+    let j: Value = serde_json::from_slice(&o.stdout).expect("JSON");
+    assert_eq!(j["untouched"], Value::Null, "{j}");
+    for (key, _) in &holds {
+        assert!(figure(&text(&o.stderr), key) > 0.0, "{key} without knobs");
+    }
+    let o = emulate(&["--L", "2ms"], mpi, &prog, &[]);
+    ok(&o);
+    let j: Value = serde_json::from_slice(&o.stdout).expect("JSON");
+    let err = text(&o.stderr);
+    for (key, k) in &holds {
+        let with = figure(&err, key);
+        assert!(
+            with >= k * l,
+            "{key}: {with} ns under L=2ms, below {k} ΔL:\n{err}"
+        );
+    }
+    // o and G, each alone: (figure, Δo's on its path, bytes ΔG holds it for). Δo per message
+    // the rank sends and receives at a collective's start (one each on 2 ranks), one at the
+    // origin's one-sided call, four along the Isendrecv's exchange (rank 0's send, rank 1's
+    // receive and answer, rank 0's receive). ΔG per wire byte: a collective's 8 B, a transfer's
+    // bytes, and the exchange's 40 B each way. A spin is exact on average, its own cost taken
+    // off (emulate.c): 10 % of slack below.
+    let mut paths = vec![
+        ("ialltoall_ns", 2.0, 8.0),
+        ("iallreduce_ns", 2.0, 8.0),
+        ("put_fence_ns", 1.0, 64.0),
+        ("get_fence_ns", 1.0, 32.0),
+        ("put_unlock_ns", 1.0, 16.0),
+        ("rget_wait_ns", 1.0, 8.0),
+    ];
+    if mpi4 {
+        paths.extend([("pcoll_ns", 2.0, 8.0), ("isendrecv_ns", 4.0, 80.0)]);
+    }
+    let (o_ns, g_ns) = (500_000.0, 20_000.0);
+    let o_run = emulate(&["--o", "500us"], mpi, &prog, &[]);
+    ok(&o_run);
+    let g_run = emulate(&["--G", "20000"], mpi, &prog, &[]);
+    ok(&g_run);
+    let (o_err, g_err) = (text(&o_run.stderr), text(&g_run.stderr));
+    for (key, k_o, bytes) in &paths {
+        let (with_o, with_g) = (figure(&o_err, key), figure(&g_err, key));
+        assert!(
+            with_o >= 0.9 * k_o * o_ns,
+            "{key}: {with_o} ns under o=500us, below {k_o} Δo:\n{o_err}"
+        );
+        assert!(
+            with_g >= 0.9 * bytes * g_ns,
+            "{key}: {with_g} ns under G=20000ns/B, below {bytes} B × ΔG:\n{g_err}"
+        );
+    }
+
+    let u = &j["untouched"];
+    let reps = 5;
+    // Per rank and repetition: an Ialltoall and an Iallreduce (on 2 ranks each one send, one
+    // receive, one round, 8 B on the wire), and under MPI 4.0 a persistent Allreduce started.
+    let nb = 2 * 2 * reps;
+    let pc = if mpi4 { 2 * reps } else { 0 };
+    assert_eq!(u["charged_nonblocking_collectives"], nb, "{j}");
+    assert_eq!(u["charged_persistent_collectives"], pc, "{j}");
+    assert_eq!(u["charged_collective_sends"], nb + pc, "{j}");
+    assert_eq!(u["charged_collective_receives"], nb + pc, "{j}");
+    assert_eq!(u["charged_collective_rounds"], nb + pc, "{j}");
+    assert_eq!(u["charged_collective_wire_bytes"], 8 * (nb + pc), "{j}");
+    assert_eq!(u["charged_collective_gaps"], 0, "{j}");
+    assert_eq!(u["charged_collective_completions"], nb + pc, "{j}");
+    // Per rank and repetition: Put 64 B, Get 32 B, Put 16 B, Rget 8 B; completed by two fences,
+    // an unlock and (the Rget, after its request) the unlock_all.
+    assert_eq!(u["one_sided_transfers"], 2 * 4 * reps, "{j}");
+    assert_eq!(u["one_sided_bytes"], 2 * 120 * reps, "{j}");
+    assert_eq!(u["one_sided_round_trips"], 2 * 2 * reps, "{j}");
+    assert_eq!(u["one_sided_synchronisations"], 2 * 4 * reps, "{j}");
+    assert_eq!(u["one_sided_request_completions"], 2 * reps, "{j}");
+    // Under MPI 4.0 rank 0's Isendrecv and rank 1's answer are point-to-point messages, each
+    // received under the knobs with its sender's stamp.
+    let isr = if mpi4 { reps } else { 0 };
+    assert_eq!(u["isendrecv_calls"], isr, "{j}");
+    assert_eq!(u["p2p_messages"], 2 * isr, "{j}");
+    assert_eq!(u["p2p_receives"], 2 * isr, "{j}");
+    assert_eq!(u["unstamped_receives"], 0, "{j}");
+    assert_eq!(u["other_calls"], 0, "{j}");
+    assert_eq!(u["untracked_requests"], 0, "{j}");
+    let held = u["charged_held_ns"].as_f64().unwrap();
+    assert!(held > 0.0, "{j}");
+
+    // `--collectives native` leaves every collective untouched: the nonblocking and persistent
+    // ones are counted among the other calls, the one-sided transfers still charged.
+    let o = emulate_with(
+        &["--o", "1us"],
+        &["--json", "--collectives", "native"],
+        mpi,
+        &prog,
+        &[],
+    );
+    ok(&o);
+    let j: Value = serde_json::from_slice(&o.stdout).expect("JSON");
+    let u = &j["untouched"];
+    assert_eq!(u["charged_nonblocking_collectives"], 0, "{j}");
+    assert_eq!(u["charged_persistent_collectives"], 0, "{j}");
+    assert_eq!(u["charged_collective_sends"], 0, "{j}");
+    assert_eq!(u["other_calls"], nb + pc, "{j}");
+    assert_eq!(u["one_sided_transfers"], 2 * 4 * reps, "{j}");
+}
+
+#[test]
+#[cfg_attr(
+    not(commperf_has_openmpi),
+    ignore = "needs Open MPI (mpicc.openmpi, mpirun.openmpi: apt-get install libopenmpi-dev openmpi-bin)"
+)]
+fn charged_families_under_openmpi() {
+    charged_families_under("openmpi");
+}
+
+#[test]
+#[cfg_attr(
+    not(commperf_has_mpich),
+    ignore = "needs MPICH (mpicc.mpich, mpirun.mpich: apt-get install libmpich-dev mpich)"
+)]
+fn charged_families_under_mpich() {
+    charged_families_under("mpich");
+}

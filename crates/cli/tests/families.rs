@@ -264,15 +264,13 @@ fn call_sites_name_the_source_line() {
 }
 
 /// The families under the LogGP knobs (`commperf emulate --L 50us`): the matched receives
-/// (Mrecv, and Imrecv at its Wait) and MPI-4's partitioned messages are held like any receive,
-/// each finding its sender's stamp; what no knob applies to yet (nonblocking and persistent
-/// collectives, one-sided transfers, Isendrecv) is counted, exactly, and said.
-fn families_under_knobs(mpi: &str) {
-    let test = format!("families_knobs_{mpi}");
-    need(&test, &[&format!("mpicc.{mpi}"), &format!("mpirun.{mpi}")]);
-    let s = Scratch::new("families", &test);
-    let prog = s.0.join("families");
-    compile(&format!("mpicc.{mpi}"), "families.c", &prog);
+/// (Mrecv, and Imrecv at its Wait), MPI-4's partitioned messages and Isendrecv's receive halves
+/// are held like any receive, each finding its sender's stamp; the nonblocking and persistent
+/// collectives and the one-sided transfers are charged (emulate.md), each family's charges
+/// counted exactly from the rank's part of coll.c's algorithm; what no charge models (the
+/// nonblocking neighbourhood allgather) is counted, exactly, and said.
+/// `commperf emulate --L 50us --json -- mpirun.<mpi> -np 4 PROG`, time-limited, succeeded.
+fn emulate_l50(cwd: &Path, mpi: &str, prog: &Path) -> Output {
     let mut c = Command::new("timeout");
     c.args([
         "-k",
@@ -291,24 +289,77 @@ fn families_under_knobs(mpi: &str) {
         c.arg("--oversubscribe");
     }
     let o = c
-        .arg(&prog)
-        .current_dir(&s.0)
+        .arg(prog)
+        .current_dir(cwd)
         .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
         .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
         .output()
         .expect("run commperf emulate");
     ok(&o);
+    o
+}
+
+fn families_under_knobs(mpi: &str) {
+    let test = format!("families_knobs_{mpi}");
+    need(&test, &[&format!("mpicc.{mpi}"), &format!("mpirun.{mpi}")]);
+    let s = Scratch::new("families", &test);
+    let prog = s.0.join("families");
+    compile(&format!("mpicc.{mpi}"), "families.c", &prog);
+    let o = emulate_l50(&s.0, mpi, &prog);
     let j: Value = serde_json::from_slice(&o.stdout).expect("JSON");
     let u = &j["untouched"];
     let mpi4 = mpi == "mpich";
-    // Per rank: 5 Mrecv + 3 Imrecv (+ 2 partitioned receives under MPI 4.0).
-    let recvs = 4 * (8 + if mpi4 { 2 } else { 0 });
+    // Per rank: 5 Mrecv + 3 Imrecv (+ 2 partitioned receives and 2 Isendrecv under MPI 4.0),
+    // and as many sends: 5 Isend + 3 Send (+ 2 partitioned, 2 Isendrecv).
+    let recvs = 4 * (8 + if mpi4 { 4 } else { 0 });
     assert_eq!(u["p2p_receives"], recvs, "{j}");
+    assert_eq!(u["p2p_messages"], recvs, "{j}");
     assert_eq!(u["unstamped_receives"], 0, "{j}");
-    // Per rank: 10 nonblocking collectives, 5 one-sided transfers (+ 2 Isendrecv, 3 persistent
-    // allreduce starts).
-    let other = 4 * (15 + if mpi4 { 5 } else { 0 });
+    assert_eq!(u["isendrecv_calls"], if mpi4 { 8 } else { 0 }, "{j}");
+    // The collectives the library runs, each rank's part of coll.c's algorithm on 4 ranks
+    // (sends, receives, rounds in which it receives, wire bytes, gaps between its sends):
+    // - 4 Ialltoall of 16 B blocks, pairwise: every rank 3, 3, 3, 48 B, 2;
+    // - 2 Iallreduce of 8 B, recursive doubling: every rank 2, 2, 2, 16 B, 1;
+    // - 1 Ibarrier, dissemination: every rank 2, 2, 2, 0, 1;
+    // - 2 Ibcast of 100 B from 0, binomial: rank 0 sends to 2 and 1 (2, 0, 0, 200 B, 1), rank 2
+    //   receives and sends to 3 (1, 1, 1, 100 B, 0), ranks 1 and 3 receive (0, 1, 1, 100 B, 0);
+    // - under MPI 4.0, 3 starts of a persistent Allreduce of 8 B: as the Iallreduce.
+    let per = |a2a: u64, ared: u64, bar: u64, bcast: u64, pall: u64| {
+        4 * 4 * a2a + 2 * 4 * ared + 4 * bar + 2 * bcast + if mpi4 { 3 * 4 * pall } else { 0 }
+    };
+    assert_eq!(u["charged_nonblocking_collectives"], 4 * 9, "{j}");
+    assert_eq!(
+        u["charged_persistent_collectives"],
+        if mpi4 { 12 } else { 0 },
+        "{j}"
+    );
+    assert_eq!(u["charged_collective_sends"], per(3, 2, 2, 3, 2), "{j}");
+    assert_eq!(u["charged_collective_receives"], per(3, 2, 2, 3, 2), "{j}");
+    assert_eq!(u["charged_collective_rounds"], per(3, 2, 2, 3, 2), "{j}");
+    assert_eq!(
+        u["charged_collective_wire_bytes"],
+        per(48, 16, 0, 500, 16),
+        "{j}"
+    );
+    assert_eq!(u["charged_collective_gaps"], per(2, 1, 1, 1, 1), "{j}");
+    assert_eq!(
+        u["charged_collective_completions"],
+        4 * 9 + if mpi4 { 12 } else { 0 },
+        "{j}"
+    );
+    // One-sided, per rank: Put 64 B, Get 32 B (a round trip), Accumulate 16 B, Rput 16 B, Put
+    // 8 B; completed by the second and third fence, the unlock, the flush_all (the Rput, whose
+    // request completed at its Wait) and the Win_complete.
+    assert_eq!(u["one_sided_transfers"], 4 * 5, "{j}");
+    assert_eq!(u["one_sided_bytes"], 4 * 136, "{j}");
+    assert_eq!(u["one_sided_round_trips"], 4, "{j}");
+    assert_eq!(u["one_sided_synchronisations"], 4 * 5, "{j}");
+    assert_eq!(u["one_sided_request_completions"], 4, "{j}");
+    assert_eq!(u["untracked_requests"], 0, "{j}");
+    // Left: the Ineighbor_allgather per rank (1 int to each of 2 neighbours).
+    let other = 4;
     assert_eq!(u["other_calls"], other, "{j}");
+    assert_eq!(u["other_bytes"], 4 * 8, "{j}");
     // The two neighbourhood alltoalls per rank run natively.
     assert_eq!(u["collectives_native"], 8, "{j}");
     let err = text(&o.stderr);
@@ -392,6 +443,52 @@ fn fortran_families_openmpi() {
 )]
 fn fortran_families_mpich() {
     fortran_families("mpich");
+}
+
+/// The Fortran families (families.f90) under the knobs: the interposer's Fortran entry points
+/// reach the same charges as C. Per rank of 4: 3 MPI_Ialltoall (pairwise: 3 sends, 3 receives,
+/// 3 rounds, 3 blocks of 8 B each), 1 MPI_Put of 40 B completed by the closing fence; the 4
+/// Mrecv each held and stamped.
+fn fortran_families_under_knobs(mpi: &str) {
+    let test = format!("fortran_families_knobs_{mpi}");
+    need(&test, &[&format!("mpif90.{mpi}"), &format!("mpirun.{mpi}")]);
+    let s = Scratch::new("families", &test);
+    let prog = s.0.join("ffamilies");
+    compile(&format!("mpif90.{mpi}"), "families.f90", &prog);
+    let o = emulate_l50(&s.0, mpi, &prog);
+    let j: Value = serde_json::from_slice(&o.stdout).expect("JSON");
+    let u = &j["untouched"];
+    assert_eq!(u["p2p_receives"], 16, "{j}");
+    assert_eq!(u["unstamped_receives"], 0, "{j}");
+    assert_eq!(u["charged_nonblocking_collectives"], 12, "{j}");
+    assert_eq!(u["charged_collective_sends"], 36, "{j}");
+    assert_eq!(u["charged_collective_receives"], 36, "{j}");
+    assert_eq!(u["charged_collective_rounds"], 36, "{j}");
+    assert_eq!(u["charged_collective_wire_bytes"], 12 * 24, "{j}");
+    assert_eq!(u["charged_collective_completions"], 12, "{j}");
+    assert_eq!(u["one_sided_transfers"], 4, "{j}");
+    assert_eq!(u["one_sided_bytes"], 4 * 40, "{j}");
+    assert_eq!(u["one_sided_synchronisations"], 4, "{j}");
+    assert_eq!(u["other_calls"], 0, "{j}");
+    assert_eq!(u["untracked_requests"], 0, "{j}");
+}
+
+#[test]
+#[cfg_attr(
+    not(commperf_has_openmpi_fortran),
+    ignore = "needs Open MPI's Fortran (mpif90.openmpi: apt-get install libopenmpi-dev gfortran)"
+)]
+fn fortran_families_under_knobs_openmpi() {
+    fortran_families_under_knobs("openmpi");
+}
+
+#[test]
+#[cfg_attr(
+    not(commperf_has_mpich_fortran),
+    ignore = "needs MPICH's Fortran (mpif90.mpich: apt-get install libmpich-dev gfortran)"
+)]
+fn fortran_families_under_knobs_mpich() {
+    fortran_families_under_knobs("mpich");
 }
 
 /// `ltrace -c`'s table: function → calls.

@@ -503,3 +503,69 @@ int cpmpi_coll_scatter(const void *s, int sc, MPI_Datatype st, void *r, int rc_,
     free(tmp);
     DONE(rc);
 }
+
+/* ---- a rank's part, for the knobs' charge of a collective the library runs (coll.h) --------- */
+
+/* Children of virtual rank v in the binomial tree over n (the loops of bcast and scatter). */
+static uint32_t children(int v, int n) {
+    uint32_t c = 0;
+    for (int64_t m = subtree_mask(v, n) >> 1; m > 0; m >>= 1)
+        if (v + m < n) c++;
+    return c;
+}
+
+static int64_t ceil_log2(int n) {
+    int64_t k = 0;
+    while (((int64_t)1 << k) < n) k++;
+    return k;
+}
+
+void cpmpi_coll_part_of(int alg, int n, int rank, int root, uint64_t block, cpmpi_coll_part *p) {
+    memset(p, 0, sizeof *p);
+    if (n <= 1 || rank < 0 || rank >= n) return;
+    int v = root >= 0 && root < n ? virt(rank, root, n) : rank;
+    uint32_t ch = children(v, n), up = v != 0;
+    uint64_t sub = (uint64_t)(subtree_end(v, n) - v); /* blocks of v's subtree, its own among them */
+    fold f = fold_of(n);
+    uint32_t rd = (uint32_t)ceil_log2(f.pof2); /* recursive doubling's exchanges */
+    int folded = rank < 2 * f.rem && rank % 2 == 0, folding = rank < 2 * f.rem && rank % 2 == 1;
+    switch (alg) {
+    case CPMPI_ALG_BARRIER: /* dissemination: a 0-byte exchange per round */
+        p->sends = p->recvs = p->rounds = (uint32_t)ceil_log2(n);
+        break;
+    case CPMPI_ALG_BCAST: /* from the parent, then to each child */
+        p->sends = ch;
+        p->recvs = p->rounds = up;
+        p->wire_bytes = (ch > up ? ch : up) * block;
+        break;
+    case CPMPI_ALG_REDUCE: /* from each child in turn, then to the parent */
+        p->sends = up;
+        p->recvs = p->rounds = ch;
+        p->wire_bytes = (ch > up ? ch : up) * block;
+        break;
+    case CPMPI_ALG_ALLREDUCE:
+    case CPMPI_ALG_ALLGATHER:
+        /* The fold: the even rank of a pair sends once and gets the result; the odd one
+         * receives its partner's, exchanges, and sends the result back. */
+        p->sends = p->recvs = p->rounds = folded ? 1 : rd + (uint32_t)folding;
+        p->wire_bytes = alg == CPMPI_ALG_ALLREDUCE ? p->sends * block
+                                                   : (uint64_t)(n - 1) * block; /* every other block, once */
+        break;
+    case CPMPI_ALG_ALLTOALL: /* pairwise: one exchange with every other rank */
+        p->sends = p->recvs = p->rounds = (uint32_t)(n - 1);
+        p->wire_bytes = (uint64_t)(n - 1) * block;
+        break;
+    case CPMPI_ALG_GATHER: /* each child's subtree in turn, then the own subtree up */
+        p->sends = up;
+        p->recvs = p->rounds = ch;
+        p->wire_bytes = (up ? sub : sub - 1) * block;
+        break;
+    case CPMPI_ALG_SCATTER: /* the own subtree from the parent, then each child's down */
+        p->sends = ch;
+        p->recvs = p->rounds = up;
+        p->wire_bytes = (up ? sub : sub - 1) * block;
+        break;
+    default:
+        break;
+    }
+}

@@ -5,6 +5,7 @@
 #ifndef CPMPI_COLL_H
 #define CPMPI_COLL_H
 #include <mpi.h>
+#include <stdint.h>
 
 #define CPMPI_COLL_NATIVE (-4242)
 
@@ -25,6 +26,21 @@ int cpmpi_coll_gather(const void *s, int sc, MPI_Datatype st, void *r, int rc, M
                       MPI_Comm comm);
 int cpmpi_coll_scatter(const void *s, int sc, MPI_Datatype st, void *r, int rc, MPI_Datatype rt, int root,
                        MPI_Comm comm);
+
+/* A collective the library runs itself (nonblocking, persistent) is charged the knobs for this
+ * rank's part of the algorithm coll.c would run it with (cpmpi_emu_coll_start): the messages it
+ * sends and receives, the rounds in which it receives (each waits for a message: one ΔL each),
+ * and its wire bytes (the larger of the bytes it sends and receives, self excluded). */
+enum { CPMPI_ALG_BARRIER, CPMPI_ALG_BCAST, CPMPI_ALG_REDUCE, CPMPI_ALG_ALLREDUCE, CPMPI_ALG_ALLGATHER,
+       CPMPI_ALG_ALLTOALL, CPMPI_ALG_GATHER, CPMPI_ALG_SCATTER };
+typedef struct {
+    uint32_t sends, recvs, rounds;
+    uint64_t wire_bytes;
+} cpmpi_coll_part;
+/* Rank `rank`'s part in algorithm `alg` over `n` ranks (root: bcast, reduce, gather, scatter);
+ * `block`: the bytes of one message of the pattern (bcast/reduce/allreduce: the buffer; the
+ * others: one rank's block). */
+void cpmpi_coll_part_of(int alg, int n, int rank, int root, uint64_t block, cpmpi_coll_part *p);
 
 /* The shim's hook: EMU is the coll.c call, NATIVE the library's collective. */
 #define CPMPI_COLL(EMU, NATIVE)                                                                   \

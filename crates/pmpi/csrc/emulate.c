@@ -30,8 +30,22 @@
  *   TSC every core of the host shares): see arrival.h. Later messages keep their own due
  *   times (each is held to its own arrival + ΔL), so gap and bandwidth are untouched.
  *
- * Collectives: coll.c runs the common ones as messages through these same hooks (unless
- * COMMPERF_EMULATE_COLL=off), flagging them with cpmpi_emu_in_coll; the rest run natively.
+ * Collectives: coll.c runs the common blocking ones as messages through these same hooks
+ * (unless COMMPERF_EMULATE_COLL=off), flagging them with cpmpi_emu_in_coll; the rest run natively.
+ *
+ * Charges (what the library runs, the knobs' cost held at its completion): a nonblocking or
+ * persistent collective cannot be run as messages at its start (the program may exchange its
+ * own messages before it waits: blocking there deadlocks it), so the library runs it and the
+ * rank is charged its part of coll.c's algorithm (cpmpi_emu_coll_start): Δo per message at the
+ * start, its completion not returned before the start + Δg per gap between its sends + ΔG per
+ * wire byte + ΔL per round in which it receives. A one-sided transfer pays o and g at the
+ * origin's call and completes ΔG·s (on the origin's wire, after its earlier transfers) + ΔL
+ * (2ΔL for data coming back) later: the synchronisation completing it is held until then.
+ *
+ * Counts written at finalize, beyond the above: other_calls, other_bytes (what no knob
+ * touches), nbc_calls, pcoll_calls, charged_sends, charged_recvs, charged_rounds,
+ * charged_wire_bytes, charged_gaps, charged_done, rma_calls, rma_bytes, rma_round_trips,
+ * rma_syncs, rma_requests, charged_hold_ns, isendrecv_calls.
  *
  * Every rank also counts what the knobs touched (the program's point-to-point messages and
  * bytes; the emulated collectives and their messages apart) and what they did not (native
@@ -47,6 +61,7 @@
 #include <mpi.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -146,6 +161,14 @@ static uint64_t c_other_calls, c_other_bytes;
 static uint64_t c_hold_ticks, c_pace_ticks;
 /* Collectives run as messages by coll.c (calls, this rank's bytes in them) and those messages. */
 static uint64_t c_coll_emulated, c_coll_emulated_bytes, c_cp2p_sent, c_cp2p_sent_bytes, c_cp2p_recv;
+/* Charged (the library runs the operation, the knobs charge it: cpmpi_emu_coll_start, _rma):
+ * collectives started nonblocking and persistent, their messages (o), rounds (L), wire bytes
+ * (G) and gaps (g), completions that came with a due time; one-sided transfers, their bytes, the
+ * round trips among them, the synchronisations that completed some, request completions;
+ * the time completions and synchronisations were held to their due; Isendrecv calls. */
+static uint64_t c_nbc_calls, c_pcoll_calls, c_ch_sends, c_ch_recvs, c_ch_rounds, c_ch_wire, c_ch_gaps;
+static uint64_t c_ch_done, c_rma_calls, c_rma_bytes, c_rma_trips, c_rma_syncs, c_rma_reqs;
+static uint64_t c_charge_hold_ticks, c_isendrecv;
 __thread int cpmpi_emu_in_coll __attribute__((tls_model("initial-exec")));
 static int emu_multi = 1; /* MPI_THREAD_MULTIPLE: several threads of a rank may communicate */
 /* Atomic only under MPI_THREAD_MULTIPLE: a locked add costs ~20 cycles and drains the store
@@ -452,6 +475,18 @@ static TLS uint64_t wire_free;
 /* Per thread: ticks of o and G owed (spin_owed). */
 static TLS double owed_o, owed_g;
 
+/* An injection's start: the sender's o, then g's pacing. */
+static void o_and_pace(void) {
+    if (o_t) spin_owed(&owed_o, (double)o_t);
+    if (wire_free) { /* only with g set: no clock read otherwise */
+        uint64_t t = ticks();
+        if ((int64_t)(wire_free - t) > 0) {
+            CNT(c_pace_ticks, wire_free - t);
+            spin_until(wire_free);
+        }
+    }
+}
+
 void cpmpi_emu_send_pre(int dst_world, uint32_t comm, int tag, uint64_t bytes) {
     if (dst_world < 0) return; /* MPI_PROC_NULL: no message */
     /* A message to oneself never leaves the library (it copies it in memory, Open MPI's `self`
@@ -459,14 +494,7 @@ void cpmpi_emu_send_pre(int dst_world, uint32_t comm, int tag, uint64_t bytes) {
      * it, not even o (a TCP stack's o_s is its kernel send path), as the loop's replay charges
      * it the reference's own overheads (predict --self-overheads). */
     if (dst_world != my_rank) {
-        if (o_t) spin_owed(&owed_o, (double)o_t);
-        if (wire_free) { /* only with g set: no clock read otherwise */
-            uint64_t t = ticks();
-            if ((int64_t)(wire_free - t) > 0) {
-                CNT(c_pace_ticks, wire_free - t);
-                spin_until(wire_free);
-            }
-        }
+        o_and_pace();
         if (big_g_t > 0.0) spin_owed(&owed_g, big_g_t * (double)bytes);
         if (l_on) stamp_send(dst_world, comm, tag, ticks());
     }
@@ -555,33 +583,46 @@ void cpmpi_emu_other(uint64_t bytes) {
     CNT(c_other_bytes, bytes);
 }
 
-/* ---- which requests are receives (per thread, open addressing) ------------------------------ */
+/* ---- which requests the knobs act on at completion (per thread, open addressing) ----------- */
 
 #define RQ 1024
-/* A pointer, allocated on a thread's first Irecv: 16 KiB of static TLS per thread would be
- * taken from every thread of every program, emulated or not. */
-typedef struct { uint64_t key, comm; } rq_entry;
-static TLS rq_entry *rq;
+/* A pointer, allocated on a thread's first tracked request: 40 KiB of static TLS per thread
+ * would be taken from every thread of every program, emulated or not. */
+static TLS cpmpi_emu_req *rq;
 static TLS int rq_n;
 
 static inline unsigned rq_slot(uint64_t k) { return (unsigned)((k * 0x9E3779B97F4A7C15ull) >> 54) & (RQ - 1); }
 
-void cpmpi_emu_track(uint64_t key, uint64_t comm) {
-    if (!rq) rq = calloc(RQ, sizeof(rq_entry));
-    if (!rq || !key || rq_n >= RQ / 2) { CNT(c_untracked, 1); return; }
-    unsigned i = rq_slot(key);
-    while (rq[i].key && rq[i].key != key) i = (i + 1) & (RQ - 1);
+static void track(const cpmpi_emu_req *e) {
+    if (!rq) rq = calloc(RQ, sizeof(cpmpi_emu_req));
+    if (!rq || !e->key || rq_n >= RQ / 2) { CNT(c_untracked, 1); return; }
+    unsigned i = rq_slot(e->key);
+    while (rq[i].key && rq[i].key != e->key) i = (i + 1) & (RQ - 1);
     if (!rq[i].key) rq_n++;
-    rq[i].key = key;
-    rq[i].comm = comm;
+    rq[i] = *e;
 }
 
-int cpmpi_emu_untrack(uint64_t key, uint64_t *comm) {
+void cpmpi_emu_track(uint64_t key, uint64_t comm) {
+    cpmpi_emu_req e = {key, comm, 0, 0, 0, EMU_RQ_RECV, 0};
+    track(&e);
+}
+
+void cpmpi_emu_track_sendrecv(uint64_t key, uint64_t comm, int src, int tag, uint64_t bytes) {
+    cpmpi_emu_req e = {key, comm, bytes, src, tag, EMU_RQ_SENDRECV, 0};
+    track(&e);
+}
+
+static void track_due(uint64_t key, uint64_t due, int what) {
+    cpmpi_emu_req e = {key, 0, due, 0, 0, EMU_RQ_DUE, what};
+    track(&e);
+}
+
+int cpmpi_emu_untrack(uint64_t key, cpmpi_emu_req *out) {
     if (!key || !rq_n || !rq) return 0;
     unsigned i = rq_slot(key);
     while (rq[i].key && rq[i].key != key) i = (i + 1) & (RQ - 1);
     if (!rq[i].key) return 0;
-    *comm = rq[i].comm;
+    *out = rq[i];
     /* Backward-shift deletion: no tombstones, lookups stay short. */
     unsigned j = i;
     for (;;) {
@@ -596,6 +637,154 @@ int cpmpi_emu_untrack(uint64_t key, uint64_t *comm) {
         rq[i] = rq[j];
         i = j;
     }
+}
+
+/* ---- charges: operations the library runs, the knobs' cost held at their completion --------- */
+
+/* Spins until `due`; the time spun counts as held. */
+static void hold_until(uint64_t due) {
+    uint64_t now = ticks();
+    if ((int64_t)(due - now) <= 0) return;
+    CNT(c_charge_hold_ticks, due - now);
+    spin_until(due);
+}
+
+void cpmpi_emu_hold(const cpmpi_emu_req *r) {
+    if (r->what == EMU_DUE_COLL) CNT(c_ch_done, 1);
+    else CNT(c_rma_reqs, 1);
+    hold_until(r->due);
+}
+
+void cpmpi_emu_coll_start(uint64_t key, uint32_t sends, uint32_t recvs, uint32_t rounds, uint64_t wire_bytes,
+                          int persistent) {
+    if (persistent) CNT(c_pcoll_calls, 1);
+    else CNT(c_nbc_calls, 1);
+    CNT(c_ch_sends, sends);
+    CNT(c_ch_recvs, recvs);
+    CNT(c_ch_rounds, rounds);
+    CNT(c_ch_wire, wire_bytes);
+    uint32_t gaps = sends > 1 ? sends - 1 : 0;
+    CNT(c_ch_gaps, gaps);
+    /* o: the CPU's share of every message, on this rank's CPU, now (the library's own progress
+     * runs in the background or in the calls that follow, where no hook sees it). */
+    if (o_t) spin_owed(&owed_o, (double)o_t * (double)(sends + recvs));
+    uint64_t delay = (uint64_t)gaps * g_t + (uint64_t)(big_g_t * (double)wire_bytes + 0.5) + (uint64_t)rounds * l_t;
+    track_due(key, ticks() + delay, EMU_DUE_COLL);
+}
+
+void cpmpi_emu_isendrecv(void) { CNT(c_isendrecv, 1); }
+
+/* One-sided: per window, per target rank, when the origin's transfers to it are complete. One
+ * table per process under a lock: transfers of one epoch may come from several threads, and an
+ * RMA call costs microseconds beside which an uncontended lock is nothing. */
+#define NRWIN 64
+typedef struct {
+    uint64_t win; /* handle key; 0: a free slot */
+    int n;        /* the window's group size */
+    uint64_t *due; /* [n]: when the transfers to that rank are complete; 0: none pending */
+    int *touched;  /* the ranks with a due, so a synchronisation of all clears only them */
+    int ntouched;
+} rma_win;
+static rma_win rwins[NRWIN];
+/* The origin's wire: when the bytes of its last transfer are out (G serialises them). */
+static uint64_t rma_wire;
+static pthread_mutex_t rma_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static uint64_t win_key(MPI_Win w) {
+    uint64_t k = 0;
+    memcpy(&k, &w, sizeof w < sizeof k ? sizeof w : sizeof k);
+    return k;
+}
+
+/* The window's entry (made on its first transfer; NULL: no room or memory, counted). Locked. */
+static rma_win *win_entry(MPI_Win w, int make) {
+    uint64_t k = win_key(w);
+    rma_win *free_slot = NULL;
+    for (int i = 0; i < NRWIN; i++) {
+        if (rwins[i].win == k) return &rwins[i];
+        if (!rwins[i].win && !free_slot) free_slot = &rwins[i];
+    }
+    if (!make || !free_slot) return NULL;
+    MPI_Group g;
+    int n = 0;
+    if (PMPI_Win_get_group(w, &g) != MPI_SUCCESS) return NULL;
+    PMPI_Group_size(g, &n);
+    PMPI_Group_free(&g);
+    if (n <= 0) return NULL;
+    free_slot->due = calloc((size_t)n, sizeof(uint64_t));
+    free_slot->touched = malloc(sizeof(int) * (size_t)n);
+    if (!free_slot->due || !free_slot->touched) {
+        free(free_slot->due);
+        free(free_slot->touched);
+        free_slot->due = NULL;
+        free_slot->touched = NULL;
+        return NULL;
+    }
+    free_slot->win = k;
+    free_slot->n = n;
+    free_slot->ntouched = 0;
+    return free_slot;
+}
+
+void cpmpi_emu_rma_pre(int target_world) {
+    if (target_world >= 0 && target_world != my_rank) o_and_pace();
+}
+
+void cpmpi_emu_rma(MPI_Win win, int target, int target_world, uint64_t bytes, int round_trip, uint64_t req_key) {
+    CNT(c_rma_calls, 1);
+    CNT(c_rma_bytes, bytes);
+    if (round_trip) CNT(c_rma_trips, 1);
+    /* A transfer within the process is a copy, as a message to oneself: no knob. */
+    if (target_world < 0 || target_world == my_rank) return;
+    uint64_t now = ticks();
+    if (g_t) wire_free = now + g_t;
+    pthread_mutex_lock(&rma_lock);
+    uint64_t start = (int64_t)(rma_wire - now) > 0 ? rma_wire : now;
+    uint64_t out = start + (uint64_t)(big_g_t * (double)bytes + 0.5);
+    rma_wire = out;
+    uint64_t done = out + (round_trip ? 2 * l_t : l_t);
+    rma_win *e = win_entry(win, 1);
+    if (e && target >= 0 && target < e->n) {
+        if (!e->due[target]) e->touched[e->ntouched++] = target;
+        if ((int64_t)(done - e->due[target]) > 0 || !e->due[target]) e->due[target] = done;
+    } else {
+        CNT(c_untracked, 1);
+    }
+    pthread_mutex_unlock(&rma_lock);
+    /* A request-based transfer's request: the origin's part (the data out, or back). */
+    if (req_key) track_due(req_key, round_trip ? done : out, EMU_DUE_RMA);
+}
+
+void cpmpi_emu_rma_sync(MPI_Win win, int target) {
+    uint64_t due = 0;
+    int any = 0;
+    pthread_mutex_lock(&rma_lock);
+    rma_win *e = win_entry(win, 0);
+    if (e) {
+        for (int i = 0; i < e->ntouched; i++) {
+            int t = e->touched[i];
+            if (target >= 0 && t != target) continue;
+            if (!any || (int64_t)(e->due[t] - due) > 0) due = e->due[t];
+            any = 1;
+            e->due[t] = 0;
+            e->touched[i--] = e->touched[--e->ntouched];
+        }
+    }
+    pthread_mutex_unlock(&rma_lock);
+    if (!any) return;
+    CNT(c_rma_syncs, 1);
+    hold_until(due);
+}
+
+void cpmpi_emu_rma_forget(MPI_Win win) {
+    pthread_mutex_lock(&rma_lock);
+    rma_win *e = win_entry(win, 0);
+    if (e) {
+        free(e->due);
+        free(e->touched);
+        memset(e, 0, sizeof *e);
+    }
+    pthread_mutex_unlock(&rma_lock);
 }
 
 void cpmpi_emu_finalize(void) {
@@ -613,7 +802,11 @@ void cpmpi_emu_finalize(void) {
                     "coll_emulated %llu\ncoll_emulated_bytes %llu\ncoll_p2p_sent %llu\n"
                     "coll_p2p_sent_bytes %llu\ncoll_p2p_recv %llu\n"
                     "dated_watched %llu\ndated_estimated %llu\nwatched_excess_ns %.0f\n"
-                    "other_calls %llu\nother_bytes %llu\n",
+                    "other_calls %llu\nother_bytes %llu\n"
+                    "nbc_calls %llu\npcoll_calls %llu\ncharged_sends %llu\ncharged_recvs %llu\n"
+                    "charged_rounds %llu\ncharged_wire_bytes %llu\ncharged_gaps %llu\n"
+                    "charged_done %llu\nrma_calls %llu\nrma_bytes %llu\nrma_round_trips %llu\n"
+                    "rma_syncs %llu\nrma_requests %llu\ncharged_hold_ns %.0f\nisendrecv_calls %llu\n",
                     (unsigned long long)c_p2p_sent, (unsigned long long)c_p2p_sent_bytes,
                     (unsigned long long)c_p2p_recv, (unsigned long long)c_p2p_recv_bytes,
                     (unsigned long long)c_coll_calls, (unsigned long long)c_coll_bytes,
@@ -623,7 +816,15 @@ void cpmpi_emu_finalize(void) {
                     (unsigned long long)c_cp2p_sent, (unsigned long long)c_cp2p_sent_bytes,
                     (unsigned long long)c_cp2p_recv, (unsigned long long)dating.watched,
                     (unsigned long long)dating.estimated, (double)dating.excess / ticks_per_ns,
-                    (unsigned long long)c_other_calls, (unsigned long long)c_other_bytes);
+                    (unsigned long long)c_other_calls, (unsigned long long)c_other_bytes,
+                    (unsigned long long)c_nbc_calls, (unsigned long long)c_pcoll_calls,
+                    (unsigned long long)c_ch_sends, (unsigned long long)c_ch_recvs,
+                    (unsigned long long)c_ch_rounds, (unsigned long long)c_ch_wire,
+                    (unsigned long long)c_ch_gaps, (unsigned long long)c_ch_done,
+                    (unsigned long long)c_rma_calls, (unsigned long long)c_rma_bytes,
+                    (unsigned long long)c_rma_trips, (unsigned long long)c_rma_syncs,
+                    (unsigned long long)c_rma_reqs, (double)c_charge_hold_ticks / ticks_per_ns,
+                    (unsigned long long)c_isendrecv);
             fclose(f);
         }
     }

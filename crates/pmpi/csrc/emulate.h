@@ -1,4 +1,4 @@
-/* The LogGP knobs' hooks (emulate.c), called by the point-to-point wrappers of shim.c only
+/* The LogGP knobs' hooks (emulate.c), called by the wrappers of shim.c and families.c only
  * while `cpmpi_emu_on` (some knob > 0; it never changes after MPI_Init). World ranks, the shim's
  * communicator ids and times in emulate.c's ticks (cpmpi_emu_now). */
 #ifndef CPMPI_EMULATE_H
@@ -38,11 +38,56 @@ void cpmpi_emu_coll(uint64_t bytes);
  * them as the collective's, not as the program's own point-to-point traffic. */
 extern __thread int cpmpi_emu_in_coll;
 void cpmpi_emu_untracked(void);
-/* A communication call no knob applies to (nonblocking or persistent collective, one-sided
- * transfer, MPI_Isendrecv): counted, so the report names what the knobs left. */
+/* A communication call no knob applies to (the collectives the charges below do not model,
+ * nonblocking or persistent: the v and w forms, reduce-scatter, scans, neighbourhood ones):
+ * counted, so the report names what the knobs left. */
 void cpmpi_emu_other(uint64_t bytes);
-/* Irecv requests, so a completion knows it finished a receive (and on which communicator). */
+
+/* Requests whose completion (the Wait/Test family) the knobs act on, per thread, by handle:
+ * - EMU_RQ_RECV: an Irecv (Imrecv, a persistent or partitioned receive): delivered under the
+ *   knobs (cpmpi_emu_recv) with the status's source, tag and size;
+ * - EMU_RQ_SENDRECV: an MPI_Isendrecv(_replace)'s receive half: the same, with the posted source
+ *   (comm rank), tag and size standing where the status contradicts them (MPICH 4.0);
+ * - EMU_RQ_DUE: a charged operation (a collective the library runs, a request-based one-sided
+ *   transfer): its completion is not returned before `due` (cpmpi_emu_hold). */
+enum { EMU_RQ_RECV = 1, EMU_RQ_SENDRECV, EMU_RQ_DUE };
+typedef struct {
+    uint64_t key, comm;
+    uint64_t due;   /* EMU_RQ_DUE: ticks; EMU_RQ_SENDRECV: the posted size */
+    int32_t src, tag; /* EMU_RQ_SENDRECV: as posted */
+    int32_t kind;     /* EMU_RQ_*; EMU_RQ_DUE: what it charges (EMU_DUE_*) */
+    int32_t what;
+} cpmpi_emu_req;
+enum { EMU_DUE_COLL = 1, EMU_DUE_RMA };
 void cpmpi_emu_track(uint64_t key, uint64_t comm);
-int cpmpi_emu_untrack(uint64_t key, uint64_t *comm);
+void cpmpi_emu_track_sendrecv(uint64_t key, uint64_t comm, int src, int tag, uint64_t bytes);
+int cpmpi_emu_untrack(uint64_t key, cpmpi_emu_req *out);
+/* A completion of a charged request (EMU_RQ_DUE): held until its due time. */
+void cpmpi_emu_hold(const cpmpi_emu_req *r);
+
+/* A collective the library runs itself was started (nonblocking, or a persistent one's
+ * MPI_Start; request `key`), this rank's part of coll.c's algorithm in `p` (coll.h): o per
+ * message it sends and receives, spun now; its completion due after Δg between its sends, ΔG
+ * per wire byte and ΔL per round in which it receives. */
+void cpmpi_emu_coll_start(uint64_t key, uint32_t sends, uint32_t recvs, uint32_t rounds, uint64_t wire_bytes,
+                          int persistent);
+/* MPI_Isendrecv(_replace) was started: counted (its halves go through the point-to-point hooks). */
+void cpmpi_emu_isendrecv(void);
+
+/* One-sided, at the origin, before the transfer is handed to PMPI: o and g's pacing, as a
+ * send's (none for a transfer to the own process, a copy, as a message to oneself). */
+void cpmpi_emu_rma_pre(int target_world);
+/* After it: a transfer to window rank `target` of `win` moving `bytes` (origin data out plus
+ * result data back; `target_world` its world rank), `round_trip` when data comes back (a get, a fetching atomic). It completes
+ * at the origin's wire time (ΔG·bytes, serialised with its earlier transfers) + ΔL (2ΔL for a
+ * round trip): the synchronisation that completes it is held until then. `req_key` (request-
+ * based forms, else 0): the request's completion is due when the origin's part is done: the
+ * data gone (a put, an accumulate: the wire time) or back (a round trip). */
+void cpmpi_emu_rma(MPI_Win win, int target, int target_world, uint64_t bytes, int round_trip, uint64_t req_key);
+/* A synchronisation that completes the origin's transfers to `target` (-1: to every rank) of
+ * `win`: held until they are all due, then forgotten. */
+void cpmpi_emu_rma_sync(MPI_Win win, int target);
+/* MPI_Win_free: the window's charges are forgotten (its handle may be reused). */
+void cpmpi_emu_rma_forget(MPI_Win win);
 void cpmpi_emu_finalize(void);
 #endif

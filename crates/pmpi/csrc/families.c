@@ -31,6 +31,34 @@ static void post_coll(int kind, int root, MPI_Comm comm, uint64_t bytes, uint64_
     cpmpi_rt_post(table_for_post(), HKEY(req), &e);
 }
 
+/* Under the knobs, a collective the library runs itself (started nonblocking, or a persistent
+ * one's MPI_Start) is charged this rank's part of the algorithm coll.c runs its blocking form
+ * with (emulate.h, coll.h); the kinds coll.c has no algorithm for, intercommunicators, and every
+ * collective under COMMPERF_EMULATE_COLL=off (collectives left to the library, untouched) are
+ * counted only. */
+static void emu_coll_charge(int kind, int root, MPI_Comm comm, uint64_t bytes, MPI_Request req, int persistent) {
+    int alg = kind == K_IBARRIER     ? CPMPI_ALG_BARRIER
+              : kind == K_IBCAST     ? CPMPI_ALG_BCAST
+              : kind == K_IREDUCE    ? CPMPI_ALG_REDUCE
+              : kind == K_IALLREDUCE ? CPMPI_ALG_ALLREDUCE
+              : kind == K_IALLGATHER ? CPMPI_ALG_ALLGATHER
+              : kind == K_IALLTOALL  ? CPMPI_ALG_ALLTOALL
+              : kind == K_IGATHER    ? CPMPI_ALG_GATHER
+              : kind == K_ISCATTER   ? CPMPI_ALG_SCATTER
+                                     : -1;
+    int inter = 0, n = (int)csize(comm);
+    if (alg >= 0) PMPI_Comm_test_inter(comm, &inter);
+    if (alg < 0 || inter || !cpmpi_coll_on) {
+        cpmpi_emu_other(bytes);
+        return;
+    }
+    /* An alltoall's bytes are its send buffer's, a block per rank. */
+    uint64_t block = alg == CPMPI_ALG_ALLTOALL ? bytes / (uint64_t)n : bytes;
+    cpmpi_coll_part p;
+    cpmpi_coll_part_of(alg, n, crank(comm), root, block, &p);
+    cpmpi_emu_coll_start(HKEY(req), p.sends, p.recvs, p.rounds, p.wire_bytes, persistent);
+}
+
 /* ---- matched probes ------------------------------------------------------------------------ */
 
 /* Message handle -> the communicator its probe named: MPI_Mrecv takes no communicator. A probe
@@ -131,7 +159,7 @@ int MPI_Imrecv(void *buf, int count, MPI_Datatype dt, MPI_Message *msg, MPI_Requ
     uint64_t t0 = cur_t0;                                                                        \
     int rc = CALL;                                                                               \
     uint64_t t1 = (cur_t1 = STAMP());                                                            \
-    if (rc == MPI_SUCCESS && EMU_ON()) cpmpi_emu_other(BYTES);                                   \
+    if (rc == MPI_SUCCESS && EMU_ON()) emu_coll_charge(KIND, ROOT, COMM, BYTES, *(REQ), 0);      \
     if (rc == MPI_SUCCESS && MONITORING()) {                                                     \
         post_coll(KIND, ROOT, COMM, BYTES, t0, t1, *(REQ), 0);                                   \
         cur_sent += (SENT);                                                                      \
@@ -457,6 +485,7 @@ static inline int win_world(MPI_Win w, int r, uint32_t *id) {
 
 int MPI_Win_free(MPI_Win *win) {
     group_forget(&wins, HKEY(*win));
+    if (EMU_ON()) cpmpi_emu_rma_forget(*win);
     int in_ = ENTER(FN_Win_free);
     int rc = PMPI_Win_free(win);
     if (in_) LEAVE();
@@ -484,12 +513,27 @@ static void post_win(int kind, int target, MPI_Win w, uint64_t bytes, uint64_t t
     cpmpi_rt_post(table_for_post(), HKEY(req), &e);
 }
 
+/* Under the knobs, one-sided transfers pay o and g at the origin's call and complete ΔG·bytes
+ * + ΔL (2ΔL when data comes back) after it, at the synchronisation or request completion that
+ * completes them (emulate.h). EMU_RMA_PRE declares the target's world rank. */
+#define EMU_RMA_PRE(TARGET, WIN)                                                                 \
+    int emu_tw_ = -1;                                                                            \
+    if (EMU_ON() && (TARGET) != MPI_PROC_NULL) {                                                 \
+        uint32_t emu_id_;                                                                        \
+        emu_tw_ = win_world(WIN, TARGET, &emu_id_);                                              \
+        cpmpi_emu_rma_pre(emu_tw_);                                                              \
+    }
+#define EMU_RMA(TARGET, WIN, SENT, RECEIVED, REQ_KEY)                                            \
+    if (rc == MPI_SUCCESS && EMU_ON() && (TARGET) != MPI_PROC_NULL)                              \
+        cpmpi_emu_rma(WIN, TARGET, emu_tw_, (SENT) + (RECEIVED), (RECEIVED) > 0, REQ_KEY);
+
 #define RMA_BODY(FN, KIND, TARGET, WIN, SENT, RECEIVED, CALL)                                    \
     if (!ENTER(FN)) return CALL;                                                                 \
     uint64_t t0 = cur_t0;                                                                        \
+    EMU_RMA_PRE(TARGET, WIN)                                                                     \
     int rc = CALL;                                                                               \
     uint64_t t1 = (cur_t1 = STAMP());                                                            \
-    if (rc == MPI_SUCCESS && EMU_ON() && (TARGET) != MPI_PROC_NULL) cpmpi_emu_other((SENT) + (RECEIVED)); \
+    EMU_RMA(TARGET, WIN, SENT, RECEIVED, 0)                                                      \
     if (rc == MPI_SUCCESS && MONITORING() && (TARGET) != MPI_PROC_NULL) {                        \
         cur_sent += (SENT);                                                                      \
         cur_received += (RECEIVED);                                                              \
@@ -500,9 +544,10 @@ static void post_win(int kind, int target, MPI_Win w, uint64_t bytes, uint64_t t
 #define RRMA_BODY(FN, KIND, TARGET, WIN, SENT, RECEIVED, CALL, REQ)                              \
     if (!ENTER(FN)) return CALL;                                                                 \
     uint64_t t0 = cur_t0;                                                                        \
+    EMU_RMA_PRE(TARGET, WIN)                                                                     \
     int rc = CALL;                                                                               \
     uint64_t t1 = (cur_t1 = STAMP());                                                            \
-    if (rc == MPI_SUCCESS && EMU_ON() && (TARGET) != MPI_PROC_NULL) cpmpi_emu_other((SENT) + (RECEIVED)); \
+    EMU_RMA(TARGET, WIN, SENT, RECEIVED, HKEY(*(REQ)))                                           \
     if (rc == MPI_SUCCESS && MONITORING() && (TARGET) != MPI_PROC_NULL) {                        \
         cur_sent += (SENT);                                                                      \
         cur_received += (RECEIVED);                                                              \
@@ -565,19 +610,31 @@ int MPI_Rget_accumulate(const void *o, int oc, MPI_Datatype ot, void *r, int rc_
     LEAVE();                                                                                     \
     return rc;
 
-int MPI_Win_fence(int a, MPI_Win w) { WSYNC_BODY(FN_Win_fence, K_WIN_FENCE, NO_TARGET, a, w, PMPI_Win_fence(a, w)) }
+/* The same for a synchronisation that completes the origin's transfers (to window rank
+ * EMU_TARGET; -1: to every rank): under the knobs it is not returned before they are due. */
+#define WSYNC_BODY_E(FN, KIND, TARGET, TAG, WIN, CALL, EMU_TARGET)                               \
+    if (!ENTER(FN)) return CALL;                                                                 \
+    uint64_t t0 = cur_t0;                                                                        \
+    int rc = CALL;                                                                               \
+    if (rc == MPI_SUCCESS && EMU_ON()) cpmpi_emu_rma_sync(WIN, EMU_TARGET);                      \
+    uint64_t t1 = (cur_t1 = STAMP());                                                            \
+    if (rc == MPI_SUCCESS) rec_win(KIND, TARGET, TAG, WIN, 0, t0, t1);                           \
+    LEAVE();                                                                                     \
+    return rc;
+
+int MPI_Win_fence(int a, MPI_Win w) { WSYNC_BODY_E(FN_Win_fence, K_WIN_FENCE, NO_TARGET, a, w, PMPI_Win_fence(a, w), -1) }
 int MPI_Win_lock(int type, int rank, int a, MPI_Win w) {
     WSYNC_BODY(FN_Win_lock, K_WIN_LOCK, rank, type, w, PMPI_Win_lock(type, rank, a, w))
 }
-int MPI_Win_unlock(int rank, MPI_Win w) { WSYNC_BODY(FN_Win_unlock, K_WIN_UNLOCK, rank, -1, w, PMPI_Win_unlock(rank, w)) }
+int MPI_Win_unlock(int rank, MPI_Win w) { WSYNC_BODY_E(FN_Win_unlock, K_WIN_UNLOCK, rank, -1, w, PMPI_Win_unlock(rank, w), rank) }
 int MPI_Win_lock_all(int a, MPI_Win w) { WSYNC_BODY(FN_Win_lock_all, K_WIN_LOCK_ALL, NO_TARGET, a, w, PMPI_Win_lock_all(a, w)) }
-int MPI_Win_unlock_all(MPI_Win w) { WSYNC_BODY(FN_Win_unlock_all, K_WIN_UNLOCK_ALL, NO_TARGET, -1, w, PMPI_Win_unlock_all(w)) }
+int MPI_Win_unlock_all(MPI_Win w) { WSYNC_BODY_E(FN_Win_unlock_all, K_WIN_UNLOCK_ALL, NO_TARGET, -1, w, PMPI_Win_unlock_all(w), -1) }
 int MPI_Win_post(MPI_Group g, int a, MPI_Win w) { WSYNC_BODY(FN_Win_post, K_WIN_POST, NO_TARGET, a, w, PMPI_Win_post(g, a, w)) }
 int MPI_Win_start(MPI_Group g, int a, MPI_Win w) { WSYNC_BODY(FN_Win_start, K_WIN_START, NO_TARGET, a, w, PMPI_Win_start(g, a, w)) }
-int MPI_Win_complete(MPI_Win w) { WSYNC_BODY(FN_Win_complete, K_WIN_COMPLETE, NO_TARGET, -1, w, PMPI_Win_complete(w)) }
+int MPI_Win_complete(MPI_Win w) { WSYNC_BODY_E(FN_Win_complete, K_WIN_COMPLETE, NO_TARGET, -1, w, PMPI_Win_complete(w), -1) }
 int MPI_Win_wait(MPI_Win w) { WSYNC_BODY(FN_Win_wait, K_WIN_WAIT, NO_TARGET, -1, w, PMPI_Win_wait(w)) }
-int MPI_Win_flush(int rank, MPI_Win w) { WSYNC_BODY(FN_Win_flush, K_WIN_FLUSH, rank, -1, w, PMPI_Win_flush(rank, w)) }
-int MPI_Win_flush_all(MPI_Win w) { WSYNC_BODY(FN_Win_flush_all, K_WIN_FLUSH_ALL, NO_TARGET, -1, w, PMPI_Win_flush_all(w)) }
+int MPI_Win_flush(int rank, MPI_Win w) { WSYNC_BODY_E(FN_Win_flush, K_WIN_FLUSH, rank, -1, w, PMPI_Win_flush(rank, w), rank) }
+int MPI_Win_flush_all(MPI_Win w) { WSYNC_BODY_E(FN_Win_flush_all, K_WIN_FLUSH_ALL, NO_TARGET, -1, w, PMPI_Win_flush_all(w), -1) }
 int MPI_Win_flush_local(int rank, MPI_Win w) {
     WSYNC_BODY(FN_Win_flush_local, K_WIN_FLUSH_LOCAL, rank, -1, w, PMPI_Win_flush_local(rank, w))
 }
@@ -608,13 +665,23 @@ __attribute__((unused)) static void isendrecv_started(int dest, int stag, uint64
     post(K_ISENDRECV_RECV, src == MPI_ANY_SOURCE ? F_ANY_SOURCE : 0, src, rtag, comm, rbytes, t0, t1, req);
 }
 
+/* Under the knobs an Isendrecv is point to point: its send half went through the send's hooks
+ * at the start, its receive half is delivered at the request's completion. */
+__attribute__((unused)) static void emu_isendrecv_started(int src, int rtag, uint64_t rbytes, MPI_Comm comm,
+                                                          MPI_Request req) {
+    cpmpi_emu_isendrecv();
+    if (src != MPI_PROC_NULL) cpmpi_emu_track_sendrecv(HKEY(req), HKEY(comm), src, rtag, rbytes);
+}
+
 #if defined(CPMPI_HAVE_Isendrecv)
 int MPI_Isendrecv(const void *sb, int sc, MPI_Datatype st, int dest, int stag, void *rb, int rc_,
                   MPI_Datatype rt, int src, int rtag, MPI_Comm comm, MPI_Request *req) {
     if (!ENTER(FN_Isendrecv)) return PMPI_Isendrecv(sb, sc, st, dest, stag, rb, rc_, rt, src, rtag, comm, req);
     uint64_t t0 = cur_t0;
+    EMU_SEND_PRE(dest, comm, stag, type_bytes(st, sc))
     int rc = PMPI_Isendrecv(sb, sc, st, dest, stag, rb, rc_, rt, src, rtag, comm, req);
-    if (rc == MPI_SUCCESS && EMU_ON()) cpmpi_emu_other(type_bytes(st, sc));
+    EMU_SEND_POST();
+    if (rc == MPI_SUCCESS && EMU_ON()) emu_isendrecv_started(src, rtag, type_bytes(rt, rc_), comm, *req);
     uint64_t t1 = (cur_t1 = STAMP());
     if (rc == MPI_SUCCESS)
         isendrecv_started(dest, stag, type_bytes(st, sc), src, rtag, type_bytes(rt, rc_), comm, t0, t1, *req);
@@ -627,8 +694,10 @@ int MPI_Isendrecv_replace(void *buf, int count, MPI_Datatype dt, int dest, int s
                           MPI_Comm comm, MPI_Request *req) {
     if (!ENTER(FN_Isendrecv_replace)) return PMPI_Isendrecv_replace(buf, count, dt, dest, stag, src, rtag, comm, req);
     uint64_t t0 = cur_t0;
+    EMU_SEND_PRE(dest, comm, stag, type_bytes(dt, count))
     int rc = PMPI_Isendrecv_replace(buf, count, dt, dest, stag, src, rtag, comm, req);
-    if (rc == MPI_SUCCESS && EMU_ON()) cpmpi_emu_other(type_bytes(dt, count));
+    EMU_SEND_POST();
+    if (rc == MPI_SUCCESS && EMU_ON()) emu_isendrecv_started(src, rtag, type_bytes(dt, count), comm, *req);
     uint64_t t1 = (cur_t1 = STAMP());
     if (rc == MPI_SUCCESS)
         isendrecv_started(dest, stag, type_bytes(dt, count), src, rtag, type_bytes(dt, count), comm, t0, t1, *req);

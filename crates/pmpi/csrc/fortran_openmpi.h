@@ -358,7 +358,7 @@ static void f_start_one(F *req, F *ierr) {
 void mpi_request_free_(F *req, F *ierr) {
     MPI_Request c = PMPI_Request_f2c(*req);
     cev e;
-    uint64_t ck;
+    cpmpi_emu_req ck;
     if (active) cpmpi_rt_take(my_table, HKEY(c), &e);
     if (EMU_ON()) cpmpi_emu_untrack(HKEY(c), &ck);
     if (TRACKING()) pinit_forget(HKEY(c));

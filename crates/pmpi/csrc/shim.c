@@ -994,10 +994,37 @@ static void emu_received(MPI_Comm comm, const MPI_Status *st, uint64_t te) {
     cpmpi_emu_recv(w, id, st->MPI_TAG, status_bytes(st), te);
 }
 
-/* A request completed: if it was an emulated Irecv, deliver it under the knobs. */
+/* MPICH 4.0's status of a completed MPI_Isendrecv is not the receive's (source 0, tag 0,
+ * count 0 whatever arrived): a status that contradicts the receive's posted source (world rank;
+ * < 0: any) or tag is not believed. */
+static int sendrecv_status_false(MPI_Comm comm, int posted_world, int posted_tag, const MPI_Status *st) {
+    if (posted_world < 0) return 0;
+    uint32_t id;
+    return to_world(comm, st->MPI_SOURCE, &id) != posted_world ||
+           (posted_tag != MPI_ANY_TAG && st->MPI_TAG != posted_tag);
+}
+
+/* An MPI_Isendrecv's receive half completed: delivered under the knobs, with what was posted
+ * where the status is not believed. */
+static void emu_sendrecv_received(const cpmpi_emu_req *r, const MPI_Status *st, uint64_t te) {
+    MPI_Comm comm = COMM_OF(r->comm);
+    uint32_t id = 0;
+    int w = r->src >= 0 ? to_world(comm, r->src, &id) : -1;
+    if (was_cancelled(st) || !sendrecv_status_false(comm, w, r->tag, st)) {
+        emu_received(comm, st, te);
+        return;
+    }
+    cpmpi_emu_recv(w, id, r->tag, r->due, te);
+}
+
+/* A request completed: a tracked receive is delivered under the knobs, a charged operation
+ * (a collective or one-sided transfer the library ran) held to its due time. */
 static void emu_done(uint64_t key, const MPI_Status *st, uint64_t te) {
-    uint64_t ck;
-    if (cpmpi_emu_untrack(key, &ck)) emu_received(COMM_OF(ck), st, te);
+    cpmpi_emu_req r;
+    if (!cpmpi_emu_untrack(key, &r)) return;
+    if (r.kind == EMU_RQ_DUE) cpmpi_emu_hold(&r);
+    else if (r.kind == EMU_RQ_SENDRECV) emu_sendrecv_received(&r, st, te);
+    else emu_received(COMM_OF(r.comm), st, te);
 }
 
 static void emu_done_many(const uint64_t *keys, const int *idx, int n, const MPI_Status *sts,
@@ -1218,9 +1245,10 @@ static void start_pre(const pinit *p) {
 /* ... and after: g's next slot, a receive's tracking, the record of the post. */
 static void post_coll(int kind, int root, MPI_Comm comm, uint64_t bytes, uint64_t t0, uint64_t t1,
                       MPI_Request req, int flags);
+static void emu_coll_charge(int kind, int root, MPI_Comm comm, uint64_t bytes, MPI_Request req, int persistent);
 static void start_post(const pinit *p, MPI_Request req, uint64_t t0, uint64_t t1, int flags) {
     if (p->coll) {
-        if (EMU_ON()) cpmpi_emu_other(p->bytes);
+        if (EMU_ON()) emu_coll_charge(p->coll, p->peer, COMM_OF(p->comm), p->bytes, req, 1);
         post_coll(p->coll, p->peer, COMM_OF(p->comm), p->bytes, t0, t1, req, F_PERSISTENT | flags);
         if (MONITORING()) cur_sent += p->bytes; /* the collective's send contribution */
         return;
@@ -1295,13 +1323,9 @@ static void complete(uint64_t key, const MPI_Status *st, uint64_t t0, uint64_t t
             record(&snd);
         }
     }
-    /* MPICH 4.0's status of a completed MPI_Isendrecv is not the receive's (source 0, tag 0,
-     * count 0 whatever arrived): a status that contradicts the receive's own source or tag is
-     * not believed, and the posted source, tag and size stand. */
-    if (e.kind == K_ISENDRECV_RECV && st && e.peer >= 0) {
-        uint32_t id;
-        int src = to_world(COMM_OF(e.comm_handle), st->MPI_SOURCE, &id);
-        if (src != e.peer || (e.tag != MPI_ANY_TAG && st->MPI_TAG != e.tag)) {
+    /* MPICH 4.0's Isendrecv status: the posted source, tag and size stand. */
+    if (e.kind == K_ISENDRECV_RECV && st) {
+        if (sendrecv_status_false(COMM_OF(e.comm_handle), e.peer, e.tag, st)) {
             cur_received += e.bytes;
             e.comm_handle = 0;
             record(&e);
@@ -1466,7 +1490,7 @@ int MPI_Request_free(MPI_Request *req) {
     cev e;
     /* A freed active request still completes, but unseen: forget it so the table stays small. */
     if (active) cpmpi_rt_take(my_table, HKEY(*req), &e);
-    uint64_t ck;
+    cpmpi_emu_req ck;
     if (EMU_ON()) cpmpi_emu_untrack(HKEY(*req), &ck);
     if (TRACKING()) pinit_forget(HKEY(*req));
     int in_ = ENTER(FN_Request_free);
