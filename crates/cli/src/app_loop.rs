@@ -1742,6 +1742,7 @@ mod tests {
             comms: Vec::new(),
             functions: Vec::new(),
             sites: Default::default(),
+            neighbors: Vec::new(),
         }
     }
 

@@ -320,8 +320,8 @@ fn collectives(mpi: &str) {
 }
 
 /// families.c: nonblocking collectives, collectives on a split and on a duplicated
-/// communicator, neighbourhood collectives (no such operation in the format). Every one of the
-/// first two kinds is written, the third counted, and predict replays the trace.
+/// communicator, neighbourhood collectives (as their messages). Every one is written, and
+/// predict replays the trace.
 fn families_trace(mpi: &str) {
     let test = format!("trace_families_{mpi}");
     need(&test, &[&format!("mpicc.{mpi}"), &format!("mpirun.{mpi}")]);
@@ -352,8 +352,11 @@ fn families_trace(mpi: &str) {
     assert_eq!(trace.lines().filter(|l| l.starts_with("comm c")).count(), 3);
     assert_eq!(stats["subcomm_collectives_left_out"].as_u64(), Some(0));
     assert_eq!(stats["intercomm_collectives_left_out"].as_u64(), Some(0));
-    // 2 MPI_Neighbor_alltoall and 1 MPI_Ineighbor_allgather per rank.
-    assert_eq!(stats["unsupported_left_out"].as_u64(), Some(12));
+    // 2 MPI_Neighbor_alltoall and 1 MPI_Ineighbor_allgather per rank, written as messages
+    // to and from each of the ring's 2 neighbours.
+    assert_eq!(stats["unsupported_left_out"].as_u64(), Some(0));
+    assert_eq!(stats["neighbor_collectives"].as_u64(), Some(12));
+    assert_eq!(stats["neighbor_messages"].as_u64(), Some(24));
     assert_eq!(stats["misaligned_collectives_left_out"].as_u64(), Some(0));
 }
 
