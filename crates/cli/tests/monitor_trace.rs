@@ -217,17 +217,27 @@ fn check_run(dir: &Path, wall_ns: f64) -> (String, Value, Value) {
         assert_eq!(stats["compute_ns"][*r as usize].as_u64(), Some(*compute));
     }
 
-    // The point-to-point part replays exactly the matched messages.
+    // The point-to-point part replays exactly the matched messages and those the
+    // neighbourhood collectives are written as.
     let p2p = dir.join("p2p.txt");
     std::fs::write(&p2p, point_to_point_only(&trace)).expect("write p2p.txt");
     let pp = predict(&p2p);
-    assert_eq!(pp["messages"].as_u64(), Some(matched), "p2p replay");
-    // Every matched message is a send on one rank and a receive on another.
+    let written = matched
+        + stats["neighbor_messages"]
+            .as_u64()
+            .expect("neighbor_messages");
+    assert_eq!(pp["messages"].as_u64(), Some(written), "p2p replay");
+    // Every one is a send on one rank and a receive on another.
     let sends: u64 = per
         .values()
-        .map(|(_, ops)| ops.get("send").unwrap_or(&0) + ops.get("isend").unwrap_or(&0))
+        .map(|(_, ops)| {
+            ["send", "isend", "ssend", "issend"]
+                .iter()
+                .map(|v| ops.get(*v).unwrap_or(&0))
+                .sum::<u64>()
+        })
         .sum();
-    assert_eq!(sends, matched);
+    assert_eq!(sends, written);
 
     // The whole trace replays, collectives expanded on top.
     let full = predict(&dir.join("trace.txt"));
