@@ -1688,7 +1688,7 @@ mod tests {
         let p = scratch("v4-neighbors");
         std::fs::write(&p, &f).unwrap();
         let rd = read_file(&p).unwrap();
-        assert_eq!(rd.neighbors, [d.clone()]);
+        assert_eq!(rd.neighbors, std::slice::from_ref(&d));
         let mut f = rank_file(3);
         f.extend(frame_of(3, FrameKind::Neighbors, &j(&d)));
         std::fs::write(&p, &f).unwrap();
