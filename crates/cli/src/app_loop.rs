@@ -1911,6 +1911,7 @@ mod tests {
             comms: Vec::new(),
             functions: Vec::new(),
             sites: Default::default(),
+            neighbors: Vec::new(),
         }
     }
 

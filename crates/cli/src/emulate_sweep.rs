@@ -419,10 +419,7 @@ pub(crate) fn median_send_bytes(w: &commperf_predict::workload::Workload) -> Opt
     let mut sizes: Vec<u64> = w
         .ops()
         .iter()
-        .filter_map(|op| match op {
-            commperf_predict::workload::OpKind::Send { bytes, .. } => Some(*bytes),
-            _ => None,
-        })
+        .filter_map(|op| op.send_parts().map(|(_, _, bytes, _)| bytes))
         .collect();
     if sizes.is_empty() {
         return None;

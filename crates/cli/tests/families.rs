@@ -69,8 +69,9 @@ fn families(mpi: &str) {
     assert_eq!(j["drops"], 0);
     assert_eq!(j["unmatched_sends"], 0, "{}", text(&o.stdout));
     assert_eq!(j["unmatched_recvs"], 0, "{}", text(&o.stdout));
-    // Per rank: 5 Mrecv + 3 Imrecv, and under MPI-4 2 Isendrecv and 2 partitioned messages.
-    let per_rank = 8 + if mpi4 { 4 } else { 0 };
+    // Per rank: 5 Mrecv + 3 Imrecv, 2 Ssend + 1 Issend, and under MPI-4 2 Isendrecv and 2
+    // partitioned messages.
+    let per_rank = 8 + 3 + if mpi4 { 4 } else { 0 };
     assert_eq!(j["matched_messages"], 4 * per_rank, "{}", text(&o.stdout));
     for r in 0..4u64 {
         let c = |call: &str| calls(&j, r, call);
@@ -82,6 +83,9 @@ fn families(mpi: &str) {
             "rank {r}: only the probes that found one"
         );
         assert_eq!(c("MPI_Imrecv"), (3, 900), "rank {r}");
+        assert_eq!(c("MPI_Ssend"), (2, 128), "rank {r}");
+        assert_eq!(c("MPI_Issend"), (1, 32), "rank {r}");
+        assert_eq!(c("MPI_Recv"), (3, 160), "rank {r}");
         // Collectives: the event's bytes are the rank's send buffer (Ialltoall: 2 doubles to
         // each of 4 ranks).
         assert_eq!(c("MPI_Ialltoall"), (4, 4 * 64), "rank {r}");
@@ -159,13 +163,14 @@ fn families(mpi: &str) {
         );
         assert_eq!(f("MPI_Get"), (1, 0, 32), "rank {r}");
         assert_eq!(f("MPI_Put"), (2, 72, 0), "rank {r}");
-        // The Waits: Mprobe's 5 Isends, 3 Imrecv, 4 Ialltoall, 2 Ibcast, 1 Ineighbor, 1 Rput
-        // (+ MPI-4: 2 Isendrecv, 3 persistent allreduce, 2 x 2 partitioned); the Imrecv
-        // (and Isendrecv, partitioned) receives counted where they completed.
+        // The Waits: Mprobe's 5 Isends, 3 Imrecv, 1 Issend, 4 Ialltoall, 2 Ibcast,
+        // 1 Ineighbor, 1 Rput (+ MPI-4: 2 Isendrecv, 3 persistent allreduce, 2 x 2
+        // partitioned); the Imrecv (and Isendrecv, partitioned) receives counted where they
+        // completed.
         let (waits, wait_recv) = if mpi4 {
-            (16 + 9, 900 + 80 + 320)
+            (17 + 9, 900 + 80 + 320)
         } else {
-            (16, 900)
+            (17, 900)
         };
         assert_eq!(f("MPI_Wait"), (waits, 0, wait_recv), "rank {r}");
         assert_eq!(f("MPI_Waitall").0, 1, "rank {r}");
@@ -182,6 +187,80 @@ fn families(mpi: &str) {
     // Each communicator's members are known: split by parity, and the duplicate of world.
     let t = text(&o.stdout);
     assert!(t.contains("MPI functions"), "{t}");
+    families_trace(&dir, mpi4);
+}
+
+/// The trace of the family program (DIR/trace.txt): the synchronous sends as `ssend`/`issend`,
+/// the neighbourhood collectives as the messages to and from each ring neighbour, and
+/// `commperf predict` replays it.
+fn families_trace(dir: &Path, mpi4: bool) {
+    let trace = std::fs::read_to_string(dir.join("trace.txt")).expect("trace.txt");
+    let stats: Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.join("trace-stats.json")).expect("trace-stats.json"),
+    )
+    .expect("JSON");
+    // The neighbourhood messages' tag: one above the program's highest, the partitioned
+    // messages' 21 under MPI-4, else the Issend's 13.
+    let nbr_tag = if mpi4 { 22 } else { 14 };
+    for r in 0..4u32 {
+        let (left, right) = ((r + 3) % 4, (r + 1) % 4);
+        let block: Vec<&str> = trace
+            .lines()
+            .skip_while(|l| l.trim() != format!("rank {r}"))
+            .skip(1)
+            .take_while(|l| !l.starts_with("rank "))
+            .map(str::trim)
+            .collect();
+        let count = |want: &str| block.iter().filter(|l| l.starts_with(want)).count();
+        assert_eq!(
+            count(&format!("ssend {right} 64B tag 12")),
+            2,
+            "rank {r}: {trace}"
+        );
+        assert_eq!(
+            count(&format!("issend {right} 32B tag 13 as q")),
+            1,
+            "rank {r}"
+        );
+        assert_eq!(count(&format!("recv {left} 64B tag 12")), 2, "rank {r}");
+        // 2 MPI_Neighbor_alltoall and 1 MPI_Ineighbor_allgather of one int per neighbour:
+        // per call an irecv from and an isend to each of the two.
+        for p in [left, right] {
+            let tag = format!(" {p} 4B tag {nbr_tag} as q");
+            assert_eq!(count(&format!("isend{tag}")), 3, "rank {r} to {p}: {trace}");
+            assert_eq!(count(&format!("irecv{tag}")), 3, "rank {r} from {p}");
+        }
+        // And Mprobe's 5 Isends (+ MPI-4: 2 Isendrecv halves, 2 partitioned starts).
+        let isends = 3 * 2 + 5 + if mpi4 { 4 } else { 0 };
+        assert_eq!(count("isend "), isends, "rank {r}");
+    }
+    assert_eq!(stats["neighbor_collectives"], 12, "{stats}");
+    assert_eq!(stats["neighbor_messages"], 24, "{stats}");
+    assert_eq!(stats["neighbor_lists_left_out"], 0, "{stats}");
+    assert_eq!(stats["unsupported_left_out"], 0, "{stats}");
+    let o = Command::new("timeout")
+        .args([
+            "-k",
+            "5",
+            "120",
+            exe(),
+            "predict",
+            "--format",
+            "json",
+            "--trace",
+        ])
+        .arg(dir.join("trace.txt"))
+        .output()
+        .expect("run commperf predict");
+    ok(&o);
+    let p: Value = serde_json::from_slice(&o.stdout).expect("prediction JSON");
+    // Every message the trace writes is among the predicted ones: the matched ones, the
+    // neighbourhood collectives' and the one-sided epochs' empty ones (the collectives, and
+    // the fences' barriers, add theirs).
+    let epoch = stats["epoch_messages"].as_u64().unwrap();
+    assert_eq!(epoch, 4 * 2, "{stats}");
+    let written = stats["messages"].as_u64().unwrap() + 24 + epoch;
+    assert!(p["messages"].as_u64().unwrap() >= written, "{p}");
 }
 
 #[test]
@@ -309,9 +388,10 @@ fn families_under_knobs(mpi: &str) {
     let j: Value = serde_json::from_slice(&o.stdout).expect("JSON");
     let u = &j["untouched"];
     let mpi4 = mpi == "mpich";
-    // Per rank: 5 Mrecv + 3 Imrecv (+ 2 partitioned receives and 2 Isendrecv under MPI 4.0),
-    // and as many sends: 5 Isend + 3 Send (+ 2 partitioned, 2 Isendrecv).
-    let recvs = 4 * (8 + if mpi4 { 4 } else { 0 });
+    // Per rank: 5 Mrecv + 3 Imrecv + 3 Recv (of 2 Ssend and 1 Issend) (+ 2 partitioned
+    // receives and 2 Isendrecv under MPI 4.0), and as many sends: 5 Isend + 3 Send + 2 Ssend +
+    // 1 Issend (+ 2 partitioned, 2 Isendrecv).
+    let recvs = 4 * (11 + if mpi4 { 4 } else { 0 });
     assert_eq!(u["p2p_receives"], recvs, "{j}");
     assert_eq!(u["p2p_messages"], recvs, "{j}");
     assert_eq!(u["unstamped_receives"], 0, "{j}");

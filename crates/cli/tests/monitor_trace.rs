@@ -217,19 +217,30 @@ fn check_run(dir: &Path, wall_ns: f64) -> (String, Value, Value) {
         assert_eq!(stats["compute_ns"][*r as usize].as_u64(), Some(*compute));
     }
 
-    // The point-to-point part replays exactly the matched messages, and the empty messages
-    // that synchronise one-sided post/start/complete/wait epochs.
+    // The point-to-point part replays exactly the matched messages, those the neighbourhood
+    // collectives are written as, and the empty messages that synchronise one-sided
+    // post/start/complete/wait epochs.
     let epoch = stats["epoch_messages"].as_u64().expect("epoch_messages");
     let p2p = dir.join("p2p.txt");
     std::fs::write(&p2p, point_to_point_only(&trace)).expect("write p2p.txt");
     let pp = predict(&p2p);
-    assert_eq!(pp["messages"].as_u64(), Some(matched + epoch), "p2p replay");
-    // Every matched message is a send on one rank and a receive on another.
+    let written = matched
+        + stats["neighbor_messages"]
+            .as_u64()
+            .expect("neighbor_messages")
+        + epoch;
+    assert_eq!(pp["messages"].as_u64(), Some(written), "p2p replay");
+    // Every one is a send on one rank and a receive on another.
     let sends: u64 = per
         .values()
-        .map(|(_, ops)| ops.get("send").unwrap_or(&0) + ops.get("isend").unwrap_or(&0))
+        .map(|(_, ops)| {
+            ["send", "isend", "ssend", "issend"]
+                .iter()
+                .map(|v| ops.get(*v).unwrap_or(&0))
+                .sum::<u64>()
+        })
         .sum();
-    assert_eq!(sends, matched + epoch);
+    assert_eq!(sends, written);
 
     // The whole trace replays, collectives expanded on top.
     let full = predict(&dir.join("trace.txt"));
@@ -322,8 +333,8 @@ fn collectives(mpi: &str) {
 }
 
 /// families.c: nonblocking collectives, collectives on a split and on a duplicated
-/// communicator, neighbourhood collectives (no such operation in the format). Every one of the
-/// first two kinds is written, the third counted, and predict replays the trace.
+/// communicator, neighbourhood collectives (as their messages), synchronous sends, one-sided
+/// transfers with their epochs. Every one is written, and predict replays the trace.
 fn families_trace(mpi: &str) {
     let test = format!("trace_families_{mpi}");
     need(&test, &[&format!("mpicc.{mpi}"), &format!("mpirun.{mpi}")]);
@@ -403,8 +414,11 @@ fn families_trace(mpi: &str) {
     assert_eq!(trace.lines().filter(|l| l.starts_with("comm c")).count(), 3);
     assert_eq!(stats["subcomm_collectives_left_out"].as_u64(), Some(0));
     assert_eq!(stats["intercomm_collectives_left_out"].as_u64(), Some(0));
-    // 2 MPI_Neighbor_alltoall and 1 MPI_Ineighbor_allgather per rank.
-    assert_eq!(stats["unsupported_left_out"].as_u64(), Some(12));
+    // 2 MPI_Neighbor_alltoall and 1 MPI_Ineighbor_allgather per rank, written as messages
+    // to and from each of the ring's 2 neighbours.
+    assert_eq!(stats["unsupported_left_out"].as_u64(), Some(0));
+    assert_eq!(stats["neighbor_collectives"].as_u64(), Some(12));
+    assert_eq!(stats["neighbor_messages"].as_u64(), Some(24));
     assert_eq!(stats["misaligned_collectives_left_out"].as_u64(), Some(0));
 }
 

@@ -122,9 +122,13 @@ fn round_trip(test: &str, mpi: &str, src: Src, args: &[&str]) -> (Value, String)
         &std::fs::read_to_string(dir.join("trace-stats.json")).expect("trace-stats.json"),
     )
     .expect("stats JSON");
-    let messages = stats["messages"].as_u64().expect("messages");
+    // The matched messages, and those the neighbourhood collectives are written as.
+    let messages = stats["messages"].as_u64().expect("messages")
+        + stats["neighbor_messages"]
+            .as_u64()
+            .expect("neighbor_messages");
     assert!(messages > 0);
-    // The matched messages, and the empty ones of one-sided post/start/complete/wait epochs.
+    // Those, and the empty messages of one-sided post/start/complete/wait epochs.
     let epoch = stats["epoch_messages"].as_u64().expect("epoch_messages");
     assert_eq!(count("MPI_SEND") + count("MPI_ISEND"), messages + epoch);
     assert_eq!(count("MPI_RECV") + count("MPI_IRECV"), messages + epoch);
@@ -237,9 +241,10 @@ fn otf2_round_trip_nas_cg() {
 }
 
 /// families.c on 4 ranks: nonblocking collectives (and, under MPI-4, persistent ones),
-/// collectives on a split and on a duplicated communicator, neighbourhood collectives (left out
-/// by both) and one-sided transfers with their epochs (in both), matched probes: the archive defines the
-/// communicators, and reads back to the own trace's prediction.
+/// collectives on a split and on a duplicated communicator, neighbourhood collectives (as
+/// their messages in both), synchronous sends (MpiSend/MpiIsend in MPI_Ssend/MPI_Issend
+/// regions, read back as such), one-sided transfers with their epochs (in both), matched probes:
+/// the archive defines the communicators, and reads back to the own trace's prediction.
 fn families_round_trip(mpi: &str) {
     let test = format!("otf2_round_trip_families_{mpi}");
     let (own, trace) = round_trip(&test, mpi, Src::TestApp("families.c"), &[]);
@@ -248,6 +253,10 @@ fn families_round_trip(mpi: &str) {
     assert_eq!(comms.len(), 3, "{trace}");
     assert!(trace.contains("ialltoall 16B as "), "{trace}");
     assert!(trace.contains("allreduce 8B on c"), "{trace}");
+    assert!(
+        trace.contains("\n  ssend ") && trace.contains("\n  issend "),
+        "{trace}"
+    );
     assert!(own["messages"].as_u64().unwrap_or(0) > 0, "{own}");
     // The one-sided transfers are in both (4 puts and a get per rank).
     let lines = |w: &str| trace.lines().filter(|l| l.trim().starts_with(w)).count();

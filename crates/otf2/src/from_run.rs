@@ -26,7 +26,9 @@
 //!   two halves, as Score-P writes it), MpiIsend … MpiIsendComplete and MpiIrecvRequest …
 //!   MpiIrecv (nonblocking, request id = the record's index), peers as world ranks on
 //!   MPI_COMM_WORLD with the replay's tag (above every MPI_COMM_WORLD tag for other
-//!   communicators' messages, so streams MPI kept apart stay apart);
+//!   communicators' messages, so streams MPI kept apart stay apart); a synchronous send's inside
+//!   its MPI_Ssend/MPI_Issend region (OTF2's send records have no mode: the region says it);
+//!   a neighbourhood collective's messages, as the replay writes them, inside its region;
 //! - the replayed collectives as MpiCollectiveBegin/End on their communicator, nonblocking ones
 //!   as NonBlockingCollectiveRequest at the start and NonBlockingCollectiveComplete in the call
 //!   that completed them: the OTF2 operation of the call (v-forms and MPI_Scan/Exscan
@@ -41,9 +43,9 @@
 //!   messages as MpiSend/MpiRecv, as the replay makes them.
 //!
 //! What the replay leaves out (records without their partner, collectives on communicators it
-//! does not know or on inter-communicators, neighbourhood collectives, collectives not recorded
-//! alike on every member, one-sided transfers to no rank of the run) is in the archive as the
-//! call's region only, with no communication record.
+//! does not know or on inter-communicators, neighbourhood all-to-alls of the v/w forms,
+//! collectives not recorded alike on every member, one-sided transfers to no rank of the run) is
+//! in the archive as the call's region only, with no communication record.
 
 use crate::model::{op, role, Archive, ClockOffset, Comm, Location, Rec, Region};
 use commperf_pmpi::{

@@ -11,7 +11,8 @@
 //!   functions) are computation;
 //! - MpiSend/MpiRecv become `send`/`recv`, except inside MPI_Sendrecv(_replace), whose two
 //!   halves become `isend` + `irecv` + `waitall` (as the own trace of a monitored run writes
-//!   them); MpiIsend and MpiIrecvRequest … MpiIrecv become `isend`/`irecv` at the post (the
+//!   them), and inside MPI_Ssend `ssend`; MpiIsend (inside MPI_Issend: `issend`) and
+//!   MpiIrecvRequest … MpiIrecv become `isend`/`irecv` at the post (the
 //!   receive's peer, tag and size come from its MpiIrecv), and the completions one MPI call
 //!   made become one `wait`/`waitall` at that call's end; a cancelled receive is left out;
 //! - peers on communicators other than MPI_COMM_WORLD are mapped to world ranks through the
@@ -286,6 +287,7 @@ pub fn own_text(a: &Archive) -> Result<String, String> {
         let mut off = false;
         let mut depth = 0usize;
         let mut sendrecv = false;
+        let mut sync = false;
         let mut completed: Vec<String> = Vec::new();
         let mut sr_names: Vec<String> = Vec::new();
         let mut sr_count = 0u64;
@@ -306,7 +308,11 @@ pub fn own_text(a: &Archive) -> Result<String, String> {
                                 slots.push(Slot::Line(format!("compute {}ns", ns(t - c))));
                             }
                         }
-                        sendrecv = a.regions[region as usize].name.starts_with("MPI_Sendrecv");
+                        let name = a.regions[region as usize].name.as_str();
+                        sendrecv = name.starts_with("MPI_Sendrecv");
+                        // MPI_Ssend's and MPI_Issend's MpiSend/MpiIsend: OTF2's record has no
+                        // mode, the region says it.
+                        sync = matches!(name, "MPI_Ssend" | "MPI_Issend");
                     }
                     depth += 1;
                 }
@@ -316,6 +322,7 @@ pub fn own_text(a: &Archive) -> Result<String, String> {
                         cursor = Some(cursor.map_or(t, |c| c.max(t)));
                         finish(&mut slots, &mut completed, &mut sr_names);
                         sendrecv = false;
+                        sync = false;
                     }
                 }
                 Rec::Enter { .. } | Rec::Leave { .. } => {}
@@ -358,7 +365,11 @@ pub fn own_text(a: &Archive) -> Result<String, String> {
                         slots.push(Slot::Line(format!("{verb} {p} {bytes}B tag {t} as {name}")));
                         sr_names.push(name);
                     } else {
-                        let verb = if send { "send" } else { "recv" };
+                        let verb = match (send, sync) {
+                            (true, true) => "ssend",
+                            (true, false) => "send",
+                            (false, _) => "recv",
+                        };
                         slots.push(Slot::Line(format!("{verb} {p} {bytes}B tag {t}")));
                     }
                 }
@@ -371,7 +382,8 @@ pub fn own_text(a: &Archive) -> Result<String, String> {
                     ..
                 } => {
                     let (p, t) = peer_tag(r, comm, peer, tag)?;
-                    slots.push(Slot::Line(format!("isend {p} {bytes}B tag {t} as q{req}")));
+                    let verb = if sync { "issend" } else { "isend" };
+                    slots.push(Slot::Line(format!("{verb} {p} {bytes}B tag {t} as q{req}")));
                 }
                 Rec::IsendComplete { req, .. } => completed.push(format!("q{req}")),
                 Rec::IrecvRequest { req, .. } => {

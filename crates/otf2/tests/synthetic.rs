@@ -197,6 +197,7 @@ fn run() -> Run {
                 }],
                 functions: Vec::new(),
                 sites: Default::default(),
+                neighbors: Vec::new(),
                 footer: Some(Footer {
                     events: 0,
                     drops: 0,

@@ -1,8 +1,8 @@
-//! The rank file format, version 3 (`DIR/rank-N.cpmpi`, one per MPI rank).
+//! The rank file format, version 4 (`DIR/rank-N.cpmpi`, one per MPI rank).
 //!
 //! ```text
 //! file   = magic frame*
-//! magic  = "CPMPI\x00v3"                      (8 bytes; "CPMPI\x00v1", "…v2" for versions 1, 2)
+//! magic  = "CPMPI\x00v4"                      (8 bytes; "CPMPI\x00v1", "…v2", "…v3" for versions 1-3)
 //! frame  = kind:u32 len:u32 payload[len] sum:u64   (little-endian)
 //!          v2, v3: sum = fnv64w(payload), word-wise (below); v1: sum = FNV-1a 64, bytewise
 //! kind   1 header  JSON `Header`, always the first frame
@@ -15,6 +15,8 @@
 //!                  written by MPI_Finalize (v3)
 //!        8 sites   JSON `Sites`: the calls per call site (function, caller's address),
 //!                  written by MPI_Finalize (v3)
+//!        9 neighbors JSON `NeighborDef`: this rank's neighbours in a communicator's process
+//!                  topology, written when it first runs a neighbourhood collective (v4)
 //! event  = kind:u8 flags:u8 pad:u16 peer:i32 tag:i32 comm:u32 bytes:u64
 //!          t_post_enter:u64 t_post_exit:u64 t_done_enter:u64 t_done_exit:u64 thread:u64
 //! ```
@@ -29,29 +31,35 @@
 //! Version 2 changes only the checksum: [`fnv64w`] takes 8-byte words in four independent lanes
 //! (one multiply per word, four chains in flight). Version 3 adds frames 6 and 7 (the
 //! communicators' members, so that collectives on any communicator can be replayed, and the
-//! per-function call statistics of every wrapped MPI function). Versions 1 and 2 are still read.
+//! per-function call statistics of every wrapped MPI function). Version 4 adds frame 9 (a
+//! rank's neighbours in a process topology, so that neighbourhood collectives can be replayed
+//! as the messages they are; a neighbourhood collective's event carries the number of its
+//! neighbour lists in `tag`). Versions 1 to 3 are still read.
 
 use serde::{Deserialize, Serialize};
 
 /// The first 8 bytes of every rank file this crate writes.
-pub const MAGIC: &[u8; 8] = b"CPMPI\x00v3";
+pub const MAGIC: &[u8; 8] = b"CPMPI\x00v4";
 /// The magic of version 1 files (still read).
 pub const MAGIC_V1: &[u8; 8] = b"CPMPI\x00v1";
 /// The magic of version 2 files (still read).
 pub const MAGIC_V2: &[u8; 8] = b"CPMPI\x00v2";
+/// The magic of version 3 files (still read).
+pub const MAGIC_V3: &[u8; 8] = b"CPMPI\x00v3";
 /// `Header::format`.
 pub const FORMAT_NAME: &str = "commperf-pmpi";
 /// The format version this crate writes.
-pub const VERSION: u32 = 3;
+pub const VERSION: u32 = 4;
 /// The versions this crate reads.
-pub const READ_VERSIONS: [u32; 3] = [1, 2, 3];
+pub const READ_VERSIONS: [u32; 4] = [1, 2, 3, 4];
 
 /// The magic of a format version, if this crate knows it.
 pub fn magic(version: u32) -> Option<&'static [u8; 8]> {
     match version {
         1 => Some(MAGIC_V1),
         2 => Some(MAGIC_V2),
-        3 => Some(MAGIC),
+        3 => Some(MAGIC_V3),
+        4 => Some(MAGIC),
         _ => None,
     }
 }
@@ -83,6 +91,7 @@ pub enum FrameKind {
     Comm = 6,
     Calls = 7,
     Sites = 8,
+    Neighbors = 9,
 }
 
 /// One call site: one MPI function called from one return address, on one rank.
@@ -122,6 +131,21 @@ pub struct CommDef {
     pub id: u32,
     pub inter: bool,
     pub world: Vec<u32>,
+}
+
+/// One rank's neighbours in a communicator's process topology (Cartesian, graph or distributed
+/// graph), as world ranks in the order the standard gives them to neighbourhood collectives
+/// (MPI-3.1 §7.6): the in-neighbours it receives from (`sources`), the out-neighbours it sends
+/// to (`destinations`); None for MPI_PROC_NULL (a non-periodic Cartesian border), which counts
+/// in the degree but moves nothing. `id` is the communicator's (as in `CommDef`); `index`
+/// numbers this rank's neighbour lists, and a neighbourhood collective's event carries it in
+/// `tag` (two topologies over one group share an id, not an index).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct NeighborDef {
+    pub id: u32,
+    pub index: u32,
+    pub sources: Vec<Option<u32>>,
+    pub destinations: Vec<Option<u32>>,
 }
 
 /// One MPI function's calls on one rank, over the monitored part of the run.

@@ -727,6 +727,54 @@ pub unsafe extern "C" fn cpmpi_rt_comm(id: u32, inter: c_int, n: c_int, world: *
     ));
 }
 
+/// `n` ints at `p` as world ranks, a negative one (MPI_PROC_NULL) as None.
+///
+/// # Safety
+/// `p` points to `n` readable ints (or `n` is 0 or below).
+unsafe fn neighbor_ranks(n: c_int, p: *const c_int) -> Vec<Option<u32>> {
+    let n = usize::try_from(n).unwrap_or(0);
+    if n == 0 || p.is_null() {
+        return Vec::new();
+    }
+    // SAFETY: the caller passes n readable ints.
+    unsafe { std::slice::from_raw_parts(p, n) }
+        .iter()
+        .map(|&w| u32::try_from(w).ok())
+        .collect()
+}
+
+/// This rank's neighbours in a communicator's process topology (csrc/families.c calls this
+/// the first time the communicator runs a neighbourhood collective): `index` is the number the
+/// collectives' events carry in `tag`; `in_` and `out` hold `nin` and `nout` world ranks in the
+/// standard's neighbour order, negative for MPI_PROC_NULL.
+///
+/// # Safety
+/// `in_` points to `nin` readable ints and `out` to `nout` (or the count is 0).
+#[no_mangle]
+pub unsafe extern "C" fn cpmpi_rt_neighbors(
+    id: u32,
+    index: c_int,
+    nin: c_int,
+    in_: *const c_int,
+    nout: c_int,
+    out: *const c_int,
+) {
+    let Some(rt) = RT.get() else { return };
+    let d = format::NeighborDef {
+        id,
+        index: u32::try_from(index).unwrap_or(u32::MAX),
+        // SAFETY: the caller passes nin readable ints at in_ and nout at out.
+        sources: unsafe { neighbor_ranks(nin, in_) },
+        // SAFETY: as above.
+        destinations: unsafe { neighbor_ranks(nout, out) },
+    };
+    let mut w = rt.writer.lock().unwrap_or_else(|e| e.into_inner());
+    let _ = w.file.write_all(&format::frame(
+        FrameKind::Neighbors,
+        serde_json::to_string(&d).unwrap_or_default().as_bytes(),
+    ));
+}
+
 /// One wrapped function's statistics as the shim keeps them (csrc/stats.h `cpmpi_stat`).
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Default)]

@@ -8,7 +8,9 @@
  * - Nonblocking collectives: one event from the starting call to the call that completed it
  *   (the Wait/Test family), with the blocking form's bytes; persistent ones (MPI-4 MPI_X_init) the
  *   same per MPI_Start, flagged F_PERSISTENT.
- * - Neighbourhood collectives: one event per call; bytes over the topology's neighbours.
+ * - Neighbourhood collectives: one event per call; bytes over the topology's neighbours; its
+ *   tag the number of this rank's neighbour lists of the communicator (nbr_index), written as a
+ *   frame (world ranks in the standard's order) when the communicator is first used so.
  * - One-sided: each transfer an event to the target's world rank (bytes of the origin buffer;
  *   request-based ones from start to completion); each synchronisation call an event, so the
  *   epochs can be rebuilt.
@@ -25,7 +27,7 @@ static void post_coll(int kind, int root, MPI_Comm comm, uint64_t bytes, uint64_
     uint32_t id;
     if (!MONITORING()) return;
     int w = root != NO_ROOT && root >= 0 ? to_world(comm, root, &id) : (to_world(comm, 0, &id), -1);
-    fill(&e, kind, w, -1, id, bytes, t0, t1);
+    fill(&e, kind, w, coll_tag(kind, comm), id, bytes, t0, t1);
     e.flags = (uint8_t)flags;
     e.comm_handle = HKEY(comm);
     cpmpi_rt_post(table_for_post(), HKEY(req), &e);
@@ -383,6 +385,88 @@ static void degrees(MPI_Comm comm, int *in, int *out) {
     }
 }
 static inline uint64_t outdeg(MPI_Comm c) { int i, o; degrees(c, &i, &o); return (uint64_t)o; }
+
+/* Communicator handle -> the number of its neighbour lists on this rank (a frame the runtime
+ * wrote): a neighbourhood collective's event carries it in `tag`, so the reader knows whom it
+ * sent to and received from. Two topologies over one group share a communicator id, not a
+ * number. A small table, the oldest entry replaced (a replaced handle gets a new number and
+ * frame when used again); MPI_Comm_free forgets its handle, which may come back as another
+ * topology. */
+#define NNBR 64
+static struct { uint64_t comm; int32_t index; } nbrs[NNBR];
+static unsigned nbr_next = 0;
+static int32_t nbr_count = 0;
+static pthread_mutex_t nbr_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void nbr_forget(uint64_t key) {
+    pthread_mutex_lock(&nbr_lock);
+    for (int i = 0; i < NNBR; i++) if (nbrs[i].comm == key) nbrs[i].comm = 0;
+    pthread_mutex_unlock(&nbr_lock);
+}
+
+/* `comm`'s neighbours of this rank, as its ranks in the standard's order (MPI-3.1 §7.6: a
+ * Cartesian topology's are, per dimension, the source then the destination of a shift by 1;
+ * MPI_PROC_NULL where there is none), into malloc'd `*in` and `*out`. */
+static void neighbor_lists(MPI_Comm comm, int *nin, int **in, int *nout, int **out) {
+    int kind = MPI_UNDEFINED, n = 0;
+    degrees(comm, nin, nout);
+    *in = malloc(sizeof(int) * (size_t)(*nin > 0 ? *nin : 1));
+    *out = malloc(sizeof(int) * (size_t)(*nout > 0 ? *nout : 1));
+    if (!*in || !*out) { *nin = *nout = 0; return; }
+    PMPI_Topo_test(comm, &kind);
+    if (kind == MPI_CART) {
+        PMPI_Cartdim_get(comm, &n);
+        for (int d = 0; d < n && 2 * d + 1 < *nin; d++) {
+            PMPI_Cart_shift(comm, d, 1, &(*in)[2 * d], &(*in)[2 * d + 1]);
+            (*out)[2 * d] = (*in)[2 * d];
+            (*out)[2 * d + 1] = (*in)[2 * d + 1];
+        }
+    } else if (kind == MPI_GRAPH) {
+        PMPI_Graph_neighbors(comm, crank(comm), *nin, *in);
+        memcpy(*out, *in, sizeof(int) * (size_t)*nin);
+    } else if (kind == MPI_DIST_GRAPH) {
+        int *sw = malloc(sizeof(int) * (size_t)(*nin > 0 ? *nin : 1));
+        int *dw = malloc(sizeof(int) * (size_t)(*nout > 0 ? *nout : 1));
+        if (sw && dw) PMPI_Dist_graph_neighbors(comm, *nin, *in, sw, *nout, *out, dw);
+        else *nin = *nout = 0;
+        free(sw);
+        free(dw);
+    }
+}
+
+/* The number of `comm`'s neighbour lists on this rank; the first time, the lists (world ranks,
+ * -1 for MPI_PROC_NULL) go to the runtime as a frame. */
+static int32_t nbr_index(MPI_Comm comm) {
+    pthread_mutex_lock(&nbr_lock);
+    for (int i = 0; i < NNBR; i++)
+        if (nbrs[i].comm == HKEY(comm)) {
+            int32_t v = nbrs[i].index;
+            pthread_mutex_unlock(&nbr_lock);
+            return v;
+        }
+    int nin = 0, nout = 0, *in = NULL, *out = NULL;
+    uint32_t id;
+    neighbor_lists(comm, &nin, &in, &nout, &out);
+    to_world(comm, 0, &id);
+    for (int i = 0; i < nin; i++) in[i] = in[i] >= 0 ? to_world(comm, in[i], &id) : -1;
+    for (int i = 0; i < nout; i++) out[i] = out[i] >= 0 ? to_world(comm, out[i], &id) : -1;
+    int32_t v = nbr_count++;
+    cpmpi_rt_neighbors(id, v, nin, in, nout, out);
+    free(in);
+    free(out);
+    unsigned slot = nbr_next++ % NNBR;
+    nbrs[slot].comm = HKEY(comm);
+    nbrs[slot].index = v;
+    pthread_mutex_unlock(&nbr_lock);
+    return v;
+}
+
+/* A collective event's tag: a neighbourhood collective's neighbour lists (nbr_index), -1 for
+ * every other collective. */
+static int32_t coll_tag(int kind, MPI_Comm comm) {
+    if (kind < K_NEIGHBOR_ALLGATHER || kind > K_INEIGHBOR_ALLTOALLW) return -1;
+    return nbr_index(comm);
+}
 static inline uint64_t indeg(MPI_Comm c) { int i, o; degrees(c, &i, &o); return (uint64_t)i; }
 static uint64_t sum_deg(const int *c, MPI_Datatype t, int n) {
     uint64_t s = 0;

@@ -117,6 +117,7 @@ extern void cpmpi_rt_finalize(void);
 extern void cpmpi_rt_flush(void);
 extern int cpmpi_rt_empty_wrappers(void);
 extern void cpmpi_rt_comm(uint32_t id, int inter, int n, const int *world);
+extern void cpmpi_rt_neighbors(uint32_t id, int index, int nin, const int *in, int nout, const int *out);
 struct cpmpi_stat_s;
 extern void cpmpi_rt_calls(int n, const char *const *names, const void *stats);
 
@@ -933,8 +934,10 @@ int MPI_Pcontrol(const int level, ...) {
     return MPI_SUCCESS;
 }
 
+static void nbr_forget(uint64_t key);
 int MPI_Comm_free(MPI_Comm *comm) {
     group_forget(&comms, HKEY(*comm));
+    nbr_forget(HKEY(*comm));
     int in_ = ENTER(FN_Comm_free);
     int rc = PMPI_Comm_free(comm);
     if (in_) LEAVE();
@@ -1588,13 +1591,14 @@ int MPI_Iprobe(int src, int tag, MPI_Comm comm, int *flag, MPI_Status *status) {
  * still one event here, never their messages. */
 #include "coll.h"
 
+static int32_t coll_tag(int kind, MPI_Comm comm);
 static inline void rec_coll(int kind, int root, MPI_Comm comm, uint64_t bytes, uint64_t t0, uint64_t t1) {
     cev e;
     uint32_t id;
     if (__builtin_expect(cpmpi_emu_on, 0)) cpmpi_emu_coll(bytes);
     if (!MONITORING()) return;
     int w = root >= 0 ? to_world(comm, root, &id) : (to_world(comm, 0, &id), -1);
-    fill(&e, kind, w, -1, id, bytes, t0, t1);
+    fill(&e, kind, w, coll_tag(kind, comm), id, bytes, t0, t1);
     record(&e);
 }
 

@@ -1,7 +1,7 @@
 //! Reading a monitor directory back, matching sends to receives, and the per-message stages.
 
 use crate::format::{
-    self, CallStat, ClockSync, CommDef, Footer, Header, Sites, EVENT_BYTES, MAGIC,
+    self, CallStat, ClockSync, CommDef, Footer, Header, NeighborDef, Sites, EVENT_BYTES, MAGIC,
 };
 use crate::sites::{call_sites, CallSite};
 use serde::Serialize;
@@ -357,6 +357,13 @@ impl Call {
         )
     }
 
+    /// A synchronous send (MPI_Ssend, MPI_Issend): it completes only once the matching receive
+    /// has started. (A persistent MPI_Ssend_init's start is recorded as [`Call::StartSend`],
+    /// like the other modes': the records do not tell them apart.)
+    pub fn is_sync_send(self) -> bool {
+        matches!(self, Call::Ssend | Call::Issend)
+    }
+
     /// A completed point-to-point receive (one message from `peer`).
     pub fn is_recv(self) -> bool {
         matches!(
@@ -583,6 +590,10 @@ pub struct RankData {
     pub functions: Vec<CallStat>,
     /// The calls per call site (format v3, written at MPI_Finalize).
     pub sites: Sites,
+    /// This rank's neighbours in the process topologies it ran neighbourhood collectives on
+    /// (format v4; empty before): a neighbourhood collective's `Event::tag` is the `index` of
+    /// its lists.
+    pub neighbors: Vec<NeighborDef>,
 }
 
 impl RankData {
@@ -777,6 +788,7 @@ pub fn read_file(path: &Path) -> Result<RankData, ReadError> {
         comms: Vec::new(),
         functions: Vec::new(),
         sites: Sites::default(),
+        neighbors: Vec::new(),
     };
     while at < data.len() {
         if data.len() - at < 8 {
@@ -852,6 +864,9 @@ pub fn read_file(path: &Path) -> Result<RankData, ReadError> {
                 rd.sites.overflow_calls += v.overflow_calls;
                 rd.sites.sites.extend(v.sites);
             }
+            9 if version >= 4 => rd
+                .neighbors
+                .push(serde_json::from_slice(payload).map_err(json_err)?),
             k => return Err(corrupt(at, format!("unknown frame kind {k}"))),
         }
         at = end;
@@ -1561,7 +1576,7 @@ mod tests {
             e.contains(p.to_str().unwrap()) && e.contains("format version v9"),
             "{e}"
         );
-        assert!(e.contains("[1, 2, 3]"), "{e}");
+        assert!(e.contains("[1, 2, 3, 4]"), "{e}");
         // The header disagreeing with the magic is refused too.
         let mut f = format::MAGIC.to_vec();
         f.extend(frame_of(
@@ -1573,7 +1588,7 @@ mod tests {
         let e = read_file(&p).unwrap_err().to_string();
         let _ = std::fs::remove_file(&p);
         assert!(
-            e.contains("format version 1 in the header of a v3 file"),
+            e.contains("format version 1 in the header of a v4 file"),
             "{e}"
         );
     }
@@ -1658,6 +1673,30 @@ mod tests {
         assert!(e.contains("unknown frame kind 6"), "{e}");
     }
 
+    /// Version 4's neighbour lists are read (MPI_PROC_NULL as None); in a version 3 file
+    /// the frame is unknown.
+    #[test]
+    fn version_4_reads_neighbour_lists_and_version_3_refuses_them() {
+        let d = NeighborDef {
+            id: 0xabc,
+            index: 0,
+            sources: vec![Some(3), None],
+            destinations: vec![None, Some(1)],
+        };
+        let mut f = rank_file(4);
+        f.extend(frame_of(4, FrameKind::Neighbors, &j(&d)));
+        let p = scratch("v4-neighbors");
+        std::fs::write(&p, &f).unwrap();
+        let rd = read_file(&p).unwrap();
+        assert_eq!(rd.neighbors, std::slice::from_ref(&d));
+        let mut f = rank_file(3);
+        f.extend(frame_of(3, FrameKind::Neighbors, &j(&d)));
+        std::fs::write(&p, &f).unwrap();
+        let e = read_file(&p).unwrap_err().to_string();
+        let _ = std::fs::remove_file(&p);
+        assert!(e.contains("unknown frame kind 9"), "{e}");
+    }
+
     fn rank(r: u32, offset_ns: i64, err_ns: i64, events: Vec<Event>) -> RankData {
         RankData {
             path: PathBuf::from(format!("rank-{r}")),
@@ -1678,6 +1717,7 @@ mod tests {
             comms: Vec::new(),
             functions: Vec::new(),
             sites: Default::default(),
+            neighbors: Vec::new(),
         }
     }
 

@@ -6,6 +6,8 @@
 //! - the gaps between MPI calls become `compute` (the rank's own clock: no global clock needed
 //!   for a difference on one rank), from the end of MPI_Init (after the interposer's clock sync)
 //!   to the first call and between calls; not after the last call (see below);
+//! - synchronous sends (MPI_Ssend, MPI_Issend) become `ssend`/`issend`, which predict completes
+//!   only once their receive is posted, whatever their size;
 //! - blocking sends and receives become `send`/`recv`, nonblocking ones `isend`/`irecv` named
 //!   after their record and joined by a `wait`/`waitall` at the call that completed them (one
 //!   Waitall/Waitsome/Testall completing several requests is one `waitall`); MPI_Sendrecv becomes
@@ -21,6 +23,15 @@
 //!   `comm c<id in hex>` definition listing its members (world ranks in communicator rank
 //!   order, as the run recorded them), with the root as a rank within it; a communicator whose
 //!   members the run does not know leaves its collectives out, counted;
+//! - neighbourhood collectives (MPI_Neighbor_allgather(v), MPI_Neighbor_alltoall and their
+//!   I-forms) become what they do: an `irecv` from each in-neighbour and an `isend` to each
+//!   out-neighbour (the topology's lists, world ranks in the standard's order, recorded by the
+//!   interposer; MPI_PROC_NULL's slots move nothing), each of the record's bytes over the
+//!   out-degree, a receive its sender's; then a `waitall` of them, or for the I-form at the
+//!   call that completed it. Their tag is one per topology communicator, above every stream's.
+//!   MPI_Neighbor_alltoallv/w are left out and counted: their record holds the rank's total,
+//!   not each neighbour's share; so are calls whose members' lists were not recorded or do
+//!   not pair up;
 //! - nonblocking collectives (MPI_Iallreduce, …) become the format's `i`-forms, named after
 //!   their record and joined by the `wait`/`waitall` of the call that completed them, like
 //!   nonblocking point-to-point;
@@ -45,7 +56,8 @@
 //!   up one to one have no synchronisation replayed (their transfers are), counted. A transfer
 //!   whose target is no rank of the run is left out, counted.
 
-use crate::read::{pair_events, Call, Event, Run};
+use crate::format::NeighborDef;
+use crate::read::{pair_events, Call, Event, RankData, Run};
 use commperf_report::timeline::Arg;
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
@@ -75,9 +87,18 @@ pub struct TraceStats {
     /// Collective calls (summed over ranks) on inter-communicators: the own format's
     /// communicators are groups of ranks, not two groups facing each other.
     pub intercomm_collectives_left_out: u64,
-    /// Collective calls (summed over ranks) the own format has no operation for
-    /// (neighbourhood collectives, MPI_Alltoallw).
+    /// Collective calls (summed over ranks) the trace cannot replay: MPI_Neighbor_alltoallv/w
+    /// and their nonblocking forms, whose record holds the rank's total bytes, not each
+    /// neighbour's.
     pub unsupported_left_out: u64,
+    /// Neighbourhood collective calls (summed over ranks) written as their messages.
+    pub neighbor_collectives: u64,
+    /// The messages they were written as (one per sender and out-neighbour).
+    pub neighbor_messages: u64,
+    /// Neighbourhood collective calls (summed over ranks) whose rank's neighbours the run did
+    /// not record (files before format version 4), or whose members' neighbour lists do not
+    /// pair up (a message one lists that its peer does not).
+    pub neighbor_lists_left_out: u64,
     /// One-sided transfers (summed over ranks) written as `put`/`get`/`fetch`.
     pub one_sided: u64,
     /// Empty messages written for MPI_Win_post→start and complete→wait (not in `messages`).
@@ -110,6 +131,7 @@ impl TraceStats {
             + self.subcomm_collectives_left_out
             + self.intercomm_collectives_left_out
             + self.unsupported_left_out
+            + self.neighbor_lists_left_out
             + self.misaligned_collectives_left_out
             + self.one_sided_left_out
             + self.epoch_syncs_left_out
@@ -133,6 +155,13 @@ impl TraceStats {
                 s,
                 " ({} of the calls nonblocking)",
                 self.nonblocking_collectives
+            );
+        }
+        if self.neighbor_collectives > 0 {
+            let _ = write!(
+                s,
+                ", {} neighbourhood collective calls as {} messages",
+                self.neighbor_collectives, self.neighbor_messages
             );
         }
         if self.one_sided > 0 {
@@ -166,8 +195,15 @@ impl TraceStats {
         }
         if self.unsupported_left_out > 0 {
             why.push(format!(
-                "{} collective calls the trace format has no operation for",
+                "{} MPI_Neighbor_alltoallv/w calls (each neighbour's size is not recorded)",
                 self.unsupported_left_out
+            ));
+        }
+        if self.neighbor_lists_left_out > 0 {
+            why.push(format!(
+                "{} neighbourhood collective calls whose neighbours were not recorded or do \
+                 not pair up",
+                self.neighbor_lists_left_out
             ));
         }
         if self.one_sided_left_out > 0 {
@@ -392,6 +428,8 @@ pub struct ReplayMessage {
     pub bytes: u64,
     /// Nonblocking: the request (see [`request_name`]), completed by a later [`ReplayOp::Wait`].
     pub request: Option<usize>,
+    /// A synchronous send (MPI_Ssend, MPI_Issend): complete only once its receive has started.
+    pub sync: bool,
 }
 
 /// A collective call every member of its communicator replays alike.
@@ -528,6 +566,116 @@ fn collective_of(
     })
 }
 
+/// The neighbourhood collectives the replay writes as their messages, by family; None for
+/// MPI_Neighbor_alltoallv/w (and their I-forms), whose record holds the rank's total bytes and
+/// not each neighbour's. (MPI_Neighbor_allgatherv sends every out-neighbour the same block:
+/// only its receives differ, and a receive takes its sender's size.)
+fn neighbor_op(c: Call) -> Option<&'static str> {
+    match c.blocking_form() {
+        Call::NeighborAllgather | Call::NeighborAllgatherv => Some("neighbor_allgather"),
+        Call::NeighborAlltoall => Some("neighbor_alltoall"),
+        _ => None,
+    }
+}
+
+/// The neighbour lists of `rd`'s neighbourhood collective `e` (its `tag` names them).
+fn neighbors_of<'a>(rd: &'a RankData, e: &Event) -> Option<&'a NeighborDef> {
+    let index = u32::try_from(e.tag).ok()?;
+    rd.neighbors
+        .iter()
+        .find(|d| d.index == index && d.id == e.comm)
+}
+
+/// The bytes a neighbourhood collective sends each out-neighbour: the record's total over the
+/// out-degree, MPI_PROC_NULL's slots included, as the interposer counts them.
+fn per_neighbor(e: &Event, d: &NeighborDef) -> u64 {
+    e.bytes / (d.destinations.len().max(1) as u64)
+}
+
+/// A neighbourhood collective call of one rank, as the messages it is replayed as.
+struct NeighborCall {
+    tag: i64,
+    /// (in-neighbour, bytes it sends this rank), in the topology's order; MPI_PROC_NULL's
+    /// slots move nothing and are not here.
+    recvs: Vec<(u32, u64)>,
+    /// (out-neighbour, bytes).
+    sends: Vec<(u32, u64)>,
+}
+
+/// The members' sides of one neighbourhood collective call, if their lists pair up: every
+/// message a member lists for an out-neighbour, that neighbour lists as coming from it, as
+/// often. `call` holds each member's (world rank, record).
+fn neighbor_call(
+    call: &[(u32, usize)],
+    by_rank: &HashMap<u32, &RankData>,
+    tag: i64,
+) -> Option<Vec<(u32, usize, NeighborCall)>> {
+    let mut sides = Vec::with_capacity(call.len());
+    for &(m, i) in call {
+        let rd = by_rank.get(&m)?;
+        let e = rd.events.get(i)?;
+        let d = neighbors_of(rd, e)?;
+        sides.push((m, i, d, per_neighbor(e, d)));
+    }
+    let mut balance: HashMap<(u32, u32), i64> = HashMap::new();
+    for &(m, _, d, _) in &sides {
+        for &to in d.destinations.iter().flatten() {
+            *balance.entry((m, to)).or_default() += 1;
+        }
+        for &from in d.sources.iter().flatten() {
+            *balance.entry((from, m)).or_default() -= 1;
+        }
+    }
+    if balance.values().any(|&v| v != 0) {
+        return None;
+    }
+    let per: HashMap<u32, u64> = sides.iter().map(|&(m, _, _, b)| (m, b)).collect();
+    Some(
+        sides
+            .iter()
+            .map(|&(m, i, d, b)| {
+                let recvs = d
+                    .sources
+                    .iter()
+                    .flatten()
+                    .map(|&from| (from, per.get(&from).copied().unwrap_or(0)))
+                    .collect();
+                let sends = d.destinations.iter().flatten().map(|&to| (to, b)).collect();
+                (m, i, NeighborCall { tag, recvs, sends })
+            })
+            .collect(),
+    )
+}
+
+/// The operations of one rank's neighbourhood collective call `event`: an irecv from each
+/// in-neighbour, then an isend to each out-neighbour (as Open MPI and MPICH post them), with
+/// request numbers from `next`. Returns the requests.
+fn neighbor_ops(
+    nb: &NeighborCall,
+    event: usize,
+    next: &mut usize,
+    ops: &mut Vec<ReplayOp>,
+) -> Vec<usize> {
+    let recvs = nb.recvs.iter().map(|&(p, b)| (false, p, b));
+    let sends = nb.sends.iter().map(|&(p, b)| (true, p, b));
+    let mut reqs = Vec::with_capacity(nb.recvs.len() + nb.sends.len());
+    for (send, peer, bytes) in recvs.chain(sends) {
+        let q = *next;
+        *next += 1;
+        reqs.push(q);
+        ops.push(ReplayOp::Message(ReplayMessage {
+            event,
+            send,
+            peer,
+            tag: nb.tag,
+            bytes,
+            request: Some(q),
+            sync: false,
+        }));
+    }
+    reqs
+}
+
 fn is_rooted(op: &str) -> bool {
     matches!(op, "bcast" | "reduce" | "gather" | "scatter")
 }
@@ -537,6 +685,9 @@ fn is_rooted(op: &str) -> bool {
 type CollKey = Option<(&'static str, Option<u32>, bool)>;
 
 fn coll_key(e: &Event, n: u64, members: Option<&[u32]>) -> CollKey {
+    if e.call.is_neighborhood() {
+        return neighbor_op(e.call).map(|op| (op, None, e.call.is_nonblocking_collective()));
+    }
     let (op, root, _) = collective_of(e, n, members)?;
     if is_rooted(op) && root.is_none() {
         return None;
@@ -606,13 +757,6 @@ pub fn replay(run: &Run) -> Replay {
             }
         }
     }
-    // Post/start and complete/wait synchronisations: empty messages on two tags of their own,
-    // above every point-to-point tag.
-    let sync_tags = (
-        i64::from(max_world_tag) + 1 + sub_streams.len() as i64,
-        i64::from(max_world_tag) + 2 + sub_streams.len() as i64,
-    );
-    let epoch_syncs = pscw_syncs(run, sync_tags, &mut st);
     for rd in &run.ranks {
         let me = rd.header.rank;
         st.unmatched_left_out += rd
@@ -661,7 +805,16 @@ pub fn replay(run: &Run) -> Replay {
             }
             let members = (e.comm != 0).then(|| known[&e.comm].as_slice());
             let size = members.map_or(u64::from(n), |m| m.len() as u64);
-            if collective_of(e, size, members).is_none() {
+            if e.call.is_neighborhood() {
+                if neighbor_op(e.call).is_none() {
+                    st.unsupported_left_out += 1;
+                    continue;
+                }
+                if neighbors_of(rd, e).is_none() {
+                    st.neighbor_lists_left_out += 1;
+                    continue;
+                }
+            } else if collective_of(e, size, members).is_none() {
                 st.unsupported_left_out += 1;
                 continue;
             }
@@ -677,6 +830,8 @@ pub fn replay(run: &Run) -> Replay {
         run.ranks.iter().map(|r| (r.header.rank, r)).collect();
     let mut kept_coll: HashMap<(u32, usize), ReplayCollective> = HashMap::new();
     let mut used_comms: BTreeSet<u32> = BTreeSet::new();
+    // Neighbourhood collective calls kept: (communicator, each member's (rank, record)).
+    let mut neighbor_calls: Vec<(u32, Vec<(u32, usize)>)> = Vec::new();
     for (&comm, per_rank) in &mut seqs {
         let members: &[u32] = if comm == 0 { &world } else { &known[&comm] };
         let group = (comm != 0).then_some(members);
@@ -716,6 +871,7 @@ pub fn replay(run: &Run) -> Replay {
             st.misaligned_collectives_left_out +=
                 (seq_of(m).len() - common.min(seq_of(m).len())) as u64;
         }
+        let mut neighborhood = 0;
         for j in 0..common {
             let evs: Vec<(u32, usize, &Event)> = members
                 .iter()
@@ -724,6 +880,15 @@ pub fn replay(run: &Run) -> Replay {
                     Some((m, i, by_rank.get(&m)?.events.get(i)?))
                 })
                 .collect();
+            // Written as messages once every call is known (their tags follow every stream's).
+            if evs
+                .first()
+                .is_some_and(|(_, _, e)| e.call.is_neighborhood())
+            {
+                neighbor_calls.push((comm, evs.iter().map(|&(m, i, _)| (m, i)).collect()));
+                neighborhood += 1;
+                continue;
+            }
             let per: Vec<(&'static str, Option<u32>, u64)> = evs
                 .iter()
                 .filter_map(|(_, _, e)| collective_of(e, size, group))
@@ -753,12 +918,38 @@ pub fn replay(run: &Run) -> Replay {
                 st.nonblocking_collectives += evs.len() as u64;
             }
         }
+        let common = common - neighborhood;
         if comm == 0 {
             st.collectives = common as u64;
         } else if common > 0 {
             st.subcomm_collectives += (common * members.len()) as u64;
             st.communicators += 1;
             used_comms.insert(comm);
+        }
+    }
+    // Each topology communicator's messages get a tag of their own, above every stream's.
+    let nbr_comms: BTreeSet<u32> = neighbor_calls.iter().map(|&(c, _)| c).collect();
+    let first_nbr_tag = i64::from(max_world_tag) + 1 + sub_tag.len() as i64;
+    let nbr_tag: HashMap<u32, i64> = nbr_comms
+        .iter()
+        .enumerate()
+        .map(|(k, &c)| (c, first_nbr_tag + k as i64))
+        .collect();
+    // Post/start and complete/wait synchronisations: empty messages on two tags of their own,
+    // above every point-to-point stream's and every topology communicator's.
+    let first_sync_tag = first_nbr_tag + nbr_comms.len() as i64;
+    let epoch_syncs = pscw_syncs(run, (first_sync_tag, first_sync_tag + 1), &mut st);
+    let mut kept_nbr: HashMap<(u32, usize), NeighborCall> = HashMap::new();
+    for (comm, call) in &neighbor_calls {
+        match neighbor_call(call, &by_rank, nbr_tag[comm]) {
+            Some(sides) => {
+                st.neighbor_collectives += sides.len() as u64;
+                for (m, i, nb) in sides {
+                    st.neighbor_messages += nb.sends.len() as u64;
+                    kept_nbr.insert((m, i), nb);
+                }
+            }
+            None => st.neighbor_lists_left_out += call.len() as u64,
         }
     }
     let comms: Vec<ReplayComm> = used_comms
@@ -792,6 +983,10 @@ pub fn replay(run: &Run) -> Replay {
         let mut compute = 0u64;
         // Requests written and not yet waited for.
         let mut posted: HashSet<usize> = HashSet::new();
+        // A neighbourhood collective's messages' requests, numbered past the records', and
+        // per nonblocking one not yet completed, its requests.
+        let mut next_req = rd.events.len();
+        let mut nbr_reqs: HashMap<usize, Vec<usize>> = HashMap::new();
         // One-sided transfers not yet completed, by (window, target).
         let mut rma_pending: BTreeMap<(u32, u32), Vec<usize>> = BTreeMap::new();
         let mut out = Vec::with_capacity(calls.len());
@@ -811,6 +1006,7 @@ pub fn replay(run: &Run) -> Replay {
                     tag,
                     bytes,
                     request: nonblocking.then_some(i),
+                    sync: rd.events[i].call.is_sync_send(),
                 })
             };
             let mut ops = Vec::new();
@@ -859,6 +1055,15 @@ pub fn replay(run: &Run) -> Replay {
                             ops.push(ReplayOp::Message(m));
                         }
                     }
+                    Role::Collective if kept_nbr.contains_key(&(me, *i)) => {
+                        let reqs = neighbor_ops(&kept_nbr[&(me, *i)], *i, &mut next_req, &mut ops);
+                        if rd.events[*i].call.is_nonblocking_collective() {
+                            posted.extend(reqs.iter().copied());
+                            nbr_reqs.insert(*i, reqs);
+                        } else {
+                            ops.push(ReplayOp::Wait(reqs));
+                        }
+                    }
                     Role::Collective => {
                         if let Some(coll) = kept_coll.get(&(me, *i)) {
                             if coll.request.is_some() {
@@ -871,10 +1076,17 @@ pub fn replay(run: &Run) -> Replay {
                 CallKind::Completion(v) => {
                     // Only requests whose start was replayed (a record cut short may show its
                     // completion before its start): a wait for an unknown name is refused.
-                    let done: Vec<usize> = v.iter().copied().filter(|i| posted.remove(i)).collect();
-                    // An R-form's transfer completed here is no longer its epoch's to complete.
+                    let done: Vec<usize> = v
+                        .iter()
+                        .flat_map(|i| nbr_reqs.remove(i).unwrap_or_else(|| vec![*i]))
+                        .filter(|i| posted.remove(i))
+                        .collect();
+                    // An R-form's transfer completed here is no longer its epoch's to complete
+                    // (a neighbourhood collective's requests are numbered past the records).
                     for q in &done {
-                        let e = &rd.events[*q];
+                        let Some(e) = rd.events.get(*q) else {
+                            continue;
+                        };
                         if e.call.is_rma() {
                             if let Some(p) = rma_pending.get_mut(&(e.comm, e.peer as u32)) {
                                 p.retain(|x| x != q);
@@ -1032,6 +1244,7 @@ fn pscw_syncs(
         tag,
         bytes: 0,
         request: None,
+        sync: false,
     };
     for (&(origin, win), ep) in &epochs {
         // The targets this origin reached, each with its epochs reaching it.
@@ -1110,11 +1323,13 @@ pub fn to_trace(run: &Run) -> TraceOutput {
             for op in &c.ops {
                 match op {
                     ReplayOp::Message(m) => {
-                        let verb = match (m.send, m.request.is_some()) {
-                            (true, false) => "send",
-                            (false, false) => "recv",
-                            (true, true) => "isend",
-                            (false, true) => "irecv",
+                        let verb = match (m.send, m.request.is_some(), m.sync) {
+                            (true, false, false) => "send",
+                            (true, false, true) => "ssend",
+                            (false, false, _) => "recv",
+                            (true, true, false) => "isend",
+                            (true, true, true) => "issend",
+                            (false, true, _) => "irecv",
                         };
                         let _ = write!(text, "  {verb} {} {}B tag {}", m.peer, m.bytes, m.tag);
                         if let Some(q) = m.request {
@@ -1243,7 +1458,7 @@ impl Timeline {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::format::{ClockSync, CommDef, Footer, Header};
+    use crate::format::{ClockSync, CommDef, Footer, Header, NeighborDef};
     use crate::read::RankData;
     use std::path::PathBuf;
 
@@ -1282,6 +1497,7 @@ mod tests {
             comms: Vec::new(),
             functions: Vec::new(),
             sites: Default::default(),
+            neighbors: Vec::new(),
         }
     }
 
@@ -1330,13 +1546,12 @@ mod tests {
     /// The trace read back by predict: (its sends, per rank).
     fn sends_per_rank(text: &str) -> Vec<usize> {
         use commperf_predict::parse::{parse_str, ParseOptions, TraceFormat};
-        use commperf_predict::workload::OpKind;
         let w = parse_str(text, "t", TraceFormat::Own, &ParseOptions::default())
             .unwrap_or_else(|e| panic!("{e}\n{text}"));
         (0..w.nranks())
             .map(|r| {
                 w.rank_ops(r)
-                    .filter(|&i| matches!(w.op(i), OpKind::Send { .. }))
+                    .filter(|&i| w.op(i).send_parts().is_some())
                     .count()
             })
             .collect()
@@ -1687,5 +1902,191 @@ mod tests {
         ));
         // The barriers' sends, and rank 0's post to rank 1 and rank 1's complete to rank 0.
         assert_eq!(sends_per_rank(&out.text), [2 + 1, 2 + 1]);
+    }
+
+    #[test]
+    fn synchronous_sends_and_neighbourhood_collectives_are_written_as_what_they_do() {
+        // Three ranks on a periodic ring (communicator 0xf, every rank's in- and out-neighbours
+        // left then right, as MPI_Cart_shift gives them). Rank 0 MPI_Ssends 8 B to rank 1 and
+        // MPI_Issends it 16 B; then every rank runs an MPI_Neighbor_alltoall of 4 B per
+        // neighbour, an MPI_Ineighbor_allgather of 8 B completed by a Wait at 900, and an
+        // MPI_Neighbor_alltoallv (left out: each neighbour's size is not recorded).
+        let p2p = |call: Call, peer: i32, bytes: u64, t: u64| Event {
+            call,
+            fortran: false,
+            any_source: false,
+            persistent: false,
+            partitioned: false,
+            peer,
+            tag: 2,
+            comm: 0,
+            bytes,
+            post_enter: t,
+            post_exit: t + 10,
+            done_enter: if call.is_nonblocking() { t + 50 } else { t },
+            done_exit: if call.is_nonblocking() {
+                t + 60
+            } else {
+                t + 10
+            },
+            thread: 0,
+        };
+        let nbr = |call: Call, bytes: u64, t: u64, done: Option<u64>| Event {
+            tag: 0,
+            ..coll(call, 0xf, -1, bytes, t, done)
+        };
+        let mut evs = Vec::new();
+        for r in 0..3u32 {
+            let mut v = match r {
+                0 => vec![p2p(Call::Ssend, 1, 8, 100), p2p(Call::Issend, 1, 16, 200)],
+                1 => vec![p2p(Call::Recv, 0, 8, 100), p2p(Call::Recv, 0, 16, 200)],
+                _ => Vec::new(),
+            };
+            v.push(nbr(Call::NeighborAlltoall, 2 * 4, 500, None));
+            v.push(nbr(Call::IneighborAllgather, 2 * 8, 600, Some(900)));
+            v.push(nbr(Call::NeighborAlltoallv, 2 * 4, 1_000, None));
+            evs.push(v);
+        }
+        let mut ranks = run_of(3, evs, &[(0xf, vec![0, 1, 2])]).ranks;
+        for rd in &mut ranks {
+            let me = rd.header.rank;
+            let ring = vec![Some((me + 2) % 3), Some((me + 1) % 3)];
+            rd.neighbors = vec![NeighborDef {
+                id: 0xf,
+                index: 0,
+                sources: ring.clone(),
+                destinations: ring,
+            }];
+        }
+        let run = Run::new(PathBuf::new(), ranks);
+        let out = to_trace(&run);
+        // Rank 1: the two receives (their tag the world's 2), then per neighbourhood call an
+        // irecv from each neighbour and an isend to each, tag 3 (above the world's), requests
+        // numbered past the rank's 5 records; the allgather's joined at its Wait.
+        assert_eq!(
+            block(&out.text, 1),
+            [
+                "compute 100ns",
+                "recv 0 8B tag 2",
+                "compute 90ns",
+                "recv 0 16B tag 2",
+                "compute 290ns",
+                "irecv 0 4B tag 3 as q5",
+                "irecv 2 4B tag 3 as q6",
+                "isend 0 4B tag 3 as q7",
+                "isend 2 4B tag 3 as q8",
+                "waitall q5 q6 q7 q8",
+                "compute 90ns",
+                "irecv 0 8B tag 3 as q9",
+                "irecv 2 8B tag 3 as q10",
+                "isend 0 8B tag 3 as q11",
+                "isend 2 8B tag 3 as q12",
+                "compute 290ns",
+                "waitall q9 q10 q11 q12",
+                "compute 90ns",
+            ],
+            "{}",
+            out.text
+        );
+        let b0 = block(&out.text, 0);
+        assert_eq!(b0[1], "ssend 1 8B tag 2", "{}", out.text);
+        assert_eq!(b0[3], "issend 1 16B tag 2 as q1", "{}", out.text);
+        assert_eq!(b0[5], "wait q1", "{}", out.text);
+        // predict reads it: rank 0's 2 synchronous sends, and 2 x 2 sends of each rank's
+        // neighbourhood calls.
+        assert_eq!(sends_per_rank(&out.text), [2 + 4, 4, 4]);
+        let st = &out.stats;
+        assert_eq!(st.messages, 2);
+        assert_eq!(st.neighbor_collectives, 6);
+        assert_eq!(st.neighbor_messages, 12);
+        assert_eq!(st.unsupported_left_out, 3);
+        assert_eq!(st.nonblocking_collectives, 0);
+        assert_eq!((st.collectives, st.communicators), (0, 0));
+        assert!(
+            st.describe().contains(
+                "6 neighbourhood collective calls as 12 messages; left out 3 calls: 3 \
+                 MPI_Neighbor_alltoallv/w calls (each neighbour's size is not recorded)"
+            ),
+            "{}",
+            st.describe()
+        );
+        // Without rank 2's lists its 2 calls cannot be replayed, and then neither can the
+        // others' 4, which are no longer recorded alike on every member: all left out, counted.
+        let mut ranks = run.ranks.clone();
+        ranks[2].neighbors.clear();
+        let st = replay(&Run::new(PathBuf::new(), ranks)).stats;
+        assert_eq!((st.neighbor_collectives, st.neighbor_messages), (0, 0));
+        assert_eq!(st.neighbor_lists_left_out, 2);
+        assert_eq!(st.misaligned_collectives_left_out, 4);
+        // Lists that do not pair up (rank 2 says it sends to itself, not to rank 0): the
+        // calls are aligned but not replayed.
+        let mut ranks = run.ranks.clone();
+        ranks[2].neighbors[0].destinations[1] = Some(2);
+        let st = replay(&Run::new(PathBuf::new(), ranks)).stats;
+        assert_eq!(st.neighbor_collectives, 0);
+        assert_eq!(st.neighbor_lists_left_out, 6);
+        assert_eq!(st.misaligned_collectives_left_out, 0);
+    }
+
+    #[test]
+    fn neighbourhood_messages_and_one_sided_epochs_keep_their_tags_and_requests_apart() {
+        // Two ranks on a topology communicator that is also their window (0x5, each the other's
+        // only neighbour): MPI_Ineighbor_allgather of 8 B; MPI_Win_post; MPI_Win_start;
+        // MPI_Rput 16 B to the other; one MPI_Waitall (at 450) completing the allgather and
+        // the Rput; MPI_Win_complete; MPI_Win_wait.
+        let evs = (0..2i32)
+            .map(|r| {
+                vec![
+                    Event {
+                        tag: 0,
+                        ..coll(Call::IneighborAllgather, 0x5, -1, 8, 100, Some(450))
+                    },
+                    coll(Call::WinPost, 0x5, -1, 0, 200, None),
+                    coll(Call::WinStart, 0x5, -1, 0, 300, None),
+                    coll(Call::Rput, 0x5, 1 - r, 16, 400, Some(450)),
+                    coll(Call::WinComplete, 0x5, -1, 0, 500, None),
+                    coll(Call::WinWait, 0x5, -1, 0, 600, None),
+                ]
+            })
+            .collect();
+        let mut ranks = run_of(2, evs, &[(0x5, vec![0, 1])]).ranks;
+        for rd in &mut ranks {
+            let other = vec![Some(1 - rd.header.rank)];
+            rd.neighbors = vec![NeighborDef {
+                id: 0x5,
+                index: 0,
+                sources: other.clone(),
+                destinations: other,
+            }];
+        }
+        let out = to_trace(&Run::new(PathBuf::new(), ranks));
+        let ops: Vec<String> = block(&out.text, 0)
+            .into_iter()
+            .filter(|l| !l.starts_with("compute"))
+            .collect();
+        // No point-to-point stream: the topology communicator's messages take tag 0, the
+        // post/start and complete/wait messages 1 and 2. The neighbourhood requests are
+        // numbered past the rank's 6 records, and the Waitall joins them with the Rput's.
+        assert_eq!(
+            ops,
+            [
+                "irecv 1 8B tag 0 as q6",
+                "isend 1 8B tag 0 as q7",
+                "send 1 0B tag 1",
+                "recv 1 0B tag 1",
+                "put 1 16B as q3",
+                "waitall q6 q7 q3",
+                "send 1 0B tag 2",
+                "recv 1 0B tag 2",
+            ],
+            "{}",
+            out.text
+        );
+        let st = &out.stats;
+        assert_eq!((st.neighbor_collectives, st.neighbor_messages), (2, 2));
+        assert_eq!((st.one_sided, st.epoch_messages), (2, 4));
+        assert_eq!(st.left_out(), 0, "{}", st.describe());
+        // predict reads it: per rank the neighbourhood isend and the two epoch messages.
+        assert_eq!(sends_per_rank(&out.text), [3, 3]);
     }
 }

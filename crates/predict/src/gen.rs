@@ -465,6 +465,12 @@ fn write_goal_rank(r: u32, prog: &SeqProgram, out: &mut Vec<u8>) -> io::Result<(
             OpKind::Send { to, tag, bytes } => {
                 writeln!(out, "l{}: send {bytes}b to {to} tag {tag}", i + 1)?
             }
+            OpKind::Ssend { .. } => {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    "GOAL has no synchronous send",
+                ))
+            }
             OpKind::Recv { from, tag, bytes } => {
                 if from == ANY || tag == ANY {
                     return Err(io::Error::new(

@@ -25,6 +25,10 @@ pub enum OpKind {
     Send { to: Rank, tag: u32, bytes: u64 },
     /// Receives `bytes` from `from` (or [`ANY`]) with `tag` (or [`ANY`]).
     Recv { from: Rank, tag: u32, bytes: u64 },
+    /// A synchronous send (MPI_Ssend, MPI_Issend): like [`OpKind::Send`], but it completes
+    /// only once the matching receive has been posted, whatever its size, as a send above the
+    /// eager threshold does (rendezvous).
+    Ssend { to: Rank, tag: u32, bytes: u64 },
     /// A one-sided transfer (MPI_Put/Get/Accumulate…): a request of `out` bytes from this rank
     /// to `target`, then a reply of `back` bytes to this rank (a put's reply is its empty
     /// acknowledgement). Only this rank's CPU is involved: no operation of the target matches
@@ -48,6 +52,16 @@ impl OpKind {
                 tag,
                 bytes,
             }
+        }
+    }
+
+    /// A send's (destination, tag, bytes, synchronous), standard or synchronous; None for
+    /// anything else.
+    pub fn send_parts(self) -> Option<(Rank, u32, u64, bool)> {
+        match self {
+            OpKind::Send { to, tag, bytes } => Some((to, tag, bytes, false)),
+            OpKind::Ssend { to, tag, bytes } => Some((to, tag, bytes, true)),
+            _ => None,
         }
     }
 }
@@ -149,7 +163,7 @@ impl Workload {
         let mut c = (0, 0, 0);
         for op in &self.ops {
             match op {
-                OpKind::Send { .. } => c.0 += 1,
+                OpKind::Send { .. } | OpKind::Ssend { .. } => c.0 += 1,
                 OpKind::Recv { .. } => c.1 += 1,
                 OpKind::Calc { .. } => c.2 += 1,
                 OpKind::Rma { .. } => {}
@@ -403,7 +417,9 @@ impl SeqProgram {
     pub fn map_peers(&mut self, from: usize, f: impl Fn(Rank) -> Rank) {
         for op in self.ops.iter_mut().skip(from) {
             match op {
-                OpKind::Send { to, .. } | OpKind::Rma { target: to, .. } => *to = f(*to),
+                OpKind::Send { to, .. }
+                | OpKind::Ssend { to, .. }
+                | OpKind::Rma { target: to, .. } => *to = f(*to),
                 OpKind::Recv { from, .. } if *from != ANY => *from = f(*from),
                 _ => {}
             }

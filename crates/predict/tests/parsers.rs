@@ -59,7 +59,7 @@ fn assert_matched(w: &Workload) {
     for r in 0..w.nranks() {
         for i in w.rank_ops(r) {
             match w.op(i) {
-                OpKind::Send { to, tag, bytes } => {
+                OpKind::Send { to, tag, bytes } | OpKind::Ssend { to, tag, bytes } => {
                     *bal.entry((r, to, tag, bytes)).or_default() += 1
                 }
                 OpKind::Recv { from, tag, bytes } => {
@@ -88,7 +88,7 @@ fn runs_to_completion(w: &Workload, eager: bool) -> bool {
     for r in 0..w.nranks() {
         for i in w.rank_ops(r) {
             match w.op(i) {
-                OpKind::Send { to, tag, .. } => {
+                OpKind::Send { to, tag, .. } | OpKind::Ssend { to, tag, .. } => {
                     let v = sends.entry((r, to, tag)).or_default();
                     nth[i] = v.len();
                     v.push(i);
@@ -118,8 +118,8 @@ fn runs_to_completion(w: &Workload, eager: bool) -> bool {
                 if started[i] && !done[i] {
                     let ok = match w.op(i) {
                         OpKind::Calc { .. } | OpKind::Rma { .. } => true,
-                        OpKind::Send { to, tag, .. } => {
-                            eager
+                        OpKind::Send { to, tag, .. } | OpKind::Ssend { to, tag, .. } => {
+                            (eager && matches!(w.op(i), OpKind::Send { .. }))
                                 || recvs
                                     .get(&(r, to, tag))
                                     .and_then(|v| v.get(nth[i]))
@@ -1687,7 +1687,9 @@ fn messages(s: &Shape) -> (Vec<Msg>, Vec<Msg>) {
     let (mut sends, mut recvs) = (Vec::new(), Vec::new());
     for &(r, op, _) in s {
         match op {
-            OpKind::Send { to, tag, bytes } => sends.push((r, to, tag, bytes)),
+            OpKind::Send { to, tag, bytes } | OpKind::Ssend { to, tag, bytes } => {
+                sends.push((r, to, tag, bytes))
+            }
             OpKind::Recv { from, tag, bytes } => recvs.push((r, from, tag, bytes)),
             OpKind::Calc { .. } | OpKind::Rma { .. } => {}
         }
@@ -1892,4 +1894,39 @@ fn the_documented_one_sided_example_parses_and_errors_name_the_word() {
     }
     let e = own_err("ranks 2\nrank 0\n  put 1 8B as p\n  get 1 8B as p\n");
     assert!(e.contains("still outstanding"), "{e}");
+}
+
+#[test]
+fn own_format_synchronous_sends_are_read_as_such() {
+    let w = own(
+        "ranks 2\nrank 0\n  ssend 1 8B tag 3\n  issend 1 16B as q\n  send 1 4B\n  wait q\n\
+         rank 1\n  recv 0 8B tag 3\n  recv 0 16B\n  recv 0 4B\n",
+    );
+    check(&w);
+    let sends: Vec<OpKind> = ops_of(&w, 0)
+        .into_iter()
+        .filter(|o| !matches!(o, OpKind::Calc { .. }))
+        .collect();
+    assert_eq!(
+        sends,
+        [
+            OpKind::Ssend {
+                to: 1,
+                tag: 3,
+                bytes: 8
+            },
+            OpKind::Ssend {
+                to: 1,
+                tag: 0,
+                bytes: 16
+            },
+            OpKind::Send {
+                to: 1,
+                tag: 0,
+                bytes: 4
+            },
+        ]
+    );
+    // issend takes a request name; ssend, like send, does not.
+    assert!(own_err("ranks 2\nrank 0\n  ssend 1 8B as q\n").contains("expected `tag T`"));
 }

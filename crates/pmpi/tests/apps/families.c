@@ -3,6 +3,8 @@
  *
  *   matched probes:  r -> right 5 x 200 B (MPI_Send / MPI_Mprobe + MPI_Mrecv)
  *                    r -> right 3 x 300 B (MPI_Send / MPI_Improbe until found + MPI_Imrecv + MPI_Wait)
+ *   synchronous:     r -> right 2 x 64 B (MPI_Ssend, tag 12 / MPI_Recv: even ranks send first);
+ *                    r -> right 1 x 32 B (MPI_Issend, tag 13 + MPI_Wait after an MPI_Recv)
  *   nonblocking collectives: 4 MPI_Ialltoall (2 doubles per pair) + MPI_Wait each;
  *                    2 MPI_Iallreduce (1 double) + one MPI_Waitall; 1 MPI_Ibarrier + MPI_Test
  *                    until done; 2 MPI_Ibcast (root 0, 100 B) + MPI_Wait each
@@ -55,6 +57,16 @@ int main(int argc, char **argv) {
         MPI_Imrecv(rbuf, 300, MPI_CHAR, &m, &rq[1]);
         MPI_Wait(&rq[1], MPI_STATUS_IGNORE);
     }
+
+    /* synchronous sends */
+    for (int i = 0; i < 2; i++) {
+        if (r % 2 == 0) MPI_Ssend(sbuf, 64, MPI_CHAR, right, 12, MPI_COMM_WORLD);
+        MPI_Recv(rbuf, 64, MPI_CHAR, left, 12, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        if (r % 2 == 1) MPI_Ssend(sbuf, 64, MPI_CHAR, right, 12, MPI_COMM_WORLD);
+    }
+    MPI_Issend(sbuf, 32, MPI_CHAR, right, 13, MPI_COMM_WORLD, &rq[0]);
+    MPI_Recv(rbuf, 32, MPI_CHAR, left, 13, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    MPI_Wait(&rq[0], MPI_STATUS_IGNORE);
 
     /* nonblocking collectives */
     double a2a_s[8] = {0}, a2a_r[8], x = r, y;

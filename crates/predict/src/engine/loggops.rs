@@ -14,7 +14,8 @@
 //!   keeping its place among equal times. Equal times are served in the order elements entered.
 //! - A send of s bytes holds the CPU for o + (s−1)·O and the NIC for g + (s−1)·G; its first byte
 //!   reaches the receiver at + o + L. An eager send (s ≤ S) is complete at once (its dependents
-//!   start when the CPU is free); a rendezvous send completes when the receiver matches it.
+//!   start when the CPU is free); a rendezvous send completes when the receiver matches it,
+//!   and so does a synchronous send (MPI_Ssend) of any size.
 //! - A message is taken in by the receiver when both its CPU and its receiving NIC are free: the
 //!   CPU for o + max((s−1)·O, (s−1)·G) (the data has to be in before it is delivered), the NIC for
 //!   g + (s−1)·G. It completes a posted receive then; otherwise it waits in the unexpected queue
@@ -66,8 +67,19 @@ struct Msg {
     tag: u32,
     send_op: u32,
     start: f64,
+    /// A synchronous send's: the send completes when its receive matches it, whatever its
+    /// size (the rendezvous path).
+    sync: bool,
     /// The message's number among all sent (for [`Overlap::duplex_ns`]'s bookkeeping).
     seq: u64,
+}
+
+impl Msg {
+    /// Whether its send completes only when the receive matches it: above the eager limit, or
+    /// synchronous.
+    fn rendezvous(&self, eager_max: u64) -> bool {
+        self.bytes > eager_max || self.sync
+    }
 }
 
 /// Per direction of a pair of hosts, its latest message: when it was taken in (infinite while
@@ -380,14 +392,16 @@ impl Engine<'_> {
             .filter(|&i| self.g.rank[i as usize] == h)
             .collect();
         mine.sort_by_key(|&op| match self.w.op(op as usize) {
-            OpKind::Send { .. } | OpKind::Rma { .. } => 0,
+            OpKind::Send { .. } | OpKind::Ssend { .. } | OpKind::Rma { .. } => 0,
             OpKind::Recv { .. } => 1,
             OpKind::Calc { .. } => 2,
         });
         for op in mine {
             let host = self.hosts[h as usize];
             let t = match self.w.op(op as usize) {
-                OpKind::Send { .. } | OpKind::Rma { .. } => host.next_o.max(host.next_gs),
+                OpKind::Send { .. } | OpKind::Ssend { .. } | OpKind::Rma { .. } => {
+                    host.next_o.max(host.next_gs)
+                }
                 _ => host.next_o,
             };
             let ts = self.new_ts();
@@ -442,7 +456,8 @@ impl Engine<'_> {
     fn op(&mut self, op: u32, t: f64, ts: u64, touched: &mut Vec<u32>) -> Result<(), PredictError> {
         let h = self.g.rank[op as usize];
         let p = self.p;
-        match self.w.op(op as usize) {
+        let kind = self.w.op(op as usize);
+        match kind {
             OpKind::Calc { ns } => {
                 let host = &mut self.hosts[h as usize];
                 if host.next_o > t {
@@ -457,7 +472,8 @@ impl Engine<'_> {
                     self.span(h, SpanKind::Compute, t, t + ns as f64, None, 0);
                 }
             }
-            OpKind::Send { to, tag, bytes } => {
+            OpKind::Send { to, tag, bytes } | OpKind::Ssend { to, tag, bytes } => {
+                let sync = matches!(kind, OpKind::Ssend { .. });
                 if to >= self.w.nranks() {
                     return Err(PredictError::Config(format!(
                         "rank {h} sends to rank {to}, outside 0..{}",
@@ -497,6 +513,7 @@ impl Engine<'_> {
                     tag,
                     send_op: op,
                     start: t,
+                    sync,
                     seq: self.messages,
                 };
                 if !local && self.overlap.duplex_ns > 0.0 {
@@ -525,7 +542,7 @@ impl Engine<'_> {
                     (false, true) => p.L_ns + tail(bytes) * p.G_ns_per_byte,
                 };
                 self.push(t + depart + wire, ts, Elem::Msg(id));
-                if bytes <= self.eager_max {
+                if !m.rendezvous(self.eager_max) {
                     self.mark(op, true, touched);
                     self.span(h, SpanKind::Send, t, t + cpu, Some(to), bytes);
                 } else if !self.started_at.is_empty() {
@@ -541,7 +558,7 @@ impl Engine<'_> {
                 match hit {
                     Some([mid, _, _]) => {
                         let m = self.msgs[mid as usize];
-                        if bytes > self.eager_max {
+                        if bytes > self.eager_max || m.sync {
                             self.rendezvous_done(m, t, touched);
                         }
                         self.mark(op, true, touched);
@@ -693,7 +710,7 @@ impl Engine<'_> {
         }
         match take(&mut self.posted[m.dst as usize], m.src, m.tag) {
             Some([recv, _, _]) => {
-                if m.bytes > self.eager_max {
+                if m.rendezvous(self.eager_max) {
                     self.rendezvous_done(m, t, touched);
                 }
                 self.mark(recv, true, touched);

@@ -500,6 +500,9 @@ fn stuck_op(op: crate::workload::OpKind) -> String {
         OpKind::Send { to, tag, bytes } => {
             format!("send {bytes} B to rank {to} tag {tag}, never received")
         }
+        OpKind::Ssend { to, tag, bytes } => {
+            format!("synchronous send {bytes} B to rank {to} tag {tag}, never received")
+        }
         OpKind::Recv { from, tag, bytes } => format!(
             "recv {bytes} B from {} tag {}, never matched",
             who(from, "rank "),

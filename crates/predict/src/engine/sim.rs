@@ -533,7 +533,9 @@ impl<'a> Sim<'a> {
                     self.push(end, EvKind::OpDone, op, 0);
                 }
             }
-            OpKind::Send { to, tag, bytes } => {
+            OpKind::Send { to, tag, bytes } | OpKind::Ssend { to, tag, bytes } => {
+                // A synchronous send waits for its receive, as a rendezvous one does.
+                let sync = matches!(self.w.op(op as usize), OpKind::Ssend { .. });
                 if to >= self.w.nranks() {
                     return Err(PredictError::Config(format!(
                         "rank {rank} sends to rank {to}, outside 0..{}",
@@ -546,7 +548,7 @@ impl<'a> Sim<'a> {
                     bytes,
                     send_op: op,
                     recv_op: NONE,
-                    eager: bytes <= self.eager_max,
+                    eager: bytes <= self.eager_max && !sync,
                     started: false,
                     arrived: false,
                     start_t: 0.0,
@@ -620,7 +622,9 @@ impl<'a> Sim<'a> {
             let (kind, peer, bytes) = match self.w.op(op as usize) {
                 OpKind::Calc { ns: 0 } => (None, None, 0),
                 OpKind::Calc { .. } => (Some(SpanKind::Compute), None, 0),
-                OpKind::Send { to, bytes, .. } => (Some(SpanKind::Send), Some(to), bytes),
+                OpKind::Send { to, bytes, .. } | OpKind::Ssend { to, bytes, .. } => {
+                    (Some(SpanKind::Send), Some(to), bytes)
+                }
                 OpKind::Recv { from, bytes, .. } => {
                     (Some(SpanKind::Recv), (from != ANY).then_some(from), bytes)
                 }

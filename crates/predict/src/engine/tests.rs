@@ -904,3 +904,72 @@ fn a_lock_epoch_unlocks_when_every_transfer_to_the_target_is_done() {
     // 1000 + 1000 + 500 = 2500; the put's data is in at 2000, its acknowledgement at 3000.
     assert_eq!(finishes(&run_text(t, Model::Contention)), [3.0, 0.1]);
 }
+
+#[test]
+fn a_small_synchronous_send_waits_for_a_late_receiver_in_both_models() {
+    // Rank 0 sends 1000 B (far below the 64 KiB eager limit); rank 1 computes 5 µs first.
+    let late = |first: OpKind| [vec![first], vec![OpKind::Calc { ns: 5000 }, recv(0, 1000)]];
+    let ssend = OpKind::Ssend {
+        to: 1,
+        tag: 0,
+        bytes: 1000,
+    };
+    // Contention model, Tcom(1000 B) = 1000 + 1000 = 2000 ns. Eager: the send is done when its
+    // data is out (2 µs), the receive when posted (5 µs). Synchronous: the transfer starts
+    // when the receive is posted, at 5 µs, and both complete at 5 + 2 = 7 µs.
+    let finish = |p: &Prediction| (p.ranks[0].finish_us, p.ranks[1].finish_us);
+    let cfg = PredictConfig::default();
+    assert_eq!(finish(&run(&late(send(1, 1000)), &cfg)), (2.0, 5.0));
+    assert_eq!(finish(&run(&late(ssend), &cfg)), (7.0, 7.0));
+    // LogGP (L = 1000, o = 100, g = 200, G = 1 ns/B): the message leaves at o and arrives at
+    // 100 + 1000 = 1100; the receiver's CPU is busy until 5000, takes it in then for
+    // o + (s − 1)·G = 100 + 999: done at 6099. The eager send is done when its CPU is free,
+    // at o = 100; the synchronous one at the match, 5000.
+    let loggp = PredictConfig {
+        model: Model::LogGp,
+        ..PredictConfig::default()
+    };
+    assert_eq!(finish(&run(&late(send(1, 1000)), &loggp)), (0.1, 6.099));
+    assert_eq!(finish(&run(&late(ssend), &loggp)), (5.0, 6.099));
+}
+
+#[test]
+fn a_nonblocking_synchronous_send_holds_its_wait_until_the_receive_is_posted() {
+    // Rank 0: issend 8 B, compute 1 µs, wait; rank 1 computes 5 µs, then receives.
+    let ranks = |sync: bool| {
+        let mut b = WorkloadBuilder::new(2);
+        let mut p = SeqProgram::new();
+        let q = p.nonblocking(if sync {
+            OpKind::Ssend {
+                to: 1,
+                tag: 0,
+                bytes: 8,
+            }
+        } else {
+            send(1, 8)
+        });
+        p.calc(1000);
+        p.wait(&[q]);
+        b.add_program(0, &p).unwrap();
+        let mut p = SeqProgram::new();
+        p.calc(5000);
+        p.blocking(recv(0, 8));
+        b.add_program(1, &p).unwrap();
+        Fixture::new(b.finish())
+    };
+    let loggp = PredictConfig {
+        model: Model::LogGp,
+        ..PredictConfig::default()
+    };
+    let rank0 = |f: Fixture| predict(&f.inputs(), &loggp).unwrap().prediction.ranks[0].finish_us;
+    // isend: o = 100, then the compute to 1100, and the wait finds the send long done.
+    assert_eq!(rank0(ranks(false)), 1.1);
+    // issend: the wait lasts until the receive matches the message, at 5000.
+    assert_eq!(rank0(ranks(true)), 5.0);
+    // The contention model likewise: the transfer (Tcom(8) = 1008 ns) starts at 5000.
+    let f = ranks(true);
+    let p = predict(&f.inputs(), &PredictConfig::default())
+        .unwrap()
+        .prediction;
+    assert_eq!((p.ranks[0].finish_us, p.ranks[1].finish_us), (6.008, 6.008));
+}

@@ -516,7 +516,7 @@ impl<'a> Parser<'a> {
                 self.block(head)?.prog.calc(ns);
                 Ok(())
             }
-            "send" | "recv" | "isend" | "irecv" => {
+            "send" | "recv" | "isend" | "irecv" | "ssend" | "issend" => {
                 let is_send = kw.ends_with("send");
                 let nonblocking = kw.starts_with('i');
                 if args.len() < 2 {
@@ -530,7 +530,13 @@ impl<'a> Parser<'a> {
                 let bytes = self.size_arg(args[1])?;
                 let (tag, name) =
                     self.p2p_options(&args[2..], !is_send, nonblocking, line_end, toks)?;
-                let op = OpKind::p2p(is_send, peer, tag, bytes);
+                let op = match OpKind::p2p(is_send, peer, tag, bytes) {
+                    // MPI_Ssend / MPI_Issend: complete only once the receive has started.
+                    OpKind::Send { to, tag, bytes } if kw.ends_with("ssend") => {
+                        OpKind::Ssend { to, tag, bytes }
+                    }
+                    op => op,
+                };
                 let name_str = name.map(|t| self.word(t));
                 if let (Some(t), Some(b)) = (name, self.block.as_ref()) {
                     if b.named.contains_key(self.word(t)) {
