@@ -215,6 +215,12 @@ pub struct Program {
 }
 
 impl Program {
+    /// One of the kit's programs, which start their clock at the end of a barrier (the loop's
+    /// window starts there); any other program's barriers say nothing of where its timed part is.
+    pub(crate) fn is_kit(&self) -> bool {
+        self.kit.is_some()
+    }
+
     /// The files the program writes its results to, which its verdict reads beside its
     /// output: hpcc's `hpccoutf.txt` in its working directory.
     pub(crate) fn output_files(&self, root: &Path, s: Stack) -> Vec<PathBuf> {

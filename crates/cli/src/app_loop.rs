@@ -6,9 +6,10 @@
 //! stack's parameters; each other stack is emulated on the reference by the interposer's knobs
 //! set to the parameters' differences. Both are set against the runs the study already made.
 //!
-//! The times compared are a window of the monitored runs, not MPI_Init to MPI_Finalize: from the
-//! end of each rank's last MPI_Barrier (every kit program times its loop from the barrier before
-//! it) to the end of its last MPI call; the whole run when a rank calls no barrier. The span
+//! The times compared are a window of the monitored runs, not MPI_Init to MPI_Finalize: for the
+//! kit's programs, from the end of each rank's last MPI_Barrier (every kit program times its loop
+//! from the barrier before it) to the end of its last MPI call; the whole run when a rank calls
+//! no barrier, and for every other program (whose barriers say nothing of its timed part). The span
 //! before it is start-up (the interposer's clock sync, communicator set-up, the first messages
 //! that open Open MPI's TCP connections: 0.2 s of a 0.02 s halo run on ompi-tcp) which no LogGP
 //! parameter describes. The trace replayed is cut at the same point, so prediction and
@@ -579,10 +580,13 @@ struct Windowed {
     from_barrier: bool,
 }
 
-fn windowed(dir: &Path) -> Result<Windowed> {
+/// `kit`: the program is one of the kit's, whose timed loop starts at the end of its last
+/// barrier; any other program's window is its whole run (LAMMPS's last barrier comes after its
+/// loop: from there its window was 0 s).
+fn windowed(dir: &Path, kit: bool) -> Result<Windowed> {
     let mut run = commperf_pmpi::read_dir(dir)
         .with_context(|| format!("reading the monitor files in {}", dir.display()))?;
-    let from_barrier = window(&mut run);
+    let from_barrier = kit && window(&mut run);
     let trace = commperf_pmpi::to_trace(&run);
     let mut window_ns = vec![0u64; trace.stats.compute_ns.len()];
     for r in &run.ranks {
@@ -610,11 +614,11 @@ fn windowed(dir: &Path) -> Result<Windowed> {
 }
 
 /// Median window and time in MPI over the runs in `dirs`.
-fn measured(dirs: &[PathBuf]) -> Result<(f64, f64)> {
+fn measured(dirs: &[PathBuf], kit: bool) -> Result<(f64, f64)> {
     let mut totals = Vec::new();
     let mut comms = Vec::new();
     for d in dirs {
-        let w = windowed(d)?;
+        let w = windowed(d, kit)?;
         let (total, comm) = measured_times(&w.window_ns, &w.trace.stats.compute_ns)
             .with_context(|| format!("{}: no rank recorded", d.display()))?;
         totals.push(total);
@@ -705,7 +709,7 @@ type RefTrace = (
     commperf_pmpi::TraceStats,
 );
 
-fn reference_workload(c: &Cell) -> Result<RefTrace> {
+fn reference_workload(c: &Cell, kit: bool) -> Result<RefTrace> {
     if let Some(e) = &c.error {
         bail!("the program failed on the reference stack: {e}");
     }
@@ -713,14 +717,14 @@ fn reference_workload(c: &Cell) -> Result<RefTrace> {
     // shared machine's load moves from run to run as much as the communication.
     let mut runs: Vec<(f64, &PathBuf)> = Vec::new();
     for d in &c.monitor_dirs {
-        runs.push((measured(std::slice::from_ref(d))?.0, d));
+        runs.push((measured(std::slice::from_ref(d), kit)?.0, d));
     }
     runs.sort_by(|a, b| a.0.total_cmp(&b.0));
     let dir = runs
         .get(runs.len().saturating_sub(1) / 2)
         .map(|r| r.1)
         .context("the reference stack has no run of it")?;
-    let w = windowed(dir)?;
+    let w = windowed(dir, kit)?;
     let t = w.trace;
     let path = dir.join("trace.txt");
     crate::output::write_atomically(&path, t.text.as_bytes())?;
@@ -1025,7 +1029,11 @@ pub(crate) fn emulate_round(
                     .ok()
                     .map(|u| u.untouched_calls_percent)
             };
-            Ok((measured(std::slice::from_ref(&dir))?, run, untouched))
+            Ok((
+                measured(std::slice::from_ref(&dir), p.is_kit())?,
+                run,
+                untouched,
+            ))
         },
     );
     let _ = std::fs::remove_dir_all(&emu_dir);
@@ -1095,7 +1103,7 @@ pub(crate) fn finish(
             None => Err(anyhow::anyhow!("no stack has LogGP parameters")),
             Some(i) => cell_of(&stacks[i].stack)
                 .context("no run on the reference stack")
-                .and_then(reference_workload),
+                .and_then(|c| reference_workload(c, p.is_kit())),
         };
         for (si, &s) in cfg.stacks.iter().enumerate() {
             let st = &stacks[si];
@@ -1147,7 +1155,7 @@ pub(crate) fn finish(
             let mut why: Vec<String> = Vec::new();
             match c {
                 Some(Cell { error: Some(e), .. }) => why.push(format!("the run failed: {e}")),
-                Some(c) => match measured(&c.monitor_dirs) {
+                Some(c) => match measured(&c.monitor_dirs, p.is_kit()) {
                     Ok((t, m)) => {
                         lc.measured_total_s = Some(t);
                         lc.measured_comm_s = Some(m);
