@@ -8,7 +8,7 @@
 //! call, to what ltrace counted in the same run.
 
 mod mpi_apps;
-use mpi_apps::{calls, compile, exe, need, ok, text, Scratch};
+use mpi_apps::{calls, compile, exe, need, ok, predict, text, Scratch};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -238,22 +238,7 @@ fn families_trace(dir: &Path, mpi4: bool) {
     assert_eq!(stats["neighbor_messages"], 24, "{stats}");
     assert_eq!(stats["neighbor_lists_left_out"], 0, "{stats}");
     assert_eq!(stats["unsupported_left_out"], 0, "{stats}");
-    let o = Command::new("timeout")
-        .args([
-            "-k",
-            "5",
-            "120",
-            exe(),
-            "predict",
-            "--format",
-            "json",
-            "--trace",
-        ])
-        .arg(dir.join("trace.txt"))
-        .output()
-        .expect("run commperf predict");
-    ok(&o);
-    let p: Value = serde_json::from_slice(&o.stdout).expect("prediction JSON");
+    let p = predict(&dir.join("trace.txt"), &[]);
     // Every message the trace writes is among the predicted ones: the matched ones, the
     // neighbourhood collectives' and the one-sided epochs' empty ones (the collectives, and
     // the fences' barriers, add theirs).

@@ -6,7 +6,7 @@
 //! a message, unless `COMMPERF_REQUIRE_MPI=1` (set by CI) makes that a failure.
 
 mod mpi_apps;
-use mpi_apps::{compile, exe, need, ok, text, Scratch};
+use mpi_apps::{compile, exe, need, ok, predict, text, Scratch};
 use serde_json::Value;
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
@@ -36,27 +36,6 @@ fn monitor(cwd: &Path, dir: &Path, mpi: &str, prog: &[&str]) -> (Output, f64) {
 fn json(p: &Path) -> Value {
     serde_json::from_str(&std::fs::read_to_string(p).unwrap_or_else(|e| panic!("{p:?}: {e}")))
         .unwrap_or_else(|e| panic!("{p:?}: {e}"))
-}
-
-/// `commperf predict --trace FILE --format json`, time-limited: a deadlock in the replay is an
-/// error or a timeout, either fails here.
-fn predict(trace: &Path) -> Value {
-    let o = Command::new("timeout")
-        .args([
-            "-k",
-            "5",
-            "120",
-            exe(),
-            "predict",
-            "--format",
-            "json",
-            "--trace",
-        ])
-        .arg(trace)
-        .output()
-        .expect("run commperf predict");
-    ok(&o);
-    serde_json::from_slice(&o.stdout).expect("predict JSON")
 }
 
 /// The own format's collective operations.
@@ -223,7 +202,7 @@ fn check_run(dir: &Path, wall_ns: f64) -> (String, Value, Value) {
     let epoch = stats["epoch_messages"].as_u64().expect("epoch_messages");
     let p2p = dir.join("p2p.txt");
     std::fs::write(&p2p, point_to_point_only(&trace)).expect("write p2p.txt");
-    let pp = predict(&p2p);
+    let pp = predict(&p2p, &[]);
     let written = matched
         + stats["neighbor_messages"]
             .as_u64()
@@ -243,7 +222,7 @@ fn check_run(dir: &Path, wall_ns: f64) -> (String, Value, Value) {
     assert_eq!(sends, written);
 
     // The whole trace replays, collectives expanded on top.
-    let full = predict(&dir.join("trace.txt"));
+    let full = predict(&dir.join("trace.txt"), &[]);
     assert_eq!(full["ranks_count"].as_u64(), Some(ranks));
     let expected_more = stats["collectives"].as_u64().unwrap_or(0) > 0;
     assert!(

@@ -26,17 +26,11 @@ fn monitor(cwd: &Path, dir: &Path, mpi: &str, prog: &[&str]) -> std::process::Ou
     c.output().expect("run commperf monitor")
 }
 
-/// `commperf predict --format json --topology torus:2x2 --trace FILE [ARGS…]`.
+/// `commperf predict --format json --topology torus:2x2 --eager 4k --trace FILE [ARGS…]`.
 fn predict(trace: &Path, args: &[&str]) -> Value {
-    let o = Command::new("timeout")
-        .args(["-k", "5", "120", exe(), "predict", "--format", "json"])
-        .args(["--topology", "torus:2x2", "--eager", "4k", "--trace"])
-        .arg(trace)
-        .args(args)
-        .output()
-        .expect("run commperf predict");
-    ok(&o);
-    serde_json::from_slice(&o.stdout).expect("predict JSON")
+    let mut all = vec!["--topology", "torus:2x2", "--eager", "4k"];
+    all.extend_from_slice(args);
+    mpi_apps::predict(trace, &all)
 }
 
 /// A prediction without the fields that name its input (file and format).

@@ -469,12 +469,8 @@ pub fn own_text(a: &Archive) -> Result<String, String> {
                     bytes,
                     req,
                     ..
-                } => {
-                    let p = rma_peer(r, win, peer)?;
-                    rma_started.insert(req);
-                    slots.push(Slot::Line(format!("put {p} {bytes}B as r{req}")));
                 }
-                Rec::RmaGet {
+                | Rec::RmaGet {
                     win,
                     peer,
                     bytes,
@@ -483,7 +479,12 @@ pub fn own_text(a: &Archive) -> Result<String, String> {
                 } => {
                     let p = rma_peer(r, win, peer)?;
                     rma_started.insert(req);
-                    slots.push(Slot::Line(format!("get {p} {bytes}B as r{req}")));
+                    let op = if matches!(rec, Rec::RmaPut { .. }) {
+                        "put"
+                    } else {
+                        "get"
+                    };
+                    slots.push(Slot::Line(format!("{op} {p} {bytes}B as r{req}")));
                 }
                 Rec::RmaAtomic {
                     t,

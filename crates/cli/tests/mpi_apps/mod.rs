@@ -101,6 +101,28 @@ impl Drop for Scratch {
 }
 
 /// (count, bytes) of `call` made by `rank` in a monitor summary (0s when none).
+/// `commperf predict --format json --trace TRACE ARGS…`, time-limited: a deadlock in the replay
+/// is an error or a timeout, either fails the test.
+pub fn predict(trace: &Path, args: &[&str]) -> serde_json::Value {
+    let o = Command::new("timeout")
+        .args([
+            "-k",
+            "5",
+            "120",
+            exe(),
+            "predict",
+            "--format",
+            "json",
+            "--trace",
+        ])
+        .arg(trace)
+        .args(args)
+        .output()
+        .expect("run commperf predict");
+    ok(&o);
+    serde_json::from_slice(&o.stdout).expect("predict JSON")
+}
+
 pub fn calls(s: &serde_json::Value, rank: u64, call: &str) -> (u64, u64) {
     s["calls"]
         .as_array()
