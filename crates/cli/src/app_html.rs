@@ -580,8 +580,10 @@ fn loop_section(o: &mut String, l: &Loop) {
          <p class=\"note\">Reference stack {}. Each program's monitored run on it is replayed \
          (LogGP model) with every stack's parameters, and run under the emulation knobs set to \
          each other stack's parameter differences. Times are from the barrier before the timed \
-         loop to the last MPI call (longest rank); comm is the time inside MPI calls, mean over \
-         the ranks. Within 10 %: {} of {} predictions, {} of {} emulations{}. On the          communication time: {} of {} predictions, {} of {} emulations{}.</p>",
+         loop (the kit's programs; any other from MPI_Init) to the last MPI call (longest \
+         rank); comm is the time inside MPI calls, mean over the ranks. Within 10 %: {} of {} \
+         predictions, {} of {} emulations{}. On the communication time: {} of {} predictions, \
+         {} of {} emulations{}.</p>",
         esc(&l.reference_rule),
         l.predictions_within_10_percent,
         l.predictions,
@@ -1075,6 +1077,11 @@ mod tests {
         assert!(h.contains("id=\"fig-loop\""), "{h}");
         assert!(
             h.contains("Within 10 %: 2 of 2 predictions, 1 of 2 emulations"),
+            "{h}"
+        );
+        // No cell has a communication time's error: none is counted.
+        assert!(
+            h.contains("On the communication time: 0 of 0 predictions, 0 of 0 emulations."),
             "{h}"
         );
         let c = &h[h.find("class=\"loop\"").unwrap()..];

@@ -1396,7 +1396,7 @@ pub fn render(l: &Loop) -> String {
     let _ = writeln!(
         o,
         "\n# the loop: predicted (LogGP replay of the reference's monitored trace) and emulated \
-         (the reference under the knobs) against measured; times in ms, from the barrier before the timed loop to the last MPI call"
+         (the reference under the knobs) against measured; times in ms, from the barrier before the timed loop (the kit; other programs: from MPI_Init) to the last MPI call"
     );
     let _ = writeln!(o, "reference stack: {}", l.reference_rule);
     let _ = writeln!(
