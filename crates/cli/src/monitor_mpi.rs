@@ -10,7 +10,7 @@ use commperf_monitor::{
     Histograms, MonitorRun, MsgKind, MsgRecord, Protocol, Signature, TableFormat,
     RUN_SCHEMA_VERSION,
 };
-use commperf_pmpi::Summary;
+use commperf_pmpi::{Summary, TOP_SITES};
 use std::path::{Path, PathBuf};
 
 /// What `commperf monitor [OPTIONS] -- COMMAND` asks for (parsed by `monitor::MonitorArgs`).
@@ -343,7 +343,15 @@ pub fn table(s: &Summary) -> String {
     if !s.sites.is_empty() {
         let _ = writeln!(
             o,
-            "\ncall sites with the most time in MPI (all ranks; bytes per call){}\n{:<24} {:>8} {:>10} {:>11} {:>11} {:>11} {:>12}  location",
+            "\ncall sites with the most time in MPI (all ranks; bytes per call){}{}\n{:<24} {:>8} {:>10} {:>11} {:>11} {:>11} {:>12}  location",
+            if s.sites.len() > TOP_SITES {
+                format!(
+                    " (the first {TOP_SITES} of {}; all in summary.json)",
+                    s.sites.len()
+                )
+            } else {
+                String::new()
+            },
             if s.site_overflow_calls > 0 {
                 format!(" ({} calls from sites not kept)", s.site_overflow_calls)
             } else {
@@ -351,7 +359,7 @@ pub fn table(s: &Summary) -> String {
             },
             "function", "ranks", "count", "total ms", "mean µs", "sent B", "received B"
         );
-        for c in &s.sites {
+        for c in s.sites.iter().take(TOP_SITES) {
             let per = |b: u64| b.checked_div(c.count).unwrap_or(0);
             let _ = writeln!(
                 o,

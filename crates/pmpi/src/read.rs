@@ -1190,7 +1190,9 @@ pub struct Summary {
     /// Every MPI function called (format v3 files: written at MPI_Finalize, so not for a rank
     /// cut short), by rank, then by time in the call, longest first.
     pub functions: Vec<FunctionStat>,
-    /// The call sites with the most time in MPI, over all ranks (at most [`TOP_SITES`]).
+    /// Every call site the ranks kept, over all ranks, most time in MPI first (the text report
+    /// shows the first [`TOP_SITES`]; a test or a script looking for one site finds it here
+    /// whatever its rank by time, which moves with the machine).
     pub sites: Vec<CallSite>,
     /// Calls whose site found no room in the interposer's per-thread site tables.
     pub site_overflow_calls: u64,
@@ -1297,7 +1299,7 @@ fn without_peer(run: &Run, kind: fn(Call) -> bool) -> u64 {
         .count() as u64
 }
 
-/// How many call sites a summary keeps.
+/// How many call sites the text report shows.
 pub const TOP_SITES: usize = 20;
 
 /// Every rank's function statistics, by rank, then by time in the call (longest first, ties by
@@ -1342,7 +1344,7 @@ pub fn functions(run: &Run) -> Vec<FunctionStat> {
 /// Counts every call per rank and folds the matched messages into pair × size bins.
 pub fn summarize(run: &Run) -> Summary {
     let m = match_messages(run);
-    let (sites, site_overflow_calls) = call_sites(run, TOP_SITES);
+    let (sites, site_overflow_calls) = call_sites(run, usize::MAX);
     let mut calls = Vec::new();
     for rd in &run.ranks {
         let mut per: BTreeMap<(Call, bool), (u64, u64)> = BTreeMap::new();
