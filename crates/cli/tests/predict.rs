@@ -345,6 +345,60 @@ fn loggp_parameters_given_as_loggopsim_takes_them() {
         assert_eq!(code, 2, "{arg}: {e}");
         assert!(e.contains(want), "{arg}: {e}");
     }
+    // Parameters by size: the tree's 1 B messages take the set from 1 B on (L 1000: three
+    // hops of o + L + o = 4 µs), and a set from 2 B on touches none of them.
+    let by_size = |from: &str| {
+        json(&[
+            "predict",
+            "--trace",
+            &goal,
+            "--model",
+            "loggp",
+            "--loggp",
+            "L=2500,o=1500,g=1000,G=6,O=0",
+            "--eager",
+            "65535",
+            "--loggp-from",
+            from,
+        ])
+    };
+    let p = by_size("1:L=1000,o=1500,g=1000,G=6");
+    assert_eq!(p["total_us"].as_f64().unwrap(), 12.0);
+    assert!(
+        p["profile"]
+            .as_str()
+            .unwrap()
+            .ends_with("; from 1 B: L=1000 o_s=1500 o_r=1500 g=1000 ns, G=6 O=0 ns/B"),
+        "{}",
+        p["profile"]
+    );
+    assert_eq!(by_size("2:L=1000,o=1500,g=1000,G=6")["total_us"], 16.5);
+    for (arg, want) in [
+        ("L=1,o=1,g=1,G=1", "is not SIZE:L="),
+        ("1q:L=1,o=1,g=1,G=1", "1q"),
+        ("1k:L=1,o=1,g=1", "G is missing"),
+    ] {
+        let (code, e) = err(&[
+            "predict",
+            "--trace",
+            &goal,
+            "--model",
+            "loggp",
+            "--loggp-from",
+            arg,
+        ]);
+        assert_eq!(code, 2, "{arg}: {e}");
+        assert!(e.contains(want), "{arg}: {e}");
+    }
+    let (code, e) = err(&[
+        "predict",
+        "--trace",
+        &goal,
+        "--loggp-from",
+        "1:L=1,o=1,g=1,G=1",
+    ]);
+    assert_eq!(code, 1);
+    assert!(e.contains("add --model loggp"), "{e}");
     let (code, e) = err(&["predict", "--trace", &goal, "--loggp", "L=1,o=1,g=1,G=1"]);
     assert_eq!(code, 1);
     assert!(e.contains("add --model loggp"), "{e}");

@@ -174,9 +174,27 @@ impl Graph {
     }
 }
 
+/// The LogGP parameters of a replay: `base`, and from each size of `by_size` (ascending) on,
+/// that size's (see [`super::PredictConfig::loggp_by_size`]).
+#[derive(Clone, Copy)]
+pub(crate) struct Params<'a> {
+    pub base: LogGp,
+    pub by_size: &'a [(u64, LogGp)],
+}
+
+impl Params<'_> {
+    /// The parameters a message of `bytes` takes.
+    fn at(&self, bytes: u64) -> LogGp {
+        match self.by_size.partition_point(|b| b.0 <= bytes) {
+            0 => self.base,
+            i => self.by_size[i - 1].1,
+        }
+    }
+}
+
 struct Engine<'a> {
     w: &'a Workload,
-    p: LogGp,
+    p: Params<'a>,
     eager_max: u64,
     /// Messages to oneself cost these CPU overheads only (see
     /// `PredictConfig::local_self_messages`); None: they go through the network.
@@ -233,9 +251,9 @@ pub(crate) struct Rules {
 }
 
 /// Runs the workload through LogGOPSim's rules.
-pub(crate) fn run(
-    w: &Workload,
-    p: LogGp,
+pub(crate) fn run<'a>(
+    w: &'a Workload,
+    p: Params<'a>,
     eager_max: u64,
     timeline: bool,
     local_self: Option<SelfOverheads>,
@@ -455,7 +473,6 @@ impl Engine<'_> {
 
     fn op(&mut self, op: u32, t: f64, ts: u64, touched: &mut Vec<u32>) -> Result<(), PredictError> {
         let h = self.g.rank[op as usize];
-        let p = self.p;
         let kind = self.w.op(op as usize);
         match kind {
             OpKind::Calc { ns } => {
@@ -486,6 +503,7 @@ impl Engine<'_> {
                     self.block(h * LINES + SEND_LINE, ts, Elem::Op(op));
                     return Ok(());
                 }
+                let p = self.p.at(bytes);
                 let local = self.local_self.filter(|_| to == h);
                 // The message leaves `depart` after the send starts; the CPU is held for `cpu`.
                 let (depart, cpu) = match local {
@@ -598,7 +616,7 @@ impl Engine<'_> {
                 self.w.nranks()
             )));
         }
-        let p = self.p;
+        let p = self.p.at(out.max(back));
         let local = self.local_self.filter(|_| target == h);
         let host = &mut self.hosts[h as usize];
         if host.next_o.max(host.next_gs) > t {
@@ -658,7 +676,7 @@ impl Engine<'_> {
 
     fn msg(&mut self, mid: u32, t: f64, ts: u64, touched: &mut Vec<u32>) {
         let m = self.msgs[mid as usize];
-        let p = self.p;
+        let p = self.p.at(m.bytes);
         let host = &mut self.hosts[m.dst as usize];
         let free = host.next_o.max(host.next_gr);
         if free > t {

@@ -267,6 +267,54 @@ fn loggp_charges_overheads_gaps_and_latency() {
 }
 
 #[test]
+fn loggp_by_size_prices_each_message_with_its_sizes_parameters() {
+    // 1000 B with the parameters from 512 B on (L 300, o 50, g 20, G 0.1 ns/B), then 100 B
+    // with the fixture's. Without bounds, the fixture's alone.
+    let mut b = WorkloadBuilder::new(2);
+    b.add_rank(0, &[send(1, 1000), send(1, 100)], &[]).unwrap();
+    b.add_rank(1, &[recv(0, 1000), recv(0, 100)], &[]).unwrap();
+    let f = Fixture::new(b.finish());
+    let big = LogGp {
+        L_ns: 300.0,
+        o_s_ns: 50.0,
+        o_r_ns: 50.0,
+        g_ns: 20.0,
+        G_ns_per_byte: 0.1,
+        O_ns_per_byte: 0.0,
+    };
+    let cfg = |by_size| PredictConfig {
+        model: Model::LogGp,
+        loggp_by_size: by_size,
+        ..PredictConfig::default()
+    };
+    // Out of order, and a bound above every message: sorted, and never taken.
+    let p = predict(&f.inputs(), &cfg(vec![(1 << 20, f.loggp), (512, big)]))
+        .unwrap()
+        .prediction;
+    // First (1000 B, s − 1 = 999): CPU to 50, NIC to 20 + 99.9 = 119.9, first byte at 350.
+    // Second (100 B) waits for the NIC: CPU 119.9 to 219.9, first byte at 119.9 + 100 + 1000
+    // = 1219.9. The receiver takes the first at 350 (CPU to 350 + 50 + 99.9, NIC to 469.9),
+    // the second at 1219.9: CPU to 1219.9 + 100 + 99 = 1418.9.
+    assert!(
+        (p.ranks[0].finish_us - 0.2199).abs() < 1e-9,
+        "{:?}",
+        p.ranks
+    );
+    assert!(
+        (p.ranks[1].finish_us - 1.4189).abs() < 1e-9,
+        "{:?}",
+        p.ranks
+    );
+    // One set: CPU to 100, NIC to 1199, first byte at 1100; the second at 1199, CPU to 1299,
+    // first byte at 2299. The receiver: CPU 1100 to 2199, NIC to 2299; then 2299 + 100 + 99.
+    let one = predict(&f.inputs(), &cfg(Vec::new())).unwrap().prediction;
+    assert_eq!(
+        (one.ranks[0].finish_us, one.ranks[1].finish_us),
+        (1.299, 2.498)
+    );
+}
+
+#[test]
 fn loggp_self_messages_cost_the_cpu_only_when_local() {
     // Rank 0 sends 1000 B to itself and receives it (o = 100, g = 200, L = 1000, G = 1 ns/B).
     let mut b = WorkloadBuilder::new(2);
