@@ -19,15 +19,20 @@
  * - Allgather: recursive doubling with the same fold, each side exchanging the blocks it holds.
  * - Alltoall: pairwise, step i Sendrecv to (r + i) mod n and from (r − i) mod n.
  * - Gather / Scatter: binomial trees forwarding whole subtrees' blocks (packed bytes).
+ * - The v and w forms, reduce-scatter and the scans, with the call's actual counts and
+ *   datatypes: allgatherv as allgather (ranges of blocks as one indexed datatype), alltoallv
+ *   and alltoallw pairwise, gatherv and scatterv as gather and scatter (sizes only the root
+ *   knows: probed, and carried ahead of a scatterv's data), reduce-scatter(_block) a ring,
+ *   scan and exscan a chain (see each).
  *
  * Messages travel on a private duplicate of the user's communicator (cached as an attribute of
  * it, freed with it), with one tag: never matched against the program's own messages. Reductions
  * combine with PMPI_Reduce_local (every predefined and user op and datatype) in rank order, so
  * non-commutative ops are exact for Allreduce (recursive doubling combines lower ranks' data on
- * the left) and for a Reduce to root 0; a non-commutative Reduce to another root (the rotated
- * tree reorders the operands) runs natively. Also native, and counted as untouched:
- * intercommunicators, Alltoall with MPI_IN_PLACE, a root out of range (so that the library
- * reports the error). Every fallback is decided from arguments every rank passes alike, so all
+ * the left), for a Reduce to root 0 and for the scans; a non-commutative Reduce to another root
+ * (the rotated tree reorders the operands) and a non-commutative reduce-scatter (the ring
+ * does) run natively. Also native, and counted as untouched: intercommunicators, Alltoall(v,w)
+ * with MPI_IN_PLACE, a root out of range (so that the library reports the error). Every fallback is decided from arguments every rank passes alike, so all
  * ranks of one call take the same path. Datatypes can be anything: messages carry the user's
  * datatype, intermediate blocks are packed.
  */
