@@ -149,9 +149,9 @@ pub(crate) struct Untouched {
     pub untouched_calls_percent: f64,
     pub untouched_bytes_percent: f64,
     /// Communication calls no knob applies to: the nonblocking and persistent collectives no
-    /// charge models (the v and w forms, reduce-scatter, scans, neighbourhood ones, any on an
-    /// intercommunicator, all under `--collectives native`; their bytes: the call's send
-    /// contribution).
+    /// charge models (neighbourhood ones, an alltoallv or alltoallw in place, any on an
+    /// intercommunicator, all under `--collectives native`) and every large-count (`_c`)
+    /// collective (their bytes: the call's send contribution).
     pub other_calls: u64,
     pub other_bytes: u64,
     /// Collectives the library ran and the knobs charged (emulate.md): nonblocking ones started,
@@ -533,8 +533,8 @@ fn describe(r: &RunOutcome) -> String {
                 "\ncommperf: knobs applied to {} point-to-point messages ({} B) on {} rank(s), \
                  and to {} collective calls run as {} messages ({} B); \
                  not touched: {} collective calls ({} B) and {} other communication calls \
-                 (collectives no charge models: v and w forms, reduce-scatter, scans, \
-                 neighbourhood: {} B) = {:.1} % of calls, {:.1} % of bytes",
+                 (collectives no charge models: neighbourhood ones, large-count forms, \
+                 in place alltoallv/w: {} B) = {:.1} % of calls, {:.1} % of bytes",
                 u.p2p_messages,
                 u.p2p_bytes,
                 u.ranks,

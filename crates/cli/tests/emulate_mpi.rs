@@ -7,7 +7,7 @@
 //! CI) makes that a failure.
 
 mod mpi_apps;
-use commperf_predict::collectives::{Algorithms, Collective};
+use commperf_predict::collectives::{Algorithms, BlockCounts, Collective};
 use commperf_predict::workload::{OpKind, SeqProgram};
 use mpi_apps::{compile, exe, need, ok, text, Scratch};
 use serde_json::Value;
@@ -500,6 +500,203 @@ fn predicted(n: u32, colls: &[Collective]) -> (u64, u64) {
         }
     }
     (m, b)
+}
+
+/// [`predicted`] for collectives whose arguments differ by rank (`colls[i](r)` is rank r's).
+fn predicted_by_rank(n: u32, colls: &[Box<dyn Fn(u32) -> Collective>]) -> (u64, u64) {
+    let algos = Algorithms::default();
+    let (mut m, mut b) = (0, 0);
+    for c in colls {
+        for r in 0..n {
+            let mut p = SeqProgram::new();
+            algos.expand(&mut p, r, n, 0, &c(r));
+            for op in p.ops() {
+                if let OpKind::Send { bytes, .. } = op {
+                    m += 1;
+                    b += bytes;
+                }
+            }
+        }
+    }
+    (m, b)
+}
+
+/// The blocking collectives vcoll.c's `check` runs as messages on n ranks (the two it leaves
+/// to the library excluded), in bytes: rank j's block is j + 1 ints; its alltoallw sends j + 1
+/// of rank j's type (a double for odd j, an int for even) to j.
+fn vcoll_emulated(n: u32) -> Vec<Box<dyn Fn(u32) -> Collective>> {
+    let blocks = move || (0..n).map(|j| 4 * u64::from(j + 1)).collect::<Vec<_>>();
+    let wsize = |j: u32| if j % 2 == 1 { 8 } else { 4 };
+    let mut v: Vec<Box<dyn Fn(u32) -> Collective>> = vec![Box::new(|_| Collective::Barrier)];
+    for _ in 0..2 {
+        v.push(Box::new(move |_| Collective::Allgatherv {
+            counts: blocks(),
+        }));
+    }
+    v.push(Box::new(move |r| Collective::Alltoallv {
+        send: blocks(),
+        recv: vec![4 * u64::from(r + 1); n as usize],
+    }));
+    v.push(Box::new(move |r| Collective::Alltoallv {
+        send: (0..n).map(|j| u64::from(j + 1) * wsize(j)).collect(),
+        recv: vec![u64::from(r + 1) * wsize(r); n as usize],
+    }));
+    for root in 0..n {
+        for _ in 0..2 {
+            v.push(Box::new(move |_| Collective::Gatherv {
+                root,
+                counts: blocks(),
+            }));
+        }
+        for _ in 0..2 {
+            v.push(Box::new(move |_| Collective::Scatterv {
+                root,
+                counts: blocks(),
+            }));
+        }
+    }
+    for _ in 0..2 {
+        v.push(Box::new(move |_| Collective::ReduceScatter {
+            counts: BlockCounts::PerRank(blocks()),
+            compute_ns: 0,
+        }));
+    }
+    v.push(Box::new(|_| Collective::ReduceScatter {
+        counts: BlockCounts::Uniform(8),
+        compute_ns: 0,
+    }));
+    for bytes in [12, 16, 12] {
+        v.push(Box::new(move |_| Collective::Scan { bytes }));
+    }
+    for bytes in [12, 16] {
+        v.push(Box::new(move |_| Collective::Exscan { bytes }));
+    }
+    v
+}
+
+/// The v and w forms, reduce-scatter and the scans under the knobs (vcoll.c checks every result
+/// and exits 1 on a wrong one), on 4 ranks and on 3 (recursive doubling's fold):
+/// - blocking, run as messages: exactly the messages and bytes `commperf predict` expands the
+///   same calls into; left to the library exactly the non-commutative MPI_Reduce_scatter and
+///   the MPI_Alltoallv in place;
+/// - nonblocking and (MPI 4.0) persistent, charged each rank's part, on 4 ranks per rank
+///   (sends, receives = rounds, wire bytes, gaps; blocks j + 1 ints: 4, 8, 12, 16 B):
+///   Iallgatherv 2, 2, 40 − own, 1; Ialltoallv 3, 3, the larger of out and in (36, 32, 36,
+///   48), 2; Ialltoallw 3, 3 (60, 48, 52, 96), 2; Igatherv to 0: the root 0 sends and
+///   receives 2, 36 B, the others send 1 (rank 2 also receives rank 3's), their own block (a
+///   rank other than the root knows no other); Iscatterv from 0 the same the other way (the
+///   root 1 gap); Ireduce_scatter 3, 3, (36, 36, 32, 28), 2; Ireduce_scatter_block (8 B) 3,
+///   3, 24, 2; Iscan and Iexscan (4 B) the chain: 3 sends and 3 receives over the ranks, 4 B
+///   each rank;
+/// - large-count (MPICH): an MPI_Allreduce_c (8 B), MPI_Iallgather_c (4 B) and MPI_Scan_c (4 B)
+///   per rank, counted among the other calls;
+/// - under ΔL = 2 ms on 4 ranks, an MPI_Alltoallv (pairwise, 3 rounds each waiting for the one
+///   before) takes from the earliest entry to the earliest exit at least 3 ΔL, and an MPI_Scan
+///   (the chain, 3 messages) from the earliest entry to the last rank's exit at least 3 ΔL
+///   (CLOCK_MONOTONIC, one clock for the ranks of one host; 1 % below for the TSC's
+///   calibration against it).
+fn v_collectives_under(mpi: &str) {
+    let test = format!("vcoll_{mpi}");
+    let _one = ONE_JOB.lock().unwrap_or_else(|e| e.into_inner());
+    need(&test, &[&format!("mpicc.{mpi}"), &format!("mpirun.{mpi}")]);
+    let s = Scratch::new("emulate", &test);
+    let prog = s.0.join("vcoll");
+    compile(&format!("mpicc.{mpi}"), "vcoll.c", &prog);
+    let mpi4 = mpi == "mpich";
+    for n in [4u32, 3] {
+        let o = emulate_np(
+            &["--L", "20us", "--o", "1us", "--g", "1us"],
+            &["--json"],
+            mpi,
+            n,
+            &prog,
+            &["check"],
+        );
+        ok(&o);
+        let j: Value = serde_json::from_slice(&o.stdout)
+            .unwrap_or_else(|e| panic!("stdout is not JSON ({e}): {}", text(&o.stdout)));
+        let err = text(&o.stderr);
+        assert_eq!(figure(&err, "errors"), 0.0, "{err}");
+        let n64 = u64::from(n);
+        let calls = figure(&err, "calls") as u64;
+        assert_eq!(calls, 15 + 4 * n64, "{err}");
+        assert_eq!(figure(&err, "native"), 2.0, "{err}");
+        let u = &j["untouched"];
+        assert_eq!(u["collective_calls"], n64 * calls, "{j}");
+        assert_eq!(u["collectives_native"], n64 * 2, "{j}");
+        assert_eq!(u["collectives_emulated"], n64 * (calls - 2), "{j}");
+        let want = vcoll_emulated(n);
+        assert_eq!(want.len() as u64, calls - 2);
+        let (msgs, bytes) = predicted_by_rank(n, &want);
+        assert_eq!(u["collective_p2p_messages"], msgs, "n={n}: {j}");
+        assert_eq!(u["collective_p2p_bytes"], bytes, "n={n}: {j}");
+        assert_eq!(u["collective_p2p_receives"], msgs, "n={n}: {j}");
+        assert_eq!(u["p2p_messages"], 0, "{j}");
+        assert_eq!(u["unstamped_receives"], 0, "{j}");
+        assert_eq!(u["untracked_requests"], 0, "{j}");
+        let started = 9 * n64;
+        assert_eq!(u["charged_nonblocking_collectives"], started, "{j}");
+        assert_eq!(
+            u["charged_persistent_collectives"],
+            if mpi4 { started } else { 0 },
+            "{j}"
+        );
+        let sets = if mpi4 { 2 } else { 1 };
+        assert_eq!(u["charged_collective_completions"], sets * started, "{j}");
+        assert_eq!(u["other_calls"], if mpi4 { 3 * n64 } else { 0 }, "{j}");
+        assert_eq!(u["other_bytes"], if mpi4 { 16 * n64 } else { 0 }, "{j}");
+        if n == 4 {
+            // Iallgatherv, Ialltoallv, Ialltoallw, Igatherv, Iscatterv, Ireduce_scatter,
+            // Ireduce_scatter_block, Iscan, Iexscan over the 4 ranks.
+            let sends = 8 + 12 + 12 + 3 + 3 + 12 + 12 + 3 + 3;
+            let wire = (36 + 32 + 28 + 24)
+                + (36 + 32 + 36 + 48)
+                + (60 + 48 + 52 + 96)
+                + (36 + 8 + 12 + 16)
+                + (36 + 8 + 12 + 16)
+                + (36 + 36 + 32 + 28)
+                + 4 * 24
+                + 16
+                + 16;
+            let gaps = 4 + 8 + 8 + 1 + 8 + 8;
+            assert_eq!(u["charged_collective_sends"], sets * sends, "{j}");
+            assert_eq!(u["charged_collective_receives"], sets * sends, "{j}");
+            assert_eq!(u["charged_collective_rounds"], sets * sends, "{j}");
+            assert_eq!(u["charged_collective_wire_bytes"], sets * wire, "{j}");
+            assert_eq!(u["charged_collective_gaps"], sets * gaps, "{j}");
+        }
+    }
+
+    let l = 2_000_000.0;
+    let o = emulate_np(&["--L", "2ms"], &["--json"], mpi, 4, &prog, &["time", "3"]);
+    ok(&o);
+    let err = text(&o.stderr);
+    assert_eq!(figure(&err, "errors"), 0.0, "{err}");
+    for key in ["alltoallv_path_ns", "scan_path_ns"] {
+        let t = figure(&err, key);
+        assert!(
+            t >= 0.99 * 3.0 * l,
+            "{key}: {t} ns under L=2ms, 3 rounds:\n{err}"
+        );
+    }
+}
+
+#[test]
+#[cfg_attr(
+    not(commperf_has_openmpi),
+    ignore = "needs Open MPI (mpicc.openmpi, mpirun.openmpi: apt-get install libopenmpi-dev openmpi-bin)"
+)]
+fn v_collectives_under_openmpi() {
+    v_collectives_under("openmpi");
+}
+
+#[test]
+#[cfg_attr(
+    not(commperf_has_mpich),
+    ignore = "needs MPICH (mpicc.mpich, mpirun.mpich: apt-get install libmpich-dev mpich)"
+)]
+fn v_collectives_under_mpich() {
+    v_collectives_under("mpich");
 }
 
 /// The collectives collemu.c's `check` runs as messages on n ranks (those it leaves native

@@ -765,3 +765,60 @@ fn fortran_families_more_openmpi() {
 fn fortran_families_more_mpich() {
     fortran_families_more("mpich");
 }
+
+/// The rest of the Fortran families (families_more.f90, which checks its collectives' results
+/// and stops with status 1 on a wrong one) under the knobs: the v-forms, scans and
+/// reduce-scatters reach the C collectives run as messages from Fortran too (Open MPI's Fortran
+/// wrappers forward to them, MPICH's binding calls them). Per run of 4 ranks (doubles of 8 B,
+/// rank i's block i + 1 of them):
+/// - run as messages, 11 calls per rank (9 and 2 MPI_BARRIERs), as `commperf predict` expands
+///   them: GATHERV to 0 and SCATTERV from 0, binomial, 3 messages of 16, 32 and 56 B each;
+///   ALLGATHERV, recursive doubling, 4 messages (80 B) then 4 (160 B); ALLTOALLV and ALLTOALLW,
+///   pairwise, 12 messages of 8 B each; SCAN and EXSCAN, a chain, 3 of 8 B each;
+///   REDUCE_SCATTER(_BLOCK), a ring, 12 of 8 B each; the barriers 8 empty messages each: 84
+///   messages, 880 B;
+/// - charged: IALLGATHERV (2 sends and receives per rank, every other block on the wire: 240 B
+///   over the ranks) and ISCAN (a chain: 3 sends and receives, 8 B per rank);
+/// - left to the library: the three blocking neighbourhood collectives per rank, and the
+///   MPI_INEIGHBOR_ALLTOALL (2 doubles) counted among the other calls.
+fn fortran_families_more_under_knobs(mpi: &str) {
+    let test = format!("fortran_families_more_knobs_{mpi}");
+    need(&test, &[&format!("mpif90.{mpi}"), &format!("mpirun.{mpi}")]);
+    let s = Scratch::new("families", &test);
+    let prog = s.0.join("ffamilies_more");
+    compile(&format!("mpif90.{mpi}"), "families_more.f90", &prog);
+    let o = emulate_l50(&s.0, mpi, &prog);
+    let j: Value = serde_json::from_slice(&o.stdout).expect("JSON");
+    let u = &j["untouched"];
+    assert_eq!(u["collective_calls"], 4 * 14, "{j}");
+    assert_eq!(u["collectives_emulated"], 4 * 11, "{j}");
+    assert_eq!(u["collectives_native"], 4 * 3, "{j}");
+    assert_eq!(u["collective_p2p_messages"], 84, "{j}");
+    assert_eq!(u["collective_p2p_bytes"], 880, "{j}");
+    assert_eq!(u["collective_p2p_receives"], 84, "{j}");
+    assert_eq!(u["unstamped_receives"], 0, "{j}");
+    assert_eq!(u["charged_nonblocking_collectives"], 8, "{j}");
+    assert_eq!(u["charged_collective_sends"], 8 + 3, "{j}");
+    assert_eq!(u["charged_collective_receives"], 8 + 3, "{j}");
+    assert_eq!(u["charged_collective_wire_bytes"], 240 + 32, "{j}");
+    assert_eq!(u["other_calls"], 4, "{j}");
+    assert_eq!(u["other_bytes"], 4 * 16, "{j}");
+}
+
+#[test]
+#[cfg_attr(
+    not(commperf_has_openmpi_fortran),
+    ignore = "needs Open MPI's Fortran (mpif90.openmpi: apt-get install libopenmpi-dev gfortran)"
+)]
+fn fortran_families_more_under_knobs_openmpi() {
+    fortran_families_more_under_knobs("openmpi");
+}
+
+#[test]
+#[cfg_attr(
+    not(commperf_has_mpich_fortran),
+    ignore = "needs MPICH's Fortran (mpif90.mpich: apt-get install libmpich-dev gfortran)"
+)]
+fn fortran_families_more_under_knobs_mpich() {
+    fortran_families_more_under_knobs("mpich");
+}

@@ -19,20 +19,26 @@
  * - Allgather: recursive doubling with the same fold, each side exchanging the blocks it holds.
  * - Alltoall: pairwise, step i Sendrecv to (r + i) mod n and from (r − i) mod n.
  * - Gather / Scatter: binomial trees forwarding whole subtrees' blocks (packed bytes).
+ * - The v and w forms, reduce-scatter and the scans, with the call's actual counts and
+ *   datatypes: allgatherv as allgather (ranges of blocks as one indexed datatype), alltoallv
+ *   and alltoallw pairwise, gatherv and scatterv as gather and scatter (sizes only the root
+ *   knows: probed, and carried ahead of a scatterv's data), reduce-scatter(_block) a ring,
+ *   scan and exscan a chain (see each).
  *
  * Messages travel on a private duplicate of the user's communicator (cached as an attribute of
  * it, freed with it), with one tag: never matched against the program's own messages. Reductions
  * combine with PMPI_Reduce_local (every predefined and user op and datatype) in rank order, so
  * non-commutative ops are exact for Allreduce (recursive doubling combines lower ranks' data on
- * the left) and for a Reduce to root 0; a non-commutative Reduce to another root (the rotated
- * tree reorders the operands) runs natively. Also native, and counted as untouched:
- * intercommunicators, Alltoall with MPI_IN_PLACE, a root out of range (so that the library
- * reports the error). Every fallback is decided from arguments every rank passes alike, so all
+ * the left), for a Reduce to root 0 and for the scans; a non-commutative Reduce to another root
+ * (the rotated tree reorders the operands) and a non-commutative reduce-scatter (the ring
+ * does) run natively. Also native, and counted as untouched: intercommunicators, Alltoall(v,w)
+ * with MPI_IN_PLACE, a root out of range (so that the library reports the error). Every fallback is decided from arguments every rank passes alike, so all
  * ranks of one call take the same path. Datatypes can be anything: messages carry the user's
  * datatype, intermediate blocks are packed.
  */
 #define _GNU_SOURCE
 #include <mpi.h>
+#include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -177,6 +183,36 @@ static int c_recv(cctx *x, void *b, int n, MPI_Datatype dt, int from) {
     uint64_t te = enter_t();
     int rc = PMPI_Recv(b, n, dt, from, CTAG, x->dup, MPI_STATUS_IGNORE);
     if (rc == MPI_SUCCESS) cpmpi_emu_recv(x->world[from], x->id, CTAG, tbytes(dt, n), te);
+    return rc;
+}
+
+/* A message of bytes whose size only its sender knows (a gatherv's or scatterv's subtree):
+ * probed, then received at *buf + at, the buffer grown to fit; *got its size. `hdr` of its
+ * bytes are the scatterv's sizes, which the knobs do not charge (the data is the algorithm's
+ * message). */
+static int c_recv_sized(cctx *x, char **buf, size_t *cap, size_t at, int from, size_t hdr, int *got) {
+    uint64_t te = enter_t();
+    MPI_Status st;
+    int rc = PMPI_Probe(from, CTAG, x->dup, &st);
+    if (rc == MPI_SUCCESS) rc = PMPI_Get_count(&st, MPI_BYTE, got);
+    if (rc != MPI_SUCCESS) return rc;
+    if (*got < 0 || (size_t)*got < hdr) return MPI_ERR_TRUNCATE;
+    if (at + (size_t)*got > *cap) {
+        char *nb = realloc(*buf, at + (size_t)*got + 1);
+        if (!nb) return MPI_ERR_NO_MEM;
+        *buf = nb;
+        *cap = at + (size_t)*got + 1;
+    }
+    rc = PMPI_Recv(*buf + at, *got, MPI_BYTE, from, CTAG, x->dup, MPI_STATUS_IGNORE);
+    if (rc == MPI_SUCCESS) cpmpi_emu_recv(x->world[from], x->id, CTAG, (uint64_t)*got - hdr, te);
+    return rc;
+}
+
+/* An Isend of n bytes, `hdr` of them not charged (c_recv_sized's). */
+static int c_isend_hdr(cctx *x, const void *b, int n, int to, size_t hdr, MPI_Request *rq) {
+    cpmpi_emu_send_pre(x->world[to], x->id, CTAG, (uint64_t)n - hdr);
+    int rc = PMPI_Isend(b, n, MPI_BYTE, to, CTAG, x->dup, rq);
+    cpmpi_emu_send_post(x->world[to]);
     return rc;
 }
 
@@ -504,6 +540,313 @@ int cpmpi_coll_scatter(const void *s, int sc, MPI_Datatype st, void *r, int rc_,
     DONE(rc);
 }
 
+/* ---- the v and w forms, reduce-scatter and the scans --------------------------------------------
+ * Each with the actual per-rank counts and datatypes of its arguments, with the algorithm
+ * `commperf predict` expands its trace operation into by default: allgatherv recursive doubling
+ * (the fold as allgather's), alltoallv and alltoallw pairwise, gatherv and scatterv binomial
+ * trees, reduce-scatter (and its block form) a ring, scan and exscan a chain. */
+
+/* The blocks of ranks a..z−1 of a v-form's buffer (counts and displacements in elements of t):
+ * one indexed datatype, so that a range of blocks is one message wherever they lie. */
+static int blocks_type(int a, int z, const int *cnt, const int *dsp, MPI_Datatype t, MPI_Datatype *out) {
+    int rc = PMPI_Type_indexed(z - a, cnt + a, dsp + a, t, out);
+    if (rc == MPI_SUCCESS) rc = PMPI_Type_commit(out);
+    return rc;
+}
+
+/* A ranged exchange of blocks (allgatherv): send ranks [a, z)'s blocks, receive [ta, tz)'s. */
+static int x_blocks(cctx *x, void *r, const int *cnt, const int *dsp, MPI_Datatype rt, int a, int z, int ta,
+                    int tz, int to, int from) {
+    MPI_Datatype st = MPI_DATATYPE_NULL, rtt = MPI_DATATYPE_NULL;
+    int rc = blocks_type(a, z, cnt, dsp, rt, &st);
+    if (rc == MPI_SUCCESS) rc = blocks_type(ta, tz, cnt, dsp, rt, &rtt);
+    if (rc == MPI_SUCCESS) {
+        if (from < 0) rc = c_send(x, r, 1, st, to);
+        else if (to < 0) rc = c_recv(x, r, 1, rtt, from);
+        else rc = c_sendrecv(x, r, 1, st, to, r, 1, rtt, from);
+    }
+    if (st != MPI_DATATYPE_NULL) PMPI_Type_free(&st);
+    if (rtt != MPI_DATATYPE_NULL) PMPI_Type_free(&rtt);
+    return rc;
+}
+
+int cpmpi_coll_allgatherv(const void *s, int sc, MPI_Datatype st, void *r, const int *rcs, const int *displs,
+                          MPI_Datatype rt, MPI_Comm comm) {
+    cctx *x = ctx_of(comm);
+    if (!x) return CPMPI_COLL_NATIVE;
+    int n = x->size, me = x->rank, rc = MPI_SUCCESS;
+    MPI_Aint ext = extent(rt);
+    if (s != MPI_IN_PLACE) rc = copy((char *)r + (MPI_Aint)displs[me] * ext, rcs[me], rt, s, sc, st);
+    fold f = fold_of(n);
+    BEGIN();
+    if (rc == MPI_SUCCESS && me < 2 * f.rem) {
+        if (me % 2 == 0) {
+            rc = x_blocks(x, r, rcs, displs, rt, me, me + 1, 0, 0, me + 1, -1);
+            if (rc == MPI_SUCCESS) rc = x_blocks(x, r, rcs, displs, rt, 0, 0, 0, n, -1, me + 1);
+            DONE(rc);
+        }
+        rc = x_blocks(x, r, rcs, displs, rt, 0, 0, me - 1, me, -1, me - 1);
+    }
+    int nr = newrank(f, me);
+    for (int mask = 1; mask < f.pof2 && rc == MPI_SUCCESS; mask <<= 1) {
+        int mine = nr & ~(mask - 1), theirs = (nr ^ mask) & ~(mask - 1), a, z, ta, tz;
+        owned(f, mine, mine + mask, &a, &z);
+        owned(f, theirs, theirs + mask, &ta, &tz);
+        int partner = oldrank(f, nr ^ mask);
+        rc = x_blocks(x, r, rcs, displs, rt, a, z, ta, tz, partner, partner);
+    }
+    if (rc == MPI_SUCCESS && me < 2 * f.rem) rc = x_blocks(x, r, rcs, displs, rt, 0, n, 0, 0, me - 1, -1);
+    DONE(rc);
+}
+
+/* Alltoallv and alltoallw, pairwise: step i sends to (r + i) mod n and receives from (r − i)
+ * mod n, every pair once (a 0-count block is a 0-byte message, as predict's). Displacements:
+ * alltoallv's in elements of its one type per side (ext: their extents), alltoallw's in bytes
+ * (ext 1) with a type per peer. */
+static int pairwise_v(cctx *x, const void *s, const int *scs, const int *sd, const MPI_Datatype *sts, MPI_Aint sx,
+                      void *r, const int *rcs, const int *rd, const MPI_Datatype *rts, MPI_Aint rx, int w) {
+    int n = x->size, me = x->rank;
+#define ST(j) (w ? sts[j] : sts[0])
+#define RT(j) (w ? rts[j] : rts[0])
+    int rc = copy((char *)r + (MPI_Aint)rd[me] * rx, rcs[me], RT(me), (const char *)s + (MPI_Aint)sd[me] * sx,
+                  scs[me], ST(me));
+    BEGIN();
+    for (int i = 1; i < n && rc == MPI_SUCCESS; i++) {
+        int to = (me + i) % n, from = (me - i + n) % n;
+        rc = c_sendrecv(x, (const char *)s + (MPI_Aint)sd[to] * sx, scs[to], ST(to), to,
+                        (char *)r + (MPI_Aint)rd[from] * rx, rcs[from], RT(from), from);
+    }
+#undef ST
+#undef RT
+    DONE(rc);
+}
+
+int cpmpi_coll_alltoallv(const void *s, const int *scs, const int *sd, MPI_Datatype st, void *r, const int *rcs,
+                         const int *rd, MPI_Datatype rt, MPI_Comm comm) {
+    cctx *x = ctx_of(comm);
+    /* In place is every rank's choice or none's. */
+    if (!x || s == MPI_IN_PLACE) return CPMPI_COLL_NATIVE;
+    return pairwise_v(x, s, scs, sd, &st, extent(st), r, rcs, rd, &rt, extent(rt), 0);
+}
+
+int cpmpi_coll_alltoallw(const void *s, const int *scs, const int *sd, const MPI_Datatype *sts, void *r,
+                         const int *rcs, const int *rd, const MPI_Datatype *rts, MPI_Comm comm) {
+    cctx *x = ctx_of(comm);
+    if (!x || s == MPI_IN_PLACE) return CPMPI_COLL_NATIVE;
+    return pairwise_v(x, s, scs, sd, sts, 1, r, rcs, rd, rts, 1, 1);
+}
+
+/* Gatherv: binomial, each rank sending its subtree's blocks packed in virtual order. Only the
+ * root knows the others' counts, so a rank learns a child's subtree size from its message
+ * (probed): the messages are exactly predict's. */
+int cpmpi_coll_gatherv(const void *s, int sc, MPI_Datatype st, void *r, const int *rcs, const int *displs,
+                       MPI_Datatype rt, int root, MPI_Comm comm) {
+    cctx *x = ctx_of(comm);
+    if (!x || root < 0 || root >= x->size) return CPMPI_COLL_NATIVE;
+    int n = x->size, me = x->rank, v = virt(me, root, n), rc = MPI_SUCCESS;
+    int is_root = me == root, in_place = is_root && s == MPI_IN_PLACE;
+    MPI_Aint rx = is_root ? extent(rt) : 0;
+    uint64_t own = in_place ? tbytes(rt, rcs[me]) : tbytes(st, sc);
+    size_t cap = (size_t)own + 1, len = (size_t)own;
+    char *tmp = malloc(cap);
+    if (!tmp) return MPI_ERR_NO_MEM;
+    if (in_place) pack((char *)r + (MPI_Aint)displs[me] * rx, rcs[me], rt, tmp, own);
+    else pack(s, sc, st, tmp, own);
+    BEGIN();
+    for (int64_t mask = 1; mask < n && rc == MPI_SUCCESS; mask <<= 1) {
+        if (v & mask) {
+            rc = len > INT_MAX ? MPI_ERR_COUNT : c_send(x, tmp, (int)len, MPI_BYTE, real_((int)(v - mask), root, n));
+            break;
+        }
+        int child = (int)(v + mask), got = 0;
+        if (child < n) {
+            rc = c_recv_sized(x, &tmp, &cap, len, real_(child, root, n), 0, &got);
+            len += (size_t)got;
+        }
+    }
+    if (is_root && rc == MPI_SUCCESS) {
+        size_t off = 0;
+        for (int k = 0; k < n && rc == MPI_SUCCESS; k++) {
+            int j = real_(k, root, n);
+            uint64_t b = tbytes(rt, rcs[j]);
+            if (off + b > len) rc = MPI_ERR_TRUNCATE;
+            else if (!(j == me && in_place)) unpack(tmp + off, b, (char *)r + (MPI_Aint)displs[j] * rx, rcs[j], rt);
+            off += (size_t)b;
+        }
+    }
+    free(tmp);
+    DONE(rc);
+}
+
+/* Scatterv: binomial, each rank receiving its subtree's blocks packed in virtual order. Only the
+ * root knows the counts, and a rank must split its subtree's blocks among its children: so a
+ * tree message starts with the sizes of its blocks (8 bytes per rank of the subtree), which
+ * the knobs do not charge (c_isend_hdr): what they see is predict's message, the data. */
+#define HDR(k) ((size_t)(k) * sizeof(uint64_t))
+int cpmpi_coll_scatterv(const void *s, const int *scs, const int *displs, MPI_Datatype st, void *r, int rc_,
+                        MPI_Datatype rt, int root, MPI_Comm comm) {
+    cctx *x = ctx_of(comm);
+    if (!x || root < 0 || root >= x->size) return CPMPI_COLL_NATIVE;
+    int n = x->size, me = x->rank, v = virt(me, root, n), end = subtree_end(v, n), k = end - v;
+    int is_root = me == root, rc = MPI_SUCCESS, got = 0;
+    char *msg = NULL;
+    size_t cap = 0;
+    if (is_root) {
+        /* The whole tree's message: every rank's size, then every block, in virtual order. */
+        MPI_Aint sx = extent(st);
+        size_t total = 0;
+        for (int j = 0; j < n; j++) total += (size_t)tbytes(st, scs[j]);
+        cap = HDR(n) + total + 1;
+        msg = malloc(cap);
+        if (!msg) return MPI_ERR_NO_MEM;
+        size_t off = HDR(n);
+        for (int q = 0; q < n; q++) {
+            int j = real_(q, root, n);
+            uint64_t b = tbytes(st, scs[j]);
+            memcpy(msg + HDR(q), &b, sizeof b);
+            pack((const char *)s + (MPI_Aint)displs[j] * sx, scs[j], st, msg + off, b);
+            off += (size_t)b;
+        }
+    }
+    BEGIN();
+    if (v != 0) rc = c_recv_sized(x, &msg, &cap, 0, real_(v & (v - 1), root, n), HDR(k), &got);
+    /* The sizes must account for the data exactly (a message from a peer: checked, not trusted). */
+    uint64_t *sz = NULL;
+    size_t data = 0;
+    if (rc == MPI_SUCCESS) {
+        sz = malloc(HDR(k) + 1);
+        if (!sz) rc = MPI_ERR_NO_MEM;
+        else {
+            memcpy(sz, msg, HDR(k));
+            for (int q = 0; q < k; q++) data += (size_t)sz[q];
+            if (v != 0 && HDR(k) + data != (size_t)got) rc = MPI_ERR_TRUNCATE;
+        }
+    }
+    MPI_Request rq[64];
+    char *out[64];
+    int nrq = 0;
+    for (int64_t m = subtree_mask(v, n) >> 1; m > 0 && rc == MPI_SUCCESS; m >>= 1) {
+        int child = (int)(v + m);
+        if (child >= n) continue;
+        int ce = subtree_end(child, n), a = child - v, z = ce - v;
+        size_t at = 0, len = 0;
+        for (int q = 0; q < a; q++) at += (size_t)sz[q];
+        for (int q = a; q < z; q++) len += (size_t)sz[q];
+        if (HDR(z - a) + len > INT_MAX) { rc = MPI_ERR_COUNT; break; }
+        rq[nrq] = MPI_REQUEST_NULL;
+        out[nrq] = malloc(HDR(z - a) + len + 1);
+        if (!out[nrq]) { rc = MPI_ERR_NO_MEM; break; }
+        memcpy(out[nrq], sz + a, HDR(z - a));
+        memcpy(out[nrq] + HDR(z - a), msg + HDR(k) + at, len);
+        rc = c_isend_hdr(x, out[nrq], (int)(HDR(z - a) + len), real_(child, root, n), HDR(z - a), &rq[nrq]);
+        nrq++;
+    }
+    if (nrq) {
+        MPI_Status sts[64];
+        int w = PMPI_Waitall(nrq, rq, sts);
+        if (rc == MPI_SUCCESS) rc = w;
+    }
+    for (int q = 0; q < nrq; q++) free(out[q]);
+    if (rc == MPI_SUCCESS && !(is_root && r == MPI_IN_PLACE)) {
+        if (sz[0] > tbytes(rt, rc_)) rc = MPI_ERR_TRUNCATE;
+        else unpack(msg + HDR(k), sz[0], r, rc_, rt);
+    }
+    free(sz);
+    free(msg);
+    DONE(rc);
+}
+#undef HDR
+
+/* Reduce-scatter, a ring (predict's default): at step i rank r sends the partial block
+ * r − i − 1 to r + 1 and receives block r − i − 2 from r − 1, combining its own contribution
+ * into it; after n − 1 steps it holds block r complete. The ring combines block j in the order
+ * j + 1, …, n − 1, 0, …, j: a non-commutative op runs natively. */
+static int ring_reduce_scatter(cctx *x, const void *s, void *r, const int *rcs, MPI_Datatype dt, MPI_Op op) {
+    int n = x->size, me = x->rank, rc = MPI_SUCCESS, maxc = 0;
+    const char *in = s == MPI_IN_PLACE ? (const char *)r : (const char *)s;
+    MPI_Aint ext = extent(dt), *off = malloc(sizeof(MPI_Aint) * (size_t)n);
+    if (!off) return MPI_ERR_NO_MEM;
+    for (int j = 0, a = 0; j < n; a += rcs[j], j++) {
+        off[j] = (MPI_Aint)a * ext;
+        if (rcs[j] > maxc) maxc = rcs[j];
+    }
+    void *raw[2] = {NULL, NULL}, *buf[2] = {alloc_for(dt, maxc, &raw[0]), alloc_for(dt, maxc, &raw[1])};
+    if (!buf[0] || !buf[1]) { free(off); free(raw[0]); free(raw[1]); return MPI_ERR_NO_MEM; }
+    int next = (me + 1) % n, prev = (me - 1 + n) % n, last = 0;
+    const void *out = in + off[prev]; /* step 0 sends the own contribution to block r − 1 */
+    BEGIN();
+    for (int i = 0; i < n - 1 && rc == MPI_SUCCESS; i++) {
+        int sb = (me - i - 1 + 2 * n) % n, rb = (me - i - 2 + 2 * n) % n;
+        last = i % 2;
+        rc = c_sendrecv(x, out, rcs[sb], dt, next, buf[last], rcs[rb], dt, prev);
+        if (rc == MPI_SUCCESS) rc = PMPI_Reduce_local(in + off[rb], buf[last], rcs[rb], dt, op);
+        out = buf[last];
+    }
+    if (rc == MPI_SUCCESS) rc = n > 1 ? copy(r, rcs[me], dt, buf[last], rcs[me], dt) : copy(r, rcs[0], dt, in, rcs[0], dt);
+    free(off);
+    free(raw[0]);
+    free(raw[1]);
+    DONE(rc);
+}
+
+static int commutative(MPI_Op op) {
+    int c = 1;
+    PMPI_Op_commutative(op, &c);
+    return c;
+}
+
+int cpmpi_coll_reduce_scatter(const void *s, void *r, const int *rcs, MPI_Datatype dt, MPI_Op op, MPI_Comm comm) {
+    cctx *x = ctx_of(comm);
+    if (!x || !commutative(op)) return CPMPI_COLL_NATIVE;
+    return ring_reduce_scatter(x, s, r, rcs, dt, op);
+}
+
+int cpmpi_coll_reduce_scatter_block(const void *s, void *r, int rc_, MPI_Datatype dt, MPI_Op op, MPI_Comm comm) {
+    cctx *x = ctx_of(comm);
+    if (!x || !commutative(op)) return CPMPI_COLL_NATIVE;
+    int *rcs = malloc(sizeof(int) * (size_t)x->size);
+    if (!rcs) return MPI_ERR_NO_MEM;
+    for (int j = 0; j < x->size; j++) rcs[j] = rc_;
+    int rc = ring_reduce_scatter(x, s, r, rcs, dt, op);
+    free(rcs);
+    return rc;
+}
+
+/* Scan and exscan, a chain (predict's): rank r receives ranks 0..r−1 combined from r − 1, and
+ * sends ranks 0..r combined to r + 1. The prefix is always the left operand: exact for
+ * non-commutative ops too. */
+static int chain_scan(cctx *x, const void *s, void *r, int count, MPI_Datatype dt, MPI_Op op, int excl) {
+    int n = x->size, me = x->rank, rc = MPI_SUCCESS;
+    const void *in = s == MPI_IN_PLACE ? r : s;
+    void *raw1 = NULL, *raw2 = NULL, *pre = alloc_for(dt, count, &raw1), *acc = alloc_for(dt, count, &raw2);
+    if (!pre || !acc) { free(raw1); free(raw2); return MPI_ERR_NO_MEM; }
+    /* acc ← own contribution; after the receive, acc ← prefix op own (what r + 1 needs). */
+    rc = copy(acc, count, dt, in, count, dt);
+    BEGIN();
+    if (me > 0 && rc == MPI_SUCCESS) {
+        rc = c_recv(x, pre, count, dt, me - 1);
+        if (rc == MPI_SUCCESS && !(excl && me == n - 1)) rc = PMPI_Reduce_local(pre, acc, count, dt, op);
+    }
+    if (me < n - 1 && rc == MPI_SUCCESS) rc = c_send(x, acc, count, dt, me + 1);
+    /* Scan: ranks 0..r; exscan: ranks 0..r−1 (rank 0's result is undefined: left as it is). */
+    if (rc == MPI_SUCCESS && !(excl && me == 0)) rc = copy(r, count, dt, excl ? pre : acc, count, dt);
+    free(raw1);
+    free(raw2);
+    DONE(rc);
+}
+
+int cpmpi_coll_scan(const void *s, void *r, int count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm) {
+    cctx *x = ctx_of(comm);
+    if (!x) return CPMPI_COLL_NATIVE;
+    return chain_scan(x, s, r, count, dt, op, 0);
+}
+
+int cpmpi_coll_exscan(const void *s, void *r, int count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm) {
+    cctx *x = ctx_of(comm);
+    if (!x) return CPMPI_COLL_NATIVE;
+    return chain_scan(x, s, r, count, dt, op, 1);
+}
+
 /* ---- a rank's part, for the knobs' charge of a collective the library runs (coll.h) --------- */
 
 /* Children of virtual rank v in the binomial tree over n (the loops of bcast and scatter). */
@@ -565,7 +908,62 @@ void cpmpi_coll_part_of(int alg, int n, int rank, int root, uint64_t block, cpmp
         p->recvs = p->rounds = up;
         p->wire_bytes = (up ? sub : sub - 1) * block;
         break;
+    case CPMPI_ALG_REDUCE_SCATTER: /* the ring: n − 1 exchanges of one block */
+        p->sends = p->recvs = p->rounds = (uint32_t)(n - 1);
+        p->wire_bytes = (uint64_t)(n - 1) * block;
+        break;
+    case CPMPI_ALG_SCAN: /* the chain: from rank − 1, to rank + 1 */
+    case CPMPI_ALG_EXSCAN:
+        p->sends = rank < n - 1;
+        p->recvs = p->rounds = rank > 0;
+        p->wire_bytes = block;
+        break;
     default:
         break;
+    }
+}
+
+/* The blocks of the binomial subtree of virtual rank v, real ranks' bytes `blk`. */
+static uint64_t subtree_bytes(int v, int n, int root, const uint64_t *blk) {
+    uint64_t b = 0;
+    for (int k = v; k < subtree_end(v, n); k++) b += blk[real_(k, root, n)];
+    return b;
+}
+
+void cpmpi_coll_part_v(int alg, int n, int rank, int root, const uint64_t *blk, const uint64_t *rblk,
+                       cpmpi_coll_part *p) {
+    int base = alg == CPMPI_ALG_ALLGATHERV ? CPMPI_ALG_ALLGATHER
+               : alg == CPMPI_ALG_ALLTOALLV ? CPMPI_ALG_ALLTOALL
+               : alg == CPMPI_ALG_GATHERV   ? CPMPI_ALG_GATHER
+               : alg == CPMPI_ALG_SCATTERV  ? CPMPI_ALG_SCATTER
+                                            : CPMPI_ALG_REDUCE_SCATTER;
+    cpmpi_coll_part_of(base, n, rank, root, 0, p);
+    if (n <= 1 || rank < 0 || rank >= n) return;
+    uint64_t total = 0, rtotal = 0;
+    for (int j = 0; j < n; j++) {
+        total += blk[j];
+        if (rblk) rtotal += rblk[j];
+    }
+    int v = root >= 0 && root < n ? virt(rank, root, n) : rank;
+    switch (alg) {
+    case CPMPI_ALG_ALLGATHERV: /* every other block, once (allgather's rule) */
+        p->wire_bytes = total - blk[rank];
+        break;
+    case CPMPI_ALG_ALLTOALLV: { /* the larger of what goes out and comes in */
+        uint64_t out = total - blk[rank], in = rblk ? rtotal - rblk[rank] : 0;
+        p->wire_bytes = out > in ? out : in;
+        break;
+    }
+    case CPMPI_ALG_GATHERV: /* its subtree's blocks up (the root: all but its own) */
+    case CPMPI_ALG_SCATTERV: {
+        uint64_t sub = subtree_bytes(v, n, root, blk);
+        p->wire_bytes = v != 0 ? sub : sub - blk[rank];
+        break;
+    }
+    default: { /* reduce-scatter: every block but its own out, every block but r − 1's in */
+        uint64_t out = total - blk[rank], in = total - blk[(rank - 1 + n) % n];
+        p->wire_bytes = out > in ? out : in;
+        break;
+    }
     }
 }

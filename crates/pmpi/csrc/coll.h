@@ -26,21 +26,46 @@ int cpmpi_coll_gather(const void *s, int sc, MPI_Datatype st, void *r, int rc, M
                       MPI_Comm comm);
 int cpmpi_coll_scatter(const void *s, int sc, MPI_Datatype st, void *r, int rc, MPI_Datatype rt, int root,
                        MPI_Comm comm);
+int cpmpi_coll_allgatherv(const void *s, int sc, MPI_Datatype st, void *r, const int *rcs, const int *displs,
+                          MPI_Datatype rt, MPI_Comm comm);
+int cpmpi_coll_alltoallv(const void *s, const int *scs, const int *sd, MPI_Datatype st, void *r, const int *rcs,
+                         const int *rd, MPI_Datatype rt, MPI_Comm comm);
+int cpmpi_coll_alltoallw(const void *s, const int *scs, const int *sd, const MPI_Datatype *sts, void *r,
+                         const int *rcs, const int *rd, const MPI_Datatype *rts, MPI_Comm comm);
+int cpmpi_coll_gatherv(const void *s, int sc, MPI_Datatype st, void *r, const int *rcs, const int *displs,
+                       MPI_Datatype rt, int root, MPI_Comm comm);
+int cpmpi_coll_scatterv(const void *s, const int *scs, const int *displs, MPI_Datatype st, void *r, int rc,
+                        MPI_Datatype rt, int root, MPI_Comm comm);
+int cpmpi_coll_reduce_scatter(const void *s, void *r, const int *rcs, MPI_Datatype dt, MPI_Op op, MPI_Comm comm);
+int cpmpi_coll_reduce_scatter_block(const void *s, void *r, int rc, MPI_Datatype dt, MPI_Op op, MPI_Comm comm);
+int cpmpi_coll_scan(const void *s, void *r, int count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm);
+int cpmpi_coll_exscan(const void *s, void *r, int count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm);
 
 /* A collective the library runs itself (nonblocking, persistent) is charged the knobs for this
  * rank's part of the algorithm coll.c would run it with (cpmpi_emu_coll_start): the messages it
  * sends and receives, the rounds in which it receives (each waits for a message: one ΔL each),
  * and its wire bytes (the larger of the bytes it sends and receives, self excluded). */
 enum { CPMPI_ALG_BARRIER, CPMPI_ALG_BCAST, CPMPI_ALG_REDUCE, CPMPI_ALG_ALLREDUCE, CPMPI_ALG_ALLGATHER,
-       CPMPI_ALG_ALLTOALL, CPMPI_ALG_GATHER, CPMPI_ALG_SCATTER };
+       CPMPI_ALG_ALLTOALL, CPMPI_ALG_GATHER, CPMPI_ALG_SCATTER, CPMPI_ALG_REDUCE_SCATTER, CPMPI_ALG_SCAN,
+       CPMPI_ALG_EXSCAN,
+       /* per-rank blocks: cpmpi_coll_part_v (alltoallv also for alltoallw) */
+       CPMPI_ALG_ALLGATHERV, CPMPI_ALG_ALLTOALLV, CPMPI_ALG_GATHERV, CPMPI_ALG_SCATTERV,
+       CPMPI_ALG_REDUCE_SCATTERV };
 typedef struct {
     uint32_t sends, recvs, rounds;
     uint64_t wire_bytes;
 } cpmpi_coll_part;
 /* Rank `rank`'s part in algorithm `alg` over `n` ranks (root: bcast, reduce, gather, scatter);
- * `block`: the bytes of one message of the pattern (bcast/reduce/allreduce: the buffer; the
+ * `block`: the bytes of one message of the pattern (bcast/reduce/allreduce/scan/exscan: the buffer; the
  * others: one rank's block). */
 void cpmpi_coll_part_of(int alg, int n, int rank, int root, uint64_t block, cpmpi_coll_part *p);
+/* The same for the v and w forms and reduce-scatter, from the bytes of each rank's block
+ * (`blk`, n entries, by real rank: allgatherv, gatherv and scatterv its block, reduce-scatter
+ * its result block, alltoallv this rank's sends to each) and, for alltoallv, its receives from
+ * each (`rblk`). A gatherv's or scatterv's rank other than the root knows its own block only:
+ * its caller passes the others as 0. */
+void cpmpi_coll_part_v(int alg, int n, int rank, int root, const uint64_t *blk, const uint64_t *rblk,
+                       cpmpi_coll_part *p);
 
 /* The shim's hook: EMU is the coll.c call, NATIVE the library's collective. */
 #define CPMPI_COLL(EMU, NATIVE)                                                                   \

@@ -38,27 +38,107 @@ static void post_coll(int kind, int root, MPI_Comm comm, uint64_t bytes, uint64_
  * with (emulate.h, coll.h); the kinds coll.c has no algorithm for, intercommunicators, and every
  * collective under COMMPERF_EMULATE_COLL=off (collectives left to the library, untouched) are
  * counted only. */
+static int vpart_find(uint64_t key, cpmpi_coll_part *p);
 static void emu_coll_charge(int kind, int root, MPI_Comm comm, uint64_t bytes, MPI_Request req, int persistent) {
-    int alg = kind == K_IBARRIER     ? CPMPI_ALG_BARRIER
-              : kind == K_IBCAST     ? CPMPI_ALG_BCAST
-              : kind == K_IREDUCE    ? CPMPI_ALG_REDUCE
-              : kind == K_IALLREDUCE ? CPMPI_ALG_ALLREDUCE
-              : kind == K_IALLGATHER ? CPMPI_ALG_ALLGATHER
-              : kind == K_IALLTOALL  ? CPMPI_ALG_ALLTOALL
-              : kind == K_IGATHER    ? CPMPI_ALG_GATHER
-              : kind == K_ISCATTER   ? CPMPI_ALG_SCATTER
-                                     : -1;
+    int alg = kind == K_IBARRIER                  ? CPMPI_ALG_BARRIER
+              : kind == K_IBCAST                  ? CPMPI_ALG_BCAST
+              : kind == K_IREDUCE                 ? CPMPI_ALG_REDUCE
+              : kind == K_IALLREDUCE              ? CPMPI_ALG_ALLREDUCE
+              : kind == K_IALLGATHER              ? CPMPI_ALG_ALLGATHER
+              : kind == K_IALLTOALL               ? CPMPI_ALG_ALLTOALL
+              : kind == K_IGATHER                 ? CPMPI_ALG_GATHER
+              : kind == K_ISCATTER                ? CPMPI_ALG_SCATTER
+              : kind == K_IREDUCE_SCATTER_BLOCK   ? CPMPI_ALG_REDUCE_SCATTER
+              : kind == K_ISCAN                   ? CPMPI_ALG_SCAN
+              : kind == K_IEXSCAN                 ? CPMPI_ALG_EXSCAN
+                                                  : -1;
+    cpmpi_coll_part p;
+    /* A persistent v or w form: its part was worked out from its arrays at its init. */
+    if (alg < 0 && persistent && vpart_find(HKEY(req), &p)) {
+        cpmpi_emu_coll_start(HKEY(req), p.sends, p.recvs, p.rounds, p.wire_bytes, persistent);
+        return;
+    }
     int inter = 0, n = (int)csize(comm);
     if (alg >= 0) PMPI_Comm_test_inter(comm, &inter);
     if (alg < 0 || inter || !cpmpi_coll_on) {
         cpmpi_emu_other(bytes);
         return;
     }
-    /* An alltoall's bytes are its send buffer's, a block per rank. */
-    uint64_t block = alg == CPMPI_ALG_ALLTOALL ? bytes / (uint64_t)n : bytes;
-    cpmpi_coll_part p;
+    /* An alltoall's and a reduce-scatter-block's bytes are its send buffer's, a block per rank. */
+    uint64_t block = alg == CPMPI_ALG_ALLTOALL || alg == CPMPI_ALG_REDUCE_SCATTER ? bytes / (uint64_t)n : bytes;
     cpmpi_coll_part_of(alg, n, crank(comm), root, block, &p);
     cpmpi_emu_coll_start(HKEY(req), p.sends, p.recvs, p.rounds, p.wire_bytes, persistent);
+}
+
+/* ---- the charges of the v and w forms and reduce-scatter, from their arrays ------------------ */
+
+/* A collective the knobs may charge: coll.c is on and `comm` an intracommunicator. */
+static int charge_ok(MPI_Comm comm) {
+    int inter = 0;
+    if (!cpmpi_coll_on) return 0;
+    PMPI_Comm_test_inter(comm, &inter);
+    return !inter;
+}
+
+/* The bytes of each rank's block: cnt[j] of t (t[j] when `w`), or, without counts (a gatherv's
+ * or scatterv's rank other than the root), 0 but `own` for this rank. NULL: out of memory. */
+static uint64_t *v_blocks(MPI_Comm comm, const int *cnt, const MPI_Datatype *t, int w, uint64_t own) {
+    int n = (int)csize(comm);
+    uint64_t *b = calloc((size_t)n, sizeof *b);
+    if (!b) return NULL;
+    if (!cnt) b[crank(comm)] = own;
+    else
+        for (int j = 0; j < n; j++) b[j] = type_bytes(w ? t[j] : t[0], cnt[j]);
+    return b;
+}
+
+/* This rank's part of a v form (coll.h's cpmpi_coll_part_v); 0 when it cannot be worked out
+ * (the collective then counted among the others). */
+static int v_part(int alg, MPI_Comm comm, int root, uint64_t *blk, uint64_t *rblk, cpmpi_coll_part *p) {
+    int ok = blk && (alg != CPMPI_ALG_ALLTOALLV || rblk);
+    if (ok) cpmpi_coll_part_v(alg, (int)csize(comm), crank(comm), root, blk, rblk, p);
+    free(blk);
+    free(rblk);
+    return ok;
+}
+
+/* A persistent v form's part, from its init to its MPI_Starts: a small table by request (the
+ * oldest entry replaced; a start that finds none is counted among the others). */
+#define NVP 64
+static struct { uint64_t key; int ok; cpmpi_coll_part p; } vparts[NVP];
+static unsigned vpart_next = 0;
+static pthread_mutex_t vpart_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* p NULL: not charged (an intercommunicator, --collectives native), so that a start does not
+ * find an earlier request's part under a reused handle. */
+__attribute__((unused)) static void vpart_put(uint64_t key, const cpmpi_coll_part *p) {
+    pthread_mutex_lock(&vpart_lock);
+    int slot = -1;
+    for (int i = 0; i < NVP && slot < 0; i++) if (vparts[i].key == key) slot = i;
+    if (slot < 0) slot = (int)(vpart_next++ % NVP);
+    vparts[slot].key = key;
+    vparts[slot].ok = p != NULL;
+    if (p) vparts[slot].p = *p;
+    pthread_mutex_unlock(&vpart_lock);
+}
+
+static int vpart_find(uint64_t key, cpmpi_coll_part *p) {
+    int found = 0;
+    pthread_mutex_lock(&vpart_lock);
+    for (int i = 0; i < NVP; i++)
+        if (vparts[i].key == key && key) {
+            *p = vparts[i].p;
+            found = vparts[i].ok;
+            break;
+        }
+    pthread_mutex_unlock(&vpart_lock);
+    return found;
+}
+
+/* A nonblocking v form was started: charged its part, or counted among the others. */
+static void emu_v_start(int ok, const cpmpi_coll_part *p, uint64_t bytes, MPI_Request req) {
+    if (ok) cpmpi_emu_coll_start(HKEY(req), p->sends, p->recvs, p->rounds, p->wire_bytes, 0);
+    else cpmpi_emu_other(bytes);
 }
 
 /* ---- matched probes ------------------------------------------------------------------------ */
@@ -157,11 +237,20 @@ int MPI_Imrecv(void *buf, int count, MPI_Datatype dt, MPI_Message *msg, MPI_Requ
 
 /* SENT, RECEIVED as COLL_BODY's: the start call counts the buffers' bytes. */
 #define NBC_BODY(FN, KIND, ROOT, COMM, BYTES, SENT, RECEIVED, CALL, REQ)                         \
+    NBC_BODY_X(FN, KIND, ROOT, COMM, BYTES, SENT, RECEIVED, CALL, REQ,                           \
+               emu_coll_charge(KIND, ROOT, COMM, BYTES, *(REQ), 0))
+/* A v form: PART (an int expression) works out this rank's part `vp_` from the arrays. */
+#define NBC_BODY_V(FN, KIND, ROOT, COMM, BYTES, SENT, RECEIVED, CALL, REQ, PART)                 \
+    NBC_BODY_X(FN, KIND, ROOT, COMM, BYTES, SENT, RECEIVED, CALL, REQ, {                         \
+        cpmpi_coll_part vp_;                                                                     \
+        emu_v_start(charge_ok(COMM) && (PART), &vp_, BYTES, *(REQ));                             \
+    })
+#define NBC_BODY_X(FN, KIND, ROOT, COMM, BYTES, SENT, RECEIVED, CALL, REQ, EMU)                  \
     if (!ENTER(FN)) return CALL;                                                                 \
     uint64_t t0 = cur_t0;                                                                        \
     int rc = CALL;                                                                               \
     uint64_t t1 = (cur_t1 = STAMP());                                                            \
-    if (rc == MPI_SUCCESS && EMU_ON()) emu_coll_charge(KIND, ROOT, COMM, BYTES, *(REQ), 0);      \
+    if (rc == MPI_SUCCESS && EMU_ON()) EMU;                                                      \
     if (rc == MPI_SUCCESS && MONITORING()) {                                                     \
         post_coll(KIND, ROOT, COMM, BYTES, t0, t1, *(REQ), 0);                                   \
         cur_sent += (SENT);                                                                      \
@@ -175,6 +264,35 @@ static uint64_t sum_w(const int *c, const MPI_Datatype *t, MPI_Comm comm) {
     if (!c || !t) return 0;
     int n = (int)csize(comm);
     for (int i = 0; i < n; i++) s += type_bytes(t[i], c[i]);
+    return s;
+}
+
+/* A gatherv's blocks (a scatterv's with the sides swapped): the root's counts `cnt` of `t`; at
+ * the other ranks only their own block, `own` of `ot`. */
+static uint64_t *gv_blocks(MPI_Comm comm, int root, int own, MPI_Datatype ot, const int *cnt, MPI_Datatype t) {
+    if (ISROOT(root, comm)) return v_blocks(comm, cnt, &t, 0, 0);
+    return v_blocks(comm, NULL, NULL, 0, type_bytes(ot, own));
+}
+
+/* The large-count forms' bytes, for the generated wrappers' count of them (gen/wrappers.py:
+ * under the knobs they are counted among the calls no knob touches). Unused where the library
+ * has no large-count forms. */
+__attribute__((unused)) static uint64_t bytes_c(MPI_Datatype t, MPI_Count count) {
+    int s = 0;
+    if (count <= 0 || t == MPI_DATATYPE_NULL) return 0;
+    PMPI_Type_size(t, &s);
+    return (uint64_t)s * (uint64_t)count;
+}
+__attribute__((unused)) static uint64_t sum_counts_c(const MPI_Count *c, MPI_Datatype t, MPI_Comm comm) {
+    uint64_t s = 0;
+    int n = (int)csize(comm);
+    for (int i = 0; c && i < n; i++) s += bytes_c(t, c[i]);
+    return s;
+}
+__attribute__((unused)) static uint64_t sum_w_c(const MPI_Count *c, const MPI_Datatype *t, MPI_Comm comm) {
+    uint64_t s = 0;
+    int n = (int)csize(comm);
+    for (int i = 0; c && t && i < n; i++) s += bytes_c(t[i], c[i]);
     return s;
 }
 
@@ -204,9 +322,10 @@ int MPI_Igather(const void *s, int sc, MPI_Datatype st, void *r, int rc_, MPI_Da
 }
 int MPI_Igatherv(const void *s, int sc, MPI_Datatype st, void *r, const int rcs[], const int displs[],
                  MPI_Datatype rt, int root, MPI_Comm comm, MPI_Request *req) {
-    NBC_BODY(FN_Igatherv, K_IGATHERV, root, comm, type_bytes(st, sc), type_bytes(st, sc),
-             ISROOT(root, comm) ? sum_counts(rcs, rt, comm) : 0,
-             PMPI_Igatherv(s, sc, st, r, rcs, displs, rt, root, comm, req), req)
+    NBC_BODY_V(FN_Igatherv, K_IGATHERV, root, comm, type_bytes(st, sc), type_bytes(st, sc),
+               ISROOT(root, comm) ? sum_counts(rcs, rt, comm) : 0,
+               PMPI_Igatherv(s, sc, st, r, rcs, displs, rt, root, comm, req), req,
+               v_part(CPMPI_ALG_GATHERV, comm, root, gv_blocks(comm, root, sc, st, rcs, rt), NULL, &vp_))
 }
 int MPI_Iscatter(const void *s, int sc, MPI_Datatype st, void *r, int rc_, MPI_Datatype rt, int root,
                  MPI_Comm comm, MPI_Request *req) {
@@ -216,9 +335,10 @@ int MPI_Iscatter(const void *s, int sc, MPI_Datatype st, void *r, int rc_, MPI_D
 }
 int MPI_Iscatterv(const void *s, const int scs[], const int displs[], MPI_Datatype st, void *r, int rc_,
                   MPI_Datatype rt, int root, MPI_Comm comm, MPI_Request *req) {
-    NBC_BODY(FN_Iscatterv, K_ISCATTERV, root, comm, type_bytes(rt, rc_),
-             ISROOT(root, comm) ? sum_counts(scs, st, comm) : 0, type_bytes(rt, rc_),
-             PMPI_Iscatterv(s, scs, displs, st, r, rc_, rt, root, comm, req), req)
+    NBC_BODY_V(FN_Iscatterv, K_ISCATTERV, root, comm, type_bytes(rt, rc_),
+               ISROOT(root, comm) ? sum_counts(scs, st, comm) : 0, type_bytes(rt, rc_),
+               PMPI_Iscatterv(s, scs, displs, st, r, rc_, rt, root, comm, req), req,
+               v_part(CPMPI_ALG_SCATTERV, comm, root, gv_blocks(comm, root, rc_, rt, scs, st), NULL, &vp_))
 }
 int MPI_Iallgather(const void *s, int sc, MPI_Datatype st, void *r, int rc_, MPI_Datatype rt, MPI_Comm comm,
                    MPI_Request *req) {
@@ -227,8 +347,9 @@ int MPI_Iallgather(const void *s, int sc, MPI_Datatype st, void *r, int rc_, MPI
 }
 int MPI_Iallgatherv(const void *s, int sc, MPI_Datatype st, void *r, const int rcs[], const int displs[],
                     MPI_Datatype rt, MPI_Comm comm, MPI_Request *req) {
-    NBC_BODY(FN_Iallgatherv, K_IALLGATHERV, NO_ROOT, comm, type_bytes(st, sc), type_bytes(st, sc),
-             sum_counts(rcs, rt, comm), PMPI_Iallgatherv(s, sc, st, r, rcs, displs, rt, comm, req), req)
+    NBC_BODY_V(FN_Iallgatherv, K_IALLGATHERV, NO_ROOT, comm, type_bytes(st, sc), type_bytes(st, sc),
+               sum_counts(rcs, rt, comm), PMPI_Iallgatherv(s, sc, st, r, rcs, displs, rt, comm, req), req,
+               v_part(CPMPI_ALG_ALLGATHERV, comm, -1, v_blocks(comm, rcs, &rt, 0, 0), NULL, &vp_))
 }
 int MPI_Ialltoall(const void *s, int sc, MPI_Datatype st, void *r, int rc_, MPI_Datatype rt, MPI_Comm comm,
                   MPI_Request *req) {
@@ -238,19 +359,24 @@ int MPI_Ialltoall(const void *s, int sc, MPI_Datatype st, void *r, int rc_, MPI_
 }
 int MPI_Ialltoallv(const void *s, const int scs[], const int sd[], MPI_Datatype st, void *r, const int rcs[],
                    const int rd[], MPI_Datatype rt, MPI_Comm comm, MPI_Request *req) {
-    NBC_BODY(FN_Ialltoallv, K_IALLTOALLV, NO_ROOT, comm, sum_counts(scs, st, comm), sum_counts(scs, st, comm),
-             sum_counts(rcs, rt, comm), PMPI_Ialltoallv(s, scs, sd, st, r, rcs, rd, rt, comm, req), req)
+    NBC_BODY_V(FN_Ialltoallv, K_IALLTOALLV, NO_ROOT, comm, sum_counts(scs, st, comm), sum_counts(scs, st, comm),
+               sum_counts(rcs, rt, comm), PMPI_Ialltoallv(s, scs, sd, st, r, rcs, rd, rt, comm, req), req,
+               s != MPI_IN_PLACE && v_part(CPMPI_ALG_ALLTOALLV, comm, -1, v_blocks(comm, scs, &st, 0, 0),
+                                           v_blocks(comm, rcs, &rt, 0, 0), &vp_))
 }
 int MPI_Ialltoallw(const void *s, const int scs[], const int sd[], const MPI_Datatype sts[], void *r,
                    const int rcs[], const int rd[], const MPI_Datatype rts[], MPI_Comm comm, MPI_Request *req) {
-    NBC_BODY(FN_Ialltoallw, K_IALLTOALLW, NO_ROOT, comm, sum_w(scs, sts, comm), sum_w(scs, sts, comm),
-             sum_w(rcs, rts, comm), PMPI_Ialltoallw(s, scs, sd, sts, r, rcs, rd, rts, comm, req), req)
+    NBC_BODY_V(FN_Ialltoallw, K_IALLTOALLW, NO_ROOT, comm, sum_w(scs, sts, comm), sum_w(scs, sts, comm),
+               sum_w(rcs, rts, comm), PMPI_Ialltoallw(s, scs, sd, sts, r, rcs, rd, rts, comm, req), req,
+               s != MPI_IN_PLACE && v_part(CPMPI_ALG_ALLTOALLV, comm, -1, v_blocks(comm, scs, sts, 1, 0),
+                                           v_blocks(comm, rcs, rts, 1, 0), &vp_))
 }
 int MPI_Ireduce_scatter(const void *s, void *r, const int rcs[], MPI_Datatype dt, MPI_Op op, MPI_Comm comm,
                         MPI_Request *req) {
-    NBC_BODY(FN_Ireduce_scatter, K_IREDUCE_SCATTER, NO_ROOT, comm, sum_counts(rcs, dt, comm),
-             sum_counts(rcs, dt, comm), type_bytes(dt, rcs[crank(comm)]),
-             PMPI_Ireduce_scatter(s, r, rcs, dt, op, comm, req), req)
+    NBC_BODY_V(FN_Ireduce_scatter, K_IREDUCE_SCATTER, NO_ROOT, comm, sum_counts(rcs, dt, comm),
+               sum_counts(rcs, dt, comm), type_bytes(dt, rcs[crank(comm)]),
+               PMPI_Ireduce_scatter(s, r, rcs, dt, op, comm, req), req,
+               v_part(CPMPI_ALG_REDUCE_SCATTERV, comm, -1, v_blocks(comm, rcs, &dt, 0, 0), NULL, &vp_))
 }
 int MPI_Ireduce_scatter_block(const void *s, void *r, int rc_, MPI_Datatype dt, MPI_Op op, MPI_Comm comm,
                               MPI_Request *req) {
@@ -268,8 +394,9 @@ int MPI_Iexscan(const void *s, void *r, int count, MPI_Datatype dt, MPI_Op op, M
 }
 int MPI_Alltoallw(const void *s, const int scs[], const int sd[], const MPI_Datatype sts[], void *r,
                   const int rcs[], const int rd[], const MPI_Datatype rts[], MPI_Comm comm) {
-    COLL_BODY(FN_Alltoallw, K_ALLTOALLW, -1, comm, sum_w(scs, sts, comm), sum_w(scs, sts, comm),
-              sum_w(rcs, rts, comm), PMPI_Alltoallw(s, scs, sd, sts, r, rcs, rd, rts, comm))
+    COLL_BODY_E(FN_Alltoallw, K_ALLTOALLW, -1, comm, sum_w(scs, sts, comm), sum_w(scs, sts, comm),
+                sum_w(rcs, rts, comm), cpmpi_coll_alltoallw(s, scs, sd, sts, r, rcs, rd, rts, comm),
+                PMPI_Alltoallw(s, scs, sd, sts, r, rcs, rd, rts, comm))
 }
 
 /* ---- persistent collectives (MPI-4.0) ----------------------------------------------------- */
@@ -364,6 +491,71 @@ int MPI_Exscan_init(const void *s, void *r, int count, MPI_Datatype dt, MPI_Op o
                     MPI_Request *req) {
     PCOLL_BODY(FN_Exscan_init, K_IEXSCAN, NO_ROOT, comm, type_bytes(dt, count),
                PMPI_Exscan_init(s, r, count, dt, op, comm, info, req), req)
+}
+#endif
+
+/* The v and w forms: registered as the others, and under the knobs their part worked out from
+ * their arrays now (MPI 4.0 §6.13: the arrays stay as they are until the request is freed). */
+#define PCOLL_BODY_V(FN, KIND, ROOT, COMM, BYTES, CALL, REQ, PART)                               \
+    int in_ = ENTER(FN);                                                                         \
+    int rc = CALL;                                                                               \
+    if (rc == MPI_SUCCESS && TRACKING()) pinit_register_coll(KIND, ROOT, COMM, BYTES, *(REQ));   \
+    if (rc == MPI_SUCCESS && EMU_ON()) {                                                         \
+        cpmpi_coll_part vp_;                                                                     \
+        vpart_put(HKEY(*(REQ)), charge_ok(COMM) && (PART) ? &vp_ : NULL);                        \
+    }                                                                                            \
+    if (in_) LEAVE();                                                                            \
+    return rc;
+
+#if defined(CPMPI_HAVE_Gatherv_init)
+int MPI_Gatherv_init(const void *s, int sc, MPI_Datatype st, void *r, const int rcs[], const int displs[],
+                     MPI_Datatype rt, int root, MPI_Comm comm, MPI_Info info, MPI_Request *req) {
+    PCOLL_BODY_V(FN_Gatherv_init, K_IGATHERV, root, comm, type_bytes(st, sc),
+                 PMPI_Gatherv_init(s, sc, st, r, rcs, displs, rt, root, comm, info, req), req,
+                 v_part(CPMPI_ALG_GATHERV, comm, root, gv_blocks(comm, root, sc, st, rcs, rt), NULL, &vp_))
+}
+#endif
+#if defined(CPMPI_HAVE_Scatterv_init)
+int MPI_Scatterv_init(const void *s, const int scs[], const int displs[], MPI_Datatype st, void *r, int rc_,
+                      MPI_Datatype rt, int root, MPI_Comm comm, MPI_Info info, MPI_Request *req) {
+    PCOLL_BODY_V(FN_Scatterv_init, K_ISCATTERV, root, comm, type_bytes(rt, rc_),
+                 PMPI_Scatterv_init(s, scs, displs, st, r, rc_, rt, root, comm, info, req), req,
+                 v_part(CPMPI_ALG_SCATTERV, comm, root, gv_blocks(comm, root, rc_, rt, scs, st), NULL, &vp_))
+}
+#endif
+#if defined(CPMPI_HAVE_Allgatherv_init)
+int MPI_Allgatherv_init(const void *s, int sc, MPI_Datatype st, void *r, const int rcs[], const int displs[],
+                        MPI_Datatype rt, MPI_Comm comm, MPI_Info info, MPI_Request *req) {
+    PCOLL_BODY_V(FN_Allgatherv_init, K_IALLGATHERV, NO_ROOT, comm, type_bytes(st, sc),
+                 PMPI_Allgatherv_init(s, sc, st, r, rcs, displs, rt, comm, info, req), req,
+                 v_part(CPMPI_ALG_ALLGATHERV, comm, -1, v_blocks(comm, rcs, &rt, 0, 0), NULL, &vp_))
+}
+#endif
+#if defined(CPMPI_HAVE_Alltoallv_init)
+int MPI_Alltoallv_init(const void *s, const int scs[], const int sd[], MPI_Datatype st, void *r, const int rcs[],
+                       const int rd[], MPI_Datatype rt, MPI_Comm comm, MPI_Info info, MPI_Request *req) {
+    PCOLL_BODY_V(FN_Alltoallv_init, K_IALLTOALLV, NO_ROOT, comm, sum_counts(scs, st, comm),
+                 PMPI_Alltoallv_init(s, scs, sd, st, r, rcs, rd, rt, comm, info, req), req,
+                 s != MPI_IN_PLACE && v_part(CPMPI_ALG_ALLTOALLV, comm, -1, v_blocks(comm, scs, &st, 0, 0),
+                                             v_blocks(comm, rcs, &rt, 0, 0), &vp_))
+}
+#endif
+#if defined(CPMPI_HAVE_Alltoallw_init)
+int MPI_Alltoallw_init(const void *s, const int scs[], const int sd[], const MPI_Datatype sts[], void *r,
+                       const int rcs[], const int rd[], const MPI_Datatype rts[], MPI_Comm comm, MPI_Info info,
+                       MPI_Request *req) {
+    PCOLL_BODY_V(FN_Alltoallw_init, K_IALLTOALLW, NO_ROOT, comm, sum_w(scs, sts, comm),
+                 PMPI_Alltoallw_init(s, scs, sd, sts, r, rcs, rd, rts, comm, info, req), req,
+                 s != MPI_IN_PLACE && v_part(CPMPI_ALG_ALLTOALLV, comm, -1, v_blocks(comm, scs, sts, 1, 0),
+                                             v_blocks(comm, rcs, rts, 1, 0), &vp_))
+}
+#endif
+#if defined(CPMPI_HAVE_Reduce_scatter_init)
+int MPI_Reduce_scatter_init(const void *s, void *r, const int rcs[], MPI_Datatype dt, MPI_Op op, MPI_Comm comm,
+                            MPI_Info info, MPI_Request *req) {
+    PCOLL_BODY_V(FN_Reduce_scatter_init, K_IREDUCE_SCATTER, NO_ROOT, comm, sum_counts(rcs, dt, comm),
+                 PMPI_Reduce_scatter_init(s, r, rcs, dt, op, comm, info, req), req,
+                 v_part(CPMPI_ALG_REDUCE_SCATTERV, comm, -1, v_blocks(comm, rcs, &dt, 0, 0), NULL, &vp_))
 }
 #endif
 

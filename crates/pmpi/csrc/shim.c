@@ -1652,7 +1652,8 @@ int MPI_Gather(const void *s, int sc, MPI_Datatype st, void *r, int rc_, MPI_Dat
 }
 int MPI_Gatherv(const void *s, int sc, MPI_Datatype st, void *r, const int rcs[], const int displs[],
                 MPI_Datatype rt, int root, MPI_Comm comm) {
-    COLL_BODY(FN_Gatherv, K_GATHERV, root, comm, type_bytes(st, sc), type_bytes(st, sc), ISROOT(root, comm) ? sum_counts(rcs, rt, comm) : 0, PMPI_Gatherv(s, sc, st, r, rcs, displs, rt, root, comm))
+    COLL_BODY_E(FN_Gatherv, K_GATHERV, root, comm, type_bytes(st, sc), type_bytes(st, sc), ISROOT(root, comm) ? sum_counts(rcs, rt, comm) : 0, cpmpi_coll_gatherv(s, sc, st, r, rcs, displs, rt, root, comm),
+                PMPI_Gatherv(s, sc, st, r, rcs, displs, rt, root, comm))
 }
 int MPI_Scatter(const void *s, int sc, MPI_Datatype st, void *r, int rc_, MPI_Datatype rt, int root, MPI_Comm comm) {
     COLL_BODY_E(FN_Scatter, K_SCATTER, root, comm, type_bytes(rt, rc_), ISROOT(root, comm) ? type_bytes(st, sc) * csize(comm) : 0, type_bytes(rt, rc_), cpmpi_coll_scatter(s, sc, st, r, rc_, rt, root, comm),
@@ -1660,7 +1661,8 @@ int MPI_Scatter(const void *s, int sc, MPI_Datatype st, void *r, int rc_, MPI_Da
 }
 int MPI_Scatterv(const void *s, const int scs[], const int displs[], MPI_Datatype st, void *r, int rc_,
                  MPI_Datatype rt, int root, MPI_Comm comm) {
-    COLL_BODY(FN_Scatterv, K_SCATTERV, root, comm, type_bytes(rt, rc_), ISROOT(root, comm) ? sum_counts(scs, st, comm) : 0, type_bytes(rt, rc_), PMPI_Scatterv(s, scs, displs, st, r, rc_, rt, root, comm))
+    COLL_BODY_E(FN_Scatterv, K_SCATTERV, root, comm, type_bytes(rt, rc_), ISROOT(root, comm) ? sum_counts(scs, st, comm) : 0, type_bytes(rt, rc_), cpmpi_coll_scatterv(s, scs, displs, st, r, rc_, rt, root, comm),
+                PMPI_Scatterv(s, scs, displs, st, r, rc_, rt, root, comm))
 }
 int MPI_Allgather(const void *s, int sc, MPI_Datatype st, void *r, int rc_, MPI_Datatype rt, MPI_Comm comm) {
     COLL_BODY_E(FN_Allgather, K_ALLGATHER, -1, comm, type_bytes(st, sc), type_bytes(st, sc), type_bytes(rt, rc_) * csize(comm), cpmpi_coll_allgather(s, sc, st, r, rc_, rt, comm),
@@ -1668,7 +1670,8 @@ int MPI_Allgather(const void *s, int sc, MPI_Datatype st, void *r, int rc_, MPI_
 }
 int MPI_Allgatherv(const void *s, int sc, MPI_Datatype st, void *r, const int rcs[], const int displs[],
                    MPI_Datatype rt, MPI_Comm comm) {
-    COLL_BODY(FN_Allgatherv, K_ALLGATHERV, -1, comm, type_bytes(st, sc), type_bytes(st, sc), sum_counts(rcs, rt, comm), PMPI_Allgatherv(s, sc, st, r, rcs, displs, rt, comm))
+    COLL_BODY_E(FN_Allgatherv, K_ALLGATHERV, -1, comm, type_bytes(st, sc), type_bytes(st, sc), sum_counts(rcs, rt, comm), cpmpi_coll_allgatherv(s, sc, st, r, rcs, displs, rt, comm),
+                PMPI_Allgatherv(s, sc, st, r, rcs, displs, rt, comm))
 }
 int MPI_Alltoall(const void *s, int sc, MPI_Datatype st, void *r, int rc_, MPI_Datatype rt, MPI_Comm comm) {
     int n = 1;
@@ -1686,22 +1689,26 @@ static uint64_t sum_counts(const int *c, MPI_Datatype t, MPI_Comm comm) {
 }
 int MPI_Alltoallv(const void *s, const int scs[], const int sd[], MPI_Datatype st, void *r,
                   const int rcs[], const int rd[], MPI_Datatype rt, MPI_Comm comm) {
-    COLL_BODY(FN_Alltoallv, K_ALLTOALLV, -1, comm, sum_counts(scs, st, comm), sum_counts(scs, st, comm), sum_counts(rcs, rt, comm), PMPI_Alltoallv(s, scs, sd, st, r, rcs, rd, rt, comm))
+    COLL_BODY_E(FN_Alltoallv, K_ALLTOALLV, -1, comm, sum_counts(scs, st, comm), sum_counts(scs, st, comm), sum_counts(rcs, rt, comm), cpmpi_coll_alltoallv(s, scs, sd, st, r, rcs, rd, rt, comm),
+                PMPI_Alltoallv(s, scs, sd, st, r, rcs, rd, rt, comm))
 }
 int MPI_Reduce_scatter(const void *s, void *r, const int rcs[], MPI_Datatype dt, MPI_Op op, MPI_Comm comm) {
-    COLL_BODY(FN_Reduce_scatter, K_REDUCE_SCATTER, -1, comm, sum_counts(rcs, dt, comm), sum_counts(rcs, dt, comm), type_bytes(dt, rcs[crank(comm)]), PMPI_Reduce_scatter(s, r, rcs, dt, op, comm))
+    COLL_BODY_E(FN_Reduce_scatter, K_REDUCE_SCATTER, -1, comm, sum_counts(rcs, dt, comm), sum_counts(rcs, dt, comm), type_bytes(dt, rcs[crank(comm)]), cpmpi_coll_reduce_scatter(s, r, rcs, dt, op, comm),
+                PMPI_Reduce_scatter(s, r, rcs, dt, op, comm))
 }
 int MPI_Reduce_scatter_block(const void *s, void *r, int rc_, MPI_Datatype dt, MPI_Op op, MPI_Comm comm) {
     int n = 1;
     PMPI_Comm_size(comm, &n);
-    COLL_BODY(FN_Reduce_scatter_block, K_REDUCE_SCATTER_BLOCK, -1, comm, type_bytes(dt, rc_) * (uint64_t)n, type_bytes(dt, rc_) * csize(comm), type_bytes(dt, rc_),
-              PMPI_Reduce_scatter_block(s, r, rc_, dt, op, comm))
+    COLL_BODY_E(FN_Reduce_scatter_block, K_REDUCE_SCATTER_BLOCK, -1, comm, type_bytes(dt, rc_) * (uint64_t)n, type_bytes(dt, rc_) * csize(comm), type_bytes(dt, rc_),
+                cpmpi_coll_reduce_scatter_block(s, r, rc_, dt, op, comm), PMPI_Reduce_scatter_block(s, r, rc_, dt, op, comm))
 }
 int MPI_Scan(const void *s, void *r, int count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm) {
-    COLL_BODY(FN_Scan, K_SCAN, -1, comm, type_bytes(dt, count), type_bytes(dt, count), type_bytes(dt, count), PMPI_Scan(s, r, count, dt, op, comm))
+    COLL_BODY_E(FN_Scan, K_SCAN, -1, comm, type_bytes(dt, count), type_bytes(dt, count), type_bytes(dt, count), cpmpi_coll_scan(s, r, count, dt, op, comm),
+                PMPI_Scan(s, r, count, dt, op, comm))
 }
 int MPI_Exscan(const void *s, void *r, int count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm) {
-    COLL_BODY(FN_Exscan, K_EXSCAN, -1, comm, type_bytes(dt, count), type_bytes(dt, count), type_bytes(dt, count), PMPI_Exscan(s, r, count, dt, op, comm))
+    COLL_BODY_E(FN_Exscan, K_EXSCAN, -1, comm, type_bytes(dt, count), type_bytes(dt, count), type_bytes(dt, count), cpmpi_coll_exscan(s, r, count, dt, op, comm),
+                PMPI_Exscan(s, r, count, dt, op, comm))
 }
 
 /* The families beyond the above: matched probes, nonblocking, persistent and neighbourhood

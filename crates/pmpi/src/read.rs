@@ -335,6 +335,12 @@ impl Call {
             ReduceScatterBlock => "MPI_Start(MPI_Reduce_scatter_block_init)",
             Scan => "MPI_Start(MPI_Scan_init)",
             Exscan => "MPI_Start(MPI_Exscan_init)",
+            Gatherv => "MPI_Start(MPI_Gatherv_init)",
+            Scatterv => "MPI_Start(MPI_Scatterv_init)",
+            Allgatherv => "MPI_Start(MPI_Allgatherv_init)",
+            Alltoallv => "MPI_Start(MPI_Alltoallv_init)",
+            Alltoallw => "MPI_Start(MPI_Alltoallw_init)",
+            ReduceScatter => "MPI_Start(MPI_Reduce_scatter_init)",
             _ => "MPI_Start(collective)",
         }
     }

@@ -105,6 +105,7 @@ MPI_Aint MPI_Aint_diff(MPI_Aint addr1, MPI_Aint addr2) {
 int MPI_Allgather_c(const void* sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void* recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm) {
     if (!ENTER(FN_Allgather_c)) return PMPI_Allgather_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
     int rc = PMPI_Allgather_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
+    if (rc == MPI_SUCCESS && EMU_ON()) cpmpi_emu_other(bytes_c(sendtype, sendcount));
     LEAVE();
     return rc;
 }
@@ -113,6 +114,7 @@ int MPI_Allgather_c(const void* sendbuf, MPI_Count sendcount, MPI_Datatype sendt
 int MPI_Allgather_init_c(const void* sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void* recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request* request) {
     if (!ENTER(FN_Allgather_init_c)) return PMPI_Allgather_init_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request);
     int rc = PMPI_Allgather_init_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request);
+    if (rc == MPI_SUCCESS && EMU_ON()) cpmpi_emu_other(bytes_c(sendtype, sendcount));
     LEAVE();
     return rc;
 }
@@ -121,14 +123,7 @@ int MPI_Allgather_init_c(const void* sendbuf, MPI_Count sendcount, MPI_Datatype 
 int MPI_Allgatherv_c(const void* sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void* recvbuf, const MPI_Count recvcounts[], const MPI_Aint displs[], MPI_Datatype recvtype, MPI_Comm comm) {
     if (!ENTER(FN_Allgatherv_c)) return PMPI_Allgatherv_c(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm);
     int rc = PMPI_Allgatherv_c(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm);
-    LEAVE();
-    return rc;
-}
-#endif
-#if defined(CPMPI_HAVE_Allgatherv_init) && !defined(MPI_Allgatherv_init)
-int MPI_Allgatherv_init(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, const int recvcounts[], const int displs[], MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request* request) {
-    if (!ENTER(FN_Allgatherv_init)) return PMPI_Allgatherv_init(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, info, request);
-    int rc = PMPI_Allgatherv_init(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, info, request);
+    if (rc == MPI_SUCCESS && EMU_ON()) cpmpi_emu_other(bytes_c(sendtype, sendcount));
     LEAVE();
     return rc;
 }
@@ -137,6 +132,7 @@ int MPI_Allgatherv_init(const void* sendbuf, int sendcount, MPI_Datatype sendtyp
 int MPI_Allgatherv_init_c(const void* sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void* recvbuf, const MPI_Count recvcounts[], const MPI_Aint displs[], MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request* request) {
     if (!ENTER(FN_Allgatherv_init_c)) return PMPI_Allgatherv_init_c(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, info, request);
     int rc = PMPI_Allgatherv_init_c(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, info, request);
+    if (rc == MPI_SUCCESS && EMU_ON()) cpmpi_emu_other(bytes_c(sendtype, sendcount));
     LEAVE();
     return rc;
 }
@@ -153,6 +149,7 @@ int MPI_Alloc_mem(MPI_Aint size, MPI_Info info, void* baseptr) {
 int MPI_Allreduce_c(const void* sendbuf, void* recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm) {
     if (!ENTER(FN_Allreduce_c)) return PMPI_Allreduce_c(sendbuf, recvbuf, count, datatype, op, comm);
     int rc = PMPI_Allreduce_c(sendbuf, recvbuf, count, datatype, op, comm);
+    if (rc == MPI_SUCCESS && EMU_ON()) cpmpi_emu_other(bytes_c(datatype, count));
     LEAVE();
     return rc;
 }
@@ -161,6 +158,7 @@ int MPI_Allreduce_c(const void* sendbuf, void* recvbuf, MPI_Count count, MPI_Dat
 int MPI_Allreduce_init_c(const void* sendbuf, void* recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request* request) {
     if (!ENTER(FN_Allreduce_init_c)) return PMPI_Allreduce_init_c(sendbuf, recvbuf, count, datatype, op, comm, info, request);
     int rc = PMPI_Allreduce_init_c(sendbuf, recvbuf, count, datatype, op, comm, info, request);
+    if (rc == MPI_SUCCESS && EMU_ON()) cpmpi_emu_other(bytes_c(datatype, count));
     LEAVE();
     return rc;
 }
@@ -169,6 +167,7 @@ int MPI_Allreduce_init_c(const void* sendbuf, void* recvbuf, MPI_Count count, MP
 int MPI_Alltoall_c(const void* sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void* recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm) {
     if (!ENTER(FN_Alltoall_c)) return PMPI_Alltoall_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
     int rc = PMPI_Alltoall_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
+    if (rc == MPI_SUCCESS && EMU_ON()) cpmpi_emu_other(bytes_c(sendtype, sendcount) * csize(comm));
     LEAVE();
     return rc;
 }
@@ -177,6 +176,7 @@ int MPI_Alltoall_c(const void* sendbuf, MPI_Count sendcount, MPI_Datatype sendty
 int MPI_Alltoall_init_c(const void* sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void* recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request* request) {
     if (!ENTER(FN_Alltoall_init_c)) return PMPI_Alltoall_init_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request);
     int rc = PMPI_Alltoall_init_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, info, request);
+    if (rc == MPI_SUCCESS && EMU_ON()) cpmpi_emu_other(bytes_c(sendtype, sendcount) * csize(comm));
     LEAVE();
     return rc;
 }
@@ -185,14 +185,7 @@ int MPI_Alltoall_init_c(const void* sendbuf, MPI_Count sendcount, MPI_Datatype s
 int MPI_Alltoallv_c(const void* sendbuf, const MPI_Count sendcounts[], const MPI_Aint sdispls[], MPI_Datatype sendtype, void* recvbuf, const MPI_Count recvcounts[], const MPI_Aint rdispls[], MPI_Datatype recvtype, MPI_Comm comm) {
     if (!ENTER(FN_Alltoallv_c)) return PMPI_Alltoallv_c(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm);
     int rc = PMPI_Alltoallv_c(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm);
-    LEAVE();
-    return rc;
-}
-#endif
-#if defined(CPMPI_HAVE_Alltoallv_init) && !defined(MPI_Alltoallv_init)
-int MPI_Alltoallv_init(const void* sendbuf, const int sendcounts[], const int sdispls[], MPI_Datatype sendtype, void* recvbuf, const int recvcounts[], const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request* request) {
-    if (!ENTER(FN_Alltoallv_init)) return PMPI_Alltoallv_init(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, info, request);
-    int rc = PMPI_Alltoallv_init(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, info, request);
+    if (rc == MPI_SUCCESS && EMU_ON()) cpmpi_emu_other(sum_counts_c(sendcounts, sendtype, comm));
     LEAVE();
     return rc;
 }
@@ -201,6 +194,7 @@ int MPI_Alltoallv_init(const void* sendbuf, const int sendcounts[], const int sd
 int MPI_Alltoallv_init_c(const void* sendbuf, const MPI_Count sendcounts[], const MPI_Aint sdispls[], MPI_Datatype sendtype, void* recvbuf, const MPI_Count recvcounts[], const MPI_Aint rdispls[], MPI_Datatype recvtype, MPI_Comm comm, MPI_Info info, MPI_Request* request) {
     if (!ENTER(FN_Alltoallv_init_c)) return PMPI_Alltoallv_init_c(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, info, request);
     int rc = PMPI_Alltoallv_init_c(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, info, request);
+    if (rc == MPI_SUCCESS && EMU_ON()) cpmpi_emu_other(sum_counts_c(sendcounts, sendtype, comm));
     LEAVE();
     return rc;
 }
@@ -209,14 +203,7 @@ int MPI_Alltoallv_init_c(const void* sendbuf, const MPI_Count sendcounts[], cons
 int MPI_Alltoallw_c(const void* sendbuf, const MPI_Count sendcounts[], const MPI_Aint sdispls[], const MPI_Datatype sendtypes[], void* recvbuf, const MPI_Count recvcounts[], const MPI_Aint rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm) {
     if (!ENTER(FN_Alltoallw_c)) return PMPI_Alltoallw_c(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm);
     int rc = PMPI_Alltoallw_c(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm);
-    LEAVE();
-    return rc;
-}
-#endif
-#if defined(CPMPI_HAVE_Alltoallw_init) && !defined(MPI_Alltoallw_init)
-int MPI_Alltoallw_init(const void* sendbuf, const int sendcounts[], const int sdispls[], const MPI_Datatype sendtypes[], void* recvbuf, const int recvcounts[], const int rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm, MPI_Info info, MPI_Request* request) {
-    if (!ENTER(FN_Alltoallw_init)) return PMPI_Alltoallw_init(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, info, request);
-    int rc = PMPI_Alltoallw_init(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, info, request);
+    if (rc == MPI_SUCCESS && EMU_ON()) cpmpi_emu_other(sum_w_c(sendcounts, sendtypes, comm));
     LEAVE();
     return rc;
 }
@@ -225,6 +212,7 @@ int MPI_Alltoallw_init(const void* sendbuf, const int sendcounts[], const int sd
 int MPI_Alltoallw_init_c(const void* sendbuf, const MPI_Count sendcounts[], const MPI_Aint sdispls[], const MPI_Datatype sendtypes[], void* recvbuf, const MPI_Count recvcounts[], const MPI_Aint rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm, MPI_Info info, MPI_Request* request) {
     if (!ENTER(FN_Alltoallw_init_c)) return PMPI_Alltoallw_init_c(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, info, request);
     int rc = PMPI_Alltoallw_init_c(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, info, request);
+    if (rc == MPI_SUCCESS && EMU_ON()) cpmpi_emu_other(sum_w_c(sendcounts, sendtypes, comm));
     LEAVE();
     return rc;
 }
@@ -257,6 +245,7 @@ int MPI_Attr_put(MPI_Comm comm, int keyval, void* attribute_val) {
 int MPI_Bcast_c(void* buffer, MPI_Count count, MPI_Datatype datatype, int root, MPI_Comm comm) {
     if (!ENTER(FN_Bcast_c)) return PMPI_Bcast_c(buffer, count, datatype, root, comm);
     int rc = PMPI_Bcast_c(buffer, count, datatype, root, comm);
+    if (rc == MPI_SUCCESS && EMU_ON()) cpmpi_emu_other(bytes_c(datatype, count));
     LEAVE();
     return rc;
 }
@@ -265,6 +254,7 @@ int MPI_Bcast_c(void* buffer, MPI_Count count, MPI_Datatype datatype, int root, 
 int MPI_Bcast_init_c(void* buffer, MPI_Count count, MPI_Datatype datatype, int root, MPI_Comm comm, MPI_Info info, MPI_Request* request) {
     if (!ENTER(FN_Bcast_init_c)) return PMPI_Bcast_init_c(buffer, count, datatype, root, comm, info, request);
     int rc = PMPI_Bcast_init_c(buffer, count, datatype, root, comm, info, request);
+    if (rc == MPI_SUCCESS && EMU_ON()) cpmpi_emu_other(bytes_c(datatype, count));
     LEAVE();
     return rc;
 }
@@ -881,6 +871,7 @@ int MPI_Error_string(int errorcode, char* string, int* resultlen) {
 int MPI_Exscan_c(const void* sendbuf, void* recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm) {
     if (!ENTER(FN_Exscan_c)) return PMPI_Exscan_c(sendbuf, recvbuf, count, datatype, op, comm);
     int rc = PMPI_Exscan_c(sendbuf, recvbuf, count, datatype, op, comm);
+    if (rc == MPI_SUCCESS && EMU_ON()) cpmpi_emu_other(bytes_c(datatype, count));
     LEAVE();
     return rc;
 }
@@ -889,6 +880,7 @@ int MPI_Exscan_c(const void* sendbuf, void* recvbuf, MPI_Count count, MPI_Dataty
 int MPI_Exscan_init_c(const void* sendbuf, void* recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request* request) {
     if (!ENTER(FN_Exscan_init_c)) return PMPI_Exscan_init_c(sendbuf, recvbuf, count, datatype, op, comm, info, request);
     int rc = PMPI_Exscan_init_c(sendbuf, recvbuf, count, datatype, op, comm, info, request);
+    if (rc == MPI_SUCCESS && EMU_ON()) cpmpi_emu_other(bytes_c(datatype, count));
     LEAVE();
     return rc;
 }
@@ -1657,6 +1649,7 @@ int MPI_Free_mem(void* base) {
 int MPI_Gather_c(const void* sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void* recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm) {
     if (!ENTER(FN_Gather_c)) return PMPI_Gather_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm);
     int rc = PMPI_Gather_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm);
+    if (rc == MPI_SUCCESS && EMU_ON()) cpmpi_emu_other(bytes_c(sendtype, sendcount));
     LEAVE();
     return rc;
 }
@@ -1665,6 +1658,7 @@ int MPI_Gather_c(const void* sendbuf, MPI_Count sendcount, MPI_Datatype sendtype
 int MPI_Gather_init_c(const void* sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void* recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request* request) {
     if (!ENTER(FN_Gather_init_c)) return PMPI_Gather_init_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request);
     int rc = PMPI_Gather_init_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request);
+    if (rc == MPI_SUCCESS && EMU_ON()) cpmpi_emu_other(bytes_c(sendtype, sendcount));
     LEAVE();
     return rc;
 }
@@ -1673,14 +1667,7 @@ int MPI_Gather_init_c(const void* sendbuf, MPI_Count sendcount, MPI_Datatype sen
 int MPI_Gatherv_c(const void* sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void* recvbuf, const MPI_Count recvcounts[], const MPI_Aint displs[], MPI_Datatype recvtype, int root, MPI_Comm comm) {
     if (!ENTER(FN_Gatherv_c)) return PMPI_Gatherv_c(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm);
     int rc = PMPI_Gatherv_c(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm);
-    LEAVE();
-    return rc;
-}
-#endif
-#if defined(CPMPI_HAVE_Gatherv_init) && !defined(MPI_Gatherv_init)
-int MPI_Gatherv_init(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf, const int recvcounts[], const int displs[], MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request* request) {
-    if (!ENTER(FN_Gatherv_init)) return PMPI_Gatherv_init(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, info, request);
-    int rc = PMPI_Gatherv_init(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, info, request);
+    if (rc == MPI_SUCCESS && EMU_ON()) cpmpi_emu_other(bytes_c(sendtype, sendcount));
     LEAVE();
     return rc;
 }
@@ -1689,6 +1676,7 @@ int MPI_Gatherv_init(const void* sendbuf, int sendcount, MPI_Datatype sendtype, 
 int MPI_Gatherv_init_c(const void* sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void* recvbuf, const MPI_Count recvcounts[], const MPI_Aint displs[], MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request* request) {
     if (!ENTER(FN_Gatherv_init_c)) return PMPI_Gatherv_init_c(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, info, request);
     int rc = PMPI_Gatherv_init_c(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, info, request);
+    if (rc == MPI_SUCCESS && EMU_ON()) cpmpi_emu_other(bytes_c(sendtype, sendcount));
     LEAVE();
     return rc;
 }
@@ -1993,6 +1981,7 @@ int MPI_Group_union(MPI_Group group1, MPI_Group group2, MPI_Group* newgroup) {
 int MPI_Iallgather_c(const void* sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void* recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request* request) {
     if (!ENTER(FN_Iallgather_c)) return PMPI_Iallgather_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request);
     int rc = PMPI_Iallgather_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request);
+    if (rc == MPI_SUCCESS && EMU_ON()) cpmpi_emu_other(bytes_c(sendtype, sendcount));
     LEAVE();
     return rc;
 }
@@ -2001,6 +1990,7 @@ int MPI_Iallgather_c(const void* sendbuf, MPI_Count sendcount, MPI_Datatype send
 int MPI_Iallgatherv_c(const void* sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void* recvbuf, const MPI_Count recvcounts[], const MPI_Aint displs[], MPI_Datatype recvtype, MPI_Comm comm, MPI_Request* request) {
     if (!ENTER(FN_Iallgatherv_c)) return PMPI_Iallgatherv_c(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, request);
     int rc = PMPI_Iallgatherv_c(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, request);
+    if (rc == MPI_SUCCESS && EMU_ON()) cpmpi_emu_other(bytes_c(sendtype, sendcount));
     LEAVE();
     return rc;
 }
@@ -2009,6 +1999,7 @@ int MPI_Iallgatherv_c(const void* sendbuf, MPI_Count sendcount, MPI_Datatype sen
 int MPI_Iallreduce_c(const void* sendbuf, void* recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request* request) {
     if (!ENTER(FN_Iallreduce_c)) return PMPI_Iallreduce_c(sendbuf, recvbuf, count, datatype, op, comm, request);
     int rc = PMPI_Iallreduce_c(sendbuf, recvbuf, count, datatype, op, comm, request);
+    if (rc == MPI_SUCCESS && EMU_ON()) cpmpi_emu_other(bytes_c(datatype, count));
     LEAVE();
     return rc;
 }
@@ -2017,6 +2008,7 @@ int MPI_Iallreduce_c(const void* sendbuf, void* recvbuf, MPI_Count count, MPI_Da
 int MPI_Ialltoall_c(const void* sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void* recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request* request) {
     if (!ENTER(FN_Ialltoall_c)) return PMPI_Ialltoall_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request);
     int rc = PMPI_Ialltoall_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, request);
+    if (rc == MPI_SUCCESS && EMU_ON()) cpmpi_emu_other(bytes_c(sendtype, sendcount) * csize(comm));
     LEAVE();
     return rc;
 }
@@ -2025,6 +2017,7 @@ int MPI_Ialltoall_c(const void* sendbuf, MPI_Count sendcount, MPI_Datatype sendt
 int MPI_Ialltoallv_c(const void* sendbuf, const MPI_Count sendcounts[], const MPI_Aint sdispls[], MPI_Datatype sendtype, void* recvbuf, const MPI_Count recvcounts[], const MPI_Aint rdispls[], MPI_Datatype recvtype, MPI_Comm comm, MPI_Request* request) {
     if (!ENTER(FN_Ialltoallv_c)) return PMPI_Ialltoallv_c(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, request);
     int rc = PMPI_Ialltoallv_c(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, request);
+    if (rc == MPI_SUCCESS && EMU_ON()) cpmpi_emu_other(sum_counts_c(sendcounts, sendtype, comm));
     LEAVE();
     return rc;
 }
@@ -2033,6 +2026,7 @@ int MPI_Ialltoallv_c(const void* sendbuf, const MPI_Count sendcounts[], const MP
 int MPI_Ialltoallw_c(const void* sendbuf, const MPI_Count sendcounts[], const MPI_Aint sdispls[], const MPI_Datatype sendtypes[], void* recvbuf, const MPI_Count recvcounts[], const MPI_Aint rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm, MPI_Request* request) {
     if (!ENTER(FN_Ialltoallw_c)) return PMPI_Ialltoallw_c(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, request);
     int rc = PMPI_Ialltoallw_c(sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm, request);
+    if (rc == MPI_SUCCESS && EMU_ON()) cpmpi_emu_other(sum_w_c(sendcounts, sendtypes, comm));
     LEAVE();
     return rc;
 }
@@ -2041,6 +2035,7 @@ int MPI_Ialltoallw_c(const void* sendbuf, const MPI_Count sendcounts[], const MP
 int MPI_Ibcast_c(void* buffer, MPI_Count count, MPI_Datatype datatype, int root, MPI_Comm comm, MPI_Request* request) {
     if (!ENTER(FN_Ibcast_c)) return PMPI_Ibcast_c(buffer, count, datatype, root, comm, request);
     int rc = PMPI_Ibcast_c(buffer, count, datatype, root, comm, request);
+    if (rc == MPI_SUCCESS && EMU_ON()) cpmpi_emu_other(bytes_c(datatype, count));
     LEAVE();
     return rc;
 }
@@ -2057,6 +2052,7 @@ int MPI_Ibsend_c(const void* buf, MPI_Count count, MPI_Datatype datatype, int de
 int MPI_Iexscan_c(const void* sendbuf, void* recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request* request) {
     if (!ENTER(FN_Iexscan_c)) return PMPI_Iexscan_c(sendbuf, recvbuf, count, datatype, op, comm, request);
     int rc = PMPI_Iexscan_c(sendbuf, recvbuf, count, datatype, op, comm, request);
+    if (rc == MPI_SUCCESS && EMU_ON()) cpmpi_emu_other(bytes_c(datatype, count));
     LEAVE();
     return rc;
 }
@@ -2065,6 +2061,7 @@ int MPI_Iexscan_c(const void* sendbuf, void* recvbuf, MPI_Count count, MPI_Datat
 int MPI_Igather_c(const void* sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void* recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request* request) {
     if (!ENTER(FN_Igather_c)) return PMPI_Igather_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request);
     int rc = PMPI_Igather_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request);
+    if (rc == MPI_SUCCESS && EMU_ON()) cpmpi_emu_other(bytes_c(sendtype, sendcount));
     LEAVE();
     return rc;
 }
@@ -2073,6 +2070,7 @@ int MPI_Igather_c(const void* sendbuf, MPI_Count sendcount, MPI_Datatype sendtyp
 int MPI_Igatherv_c(const void* sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void* recvbuf, const MPI_Count recvcounts[], const MPI_Aint displs[], MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request* request) {
     if (!ENTER(FN_Igatherv_c)) return PMPI_Igatherv_c(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, request);
     int rc = PMPI_Igatherv_c(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root, comm, request);
+    if (rc == MPI_SUCCESS && EMU_ON()) cpmpi_emu_other(bytes_c(sendtype, sendcount));
     LEAVE();
     return rc;
 }
@@ -2289,6 +2287,7 @@ int MPI_Irecv_c(void* buf, MPI_Count count, MPI_Datatype datatype, int source, i
 int MPI_Ireduce_c(const void* sendbuf, void* recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm, MPI_Request* request) {
     if (!ENTER(FN_Ireduce_c)) return PMPI_Ireduce_c(sendbuf, recvbuf, count, datatype, op, root, comm, request);
     int rc = PMPI_Ireduce_c(sendbuf, recvbuf, count, datatype, op, root, comm, request);
+    if (rc == MPI_SUCCESS && EMU_ON()) cpmpi_emu_other(bytes_c(datatype, count));
     LEAVE();
     return rc;
 }
@@ -2297,6 +2296,7 @@ int MPI_Ireduce_c(const void* sendbuf, void* recvbuf, MPI_Count count, MPI_Datat
 int MPI_Ireduce_scatter_block_c(const void* sendbuf, void* recvbuf, MPI_Count recvcount, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request* request) {
     if (!ENTER(FN_Ireduce_scatter_block_c)) return PMPI_Ireduce_scatter_block_c(sendbuf, recvbuf, recvcount, datatype, op, comm, request);
     int rc = PMPI_Ireduce_scatter_block_c(sendbuf, recvbuf, recvcount, datatype, op, comm, request);
+    if (rc == MPI_SUCCESS && EMU_ON()) cpmpi_emu_other(bytes_c(datatype, recvcount) * csize(comm));
     LEAVE();
     return rc;
 }
@@ -2305,6 +2305,7 @@ int MPI_Ireduce_scatter_block_c(const void* sendbuf, void* recvbuf, MPI_Count re
 int MPI_Ireduce_scatter_c(const void* sendbuf, void* recvbuf, const MPI_Count recvcounts[], MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request* request) {
     if (!ENTER(FN_Ireduce_scatter_c)) return PMPI_Ireduce_scatter_c(sendbuf, recvbuf, recvcounts, datatype, op, comm, request);
     int rc = PMPI_Ireduce_scatter_c(sendbuf, recvbuf, recvcounts, datatype, op, comm, request);
+    if (rc == MPI_SUCCESS && EMU_ON()) cpmpi_emu_other(sum_counts_c(recvcounts, datatype, comm));
     LEAVE();
     return rc;
 }
@@ -2329,6 +2330,7 @@ int MPI_Is_thread_main(int* flag) {
 int MPI_Iscan_c(const void* sendbuf, void* recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request* request) {
     if (!ENTER(FN_Iscan_c)) return PMPI_Iscan_c(sendbuf, recvbuf, count, datatype, op, comm, request);
     int rc = PMPI_Iscan_c(sendbuf, recvbuf, count, datatype, op, comm, request);
+    if (rc == MPI_SUCCESS && EMU_ON()) cpmpi_emu_other(bytes_c(datatype, count));
     LEAVE();
     return rc;
 }
@@ -2337,6 +2339,7 @@ int MPI_Iscan_c(const void* sendbuf, void* recvbuf, MPI_Count count, MPI_Datatyp
 int MPI_Iscatter_c(const void* sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void* recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request* request) {
     if (!ENTER(FN_Iscatter_c)) return PMPI_Iscatter_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request);
     int rc = PMPI_Iscatter_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, request);
+    if (rc == MPI_SUCCESS && EMU_ON()) cpmpi_emu_other(bytes_c(recvtype, recvcount));
     LEAVE();
     return rc;
 }
@@ -2345,6 +2348,7 @@ int MPI_Iscatter_c(const void* sendbuf, MPI_Count sendcount, MPI_Datatype sendty
 int MPI_Iscatterv_c(const void* sendbuf, const MPI_Count sendcounts[], const MPI_Aint displs[], MPI_Datatype sendtype, void* recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Request* request) {
     if (!ENTER(FN_Iscatterv_c)) return PMPI_Iscatterv_c(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, request);
     int rc = PMPI_Iscatterv_c(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, request);
+    if (rc == MPI_SUCCESS && EMU_ON()) cpmpi_emu_other(bytes_c(recvtype, recvcount));
     LEAVE();
     return rc;
 }
@@ -2789,6 +2793,7 @@ int MPI_Recv_init_c(void* buf, MPI_Count count, MPI_Datatype datatype, int sourc
 int MPI_Reduce_c(const void* sendbuf, void* recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm) {
     if (!ENTER(FN_Reduce_c)) return PMPI_Reduce_c(sendbuf, recvbuf, count, datatype, op, root, comm);
     int rc = PMPI_Reduce_c(sendbuf, recvbuf, count, datatype, op, root, comm);
+    if (rc == MPI_SUCCESS && EMU_ON()) cpmpi_emu_other(bytes_c(datatype, count));
     LEAVE();
     return rc;
 }
@@ -2797,6 +2802,7 @@ int MPI_Reduce_c(const void* sendbuf, void* recvbuf, MPI_Count count, MPI_Dataty
 int MPI_Reduce_init_c(const void* sendbuf, void* recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm, MPI_Info info, MPI_Request* request) {
     if (!ENTER(FN_Reduce_init_c)) return PMPI_Reduce_init_c(sendbuf, recvbuf, count, datatype, op, root, comm, info, request);
     int rc = PMPI_Reduce_init_c(sendbuf, recvbuf, count, datatype, op, root, comm, info, request);
+    if (rc == MPI_SUCCESS && EMU_ON()) cpmpi_emu_other(bytes_c(datatype, count));
     LEAVE();
     return rc;
 }
@@ -2821,6 +2827,7 @@ int MPI_Reduce_local_c(const void* inbuf, void* inoutbuf, MPI_Count count, MPI_D
 int MPI_Reduce_scatter_block_c(const void* sendbuf, void* recvbuf, MPI_Count recvcount, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm) {
     if (!ENTER(FN_Reduce_scatter_block_c)) return PMPI_Reduce_scatter_block_c(sendbuf, recvbuf, recvcount, datatype, op, comm);
     int rc = PMPI_Reduce_scatter_block_c(sendbuf, recvbuf, recvcount, datatype, op, comm);
+    if (rc == MPI_SUCCESS && EMU_ON()) cpmpi_emu_other(bytes_c(datatype, recvcount) * csize(comm));
     LEAVE();
     return rc;
 }
@@ -2829,6 +2836,7 @@ int MPI_Reduce_scatter_block_c(const void* sendbuf, void* recvbuf, MPI_Count rec
 int MPI_Reduce_scatter_block_init_c(const void* sendbuf, void* recvbuf, MPI_Count recvcount, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request* request) {
     if (!ENTER(FN_Reduce_scatter_block_init_c)) return PMPI_Reduce_scatter_block_init_c(sendbuf, recvbuf, recvcount, datatype, op, comm, info, request);
     int rc = PMPI_Reduce_scatter_block_init_c(sendbuf, recvbuf, recvcount, datatype, op, comm, info, request);
+    if (rc == MPI_SUCCESS && EMU_ON()) cpmpi_emu_other(bytes_c(datatype, recvcount) * csize(comm));
     LEAVE();
     return rc;
 }
@@ -2837,14 +2845,7 @@ int MPI_Reduce_scatter_block_init_c(const void* sendbuf, void* recvbuf, MPI_Coun
 int MPI_Reduce_scatter_c(const void* sendbuf, void* recvbuf, const MPI_Count recvcounts[], MPI_Datatype datatype, MPI_Op op, MPI_Comm comm) {
     if (!ENTER(FN_Reduce_scatter_c)) return PMPI_Reduce_scatter_c(sendbuf, recvbuf, recvcounts, datatype, op, comm);
     int rc = PMPI_Reduce_scatter_c(sendbuf, recvbuf, recvcounts, datatype, op, comm);
-    LEAVE();
-    return rc;
-}
-#endif
-#if defined(CPMPI_HAVE_Reduce_scatter_init) && !defined(MPI_Reduce_scatter_init)
-int MPI_Reduce_scatter_init(const void* sendbuf, void* recvbuf, const int recvcounts[], MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request* request) {
-    if (!ENTER(FN_Reduce_scatter_init)) return PMPI_Reduce_scatter_init(sendbuf, recvbuf, recvcounts, datatype, op, comm, info, request);
-    int rc = PMPI_Reduce_scatter_init(sendbuf, recvbuf, recvcounts, datatype, op, comm, info, request);
+    if (rc == MPI_SUCCESS && EMU_ON()) cpmpi_emu_other(sum_counts_c(recvcounts, datatype, comm));
     LEAVE();
     return rc;
 }
@@ -2853,6 +2854,7 @@ int MPI_Reduce_scatter_init(const void* sendbuf, void* recvbuf, const int recvco
 int MPI_Reduce_scatter_init_c(const void* sendbuf, void* recvbuf, const MPI_Count recvcounts[], MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request* request) {
     if (!ENTER(FN_Reduce_scatter_init_c)) return PMPI_Reduce_scatter_init_c(sendbuf, recvbuf, recvcounts, datatype, op, comm, info, request);
     int rc = PMPI_Reduce_scatter_init_c(sendbuf, recvbuf, recvcounts, datatype, op, comm, info, request);
+    if (rc == MPI_SUCCESS && EMU_ON()) cpmpi_emu_other(sum_counts_c(recvcounts, datatype, comm));
     LEAVE();
     return rc;
 }
@@ -3005,6 +3007,7 @@ int MPI_Rsend_init_c(const void* buf, MPI_Count count, MPI_Datatype datatype, in
 int MPI_Scan_c(const void* sendbuf, void* recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm) {
     if (!ENTER(FN_Scan_c)) return PMPI_Scan_c(sendbuf, recvbuf, count, datatype, op, comm);
     int rc = PMPI_Scan_c(sendbuf, recvbuf, count, datatype, op, comm);
+    if (rc == MPI_SUCCESS && EMU_ON()) cpmpi_emu_other(bytes_c(datatype, count));
     LEAVE();
     return rc;
 }
@@ -3013,6 +3016,7 @@ int MPI_Scan_c(const void* sendbuf, void* recvbuf, MPI_Count count, MPI_Datatype
 int MPI_Scan_init_c(const void* sendbuf, void* recvbuf, MPI_Count count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Info info, MPI_Request* request) {
     if (!ENTER(FN_Scan_init_c)) return PMPI_Scan_init_c(sendbuf, recvbuf, count, datatype, op, comm, info, request);
     int rc = PMPI_Scan_init_c(sendbuf, recvbuf, count, datatype, op, comm, info, request);
+    if (rc == MPI_SUCCESS && EMU_ON()) cpmpi_emu_other(bytes_c(datatype, count));
     LEAVE();
     return rc;
 }
@@ -3021,6 +3025,7 @@ int MPI_Scan_init_c(const void* sendbuf, void* recvbuf, MPI_Count count, MPI_Dat
 int MPI_Scatter_c(const void* sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void* recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm) {
     if (!ENTER(FN_Scatter_c)) return PMPI_Scatter_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm);
     int rc = PMPI_Scatter_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm);
+    if (rc == MPI_SUCCESS && EMU_ON()) cpmpi_emu_other(bytes_c(recvtype, recvcount));
     LEAVE();
     return rc;
 }
@@ -3029,6 +3034,7 @@ int MPI_Scatter_c(const void* sendbuf, MPI_Count sendcount, MPI_Datatype sendtyp
 int MPI_Scatter_init_c(const void* sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void* recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request* request) {
     if (!ENTER(FN_Scatter_init_c)) return PMPI_Scatter_init_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request);
     int rc = PMPI_Scatter_init_c(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request);
+    if (rc == MPI_SUCCESS && EMU_ON()) cpmpi_emu_other(bytes_c(recvtype, recvcount));
     LEAVE();
     return rc;
 }
@@ -3037,14 +3043,7 @@ int MPI_Scatter_init_c(const void* sendbuf, MPI_Count sendcount, MPI_Datatype se
 int MPI_Scatterv_c(const void* sendbuf, const MPI_Count sendcounts[], const MPI_Aint displs[], MPI_Datatype sendtype, void* recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm) {
     if (!ENTER(FN_Scatterv_c)) return PMPI_Scatterv_c(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm);
     int rc = PMPI_Scatterv_c(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm);
-    LEAVE();
-    return rc;
-}
-#endif
-#if defined(CPMPI_HAVE_Scatterv_init) && !defined(MPI_Scatterv_init)
-int MPI_Scatterv_init(const void* sendbuf, const int sendcounts[], const int displs[], MPI_Datatype sendtype, void* recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request* request) {
-    if (!ENTER(FN_Scatterv_init)) return PMPI_Scatterv_init(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request);
-    int rc = PMPI_Scatterv_init(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request);
+    if (rc == MPI_SUCCESS && EMU_ON()) cpmpi_emu_other(bytes_c(recvtype, recvcount));
     LEAVE();
     return rc;
 }
@@ -3053,6 +3052,7 @@ int MPI_Scatterv_init(const void* sendbuf, const int sendcounts[], const int dis
 int MPI_Scatterv_init_c(const void* sendbuf, const MPI_Count sendcounts[], const MPI_Aint displs[], MPI_Datatype sendtype, void* recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm, MPI_Info info, MPI_Request* request) {
     if (!ENTER(FN_Scatterv_init_c)) return PMPI_Scatterv_init_c(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request);
     int rc = PMPI_Scatterv_init_c(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root, comm, info, request);
+    if (rc == MPI_SUCCESS && EMU_ON()) cpmpi_emu_other(bytes_c(recvtype, recvcount));
     LEAVE();
     return rc;
 }

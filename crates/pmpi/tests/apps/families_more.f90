@@ -15,10 +15,13 @@
 !                   MPI_WIN_SYNC; MPI_WIN_UNLOCK_ALL. active (post/start/complete/wait): post to
 !                   {left}, start {right}; MPI_PUT 4 doubles to right; complete; MPI_WIN_TEST
 !                   until done.
+! The collectives' results are checked (no MPI call added, so the counts stay): a wrong one stops
+! the rank with status 1, so that a run under `commperf emulate` (which runs them as messages)
+! fails on a wrong value.
 program families_more
   use mpi
   implicit none
-  integer :: ierr, r, n, right, left, i, req, ring, win, wgroup, pgroup, sgroup
+  integer :: ierr, r, n, right, left, i, j, k, req, ring, win, wgroup, pgroup, sgroup
   integer :: counts(4), displs(4), ones(4), seq(4), types(4), ncounts(2), ndispls(2), ntypes(2)
   integer(kind=MPI_ADDRESS_KIND) :: wsize, disp, ndisp8(2)
   logical :: flag
@@ -29,7 +32,9 @@ program families_more
   if (n /= 4) call MPI_ABORT(MPI_COMM_WORLD, 2, ierr)
   right = mod(r + 1, n)
   left = mod(r + n - 1, n)
-  s = dble(r)
+  do i = 1, 10
+    s(i) = dble(r * 100 + i)
+  end do
   one = dble(r)
   do i = 1, 4
     counts(i) = i
@@ -38,26 +43,50 @@ program families_more
     seq(i) = i - 1
     types(i) = MPI_DOUBLE_PRECISION
   end do
+  g = -1.0d0
   call MPI_GATHERV(s, r + 1, MPI_DOUBLE_PRECISION, g, counts, displs, MPI_DOUBLE_PRECISION, 0, &
                    MPI_COMM_WORLD, ierr)
+  if (r == 0) call check_blocks(g, 'gatherv')
+  g = -1.0d0
   call MPI_SCATTERV(s, counts, displs, MPI_DOUBLE_PRECISION, g, r + 1, MPI_DOUBLE_PRECISION, 0, &
                     MPI_COMM_WORLD, ierr)
+  do k = 1, r + 1
+    call check(g(k), dble(displs(r + 1) + k), 'scatterv')
+  end do
+  g = -1.0d0
   call MPI_ALLGATHERV(s, r + 1, MPI_DOUBLE_PRECISION, g, counts, displs, MPI_DOUBLE_PRECISION, &
                       MPI_COMM_WORLD, ierr)
+  call check_blocks(g, 'allgatherv')
   call MPI_ALLTOALLV(one, ones, seq, MPI_DOUBLE_PRECISION, got, ones, seq, MPI_DOUBLE_PRECISION, &
                      MPI_COMM_WORLD, ierr)
+  do j = 1, 4
+    call check(got(j), dble(j - 1), 'alltoallv')
+  end do
   seq = seq * 8
+  got = -1.0d0
   call MPI_ALLTOALLW(one, ones, seq, types, got, ones, seq, types, MPI_COMM_WORLD, ierr)
+  do j = 1, 4
+    call check(got(j), dble(j - 1), 'alltoallw')
+  end do
   x = dble(r)
   call MPI_SCAN(x, y, 1, MPI_DOUBLE_PRECISION, MPI_SUM, MPI_COMM_WORLD, ierr)
+  call check(y, dble(r * (r + 1) / 2), 'scan')
+  y = -1.0d0
   call MPI_EXSCAN(x, y, 1, MPI_DOUBLE_PRECISION, MPI_SUM, MPI_COMM_WORLD, ierr)
+  if (r > 0) call check(y, dble(r * (r - 1) / 2), 'exscan')
   call MPI_REDUCE_SCATTER_BLOCK(one, y, 1, MPI_DOUBLE_PRECISION, MPI_SUM, MPI_COMM_WORLD, ierr)
+  call check(y, 6.0d0, 'reduce_scatter_block')
+  y = -1.0d0
   call MPI_REDUCE_SCATTER(one, y, ones, MPI_DOUBLE_PRECISION, MPI_SUM, MPI_COMM_WORLD, ierr)
+  call check(y, 6.0d0, 'reduce_scatter')
+  g = -1.0d0
   call MPI_IALLGATHERV(s, r + 1, MPI_DOUBLE_PRECISION, g, counts, displs, MPI_DOUBLE_PRECISION, &
                        MPI_COMM_WORLD, req, ierr)
   call MPI_WAIT(req, MPI_STATUS_IGNORE, ierr)
+  call check_blocks(g, 'iallgatherv')
   call MPI_ISCAN(x, y, 1, MPI_DOUBLE_PRECISION, MPI_SUM, MPI_COMM_WORLD, req, ierr)
   call MPI_WAIT(req, MPI_STATUS_IGNORE, ierr)
+  call check(y, dble(r * (r + 1) / 2), 'iscan')
   ! A periodic ring: each rank's two neighbours are left and right.
   call MPI_CART_CREATE(MPI_COMM_WORLD, 1, (/ 4 /), (/ .true. /), .false., ring, ierr)
   call MPI_NEIGHBOR_ALLGATHER(x, 1, MPI_DOUBLE_PRECISION, nb, 1, MPI_DOUBLE_PRECISION, ring, ierr)
@@ -112,4 +141,24 @@ program families_more
   call MPI_GROUP_FREE(wgroup, ierr)
   call MPI_WIN_FREE(win, ierr)
   call MPI_FINALIZE(ierr)
+contains
+  subroutine check(v, want, what)
+    double precision, intent(in) :: v, want
+    character(len=*), intent(in) :: what
+    if (v /= want) then
+      print *, 'rank', r, what, v, 'want', want
+      stop 1
+    end if
+  end subroutine check
+  ! Rank j's j + 1 values j * 100 + 1 .. at displs(j + 1).
+  subroutine check_blocks(b, what)
+    double precision, intent(in) :: b(10)
+    character(len=*), intent(in) :: what
+    integer :: jj, kk
+    do jj = 0, 3
+      do kk = 1, jj + 1
+        call check(b(displs(jj + 1) + kk), dble(jj * 100 + kk), what)
+      end do
+    end do
+  end subroutine check_blocks
 end program families_more
