@@ -1052,7 +1052,6 @@ mod tests {
                 pieces: Vec::new(),
                 ladder_us: None,
                 state_ns: None,
-                ladder: Vec::new(),
             }],
             cells: vec![
                 lc("ompi-shm", 0.0002, Some(0.00021), None),

@@ -139,23 +139,6 @@ pub struct LoopStack {
     /// The machine's state over the bench (as [`app::Cell`]'s runs').
     #[serde(default)]
     pub state_ns: Option<f64>,
-    /// Every piece the bench fitted with the figures measured in it, smallest messages first:
-    /// what a replay prices the messages above its piece with ([`sets_above`]).
-    #[serde(default)]
-    pub ladder: Vec<LadderPiece>,
-}
-
-/// One protocol piece of `bench loggp`, with what was measured at each of its sizes.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[allow(non_snake_case)]
-pub struct LadderPiece {
-    pub from_bytes: u64,
-    pub to_bytes: u64,
-    /// The piece's g and G (the fit of g + G·s to its gaps), where the bench gave them.
-    pub g_ns: Option<f64>,
-    pub G_ns_per_byte: Option<f64>,
-    /// (size in bytes, one-way time ns), its sizes ascending.
-    pub one_way_ns: Vec<(u64, f64)>,
 }
 
 /// LogGOPS parameters of the first protocol piece `bench loggp` fitted (the smallest messages),
@@ -223,6 +206,11 @@ pub struct LoopCell {
     pub piece_from_bytes: Option<u64>,
     #[serde(default)]
     pub piece_to_bytes: Option<u64>,
+    /// The share of the trace's point-to-point bytes (%) in messages larger than the piece's
+    /// sizes: priced at its G, fitted on smaller messages (hpcc's 2 MiB messages at the 8–256 B
+    /// piece's G; the sizes above are other protocols, see `predict --loggp-from`).
+    #[serde(default)]
+    pub bytes_above_piece_percent: Option<f64>,
     /// The replay's finish time of the last rank (s).
     pub predicted_total_s: Option<f64>,
     /// The replay's time not computing (finish − compute), mean over the ranks (s).
@@ -444,82 +432,6 @@ pub fn pieces_from_bench(rows: &[commperf_core::Row]) -> Vec<Params> {
     out
 }
 
-/// Every piece of a bench's loggp rows ([`bench_rows`]) with its one-way times, smallest
-/// messages first; rows without a piece or a one-way time are left out.
-pub fn ladder_from_rows(rows: &[commperf_core::Row]) -> Vec<LadderPiece> {
-    let mut out: Vec<LadderPiece> = Vec::new();
-    for r in rows {
-        let (Some(from), Some(to), Some(p50)) = (r.piece_from_bytes, r.piece_to_bytes, r.p50_us)
-        else {
-            continue;
-        };
-        if !(p50.is_finite() && p50 > 0.0) {
-            continue;
-        }
-        let i = match out
-            .iter()
-            .position(|p| (p.from_bytes, p.to_bytes) == (from, to))
-        {
-            Some(i) => i,
-            None => {
-                let ok = |v: Option<f64>| v.filter(|x| x.is_finite() && *x >= 0.0).map(|x| x * 1e3);
-                out.push(LadderPiece {
-                    from_bytes: from,
-                    to_bytes: to,
-                    g_ns: ok(r.g_us),
-                    G_ns_per_byte: ok(r.gap_per_byte_us),
-                    one_way_ns: Vec::new(),
-                });
-                out.len() - 1
-            }
-        };
-        out[i].one_way_ns.push((r.size_bytes, p50 * 1e3));
-    }
-    out
-}
-
-/// The parameters a replay on `base` prices the messages above `base`'s piece with: one set
-/// per piece of `ladder` that starts above it, from the piece's first size on. Each keeps
-/// `base`'s fixed CPU overheads (o_s, o_r) and its overlap, which the replay applies to every
-/// message, and takes the piece's own g and G (its stream's pace) and no O: a per-byte CPU
-/// cost fitted over 8–256 B is noise carried to megabytes (MPICH's shared memory: hpcc's
-/// 2 MiB messages replayed at four times their time). Its L is what makes LogGP's one-way
-/// time o_s − overlap + L + G·(s − 1) + o_r equal the piece's measured one-way times (their
-/// median over its sizes, never below 0). The bench's own fit of a large piece is not taken
-/// whole: there o_s and o_r grow with the copy (Open MPI's shared memory, 8–32 KiB: 1.8 and
-/// 2.1 µs) while the one-way time (2.4 µs at 8 KiB) is below their sum, and L is not
-/// identifiable. A piece without G is left out (the one below it goes on).
-pub fn sets_above(ladder: &[LadderPiece], base: &Params) -> Vec<(u64, LogGp)> {
-    let Some(top) = base.piece_to_bytes else {
-        return Vec::new();
-    };
-    let depart = (base.o_s_ns - base.overlap_ns).max(0.0);
-    ladder
-        .iter()
-        .filter(|p| p.from_bytes > top && !p.one_way_ns.is_empty())
-        .filter_map(|p| {
-            let big_g = p.G_ns_per_byte?;
-            let ls: Vec<f64> = p
-                .one_way_ns
-                .iter()
-                .map(|&(s, t)| t - depart - base.o_r_ns - big_g * s.saturating_sub(1) as f64)
-                .collect();
-            let l = app::median(&ls)?.max(0.0);
-            Some((
-                p.from_bytes,
-                LogGp {
-                    L_ns: l,
-                    o_s_ns: base.o_s_ns,
-                    o_r_ns: base.o_r_ns,
-                    g_ns: p.g_ns.unwrap_or(base.g_ns),
-                    G_ns_per_byte: big_g,
-                    O_ns_per_byte: 0.0,
-                },
-            ))
-        })
-        .collect()
-}
-
 /// How far `size` lies from the piece `lo..=hi`, on a log scale: 0 inside it.
 pub fn piece_distance(size: u64, lo: u64, hi: u64) -> f64 {
     if (lo..=hi).contains(&size) {
@@ -605,6 +517,21 @@ fn loop_stack(
         &LOGGP_ITERS.to_string(),
     ]
     .map(String::from);
+    let mut state_ns = None;
+    let r = (|| -> Result<(Params, Vec<Params>, Vec<String>, f64)> {
+        nets.check(s).map_err(anyhow::Error::msg)?;
+        let (note, state) = crate::probe::around(|| app::launch_bench(a, s, &args, &file));
+        state_ns = state;
+        let note = note?;
+        let text = commperf_core::read_text(&file)?;
+        let ctx = || file.display().to_string();
+        let rows = bench_rows(&text).with_context(ctx)?;
+        let (p, mut notes) = params_from_bench(&rows).with_context(ctx)?;
+        let pieces = pieces_from_bench(&rows);
+        let ladder = ladder_from_bench(&rows).with_context(ctx)?;
+        notes.extend(note);
+        Ok((p, pieces, notes, ladder))
+    })();
     let mut st = LoopStack {
         stack: s.name(),
         error: None,
@@ -613,30 +540,16 @@ fn loop_stack(
         params: None,
         pieces: Vec::new(),
         ladder_us: None,
-        state_ns: None,
-        ladder: Vec::new(),
+        state_ns,
     };
-    let r = (|| -> Result<()> {
-        nets.check(s).map_err(anyhow::Error::msg)?;
-        let (note, state) = crate::probe::around(|| app::launch_bench(a, s, &args, &file));
-        st.state_ns = state;
-        let note = note?;
-        let text = commperf_core::read_text(&file)?;
-        let ctx = || file.display().to_string();
-        let rows = bench_rows(&text).with_context(ctx)?;
-        let (p, mut notes) = params_from_bench(&rows).with_context(ctx)?;
-        let ladder_us = ladder_from_bench(&rows).with_context(ctx)?;
-        notes.extend(note);
-        st.params = Some(p);
-        st.pieces = pieces_from_bench(&rows);
-        st.notes = notes;
-        st.ladder_us = Some(ladder_us);
-        st.ladder = ladder_from_rows(&rows);
-        Ok(())
-    })();
-    // Every figure is set after the last step that can fail: a stack has all or none.
-    if let Err(e) = r {
-        st.error = Some(format!("{e:#}"));
+    match r {
+        Ok((p, pieces, notes, ladder)) => {
+            st.params = Some(p);
+            st.pieces = pieces;
+            st.notes = notes;
+            st.ladder_us = Some(ladder);
+        }
+        Err(e) => st.error = Some(format!("{e:#}")),
     }
     st
 }
@@ -727,7 +640,6 @@ fn measured(dirs: &[PathBuf], kit: bool) -> Result<(f64, f64)> {
 fn predict(
     workload: &commperf_predict::workload::Workload,
     p: &Params,
-    above: Vec<(u64, LogGp)>,
     own: &Params,
 ) -> Result<(f64, f64)> {
     let net = topology::build(&TopologySpec::Crossbar, workload.nranks(), 1)?;
@@ -766,9 +678,6 @@ fn predict(
         // block before sending its own, and transpose's exchanges ran one half after the other
         // (+22…+28 % on ompi-shm and mpich-tcp; −6…+1 % so, seven studies replayed).
         progress: engine::Progress::Wait,
-        // The messages above the piece: hpcc's 2 MiB ones at the 8–256 B piece's G (0.5 ns/B
-        // on Open MPI's shared memory, 0.08 from 8 KiB on) were replayed at +266 %.
-        loggp_by_size: above,
         ..PredictConfig::default()
     };
     let inputs = Inputs {
@@ -911,7 +820,6 @@ pub(crate) fn measure(
                     pieces: Vec::new(),
                     ladder_us: None,
                     state_ns: None,
-                    ladder: Vec::new(),
                 }
             })
         })
@@ -1225,6 +1133,7 @@ pub(crate) fn finish(
                 trace_left_out_calls: None,
                 trace_summary: None,
                 comm_misses: Vec::new(),
+                ..LoopCell::default()
             };
             if let Some(u) = usual {
                 let reference = ref_idx.map(|i| &stacks[i]);
@@ -1277,6 +1186,9 @@ pub(crate) fn finish(
                     let params = piece_for(st, size).unwrap_or(first);
                     lc.piece_from_bytes = params.piece_from_bytes;
                     lc.piece_to_bytes = params.piece_to_bytes;
+                    lc.bytes_above_piece_percent = params
+                        .piece_to_bytes
+                        .and_then(|top| crate::emulate_sweep::send_bytes_above_percent(w, top));
                     // A message to oneself takes the MPI library's in-memory path on every
                     // stack: it costs what the reference's overheads are, not a TCP stack's
                     // kernel send path (halo's two self messages an iteration on 2 ranks were
@@ -1284,7 +1196,7 @@ pub(crate) fn finish(
                     let own = ref_idx
                         .and_then(|i| piece_for(&stacks[i], size))
                         .unwrap_or(params);
-                    match predict(w, params, sets_above(&st.ladder, params), own) {
+                    match predict(w, params, own) {
                         Ok((t, m)) => {
                             lc.window_from =
                                 Some(if *from_barrier { "barrier" } else { "init" }.into());
@@ -1385,11 +1297,27 @@ pub fn miss_causes(c: &LoopCell) -> Vec<String> {
             causes.join("; ")
         ));
     };
+    // A tenth of the bytes beyond the piece's sizes is where its G decides the replay.
+    let above = c
+        .bytes_above_piece_percent
+        .filter(|p| *p >= 10.0)
+        .zip(c.piece_to_bytes)
+        .map(|(p, top)| {
+            format!(
+                "{p:.0} % of the bytes in messages above the sizes of the piece the replay took \
+                 (up to {top} B), priced at its G"
+            )
+        });
     if let Some(err) = off(c.comm_error_percent) {
         say(
             "predicted communication",
             err,
-            left_out.iter().chain(&state).cloned().collect(),
+            left_out
+                .iter()
+                .chain(&above)
+                .chain(&state)
+                .cloned()
+                .collect(),
         );
     }
     if let Some(e) = &c.emulation {
@@ -1719,68 +1647,7 @@ mod tests {
             pieces: Vec::new(),
             ladder_us: None,
             state_ns: None,
-            ladder: Vec::new(),
         }
-    }
-
-    #[test]
-    fn messages_above_the_piece_take_their_pieces_pace_and_the_measured_one_way_time() {
-        let base = Params {
-            L_ns: 120.0,
-            o_s_ns: 100.0,
-            o_r_ns: 200.0,
-            g_ns: 300.0,
-            G_ns_per_byte: 0.5,
-            O_ns_per_byte: 0.01,
-            piece_from_bytes: Some(8),
-            piece_to_bytes: Some(256),
-            small_message_ns: 420.0,
-            overlap_ns: 50.0,
-            send_wait_ns: 0.0,
-            duplex_ns: 0.0,
-        };
-        let piece = |from: u64, to: u64, g: Option<f64>, big_g: Option<f64>, ow: &[(u64, f64)]| {
-            LadderPiece {
-                from_bytes: from,
-                to_bytes: to,
-                g_ns: g,
-                G_ns_per_byte: big_g,
-                one_way_ns: ow.to_vec(),
-            }
-        };
-        let ladder = vec![
-            // The base's own piece, and one without G: not taken.
-            piece(8, 256, Some(300.0), Some(0.5), &[(8, 500.0)]),
-            piece(1024, 4096, Some(900.0), None, &[(1024, 1200.0)]),
-            piece(
-                8192,
-                32768,
-                Some(1500.0),
-                Some(0.1),
-                &[(8192, 2000.0), (16384, 2900.0), (32768, 4500.0)],
-            ),
-            // No g of its own: the base's; a one-way time below the rest: L 0.
-            piece(65536, 65536, None, Some(0.1), &[(65536, 1000.0)]),
-        ];
-        let sets = sets_above(&ladder, &base);
-        assert_eq!(sets.len(), 2);
-        // L at each size: t − (o_s − overlap) − o_r − G·(s − 1) = t − 250 − 0.1·(s − 1):
-        // 930.9, 1011.7, 973.3; the median. No O: the base's is not carried up.
-        let (from, p) = sets[0];
-        assert_eq!(from, 8192);
-        assert!((p.L_ns - 973.3).abs() < 1e-9, "{p:?}");
-        assert_eq!(
-            (p.o_s_ns, p.o_r_ns, p.O_ns_per_byte, p.g_ns, p.G_ns_per_byte),
-            (100.0, 200.0, 0.0, 1500.0, 0.1)
-        );
-        assert_eq!(sets[1].0, 65536);
-        assert_eq!((sets[1].1.L_ns, sets[1].1.g_ns), (0.0, 300.0));
-        // Without its piece's bounds the base prices everything.
-        let unbounded = Params {
-            piece_to_bytes: None,
-            ..base
-        };
-        assert!(sets_above(&ladder, &unbounded).is_empty());
     }
 
     #[test]
@@ -2193,6 +2060,12 @@ mod tests {
         // The reference's trace left out 16 calls; ompi-tcp's emulation had a knob clamped and
         // collectives the knobs did not reach; mpich-shm's miss has no cause in the figures.
         cells[0].trace_left_out_calls = Some(16);
+        // ompi-shm's replay took the 8–256 B piece, 97 % of the bytes above it; mpich-shm's
+        // 9 %, under the tenth that makes it a cause.
+        cells[0].piece_to_bytes = Some(256);
+        cells[0].bytes_above_piece_percent = Some(97.4);
+        cells[2].piece_to_bytes = Some(256);
+        cells[2].bytes_above_piece_percent = Some(9.0);
         let e = cells[1].emulation.as_mut().unwrap();
         e.clamped = vec!["L -150 ns → 0".into()];
         e.untouched_calls_percent = Some(25.0);
@@ -2232,7 +2105,9 @@ mod tests {
         assert_eq!((l.predictions_within_10_percent, l.predictions), (4, 4));
         assert_eq!(
             l.cells[0].comm_misses,
-            ["predicted communication -50.0 %; may explain it: the trace left out 16 calls"]
+            ["predicted communication -50.0 %; may explain it: the trace left out 16 calls; 97 % \
+              of the bytes in messages above the sizes of the piece the replay took (up to 256 B), \
+              priced at its G"]
         );
         assert_eq!(
             l.cells[1].comm_misses,

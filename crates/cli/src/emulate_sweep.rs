@@ -428,6 +428,26 @@ pub(crate) fn median_send_bytes(w: &commperf_predict::workload::Workload) -> Opt
     Some(*sizes.select_nth_unstable(mid).1)
 }
 
+/// The share of `w`'s point-to-point bytes (%) in messages larger than `size`; None without
+/// any.
+pub(crate) fn send_bytes_above_percent(
+    w: &commperf_predict::workload::Workload,
+    size: u64,
+) -> Option<f64> {
+    let (mut all, mut above) = (0u128, 0u128);
+    for bytes in w
+        .ops()
+        .iter()
+        .filter_map(|op| op.send_parts().map(|(_, _, bytes, _)| bytes))
+    {
+        all += u128::from(bytes);
+        if bytes > size {
+            above += u128::from(bytes);
+        }
+    }
+    (all > 0).then(|| 100.0 * above as f64 / all as f64)
+}
+
 /// The parameters of one LogGOPS piece as one `bench loggp` run fitted them, in ns (per byte
 /// for G and O), in [`PIECE_KEYS`] order; `None` where the fit could not identify one (bench
 /// omits it and says why in the row's notes, kept in `notes`).
