@@ -1927,6 +1927,7 @@ mod tests {
                     any_source: false,
                     persistent: false,
                     partitioned: false,
+                    synchronous: false,
                     peer: -1,
                     tag: 0,
                     comm: 0,

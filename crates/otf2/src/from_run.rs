@@ -27,7 +27,8 @@
 //!   MpiIrecv (nonblocking, request id = the record's index), peers as world ranks on
 //!   MPI_COMM_WORLD with the replay's tag (above every MPI_COMM_WORLD tag for other
 //!   communicators' messages, so streams MPI kept apart stay apart); a synchronous send's inside
-//!   its MPI_Ssend/MPI_Issend region (OTF2's send records have no mode: the region says it);
+//!   its MPI_Ssend/MPI_Issend region (OTF2's send records have no mode: the region says it), a
+//!   persistent MPI_Ssend_init's start inside a region of its own, [`SYNC_START_REGION`];
 //!   a neighbourhood collective's messages, as the replay writes them, inside its region;
 //! - the replayed collectives as MpiCollectiveBegin/End on their communicator, nonblocking ones
 //!   as NonBlockingCollectiveRequest at the start and NonBlockingCollectiveComplete in the call
@@ -134,11 +135,17 @@ pub fn sizes(o: u8, is_root: bool, b: u64, n: u64) -> (u64, u64) {
     }
 }
 
+/// The region of a persistent MPI_Ssend_init's start: MPI_Start, named apart so that its
+/// MpiIsend reads back as synchronous ([`crate::to_own`]), as an MPI_Issend region's does.
+pub const SYNC_START_REGION: &str = "MPI_Start(MPI_Ssend_init)";
+
 /// The region of a one-record call: its MPI function (a persistent request's start is
 /// MPI_Start) and OTF2 role.
 fn region_of(e: &Event) -> (&'static str, u8) {
     let c = e.call;
-    let name = if matches!(c, Call::StartSend | Call::StartRecv) || e.persistent {
+    let name = if c == Call::StartSend && e.is_sync_send() {
+        SYNC_START_REGION
+    } else if matches!(c, Call::StartSend | Call::StartRecv) || e.persistent {
         "MPI_Start"
     } else {
         // The interposer's names of halves ("MPI_Isendrecv(send)") are the function's.

@@ -11,7 +11,8 @@
 //!   functions) are computation;
 //! - MpiSend/MpiRecv become `send`/`recv`, except inside MPI_Sendrecv(_replace), whose two
 //!   halves become `isend` + `irecv` + `waitall` (as the own trace of a monitored run writes
-//!   them), and inside MPI_Ssend `ssend`; MpiIsend (inside MPI_Issend: `issend`) and
+//!   them), and inside MPI_Ssend `ssend`; MpiIsend (inside MPI_Issend, or a persistent
+//!   MPI_Ssend_init's start, [`crate::from_run::SYNC_START_REGION`]: `issend`) and
 //!   MpiIrecvRequest … MpiIrecv become `isend`/`irecv` at the post (the
 //!   receive's peer, tag and size come from its MpiIrecv), and the completions one MPI call
 //!   made become one `wait`/`waitall` at that call's end; a cancelled receive is left out;
@@ -310,9 +311,11 @@ pub fn own_text(a: &Archive) -> Result<String, String> {
                         }
                         let name = a.regions[region as usize].name.as_str();
                         sendrecv = name.starts_with("MPI_Sendrecv");
-                        // MPI_Ssend's and MPI_Issend's MpiSend/MpiIsend: OTF2's record has no
-                        // mode, the region says it.
-                        sync = matches!(name, "MPI_Ssend" | "MPI_Issend");
+                        // MPI_Ssend's and MPI_Issend's MpiSend/MpiIsend (and a persistent
+                        // MPI_Ssend_init's start's): OTF2's record has no mode, the region
+                        // says it.
+                        sync = matches!(name, "MPI_Ssend" | "MPI_Issend")
+                            || name == crate::from_run::SYNC_START_REGION;
                     }
                     depth += 1;
                 }

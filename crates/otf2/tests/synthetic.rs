@@ -28,6 +28,7 @@ impl B {
             any_source: false,
             persistent: false,
             partitioned: false,
+            synchronous: false,
             peer,
             tag,
             comm,
@@ -115,6 +116,11 @@ fn run() -> Run {
             b.complete(&[q, q2]);
             // The peer's Issend is received by a blocking receive.
             b.blocking(Call::Recv, left, 6, 0, 10);
+            // A persistent MPI_Ssend_init's start and a persistent receive's, one Waitall.
+            let pr = b.post(Call::StartRecv, left, 7, 0, 12);
+            let ps = b.post(Call::StartSend, right, 7, 0, 12);
+            b.evs[ps].synchronous = true;
+            b.complete(&[pr, ps]);
             // Sendrecv.
             b.sendrecv(right, left, 3, 50_000);
             // A sub-communicator (id 5), world peers recorded.
@@ -223,6 +229,10 @@ fn the_archive_model_reads_as_the_own_trace_without_libotf2() {
     // What the own trace left out, so that the test covers each rule.
     assert_eq!(own.stats.unmatched_left_out, 1);
     assert_eq!(own.stats.unsupported_left_out, 0);
+    // The persistent synchronous start is an `issend` (and reads back as one from OTF2: the
+    // lines are compared one for one below).
+    assert_eq!(own.text.matches("issend ").count(), 2 * N as usize, "{}", own.text);
+    assert_eq!(own.text.matches(" 12B tag 7 as q").count(), 2 * N as usize);
     assert_eq!(own.stats.subcomm_collectives_left_out, u64::from(N));
     assert_eq!(own.stats.subcomm_messages, u64::from(N));
     assert_eq!(own.stats.collectives, 8);
@@ -565,12 +575,13 @@ fn otf2_print_reads_the_archive() {
     assert_eq!(count("ENTER"), want(|e| matches!(e, Rec::Enter { .. })));
     assert_eq!(count("LEAVE"), want(|e| matches!(e, Rec::Leave { .. })));
     // Per rank: 2 MPI_Send (the ring's and the Sendrecv half) on every rank and rank 0's
-    // unmatched one left out; Isend 5 per rank (4 + the Issend).
+    // unmatched one left out; Isend 6 per rank (4 + the Issend + the persistent start),
+    // Irecv 2 (1 + the persistent start).
     assert_eq!(count("MPI_SEND"), 2 * N as usize);
-    assert_eq!(count("MPI_ISEND"), 5 * N as usize);
-    assert_eq!(count("MPI_ISEND_COMPLETE"), 5 * N as usize);
-    assert_eq!(count("MPI_IRECV_REQUEST"), N as usize);
-    assert_eq!(count("MPI_IRECV"), N as usize);
+    assert_eq!(count("MPI_ISEND"), 6 * N as usize);
+    assert_eq!(count("MPI_ISEND_COMPLETE"), 6 * N as usize);
+    assert_eq!(count("MPI_IRECV_REQUEST"), 2 * N as usize);
+    assert_eq!(count("MPI_IRECV"), 2 * N as usize);
     // Recv: the ring's 100 B, the Issend's, the Sendrecv half, the sub-communicator's, the
     // probed one, the one beside the Ibcast.
     assert_eq!(count("MPI_RECV"), 6 * N as usize);

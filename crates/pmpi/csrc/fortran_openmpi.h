@@ -321,17 +321,17 @@ void mpi_testsome_(F *count, F *reqs, F *outcount, F *indices, F *statuses, F *i
 }
 
 /* Persistent requests: the C side's table and hooks (shim.c, "persistent requests"). */
-#define FPINIT_SEND(NAME, CNAME)                                                                        \
+#define FPINIT_SEND(NAME, FLAGS)                                                                        \
     void mpi_##NAME##_(const void *buf, F *count, F *dt, F *dest, F *tag, F *comm, F *req, F *ierr) { \
         pmpi_##NAME##_(buf, count, dt, dest, tag, comm, req, ierr);                              \
         if (*ierr == MPI_SUCCESS && TRACKING())                                                  \
-            pinit_register(1, F_FORTRAN, (int)*dest, (int)*tag, PMPI_Comm_f2c(*comm),            \
+            pinit_register(1, F_FORTRAN | (FLAGS), (int)*dest, (int)*tag, PMPI_Comm_f2c(*comm),    \
                            type_bytes(PMPI_Type_f2c(*dt), (int)*count), PMPI_Request_f2c(*req)); \
     }
-FPINIT_SEND(send_init, Send_init)
-FPINIT_SEND(ssend_init, Ssend_init)
-FPINIT_SEND(bsend_init, Bsend_init)
-FPINIT_SEND(rsend_init, Rsend_init)
+FPINIT_SEND(send_init, 0)
+FPINIT_SEND(ssend_init, F_SYNC)
+FPINIT_SEND(bsend_init, 0)
+FPINIT_SEND(rsend_init, 0)
 
 void mpi_recv_init_(void *buf, F *count, F *dt, F *src, F *tag, F *comm, F *req, F *ierr) {
     pmpi_recv_init_(buf, count, dt, src, tag, comm, req, ierr);

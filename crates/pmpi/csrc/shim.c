@@ -89,6 +89,7 @@ enum {
 #define F_ANY_SOURCE 2
 #define F_PERSISTENT 4  /* a persistent collective's start (MPI-4 MPI_X_init + MPI_Start) */
 #define F_PARTITIONED 8 /* a partitioned send/receive's start (MPI_Psend_init/Precv_init) */
+#define F_SYNC 16       /* a persistent synchronous send's start (MPI_Ssend_init + MPI_Start) */
 
 /* The Rust runtime (libcommperf_pmpi.so). */
 extern int cpmpi_rt_init(int rank, int size, const char *flavour, const char *libversion);
@@ -1210,21 +1211,23 @@ static void pinit_forget(uint64_t key) {
 }
 
 #define TRACKING() (active || EMU_ON())
-/* Registered whenever tracking, also inside another wrapped call; counted when entered. */
-#define PINIT_SEND_WRAP(NAME)                                                                    \
+/* Registered whenever tracking, also inside another wrapped call; counted when entered. FLAGS:
+ * F_SYNC for MPI_Ssend_init, whose starts are synchronous sends (the rendezvous whatever the
+ * size) and recorded so. */
+#define PINIT_SEND_WRAP(NAME, FLAGS)                                                             \
     int MPI_##NAME(const void *buf, int count, MPI_Datatype dt, int dest, int tag, MPI_Comm comm, \
                    MPI_Request *req) {                                                           \
         int in_ = ENTER(FN_##NAME);                                                              \
         int rc = PMPI_##NAME(buf, count, dt, dest, tag, comm, req);                              \
         if (rc == MPI_SUCCESS && TRACKING())                                                     \
-            pinit_register(1, 0, dest, tag, comm, type_bytes(dt, count), *req);                 \
+            pinit_register(1, FLAGS, dest, tag, comm, type_bytes(dt, count), *req);             \
         if (in_) LEAVE();                                                                        \
         return rc;                                                                               \
     }
-PINIT_SEND_WRAP(Send_init)
-PINIT_SEND_WRAP(Ssend_init)
-PINIT_SEND_WRAP(Bsend_init)
-PINIT_SEND_WRAP(Rsend_init)
+PINIT_SEND_WRAP(Send_init, 0)
+PINIT_SEND_WRAP(Ssend_init, F_SYNC)
+PINIT_SEND_WRAP(Bsend_init, 0)
+PINIT_SEND_WRAP(Rsend_init, 0)
 
 int MPI_Recv_init(void *buf, int count, MPI_Datatype dt, int src, int tag, MPI_Comm comm,
                   MPI_Request *req) {

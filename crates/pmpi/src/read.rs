@@ -365,7 +365,7 @@ impl Call {
 
     /// A synchronous send (MPI_Ssend, MPI_Issend): it completes only once the matching receive
     /// has started. (A persistent MPI_Ssend_init's start is recorded as [`Call::StartSend`],
-    /// like the other modes': the records do not tell them apart.)
+    /// like the other modes', flagged: [`Event::is_sync_send`] tells it apart.)
     pub fn is_sync_send(self) -> bool {
         matches!(self, Call::Ssend | Call::Issend)
     }
@@ -544,6 +544,9 @@ pub struct Event {
     pub persistent: bool,
     /// A partitioned send or receive (MPI_Psend_init/Precv_init), all partitions one message.
     pub partitioned: bool,
+    /// A persistent synchronous send's start (MPI_Ssend_init + MPI_Start, [`Call::StartSend`]):
+    /// see [`Event::is_sync_send`].
+    pub synchronous: bool,
     pub peer: i32,
     pub tag: i32,
     pub comm: u32,
@@ -553,6 +556,14 @@ pub struct Event {
     pub done_enter: u64,
     pub done_exit: u64,
     pub thread: u32,
+}
+
+impl Event {
+    /// A synchronous send: MPI_Ssend, MPI_Issend, or a start of a persistent MPI_Ssend_init
+    /// (the interposer flags those; files before it recorded them as any persistent send).
+    pub fn is_sync_send(&self) -> bool {
+        self.call.is_sync_send() || (self.call == Call::StartSend && self.synchronous)
+    }
 }
 
 /// Why a monitor directory or file could not be read.
@@ -746,6 +757,7 @@ fn parse_event(b: &[u8]) -> Option<Event> {
         any_source: b[1] & 2 != 0,
         persistent: b[1] & 4 != 0,
         partitioned: b[1] & 8 != 0,
+        synchronous: b[1] & 16 != 0,
         peer: u32_at(b, 4) as i32,
         tag: u32_at(b, 8) as i32,
         comm: u32_at(b, 12),
@@ -1736,6 +1748,7 @@ mod tests {
             any_source: false,
             persistent: false,
             partitioned: false,
+            synchronous: false,
             peer,
             tag: 0,
             comm: 0,

@@ -1006,7 +1006,7 @@ pub fn replay(run: &Run) -> Replay {
                     tag,
                     bytes,
                     request: nonblocking.then_some(i),
-                    sync: rd.events[i].call.is_sync_send(),
+                    sync: rd.events[i].is_sync_send(),
                 })
             };
             let mut ops = Vec::new();
@@ -1511,6 +1511,7 @@ mod tests {
             any_source: false,
             persistent: false,
             partitioned: false,
+            synchronous: false,
             peer: root,
             tag: -1,
             comm,
@@ -1734,6 +1735,7 @@ mod tests {
             any_source: false,
             persistent: false,
             partitioned: false,
+            synchronous: false,
             peer,
             tag: 5,
             comm: 0,
@@ -1917,6 +1919,7 @@ mod tests {
             any_source: false,
             persistent: false,
             partitioned: false,
+            synchronous: false,
             peer,
             tag: 2,
             comm: 0,
