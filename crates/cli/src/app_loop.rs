@@ -1950,6 +1950,7 @@ mod tests {
             functions: Vec::new(),
             sites: Default::default(),
             neighbors: Vec::new(),
+            neighbor_counts: Vec::new(),
         }
     }
 

@@ -533,8 +533,8 @@ fn describe(r: &RunOutcome) -> String {
                 "\ncommperf: knobs applied to {} point-to-point messages ({} B) on {} rank(s), \
                  and to {} collective calls run as {} messages ({} B); \
                  not touched: {} collective calls ({} B) and {} other communication calls \
-                 (collectives no charge models: neighbourhood ones, large-count forms, \
-                 in place alltoallv/w: {} B) = {:.1} % of calls, {:.1} % of bytes",
+                 (collectives no charge models: large-count forms, in place alltoallv/w: \
+                 {} B) = {:.1} % of calls, {:.1} % of bytes",
                 u.p2p_messages,
                 u.p2p_bytes,
                 u.ranks,

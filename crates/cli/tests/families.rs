@@ -69,9 +69,9 @@ fn families(mpi: &str) {
     assert_eq!(j["drops"], 0);
     assert_eq!(j["unmatched_sends"], 0, "{}", text(&o.stdout));
     assert_eq!(j["unmatched_recvs"], 0, "{}", text(&o.stdout));
-    // Per rank: 5 Mrecv + 3 Imrecv, 2 Ssend + 1 Issend, and under MPI-4 2 Isendrecv and 2
-    // partitioned messages.
-    let per_rank = 8 + 3 + if mpi4 { 4 } else { 0 };
+    // Per rank: 5 Mrecv + 3 Imrecv, 2 Ssend + 1 Issend, 3 starts of a persistent Ssend_init,
+    // and under MPI-4 2 Isendrecv and 2 partitioned messages.
+    let per_rank = 8 + 3 + 3 + if mpi4 { 4 } else { 0 };
     assert_eq!(j["matched_messages"], 4 * per_rank, "{}", text(&o.stdout));
     for r in 0..4u64 {
         let c = |call: &str| calls(&j, r, call);
@@ -102,9 +102,14 @@ fn families(mpi: &str) {
             (2, 2 * 16),
             "rank {r}: on the duplicate of world"
         );
-        // A periodic ring: 2 neighbours, one int to each.
+        // A periodic ring: 2 neighbours, one int to each; the v-forms 2 and 3 ints, the
+        // w-forms 5 ints and 3 doubles.
         assert_eq!(c("MPI_Neighbor_alltoall"), (2, 16), "rank {r}");
         assert_eq!(c("MPI_Ineighbor_allgather"), (1, 8), "rank {r}");
+        assert_eq!(c("MPI_Neighbor_alltoallv"), (1, 20), "rank {r}");
+        assert_eq!(c("MPI_Ineighbor_alltoallv"), (1, 20), "rank {r}");
+        assert_eq!(c("MPI_Neighbor_alltoallw"), (1, 44), "rank {r}");
+        assert_eq!(c("MPI_Ineighbor_alltoallw"), (1, 44), "rank {r}");
         assert_eq!(c("MPI_Put"), (2, 72), "rank {r}");
         assert_eq!(c("MPI_Get"), (1, 32), "rank {r}");
         assert_eq!(c("MPI_Accumulate"), (1, 16), "rank {r}");
@@ -123,16 +128,15 @@ fn families(mpi: &str) {
         ] {
             assert_eq!(c(sync).0, n, "rank {r} {sync}");
         }
+        // The persistent Ssend_init's 3 starts of 24 B (+ MPI-4: 2 partitioned starts of 4
+        // partitions x 10 ints).
+        let starts = if mpi4 { (5, 72 + 320) } else { (3, 72) };
+        assert_eq!(c("MPI_Start(send)"), starts, "rank {r}");
+        assert_eq!(c("MPI_Start(recv)"), starts, "rank {r}");
         if mpi4 {
             assert_eq!(c("MPI_Isendrecv(send)"), (2, 80), "rank {r}");
             assert_eq!(c("MPI_Isendrecv(recv)"), (2, 80), "rank {r}");
             assert_eq!(c("MPI_Start(MPI_Allreduce_init)"), (3, 24), "rank {r}");
-            assert_eq!(
-                c("MPI_Start(send)"),
-                (2, 320),
-                "rank {r}: 4 partitions x 10 ints"
-            );
-            assert_eq!(c("MPI_Start(recv)"), (2, 320), "rank {r}");
         }
         // Every function, counted and timed, bytes by the buffer arguments.
         let f = |call: &str| function(&j, r, call);
@@ -163,17 +167,20 @@ fn families(mpi: &str) {
         );
         assert_eq!(f("MPI_Get"), (1, 0, 32), "rank {r}");
         assert_eq!(f("MPI_Put"), (2, 72, 0), "rank {r}");
+        assert_eq!(f("MPI_Neighbor_alltoallv"), (1, 20, 20), "rank {r}");
+        assert_eq!(f("MPI_Neighbor_alltoallw"), (1, 44, 44), "rank {r}");
         // The Waits: Mprobe's 5 Isends, 3 Imrecv, 1 Issend, 4 Ialltoall, 2 Ibcast,
-        // 1 Ineighbor, 1 Rput (+ MPI-4: 2 Isendrecv, 3 persistent allreduce, 2 x 2
+        // 3 Ineighbor, 1 Rput (+ MPI-4: 2 Isendrecv, 3 persistent allreduce, 2 x 2
         // partitioned); the Imrecv (and Isendrecv, partitioned) receives counted where they
         // completed.
         let (waits, wait_recv) = if mpi4 {
-            (17 + 9, 900 + 80 + 320)
+            (19 + 9, 900 + 80 + 320)
         } else {
-            (17, 900)
+            (19, 900)
         };
         assert_eq!(f("MPI_Wait"), (waits, 0, wait_recv), "rank {r}");
-        assert_eq!(f("MPI_Waitall").0, 1, "rank {r}");
+        // The Iallreduce pair and the 3 rounds of persistent starts (their receives, 3 x 24 B).
+        assert_eq!(f("MPI_Waitall"), (4, 0, 72), "rank {r}");
         // Time in the call: the mean lies between the shortest and the longest.
         for fs in j["functions"].as_array().unwrap() {
             let (min, mean, max) = (
@@ -190,8 +197,9 @@ fn families(mpi: &str) {
     families_trace(&dir, mpi4);
 }
 
-/// The trace of the family program (DIR/trace.txt): the synchronous sends as `ssend`/`issend`,
-/// the neighbourhood collectives as the messages to and from each ring neighbour, and
+/// The trace of the family program (DIR/trace.txt): the synchronous sends as `ssend`/`issend`
+/// (a persistent MPI_Ssend_init's starts too), the neighbourhood collectives as the messages
+/// to and from each ring neighbour (the v/w forms' each with its own size), and
 /// `commperf predict` replays it.
 fn families_trace(dir: &Path, mpi4: bool) {
     let trace = std::fs::read_to_string(dir.join("trace.txt")).expect("trace.txt");
@@ -200,8 +208,8 @@ fn families_trace(dir: &Path, mpi4: bool) {
     )
     .expect("JSON");
     // The neighbourhood messages' tag: one above the program's highest, the partitioned
-    // messages' 21 under MPI-4, else the Issend's 13.
-    let nbr_tag = if mpi4 { 22 } else { 14 };
+    // messages' 21 under MPI-4, else the persistent Ssend_init's 14.
+    let nbr_tag = if mpi4 { 22 } else { 15 };
     for r in 0..4u32 {
         let (left, right) = ((r + 3) % 4, (r + 1) % 4);
         let block: Vec<&str> = trace
@@ -223,6 +231,14 @@ fn families_trace(dir: &Path, mpi4: bool) {
             "rank {r}"
         );
         assert_eq!(count(&format!("recv {left} 64B tag 12")), 2, "rank {r}");
+        // Each start of the persistent Ssend_init: an issend, whatever its size.
+        assert_eq!(
+            count(&format!("issend {right} 24B tag 14 as q")),
+            3,
+            "rank {r}: {trace}"
+        );
+        assert_eq!(count(&format!("irecv {left} 24B tag 14 as q")), 3, "rank {r}");
+        assert_eq!(count("issend "), 4, "rank {r}");
         // 2 MPI_Neighbor_alltoall and 1 MPI_Ineighbor_allgather of one int per neighbour:
         // per call an irecv from and an isend to each of the two.
         for p in [left, right] {
@@ -230,12 +246,23 @@ fn families_trace(dir: &Path, mpi4: bool) {
             assert_eq!(count(&format!("isend{tag}")), 3, "rank {r} to {p}: {trace}");
             assert_eq!(count(&format!("irecv{tag}")), 3, "rank {r} from {p}");
         }
+        // The v/w forms, blocking and nonblocking, each neighbour its own size: rank r sends
+        // 2 ints (v) and 5 ints (w) left, 3 ints and 3 doubles right, and receives what its
+        // neighbours send it (the left one's right slots, the right one's left slots).
+        for (p, v_out, w_out, v_in, w_in) in [(left, 8, 20, 12, 24), (right, 12, 24, 8, 20)] {
+            let msg = |verb: &str, b: u32| format!("{verb} {p} {b}B tag {nbr_tag} as q");
+            assert_eq!(count(&msg("isend", v_out)), 2, "rank {r} to {p}: {trace}");
+            assert_eq!(count(&msg("isend", w_out)), 2, "rank {r} to {p}");
+            assert_eq!(count(&msg("irecv", v_in)), 2, "rank {r} from {p}");
+            assert_eq!(count(&msg("irecv", w_in)), 2, "rank {r} from {p}");
+        }
         // And Mprobe's 5 Isends (+ MPI-4: 2 Isendrecv halves, 2 partitioned starts).
-        let isends = 3 * 2 + 5 + if mpi4 { 4 } else { 0 };
+        let isends = 3 * 2 + 4 * 2 + 5 + if mpi4 { 4 } else { 0 };
         assert_eq!(count("isend "), isends, "rank {r}");
     }
-    assert_eq!(stats["neighbor_collectives"], 12, "{stats}");
-    assert_eq!(stats["neighbor_messages"], 24, "{stats}");
+    // 3 + 4 neighbourhood calls per rank, 2 messages each; none left out.
+    assert_eq!(stats["neighbor_collectives"], 4 * 7, "{stats}");
+    assert_eq!(stats["neighbor_messages"], 4 * 7 * 2, "{stats}");
     assert_eq!(stats["neighbor_lists_left_out"], 0, "{stats}");
     assert_eq!(stats["unsupported_left_out"], 0, "{stats}");
     let p = predict(&dir.join("trace.txt"), &[]);
@@ -244,7 +271,7 @@ fn families_trace(dir: &Path, mpi4: bool) {
     // the fences' barriers, add theirs).
     let epoch = stats["epoch_messages"].as_u64().unwrap();
     assert_eq!(epoch, 4 * 2, "{stats}");
-    let written = stats["messages"].as_u64().unwrap() + 24 + epoch;
+    let written = stats["messages"].as_u64().unwrap() + 4 * 7 * 2 + epoch;
     assert!(p["messages"].as_u64().unwrap() >= written, "{p}");
 }
 
@@ -373,10 +400,11 @@ fn families_under_knobs(mpi: &str) {
     let j: Value = serde_json::from_slice(&o.stdout).expect("JSON");
     let u = &j["untouched"];
     let mpi4 = mpi == "mpich";
-    // Per rank: 5 Mrecv + 3 Imrecv + 3 Recv (of 2 Ssend and 1 Issend) (+ 2 partitioned
-    // receives and 2 Isendrecv under MPI 4.0), and as many sends: 5 Isend + 3 Send + 2 Ssend +
-    // 1 Issend (+ 2 partitioned, 2 Isendrecv).
-    let recvs = 4 * (11 + if mpi4 { 4 } else { 0 });
+    // Per rank: 5 Mrecv + 3 Imrecv + 3 Recv (of 2 Ssend and 1 Issend) + 3 persistent
+    // receives (of the Ssend_init's starts) (+ 2 partitioned receives and 2 Isendrecv under
+    // MPI 4.0), and as many sends: 5 Isend + 3 Send + 2 Ssend + 1 Issend + 3 starts (+ 2
+    // partitioned, 2 Isendrecv).
+    let recvs = 4 * (14 + if mpi4 { 4 } else { 0 });
     assert_eq!(u["p2p_receives"], recvs, "{j}");
     assert_eq!(u["p2p_messages"], recvs, "{j}");
     assert_eq!(u["unstamped_receives"], 0, "{j}");
@@ -388,28 +416,45 @@ fn families_under_knobs(mpi: &str) {
     // - 1 Ibarrier, dissemination: every rank 2, 2, 2, 0, 1;
     // - 2 Ibcast of 100 B from 0, binomial: rank 0 sends to 2 and 1 (2, 0, 0, 200 B, 1), rank 2
     //   receives and sends to 3 (1, 1, 1, 100 B, 0), ranks 1 and 3 receive (0, 1, 1, 100 B, 0);
-    // - under MPI 4.0, 3 starts of a persistent Allreduce of 8 B: as the Iallreduce.
-    let per = |a2a: u64, ared: u64, bar: u64, bcast: u64, pall: u64| {
-        4 * 4 * a2a + 2 * 4 * ared + 4 * bar + 2 * bcast + if mpi4 { 3 * 4 * pall } else { 0 }
+    // - under MPI 4.0, 3 starts of a persistent Allreduce of 8 B: as the Iallreduce;
+    // - 3 nonblocking neighbourhood collectives on the ring (Ineighbor_allgather of an int,
+    //   Ineighbor_alltoallv of 2 + 3 ints, Ineighbor_alltoallw of 5 ints + 3 doubles): every
+    //   rank sends to and receives from its 2 neighbours, in 1 round, wire bytes the larger of
+    //   what it sends and receives (8, 20, 44 B: both alike on the ring), 1 gap.
+    let per = |a2a: u64, ared: u64, bar: u64, bcast: u64, pall: u64, nbr: u64| {
+        4 * 4 * a2a
+            + 2 * 4 * ared
+            + 4 * bar
+            + 2 * bcast
+            + if mpi4 { 3 * 4 * pall } else { 0 }
+            + 4 * nbr
     };
-    assert_eq!(u["charged_nonblocking_collectives"], 4 * 9, "{j}");
+    assert_eq!(u["charged_nonblocking_collectives"], 4 * 12, "{j}");
     assert_eq!(
         u["charged_persistent_collectives"],
         if mpi4 { 12 } else { 0 },
         "{j}"
     );
-    assert_eq!(u["charged_collective_sends"], per(3, 2, 2, 3, 2), "{j}");
-    assert_eq!(u["charged_collective_receives"], per(3, 2, 2, 3, 2), "{j}");
-    assert_eq!(u["charged_collective_rounds"], per(3, 2, 2, 3, 2), "{j}");
     assert_eq!(
-        u["charged_collective_wire_bytes"],
-        per(48, 16, 0, 500, 16),
+        u["charged_collective_sends"],
+        per(3, 2, 2, 3, 2, 3 * 2),
         "{j}"
     );
-    assert_eq!(u["charged_collective_gaps"], per(2, 1, 1, 1, 1), "{j}");
+    assert_eq!(
+        u["charged_collective_receives"],
+        per(3, 2, 2, 3, 2, 3 * 2),
+        "{j}"
+    );
+    assert_eq!(u["charged_collective_rounds"], per(3, 2, 2, 3, 2, 3), "{j}");
+    assert_eq!(
+        u["charged_collective_wire_bytes"],
+        per(48, 16, 0, 500, 16, 8 + 20 + 44),
+        "{j}"
+    );
+    assert_eq!(u["charged_collective_gaps"], per(2, 1, 1, 1, 1, 3), "{j}");
     assert_eq!(
         u["charged_collective_completions"],
-        4 * 9 + if mpi4 { 12 } else { 0 },
+        4 * 12 + if mpi4 { 12 } else { 0 },
         "{j}"
     );
     // One-sided, per rank: Put 64 B, Get 32 B (a round trip), Accumulate 16 B, Rput 16 B, Put
@@ -421,17 +466,15 @@ fn families_under_knobs(mpi: &str) {
     assert_eq!(u["one_sided_synchronisations"], 4 * 5, "{j}");
     assert_eq!(u["one_sided_request_completions"], 4, "{j}");
     assert_eq!(u["untracked_requests"], 0, "{j}");
-    // Left: the Ineighbor_allgather per rank (1 int to each of 2 neighbours).
-    let other = 4;
-    assert_eq!(u["other_calls"], other, "{j}");
-    assert_eq!(u["other_bytes"], 4 * 8, "{j}");
-    // The two neighbourhood alltoalls per rank run natively.
-    assert_eq!(u["collectives_native"], 8, "{j}");
+    // Nothing left: the nonblocking neighbourhood collectives are charged (above).
+    assert_eq!(u["other_calls"], 0, "{j}");
+    assert_eq!(u["other_bytes"], 0, "{j}");
+    // The blocking neighbourhood collectives run as messages like every other blocking
+    // collective: per rank 2 Neighbor_alltoall, 1 Neighbor_alltoallv and 1 Neighbor_alltoallw,
+    // each one message to and from each of the 2 neighbours (the program checks the data).
+    assert_eq!(u["collectives_native"], 0, "{j}");
     let err = text(&o.stderr);
-    assert!(
-        err.contains(&format!("and {other} other communication calls")),
-        "{err}"
-    );
+    assert!(err.contains("and 0 other communication calls"), "{err}");
 }
 
 #[test]
@@ -707,11 +750,14 @@ fn fortran_families_more(mpi: &str) {
             ("MPI_Reduce_scatter", (1, 4 * d, d), 4 * d),
             ("MPI_Iallgatherv", (1, mine, all), mine),
             ("MPI_Iscan", (1, d, d), d),
+            // Open MPI's Fortran w-forms with their converted datatypes, kept until the Wait.
+            ("MPI_Ialltoallw", (1, 4 * d, 4 * d), 4 * d),
             // The ring's two neighbours, a double to and from each.
             ("MPI_Neighbor_allgather", (1, 2 * d, 2 * d), 2 * d),
             ("MPI_Neighbor_alltoallv", (1, 2 * d, 2 * d), 2 * d),
             ("MPI_Neighbor_alltoallw", (1, 2 * d, 2 * d), 2 * d),
             ("MPI_Ineighbor_alltoall", (1, 2 * d, 2 * d), 2 * d),
+            ("MPI_Ineighbor_alltoallw", (1, 2 * d, 2 * d), 2 * d),
             // One-sided: a transfer's record holds the bytes both ways.
             ("MPI_Rput", (1, 3 * d, 0), 3 * d),
             ("MPI_Rget", (1, 0, 2 * d), 2 * d),
@@ -741,11 +787,23 @@ fn fortran_families_more(mpi: &str) {
         // completed it recorded.
         assert!(f("MPI_Win_test").0 >= 1, "rank {r}");
         assert_eq!(c("MPI_Win_test"), (1, 0), "rank {r}");
-        // Iallgatherv, Iscan, Ineighbor_alltoall, Rput, Rget.
-        assert_eq!(f("MPI_Wait").0, 5, "rank {r}");
+        // Iallgatherv, Iscan, Ialltoallw, Ineighbor_alltoall, Ineighbor_alltoallw, Rput, Rget.
+        assert_eq!(f("MPI_Wait").0, 7, "rank {r}");
         assert_eq!(f("MPI_Cart_create").0, 1, "rank {r}");
         assert_eq!(f("MPI_Group_incl").0, 2, "rank {r}");
     }
+    // Traced like C's: the Ialltoallw as the format's ialltoall (a double per pair), and the
+    // 5 neighbourhood calls each as a message of a double to and from each ring neighbour.
+    let trace = std::fs::read_to_string(dir.join("trace.txt")).expect("trace.txt");
+    let stats: Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.join("trace-stats.json")).expect("trace-stats.json"),
+    )
+    .expect("JSON");
+    assert_eq!(trace.matches("ialltoall 8B as q").count(), 4, "{trace}");
+    assert_eq!(stats["neighbor_collectives"], 4 * 5, "{stats}");
+    assert_eq!(stats["neighbor_messages"], 4 * 5 * 2, "{stats}");
+    assert_eq!(stats["unsupported_left_out"], 0, "{stats}");
+    assert_eq!(trace.lines().filter(|l| l.trim().starts_with("isend ")).count(), 4 * 5 * 2);
 }
 
 #[test]

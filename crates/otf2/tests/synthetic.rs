@@ -204,6 +204,7 @@ fn run() -> Run {
                 functions: Vec::new(),
                 sites: Default::default(),
                 neighbors: Vec::new(),
+                neighbor_counts: Vec::new(),
                 footer: Some(Footer {
                     events: 0,
                     drops: 0,

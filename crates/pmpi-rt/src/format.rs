@@ -1,8 +1,8 @@
-//! The rank file format, version 4 (`DIR/rank-N.cpmpi`, one per MPI rank).
+//! The rank file format, version 5 (`DIR/rank-N.cpmpi`, one per MPI rank).
 //!
 //! ```text
 //! file   = magic frame*
-//! magic  = "CPMPI\x00v4"                      (8 bytes; "CPMPI\x00v1", "…v2", "…v3" for versions 1-3)
+//! magic  = "CPMPI\x00v5"                      (8 bytes; "CPMPI\x00v1" … "…v4" for versions 1-4)
 //! frame  = kind:u32 len:u32 payload[len] sum:u64   (little-endian)
 //!          v2, v3: sum = fnv64w(payload), word-wise (below); v1: sum = FNV-1a 64, bytewise
 //! kind   1 header  JSON `Header`, always the first frame
@@ -17,6 +17,9 @@
 //!                  written by MPI_Finalize (v3)
 //!        9 neighbors JSON `NeighborDef`: this rank's neighbours in a communicator's process
 //!                  topology, written when it first runs a neighbourhood collective (v4)
+//!       10 counts  JSON `NeighborCounts`: the bytes to and from each neighbour of an
+//!                  MPI_Neighbor_alltoallv/w (or I-form) call, written the first time a rank
+//!                  sees those sizes; the call's event carries its `index` in `peer` (v5)
 //! event  = kind:u8 flags:u8 pad:u16 peer:i32 tag:i32 comm:u32 bytes:u64
 //!          t_post_enter:u64 t_post_exit:u64 t_done_enter:u64 t_done_exit:u64 thread:u64
 //! ```
@@ -34,24 +37,28 @@
 //! per-function call statistics of every wrapped MPI function). Version 4 adds frame 9 (a
 //! rank's neighbours in a process topology, so that neighbourhood collectives can be replayed
 //! as the messages they are; a neighbourhood collective's event carries the number of its
-//! neighbour lists in `tag`). Versions 1 to 3 are still read.
+//! neighbour lists in `tag`). Version 5 adds frame 10 (the v/w neighbourhood all-to-alls' sizes
+//! per neighbour, so that they too can be replayed message by message: their event's `bytes` is
+//! the rank's total). Versions 1 to 4 are still read.
 
 use serde::{Deserialize, Serialize};
 
 /// The first 8 bytes of every rank file this crate writes.
-pub const MAGIC: &[u8; 8] = b"CPMPI\x00v4";
+pub const MAGIC: &[u8; 8] = b"CPMPI\x00v5";
 /// The magic of version 1 files (still read).
 pub const MAGIC_V1: &[u8; 8] = b"CPMPI\x00v1";
 /// The magic of version 2 files (still read).
 pub const MAGIC_V2: &[u8; 8] = b"CPMPI\x00v2";
 /// The magic of version 3 files (still read).
 pub const MAGIC_V3: &[u8; 8] = b"CPMPI\x00v3";
+/// The magic of version 4 files (still read).
+pub const MAGIC_V4: &[u8; 8] = b"CPMPI\x00v4";
 /// `Header::format`.
 pub const FORMAT_NAME: &str = "commperf-pmpi";
 /// The format version this crate writes.
-pub const VERSION: u32 = 4;
+pub const VERSION: u32 = 5;
 /// The versions this crate reads.
-pub const READ_VERSIONS: [u32; 4] = [1, 2, 3, 4];
+pub const READ_VERSIONS: [u32; 5] = [1, 2, 3, 4, 5];
 
 /// The magic of a format version, if this crate knows it.
 pub fn magic(version: u32) -> Option<&'static [u8; 8]> {
@@ -59,7 +66,8 @@ pub fn magic(version: u32) -> Option<&'static [u8; 8]> {
         1 => Some(MAGIC_V1),
         2 => Some(MAGIC_V2),
         3 => Some(MAGIC_V3),
-        4 => Some(MAGIC),
+        4 => Some(MAGIC_V4),
+        5 => Some(MAGIC),
         _ => None,
     }
 }
@@ -92,6 +100,7 @@ pub enum FrameKind {
     Calls = 7,
     Sites = 8,
     Neighbors = 9,
+    NeighborCounts = 10,
 }
 
 /// One call site: one MPI function called from one return address, on one rank.
@@ -146,6 +155,19 @@ pub struct NeighborDef {
     pub index: u32,
     pub sources: Vec<Option<u32>>,
     pub destinations: Vec<Option<u32>>,
+}
+
+/// The bytes of one MPI_Neighbor_alltoallv/w (or MPI_Ineighbor_alltoallv/w) call per neighbour,
+/// slot by slot in the standard's order (as [`NeighborDef`] lists the neighbours, MPI_PROC_NULL's
+/// slots included): `sends[j]` to out-neighbour j (count × size of the send type), `recvs[i]`
+/// the receive buffer's room for in-neighbour i. `index` numbers this rank's distinct size
+/// lists; the call's event carries it in `peer` (-1: not recorded). A rank writes one frame per
+/// distinct list it sees (a call repeated with the same sizes reuses it).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct NeighborCounts {
+    pub index: u32,
+    pub sends: Vec<u64>,
+    pub recvs: Vec<u64>,
 }
 
 /// One MPI function's calls on one rank, over the monitored part of the run.

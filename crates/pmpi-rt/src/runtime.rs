@@ -775,6 +775,48 @@ pub unsafe extern "C" fn cpmpi_rt_neighbors(
     ));
 }
 
+/// `n` u64s at `p`.
+///
+/// # Safety
+/// `p` points to `n` readable u64s (or `n` is 0 or below).
+unsafe fn sizes(n: c_int, p: *const u64) -> Vec<u64> {
+    let n = usize::try_from(n).unwrap_or(0);
+    if n == 0 || p.is_null() {
+        return Vec::new();
+    }
+    // SAFETY: the caller passes n readable u64s.
+    unsafe { std::slice::from_raw_parts(p, n) }.to_vec()
+}
+
+/// The bytes per neighbour of a v/w neighbourhood all-to-all (csrc/families.c calls this the
+/// first time it sees a list of sizes): `index` is the number the calls' events carry in
+/// `peer`; `sends` holds `nout` sizes (one per out-neighbour slot), `recvs` `nin`.
+///
+/// # Safety
+/// `sends` points to `nout` readable u64s and `recvs` to `nin` (or the count is 0).
+#[no_mangle]
+pub unsafe extern "C" fn cpmpi_rt_neighbor_counts(
+    index: c_int,
+    nout: c_int,
+    sends: *const u64,
+    nin: c_int,
+    recvs: *const u64,
+) {
+    let Some(rt) = RT.get() else { return };
+    let d = format::NeighborCounts {
+        index: u32::try_from(index).unwrap_or(u32::MAX),
+        // SAFETY: the caller passes nout readable u64s at sends and nin at recvs.
+        sends: unsafe { sizes(nout, sends) },
+        // SAFETY: as above.
+        recvs: unsafe { sizes(nin, recvs) },
+    };
+    let mut w = rt.writer.lock().unwrap_or_else(|e| e.into_inner());
+    let _ = w.file.write_all(&format::frame(
+        FrameKind::NeighborCounts,
+        serde_json::to_string(&d).unwrap_or_default().as_bytes(),
+    ));
+}
+
 /// One wrapped function's statistics as the shim keeps them (csrc/stats.h `cpmpi_stat`).
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Default)]

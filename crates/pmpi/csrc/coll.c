@@ -967,3 +967,7 @@ void cpmpi_coll_part_v(int alg, int n, int rank, int root, const uint64_t *blk, 
     }
     }
 }
+
+/* The blocking neighbourhood collectives: a file of their own, on this file's contexts and
+ * messages. */
+#include "coll_neighbor.c"

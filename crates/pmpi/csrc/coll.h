@@ -41,6 +41,23 @@ int cpmpi_coll_reduce_scatter_block(const void *s, void *r, int rc, MPI_Datatype
 int cpmpi_coll_scan(const void *s, void *r, int count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm);
 int cpmpi_coll_exscan(const void *s, void *r, int count, MPI_Datatype dt, MPI_Op op, MPI_Comm comm);
 
+/* Neighbourhood collectives (coll_neighbor.c): one message to each out-neighbour and from each
+ * in-neighbour, on the private duplicate. */
+int cpmpi_coll_neighbor_allgather(const void *s, int sc, MPI_Datatype st, void *r, int rc, MPI_Datatype rt,
+                                  MPI_Comm comm);
+int cpmpi_coll_neighbor_allgatherv(const void *s, int sc, MPI_Datatype st, void *r, const int rcs[],
+                                   const int displs[], MPI_Datatype rt, MPI_Comm comm);
+int cpmpi_coll_neighbor_alltoall(const void *s, int sc, MPI_Datatype st, void *r, int rc, MPI_Datatype rt,
+                                 MPI_Comm comm);
+int cpmpi_coll_neighbor_alltoallv(const void *s, const int scs[], const int sd[], MPI_Datatype st, void *r,
+                                  const int rcs[], const int rd[], MPI_Datatype rt, MPI_Comm comm);
+int cpmpi_coll_neighbor_alltoallw(const void *s, const int scs[], const MPI_Aint sd[], const MPI_Datatype sts[],
+                                  void *r, const int rcs[], const MPI_Aint rd[], const MPI_Datatype rts[],
+                                  MPI_Comm comm);
+/* This rank's neighbours in `comm`'s topology as ranks of `comm`, in the standard's order
+ * (MPI_PROC_NULL where there is none), into malloc'd *in and *out, to be freed (families.c). */
+void cpmpi_neighbor_lists(MPI_Comm comm, int *nin, int **in, int *nout, int **out);
+
 /* A collective the library runs itself (nonblocking, persistent) is charged the knobs for this
  * rank's part of the algorithm coll.c would run it with (cpmpi_emu_coll_start): the messages it
  * sends and receives, the rounds in which it receives (each waits for a message: one ΔL each),

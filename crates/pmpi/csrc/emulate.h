@@ -39,8 +39,8 @@ void cpmpi_emu_coll(uint64_t bytes);
 extern __thread int cpmpi_emu_in_coll;
 void cpmpi_emu_untracked(void);
 /* A communication call no knob applies to (the collectives the charges below do not model,
- * nonblocking or persistent: neighbourhood ones, alltoallv/w in place; the large-count
- * collectives): counted, so the report names what the knobs left. */
+ * nonblocking or persistent: alltoallv/w in place; the large-count collectives): counted, so
+ * the report names what the knobs left. */
 void cpmpi_emu_other(uint64_t bytes);
 
 /* Requests whose completion (the Wait/Test family) the knobs act on, per thread, by handle:

@@ -10,7 +10,10 @@
  *   same per MPI_Start, flagged F_PERSISTENT.
  * - Neighbourhood collectives: one event per call; bytes over the topology's neighbours; its
  *   tag the number of this rank's neighbour lists of the communicator (nbr_index), written as a
- *   frame (world ranks in the standard's order) when the communicator is first used so.
+ *   frame (world ranks in the standard's order) when the communicator is first used so; the
+ *   v/w all-to-alls' peer the number of their sizes per neighbour (nbr_sizes), written as a
+ *   frame when first seen. Under the knobs the blocking ones run as messages (coll_neighbor.c),
+ *   the nonblocking ones are charged this rank's part (emu_nbr_charge).
  * - One-sided: each transfer an event to the target's world rank (bytes of the origin buffer;
  *   request-based ones from start to completion); each synchronisation call an event, so the
  *   epochs can be rebuilt.
@@ -26,7 +29,9 @@ static void post_coll(int kind, int root, MPI_Comm comm, uint64_t bytes, uint64_
     cev e;
     uint32_t id;
     if (!MONITORING()) return;
-    int w = root != NO_ROOT && root >= 0 ? to_world(comm, root, &id) : (to_world(comm, 0, &id), -1);
+    int w = PEER_IS_SIZES(kind)                ? (to_world(comm, 0, &id), root)
+            : root != NO_ROOT && root >= 0 ? to_world(comm, root, &id)
+                                           : (to_world(comm, 0, &id), -1);
     fill(&e, kind, w, coll_tag(kind, comm), id, bytes, t0, t1);
     e.flags = (uint8_t)flags;
     e.comm_handle = HKEY(comm);
@@ -598,8 +603,9 @@ static void nbr_forget(uint64_t key) {
 
 /* `comm`'s neighbours of this rank, as its ranks in the standard's order (MPI-3.1 §7.6: a
  * Cartesian topology's are, per dimension, the source then the destination of a shift by 1;
- * MPI_PROC_NULL where there is none), into malloc'd `*in` and `*out`. */
-static void neighbor_lists(MPI_Comm comm, int *nin, int **in, int *nout, int **out) {
+ * MPI_PROC_NULL where there is none), into malloc'd `*in` and `*out` (coll.h: coll_neighbor.c
+ * runs the neighbourhood collectives over them under the knobs). */
+void cpmpi_neighbor_lists(MPI_Comm comm, int *nin, int **in, int *nout, int **out) {
     int kind = MPI_UNDEFINED, n = 0;
     degrees(comm, nin, nout);
     *in = malloc(sizeof(int) * (size_t)(*nin > 0 ? *nin : 1));
@@ -638,7 +644,7 @@ static int32_t nbr_index(MPI_Comm comm) {
         }
     int nin = 0, nout = 0, *in = NULL, *out = NULL;
     uint32_t id;
-    neighbor_lists(comm, &nin, &in, &nout, &out);
+    cpmpi_neighbor_lists(comm, &nin, &in, &nout, &out);
     to_world(comm, 0, &id);
     for (int i = 0; i < nin; i++) in[i] = in[i] >= 0 ? to_world(comm, in[i], &id) : -1;
     for (int i = 0; i < nout; i++) out[i] = out[i] >= 0 ? to_world(comm, out[i], &id) : -1;
@@ -673,68 +679,207 @@ static uint64_t sum_deg_w(const int *c, const MPI_Datatype *t, int n) {
     return s;
 }
 
+/* One side of a neighbourhood collective, slot by slot: `c` (or `cs[j]`) elements of `t` (or
+ * `ts[j]`) per neighbour. */
+typedef struct {
+    int c;
+    const int *cs;
+    MPI_Datatype t;
+    const MPI_Datatype *ts;
+} nbr_side;
+static inline nbr_side side(int c, const int *cs, MPI_Datatype t, const MPI_Datatype *ts) {
+    nbr_side x = {c, cs, t, ts};
+    return x;
+}
+static inline uint64_t side_bytes(nbr_side s, int j) {
+    if ((s.cs == NULL && s.c < 0) || (s.ts == NULL && s.t == MPI_DATATYPE_NULL)) return 0;
+    return type_bytes(s.ts ? s.ts[j] : s.t, s.cs ? s.cs[j] : s.c);
+}
+
+/* The v/w all-to-alls' sizes per neighbour: each distinct list (sends per out-neighbour slot,
+ * then receives per in-neighbour slot) numbered and written as a frame the first time
+ * (cpmpi_rt_neighbor_counts); the call's event carries the number in `peer`. A small table of
+ * the lists seen last, the oldest replaced (a replaced list seen again gets a new number and
+ * frame). A list of more than NCNT_MAX slots is not recorded: -1, and the replay leaves the call
+ * out, counted. */
+#define NCNT 64
+#define NCNT_MAX 65536
+static struct {
+    uint64_t hash;
+    int32_t index;
+    int nout, nin;
+    uint64_t *v;
+} cnts[NCNT];
+static unsigned cnt_next = 0;
+static int32_t cnt_count = 0;
+static pthread_mutex_t cnt_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* The number of list `v` (nout + nin sizes; taken over: kept in the table or freed). */
+static int32_t cnt_index(uint64_t *v, int nout, int nin) {
+    size_t n = (size_t)(nout + nin);
+    uint64_t h = 1469598103934665603ull ^ (uint64_t)nout;
+    for (size_t i = 0; i < n; i++) h = (h ^ v[i]) * 1099511628211ull;
+    pthread_mutex_lock(&cnt_lock);
+    for (int i = 0; i < NCNT; i++)
+        if (cnts[i].v && cnts[i].hash == h && cnts[i].nout == nout && cnts[i].nin == nin &&
+            memcmp(cnts[i].v, v, sizeof(uint64_t) * n) == 0) {
+            int32_t k = cnts[i].index;
+            pthread_mutex_unlock(&cnt_lock);
+            free(v);
+            return k;
+        }
+    int32_t k = cnt_count++;
+    cpmpi_rt_neighbor_counts(k, nout, v, nin, v + nout);
+    unsigned slot = cnt_next++ % NCNT;
+    free(cnts[slot].v);
+    cnts[slot].hash = h;
+    cnts[slot].index = k;
+    cnts[slot].nout = nout;
+    cnts[slot].nin = nin;
+    cnts[slot].v = v;
+    pthread_mutex_unlock(&cnt_lock);
+    return k;
+}
+
+/* The number of this call's sizes per neighbour (sends `s`, receives `r`), while monitoring;
+ * else -1. */
+static int32_t nbr_sizes(MPI_Comm comm, nbr_side s, nbr_side r) {
+    int nin, nout;
+    if (!MONITORING()) return -1;
+    degrees(comm, &nin, &nout);
+    if (nin < 0 || nout < 0 || nin + nout > NCNT_MAX) return -1;
+    uint64_t *v = malloc(sizeof(uint64_t) * (size_t)(nin + nout > 0 ? nin + nout : 1));
+    if (!v) return -1;
+    for (int j = 0; j < nout; j++) v[j] = side_bytes(s, j);
+    for (int i = 0; i < nin; i++) v[nout + i] = side_bytes(r, i);
+    return cnt_index(v, nout, nin);
+}
+
+/* Under the knobs, a nonblocking neighbourhood collective (the library runs it) is charged
+ * this rank's part of what coll_neighbor.c runs the blocking form as: one message to each
+ * out-neighbour and from each in-neighbour (MPI_PROC_NULL's slots move nothing), all in one
+ * round, its wire bytes the larger of the bytes it sends and receives. Under
+ * COMMPERF_EMULATE_COLL=off counted only, as every collective. */
+static void emu_nbr_charge(MPI_Comm comm, nbr_side s, nbr_side r, MPI_Request req) {
+    int nin = 0, nout = 0, *in = NULL, *out = NULL;
+    uint32_t sends = 0, recvs = 0;
+    uint64_t sent = 0, received = 0;
+    cpmpi_neighbor_lists(comm, &nin, &in, &nout, &out);
+    for (int j = 0; j < nout; j++) {
+        uint64_t b = side_bytes(s, j);
+        if (out[j] == MPI_PROC_NULL) continue;
+        sends++;
+        sent += b;
+    }
+    for (int i = 0; i < nin; i++) {
+        uint64_t b = side_bytes(r, i);
+        if (in[i] == MPI_PROC_NULL) continue;
+        recvs++;
+        received += b;
+    }
+    free(in);
+    free(out);
+    if (!cpmpi_coll_on) {
+        cpmpi_emu_other(sent);
+        return;
+    }
+    cpmpi_emu_coll_start(HKEY(req), sends, recvs, recvs ? 1 : 0, sent > received ? sent : received, 0);
+}
+
+/* A nonblocking neighbourhood collective: NBC_BODY, its charge emu_nbr_charge (S, R: its sides)
+ * and its event's peer PEER (-1, or the v/w forms' sizes, nbr_sizes). */
+#define NBR_NBC_BODY(FN, KIND, PEER, COMM, BYTES, SENT, RECEIVED, S, R, CALL, REQ)                  \
+    if (!ENTER(FN)) return CALL;                                                                 \
+    uint64_t t0 = cur_t0;                                                                        \
+    int rc = CALL;                                                                               \
+    uint64_t t1 = (cur_t1 = STAMP());                                                            \
+    if (rc == MPI_SUCCESS && EMU_ON()) emu_nbr_charge(COMM, S, R, *(REQ));                       \
+    if (rc == MPI_SUCCESS && MONITORING()) {                                                     \
+        post_coll(KIND, PEER, COMM, BYTES, t0, t1, *(REQ), 0);                                   \
+        cur_sent += (SENT);                                                                      \
+        cur_received += (RECEIVED);                                                              \
+    }                                                                                            \
+    LEAVE();                                                                                     \
+    return rc;
+
 int MPI_Neighbor_allgather(const void *s, int sc, MPI_Datatype st, void *r, int rc_, MPI_Datatype rt,
                            MPI_Comm comm) {
-    COLL_BODY(FN_Neighbor_allgather, K_NEIGHBOR_ALLGATHER, -1, comm, type_bytes(st, sc) * outdeg(comm),
-              type_bytes(st, sc) * outdeg(comm), type_bytes(rt, rc_) * indeg(comm),
-              PMPI_Neighbor_allgather(s, sc, st, r, rc_, rt, comm))
+    COLL_BODY_E(FN_Neighbor_allgather, K_NEIGHBOR_ALLGATHER, -1, comm, type_bytes(st, sc) * outdeg(comm),
+                type_bytes(st, sc) * outdeg(comm), type_bytes(rt, rc_) * indeg(comm),
+                cpmpi_coll_neighbor_allgather(s, sc, st, r, rc_, rt, comm),
+                PMPI_Neighbor_allgather(s, sc, st, r, rc_, rt, comm))
 }
 int MPI_Neighbor_allgatherv(const void *s, int sc, MPI_Datatype st, void *r, const int rcs[],
                             const int displs[], MPI_Datatype rt, MPI_Comm comm) {
-    COLL_BODY(FN_Neighbor_allgatherv, K_NEIGHBOR_ALLGATHERV, -1, comm, type_bytes(st, sc) * outdeg(comm),
-              type_bytes(st, sc) * outdeg(comm), sum_deg(rcs, rt, (int)indeg(comm)),
-              PMPI_Neighbor_allgatherv(s, sc, st, r, rcs, displs, rt, comm))
+    COLL_BODY_E(FN_Neighbor_allgatherv, K_NEIGHBOR_ALLGATHERV, -1, comm, type_bytes(st, sc) * outdeg(comm),
+                type_bytes(st, sc) * outdeg(comm), sum_deg(rcs, rt, (int)indeg(comm)),
+                cpmpi_coll_neighbor_allgatherv(s, sc, st, r, rcs, displs, rt, comm),
+                PMPI_Neighbor_allgatherv(s, sc, st, r, rcs, displs, rt, comm))
 }
 int MPI_Neighbor_alltoall(const void *s, int sc, MPI_Datatype st, void *r, int rc_, MPI_Datatype rt,
                           MPI_Comm comm) {
-    COLL_BODY(FN_Neighbor_alltoall, K_NEIGHBOR_ALLTOALL, -1, comm, type_bytes(st, sc) * outdeg(comm),
-              type_bytes(st, sc) * outdeg(comm), type_bytes(rt, rc_) * indeg(comm),
-              PMPI_Neighbor_alltoall(s, sc, st, r, rc_, rt, comm))
+    COLL_BODY_E(FN_Neighbor_alltoall, K_NEIGHBOR_ALLTOALL, -1, comm, type_bytes(st, sc) * outdeg(comm),
+                type_bytes(st, sc) * outdeg(comm), type_bytes(rt, rc_) * indeg(comm),
+                cpmpi_coll_neighbor_alltoall(s, sc, st, r, rc_, rt, comm),
+                PMPI_Neighbor_alltoall(s, sc, st, r, rc_, rt, comm))
 }
 int MPI_Neighbor_alltoallv(const void *s, const int scs[], const int sd[], MPI_Datatype st, void *r,
                            const int rcs[], const int rd[], MPI_Datatype rt, MPI_Comm comm) {
-    COLL_BODY(FN_Neighbor_alltoallv, K_NEIGHBOR_ALLTOALLV, -1, comm, sum_deg(scs, st, (int)outdeg(comm)),
-              sum_deg(scs, st, (int)outdeg(comm)), sum_deg(rcs, rt, (int)indeg(comm)),
-              PMPI_Neighbor_alltoallv(s, scs, sd, st, r, rcs, rd, rt, comm))
+    COLL_BODY_E(FN_Neighbor_alltoallv, K_NEIGHBOR_ALLTOALLV,
+                nbr_sizes(comm, side(0, scs, st, NULL), side(0, rcs, rt, NULL)), comm,
+                sum_deg(scs, st, (int)outdeg(comm)), sum_deg(scs, st, (int)outdeg(comm)),
+                sum_deg(rcs, rt, (int)indeg(comm)),
+                cpmpi_coll_neighbor_alltoallv(s, scs, sd, st, r, rcs, rd, rt, comm),
+                PMPI_Neighbor_alltoallv(s, scs, sd, st, r, rcs, rd, rt, comm))
 }
 int MPI_Neighbor_alltoallw(const void *s, const int scs[], const MPI_Aint sd[], const MPI_Datatype sts[],
                            void *r, const int rcs[], const MPI_Aint rd[], const MPI_Datatype rts[],
                            MPI_Comm comm) {
-    COLL_BODY(FN_Neighbor_alltoallw, K_NEIGHBOR_ALLTOALLW, -1, comm, sum_deg_w(scs, sts, (int)outdeg(comm)),
-              sum_deg_w(scs, sts, (int)outdeg(comm)), sum_deg_w(rcs, rts, (int)indeg(comm)),
-              PMPI_Neighbor_alltoallw(s, scs, sd, sts, r, rcs, rd, rts, comm))
+    COLL_BODY_E(FN_Neighbor_alltoallw, K_NEIGHBOR_ALLTOALLW,
+                nbr_sizes(comm, side(0, scs, MPI_DATATYPE_NULL, sts), side(0, rcs, MPI_DATATYPE_NULL, rts)),
+                comm, sum_deg_w(scs, sts, (int)outdeg(comm)), sum_deg_w(scs, sts, (int)outdeg(comm)),
+                sum_deg_w(rcs, rts, (int)indeg(comm)),
+                cpmpi_coll_neighbor_alltoallw(s, scs, sd, sts, r, rcs, rd, rts, comm),
+                PMPI_Neighbor_alltoallw(s, scs, sd, sts, r, rcs, rd, rts, comm))
 }
 int MPI_Ineighbor_allgather(const void *s, int sc, MPI_Datatype st, void *r, int rc_, MPI_Datatype rt,
                             MPI_Comm comm, MPI_Request *req) {
-    NBC_BODY(FN_Ineighbor_allgather, K_INEIGHBOR_ALLGATHER, NO_ROOT, comm, type_bytes(st, sc) * outdeg(comm),
-             type_bytes(st, sc) * outdeg(comm), type_bytes(rt, rc_) * indeg(comm),
-             PMPI_Ineighbor_allgather(s, sc, st, r, rc_, rt, comm, req), req)
+    NBR_NBC_BODY(FN_Ineighbor_allgather, K_INEIGHBOR_ALLGATHER, NO_ROOT, comm, type_bytes(st, sc) * outdeg(comm),
+                 type_bytes(st, sc) * outdeg(comm), type_bytes(rt, rc_) * indeg(comm),
+                 side(sc, NULL, st, NULL), side(rc_, NULL, rt, NULL),
+                 PMPI_Ineighbor_allgather(s, sc, st, r, rc_, rt, comm, req), req)
 }
 int MPI_Ineighbor_allgatherv(const void *s, int sc, MPI_Datatype st, void *r, const int rcs[],
                              const int displs[], MPI_Datatype rt, MPI_Comm comm, MPI_Request *req) {
-    NBC_BODY(FN_Ineighbor_allgatherv, K_INEIGHBOR_ALLGATHERV, NO_ROOT, comm, type_bytes(st, sc) * outdeg(comm),
-             type_bytes(st, sc) * outdeg(comm), sum_deg(rcs, rt, (int)indeg(comm)),
-             PMPI_Ineighbor_allgatherv(s, sc, st, r, rcs, displs, rt, comm, req), req)
+    NBR_NBC_BODY(FN_Ineighbor_allgatherv, K_INEIGHBOR_ALLGATHERV, NO_ROOT, comm, type_bytes(st, sc) * outdeg(comm),
+                 type_bytes(st, sc) * outdeg(comm), sum_deg(rcs, rt, (int)indeg(comm)),
+                 side(sc, NULL, st, NULL), side(0, rcs, rt, NULL),
+                 PMPI_Ineighbor_allgatherv(s, sc, st, r, rcs, displs, rt, comm, req), req)
 }
 int MPI_Ineighbor_alltoall(const void *s, int sc, MPI_Datatype st, void *r, int rc_, MPI_Datatype rt,
                            MPI_Comm comm, MPI_Request *req) {
-    NBC_BODY(FN_Ineighbor_alltoall, K_INEIGHBOR_ALLTOALL, NO_ROOT, comm, type_bytes(st, sc) * outdeg(comm),
-             type_bytes(st, sc) * outdeg(comm), type_bytes(rt, rc_) * indeg(comm),
-             PMPI_Ineighbor_alltoall(s, sc, st, r, rc_, rt, comm, req), req)
+    NBR_NBC_BODY(FN_Ineighbor_alltoall, K_INEIGHBOR_ALLTOALL, NO_ROOT, comm, type_bytes(st, sc) * outdeg(comm),
+                 type_bytes(st, sc) * outdeg(comm), type_bytes(rt, rc_) * indeg(comm),
+                 side(sc, NULL, st, NULL), side(rc_, NULL, rt, NULL),
+                 PMPI_Ineighbor_alltoall(s, sc, st, r, rc_, rt, comm, req), req)
 }
 int MPI_Ineighbor_alltoallv(const void *s, const int scs[], const int sd[], MPI_Datatype st, void *r,
                             const int rcs[], const int rd[], MPI_Datatype rt, MPI_Comm comm, MPI_Request *req) {
-    NBC_BODY(FN_Ineighbor_alltoallv, K_INEIGHBOR_ALLTOALLV, NO_ROOT, comm, sum_deg(scs, st, (int)outdeg(comm)),
-             sum_deg(scs, st, (int)outdeg(comm)), sum_deg(rcs, rt, (int)indeg(comm)),
-             PMPI_Ineighbor_alltoallv(s, scs, sd, st, r, rcs, rd, rt, comm, req), req)
+    NBR_NBC_BODY(FN_Ineighbor_alltoallv, K_INEIGHBOR_ALLTOALLV,
+                 nbr_sizes(comm, side(0, scs, st, NULL), side(0, rcs, rt, NULL)), comm,
+                 sum_deg(scs, st, (int)outdeg(comm)), sum_deg(scs, st, (int)outdeg(comm)),
+                 sum_deg(rcs, rt, (int)indeg(comm)), side(0, scs, st, NULL), side(0, rcs, rt, NULL),
+                 PMPI_Ineighbor_alltoallv(s, scs, sd, st, r, rcs, rd, rt, comm, req), req)
 }
 int MPI_Ineighbor_alltoallw(const void *s, const int scs[], const MPI_Aint sd[], const MPI_Datatype sts[],
                             void *r, const int rcs[], const MPI_Aint rd[], const MPI_Datatype rts[],
                             MPI_Comm comm, MPI_Request *req) {
-    NBC_BODY(FN_Ineighbor_alltoallw, K_INEIGHBOR_ALLTOALLW, NO_ROOT, comm,
-             sum_deg_w(scs, sts, (int)outdeg(comm)), sum_deg_w(scs, sts, (int)outdeg(comm)),
-             sum_deg_w(rcs, rts, (int)indeg(comm)),
-             PMPI_Ineighbor_alltoallw(s, scs, sd, sts, r, rcs, rd, rts, comm, req), req)
+    NBR_NBC_BODY(FN_Ineighbor_alltoallw, K_INEIGHBOR_ALLTOALLW,
+                 nbr_sizes(comm, side(0, scs, MPI_DATATYPE_NULL, sts), side(0, rcs, MPI_DATATYPE_NULL, rts)),
+                 comm, sum_deg_w(scs, sts, (int)outdeg(comm)), sum_deg_w(scs, sts, (int)outdeg(comm)),
+                 sum_deg_w(rcs, rts, (int)indeg(comm)), side(0, scs, MPI_DATATYPE_NULL, sts),
+                 side(0, rcs, MPI_DATATYPE_NULL, rts),
+                 PMPI_Ineighbor_alltoallw(s, scs, sd, sts, r, rcs, rd, rts, comm, req), req)
 }
 
 /* ---- one-sided ----------------------------------------------------------------------------- */

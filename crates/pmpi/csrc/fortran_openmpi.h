@@ -772,34 +772,48 @@ void mpi_ineighbor_alltoallv_(const void *s, F *scs, F *sd, F *st, void *rb, F *
                                  &r))
 }
 
-/* The w-forms name a datatype per peer: blocking ones get a converted copy of the handles for
- * the call's duration (the nonblocking w-forms would need it until they complete: those are
- * counted and timed, not recorded). */
+/* The w-forms name a datatype per peer: they get a converted copy of the handles. A blocking
+ * one's lives for the call; a nonblocking one's (`req` not NULL) until its request completes
+ * (keep_until_done, freed by the call that completes it, shim.c): the standard lets the library
+ * read the arrays until then, and Open MPI's own Fortran binding keeps its converted arrays with
+ * the request for that reason. */
 static int f_alltoallw(const void *s, F *scs, const void *sd, F *sts, void *r, F *rcs, const void *rd, F *rts,
-                       MPI_Comm comm, int nout, int nin, int neighbourhood) {
+                       MPI_Comm comm, int nout, int nin, int neighbourhood, MPI_Request *req) {
     MPI_Datatype small[32];
     int n = nout + nin;
-    MPI_Datatype *t = n <= 32 ? small : malloc((size_t)n * sizeof *t);
+    MPI_Datatype *t = n <= 32 && !req ? small : malloc((size_t)(n > 0 ? n : 1) * sizeof *t);
     if (!t) return MPI_ERR_NO_MEM;
     for (int i = 0; i < nout; i++) t[i] = PMPI_Type_f2c(sts[i]);
     for (int i = 0; i < nin; i++) t[nout + i] = PMPI_Type_f2c(rts[i]);
     int rc;
-    if (neighbourhood) {
-        /* Neighbourhood w-forms take displacements of INTEGER(KIND=MPI_ADDRESS_KIND). */
-        rc = MPI_Neighbor_alltoallw(f_buf(s), FI(scs), (const MPI_Aint *)sd, t, f_buf(r), FI(rcs),
-                                    (const MPI_Aint *)rd, t + nout, comm);
+    /* Neighbourhood w-forms take displacements of INTEGER(KIND=MPI_ADDRESS_KIND). */
+    const MPI_Aint *sa = (const MPI_Aint *)sd, *ra = (const MPI_Aint *)rd;
+    if (neighbourhood && req) {
+        rc = MPI_Ineighbor_alltoallw(f_buf(s), FI(scs), sa, t, f_buf(r), FI(rcs), ra, t + nout, comm, req);
+    } else if (neighbourhood) {
+        rc = MPI_Neighbor_alltoallw(f_buf(s), FI(scs), sa, t, f_buf(r), FI(rcs), ra, t + nout, comm);
+    } else if (req) {
+        rc = MPI_Ialltoallw(f_buf(s), FI(scs), (const int *)sd, t, f_buf(r), FI(rcs), (const int *)rd, t + nout,
+                            comm, req);
     } else {
         rc = MPI_Alltoallw(f_buf(s), FI(scs), (const int *)sd, t, f_buf(r), FI(rcs), (const int *)rd, t + nout,
                            comm);
     }
-    if (t != small) free(t);
+    if (req && rc == MPI_SUCCESS && *req != MPI_REQUEST_NULL) keep_until_done(HKEY(*req), t);
+    else if (t != small) free(t);
     return rc;
 }
 void mpi_alltoallw_(const void *s, F *scs, F *sd, F *sts, void *r, F *rcs, F *rd, F *rts, F *comm, F *ierr) {
     MPI_Comm c = FC(comm);
     int n = (int)csize(c);
     FWD_BEGIN();
-    FWD_END(f_alltoallw(s, scs, sd, sts, r, rcs, rd, rts, c, n, n, 0));
+    FWD_END(f_alltoallw(s, scs, sd, sts, r, rcs, rd, rts, c, n, n, 0, NULL));
+}
+void mpi_ialltoallw_(const void *s, F *scs, F *sd, F *sts, void *rb, F *rcs, F *rd, F *rts, F *comm, F *req,
+                     F *ierr) {
+    MPI_Comm c = FC(comm);
+    int n = (int)csize(c);
+    FNBC(f_alltoallw(s, scs, sd, sts, rb, rcs, rd, rts, c, n, n, 0, &r))
 }
 void mpi_neighbor_alltoallw_(const void *s, F *scs, MPI_Aint *sd, F *sts, void *r, F *rcs, MPI_Aint *rd, F *rts,
                              F *comm, F *ierr) {
@@ -807,5 +821,12 @@ void mpi_neighbor_alltoallw_(const void *s, F *scs, MPI_Aint *sd, F *sts, void *
     int in = 0, out = 0;
     degrees(c, &in, &out);
     FWD_BEGIN();
-    FWD_END(f_alltoallw(s, scs, sd, sts, r, rcs, rd, rts, c, out, in, 1));
+    FWD_END(f_alltoallw(s, scs, sd, sts, r, rcs, rd, rts, c, out, in, 1, NULL));
+}
+void mpi_ineighbor_alltoallw_(const void *s, F *scs, MPI_Aint *sd, F *sts, void *rb, F *rcs, MPI_Aint *rd,
+                              F *rts, F *comm, F *req, F *ierr) {
+    MPI_Comm c = FC(comm);
+    int in = 0, out = 0;
+    degrees(c, &in, &out);
+    FNBC(f_alltoallw(s, scs, sd, sts, rb, rcs, rd, rts, c, out, in, 1, &r))
 }

@@ -90,6 +90,11 @@ enum {
 #define F_PERSISTENT 4  /* a persistent collective's start (MPI-4 MPI_X_init + MPI_Start) */
 #define F_PARTITIONED 8 /* a partitioned send/receive's start (MPI_Psend_init/Precv_init) */
 #define F_SYNC 16       /* a persistent synchronous send's start (MPI_Ssend_init + MPI_Start) */
+/* The v/w neighbourhood all-to-alls' events carry in `peer` the number of their sizes per
+ * neighbour (families.c nbr_sizes; -1: not recorded), not a rank. */
+#define PEER_IS_SIZES(k)                                                                         \
+    ((k) == K_NEIGHBOR_ALLTOALLV || (k) == K_NEIGHBOR_ALLTOALLW || (k) == K_INEIGHBOR_ALLTOALLV || \
+     (k) == K_INEIGHBOR_ALLTOALLW)
 
 /* The Rust runtime (libcommperf_pmpi.so). */
 extern int cpmpi_rt_init(int rank, int size, const char *flavour, const char *libversion);
@@ -119,6 +124,8 @@ extern void cpmpi_rt_flush(void);
 extern int cpmpi_rt_empty_wrappers(void);
 extern void cpmpi_rt_comm(uint32_t id, int inter, int n, const int *world);
 extern void cpmpi_rt_neighbors(uint32_t id, int index, int nin, const int *in, int nout, const int *out);
+extern void cpmpi_rt_neighbor_counts(int index, int nout, const uint64_t *sends, int nin,
+                                     const uint64_t *recvs);
 struct cpmpi_stat_s;
 extern void cpmpi_rt_calls(int n, const char *const *names, const void *stats);
 
@@ -1309,12 +1316,48 @@ int MPI_Startall(int count, MPI_Request reqs[]) {
     return rc;
 }
 
+/* Memory an operation may read until its request completes (the Open MPI Fortran nonblocking
+ * w-forms' converted datatype arrays, fortran_openmpi.h, as Open MPI's own Fortran binding keeps
+ * its converted arrays with the request): freed by the wrapped call that completes the request
+ * (complete, below). A small table under a lock; `kept_n`, read without it, keeps every other
+ * completion free of the lock. With the table full the memory is kept for good: a leak, never a
+ * read after free. */
+#define NKEPT 256
+static struct { uint64_t key; void *p; } kept[NKEPT];
+static int kept_n = 0;
+static pthread_mutex_t kept_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void keep_until_done(uint64_t key, void *p) {
+    pthread_mutex_lock(&kept_lock);
+    for (int i = 0; i < NKEPT; i++)
+        if (!kept[i].p) {
+            kept[i].key = key;
+            kept[i].p = p;
+            __atomic_add_fetch(&kept_n, 1, __ATOMIC_RELEASE);
+            break;
+        }
+    pthread_mutex_unlock(&kept_lock);
+}
+
+static void kept_release(uint64_t key) {
+    if (!__atomic_load_n(&kept_n, __ATOMIC_ACQUIRE)) return;
+    pthread_mutex_lock(&kept_lock);
+    for (int i = 0; i < NKEPT; i++)
+        if (kept[i].p && kept[i].key == key) {
+            free(kept[i].p);
+            kept[i].p = NULL;
+            __atomic_sub_fetch(&kept_n, 1, __ATOMIC_RELEASE);
+        }
+    pthread_mutex_unlock(&kept_lock);
+}
+
 /* A tracked request completed: give it its completion times, and for a receive the source, tag
  * and size the status reports. Requests we never saw posted (collective, or made before MPI_Init) are ignored. */
 /* MPI_Isendrecv's send half is posted under its request's key with this bit flipped. */
 #define SENDRECV_KEY_BIT (1ull << 62)
 static void complete(uint64_t key, const MPI_Status *st, uint64_t t0, uint64_t t1) {
     cev e;
+    kept_release(key);
     if (!MONITORING() || !cpmpi_rt_take(my_table, key, &e)) return;
     if (st && was_cancelled(st)) return;
     e.t_done_enter = t0;
@@ -1600,7 +1643,9 @@ static inline void rec_coll(int kind, int root, MPI_Comm comm, uint64_t bytes, u
     uint32_t id;
     if (__builtin_expect(cpmpi_emu_on, 0)) cpmpi_emu_coll(bytes);
     if (!MONITORING()) return;
-    int w = root >= 0 ? to_world(comm, root, &id) : (to_world(comm, 0, &id), -1);
+    int w = PEER_IS_SIZES(kind) ? (to_world(comm, 0, &id), root)
+            : root >= 0         ? to_world(comm, root, &id)
+                                : (to_world(comm, 0, &id), -1);
     fill(&e, kind, w, coll_tag(kind, comm), id, bytes, t0, t1);
     record(&e);
 }

@@ -1,7 +1,8 @@
 //! Reading a monitor directory back, matching sends to receives, and the per-message stages.
 
 use crate::format::{
-    self, CallStat, ClockSync, CommDef, Footer, Header, NeighborDef, Sites, EVENT_BYTES, MAGIC,
+    self, CallStat, ClockSync, CommDef, Footer, Header, NeighborCounts, NeighborDef, Sites,
+    EVENT_BYTES, MAGIC,
 };
 use crate::sites::{call_sites, CallSite};
 use serde::Serialize;
@@ -611,6 +612,9 @@ pub struct RankData {
     /// (format v4; empty before): a neighbourhood collective's `Event::tag` is the `index` of
     /// its lists.
     pub neighbors: Vec<NeighborDef>,
+    /// The per-neighbour sizes of this rank's v/w neighbourhood all-to-alls (format v5; empty
+    /// before): such a call's `Event::peer` is the `index` of its sizes.
+    pub neighbor_counts: Vec<NeighborCounts>,
 }
 
 impl RankData {
@@ -807,6 +811,7 @@ pub fn read_file(path: &Path) -> Result<RankData, ReadError> {
         functions: Vec::new(),
         sites: Sites::default(),
         neighbors: Vec::new(),
+        neighbor_counts: Vec::new(),
     };
     while at < data.len() {
         if data.len() - at < 8 {
@@ -884,6 +889,9 @@ pub fn read_file(path: &Path) -> Result<RankData, ReadError> {
             }
             9 if version >= 4 => rd
                 .neighbors
+                .push(serde_json::from_slice(payload).map_err(json_err)?),
+            10 if version >= 5 => rd
+                .neighbor_counts
                 .push(serde_json::from_slice(payload).map_err(json_err)?),
             k => return Err(corrupt(at, format!("unknown frame kind {k}"))),
         }
@@ -1596,7 +1604,7 @@ mod tests {
             e.contains(p.to_str().unwrap()) && e.contains("format version v9"),
             "{e}"
         );
-        assert!(e.contains("[1, 2, 3, 4]"), "{e}");
+        assert!(e.contains("[1, 2, 3, 4, 5]"), "{e}");
         // The header disagreeing with the magic is refused too.
         let mut f = format::MAGIC.to_vec();
         f.extend(frame_of(
@@ -1608,7 +1616,7 @@ mod tests {
         let e = read_file(&p).unwrap_err().to_string();
         let _ = std::fs::remove_file(&p);
         assert!(
-            e.contains("format version 1 in the header of a v4 file"),
+            e.contains("format version 1 in the header of a v5 file"),
             "{e}"
         );
     }
@@ -1717,6 +1725,27 @@ mod tests {
         assert!(e.contains("unknown frame kind 9"), "{e}");
     }
 
+    #[test]
+    fn version_5_reads_neighbour_sizes_and_version_4_refuses_them() {
+        let c = NeighborCounts {
+            index: 2,
+            sends: vec![8, 12],
+            recvs: vec![12, 8],
+        };
+        let mut f = rank_file(5);
+        f.extend(frame_of(5, FrameKind::NeighborCounts, &j(&c)));
+        let p = scratch("v5-counts");
+        std::fs::write(&p, &f).unwrap();
+        let rd = read_file(&p).unwrap();
+        assert_eq!(rd.neighbor_counts, std::slice::from_ref(&c));
+        let mut f = rank_file(4);
+        f.extend(frame_of(4, FrameKind::NeighborCounts, &j(&c)));
+        std::fs::write(&p, &f).unwrap();
+        let e = read_file(&p).unwrap_err().to_string();
+        let _ = std::fs::remove_file(&p);
+        assert!(e.contains("unknown frame kind 10"), "{e}");
+    }
+
     fn rank(r: u32, offset_ns: i64, err_ns: i64, events: Vec<Event>) -> RankData {
         RankData {
             path: PathBuf::from(format!("rank-{r}")),
@@ -1738,6 +1767,7 @@ mod tests {
             functions: Vec::new(),
             sites: Default::default(),
             neighbors: Vec::new(),
+            neighbor_counts: Vec::new(),
         }
     }
 

@@ -23,15 +23,16 @@
 //!   `comm c<id in hex>` definition listing its members (world ranks in communicator rank
 //!   order, as the run recorded them), with the root as a rank within it; a communicator whose
 //!   members the run does not know leaves its collectives out, counted;
-//! - neighbourhood collectives (MPI_Neighbor_allgather(v), MPI_Neighbor_alltoall and their
-//!   I-forms) become what they do: an `irecv` from each in-neighbour and an `isend` to each
-//!   out-neighbour (the topology's lists, world ranks in the standard's order, recorded by the
-//!   interposer; MPI_PROC_NULL's slots move nothing), each of the record's bytes over the
-//!   out-degree, a receive its sender's; then a `waitall` of them, or for the I-form at the
-//!   call that completed it. Their tag is one per topology communicator, above every stream's.
-//!   MPI_Neighbor_alltoallv/w are left out and counted: their record holds the rank's total,
-//!   not each neighbour's share; so are calls whose members' lists were not recorded or do
-//!   not pair up;
+//! - neighbourhood collectives (MPI_Neighbor_allgather(v), MPI_Neighbor_alltoall(v/w) and
+//!   their I-forms) become what they do: an `irecv` from each in-neighbour and an `isend` to
+//!   each out-neighbour (the topology's lists, world ranks in the standard's order, recorded by
+//!   the interposer; MPI_PROC_NULL's slots move nothing), each of the record's bytes over the
+//!   out-degree, or for the v/w all-to-alls the size the interposer recorded for that
+//!   neighbour (format v5), a receive its sender's; then a `waitall` of them, or for the
+//!   I-form at the call that completed it. Their tag is one per topology communicator, above
+//!   every stream's. MPI_Neighbor_alltoallv/w calls whose sizes per neighbour were not recorded
+//!   (files before format version 5) are left out and counted; so are calls whose members'
+//!   lists were not recorded or do not pair up;
 //! - nonblocking collectives (MPI_Iallreduce, …) become the format's `i`-forms, named after
 //!   their record and joined by the `wait`/`waitall` of the call that completed them, like
 //!   nonblocking point-to-point;
@@ -56,11 +57,11 @@
 //!   up one to one have no synchronisation replayed (their transfers are), counted. A transfer
 //!   whose target is no rank of the run is left out, counted.
 
-use crate::format::NeighborDef;
+use crate::format::{NeighborCounts, NeighborDef};
 use crate::read::{pair_events, Call, Event, RankData, Run};
 use commperf_report::timeline::Arg;
 use serde::Serialize;
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
 use std::fmt::Write as _;
 
 /// What a conversion wrote and what it left out.
@@ -88,8 +89,8 @@ pub struct TraceStats {
     /// communicators are groups of ranks, not two groups facing each other.
     pub intercomm_collectives_left_out: u64,
     /// Collective calls (summed over ranks) the trace cannot replay: MPI_Neighbor_alltoallv/w
-    /// and their nonblocking forms, whose record holds the rank's total bytes, not each
-    /// neighbour's.
+    /// and their nonblocking forms whose sizes per neighbour were not recorded (files before
+    /// format version 5: the record holds the rank's total bytes, not each neighbour's).
     pub unsupported_left_out: u64,
     /// Neighbourhood collective calls (summed over ranks) written as their messages.
     pub neighbor_collectives: u64,
@@ -195,7 +196,7 @@ impl TraceStats {
         }
         if self.unsupported_left_out > 0 {
             why.push(format!(
-                "{} MPI_Neighbor_alltoallv/w calls (each neighbour's size is not recorded)",
+                "{} MPI_Neighbor_alltoallv/w calls (each neighbour's size was not recorded)",
                 self.unsupported_left_out
             ));
         }
@@ -566,16 +567,32 @@ fn collective_of(
     })
 }
 
-/// The neighbourhood collectives the replay writes as their messages, by family; None for
-/// MPI_Neighbor_alltoallv/w (and their I-forms), whose record holds the rank's total bytes and
-/// not each neighbour's. (MPI_Neighbor_allgatherv sends every out-neighbour the same block:
-/// only its receives differ, and a receive takes its sender's size.)
+/// The neighbourhood collectives the replay writes as their messages, by family (what the
+/// members of one call must agree on). (MPI_Neighbor_allgatherv sends every out-neighbour the
+/// same block: only its receives differ, and a receive takes its sender's size.)
 fn neighbor_op(c: Call) -> Option<&'static str> {
     match c.blocking_form() {
         Call::NeighborAllgather | Call::NeighborAllgatherv => Some("neighbor_allgather"),
         Call::NeighborAlltoall => Some("neighbor_alltoall"),
+        Call::NeighborAlltoallv => Some("neighbor_alltoallv"),
+        Call::NeighborAlltoallw => Some("neighbor_alltoallw"),
         _ => None,
     }
+}
+
+/// MPI_Neighbor_alltoallv/w (and their I-forms): a size per neighbour, recorded apart
+/// ([`NeighborCounts`]), the record holding only the rank's total.
+fn sized_per_neighbor(c: Call) -> bool {
+    matches!(
+        c.blocking_form(),
+        Call::NeighborAlltoallv | Call::NeighborAlltoallw
+    )
+}
+
+/// The sizes per neighbour of `rd`'s v/w neighbourhood all-to-all `e` (its `peer` names them).
+fn counts_of<'a>(rd: &'a RankData, e: &Event) -> Option<&'a NeighborCounts> {
+    let index = u32::try_from(e.peer).ok()?;
+    rd.neighbor_counts.iter().find(|c| c.index == index)
 }
 
 /// The neighbour lists of `rd`'s neighbourhood collective `e` (its `tag` names them).
@@ -586,10 +603,16 @@ fn neighbors_of<'a>(rd: &'a RankData, e: &Event) -> Option<&'a NeighborDef> {
         .find(|d| d.index == index && d.id == e.comm)
 }
 
-/// The bytes a neighbourhood collective sends each out-neighbour: the record's total over the
-/// out-degree, MPI_PROC_NULL's slots included, as the interposer counts them.
-fn per_neighbor(e: &Event, d: &NeighborDef) -> u64 {
-    e.bytes / (d.destinations.len().max(1) as u64)
+/// The bytes a neighbourhood collective sends each out-neighbour slot: the v/w all-to-alls'
+/// recorded sizes (None when there are none, or not one per slot), the others' record's total
+/// over the out-degree, MPI_PROC_NULL's slots included, as the interposer counts them.
+fn slot_sizes(rd: &RankData, e: &Event, d: &NeighborDef) -> Option<Vec<u64>> {
+    let slots = d.destinations.len();
+    if sized_per_neighbor(e.call) {
+        let c = counts_of(rd, e)?;
+        return (c.sends.len() == slots).then(|| c.sends.clone());
+    }
+    Some(vec![e.bytes / (slots.max(1) as u64); slots])
 }
 
 /// A neighbourhood collective call of one rank, as the messages it is replayed as.
@@ -615,7 +638,7 @@ fn neighbor_call(
         let rd = by_rank.get(&m)?;
         let e = rd.events.get(i)?;
         let d = neighbors_of(rd, e)?;
-        sides.push((m, i, d, per_neighbor(e, d)));
+        sides.push((m, i, d, slot_sizes(rd, e, d)?));
     }
     let mut balance: HashMap<(u32, u32), i64> = HashMap::new();
     for &(m, _, d, _) in &sides {
@@ -629,18 +652,36 @@ fn neighbor_call(
     if balance.values().any(|&v| v != 0) {
         return None;
     }
-    let per: HashMap<u32, u64> = sides.iter().map(|&(m, _, _, b)| (m, b)).collect();
+    // Each sender's messages to each receiver, in its slot order: the receiver's k-th receive
+    // from a sender takes the sender's k-th message to it, as the replay matches one pair's
+    // messages in order.
+    let mut flows: HashMap<(u32, u32), VecDeque<u64>> = HashMap::new();
+    for (m, _, d, sizes) in &sides {
+        for (to, &b) in d.destinations.iter().zip(sizes) {
+            if let Some(to) = to {
+                flows.entry((*m, *to)).or_default().push_back(b);
+            }
+        }
+    }
     Some(
         sides
-            .iter()
-            .map(|&(m, i, d, b)| {
+            .into_iter()
+            .map(|(m, i, d, sizes)| {
                 let recvs = d
                     .sources
                     .iter()
                     .flatten()
-                    .map(|&from| (from, per.get(&from).copied().unwrap_or(0)))
+                    .map(|&from| {
+                        let q = flows.get_mut(&(from, m));
+                        (from, q.and_then(VecDeque::pop_front).unwrap_or(0))
+                    })
                     .collect();
-                let sends = d.destinations.iter().flatten().map(|&to| (to, b)).collect();
+                let sends = d
+                    .destinations
+                    .iter()
+                    .zip(&sizes)
+                    .filter_map(|(to, &b)| to.map(|t| (t, b)))
+                    .collect();
                 (m, i, NeighborCall { tag, recvs, sends })
             })
             .collect(),
@@ -806,7 +847,8 @@ pub fn replay(run: &Run) -> Replay {
             let members = (e.comm != 0).then(|| known[&e.comm].as_slice());
             let size = members.map_or(u64::from(n), |m| m.len() as u64);
             if e.call.is_neighborhood() {
-                if neighbor_op(e.call).is_none() {
+                let no_sizes = sized_per_neighbor(e.call) && counts_of(rd, e).is_none();
+                if neighbor_op(e.call).is_none() || no_sizes {
                     st.unsupported_left_out += 1;
                     continue;
                 }
@@ -1458,7 +1500,7 @@ impl Timeline {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::format::{ClockSync, CommDef, Footer, Header, NeighborDef};
+    use crate::format::{ClockSync, CommDef, Footer, Header, NeighborCounts, NeighborDef};
     use crate::read::RankData;
     use std::path::PathBuf;
 
@@ -1498,6 +1540,7 @@ mod tests {
             functions: Vec::new(),
             sites: Default::default(),
             neighbors: Vec::new(),
+            neighbor_counts: Vec::new(),
         }
     }
 
@@ -1911,8 +1954,10 @@ mod tests {
         // Three ranks on a periodic ring (communicator 0xf, every rank's in- and out-neighbours
         // left then right, as MPI_Cart_shift gives them). Rank 0 MPI_Ssends 8 B to rank 1 and
         // MPI_Issends it 16 B; then every rank runs an MPI_Neighbor_alltoall of 4 B per
-        // neighbour, an MPI_Ineighbor_allgather of 8 B completed by a Wait at 900, and an
-        // MPI_Neighbor_alltoallv (left out: each neighbour's size is not recorded).
+        // neighbour, an MPI_Ineighbor_allgather of 8 B completed by a Wait at 900, an
+        // MPI_Neighbor_alltoallv whose sizes per neighbour were not recorded (left out, as in
+        // a file before format version 5), and one whose sizes were: rank r sends its left
+        // neighbour 4(r+1) B and its right one 100 + r B.
         let p2p = |call: Call, peer: i32, bytes: u64, t: u64| Event {
             call,
             fortran: false,
@@ -1948,6 +1993,11 @@ mod tests {
             v.push(nbr(Call::NeighborAlltoall, 2 * 4, 500, None));
             v.push(nbr(Call::IneighborAllgather, 2 * 8, 600, Some(900)));
             v.push(nbr(Call::NeighborAlltoallv, 2 * 4, 1_000, None));
+            let sized = u64::from(4 * (r + 1) + 100 + r);
+            v.push(Event {
+                peer: 0,
+                ..nbr(Call::NeighborAlltoallv, sized, 1_200, None)
+            });
             evs.push(v);
         }
         let mut ranks = run_of(3, evs, &[(0xf, vec![0, 1, 2])]).ranks;
@@ -1960,12 +2010,17 @@ mod tests {
                 sources: ring.clone(),
                 destinations: ring,
             }];
+            rd.neighbor_counts = vec![NeighborCounts {
+                index: 0,
+                sends: vec![u64::from(4 * (me + 1)), u64::from(100 + me)],
+                recvs: vec![u64::from(100 + (me + 2) % 3), u64::from(4 * ((me + 1) % 3 + 1))],
+            }];
         }
         let run = Run::new(PathBuf::new(), ranks);
         let out = to_trace(&run);
         // Rank 1: the two receives (their tag the world's 2), then per neighbourhood call an
         // irecv from each neighbour and an isend to each, tag 3 (above the world's), requests
-        // numbered past the rank's 5 records; the allgather's joined at its Wait.
+        // numbered past the rank's 6 records; the allgather's joined at its Wait.
         assert_eq!(
             block(&out.text, 1),
             [
@@ -1974,19 +2029,27 @@ mod tests {
                 "compute 90ns",
                 "recv 0 16B tag 2",
                 "compute 290ns",
-                "irecv 0 4B tag 3 as q5",
-                "irecv 2 4B tag 3 as q6",
-                "isend 0 4B tag 3 as q7",
-                "isend 2 4B tag 3 as q8",
-                "waitall q5 q6 q7 q8",
+                "irecv 0 4B tag 3 as q6",
+                "irecv 2 4B tag 3 as q7",
+                "isend 0 4B tag 3 as q8",
+                "isend 2 4B tag 3 as q9",
+                "waitall q6 q7 q8 q9",
                 "compute 90ns",
-                "irecv 0 8B tag 3 as q9",
-                "irecv 2 8B tag 3 as q10",
-                "isend 0 8B tag 3 as q11",
-                "isend 2 8B tag 3 as q12",
+                "irecv 0 8B tag 3 as q10",
+                "irecv 2 8B tag 3 as q11",
+                "isend 0 8B tag 3 as q12",
+                "isend 2 8B tag 3 as q13",
                 "compute 290ns",
-                "waitall q9 q10 q11 q12",
+                "waitall q10 q11 q12 q13",
                 "compute 90ns",
+                "compute 190ns",
+                // Rank 0 sends its right neighbour (1) 100 B, rank 2 its left one (1) 12 B;
+                // rank 1 sends 8 B left and 101 B right.
+                "irecv 0 100B tag 3 as q14",
+                "irecv 2 12B tag 3 as q15",
+                "isend 0 8B tag 3 as q16",
+                "isend 2 101B tag 3 as q17",
+                "waitall q14 q15 q16 q17",
             ],
             "{}",
             out.text
@@ -1997,37 +2060,44 @@ mod tests {
         assert_eq!(b0[5], "wait q1", "{}", out.text);
         // predict reads it: rank 0's 2 synchronous sends, and 2 x 2 sends of each rank's
         // neighbourhood calls.
-        assert_eq!(sends_per_rank(&out.text), [2 + 4, 4, 4]);
+        assert_eq!(sends_per_rank(&out.text), [2 + 6, 6, 6]);
         let st = &out.stats;
         assert_eq!(st.messages, 2);
-        assert_eq!(st.neighbor_collectives, 6);
-        assert_eq!(st.neighbor_messages, 12);
+        assert_eq!(st.neighbor_collectives, 9);
+        assert_eq!(st.neighbor_messages, 18);
         assert_eq!(st.unsupported_left_out, 3);
         assert_eq!(st.nonblocking_collectives, 0);
         assert_eq!((st.collectives, st.communicators), (0, 0));
         assert!(
             st.describe().contains(
-                "6 neighbourhood collective calls as 12 messages; left out 3 calls: 3 \
-                 MPI_Neighbor_alltoallv/w calls (each neighbour's size is not recorded)"
+                "9 neighbourhood collective calls as 18 messages; left out 3 calls: 3 \
+                 MPI_Neighbor_alltoallv/w calls (each neighbour's size was not recorded)"
             ),
             "{}",
             st.describe()
         );
-        // Without rank 2's lists its 2 calls cannot be replayed, and then neither can the
-        // others' 4, which are no longer recorded alike on every member: all left out, counted.
+        // Without rank 2's lists its 3 calls cannot be replayed, and then neither can the
+        // others' 6, which are no longer recorded alike on every member: all left out, counted.
         let mut ranks = run.ranks.clone();
         ranks[2].neighbors.clear();
         let st = replay(&Run::new(PathBuf::new(), ranks)).stats;
         assert_eq!((st.neighbor_collectives, st.neighbor_messages), (0, 0));
-        assert_eq!(st.neighbor_lists_left_out, 2);
-        assert_eq!(st.misaligned_collectives_left_out, 4);
+        assert_eq!(st.neighbor_lists_left_out, 3);
+        assert_eq!(st.misaligned_collectives_left_out, 6);
+        // Sizes not one per neighbour slot (rank 2's list of one): that call is not replayed,
+        // on any member.
+        let mut ranks = run.ranks.clone();
+        ranks[2].neighbor_counts[0].sends.pop();
+        let st = replay(&Run::new(PathBuf::new(), ranks)).stats;
+        assert_eq!(st.neighbor_collectives, 6);
+        assert_eq!(st.neighbor_lists_left_out, 3);
         // Lists that do not pair up (rank 2 says it sends to itself, not to rank 0): the
         // calls are aligned but not replayed.
         let mut ranks = run.ranks.clone();
         ranks[2].neighbors[0].destinations[1] = Some(2);
         let st = replay(&Run::new(PathBuf::new(), ranks)).stats;
         assert_eq!(st.neighbor_collectives, 0);
-        assert_eq!(st.neighbor_lists_left_out, 6);
+        assert_eq!(st.neighbor_lists_left_out, 9);
         assert_eq!(st.misaligned_collectives_left_out, 0);
     }
 

@@ -1092,18 +1092,6 @@ void mpi_group_union_(void *a0, void *a1, void *a2, void *a3) {
     pmpi_group_union_(a0, a1, a2, a3);
     LEAVE();
 }
-extern void pmpi_ialltoallw_(void *a0, void *a1, void *a2, void *a3, void *a4, void *a5, void *a6, void *a7, void *a8, void *a9, void *a10) __attribute__((weak));
-void mpi_ialltoallw_(void *a0, void *a1, void *a2, void *a3, void *a4, void *a5, void *a6, void *a7, void *a8, void *a9, void *a10) {
-    if (!ENTER(FN_Ialltoallw)) { pmpi_ialltoallw_(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); return; }
-    pmpi_ialltoallw_(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10);
-    LEAVE();
-}
-extern void pmpi_ineighbor_alltoallw_(void *a0, void *a1, void *a2, void *a3, void *a4, void *a5, void *a6, void *a7, void *a8, void *a9, void *a10) __attribute__((weak));
-void mpi_ineighbor_alltoallw_(void *a0, void *a1, void *a2, void *a3, void *a4, void *a5, void *a6, void *a7, void *a8, void *a9, void *a10) {
-    if (!ENTER(FN_Ineighbor_alltoallw)) { pmpi_ineighbor_alltoallw_(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10); return; }
-    pmpi_ineighbor_alltoallw_(a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10);
-    LEAVE();
-}
 extern void pmpi_info_create_(void *a0, void *a1) __attribute__((weak));
 void mpi_info_create_(void *a0, void *a1) {
     if (!ENTER(FN_Info_create)) { pmpi_info_create_(a0, a1); return; }

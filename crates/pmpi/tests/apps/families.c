@@ -4,14 +4,19 @@
  *   matched probes:  r -> right 5 x 200 B (MPI_Send / MPI_Mprobe + MPI_Mrecv)
  *                    r -> right 3 x 300 B (MPI_Send / MPI_Improbe until found + MPI_Imrecv + MPI_Wait)
  *   synchronous:     r -> right 2 x 64 B (MPI_Ssend, tag 12 / MPI_Recv: even ranks send first);
- *                    r -> right 1 x 32 B (MPI_Issend, tag 13 + MPI_Wait after an MPI_Recv)
+ *                    r -> right 1 x 32 B (MPI_Issend, tag 13 + MPI_Wait after an MPI_Recv);
+ *                    r -> right 3 x 24 B (MPI_Ssend_init, tag 14, and MPI_Recv_init from left:
+ *                    3 rounds of MPI_Start both + MPI_Waitall)
  *   nonblocking collectives: 4 MPI_Ialltoall (2 doubles per pair) + MPI_Wait each;
  *                    2 MPI_Iallreduce (1 double) + one MPI_Waitall; 1 MPI_Ibarrier + MPI_Test
  *                    until done; 2 MPI_Ibcast (root 0, 100 B) + MPI_Wait each
  *   communicators:   MPI_Comm_split by parity: 3 MPI_Allreduce (1 double) on it;
  *                    MPI_Comm_dup of world: 2 MPI_Alltoall (1 int per pair) on it
  *   neighbourhood:   a periodic 1-D MPI_Cart_create ring: 2 MPI_Neighbor_alltoall (1 int each
- *                    way), 1 MPI_Ineighbor_allgather (1 int) + MPI_Wait
+ *                    way), 1 MPI_Ineighbor_allgather (1 int) + MPI_Wait; 1 MPI_Neighbor_alltoallv
+ *                    and 1 MPI_Ineighbor_alltoallv + MPI_Wait (2 ints to left, 3 to right),
+ *                    1 MPI_Neighbor_alltoallw and 1 MPI_Ineighbor_alltoallw + MPI_Wait (5 ints
+ *                    to left, 3 doubles to right)
  *   one-sided:       fence; MPI_Put 64 B to right; fence; MPI_Get 32 B from left; fence;
  *                    lock(shared, right) MPI_Accumulate 4 ints unlock; lock_all MPI_Rput 16 B
  *                    to right + MPI_Wait, flush_all, unlock_all; post/start (the two neighbours)
@@ -67,6 +72,15 @@ int main(int argc, char **argv) {
     MPI_Issend(sbuf, 32, MPI_CHAR, right, 13, MPI_COMM_WORLD, &rq[0]);
     MPI_Recv(rbuf, 32, MPI_CHAR, left, 13, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
     MPI_Wait(&rq[0], MPI_STATUS_IGNORE);
+    MPI_Ssend_init(sbuf, 24, MPI_CHAR, right, 14, MPI_COMM_WORLD, &rq[0]);
+    MPI_Recv_init(rbuf, 24, MPI_CHAR, left, 14, MPI_COMM_WORLD, &rq[1]);
+    for (int i = 0; i < 3; i++) {
+        MPI_Start(&rq[1]);
+        MPI_Start(&rq[0]);
+        MPI_Waitall(2, rq, MPI_STATUSES_IGNORE);
+    }
+    MPI_Request_free(&rq[0]);
+    MPI_Request_free(&rq[1]);
 
     /* nonblocking collectives */
     double a2a_s[8] = {0}, a2a_r[8], x = r, y;
@@ -105,6 +119,39 @@ int main(int argc, char **argv) {
     MPI_Ineighbor_allgather(&r, 1, MPI_INT, ints_r, 1, MPI_INT, ring, &rq[0]);
     MPI_Wait(&rq[0], MPI_STATUS_IGNORE);
     if (ints_r[0] != left || ints_r[1] != right) MPI_Abort(MPI_COMM_WORLD, 5);
+    /* v: slots left then right; rank r sends 100r + k. From left its right slot (3 ints), from
+     * right its left slot (2 ints). */
+    int vs[5], vr[5], vsc[2] = {2, 3}, vsd[2] = {0, 2}, vrc[2] = {3, 2}, vrd[2] = {0, 3};
+    for (int k = 0; k < 5; k++) vs[k] = 100 * r + k;
+    for (int i = 0; i < 2; i++) {
+        vr[0] = vr[3] = -1;
+        if (i == 0) {
+            MPI_Neighbor_alltoallv(vs, vsc, vsd, MPI_INT, vr, vrc, vrd, MPI_INT, ring);
+        } else {
+            MPI_Ineighbor_alltoallv(vs, vsc, vsd, MPI_INT, vr, vrc, vrd, MPI_INT, ring, &rq[0]);
+            MPI_Wait(&rq[0], MPI_STATUS_IGNORE);
+        }
+        if (vr[0] != 100 * left + 2 || vr[3] != 100 * right) MPI_Abort(MPI_COMM_WORLD, 6);
+    }
+    /* w: 5 ints to left (bytes 0..20), 3 doubles to right (bytes 24..48); from left 3 doubles,
+     * from right 5 ints. */
+    double ws[6], wr[6];
+    int wsc[2] = {5, 3}, wrc[2] = {3, 5};
+    MPI_Aint wsd[2] = {0, 24}, wrd[2] = {0, 24};
+    MPI_Datatype wst[2] = {MPI_INT, MPI_DOUBLE}, wrt[2] = {MPI_DOUBLE, MPI_INT};
+    for (int k = 0; k < 5; k++) ((int *)ws)[k] = 1000 * r + k;
+    for (int k = 3; k < 6; k++) ws[k] = r + 0.5;
+    for (int i = 0; i < 2; i++) {
+        wr[0] = -1;
+        ((int *)&wr[3])[0] = -1;
+        if (i == 0) {
+            MPI_Neighbor_alltoallw(ws, wsc, wsd, wst, wr, wrc, wrd, wrt, ring);
+        } else {
+            MPI_Ineighbor_alltoallw(ws, wsc, wsd, wst, wr, wrc, wrd, wrt, ring, &rq[0]);
+            MPI_Wait(&rq[0], MPI_STATUS_IGNORE);
+        }
+        if (wr[0] != left + 0.5 || ((int *)&wr[3])[0] != 1000 * right) MPI_Abort(MPI_COMM_WORLD, 7);
+    }
     MPI_Comm_free(&ring);
 
     /* one-sided */

@@ -5,10 +5,12 @@
 !                   MPI_ALLGATHERV (r+1), MPI_ALLTOALLV (1 to each), MPI_ALLTOALLW (1 to each)
 !   reductions:     MPI_SCAN, MPI_EXSCAN (1 double), MPI_REDUCE_SCATTER_BLOCK (1 per rank),
 !                   MPI_REDUCE_SCATTER (1 per rank)
-!   nonblocking:    MPI_IALLGATHERV (r+1), MPI_ISCAN (1) + MPI_WAIT each
+!   nonblocking:    MPI_IALLGATHERV (r+1), MPI_ISCAN (1), MPI_IALLTOALLW (1 to each) + MPI_WAIT
+!                   each
 !   neighbourhood:  on a periodic ring (MPI_CART_CREATE): MPI_NEIGHBOR_ALLGATHER (1 double),
 !                   MPI_NEIGHBOR_ALLTOALLV (1 to each), MPI_NEIGHBOR_ALLTOALLW (1 to each),
-!                   MPI_INEIGHBOR_ALLTOALL (1 to each) + MPI_WAIT
+!                   MPI_INEIGHBOR_ALLTOALL (1 to each) + MPI_WAIT, MPI_INEIGHBOR_ALLTOALLW (1 to
+!                   each) + MPI_WAIT
 !   one-sided:      passive: MPI_WIN_LOCK right; MPI_RPUT 3 doubles + MPI_WAIT; MPI_FETCH_AND_OP;
 !                   MPI_WIN_FLUSH_LOCAL; MPI_WIN_UNLOCK; MPI_WIN_LOCK_ALL; MPI_RGET 2 doubles
 !                   + MPI_WAIT; MPI_GET_ACCUMULATE 1 double; MPI_WIN_FLUSH_LOCAL_ALL;
@@ -87,6 +89,11 @@ program families_more
   call MPI_ISCAN(x, y, 1, MPI_DOUBLE_PRECISION, MPI_SUM, MPI_COMM_WORLD, req, ierr)
   call MPI_WAIT(req, MPI_STATUS_IGNORE, ierr)
   call check(y, dble(r * (r + 1) / 2), 'iscan')
+  ! The datatype array is converted for the library: it must live until the MPI_WAIT.
+  got = -1.0d0
+  call MPI_IALLTOALLW(one, ones, seq, types, got, ones, seq, types, MPI_COMM_WORLD, req, ierr)
+  call MPI_WAIT(req, MPI_STATUS_IGNORE, ierr)
+  if (any(got /= (/ 0.0d0, 1.0d0, 2.0d0, 3.0d0 /))) call MPI_ABORT(MPI_COMM_WORLD, 3, ierr)
   ! A periodic ring: each rank's two neighbours are left and right.
   call MPI_CART_CREATE(MPI_COMM_WORLD, 1, (/ 4 /), (/ .true. /), .false., ring, ierr)
   call MPI_NEIGHBOR_ALLGATHER(x, 1, MPI_DOUBLE_PRECISION, nb, 1, MPI_DOUBLE_PRECISION, ring, ierr)
@@ -100,6 +107,11 @@ program families_more
   call MPI_INEIGHBOR_ALLTOALL(one, 1, MPI_DOUBLE_PRECISION, nb, 1, MPI_DOUBLE_PRECISION, ring, req, &
                               ierr)
   call MPI_WAIT(req, MPI_STATUS_IGNORE, ierr)
+  nb = -1.0d0
+  call MPI_INEIGHBOR_ALLTOALLW(one, ncounts, ndisp8, ntypes, nb, ncounts, ndisp8, ntypes, ring, req, &
+                               ierr)
+  call MPI_WAIT(req, MPI_STATUS_IGNORE, ierr)
+  if (nb(1) /= dble(left) .or. nb(2) /= dble(right)) call MPI_ABORT(MPI_COMM_WORLD, 4, ierr)
   call MPI_COMM_FREE(ring, ierr)
   ! One-sided, passive target then active target.
   wbuf = 0.0d0
