@@ -149,9 +149,9 @@ pub(crate) struct Untouched {
     pub untouched_calls_percent: f64,
     pub untouched_bytes_percent: f64,
     /// Communication calls no knob applies to: the nonblocking and persistent collectives no
-    /// charge models (neighbourhood ones, an alltoallv or alltoallw in place, any on an
-    /// intercommunicator, all under `--collectives native`) and every large-count (`_c`)
-    /// collective (their bytes: the call's send contribution).
+    /// charge models (an alltoallv or alltoallw in place, any on an intercommunicator, all
+    /// under `--collectives native`) and every large-count (`_c`) collective (their bytes: the
+    /// call's send contribution).
     pub other_calls: u64,
     pub other_bytes: u64,
     /// Collectives the library ran and the knobs charged (emulate.md): nonblocking ones started,

@@ -237,7 +237,11 @@ fn families_trace(dir: &Path, mpi4: bool) {
             3,
             "rank {r}: {trace}"
         );
-        assert_eq!(count(&format!("irecv {left} 24B tag 14 as q")), 3, "rank {r}");
+        assert_eq!(
+            count(&format!("irecv {left} 24B tag 14 as q")),
+            3,
+            "rank {r}"
+        );
         assert_eq!(count("issend "), 4, "rank {r}");
         // 2 MPI_Neighbor_alltoall and 1 MPI_Ineighbor_allgather of one int per neighbour:
         // per call an irecv from and an isend to each of the two.
@@ -358,8 +362,9 @@ fn call_sites_name_the_source_line() {
 /// (Mrecv, and Imrecv at its Wait), MPI-4's partitioned messages and Isendrecv's receive halves
 /// are held like any receive, each finding its sender's stamp; the nonblocking and persistent
 /// collectives and the one-sided transfers are charged (emulate.md), each family's charges
-/// counted exactly from the rank's part of coll.c's algorithm; what no charge models (the
-/// nonblocking neighbourhood allgather) is counted, exactly, and said.
+/// counted exactly from the rank's part of coll.c's algorithm (the nonblocking neighbourhood
+/// collectives one message to and from each neighbour); the blocking neighbourhood collectives
+/// run as messages (none left native, none left uncharged).
 /// `commperf emulate --L 50us --json -- mpirun.<mpi> -np 4 PROG`, time-limited, succeeded.
 fn emulate_l50(cwd: &Path, mpi: &str, prog: &Path) -> Output {
     let mut c = Command::new("timeout");
@@ -803,7 +808,13 @@ fn fortran_families_more(mpi: &str) {
     assert_eq!(stats["neighbor_collectives"], 4 * 5, "{stats}");
     assert_eq!(stats["neighbor_messages"], 4 * 5 * 2, "{stats}");
     assert_eq!(stats["unsupported_left_out"], 0, "{stats}");
-    assert_eq!(trace.lines().filter(|l| l.trim().starts_with("isend ")).count(), 4 * 5 * 2);
+    assert_eq!(
+        trace
+            .lines()
+            .filter(|l| l.trim().starts_with("isend "))
+            .count(),
+        4 * 5 * 2
+    );
 }
 
 #[test]

@@ -232,7 +232,12 @@ fn the_archive_model_reads_as_the_own_trace_without_libotf2() {
     assert_eq!(own.stats.unsupported_left_out, 0);
     // The persistent synchronous start is an `issend` (and reads back as one from OTF2: the
     // lines are compared one for one below).
-    assert_eq!(own.text.matches("issend ").count(), 2 * N as usize, "{}", own.text);
+    assert_eq!(
+        own.text.matches("issend ").count(),
+        2 * N as usize,
+        "{}",
+        own.text
+    );
     assert_eq!(own.text.matches(" 12B tag 7 as q").count(), 2 * N as usize);
     assert_eq!(own.stats.subcomm_collectives_left_out, u64::from(N));
     assert_eq!(own.stats.subcomm_messages, u64::from(N));

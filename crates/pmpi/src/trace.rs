@@ -2013,7 +2013,10 @@ mod tests {
             rd.neighbor_counts = vec![NeighborCounts {
                 index: 0,
                 sends: vec![u64::from(4 * (me + 1)), u64::from(100 + me)],
-                recvs: vec![u64::from(100 + (me + 2) % 3), u64::from(4 * ((me + 1) % 3 + 1))],
+                recvs: vec![
+                    u64::from(100 + (me + 2) % 3),
+                    u64::from(4 * ((me + 1) % 3 + 1)),
+                ],
             }];
         }
         let run = Run::new(PathBuf::new(), ranks);
