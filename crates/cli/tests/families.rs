@@ -478,6 +478,22 @@ fn families_under_knobs(mpi: &str) {
     // collective: per rank 2 Neighbor_alltoall, 1 Neighbor_alltoallv and 1 Neighbor_alltoallw,
     // each one message to and from each of the 2 neighbours (the program checks the data).
     assert_eq!(u["collectives_native"], 0, "{j}");
+    // Every blocking collective run as messages, per rank: 2 Barrier (dissemination, 2 sends
+    // of 0 B each), 3 Allreduce of 8 B on the split's pairs (1 send each), 2 Alltoall of an int
+    // per pair on the duplicate (3 sends each), and the 4 neighbourhood ones (2 sends each:
+    // Neighbor_alltoall 4 + 4 B twice, Neighbor_alltoallv 8 + 12 B, Neighbor_alltoallw
+    // 20 + 24 B).
+    assert_eq!(u["collectives_emulated"], 4 * (2 + 3 + 2 + 4), "{j}");
+    assert_eq!(
+        u["collective_p2p_messages"],
+        4 * (2 * 2 + 3 + 2 * 3 + 4 * 2),
+        "{j}"
+    );
+    assert_eq!(
+        u["collective_p2p_bytes"],
+        4 * (3 * 8 + 2 * 3 * 4 + 2 * 8 + 20 + 44),
+        "{j}"
+    );
     let err = text(&o.stderr);
     assert!(err.contains("and 0 other communication calls"), "{err}");
 }
