@@ -44,7 +44,8 @@
 //!   messages as MpiSend/MpiRecv, as the replay makes them.
 //!
 //! What the replay leaves out (records without their partner, collectives on communicators it
-//! does not know or on inter-communicators, neighbourhood all-to-alls of the v/w forms,
+//! does not know or on inter-communicators, neighbourhood all-to-alls of the v/w forms whose
+//! sizes per neighbour were not recorded (files before format version 5),
 //! collectives not recorded alike on every member, one-sided transfers to no rank of the run) is
 //! in the archive as the call's region only, with no communication record.
 

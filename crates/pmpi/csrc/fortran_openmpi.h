@@ -803,16 +803,25 @@ static int f_alltoallw(const void *s, F *scs, const void *sd, F *sts, void *r, F
     else if (t != small) free(t);
     return rc;
 }
+/* The ranks an all-to-all's arrays hold one entry per: the remote group's on an
+ * intercommunicator. */
+static int f_a2a_peers(MPI_Comm c) {
+    int inter = 0, n = 0;
+    PMPI_Comm_test_inter(c, &inter);
+    if (inter) PMPI_Comm_remote_size(c, &n);
+    else PMPI_Comm_size(c, &n);
+    return n;
+}
 void mpi_alltoallw_(const void *s, F *scs, F *sd, F *sts, void *r, F *rcs, F *rd, F *rts, F *comm, F *ierr) {
     MPI_Comm c = FC(comm);
-    int n = (int)csize(c);
+    int n = f_a2a_peers(c);
     FWD_BEGIN();
     FWD_END(f_alltoallw(s, scs, sd, sts, r, rcs, rd, rts, c, n, n, 0, NULL));
 }
 void mpi_ialltoallw_(const void *s, F *scs, F *sd, F *sts, void *rb, F *rcs, F *rd, F *rts, F *comm, F *req,
                      F *ierr) {
     MPI_Comm c = FC(comm);
-    int n = (int)csize(c);
+    int n = f_a2a_peers(c);
     FNBC(f_alltoallw(s, scs, sd, sts, rb, rcs, rd, rts, c, n, n, 0, &r))
 }
 void mpi_neighbor_alltoallw_(const void *s, F *scs, MPI_Aint *sd, F *sts, void *r, F *rcs, MPI_Aint *rd, F *rts,

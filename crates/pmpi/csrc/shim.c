@@ -1327,7 +1327,8 @@ static struct { uint64_t key; void *p; } kept[NKEPT];
 static int kept_n = 0;
 static pthread_mutex_t kept_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static void keep_until_done(uint64_t key, void *p) {
+/* (Used by the Open MPI build's Fortran wrappers only.) */
+__attribute__((unused)) static void keep_until_done(uint64_t key, void *p) {
     pthread_mutex_lock(&kept_lock);
     for (int i = 0; i < NKEPT; i++)
         if (!kept[i].p) {
