@@ -130,35 +130,58 @@ fn knob_flags(k: &Knobs) -> Vec<String> {
     v
 }
 
-/// Waits for `child` up to `timeout`; kills its process group past it. Returns the exit status
-/// and the instant the child ended (taken by the waiting thread, not at the next poll).
+/// How long a child run has, after an interrupt was passed on to it, to stop its command and
+/// clean up before its process group is killed.
+const INTERRUPT_GRACE: Duration = Duration::from_secs(10);
+
+/// Waits for `child` (spawned with `process_group(0)`) up to `timeout`; kills its process
+/// group past it. An interrupt meanwhile is passed on to the child ([`crate::interrupt::Child`]),
+/// which then has [`INTERRUPT_GRACE`] to end. Returns the exit status and the instant the child
+/// ended (taken by the waiting thread, not at the next poll).
 fn wait_timeout(
     mut child: std::process::Child,
     timeout: Duration,
 ) -> Result<(std::process::ExitStatus, Instant), String> {
     let pid = child.id() as i32;
+    let _child = crate::interrupt::Child::of(child.id());
     let (tx, rx) = mpsc::channel();
     let waiter = std::thread::spawn(move || {
         let r = child.wait();
         let _ = tx.send((r, Instant::now()));
     });
-    match rx.recv_timeout(timeout) {
-        Ok((Ok(st), at)) => {
-            let _ = waiter.join();
-            Ok((st, at))
-        }
-        Ok((Err(e), _)) => Err(format!("cannot wait for the program: {e}")),
-        Err(_) => {
-            // SAFETY: kill(2) on the child's own process group (it was spawned with
-            // process_group(0), so its pgid is its pid); no memory is involved.
-            unsafe {
-                libc::kill(-pid, libc::SIGKILL);
+    let mut deadline = Instant::now() + timeout;
+    let mut interrupted = false;
+    loop {
+        let slice = deadline
+            .saturating_duration_since(Instant::now())
+            .min(Duration::from_millis(100));
+        match rx.recv_timeout(slice) {
+            Ok((Ok(st), at)) => {
+                let _ = waiter.join();
+                return Ok((st, at));
             }
-            let _ = rx.recv();
-            let _ = waiter.join();
-            Err(format!("timed out after {:?}; killed", timeout))
+            Ok((Err(e), _)) => return Err(format!("cannot wait for the program: {e}")),
+            Err(_) if Instant::now() < deadline => {
+                if !interrupted && crate::interrupt::requested() {
+                    interrupted = true;
+                    deadline = deadline.min(Instant::now() + INTERRUPT_GRACE);
+                }
+            }
+            Err(_) => break,
         }
     }
+    // SAFETY: kill(2) on the child's own process group (it was spawned with process_group(0),
+    // so its pgid is its pid); no memory is involved.
+    unsafe {
+        libc::kill(-pid, libc::SIGKILL);
+    }
+    let _ = rx.recv();
+    let _ = waiter.join();
+    Err(if interrupted {
+        format!("interrupted; still running {INTERRUPT_GRACE:?} later; killed")
+    } else {
+        format!("timed out after {timeout:?}; killed")
+    })
 }
 
 impl Runner for EmulatedRuns<'_> {
@@ -167,8 +190,9 @@ impl Runner for EmulatedRuns<'_> {
     }
 
     fn stop_requested(&mut self) -> bool {
-        // The program runs in its own process group: a Ctrl-C at the terminal reaches
-        // commperf, not the run in hand, which finishes.
+        // The program runs in its own process group, out of the terminal's reach: an
+        // interrupt is passed on to the run in hand (`wait_timeout`), which stops, and is left
+        // out of the figures (a run cut short is not a measurement).
         crate::interrupt::requested()
     }
 
@@ -197,6 +221,7 @@ impl Runner for EmulatedRuns<'_> {
             .stdout(file)
             .stderr(err);
         std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
+        crate::interrupt::die_with_parent(&mut cmd);
         let start = Instant::now();
         let child = cmd
             .spawn()
@@ -349,6 +374,7 @@ fn monitored_trace(a: &SweepArgs, dir: &Path, exe: &Path) -> Result<PathBuf> {
         .stdout(file.try_clone()?)
         .stderr(file);
     std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
+    crate::interrupt::die_with_parent(&mut cmd);
     crate::say("commperf: --predict: one monitored run for the trace");
     let child = cmd.spawn().context("cannot start commperf monitor")?;
     let (st, _) = wait_timeout(child, a.timeout).map_err(anyhow::Error::msg)?;
@@ -613,6 +639,7 @@ fn measure_loggp(
             .stdout(file.try_clone()?)
             .stderr(file);
         std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
+        crate::interrupt::die_with_parent(&mut cmd);
         let child = cmd.spawn().context("cannot start commperf bench loggp")?;
         let (st, _) = wait_timeout(child, timeout).map_err(anyhow::Error::msg)?;
         if !st.success() {
