@@ -408,7 +408,8 @@ impl Drop for Forward {
 /// machine crash) is removed by the next run ([`remove_stale_run_dirs`]).
 struct RunDir {
     path: PathBuf,
-    reaper: std::process::Child,
+    /// None only in unit tests, whose executable is the test harness.
+    reaper: Option<std::process::Child>,
 }
 
 /// Each run directory's name: `commperf-emulate-PID-N` in the temporary directory.
@@ -449,13 +450,28 @@ impl RunDir {
                 let _ = std::fs::remove_dir(&path);
                 anyhow::anyhow!("cannot start the guard of {}: {e}", path.display())
             })?;
-        Ok(RunDir { path, reaper })
+        Ok(RunDir {
+            path,
+            reaper: Some(reaper),
+        })
+    }
+
+    /// A run directory without its reaper, for unit tests.
+    #[cfg(test)]
+    fn unguarded() -> Result<RunDir> {
+        let path = std::env::temp_dir().join(format!(
+            "{RUN_DIR_PREFIX}{}-test-{:?}",
+            std::process::id(),
+            std::thread::current().id()
+        ));
+        std::fs::create_dir_all(&path)?;
+        Ok(RunDir { path, reaper: None })
     }
 
     /// Tells the reaper which process writes into the directory.
     fn launched(&mut self, pid: u32) {
         use std::io::Write;
-        if let Some(w) = self.reaper.stdin.as_mut() {
+        if let Some(w) = self.reaper.as_mut().and_then(|r| r.stdin.as_mut()) {
             let _ = writeln!(w, "{pid}");
         }
     }
@@ -465,8 +481,10 @@ impl Drop for RunDir {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.path);
         // The reaper finds the directory gone and ends at once.
-        drop(self.reaper.stdin.take());
-        let _ = self.reaper.wait();
+        if let Some(r) = self.reaper.as_mut() {
+            drop(r.stdin.take());
+            let _ = r.wait();
+        }
     }
 }
 
@@ -530,7 +548,7 @@ pub fn reap(dir: &Path) -> Result<()> {
     if let Some(pid) = told
         .lines()
         .filter_map(|l| l.trim().parse::<u32>().ok())
-        .last()
+        .next_back()
     {
         let until = Instant::now() + REAP_WAIT;
         while alive(pid) && Instant::now() < until {
@@ -1136,20 +1154,20 @@ mod tests {
 
     #[test]
     fn counts_are_summed_and_shares_computed() {
-        let d = RunDir::new().unwrap();
+        let d = RunDir::unguarded().unwrap();
         std::fs::write(
-            d.0.join("rank-0.emu"),
+            d.path.join("rank-0.emu"),
             "p2p_sent 30\np2p_sent_bytes 3000\ncoll_calls 10\ncoll_bytes 1000\nhold_ns 5\n\
              dated_watched 30\ndated_estimated 10\nwatched_excess_ns 600\n",
         )
         .unwrap();
         std::fs::write(
-            d.0.join("rank-1.emu"),
+            d.path.join("rank-1.emu"),
             "p2p_sent 30\np2p_sent_bytes 3000\ncoll_calls 20\ncoll_bytes 3000\nhold_ns 7\n\
              dated_watched 10\ndated_estimated 5\nwatched_excess_ns 1400\n",
         )
         .unwrap();
-        let u = Untouched::read(&d.0).unwrap();
+        let u = Untouched::read(&d.path).unwrap();
         assert_eq!(u.ranks, 2);
         assert_eq!(u.p2p_messages, 60);
         assert_eq!(u.collective_calls, 30);
@@ -1164,15 +1182,15 @@ mod tests {
 
     #[test]
     fn emulated_collectives_are_touched_and_their_messages_counted_apart() {
-        let d = RunDir::new().unwrap();
+        let d = RunDir::unguarded().unwrap();
         std::fs::write(
-            d.0.join("rank-0.emu"),
+            d.path.join("rank-0.emu"),
             "p2p_sent 10\np2p_sent_bytes 1000\ncoll_calls 8\ncoll_bytes 800\n\
              coll_emulated 6\ncoll_emulated_bytes 700\ncoll_p2p_sent 20\n\
              coll_p2p_sent_bytes 1900\ncoll_p2p_recv 19\n",
         )
         .unwrap();
-        let u = Untouched::read(&d.0).unwrap();
+        let u = Untouched::read(&d.path).unwrap();
         assert_eq!(u.p2p_messages, 10);
         assert_eq!(u.collective_calls, 8);
         assert_eq!(u.collectives_emulated, 6);
@@ -1187,9 +1205,9 @@ mod tests {
 
     #[test]
     fn charged_calls_are_touched_and_the_rest_counted_as_other() {
-        let d = RunDir::new().unwrap();
+        let d = RunDir::unguarded().unwrap();
         std::fs::write(
-            d.0.join("rank-0.emu"),
+            d.path.join("rank-0.emu"),
             "p2p_sent 4\np2p_sent_bytes 400\nother_calls 2\nother_bytes 100\n\
              nbc_calls 3\npcoll_calls 1\ncharged_sends 6\ncharged_recvs 5\ncharged_rounds 4\n\
              charged_wire_bytes 300\ncharged_gaps 2\ncharged_done 4\nrma_calls 2\n\
@@ -1197,7 +1215,7 @@ mod tests {
              charged_hold_ns 1500\nisendrecv_calls 2\n",
         )
         .unwrap();
-        let u = Untouched::read(&d.0).unwrap();
+        let u = Untouched::read(&d.path).unwrap();
         assert_eq!(
             (
                 u.charged_nonblocking_collectives,

@@ -63,7 +63,8 @@ pub struct SweepArgs {
     /// median, the setting's median against the baseline's
     #[arg(long, value_enum, default_value = "paired")]
     pub statistic: StatisticArg,
-    /// Longest one run may take before it is killed and counted as failed
+    /// Longest one run may take before it is stopped (SIGTERM, then SIGKILL 10 s later) and
+    /// counted as failed
     #[arg(long, value_name = "SECONDS", default_value = "600", value_parser = crate::cli::seconds)]
     pub timeout: Duration,
     /// Directory for the runs' logs, the monitor trace of --predict, and sweep.json
@@ -130,14 +131,16 @@ fn knob_flags(k: &Knobs) -> Vec<String> {
     v
 }
 
-/// How long a child run has, after an interrupt was passed on to it, to stop its command and
-/// clean up before its process group is killed.
-const INTERRUPT_GRACE: Duration = Duration::from_secs(10);
+/// How long a child run has, once asked to stop (an interrupt passed on, its timeout past), to
+/// stop its command and clean up before its process group is killed.
+const STOP_GRACE: Duration = Duration::from_secs(10);
 
-/// Waits for `child` (spawned with `process_group(0)`) up to `timeout`; kills its process
-/// group past it. An interrupt meanwhile is passed on to the child ([`crate::interrupt::Child`]),
-/// which then has [`INTERRUPT_GRACE`] to end. Returns the exit status and the instant the child
-/// ended (taken by the waiting thread, not at the next poll).
+/// Waits for `child` (spawned with `process_group(0)`) up to `timeout`. Past it, the child is
+/// asked to stop (SIGTERM: `commperf emulate` passes it on to its mpirun, which stops its ranks
+/// and removes its files), and its process group is killed if it still runs [`STOP_GRACE`]
+/// later. An interrupt meanwhile is passed on to the child ([`crate::interrupt::Child`]), which
+/// then has the same grace. Returns the exit status and the instant the child ended (taken by
+/// the waiting thread, not at the next poll).
 fn wait_timeout(
     mut child: std::process::Child,
     timeout: Duration,
@@ -150,22 +153,32 @@ fn wait_timeout(
         let _ = tx.send((r, Instant::now()));
     });
     let mut deadline = Instant::now() + timeout;
-    let mut interrupted = false;
+    let (mut interrupted, mut timed_out) = (false, false);
     loop {
         let slice = deadline
             .saturating_duration_since(Instant::now())
             .min(Duration::from_millis(100));
         match rx.recv_timeout(slice) {
+            Ok((Ok(_), _)) if timed_out => {
+                let _ = waiter.join();
+                return Err(format!("timed out after {timeout:?}; stopped"));
+            }
             Ok((Ok(st), at)) => {
                 let _ = waiter.join();
                 return Ok((st, at));
             }
             Ok((Err(e), _)) => return Err(format!("cannot wait for the program: {e}")),
             Err(_) if Instant::now() < deadline => {
-                if !interrupted && crate::interrupt::requested() {
+                if !interrupted && !timed_out && crate::interrupt::requested() {
                     interrupted = true;
-                    deadline = deadline.min(Instant::now() + INTERRUPT_GRACE);
+                    deadline = deadline.min(Instant::now() + STOP_GRACE);
                 }
+            }
+            Err(_) if !interrupted && !timed_out => {
+                timed_out = true;
+                deadline = Instant::now() + STOP_GRACE;
+                // SAFETY: kill(2) on our own child, not yet reaped; no memory is involved.
+                unsafe { libc::kill(pid, libc::SIGTERM) };
             }
             Err(_) => break,
         }
@@ -178,9 +191,9 @@ fn wait_timeout(
     let _ = rx.recv();
     let _ = waiter.join();
     Err(if interrupted {
-        format!("interrupted; still running {INTERRUPT_GRACE:?} later; killed")
+        format!("interrupted; still running {STOP_GRACE:?} later; killed")
     } else {
-        format!("timed out after {timeout:?}; killed")
+        format!("timed out after {timeout:?}; still running {STOP_GRACE:?} later; killed")
     })
 }
 

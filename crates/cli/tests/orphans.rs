@@ -234,3 +234,48 @@ fn an_interrupted_sweep_stops_its_run_and_leaves_nothing() {
         assert_eq!(made, 0, "{j}");
     }
 }
+
+/// A run past the sweep's `--timeout` is stopped (SIGTERM, which `commperf emulate` passes on to
+/// its mpirun) and counted as failed, saying so: the three runs of the sweep each fail with
+/// "timed out after 2s; stopped", and when the sweep has ended nothing of them is left.
+#[test]
+#[cfg_attr(
+    not(commperf_has_openmpi),
+    ignore = "needs Open MPI (mpicc.openmpi, mpirun.openmpi: apt-get install libopenmpi-dev openmpi-bin)"
+)]
+fn a_sweep_run_past_its_timeout_is_stopped_and_leaves_nothing() {
+    let (s, prog, tmp) = setup("a_sweep_run_past_its_timeout_is_stopped_and_leaves_nothing");
+    let mark = format!("{}-timeout", std::process::id());
+    let dir = s.0.join("sweep");
+    let args = [
+        "emulate",
+        "sweep",
+        "--knob",
+        "L=0,50us",
+        "--repeat",
+        "1",
+        "--timeout",
+        "2",
+        "--dir",
+        dir.to_str().unwrap(),
+    ];
+    let o = launch(&args, &prog, &tmp, &mark).output().unwrap();
+    let (procs, files) = (of_run(&mark), files_in(&tmp));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains("every run failed"), "{err}");
+    let j: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("sweep.json")).unwrap()).unwrap();
+    let stopped = j["settings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|s| s["failures"].as_array().unwrap())
+        .filter(|f| f.as_str().unwrap().contains("timed out after 2s; stopped"))
+        .count();
+    assert_eq!(stopped, 3, "{j}");
+    assert!(
+        procs.is_empty() && files.is_empty(),
+        "the sweep ended and left processes {procs:?} and files {files:?}"
+    );
+}
