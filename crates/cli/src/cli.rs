@@ -94,6 +94,9 @@ pub enum Command {
     /// The peer process a local `emulate calibrate` starts (internal)
     #[command(name = "__emulate-peer", hide = true)]
     EmulatePeer,
+    /// The guard that removes a killed `emulate`'s run directory (internal)
+    #[command(name = "__emulate-reap", hide = true)]
+    EmulateReap { dir: std::path::PathBuf },
     /// The peer process a local `monitor run` starts (internal)
     #[command(name = "__monitor-peer", hide = true)]
     MonitorPeer,
@@ -285,6 +288,39 @@ fn pipeline_model(
         )));
     }
     commperf_predict::pipeline::PipelineModel::from_profile(&pipe).map_err(|e| bad(e.to_string()))
+}
+
+/// Iterations of a timed loop: 1 to [`commperf_bench::MAX_ITERS`] (their samples are kept in
+/// memory).
+pub(crate) fn iters(s: &str) -> Result<u64, String> {
+    let n = positive_u64(s)?;
+    if n > commperf_bench::MAX_ITERS {
+        return Err(format!(
+            "must be between 1 and {} (got {n})",
+            commperf_bench::MAX_ITERS
+        ));
+    }
+    Ok(n)
+}
+
+/// A list of message sizes, kept as given, each at most [`commperf_bench::MAX_SIZE`] (1G):
+/// each sizes a buffer.
+pub(crate) fn bounded_sizes(s: &str) -> Result<String, String> {
+    let too_big = |what: &str| {
+        format!(
+            "{what} bytes exceeds the largest supported message size, {} bytes (1G)",
+            commperf_bench::MAX_SIZE
+        )
+    };
+    let v = parse_sizes(s).map_err(|e| match e {
+        // Past what a size can be at all, and past this bound as well: the bound is the news.
+        commperf_core::units::SizeError::TooLarge(what) => too_big(&what),
+        e => e.to_string(),
+    })?;
+    if let Some(big) = v.iter().find(|&&b| b > commperf_bench::MAX_SIZE) {
+        return Err(too_big(&big.to_string()));
+    }
+    Ok(s.to_string())
 }
 
 fn positive_u64(s: &str) -> Result<u64, String> {

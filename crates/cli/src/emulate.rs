@@ -68,18 +68,18 @@ pub struct CalibrateArgs {
     /// knobs. Default: o=0,1,2,5us g=0,1,2,5us G=0,0.5 L=0,5,20us
     #[arg(long = "knob", value_name = "KNOB=VALUES", value_parser = knob_list)]
     pub knobs: Vec<(Knob, Vec<f64>)>,
-    /// Message sizes of the PRTT fit (one protocol piece: at most five sizes)
-    #[arg(long, default_value = "64,256,1k,4k,16k")]
+    /// Message sizes of the PRTT fit (one protocol piece: at most five sizes, each at most 1G)
+    #[arg(long, default_value = "64,256,1k,4k,16k", value_parser = crate::cli::bounded_sizes)]
     pub sizes: String,
-    /// Timed repetitions of each PRTT figure
-    #[arg(long, default_value_t = 1000)]
+    /// Timed repetitions of each PRTT figure (at most 10^8)
+    #[arg(long, default_value_t = 1000, value_parser = crate::cli::iters)]
     pub iters: u64,
     /// Rounds: every setting and every baseline is measured this many times, interleaved
     /// (round after round), and judged by its median; the spread is reported
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=100))]
     pub repeat: u32,
-    /// Messages per configuration of the knobs-at-zero cost check (0: skip it)
-    #[arg(long, default_value_t = 20_000)]
+    /// Messages per configuration of the knobs-at-zero cost check (0: skip it; at most 10^8)
+    #[arg(long, default_value_t = 20_000, value_parser = clap::value_parser!(u64).range(0..=commperf_bench::MAX_ITERS))]
     pub cost_iters: u64,
     /// Write the calibration as JSON to FILE (the table is still printed)
     #[arg(short = 'o', long = "output", value_name = "FILE.json")]

@@ -63,7 +63,8 @@ pub struct SweepArgs {
     /// median, the setting's median against the baseline's
     #[arg(long, value_enum, default_value = "paired")]
     pub statistic: StatisticArg,
-    /// Longest one run may take before it is killed and counted as failed
+    /// Longest one run may take before it is stopped (SIGTERM, then SIGKILL 10 s later) and
+    /// counted as failed
     #[arg(long, value_name = "SECONDS", default_value = "600", value_parser = crate::cli::seconds)]
     pub timeout: Duration,
     /// Directory for the runs' logs, the monitor trace of --predict, and sweep.json
@@ -130,35 +131,70 @@ fn knob_flags(k: &Knobs) -> Vec<String> {
     v
 }
 
-/// Waits for `child` up to `timeout`; kills its process group past it. Returns the exit status
-/// and the instant the child ended (taken by the waiting thread, not at the next poll).
+/// How long a child run has, once asked to stop (an interrupt passed on, its timeout past), to
+/// stop its command and clean up before its process group is killed.
+const STOP_GRACE: Duration = Duration::from_secs(10);
+
+/// Waits for `child` (spawned with `process_group(0)`) up to `timeout`. Past it, the child is
+/// asked to stop (SIGTERM: `commperf emulate` passes it on to its mpirun, which stops its ranks
+/// and removes its files), and its process group is killed if it still runs [`STOP_GRACE`]
+/// later. An interrupt meanwhile is passed on to the child ([`crate::interrupt::Child`]), which
+/// then has the same grace. Returns the exit status and the instant the child ended (taken by
+/// the waiting thread, not at the next poll).
 fn wait_timeout(
     mut child: std::process::Child,
     timeout: Duration,
 ) -> Result<(std::process::ExitStatus, Instant), String> {
     let pid = child.id() as i32;
+    let _child = crate::interrupt::Child::of(child.id());
     let (tx, rx) = mpsc::channel();
     let waiter = std::thread::spawn(move || {
         let r = child.wait();
         let _ = tx.send((r, Instant::now()));
     });
-    match rx.recv_timeout(timeout) {
-        Ok((Ok(st), at)) => {
-            let _ = waiter.join();
-            Ok((st, at))
-        }
-        Ok((Err(e), _)) => Err(format!("cannot wait for the program: {e}")),
-        Err(_) => {
-            // SAFETY: kill(2) on the child's own process group (it was spawned with
-            // process_group(0), so its pgid is its pid); no memory is involved.
-            unsafe {
-                libc::kill(-pid, libc::SIGKILL);
+    let mut deadline = Instant::now() + timeout;
+    let (mut interrupted, mut timed_out) = (false, false);
+    loop {
+        let slice = deadline
+            .saturating_duration_since(Instant::now())
+            .min(Duration::from_millis(100));
+        match rx.recv_timeout(slice) {
+            Ok((Ok(_), _)) if timed_out => {
+                let _ = waiter.join();
+                return Err(format!("timed out after {timeout:?}; stopped"));
             }
-            let _ = rx.recv();
-            let _ = waiter.join();
-            Err(format!("timed out after {:?}; killed", timeout))
+            Ok((Ok(st), at)) => {
+                let _ = waiter.join();
+                return Ok((st, at));
+            }
+            Ok((Err(e), _)) => return Err(format!("cannot wait for the program: {e}")),
+            Err(_) if Instant::now() < deadline => {
+                if !interrupted && !timed_out && crate::interrupt::requested() {
+                    interrupted = true;
+                    deadline = deadline.min(Instant::now() + STOP_GRACE);
+                }
+            }
+            Err(_) if !interrupted && !timed_out => {
+                timed_out = true;
+                deadline = Instant::now() + STOP_GRACE;
+                // SAFETY: kill(2) on our own child, not yet reaped; no memory is involved.
+                unsafe { libc::kill(pid, libc::SIGTERM) };
+            }
+            Err(_) => break,
         }
     }
+    // SAFETY: kill(2) on the child's own process group (it was spawned with process_group(0),
+    // so its pgid is its pid); no memory is involved.
+    unsafe {
+        libc::kill(-pid, libc::SIGKILL);
+    }
+    let _ = rx.recv();
+    let _ = waiter.join();
+    Err(if interrupted {
+        format!("interrupted; still running {STOP_GRACE:?} later; killed")
+    } else {
+        format!("timed out after {timeout:?}; still running {STOP_GRACE:?} later; killed")
+    })
 }
 
 impl Runner for EmulatedRuns<'_> {
@@ -167,8 +203,9 @@ impl Runner for EmulatedRuns<'_> {
     }
 
     fn stop_requested(&mut self) -> bool {
-        // The program runs in its own process group: a Ctrl-C at the terminal reaches
-        // commperf, not the run in hand, which finishes.
+        // The program runs in its own process group, out of the terminal's reach: an
+        // interrupt is passed on to the run in hand (`wait_timeout`), which stops, and is left
+        // out of the figures (a run cut short is not a measurement).
         crate::interrupt::requested()
     }
 
@@ -197,6 +234,7 @@ impl Runner for EmulatedRuns<'_> {
             .stdout(file)
             .stderr(err);
         std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
+        crate::interrupt::die_with_parent(&mut cmd);
         let start = Instant::now();
         let child = cmd
             .spawn()
@@ -349,6 +387,7 @@ fn monitored_trace(a: &SweepArgs, dir: &Path, exe: &Path) -> Result<PathBuf> {
         .stdout(file.try_clone()?)
         .stderr(file);
     std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
+    crate::interrupt::die_with_parent(&mut cmd);
     crate::say("commperf: --predict: one monitored run for the trace");
     let child = cmd.spawn().context("cannot start commperf monitor")?;
     let (st, _) = wait_timeout(child, a.timeout).map_err(anyhow::Error::msg)?;
@@ -613,6 +652,7 @@ fn measure_loggp(
             .stdout(file.try_clone()?)
             .stderr(file);
         std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
+        crate::interrupt::die_with_parent(&mut cmd);
         let child = cmd.spawn().context("cannot start commperf bench loggp")?;
         let (st, _) = wait_timeout(child, timeout).map_err(anyhow::Error::msg)?;
         if !st.success() {

@@ -73,6 +73,7 @@ fn main() -> ExitCode {
         Command::MonitorPeer => monitor::peer(),
         Command::Emulate(e) => emulate::run(&e),
         Command::EmulatePeer => emulate::peer(),
+        Command::EmulateReap { dir } => emulate_mpi::reap(&dir),
         Command::App(a) => match &a.cmd {
             Some(app::AppCmd::Report(r)) => app::report(r),
             None => match a.to_config() {

@@ -26,6 +26,13 @@ use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime};
 
+/// The most rounds `monitor run` makes: each is a block pair per size, its figures kept.
+const MAX_ROUNDS: u64 = 1000;
+/// The most per-message records `monitor run --trace` keeps per endpoint: they are held in
+/// memory (tens of bytes each) until the run ends.
+const MAX_TRACE_RECORDS: usize = 10_000_000;
+use commperf_transport::bounds::MAX_WINDOW;
+
 #[derive(Debug, Args)]
 #[command(args_conflicts_with_subcommands = true)]
 pub struct MonitorArgs {
@@ -118,19 +125,20 @@ pub struct RunArgs {
     /// Completion mode: poll or block
     #[arg(long, default_value = "poll")]
     pub mode: Mode,
-    /// Message sizes (e.g. 64,4k,64k)
-    #[arg(long, default_value = "64,4k,64k")]
+    /// Message sizes (e.g. 64,4k,64k), each at most 1G
+    #[arg(long, default_value = "64,4k,64k", value_parser = crate::cli::bounded_sizes)]
     pub sizes: String,
-    /// Messages per size in each of the unmonitored and the monitored halves
-    #[arg(long, default_value_t = 20_000)]
+    /// Messages per size in each of the unmonitored and the monitored halves (at most 10^8)
+    #[arg(long, default_value_t = 20_000, value_parser = crate::cli::iters)]
     pub iters: u64,
-    /// Rounds alternating unmonitored and monitored blocks (drift of a shared machine hits both)
-    #[arg(long, default_value_t = 5)]
+    /// Rounds alternating unmonitored and monitored blocks (drift of a shared machine hits
+    /// both), at most 1000
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u64).range(1..=MAX_ROUNDS))]
     pub rounds: u64,
     #[arg(long, value_enum, default_value = "pingpong")]
     pub pattern: Pattern,
-    /// Messages in flight per acknowledgement (stream)
-    #[arg(long, default_value_t = 64)]
+    /// Messages in flight per acknowledgement (stream), at most 65536
+    #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u64).range(1..=MAX_WINDOW as u64))]
     pub window: u64,
     /// Baseline: a monitor run of a quiet system (run.json) or a `calibrate` profile
     #[arg(long, value_name = "FILE")]
@@ -140,8 +148,8 @@ pub struct RunArgs {
     pub program: u32,
     /// Also keep per-message records (at most this many per endpoint) and write trace.txt (a
     /// trace `commperf predict --trace` replays) and timeline.json (Chrome trace events:
-    /// Perfetto, chrome://tracing)
-    #[arg(long, value_name = "N")]
+    /// Perfetto, chrome://tracing); at most 10^7 (each record is kept in memory)
+    #[arg(long, value_name = "N", value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(0..=MAX_TRACE_RECORDS as u64))]
     pub trace: Option<usize>,
     /// Seconds between global clock re-synchronizations
     #[arg(long, default_value_t = 300.0)]

@@ -142,11 +142,12 @@ mod with_mpi {
         ));
         // The ranks' output reaches us through mpirun, which ignores its own write errors: it
         // is copied to our stdout here, so a full disk is reported as for any other run.
-        let mut child = std::process::Command::new(&cmd.program)
-            .args(&cmd.args)
-            .stdout(std::process::Stdio::piped())
-            .spawn()
-            .with_context(|| format!("starting {}", cmd.program.display()))?;
+        let mut child =
+            crate::interrupt::die_with_parent(&mut std::process::Command::new(&cmd.program))
+                .args(&cmd.args)
+                .stdout(std::process::Stdio::piped())
+                .spawn()
+                .with_context(|| format!("starting {}", cmd.program.display()))?;
         let copied = copy_out(child.stdout.take());
         let status = child.wait().context("waiting for mpirun")?;
         copied?;

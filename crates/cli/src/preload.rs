@@ -252,8 +252,10 @@ impl Plan {
     /// `command` with `vars` given to its ranks: through mpirun's options (Open MPI `-x
     /// VAR=value`, MPICH's Hydra `-genv VAR value`), as `env VAR=value` in front of the program
     /// under srun, or in the environment of a singleton.
+    /// The command dies with this process (SIGTERM: [`crate::interrupt::die_with_parent`]).
     pub(crate) fn command(&self, command: &[String], vars: &[(String, String)]) -> Command {
         let mut cmd = Command::new(&command[0]);
+        crate::interrupt::die_with_parent(&mut cmd);
         match self.launcher {
             Launcher::Mpirun(f) => {
                 for (k, v) in vars {

@@ -197,6 +197,88 @@ fn bad_option_values_exit_2_with_one_line_naming_the_option() {
     }
 }
 
+/// Every option that sizes memory (a buffer, a sample vector, a trace ring) has a bound, and
+/// 2^40 and 2^62 are refused at parse time, before any allocation: exit 2, one line naming the
+/// option and the bound (not "memory allocation of … bytes failed" and a backtrace in both
+/// processes, as `monitor run --trace 1000000000` did).
+#[test]
+fn options_that_size_memory_are_bounded_and_refused_at_parse_time() {
+    for v in ["1099511627776", "4611686018427387904"] {
+        for (args, option, bound) in [
+            (
+                &["monitor", "run", "-t", "shm", "--trace"][..],
+                "--trace",
+                "0..=10000000",
+            ),
+            (
+                &["monitor", "run", "-t", "shm", "--rounds"][..],
+                "--rounds",
+                "1..=1000",
+            ),
+            (
+                &["monitor", "run", "-t", "shm", "--iters"][..],
+                "--iters",
+                "100000000",
+            ),
+            (
+                &["monitor", "run", "-t", "shm", "--window"][..],
+                "--window",
+                "1..=65536",
+            ),
+            (
+                &["monitor", "run", "-t", "shm", "--sizes"][..],
+                "--sizes",
+                "1073741824 bytes (1G)",
+            ),
+            (
+                &["emulate", "calibrate", "-t", "shm", "--iters"][..],
+                "--iters",
+                "100000000",
+            ),
+            (
+                &["emulate", "calibrate", "-t", "shm", "--cost-iters"][..],
+                "--cost-iters",
+                "0..=100000000",
+            ),
+            (
+                &["emulate", "calibrate", "-t", "shm", "--sizes"][..],
+                "--sizes",
+                "1073741824 bytes (1G)",
+            ),
+            (
+                &["bench", "-t", "shm", "--iters"][..],
+                "--iters",
+                "100000000",
+            ),
+            (
+                &["bench", "-t", "shm", "--warmup"][..],
+                "--warmup",
+                "100000000",
+            ),
+            (
+                &["calibrate", "-t", "shm", "--iters"][..],
+                "--iters",
+                "100000000",
+            ),
+        ] {
+            let mut all = args.to_vec();
+            all.push(v);
+            let o = commperf(&all);
+            let e = stderr(&o);
+            assert_eq!(o.status.code(), Some(2), "{all:?}: {e}");
+            assert_eq!(
+                e.trim_end().lines().count(),
+                1,
+                "{all:?}: one line, got {e:?}"
+            );
+            assert!(
+                e.contains(option) && e.contains(bound) && e.contains(v),
+                "{all:?}: {e:?} should name {option}, {v} and the bound {bound}"
+            );
+        }
+    }
+}
+
 #[test]
 fn validate_reports_where_a_byte_was_corrupted() {
     let o = Command::new(exe())

@@ -261,9 +261,11 @@ pub trait Runner {
         None
     }
 
-    /// Whether the sweep should stop before its next run (the CLI's: an interrupt arrived).
-    /// The run in hand always finishes: a run cut short would be a wrong time. What finished
-    /// is summarized and marked [`SweepResult::partial`].
+    /// Whether the sweep should stop before its next run (the CLI's: an interrupt arrived,
+    /// which it also passed on to the run in hand). A run that fails once a stop is requested
+    /// was cut short by it: it is left out, neither a time (it would be a wrong one) nor a
+    /// failure of its setting. What finished is summarized and marked
+    /// [`SweepResult::partial`].
     fn stop_requested(&mut self) -> bool {
         false
     }
@@ -445,6 +447,11 @@ pub fn run_sweep<R: Runner>(
         progress(n, order.len(), s);
         let before = runner.probe();
         let run = runner.run(s);
+        if run.is_err() && runner.stop_requested() {
+            // The stop cut this run short: it is neither a measurement nor a failure.
+            stopped_after = Some(n);
+            break;
+        }
         let after = runner.probe();
         probes[i][n / per_round] = before.zip(after).map(|(a, b)| [a, b]);
         match run {
@@ -1122,6 +1129,38 @@ mod tests {
             probes: 0,
             stop_after: None,
         }
+    }
+
+    #[test]
+    fn a_run_cut_short_by_the_stop_is_neither_a_time_nor_a_failure() {
+        // Run 3 is in hand when the stop comes, and fails for it.
+        struct Cut(usize);
+        impl Runner for Cut {
+            fn run(&mut self, _: &Setting) -> Result<f64, String> {
+                self.0 += 1;
+                if self.0 == 3 {
+                    return Err("killed by SIGINT".into());
+                }
+                Ok(1.0)
+            }
+            fn stop_requested(&mut self) -> bool {
+                self.0 >= 3
+            }
+        }
+        let plan = SweepPlan::new(&[(Knob::L, vec![100e3])], 3).unwrap();
+        let r = run_sweep(&plan, Cut(0), &[], |_, _, _| {});
+        assert!(r.partial);
+        assert_eq!(
+            r.notes,
+            ["Interrupted after 2 of 9 runs: the figures are from the runs that finished."]
+        );
+        let made: usize = r
+            .settings
+            .iter()
+            .map(|s| s.runs_s.len() + s.failures.len())
+            .sum();
+        assert_eq!(made, 2);
+        assert!(r.settings.iter().all(|s| s.failures.is_empty()));
     }
 
     #[test]
