@@ -27,7 +27,7 @@ pub(crate) const MAX_EPOCHS: u64 = 10_000_000;
 
 /// The start of the redraw epoch after `now`: strictly later, even where `now / period`
 /// rounds down to the epoch `now` starts.
-fn next_epoch(now: f64, period_ns: f64) -> f64 {
+pub(super) fn next_epoch(now: f64, period_ns: f64) -> f64 {
     let next = ((now / period_ns).floor() + 1.0) * period_ns;
     if next > now {
         next
