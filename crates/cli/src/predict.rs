@@ -114,7 +114,7 @@ pub struct PredictArgs {
     #[arg(long, value_name = "SPEC", default_value = "none", value_parser = background)]
     pub background: Background,
     /// How often an exponential background load is redrawn, in µs
-    #[arg(long, value_name = "US", default_value = "100", value_parser = positive_f64)]
+    #[arg(long, value_name = "US", default_value = "100", value_parser = background_period)]
     pub background_period: f64,
     /// Seed of every random choice (background draws, Clos uplinks)
     #[arg(long, default_value = "1")]
@@ -292,6 +292,9 @@ fn topology_spec(s: &str) -> Result<TopologySpec, String> {
 /// `--loggp`: every parameter named once; L, o (or o_s and o_r), g and G required.
 /// `NAME=NS,…` into slots: each key fills its slots (`o` both overheads), each slot at most
 /// once; `what` names a key in the errors.
+/// The largest time parameter (--loggp, --self-overheads, --overlap) read, in ns.
+const MAX_PARAMETER_NS: f64 = 1e15;
+
 fn named_ns<const N: usize>(
     s: &str,
     what: &str,
@@ -311,6 +314,12 @@ fn named_ns<const N: usize>(
             .ok()
             .filter(|x: &f64| x.is_finite() && *x >= 0.0)
             .ok_or_else(|| format!("{k}={val}: not a non-negative number of ns"))?;
+        // Larger, and sums over a trace leave f64's range: the prediction would be infinite.
+        if x > MAX_PARAMETER_NS {
+            return Err(format!(
+                "{k}={val}: more than {MAX_PARAMETER_NS:e} ns (11 days) per message or byte"
+            ));
+        }
         let Some((_, at)) = keys.iter().find(|(n, _)| *n == k.trim()) else {
             return Err(format!("unknown {what} '{}' (names: {names})", k.trim()));
         };
@@ -381,6 +390,18 @@ fn positive_f64(s: &str) -> Result<f64, String> {
         Ok(v) if v.is_finite() && v > 0.0 => Ok(v),
         _ => Err(format!("'{s}' is not a positive number")),
     }
+}
+
+/// `--background-period` in µs: at least 1 ns, the engine's clock tick (a shorter period
+/// would redraw without end).
+fn background_period(s: &str) -> Result<f64, String> {
+    let v = positive_f64(s)?;
+    if v < 1e-3 {
+        return Err(format!(
+            "'{s}' µs is under 1 ns (rounds to 0 ns): give at least 0.001"
+        ));
+    }
+    Ok(v)
 }
 
 fn nonneg_f64(s: &str) -> Result<f64, String> {

@@ -602,3 +602,82 @@ fn link_rates_read_b_as_bytes_and_small_b_as_bits() {
         "{e}"
     );
 }
+
+#[test]
+fn hostile_inputs_are_refused_by_name_never_panicked_on_or_hung_on() {
+    let t = tmp("hostile.trace");
+    std::fs::write(
+        &t,
+        "ranks 2\nrank 0\n  send 1 1000000\nrank 1\n  recv 0 1000000\n",
+    )
+    .unwrap();
+    let t = t.to_str().unwrap();
+    let one_line = |e: &str| {
+        assert_eq!(e.trim_end().lines().count(), 1, "{e}");
+        assert!(!e.contains("panicked"), "{e}");
+    };
+    // A SimGrid route through one link twice: the engine indexed past a route's hops.
+    let plat = tmp("dup.xml");
+    std::fs::write(
+        &plat,
+        r#"<?xml version='1.0'?>
+<platform version="4.1"><zone id="z" routing="Full">
+  <host id="a" speed="1Gf"/><host id="b" speed="1Gf"/>
+  <link id="l1" bandwidth="1GBps" latency="1us"/>
+  <route src="a" dst="b"><link_ctn id="l1"/><link_ctn id="l1"/></route>
+</zone></platform>
+"#,
+    )
+    .unwrap();
+    let (code, e) = err(&[
+        "predict",
+        "--trace",
+        t,
+        "--topology",
+        plat.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 1, "{e}");
+    one_line(&e);
+    assert!(
+        e.contains("dup.xml:5:45: route `a` -> `b` lists link `l1` twice"),
+        "{e}"
+    );
+    // A redraw period under the 1 ns clock tick redrew forever at one instant.
+    let (code, e) = err(&[
+        "predict",
+        "--trace",
+        t,
+        "--background",
+        "exp:0.5",
+        "--background-period",
+        "0.0001",
+    ]);
+    assert_eq!(code, 2, "{e}");
+    assert!(
+        e.contains("--background-period") && e.contains("rounds to 0 ns"),
+        "{e}"
+    );
+    // A LogGP parameter whose sums leave f64's range printed `-` and null, exit 0.
+    let (code, e) = err(&[
+        "predict",
+        "--trace",
+        t,
+        "--model",
+        "loggp",
+        "--loggp",
+        "L=1e308,o=1,g=1,G=1",
+    ]);
+    assert_eq!(code, 2, "{e}");
+    assert!(
+        e.contains("--loggp") && e.contains("L=1e308: more than 1e15 ns"),
+        "{e}"
+    );
+    // A link slower than the engine's floor rate was silently sped up to 1.25 B/s.
+    let (code, e) = err(&["predict", "--trace", t, "--link", "host=1B/s"]);
+    assert_eq!(code, 1, "{e}");
+    one_line(&e);
+    assert!(
+        e.contains("link class `host`: 1 B/s is slower than the engine models (1.25 B/s"),
+        "{e}"
+    );
+}

@@ -95,7 +95,11 @@ impl Block<'_> {
 
     fn table(&self) -> Table {
         type Cell = fn(&Row) -> String;
-        let mut cols: Vec<(&str, Cell)> = vec![("Size", |r| r.size_bytes.to_string())];
+        // A row whose figures cannot be a measurement is marked `!` at its size (and noted).
+        let mut cols: Vec<(&str, Cell)> = vec![("Size", |r| {
+            let flag = if impossible(r).is_some() { " !" } else { "" };
+            format!("{}{flag}", r.size_bytes)
+        })];
         match self.benchmark {
             Benchmark::Cq => cols.extend([
                 (
@@ -320,15 +324,61 @@ fn loggp_pieces(rows: &[&Row]) -> Option<Table> {
     Some(t)
 }
 
-/// Every note of a block's rows, once each, in row order.
-fn notes<'a>(rows: &[&'a Row]) -> Vec<&'a str> {
-    let mut out: Vec<&str> = Vec::new();
+/// Every note of a block's rows, once each, in row order; then one per row whose figures are
+/// impossible (marked `!` in the table).
+fn notes(rows: &[&Row]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
     for n in rows.iter().flat_map(|r| r.notes.iter()) {
-        if !out.contains(&n.as_str()) {
-            out.push(n);
+        if !out.contains(n) {
+            out.push(n.clone());
+        }
+    }
+    for r in rows {
+        if let Some(why) = impossible(r) {
+            out.push(format!(
+                "! size {}: impossible figures ({why}): not a measurement",
+                r.size_bytes
+            ));
         }
     }
     out
+}
+
+/// What makes a row's times impossible as a measurement: a time that is negative or not
+/// finite, or order statistics out of order (min <= p50 <= p90 <= p99 <= max, mean within).
+pub(crate) fn impossible(r: &Row) -> Option<String> {
+    let named = [
+        ("min", r.min_us),
+        ("p50", r.p50_us),
+        ("p90", r.p90_us),
+        ("p99", r.p99_us),
+        ("max", r.max_us),
+        ("mean", r.mean_us),
+    ];
+    let mut why: Vec<String> = named
+        .iter()
+        .filter_map(|&(n, v)| v.filter(|v| !(v.is_finite() && *v >= 0.0)).map(|v| (n, v)))
+        .map(|(n, v)| format!("{n} {v} us"))
+        .collect();
+    // The order statistics, in order, where present.
+    let ordered: Vec<(&str, f64)> = named[..5]
+        .iter()
+        .filter_map(|&(n, v)| v.map(|v| (n, v)))
+        .collect();
+    for w in ordered.windows(2) {
+        if w[1].1 < w[0].1 {
+            why.push(format!(
+                "{} {} us < {} {} us",
+                w[1].0, w[1].1, w[0].0, w[0].1
+            ));
+        }
+    }
+    if let (Some(m), Some(lo), Some(hi)) = (r.mean_us, r.min_us, r.max_us) {
+        if lo <= hi && !(lo..=hi).contains(&m) {
+            why.push(format!("mean {m} us outside [min, max]"));
+        }
+    }
+    (!why.is_empty()).then(|| why.join("; "))
 }
 
 /// What a loggp block's fit table means, in one line.

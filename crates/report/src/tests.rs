@@ -646,3 +646,27 @@ fn costs_within_their_noise_read_as_none_and_left_out_ones_say_why() {
 # note: p50 620.000 µs is 197.000 µs below its baseline"
     );
 }
+
+#[test]
+fn impossible_figures_are_flagged_never_shown_as_a_measurement() {
+    let mut r = report();
+    // The 8-byte row: a negative median, and a max below the min.
+    let row = &mut r.results[0];
+    row.p50_us = Some(-5.0);
+    row.max_us = Some(0.1);
+    let text = render(&r, Format::Table);
+    assert!(text.contains("\n8 !  "), "{text}");
+    assert!(
+        text.contains(
+            "# note: ! size 8: impossible figures (p50 -5 us; p50 -5 us < min 0.18 us; \
+             max 0.1 us < p99 0.4012 us): not a measurement\n"
+        ),
+        "{text}"
+    );
+    // The large row is plausible: not marked.
+    assert!(text.contains("\n1048576  "), "{text}");
+    assert_eq!(text.matches(" !").count(), 2, "{text}");
+    let md = render(&r, Format::Md);
+    assert!(md.contains("| 8 !     |  -5.000 |"), "{md}");
+    assert!(md.contains("- note: ! size 8: impossible figures"), "{md}");
+}

@@ -441,15 +441,27 @@ fn check(inputs: &Inputs<'_>, cfg: &PredictConfig) -> Result<(), PredictError> {
             )))
         }
         Background::Exp { mean, period_ns }
-            if !((0.0..1.0).contains(&mean) && period_ns.is_finite() && period_ns > 0.0) =>
+            if !((0.0..1.0).contains(&mean) && period_ns.is_finite() && period_ns >= 1.0) =>
         {
+            // The clock counts ns: a period under 1 ns redraws without end at one instant.
             return Err(PredictError::Config(format!(
-                "exponential background mean {mean} must lie in [0, 1) and its period be positive"
-            )))
+                "exponential background mean {mean} must lie in [0, 1) and its period be at \
+                 least 1 ns (not {period_ns} ns)"
+            )));
         }
         _ => {}
     }
+    let slowest = sim::MIN_SHARE * inputs.tcom.peak_bytes_per_ns();
     for c in &cfg.link_classes {
+        if let Some(b) = c.bandwidth_bytes_per_ns.filter(|b| *b < slowest) {
+            return Err(PredictError::Config(format!(
+                "link class `{}`: {} B/s is slower than the engine models ({} B/s, a \
+                 billionth of the profile's peak)",
+                c.name,
+                b * 1e9,
+                slowest * 1e9
+            )));
+        }
         if c.bandwidth_bytes_per_ns
             .is_some_and(|b| !(b.is_finite() && b > 0.0))
             || !(c.latency_ns.is_finite() && c.latency_ns >= 0.0)
@@ -563,6 +575,13 @@ pub fn predict(inputs: &Inputs<'_>, cfg: &PredictConfig) -> Result<Outcome, Pred
         )?
         .run()?,
     };
+    // A figure past f64's range is no prediction: refused, never printed as `-` or null.
+    if !sim.total_ns.is_finite() {
+        return Err(PredictError::Config(format!(
+            "the predicted time is not finite ({}): a parameter is too large",
+            sim.total_ns
+        )));
+    }
     let total_us = sim.total_ns / 1e3;
     let ranks = sim
         .ranks

@@ -16,6 +16,26 @@ use crate::workload::{OpKind, Workload, ANY};
 const NONE: u32 = u32::MAX;
 const IREQ_BIT: u32 = 1 << 31;
 
+/// The least share of the reference peak a flow moves at (so that no flow stalls at rate 0).
+/// A link slower than this is refused at load ([`super::check`]), not silently sped up to it.
+pub(crate) const MIN_SHARE: f64 = 1e-9;
+
+/// The most redraws of an exponential background a run may take: the redraw period comes from
+/// the user, and a period tiny against the run's length would run for hours (each redraw
+/// touches every active flow).
+pub(crate) const MAX_EPOCHS: u64 = 10_000_000;
+
+/// The start of the redraw epoch after `now`: strictly later, even where `now / period`
+/// rounds down to the epoch `now` starts.
+pub(super) fn next_epoch(now: f64, period_ns: f64) -> f64 {
+    let next = ((now / period_ns).floor() + 1.0) * period_ns;
+    if next > now {
+        next
+    } else {
+        ((now / period_ns).floor() + 2.0) * period_ns
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum EvKind {
     /// A calc completes.
@@ -264,6 +284,8 @@ pub(crate) struct Sim<'a> {
     dirty: Vec<u32>,
     fresh: Vec<u32>,
     epoch_pending: bool,
+    /// Background redraws so far (bounded by [`MAX_EPOCHS`]).
+    epochs: u64,
     active_flows: u64,
     peak_queue_over_active: u64,
 
@@ -413,6 +435,7 @@ impl<'a> Sim<'a> {
             dirty: Vec::new(),
             fresh: Vec::new(),
             epoch_pending: false,
+            epochs: 0,
             active_flows: 0,
             peak_queue_over_active: 0,
             timeline,
@@ -447,7 +470,13 @@ impl<'a> Sim<'a> {
                     }
                     self.flow_end(a)?;
                 }
-                EvKind::Epoch => self.epoch(),
+                EvKind::Epoch => {
+                    self.epochs += 1;
+                    if self.epochs > MAX_EPOCHS {
+                        return Err(self.too_many_epochs());
+                    }
+                    self.epoch()
+                }
             }
             self.events += 1;
             self.drain_ready()?;
@@ -456,6 +485,18 @@ impl<'a> Sim<'a> {
             return Err(self.deadlock());
         }
         Ok(self.finish())
+    }
+
+    fn too_many_epochs(&self) -> PredictError {
+        let period_us = match self.background {
+            Background::Exp { period_ns, .. } => period_ns / 1e3,
+            _ => 0.0,
+        };
+        PredictError::Config(format!(
+            "the background load was redrawn {MAX_EPOCHS} times by {:.3} µs of simulated time: \
+             its period ({period_us} µs) is too short for this run",
+            self.now / 1e3
+        ))
     }
 
     fn deadlock(&self) -> PredictError {
@@ -786,7 +827,7 @@ impl<'a> Sim<'a> {
             let v = ls.cap * (1.0 - self.background_at(l)) / share;
             ba = ba.min(v);
         }
-        ba.min(self.flows[f as usize].bound).max(1e-9)
+        ba.min(self.flows[f as usize].bound).max(MIN_SHARE)
     }
 
     fn flow_start(&mut self, mid: u32) -> Result<(), PredictError> {
@@ -851,7 +892,7 @@ impl<'a> Sim<'a> {
         }
         if matches!(self.background, Background::Exp { .. }) && !self.epoch_pending {
             if let Background::Exp { period_ns, .. } = self.background {
-                let next = ((t / period_ns).floor() + 1.0) * period_ns;
+                let next = next_epoch(t, period_ns);
                 self.epoch_pending = true;
                 self.push(next, EvKind::Epoch, 0, 0);
             }
@@ -999,7 +1040,7 @@ impl<'a> Sim<'a> {
         }
         if let Background::Exp { period_ns, .. } = self.background {
             self.epoch_pending = true;
-            let next = ((self.now / period_ns).floor() + 1.0) * period_ns;
+            let next = next_epoch(self.now, period_ns);
             self.push(next, EvKind::Epoch, 0, 0);
         }
     }

@@ -1021,3 +1021,14 @@ fn a_nonblocking_synchronous_send_holds_its_wait_until_the_receive_is_posted() {
         .prediction;
     assert_eq!((p.ranks[0].finish_us, p.ranks[1].finish_us), (6.008, 6.008));
 }
+
+#[test]
+fn the_next_background_epoch_is_always_later() {
+    // 43 × 0.1 = 4.3, but 4.3 / 0.1 rounds down to 42.99…: the epoch after 4.3 ns came out as
+    // 4.3 ns again, and the run redrew at that instant forever (`--background-period 0.0001`).
+    let now = 43.0 * 0.1;
+    assert_eq!(((now / 0.1_f64).floor() + 1.0) * 0.1, now);
+    assert_eq!(super::sim::next_epoch(now, 0.1), 44.0 * 0.1);
+    assert_eq!(super::sim::next_epoch(1000.0, 100.0), 1100.0);
+    assert_eq!(super::sim::next_epoch(1050.0, 100.0), 1100.0);
+}

@@ -35,8 +35,9 @@
 //!   else `switch`.
 //! - **Errors** name `file:line:column` and the offending token ([`TopologyError::File`]).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::Path;
+use std::rc::Rc;
 
 use super::{Link, Network, TopologyError};
 
@@ -333,8 +334,8 @@ fn host_number(name: &str) -> Option<&str> {
 struct RawEdge {
     from: u32,
     to: u32,
-    /// Destination names with the comment's position.
-    dests: Vec<String>,
+    /// Destination names, each once (shared by the edges of one chain statement).
+    dests: Rc<[String]>,
     comment_at: (usize, usize),
     class: Option<String>,
     /// `comment="*"`: LogGOPSim2's "this node's only out-edge carries everything".
@@ -359,7 +360,30 @@ struct Parser<'a> {
 
 type Attr = (String, String, usize, usize);
 
-impl Parser<'_> {
+impl<'a> Parser<'a> {
+    /// The tokens of `text`, ready to be read.
+    fn new(text: &str, file: &'a str) -> Result<Parser<'a>, TopologyError> {
+        let toks = Lexer {
+            file,
+            chars: text.chars().collect(),
+            pos: 0,
+            line: 1,
+            col: 1,
+            line_start: true,
+        }
+        .tokens()?;
+        Ok(Parser {
+            file,
+            toks,
+            pos: 0,
+            seen: HashMap::new(),
+            node_ids: HashMap::new(),
+            nodes: Vec::new(),
+            mentioned: Vec::new(),
+            edges: Vec::new(),
+        })
+    }
+
     fn peek(&self) -> &Token {
         let last = self.toks.len().saturating_sub(1);
         &self.toks[self.pos.min(last)]
@@ -589,14 +613,17 @@ impl Parser<'_> {
         for (key, value, line, col) in defaults.iter().chain(attrs) {
             match key.as_str() {
                 "comment" => {
-                    // LogGOPSim2 splits the list with strtok(", \t\n").
+                    // LogGOPSim2 splits the list with strtok(", \t\n"). A name listed twice
+                    // routes the same way as once: kept once, so that memory follows the
+                    // hosts the comment names, not how often it repeats them.
                     star = value.trim() == "*";
                     dests = if star {
                         Vec::new()
                     } else {
+                        let mut unique = HashSet::new();
                         value
                             .split([',', ' ', '\t', '\n', '\r'])
-                            .filter(|s| !s.is_empty())
+                            .filter(|s| !s.is_empty() && unique.insert(*s))
                             .map(str::to_string)
                             .collect()
                     };
@@ -623,6 +650,7 @@ impl Parser<'_> {
             self.see(d);
             self.mentioned.push((d.clone(), comment_at.0, comment_at.1));
         }
+        let dests: Rc<[String]> = dests.into();
         for pair in chain.windows(2) {
             let ends: &[(u32, u32)] = if directed {
                 &[(pair[0], pair[1])]
@@ -633,7 +661,7 @@ impl Parser<'_> {
                 self.edges.push(RawEdge {
                     from,
                     to,
-                    dests: dests.clone(),
+                    dests: Rc::clone(&dests),
                     comment_at,
                     class: class.clone(),
                     star,
@@ -654,25 +682,7 @@ impl Dot {
 
     /// Parses dot text; `file` names it in descriptions and error messages.
     pub fn parse(text: &str, file: &str) -> Result<Dot, TopologyError> {
-        let toks = Lexer {
-            file,
-            chars: text.chars().collect(),
-            pos: 0,
-            line: 1,
-            col: 1,
-            line_start: true,
-        }
-        .tokens()?;
-        let mut p = Parser {
-            file,
-            toks,
-            pos: 0,
-            seen: HashMap::new(),
-            node_ids: HashMap::new(),
-            nodes: Vec::new(),
-            mentioned: Vec::new(),
-            edges: Vec::new(),
-        };
+        let mut p = Parser::new(text, file)?;
         let (graph, directed) = p.graph()?;
         let err = |line: usize, column: usize, why: String| TopologyError::File {
             file: file.to_string(),
@@ -779,7 +789,7 @@ impl Dot {
             if !directed {
                 continue;
             }
-            for d in &e.dests {
+            for d in e.dests.iter() {
                 let Some(&dn) = p.node_ids.get(d) else {
                     continue;
                 };
@@ -881,7 +891,7 @@ fn undirected_routes(p: &Parser<'_>, hosts: &[u32], host_of: &[u32], next: &mut 
     let nh = hosts.len();
     let mut listing: Vec<Vec<u32>> = vec![Vec::new(); nh];
     for (i, e) in p.edges.iter().enumerate().step_by(2) {
-        for d in &e.dests {
+        for d in e.dests.iter() {
             if let Some(&dn) = p.node_ids.get(d) {
                 if let Some(list) = listing.get_mut(host_of[dn as usize] as usize) {
                     list.push(i as u32);
@@ -890,7 +900,7 @@ fn undirected_routes(p: &Parser<'_>, hosts: &[u32], host_of: &[u32], next: &mut 
         }
     }
     let mut adj: HashMap<u32, Vec<(u32, u32)>> = HashMap::new();
-    let mut seen = std::collections::HashSet::new();
+    let mut seen = HashSet::new();
     let mut queue = std::collections::VecDeque::new();
     for (dh, edges) in listing.iter().enumerate() {
         adj.clear();
@@ -992,5 +1002,30 @@ impl Network for Dot {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_comment_repeating_a_host_stores_it_once() {
+        // A million repeats (3 MB): stored once, and shared by the edges of the chain (it took
+        // 63× the file's size in memory when every repeat was kept, on every edge).
+        let text = format!(
+            "digraph g {{ h0 -> s -> h1 [comment=\"{}h1\"]; h1 -> h0 [comment=\"h0\"]; }}",
+            "h1, ".repeat(1_000_000)
+        );
+        let mut p = Parser::new(&text, "rep.dot").unwrap();
+        p.graph().unwrap();
+        assert_eq!(p.edges.len(), 3);
+        assert_eq!(&*p.edges[0].dests, ["h1".to_string()]);
+        assert!(Rc::ptr_eq(&p.edges[0].dests, &p.edges[1].dests));
+        assert_eq!(p.mentioned.len(), 2);
+        let d = Dot::parse(&text, "rep.dot").unwrap();
+        let mut r = Vec::new();
+        d.route(0, 1, &mut r).unwrap();
+        assert_eq!(r, [0, 1]);
     }
 }
