@@ -452,14 +452,17 @@ fn can_measure_loggp(a: &SweepArgs) -> Result<()> {
     }
 }
 
-/// The median message size of a workload's sends (collectives expanded), by count.
-/// The median size of a workload's sent messages, bytes; `None` when it sends none.
-pub(crate) fn median_send_bytes(w: &commperf_predict::workload::Workload) -> Option<u64> {
-    let mut sizes: Vec<u64> = w
-        .ops()
+/// The size of each point-to-point send of `w` (collectives expanded).
+fn send_sizes(w: &commperf_predict::workload::Workload) -> impl Iterator<Item = u64> + '_ {
+    w.ops()
         .iter()
         .filter_map(|op| op.send_parts().map(|(_, _, bytes, _)| bytes))
-        .collect();
+}
+
+/// The median message size of a workload's sends (collectives expanded), by count, bytes;
+/// `None` when it sends none.
+pub(crate) fn median_send_bytes(w: &commperf_predict::workload::Workload) -> Option<u64> {
+    let mut sizes: Vec<u64> = send_sizes(w).collect();
     if sizes.is_empty() {
         return None;
     }
@@ -474,11 +477,7 @@ pub(crate) fn send_bytes_above_percent(
     size: u64,
 ) -> Option<f64> {
     let (mut all, mut above) = (0u128, 0u128);
-    for bytes in w
-        .ops()
-        .iter()
-        .filter_map(|op| op.send_parts().map(|(_, _, bytes, _)| bytes))
-    {
+    for bytes in send_sizes(w) {
         all += u128::from(bytes);
         if bytes > size {
             above += u128::from(bytes);
