@@ -376,6 +376,14 @@ pub(crate) fn loggp_params(s: &str) -> Result<LogGp, String> {
     })
 }
 
+/// LogGP parameters as the summary's header names them.
+fn loggp_text(p: &LogGp) -> String {
+    format!(
+        "L={} o_s={} o_r={} g={} ns, G={} O={} ns/B",
+        p.L_ns, p.o_s_ns, p.o_r_ns, p.g_ns, p.G_ns_per_byte, p.O_ns_per_byte
+    )
+}
+
 /// `SIZE:PARAMS` of --loggp-from: a size as the other size options take it, then --loggp's
 /// parameters.
 fn loggp_from(s: &str) -> Result<(u64, LogGp), String> {
@@ -608,10 +616,7 @@ pub fn run(a: &PredictArgs) -> Result<()> {
     let format_name = text_format.map_or_else(|| "otf2".to_string(), |f| f.to_string());
     // The header names what the costs really came from.
     let profile_name = match (&a.loggp, &profile) {
-        (Some(p), _) => format!(
-            "LogGP given: L={} o_s={} o_r={} g={} ns, G={} O={} ns/B",
-            p.L_ns, p.o_s_ns, p.o_r_ns, p.g_ns, p.G_ns_per_byte, p.O_ns_per_byte
-        ),
+        (Some(p), _) => format!("LogGP given: {}", loggp_text(p)),
         (None, Some(p)) => p.source.clone(),
         (None, None) if matches!(a.topology, TopologySpec::SimGrid(_)) => {
             "none: the platform's links are the whole cost".to_string()
@@ -619,10 +624,7 @@ pub fn run(a: &PredictArgs) -> Result<()> {
         (None, None) => "default (10 Gbit/s, 5 µs)".to_string(),
     };
     let profile_name = a.loggp_from.iter().fold(profile_name, |acc, (from, p)| {
-        format!(
-            "{acc}; from {from} B: L={} o_s={} o_r={} g={} ns, G={} O={} ns/B",
-            p.L_ns, p.o_s_ns, p.o_r_ns, p.g_ns, p.G_ns_per_byte, p.O_ns_per_byte
-        )
+        format!("{acc}; from {from} B: {}", loggp_text(p))
     });
     let inputs = Inputs {
         workload: &workload,
