@@ -1156,7 +1156,7 @@ fn run_with_timeout(
     done: &dyn Fn() -> bool,
 ) -> Result<Finished> {
     use std::io::Read;
-    let mut child = cmd.spawn()?;
+    let mut child = crate::interrupt::die_with_parent(&mut cmd).spawn()?;
     let drain = |r: Option<Box<dyn Read + Send>>| {
         std::thread::spawn(move || {
             let mut v = Vec::new();

@@ -57,7 +57,9 @@ pub fn sweep(
     let err =
         std::fs::File::create(&log).with_context(|| format!("cannot create {}", log.display()))?;
     let json = dir.join("sweep.json");
-    let o = Command::new(exe)
+    let mut cmd = Command::new(exe);
+    // Launched from this thread, which waits for it: the sweep (and its runs) die with us.
+    let o = crate::interrupt::die_with_parent(&mut cmd)
         .args(["emulate", "sweep"])
         .args(knob_args(knobs))
         .args(["--repeat", &repeat.to_string()])

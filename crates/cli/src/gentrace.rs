@@ -47,9 +47,12 @@ pub struct GenTraceArgs {
 }
 
 impl GenTraceArgs {
-    /// The pattern, checked against `--ranks` (a usage error otherwise).
+    /// The pattern, checked against `--ranks`, `--bytes` and `--iters` (a usage error
+    /// otherwise, before any file is created): a workload no reader would take is refused.
     pub fn pattern(&self) -> Result<Pattern, String> {
-        Pattern::parse(&self.pattern, self.ranks)
+        let p = Pattern::parse(&self.pattern, self.ranks)?;
+        gen::check(p, self.ranks, self.bytes, self.iters).map_err(|e| e.to_string())?;
+        Ok(p)
     }
 }
 

@@ -7,7 +7,7 @@ use clap::Args;
 use commperf_testbed::netns::{self, Shaper};
 use commperf_testbed::proto::TOKEN_ENV;
 use commperf_testbed::rank::{rank_main, RankArgs};
-use commperf_testbed::run::{self, TestbedConfig};
+use commperf_testbed::run::{self, TestbedConfig, MAX_ITERS};
 use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
 
@@ -66,10 +66,10 @@ pub struct TestbedArgs {
     #[arg(long, value_name = "SIZE", default_value = "1M", value_parser = crate::cli::size)]
     pub bytes: u64,
     /// Timed iterations per pattern (the median is compared)
-    #[arg(long, value_name = "R", default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=10000))]
+    #[arg(long, value_name = "R", default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=MAX_ITERS as i64))]
     pub iters: u32,
     /// Untimed warm-up iterations per pattern
-    #[arg(long, value_name = "W", default_value_t = 1)]
+    #[arg(long, value_name = "W", default_value_t = 1, value_parser = clap::value_parser!(u32).range(0..=MAX_ITERS as i64))]
     pub warmup: u32,
     /// How each link is limited: htb-fair (HTB with a class per peer: the link is shared
     /// equally among the pairs using it), htb (one HTB class, FIFO), tbf (token bucket, FIFO)
@@ -89,7 +89,7 @@ pub struct TestbedArgs {
     #[arg(long, value_name = "SIZES")]
     pub ladder: Option<String>,
     /// Round trips per calibration size [default: about one second per size, 3..30]
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=MAX_ITERS as i64))]
     pub ladder_reps: Option<u32>,
     /// Output format on stdout
     #[arg(long, value_enum, default_value_t = TbFormat::Table)]

@@ -218,7 +218,7 @@ fn a_closed_pipe_ends_the_output_quietly_and_the_files_are_still_written() {
     // A generator stops at the closed pipe instead of writing a huge trace into nothing.
     let start = Instant::now();
     let o = Command::new(exe())
-        .args(["gen-trace", "alltoall", "--ranks", "20000"])
+        .args(["gen-trace", "alltoall", "--ranks", "4000"])
         .stdout(closed_pipe())
         .output()
         .unwrap();
@@ -495,6 +495,53 @@ fn messages_agree_with_what_is_accepted() {
     usage(
         &["gen-trace", "halo:3xy", "--ranks", "8"],
         "halo:XxY needs two whole numbers",
+    );
+    // … and so is a workload no reader would take back, refused before a byte is written: at
+    // most 3 operations a message (send, receive, wait), so 4730 ranks all-to-all is
+    // 4730·4729·3 = 67,104,510 operations (within 2^26), one more rank 67,132,890 (beyond it);
+    // messages above 2^48 B.
+    let d = TempDir::new("gen-bounds");
+    let big = d.path("big.txt");
+    usage(
+        &["gen-trace", "alltoall", "--ranks", "4731", "-o", &big],
+        "alltoall over 4731 ranks, 1 iterations, is up to 67132890 operations: the trace \
+         readers take at most 2^26 = 67108864",
+    );
+    usage(
+        &[
+            "gen-trace",
+            "ring",
+            "--ranks",
+            "40",
+            "--iters",
+            "1000000",
+            "--bytes",
+            "1",
+        ],
+        "ring-shift over 40 ranks, 1000000 iterations, is up to 120000000 operations",
+    );
+    usage(
+        &[
+            "gen-trace",
+            "ring",
+            "--ranks",
+            "4",
+            "--bytes",
+            "281474976710657",
+        ],
+        "281474976710657 B messages: the trace readers take at most 2^48 = 281474976710656 B",
+    );
+    assert!(!std::path::Path::new(&big).exists(), "nothing is written");
+    let most = |args: &[&str]| ok(&commperf(args)).stdout.len();
+    assert!(
+        most(&[
+            "gen-trace",
+            "ring",
+            "--ranks",
+            "4",
+            "--bytes",
+            "281474976710656"
+        ]) > 0
     );
     // predict --algo, as the user guide documents it.
     usage(

@@ -6,6 +6,7 @@
 //! and the same files can be fed to the CLI or to other tools (LogGOPSim reads the GOAL ones).
 
 use crate::collectives::{Algorithms, Collective};
+use crate::parse::{MAX_BYTES, MAX_OPS};
 use crate::workload::{DepKind, OpKind, Request, SeqProgram, ANY};
 use std::fmt;
 use std::io::{self, Write};
@@ -297,17 +298,51 @@ fn calls(
     Ok(())
 }
 
-fn check_grid(pattern: Pattern, nranks: u32) -> io::Result<()> {
+impl Pattern {
+    /// Messages one repetition of the pattern sends over `nranks` ranks.
+    pub fn messages_per_iteration(self, nranks: u32) -> u64 {
+        let n = nranks as u64;
+        match self {
+            Pattern::Bcast | Pattern::Incast => n.saturating_sub(1),
+            Pattern::AllToAll | Pattern::PairwiseAllToAll => n * n.saturating_sub(1),
+            Pattern::RingShift => n,
+            Pattern::Halo2D { .. } => 4 * n,
+        }
+    }
+}
+
+fn invalid(msg: String) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidInput, msg)
+}
+
+/// Refuses, before a byte is written, a workload no reader would take back: a halo grid that is
+/// not `nranks` ranks, messages above [`MAX_BYTES`], or possibly more than [`MAX_OPS`] operations
+/// — which would also be gigabytes of text written for nothing. Every pattern costs at most
+/// three operations a message (its send, its receive, and at most one wait), so what passes
+/// here a reader takes back.
+pub fn check(pattern: Pattern, nranks: u32, bytes: u64, iters: u32) -> io::Result<()> {
     if let Pattern::Halo2D { x, y } = pattern {
         if x as u64 * y as u64 != nranks as u64 {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidInput,
-                format!(
-                    "a {x}×{y} halo needs {} ranks, not {nranks}",
-                    x as u64 * y as u64
-                ),
-            ));
+            return Err(invalid(format!(
+                "a {x}×{y} halo needs {} ranks, not {nranks}",
+                x as u64 * y as u64
+            )));
         }
+    }
+    if bytes > MAX_BYTES {
+        return Err(invalid(format!(
+            "{bytes} B messages: the trace readers take at most 2^48 = {MAX_BYTES} B"
+        )));
+    }
+    let ops = pattern
+        .messages_per_iteration(nranks)
+        .saturating_mul(3)
+        .saturating_mul(iters as u64);
+    if ops > MAX_OPS {
+        return Err(invalid(format!(
+            "{pattern} over {nranks} ranks, {iters} iterations, is up to {ops} operations: the \
+             trace readers take at most 2^26 = {MAX_OPS} (fewer ranks or iterations)"
+        )));
     }
     Ok(())
 }
@@ -321,7 +356,7 @@ pub fn own_pattern(
     iters: u32,
     out: &mut impl Write,
 ) -> io::Result<()> {
-    check_grid(pattern, nranks)?;
+    check(pattern, nranks, bytes, iters)?;
     writeln!(
         out,
         "# {pattern}: {nranks} ranks, {bytes} B, {iters} iterations"
@@ -389,7 +424,7 @@ pub fn goal_pattern(
     algorithms: &Algorithms,
     out: &mut impl Write,
 ) -> io::Result<()> {
-    check_grid(pattern, nranks)?;
+    check(pattern, nranks, bytes, iters)?;
     if pattern == Pattern::Bcast {
         return goal_bcast(nranks, bytes, iters, out);
     }

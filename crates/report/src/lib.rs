@@ -121,14 +121,42 @@ pub fn render(report: &Report, format: Format) -> String {
         Format::Svg => bench_svg(report).unwrap_or_else(|e| plot::empty(&e.to_string())),
         Format::Table => blocks::render_text(report),
         Format::Md => blocks::render_markdown(report),
-        Format::Csv => csv::render_csv(report),
+        Format::Csv => csv::render_csv(&flag_impossible(report)),
         Format::Json => {
             // Cannot fail: every map key in the schema is a string and no Serialize impl errors.
-            let mut s = serde_json::to_string_pretty(report).expect("Report serializes to JSON");
+            let mut s = serde_json::to_string_pretty(&flag_impossible(report))
+                .expect("Report serializes to JSON");
             s.push('\n');
             s
         }
     }
+}
+
+/// The report with a note on every row whose figures are impossible as a measurement (what the
+/// tables mark `!`), so that the machine-readable formats say it too: a script reading the
+/// JSON or CSV must not take a negative median for a measurement. Idempotent: a file already
+/// flagged is not flagged twice.
+fn flag_impossible(report: &Report) -> std::borrow::Cow<'_, Report> {
+    let flags: Vec<(usize, String)> = report
+        .results
+        .iter()
+        .enumerate()
+        .filter_map(|(i, r)| {
+            let note = format!(
+                "impossible figures ({}): not a measurement",
+                blocks::impossible(r)?
+            );
+            (!r.notes.contains(&note)).then_some((i, note))
+        })
+        .collect();
+    if flags.is_empty() {
+        return std::borrow::Cow::Borrowed(report);
+    }
+    let mut flagged = report.clone();
+    for (i, note) in flags {
+        flagged.results[i].notes.push(note);
+    }
+    std::borrow::Cow::Owned(flagged)
 }
 
 /// Why a saved result file could not be read.

@@ -669,4 +669,20 @@ fn impossible_figures_are_flagged_never_shown_as_a_measurement() {
     let md = render(&r, Format::Md);
     assert!(md.contains("| 8 !     |  -5.000 |"), "{md}");
     assert!(md.contains("- note: ! size 8: impossible figures"), "{md}");
+    // The machine-readable formats say it in the row's notes, once however often re-rendered.
+    let why = "impossible figures (p50 -5 us; p50 -5 us < min 0.18 us; max 0.1 us < p99 0.4012 \
+               us): not a measurement";
+    let json = render(&r, Format::Json);
+    let back = load_json(&json).unwrap();
+    assert_eq!(back.results[0].notes.last().map(String::as_str), Some(why));
+    assert!(!back.results[1]
+        .notes
+        .iter()
+        .any(|n| n.contains("impossible")));
+    let again = load_json(&render(&back, Format::Json)).unwrap();
+    assert_eq!(again.results[0].notes, back.results[0].notes);
+    let csv = render(&r, Format::Csv);
+    let line8 = csv.lines().nth(1).unwrap();
+    assert!(line8.contains(why), "{csv}");
+    assert!(!csv.lines().nth(2).unwrap().contains("impossible"), "{csv}");
 }

@@ -344,16 +344,47 @@ impl Coordinator {
 }
 
 /// Runs the testbed: calibrate, measure, predict. `progress` gets one line per step.
+/// Most timed or warm-up iterations, and round trips per calibration size.
+pub const MAX_ITERS: u32 = 10_000;
+
+/// Every option that becomes memory or time has a bound, refused by name before a namespace is
+/// made: each rank holds a buffer of the largest message (at most the transports'
+/// [`MAX_SIZE`](commperf_transport::bounds::MAX_SIZE), 1 GiB).
+fn check_bounds(cfg: &TestbedConfig) -> Result<(), TestbedError> {
+    use commperf_transport::bounds::MAX_SIZE;
+    let size = |what: &str, b: u64| {
+        if b == 0 || b > MAX_SIZE {
+            Err(TestbedError::Config(format!(
+                "{what} {b} B: from 1 B to {MAX_SIZE} B (1 GiB)"
+            )))
+        } else {
+            Ok(())
+        }
+    };
+    let count = |what: &str, n: u32, least: u32| {
+        if n < least || n > MAX_ITERS {
+            Err(TestbedError::Config(format!(
+                "{what} {n}: from {least} to {MAX_ITERS}"
+            )))
+        } else {
+            Ok(())
+        }
+    };
+    count("--iters", cfg.iters, 1)?;
+    count("--warmup", cfg.warmup, 0)?;
+    size("--bytes", cfg.bytes)?;
+    for r in cfg.ladder.iter().flatten() {
+        size("--ladder size", r.bytes)?;
+        count("--ladder-reps", r.reps, 1)?;
+    }
+    Ok(())
+}
+
 pub fn run(
     cfg: &TestbedConfig,
     progress: &mut dyn FnMut(&str),
 ) -> Result<TestbedReport, TestbedError> {
-    if cfg.iters == 0 {
-        return Err(TestbedError::Config("--iters must be at least 1".into()));
-    }
-    if cfg.bytes == 0 {
-        return Err(TestbedError::Config("--bytes must be at least 1".into()));
-    }
+    check_bounds(cfg)?;
     // Every pattern is built first: a bad name fails before anything is made.
     let patterns: Vec<Pattern> = cfg
         .patterns
@@ -881,6 +912,54 @@ pub fn render_table(r: &TestbedReport) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn options_that_become_memory_or_time_are_bounded_by_name() {
+        let base = TestbedConfig {
+            hosts: 2,
+            rate_bit_per_s: 100_000_000,
+            shaper: Shaper::HtbFair,
+            offloads_off: false,
+            gso_max_bytes: None,
+            patterns: vec!["ring".into()],
+            bytes: 1 << 30,
+            iters: MAX_ITERS,
+            warmup: 0,
+            ladder: Some(vec![Rung { bytes: 1, reps: 1 }]),
+            exe: PathBuf::from("/nonexistent"),
+            keep: false,
+            kill_rank_for_test: None,
+        };
+        assert!(check_bounds(&base).is_ok());
+        let refused = |f: &dyn Fn(&mut TestbedConfig)| {
+            let mut c = base.clone();
+            f(&mut c);
+            check_bounds(&c).unwrap_err().to_string()
+        };
+        let msg = refused(&|c| c.bytes = 1 << 62);
+        assert!(
+            msg.contains("--bytes 4611686018427387904 B: from 1 B to 1073741824 B"),
+            "{msg}"
+        );
+        let msg = refused(&|c| c.bytes = 0);
+        assert!(msg.contains("--bytes 0 B"), "{msg}");
+        let msg = refused(&|c| c.iters = 0);
+        assert!(msg.contains("--iters 0: from 1 to 10000"), "{msg}");
+        let msg = refused(&|c| c.warmup = u32::MAX);
+        assert!(
+            msg.contains("--warmup 4294967295: from 0 to 10000"),
+            "{msg}"
+        );
+        let msg = refused(&|c| {
+            c.ladder = Some(vec![Rung {
+                bytes: 1 << 31,
+                reps: 3,
+            }])
+        });
+        assert!(msg.contains("--ladder size 2147483648 B"), "{msg}");
+        let msg = refused(&|c| c.ladder = Some(vec![Rung { bytes: 8, reps: 0 }]));
+        assert!(msg.contains("--ladder-reps 0: from 1 to 10000"), "{msg}");
+    }
 
     #[test]
     fn pieces_meet_where_their_lines_cross() {
