@@ -908,7 +908,8 @@ fn strangers_on_the_data_port_are_turned_away_and_the_client_still_gets_its_chan
     // with a well-framed wrong token.
     let silent = TcpStream::connect(&port).unwrap();
     let mut http = TcpStream::connect(&port).unwrap();
-    http.write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
+    http.write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+        .unwrap();
     let mut guess = TcpStream::connect(&port).unwrap();
     guess
         .write_all(&encode_header(launch::TOKEN_TAG, TOKEN.len()))
@@ -924,7 +925,10 @@ fn strangers_on_the_data_port_are_turned_away_and_the_client_still_gets_its_chan
     assert_eq!(ready, json!({"type": "data_ready"}));
     eprintln!("the client's data channel was ready {took:?} after it connected");
     // The silent one is given DATA_TOKEN_WAIT (5 s); the others are turned away at once.
-    assert!(took >= Duration::from_millis(4800) && took < Duration::from_secs(9), "{took:?}");
+    assert!(
+        took >= Duration::from_millis(4800) && took < Duration::from_secs(9),
+        "{took:?}"
+    );
     let of = |x: &TcpStream| x.local_addr().unwrap().to_string();
     let session = format!("to the data port {port} of the session with client {me}");
     for (who, why) in [

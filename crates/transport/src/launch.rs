@@ -116,7 +116,11 @@ struct Reporter(Option<EventLog>);
 
 impl std::fmt::Debug for Reporter {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(if self.0.is_some() { "Some(EventLog)" } else { "None" })
+        f.write_str(if self.0.is_some() {
+            "Some(EventLog)"
+        } else {
+            "None"
+        })
     }
 }
 
@@ -842,10 +846,9 @@ fn read_token(s: &mut dyn ControlStream, token: &str, wait: Duration) -> Result<
     use crate::sys::socket::{parse_header, HEADER_LEN};
     let at = Instant::now() + wait;
     let io_why = |e: io::Error| match e.kind() {
-        io::ErrorKind::TimedOut | io::ErrorKind::WouldBlock => format!(
-            "presented no session token within {} s",
-            wait.as_secs_f64()
-        ),
+        io::ErrorKind::TimedOut | io::ErrorKind::WouldBlock => {
+            format!("presented no session token within {} s", wait.as_secs_f64())
+        }
         io::ErrorKind::UnexpectedEof => "closed without presenting the session token".into(),
         _ => format!("failed before presenting the session token: {e}"),
     };

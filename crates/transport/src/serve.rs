@@ -408,7 +408,8 @@ impl Acceptor {
         let (wake, wake_rx) = UnixStream::pair().map_err(io_err("wake-up socket pair"))?;
         let (nudge, nudge_rx) = UnixStream::pair().map_err(io_err("log-window socket pair"))?;
         for s in [&nudge, &nudge_rx] {
-            s.set_nonblocking(true).map_err(io_err("log-window socket pair"))?;
+            s.set_nonblocking(true)
+                .map_err(io_err("log-window socket pair"))?;
         }
         let shared = Arc::new(Shared {
             token,

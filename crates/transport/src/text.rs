@@ -110,7 +110,10 @@ mod tests {
     fn long_fields_are_cut_and_counted() {
         let long = "é".repeat(1000);
         let p = printable(&long);
-        assert_eq!(p, format!("{}… (2000 bytes in all)", "é".repeat(MAX_PRINTED)));
+        assert_eq!(
+            p,
+            format!("{}… (2000 bytes in all)", "é".repeat(MAX_PRINTED))
+        );
         assert_eq!(printable_bytes(b"ok\xff\xfe\n"), r"ok\xff\xfe\n");
         assert_eq!(
             printable_bytes(&[0xffu8; 300]),

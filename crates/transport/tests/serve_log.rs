@@ -66,7 +66,11 @@ fn a_flood_of_300_idle_connections_writes_3_lines_and_one_summary_with_the_count
         assert!(
             Instant::now() < end,
             "the log accounts for {single} + {summed} of {evicted} evictions:\n{}",
-            lines.iter().map(|(_, l)| l.as_str()).collect::<Vec<_>>().join("\n")
+            lines
+                .iter()
+                .map(|(_, l)| l.as_str())
+                .collect::<Vec<_>>()
+                .join("\n")
         );
         std::thread::sleep(Duration::from_millis(50));
     }
@@ -79,7 +83,10 @@ fn a_flood_of_300_idle_connections_writes_3_lines_and_one_summary_with_the_count
     assert_eq!(acceptor.pending(), cap);
     // The whole flood fits in one 10 s window: its first LINES_PER_WINDOW evictions get a line
     // each, the other 293 one summary line when the window ends, and nothing else was logged.
-    assert!(connected < LOG_WINDOW, "too slow to test one window: {connected:?}");
+    assert!(
+        connected < LOG_WINDOW,
+        "too slow to test one window: {connected:?}"
+    );
     let (single, summed, summaries) = evictions_logged(&lines);
     assert_eq!(single, LINES_PER_WINDOW as usize, "{text:#?}");
     assert_eq!(summaries, 1, "{text:#?}");
