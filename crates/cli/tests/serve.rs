@@ -950,3 +950,36 @@ fn strangers_on_the_data_port_are_turned_away_and_the_client_still_gets_its_chan
     drop((silent, http, guess, real));
     s.assert_serves();
 }
+
+#[test]
+fn a_stranger_on_a_unix_socket_data_port_is_turned_away_and_named_by_its_process() {
+    use commperf_transport::sys::socket::encode_header;
+    use std::os::unix::net::UnixStream;
+    let mut s = Server::start(&[]);
+    let (mut c, me, w) = hello_with(&s.addr, "commperf", launch::PROTOCOL_VERSION, "1");
+    assert_eq!(w["type"], "welcome", "{w}");
+    c.send(&data_request(json!({"transport": "uds"}))).unwrap();
+    let offer: Value = c.recv().unwrap();
+    let path = offer["address"].as_str().unwrap().to_string();
+    let mut stranger = UnixStream::connect(&path).unwrap();
+    stranger.write_all(&[0u8; 16]).unwrap();
+    let mut real = UnixStream::connect(&path).unwrap();
+    real.write_all(&encode_header(launch::TOKEN_TAG, TOKEN.len()))
+        .unwrap();
+    real.write_all(TOKEN.as_bytes()).unwrap();
+    let ready: Value = c.recv().unwrap();
+    assert_eq!(ready, json!({"type": "data_ready"}));
+    let line = s.wait_log("turned away", Duration::from_secs(10));
+    assert_eq!(
+        line,
+        format!(
+            "commperf serve: turned away a connection from local process {} to the data port \
+             {path} of the session with client {me}: sent something other than the session \
+             token",
+            std::process::id()
+        )
+    );
+    c.send(&json!({"type": "bye"})).unwrap();
+    s.wait_log("finished", Duration::from_secs(10));
+    drop((stranger, real));
+}
