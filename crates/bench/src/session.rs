@@ -1172,6 +1172,14 @@ pub fn serve_session(ctrl: &mut Control, token: &str, bind_ip: IpAddr) -> Result
         ctrl.set_phase("waiting for the next command");
         let cmd = match ctrl.recv::<Cmd>() {
             Ok(c) => c,
+            // Said to the client before the session ends, as the handshake says it to a
+            // stranger: a client that sent what we cannot read learns why, not just "closed".
+            Err(e @ launch::LaunchError::Malformed { .. }) => {
+                let _ = ctrl.send(&Reply::Error {
+                    message: e.to_string(),
+                });
+                break Err(e.into());
+            }
             Err(e) => break Err(e.into()),
         };
         match cmd {

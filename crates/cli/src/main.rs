@@ -177,6 +177,7 @@ fn serve_token(s: &cli::ServeArgs) -> std::result::Result<(), String> {
 fn serve(s: &cli::ServeArgs) -> Result<()> {
     use commperf_transport::launch::Server;
     use commperf_transport::serve::ServeLimits;
+    use commperf_transport::text::one_line;
     use std::io::Write;
     // What killed servers or runs left behind before their peers attached.
     for name in commperf_transport::sys::shm::remove_stale_segments() {
@@ -187,9 +188,9 @@ fn serve(s: &cli::ServeArgs) -> Result<()> {
     let server = Server::bind(s.listen, s.token.clone())
         .with_context(|| format!("--listen {}", s.listen))?;
     let (addr, token) = (server.local_addr(), server.token().to_string());
-    let acceptor = server.start(ServeLimits::default(), |ev| {
-        eprintln!("commperf serve: {ev}")
-    })?;
+    // Every line through one_line: whatever a peer put into an event, it stays one line.
+    let log = |line: &str| eprintln!("commperf serve: {}", one_line(line));
+    let acceptor = server.start(ServeLimits::default(), move |ev| log(&ev.to_string()))?;
     // One write, and best effort: a server whose stdout was closed (a script that read the
     // address and went away) must keep serving. Written once clients are being accepted: it is
     // the line scripts wait for.
@@ -202,15 +203,15 @@ fn serve(s: &cli::ServeArgs) -> Result<()> {
     loop {
         let mut session = acceptor.next_session()?;
         let who = session.ctrl.peer().to_string();
-        eprintln!("commperf serve: session with {who} started");
+        log(&format!("session with {who} started"));
         let r = session
             .ctrl
             .set_timeout(std::time::Duration::from_secs(600))
             .map_err(commperf_bench::BenchError::from)
             .and_then(|()| commperf_bench::serve_session(&mut session.ctrl, &token, addr.ip()));
         match r {
-            Ok(()) => eprintln!("commperf serve: session with {who} finished"),
-            Err(e) => eprintln!("commperf serve: session with {who} failed: {e:#}"),
+            Ok(()) => log(&format!("session with {who} finished")),
+            Err(e) => log(&format!("session with {who} failed: {e:#}")),
         }
         // The next client may start its session from here on.
         drop(session);

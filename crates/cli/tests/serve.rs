@@ -807,3 +807,179 @@ fn serve_refuses_a_token_its_data_channels_cannot_carry() {
         String::from_utf8_lossy(&o.stderr).contains("--token: must be 1 to 64 bytes long (got 65)")
     );
 }
+
+/// A hand-made hello with these fields; returns the connection, its own address and the
+/// server's answer.
+fn hello_with(addr: &str, magic: &str, protocol: u32, version: &str) -> (Control, String, Value) {
+    let s = TcpStream::connect(addr).unwrap();
+    let me = s.local_addr().unwrap().to_string();
+    let mut c = Control::new(Box::new(s), "server".into());
+    c.set_timeout(Duration::from_secs(30)).unwrap();
+    c.send(&json!({
+        "type": "hello", "magic": magic, "protocol": protocol, "version": version, "token": TOKEN
+    }))
+    .unwrap();
+    let r: Value = c.recv().unwrap();
+    (c, me, r)
+}
+
+/// The log lines the server writes until `within` passes with nothing new.
+fn lines_until_quiet(s: &mut Server, within: Duration) -> Vec<String> {
+    let mut got = Vec::new();
+    while let Ok(l) = s.log.recv_timeout(within) {
+        s.seen.push(l.clone());
+        got.push(l);
+    }
+    got
+}
+
+#[test]
+fn a_forged_log_line_in_a_magic_or_version_is_printed_escaped_on_its_one_line() {
+    let mut s = Server::start(&[]);
+    let forged = "x\n commperf serve: session with client 6.6.6.6:1 started\x1b[2K";
+    let escaped = r"x\n commperf serve: session with client 6.6.6.6:1 started\u{1b}[2K";
+    // A wrong magic, then a right magic with the forged version and a protocol from the future.
+    let (_c1, me1, r1) = hello_with(&s.addr, forged, launch::PROTOCOL_VERSION, "1");
+    assert_eq!(r1["type"], "refused");
+    assert_eq!(
+        r1["reason"],
+        format!("not a commperf client (magic '{escaped}')")
+    );
+    let (_c2, me2, r2) = hello_with(&s.addr, "commperf", 999, forged);
+    assert_eq!(r2["type"], "refused");
+    let reason2 = format!(
+        "protocol version 999 (commperf {escaped}) is not supported; this server speaks {} \
+         (commperf {})",
+        launch::PROTOCOL_VERSION,
+        env!("CARGO_PKG_VERSION")
+    );
+    assert_eq!(r2["reason"], reason2);
+    let lines = lines_until_quiet(&mut s, Duration::from_secs(2));
+    assert_eq!(
+        lines,
+        [
+            format!(
+                "commperf serve: turned away client {me1}: not a commperf client (magic \
+                 '{escaped}')"
+            ),
+            format!("commperf serve: turned away client {me2}: {reason2}"),
+        ],
+        "exactly one line per connection, the forged text escaped in it"
+    );
+    // And a real session after them is logged as before.
+    s.assert_serves();
+    let lines = lines_until_quiet(&mut s, Duration::from_secs(2));
+    assert_eq!(lines.len(), 2, "{lines:?}");
+    assert!(lines[0].starts_with("commperf serve: session with client 127.0.0.1:"));
+    assert!(s.seen.iter().all(|l| !l.contains('\x1b')));
+}
+
+#[test]
+fn a_malformed_command_after_the_handshake_is_answered_with_the_reason() {
+    let mut s = Server::start(&[]);
+    let (mut c, me, w) = hello_with(&s.addr, "commperf", launch::PROTOCOL_VERSION, "hostile");
+    assert_eq!(w["type"], "welcome", "{w}");
+    let what = "unknown variant `launch\\nmissiles`, expected one of `drop_extras`, `place`, \
+                `data`, `run`, `notify`, `bye` at line 1 column 26";
+    let expect = format!("control message from client {me} is malformed: {what}");
+    c.send(&json!({"type": "launch\nmissiles"})).unwrap();
+    let r: Value = c.recv().unwrap();
+    assert_eq!(r, json!({"type": "error", "message": expect}));
+    assert!(c.recv::<Value>().is_err(), "then the session ends");
+    let line = s.wait_log("failed", Duration::from_secs(10));
+    assert_eq!(
+        line,
+        format!("commperf serve: session with client {me} failed: {expect}")
+    );
+    s.assert_serves();
+}
+
+#[test]
+fn strangers_on_the_data_port_are_turned_away_and_the_client_still_gets_its_channel() {
+    use commperf_transport::sys::socket::encode_header;
+    let mut s = Server::start(&[]);
+    let (mut c, me, w) = hello_with(&s.addr, "commperf", launch::PROTOCOL_VERSION, "1");
+    assert_eq!(w["type"], "welcome", "{w}");
+    s.wait_log("started", Duration::from_secs(10));
+    c.send(&data_request(json!({"transport": "tcp"}))).unwrap();
+    let offer: Value = c.recv().unwrap();
+    let port = offer["address"].as_str().unwrap().to_string();
+    // Three strangers reach the port before the client: one silent, one speaking HTTP, one
+    // with a well-framed wrong token.
+    let silent = TcpStream::connect(&port).unwrap();
+    let mut http = TcpStream::connect(&port).unwrap();
+    http.write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+        .unwrap();
+    let mut guess = TcpStream::connect(&port).unwrap();
+    guess
+        .write_all(&encode_header(launch::TOKEN_TAG, TOKEN.len()))
+        .unwrap();
+    guess.write_all("f".repeat(TOKEN.len()).as_bytes()).unwrap();
+    let t = Instant::now();
+    let mut real = TcpStream::connect(&port).unwrap();
+    real.write_all(&encode_header(launch::TOKEN_TAG, TOKEN.len()))
+        .unwrap();
+    real.write_all(TOKEN.as_bytes()).unwrap();
+    let ready: Value = c.recv().unwrap();
+    let took = t.elapsed();
+    assert_eq!(ready, json!({"type": "data_ready"}));
+    eprintln!("the client's data channel was ready {took:?} after it connected");
+    // The silent one is given DATA_TOKEN_WAIT (5 s); the others are turned away at once.
+    assert!(
+        took >= Duration::from_millis(4800) && took < Duration::from_secs(9),
+        "{took:?}"
+    );
+    let of = |x: &TcpStream| x.local_addr().unwrap().to_string();
+    let session = format!("to the data port {port} of the session with client {me}");
+    for (who, why) in [
+        (of(&silent), "presented no session token within 5 s"),
+        (of(&http), "sent something other than the session token"),
+        (of(&guess), "presented a wrong session token"),
+    ] {
+        let line = s.wait_log(&format!("connection from {who}"), Duration::from_secs(10));
+        assert_eq!(
+            line,
+            format!("commperf serve: turned away a connection from {who} {session}: {why}")
+        );
+    }
+    c.send(&json!({"type": "bye"})).unwrap();
+    s.wait_log(
+        &format!("session with client {me} finished"),
+        Duration::from_secs(10),
+    );
+    drop((silent, http, guess, real));
+    s.assert_serves();
+}
+
+#[test]
+fn a_stranger_on_a_unix_socket_data_port_is_turned_away_and_named_by_its_process() {
+    use commperf_transport::sys::socket::encode_header;
+    use std::os::unix::net::UnixStream;
+    let mut s = Server::start(&[]);
+    let (mut c, me, w) = hello_with(&s.addr, "commperf", launch::PROTOCOL_VERSION, "1");
+    assert_eq!(w["type"], "welcome", "{w}");
+    c.send(&data_request(json!({"transport": "uds"}))).unwrap();
+    let offer: Value = c.recv().unwrap();
+    let path = offer["address"].as_str().unwrap().to_string();
+    let mut stranger = UnixStream::connect(&path).unwrap();
+    stranger.write_all(&[0u8; 16]).unwrap();
+    let mut real = UnixStream::connect(&path).unwrap();
+    real.write_all(&encode_header(launch::TOKEN_TAG, TOKEN.len()))
+        .unwrap();
+    real.write_all(TOKEN.as_bytes()).unwrap();
+    let ready: Value = c.recv().unwrap();
+    assert_eq!(ready, json!({"type": "data_ready"}));
+    let line = s.wait_log("turned away", Duration::from_secs(10));
+    assert_eq!(
+        line,
+        format!(
+            "commperf serve: turned away a connection from local process {} to the data port \
+             {path} of the session with client {me}: sent something other than the session \
+             token",
+            std::process::id()
+        )
+    );
+    c.send(&json!({"type": "bye"})).unwrap();
+    s.wait_log("finished", Duration::from_secs(10));
+    drop((stranger, real));
+}

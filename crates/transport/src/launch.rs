@@ -13,6 +13,7 @@ use crate::sys::shm::{self, ShmEndpoint, ShmOptions};
 use crate::sys::tcp::{self, TcpEndpoint};
 use crate::sys::uds::{self, UdsEndpoint};
 use crate::sys::uring::{UringEndpoint, UringOptions};
+use crate::text::{one_line, printable, printable_debug};
 use crate::{Endpoint, EndpointConfig, TransportError};
 use commperf_core::{Mode, TransportKind};
 use serde::de::DeserializeOwned;
@@ -82,6 +83,47 @@ impl ControlStream for UnixStream {
     }
 }
 
+/// Sets the time left until `at` as the stream's timeout; `TimedOut` once it has passed.
+fn arm(stream: &dyn ControlStream, at: Instant) -> io::Result<()> {
+    let left = at.saturating_duration_since(Instant::now());
+    if left.is_zero() {
+        return Err(io::ErrorKind::TimedOut.into());
+    }
+    // A zero timeout means "none" to the socket: never hand it one.
+    stream.set_timeout(Some(left.max(Duration::from_millis(1))))
+}
+
+/// Fills `buf` by `at`, however the bytes trickle in (a per-read timeout would let one byte per
+/// timeout hold us forever).
+fn read_until(stream: &mut dyn ControlStream, buf: &mut [u8], at: Instant) -> io::Result<()> {
+    let mut off = 0;
+    while off < buf.len() {
+        arm(stream, at)?;
+        match stream.read(&mut buf[off..]) {
+            Ok(0) => return Err(io::ErrorKind::UnexpectedEof.into()),
+            Ok(n) => off += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+/// Where a server reports connections it turned away (see [`crate::serve::ServeEvent`]).
+pub type EventLog = std::sync::Arc<dyn Fn(&crate::serve::ServeEvent) + Send + Sync>;
+
+struct Reporter(Option<EventLog>);
+
+impl std::fmt::Debug for Reporter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.is_some() {
+            "Some(EventLog)"
+        } else {
+            "None"
+        })
+    }
+}
+
 /// The control channel: framed JSON messages with a bound and a timeout.
 #[derive(Debug)]
 pub struct Control {
@@ -92,6 +134,8 @@ pub struct Control {
     max_frame: usize,
     /// One deadline for everything until it is cleared (when it is, and how long it allowed).
     deadline: Option<(Instant, Duration)>,
+    /// Hears of strangers turned away from this session's data ports.
+    events: Reporter,
 }
 
 impl Control {
@@ -102,6 +146,19 @@ impl Control {
             phase: String::new(),
             max_frame: MAX_CONTROL,
             deadline: None,
+            events: Reporter(None),
+        }
+    }
+
+    /// Reports to `log` every connection that a data port of this session turns away (by
+    /// default they are only counted in the error if the client never comes).
+    pub fn set_event_log(&mut self, log: EventLog) {
+        self.events = Reporter(Some(log));
+    }
+
+    fn report(&self, event: &crate::serve::ServeEvent) {
+        if let Some(log) = &self.events.0 {
+            log(event);
         }
     }
 
@@ -124,35 +181,19 @@ impl Control {
         self.deadline = Some((at, total));
     }
 
-    /// Before each read or write under a deadline: the time left as the socket's timeout.
+    /// Before each write under a deadline: the time left as the socket's timeout.
     fn arm_deadline(&mut self) -> io::Result<()> {
-        let Some((at, _)) = self.deadline else {
-            return Ok(());
-        };
-        let left = at.saturating_duration_since(Instant::now());
-        if left.is_zero() {
-            return Err(io::ErrorKind::TimedOut.into());
+        match self.deadline {
+            Some((at, _)) => arm(&*self.stream, at),
+            None => Ok(()),
         }
-        // A zero timeout means "none" to the socket: never hand it one.
-        self.stream
-            .set_timeout(Some(left.max(Duration::from_millis(1))))
     }
 
     fn read_full(&mut self, buf: &mut [u8]) -> io::Result<()> {
-        if self.deadline.is_none() {
-            return self.stream.read_exact(buf);
+        match self.deadline {
+            None => self.stream.read_exact(buf),
+            Some((at, _)) => read_until(&mut *self.stream, buf, at),
         }
-        let mut off = 0;
-        while off < buf.len() {
-            self.arm_deadline()?;
-            match self.stream.read(&mut buf[off..]) {
-                Ok(0) => return Err(io::ErrorKind::UnexpectedEof.into()),
-                Ok(n) => off += n,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(e),
-            }
-        }
-        Ok(())
     }
 
     /// Names the peer in every later error.
@@ -239,9 +280,10 @@ impl Control {
         }
         let mut body = vec![0u8; len];
         self.read_full(&mut body).map_err(|e| self.err(e))?;
+        // serde names unknown variants and fields as the peer spelled them.
         serde_json::from_slice(&body).map_err(|e| LaunchError::Malformed {
             peer: self.peer.clone(),
-            what: e.to_string(),
+            what: printable(&e.to_string()),
         })
     }
 }
@@ -526,12 +568,13 @@ pub fn client_handshake(ctrl: &mut Control, token: &str) -> Result<ServerHello, 
         } => Err(LaunchError::Refused {
             peer: ctrl.peer().into(),
             reason: format!(
-                "it speaks protocol {protocol} (commperf {version}), we speak {PROTOCOL_VERSION}"
+                "it speaks protocol {protocol} (commperf {}), we speak {PROTOCOL_VERSION}",
+                printable(&version)
             ),
         }),
         SetupMsg::Refused { reason } => Err(LaunchError::Refused {
             peer: ctrl.peer().into(),
-            reason,
+            reason: one_line(&reason),
         }),
         other => Err(unexpected(ctrl, &other)),
     }
@@ -540,7 +583,7 @@ pub fn client_handshake(ctrl: &mut Control, token: &str) -> Result<ServerHello, 
 fn unexpected(ctrl: &Control, m: &SetupMsg) -> LaunchError {
     LaunchError::Malformed {
         peer: ctrl.peer().into(),
-        what: format!("unexpected message {m:?}"),
+        what: format!("unexpected message {}", printable_debug(m)),
     }
 }
 
@@ -577,14 +620,16 @@ pub fn server_handshake_with<T>(
             token: t,
         }) => {
             if magic != MAGIC {
+                let magic = printable(&magic);
                 return refuse(ctrl, format!("not a commperf client (magic '{magic}')"));
             }
             if protocol != PROTOCOL_VERSION {
                 return refuse(
                     ctrl,
                     format!(
-                        "protocol version {protocol} (commperf {version}) is not supported; this \
+                        "protocol version {protocol} (commperf {}) is not supported; this \
                          server speaks {PROTOCOL_VERSION} (commperf {})",
+                        printable(&version),
                         env!("CARGO_PKG_VERSION")
                     ),
                 );
@@ -604,7 +649,10 @@ pub fn server_handshake_with<T>(
             })?;
             Ok((ClientHello { version }, admitted))
         }
-        Ok(other) => refuse(ctrl, format!("expected a hello, got {other:?}")),
+        Ok(other) => refuse(
+            ctrl,
+            format!("expected a hello, got {}", printable_debug(&other)),
+        ),
         Err(e @ LaunchError::Malformed { .. }) => {
             let _ = ctrl.send(&SetupMsg::Refused {
                 reason: e.to_string(),
@@ -701,6 +749,9 @@ fn accept_within<L, S>(
     timeout: Duration,
     accept: impl FnOnce() -> io::Result<(S, L)>,
 ) -> Result<(S, L), LaunchError> {
+    if timeout.is_zero() {
+        return Err(never_connected(what, "the client never connected".into()));
+    }
     let mut p = libc::pollfd {
         fd,
         events: libc::POLLIN,
@@ -709,15 +760,111 @@ fn accept_within<L, S>(
     // SAFETY: one valid pollfd for the listener's fd.
     let r = unsafe { libc::poll(&mut p, 1, timeout.as_millis().min(i32::MAX as u128) as i32) };
     if r <= 0 {
-        return Err(LaunchError::Io {
-            what: format!("waiting for the data connection on {what}"),
-            cause: io::Error::new(io::ErrorKind::TimedOut, "the client never connected"),
-        });
+        return Err(never_connected(what, "the client never connected".into()));
     }
     accept().map_err(|e| LaunchError::Io {
         what: format!("accept on {what}"),
         cause: e,
     })
+}
+
+fn never_connected(port: &str, why: String) -> LaunchError {
+    LaunchError::Io {
+        what: format!("waiting for the data connection on {port}"),
+        cause: io::Error::new(io::ErrorKind::TimedOut, why),
+    }
+}
+
+/// How long a connection to a data port may take to present the session token. The client
+/// sends it as soon as it is connected, so a connection that takes longer is not the client's.
+pub const DATA_TOKEN_WAIT: Duration = bounds::HANDSHAKE_DEADLINE;
+
+/// Accepts connections on the data port `port` until `until`, and returns the first that
+/// presents the session token (read from the raw stream, in the header-and-payload framing
+/// every socket endpoint uses). A stranger who connects first is closed and reported on
+/// `ctrl`'s event log, and the port keeps waiting for the client; if the client never comes,
+/// the error counts the strangers and names the first.
+fn accept_client<S: ControlStream>(
+    ctrl: &Control,
+    port: &str,
+    fd: i32,
+    until: Instant,
+    token: &str,
+    mut accept: impl FnMut() -> io::Result<(S, String)>,
+) -> Result<S, LaunchError> {
+    let mut strangers = 0usize;
+    let mut first = String::new();
+    loop {
+        let left = until.saturating_duration_since(Instant::now());
+        let (mut s, from) = match accept_within(port, fd, left, &mut accept) {
+            Ok(c) => c,
+            Err(LaunchError::Io { cause, .. })
+                if strangers > 0 && cause.kind() == io::ErrorKind::TimedOut =>
+            {
+                return Err(never_connected(
+                    port,
+                    format!(
+                        "the client never connected; {strangers} connection(s) that were not                          the client's were turned away, the first {first}"
+                    ),
+                ));
+            }
+            Err(e) => return Err(e),
+        };
+        let wait = DATA_TOKEN_WAIT.min(left);
+        match read_token(&mut s, token, wait) {
+            Ok(()) => {
+                s.set_timeout(None).map_err(|cause| LaunchError::Io {
+                    what: format!("data connection from {from}"),
+                    cause,
+                })?;
+                return Ok(s);
+            }
+            Err(reason) => {
+                strangers += 1;
+                if strangers == 1 {
+                    first = format!("(from {from}) {reason}");
+                }
+                let peer = format!(
+                    "a connection from {from} to the data port {port} of the session with {}",
+                    ctrl.peer()
+                );
+                ctrl.report(&crate::serve::ServeEvent::TurnedAway {
+                    error: LaunchError::Refused {
+                        peer: peer.clone(),
+                        reason,
+                    },
+                    peer,
+                });
+            }
+        }
+    }
+}
+
+/// Reads the token message a data connection opens with, within `wait`; or why it is not the
+/// client's (never the bytes it sent: a wrong guess at the token stays out of the log).
+fn read_token(s: &mut dyn ControlStream, token: &str, wait: Duration) -> Result<(), String> {
+    use crate::sys::socket::{parse_header, HEADER_LEN};
+    let at = Instant::now() + wait;
+    let io_why = |e: io::Error| match e.kind() {
+        io::ErrorKind::TimedOut | io::ErrorKind::WouldBlock => {
+            format!("presented no session token within {} s", wait.as_secs_f64())
+        }
+        io::ErrorKind::UnexpectedEof => "closed without presenting the session token".into(),
+        _ => format!("failed before presenting the session token: {e}"),
+    };
+    let not_token = "sent something other than the session token".to_string();
+    let mut h = [0u8; HEADER_LEN];
+    read_until(s, &mut h, at).map_err(io_why)?;
+    let (tag, len) = parse_header(&h, bounds::MAX_TOKEN, "").map_err(|_| not_token.clone())?;
+    if tag != TOKEN_TAG {
+        return Err(not_token);
+    }
+    let mut t = [0u8; bounds::MAX_TOKEN];
+    read_until(s, &mut t[..len], at).map_err(io_why)?;
+    if !same_token(std::str::from_utf8(&t[..len]).unwrap_or(""), token) {
+        return Err("presented a wrong session token".into());
+    }
+    Ok(())
 }
 
 fn check_token<E: Endpoint>(e: &mut E, token: &str) -> Result<(), LaunchError> {
@@ -775,6 +922,7 @@ fn serve_data_inner(
 ) -> Result<AnyEndpoint, LaunchError> {
     let cfg = spec.endpoint_config();
     let wait = cfg.idle_timeout.min(Duration::from_secs(30));
+    let until = Instant::now() + wait;
     match spec.transport {
         TransportKind::Model | TransportKind::Mpi => Err(not_launchable(spec.transport)),
         TransportKind::Shm => {
@@ -798,10 +946,14 @@ fn serve_data_inner(
             ctrl.send(&SetupMsg::Offer {
                 address: addr.to_string(),
             })?;
-            let (s, from) = accept_within(&addr.to_string(), l.as_raw_fd(), wait, || l.accept())?;
-            let mut e = wrap_tcp(spec, s, from.to_string())?;
-            with_endpoint!(&mut e, e => check_token(e, token))?;
-            Ok(e)
+            let s = accept_client(ctrl, &addr.to_string(), l.as_raw_fd(), until, token, || {
+                l.accept().map(|(s, from)| (s, from.to_string()))
+            })?;
+            let from = s.peer_addr().map_err(|e| LaunchError::Io {
+                what: format!("data connection on {addr}"),
+                cause: e,
+            })?;
+            wrap_tcp(spec, s, from.to_string())
         }
         TransportKind::Uds | TransportKind::UringUds => {
             let path = uds_path();
@@ -813,13 +965,17 @@ fn serve_data_inner(
             ctrl.send(&SetupMsg::Offer {
                 address: path.display().to_string(),
             })?;
-            let (s, _) = accept_within(&path.display().to_string(), l.as_raw_fd(), wait, || {
-                l.accept()
+            let port = path.display().to_string();
+            let s = accept_client(ctrl, &port, l.as_raw_fd(), until, token, || {
+                let (s, _) = l.accept()?;
+                let from = match uds::peer_pid(s.as_raw_fd()) {
+                    Some(pid) => format!("local process {pid}"),
+                    None => "a local process".into(),
+                };
+                Ok((s, from))
             })?;
             let peer = format!("{} via {}", ctrl.peer(), path.display());
-            let mut e = wrap_uds(spec, s, peer)?;
-            with_endpoint!(&mut e, e => check_token(e, token))?;
-            Ok(e)
+            wrap_uds(spec, s, peer)
         }
     }
 }
@@ -905,7 +1061,7 @@ pub fn connect_data(
         SetupMsg::Error { message } => {
             return Err(LaunchError::Remote {
                 peer: ctrl.peer().into(),
-                message,
+                message: one_line(&message),
             })
         }
         other => return Err(unexpected(ctrl, &other)),
@@ -967,7 +1123,7 @@ pub fn connect_data(
         SetupMsg::DataReady => Ok(ep),
         SetupMsg::Error { message } => Err(LaunchError::Remote {
             peer: ctrl.peer().into(),
-            message,
+            message: one_line(&message),
         }),
         other => Err(unexpected(ctrl, &other)),
     }

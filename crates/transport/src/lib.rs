@@ -18,6 +18,7 @@ pub mod fragments;
 pub mod launch;
 pub mod serve;
 pub mod sys;
+pub mod text;
 
 pub use commperf_core::{Mode, TransportKind};
 pub use endpoint::{

@@ -15,6 +15,12 @@
 //!   session with … is running" rather than queued: a session can last many minutes, and a
 //!   client waiting silently in a queue could not tell a busy server from a dead one.
 //!
+//! - **The log stays readable under a flood**: of each kind of event (connections closed to
+//!   make room, connections turned away), the first [`LINES_PER_WINDOW`] of a
+//!   [`ServeLimits::log_window`] get a line each and the rest one summary line with their count
+//!   when the window ends, so a flood of any size writes at most `2 × (LINES_PER_WINDOW + 1)`
+//!   lines per window instead of one per connection.
+//!
 //! Every pending connection costs two descriptors (the handshake's and the one kept to close it)
 //! and one thread, so a server holds at most `2 × max_pending` of them however many strangers
 //! connect.
@@ -23,7 +29,7 @@ use crate::bounds;
 use crate::launch::{server_handshake_with, ClientHello, Control, LaunchError, MAX_CONTROL};
 use std::collections::VecDeque;
 use std::fmt;
-use std::io;
+use std::io::{self, Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
 use std::os::fd::AsRawFd;
 use std::os::unix::net::UnixStream;
@@ -37,6 +43,13 @@ use std::time::{Duration, Instant};
 /// server is busy (never beyond its handshake deadline).
 pub const BUSY_GRACE: Duration = Duration::from_secs(2);
 
+/// Events of one kind logged one by one in each [`ServeLimits::log_window`]; the rest are
+/// counted in one summary line at the window's end.
+pub const LINES_PER_WINDOW: u32 = 3;
+
+/// The default [`ServeLimits::log_window`].
+pub const LOG_WINDOW: Duration = Duration::from_secs(10);
+
 /// How long a handshake may take and how many may wait at once.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ServeLimits {
@@ -44,6 +57,8 @@ pub struct ServeLimits {
     pub handshake: Duration,
     /// Connections held while they have not authenticated.
     pub max_pending: usize,
+    /// Beyond [`LINES_PER_WINDOW`] events of a kind in this long, the rest are summarised.
+    pub log_window: Duration,
 }
 
 impl Default for ServeLimits {
@@ -51,6 +66,7 @@ impl Default for ServeLimits {
         ServeLimits {
             handshake: bounds::HANDSHAKE_DEADLINE,
             max_pending: bounds::MAX_PENDING,
+            log_window: LOG_WINDOW,
         }
     }
 }
@@ -69,6 +85,23 @@ pub enum ServeEvent {
     },
     /// `accept` itself failed (out of descriptors, for instance).
     AcceptFailed { cause: io::Error },
+    /// Events of one kind beyond the first [`LINES_PER_WINDOW`] of a window, counted instead
+    /// of logged one by one.
+    Summary {
+        kind: EventKind,
+        count: u64,
+        window: Duration,
+        cap: usize,
+    },
+}
+
+/// The kinds of [`ServeEvent`] that a flood repeats, each summarised on its own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EventKind {
+    /// [`ServeEvent::Evicted`].
+    Evicted,
+    /// [`ServeEvent::TurnedAway`].
+    TurnedAway,
 }
 
 impl fmt::Display for ServeEvent {
@@ -98,6 +131,31 @@ impl fmt::Display for ServeEvent {
                 waited.as_secs_f64()
             ),
             ServeEvent::AcceptFailed { cause } => write!(f, "accept failed: {cause}"),
+            ServeEvent::Summary {
+                kind: EventKind::Evicted,
+                count,
+                window,
+                cap,
+            } => write!(
+                f,
+                "closed {count} more connections without a hello in the last {} s to make room \
+                 ({cap} were already waiting to authenticate each time; only the first \
+                 {LINES_PER_WINDOW} of a {} s window get a line each)",
+                window.as_secs_f64(),
+                window.as_secs_f64()
+            ),
+            ServeEvent::Summary {
+                kind: EventKind::TurnedAway,
+                count,
+                window,
+                ..
+            } => write!(
+                f,
+                "turned away {count} more connections in the last {} s (only the first \
+                 {LINES_PER_WINDOW} of a {} s window get a line each)",
+                window.as_secs_f64(),
+                window.as_secs_f64()
+            ),
         }
     }
 }
@@ -144,10 +202,32 @@ struct Pending {
     threads: usize,
 }
 
+/// Events of one kind in the current log window.
+#[derive(Default)]
+struct Tally {
+    /// When the window opened (its first event); `None`: no window is open.
+    opened: Option<Instant>,
+    logged: u32,
+    held: u64,
+}
+
+/// The log's two tallies, by [`EventKind`].
+#[derive(Default)]
+struct Tallies([Tally; 2]);
+
+impl Tallies {
+    fn of(&mut self, kind: EventKind) -> &mut Tally {
+        &mut self.0[kind as usize]
+    }
+}
+
 struct Shared {
     token: String,
     limits: ServeLimits,
     log: Box<dyn Fn(&ServeEvent) + Send + Sync>,
+    tallies: Mutex<Tallies>,
+    /// Written to when a log window opens, so that the accept loop wakes to close it in time.
+    nudge: UnixStream,
     /// Who the running session is with, and since when.
     running: Mutex<Option<(String, Instant)>>,
     /// Signalled when the running session ends.
@@ -164,6 +244,74 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl Shared {
+    /// Logs `ev`, or counts it if its kind has had its lines in this window.
+    fn emit(&self, ev: &ServeEvent) {
+        let kind = match ev {
+            ServeEvent::Evicted { .. } => EventKind::Evicted,
+            ServeEvent::TurnedAway { .. } => EventKind::TurnedAway,
+            _ => return (self.log)(ev),
+        };
+        let now = Instant::now();
+        // Held while logging: a summary never overtakes the events it counts.
+        let mut t = lock(&self.tallies);
+        self.close_window(&mut t, kind, now);
+        let tally = t.of(kind);
+        if tally.opened.is_none() {
+            *tally = Tally {
+                opened: Some(now),
+                ..Tally::default()
+            };
+            // Best effort: a full socket already holds a nudge.
+            let _ = (&self.nudge).write(&[1]);
+        }
+        if tally.logged < LINES_PER_WINDOW {
+            tally.logged += 1;
+            (self.log)(ev);
+        } else {
+            tally.held += 1;
+        }
+    }
+
+    /// Closes `kind`'s window if it has ended by `now` (or `now` is `None`: the server is
+    /// stopping), logging the summary of what it held.
+    fn close_window(&self, t: &mut Tallies, kind: EventKind, now: impl Into<Option<Instant>>) {
+        let window = self.limits.log_window;
+        let tally = t.of(kind);
+        let ended = match (tally.opened, now.into()) {
+            (None, _) => false,
+            (Some(_), None) => true,
+            (Some(at), Some(now)) => now.saturating_duration_since(at) >= window,
+        };
+        if !ended {
+            return;
+        }
+        if tally.held > 0 {
+            (self.log)(&ServeEvent::Summary {
+                kind,
+                count: tally.held,
+                window,
+                cap: self.limits.max_pending,
+            });
+        }
+        *tally = Tally::default();
+    }
+
+    /// Closes the windows that have ended (all of them if `stopping`); returns how long until
+    /// the next open one ends.
+    fn close_windows(&self, stopping: bool) -> Option<Duration> {
+        let now = Instant::now();
+        let mut t = lock(&self.tallies);
+        let mut next = None::<Duration>;
+        for kind in [EventKind::Evicted, EventKind::TurnedAway] {
+            self.close_window(&mut t, kind, (!stopping).then_some(now));
+            if let Some(at) = t.of(kind).opened {
+                let left = (at + self.limits.log_window).saturating_duration_since(now);
+                next = Some(next.map_or(left, |n| n.min(left)));
+            }
+        }
+        next
+    }
+
     /// Takes connection `id` off the pending list; false if it was closed to make room.
     fn take_pending(&self, id: u64) -> bool {
         let mut p = lock(&self.pending);
@@ -219,7 +367,7 @@ impl Shared {
         old.evicted.store(true, Ordering::Release);
         // Its handshake thread sees the end of the stream at once and leaves.
         let _ = old.stream.shutdown(Shutdown::Both);
-        (self.log)(&ServeEvent::Evicted {
+        self.emit(&ServeEvent::Evicted {
             peer: old.peer,
             waited: old.since.elapsed(),
             cap: self.limits.max_pending,
@@ -258,10 +406,17 @@ impl Acceptor {
         };
         listener.set_nonblocking(true).map_err(io_err("listener"))?;
         let (wake, wake_rx) = UnixStream::pair().map_err(io_err("wake-up socket pair"))?;
+        let (nudge, nudge_rx) = UnixStream::pair().map_err(io_err("log-window socket pair"))?;
+        for s in [&nudge, &nudge_rx] {
+            s.set_nonblocking(true)
+                .map_err(io_err("log-window socket pair"))?;
+        }
         let shared = Arc::new(Shared {
             token,
             limits,
             log,
+            tallies: Mutex::new(Tallies::default()),
+            nudge,
             running: Mutex::new(None),
             freed: Condvar::new(),
             pending: Mutex::new(Pending::default()),
@@ -271,7 +426,7 @@ impl Acceptor {
         let sh = shared.clone();
         let thread = std::thread::Builder::new()
             .name("commperf-accept".into())
-            .spawn(move || accept_loop(&listener, &wake_rx, &sh, &tx))
+            .spawn(move || accept_loop(&listener, &wake_rx, &nudge_rx, &sh, &tx))
             .map_err(io_err("starting the accept thread"))?;
         Ok(Acceptor {
             sessions,
@@ -305,7 +460,13 @@ impl Drop for Acceptor {
     }
 }
 
-fn accept_loop(listener: &TcpListener, wake: &UnixStream, sh: &Arc<Shared>, tx: &Sender<Session>) {
+fn accept_loop(
+    listener: &TcpListener,
+    wake: &UnixStream,
+    nudge: &UnixStream,
+    sh: &Arc<Shared>,
+    tx: &Sender<Session>,
+) {
     // Out of descriptors with nobody to close (or another failing accept): wait a little
     // instead of spinning on a listener that stays readable.
     let mut backing_off = false;
@@ -318,12 +479,25 @@ fn accept_loop(listener: &TcpListener, wake: &UnixStream, sh: &Arc<Shared>, tx: 
                 revents: 0,
             },
             libc::pollfd {
+                fd: nudge.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            },
+            libc::pollfd {
                 fd: listener.as_raw_fd(),
                 events: libc::POLLIN,
                 revents: 0,
             },
         ];
-        let (n, timeout) = if backing_off { (1, 50) } else { (2, -1) };
+        // Wakes when the next log window ends, to write its summary.
+        let window_ms = sh
+            .close_windows(false)
+            .map_or(-1, |d| d.as_millis().clamp(1, i32::MAX as u128) as i32);
+        let (n, timeout) = if backing_off {
+            (2, if window_ms < 0 { 50 } else { window_ms.min(50) })
+        } else {
+            (3, window_ms)
+        };
         // SAFETY: `n` valid pollfds we own.
         let r = unsafe { libc::poll(fds.as_mut_ptr(), n, timeout) };
         if r < 0 && io::Error::last_os_error().kind() != io::ErrorKind::Interrupted {
@@ -331,6 +505,13 @@ fn accept_loop(listener: &TcpListener, wake: &UnixStream, sh: &Arc<Shared>, tx: 
         }
         if fds[0].revents != 0 {
             break;
+        }
+        if fds[1].revents != 0 {
+            let mut b = [0u8; 64];
+            while matches!((&*nudge).read(&mut b), Ok(n) if n > 0) {}
+        }
+        if fds[2].revents == 0 && !backing_off {
+            continue;
         }
         backing_off = false;
         loop {
@@ -374,6 +555,9 @@ fn accept_loop(listener: &TcpListener, wake: &UnixStream, sh: &Arc<Shared>, tx: 
             .unwrap_or_else(|e| e.into_inner())
             .0;
     }
+    drop(p);
+    // Nothing counted goes unsaid.
+    sh.close_windows(true);
 }
 
 /// Puts a new connection on the pending list (closing the longest-waiting one beyond the cap)
@@ -451,6 +635,9 @@ fn handshake(
         Ok((hello, slot)) => {
             c.set_deadline(None);
             c.set_max_frame(MAX_CONTROL);
+            // Strangers on the session's data ports are logged like those on this port.
+            let log = sh.clone();
+            c.set_event_log(Arc::new(move |ev| log.emit(ev)));
             // If nobody takes sessions any more (the server is stopping), dropping it frees
             // the slot.
             let _ = tx.send(Session {
@@ -461,6 +648,6 @@ fn handshake(
         }
         // Logged by whoever closed it.
         Err(_) if evicted.load(Ordering::Acquire) => {}
-        Err(error) => (sh.log)(&ServeEvent::TurnedAway { peer, error }),
+        Err(error) => sh.emit(&ServeEvent::TurnedAway { peer, error }),
     }
 }
