@@ -20,10 +20,8 @@ struct TempDir(PathBuf);
 
 impl TempDir {
     fn new(name: &str) -> TempDir {
-        let d = std::env::temp_dir().join(format!(
-            "commperf-disturb-{name}-{}",
-            std::process::id()
-        ));
+        let d =
+            std::env::temp_dir().join(format!("commperf-disturb-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&d);
         std::fs::create_dir_all(&d).unwrap();
         TempDir(d)
@@ -109,8 +107,17 @@ fn a_bench_during_another_names_it_and_a_killed_ones_entry_is_removed() {
     let first = bench(
         &reg,
         &[
-            "latency", "-t", "uds", "--sizes", "8", "--iters", "100000000", "--cpus", &pair,
-            "--format", "json",
+            "latency",
+            "-t",
+            "uds",
+            "--sizes",
+            "8",
+            "--iters",
+            "100000000",
+            "--cpus",
+            &pair,
+            "--format",
+            "json",
         ],
     )
     .stdout(Stdio::null())
@@ -121,7 +128,10 @@ fn a_bench_during_another_names_it_and_a_killed_ones_entry_is_removed() {
     let mut first = Killed(first);
     // Registered once its peer is placed.
     let deadline = Instant::now() + Duration::from_secs(30);
-    while !entries(&reg).iter().any(|e| e.starts_with(&format!("{first_pid}-"))) {
+    while !entries(&reg)
+        .iter()
+        .any(|e| e.starts_with(&format!("{first_pid}-")))
+    {
         assert!(Instant::now() < deadline, "the first run never registered");
         assert!(first.0.try_wait().unwrap().is_none(), "the first run ended");
         std::thread::sleep(Duration::from_millis(20));
@@ -130,19 +140,33 @@ fn a_bench_during_another_names_it_and_a_killed_ones_entry_is_removed() {
     let second = ok(bench(
         &reg,
         &[
-            "latency", "-t", "uds", "--sizes", "8", "--iters", "1000", "--cpus", &pair,
-            "--format", "json", "-o", out.to_str().unwrap(),
+            "latency",
+            "-t",
+            "uds",
+            "--sizes",
+            "8",
+            "--iters",
+            "1000",
+            "--cpus",
+            &pair,
+            "--format",
+            "json",
+            "-o",
+            out.to_str().unwrap(),
         ],
     )
     .output()
     .unwrap());
     drop(second);
-    assert!(first.0.try_wait().unwrap().is_none(), "the first run was still measuring");
+    assert!(
+        first.0.try_wait().unwrap().is_none(),
+        "the first run was still measuring"
+    );
     let v: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
     let expected = format!(
         "another commperf measurement ran at the same time: pid {first_pid} (bench, CPUs {pair})"
     );
-    assert_eq!(notes(&v, "other_measurement"), [expected.clone()], "{v}");
+    assert_eq!(notes(&v, "other_measurement"), std::slice::from_ref(&expected), "{v}");
     // The table (re-rendered from the JSON) says it in its header, before any figure.
     let table = ok(Command::new(exe())
         .args(["report", out.to_str().unwrap()])
@@ -163,8 +187,8 @@ fn a_bench_during_another_names_it_and_a_killed_ones_entry_is_removed() {
     let alone = ok(bench(
         &reg,
         &[
-            "latency", "-t", "uds", "--sizes", "8", "--iters", "1000", "--cpus", &pair,
-            "--format", "json",
+            "latency", "-t", "uds", "--sizes", "8", "--iters", "1000", "--cpus", &pair, "--format",
+            "json",
         ],
     )
     .output()

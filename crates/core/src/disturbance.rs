@@ -208,10 +208,8 @@ impl Registry {
             // The umask narrowed the mode; widen it so other users can register too (best
             // effort: a directory of another user's stays as it is).
             Ok(()) => {
-                let _ = std::fs::set_permissions(
-                    &self.dir,
-                    std::fs::Permissions::from_mode(0o1777),
-                );
+                let _ =
+                    std::fs::set_permissions(&self.dir, std::fs::Permissions::from_mode(0o1777));
                 Ok(())
             }
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
@@ -689,14 +687,23 @@ softirq 149391113 0 38215167 1 9098399 0 0 1 56470574 0 45606971
         let f = contention(&b, &sample(110, 1.0, 1, 50, 10_200), 1);
         assert_eq!(f.len(), 1);
         assert_eq!(f[0].kind, FindingKind::InvoluntarySwitches);
-        assert!(f[0].note.starts_with("10 involuntary context switches"), "{}", f[0].note);
+        assert!(
+            f[0].note.starts_with("10 involuntary context switches"),
+            "{}",
+            f[0].note
+        );
         assert!(contention(&b, &sample(110, 4.0, 1, 50, 10_800), 1).is_empty());
         // Run queue 3 on 2 CPUs; steal 2 of 200 ticks (1 %).
         let f = contention(&b, &sample(100, 1.0, 1, 52, 10_200), 3);
         let kinds: Vec<_> = f.iter().map(|f| f.kind).collect();
         assert_eq!(kinds, [FindingKind::RunQueue, FindingKind::Steal]);
-        assert_eq!(f[0].note, "run queue 3 runnable on 2 CPUs: tasks waited for a CPU");
-        assert!(f[1].note.starts_with("steal 1.0% of the CPU time (2 of 200 ticks)"));
+        assert_eq!(
+            f[0].note,
+            "run queue 3 runnable on 2 CPUs: tasks waited for a CPU"
+        );
+        assert!(f[1]
+            .note
+            .starts_with("steal 1.0% of the CPU time (2 of 200 ticks)"));
         // 2 ticks of 300 is under 1 %.
         assert!(contention(&b, &sample(100, 1.0, 1, 52, 10_300), 2).is_empty());
     }
@@ -733,9 +740,15 @@ softirq 149391113 0 38215167 1 9098399 0 0 1 56470574 0 45606971
         let seen_by_a: Vec<Entry> = reg.others(Some(&a)).into_values().collect();
         let seen_by_b: Vec<Entry> = reg.others(Some(&b)).into_values().collect();
         assert_eq!(seen_by_a.len(), 1);
-        assert_eq!(seen_by_a[0].describe(), format!("pid {me} (emulate sweep, not pinned)"));
+        assert_eq!(
+            seen_by_a[0].describe(),
+            format!("pid {me} (emulate sweep, not pinned)")
+        );
         assert_eq!(seen_by_b.len(), 1);
-        assert_eq!(seen_by_b[0].describe(), format!("pid {me} (bench, CPUs 0,1)"));
+        assert_eq!(
+            seen_by_b[0].describe(),
+            format!("pid {me} (bench, CPUs 0,1)")
+        );
         assert_eq!(reg.others(None).len(), 2);
         drop(a);
         assert_eq!(reg.others(Some(&b)).len(), 0);
@@ -754,7 +767,11 @@ softirq 149391113 0 38215167 1 9098399 0 0 1 56470574 0 45606971
             .args(["-c", "sleep 30 >/dev/null 2>&1 & echo $!"])
             .output()
             .unwrap();
-        let pid: i32 = String::from_utf8(out.stdout).unwrap().trim().parse().unwrap();
+        let pid: i32 = String::from_utf8(out.stdout)
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
         let entry = Entry {
             pid,
             start_ticks: start_ticks(pid).unwrap(),
@@ -790,7 +807,10 @@ softirq 149391113 0 38215167 1 9098399 0 0 1 56470574 0 45606971
         let name = a.path().file_name().unwrap().to_string_lossy().into_owned();
         let seq: u32 = name.split('-').nth(1).unwrap().parse().unwrap();
         let own = Entry::parse(&std::fs::read_to_string(a.path()).unwrap()).unwrap();
-        assert!(matches!(reg.write_entry(&own, seq), Err(RegistryError::Io { .. })));
+        assert!(matches!(
+            reg.write_entry(&own, seq),
+            Err(RegistryError::Io { .. })
+        ));
         drop(a);
         assert_eq!(entries(&d.0), 0);
     }
@@ -813,11 +833,19 @@ softirq 149391113 0 38215167 1 9098399 0 0 1 56470574 0 45606971
         // Seen at the start, reported though it ended before the watch did.
         assert_eq!(
             others,
-            [format!("another commperf measurement ran at the same time: pid {me} (app, CPUs 1)").as_str()]
+            [
+                format!(
+                    "another commperf measurement ran at the same time: pid {me} (app, CPUs 1)"
+                )
+                .as_str()
+            ]
         );
         assert_eq!(entries(&d.0), 0);
         // Alone: no such finding.
         let alone = Watch::start_in(reg, "bench", &[0]).finish();
-        assert!(alone.findings.iter().all(|f| f.kind != FindingKind::OtherMeasurement));
+        assert!(alone
+            .findings
+            .iter()
+            .all(|f| f.kind != FindingKind::OtherMeasurement));
     }
 }

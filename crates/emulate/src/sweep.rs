@@ -23,8 +23,8 @@
 //! The program alone still runs in every round as a reference row, `untouched`, so the
 //! emulator's own cost is measured and reported ([`SweepResult::emulator_cost`]), never hidden.
 
-use commperf_core::Disturbance;
 use crate::knobs::{EmulateError, Knob, Knobs};
+use commperf_core::Disturbance;
 use commperf_report::plot::{
     colour, linear_axis, Band, BandShape, Figure, Panel, Point, Series, XScale, GREY,
 };
@@ -963,7 +963,10 @@ impl SweepResult {
                 s
             }
             SweepFormat::Markdown => {
-                let mut s = format!("## Sensitivity sweep\n\n`{cmd}`, {} rounds\n\n", self.repeat);
+                let mut s = format!(
+                    "## Sensitivity sweep\n\n`{cmd}`, {} rounds\n\n",
+                    self.repeat
+                );
                 for n in self.disturbance.notes() {
                     let _ = writeln!(s, "- disturbed: {n}");
                 }
