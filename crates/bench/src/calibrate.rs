@@ -663,6 +663,7 @@ mod tests {
             },
             limits: None,
             results,
+            disturbance: Default::default(),
             partial: false,
         }
     }

@@ -14,7 +14,9 @@ use crate::limits::{self, LimitsError};
 use crate::loggp::{self, Prtt};
 use crate::machine;
 use crate::patterns::{self, Buffers, Corruption, LoopError, Mismatch, Scattered};
-use commperf_core::{Benchmark, BufferUse, Mode, Options, Placement, Report, Row, TransportKind};
+use commperf_core::{
+    Benchmark, BufferUse, Mode, Options, Placement, Report, Row, TransportKind, Watch,
+};
 use commperf_predict::pipeline::{PipelineModel, Plan};
 use commperf_stats::{median_uncertainty, Summary};
 use commperf_transport::bounds::{self, BoundError, SessionMemory};
@@ -295,6 +297,10 @@ pub fn run(cfg: &BenchConfig, progress: &mut dyn Progress) -> Result<Report, Ben
             ctrl.peer()
         )));
     }
+
+    // Registered and sampled from here to the end: the limits are measurements too.
+    let watch_cpus: Vec<usize> = mine.into_iter().chain(theirs.filter(|_| local)).collect();
+    let mut watch = Watch::start("bench", &watch_cpus);
 
     let limits = match cpus {
         Some((a, b)) if local && a != b && cfg.transports.contains(&TransportKind::Shm) => {
@@ -578,12 +584,16 @@ pub fn run(cfg: &BenchConfig, progress: &mut dyn Progress) -> Result<Report, Ben
                     }
                     results.push(row);
                     done += 1;
+                    watch.check();
                 }
                 if b == Benchmark::Loggp {
                     results.extend(loggp_rows(&prtts, t, m, cfg)?);
                 }
                 steps_done += 1;
                 progress.finished(&format!("{b} over {t} ({m})"), steps_done, steps);
+                // Between steps both ends wait on the control channel: a fair moment to look
+                // for measurements started since and at the run queue.
+                watch.check();
             }
         }
     }
@@ -592,6 +602,9 @@ pub fn run(cfg: &BenchConfig, progress: &mut dyn Progress) -> Result<Report, Ben
     ctrl.send(&Cmd::Bye)?;
     progress.finish();
     let _ = affinity::set_allowed(&restore);
+    // The local peer is waited for first, so that its preemptions count with ours.
+    drop(_peer_guard);
+    let disturbance = watch.finish();
     Ok(Report {
         schema_version: commperf_core::SCHEMA_VERSION,
         tool: format!("commperf {}", env!("CARGO_PKG_VERSION")),
@@ -627,6 +640,7 @@ pub fn run(cfg: &BenchConfig, progress: &mut dyn Progress) -> Result<Report, Ben
         },
         limits,
         results,
+        disturbance,
         partial,
     })
 }

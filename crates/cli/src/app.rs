@@ -408,6 +408,11 @@ pub struct Study {
     /// One per program with `--sweep`: its sensitivity to each knob on one stack.
     #[serde(default)]
     pub sensitivity: Vec<crate::app_sweep::Sensitivity>,
+    /// What disturbed the study, when something did (another commperf measurement at the same
+    /// time, CPU contention: [`commperf_core::disturbance`]); absent when nothing did and in
+    /// files from before it was looked for.
+    #[serde(default, skip_serializing_if = "commperf_core::Disturbance::is_empty")]
+    pub disturbance: commperf_core::Disturbance,
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -559,6 +564,9 @@ pub fn run(a: &AppArgs, cfg: Config) -> Result<()> {
         } else {
             0
         };
+    // Its own `bench` and `emulate sweep` children are part of it, not disturbances
+    // ([`commperf_core::disturbance`] leaves out a measurement's ancestors and descendants).
+    let mut watch = commperf_core::Watch::start("app", &[]);
     let mut done = 0;
     // The loop's parameters first: its emulated runs go in the same rounds as the real ones.
     let measured = a.loop_.then(|| {
@@ -612,6 +620,8 @@ pub fn run(a: &AppArgs, cfg: Config) -> Result<()> {
                     continue;
                 }
                 let label = format!("{} on {} (run {}/{})", p.name, s.name(), k + 1, a.repeat);
+                // Between runs nothing of ours spins: measurements started since, the run queue.
+                watch.check();
                 progress.update(&label, done, total);
                 let dir = root.join(&p.name).join(s.name()).join(format!("run-{k}"));
                 let r = monitored_run(
@@ -795,6 +805,7 @@ pub fn run(a: &AppArgs, cfg: Config) -> Result<()> {
         explanations,
         loop_study,
         sensitivity,
+        disturbance: watch.finish(),
     };
     if let (Some(l), Some(_)) = (&study.loop_study, &a.out) {
         let path = root.join("loop.svg");
@@ -1543,6 +1554,10 @@ pub(crate) fn render(s: &Study) -> String {
         "# commperf app | {} ranks | median of {} run(s) | completion time per program and stack (s)",
         s.np, s.repeat
     );
+    // What disturbed the study comes first: it qualifies every figure below.
+    for n in s.disturbance.notes() {
+        let _ = writeln!(o, "# disturbed: {n}");
+    }
     let _ = write!(o, "{:<12}", "program");
     for st in &s.stacks {
         let _ = write!(o, " {st:>12}");

@@ -924,6 +924,7 @@ mod tests {
             }],
             loop_study: None,
             sensitivity: Vec::new(),
+            disturbance: Default::default(),
         }
     }
 
@@ -1130,6 +1131,7 @@ mod tests {
                     ],
                     most_sensitive: Some("o".into()),
                     notes: Vec::new(),
+                    disturbance: Default::default(),
                     partial: false,
                 }),
             },

@@ -13,6 +13,7 @@ use crate::output::{print, write_atomically};
 use crate::probe::MachineProbe;
 use anyhow::{bail, Context, Result};
 use clap::{Args, ValueEnum};
+use commperf_core::Watch;
 use commperf_emulate::sweep::{
     run_state, run_sweep, same_state, Runner, Setting, Statistic, SweepFormat, SweepPlan,
     SweepResult,
@@ -116,6 +117,7 @@ struct EmulatedRuns<'a> {
     exe: PathBuf,
     n: usize,
     probe: Option<&'static MachineProbe>,
+    watch: Watch,
 }
 
 fn knob_flags(k: &Knobs) -> Vec<String> {
@@ -210,6 +212,8 @@ impl Runner for EmulatedRuns<'_> {
     }
 
     fn run(&mut self, setting: &Setting) -> Result<f64, String> {
+        // Between runs nothing of ours spins: measurements started since, and the run queue.
+        self.watch.check();
         self.n += 1;
         let log = self.dir.join(format!("run-{:03}.log", self.n));
         let file = std::fs::File::create(&log)
@@ -311,6 +315,9 @@ pub fn run(a: &SweepArgs) -> Result<()> {
         exe: exe.clone(),
         n: 0,
         probe: crate::probe::shared(),
+        // The cache-line probe tells the machine's state, not whether the program shared its
+        // CPUs: the watch does, over the whole sweep.
+        watch: Watch::start("emulate sweep", &[]),
     };
     let mut result = run_sweep(&plan, &mut runs, &a.command, |done, _, s| {
         if let Some(b) = &bar {
@@ -327,6 +334,7 @@ pub fn run(a: &SweepArgs) -> Result<()> {
     if let Some(b) = bar {
         b.finish_and_clear();
     }
+    result.disturbance = runs.watch.finish();
     let save = |r: &SweepResult| -> Result<()> {
         let json = serde_json::to_string_pretty(r)? + "\n";
         write_atomically(&dir.join("sweep.json"), json.as_bytes())

@@ -70,6 +70,7 @@ fn report(t: TransportKind, lat: &[(u64, f64)], bw: &[(u64, f64)]) -> Report {
         },
         limits: None,
         results: rows,
+        disturbance: Default::default(),
         partial: false,
     }
 }

@@ -4,6 +4,7 @@
 //! It is a leaf crate on purpose: `predict` and `report` must be usable without pulling in any
 //! transport, so everything a result file needs to be read back lives here and nothing else does.
 
+pub mod disturbance;
 pub mod file;
 pub mod kinds;
 pub mod profile;
@@ -12,6 +13,7 @@ pub mod result;
 pub mod text;
 pub mod units;
 
+pub use disturbance::{Disturbance, Finding, FindingKind, Watch};
 pub use kinds::{Benchmark, BufferUse, Mode, TransportKind, UnknownName};
 pub use profile::{
     LogGpPoint, PipelineProfile, PipelineStage, PipelinedPoint, Profile, StagePoint, TcomPiece,

@@ -5,6 +5,7 @@
 //! `mb_per_s`, and a missing number is better than a wrong one. `schema_version` changes when a
 //! field changes meaning or disappears; adding a field does not change it.
 
+use crate::disturbance::Disturbance;
 use crate::{Benchmark, BufferUse, Mode, TransportKind};
 use serde::{Deserialize, Serialize};
 
@@ -31,6 +32,11 @@ pub struct Report {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub limits: Option<Limits>,
     pub results: Vec<Row>,
+    /// What disturbed the measurement, when something did: another commperf measurement at
+    /// the same time, or CPU contention ([`crate::disturbance`]); absent when nothing did and
+    /// in files from before it was looked for.
+    #[serde(default, skip_serializing_if = "Disturbance::is_empty")]
+    pub disturbance: Disturbance,
     /// The run was interrupted (Ctrl-C) and holds only the measurements that finished before.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub partial: bool,

@@ -24,6 +24,7 @@
 //! emulator's own cost is measured and reported ([`SweepResult::emulator_cost`]), never hidden.
 
 use crate::knobs::{EmulateError, Knob, Knobs};
+use commperf_core::Disturbance;
 use commperf_report::plot::{
     colour, linear_axis, Band, BandShape, Figure, Panel, Point, Series, XScale, GREY,
 };
@@ -418,6 +419,11 @@ pub struct SweepResult {
     pub most_sensitive: Option<String>,
     /// Free-form lines a caller adds (e.g. communication the knobs did not touch).
     pub notes: Vec<String>,
+    /// What disturbed the runs, when something did (another commperf measurement at the same
+    /// time, CPU contention: [`commperf_core::disturbance`]); absent when nothing did and in
+    /// files from before it was looked for.
+    #[serde(default, skip_serializing_if = "Disturbance::is_empty")]
+    pub disturbance: Disturbance,
     /// The sweep was stopped before its schedule ended ([`Runner::stop_requested`]): the
     /// figures are from the runs that finished, and a note says how many.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
@@ -703,6 +709,7 @@ fn summarize(
         knobs,
         most_sensitive,
         notes: Vec::new(),
+        disturbance: Disturbance::default(),
         partial: false,
     }
 }
@@ -945,6 +952,10 @@ impl SweepResult {
                     "# commperf emulate sweep | {cmd} | {} rounds\n",
                     self.repeat
                 );
+                // What disturbed the runs comes first: it qualifies every figure below.
+                for n in self.disturbance.notes() {
+                    let _ = writeln!(s, "# disturbed: {n}");
+                }
                 s.push_str(&t.render_text("# "));
                 for l in self.summary_lines() {
                     let _ = writeln!(s, "# {l}");
@@ -953,10 +964,16 @@ impl SweepResult {
             }
             SweepFormat::Markdown => {
                 let mut s = format!(
-                    "## Sensitivity sweep\n\n`{cmd}`, {} rounds\n\n{}\n",
-                    self.repeat,
-                    t.render_markdown()
+                    "## Sensitivity sweep\n\n`{cmd}`, {} rounds\n\n",
+                    self.repeat
                 );
+                for n in self.disturbance.notes() {
+                    let _ = writeln!(s, "- disturbed: {n}");
+                }
+                if !self.disturbance.is_empty() {
+                    s.push('\n');
+                }
+                let _ = writeln!(s, "{}", t.render_markdown());
                 for l in self.summary_lines() {
                     let _ = writeln!(s, "- {l}");
                 }

@@ -704,6 +704,7 @@ fn finish(
         },
         limits: None,
         results,
+        disturbance: Default::default(),
         partial: false,
     }))
 }

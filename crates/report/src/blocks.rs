@@ -459,6 +459,10 @@ fn machine_lines(report: &Report) -> Vec<(&'static str, String)> {
     if let Some(w) = &p.warning {
         lines.push(("warning", w.clone()));
     }
+    // What disturbed the run, each finding on a line of its own, before any figure.
+    for n in report.disturbance.notes() {
+        lines.push(("disturbed", n.to_string()));
+    }
     if let Some(l) = &report.limits {
         lines.push((
             "limits",

@@ -88,6 +88,7 @@ fn report() -> Report {
             memcpy_two_cpus_out_of_cache_mb_per_s: None,
         }),
         results: vec![lat_small, bw, lat_large],
+        disturbance: Default::default(),
         partial: false,
     }
 }

@@ -43,6 +43,7 @@ fn report(host: &str, rows: Vec<Row>) -> Report {
         },
         limits: None,
         results: rows,
+        disturbance: Default::default(),
         partial: false,
     }
 }

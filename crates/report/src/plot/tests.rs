@@ -151,6 +151,7 @@ fn report(rows: Vec<Row>) -> Report {
         placement: Placement::default(),
         limits: None,
         results: rows,
+        disturbance: Default::default(),
         partial: false,
     }
 }
