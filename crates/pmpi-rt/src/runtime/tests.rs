@@ -162,26 +162,55 @@ mod models {
     use super::*;
     use std::time::Instant;
 
-    /// Runs `f` under loom for every interleaving within the preemption bound
-    /// (`LOOM_MAX_PREEMPTIONS`, 3 when unset), and prints how many interleavings it explored.
-    fn check(name: &str, f: impl Fn() + Sync + Send + 'static) {
-        let runs = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
-        let mut b = loom::model::Builder::new();
-        if b.preemption_bound.is_none() {
-            b.preemption_bound = Some(3);
+    /// Which thread loom's first execution of a model runs first: the spawning one
+    /// (`SpawnerFirst`) or the spawned one (`SpawnedFirst`, the spawner yields right after the
+    /// spawn).
+    ///
+    /// Why both: loom's partial-order reduction compares an operation with the last access to
+    /// the same atomic only, and under a preemption bound what it explores depends on the
+    /// execution it starts from. A completion loads a slot's key before it CASes it: run second,
+    /// its CAS meets its own load, the owner's earlier loads of the slot go unnoticed, and the
+    /// orders where the claim comes first are never tried (one interleaving in all for
+    /// `table_post_then_foreign_complete`); run first, the owner's later loads meet its stores.
+    /// Each start reaches outcomes the other misses, so every model runs from both.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    enum Start {
+        SpawnerFirst,
+        SpawnedFirst,
+    }
+
+    /// Spawns `f` as the model's other thread, first or second as `start` says.
+    fn spawn<T: 'static>(start: Start, f: impl FnOnce() -> T + 'static) -> thread::JoinHandle<T> {
+        let h = thread::spawn(f);
+        if start == Start::SpawnedFirst {
+            thread::yield_now();
         }
-        let counted = runs.clone();
-        let t0 = Instant::now();
-        b.check(move || {
-            counted.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            f();
-        });
-        println!(
-            "loom model {name}: {} interleavings (preemption bound {}), {:.2} s",
-            runs.load(std::sync::atomic::Ordering::Relaxed),
-            b.preemption_bound.unwrap_or(0),
-            t0.elapsed().as_secs_f64()
-        );
+        h
+    }
+
+    /// Runs `f` under loom for every interleaving within the preemption bound
+    /// (`LOOM_MAX_PREEMPTIONS`, 3 when unset), from both starts, and prints how many
+    /// interleavings it explored.
+    fn check(name: &str, f: impl Fn(Start) + Sync + Send + Clone + 'static) {
+        for start in [Start::SpawnerFirst, Start::SpawnedFirst] {
+            let runs = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+            let mut b = loom::model::Builder::new();
+            if b.preemption_bound.is_none() {
+                b.preemption_bound = Some(3);
+            }
+            let (counted, f) = (runs.clone(), f.clone());
+            let t0 = Instant::now();
+            b.check(move || {
+                counted.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                f(start);
+            });
+            println!(
+                "loom model {name} ({start:?}): {} interleavings (preemption bound {}), {:.2} s",
+                runs.load(std::sync::atomic::Ordering::Relaxed),
+                b.preemption_bound.unwrap_or(0),
+                t0.elapsed().as_secs_f64()
+            );
+        }
     }
 
     /// Which of a model's outcomes some interleaving reached (counted outside loom, across
@@ -229,9 +258,9 @@ mod models {
     /// orders the post before the completion, as the program's own synchronization would;
     /// a flag spun on instead multiplies loom's branches without adding interleavings of the
     /// table's own operations).
-    fn completer(reqs: &Arc<Requests>, key: u64) -> thread::JoinHandle<Option<u64>> {
+    fn completer(start: Start, reqs: &Arc<Requests>, key: u64) -> thread::JoinHandle<Option<u64>> {
         let reqs = reqs.clone();
-        thread::spawn(move || {
+        spawn(start, move || {
             let other = reqs.table();
             take(&reqs, &other, key)
         })
@@ -241,11 +270,11 @@ mod models {
     /// 4-slot ring never fill it, so every event arrives, in order, with its data.
     #[test]
     fn ring_producer_consumer() {
-        check("ring_producer_consumer", || {
+        check("ring_producer_consumer", move |start| {
             let r = Arc::new(Ring::new(4, 7));
             let p = {
                 let r = r.clone();
-                thread::spawn(move || produce(&r, 3))
+                spawn(start, move || produce(&r, 3))
             };
             let mut got = drain_seqs(&r, 7);
             got.extend(drain_seqs(&r, 7));
@@ -267,11 +296,11 @@ mod models {
     fn ring_wrap_around_and_full() {
         let seen = Outcomes::new(2);
         let s = seen.clone();
-        check("ring_wrap_around_and_full", move || {
+        check("ring_wrap_around_and_full", move |start| {
             let r = Arc::new(Ring::new(2, 1));
             let p = {
                 let r = r.clone();
-                thread::spawn(move || produce(&r, 4))
+                spawn(start, move || produce(&r, 4))
             };
             let mut got = drain_seqs(&r, 1);
             got.extend(drain_seqs(&r, 1));
@@ -294,12 +323,12 @@ mod models {
     /// nothing is left behind.
     #[test]
     fn table_post_then_foreign_complete() {
-        check("table_post_then_foreign_complete", || {
+        check("table_post_then_foreign_complete", move |start| {
             let reqs = Arc::new(Requests::new(8, 2));
             let mine = reqs.table();
             let k = colliding(&mine, 2);
             reqs.post(Some(&mine), k[0], &ev(5));
-            let c = completer(&reqs, k[0]);
+            let c = completer(start, &reqs, k[0]);
             // Meanwhile the owner posts and completes another request in the same probe run.
             reqs.post(Some(&mine), k[1], &ev(6));
             assert_eq!(take(&reqs, &mine, k[1]), Some(6));
@@ -316,11 +345,11 @@ mod models {
     fn table_foreign_complete_races_post() {
         let seen = Outcomes::new(2);
         let s = seen.clone();
-        check("table_foreign_complete_races_post", move || {
+        check("table_foreign_complete_races_post", move |start| {
             let reqs = Arc::new(Requests::new(8, 2));
             let mine = reqs.table();
             let key = colliding(&mine, 1)[0];
-            let c = completer(&reqs, key);
+            let c = completer(start, &reqs, key);
             reqs.post(Some(&mine), key, &ev(9));
             let theirs = c.join().unwrap();
             let ours = take(&reqs, &mine, key);
@@ -337,13 +366,13 @@ mod models {
     /// A's freed slot while the other thread claims B: each completed once, with its data.
     #[test]
     fn table_concurrent_post_and_complete() {
-        check("table_concurrent_post_and_complete", || {
+        check("table_concurrent_post_and_complete", move |start| {
             let reqs = Arc::new(Requests::new(8, 2));
             let mine = reqs.table();
             let k = colliding(&mine, 3);
             reqs.post(Some(&mine), k[0], &ev(0));
             reqs.post(Some(&mine), k[1], &ev(1));
-            let c = completer(&reqs, k[1]);
+            let c = completer(start, &reqs, k[1]);
             assert_eq!(take(&reqs, &mine, k[0]), Some(0));
             reqs.post(Some(&mine), k[2], &ev(2));
             assert_eq!(c.join().unwrap(), Some(1));
@@ -362,13 +391,13 @@ mod models {
     fn table_duplicate_handle_race() {
         let seen = Outcomes::new(2);
         let s = seen.clone();
-        check("table_duplicate_handle_race", move || {
+        check("table_duplicate_handle_race", move |start| {
             let reqs = Arc::new(Requests::new(8, 2));
             let mine = reqs.table();
             let key = colliding(&mine, 1)[0];
             reqs.post(Some(&mine), key, &ev(0));
             reqs.post(Some(&mine), key, &ev(1));
-            let c = completer(&reqs, key);
+            let c = completer(start, &reqs, key);
             let ours = take(&reqs, &mine, key);
             let theirs = c.join().unwrap();
             s.hit(theirs.unwrap_or(0) as usize);
@@ -392,12 +421,12 @@ mod models {
     fn table_slot_reuse_aba() {
         let seen = Outcomes::new(3);
         let s = seen.clone();
-        check("table_slot_reuse_aba", move || {
+        check("table_slot_reuse_aba", move |start| {
             let reqs = Arc::new(Requests::new(8, 2));
             let mine = reqs.table();
             let key = colliding(&mine, 1)[0];
             reqs.post(Some(&mine), key, &ev(0));
-            let c = completer(&reqs, key);
+            let c = completer(start, &reqs, key);
             let first = take(&reqs, &mine, key);
             reqs.post(Some(&mine), key, &ev(1));
             let theirs = c.join().unwrap();
@@ -421,14 +450,14 @@ mod models {
     /// three entries, three completions, each with its own event.
     #[test]
     fn table_two_completers_and_owner() {
-        check("table_two_completers_and_owner", || {
+        check("table_two_completers_and_owner", move |start| {
             let reqs = Arc::new(Requests::new(8, 2));
             let mine = reqs.table();
             let k = colliding(&mine, 2);
             reqs.post(Some(&mine), k[0], &ev(0));
             reqs.post(Some(&mine), k[1], &ev(1));
             reqs.post(Some(&mine), k[0], &ev(2));
-            let (c1, c2) = (completer(&reqs, k[0]), completer(&reqs, k[0]));
+            let (c1, c2) = (completer(start, &reqs, k[0]), completer(start, &reqs, k[0]));
             assert_eq!(take(&reqs, &mine, k[1]), Some(1));
             let mut got = vec![c1.join().unwrap(), c2.join().unwrap()];
             got.sort_unstable();
@@ -442,14 +471,14 @@ mod models {
     /// exclude each other, and every entry is completed once, with its data.
     #[test]
     fn table_rehash_vs_foreign_claim() {
-        check("table_rehash_vs_foreign_claim", || {
+        check("table_rehash_vs_foreign_claim", move |start| {
             let reqs = Arc::new(Requests::new(8, 2));
             let mine = reqs.table();
             let k = colliding(&mine, 7);
             for (i, &key) in k[..6].iter().enumerate() {
                 reqs.post(Some(&mine), key, &ev(i as u64));
             }
-            let c = completer(&reqs, k[5]);
+            let c = completer(start, &reqs, k[5]);
             // Six of eight slots used: k0's tombstone makes the seventh post rehash.
             assert_eq!(take(&reqs, &mine, k[0]), Some(0));
             reqs.post(Some(&mine), k[6], &ev(6));
@@ -472,7 +501,7 @@ mod models {
     /// left over.
     #[test]
     fn table_spill_foreign_complete() {
-        check("table_spill_foreign_complete", || {
+        check("table_spill_foreign_complete", move |start| {
             let reqs = Arc::new(Requests::new(8, 2));
             let mine = reqs.table();
             let k = colliding(&mine, 8);
@@ -484,7 +513,7 @@ mod models {
                 2,
                 "the 7th, 8th spill"
             );
-            let c = completer(&reqs, k[6]);
+            let c = completer(start, &reqs, k[6]);
             assert_eq!(take(&reqs, &mine, k[7]), Some(7));
             assert_eq!(take(&reqs, &mine, k[3]), Some(3));
             assert_eq!(c.join().unwrap(), Some(6));
@@ -503,15 +532,15 @@ mod models {
     fn table_spill_count_races_completion() {
         let seen = Outcomes::new(2);
         let s = seen.clone();
-        check("table_spill_count_races_completion", move || {
+        check("table_spill_count_races_completion", move |start| {
             let reqs = Arc::new(Requests::new(8, 2));
             let mine = reqs.table();
             let k = colliding(&mine, 8);
             for (i, &key) in k[..7].iter().enumerate() {
                 reqs.post(Some(&mine), key, &ev(i as u64)); // k6 (Y) spills
             }
-            let y = completer(&reqs, k[6]);
-            let x = completer(&reqs, k[7]);
+            let y = completer(start, &reqs, k[6]);
+            let x = completer(start, &reqs, k[7]);
             reqs.post(Some(&mine), k[7], &ev(7)); // X spills too
             assert_eq!(y.join().unwrap(), Some(6), "Y's completion missed");
             let theirs = x.join().unwrap();
