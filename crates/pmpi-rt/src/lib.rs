@@ -13,3 +13,4 @@
 
 pub mod format;
 pub mod runtime;
+mod sync;

@@ -8,13 +8,14 @@
 //! completes them; see `ReqTable` for the cross-thread case).
 
 use crate::format::{self, FrameKind, EVENT_BYTES};
-use std::cell::UnsafeCell;
+// The ring's and the request tables' primitives: loom's under `--cfg loom` (see `sync`).
+use crate::sync::{Arc, AtomicU32, AtomicU64, AtomicUsize, Mutex, Ordering, UnsafeCell};
 use std::ffi::{c_char, c_int, CStr};
 use std::fs::File;
 use std::io::Write;
 use std::mem::MaybeUninit;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::atomic::AtomicBool;
+use std::sync::OnceLock;
 use std::time::Duration;
 
 /// One event as the C shim fills it (`cev` in csrc/shim.c); written to disk as is (64 bytes,
@@ -72,7 +73,8 @@ impl CEvent {
 }
 
 /// A bounded single-producer (the owning thread) single-consumer (the writer, under the file
-/// lock) ring of events.
+/// lock) ring of events. Full, it drops the new event and counts it (`drops`): the producer never
+/// waits. `scripts/loom.sh` model-checks it (`push` against `drain`, `runtime/tests.rs`).
 ///
 /// Why `repr(C)` and raw fields: the producer side runs in the C shim (`cring` and `record` in
 /// csrc/shim.c), which caches the thread's ring in an initial-exec thread-local and writes the
@@ -132,6 +134,45 @@ impl Ring {
         }
     }
 
+    /// Producer side, the owning thread: `record` in csrc/shim.c, statement for statement (the
+    /// shim pushes in C, see the type's comment; this twin is what the model checker and the
+    /// stress tests run against `drain`: change both together).
+    #[cfg(test)]
+    fn push(&self, e: &CEvent) -> Pushed {
+        // Only the producer stores head: its own last store.
+        let h = self.head.load(Ordering::Relaxed);
+        let cap = self.mask + 1;
+        let mut woke = false;
+        // SAFETY: `tail_cache` is the producer's alone.
+        let mut tail = self.tail_cache.with(|p| unsafe { *p });
+        if h - tail >= cap / 2 {
+            tail = self.tail.load(Ordering::Acquire);
+            // SAFETY: as above.
+            self.tail_cache.with_mut(|p| unsafe { *p = tail });
+            if h - tail >= cap {
+                let d = self.drops.load(Ordering::Relaxed);
+                self.drops.store(d + 1, Ordering::Relaxed);
+                return Pushed::Dropped;
+            }
+            if h - tail >= cap / 2 && self.woken.load(Ordering::Relaxed) == 0 {
+                self.woken.store(1, Ordering::Relaxed);
+                woke = true; // the shim calls cpmpi_rt_wake() here
+            }
+        }
+        let mut ev = *e;
+        // The file's `aux`: the recording thread.
+        ev.aux = self.thread;
+        // SAFETY: slot h is outside [tail, head): the consumer does not read it (it released
+        // the slot's last read with its store of tail, acquired above or at an earlier reread).
+        self.storage[(h & self.mask) as usize].with_mut(|p| unsafe { (*p).write(ev) });
+        self.head.store(h + 1, Ordering::Release);
+        if woke {
+            Pushed::StoredWoke
+        } else {
+            Pushed::Stored
+        }
+    }
+
     /// Consumer side: appends every published event to `out`.
     fn drain(&self, out: &mut Vec<u8>) -> usize {
         let h = self.head.load(Ordering::Acquire);
@@ -139,13 +180,24 @@ impl Ring {
         for i in t..h {
             // SAFETY: slots in [tail, head) were fully written before head was released, and the
             // producer does not touch them until tail moves past them.
-            let e = unsafe { (*self.storage[(i & self.mask) as usize].get()).assume_init() };
+            let e = self.storage[(i & self.mask) as usize].with(|p| unsafe { (*p).assume_init() });
             e.to_bytes(out);
         }
         self.tail.store(h, Ordering::Release);
         self.woken.store(0, Ordering::Relaxed);
         (h - t) as usize
     }
+}
+
+/// What [`Ring::push`] did with an event.
+#[cfg(test)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Pushed {
+    Stored,
+    /// Stored, and the ring was half full with no wake pending: the shim wakes the writer.
+    StoredWoke,
+    /// The ring was full: dropped and counted in `drops`.
+    Dropped,
 }
 
 impl std::fmt::Debug for Ring {
@@ -157,11 +209,17 @@ impl std::fmt::Debug for Ring {
     }
 }
 
-// The C shim's `cring` mirrors these offsets (csrc/shim.c asserts them too).
+// The C shim's `cring` mirrors these offsets (csrc/shim.c asserts them too). Loom's atomics are
+// larger than the plain values; its build has no C side.
+#[cfg(not(loom))]
 const _: () = assert!(std::mem::offset_of!(Ring, head) == 64);
+#[cfg(not(loom))]
 const _: () = assert!(std::mem::offset_of!(Ring, tail_cache) == 72);
+#[cfg(not(loom))]
 const _: () = assert!(std::mem::offset_of!(Ring, drops) == 80);
+#[cfg(not(loom))]
 const _: () = assert!(std::mem::offset_of!(Ring, tail) == 128);
+#[cfg(not(loom))]
 const _: () = assert!(std::mem::offset_of!(Ring, woken) == 136);
 
 struct Writer {
@@ -171,14 +229,24 @@ struct Writer {
 }
 
 struct Runtime {
-    rings: Mutex<Vec<Arc<Ring>>>,
-    writer: Mutex<Writer>,
+    rings: std::sync::Mutex<Vec<std::sync::Arc<Ring>>>,
+    writer: std::sync::Mutex<Writer>,
     stop: AtomicBool,
-    thread: Mutex<Option<std::thread::JoinHandle<()>>>,
+    thread: std::sync::Mutex<Option<std::thread::JoinHandle<()>>>,
+    requests: Requests,
+    ring_cap: usize,
+    next_thread: std::sync::atomic::AtomicU32,
+    finished: AtomicBool,
+}
+
+/// Every posted nonblocking operation not yet completed: the threads' tables and the spill.
+struct Requests {
     /// Every thread's request table (never removed: a thread may post and exit, and another
     /// complete its request). Its lock also serializes foreign scans against owners' rehashes.
     tables: Mutex<Vec<Arc<ReqTable>>>,
     n_tables: AtomicUsize,
+    /// Capacity of each thread's table ([`TABLE_CAP`]; a handful in the model checker's runs).
+    table_cap: usize,
     /// Posted operations that did not fit a thread's table, by request handle. A handle can be
     /// live more than once: Open MPI answers every send it completes inline with the same
     /// `ompi_request_empty_send`, MPICH its lightweight sends with one builtin request; so a
@@ -186,9 +254,6 @@ struct Runtime {
     pending: Vec<Mutex<Vec<(u64, CEvent)>>>,
     /// Entries in `pending`: lets a completion skip the shards when nothing spilled.
     pending_len: AtomicUsize,
-    ring_cap: usize,
-    next_thread: AtomicU32,
-    finished: AtomicBool,
 }
 
 static RT: OnceLock<Runtime> = OnceLock::new();
@@ -197,6 +262,7 @@ static THREAD_MULTIPLE: AtomicBool = AtomicBool::new(false);
 /// The writer thread, for a producer to wake it early.
 static WRITER: OnceLock<std::thread::Thread> = OnceLock::new();
 
+/// Shards of the spill table ([`Requests::pending`]).
 const SHARDS: usize = 64;
 
 fn env_u64(name: &str, default: u64) -> u64 {
@@ -216,32 +282,65 @@ fn monotonic_ns() -> u64 {
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
-impl Runtime {
-    fn ring(&self) -> Arc<Ring> {
-        let id = self.next_thread.fetch_add(1, Ordering::Relaxed);
-        let r = Arc::new(Ring::new(self.ring_cap, id));
-        self.rings
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push(r.clone());
-        r
+impl Requests {
+    fn new(table_cap: usize, shards: usize) -> Requests {
+        Requests {
+            tables: Mutex::new(Vec::new()),
+            n_tables: AtomicUsize::new(0),
+            table_cap,
+            pending: (0..shards.max(1))
+                .map(|_| Mutex::new(Vec::with_capacity(64)))
+                .collect(),
+            pending_len: AtomicUsize::new(0),
+        }
     }
 
+    /// A new thread's table, registered for the other threads' completions.
     fn table(&self) -> Arc<ReqTable> {
-        let t = Arc::new(ReqTable::new());
+        let t = Arc::new(ReqTable::new(self.table_cap));
         let mut v = self.tables.lock().unwrap_or_else(|e| e.into_inner());
         v.push(t.clone());
         self.n_tables.store(v.len(), Ordering::Release);
         t
     }
 
+    fn shard(&self, key: u64) -> &Mutex<Vec<(u64, CEvent)>> {
+        &self.pending[((key >> 4) ^ (key >> 12) ^ key) as usize % self.pending.len()]
+    }
+
+    /// Remembers a posted operation: in the posting thread's table `mine` when it fits, else
+    /// in the shared spill.
+    fn post(&self, mine: Option<&ReqTable>, key: u64, e: &CEvent) {
+        let own = !matches!(key, EMPTY | TOMB | CLAIMED)
+            && mine.is_some_and(|t| t.insert(&self.tables, key, e));
+        if !own {
+            let mut m = self.shard(key).lock().unwrap_or_else(|e| e.into_inner());
+            m.push((key, *e));
+            // Counted before the shard is released: a completion that finds the entry must
+            // find it counted too, or its uncount could precede this count and let the total
+            // read 0 while another spilled entry waits (its completion then missed it: loom's
+            // `table_spill_count_races_completion`).
+            self.pending_len.fetch_add(1, Ordering::AcqRel);
+        }
+    }
+
+    /// Takes the oldest posted operation with `key` (completed by the thread whose table is
+    /// `mine`); `multiple` says whether another thread may complete requests meanwhile
+    /// (MPI_THREAD_MULTIPLE, see [`ReqTable::take_own`]).
+    fn take(&self, mine: Option<&ReqTable>, key: u64, multiple: bool) -> Option<CEvent> {
+        if matches!(key, EMPTY | TOMB | CLAIMED) {
+            // Never stored in a thread's table (the sentinels would match its free slots).
+            return self.take_spilled(key);
+        }
+        mine.and_then(|m| m.take_own(key, multiple))
+            .or_else(|| self.take_elsewhere(key, mine))
+    }
+
     fn take_spilled(&self, key: u64) -> Option<CEvent> {
         if self.pending_len.load(Ordering::Acquire) == 0 {
             return None;
         }
-        let mut m = self.pending[shard(key)]
-            .lock()
-            .unwrap_or_else(|e| e.into_inner());
+        let mut m = self.shard(key).lock().unwrap_or_else(|e| e.into_inner());
         let i = m.iter().position(|(k, _)| *k == key)?;
         self.pending_len.fetch_sub(1, Ordering::AcqRel);
         Some(m.remove(i).1)
@@ -262,10 +361,34 @@ impl Runtime {
             .find_map(|t| t.take_foreign(key))
     }
 
+    /// Operations posted and never completed (the footer's `pending_requests`).
+    fn pending(&self) -> usize {
+        let spilled: usize = self
+            .pending
+            .iter()
+            .map(|m| m.lock().unwrap_or_else(|e| e.into_inner()).len())
+            .sum();
+        let tables = self.tables.lock().unwrap_or_else(|e| e.into_inner());
+        spilled + tables.iter().map(|t| t.pending()).sum::<usize>()
+    }
+}
+
+impl Runtime {
+    fn ring(&self) -> std::sync::Arc<Ring> {
+        let id = self.next_thread.fetch_add(1, Ordering::Relaxed);
+        let r = std::sync::Arc::new(Ring::new(self.ring_cap, id));
+        self.rings
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(r.clone());
+        r
+    }
+
     /// Drains every ring into one frame. Holds the writer lock: the only consumer at a time.
     fn flush(&self) {
         let mut w = self.writer.lock().unwrap_or_else(|e| e.into_inner());
-        let rings: Vec<Arc<Ring>> = self.rings.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let rings: Vec<std::sync::Arc<Ring>> =
+            self.rings.lock().unwrap_or_else(|e| e.into_inner()).clone();
         // The frame is built in place: 8 bytes reserved for its header, the events behind them,
         // the checksum appended by `seal` (no second copy of the events).
         let mut buf = vec![0u8; 8];
@@ -319,11 +442,24 @@ pub struct ReqTable {
     keys: Box<[AtomicU64]>,
     seqs: Box<[AtomicU64]>,
     events: Box<[UnsafeCell<MaybeUninit<CEvent>>]>,
-    /// Owner-only counters (non-EMPTY slots, entries the owner inserted and has not taken,
-    /// next sequence number).
-    own: UnsafeCell<(usize, usize, u64)>,
+    /// Slots - 1 (a power of two, at least 8: see `new`).
+    mask: usize,
+    /// Owner-only counters.
+    own: UnsafeCell<Own>,
     /// Entries other threads claimed (so live = owner's count - this).
     foreign_taken: AtomicUsize,
+}
+
+/// A table's owner-only counters.
+#[derive(Clone, Copy, Debug, Default)]
+struct Own {
+    /// Slots that are not EMPTY.
+    used: usize,
+    /// Entries the owner inserted and has not taken itself (some may have been claimed by
+    /// other threads: `foreign_taken`).
+    inserted: usize,
+    /// The next insert's sequence number (the oldest duplicate is taken first).
+    seq: u64,
 }
 
 // SAFETY: see the scheme above: events are written only by the owner into EMPTY/TOMB slots (not
@@ -339,105 +475,114 @@ const CLAIMED: u64 = u64::MAX - 1;
 const TABLE_CAP: usize = 1024;
 
 impl ReqTable {
-    fn new() -> ReqTable {
+    /// A table of `cap` slots, rounded up to a power of two of at least 8: the insert keeps a
+    /// quarter of the slots EMPTY only while an eighth of them is at least one slot, and every
+    /// probe loop relies on an EMPTY slot to end.
+    fn new(cap: usize) -> ReqTable {
+        let cap = cap.max(8).next_power_of_two();
         ReqTable {
-            keys: (0..TABLE_CAP).map(|_| AtomicU64::new(EMPTY)).collect(),
-            seqs: (0..TABLE_CAP).map(|_| AtomicU64::new(0)).collect(),
-            events: (0..TABLE_CAP)
+            keys: (0..cap).map(|_| AtomicU64::new(EMPTY)).collect(),
+            seqs: (0..cap).map(|_| AtomicU64::new(0)).collect(),
+            events: (0..cap)
                 .map(|_| UnsafeCell::new(MaybeUninit::uninit()))
                 .collect(),
-            own: UnsafeCell::new((0, 0, 0)),
+            mask: cap - 1,
+            own: UnsafeCell::new(Own::default()),
             foreign_taken: AtomicUsize::new(0),
         }
     }
 
-    fn home(key: u64) -> usize {
+    fn home(&self, key: u64) -> usize {
         // Handles are aligned pointers (Open MPI) or small indices under a tag (MPICH): mix.
-        (key.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 54) as usize & (TABLE_CAP - 1)
+        (key.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 54) as usize & self.mask
+    }
+
+    fn next(&self, i: usize) -> usize {
+        (i + 1) & self.mask
     }
 
     /// Owner: stores a posted operation; false when full (the caller spills to the shared table).
-    fn insert(&self, rt: &Runtime, key: u64, e: &CEvent) -> bool {
-        // SAFETY: `own` is only touched by the owning thread (this one).
-        let own = unsafe { &mut *self.own.get() };
-        if own.0 + 1 > TABLE_CAP * 3 / 4 {
-            let live = own.1 - self.foreign_taken.load(Ordering::Relaxed);
-            if own.0 - live < TABLE_CAP / 8 {
-                return false;
+    /// `registry` is the lock of every table's registry ([`Requests::tables`]), taken to rehash.
+    fn insert(&self, registry: &Mutex<Vec<Arc<ReqTable>>>, key: u64, e: &CEvent) -> bool {
+        let slots = self.mask + 1;
+        self.own.with_mut(|own| {
+            // SAFETY: `own` is only touched by the owning thread (this one).
+            let own = unsafe { &mut *own };
+            if own.used + 1 > slots * 3 / 4 {
+                let live = own.inserted - self.foreign_taken.load(Ordering::Relaxed);
+                if own.used - live < slots / 8 {
+                    return false;
+                }
+                let _g = registry.lock().unwrap_or_else(|e| e.into_inner());
+                self.rehash(own);
             }
-            let _g = rt.tables.lock().unwrap_or_else(|e| e.into_inner());
-            self.rehash(own);
-        }
-        let mut i = Self::home(key);
+            self.insert_at_free(own, key, e);
+            true
+        })
+    }
+
+    /// Owner: writes the entry into the first EMPTY or TOMB slot of `key`'s probe run.
+    fn insert_at_free(&self, own: &mut Own, key: u64, e: &CEvent) {
+        let mut i = self.home(key);
         loop {
             let k = self.keys[i].load(Ordering::Acquire);
             if k == EMPTY || k == TOMB {
                 // SAFETY: an EMPTY or TOMB slot is read by nobody (a claimer stores TOMB only
                 // after its copy, and the acquire load above orders that copy before this write).
-                unsafe { (*self.events[i].get()).write(*e) };
-                self.seqs[i].store(own.2, Ordering::Relaxed);
-                own.2 += 1;
-                own.1 += 1;
+                self.events[i].with_mut(|p| unsafe { (*p).write(*e) });
+                self.seqs[i].store(own.seq, Ordering::Relaxed);
+                own.seq += 1;
+                own.inserted += 1;
                 if k == EMPTY {
-                    own.0 += 1;
+                    own.used += 1;
                 }
                 self.keys[i].store(key, Ordering::Release);
-                return true;
+                return;
             }
-            i = (i + 1) & (TABLE_CAP - 1);
+            i = self.next(i);
         }
     }
 
     /// Owner: rebuilds the table without tombstones. Caller holds the registry lock, so no
     /// foreign scan is running and no slot is CLAIMED.
-    fn rehash(&self, own: &mut (usize, usize, u64)) {
+    fn rehash(&self, own: &mut Own) {
         let mut live = Vec::new();
-        for i in 0..TABLE_CAP {
+        for i in 0..=self.mask {
             let k = self.keys[i].load(Ordering::Acquire);
             if k != EMPTY && k != TOMB && k != CLAIMED {
                 // SAFETY: a published key's event was written before the key (release/acquire).
-                let e = unsafe { (*self.events[i].get()).assume_init() };
+                let e = self.events[i].with(|p| unsafe { (*p).assume_init() });
                 live.push((self.seqs[i].load(Ordering::Relaxed), k, e));
             }
             self.keys[i].store(EMPTY, Ordering::Relaxed);
         }
         live.sort_by_key(|x| x.0);
-        *own = (0, 0, own.2);
+        *own = Own {
+            seq: own.seq,
+            ..Own::default()
+        };
         self.foreign_taken.store(0, Ordering::Relaxed);
         for (s, k, e) in live {
-            let mut i = Self::home(k);
+            let mut i = self.home(k);
             while self.keys[i].load(Ordering::Relaxed) != EMPTY {
-                i = (i + 1) & (TABLE_CAP - 1);
+                i = self.next(i);
             }
             // SAFETY: the slot is EMPTY and no other thread reads it (registry lock held).
-            unsafe { (*self.events[i].get()).write(e) };
+            self.events[i].with_mut(|p| unsafe { (*p).write(e) });
             self.seqs[i].store(s, Ordering::Relaxed);
             self.keys[i].store(k, Ordering::Release);
-            own.0 += 1;
-            own.1 += 1;
+            own.used += 1;
+            own.inserted += 1;
         }
     }
 
-    /// Owner: takes the oldest entry with `key`.
-    fn take_own(&self, key: u64) -> Option<CEvent> {
+    /// Owner: takes the oldest entry with `key`. `multiple`: another thread may be claiming
+    /// entries of this table meanwhile (MPI_THREAD_MULTIPLE); without it no other thread calls
+    /// MPI at the same time, so a plain store claims the slot instead of a CAS.
+    fn take_own(&self, key: u64, multiple: bool) -> Option<CEvent> {
         loop {
-            let mut i = Self::home(key);
-            let mut best: Option<(usize, u64)> = None;
-            loop {
-                let k = self.keys[i].load(Ordering::Relaxed);
-                if k == EMPTY {
-                    break;
-                }
-                if k == key {
-                    let s = self.seqs[i].load(Ordering::Relaxed);
-                    if best.is_none_or(|(_, b)| s < b) {
-                        best = Some((i, s));
-                    }
-                }
-                i = (i + 1) & (TABLE_CAP - 1);
-            }
-            let (i, _) = best?;
-            if !THREAD_MULTIPLE.load(Ordering::Relaxed) {
+            let i = self.oldest(key)?;
+            if !multiple {
                 // No other thread calls MPI at the same time (the program did not ask for
                 // MPI_THREAD_MULTIPLE), so none can be claiming this slot now: a plain store.
                 self.keys[i].store(TOMB, Ordering::Relaxed);
@@ -449,27 +594,53 @@ impl ReqTable {
             }
             // SAFETY: winning the CAS makes this thread the slot's only reader; the owner wrote
             // the event itself.
-            let e = unsafe { (*self.events[i].get()).assume_init() };
-            // SAFETY: owner-only counters.
-            let own = unsafe { &mut *self.own.get() };
-            own.1 -= 1;
-            // End of a probe run: no live key's run crosses it, so the TOMBs here can be EMPTY.
-            let mut j = i;
-            while self.keys[(j + 1) & (TABLE_CAP - 1)].load(Ordering::Relaxed) == EMPTY
-                && self.keys[j].load(Ordering::Acquire) == TOMB
-            {
-                self.keys[j].store(EMPTY, Ordering::Relaxed);
-                own.0 -= 1;
-                j = j.wrapping_sub(1) & (TABLE_CAP - 1);
-            }
+            let e = self.events[i].with(|p| unsafe { (*p).assume_init() });
+            self.own.with_mut(|own| {
+                // SAFETY: owner-only counters.
+                let own = unsafe { &mut *own };
+                own.inserted -= 1;
+                self.trim(i, own);
+            });
             return Some(e);
+        }
+    }
+
+    /// Owner: the slot of the oldest entry with `key` (lowest sequence number) in its probe run.
+    fn oldest(&self, key: u64) -> Option<usize> {
+        let mut i = self.home(key);
+        let mut best: Option<(usize, u64)> = None;
+        loop {
+            let k = self.keys[i].load(Ordering::Relaxed);
+            if k == EMPTY {
+                return best.map(|(i, _)| i);
+            }
+            if k == key {
+                let s = self.seqs[i].load(Ordering::Relaxed);
+                if best.is_none_or(|(_, b)| s < b) {
+                    best = Some((i, s));
+                }
+            }
+            i = self.next(i);
+        }
+    }
+
+    /// Owner, after turning slot `i` into a TOMB: at the end of a probe run (the next slot
+    /// EMPTY), which no live key's run crosses, the TOMBs from `i` backwards can be EMPTY.
+    fn trim(&self, i: usize, own: &mut Own) {
+        let mut j = i;
+        while self.keys[self.next(j)].load(Ordering::Relaxed) == EMPTY
+            && self.keys[j].load(Ordering::Acquire) == TOMB
+        {
+            self.keys[j].store(EMPTY, Ordering::Relaxed);
+            own.used -= 1;
+            j = j.wrapping_sub(1) & self.mask;
         }
     }
 
     /// Another thread (registry lock held): claims any entry with `key`.
     fn take_foreign(&self, key: u64) -> Option<CEvent> {
-        let mut i = Self::home(key);
-        for _ in 0..TABLE_CAP {
+        let mut i = self.home(key);
+        for _ in 0..=self.mask {
             let k = self.keys[i].load(Ordering::Relaxed);
             if k == EMPTY {
                 return None;
@@ -480,12 +651,12 @@ impl ReqTable {
                     .is_ok()
             {
                 // SAFETY: the CAS won the slot; the owner does not reuse a CLAIMED slot.
-                let e = unsafe { (*self.events[i].get()).assume_init() };
+                let e = self.events[i].with(|p| unsafe { (*p).assume_init() });
                 self.foreign_taken.fetch_add(1, Ordering::Relaxed);
                 self.keys[i].store(TOMB, Ordering::Release);
                 return Some(e);
             }
-            i = (i + 1) & (TABLE_CAP - 1);
+            i = self.next(i);
         }
         None
     }
@@ -504,10 +675,6 @@ impl std::fmt::Debug for ReqTable {
             .field("pending", &self.pending())
             .finish_non_exhaustive()
     }
-}
-
-fn shard(key: u64) -> usize {
-    ((key >> 4) ^ (key >> 12) ^ key) as usize % SHARDS
 }
 
 fn cstr(p: *const c_char) -> String {
@@ -571,22 +738,17 @@ pub extern "C" fn cpmpi_rt_init(
         return 1;
     }
     let rt = Runtime {
-        rings: Mutex::new(Vec::new()),
-        writer: Mutex::new(Writer {
+        rings: std::sync::Mutex::new(Vec::new()),
+        writer: std::sync::Mutex::new(Writer {
             file,
             events: 0,
             drops_reported: 0,
         }),
         stop: AtomicBool::new(false),
-        thread: Mutex::new(None),
-        tables: Mutex::new(Vec::new()),
-        n_tables: AtomicUsize::new(0),
-        pending: (0..SHARDS)
-            .map(|_| Mutex::new(Vec::with_capacity(64)))
-            .collect(),
-        pending_len: AtomicUsize::new(0),
+        thread: std::sync::Mutex::new(None),
+        requests: Requests::new(TABLE_CAP, SHARDS),
         ring_cap: env_u64("COMMPERF_PMPI_RING", 1 << 16).max(16) as usize,
-        next_thread: AtomicU32::new(0),
+        next_thread: std::sync::atomic::AtomicU32::new(0),
         finished: AtomicBool::new(false),
     };
     if RT.set(rt).is_err() {
@@ -953,7 +1115,7 @@ pub unsafe extern "C" fn cpmpi_rt_sites(n: c_int, sites: *const CSite, overflow:
 #[no_mangle]
 pub extern "C" fn cpmpi_rt_ring() -> *const Ring {
     match RT.get() {
-        Some(rt) => Arc::as_ptr(&rt.ring()),
+        Some(rt) => std::sync::Arc::as_ptr(&rt.ring()),
         None => std::ptr::null(),
     }
 }
@@ -979,7 +1141,7 @@ pub extern "C" fn cpmpi_rt_thread_multiple(multiple: c_int) {
 #[no_mangle]
 pub extern "C" fn cpmpi_rt_table() -> *const ReqTable {
     match RT.get() {
-        Some(rt) => Arc::as_ptr(&rt.table()),
+        Some(rt) => Arc::as_ptr(&rt.requests.table()),
         None => std::ptr::null(),
     }
 }
@@ -993,14 +1155,7 @@ pub unsafe extern "C" fn cpmpi_rt_post(table: *const ReqTable, key: u64, e: *con
     let Some(rt) = RT.get() else { return };
     // SAFETY: the caller passes a valid event, and null or a table the runtime keeps alive.
     let (e, table) = unsafe { (&*e, table.as_ref()) };
-    let own = !matches!(key, EMPTY | TOMB | CLAIMED) && table.is_some_and(|t| t.insert(rt, key, e));
-    if !own {
-        rt.pending[shard(key)]
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push((key, *e));
-        rt.pending_len.fetch_add(1, Ordering::AcqRel);
-    }
+    rt.requests.post(table, key, e);
 }
 
 /// Takes the posted operation of a completed request; 0 when it was not tracked.
@@ -1017,14 +1172,8 @@ pub unsafe extern "C" fn cpmpi_rt_take(
     let Some(rt) = RT.get() else { return 0 };
     // SAFETY: null or a table the runtime keeps alive (the caller's own).
     let mine = unsafe { table.as_ref() };
-    let e = if matches!(key, EMPTY | TOMB | CLAIMED) {
-        // Never stored in a thread's table (the sentinels would match its free slots).
-        rt.take_spilled(key)
-    } else {
-        mine.and_then(|m| m.take_own(key))
-            .or_else(|| rt.take_elsewhere(key, mine))
-    };
-    match e {
+    let multiple = THREAD_MULTIPLE.load(Ordering::Relaxed);
+    match rt.requests.take(mine, key, multiple) {
         Some(e) => {
             // SAFETY: the caller passes a writable event.
             unsafe { *out = e };
@@ -1061,17 +1210,7 @@ pub extern "C" fn cpmpi_rt_finalize() {
         let _ = h.join();
     }
     rt.flush();
-    let pending: usize = rt
-        .pending
-        .iter()
-        .map(|m| m.lock().unwrap_or_else(|e| e.into_inner()).len())
-        .sum::<usize>()
-        + rt.tables
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .iter()
-            .map(|t| t.pending())
-            .sum::<usize>();
+    let pending = rt.requests.pending();
     let mut w = rt.writer.lock().unwrap_or_else(|e| e.into_inner());
     let f = format::Footer {
         events: w.events,
@@ -1085,3 +1224,8 @@ pub extern "C" fn cpmpi_rt_finalize() {
     ));
     let _ = w.file.sync_data();
 }
+
+// The ring's and the request tables' tests: model-checked under `--cfg loom` (scripts/loom.sh),
+// stress tests with std threads otherwise.
+#[cfg(test)]
+mod tests;

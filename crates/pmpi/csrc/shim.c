@@ -165,7 +165,9 @@ static TLS struct {
 
 /* Records one finished event: never blocks; a full ring counts a drop. Wakes the writer once the
  * ring is half full (it otherwise sleeps its flush interval, and a burst of events -- hpcc's
- * RandomAccess under MPICH: over a million a second -- filled the ring within one interval). */
+ * RandomAccess under MPICH: over a million a second -- filled the ring within one interval).
+ * runtime.rs `Ring::push` is this function in Rust, statement for statement: scripts/loom.sh
+ * model-checks it against the writer's drain. Change both together. */
 static inline void record(const cev *e) {
     cring *r = my_ring;
     if (__builtin_expect(r == NULL, 0)) {
