@@ -116,7 +116,7 @@ lines = []
 # A trace every topology can carry (2 ranks: each topology seed has at least 2 hosts).
 trace2 = os.path.join(work, "two-ranks.txt")
 open(trace2, "w").write("ranks 2\nrank 0\nsend 1 1KiB\nrecv 1 8\nrank 1\nrecv 0 1KiB\nsend 0 8\n")
-for reader in sorted(os.listdir(corpus)):
+for reader in sorted(r for r in os.listdir(corpus) if os.path.isdir(os.path.join(corpus, r))):
     d = os.path.join(corpus, reader)
     seeds = sorted(os.listdir(d))
     out = os.path.join(work, reader)
@@ -159,13 +159,13 @@ one() {
     rc=0
     (ulimit -v "$mem_kb"; exec timeout -s KILL "$timeout_s" "$bin" $cmd) >/dev/null 2>"$err" || rc=$?
     local outcome
-    if grep -q "panicked" "$err"; then outcome=panic
+    if grep -aq "panicked" "$err"; then outcome=panic
     elif [ "$rc" = 137 ]; then outcome=timeout
-    elif grep -qiE "memory allocation of|out of memory|cannot allocate|Cannot allocate" "$err" \
+    elif grep -aqiE "memory allocation of|out of memory|cannot allocate|Cannot allocate" "$err" \
         || [ "$rc" = 134 ]; then outcome=oom
     elif [ "$rc" = 0 ]; then outcome=success
-    elif [ "$(grep -c . "$err")" = 1 ] && grep -qF "$(basename "$file")" "$err"; then outcome=clean
-    elif [ "$reader" = rank_file ] && [ "$(grep -c . "$err")" = 1 ] && grep -qF "rank-0" "$err"; then outcome=clean
+    elif [ "$(grep -ac . "$err")" = 1 ] && grep -aqF "$(basename "$file")" "$err"; then outcome=clean
+    elif [ "$reader" = rank_file ] && [ "$(grep -ac . "$err")" = 1 ] && grep -aqF "rank-0" "$err"; then outcome=clean
     else outcome=other
     fi
     printf '%s\t%s\t%s\n' "$reader" "$outcome" "$file"
@@ -177,15 +177,13 @@ tr '\n' '\0' <"$work/inputs.tsv" | xargs -0 -P "$jobs" -I{} bash -c 'IFS=$'"'\t'
 
 # 3. The counts.
 echo "mutation series: seed $seed, $n inputs per reader, timeout ${timeout_s}s, ulimit -v ${mem_kb} KiB, $bin"
-awk -F'\t' '
-    { c[$1, $2]++; t[$2]++; r[$1] = 1; all++ }
-    END {
-        printf "%-12s %6s %6s %6s %7s %6s %7s %4s\n", "reader", "tried", "clean", "other", "success", "panic", "timeout", "oom"
-        n = asorti(r, rs)
-        for (i = 1; i <= n; i++) { k = rs[i]
-            printf "%-12s %6d %6d %6d %7d %6d %7d %4d\n", k, c[k,"clean"]+c[k,"other"]+c[k,"success"]+c[k,"panic"]+c[k,"timeout"]+c[k,"oom"], c[k,"clean"], c[k,"other"], c[k,"success"], c[k,"panic"], c[k,"timeout"], c[k,"oom"] }
-        printf "%-12s %6d %6d %6d %7d %6d %7d %4d\n", "total", all, t["clean"], t["other"], t["success"], t["panic"], t["timeout"], t["oom"]
-    }' "$work/results.tsv"
+count() { awk -F'\t' -v r="$1" -v o="$2" '(r == "total" || $1 == r) && (o == "tried" || $2 == o)' "$work/results.tsv" | wc -l; }
+printf '%-12s %6s %6s %6s %7s %6s %7s %4s\n' reader tried clean other success panic timeout oom
+for r in $(cut -f1 "$work/results.tsv" | sort -u) total; do
+    printf '%-12s %6d %6d %6d %7d %6d %7d %4d\n' "$r" "$(count "$r" tried)" "$(count "$r" clean)" \
+        "$(count "$r" other)" "$(count "$r" success)" "$(count "$r" panic)" "$(count "$r" timeout)" \
+        "$(count "$r" oom)"
+done
 bad=0
 for o in other panic timeout oom; do
     grep -P "\t$o\t" "$work/results.tsv" | head -5 | while IFS=$'\t' read -r r _ f; do

@@ -95,7 +95,7 @@ pub fn run(target: Target, data: &[u8]) -> Result<(), String> {
 }
 
 fn text(data: &[u8]) -> Result<String, String> {
-    commperf_core::text_from_bytes(data.to_vec(), FILE).map_err(|e| e.to_string())
+    commperf_core::text::text_from_bytes(data.to_vec(), FILE).map_err(|e| e.to_string())
 }
 
 fn trace(data: &[u8], format: TraceFormat) -> Result<(), String> {
@@ -137,7 +137,11 @@ fn check_workload(w: &Workload) {
     let starts = w.rank_starts();
     assert_eq!(starts.len(), w.nranks() as usize + 1, "rank_start length");
     assert_eq!(starts[0], 0);
-    assert_eq!(*starts.last().unwrap() as usize, w.len(), "ranks cover the ops");
+    assert_eq!(
+        *starts.last().unwrap() as usize,
+        w.len(),
+        "ranks cover the ops"
+    );
     assert!(starts.windows(2).all(|p| p[0] <= p[1]), "rank_start sorted");
     assert!(w.len() as u64 <= commperf_predict::parse::MAX_OPS);
     for r in 0..w.nranks() {
@@ -193,8 +197,16 @@ fn read_rank_file(data: &[u8]) -> Result<(), String> {
     let _ = commperf_pmpi::summarize(&run);
     let _ = commperf_pmpi::match_messages(&run);
     let out = commperf_pmpi::to_trace(&run);
-    if let Err(e) = parse_str(&out.text, "trace", TraceFormat::Own, &ParseOptions::default()) {
-        panic!("the trace of a rank file does not read back: {e}\n{}", out.text);
+    if let Err(e) = parse_str(
+        &out.text,
+        "trace",
+        TraceFormat::Own,
+        &ParseOptions::default(),
+    ) {
+        panic!(
+            "the trace of a rank file does not read back: {e}\n{}",
+            out.text
+        );
     }
     Ok(())
 }

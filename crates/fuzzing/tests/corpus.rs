@@ -67,8 +67,11 @@ fn every_regression_gives_its_expected_error() {
 #[test]
 fn every_target_has_a_corpus_dir_and_a_fuzz_target() {
     for &t in Target::ALL {
-        let src = fuzz_dir().join("fuzz_targets").join(format!("{}.rs", t.name()));
-        let text = std::fs::read_to_string(&src).unwrap_or_else(|e| panic!("{}: {e}", src.display()));
+        let src = fuzz_dir()
+            .join("fuzz_targets")
+            .join(format!("{}.rs", t.name()));
+        let text =
+            std::fs::read_to_string(&src).unwrap_or_else(|e| panic!("{}: {e}", src.display()));
         assert!(
             text.contains(&format!("Target::{t:?}")),
             "{} does not fuzz Target::{t:?}",
