@@ -781,6 +781,11 @@ pub fn read_file(path: &Path) -> Result<RankData, ReadError> {
         path: path.into(),
         source,
     })?;
+    parse_file(path, &data)
+}
+
+/// [`read_file`] of bytes already in memory; `path` names the file in errors.
+pub fn parse_file(path: &Path, data: &[u8]) -> Result<RankData, ReadError> {
     let corrupt = |offset: usize, what: String| ReadError::Corrupt {
         path: path.into(),
         offset: offset as u64,
@@ -820,8 +825,8 @@ pub fn read_file(path: &Path) -> Result<RankData, ReadError> {
                 offset: at as u64,
             });
         }
-        let kind = u32_at(&data, at);
-        let len = u32_at(&data, at + 4) as usize;
+        let kind = u32_at(data, at);
+        let len = u32_at(data, at + 4) as usize;
         let end = at + 8 + len + 8;
         if end > data.len() {
             return Err(ReadError::Truncated {
@@ -830,7 +835,7 @@ pub fn read_file(path: &Path) -> Result<RankData, ReadError> {
             });
         }
         let payload = &data[at + 8..at + 8 + len];
-        if format::checksum(version, payload) != u64_at(&data, at + 8 + len) {
+        if format::checksum(version, payload) != u64_at(data, at + 8 + len) {
             return Err(corrupt(at, "checksum mismatch".into()));
         }
         if header.is_none() && kind != 1 {

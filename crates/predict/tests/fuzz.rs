@@ -270,3 +270,28 @@ fn adversarial_inputs_are_refused_cleanly() {
         }
     }
 }
+
+/// Found by the mutation series (scripts/mutation_series.sh): a NUL inside an operation's name
+/// was printed raw in the error, so the terminal got a NUL (and could have got an escape
+/// sequence). Control characters are quoted now. The input is
+/// fuzz/regressions/own_trace/nul-in-operation.txt.
+#[test]
+fn control_characters_in_an_error_token_are_quoted() {
+    let text = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../fuzz/regressions/own_trace/nul-in-operation.txt"),
+    )
+    .unwrap();
+    let e = parse_str(&text, "f", TraceFormat::Own, &ParseOptions::default()).unwrap_err();
+    assert_eq!((e.line, e.column, e.token.as_str()), (3, 1, "send\\01"));
+    assert!(e.to_string().ends_with("(at `send\\01`)"), "{e}");
+    // Quoting counts against the length limit: 64 escapes are cut like 64 characters.
+    let e = parse_str(
+        &"\u{1b}".repeat(200),
+        "f",
+        TraceFormat::Own,
+        &ParseOptions::default(),
+    )
+    .unwrap_err();
+    assert_eq!(e.token, format!("{}…", "\\u{1b}".repeat(10)));
+}

@@ -120,14 +120,23 @@ pub(crate) fn error_at(
         .iter()
         .filter(|&&b| b & 0xC0 != 0x80)
         .count();
+    // Control characters are quoted (`\0`, `\u{1b}`): an error is printed to a terminal, and
+    // a raw NUL or escape sequence from the input would garble or drive it.
     let tok = String::from_utf8_lossy(&bytes[start..end]);
-    let token = if tok.chars().count() > MAX_TOKEN_CHARS {
-        let mut t: String = tok.chars().take(MAX_TOKEN_CHARS).collect();
-        t.push('…');
-        t
-    } else {
-        tok.into_owned()
-    };
+    let (mut token, mut chars) = (String::new(), 0);
+    for c in tok.chars() {
+        let quoted = c.is_control().then(|| c.escape_debug().to_string());
+        let n = quoted.as_ref().map_or(1, |q| q.chars().count());
+        if chars + n > MAX_TOKEN_CHARS {
+            token.push('…');
+            break;
+        }
+        chars += n;
+        match quoted {
+            Some(q) => token.push_str(&q),
+            None => token.push(c),
+        }
+    }
     ParseError {
         file: name.to_string(),
         line,
