@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs every fuzz target (fuzz/fuzz_targets/, one per reader of outside input) for SECONDS each
-# (default 60) with libFuzzer through cargo-fuzz, and prints per target: runs executed, corpus
+# (default 60) with libFuzzer, and prints per target: runs executed, corpus
 # size and crashes. Exits 1 if any target crashed (its input is named: copy it to
 # fuzz/regressions/TARGET/ with the error it must give, and fix the reader).
 #
@@ -8,10 +8,9 @@
 #
 # The seeds (fuzz/corpus/TARGET/) are read, never written: what libFuzzer adds goes to
 # target/fuzz/corpus/TARGET/ (kept between runs, so a longer run starts where the last ended),
-# crashes to target/fuzz/artifacts/TARGET/. Built with `--sanitizer none` (the readers are safe
-# Rust: AddressSanitizer would find nothing the bounds checks do not, and needs nightly) and
-# debug assertions (overflow is a crash). cargo-fuzz passes rustc `-Z` flags; on a stable
-# toolchain this script sets RUSTC_BOOTSTRAP=1 for them (see the manual's Robustness page).
+# crashes to target/fuzz/artifacts/TARGET/. No sanitizer (the readers are safe Rust:
+# AddressSanitizer would find nothing the bounds checks do not, and needs nightly); the same
+# targets run under `cargo fuzz run --sanitizer none --fuzz-dir fuzz TARGET` too.
 # Environment: FUZZ_MAX_LEN (largest input, bytes, default 65536), FUZZ_RSS_MB (libFuzzer's
 # memory limit, default 2048).
 set -euo pipefail
@@ -23,21 +22,24 @@ if [ $# -gt 0 ]; then
 else
     mapfile -t targets < <(ls fuzz/fuzz_targets | sed 's/\.rs$//')
 fi
-command -v cargo-fuzz >/dev/null || {
-    echo "cargo-fuzz is not installed: cargo install cargo-fuzz --locked" >&2
-    exit 2
-}
-if ! rustc --version | grep -q nightly; then
-    export RUSTC_BOOTSTRAP=1
-fi
+# Built by cargo with the flags cargo-fuzz 0.13 passes for `--sanitizer none
+# --debug-assertions` (its src/project.rs), so that neither cargo-fuzz nor a nightly toolchain is
+# needed: SanitizerCoverage's instrumentation for libFuzzer (libfuzzer-sys links libFuzzer),
+# `--cfg fuzzing`, debug assertions (overflow is a crash). `--target` keeps the flags off build
+# scripts. Left out: cargo-fuzz's one codegen unit, which only makes the fuzzer faster and the
+# build much slower.
+triple=$(rustc -vV | sed -n 's/^host: //p')
 export CARGO_TARGET_DIR=$PWD/target/fuzz/build
-flags=(--sanitizer none --debug-assertions --fuzz-dir fuzz)
+export RUSTFLAGS="-Cpasses=sancov-module -Cllvm-args=-sanitizer-coverage-level=4 \
+-Cllvm-args=-sanitizer-coverage-inline-8bit-counters -Cllvm-args=-sanitizer-coverage-pc-table \
+-Cllvm-args=-sanitizer-coverage-trace-compares --cfg fuzzing \
+-Cllvm-args=-simplifycfg-branch-fold-threshold=0 -Cllvm-args=-sanitizer-coverage-stack-depth \
+-Cdebug-assertions"
 start=$(date +%s)
-if [ $# -eq 0 ]; then
-    cargo fuzz build "${flags[@]}"
-else
-    for t in "${targets[@]}"; do cargo fuzz build "${flags[@]}" "$t"; done
-fi
+bins=()
+for t in "${targets[@]}"; do bins+=(--bin "$t"); done
+cargo build --manifest-path fuzz/Cargo.toml --target "$triple" --release \
+    --config 'profile.release.debug="line-tables-only"' "${bins[@]}"
 echo "build: $(($(date +%s) - start)) s"
 
 printf '%-12s %10s %8s %8s\n' target runs corpus crashes
@@ -48,7 +50,7 @@ for t in "${targets[@]}"; do
     log=target/fuzz/$t.log
     mkdir -p "$work" "$art"
     rc=0
-    cargo fuzz run "${flags[@]}" "$t" "$work" "fuzz/corpus/$t" -- \
+    "$CARGO_TARGET_DIR/$triple/release/$t" "$work" "fuzz/corpus/$t" \
         -max_total_time="$secs" -max_len="${FUZZ_MAX_LEN:-65536}" -rss_limit_mb="${FUZZ_RSS_MB:-2048}" \
         -timeout=10 -artifact_prefix="$art/" \
         -print_final_stats=1 >"$log" 2>&1 || rc=$?

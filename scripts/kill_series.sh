@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The kill -9 series of issue 30 ("no orphans"): N times each (default 50), `commperf monitor`
-# and `commperf emulate` over `mpirun.openmpi -np 2 lingers 30` are killed with SIGKILL at a
+# and `commperf emulate` over `mpirun.openmpi -np 2 lingers 30`, and `commperf app` running
+# `lingers 30` on the ompi-shm stack (mpirun under the monitor), are killed with SIGKILL at a
 # random point 0.2-2 s after their start; a trial is clean when, within 5 s, no process of
 # the run is left (found by a marker in their environment, which mpirun passes to its ranks)
 # and no file in the run's TMPDIR (emulate's run directory, Open MPI's session directory and
@@ -22,18 +23,21 @@ of_run() {
         sed 's|/proc/\([0-9]*\)/environ|\1|' | grep -v "^$$\$" || true
 }
 
-for verb in monitor emulate; do
+for verb in monitor emulate app; do
     clean=0
     for i in $(seq 1 "$n"); do
         mark="$$-$verb-$i"
         tmp="$scratch/tmp-$verb-$i"
         mkdir -p "$tmp"
+        launcher=(mpirun.openmpi -np 2 --oversubscribe)
         case $verb in
             monitor) args=(monitor -o "$scratch/out-$i") ;;
             emulate) args=(emulate --L 20us) ;;
+            app) args=(app --stacks ompi-shm --np 2 --no-bench -o "$scratch/out-$i")
+                 launcher=() ;;
         esac
         COMMPERF_KILL_SERIES=$mark TMPDIR=$tmp OMPI_MCA_btl_vader_backing_directory=$tmp \
-            "$exe" "${args[@]}" -- mpirun.openmpi -np 2 --oversubscribe "$scratch/lingers" 30 \
+            "$exe" "${args[@]}" -- "${launcher[@]}" "$scratch/lingers" 30 \
             </dev/null >/dev/null 2>&1 &
         pid=$!
         sleep "$(awk -v r="$RANDOM" 'BEGIN { printf "%.2f", 0.2 + 1.8 * r / 32767 }')"

@@ -64,6 +64,10 @@ use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
 use std::fmt::Write as _;
 
+/// The longest duration the own format takes (commperf-predict's `parse::MAX_NS`, which this
+/// crate does not link; a test checks they agree): a longer gap is not written.
+const MAX_DURATION_NS: u64 = 1 << 60;
+
 /// What a conversion wrote and what it left out.
 #[derive(Debug, Clone, Default, Serialize, PartialEq)]
 pub struct TraceStats {
@@ -123,6 +127,10 @@ pub struct TraceStats {
     pub run_ns: Vec<u64>,
     /// Time with monitoring stopped (summed over ranks, ns): not replayed.
     pub stopped_ns: u64,
+    /// Gaps between a rank's calls longer than the format's longest duration (predict's
+    /// `MAX_NS`, 2^60 ns, about 36 years): a clock that jumped or a damaged file, not compute.
+    /// Not replayed (a trace with them could not be read back), counted.
+    pub clock_jumps_left_out: u64,
 }
 
 impl TraceStats {
@@ -247,6 +255,14 @@ impl TraceStats {
                 s,
                 "; {:.3} ms with monitoring stopped not replayed",
                 self.stopped_ns as f64 / 1e6
+            );
+        }
+        if self.clock_jumps_left_out > 0 {
+            let _ = write!(
+                s,
+                "; {} gaps between calls longer than 2^60 ns (a clock that jumped) not replayed \
+                 as compute",
+                self.clock_jumps_left_out
             );
         }
         s
@@ -1035,8 +1051,12 @@ pub fn replay(run: &Run) -> Replay {
         for (c_start, c_end, kind) in calls {
             let mut compute_before = 0;
             if c_start > cursor && stopped_at.is_none() {
-                compute_before = c_start - cursor;
-                compute += compute_before;
+                if c_start - cursor > MAX_DURATION_NS {
+                    st.clock_jumps_left_out += 1;
+                } else {
+                    compute_before = c_start - cursor;
+                    compute += compute_before;
+                }
             }
             cursor = cursor.max(c_end);
             let message = |i: usize, nonblocking: bool| -> Option<ReplayMessage> {
@@ -1500,6 +1520,11 @@ impl Timeline {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_longest_gap_written_is_the_longest_duration_predict_reads() {
+        assert_eq!(MAX_DURATION_NS, commperf_predict::parse::MAX_NS);
+    }
     use crate::format::{ClockSync, CommDef, Footer, Header, NeighborCounts, NeighborDef};
     use crate::read::RankData;
     use std::path::PathBuf;
