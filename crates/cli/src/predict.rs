@@ -636,7 +636,14 @@ pub fn run(a: &PredictArgs) -> Result<()> {
         trace_format: &format_name,
         profile_name: &profile_name,
     };
-    let mut outcome = engine::predict(&inputs, &cfg).context("prediction failed")?;
+    // What failed here (a deadlock, a route the topology lacks) is in the inputs, which the
+    // message names: the error itself cannot say which file it came from.
+    let mut outcome = engine::predict(&inputs, &cfg).with_context(|| match &a.topology {
+        TopologySpec::Dot(p) | TopologySpec::SimGrid(p) => {
+            format!("prediction of {trace_name} on {} failed", p.display())
+        }
+        _ => format!("prediction of {trace_name} failed"),
+    })?;
     if a.bounds {
         outcome.prediction.bounds =
             Some(engine::bounds(&inputs, &cfg, a.bounds_runs).context("bounds failed")?);

@@ -166,7 +166,11 @@ fn a_bench_during_another_names_it_and_a_killed_ones_entry_is_removed() {
     let expected = format!(
         "another commperf measurement ran at the same time: pid {first_pid} (bench, CPUs {pair})"
     );
-    assert_eq!(notes(&v, "other_measurement"), std::slice::from_ref(&expected), "{v}");
+    assert_eq!(
+        notes(&v, "other_measurement"),
+        std::slice::from_ref(&expected),
+        "{v}"
+    );
     // The table (re-rendered from the JSON) says it in its header, before any figure.
     let table = ok(Command::new(exe())
         .args(["report", out.to_str().unwrap()])

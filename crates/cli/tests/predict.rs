@@ -268,6 +268,22 @@ fn bad_input_is_refused_with_the_place() {
     let (code, e) = err(&["predict", "--trace", bad.to_str().unwrap()]);
     assert_eq!(code, 1, "{e}");
     assert!(e.contains("bad.goal:3:"), "{e}");
+    // What only the prediction finds (a receive never matched) names the trace it came from.
+    let dead = tmp("dead.goal");
+    std::fs::write(
+        &dead,
+        "num_ranks 2\nrank 1 {\nl1: recv 8b from 0 tag 0\n}\n",
+    )
+    .unwrap();
+    let (code, e) = err(&["predict", "--trace", dead.to_str().unwrap()]);
+    assert_eq!(code, 1, "{e}");
+    assert!(
+        e.starts_with(&format!(
+            "commperf: prediction of {} failed: deadlock",
+            dead.display()
+        )),
+        "{e}"
+    );
     // One rank's half of a split SimGrid trace, given alone: named as such, not a deadlock.
     let (code, e) = err(&["predict", "--trace", &data("actions1.txt")]);
     assert_eq!(code, 1);
