@@ -102,8 +102,29 @@ pub fn broken() -> bool {
     STATE.load(Ordering::Relaxed) == BROKEN
 }
 
-/// Arms the test hook from `COMMPERF_PMPI_TEST_PANIC` (cpmpi_rt_init calls this once).
+thread_local! {
+    /// Where this thread's last panic happened (the panic hook's note for [`entry`]).
+    static WHERE: std::cell::Cell<Option<String>> = const { std::cell::Cell::new(None) };
+}
+
+/// Makes [`entry`]'s line the only one a panic prints. The panic hook is this library's own
+/// (a cdylib carries its own standard library: a program written in Rust keeps its hook), so
+/// every panic it sees is the runtime's: it notes where, and `entry` says it once per process
+/// instead of the default hook's message per thread.
+fn quiet_hook() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        std::panic::set_hook(Box::new(|info| {
+            let at = info.location().map(|l| format!("{}:{}", l.file(), l.line()));
+            let _ = WHERE.try_with(|w| w.set(at));
+        }));
+    });
+}
+
+/// Arms the test hook from `COMMPERF_PMPI_TEST_PANIC` and quiets the panic hook
+/// (cpmpi_rt_init calls this once).
 pub fn arm_test_hook() {
+    quiet_hook();
     let Ok(v) = std::env::var("COMMPERF_PMPI_TEST_PANIC") else {
         return;
     };
@@ -137,9 +158,15 @@ pub fn entry<R>(e: Entry, default: R, body: impl FnOnce() -> R) -> R {
         Ok(v) => v,
         Err(p) => {
             if STATE.swap(BROKEN, Ordering::AcqRel) != BROKEN {
+                let at = WHERE
+                    .try_with(|w| w.take())
+                    .ok()
+                    .flatten()
+                    .map(|at| format!(" at {at}"))
+                    .unwrap_or_default();
                 eprintln!(
-                    "commperf-pmpi: internal error in cpmpi_rt_{} ({}); recording stops on this \
-                     rank, the program goes on",
+                    "commperf-pmpi: internal error in cpmpi_rt_{}{at} ({}); recording stops on \
+                     this rank, the program goes on",
                     e.name(),
                     message(&*p)
                 );
