@@ -355,8 +355,16 @@ fn comm_threads(mpi: &str) {
     };
     for r in 0..ranks {
         // One int each way per call, every send and receive on the right communicator's rank.
-        assert_eq!(calls(&j, r, "MPI_Sendrecv(send)"), (sendrecvs, 4 * sendrecvs), "rank {r}");
-        assert_eq!(calls(&j, r, "MPI_Sendrecv(recv)"), (sendrecvs, 4 * sendrecvs), "rank {r}");
+        assert_eq!(
+            calls(&j, r, "MPI_Sendrecv(send)"),
+            (sendrecvs, 4 * sendrecvs),
+            "rank {r}"
+        );
+        assert_eq!(
+            calls(&j, r, "MPI_Sendrecv(recv)"),
+            (sendrecvs, 4 * sendrecvs),
+            "rank {r}"
+        );
         assert_eq!(function(r, "MPI_Comm_dup"), dups, "rank {r}");
         assert_eq!(function(r, "MPI_Comm_free"), dups, "rank {r}");
     }
@@ -408,7 +416,11 @@ fn runtime_panic(mpi: &str) {
     assert!(!err.contains("panicked at"), "only our line:\n{err}");
     let j = summary(&dir);
     assert_eq!(j["cut_short"], true, "{j}");
-    assert_eq!(j["unfinished_ranks"], serde_json::json!([0, 1, 2, 3]), "{j}");
+    assert_eq!(
+        j["unfinished_ranks"],
+        serde_json::json!([0, 1, 2, 3]),
+        "{j}"
+    );
     assert_eq!(j["matched_messages"], 0, "{j}");
 }
 

@@ -115,7 +115,9 @@ fn quiet_hook() {
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {
         std::panic::set_hook(Box::new(|info| {
-            let at = info.location().map(|l| format!("{}:{}", l.file(), l.line()));
+            let at = info
+                .location()
+                .map(|l| format!("{}:{}", l.file(), l.line()));
             let _ = WHERE.try_with(|w| w.set(at));
         }));
     });
