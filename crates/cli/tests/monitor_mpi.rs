@@ -409,8 +409,7 @@ fn runtime_panic(mpi: &str) {
     ok(&o);
     let err = text(&o.stderr);
     let said = err
-        .lines()
-        .filter(|l| l.starts_with("commperf-pmpi: internal error in cpmpi_rt_post at "))
+        .matches("commperf-pmpi: internal error in cpmpi_rt_post at ")
         .count();
     assert_eq!(said, 4, "one line per rank:\n{err}");
     assert!(!err.contains("panicked at"), "only our line:\n{err}");

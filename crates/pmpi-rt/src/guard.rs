@@ -166,12 +166,15 @@ pub fn entry<R>(e: Entry, default: R, body: impl FnOnce() -> R) -> R {
                     .flatten()
                     .map(|at| format!(" at {at}"))
                     .unwrap_or_default();
-                eprintln!(
+                // One write: the launcher forwards the ranks' stderr, and a line written in
+                // pieces came out interleaved with the other ranks' under Open MPI.
+                let line = format!(
                     "commperf-pmpi: internal error in cpmpi_rt_{}{at} ({}); recording stops on \
-                     this rank, the program goes on",
+                     this rank, the program goes on\n",
                     e.name(),
                     message(&*p)
                 );
+                let _ = std::io::Write::write_all(&mut std::io::stderr(), line.as_bytes());
             }
             default
         }
