@@ -4,6 +4,8 @@
 //!   preloaded into every rank beside the per-MPI C shim (built by `commperf-pmpi`), which calls
 //!   its exported `cpmpi_rt_*` functions: per-thread bounded rings, a writer thread draining them
 //!   into `DIR/rank-N.cpmpi`.
+//! - [`guard`]: the fence every exported function runs behind (a panic stops the runtime,
+//!   never the rank).
 //! - [`format`]: the rank file format the runtime writes and `commperf-pmpi`'s reader reads.
 //!
 //! Why a crate of its own: the commperf binary must carry the runtime inside it (an installed
@@ -12,5 +14,6 @@
 //! cargo of its own and embeds the result; a small crate keeps that second build short.
 
 pub mod format;
+pub mod guard;
 pub mod runtime;
 mod sync;

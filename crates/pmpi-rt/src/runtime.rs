@@ -8,6 +8,7 @@
 //! completes them; see `ReqTable` for the cross-thread case).
 
 use crate::format::{self, FrameKind, EVENT_BYTES};
+use crate::guard::{self, Entry};
 // The ring's and the request tables' primitives: loom's under `--cfg loom` (see `sync`).
 use crate::sync::{Arc, AtomicU32, AtomicU64, AtomicUsize, Mutex, Ordering, UnsafeCell};
 use std::ffi::{c_char, c_int, CStr};
@@ -694,90 +695,94 @@ pub extern "C" fn cpmpi_rt_init(
     flavour: *const c_char,
     libversion: *const c_char,
 ) -> c_int {
-    let Some(dir) = std::env::var_os("COMMPERF_PMPI_DIR") else {
-        eprintln!("commperf-pmpi: COMMPERF_PMPI_DIR is not set; rank {rank} is not monitored");
-        return 1;
-    };
-    let path = std::path::Path::new(&dir).join(format::rank_file_name(rank as u32));
-    let mut file = match File::create(&path) {
-        Ok(f) => f,
-        Err(e) => {
-            eprintln!(
-                "commperf-pmpi: cannot write {}: {e}; rank {rank} is not monitored",
-                path.display()
-            );
+    guard::arm_test_hook();
+    guard::entry(Entry::Init, 1, || {
+        let Some(dir) = std::env::var_os("COMMPERF_PMPI_DIR") else {
+            eprintln!("commperf-pmpi: COMMPERF_PMPI_DIR is not set; rank {rank} is not monitored");
+            return 1;
+        };
+        let path = std::path::Path::new(&dir).join(format::rank_file_name(rank as u32));
+        let mut file = match File::create(&path) {
+            Ok(f) => f,
+            Err(e) => {
+                eprintln!(
+                    "commperf-pmpi: cannot write {}: {e}; rank {rank} is not monitored",
+                    path.display()
+                );
+                return 1;
+            }
+        };
+        let header = format::Header {
+            format: format::FORMAT_NAME.to_string(),
+            version: format::VERSION,
+            rank: rank as u32,
+            size: size as u32,
+            pid: std::process::id(),
+            host: hostname(),
+            mpi_flavour: cstr(flavour),
+            mpi_library: cstr(libversion).trim().to_string(),
+            program_tag: std::env::var("COMMPERF_PMPI_TAG").unwrap_or_default(),
+            // The timebase of every time in the file. The shim reads it from the TSC calibrated
+            // against CLOCK_MONOTONIC across MPI_Init where the CPU's TSC is invariant (cheaper
+            // than clock_gettime per call), else from clock_gettime itself.
+            clock: "CLOCK_MONOTONIC ns (TSC-calibrated where invariant)".to_string(),
+            start_ns: monotonic_ns(),
+            empty_wrappers: std::env::var_os("COMMPERF_PMPI_EMPTY").is_some(),
+        };
+        let mut out = format::MAGIC.to_vec();
+        out.extend(format::frame(
+            FrameKind::Header,
+            serde_json::to_string(&header)
+                .unwrap_or_default()
+                .as_bytes(),
+        ));
+        if let Err(e) = file.write_all(&out) {
+            eprintln!("commperf-pmpi: cannot write {}: {e}", path.display());
             return 1;
         }
-    };
-    let header = format::Header {
-        format: format::FORMAT_NAME.to_string(),
-        version: format::VERSION,
-        rank: rank as u32,
-        size: size as u32,
-        pid: std::process::id(),
-        host: hostname(),
-        mpi_flavour: cstr(flavour),
-        mpi_library: cstr(libversion).trim().to_string(),
-        program_tag: std::env::var("COMMPERF_PMPI_TAG").unwrap_or_default(),
-        // The timebase of every time in the file. The shim reads it from the TSC calibrated
-        // against CLOCK_MONOTONIC across MPI_Init where the CPU's TSC is invariant (cheaper
-        // than clock_gettime per call), else from clock_gettime itself.
-        clock: "CLOCK_MONOTONIC ns (TSC-calibrated where invariant)".to_string(),
-        start_ns: monotonic_ns(),
-        empty_wrappers: std::env::var_os("COMMPERF_PMPI_EMPTY").is_some(),
-    };
-    let mut out = format::MAGIC.to_vec();
-    out.extend(format::frame(
-        FrameKind::Header,
-        serde_json::to_string(&header)
-            .unwrap_or_default()
-            .as_bytes(),
-    ));
-    if let Err(e) = file.write_all(&out) {
-        eprintln!("commperf-pmpi: cannot write {}: {e}", path.display());
-        return 1;
-    }
-    let rt = Runtime {
-        rings: std::sync::Mutex::new(Vec::new()),
-        writer: std::sync::Mutex::new(Writer {
-            file,
-            events: 0,
-            drops_reported: 0,
-        }),
-        stop: AtomicBool::new(false),
-        thread: std::sync::Mutex::new(None),
-        requests: Requests::new(TABLE_CAP, SHARDS),
-        ring_cap: env_u64("COMMPERF_PMPI_RING", 1 << 16).max(16) as usize,
-        next_thread: std::sync::atomic::AtomicU32::new(0),
-        finished: AtomicBool::new(false),
-    };
-    if RT.set(rt).is_err() {
-        return 1; // initialized twice (MPI_Init after MPI_Finalize is erroneous anyway)
-    }
-    let every = Duration::from_millis(env_u64("COMMPERF_PMPI_FLUSH_MS", 50).max(1));
-    let h = std::thread::Builder::new()
-        .name("commperf-pmpi-writer".into())
-        .spawn(move || {
-            let Some(rt) = RT.get() else { return };
-            step_aside();
-            while !rt.stop.load(Ordering::Acquire) {
-                std::thread::park_timeout(every);
-                rt.flush();
-            }
-        });
-    match h {
-        Ok(h) => {
-            let _ = WRITER.set(h.thread().clone());
-            if let Some(rt) = RT.get() {
-                *rt.thread.lock().unwrap_or_else(|e| e.into_inner()) = Some(h);
-            }
-            0
+        let rt = Runtime {
+            rings: std::sync::Mutex::new(Vec::new()),
+            writer: std::sync::Mutex::new(Writer {
+                file,
+                events: 0,
+                drops_reported: 0,
+            }),
+            stop: AtomicBool::new(false),
+            thread: std::sync::Mutex::new(None),
+            requests: Requests::new(TABLE_CAP, SHARDS),
+            ring_cap: env_u64("COMMPERF_PMPI_RING", 1 << 16).max(16) as usize,
+            next_thread: std::sync::atomic::AtomicU32::new(0),
+            finished: AtomicBool::new(false),
+        };
+        if RT.set(rt).is_err() {
+            return 1; // initialized twice (MPI_Init after MPI_Finalize is erroneous anyway)
         }
-        Err(e) => {
-            eprintln!("commperf-pmpi: cannot start the writer thread: {e}");
-            1
+        let every = Duration::from_millis(env_u64("COMMPERF_PMPI_FLUSH_MS", 50).max(1));
+        let h = std::thread::Builder::new()
+            .name("commperf-pmpi-writer".into())
+            .spawn(move || {
+                let Some(rt) = RT.get() else { return };
+                step_aside();
+                // A panicked entry point stops the runtime: the writer too (guard.rs).
+                while !rt.stop.load(Ordering::Acquire) && !guard::broken() {
+                    std::thread::park_timeout(every);
+                    rt.flush();
+                }
+            });
+        match h {
+            Ok(h) => {
+                let _ = WRITER.set(h.thread().clone());
+                if let Some(rt) = RT.get() {
+                    *rt.thread.lock().unwrap_or_else(|e| e.into_inner()) = Some(h);
+                }
+                0
+            }
+            Err(e) => {
+                eprintln!("commperf-pmpi: cannot start the writer thread: {e}");
+                1
+            }
         }
-    }
+    })
 }
 
 /// Moves the writer thread off the rank's core and below the application's priority.
@@ -844,19 +849,21 @@ pub extern "C" fn cpmpi_rt_clock(
     rtt_ns: i64,
     local_ns: u64,
 ) {
-    let Some(rt) = RT.get() else { return };
-    let c = format::ClockSync {
-        phase: phase as u32,
-        local_ns,
-        offset_ns,
-        err_ns,
-        rtt_ns,
-    };
-    let mut w = rt.writer.lock().unwrap_or_else(|e| e.into_inner());
-    let _ = w.file.write_all(&format::frame(
-        FrameKind::Clock,
-        serde_json::to_string(&c).unwrap_or_default().as_bytes(),
-    ));
+    guard::entry(Entry::Clock, (), || {
+        let Some(rt) = RT.get() else { return };
+        let c = format::ClockSync {
+            phase: phase as u32,
+            local_ns,
+            offset_ns,
+            err_ns,
+            rtt_ns,
+        };
+        let mut w = rt.writer.lock().unwrap_or_else(|e| e.into_inner());
+        let _ = w.file.write_all(&format::frame(
+            FrameKind::Clock,
+            serde_json::to_string(&c).unwrap_or_default().as_bytes(),
+        ));
+    })
 }
 
 /// A communicator's members (csrc/shim.c calls this the first time it translates one of its
@@ -866,27 +873,29 @@ pub extern "C" fn cpmpi_rt_clock(
 /// `world` points to `n` readable ints (or `n` is 0).
 #[no_mangle]
 pub unsafe extern "C" fn cpmpi_rt_comm(id: u32, inter: c_int, n: c_int, world: *const c_int) {
-    let Some(rt) = RT.get() else { return };
-    let n = usize::try_from(n).unwrap_or(0);
-    let members: Vec<u32> = if n == 0 || world.is_null() {
-        Vec::new()
-    } else {
-        // SAFETY: the caller passes n readable ints.
-        unsafe { std::slice::from_raw_parts(world, n) }
-            .iter()
-            .map(|&w| u32::try_from(w).unwrap_or(u32::MAX))
-            .collect()
-    };
-    let c = format::CommDef {
-        id,
-        inter: inter != 0,
-        world: members,
-    };
-    let mut w = rt.writer.lock().unwrap_or_else(|e| e.into_inner());
-    let _ = w.file.write_all(&format::frame(
-        FrameKind::Comm,
-        serde_json::to_string(&c).unwrap_or_default().as_bytes(),
-    ));
+    guard::entry(Entry::Comm, (), || {
+        let Some(rt) = RT.get() else { return };
+        let n = usize::try_from(n).unwrap_or(0);
+        let members: Vec<u32> = if n == 0 || world.is_null() {
+            Vec::new()
+        } else {
+            // SAFETY: the caller passes n readable ints.
+            unsafe { std::slice::from_raw_parts(world, n) }
+                .iter()
+                .map(|&w| u32::try_from(w).unwrap_or(u32::MAX))
+                .collect()
+        };
+        let c = format::CommDef {
+            id,
+            inter: inter != 0,
+            world: members,
+        };
+        let mut w = rt.writer.lock().unwrap_or_else(|e| e.into_inner());
+        let _ = w.file.write_all(&format::frame(
+            FrameKind::Comm,
+            serde_json::to_string(&c).unwrap_or_default().as_bytes(),
+        ));
+    })
 }
 
 /// `n` ints at `p` as world ranks, a negative one (MPI_PROC_NULL) as None.
@@ -921,20 +930,22 @@ pub unsafe extern "C" fn cpmpi_rt_neighbors(
     nout: c_int,
     out: *const c_int,
 ) {
-    let Some(rt) = RT.get() else { return };
-    let d = format::NeighborDef {
-        id,
-        index: u32::try_from(index).unwrap_or(u32::MAX),
-        // SAFETY: the caller passes nin readable ints at in_ and nout at out.
-        sources: unsafe { neighbor_ranks(nin, in_) },
-        // SAFETY: as above.
-        destinations: unsafe { neighbor_ranks(nout, out) },
-    };
-    let mut w = rt.writer.lock().unwrap_or_else(|e| e.into_inner());
-    let _ = w.file.write_all(&format::frame(
-        FrameKind::Neighbors,
-        serde_json::to_string(&d).unwrap_or_default().as_bytes(),
-    ));
+    guard::entry(Entry::Neighbors, (), || {
+        let Some(rt) = RT.get() else { return };
+        let d = format::NeighborDef {
+            id,
+            index: u32::try_from(index).unwrap_or(u32::MAX),
+            // SAFETY: the caller passes nin readable ints at in_ and nout at out.
+            sources: unsafe { neighbor_ranks(nin, in_) },
+            // SAFETY: as above.
+            destinations: unsafe { neighbor_ranks(nout, out) },
+        };
+        let mut w = rt.writer.lock().unwrap_or_else(|e| e.into_inner());
+        let _ = w.file.write_all(&format::frame(
+            FrameKind::Neighbors,
+            serde_json::to_string(&d).unwrap_or_default().as_bytes(),
+        ));
+    })
 }
 
 /// `n` u64s at `p`.
@@ -964,19 +975,21 @@ pub unsafe extern "C" fn cpmpi_rt_neighbor_counts(
     nin: c_int,
     recvs: *const u64,
 ) {
-    let Some(rt) = RT.get() else { return };
-    let d = format::NeighborCounts {
-        index: u32::try_from(index).unwrap_or(u32::MAX),
-        // SAFETY: the caller passes nout readable u64s at sends and nin at recvs.
-        sends: unsafe { sizes(nout, sends) },
-        // SAFETY: as above.
-        recvs: unsafe { sizes(nin, recvs) },
-    };
-    let mut w = rt.writer.lock().unwrap_or_else(|e| e.into_inner());
-    let _ = w.file.write_all(&format::frame(
-        FrameKind::NeighborCounts,
-        serde_json::to_string(&d).unwrap_or_default().as_bytes(),
-    ));
+    guard::entry(Entry::NeighborCounts, (), || {
+        let Some(rt) = RT.get() else { return };
+        let d = format::NeighborCounts {
+            index: u32::try_from(index).unwrap_or(u32::MAX),
+            // SAFETY: the caller passes nout readable u64s at sends and nin at recvs.
+            sends: unsafe { sizes(nout, sends) },
+            // SAFETY: as above.
+            recvs: unsafe { sizes(nin, recvs) },
+        };
+        let mut w = rt.writer.lock().unwrap_or_else(|e| e.into_inner());
+        let _ = w.file.write_all(&format::frame(
+            FrameKind::NeighborCounts,
+            serde_json::to_string(&d).unwrap_or_default().as_bytes(),
+        ));
+    })
 }
 
 /// One wrapped function's statistics as the shim keeps them (csrc/stats.h `cpmpi_stat`).
@@ -1005,41 +1018,43 @@ pub unsafe extern "C" fn cpmpi_rt_calls(
     names: *const *const c_char,
     stats: *const CStat,
 ) {
-    let Some(rt) = RT.get() else { return };
-    let n = usize::try_from(n).unwrap_or(0);
-    if n == 0 || names.is_null() || stats.is_null() {
-        return;
-    }
-    // SAFETY: the caller passes n names and n stats.
-    let (names, stats) = unsafe {
-        (
-            std::slice::from_raw_parts(names, n),
-            std::slice::from_raw_parts(stats, n),
-        )
-    };
-    let rows: Vec<format::CallStat> = names
-        .iter()
-        .zip(stats)
-        .filter(|(p, s)| s.count > 0 && !p.is_null())
-        .map(|(&p, s)| format::CallStat {
-            // SAFETY: a NUL-terminated name from the shim's static table.
-            call: unsafe { std::ffi::CStr::from_ptr(p) }
-                .to_string_lossy()
-                .into_owned(),
-            count: s.count,
-            time_ns: s.time_ns,
-            min_ns: s.min_ns,
-            max_ns: s.max_ns,
-            sent_bytes: s.sent_bytes,
-            received_bytes: s.received_bytes,
-            timed_count: s.timed,
-        })
-        .collect();
-    let mut w = rt.writer.lock().unwrap_or_else(|e| e.into_inner());
-    let _ = w.file.write_all(&format::frame(
-        FrameKind::Calls,
-        serde_json::to_string(&rows).unwrap_or_default().as_bytes(),
-    ));
+    guard::entry(Entry::Calls, (), || {
+        let Some(rt) = RT.get() else { return };
+        let n = usize::try_from(n).unwrap_or(0);
+        if n == 0 || names.is_null() || stats.is_null() {
+            return;
+        }
+        // SAFETY: the caller passes n names and n stats.
+        let (names, stats) = unsafe {
+            (
+                std::slice::from_raw_parts(names, n),
+                std::slice::from_raw_parts(stats, n),
+            )
+        };
+        let rows: Vec<format::CallStat> = names
+            .iter()
+            .zip(stats)
+            .filter(|(p, s)| s.count > 0 && !p.is_null())
+            .map(|(&p, s)| format::CallStat {
+                // SAFETY: a NUL-terminated name from the shim's static table.
+                call: unsafe { std::ffi::CStr::from_ptr(p) }
+                    .to_string_lossy()
+                    .into_owned(),
+                count: s.count,
+                time_ns: s.time_ns,
+                min_ns: s.min_ns,
+                max_ns: s.max_ns,
+                sent_bytes: s.sent_bytes,
+                received_bytes: s.received_bytes,
+                timed_count: s.timed,
+            })
+            .collect();
+        let mut w = rt.writer.lock().unwrap_or_else(|e| e.into_inner());
+        let _ = w.file.write_all(&format::frame(
+            FrameKind::Calls,
+            serde_json::to_string(&rows).unwrap_or_default().as_bytes(),
+        ));
+    })
 }
 
 /// One call site as the shim hands it over (csrc/shim.c `csite`).
@@ -1074,38 +1089,40 @@ fn opt_cstr(p: *const c_char) -> String {
 /// `sites` points to `n` readable `CSite`s (or `n` is 0).
 #[no_mangle]
 pub unsafe extern "C" fn cpmpi_rt_sites(n: c_int, sites: *const CSite, overflow: u64) {
-    let Some(rt) = RT.get() else { return };
-    let n = usize::try_from(n).unwrap_or(0);
-    let v: &[CSite] = if n == 0 || sites.is_null() {
-        &[]
-    } else {
-        // SAFETY: the caller passes n sites.
-        unsafe { std::slice::from_raw_parts(sites, n) }
-    };
-    let s = format::Sites {
-        sites: v
-            .iter()
-            .map(|c| format::Site {
-                call: opt_cstr(c.call),
-                addr: c.addr,
-                module: opt_cstr(c.module),
-                base: c.base,
-                symbol: opt_cstr(c.symbol),
-                symbol_addr: c.symaddr,
-                count: c.count,
-                time_ns: c.time_ns,
-                sent_bytes: c.sent,
-                received_bytes: c.received,
-                timed_count: c.timed,
-            })
-            .collect(),
-        overflow_calls: overflow,
-    };
-    let mut w = rt.writer.lock().unwrap_or_else(|e| e.into_inner());
-    let _ = w.file.write_all(&format::frame(
-        FrameKind::Sites,
-        serde_json::to_string(&s).unwrap_or_default().as_bytes(),
-    ));
+    guard::entry(Entry::Sites, (), || {
+        let Some(rt) = RT.get() else { return };
+        let n = usize::try_from(n).unwrap_or(0);
+        let v: &[CSite] = if n == 0 || sites.is_null() {
+            &[]
+        } else {
+            // SAFETY: the caller passes n sites.
+            unsafe { std::slice::from_raw_parts(sites, n) }
+        };
+        let s = format::Sites {
+            sites: v
+                .iter()
+                .map(|c| format::Site {
+                    call: opt_cstr(c.call),
+                    addr: c.addr,
+                    module: opt_cstr(c.module),
+                    base: c.base,
+                    symbol: opt_cstr(c.symbol),
+                    symbol_addr: c.symaddr,
+                    count: c.count,
+                    time_ns: c.time_ns,
+                    sent_bytes: c.sent,
+                    received_bytes: c.received,
+                    timed_count: c.timed,
+                })
+                .collect(),
+            overflow_calls: overflow,
+        };
+        let mut w = rt.writer.lock().unwrap_or_else(|e| e.into_inner());
+        let _ = w.file.write_all(&format::frame(
+            FrameKind::Sites,
+            serde_json::to_string(&s).unwrap_or_default().as_bytes(),
+        ));
+    })
 }
 
 /// This thread's ring, created on its first recorded event; the shim caches the pointer in a
@@ -1114,18 +1131,20 @@ pub unsafe extern "C" fn cpmpi_rt_sites(n: c_int, sites: *const CSite, overflow:
 /// dangles, also in a thread that is exiting.
 #[no_mangle]
 pub extern "C" fn cpmpi_rt_ring() -> *const Ring {
-    match RT.get() {
+    guard::entry(Entry::Ring, std::ptr::null(), || match RT.get() {
         Some(rt) => std::sync::Arc::as_ptr(&rt.ring()),
         None => std::ptr::null(),
-    }
+    })
 }
 
 /// Wakes the writer early: a producer's ring is half full.
 #[no_mangle]
 pub extern "C" fn cpmpi_rt_wake() {
-    if let Some(w) = WRITER.get() {
-        w.unpark();
-    }
+    guard::entry(Entry::Wake, (), || {
+        if let Some(w) = WRITER.get() {
+            w.unpark();
+        }
+    })
 }
 
 /// Whether the program runs under MPI_THREAD_MULTIPLE: only then can another thread claim an
@@ -1133,17 +1152,19 @@ pub extern "C" fn cpmpi_rt_wake() {
 /// an atomic compare-and-swap.
 #[no_mangle]
 pub extern "C" fn cpmpi_rt_thread_multiple(multiple: c_int) {
-    THREAD_MULTIPLE.store(multiple != 0, Ordering::Relaxed);
+    guard::entry(Entry::ThreadMultiple, (), || {
+        THREAD_MULTIPLE.store(multiple != 0, Ordering::Relaxed);
+    })
 }
 
 /// This thread's request table, created on its first post (the shim caches the pointer like the
 /// ring's; the runtime keeps every table, so it never dangles). Null before MPI_Init.
 #[no_mangle]
 pub extern "C" fn cpmpi_rt_table() -> *const ReqTable {
-    match RT.get() {
+    guard::entry(Entry::Table, std::ptr::null(), || match RT.get() {
         Some(rt) => Arc::as_ptr(&rt.requests.table()),
         None => std::ptr::null(),
-    }
+    })
 }
 
 /// Remembers a posted nonblocking operation until its request completes.
@@ -1152,10 +1173,12 @@ pub extern "C" fn cpmpi_rt_table() -> *const ReqTable {
 /// `table` is null or this thread's table from [`cpmpi_rt_table`]; `e` points to a valid event.
 #[no_mangle]
 pub unsafe extern "C" fn cpmpi_rt_post(table: *const ReqTable, key: u64, e: *const CEvent) {
-    let Some(rt) = RT.get() else { return };
-    // SAFETY: the caller passes a valid event, and null or a table the runtime keeps alive.
-    let (e, table) = unsafe { (&*e, table.as_ref()) };
-    rt.requests.post(table, key, e);
+    guard::entry(Entry::Post, (), || {
+        let Some(rt) = RT.get() else { return };
+        // SAFETY: the caller passes a valid event, and null or a table the runtime keeps alive.
+        let (e, table) = unsafe { (&*e, table.as_ref()) };
+        rt.requests.post(table, key, e);
+    })
 }
 
 /// Takes the posted operation of a completed request; 0 when it was not tracked.
@@ -1169,60 +1192,68 @@ pub unsafe extern "C" fn cpmpi_rt_take(
     key: u64,
     out: *mut CEvent,
 ) -> c_int {
-    let Some(rt) = RT.get() else { return 0 };
-    // SAFETY: null or a table the runtime keeps alive (the caller's own).
-    let mine = unsafe { table.as_ref() };
-    let multiple = THREAD_MULTIPLE.load(Ordering::Relaxed);
-    match rt.requests.take(mine, key, multiple) {
-        Some(e) => {
-            // SAFETY: the caller passes a writable event.
-            unsafe { *out = e };
-            1
+    guard::entry(Entry::Take, 0, || {
+        let Some(rt) = RT.get() else { return 0 };
+        // SAFETY: null or a table the runtime keeps alive (the caller's own).
+        let mine = unsafe { table.as_ref() };
+        let multiple = THREAD_MULTIPLE.load(Ordering::Relaxed);
+        match rt.requests.take(mine, key, multiple) {
+            Some(e) => {
+                // SAFETY: the caller passes a writable event.
+                unsafe { *out = e };
+                1
+            }
+            None => 0,
         }
-        None => 0,
-    }
+    })
 }
 
 /// Writes everything recorded so far (MPI_Abort calls this before the job is torn down).
 #[no_mangle]
 pub extern "C" fn cpmpi_rt_flush() {
-    if let Some(rt) = RT.get() {
-        rt.flush();
-    }
+    guard::entry(Entry::Flush, (), || {
+        if let Some(rt) = RT.get() {
+            rt.flush();
+        }
+    })
 }
 
 /// Whether the wrappers should only pass calls through (the cost benchmark's baseline).
 #[no_mangle]
 pub extern "C" fn cpmpi_rt_empty_wrappers() -> c_int {
-    c_int::from(std::env::var_os("COMMPERF_PMPI_EMPTY").is_some())
+    guard::entry(Entry::EmptyWrappers, 0, || {
+        c_int::from(std::env::var_os("COMMPERF_PMPI_EMPTY").is_some())
+    })
 }
 
 /// Stops the writer, drains, and writes the footer that marks the run complete.
 #[no_mangle]
 pub extern "C" fn cpmpi_rt_finalize() {
-    let Some(rt) = RT.get() else { return };
-    if rt.finished.swap(true, Ordering::AcqRel) {
-        return;
-    }
-    rt.stop.store(true, Ordering::Release);
-    if let Some(h) = rt.thread.lock().unwrap_or_else(|e| e.into_inner()).take() {
-        h.thread().unpark();
-        let _ = h.join();
-    }
-    rt.flush();
-    let pending = rt.requests.pending();
-    let mut w = rt.writer.lock().unwrap_or_else(|e| e.into_inner());
-    let f = format::Footer {
-        events: w.events,
-        drops: w.drops_reported,
-        pending_requests: pending as u64,
-        end_ns: monotonic_ns(),
-    };
-    let _ = w.file.write_all(&format::frame(
-        FrameKind::Footer,
-        serde_json::to_string(&f).unwrap_or_default().as_bytes(),
-    ));
-    let _ = w.file.sync_data();
+    guard::entry(Entry::Finalize, (), || {
+        let Some(rt) = RT.get() else { return };
+        if rt.finished.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        rt.stop.store(true, Ordering::Release);
+        if let Some(h) = rt.thread.lock().unwrap_or_else(|e| e.into_inner()).take() {
+            h.thread().unpark();
+            let _ = h.join();
+        }
+        rt.flush();
+        let pending = rt.requests.pending();
+        let mut w = rt.writer.lock().unwrap_or_else(|e| e.into_inner());
+        let f = format::Footer {
+            events: w.events,
+            drops: w.drops_reported,
+            pending_requests: pending as u64,
+            end_ns: monotonic_ns(),
+        };
+        let _ = w.file.write_all(&format::frame(
+            FrameKind::Footer,
+            serde_json::to_string(&f).unwrap_or_default().as_bytes(),
+        ));
+        let _ = w.file.sync_data();
+    })
 }
 
 // The ring's and the request tables' tests: model-checked under `--cfg loom` (scripts/loom.sh),

@@ -44,6 +44,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bytes.h"
 #include "coll.h"
 #include "emulate.h"
 
@@ -88,9 +89,20 @@ int cpmpi_coll_take_emulated(void) {
     return e;
 }
 
+/* The context of a communicator whose members could not all get theirs (out of memory): its
+ * collectives run natively on every member. Shared, never freed. */
+static cctx native_ctx = {MPI_COMM_NULL, 0, 0, NULL, 0, 1};
+
+/* An emulated collective that cannot get its buffers: the call returns MPI_ERR_NO_MEM, as the
+ * library's own collective would. Not a fallback to the native collective: the other members,
+ * which got theirs, are already exchanging this algorithm's messages, and one member running
+ * another algorithm would hang them all. */
+#define NOMEM() (cpmpi_oom("an emulated collective's buffers"), MPI_ERR_NO_MEM)
+
 static int del_ctx(MPI_Comm c, int key, void *val, void *extra) {
     (void)c; (void)key; (void)extra;
     cctx *x = val;
+    if (x == &native_ctx) return MPI_SUCCESS;
     if (x->dup != MPI_COMM_NULL && !finalizing) PMPI_Comm_free(&x->dup);
     free(x->world);
     free(x);
@@ -114,22 +126,34 @@ static cctx *ctx_of(MPI_Comm comm) {
     int flag = 0;
     if (PMPI_Comm_get_attr(comm, keyval, &v, &flag) != MPI_SUCCESS) return NULL;
     if (flag) return ((cctx *)v)->native ? NULL : (cctx *)v;
-    cctx *x = calloc(1, sizeof *x);
-    if (!x) return NULL;
-    x->dup = MPI_COMM_NULL;
-    int inter = 0;
+    int inter = 0, n = 0;
     PMPI_Comm_test_inter(comm, &inter);
     if (inter) {
-        x->native = 1;
-        PMPI_Comm_set_attr(comm, keyval, x);
+        PMPI_Comm_set_attr(comm, keyval, &native_ctx);
         return NULL;
     }
+    PMPI_Comm_size(comm, &n);
+    cctx *x = calloc(1, sizeof *x);
+    int *ranks = malloc(sizeof(int) * (size_t)(n > 0 ? n : 1));
+    int *world = malloc(sizeof(int) * (size_t)(n > 0 ? n : 1));
+    /* Every member decides alike (this runs once per communicator, inside a collective every
+     * member makes): if one lacks the memory, the communicator's collectives stay native on
+     * all of them, never emulated on some and native on others (which would hang). */
+    int ok = x && ranks && world, all_ok = 0;
+    if (PMPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, comm) != MPI_SUCCESS) all_ok = 0;
+    if (!all_ok) {
+        if (!ok) cpmpi_oom("a communicator's emulated collectives (they run natively)");
+        free(x);
+        free(ranks);
+        free(world);
+        PMPI_Comm_set_attr(comm, keyval, &native_ctx);
+        return NULL;
+    }
+    x->dup = MPI_COMM_NULL;
+    x->world = world;
     PMPI_Comm_dup(comm, &x->dup);
     PMPI_Comm_rank(comm, &x->rank);
-    PMPI_Comm_size(comm, &x->size);
-    int n = x->size;
-    int *ranks = malloc(sizeof(int) * (size_t)n);
-    x->world = malloc(sizeof(int) * (size_t)n);
+    x->size = n;
     MPI_Group g, wg;
     PMPI_Comm_group(comm, &g);
     PMPI_Comm_group(MPI_COMM_WORLD, &wg);
@@ -153,7 +177,7 @@ static inline uint64_t tbytes(MPI_Datatype dt, int count) {
     int s = 0;
     if (count <= 0) return 0;
     PMPI_Type_size(dt, &s);
-    return (uint64_t)s * (uint64_t)count;
+    return cpmpi_type_bytes(s, count);
 }
 
 static inline uint64_t enter_t(void) { return cpmpi_emu_l ? cpmpi_emu_now() : 0; }
@@ -199,7 +223,7 @@ static int c_recv_sized(cctx *x, char **buf, size_t *cap, size_t at, int from, s
     if (*got < 0 || (size_t)*got < hdr) return MPI_ERR_TRUNCATE;
     if (at + (size_t)*got > *cap) {
         char *nb = realloc(*buf, at + (size_t)*got + 1);
-        if (!nb) return MPI_ERR_NO_MEM;
+        if (!nb) return NOMEM();
         *buf = nb;
         *cap = at + (size_t)*got + 1;
     }
@@ -276,13 +300,14 @@ static void *alloc_for(MPI_Datatype dt, int count, void **raw) {
 static void pack(const void *in, int count, MPI_Datatype dt, void *out, uint64_t out_bytes) {
     if (contiguous(dt)) { memcpy(out, in, (size_t)out_bytes); return; }
     int pos = 0;
-    PMPI_Pack(in, count, dt, out, (int)out_bytes, &pos, MPI_COMM_SELF);
+    /* The callers keep a non-contiguous block within an int (gather_fits). */
+    PMPI_Pack(in, count, dt, out, cpmpi_fits_int(out_bytes) ? (int)out_bytes : INT_MAX, &pos, MPI_COMM_SELF);
 }
 
 static void unpack(const void *in, uint64_t in_bytes, void *out, int count, MPI_Datatype dt) {
     if (contiguous(dt)) { memcpy(out, in, (size_t)in_bytes); return; }
     int pos = 0;
-    PMPI_Unpack(in, (int)in_bytes, &pos, out, count, dt, MPI_COMM_SELF);
+    PMPI_Unpack(in, cpmpi_fits_int(in_bytes) ? (int)in_bytes : INT_MAX, &pos, out, count, dt, MPI_COMM_SELF);
 }
 
 /* ---- tree and fold arithmetic (collectives.rs) -------------------------------------------------
@@ -378,7 +403,7 @@ int cpmpi_coll_reduce(const void *s, void *r, int count, MPI_Datatype dt, MPI_Op
         acc = alloc_for(dt, count, &raw1);
         if (acc) rc = copy(acc, count, dt, s, count, dt);
     }
-    if (!acc || !tmp) { free(raw1); free(raw2); return MPI_ERR_NO_MEM; }
+    if (!acc || !tmp) { free(raw1); free(raw2); return NOMEM(); }
     BEGIN();
     for (int64_t mask = 1; mask < n && rc == MPI_SUCCESS; mask <<= 1) {
         if (v & mask) {
@@ -401,7 +426,7 @@ int cpmpi_coll_allreduce(const void *s, void *r, int count, MPI_Datatype dt, MPI
     if (!x) return CPMPI_COLL_NATIVE;
     int n = x->size, me = x->rank, rc = MPI_SUCCESS;
     void *raw = NULL, *acc = r, *tmp = alloc_for(dt, count, &raw);
-    if (!tmp) return MPI_ERR_NO_MEM;
+    if (!tmp) return NOMEM();
     if (s != MPI_IN_PLACE) rc = copy(r, count, dt, s, count, dt);
     fold f = fold_of(n);
     BEGIN();
@@ -472,6 +497,11 @@ int cpmpi_coll_alltoall(const void *s, int sc, MPI_Datatype st, void *r, int rc_
     DONE(rc);
 }
 
+/* Whether a gather's or scatter's tree fits MPI_BYTE messages of int counts: the root's
+ * subtree carries all n blocks. Every rank decides alike (a block's bytes are the same on all:
+ * MPI's type matching), so a collective too large runs natively on every rank. */
+static int gather_fits(uint64_t block, int n) { return cpmpi_fits_int(cpmpi_span_bytes(block, n)); }
+
 int cpmpi_coll_gather(const void *s, int sc, MPI_Datatype st, void *r, int rc_, MPI_Datatype rt, int root,
                       MPI_Comm comm) {
     cctx *x = ctx_of(comm);
@@ -480,28 +510,29 @@ int cpmpi_coll_gather(const void *s, int sc, MPI_Datatype st, void *r, int rc_, 
     int is_root = me == root;
     /* One block's packed bytes: the root's receive block, everyone else's send block. */
     uint64_t bb = is_root ? tbytes(rt, rc_) : tbytes(st, sc);
+    if (!gather_fits(bb, n)) return CPMPI_COLL_NATIVE;
     MPI_Aint rb = is_root ? extent(rt) * (MPI_Aint)rc_ : 0;
     /* This subtree's blocks, virtual order, packed. */
-    char *tmp = malloc((size_t)(bb * (uint64_t)(end - v)) + 1);
-    if (!tmp) return MPI_ERR_NO_MEM;
+    char *tmp = malloc((size_t)cpmpi_span_bytes(bb, end - v) + 1);
+    if (!tmp) return NOMEM();
     if (is_root && s == MPI_IN_PLACE) pack((char *)r + me * rb, rc_, rt, tmp, bb);
     else pack(s, sc, st, tmp, bb);
     BEGIN();
     for (int64_t mask = 1; mask < n && rc == MPI_SUCCESS; mask <<= 1) {
         if (v & mask) {
-            rc = c_send(x, tmp, (int)(bb * (uint64_t)(end - v)), MPI_BYTE, real_((int)(v - mask), root, n));
+            rc = c_send(x, tmp, (int)cpmpi_span_bytes(bb, end - v), MPI_BYTE, real_((int)(v - mask), root, n));
             break;
         }
         int child = (int)(v + mask);
         if (child < n)
-            rc = c_recv(x, tmp + bb * (uint64_t)(child - v), (int)(bb * (uint64_t)(subtree_end(child, n) - child)),
+            rc = c_recv(x, tmp + cpmpi_span_bytes(bb, child - v), (int)cpmpi_span_bytes(bb, subtree_end(child, n) - child),
                         MPI_BYTE, real_(child, root, n));
     }
     if (is_root && rc == MPI_SUCCESS)
         for (int k = 0; k < n; k++) {
             int j = real_(k, root, n);
             if (j == me && s == MPI_IN_PLACE) continue;
-            unpack(tmp + bb * (uint64_t)k, bb, (char *)r + j * rb, rc_, rt);
+            unpack(tmp + cpmpi_span_bytes(bb, k), bb, (char *)r + j * rb, rc_, rt);
         }
     free(tmp);
     DONE(rc);
@@ -514,20 +545,21 @@ int cpmpi_coll_scatter(const void *s, int sc, MPI_Datatype st, void *r, int rc_,
     int n = x->size, me = x->rank, v = virt(me, root, n), end = subtree_end(v, n), rc = MPI_SUCCESS;
     int is_root = me == root;
     uint64_t bb = is_root ? tbytes(st, sc) : tbytes(rt, rc_);
+    if (!gather_fits(bb, n)) return CPMPI_COLL_NATIVE;
     MPI_Aint sb = is_root ? extent(st) * (MPI_Aint)sc : 0;
-    char *tmp = malloc((size_t)(bb * (uint64_t)(end - v)) + 1);
-    if (!tmp) return MPI_ERR_NO_MEM;
+    char *tmp = malloc((size_t)cpmpi_span_bytes(bb, end - v) + 1);
+    if (!tmp) return NOMEM();
     if (is_root)
         for (int k = 0; k < n; k++)
-            pack((const char *)s + real_(k, root, n) * sb, sc, st, tmp + bb * (uint64_t)k, bb);
+            pack((const char *)s + real_(k, root, n) * sb, sc, st, tmp + cpmpi_span_bytes(bb, k), bb);
     BEGIN();
-    if (v != 0) rc = c_recv(x, tmp, (int)(bb * (uint64_t)(end - v)), MPI_BYTE, real_(v & (v - 1), root, n));
+    if (v != 0) rc = c_recv(x, tmp, (int)cpmpi_span_bytes(bb, end - v), MPI_BYTE, real_(v & (v - 1), root, n));
     MPI_Request rq[64];
     int k = 0;
     for (int64_t m = subtree_mask(v, n) >> 1; m > 0 && rc == MPI_SUCCESS; m >>= 1) {
         int child = (int)(v + m);
         if (child < n)
-            rc = c_isend(x, tmp + bb * (uint64_t)(child - v), (int)(bb * (uint64_t)(subtree_end(child, n) - child)),
+            rc = c_isend(x, tmp + cpmpi_span_bytes(bb, child - v), (int)cpmpi_span_bytes(bb, subtree_end(child, n) - child),
                          MPI_BYTE, real_(child, root, n), &rq[k++]);
     }
     if (k) {
@@ -649,7 +681,7 @@ int cpmpi_coll_gatherv(const void *s, int sc, MPI_Datatype st, void *r, const in
     uint64_t own = in_place ? tbytes(rt, rcs[me]) : tbytes(st, sc);
     size_t cap = (size_t)own + 1, len = (size_t)own;
     char *tmp = malloc(cap);
-    if (!tmp) return MPI_ERR_NO_MEM;
+    if (!tmp) return NOMEM();
     if (in_place) pack((char *)r + (MPI_Aint)displs[me] * rx, rcs[me], rt, tmp, own);
     else pack(s, sc, st, tmp, own);
     BEGIN();
@@ -698,7 +730,7 @@ int cpmpi_coll_scatterv(const void *s, const int *scs, const int *displs, MPI_Da
         for (int j = 0; j < n; j++) total += (size_t)tbytes(st, scs[j]);
         cap = HDR(n) + total + 1;
         msg = malloc(cap);
-        if (!msg) return MPI_ERR_NO_MEM;
+        if (!msg) return NOMEM();
         size_t off = HDR(n);
         for (int q = 0; q < n; q++) {
             int j = real_(q, root, n);
@@ -715,7 +747,7 @@ int cpmpi_coll_scatterv(const void *s, const int *scs, const int *displs, MPI_Da
     size_t data = 0;
     if (rc == MPI_SUCCESS) {
         sz = malloc(HDR(k) + 1);
-        if (!sz) rc = MPI_ERR_NO_MEM;
+        if (!sz) rc = NOMEM();
         else {
             memcpy(sz, msg, HDR(k));
             for (int q = 0; q < k; q++) data += (size_t)sz[q];
@@ -735,7 +767,7 @@ int cpmpi_coll_scatterv(const void *s, const int *scs, const int *displs, MPI_Da
         if (HDR(z - a) + len > INT_MAX) { rc = MPI_ERR_COUNT; break; }
         rq[nrq] = MPI_REQUEST_NULL;
         out[nrq] = malloc(HDR(z - a) + len + 1);
-        if (!out[nrq]) { rc = MPI_ERR_NO_MEM; break; }
+        if (!out[nrq]) { rc = NOMEM(); break; }
         memcpy(out[nrq], sz + a, HDR(z - a));
         memcpy(out[nrq] + HDR(z - a), msg + HDR(k) + at, len);
         rc = c_isend_hdr(x, out[nrq], (int)(HDR(z - a) + len), real_(child, root, n), HDR(z - a), &rq[nrq]);
@@ -765,13 +797,13 @@ static int ring_reduce_scatter(cctx *x, const void *s, void *r, const int *rcs, 
     int n = x->size, me = x->rank, rc = MPI_SUCCESS, maxc = 0;
     const char *in = s == MPI_IN_PLACE ? (const char *)r : (const char *)s;
     MPI_Aint ext = extent(dt), *off = malloc(sizeof(MPI_Aint) * (size_t)n);
-    if (!off) return MPI_ERR_NO_MEM;
+    if (!off) return NOMEM();
     for (int j = 0, a = 0; j < n; a += rcs[j], j++) {
         off[j] = (MPI_Aint)a * ext;
         if (rcs[j] > maxc) maxc = rcs[j];
     }
     void *raw[2] = {NULL, NULL}, *buf[2] = {alloc_for(dt, maxc, &raw[0]), alloc_for(dt, maxc, &raw[1])};
-    if (!buf[0] || !buf[1]) { free(off); free(raw[0]); free(raw[1]); return MPI_ERR_NO_MEM; }
+    if (!buf[0] || !buf[1]) { free(off); free(raw[0]); free(raw[1]); return NOMEM(); }
     int next = (me + 1) % n, prev = (me - 1 + n) % n, last = 0;
     const void *out = in + off[prev]; /* step 0 sends the own contribution to block r − 1 */
     BEGIN();
@@ -805,7 +837,7 @@ int cpmpi_coll_reduce_scatter_block(const void *s, void *r, int rc_, MPI_Datatyp
     cctx *x = ctx_of(comm);
     if (!x || !commutative(op)) return CPMPI_COLL_NATIVE;
     int *rcs = malloc(sizeof(int) * (size_t)x->size);
-    if (!rcs) return MPI_ERR_NO_MEM;
+    if (!rcs) return NOMEM();
     for (int j = 0; j < x->size; j++) rcs[j] = rc_;
     int rc = ring_reduce_scatter(x, s, r, rcs, dt, op);
     free(rcs);
@@ -819,7 +851,7 @@ static int chain_scan(cctx *x, const void *s, void *r, int count, MPI_Datatype d
     int n = x->size, me = x->rank, rc = MPI_SUCCESS;
     const void *in = s == MPI_IN_PLACE ? r : s;
     void *raw1 = NULL, *raw2 = NULL, *pre = alloc_for(dt, count, &raw1), *acc = alloc_for(dt, count, &raw2);
-    if (!pre || !acc) { free(raw1); free(raw2); return MPI_ERR_NO_MEM; }
+    if (!pre || !acc) { free(raw1); free(raw2); return NOMEM(); }
     /* acc ← own contribution; after the receive, acc ← prefix op own (what r + 1 needs). */
     rc = copy(acc, count, dt, in, count, dt);
     BEGIN();

@@ -76,7 +76,7 @@ static int nbr_run(MPI_Comm comm, const nbr_side_c *snd, const nbr_side_c *rcv) 
         free(rq);
         free(sts);
         free(slot);
-        return MPI_ERR_NO_MEM;
+        return NOMEM();
     }
     uint64_t te = enter_t();
     BEGIN();

@@ -7,6 +7,10 @@
 #include <stdint.h>
 
 extern int cpmpi_emu_on;
+/* The interposer's own allocation failed (shim.c): says so on stderr once per process, naming
+ * `what`; the caller leaves that item out (uncounted, unemulated, run natively) and the
+ * program goes on: never an abort for the interposer's own failure. */
+__attribute__((visibility("hidden"))) void cpmpi_oom(const char *what);
 /* L's side band runs (L set, or the emulator engaged): receives need their entry time. */
 extern int cpmpi_emu_l;
 /* g is set: g's slot is taken from the end of each injection (cpmpi_emu_send_post), so a send

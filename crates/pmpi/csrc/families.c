@@ -90,7 +90,7 @@ static int charge_ok(MPI_Comm comm) {
 static uint64_t *v_blocks(MPI_Comm comm, const int *cnt, const MPI_Datatype *t, int w, uint64_t own) {
     int n = (int)csize(comm);
     uint64_t *b = calloc((size_t)n, sizeof *b);
-    if (!b) return NULL;
+    if (!b) { cpmpi_oom("a v-form collective's block sizes"); return NULL; }
     if (!cnt) b[crank(comm)] = own;
     else
         for (int j = 0; j < n; j++) b[j] = type_bytes(w ? t[j] : t[0], cnt[j]);
@@ -610,7 +610,7 @@ void cpmpi_neighbor_lists(MPI_Comm comm, int *nin, int **in, int *nout, int **ou
     degrees(comm, nin, nout);
     *in = malloc(sizeof(int) * (size_t)(*nin > 0 ? *nin : 1));
     *out = malloc(sizeof(int) * (size_t)(*nout > 0 ? *nout : 1));
-    if (!*in || !*out) { *nin = *nout = 0; return; }
+    if (!*in || !*out) goto oom;
     PMPI_Topo_test(comm, &kind);
     if (kind == MPI_CART) {
         PMPI_Cartdim_get(comm, &n);
@@ -626,10 +626,18 @@ void cpmpi_neighbor_lists(MPI_Comm comm, int *nin, int **in, int *nout, int **ou
         int *sw = malloc(sizeof(int) * (size_t)(*nin > 0 ? *nin : 1));
         int *dw = malloc(sizeof(int) * (size_t)(*nout > 0 ? *nout : 1));
         if (sw && dw) PMPI_Dist_graph_neighbors(comm, *nin, *in, sw, *nout, *out, dw);
-        else *nin = *nout = 0;
         free(sw);
         free(dw);
+        if (!sw || !dw) goto oom;
     }
+    return;
+oom:
+    /* No lists at all (not empty ones, which would run the collective as moving nothing). */
+    free(*in);
+    free(*out);
+    *in = *out = NULL;
+    *nin = *nout = 0;
+    cpmpi_oom("a communicator's neighbour lists");
 }
 
 /* The number of `comm`'s neighbour lists on this rank; the first time, the lists (world ranks,
@@ -749,7 +757,7 @@ static int32_t nbr_sizes(MPI_Comm comm, nbr_side s, nbr_side r) {
     degrees(comm, &nin, &nout);
     if (nin < 0 || nout < 0 || nin + nout > NCNT_MAX) return -1;
     uint64_t *v = malloc(sizeof(uint64_t) * (size_t)(nin + nout > 0 ? nin + nout : 1));
-    if (!v) return -1;
+    if (!v) { cpmpi_oom("a neighbourhood all-to-all's sizes"); return -1; }
     for (int j = 0; j < nout; j++) v[j] = side_bytes(s, j);
     for (int i = 0; i < nin; i++) v[nout + i] = side_bytes(r, i);
     return cnt_index(v, nout, nin);

@@ -197,8 +197,19 @@ void mpi_test_(F *req, F *flag, F *status, F *ierr) {
 
 static uint64_t *f_keys(int n, F *reqs, uint64_t *small) {
     uint64_t *k = n <= SMALL ? small : malloc(sizeof(uint64_t) * (size_t)n);
+    if (!k) return NULL;
     for (int i = 0; i < n; i++) k[i] = HKEY(PMPI_Request_f2c(reqs[i]));
     return k;
+}
+
+/* Whether f_keys and the statuses (`sts`, when the caller ignores them) got their memory;
+ * if not, frees what did, says so once (cpmpi_oom) and the caller runs the call unrecorded. */
+static int f_many_ok(uint64_t *keys, const uint64_t *kbuf, F *sts, F *statuses, const char *what) {
+    if (keys && sts) return 1;
+    if (keys && keys != kbuf) free(keys);
+    if (sts && sts != statuses) free(sts);
+    cpmpi_oom(what);
+    return 0;
 }
 
 void mpi_waitall_(F *count, F *reqs, F *statuses, F *ierr) {
@@ -206,6 +217,7 @@ void mpi_waitall_(F *count, F *reqs, F *statuses, F *ierr) {
     int n = (int)*count;
     uint64_t kbuf[SMALL], *keys = f_keys(n, reqs, kbuf);
     F *sts = f_statuses_ignored(statuses) ? malloc(sizeof(F) * (size_t)(FSTAT * (n > 0 ? n : 1))) : statuses;
+    if (!f_many_ok(keys, kbuf, sts, statuses, "the requests of an MPI_Waitall")) { pmpi_waitall_(count, reqs, statuses, ierr); LEAVE(); return; }
     uint64_t t0 = cur_t0, te = EMU_ENTER();
     pmpi_waitall_(count, reqs, sts, ierr);
     if (*ierr == MPI_SUCCESS && EMU_ON()) {
@@ -226,6 +238,7 @@ void mpi_testall_(F *count, F *reqs, F *flag, F *statuses, F *ierr) {
     int n = (int)*count;
     uint64_t kbuf[SMALL], *keys = f_keys(n, reqs, kbuf);
     F *sts = f_statuses_ignored(statuses) ? malloc(sizeof(F) * (size_t)(FSTAT * (n > 0 ? n : 1))) : statuses;
+    if (!f_many_ok(keys, kbuf, sts, statuses, "the requests of an MPI_Testall")) { pmpi_testall_(count, reqs, flag, statuses, ierr); LEAVE(); return; }
     uint64_t te = EMU_ENTER();
     pmpi_testall_(count, reqs, flag, sts, ierr);
     if (*ierr == MPI_SUCCESS && *flag) {
@@ -246,6 +259,7 @@ void mpi_waitany_(F *count, F *reqs, F *index, F *status, F *ierr) {
     if (!ENTER(FN_Waitany)) { pmpi_waitany_(count, reqs, index, status, ierr); return; }
     int n = (int)*count;
     uint64_t kbuf[SMALL], *keys = f_keys(n, reqs, kbuf);
+    if (!f_many_ok(keys, kbuf, status, status, "the requests of an MPI_Waitany")) { pmpi_waitany_(count, reqs, index, status, ierr); LEAVE(); return; }
     F own[16];
     F *st = f_status_ignored(status) ? own : status;
     uint64_t t0 = cur_t0, te = EMU_ENTER();
@@ -265,6 +279,7 @@ void mpi_waitsome_(F *count, F *reqs, F *outcount, F *indices, F *statuses, F *i
     int n = (int)*count;
     uint64_t kbuf[SMALL], *keys = f_keys(n, reqs, kbuf);
     F *sts = f_statuses_ignored(statuses) ? malloc(sizeof(F) * (size_t)(FSTAT * (n > 0 ? n : 1))) : statuses;
+    if (!f_many_ok(keys, kbuf, sts, statuses, "the requests of an MPI_Waitsome")) { pmpi_waitsome_(count, reqs, outcount, indices, statuses, ierr); LEAVE(); return; }
     uint64_t t0 = cur_t0, te = EMU_ENTER();
     pmpi_waitsome_(count, reqs, outcount, indices, sts, ierr);
     if (*ierr == MPI_SUCCESS && EMU_ON() && *outcount != MPI_UNDEFINED) {
@@ -285,6 +300,7 @@ void mpi_testany_(F *count, F *reqs, F *index, F *flag, F *status, F *ierr) {
     if (!ENTER_POLL(FN_Testany)) { pmpi_testany_(count, reqs, index, flag, status, ierr); return; }
     int n = (int)*count;
     uint64_t kbuf[SMALL], *keys = f_keys(n, reqs, kbuf);
+    if (!f_many_ok(keys, kbuf, status, status, "the requests of an MPI_Testany")) { pmpi_testany_(count, reqs, index, flag, status, ierr); LEAVE(); return; }
     F own[16];
     F *st = f_status_ignored(status) ? own : status;
     uint64_t te = EMU_ENTER();
@@ -304,6 +320,7 @@ void mpi_testsome_(F *count, F *reqs, F *outcount, F *indices, F *statuses, F *i
     int n = (int)*count;
     uint64_t kbuf[SMALL], *keys = f_keys(n, reqs, kbuf);
     F *sts = f_statuses_ignored(statuses) ? malloc(sizeof(F) * (size_t)(FSTAT * (n > 0 ? n : 1))) : statuses;
+    if (!f_many_ok(keys, kbuf, sts, statuses, "the requests of an MPI_Testsome")) { pmpi_testsome_(count, reqs, outcount, indices, statuses, ierr); LEAVE(); return; }
     uint64_t te = EMU_ENTER();
     pmpi_testsome_(count, reqs, outcount, indices, sts, ierr);
     if (*ierr == MPI_SUCCESS && *outcount != MPI_UNDEFINED && *outcount > 0) {
@@ -782,7 +799,11 @@ static int f_alltoallw(const void *s, F *scs, const void *sd, F *sts, void *r, F
     MPI_Datatype small[32];
     int n = nout + nin;
     MPI_Datatype *t = n <= 32 && !req ? small : malloc((size_t)(n > 0 ? n : 1) * sizeof *t);
-    if (!t) return MPI_ERR_NO_MEM;
+    if (!t) {
+        /* The C call needs the converted datatypes: without them the call cannot be made. */
+        cpmpi_oom("the datatypes of a Fortran alltoallw");
+        return MPI_ERR_NO_MEM;
+    }
     for (int i = 0; i < nout; i++) t[i] = PMPI_Type_f2c(sts[i]);
     for (int i = 0; i < nin; i++) t[nout + i] = PMPI_Type_f2c(rts[i]);
     int rc;

@@ -15,6 +15,7 @@
 #include <dlfcn.h>
 #include <link.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -131,11 +132,18 @@ extern void cpmpi_rt_calls(int n, const char *const *names, const void *stats);
 
 /* Whether wrappers do more than call PMPI: MON (monitoring on: MPI_Pcontrol,
  * COMMPERF_PMPI_START) and/or EMU (a LogGP knob set: emulate.c). One word, so a wrapper with
- * neither pays one load and one predictable branch. */
-static volatile int enabled = 0;
+ * neither pays one load and one predictable branch.
+ * Atomic: any thread of an MPI_THREAD_MULTIPLE program may call MPI_Pcontrol while others are
+ * in wrappers. Set with release and read with acquire, so a thread that sees a bit also sees
+ * what was set up before it (the runtime at MPI_Init, emulate.c's state): on x86 an acquire
+ * load is a plain load, so the hot path costs what the volatile int did. */
+static _Atomic int enabled = 0;
 #define MON 1
 #define EMU 2
-#define MONITORING() (enabled & MON)
+#define ENABLED() atomic_load_explicit(&enabled, memory_order_acquire)
+#define MONITORING() (ENABLED() & MON)
+#define ENABLE(BITS) atomic_fetch_or_explicit(&enabled, (BITS), memory_order_release)
+#define DISABLE(BITS) atomic_fetch_and_explicit(&enabled, ~(BITS), memory_order_release)
 static int active = 0;               /* set once the runtime is up */
 static int empty_mode = 0;           /* benchmark: wrappers that do nothing but call PMPI */
 /* Thread-locals use the initial-exec model: this library is preloaded (static TLS), and the
@@ -162,6 +170,15 @@ static TLS struct {
 #define depth (cpmpi_tls.depth)
 #define my_ring (cpmpi_tls.ring)
 #define my_table (cpmpi_tls.table)
+
+static int oom_said = 0;
+void cpmpi_oom(const char *what) {
+    if (__atomic_exchange_n(&oom_said, 1, __ATOMIC_RELAXED) == 0)
+        fprintf(stderr,
+                "commperf-pmpi: out of memory for %s; it is left out of the record (and runs "
+                "without emulation), the program goes on\n",
+                what);
+}
 
 /* Records one finished event: never blocks; a full ring counts a drop. Wakes the writer once the
  * ring is half full (it otherwise sleeps its flush interval, and a burst of events -- hpcc's
@@ -300,13 +317,13 @@ static pthread_mutex_t stat_lock = PTHREAD_MUTEX_INITIALIZER;
  * read at MPI_Finalize); NULL without memory. */
 static void *thread_table(size_t bytes, void ***list, size_t *n) {
     void *t = aligned_alloc(64, (bytes + 63) & ~(size_t)63);
-    if (!t) return NULL;
+    if (!t) { cpmpi_oom("a thread's call statistics"); return NULL; }
     memset(t, 0, bytes);
     pthread_mutex_lock(&stat_lock);
     void **v = realloc(*list, sizeof(*v) * (*n + 1));
     if (v) { *list = v; v[(*n)++] = t; }
     pthread_mutex_unlock(&stat_lock);
-    if (!v) { free(t); return NULL; }
+    if (!v) { free(t); cpmpi_oom("a thread's call statistics"); return NULL; }
     return t;
 }
 
@@ -389,7 +406,7 @@ HOT int site_add(int fn, uint64_t addr, uint64_t d, int timed, uint64_t sent, ui
 
 #define cur_poll_fast (cpmpi_tls.poll_fast)
 HOT int enter(int fn, void *site) {
-    if (!enabled || depth != 0) return 0;
+    if (!ENABLED() || depth != 0) return 0;
     depth = 1;
     cur_poll_fast = 0;
     cur_fn = fn;
@@ -443,7 +460,7 @@ HOT void leave(void) {
 #define POLL_SAMPLE 64
 #define poll_tick (cpmpi_tls.poll_tick)
 HOT int enter_poll(int fn, void *site) {
-    if (!enabled || depth != 0) return 0;
+    if (!ENABLED() || depth != 0) return 0;
     depth = 1;
     cur_fn = fn;
     cur_t1 = 0;
@@ -516,7 +533,11 @@ static void sites_write(void) {
             for (int i = 0; i < NSITES; i++)
                 if (site_tables[k][i].fn1) all[m++] = site_tables[k][i];
     pthread_mutex_unlock(&stat_lock);
-    if (!all) { cpmpi_rt_sites(0, NULL, site_overflow); return; }
+    if (!all) {
+        if (n) cpmpi_oom("the call sites");
+        cpmpi_rt_sites(0, NULL, site_overflow);
+        return;
+    }
     qsort(all, m, sizeof(cpmpi_site), site_cmp);
     csite *out = calloc(m, sizeof(csite));
     size_t o = 0;
@@ -543,6 +564,7 @@ static void sites_write(void) {
         }
     }
     if (out) cpmpi_rt_sites((int)o, out, site_overflow);
+    else cpmpi_oom("the call sites");
     free(out);
     free(all);
 }
@@ -550,7 +572,11 @@ static void sites_write(void) {
 /* The sum of every thread's table, handed to the runtime once (MPI_Finalize). */
 static void stats_write(void) {
     cpmpi_stat *sum = calloc(FN_COUNT, sizeof(cpmpi_stat));
-    if (!sum) return;
+    if (!sum) {
+        cpmpi_oom("the call statistics");
+        sites_write();
+        return;
+    }
     pthread_mutex_lock(&stat_lock);
     for (size_t k = 0; k < n_stat_tables; k++)
         for (int i = 0; i < FN_COUNT; i++) {
@@ -588,23 +614,35 @@ static void stats_write(void) {
 /* ---- communicators: rank -> world rank, id ------------------------------------------------ */
 
 /* A handle's group (a communicator's, a window's): its members' world ranks and its id. One
- * table per kind of handle, under a lock; each thread keeps the last entry it used (programs
- * use one or two communicators in a row, and the table lookup takes a lock and scans it). */
+ * table per kind of handle, under a lock; each thread keeps the last group it used (programs
+ * use one or two communicators in a row, and the table lookup takes a lock and scans it).
+ *
+ * Why reference counts: a thread reads its last group's ranks without the lock, while another
+ * thread may free that handle (MPI_Comm_free) or evict its entry (a full table). The table
+ * holds one reference to each group and every thread's last entry holds one more, so a group's
+ * ranks are freed when the last holder lets go, never under a reader. Copying the ranks into
+ * each thread's entry would cost O(group size) per change of communicator, and retiring them
+ * until MPI_Finalize would grow without bound in a program that makes and frees communicators
+ * in a loop. A thread that exits keeps its one reference (one group per exited thread). */
 typedef struct {
-    uint64_t key;
+    int refs; /* __atomic: the table's and each thread's last entry's */
     uint32_t id;
     int size;
-    int *world;
+    int world[]; /* size world ranks */
+} group_ranks;
+typedef struct {
+    uint64_t key;
+    group_ranks *g; /* NULL: a free slot */
 } comm_info;
 typedef struct {
     comm_info *slots;
     int n;
     pthread_mutex_t lock;
     /* Bumped whenever an entry is freed or replaced: invalidates the per-thread entries (a
-     * freed handle can come back as a different communicator). */
-    volatile uint32_t gen;
+     * freed handle can come back as a different communicator). __atomic. */
+    uint32_t gen;
 } group_table;
-typedef struct { uint64_t key; uint32_t gen; uint32_t id; int size; int *world; } group_last;
+typedef struct { uint64_t key; uint32_t gen; group_ranks *g; } group_last;
 
 #define NCOMM 256
 static comm_info comm_slots[NCOMM];
@@ -612,86 +650,124 @@ static group_table comms = {comm_slots, NCOMM, PTHREAD_MUTEX_INITIALIZER, 1};
 static TLS group_last comm_last;
 
 /* Ids already told to the runtime (cpmpi_rt_comm): once per id per process is enough, a
- * re-made communicator over the same group has the same. */
+ * re-made communicator over the same group has the same. Shared by the communicators' and the
+ * windows' tables, so under a lock of its own. */
 #define MAX_TOLD 4096
 static uint32_t told_ids[MAX_TOLD];
 static int n_told = 0;
+static pthread_mutex_t told_lock = PTHREAD_MUTEX_INITIALIZER;
 
-/* `g`'s members as world ranks (*n of them, malloc'd) and its id, which every member must
- * compute alike without talking: FNV-1a over the world ranks (two communicators over the same
- * group share an id: documented), the top bit flipped for an inter-communicator. */
-static int *group_members(MPI_Group g, int inter, int *n, uint32_t *id) {
+static void group_unref(group_ranks *g) {
+    if (g && __atomic_sub_fetch(&g->refs, 1, __ATOMIC_ACQ_REL) == 0) free(g);
+}
+
+/* `g`'s members as world ranks and its id (one reference, the caller's), which every member
+ * must compute alike without talking: FNV-1a over the world ranks (two communicators over the
+ * same group share an id: documented), the top bit flipped for an inter-communicator. NULL
+ * without memory. */
+static group_ranks *group_members(MPI_Group g, int inter) {
     MPI_Group wg;
+    int n = 0;
+    PMPI_Group_size(g, &n);
+    if (n < 0) n = 0;
+    group_ranks *gr = malloc(sizeof(group_ranks) + sizeof(int) * (size_t)n);
+    int *ranks = malloc(sizeof(int) * (size_t)(n > 0 ? n : 1));
+    if (!gr || !ranks) {
+        free(gr);
+        free(ranks);
+        cpmpi_oom("a communicator's or window's ranks");
+        return NULL;
+    }
     PMPI_Comm_group(MPI_COMM_WORLD, &wg);
-    PMPI_Group_size(g, n);
-    size_t m = (size_t)(*n > 0 ? *n : 1);
-    int *ranks = malloc(sizeof(int) * m), *world = malloc(sizeof(int) * m);
-    for (int i = 0; i < *n; i++) ranks[i] = i;
-    if (*n > 0) PMPI_Group_translate_ranks(g, *n, ranks, wg, world);
+    for (int i = 0; i < n; i++) ranks[i] = i;
+    if (n > 0) PMPI_Group_translate_ranks(g, n, ranks, wg, gr->world);
     free(ranks);
     PMPI_Group_free(&wg);
     uint32_t h = 2166136261u;
-    for (int i = 0; i < *n; i++) { h ^= (uint32_t)world[i]; h *= 16777619u; }
+    for (int i = 0; i < n; i++) { h ^= (uint32_t)gr->world[i]; h *= 16777619u; }
     if (h == 0) h = 1;
     if (inter) h ^= 0x80000000u;
-    *id = h;
-    return world;
+    gr->refs = 1;
+    gr->id = h;
+    gr->size = n;
+    return gr;
 }
 
-/* The entry of handle `key` in `t`; absent, made from `g` (the handle's group, freed here) and
- * its members told to the runtime (the reader replays collectives over them). `g` is asked for
- * only when needed: `get_group(handle, &inter)`. */
-static comm_info *group_lookup(group_table *t, uint64_t key, MPI_Group (*get_group)(uint64_t, int *)) {
+/* Tells the runtime group `gr`'s members once per id (the reader replays collectives over
+ * them). */
+static void group_tell(const group_ranks *gr, int inter) {
+    pthread_mutex_lock(&told_lock);
+    int told = 0;
+    for (int i = 0; i < n_told && !told; i++) told = told_ids[i] == gr->id;
+    if (!told && active) {
+        cpmpi_rt_comm(gr->id, inter, gr->size, gr->world);
+        if (n_told < MAX_TOLD) told_ids[n_told++] = gr->id;
+    }
+    pthread_mutex_unlock(&told_lock);
+}
+
+/* The group of handle `key` in `t`, with a reference for the caller (group_unref); absent,
+ * made from the handle's group (`get_group(handle, &inter)`, asked for only when needed) and
+ * told to the runtime. NULL without memory. A copy of the table's pointer taken under the
+ * lock: nothing the caller holds points into the table. */
+static group_ranks *group_lookup(group_table *t, uint64_t key, MPI_Group (*get_group)(uint64_t, int *)) {
     pthread_mutex_lock(&t->lock);
     for (int i = 0; i < t->n; i++)
-        if (t->slots[i].key == key && t->slots[i].world) {
+        if (t->slots[i].key == key && t->slots[i].g) {
+            group_ranks *g = t->slots[i].g;
+            __atomic_add_fetch(&g->refs, 1, __ATOMIC_RELAXED); /* the table holds one: live */
             pthread_mutex_unlock(&t->lock);
-            return &t->slots[i];
+            return g;
         }
-    int inter = 0, n = 0;
-    uint32_t h;
-    MPI_Group g = get_group(key, &inter);
-    int *world = group_members(g, inter, &n, &h);
-    PMPI_Group_free(&g);
+    int inter = 0;
+    MPI_Group mg = get_group(key, &inter);
+    group_ranks *g = group_members(mg, inter);
+    PMPI_Group_free(&mg);
+    if (!g) {
+        pthread_mutex_unlock(&t->lock);
+        return NULL;
+    }
     int slot = -1;
-    for (int i = 0; i < t->n && slot < 0; i++) if (!t->slots[i].world) slot = i;
+    for (int i = 0; i < t->n && slot < 0; i++) if (!t->slots[i].g) slot = i;
     if (slot < 0) {
         slot = (int)(key % (uint64_t)t->n);
-        free(t->slots[slot].world);
+        group_unref(t->slots[slot].g); /* threads that hold it keep it until they let go */
         __atomic_add_fetch(&t->gen, 1, __ATOMIC_RELEASE);
     }
-    t->slots[slot] = (comm_info){key, h, n, world};
-    int told = 0;
-    for (int i = 0; i < n_told && !told; i++) told = told_ids[i] == h;
-    if (!told && active) {
-        cpmpi_rt_comm(h, inter, n, world);
-        if (n_told < MAX_TOLD) told_ids[n_told++] = h;
-    }
+    g->refs = 2; /* the table's and the caller's */
+    t->slots[slot] = (comm_info){key, g};
     pthread_mutex_unlock(&t->lock);
-    return &t->slots[slot];
+    group_tell(g, inter);
+    return g;
 }
 
 /* World rank of group rank `r` of handle `key` (through this thread's last entry `last`), and
- * the group's id; a negative `r` stays as it is, one past the group is -1. */
+ * the group's id; a negative `r` stays as it is, one past the group is -1. Without memory for
+ * the group: -1 and the id CPMPI_NO_GROUP (cpmpi_oom said so once). */
+#define CPMPI_NO_GROUP 0xffffffffu
 static inline int group_world(group_table *t, group_last *last, uint64_t key, int r, uint32_t *id,
                               MPI_Group (*get_group)(uint64_t, int *)) {
     uint32_t gen = __atomic_load_n(&t->gen, __ATOMIC_ACQUIRE);
-    if (last->key != key || last->gen != gen) {
-        comm_info *ci = group_lookup(t, key, get_group);
-        *last = (group_last){key, gen, ci->id, ci->size, ci->world};
+    if (last->key != key || last->gen != gen || last->g == NULL) {
+        group_ranks *g = group_lookup(t, key, get_group);
+        group_unref(last->g);
+        *last = (group_last){key, gen, g};
+        if (!g) { *id = CPMPI_NO_GROUP; return r < 0 ? r : -1; }
     }
-    *id = last->id;
-    if (r < 0 || r >= last->size) return r < 0 ? r : -1;
-    return last->world[r];
+    const group_ranks *g = last->g;
+    *id = g->id;
+    if (r < 0 || r >= g->size) return r < 0 ? r : -1;
+    return g->world[r];
 }
 
-/* A freed handle's entry goes (its handle may come back as another group). */
+/* A freed handle's entry goes (its handle may come back as another group); threads whose last
+ * entry it is keep its ranks until they look up another. */
 static void group_forget(group_table *t, uint64_t key) {
     pthread_mutex_lock(&t->lock);
     for (int i = 0; i < t->n; i++)
-        if (t->slots[i].key == key && t->slots[i].world) {
-            free(t->slots[i].world);
-            t->slots[i].world = NULL;
+        if (t->slots[i].key == key && t->slots[i].g) {
+            group_unref(t->slots[i].g);
+            t->slots[i].g = NULL;
             t->slots[i].key = 0;
         }
     __atomic_add_fetch(&t->gen, 1, __ATOMIC_RELEASE);
@@ -795,6 +871,9 @@ static void clock_sync(int phase) {
     int64_t *tab = NULL, mine[3] = {0, 0, 0};
     if (r == 0) {
         tab = calloc((size_t)n * 3, sizeof(int64_t));
+        /* Without memory for the table each rank gets its row as soon as it is measured (it
+         * may then spin while the next is timed: a looser bound, not a failure). */
+        if (!tab) cpmpi_oom("the clock table");
         for (int p = 1; p < n; p++) {
             int64_t best = INT64_MAX, off = 0;
             for (int k = 0; k < K; k++) {
@@ -806,10 +885,12 @@ static void clock_sync(int phase) {
                 int64_t rtt = (int64_t)(t1 - t0);
                 if (rtt < best) { best = rtt; off = (int64_t)((t0 + t1) / 2) - tp; }
             }
-            tab[3 * p] = off; tab[3 * p + 1] = (best + 1) / 2; tab[3 * p + 2] = best;
+            int64_t row[3] = {off, (best + 1) / 2, best};
+            if (tab) memcpy(tab + 3 * p, row, sizeof row);
+            else PMPI_Send(row, 3, MPI_INT64_T, p, 3, sync_comm);
         }
         /* Each rank's row by point to point (a Scatter would have the others spin meanwhile). */
-        for (int p = 1; p < n; p++) PMPI_Send(tab + 3 * p, 3, MPI_INT64_T, p, 3, sync_comm);
+        for (int p = 1; tab && p < n; p++) PMPI_Send(tab + 3 * p, 3, MPI_INT64_T, p, 3, sync_comm);
     } else {
         await_root(1); /* until this rank's turn: asleep, not spinning */
         for (int k = 0; k < K; k++) {
@@ -833,7 +914,10 @@ static int other_mpi_cb(struct dl_phdr_info *info, size_t size, void *data) {
         char buf[4096];
         const char *real = realpath(name, buf) ? buf : name;
         if (strstr(real, CPMPI_OTHER_NEEDLE) || strstr(name, CPMPI_OTHER_NEEDLE)) {
-            *(const char **)data = strdup(real);
+            /* Copied: `buf` is this call's. A static buffer, no allocation to fail. */
+            static char found[4096];
+            snprintf(found, sizeof found, "%s", real);
+            *(const char **)data = found;
             return 1;
         }
     }
@@ -880,7 +964,7 @@ static void after_init(int fn) {
     if (emulating) {
         /* Knobs the program cannot run with stop it now, on every rank, not mid-run. */
         if (cpmpi_emu_init(r, n, use_tsc, tsc_mult) != 0) PMPI_Abort(MPI_COMM_WORLD, 2);
-        if (cpmpi_emu_on) enabled |= EMU;
+        if (cpmpi_emu_on) ENABLE(EMU);
     }
     if (!active) return;
     PMPI_Comm_dup(MPI_COMM_WORLD, &sync_comm);
@@ -888,14 +972,14 @@ static void after_init(int fn) {
     const char *start = getenv("COMMPERF_PMPI_START");
     int mon = !(start && (strcmp(start, "off") == 0 || strcmp(start, "0") == 0));
     if (empty_mode) mon = 0;
-    enabled |= mon ? MON : 0;
+    if (mon) ENABLE(MON);
     if (MONITORING()) count_call(fn, mono_ns() - init_t0);
 }
 
 static void before_finalize(void) {
     /* Counted, not timed: its time is spent after the statistics are written. */
     if (MONITORING() && depth == 0) count_call(FN_Finalize, 0);
-    enabled = 0;
+    DISABLE(MON | EMU);
     cpmpi_emu_finalize();
     if (!active) return;
     clock_sync(1);
@@ -936,7 +1020,7 @@ static void pcontrol(int level) {
     fill(&e, K_PCONTROL, -1, level, 0, 0, t, t);
     record(&e);
     /* mpiP's convention: 0 stops monitoring, any other level (re)starts it. */
-    enabled = (enabled & ~MON) | (level != 0 ? MON : 0);
+    if (level != 0) ENABLE(MON); else DISABLE(MON);
 }
 
 int MPI_Pcontrol(const int level, ...) {
@@ -1400,6 +1484,24 @@ static void complete(uint64_t key, const MPI_Status *st, uint64_t t0, uint64_t t
 /* Completion calls set finished requests to MPI_REQUEST_NULL, so the handles are copied first. */
 #define SMALL 64
 
+/* Room for the keys of `count` requests (and, when the caller ignores statuses and `sts` is
+ * given, for their statuses): kbuf/sbuf up to SMALL, else malloc'd. 0 without memory: nothing
+ * is left to free, cpmpi_oom has said so, and the caller runs the call unrecorded. */
+static int many_bufs(int count, uint64_t *kbuf, uint64_t **keys, MPI_Status *statuses,
+                     MPI_Status *sbuf, MPI_Status **sts, const char *what) {
+    *keys = count <= SMALL ? kbuf : malloc(sizeof(uint64_t) * (size_t)count);
+    if (sts) {
+        *sts = statuses;
+        if (statuses == MPI_STATUSES_IGNORE)
+            *sts = count <= SMALL ? sbuf : malloc(sizeof(MPI_Status) * (size_t)count);
+    }
+    if (*keys && (!sts || *sts)) return 1;
+    if (*keys != kbuf) free(*keys);
+    if (sts && *sts != statuses && *sts != sbuf) free(*sts);
+    cpmpi_oom(what);
+    return 0;
+}
+
 int MPI_Wait(MPI_Request *req, MPI_Status *status) {
     if (!ENTER(FN_Wait)) return PMPI_Wait(req, status);
     MPI_Status own;
@@ -1447,9 +1549,13 @@ static void complete_many(const uint64_t *keys, const int *idx, int n, const MPI
 
 int MPI_Waitall(int count, MPI_Request reqs[], MPI_Status *statuses) {
     if (!ENTER(FN_Waitall)) return PMPI_Waitall(count, reqs, statuses);
-    uint64_t kbuf[SMALL], *keys = count <= SMALL ? kbuf : malloc(sizeof(uint64_t) * (size_t)count);
-    MPI_Status sbuf[SMALL], *sts = statuses;
-    if (statuses == MPI_STATUSES_IGNORE) sts = count <= SMALL ? sbuf : malloc(sizeof(MPI_Status) * (size_t)count);
+    uint64_t kbuf[SMALL], *keys;
+    MPI_Status sbuf[SMALL], *sts;
+    if (!many_bufs(count, kbuf, &keys, statuses, sbuf, &sts, "the requests of an MPI_Waitall")) {
+        int rc = PMPI_Waitall(count, reqs, statuses);
+        LEAVE();
+        return rc;
+    }
     for (int i = 0; i < count; i++) keys[i] = HKEY(reqs[i]);
     uint64_t t0 = cur_t0, te = EMU_ENTER();
     int rc = PMPI_Waitall(count, reqs, sts);
@@ -1464,9 +1570,13 @@ int MPI_Waitall(int count, MPI_Request reqs[], MPI_Status *statuses) {
 
 int MPI_Testall(int count, MPI_Request reqs[], int *flag, MPI_Status *statuses) {
     if (!ENTER_POLL(FN_Testall)) return PMPI_Testall(count, reqs, flag, statuses);
-    uint64_t kbuf[SMALL], *keys = count <= SMALL ? kbuf : malloc(sizeof(uint64_t) * (size_t)count);
-    MPI_Status sbuf[SMALL], *sts = statuses;
-    if (statuses == MPI_STATUSES_IGNORE) sts = count <= SMALL ? sbuf : malloc(sizeof(MPI_Status) * (size_t)count);
+    uint64_t kbuf[SMALL], *keys;
+    MPI_Status sbuf[SMALL], *sts;
+    if (!many_bufs(count, kbuf, &keys, statuses, sbuf, &sts, "the requests of an MPI_Testall")) {
+        int rc = PMPI_Testall(count, reqs, flag, statuses);
+        LEAVE();
+        return rc;
+    }
     for (int i = 0; i < count; i++) keys[i] = HKEY(reqs[i]);
     uint64_t te = EMU_ENTER();
     int rc = PMPI_Testall(count, reqs, flag, sts);
@@ -1483,7 +1593,12 @@ int MPI_Testall(int count, MPI_Request reqs[], int *flag, MPI_Status *statuses) 
 
 int MPI_Waitany(int count, MPI_Request reqs[], int *index, MPI_Status *status) {
     if (!ENTER(FN_Waitany)) return PMPI_Waitany(count, reqs, index, status);
-    uint64_t kbuf[SMALL], *keys = count <= SMALL ? kbuf : malloc(sizeof(uint64_t) * (size_t)count);
+    uint64_t kbuf[SMALL], *keys;
+    if (!many_bufs(count, kbuf, &keys, MPI_STATUSES_IGNORE, NULL, NULL, "the requests of an MPI_Waitany")) {
+        int rc = PMPI_Waitany(count, reqs, index, status);
+        LEAVE();
+        return rc;
+    }
     MPI_Status own;
     MPI_Status *st = status == MPI_STATUS_IGNORE ? &own : status;
     for (int i = 0; i < count; i++) keys[i] = HKEY(reqs[i]);
@@ -1499,7 +1614,12 @@ int MPI_Waitany(int count, MPI_Request reqs[], int *index, MPI_Status *status) {
 
 int MPI_Testany(int count, MPI_Request reqs[], int *index, int *flag, MPI_Status *status) {
     if (!ENTER_POLL(FN_Testany)) return PMPI_Testany(count, reqs, index, flag, status);
-    uint64_t kbuf[SMALL], *keys = count <= SMALL ? kbuf : malloc(sizeof(uint64_t) * (size_t)count);
+    uint64_t kbuf[SMALL], *keys;
+    if (!many_bufs(count, kbuf, &keys, MPI_STATUSES_IGNORE, NULL, NULL, "the requests of an MPI_Testany")) {
+        int rc = PMPI_Testany(count, reqs, index, flag, status);
+        LEAVE();
+        return rc;
+    }
     MPI_Status own;
     MPI_Status *st = status == MPI_STATUS_IGNORE ? &own : status;
     for (int i = 0; i < count; i++) keys[i] = HKEY(reqs[i]);
@@ -1519,9 +1639,13 @@ int MPI_Testany(int count, MPI_Request reqs[], int *index, int *flag, MPI_Status
     int MPI_##NAME(int count, MPI_Request reqs[], int *outcount, int indices[], MPI_Status *statuses) { \
         if (!(POLL ? ENTER_POLL(FN_##NAME) : ENTER(FN_##NAME)))                                  \
             return PMPI_##NAME(count, reqs, outcount, indices, statuses);                       \
-        uint64_t kbuf[SMALL], *keys = count <= SMALL ? kbuf : malloc(sizeof(uint64_t) * (size_t)count); \
-        MPI_Status sbuf[SMALL], *sts = statuses;                                                 \
-        if (statuses == MPI_STATUSES_IGNORE) sts = count <= SMALL ? sbuf : malloc(sizeof(MPI_Status) * (size_t)count); \
+        uint64_t kbuf[SMALL], *keys;                                                             \
+        MPI_Status sbuf[SMALL], *sts;                                                            \
+        if (!many_bufs(count, kbuf, &keys, statuses, sbuf, &sts, "the requests of an MPI_" #NAME)) { \
+            int rc_ = PMPI_##NAME(count, reqs, outcount, indices, statuses);                     \
+            LEAVE();                                                                             \
+            return rc_;                                                                          \
+        }                                                                                        \
         for (int i = 0; i < count; i++) keys[i] = HKEY(reqs[i]);                                 \
         uint64_t t0 = POLL ? 0 : cur_t0, te = EMU_ENTER();                                      \
         int rc = PMPI_##NAME(count, reqs, outcount, indices, sts);                               \
