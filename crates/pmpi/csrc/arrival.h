@@ -1,5 +1,5 @@
 /* When a received message arrived, estimated: knob L's dating (emulate.c), on its own so that a
- * test can check its arithmetic exactly without MPI (crates/pmpi/tests/arrival.rs).
+ * test can check its arithmetic exactly without MPI (crates/pmpi/tests/c_headers.rs).
  *
  * The MPI layer sees three times of a receive: t_inj, the sender's stamp just before it handed
  * the message over (side band); t_enter, when the receiving call was entered; t_done, when it

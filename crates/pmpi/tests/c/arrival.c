@@ -1,4 +1,4 @@
-/* Exact answers of knob L's arrival dating (csrc/arrival.h), run by tests/arrival.rs. Exits 1
+/* Exact answers of knob L's arrival dating (csrc/arrival.h), run by tests/c_headers.rs. Exits 1
  * naming the first check that fails. */
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,5 +1,5 @@
 /* Exact checks of csrc/bytes.h, the 64-bit byte counts of the emulated collectives (run by
- * tests/bytes.rs). Prints "ok", or the first wrong value and exits 1. */
+ * tests/c_headers.rs). Prints "ok", or the first wrong value and exits 1. */
 #include <stdio.h>
 #include <stdlib.h>
 
