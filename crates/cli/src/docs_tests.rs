@@ -414,6 +414,13 @@ fn every_option_the_readme_and_the_book_name_exists() {
         "--mpi",
         // scripts/build_mpich_apps.sh's.
         "--lammps",
+        // scripts/sanitize.sh's, and cargo fuzz's (the robustness page).
+        "--only",
+        "--csrc",
+        "--sanitizer",
+        "--fuzz-dir",
+        "--debug-assertions",
+        "--cfg",
     ];
     let mut ours: Vec<String> = Vec::new();
     // Subcommands and theirs (`monitor run`, `monitor report`), and the top level's.
