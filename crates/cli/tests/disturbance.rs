@@ -6,6 +6,8 @@
 //! Each test uses a registry directory of its own (`COMMPERF_REGISTRY`), so that measurements
 //! of other tests running at the same time are not in its figures.
 
+mod common;
+use common::allowed_cpus;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
@@ -72,18 +74,6 @@ fn notes(v: &Value, kind: &str) -> Vec<String> {
                 .collect()
         })
         .unwrap_or_default()
-}
-
-fn allowed_cpus() -> Vec<usize> {
-    // SAFETY: an all-zero cpu_set_t is a valid empty set; sched_getaffinity fills it.
-    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-    // SAFETY: `set` is a valid, writable cpu_set_t of the size given.
-    let r = unsafe { libc::sched_getaffinity(0, std::mem::size_of_val(&set), &mut set) };
-    assert_eq!(r, 0);
-    // SAFETY: CPU_ISSET reads the set filled above.
-    (0..libc::CPU_SETSIZE as usize)
-        .filter(|&c| unsafe { libc::CPU_ISSET(c, &set) })
-        .collect()
 }
 
 /// The registry's entries: file names.

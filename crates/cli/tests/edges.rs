@@ -3,6 +3,8 @@
 //! accepted, binary files given as text, GOAL for every generated pattern, and the progress
 //! lines a long run writes to a log.
 
+mod common;
+use common::allowed_cpus;
 use serde_json::Value;
 use std::io::{BufRead, BufReader};
 use std::os::fd::{FromRawFd, OwnedFd};
@@ -49,19 +51,6 @@ impl Drop for TempDir {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.0);
     }
-}
-
-/// The CPUs this process may run on.
-fn allowed_cpus() -> Vec<usize> {
-    // SAFETY: a zeroed cpu_set_t is a valid empty set; sched_getaffinity writes at most its size.
-    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-    // SAFETY: pid 0 is this thread; the size is the set's.
-    let r = unsafe { libc::sched_getaffinity(0, std::mem::size_of_val(&set), &mut set) };
-    assert_eq!(r, 0);
-    (0..libc::CPU_SETSIZE as usize)
-        // SAFETY: c is below CPU_SETSIZE.
-        .filter(|&c| unsafe { libc::CPU_ISSET(c, &set) })
-        .collect()
 }
 
 /// Small inputs for the commands that read files: a result file of a quick run over uds and

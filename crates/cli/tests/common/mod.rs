@@ -1,4 +1,4 @@
-//! Checks shared by the integration tests.
+//! Checks and helpers shared by the integration tests.
 
 use serde_json::Value;
 
@@ -36,4 +36,18 @@ pub fn assert_cost_judged(r: &Value) {
             );
         }
     }
+}
+
+/// The CPUs this process may run on.
+#[allow(dead_code)] // not every test file pins
+pub fn allowed_cpus() -> Vec<usize> {
+    // SAFETY: a zeroed cpu_set_t is a valid empty set; sched_getaffinity writes at most its size.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    // SAFETY: pid 0 is this thread; the size is the set's.
+    let r = unsafe { libc::sched_getaffinity(0, std::mem::size_of_val(&set), &mut set) };
+    assert_eq!(r, 0);
+    (0..libc::CPU_SETSIZE as usize)
+        // SAFETY: c is below CPU_SETSIZE.
+        .filter(|&c| unsafe { libc::CPU_ISSET(c, &set) })
+        .collect()
 }
