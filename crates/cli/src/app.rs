@@ -1167,7 +1167,17 @@ fn run_with_timeout(
     done: &dyn Fn() -> bool,
 ) -> Result<Finished> {
     use std::io::Read;
-    let mut child = crate::interrupt::die_with_parent(&mut cmd).spawn()?;
+    let mut shm = crate::run_dir::RunDir::ompi(&mut cmd)?;
+    crate::interrupt::die_with_parent(&mut cmd);
+    // SAFETY: signal is async-signal-safe; the closure allocates nothing.
+    unsafe {
+        std::os::unix::process::CommandExt::pre_exec(&mut cmd, || {
+            libc::signal(libc::SIGPIPE, libc::SIG_IGN);
+            Ok(())
+        });
+    }
+    let mut child = cmd.spawn()?;
+    shm.launched(child.id());
     let drain = |r: Option<Box<dyn Read + Send>>| {
         std::thread::spawn(move || {
             let mut v = Vec::new();

@@ -94,9 +94,9 @@ pub enum Command {
     /// The peer process a local `emulate calibrate` starts (internal)
     #[command(name = "__emulate-peer", hide = true)]
     EmulatePeer,
-    /// The guard that removes a killed `emulate`'s run directory (internal)
-    #[command(name = "__emulate-reap", hide = true)]
-    EmulateReap { dir: std::path::PathBuf },
+    /// The guard that removes a killed verb's run directory (internal)
+    #[command(name = "__reap", hide = true)]
+    Reap { dir: std::path::PathBuf },
     /// The peer process a local `monitor run` starts (internal)
     #[command(name = "__monitor-peer", hide = true)]
     MonitorPeer,

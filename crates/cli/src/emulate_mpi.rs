@@ -21,7 +21,9 @@ use clap::Args;
 use commperf_emulate::{parse_duration_ns, Knob, Knobs};
 use serde::Serialize;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Instant;
+
+use crate::run_dir::{Kind, RunDir};
 
 fn knob_value(knob: Knob, s: &str) -> Result<f64, String> {
     parse_duration_ns(knob, s).map_err(|e| e.to_string())
@@ -395,170 +397,6 @@ impl Drop for Forward {
     }
 }
 
-/// A private run directory (the interposer, the L side band, the per-rank counts), removed on
-/// drop, and also when this process is killed outright (SIGKILL runs no drop), by its reaper:
-/// a `commperf __emulate-reap DIR` child blocked reading a pipe whose writing end only this
-/// process holds. The kernel closes that end when this process ends, however it ends; the
-/// reaper then waits for the launched command (its pid came through the pipe; it got SIGTERM
-/// from its parent-death signal, [`crate::interrupt::die_with_parent`]) to stop writing there,
-/// and removes the directory. A pipe, not a parent-death signal, for the reaper: its EOF comes
-/// exactly once whatever killed us and whichever thread spawned it. The reaper has its own
-/// process group, so that a signal to ours (a Ctrl-C, a sweep killing a run's group) leaves it
-/// to clean up. The name carries our pid: a directory whose process and reaper both died (a
-/// machine crash) is removed by the next run ([`remove_stale_run_dirs`]).
-struct RunDir {
-    path: PathBuf,
-    /// None only in unit tests, whose executable is the test harness.
-    reaper: Option<std::process::Child>,
-}
-
-/// Each run directory's name: `commperf-emulate-PID-N` in the temporary directory.
-const RUN_DIR_PREFIX: &str = "commperf-emulate-";
-
-/// How long the reaper waits for the launched command to end before it removes the directory
-/// anyway (mpirun stops its ranks within a second or two of SIGTERM).
-const REAP_WAIT: Duration = Duration::from_secs(10);
-
-impl RunDir {
-    fn new() -> Result<RunDir> {
-        let base = std::env::temp_dir();
-        remove_stale_run_dirs(&base);
-        for i in 0..100u32 {
-            let d = base.join(format!("{RUN_DIR_PREFIX}{}-{i}", std::process::id()));
-            match std::fs::create_dir(&d) {
-                Ok(()) => return RunDir::guarded(d),
-                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
-                Err(e) => return Err(e).with_context(|| format!("cannot create {}", d.display())),
-            }
-        }
-        bail!("cannot create a run directory in {}", base.display())
-    }
-
-    fn guarded(path: PathBuf) -> Result<RunDir> {
-        let reaper = std::env::current_exe()
-            .and_then(|exe| {
-                let mut cmd = std::process::Command::new(exe);
-                cmd.arg("__emulate-reap")
-                    .arg(&path)
-                    .stdin(std::process::Stdio::piped())
-                    .stdout(std::process::Stdio::null())
-                    .stderr(std::process::Stdio::null());
-                std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
-                cmd.spawn()
-            })
-            .map_err(|e| {
-                let _ = std::fs::remove_dir(&path);
-                anyhow::anyhow!("cannot start the guard of {}: {e}", path.display())
-            })?;
-        Ok(RunDir {
-            path,
-            reaper: Some(reaper),
-        })
-    }
-
-    /// A run directory without its reaper, for unit tests.
-    #[cfg(test)]
-    fn unguarded() -> Result<RunDir> {
-        let path = std::env::temp_dir().join(format!(
-            "{RUN_DIR_PREFIX}{}-test-{:?}",
-            std::process::id(),
-            std::thread::current().id()
-        ));
-        std::fs::create_dir_all(&path)?;
-        Ok(RunDir { path, reaper: None })
-    }
-
-    /// Tells the reaper which process writes into the directory.
-    fn launched(&mut self, pid: u32) {
-        use std::io::Write;
-        if let Some(w) = self.reaper.as_mut().and_then(|r| r.stdin.as_mut()) {
-            let _ = writeln!(w, "{pid}");
-        }
-    }
-}
-
-impl Drop for RunDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.path);
-        // The reaper finds the directory gone and ends at once.
-        if let Some(r) = self.reaper.as_mut() {
-            drop(r.stdin.take());
-            let _ = r.wait();
-        }
-    }
-}
-
-/// Removes run directories left by processes that no longer exist (both the run and its
-/// reaper were killed); a directory whose process lives, or that another user owns, is kept.
-fn remove_stale_run_dirs(base: &Path) {
-    use std::os::unix::fs::MetadataExt;
-    let Ok(entries) = std::fs::read_dir(base) else {
-        return;
-    };
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    let me = unsafe { libc::geteuid() };
-    for e in entries.flatten() {
-        let name = e.file_name();
-        let Some(pid) = name
-            .to_str()
-            .and_then(|n| n.strip_prefix(RUN_DIR_PREFIX))
-            .and_then(|r| r.split_once('-'))
-            .and_then(|(pid, n)| n.parse::<u32>().ok().and(pid.parse::<u32>().ok()))
-        else {
-            continue;
-        };
-        let mine = e.metadata().is_ok_and(|m| m.is_dir() && m.uid() == me);
-        if mine && !alive(pid) {
-            let _ = std::fs::remove_dir_all(e.path());
-        }
-    }
-}
-
-/// Whether process `pid` exists and has not ended (a zombie has).
-fn alive(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
-        // The state follows the command name, which is in parentheses and may hold any byte.
-        s.rsplit_once(')')
-            .and_then(|(_, rest)| rest.trim_start().chars().next())
-            .is_some_and(|state| !matches!(state, 'Z' | 'X'))
-    })
-}
-
-/// `commperf __emulate-reap DIR`: the guard [`RunDir`] starts. Waits for its parent to close
-/// the pipe (stdin), then, if DIR is still there (the parent was killed), waits up to
-/// [`REAP_WAIT`] for the command the parent launched and removes DIR. Only a run directory's
-/// name is accepted.
-pub fn reap(dir: &Path) -> Result<()> {
-    use std::io::Read;
-    let named = dir
-        .file_name()
-        .and_then(|n| n.to_str())
-        .is_some_and(|n| n.starts_with(RUN_DIR_PREFIX));
-    if !named {
-        bail!(
-            "{} is not a run directory of commperf emulate",
-            dir.display()
-        );
-    }
-    let mut told = String::new();
-    let _ = std::io::stdin().read_to_string(&mut told);
-    if !dir.exists() {
-        return Ok(());
-    }
-    if let Some(pid) = told
-        .lines()
-        .filter_map(|l| l.trim().parse::<u32>().ok())
-        .next_back()
-    {
-        let until = Instant::now() + REAP_WAIT;
-        while alive(pid) && Instant::now() < until {
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-    let _ = std::fs::remove_dir_all(dir);
-    Ok(())
-}
-
 /// How [`run_emulated`] runs the command, beside the knobs.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct RunOptions {
@@ -589,14 +427,14 @@ pub(crate) fn run_emulated(
         bail!("no command to emulate: commperf emulate --L 20us -- mpirun -np 4 ./app");
     }
     let plan = crate::preload::plan(command, opts.interposer.as_deref())?;
-    let mut dir = RunDir::new()?;
+    let mut dir = RunDir::new(Kind::Emulate)?;
     let preload = plan.preload()?;
     let mut vars = vec![
         ("LD_PRELOAD".to_string(), preload),
         ("COMMPERF_EMULATE".to_string(), env_value(knobs)),
         (
             "COMMPERF_EMULATE_DIR".to_string(),
-            dir.path.display().to_string(),
+            dir.path().display().to_string(),
         ),
         (
             "COMMPERF_EMULATE_COLL".to_string(),
@@ -618,11 +456,13 @@ pub(crate) fn run_emulated(
     if opts.program_stdout_to_stderr {
         cmd.stdout(std::io::stderr());
     }
+    let mut shm = RunDir::ompi(&mut cmd)?;
     let t0 = Instant::now();
     let mut child = cmd
         .spawn()
         .with_context(|| format!("cannot run {}", command[0]))?;
     dir.launched(child.id());
+    shm.launched(child.id());
     FORWARDED.store(0, std::sync::atomic::Ordering::Relaxed);
     let status = {
         let _fwd = Forward::to(child.id());
@@ -635,7 +475,7 @@ pub(crate) fn run_emulated(
     let untouched = if knobs.is_zero() && !opts.engaged {
         None
     } else {
-        Some(Untouched::read(&dir.path)?)
+        Some(Untouched::read(dir.path())?)
     };
     Ok(RunOutcome {
         schema_version: RUN_SCHEMA_VERSION,
@@ -1000,8 +840,8 @@ pub(crate) fn calibrate(c: &crate::emulate::CalibrateArgs) -> Result<()> {
             .ok()
             .and_then(|v| v.into_iter().max())
             .unwrap_or(16384) as f64;
-        let dir = RunDir::new()?;
-        let json = dir.path.join("loggp.json");
+        let dir = RunDir::new(Kind::Emulate)?;
+        let json = dir.path().join("loggp.json");
         let args: Vec<std::ffi::OsString> = [
             "bench",
             "loggp",
@@ -1156,18 +996,18 @@ mod tests {
     fn counts_are_summed_and_shares_computed() {
         let d = RunDir::unguarded().unwrap();
         std::fs::write(
-            d.path.join("rank-0.emu"),
+            d.path().join("rank-0.emu"),
             "p2p_sent 30\np2p_sent_bytes 3000\ncoll_calls 10\ncoll_bytes 1000\nhold_ns 5\n\
              dated_watched 30\ndated_estimated 10\nwatched_excess_ns 600\n",
         )
         .unwrap();
         std::fs::write(
-            d.path.join("rank-1.emu"),
+            d.path().join("rank-1.emu"),
             "p2p_sent 30\np2p_sent_bytes 3000\ncoll_calls 20\ncoll_bytes 3000\nhold_ns 7\n\
              dated_watched 10\ndated_estimated 5\nwatched_excess_ns 1400\n",
         )
         .unwrap();
-        let u = Untouched::read(&d.path).unwrap();
+        let u = Untouched::read(d.path()).unwrap();
         assert_eq!(u.ranks, 2);
         assert_eq!(u.p2p_messages, 60);
         assert_eq!(u.collective_calls, 30);
@@ -1184,13 +1024,13 @@ mod tests {
     fn emulated_collectives_are_touched_and_their_messages_counted_apart() {
         let d = RunDir::unguarded().unwrap();
         std::fs::write(
-            d.path.join("rank-0.emu"),
+            d.path().join("rank-0.emu"),
             "p2p_sent 10\np2p_sent_bytes 1000\ncoll_calls 8\ncoll_bytes 800\n\
              coll_emulated 6\ncoll_emulated_bytes 700\ncoll_p2p_sent 20\n\
              coll_p2p_sent_bytes 1900\ncoll_p2p_recv 19\n",
         )
         .unwrap();
-        let u = Untouched::read(&d.path).unwrap();
+        let u = Untouched::read(d.path()).unwrap();
         assert_eq!(u.p2p_messages, 10);
         assert_eq!(u.collective_calls, 8);
         assert_eq!(u.collectives_emulated, 6);
@@ -1207,7 +1047,7 @@ mod tests {
     fn charged_calls_are_touched_and_the_rest_counted_as_other() {
         let d = RunDir::unguarded().unwrap();
         std::fs::write(
-            d.path.join("rank-0.emu"),
+            d.path().join("rank-0.emu"),
             "p2p_sent 4\np2p_sent_bytes 400\nother_calls 2\nother_bytes 100\n\
              nbc_calls 3\npcoll_calls 1\ncharged_sends 6\ncharged_recvs 5\ncharged_rounds 4\n\
              charged_wire_bytes 300\ncharged_gaps 2\ncharged_done 4\nrma_calls 2\n\
@@ -1215,7 +1055,7 @@ mod tests {
              charged_hold_ns 1500\nisendrecv_calls 2\n",
         )
         .unwrap();
-        let u = Untouched::read(&d.path).unwrap();
+        let u = Untouched::read(d.path()).unwrap();
         assert_eq!(
             (
                 u.charged_nonblocking_collectives,

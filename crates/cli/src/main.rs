@@ -27,6 +27,7 @@ mod predict;
 mod preload;
 mod probe;
 mod progress;
+mod run_dir;
 mod shell;
 mod testbed;
 
@@ -73,7 +74,7 @@ fn main() -> ExitCode {
         Command::MonitorPeer => monitor::peer(),
         Command::Emulate(e) => emulate::run(&e),
         Command::EmulatePeer => emulate::peer(),
-        Command::EmulateReap { dir } => emulate_mpi::reap(&dir),
+        Command::Reap { dir } => run_dir::reap(&dir),
         Command::App(a) => match &a.cmd {
             Some(app::AppCmd::Report(r)) => app::report(r),
             None => match a.to_config() {

@@ -142,12 +142,15 @@ mod with_mpi {
         ));
         // The ranks' output reaches us through mpirun, which ignores its own write errors: it
         // is copied to our stdout here, so a full disk is reported as for any other run.
-        let mut child =
-            crate::interrupt::die_with_parent(&mut std::process::Command::new(&cmd.program))
-                .args(&cmd.args)
-                .stdout(std::process::Stdio::piped())
-                .spawn()
-                .with_context(|| format!("starting {}", cmd.program.display()))?;
+        let mut launch = std::process::Command::new(&cmd.program);
+        crate::interrupt::die_with_parent(&mut launch)
+            .args(&cmd.args)
+            .stdout(std::process::Stdio::piped());
+        let mut shm = crate::run_dir::RunDir::ompi(&mut launch)?;
+        let mut child = launch
+            .spawn()
+            .with_context(|| format!("starting {}", cmd.program.display()))?;
+        shm.launched(child.id());
         let copied = copy_out(child.stdout.take());
         let status = child.wait().context("waiting for mpirun")?;
         copied?;

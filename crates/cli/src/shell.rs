@@ -173,7 +173,7 @@ mod tests {
             hidden,
             [
                 "__emulate-peer",
-                "__emulate-reap",
+                "__reap",
                 "__monitor-peer",
                 "__peer",
                 "__testbed-rank",

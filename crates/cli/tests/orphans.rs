@@ -1,4 +1,4 @@
-//! No orphans: whatever ends commperf — Ctrl-C at a sweep, `kill -9` of `monitor` or `emulate` —
+//! No orphans: whatever ends commperf — Ctrl-C at a sweep, `kill -9` of `monitor`, `emulate` or `app` —
 //! nothing it started outlives it: not mpirun, not the ranks, not commperf's own helpers, and no
 //! file of the run stays (emulate's run directory, MPI's session directory and shared-memory
 //! segments). Each run carries a marker in its environment, which every process it starts
@@ -27,12 +27,15 @@ fn setup(test: &str) -> (Scratch, PathBuf, PathBuf) {
     (s, prog, tmp)
 }
 
-/// `commperf ARGS -- mpirun.openmpi -np 2 PROG 30` marked `mark`, its files in `tmp`.
+/// `commperf ARGS -- mpirun.openmpi -np 2 PROG 30` marked `mark`, its files in `tmp`
+/// (`app` is given the program alone: it launches it itself, `mpirun.openmpi -np 2 PROG 30`).
 fn launch(args: &[&str], prog: &Path, tmp: &Path, mark: &str) -> Command {
     let mut c = Command::new(exe());
-    c.args(args)
-        .args(["--", "mpirun.openmpi", "-np", "2", "--oversubscribe"])
-        .arg(prog)
+    c.args(args).arg("--");
+    if args[0] != "app" {
+        c.args(["mpirun.openmpi", "-np", "2", "--oversubscribe"]);
+    }
+    c.arg(prog)
         .arg("30")
         .env(MARK, mark)
         .env("TMPDIR", tmp)
@@ -96,7 +99,8 @@ fn kill9(child: &mut std::process::Child) {
     assert_eq!(std::os::unix::process::ExitStatusExt::signal(&st), Some(9));
 }
 
-/// `kill -9` of `commperf monitor -- mpirun …` and of `commperf emulate -- mpirun …` at points
+/// `kill -9` of `commperf monitor -- mpirun …`, `commperf emulate -- mpirun …` and `commperf app
+/// -- PROG` (which runs `mpirun` under the monitor) at points
 /// from before MPI_Init to the steady state: within 5 s no process of the run is left (mpirun,
 /// the ranks, emulate's reaper) and no file (emulate's run directory, MPI's session directory
 /// and shared-memory segments); monitor's `-o` directory, the run's output, is outside `tmp`.
@@ -108,13 +112,24 @@ fn kill9(child: &mut std::process::Child) {
 fn a_killed_launcher_leaves_no_process_and_no_file() {
     let (s, prog, tmp) = setup("a_killed_launcher_leaves_no_process_and_no_file");
     let delays_ms = [200, 700, 1300, 2000];
-    for (l, verb) in ["monitor", "emulate"].iter().enumerate() {
+    for (l, verb) in ["monitor", "emulate", "app"].iter().enumerate() {
         for (i, ms) in delays_ms.iter().enumerate() {
             let mark = format!("{}-{l}-{i}", std::process::id());
             let out = s.0.join(format!("out-{l}-{i}"));
+            let out = out.to_str().unwrap();
             let args: Vec<&str> = match *verb {
-                "monitor" => vec!["monitor", "-o", out.to_str().unwrap()],
-                _ => vec!["emulate", "--L", "20us"],
+                "monitor" => vec!["monitor", "-o", out],
+                "emulate" => vec!["emulate", "--L", "20us"],
+                _ => vec![
+                    "app",
+                    "--stacks",
+                    "ompi-shm",
+                    "--np",
+                    "2",
+                    "--no-bench",
+                    "-o",
+                    out,
+                ],
             };
             let mut child = launch(&args, &prog, &tmp, &mark)
                 .stdout(Stdio::null())
