@@ -234,6 +234,21 @@ fn main() {
     ] {
         println!("cargo:rerun-if-changed={f}");
     }
+    // A fuzzing build (`--cfg fuzzing`, scripts/fuzz.sh) reads files, never launches MPI: no
+    // interposer, no runtime (the runtime's own release build would double the fuzz build).
+    if std::env::var_os("CARGO_CFG_FUZZING").is_some() {
+        for name in [
+            "libcommperf_pmpi_openmpi.so",
+            "libcommperf_pmpi_mpich.so",
+            "libcommperf_pmpi_rt.so",
+        ] {
+            std::fs::write(out.join(name), b"").expect("write placeholder");
+        }
+        for flavour in ["OPENMPI", "MPICH"] {
+            println!("cargo:rustc-env=COMMPERF_PMPI_{flavour}_VERSION=");
+        }
+        return;
+    }
     // PATH and its directories are watched by commperf_caps.
     let dirs: Vec<PathBuf> = commperf_path_dirs()
         .into_iter()
