@@ -29,9 +29,13 @@ use commperf_bench::cost::{self, Baseline, Saving};
 use commperf_bench::patterns::{self, check, Buffers, Laps, Loop, LoopError, Mismatch, Scattered};
 use commperf_bench::session::{loggp_rows, summarize_latency};
 use commperf_bench::{extended, loggp, machine, BenchConfig, BenchError, Progress, MAX_SIZE};
-use commperf_core::{Benchmark, BufferUse, Mode, Options, Placement, Report, Row, TransportKind};
+use commperf_core::{
+    Benchmark, BufferUse, Disturbance, Mode, Options, Placement, ProcessId, Report, Row,
+    TransportKind, Watch,
+};
 use commperf_transport::clock::Clock;
 use commperf_transport::conformance::fill;
+use commperf_transport::text::printable;
 use std::time::SystemTime;
 
 const DATA: i32 = 1;
@@ -233,6 +237,13 @@ pub(crate) fn run(
         cfg,
         win: Window::new(2 * cfg.window.max(1) as usize + 2 * world.size() as usize),
     };
+    // Every rank watches its own end from here to the end, the other ranks left out: they
+    // are this measurement, siblings under mpirun or on other hosts, not our children.
+    let ids = process_ids(world)?;
+    let me = world.rank() as usize;
+    let partners = ids.iter().enumerate().filter(|&(r, _)| r != me);
+    // mpirun's binding stands: no CPUs of our choosing to register.
+    let mut watch = Watch::start_among("bench", &[], partners.map(|(_, p)| p.clone()).collect());
     let mut sbuf = PageBuf::new(max);
     let mut rbuf = PageBuf::new(max * slots);
     let mut results = Vec::new();
@@ -252,6 +263,8 @@ pub(crate) fn run(
             done += 1;
             let (s, r) = (&mut sbuf[..size as usize], &mut rbuf[..]);
             measure(&mut ctx, b, size, &ph, s, r, &mut results, &mut prtts)?;
+            // Between measurements, as the other transports look.
+            watch.check();
             if matches!(b, Benchmark::Conns | Benchmark::Cq) {
                 break; // 16-byte messages only, as at the transport layer
             }
@@ -263,7 +276,58 @@ pub(crate) fn run(
         progress.finished(&format!("{b} over mpi"), finished, cfg.benchmarks.len());
     }
     progress.finish();
-    finish(world, cfg, ctx.clock, started_unix_s, results)
+    let disturbance = gather_findings(world, &ids, watch.finish())?;
+    finish(world, cfg, ctx.clock, started_unix_s, results, disturbance)
+}
+
+/// Every rank's process, by rank: gathered at rank 0 and sent back to each, so that each rank
+/// can leave the others out of what its watch finds.
+fn process_ids(world: &MpiWorld) -> Result<Vec<ProcessId>, MpiError> {
+    let me = ProcessId::me();
+    let n = world.size();
+    if world.rank() != 0 {
+        world.send_json(0, &me)?;
+        let all: Vec<ProcessId> = world.recv_json(0)?;
+        if all.len() != n as usize {
+            return Err(MpiError::Protocol(format!(
+                "rank 0 sent {} processes for {n} ranks",
+                all.len()
+            )));
+        }
+        return Ok(all);
+    }
+    let mut all = vec![me];
+    for r in 1..n {
+        all.push(world.recv_json(r)?);
+    }
+    for r in 1..n {
+        world.send_json(r, &all)?;
+    }
+    Ok(all)
+}
+
+/// What disturbed the run at any rank, merged at rank 0 (`None` on the others): rank 0's
+/// findings as they are, another rank's prefixed with the rank and its host, and a measurement
+/// that two ranks of one machine both saw said once.
+fn gather_findings(
+    world: &MpiWorld,
+    ids: &[ProcessId],
+    mine: Disturbance,
+) -> Result<Option<Disturbance>, MpiError> {
+    if world.rank() != 0 {
+        world.send_json(0, &mine)?;
+        return Ok(None);
+    }
+    let mut all = mine;
+    for r in 1..world.size() {
+        let mut theirs: Disturbance = world.recv_json(r)?;
+        for f in &mut theirs.findings {
+            f.note = printable(&f.note);
+        }
+        let whose = format!("rank {r} on {}", printable(world.host(r)));
+        all.merge(&whose, theirs, ids[0].same_machine(&ids[r as usize]));
+    }
+    Ok(Some(all))
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -659,6 +723,7 @@ fn finish(
     clock: Clock,
     started_unix_s: u64,
     rows: Vec<Row>,
+    disturbance: Option<Disturbance>,
 ) -> Result<Option<Report>, MpiError> {
     let pair = world.pair();
     let cpu = commperf_transport::affinity::current_cpu();
@@ -704,7 +769,7 @@ fn finish(
         },
         limits: None,
         results,
-        disturbance: Default::default(),
+        disturbance: disturbance.unwrap_or_default(),
         partial: false,
     }))
 }
