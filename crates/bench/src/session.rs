@@ -318,11 +318,13 @@ pub fn run(cfg: &BenchConfig, progress: &mut dyn Progress) -> Result<Report, Ben
 
     // Registered and sampled from here to the end: the limits are measurements too.
     let watch_cpus: Vec<usize> = mine.into_iter().chain(theirs.filter(|_| local)).collect();
-    let mut watch = Watch::start_among(
-        "bench",
-        &watch_cpus,
-        server.process.iter().cloned().collect(),
-    );
+    let partners = server
+        .process
+        .iter()
+        .chain(&cfg.partners)
+        .cloned()
+        .collect();
+    let mut watch = Watch::start_among("bench", &watch_cpus, partners);
 
     let limits = match cpus {
         Some((a, b)) if local && a != b && cfg.transports.contains(&TransportKind::Shm) => {
@@ -1218,7 +1220,7 @@ pub fn serve_session(
     token: &str,
     bind_ip: IpAddr,
 ) -> Result<Disturbance, BenchError> {
-    let partners: Vec<ProcessId> = ctrl.partner().cloned().into_iter().collect();
+    let partners = ctrl.partners().to_vec();
     let mut watch: Option<Watch> = None;
     let mut found = Disturbance::default();
     let corruption = corruption_from_env();

@@ -426,7 +426,7 @@ fn a_peer_run_and_an_independent_bench_name_each_other() {
     not(all(commperf_mpi_feature, commperf_has_openmpi)),
     ignore = "needs a build with the mpi feature (--features commperf/mpi) and Open MPI's mpirun.openmpi"
 )]
-fn an_mpi_bench_names_a_bench_running_beside_it() {
+fn mpi_benches_name_a_bench_running_beside_them_and_no_rank_of_their_own() {
     let dir = TempDir::new("mpi");
     let reg = dir.0.join("registry");
     let (a, b) = two_cpus();
@@ -441,49 +441,55 @@ fn an_mpi_bench_names_a_bench_running_beside_it() {
     );
     let other_pid = other.0.id();
     wait_registered(&reg, other_pid, &mut other.0);
-    let out = dir.0.join("mpi.json");
-    // Real mpirun, two ranks: siblings under mpirun, not parent and child.
-    let o = ok(Command::new("timeout")
-        .args([
-            "-k",
-            "10",
-            "240",
-            "mpirun.openmpi",
-            "-np",
-            "2",
-            "--oversubscribe",
-        ])
-        .arg(exe())
-        .args([
-            "bench", "latency", "-t", "mpi", "--sizes", "8", "--iters", "200",
-        ])
-        .args(["-o", out.to_str().unwrap()])
-        .env("COMMPERF_REGISTRY", &reg)
-        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
-        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
-        .stdin(Stdio::null())
-        .output()
-        .unwrap());
-    assert!(
-        other.0.try_wait().unwrap().is_none(),
-        "the other bench was still measuring"
-    );
-    let v: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
-    // Named once: both ranks saw it on this machine, and neither rank names the other.
     let expected = another(other_pid, &format!("bench, CPUs {pair}"));
-    assert_eq!(
-        notes(&v, "other_measurement"),
-        std::slice::from_ref(&expected),
-        "{v}"
-    );
-    // Rank 0's table says it in its header, as the other transports' do.
-    let table = String::from_utf8(o.stdout).unwrap();
-    assert!(
-        table
-            .lines()
-            .any(|l| l == format!("# disturbed: {expected}")),
-        "{table}"
-    );
-    // Both ranks' entries are gone; the other bench's is left until it is killed.
-    assert_eq!(entries(&reg).len(), 1);
+    // The MPI suite on two ranks; the transport layer between four ranks placed by mpirun,
+    // two pairs, each a session whose ends both watch.
+    for (np, how) in [
+        ("2", &["-t", "mpi"][..]),
+        ("4", &["-t", "tcp", "--launcher", "mpi"]),
+    ] {
+        let out = dir.0.join(format!("mpi-{np}.json"));
+        // Real mpirun: the ranks are siblings under it, not parent and child.
+        let o = ok(Command::new("timeout")
+            .args([
+                "-k",
+                "10",
+                "240",
+                "mpirun.openmpi",
+                "-np",
+                np,
+                "--oversubscribe",
+            ])
+            .arg(exe())
+            .args(["bench", "latency", "--sizes", "8", "--iters", "200"])
+            .args(how)
+            .args(["-o", out.to_str().unwrap()])
+            .env("COMMPERF_REGISTRY", &reg)
+            .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+            .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+            .stdin(Stdio::null())
+            .output()
+            .unwrap());
+        assert!(
+            other.0.try_wait().unwrap().is_none(),
+            "the other bench was still measuring"
+        );
+        let v: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+        // Named once: every rank saw it on this machine; no rank names another of the job.
+        assert_eq!(
+            notes(&v, "other_measurement"),
+            std::slice::from_ref(&expected),
+            "{how:?}: {v}"
+        );
+        // Rank 0's table says it in its header, as the other transports' do.
+        let table = String::from_utf8(o.stdout).unwrap();
+        assert!(
+            table
+                .lines()
+                .any(|l| l == format!("# disturbed: {expected}")),
+            "{table}"
+        );
+        // The ranks' entries are gone; the other bench's is left until it is killed.
+        assert_eq!(entries(&reg).len(), 1);
+    }
 }

@@ -30,12 +30,10 @@ use commperf_bench::patterns::{self, check, Buffers, Laps, Loop, LoopError, Mism
 use commperf_bench::session::{loggp_rows, summarize_latency};
 use commperf_bench::{extended, loggp, machine, BenchConfig, BenchError, Progress, MAX_SIZE};
 use commperf_core::{
-    Benchmark, BufferUse, Disturbance, Mode, Options, Placement, ProcessId, Report, Row,
-    TransportKind, Watch,
+    Benchmark, BufferUse, Disturbance, Mode, Options, Placement, Report, Row, TransportKind, Watch,
 };
 use commperf_transport::clock::Clock;
 use commperf_transport::conformance::fill;
-use commperf_transport::text::printable;
 use std::time::SystemTime;
 
 const DATA: i32 = 1;
@@ -239,7 +237,7 @@ pub(crate) fn run(
     };
     // Every rank watches its own end from here to the end, the other ranks left out: they
     // are this measurement, siblings under mpirun or on other hosts, not our children.
-    let ids = process_ids(world)?;
+    let ids = world.process_ids()?;
     let me = world.rank() as usize;
     let partners = ids.iter().enumerate().filter(|&(r, _)| r != me);
     // mpirun's binding stands: no CPUs of our choosing to register.
@@ -276,58 +274,8 @@ pub(crate) fn run(
         progress.finished(&format!("{b} over mpi"), finished, cfg.benchmarks.len());
     }
     progress.finish();
-    let disturbance = gather_findings(world, &ids, watch.finish())?;
+    let disturbance = world.merge_findings(1..world.size(), &ids, watch.finish())?;
     finish(world, cfg, ctx.clock, started_unix_s, results, disturbance)
-}
-
-/// Every rank's process, by rank: gathered at rank 0 and sent back to each, so that each rank
-/// can leave the others out of what its watch finds.
-fn process_ids(world: &MpiWorld) -> Result<Vec<ProcessId>, MpiError> {
-    let me = ProcessId::me();
-    let n = world.size();
-    if world.rank() != 0 {
-        world.send_json(0, &me)?;
-        let all: Vec<ProcessId> = world.recv_json(0)?;
-        if all.len() != n as usize {
-            return Err(MpiError::Protocol(format!(
-                "rank 0 sent {} processes for {n} ranks",
-                all.len()
-            )));
-        }
-        return Ok(all);
-    }
-    let mut all = vec![me];
-    for r in 1..n {
-        all.push(world.recv_json(r)?);
-    }
-    for r in 1..n {
-        world.send_json(r, &all)?;
-    }
-    Ok(all)
-}
-
-/// What disturbed the run at any rank, merged at rank 0 (`None` on the others): rank 0's
-/// findings as they are, another rank's prefixed with the rank and its host, and a measurement
-/// that two ranks of one machine both saw said once.
-fn gather_findings(
-    world: &MpiWorld,
-    ids: &[ProcessId],
-    mine: Disturbance,
-) -> Result<Option<Disturbance>, MpiError> {
-    if world.rank() != 0 {
-        world.send_json(0, &mine)?;
-        return Ok(None);
-    }
-    let mut all = mine;
-    for r in 1..world.size() {
-        let mut theirs: Disturbance = world.recv_json(r)?;
-        for f in &mut theirs.findings {
-            f.note = printable(&f.note);
-        }
-        let whose = format!("rank {r} on {}", printable(world.host(r)));
-        all.merge(&whose, theirs, ids[0].same_machine(&ids[r as usize]));
-    }
-    Ok(Some(all))
 }
 
 #[allow(clippy::too_many_arguments)]

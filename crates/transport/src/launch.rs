@@ -138,8 +138,9 @@ pub struct Control {
     deadline: Option<(Instant, Duration)>,
     /// Hears of strangers turned away from this session's data ports.
     events: Reporter,
-    /// The process at the other end, once the handshake has said it.
-    partner: Option<ProcessId>,
+    /// The process at the other end, once the handshake has said it, and any other process of
+    /// the same measurement the caller added ([`Control::add_partners`]).
+    partners: Vec<ProcessId>,
 }
 
 impl Control {
@@ -151,14 +152,21 @@ impl Control {
             max_frame: MAX_CONTROL,
             deadline: None,
             events: Reporter(None),
-            partner: None,
+            partners: Vec::new(),
         }
     }
 
-    /// The process at the other end, as its hello or welcome said (`None` before the
-    /// handshake, or from a client that did not say).
-    pub fn partner(&self) -> Option<&ProcessId> {
-        self.partner.as_ref()
+    /// The processes of this session's measurement besides this one: the other end, as its
+    /// hello or welcome said (none before the handshake, or from a client that did not say),
+    /// and those added with [`Control::add_partners`].
+    pub fn partners(&self) -> &[ProcessId] {
+        &self.partners
+    }
+
+    /// Adds processes that are part of this session's measurement (the other ranks of an MPI
+    /// job), so that its watch does not report them as other measurements.
+    pub fn add_partners(&mut self, more: impl IntoIterator<Item = ProcessId>) {
+        self.partners.extend(more);
     }
 
     /// Reports to `log` every connection that a data port of this session turns away (by
@@ -583,7 +591,7 @@ pub fn client_handshake(ctrl: &mut Control, token: &str) -> Result<ServerHello, 
             hostname,
             process,
         } if protocol == PROTOCOL_VERSION => {
-            ctrl.partner = process.clone();
+            ctrl.partners.extend(process.clone());
             Ok(ServerHello {
                 version,
                 pid,
@@ -677,7 +685,7 @@ pub fn server_handshake_with<T>(
                 hostname: hostname(),
                 process: Some(ProcessId::me()),
             })?;
-            ctrl.partner = process.clone();
+            ctrl.partners.extend(process.clone());
             Ok((ClientHello { version, process }, admitted))
         }
         Ok(other) => refuse(
