@@ -981,7 +981,7 @@ softirq 149391113 0 38215167 1 9098399 0 0 1 56470574 0 45606971
             boot_id: "another-boot".into(),
             ..partner.clone()
         };
-        assert_eq!(reg.others(None, &[elsewhere.clone()]).len(), 2);
+        assert_eq!(reg.others(None, std::slice::from_ref(&elsewhere)).len(), 2);
         assert!(!partner.same_machine(&elsewhere));
         assert!(partner.same_machine(&ProcessId::me()));
         // A reused pid (another start time) is not the partner either.
