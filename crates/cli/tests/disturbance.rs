@@ -290,6 +290,12 @@ impl Serve {
         }
     }
 
+    /// Reads the lines logged so far.
+    fn drain(&mut self) -> &Self {
+        self.seen.extend(self.log.try_iter());
+        self
+    }
+
     /// Log lines that contain `what`.
     fn lines(&self, what: &str) -> Vec<String> {
         self.seen
@@ -374,10 +380,11 @@ fn a_peer_run_and_an_independent_bench_name_each_other() {
     );
     let other_pid = other.0.id();
     wait_registered(&reg, other_pid, &mut other.0);
-    // Two more runs of the session: between them, both of its ends have looked again, with
-    // the independent bench registered.
-    let runs = serve.lines("commperf test hook: peer").len();
-    serve.wait_lines("commperf test hook: peer", runs + 2);
+    // Runs of the session announced from here on: between two of them, both of its ends have
+    // looked again with the independent bench registered (a third, for a line that was on
+    // its way while it registered).
+    let runs = serve.drain().lines("commperf test hook: peer").len();
+    serve.wait_lines("commperf test hook: peer", runs + 3);
     // Interrupted, each stops at the next boundary and writes what finished (exit 130).
     for c in [&mut other, &mut peer] {
         sigint(&c.0);
