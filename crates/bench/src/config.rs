@@ -1,6 +1,6 @@
 //! The validated configuration of a benchmark run, and the OSU-like defaults.
 
-use commperf_core::{Benchmark, Mode, TransportKind};
+use commperf_core::{Benchmark, Mode, ProcessId, TransportKind};
 use commperf_predict::pipeline::{PipelineModel, Plan};
 use commperf_transport::bounds::{self, BoundError, SessionMemory};
 use commperf_transport::launch::DataSpec;
@@ -114,6 +114,9 @@ pub struct BenchConfig {
     pub shm_pipeline: PipelineModel,
     /// Where `shm_pipeline` comes from, for the report.
     pub shm_pipeline_source: String,
+    /// Processes of this measurement besides the peer (the other ranks of an MPI job): never
+    /// reported as other measurements.
+    pub partners: Vec<ProcessId>,
     /// The adaptive plan for this run's sizes, computed on first use (set every other field
     /// first).
     plan: OnceLock<(FragmentPlan, Plan)>,
@@ -147,6 +150,7 @@ impl BenchConfig {
             shm_pipeline: PipelineModel::from_profile(&crate::pipeline::default_shm_profile())
                 .expect("the built-in pipeline profile is valid"),
             shm_pipeline_source: "built-in default".into(),
+            partners: Vec::new(),
             plan: OnceLock::new(),
         }
     }

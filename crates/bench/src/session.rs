@@ -15,7 +15,8 @@ use crate::loggp::{self, Prtt};
 use crate::machine;
 use crate::patterns::{self, Buffers, Corruption, LoopError, Mismatch, Scattered};
 use commperf_core::{
-    Benchmark, BufferUse, Mode, Options, Placement, Report, Row, TransportKind, Watch,
+    Benchmark, BufferUse, Disturbance, Finding, Mode, Options, Placement, ProcessId, Report, Row,
+    TransportKind, Watch,
 };
 use commperf_predict::pipeline::{PipelineModel, Plan};
 use commperf_stats::{median_uncertainty, Summary};
@@ -24,6 +25,7 @@ use commperf_transport::clock::Clock;
 use commperf_transport::cq::{EpollSet, UringPollSet};
 use commperf_transport::launch::{self, AnyEndpoint, Control, DataSpec, LaunchError, LocalPeer};
 use commperf_transport::sys::shm::{self, ShmCq};
+use commperf_transport::text::printable;
 use commperf_transport::{
     affinity, with_endpoint, Endpoint, SwitchMode, TransportError, VectoredSend,
 };
@@ -40,8 +42,16 @@ use std::time::{Duration, SystemTime};
 pub enum Cmd {
     /// Close the extra channels opened for the conns benchmark.
     DropExtras,
-    /// Pin yourself to this CPU (or stay put) and say where you are.
-    Place { cpu: Option<usize> },
+    /// Pin yourself to this CPU (or stay put) and say where you are; with `watch`, register
+    /// and watch for disturbance until asked for the [`Cmd::Findings`] (a peer that is not
+    /// the client's child: the client's watch does not cover it).
+    Place {
+        cpu: Option<usize>,
+        #[serde(default)]
+        watch: bool,
+    },
+    /// End your watch and send what it found ([`Reply::Findings`]).
+    Findings,
     /// Build a data channel (handled by the launch layer; same shape as its `data` message).
     Data(DataSpec),
     /// Run the responder side of one measurement.
@@ -161,6 +171,10 @@ pub enum Reply {
     Error {
         message: String,
     },
+    /// What disturbed the peer's end of the session (empty when it did not watch).
+    Findings {
+        findings: Vec<Finding>,
+    },
 }
 
 /// What can end a run.
@@ -262,7 +276,7 @@ pub fn run(cfg: &BenchConfig, progress: &mut dyn Progress) -> Result<Report, Ben
         }
     };
     ctrl.set_timeout(cfg.idle_timeout)?;
-    launch::client_handshake(&mut ctrl, &token)?;
+    let server = launch::client_handshake(&mut ctrl, &token)?;
 
     // Placement: --cpus; or for a local peer the first two allowed CPUs (peer on the first, as
     // the anchors were measured: server on core 0, client on core 1); or for a served peer this
@@ -283,7 +297,11 @@ pub fn run(cfg: &BenchConfig, progress: &mut dyn Progress) -> Result<Report, Ben
     if let Some(mine) = mine {
         affinity::pin_to(mine).map_err(|e| BenchError::Pin(e.to_string()))?;
     }
-    ctrl.send(&Cmd::Place { cpu: theirs })?;
+    // A peer that is not our child watches its own end (our watch covers a child's).
+    ctrl.send(&Cmd::Place {
+        cpu: theirs,
+        watch: !local,
+    })?;
     let Reply::Placed {
         cpu: peer_cpu,
         pinned: peer_pinned,
@@ -300,7 +318,13 @@ pub fn run(cfg: &BenchConfig, progress: &mut dyn Progress) -> Result<Report, Ben
 
     // Registered and sampled from here to the end: the limits are measurements too.
     let watch_cpus: Vec<usize> = mine.into_iter().chain(theirs.filter(|_| local)).collect();
-    let mut watch = Watch::start("bench", &watch_cpus);
+    let partners = server
+        .process
+        .iter()
+        .chain(&cfg.partners)
+        .cloned()
+        .collect();
+    let mut watch = Watch::start_among("bench", &watch_cpus, partners);
 
     let limits = match cpus {
         Some((a, b)) if local && a != b && cfg.transports.contains(&TransportKind::Shm) => {
@@ -599,12 +623,27 @@ pub fn run(cfg: &BenchConfig, progress: &mut dyn Progress) -> Result<Report, Ben
     }
     ctrl.set_phase("the end of the session");
     let local_cpu = affinity::current_cpu();
+    let peer_found = if local {
+        Disturbance::default()
+    } else {
+        peer_findings(&mut ctrl)?
+    };
     ctrl.send(&Cmd::Bye)?;
     progress.finish();
     let _ = affinity::set_allowed(&restore);
     // The local peer is waited for first, so that its preemptions count with ours.
     drop(_peer_guard);
-    let disturbance = watch.finish();
+    let mut disturbance = watch.finish();
+    let same_machine = server
+        .process
+        .as_ref()
+        .is_some_and(|p| p.same_machine(&ProcessId::me()));
+    let whose = format!(
+        "the peer (pid {} on {})",
+        server.pid,
+        printable(&server.hostname)
+    );
+    disturbance.merge(&whose, peer_found, same_machine);
     Ok(Report {
         schema_version: commperf_core::SCHEMA_VERSION,
         tool: format!("commperf {}", env!("CARGO_PKG_VERSION")),
@@ -643,6 +682,20 @@ pub fn run(cfg: &BenchConfig, progress: &mut dyn Progress) -> Result<Report, Ben
         disturbance,
         partial,
     })
+}
+
+/// What the peer's watch found, its notes made printable (they go into our result and a
+/// table's header, one line each).
+fn peer_findings(ctrl: &mut Control) -> Result<Disturbance, BenchError> {
+    let ph = "the peer's disturbance findings";
+    ctrl.send(&Cmd::Findings)?;
+    let Reply::Findings { mut findings } = expect_reply(ctrl, ph)? else {
+        return Err(unexpected(ctrl, ph));
+    };
+    for f in &mut findings {
+        f.note = printable(&f.note);
+    }
+    Ok(Disturbance { findings })
 }
 
 /// One variant of an extended test: (mode, spins before blocking, segments, packed, in place).
@@ -1158,7 +1211,18 @@ impl Held {
 /// The peer's side of a session: follows the client's commands until `bye`. Every size the
 /// client sends is checked against [`commperf_transport::bounds`] before it is used; a request
 /// outside them is answered with the bound it broke and ends the session.
-pub fn serve_session(ctrl: &mut Control, token: &str, bind_ip: IpAddr) -> Result<(), BenchError> {
+///
+/// Asked to watch (a client that is not our parent), it registers as a `serve` measurement on
+/// the CPU it was placed on, leaving the client (the handshake's partner) out of what it
+/// finds, and sends its findings when asked; they are returned too, for the server's log.
+pub fn serve_session(
+    ctrl: &mut Control,
+    token: &str,
+    bind_ip: IpAddr,
+) -> Result<Disturbance, BenchError> {
+    let partners = ctrl.partners().to_vec();
+    let mut watch: Option<Watch> = None;
+    let mut found = Disturbance::default();
     let corruption = corruption_from_env();
     let announce = std::env::var_os(ANNOUNCE_RUNS_ENV).is_some();
     let restore = affinity::allowed_cpus();
@@ -1197,14 +1261,26 @@ pub fn serve_session(ctrl: &mut Control, token: &str, bind_ip: IpAddr) -> Result
             Err(e) => break Err(e.into()),
         };
         match cmd {
-            Cmd::Place { cpu } => {
+            Cmd::Place { cpu, watch: w } => {
                 let pinned = match cpu {
                     Some(c) => affinity::pin_to(c).is_ok(),
                     None => false,
                 };
+                if w && watch.is_none() {
+                    let cpus: Vec<usize> = cpu.filter(|_| pinned).into_iter().collect();
+                    watch = Some(Watch::start_among("serve", &cpus, partners.clone()));
+                }
                 ctrl.send(&Reply::Placed {
                     cpu: affinity::current_cpu(),
                     pinned,
+                })?;
+            }
+            Cmd::Findings => {
+                if let Some(w) = watch.take() {
+                    found = w.finish();
+                }
+                ctrl.send(&Reply::Findings {
+                    findings: found.findings.clone(),
                 })?;
             }
             Cmd::DropExtras => {
@@ -1298,10 +1374,16 @@ pub fn serve_session(ctrl: &mut Control, token: &str, bind_ip: IpAddr) -> Result
                 let c = corruption_for(corruption, &run);
                 let out = with_endpoint!(e, e => respond(e, &clock, run, s, r, c));
                 match out {
-                    Ok(mismatch) => ctrl.send(&Reply::Done {
-                        cpu: affinity::current_cpu(),
-                        mismatch,
-                    })?,
+                    Ok(mismatch) => {
+                        ctrl.send(&Reply::Done {
+                            cpu: affinity::current_cpu(),
+                            mismatch,
+                        })?;
+                        // Between runs, as the client looks: measurements started since.
+                        if let Some(w) = watch.as_mut() {
+                            w.check();
+                        }
+                    }
                     Err(le) => {
                         let phase = format!("{ph}, iteration {}", le.iteration);
                         let _ = ctrl.send(&Reply::Error {
@@ -1318,7 +1400,12 @@ pub fn serve_session(ctrl: &mut Control, token: &str, bind_ip: IpAddr) -> Result
         }
     };
     let _ = affinity::set_allowed(&restore);
-    result
+    result?;
+    // A client that said bye without asking still had its session watched.
+    if let Some(w) = watch {
+        found = w.finish();
+    }
+    Ok(found)
 }
 
 fn respond<E: Endpoint + VectoredSend>(

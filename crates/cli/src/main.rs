@@ -211,7 +211,13 @@ fn serve(s: &cli::ServeArgs) -> Result<()> {
             .map_err(commperf_bench::BenchError::from)
             .and_then(|()| commperf_bench::serve_session(&mut session.ctrl, &token, addr.ip()));
         match r {
-            Ok(()) => log(&format!("session with {who} finished")),
+            Ok(found) => {
+                // Also in the client's result; here for whoever runs the server.
+                for note in found.notes() {
+                    log(&format!("session with {who} disturbed: {note}"));
+                }
+                log(&format!("session with {who} finished"));
+            }
             Err(e) => log(&format!("session with {who} failed: {e:#}")),
         }
         // The next client may start its session from here on.

@@ -9,6 +9,7 @@
 mod common;
 use common::allowed_cpus;
 use serde_json::Value;
+use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -46,13 +47,32 @@ impl Drop for Killed {
     }
 }
 
-fn bench(registry: &Path, args: &[&str]) -> Command {
+/// `bench latency` over `transport` at `sizes`, `iters` iterations each, pinned to `cpus`,
+/// JSON out, registering in `registry`: every run of these tests is this one, longer or
+/// shorter, local or against a server (the caller adds `-o`, `--peer`).
+fn latency(registry: &Path, transport: &str, sizes: &str, iters: u64, cpus: &str) -> Command {
     let mut c = Command::new(exe());
-    c.arg("bench")
-        .args(args)
+    c.args(["bench", "latency", "-t", transport, "--sizes", sizes])
+        .args([
+            "--iters",
+            &iters.to_string(),
+            "--cpus",
+            cpus,
+            "--format",
+            "json",
+        ])
         .env("COMMPERF_REGISTRY", registry)
         .stdin(Stdio::null());
     c
+}
+
+/// Sizes enough for a run that lasts until it is interrupted: 300 short measurements, with a
+/// look for other measurements after each.
+fn many_sizes() -> String {
+    (1..=300)
+        .map(|s| s.to_string())
+        .collect::<Vec<_>>()
+        .join(",")
 }
 
 fn ok(o: Output) -> Output {
@@ -87,6 +107,20 @@ fn entries(dir: &Path) -> Vec<String> {
         .unwrap_or_default()
 }
 
+/// Waits (up to 30 s) until process `pid` has an entry in `registry` (a bench registers once
+/// its peer is placed), failing if `child`, the process that should write it, ends first.
+fn wait_registered(registry: &Path, pid: u32, child: &mut Child) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !entries(registry)
+        .iter()
+        .any(|e| e.starts_with(&format!("{pid}-")))
+    {
+        assert!(Instant::now() < deadline, "pid {pid} never registered");
+        assert!(child.try_wait().unwrap().is_none(), "pid {pid} ended");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 #[test]
 fn a_bench_during_another_names_it_and_a_killed_ones_entry_is_removed() {
     let dir = TempDir::new("two");
@@ -94,59 +128,19 @@ fn a_bench_during_another_names_it_and_a_killed_ones_entry_is_removed() {
     let cpus = allowed_cpus();
     let pair = format!("{},{}", cpus[0], cpus.get(1).unwrap_or(&cpus[0]));
     // The first run measures far longer than the test lasts; it is killed (SIGKILL) at the end.
-    let first = bench(
-        &reg,
-        &[
-            "latency",
-            "-t",
-            "uds",
-            "--sizes",
-            "8",
-            "--iters",
-            "100000000",
-            "--cpus",
-            &pair,
-            "--format",
-            "json",
-        ],
-    )
-    .stdout(Stdio::null())
-    .stderr(Stdio::null())
-    .spawn()
-    .unwrap();
+    let first = latency(&reg, "uds", "8", 100_000_000, &pair)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
     let first_pid = first.id();
     let mut first = Killed(first);
-    // Registered once its peer is placed.
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while !entries(&reg)
-        .iter()
-        .any(|e| e.starts_with(&format!("{first_pid}-")))
-    {
-        assert!(Instant::now() < deadline, "the first run never registered");
-        assert!(first.0.try_wait().unwrap().is_none(), "the first run ended");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    wait_registered(&reg, first_pid, &mut first.0);
     let out = dir.0.join("second.json");
-    let second = ok(bench(
-        &reg,
-        &[
-            "latency",
-            "-t",
-            "uds",
-            "--sizes",
-            "8",
-            "--iters",
-            "1000",
-            "--cpus",
-            &pair,
-            "--format",
-            "json",
-            "-o",
-            out.to_str().unwrap(),
-        ],
-    )
-    .output()
-    .unwrap());
+    let second = ok(latency(&reg, "uds", "8", 1000, &pair)
+        .args(["-o", out.to_str().unwrap()])
+        .output()
+        .unwrap());
     drop(second);
     assert!(
         first.0.try_wait().unwrap().is_none(),
@@ -178,15 +172,7 @@ fn a_bench_during_another_names_it_and_a_killed_ones_entry_is_removed() {
     // Killed: it cannot remove its entry, and the next run neither counts it nor keeps it.
     drop(first);
     assert_eq!(entries(&reg).len(), 1);
-    let alone = ok(bench(
-        &reg,
-        &[
-            "latency", "-t", "uds", "--sizes", "8", "--iters", "1000", "--cpus", &pair, "--format",
-            "json",
-        ],
-    )
-    .output()
-    .unwrap());
+    let alone = ok(latency(&reg, "uds", "8", 1000, &pair).output().unwrap());
     let v: Value = serde_json::from_slice(&alone.stdout).unwrap();
     assert_eq!(notes(&v, "other_measurement"), Vec::<String>::new(), "{v}");
     assert_eq!(entries(&reg), Vec::<String>::new());
@@ -215,24 +201,11 @@ fn a_busy_process_on_the_measuring_cpu_shows_as_involuntary_switches() {
     let _hog = Killed(hog.spawn().unwrap());
     // About a second of polling latency on the shared CPU: the scheduler preempts the
     // measuring thread at every time slice, a hundred times a second or so.
-    let o = ok(bench(
-        &reg,
-        &[
-            "latency",
-            "-t",
-            "uds",
-            "--sizes",
-            "8",
-            "--iters",
-            "20000",
-            "--cpus",
-            &format!("{mine},{theirs}"),
-            "--format",
-            "json",
-        ],
-    )
-    .output()
-    .unwrap());
+    let o = ok(
+        latency(&reg, "uds", "8", 20000, &format!("{mine},{theirs}"))
+            .output()
+            .unwrap(),
+    );
     let v: Value = serde_json::from_slice(&o.stdout).unwrap();
     let switches = notes(&v, "involuntary_switches");
     assert_eq!(switches.len(), 1, "{v}");
@@ -244,4 +217,286 @@ fn a_busy_process_on_the_measuring_cpu_shows_as_involuntary_switches() {
         switches[0]
     );
     assert_eq!(entries(&reg), Vec::<String>::new());
+}
+
+const TOKEN: &str = "disturbance-test-token";
+
+/// A `commperf serve` on loopback registering in `registry`, its log read line by line;
+/// killed when dropped.
+struct Serve {
+    child: Killed,
+    addr: String,
+    log: std::sync::mpsc::Receiver<String>,
+    /// Every log line read so far.
+    seen: Vec<String>,
+    _banner: BufReader<std::process::ChildStdout>,
+}
+
+impl Serve {
+    fn start(registry: &Path) -> Serve {
+        let mut child = Command::new(exe())
+            .args(["serve", "--listen", "127.0.0.1:0", "--token", TOKEN])
+            .env("COMMPERF_REGISTRY", registry)
+            // Each run the server answers says so in its log.
+            .env("COMMPERF_TEST_ANNOUNCE_RUNS", "1")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let err = child.stderr.take().unwrap();
+        let (tx, log) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(err).lines().map_while(Result::ok) {
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let mut banner = BufReader::new(child.stdout.take().unwrap());
+        let mut first = String::new();
+        banner.read_line(&mut first).unwrap();
+        let addr = first.trim().rsplit(' ').next().unwrap().to_string();
+        assert!(addr.starts_with("127.0.0.1:"), "banner: {first:?}");
+        Serve {
+            child: Killed(child),
+            addr,
+            log,
+            seen: Vec::new(),
+            _banner: banner,
+        }
+    }
+
+    fn pid(&self) -> u32 {
+        self.child.0.id()
+    }
+
+    /// `bench latency` against this server (client pinned to `mine`, server to `theirs`).
+    fn client(&self, registry: &Path, sizes: &str, iters: u64, cpus: &str) -> Command {
+        let mut c = latency(registry, "tcp", sizes, iters, cpus);
+        c.args(["--peer", &self.addr, "--token", TOKEN]);
+        c
+    }
+
+    /// Reads the log until a line containing `what` has come `n` times in all (up to 60 s).
+    fn wait_lines(&mut self, what: &str, n: usize) {
+        let end = Instant::now() + Duration::from_secs(60);
+        while self.seen.iter().filter(|l| l.contains(what)).count() < n {
+            let left = end.saturating_duration_since(Instant::now());
+            match self.log.recv_timeout(left) {
+                Ok(l) => self.seen.push(l),
+                Err(_) => panic!("no {n} log lines with {what:?}: {:#?}", self.seen),
+            }
+        }
+    }
+
+    /// Reads the lines logged so far.
+    fn drain(&mut self) -> &Self {
+        self.seen.extend(self.log.try_iter());
+        self
+    }
+
+    /// Log lines that contain `what`.
+    fn lines(&self, what: &str) -> Vec<String> {
+        self.seen
+            .iter()
+            .filter(|l| l.contains(what))
+            .cloned()
+            .collect()
+    }
+}
+
+fn sigint(c: &Child) {
+    // SAFETY: kill(2) on our own child, not yet reaped; no memory is involved.
+    assert_eq!(unsafe { libc::kill(c.id() as i32, libc::SIGINT) }, 0);
+}
+
+fn another(pid: u32, what: &str) -> String {
+    format!("another commperf measurement ran at the same time: pid {pid} ({what})")
+}
+
+/// The two CPUs the tests pin to: the first two allowed (the same one twice on one CPU).
+fn two_cpus() -> (usize, usize) {
+    let cpus = allowed_cpus();
+    (cpus[0], *cpus.get(1).unwrap_or(&cpus[0]))
+}
+
+#[test]
+fn a_peer_run_alone_reports_no_other_measurement_on_either_end() {
+    let dir = TempDir::new("peer-alone");
+    let reg = dir.0.join("registry");
+    let (a, b) = two_cpus();
+    let mut serve = Serve::start(&reg);
+    let o = ok(serve
+        .client(&reg, "8,64", 2000, &format!("{a},{b}"))
+        .output()
+        .unwrap());
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    // The server, a separate process on this machine (no parent of the client, no child), is
+    // the client's partner, and the client is the server's: neither names the other.
+    assert_eq!(notes(&v, "other_measurement"), Vec::<String>::new(), "{v}");
+    serve.wait_lines("session with client", 2);
+    serve.wait_lines("finished", 1);
+    assert_eq!(
+        serve.lines("another commperf measurement"),
+        Vec::<String>::new()
+    );
+    // Both entries are gone: the server's ended with the session.
+    assert_eq!(entries(&reg), Vec::<String>::new());
+}
+
+#[test]
+fn a_peer_run_and_an_independent_bench_name_each_other() {
+    let dir = TempDir::new("peer-other");
+    let reg = dir.0.join("registry");
+    let (a, b) = two_cpus();
+    let mut serve = Serve::start(&reg);
+    let serve_pid = serve.pid();
+    let peer_out = dir.0.join("peer.json");
+    let many = many_sizes();
+    // The peer session: runs until interrupted, looking for others after each measurement.
+    let mut peer = Killed(
+        serve
+            .client(&reg, &many, 2000, &format!("{a},{b}"))
+            .args(["-o", peer_out.to_str().unwrap()])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let peer_pid = peer.0.id();
+    wait_registered(&reg, peer_pid, &mut peer.0);
+    // The server registers when the client has placed it (its entry says its CPU).
+    wait_registered(&reg, serve_pid, &mut serve.child.0);
+    // An independent bench on the same CPUs, started while the session runs.
+    let other_out = dir.0.join("other.json");
+    let mut other = Killed(
+        latency(&reg, "uds", &many, 2000, &format!("{a},{b}"))
+            .args(["-o", other_out.to_str().unwrap()])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let other_pid = other.0.id();
+    wait_registered(&reg, other_pid, &mut other.0);
+    // Runs of the session announced from here on: between two of them, both of its ends have
+    // looked again with the independent bench registered (a third, for a line that was on
+    // its way while it registered).
+    let runs = serve.drain().lines("commperf test hook: peer").len();
+    serve.wait_lines("commperf test hook: peer", runs + 3);
+    // Interrupted, each stops at the next boundary and writes what finished (exit 130).
+    for c in [&mut other, &mut peer] {
+        sigint(&c.0);
+        assert_eq!(c.0.wait().unwrap().code(), Some(130));
+    }
+    let peer_v: Value = serde_json::from_str(&std::fs::read_to_string(&peer_out).unwrap()).unwrap();
+    let other_v: Value =
+        serde_json::from_str(&std::fs::read_to_string(&other_out).unwrap()).unwrap();
+    // The session names the independent bench once: its client and its server both saw it on
+    // one machine (the server's finding, sent to the client, is the same and not repeated).
+    let independent = another(other_pid, &format!("bench, CPUs {a},{b}"));
+    assert_eq!(
+        notes(&peer_v, "other_measurement"),
+        std::slice::from_ref(&independent),
+        "{peer_v}"
+    );
+    // The independent bench names both ends of the session, by their pids and CPUs.
+    let mut named = notes(&other_v, "other_measurement");
+    named.sort();
+    let mut want = vec![
+        another(peer_pid, &format!("bench, CPUs {a}")),
+        another(serve_pid, &format!("serve, CPUs {b}")),
+    ];
+    want.sort();
+    assert_eq!(named, want, "{other_v}");
+    // The server's log says it too, one line per finding.
+    serve.wait_lines("finished", 1);
+    let started = &serve.lines(" started")[0];
+    let client = started
+        .strip_prefix("commperf serve: session with client ")
+        .and_then(|r| r.strip_suffix(" started"))
+        .unwrap();
+    assert_eq!(
+        serve.lines(" disturbed: another commperf measurement"),
+        [format!(
+            "commperf serve: session with client {client} disturbed: {independent}"
+        )],
+        "{:#?}",
+        serve.seen
+    );
+    assert_eq!(entries(&reg), Vec::<String>::new());
+}
+
+#[test]
+#[cfg_attr(
+    not(all(commperf_mpi_feature, commperf_has_openmpi)),
+    ignore = "needs a build with the mpi feature (--features commperf/mpi) and Open MPI's mpirun.openmpi"
+)]
+fn mpi_benches_name_a_bench_running_beside_them_and_no_rank_of_their_own() {
+    let dir = TempDir::new("mpi");
+    let reg = dir.0.join("registry");
+    let (a, b) = two_cpus();
+    let pair = format!("{a},{b}");
+    // Measures far longer than the test lasts; killed at the end.
+    let mut other = Killed(
+        latency(&reg, "uds", "8", 100_000_000, &pair)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let other_pid = other.0.id();
+    wait_registered(&reg, other_pid, &mut other.0);
+    let expected = another(other_pid, &format!("bench, CPUs {pair}"));
+    // The MPI suite on two ranks; the transport layer between four ranks placed by mpirun,
+    // two pairs, each a session whose ends both watch.
+    for (np, how) in [
+        ("2", &["-t", "mpi"][..]),
+        ("4", &["-t", "tcp", "--launcher", "mpi"]),
+    ] {
+        let out = dir.0.join(format!("mpi-{np}.json"));
+        // Real mpirun: the ranks are siblings under it, not parent and child.
+        let o = ok(Command::new("timeout")
+            .args([
+                "-k",
+                "10",
+                "240",
+                "mpirun.openmpi",
+                "-np",
+                np,
+                "--oversubscribe",
+            ])
+            .arg(exe())
+            .args(["bench", "latency", "--sizes", "8", "--iters", "200"])
+            .args(how)
+            .args(["-o", out.to_str().unwrap()])
+            .env("COMMPERF_REGISTRY", &reg)
+            .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+            .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+            .stdin(Stdio::null())
+            .output()
+            .unwrap());
+        assert!(
+            other.0.try_wait().unwrap().is_none(),
+            "the other bench was still measuring"
+        );
+        let v: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+        // Named once: every rank saw it on this machine; no rank names another of the job.
+        assert_eq!(
+            notes(&v, "other_measurement"),
+            std::slice::from_ref(&expected),
+            "{how:?}: {v}"
+        );
+        // Rank 0's table says it in its header, as the other transports' do.
+        let table = String::from_utf8(o.stdout).unwrap();
+        assert!(
+            table
+                .lines()
+                .any(|l| l == format!("# disturbed: {expected}")),
+            "{table}"
+        );
+        // The ranks' entries are gone; the other bench's is left until it is killed.
+        assert_eq!(entries(&reg).len(), 1);
+    }
 }

@@ -883,7 +883,7 @@ fn a_malformed_command_after_the_handshake_is_answered_with_the_reason() {
     let (mut c, me, w) = hello_with(&s.addr, "commperf", launch::PROTOCOL_VERSION, "hostile");
     assert_eq!(w["type"], "welcome", "{w}");
     let what = "unknown variant `launch\\nmissiles`, expected one of `drop_extras`, `place`, \
-                `data`, `run`, `notify`, `bye` at line 1 column 26";
+                `findings`, `data`, `run`, `notify`, `bye` at line 1 column 26";
     let expect = format!("control message from client {me} is malformed: {what}");
     c.send(&json!({"type": "launch\nmissiles"})).unwrap();
     let r: Value = c.recv().unwrap();

@@ -54,6 +54,9 @@ pub const SWITCHES_PER_S: f64 = 5.0;
 pub const STEAL_MIN_TICKS: u64 = 2;
 /// Steal reported from this share of the CPU time that passed on.
 pub const STEAL_MIN_SHARE: f64 = 0.01;
+/// Findings taken from another end of a measurement by [`Disturbance::merge`]; the rest are
+/// counted (a peer cannot fill the result with them).
+pub const MAX_MERGED: usize = 32;
 /// Entries larger than this are not ours (an entry is a few dozen bytes).
 const MAX_ENTRY_BYTES: u64 = 4096;
 
@@ -93,6 +96,35 @@ impl Disturbance {
     /// The findings' notes, for a result's notes and a table's header.
     pub fn notes(&self) -> impl Iterator<Item = &str> {
         self.findings.iter().map(|f| f.note.as_str())
+    }
+
+    /// Adds what another end of the measurement found (`whose`: "the peer (pid 7 on node2)",
+    /// "rank 1 on node2"), each note prefixed with `at {whose}: `, so that the one result a
+    /// user reads says what disturbed either end. On the same machine (`same_machine`) both
+    /// ends see the same other measurements: one the other end saw and this one did too is
+    /// said once. At most [`MAX_MERGED`] are taken; the rest are counted in one more finding.
+    /// The caller makes the notes printable first (they come from another process).
+    pub fn merge(&mut self, whose: &str, theirs: Disturbance, same_machine: bool) {
+        let mine: Vec<String> = self.findings.iter().map(|f| f.note.clone()).collect();
+        let new: Vec<Finding> = theirs
+            .findings
+            .into_iter()
+            .filter(|f| {
+                !(same_machine && f.kind == FindingKind::OtherMeasurement && mine.contains(&f.note))
+            })
+            .collect();
+        let left = new.len().saturating_sub(MAX_MERGED);
+        self.findings
+            .extend(new.into_iter().take(MAX_MERGED).map(|f| Finding {
+                kind: f.kind,
+                note: format!("at {whose}: {}", f.note),
+            }));
+        if left > 0 {
+            self.findings.push(Finding {
+                kind: FindingKind::OtherMeasurement,
+                note: format!("at {whose}: {left} more findings, left out"),
+            });
+        }
     }
 }
 
@@ -163,6 +195,57 @@ impl Entry {
         };
         format!("pid {} ({}, {cpus})", self.pid, self.verb)
     }
+}
+
+/// A process told apart from every other: its pid, its start time (a pid is reused, the pair
+/// is not) and the boot it runs in (the pair repeats on another machine or after a reboot). The
+/// ends of one measurement that are not parent and child (a `bench --peer` and its `serve`, the
+/// ranks of an MPI job) exchange theirs, so that none reports another as "another measurement".
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProcessId {
+    pub pid: i32,
+    /// Clock ticks after boot, as in [`Entry::start_ticks`].
+    pub start_ticks: u64,
+    /// `/proc/sys/kernel/random/boot_id`; empty where it could not be read.
+    pub boot_id: String,
+}
+
+impl ProcessId {
+    /// This process.
+    pub fn me() -> Self {
+        let pid = std::process::id() as i32;
+        ProcessId {
+            pid,
+            start_ticks: start_ticks(pid).unwrap_or(0),
+            boot_id: boot_id().to_string(),
+        }
+    }
+
+    /// Whether `other` runs on the same machine (the same boot of the same kernel); false when
+    /// either boot is unknown.
+    pub fn same_machine(&self, other: &ProcessId) -> bool {
+        !self.boot_id.is_empty() && self.boot_id == other.boot_id
+    }
+
+    /// Whether this is a live process of this machine (a partner elsewhere has no entry here,
+    /// and its pid here is some other process).
+    fn runs_here(&self) -> bool {
+        let here = boot_id();
+        !here.is_empty()
+            && self.boot_id == here
+            && self.pid > 0
+            && start_ticks(self.pid) == Some(self.start_ticks)
+    }
+}
+
+/// This boot's id, read once.
+fn boot_id() -> &'static str {
+    static ID: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    ID.get_or_init(|| {
+        std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
+            .map(|s| s.trim().to_string())
+            .unwrap_or_default()
+    })
 }
 
 /// The registry of running measurements: one file per measurement in a directory.
@@ -246,13 +329,24 @@ impl Registry {
         Ok(path)
     }
 
-    /// Every live measurement but `mine`, keyed by file name; entries of dead processes are
-    /// removed on the way (best effort) and never returned.
-    pub fn others(&self, mine: Option<&Registration>) -> BTreeMap<String, Entry> {
+    /// Every live measurement but `mine` and those of its `partners` (the other ends of the
+    /// same measurement: their processes and those of their trees), keyed by file name;
+    /// entries of dead processes are removed on the way (best effort) and never returned.
+    pub fn others(
+        &self,
+        mine: Option<&Registration>,
+        partners: &[ProcessId],
+    ) -> BTreeMap<String, Entry> {
         let mut found = BTreeMap::new();
         let Ok(dir) = std::fs::read_dir(&self.dir) else {
             return found;
         };
+        // A partner that ended, or runs on another machine, has no entry here to leave out.
+        let partners: Vec<i32> = partners
+            .iter()
+            .filter(|p| p.runs_here())
+            .map(|p| p.pid)
+            .collect();
         for ent in dir.flatten() {
             let path = ent.path();
             if mine.is_some_and(|m| m.path == path) {
@@ -281,6 +375,9 @@ impl Registry {
             // Our own other entries count (a process may measure twice at once); those of
             // processes of our own tree do not.
             if pid != me && same_tree(pid, me) {
+                continue;
+            }
+            if partners.iter().any(|&p| same_tree(pid, p)) {
                 continue;
             }
             // An entry still being written is seen at the next look.
@@ -505,6 +602,8 @@ pub struct Watch {
     registration: Option<Registration>,
     /// Why registering failed, reported as a finding-free note by [`Watch::finish`].
     unregistered: Option<String>,
+    /// The other ends of this measurement, never reported as other measurements.
+    partners: Vec<ProcessId>,
     before: CpuSample,
     peak_running: u64,
     others: BTreeMap<String, Entry>,
@@ -514,10 +613,22 @@ impl Watch {
     /// Starts watching a measurement by `verb` on `cpus` (empty when not pinned), in the
     /// default registry.
     pub fn start(verb: &str, cpus: &[usize]) -> Self {
-        Self::start_in(Registry::default(), verb, cpus)
+        Self::start_in(Registry::default(), verb, cpus, Vec::new())
     }
 
-    pub fn start_in(registry: Registry, verb: &str, cpus: &[usize]) -> Self {
+    /// [`Watch::start`] for one end of a measurement whose other ends are `partners` (a
+    /// `serve` and its client, the ranks of an MPI job): they and their trees are not
+    /// reported as other measurements.
+    pub fn start_among(verb: &str, cpus: &[usize], partners: Vec<ProcessId>) -> Self {
+        Self::start_in(Registry::default(), verb, cpus, partners)
+    }
+
+    pub fn start_in(
+        registry: Registry,
+        verb: &str,
+        cpus: &[usize],
+        partners: Vec<ProcessId>,
+    ) -> Self {
         let (registration, unregistered) = match registry.register(verb, cpus) {
             Ok(r) => (Some(r), None),
             Err(e) => (None, Some(e.to_string())),
@@ -527,6 +638,7 @@ impl Watch {
             registry,
             registration,
             unregistered,
+            partners,
             peak_running: before.stat.map_or(0, |s| s.procs_running),
             before,
             others: BTreeMap::new(),
@@ -536,7 +648,9 @@ impl Watch {
     }
 
     fn look(&mut self) {
-        let found = self.registry.others(self.registration.as_ref());
+        let found = self
+            .registry
+            .others(self.registration.as_ref(), &self.partners);
         self.others.extend(found);
     }
 
@@ -737,8 +851,8 @@ softirq 149391113 0 38215167 1 9098399 0 0 1 56470574 0 45606971
         let a = reg.register("bench", &[0, 1]).unwrap();
         let b = reg.register("emulate sweep", &[]).unwrap();
         let me = std::process::id() as i32;
-        let seen_by_a: Vec<Entry> = reg.others(Some(&a)).into_values().collect();
-        let seen_by_b: Vec<Entry> = reg.others(Some(&b)).into_values().collect();
+        let seen_by_a: Vec<Entry> = reg.others(Some(&a), &[]).into_values().collect();
+        let seen_by_b: Vec<Entry> = reg.others(Some(&b), &[]).into_values().collect();
         assert_eq!(seen_by_a.len(), 1);
         assert_eq!(
             seen_by_a[0].describe(),
@@ -749,9 +863,9 @@ softirq 149391113 0 38215167 1 9098399 0 0 1 56470574 0 45606971
             seen_by_b[0].describe(),
             format!("pid {me} (bench, CPUs 0,1)")
         );
-        assert_eq!(reg.others(None).len(), 2);
+        assert_eq!(reg.others(None, &[]).len(), 2);
         drop(a);
-        assert_eq!(reg.others(Some(&b)).len(), 0);
+        assert_eq!(reg.others(Some(&b), &[]).len(), 0);
         drop(b);
         assert_eq!(entries(&d.0), 0);
     }
@@ -779,7 +893,7 @@ softirq 149391113 0 38215167 1 9098399 0 0 1 56470574 0 45606971
             cpus: vec![0],
         };
         let path = reg.write_entry(&entry, 0).unwrap();
-        let seen = reg.others(None);
+        let seen = reg.others(None, &[]);
         assert_eq!(seen.values().cloned().collect::<Vec<_>>(), [entry]);
         // SAFETY: kill(2) on the sleep this test started; no memory is involved.
         assert_eq!(unsafe { libc::kill(pid, libc::SIGKILL) }, 0);
@@ -789,7 +903,7 @@ softirq 149391113 0 38215167 1 9098399 0 0 1 56470574 0 45606971
         while pid_stat(pid).is_some_and(|s| s.state != 'Z') && Instant::now() < deadline {
             std::thread::sleep(std::time::Duration::from_millis(10));
         }
-        assert!(reg.others(None).is_empty());
+        assert!(reg.others(None, &[]).is_empty());
         assert!(!path.exists(), "the dead process's entry was removed");
         // A live pid with another start time is a reused pid: not counted, removed.
         let me = std::process::id() as i32;
@@ -800,7 +914,7 @@ softirq 149391113 0 38215167 1 9098399 0 0 1 56470574 0 45606971
             cpus: vec![],
         };
         let path = reg.write_entry(&reused, 1000).unwrap();
-        assert!(reg.others(None).is_empty());
+        assert!(reg.others(None, &[]).is_empty());
         assert!(!path.exists());
         // The same file name twice is refused (O_EXCL), not overwritten.
         let a = reg.register("bench", &[]).unwrap();
@@ -816,11 +930,131 @@ softirq 149391113 0 38215167 1 9098399 0 0 1 56470574 0 45606971
     }
 
     #[test]
+    fn a_partner_and_its_tree_are_left_out_and_only_on_its_machine() {
+        let d = TempDir::new("partner");
+        let reg = Registry::at(&d.0);
+        // A process that is no relative of ours (its shell exits at once), registered as the
+        // other end of our measurement would be, and a child of it registered too.
+        let out = std::process::Command::new("sh")
+            .args([
+                "-c",
+                "sh -c 'sleep 30 & sleep 30' >/dev/null 2>&1 & echo $!",
+            ])
+            .output()
+            .unwrap();
+        let pid: i32 = String::from_utf8(out.stdout)
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        // Its children appear once it has forked them.
+        let deadline = Instant::now() + std::time::Duration::from_secs(5);
+        let child = loop {
+            let kids = std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
+                .unwrap_or_default();
+            if let Some(k) = kids.split_whitespace().next() {
+                break k.parse::<i32>().unwrap();
+            }
+            assert!(Instant::now() < deadline, "sh forked no sleep");
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        };
+        let id = |pid: i32| ProcessId {
+            pid,
+            start_ticks: start_ticks(pid).unwrap(),
+            boot_id: boot_id().to_string(),
+        };
+        let partner = id(pid);
+        for (i, p) in [pid, child].into_iter().enumerate() {
+            let e = Entry {
+                pid: p,
+                start_ticks: start_ticks(p).unwrap(),
+                verb: "serve".into(),
+                cpus: vec![],
+            };
+            reg.write_entry(&e, i as u32).unwrap();
+        }
+        assert_eq!(reg.others(None, &[]).len(), 2);
+        // The partner and its child are one measurement with us.
+        assert!(reg.others(None, std::slice::from_ref(&partner)).is_empty());
+        // The same pid and start time on another machine (another boot) is someone else.
+        let elsewhere = ProcessId {
+            boot_id: "another-boot".into(),
+            ..partner.clone()
+        };
+        assert_eq!(reg.others(None, std::slice::from_ref(&elsewhere)).len(), 2);
+        assert!(!partner.same_machine(&elsewhere));
+        assert!(partner.same_machine(&ProcessId::me()));
+        // A reused pid (another start time) is not the partner either.
+        let reused = ProcessId {
+            start_ticks: partner.start_ticks + 1,
+            ..partner.clone()
+        };
+        assert_eq!(reg.others(None, &[reused]).len(), 2);
+        // SAFETY: kill(2) on the processes this test started; no memory is involved.
+        unsafe {
+            libc::kill(child, libc::SIGKILL);
+            libc::kill(pid, libc::SIGKILL);
+        }
+    }
+
+    #[test]
+    fn another_ends_findings_are_prefixed_deduplicated_on_one_machine_and_bounded() {
+        let f = |kind, note: &str| Finding {
+            kind,
+            note: note.to_string(),
+        };
+        let other = "another commperf measurement ran at the same time: pid 9 (bench, CPUs 1)";
+        let mut mine = Disturbance {
+            findings: vec![f(FindingKind::OtherMeasurement, other)],
+        };
+        let theirs = Disturbance {
+            findings: vec![
+                f(FindingKind::OtherMeasurement, other),
+                f(
+                    FindingKind::InvoluntarySwitches,
+                    "12 involuntary context switches",
+                ),
+            ],
+        };
+        let mut apart = mine.clone();
+        mine.merge("the peer (pid 7 on h)", theirs.clone(), true);
+        assert_eq!(
+            mine.notes().collect::<Vec<_>>(),
+            [
+                other,
+                "at the peer (pid 7 on h): 12 involuntary context switches"
+            ]
+        );
+        // On another machine, pid 9 there is another process than pid 9 here.
+        apart.merge("rank 1 on n2", theirs, false);
+        assert_eq!(
+            apart.notes().collect::<Vec<_>>(),
+            [
+                other.to_string(),
+                format!("at rank 1 on n2: {other}"),
+                "at rank 1 on n2: 12 involuntary context switches".to_string()
+            ]
+        );
+        let flood = Disturbance {
+            findings: (0..MAX_MERGED + 5)
+                .map(|i| f(FindingKind::Steal, &i.to_string()))
+                .collect(),
+        };
+        let mut d = Disturbance::default();
+        d.merge("p", flood, true);
+        assert_eq!(d.findings.len(), MAX_MERGED + 1);
+        assert_eq!(
+            d.findings[MAX_MERGED].note,
+            "at p: 5 more findings, left out"
+        );
+    }
+
+    #[test]
     fn a_watch_names_the_other_measurement_and_ends_its_registration() {
         let d = TempDir::new("watch");
         let reg = Registry::at(&d.0);
         let other = reg.register("app", &[1]).unwrap();
-        let w = Watch::start_in(reg.clone(), "bench", &[0]);
+        let w = Watch::start_in(reg.clone(), "bench", &[0], Vec::new());
         drop(other);
         let found = w.finish();
         let me = std::process::id();
@@ -842,7 +1076,7 @@ softirq 149391113 0 38215167 1 9098399 0 0 1 56470574 0 45606971
         );
         assert_eq!(entries(&d.0), 0);
         // Alone: no such finding.
-        let alone = Watch::start_in(reg, "bench", &[0]).finish();
+        let alone = Watch::start_in(reg, "bench", &[0], Vec::new()).finish();
         assert!(alone
             .findings
             .iter()

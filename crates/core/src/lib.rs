@@ -13,7 +13,7 @@ pub mod result;
 pub mod text;
 pub mod units;
 
-pub use disturbance::{Disturbance, Finding, FindingKind, Watch};
+pub use disturbance::{Disturbance, Finding, FindingKind, ProcessId, Watch};
 pub use kinds::{Benchmark, BufferUse, Mode, TransportKind, UnknownName};
 pub use profile::{
     LogGpPoint, PipelineProfile, PipelineStage, PipelinedPoint, Profile, StagePoint, TcomPiece,

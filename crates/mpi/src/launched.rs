@@ -12,7 +12,7 @@
 use crate::world::MpiWorld;
 use crate::MpiError;
 use commperf_bench::{BenchConfig, Launcher, Progress};
-use commperf_core::{Report, TransportKind};
+use commperf_core::{ProcessId, Report, TransportKind};
 use commperf_transport::launch::Server;
 use commperf_transport::serve::ServeLimits;
 use mpi::topology::SimpleCommunicator;
@@ -108,6 +108,16 @@ pub(crate) fn run(
             }
         }
     }
+    // The job's other ranks are this measurement: each end's watch leaves them out (with
+    // several pairs, another pair's ends are siblings of ours under mpirun, not children).
+    let ids = world.process_ids()?;
+    let me = world.rank() as usize;
+    let others: Vec<ProcessId> = ids
+        .iter()
+        .enumerate()
+        .filter(|&(r, _)| r != me)
+        .map(|(_, p)| p.clone())
+        .collect();
     let initiators = world.side();
     let same_host = world.host(world.rank()) == world.host(pair.peer);
     if !pair.initiator {
@@ -132,7 +142,7 @@ pub(crate) fn run(
                 token: server.token().to_string(),
             },
         )?;
-        serve(server, cfg, pair.peer)?;
+        serve(server, cfg, pair.peer, others)?;
         return Ok(None);
     }
     let (addr, token) = match world.recv_json::<Offer>(pair.peer)? {
@@ -143,14 +153,20 @@ pub(crate) fn run(
     };
     let mut c = cfg.clone();
     c.launcher = Launcher::Mpi { addr, token };
+    c.partners = others;
     let mut sync = PairSync {
         initiators: &initiators,
         inner: progress,
     };
     let mut report = commperf_bench::run(&c, &mut sync)?;
+    // Each initiator's findings (its peer's merged in) go to rank 0 with its rows.
+    let pairs = pair.pairs as i32;
+    let found = std::mem::take(&mut report.disturbance);
+    let merged = world.merge_findings(0..pairs, &ids, found)?;
     let Some(results) = world.combine_pairs(std::mem::take(&mut report.results))? else {
         return Ok(None);
     };
+    report.disturbance = merged.unwrap_or_default();
     report.results = results;
     report.options.mpi_library = Some(world.library().to_string());
     report.options.peer = Some(world.peer_description());
@@ -161,7 +177,12 @@ pub(crate) fn run(
 /// serve`: a stranger on the network who connects first (or holds connections open) is turned
 /// away by the token check within the handshake deadline, and never delays the pair's own
 /// initiator.
-fn serve(server: Server, cfg: &BenchConfig, initiator: i32) -> Result<(), MpiError> {
+fn serve(
+    server: Server,
+    cfg: &BenchConfig,
+    initiator: i32,
+    others: Vec<ProcessId>,
+) -> Result<(), MpiError> {
     let ip = server.local_addr().ip();
     let token = server.token().to_string();
     let limits = ServeLimits {
@@ -177,6 +198,7 @@ fn serve(server: Server, cfg: &BenchConfig, initiator: i32) -> Result<(), MpiErr
     session
         .ctrl
         .set_timeout(cfg.idle_timeout.max(Duration::from_secs(600)))?;
+    session.ctrl.add_partners(others);
     commperf_bench::serve_session(&mut session.ctrl, &token, ip)?;
     Ok(())
 }

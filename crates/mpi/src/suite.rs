@@ -29,7 +29,9 @@ use commperf_bench::cost::{self, Baseline, Saving};
 use commperf_bench::patterns::{self, check, Buffers, Laps, Loop, LoopError, Mismatch, Scattered};
 use commperf_bench::session::{loggp_rows, summarize_latency};
 use commperf_bench::{extended, loggp, machine, BenchConfig, BenchError, Progress, MAX_SIZE};
-use commperf_core::{Benchmark, BufferUse, Mode, Options, Placement, Report, Row, TransportKind};
+use commperf_core::{
+    Benchmark, BufferUse, Disturbance, Mode, Options, Placement, Report, Row, TransportKind, Watch,
+};
 use commperf_transport::clock::Clock;
 use commperf_transport::conformance::fill;
 use std::time::SystemTime;
@@ -233,6 +235,13 @@ pub(crate) fn run(
         cfg,
         win: Window::new(2 * cfg.window.max(1) as usize + 2 * world.size() as usize),
     };
+    // Every rank watches its own end from here to the end, the other ranks left out: they
+    // are this measurement, siblings under mpirun or on other hosts, not our children.
+    let ids = world.process_ids()?;
+    let me = world.rank() as usize;
+    let partners = ids.iter().enumerate().filter(|&(r, _)| r != me);
+    // mpirun's binding stands: no CPUs of our choosing to register.
+    let mut watch = Watch::start_among("bench", &[], partners.map(|(_, p)| p.clone()).collect());
     let mut sbuf = PageBuf::new(max);
     let mut rbuf = PageBuf::new(max * slots);
     let mut results = Vec::new();
@@ -252,6 +261,8 @@ pub(crate) fn run(
             done += 1;
             let (s, r) = (&mut sbuf[..size as usize], &mut rbuf[..]);
             measure(&mut ctx, b, size, &ph, s, r, &mut results, &mut prtts)?;
+            // Between measurements, as the other transports look.
+            watch.check();
             if matches!(b, Benchmark::Conns | Benchmark::Cq) {
                 break; // 16-byte messages only, as at the transport layer
             }
@@ -263,7 +274,8 @@ pub(crate) fn run(
         progress.finished(&format!("{b} over mpi"), finished, cfg.benchmarks.len());
     }
     progress.finish();
-    finish(world, cfg, ctx.clock, started_unix_s, results)
+    let disturbance = world.merge_findings(1..world.size(), &ids, watch.finish())?;
+    finish(world, cfg, ctx.clock, started_unix_s, results, disturbance)
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -659,6 +671,7 @@ fn finish(
     clock: Clock,
     started_unix_s: u64,
     rows: Vec<Row>,
+    disturbance: Option<Disturbance>,
 ) -> Result<Option<Report>, MpiError> {
     let pair = world.pair();
     let cpu = commperf_transport::affinity::current_cpu();
@@ -704,7 +717,7 @@ fn finish(
         },
         limits: None,
         results,
-        disturbance: Default::default(),
+        disturbance: disturbance.unwrap_or_default(),
         partial: false,
     }))
 }

@@ -8,7 +8,8 @@
 use crate::raw::Comm;
 use crate::startup::{agree, clip, fnv, Hello, Pair, HELLO_BYTES, MAGIC, VERSION_OVERRIDE};
 use crate::MpiError;
-use commperf_core::Row;
+use commperf_core::{Disturbance, ProcessId, Row};
+use commperf_transport::text::printable;
 use mpi::topology::{Color, SimpleCommunicator};
 use mpi::traits::*;
 use serde::{de::DeserializeOwned, Serialize};
@@ -176,6 +177,60 @@ impl MpiWorld {
         crate::aggregate::combine(&per_pair)
             .map(Some)
             .map_err(MpiError::Combine)
+    }
+
+    /// Every rank's process, by rank: gathered at rank 0 and sent back to each. The ranks are
+    /// one measurement (siblings under mpirun, or on other hosts, not parent and child), and
+    /// each leaves the others out of what its watch for disturbance finds.
+    pub(crate) fn process_ids(&self) -> Result<Vec<ProcessId>, MpiError> {
+        let me = ProcessId::me();
+        if self.rank != 0 {
+            self.send_json(0, &me)?;
+            let all: Vec<ProcessId> = self.recv_json(0)?;
+            if all.len() != self.size as usize {
+                return Err(MpiError::Protocol(format!(
+                    "rank 0 sent {} processes for {} ranks",
+                    all.len(),
+                    self.size
+                )));
+            }
+            return Ok(all);
+        }
+        let mut all = vec![me];
+        for r in 1..self.size {
+            all.push(self.recv_json(r)?);
+        }
+        for r in 1..self.size {
+            self.send_json(r, &all)?;
+        }
+        Ok(all)
+    }
+
+    /// What disturbed the run at ranks `from` (each sends `mine`) merged into rank 0's own
+    /// findings (`None` on the other ranks): another rank's prefixed with the rank and its
+    /// host, and a measurement that two ranks of one machine both saw said once. `ids` are
+    /// [`MpiWorld::process_ids`]. Call on rank 0 and the ranks `from`.
+    pub(crate) fn merge_findings(
+        &self,
+        from: std::ops::Range<i32>,
+        ids: &[ProcessId],
+        mine: Disturbance,
+    ) -> Result<Option<Disturbance>, MpiError> {
+        if self.rank != 0 {
+            self.send_json(0, &mine)?;
+            return Ok(None);
+        }
+        let mut all = mine;
+        for r in from.filter(|&r| r != 0) {
+            let mut theirs: Disturbance = self.recv_json(r)?;
+            for f in &mut theirs.findings {
+                f.note = printable(&f.note);
+            }
+            let whose = format!("rank {r} on {}", printable(self.host(r)));
+            let same_machine = ids[0].same_machine(&ids[r as usize]);
+            all.merge(&whose, theirs, same_machine);
+        }
+        Ok(Some(all))
     }
 
     /// This rank's peer for a report: `rank 1 on node2 (2 pairs)`.

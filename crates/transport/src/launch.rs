@@ -15,7 +15,7 @@ use crate::sys::uds::{self, UdsEndpoint};
 use crate::sys::uring::{UringEndpoint, UringOptions};
 use crate::text::{one_line, printable, printable_debug};
 use crate::{Endpoint, EndpointConfig, TransportError};
-use commperf_core::{Mode, TransportKind};
+use commperf_core::{Mode, ProcessId, TransportKind};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use std::io::{self, Read, Write};
@@ -26,8 +26,10 @@ use std::path::PathBuf;
 use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
-/// Version of the control protocol; both ends must speak the same.
-pub const PROTOCOL_VERSION: u32 = 1;
+/// Version of the control protocol; both ends must speak the same. 2: the hello and the welcome
+/// say which process each end is (so that neither reports the other as another measurement),
+/// and a session's peer can watch for disturbance and send its findings.
+pub const PROTOCOL_VERSION: u32 = 2;
 /// Largest control message accepted.
 pub const MAX_CONTROL: usize = 1 << 20;
 const MAGIC: &str = "commperf";
@@ -136,6 +138,9 @@ pub struct Control {
     deadline: Option<(Instant, Duration)>,
     /// Hears of strangers turned away from this session's data ports.
     events: Reporter,
+    /// The process at the other end, once the handshake has said it, and any other process of
+    /// the same measurement the caller added ([`Control::add_partners`]).
+    partners: Vec<ProcessId>,
 }
 
 impl Control {
@@ -147,7 +152,21 @@ impl Control {
             max_frame: MAX_CONTROL,
             deadline: None,
             events: Reporter(None),
+            partners: Vec::new(),
         }
+    }
+
+    /// The processes of this session's measurement besides this one: the other end, as its
+    /// hello or welcome said (none before the handshake, or from a client that did not say),
+    /// and those added with [`Control::add_partners`].
+    pub fn partners(&self) -> &[ProcessId] {
+        &self.partners
+    }
+
+    /// Adds processes that are part of this session's measurement (the other ranks of an MPI
+    /// job), so that its watch does not report them as other measurements.
+    pub fn add_partners(&mut self, more: impl IntoIterator<Item = ProcessId>) {
+        self.partners.extend(more);
     }
 
     /// Reports to `log` every connection that a data port of this session turns away (by
@@ -300,12 +319,19 @@ pub enum SetupMsg {
         protocol: u32,
         version: String,
         token: String,
+        /// The client process (protocol 2; a hand-made client may leave it out, and is then
+        /// not told apart from other measurements).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        process: Option<ProcessId>,
     },
     Welcome {
         protocol: u32,
         version: String,
         pid: u32,
         hostname: String,
+        /// The server process (protocol 2).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        process: Option<ProcessId>,
     },
     Refused {
         reason: String,
@@ -504,6 +530,8 @@ impl DataSpec {
 #[derive(Debug, Clone)]
 pub struct ClientHello {
     pub version: String,
+    /// The client process, where it said.
+    pub process: Option<ProcessId>,
 }
 
 /// What the client learned about the server.
@@ -512,6 +540,8 @@ pub struct ServerHello {
     pub version: String,
     pub pid: u32,
     pub hostname: String,
+    /// The server process, where it said.
+    pub process: Option<ProcessId>,
 }
 
 /// A fresh random session token (128 bits, hex).
@@ -551,6 +581,7 @@ pub fn client_handshake(ctrl: &mut Control, token: &str) -> Result<ServerHello, 
         protocol: PROTOCOL_VERSION,
         version: env!("CARGO_PKG_VERSION").into(),
         token: token.into(),
+        process: Some(ProcessId::me()),
     })?;
     match ctrl.recv::<SetupMsg>()? {
         SetupMsg::Welcome {
@@ -558,11 +589,16 @@ pub fn client_handshake(ctrl: &mut Control, token: &str) -> Result<ServerHello, 
             version,
             pid,
             hostname,
-        } if protocol == PROTOCOL_VERSION => Ok(ServerHello {
-            version,
-            pid,
-            hostname,
-        }),
+            process,
+        } if protocol == PROTOCOL_VERSION => {
+            ctrl.partners.extend(process.clone());
+            Ok(ServerHello {
+                version,
+                pid,
+                hostname,
+                process,
+            })
+        }
         SetupMsg::Welcome {
             protocol, version, ..
         } => Err(LaunchError::Refused {
@@ -618,6 +654,7 @@ pub fn server_handshake_with<T>(
             protocol,
             version,
             token: t,
+            process,
         }) => {
             if magic != MAGIC {
                 let magic = printable(&magic);
@@ -646,8 +683,10 @@ pub fn server_handshake_with<T>(
                 version: env!("CARGO_PKG_VERSION").into(),
                 pid: std::process::id(),
                 hostname: hostname(),
+                process: Some(ProcessId::me()),
             })?;
-            Ok((ClientHello { version }, admitted))
+            ctrl.partners.extend(process.clone());
+            Ok((ClientHello { version, process }, admitted))
         }
         Ok(other) => refuse(
             ctrl,
