@@ -8,8 +8,7 @@
  * Prints nothing; exits 1 without
  * MPI_THREAD_MULTIPLE, 2 on a wrong value. Run by scripts/sanitize.sh (ThreadSanitizer,
  * AddressSanitizer) and crates/cli/tests/monitor_mpi.rs. */
-#include <mpi.h>
-#include <pthread.h>
+#include "two_threads.h"
 #include <stdio.h>
 
 #define LIVE 200
@@ -36,17 +35,8 @@ static void *worker(void *arg) {
 }
 
 int main(int argc, char **argv) {
-    int provided;
-    MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
-    if (provided < MPI_THREAD_MULTIPLE) {
-        fprintf(stderr, "no MPI_THREAD_MULTIPLE\n");
-        MPI_Abort(MPI_COMM_WORLD, 1);
-    }
-    pthread_t a, b;
-    pthread_create(&a, NULL, worker, (void *)0L);
-    pthread_create(&b, NULL, worker, (void *)1L);
-    pthread_join(a, NULL);
-    pthread_join(b, NULL);
+    init_thread_multiple(&argc, &argv);
+    run_two(worker, (void *)0L, worker, (void *)1L);
     if (bad) {
         fprintf(stderr, "a self Sendrecv delivered a wrong value\n");
         MPI_Abort(MPI_COMM_WORLD, 2);

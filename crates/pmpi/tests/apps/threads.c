@@ -3,8 +3,7 @@
  * A request posted on one thread and completed on another must be recorded once, with nothing
  * left pending: every send matched to its receive. Prints nothing; exits 1 without
  * MPI_THREAD_MULTIPLE. */
-#include <mpi.h>
-#include <pthread.h>
+#include "two_threads.h"
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -43,19 +42,10 @@ static void *completer(void *arg) {
 }
 
 int main(int argc, char **argv) {
-    int provided;
-    MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
-    if (provided < MPI_THREAD_MULTIPLE) {
-        fprintf(stderr, "no MPI_THREAD_MULTIPLE\n");
-        MPI_Abort(MPI_COMM_WORLD, 1);
-    }
+    init_thread_multiple(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
-    pthread_t a, b;
-    pthread_create(&a, NULL, poster, NULL);
-    pthread_create(&b, NULL, completer, NULL);
-    pthread_join(a, NULL);
-    pthread_join(b, NULL);
+    run_two(poster, NULL, completer, NULL);
     int prev = (rank + size - 1) % size;
     for (int i = 0; i < N; i++)
         if (rbuf[i] != prev * 1000 + i) {
