@@ -871,7 +871,11 @@ fn a_forged_log_line_in_a_magic_or_version_is_printed_escaped_on_its_one_line() 
     );
     // And a real session after them is logged as before.
     s.assert_serves();
-    let lines = lines_until_quiet(&mut s, Duration::from_secs(2));
+    // A session on a busy machine also logs what disturbed it, one line per finding.
+    let lines: Vec<String> = lines_until_quiet(&mut s, Duration::from_secs(2))
+        .into_iter()
+        .filter(|l| !l.contains(" disturbed: "))
+        .collect();
     assert_eq!(lines.len(), 2, "{lines:?}");
     assert!(lines[0].starts_with("commperf serve: session with client 127.0.0.1:"));
     assert!(s.seen.iter().all(|l| !l.contains('\x1b')));
