@@ -19,9 +19,9 @@ use commperf_emulate::sweep::{
     SweepResult,
 };
 use commperf_emulate::{parse_knob_list, Knob, Knobs};
+use commperf_model::tcom::Tcom;
 use commperf_predict::engine::{self, Inputs, LogGp, Model, PredictConfig, SelfOverheads};
 use commperf_predict::parse::{self, ParseOptions};
-use commperf_predict::tcom::Tcom;
 use commperf_predict::topology::{self, RankMap, TopologySpec};
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};

@@ -11,6 +11,7 @@ use crate::output::{
 use crate::tcom::Tcom;
 use crate::topology::{Network, RankMap};
 use crate::workload::Workload;
+pub use commperf_model::LogGp;
 
 /// Which model predicts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -128,19 +129,6 @@ impl SizeFactors {
             i => self.0[i - 1].1,
         }
     }
-}
-
-/// LogGP parameters (ns), for the LogGP model.
-#[derive(Debug, Clone, Copy, PartialEq)]
-#[allow(non_snake_case)]
-pub struct LogGp {
-    pub L_ns: f64,
-    pub o_s_ns: f64,
-    pub o_r_ns: f64,
-    pub g_ns: f64,
-    pub G_ns_per_byte: f64,
-    /// Per-byte CPU overhead (LogGOPS O); 0 for plain LogGP.
-    pub O_ns_per_byte: f64,
 }
 
 /// Everything but the inputs.
@@ -378,41 +366,6 @@ pub enum PredictError {
 pub struct Outcome {
     pub prediction: Prediction,
     pub timeline: Option<Timeline>,
-}
-
-impl LogGp {
-    /// From a profile's LogGP points: L, o and g at the smallest size, G at the largest (the
-    /// per-byte cost of the bulk protocol). Without points, derived from Tcom: half of
-    /// Tcom(1 B) is split 1/4 : 1/4 : 1/2 into o_s, o_r and L, g = o_s, G = Tcom's peak slope.
-    pub fn from_profile(profile: Option<&commperf_core::Profile>, tcom: &Tcom) -> LogGp {
-        if let Some(p) = profile.filter(|p| !p.loggp.is_empty()) {
-            let mut pts = p.loggp.clone();
-            pts.sort_by_key(|q| q.size_bytes);
-            let (lo, hi) = (pts[0], pts[pts.len() - 1]);
-            let nonneg = |v: f64| if v.is_finite() && v > 0.0 { v } else { 0.0 };
-            return LogGp {
-                L_ns: nonneg(lo.L_us) * 1e3,
-                o_s_ns: nonneg(lo.o_s_us) * 1e3,
-                o_r_ns: nonneg(lo.o_r_us) * 1e3,
-                g_ns: nonneg(lo.g_us) * 1e3,
-                G_ns_per_byte: if hi.G_us_per_byte.is_finite() && hi.G_us_per_byte > 0.0 {
-                    hi.G_us_per_byte * 1e3
-                } else {
-                    1.0 / tcom.peak_bytes_per_ns()
-                },
-                O_ns_per_byte: 0.0,
-            };
-        }
-        let t1 = tcom.quiet_ns(1);
-        LogGp {
-            L_ns: t1 / 2.0,
-            o_s_ns: t1 / 4.0,
-            o_r_ns: t1 / 4.0,
-            g_ns: t1 / 4.0,
-            G_ns_per_byte: 1.0 / tcom.peak_bytes_per_ns(),
-            O_ns_per_byte: 0.0,
-        }
-    }
 }
 
 fn background_name(b: Background) -> String {
