@@ -329,6 +329,47 @@ impl Default for PredictConfig {
     }
 }
 
+impl PredictConfig {
+    /// The LogGP replay of an MPI program whose ranks all ran on one node, with messages up to
+    /// `eager_threshold_bytes` eager and a message to oneself at `self_overheads`: the preset of
+    /// `commperf app --loop` and of `commperf emulate --sweep --predict`. Callers add what they
+    /// measured: the `overlap` of a send and its receive (none by default), another `model` or
+    /// `loggp_receive`.
+    pub fn one_node_mpi(
+        eager_threshold_bytes: u64,
+        self_overheads: SelfOverheads,
+    ) -> PredictConfig {
+        PredictConfig {
+            model: Model::LogGp,
+            eager_threshold_bytes,
+            // A rank's messages to itself (halo's west and east on 2 ranks) never reach the
+            // network: both MPIs copy them in memory (Open MPI's `self` BTL), at overheads of
+            // their own (on every stack of one MPI the same in-memory path; a TCP stack's o_s is
+            // 5 µs of kernel send path, not theirs).
+            local_self_messages: true,
+            self_overheads: Some(self_overheads),
+            // No NIC paces a rank's receives (ompi-tcp's 5 µs g charged between halo's two
+            // receives an iteration: +26 %).
+            receive_gap: false,
+            // LogGP's own receive: on one node the sender's copy (shared memory) or its kernel
+            // (TCP) moves the bytes, so they are all there when the send's work is done, and the
+            // receive holds the CPU for o_r + O·s; LogGOPSim's NIC rule made the receiver wait
+            // out G·s again (pipeline's 1 KiB stream on ompi-shm +10…+13 %, +2…+3 % so; seven
+            // studies replayed both ways: 121 predictions within 10 % against 113, more in six
+            // of them). It is also how the G knob of the emulations slows a message (the
+            // sender's wire).
+            loggp_receive: LoggpReceive::LastByte,
+            // Neither MPI runs a progress thread: a rank takes in what has arrived inside its
+            // calls, after its own sends. Taken in at once, a rank leaving a computation copied
+            // its peer's block before sending its own, and transpose's exchanges ran one half
+            // after the other (+22…+28 % on ompi-shm and mpich-tcp; −6…+1 % so, seven studies
+            // replayed).
+            progress: Progress::Wait,
+            ..PredictConfig::default()
+        }
+    }
+}
+
 /// The inputs of one prediction.
 #[derive(Debug, Clone, Copy)]
 pub struct Inputs<'a> {

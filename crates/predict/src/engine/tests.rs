@@ -885,6 +885,40 @@ fn loggp_progress_at_wait_lets_a_ranks_own_send_go_before_what_has_arrived() {
     assert_eq!(finish(Progress::Wait), (1.21, 1.21));
 }
 
+#[test]
+fn the_one_node_mpi_preset_takes_messages_in_at_the_wait_and_self_messages_in_memory() {
+    // The workload of the test above: rank 1 sends before it takes in rank 0's message.
+    let mut b = WorkloadBuilder::new(2);
+    let mut p0 = SeqProgram::new();
+    let s = p0.nonblocking(send(1, 1));
+    let q = p0.nonblocking(recv(1, 1));
+    p0.wait(&[s, q]);
+    b.add_program(0, &p0).unwrap();
+    let mut p1 = SeqProgram::new();
+    p1.calc(1010);
+    let s = p1.nonblocking(send(0, 1));
+    let q = p1.nonblocking(recv(0, 1));
+    p1.wait(&[s, q]);
+    b.add_program(1, &p1).unwrap();
+    let mut f = Fixture::new(b.finish());
+    f.loggp.L_ns = 0.0;
+    let own = SelfOverheads {
+        o_s_ns: 30.0,
+        o_r_ns: 40.0,
+        O_ns_per_byte: 0.01,
+    };
+    let cfg = PredictConfig::one_node_mpi(64 * 1024, own);
+    let p = predict(&f.inputs(), &cfg).unwrap().prediction;
+    assert_eq!((p.ranks[0].finish_us, p.ranks[1].finish_us), (1.21, 1.21));
+    // A message to oneself: the send's 30 + 9.99 ns, the receive's 40 + 9.99 once the CPU is
+    // free at 39.99: 89.98 ns, no L, g or G.
+    let mut b = WorkloadBuilder::new(2);
+    b.add_rank(0, &[send(0, 1000), recv(0, 1000)], &[]).unwrap();
+    let f = Fixture::new(b.finish());
+    let t = predict(&f.inputs(), &cfg).unwrap().prediction.ranks[0].finish_us;
+    assert!((t - 0.08998).abs() < 1e-12, "{t}");
+}
+
 /// An own-format trace's prediction under `model`, on the fixture's crossbar and parameters.
 fn run_text(text: &str, model: Model) -> Prediction {
     use crate::parse::{parse_str, ParseOptions, TraceFormat};
