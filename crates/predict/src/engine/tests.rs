@@ -849,10 +849,9 @@ fn loggp_duplex_charges_a_crossing_receive_once_per_message_and_a_ping_pong_neve
     assert!(Overlap::default().with_duplex(f64::INFINITY).is_err());
 }
 
-#[test]
-fn loggp_progress_at_wait_lets_a_ranks_own_send_go_before_what_has_arrived() {
-    // L = 0, o = 100 ns, 1-byte messages. Rank 0 sends to rank 1 at once (there at 100);
-    // rank 1 computes 1000 + 10 ns, then sends to rank 0 and waits for both.
+/// L = 0, o = 100 ns, 1-byte messages. Rank 0 sends to rank 1 at once (there at 100); rank 1
+/// computes 1000 + 10 ns, then sends to rank 0 and waits for both.
+fn a_message_arrives_while_its_receiver_computes() -> Fixture {
     let mut b = WorkloadBuilder::new(2);
     let mut p0 = SeqProgram::new();
     let s = p0.nonblocking(send(1, 1));
@@ -868,6 +867,12 @@ fn loggp_progress_at_wait_lets_a_ranks_own_send_go_before_what_has_arrived() {
     b.add_program(1, &p1).unwrap();
     let mut f = Fixture::new(b.finish());
     f.loggp.L_ns = 0.0;
+    f
+}
+
+#[test]
+fn loggp_progress_at_wait_lets_a_ranks_own_send_go_before_what_has_arrived() {
+    let f = a_message_arrives_while_its_receiver_computes();
     let finish = |progress| {
         let cfg = PredictConfig {
             model: Model::LogGp,
@@ -887,21 +892,8 @@ fn loggp_progress_at_wait_lets_a_ranks_own_send_go_before_what_has_arrived() {
 
 #[test]
 fn the_one_node_mpi_preset_takes_messages_in_at_the_wait_and_self_messages_in_memory() {
-    // The workload of the test above: rank 1 sends before it takes in rank 0's message.
-    let mut b = WorkloadBuilder::new(2);
-    let mut p0 = SeqProgram::new();
-    let s = p0.nonblocking(send(1, 1));
-    let q = p0.nonblocking(recv(1, 1));
-    p0.wait(&[s, q]);
-    b.add_program(0, &p0).unwrap();
-    let mut p1 = SeqProgram::new();
-    p1.calc(1010);
-    let s = p1.nonblocking(send(0, 1));
-    let q = p1.nonblocking(recv(0, 1));
-    p1.wait(&[s, q]);
-    b.add_program(1, &p1).unwrap();
-    let mut f = Fixture::new(b.finish());
-    f.loggp.L_ns = 0.0;
+    // Progress at the wait: rank 1 sends before it takes in rank 0's message (as above).
+    let f = a_message_arrives_while_its_receiver_computes();
     let own = SelfOverheads {
         o_s_ns: 30.0,
         o_r_ns: 40.0,
