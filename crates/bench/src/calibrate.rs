@@ -14,8 +14,8 @@ use commperf_core::{
     format_size, Benchmark, LogGpPoint, Mode, Profile, Report, TcomPiece, TcomPoint, TransportKind,
     PROFILE_SCHEMA_VERSION,
 };
-use commperf_predict::profile::{profile_from_points, ProfileError};
-use commperf_predict::tcom::Tcom;
+use commperf_model::profile::{profile_from_points, ProfileError};
+use commperf_model::tcom::Tcom;
 use std::fmt::Write as _;
 
 /// Why a calibration failed.
@@ -347,7 +347,7 @@ pub fn parse_tcom(s: &str) -> Result<Vec<TcomPiece>, TcomSyntaxError> {
         });
     }
     Tcom::from_pieces(&out).map_err(|e| match e {
-        commperf_predict::tcom::TcomError::BadPiece { index, why, .. } => TcomSyntaxError {
+        commperf_model::tcom::TcomError::BadPiece { index, why, .. } => TcomSyntaxError {
             piece: index + 1,
             text: parts.get(index).unwrap_or(&"").to_string(),
             why: why.to_string(),

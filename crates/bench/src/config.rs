@@ -1,7 +1,7 @@
 //! The validated configuration of a benchmark run, and the OSU-like defaults.
 
 use commperf_core::{Benchmark, Mode, ProcessId, TransportKind};
-use commperf_predict::pipeline::{PipelineModel, Plan};
+use commperf_model::pipeline::{PipelineModel, Plan};
 use commperf_transport::bounds::{self, BoundError, SessionMemory};
 use commperf_transport::launch::DataSpec;
 use commperf_transport::FragmentPlan;

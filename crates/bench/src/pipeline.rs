@@ -22,7 +22,7 @@ use commperf_core::TransportKind;
 use commperf_core::{
     PipelineProfile, PipelineStage, PipelinedPoint, StagePoint, PIPELINE_SCHEMA_VERSION,
 };
-use commperf_predict::pipeline::{PipelineModel, Plan, Rule};
+use commperf_model::pipeline::{PipelineModel, Plan, Rule};
 use commperf_transport::affinity;
 use commperf_transport::bounds::{max_shm_frag_bytes, MIN_SHM_FRAG_BYTES};
 use commperf_transport::clock::Clock;

@@ -18,7 +18,7 @@ use commperf_core::{
     Benchmark, BufferUse, Disturbance, Finding, Mode, Options, Placement, ProcessId, Report, Row,
     TransportKind, Watch,
 };
-use commperf_predict::pipeline::{PipelineModel, Plan};
+use commperf_model::pipeline::{PipelineModel, Plan};
 use commperf_stats::{median_uncertainty, Summary};
 use commperf_transport::bounds::{self, BoundError, SessionMemory};
 use commperf_transport::clock::Clock;

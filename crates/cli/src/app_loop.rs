@@ -28,9 +28,9 @@ use anyhow::{anyhow, bail, Context, Result};
 use commperf_bench::Progress;
 use commperf_emulate::sweep::same_state;
 use commperf_emulate::Knobs;
-use commperf_predict::engine::{self, Inputs, LogGp, Model, Overlap, PredictConfig};
+use commperf_model::tcom::Tcom;
+use commperf_predict::engine::{self, Inputs, LogGp, Overlap, PredictConfig};
 use commperf_predict::parse::{self, ParseOptions, TraceFormat};
-use commperf_predict::tcom::Tcom;
 use commperf_predict::topology::{self, RankMap, TopologySpec};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -646,24 +646,9 @@ fn predict(
     let map = RankMap::identity(workload.nranks(), &*net)?;
     let loggp = p.loggp();
     // The LogGP model takes every cost from `loggp`; Tcom is only the contention model's.
-    let tcom = Tcom::line(p.o_s_ns + p.L_ns + p.o_r_ns, p.G_ns_per_byte);
-    // A rank's messages to itself (halo's west and east on 2 ranks) never reach the network:
-    // both MPIs copy them in memory (Open MPI's `self` BTL), at `own`'s overheads.
+    let tcom = Tcom::from_loggp(&loggp);
+    // A rank's messages to itself take `own`'s overheads (the reference stack's in-memory path).
     let cfg = PredictConfig {
-        model: Model::LogGp,
-        eager_threshold_bytes: EAGER_BYTES,
-        local_self_messages: true,
-        // The stacks are on one node: no NIC paces a rank's receives (ompi-tcp's 5 µs g
-        // charged between halo's two receives an iteration: +26 %).
-        receive_gap: false,
-        self_overheads: Some(engine::SelfOverheads::of(&own.loggp())),
-        // LogGP's own receive: on one node the sender's copy (shared memory) or its kernel
-        // (TCP) moves the bytes, so they are all there when the send's work is done, and the
-        // receive holds the CPU for o_r + O·s; LogGOPSim's NIC rule made the receiver wait out
-        // G·s again (pipeline's 1 KiB stream on ompi-shm +10…+13 %, +2…+3 % so; seven studies
-        // replayed both ways: 121 predictions within 10 % against 113, more in six of them).
-        // It is also how the G knob of the emulations slows a message (the sender's wire).
-        loggp_receive: engine::LoggpReceive::LastByte,
         // A rendezvous send waits out the peer's copy (Open MPI's shared memory above 4 KiB):
         // charged as CPU, transpose's exchanges were replayed at o_s + o_r, +20 %. Over TCP
         // an exchange takes 0.7 µs beyond o_s + o_r: without it cg on mpich-tcp was replayed
@@ -673,12 +658,7 @@ fn predict(
                 .and_then(|v| v.with_duplex(p.duplex_ns))
                 .map_err(|e| anyhow!(e))?,
         ),
-        // Neither MPI runs a progress thread: a rank takes in what has arrived inside its calls,
-        // after its own sends. Taken in at once, a rank leaving a computation copied its peer's
-        // block before sending its own, and transpose's exchanges ran one half after the other
-        // (+22…+28 % on ompi-shm and mpich-tcp; −6…+1 % so, seven studies replayed).
-        progress: engine::Progress::Wait,
-        ..PredictConfig::default()
+        ..PredictConfig::one_node_mpi(EAGER_BYTES, engine::SelfOverheads::of(&own.loggp()))
     };
     let inputs = Inputs {
         workload,

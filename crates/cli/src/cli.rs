@@ -273,7 +273,7 @@ fn fragment(s: &str) -> Result<Fragment, String> {
 /// The shm pipeline model of `--pipeline-profile FILE`.
 fn pipeline_model(
     path: &std::path::Path,
-) -> Result<commperf_predict::pipeline::PipelineModel, ConfigError> {
+) -> Result<commperf_model::pipeline::PipelineModel, ConfigError> {
     let bad = |why: String| ConfigError::PipelineProfile(format!("{}: {why}", path.display()));
     let text = commperf_core::read_text(path).map_err(|e| bad(e.to_string()))?;
     let p: commperf_core::Profile =
@@ -287,7 +287,7 @@ fn pipeline_model(
             pipe.transport
         )));
     }
-    commperf_predict::pipeline::PipelineModel::from_profile(&pipe).map_err(|e| bad(e.to_string()))
+    commperf_model::pipeline::PipelineModel::from_profile(&pipe).map_err(|e| bad(e.to_string()))
 }
 
 /// Iterations of a timed loop: 1 to [`commperf_bench::MAX_ITERS`] (their samples are kept in

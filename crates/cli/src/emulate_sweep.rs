@@ -19,9 +19,9 @@ use commperf_emulate::sweep::{
     SweepResult,
 };
 use commperf_emulate::{parse_knob_list, Knob, Knobs};
+use commperf_model::tcom::Tcom;
 use commperf_predict::engine::{self, Inputs, LogGp, Model, PredictConfig, SelfOverheads};
 use commperf_predict::parse::{self, ParseOptions};
-use commperf_predict::tcom::Tcom;
 use commperf_predict::topology::{self, RankMap, TopologySpec};
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
@@ -778,8 +778,7 @@ fn add_predictions(
         None => {
             // No profile: the contention model's Tcom from the LogGP (a lone message costs
             // o_s + L + o_r + G·s end to end).
-            let l = given.expect("--loggp, or measured above");
-            Tcom::line(l.o_s_ns + l.L_ns + l.o_r_ns, l.G_ns_per_byte)
+            Tcom::from_loggp(&given.expect("--loggp, or measured above"))
         }
     };
     let base = given.unwrap_or_else(|| LogGp::from_profile(profile.as_ref(), &tcom));
@@ -790,15 +789,11 @@ fn add_predictions(
     let predict_ns = |model: Model, loggp: &LogGp, tcom: &Tcom| -> Result<f64, String> {
         // The knobs leave a message to oneself alone (it never leaves the library): it costs
         // the unknobbed overheads in every setting. And the g knob paces a rank's sends, not its
-        // receives: no receive gap.
+        // receives: no receive gap (the preset's).
         let cfg = PredictConfig {
             model,
-            eager_threshold_bytes: a.eager,
             loggp_receive: a.loggp_receive.into(),
-            local_self_messages: true,
-            self_overheads: Some(SelfOverheads::of(&base)),
-            receive_gap: false,
-            ..PredictConfig::default()
+            ..PredictConfig::one_node_mpi(a.eager, SelfOverheads::of(&base))
         };
         let inputs = Inputs {
             workload: &workload,

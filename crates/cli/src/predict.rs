@@ -5,13 +5,13 @@ use crate::output::{print, write_atomically};
 use anyhow::{bail, Context, Result};
 use clap::{Args, ValueEnum};
 use commperf_core::Profile;
+use commperf_model::tcom::Tcom;
 use commperf_predict::collectives::Algorithms;
 use commperf_predict::engine::{
     self, Background, Inputs, LinkClass, LogGp, LoggpReceive, Model, Overlap, PredictConfig,
     Progress, SelfOverheads, Sharing, SizeFactors,
 };
 use commperf_predict::parse::{self, ParseOptions, TraceFormat};
-use commperf_predict::tcom::Tcom;
 use commperf_predict::topology::{self, RankMap, TopologySpec};
 use std::path::PathBuf;
 

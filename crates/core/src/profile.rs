@@ -75,7 +75,7 @@ pub struct PipelineProfile {
     /// (fragments beyond the first-level cache), `max_fragment_bytes` was cut to the largest
     /// fragment within 3 % of the fastest at the 4 MiB message; and the model takes a
     /// pipeline's start-up and its steady state per cache level from them
-    /// (`commperf_predict::pipeline::PipelineModel::time_us`).
+    /// (`commperf_model::pipeline::PipelineModel::time_us`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub pipelined: Vec<PipelinedPoint>,
 }

@@ -8,8 +8,8 @@
 
 use crate::pattern::Pattern;
 use commperf_core::Profile;
+use commperf_model::tcom::{Tcom, TcomError};
 use commperf_predict::engine::{predict, Inputs, PredictConfig, PredictError};
-use commperf_predict::tcom::{Tcom, TcomError};
 use commperf_predict::topology::{Crossbar, RankMap};
 use commperf_predict::workload::{BuildError, OpKind, SeqProgram, Workload, WorkloadBuilder};
 

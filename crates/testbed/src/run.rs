@@ -687,7 +687,7 @@ fn run_on(
             p.size_bytes, p.time_us
         ));
     }
-    let mut profile = commperf_predict::profile::profile_from_points(
+    let mut profile = commperf_model::profile::profile_from_points(
         &tpoints,
         &format!(
             "commperf testbed calibration ({} hosts, {}, {:?})",
@@ -964,7 +964,7 @@ mod tests {
     #[test]
     fn pieces_meet_where_their_lines_cross() {
         use commperf_core::TcomPiece;
-        let mut p = commperf_predict::profile::profile_from_points(
+        let mut p = commperf_model::profile::profile_from_points(
             &[
                 TcomPoint {
                     size_bytes: 1,
@@ -1003,7 +1003,7 @@ mod tests {
         join_pieces(&mut p);
         assert_eq!(p.tcom[1].from_bytes, 8927);
         assert_eq!(p.tcom[0].to_bytes, 8926);
-        assert!(commperf_predict::tcom::Tcom::from_profile(&p).is_ok());
+        assert!(commperf_model::tcom::Tcom::from_profile(&p).is_ok());
     }
 
     #[test]

@@ -2,7 +2,7 @@
 //! into pieces (the shm ring's records).
 //!
 //! Why it is shaped so: the plan is computed once, outside the transport, from the pipeline
-//! model fitted on this machine (`commperf-predict`'s `pipeline`, Fröhlich et al. 2000, §3.2), and
+//! model fitted on this machine (`commperf-model`'s `pipeline`, Fröhlich et al. 2000, §3.2), and
 //! the transport only looks it up: a compare for the short-message path (§3.3: a message up to
 //! `whole_up_to` goes whole, in one record) and one table entry per octave of lengths above it.
 //! A fixed fragment size is the plan with the same entry everywhere. The plan is plain `Copy`

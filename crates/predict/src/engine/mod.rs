@@ -11,6 +11,7 @@ use crate::output::{
 use crate::tcom::Tcom;
 use crate::topology::{Network, RankMap};
 use crate::workload::Workload;
+pub use commperf_model::LogGp;
 
 /// Which model predicts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -128,19 +129,6 @@ impl SizeFactors {
             i => self.0[i - 1].1,
         }
     }
-}
-
-/// LogGP parameters (ns), for the LogGP model.
-#[derive(Debug, Clone, Copy, PartialEq)]
-#[allow(non_snake_case)]
-pub struct LogGp {
-    pub L_ns: f64,
-    pub o_s_ns: f64,
-    pub o_r_ns: f64,
-    pub g_ns: f64,
-    pub G_ns_per_byte: f64,
-    /// Per-byte CPU overhead (LogGOPS O); 0 for plain LogGP.
-    pub O_ns_per_byte: f64,
 }
 
 /// Everything but the inputs.
@@ -341,6 +329,47 @@ impl Default for PredictConfig {
     }
 }
 
+impl PredictConfig {
+    /// The LogGP replay of an MPI program whose ranks all ran on one node, with messages up to
+    /// `eager_threshold_bytes` eager and a message to oneself at `self_overheads`: the preset of
+    /// `commperf app --loop` and of `commperf emulate --sweep --predict`. Callers add what they
+    /// measured: the `overlap` of a send and its receive (none by default), another `model` or
+    /// `loggp_receive`.
+    pub fn one_node_mpi(
+        eager_threshold_bytes: u64,
+        self_overheads: SelfOverheads,
+    ) -> PredictConfig {
+        PredictConfig {
+            model: Model::LogGp,
+            eager_threshold_bytes,
+            // A rank's messages to itself (halo's west and east on 2 ranks) never reach the
+            // network: both MPIs copy them in memory (Open MPI's `self` BTL), at overheads of
+            // their own (on every stack of one MPI the same in-memory path; a TCP stack's o_s is
+            // 5 µs of kernel send path, not theirs).
+            local_self_messages: true,
+            self_overheads: Some(self_overheads),
+            // No NIC paces a rank's receives (ompi-tcp's 5 µs g charged between halo's two
+            // receives an iteration: +26 %).
+            receive_gap: false,
+            // LogGP's own receive: on one node the sender's copy (shared memory) or its kernel
+            // (TCP) moves the bytes, so they are all there when the send's work is done, and the
+            // receive holds the CPU for o_r + O·s; LogGOPSim's NIC rule made the receiver wait
+            // out G·s again (pipeline's 1 KiB stream on ompi-shm +10…+13 %, +2…+3 % so; seven
+            // studies replayed both ways: 121 predictions within 10 % against 113, more in six
+            // of them). It is also how the G knob of the emulations slows a message (the
+            // sender's wire).
+            loggp_receive: LoggpReceive::LastByte,
+            // Neither MPI runs a progress thread: a rank takes in what has arrived inside its
+            // calls, after its own sends. Taken in at once, a rank leaving a computation copied
+            // its peer's block before sending its own, and transpose's exchanges ran one half
+            // after the other (+22…+28 % on ompi-shm and mpich-tcp; −6…+1 % so, seven studies
+            // replayed).
+            progress: Progress::Wait,
+            ..PredictConfig::default()
+        }
+    }
+}
+
 /// The inputs of one prediction.
 #[derive(Debug, Clone, Copy)]
 pub struct Inputs<'a> {
@@ -378,41 +407,6 @@ pub enum PredictError {
 pub struct Outcome {
     pub prediction: Prediction,
     pub timeline: Option<Timeline>,
-}
-
-impl LogGp {
-    /// From a profile's LogGP points: L, o and g at the smallest size, G at the largest (the
-    /// per-byte cost of the bulk protocol). Without points, derived from Tcom: half of
-    /// Tcom(1 B) is split 1/4 : 1/4 : 1/2 into o_s, o_r and L, g = o_s, G = Tcom's peak slope.
-    pub fn from_profile(profile: Option<&commperf_core::Profile>, tcom: &Tcom) -> LogGp {
-        if let Some(p) = profile.filter(|p| !p.loggp.is_empty()) {
-            let mut pts = p.loggp.clone();
-            pts.sort_by_key(|q| q.size_bytes);
-            let (lo, hi) = (pts[0], pts[pts.len() - 1]);
-            let nonneg = |v: f64| if v.is_finite() && v > 0.0 { v } else { 0.0 };
-            return LogGp {
-                L_ns: nonneg(lo.L_us) * 1e3,
-                o_s_ns: nonneg(lo.o_s_us) * 1e3,
-                o_r_ns: nonneg(lo.o_r_us) * 1e3,
-                g_ns: nonneg(lo.g_us) * 1e3,
-                G_ns_per_byte: if hi.G_us_per_byte.is_finite() && hi.G_us_per_byte > 0.0 {
-                    hi.G_us_per_byte * 1e3
-                } else {
-                    1.0 / tcom.peak_bytes_per_ns()
-                },
-                O_ns_per_byte: 0.0,
-            };
-        }
-        let t1 = tcom.quiet_ns(1);
-        LogGp {
-            L_ns: t1 / 2.0,
-            o_s_ns: t1 / 4.0,
-            o_r_ns: t1 / 4.0,
-            g_ns: t1 / 4.0,
-            G_ns_per_byte: 1.0 / tcom.peak_bytes_per_ns(),
-            O_ns_per_byte: 0.0,
-        }
-    }
 }
 
 fn background_name(b: Background) -> String {

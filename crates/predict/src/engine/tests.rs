@@ -849,10 +849,9 @@ fn loggp_duplex_charges_a_crossing_receive_once_per_message_and_a_ping_pong_neve
     assert!(Overlap::default().with_duplex(f64::INFINITY).is_err());
 }
 
-#[test]
-fn loggp_progress_at_wait_lets_a_ranks_own_send_go_before_what_has_arrived() {
-    // L = 0, o = 100 ns, 1-byte messages. Rank 0 sends to rank 1 at once (there at 100);
-    // rank 1 computes 1000 + 10 ns, then sends to rank 0 and waits for both.
+/// L = 0, o = 100 ns, 1-byte messages. Rank 0 sends to rank 1 at once (there at 100); rank 1
+/// computes 1000 + 10 ns, then sends to rank 0 and waits for both.
+fn a_message_arrives_while_its_receiver_computes() -> Fixture {
     let mut b = WorkloadBuilder::new(2);
     let mut p0 = SeqProgram::new();
     let s = p0.nonblocking(send(1, 1));
@@ -868,6 +867,12 @@ fn loggp_progress_at_wait_lets_a_ranks_own_send_go_before_what_has_arrived() {
     b.add_program(1, &p1).unwrap();
     let mut f = Fixture::new(b.finish());
     f.loggp.L_ns = 0.0;
+    f
+}
+
+#[test]
+fn loggp_progress_at_wait_lets_a_ranks_own_send_go_before_what_has_arrived() {
+    let f = a_message_arrives_while_its_receiver_computes();
     let finish = |progress| {
         let cfg = PredictConfig {
             model: Model::LogGp,
@@ -883,6 +888,27 @@ fn loggp_progress_at_wait_lets_a_ranks_own_send_go_before_what_has_arrived() {
     // At its wait: rank 1 sends first (1010–1110), then takes rank 0's message in (to 1210);
     // rank 0 receives 1110–1210.
     assert_eq!(finish(Progress::Wait), (1.21, 1.21));
+}
+
+#[test]
+fn the_one_node_mpi_preset_takes_messages_in_at_the_wait_and_self_messages_in_memory() {
+    // Progress at the wait: rank 1 sends before it takes in rank 0's message (as above).
+    let f = a_message_arrives_while_its_receiver_computes();
+    let own = SelfOverheads {
+        o_s_ns: 30.0,
+        o_r_ns: 40.0,
+        O_ns_per_byte: 0.01,
+    };
+    let cfg = PredictConfig::one_node_mpi(64 * 1024, own);
+    let p = predict(&f.inputs(), &cfg).unwrap().prediction;
+    assert_eq!((p.ranks[0].finish_us, p.ranks[1].finish_us), (1.21, 1.21));
+    // A message to oneself: the send's 30 + 9.99 ns, the receive's 40 + 9.99 once the CPU is
+    // free at 39.99: 89.98 ns, no L, g or G.
+    let mut b = WorkloadBuilder::new(2);
+    b.add_rank(0, &[send(0, 1000), recv(0, 1000)], &[]).unwrap();
+    let f = Fixture::new(b.finish());
+    let t = predict(&f.inputs(), &cfg).unwrap().prediction.ranks[0].finish_us;
+    assert!((t - 0.08998).abs() < 1e-12, "{t}");
 }
 
 /// An own-format trace's prediction under `model`, on the fixture's crossbar and parameters.

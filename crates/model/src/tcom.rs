@@ -7,6 +7,8 @@
 
 use commperf_core::{Profile, TcomPiece};
 
+use crate::loggp::LogGp;
+
 /// Why a profile's cost cannot be used.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum TcomError {
@@ -96,7 +98,12 @@ impl Tcom {
         }
     }
 
-    /// The default when no profile is given: 10 Gbit/s Ethernet with 5 µs one-way latency.
+    /// A lone message's end-to-end cost under LogGP: `o_s + L + o_r + G·len` (the per-byte
+    /// overhead O is not in it).
+    pub fn from_loggp(p: &LogGp) -> Tcom {
+        Tcom::line(p.o_s_ns + p.L_ns + p.o_r_ns, p.G_ns_per_byte)
+    }
+
     /// This Tcom with every piece's intercept raised by `intercept_ns` and slope by
     /// `slope_ns_per_byte`: the same network with a longer latency or a lower bandwidth, as an
     /// emulation knob makes it.
@@ -110,6 +117,7 @@ impl Tcom {
         }
     }
 
+    /// The default when no profile is given: 10 Gbit/s Ethernet with 5 µs one-way latency.
     pub fn default_ethernet() -> Tcom {
         Tcom::line(5_000.0, 0.8)
     }
