@@ -397,7 +397,11 @@ mod tests {
     #[test]
     fn median_of_nothing_is_none() {
         assert_eq!(median(&[]), None);
-        assert_eq!(median(&[f64::NAN, -f64::NAN]), None, "all NaN: nothing measured");
+        assert_eq!(
+            median(&[f64::NAN, -f64::NAN]),
+            None,
+            "all NaN: nothing measured"
+        );
         assert_eq!(median_sorted(&[]), None);
         // The mean of −∞ and +∞ is undefined: absent, not NaN.
         assert_eq!(median(&[f64::INFINITY, f64::NEG_INFINITY]), None);
