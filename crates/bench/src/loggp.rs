@@ -36,7 +36,9 @@
 //! transports (TSC) and on the model transport (virtual time), which is how they are tested.
 
 use crate::patterns::LoopError;
-use commperf_stats::{fit_line_uncertain, median_uncertainty, piecewise_fit, NonNegative};
+use commperf_stats::{
+    fit_line_uncertain, median_sorted, median_uncertainty, piecewise_fit, NonNegative,
+};
 use commperf_transport::clock::Timer;
 use commperf_transport::Endpoint;
 use serde::{Deserialize, Serialize};
@@ -80,11 +82,13 @@ pub struct Timing {
 }
 
 impl Timing {
-    /// The median of `samples` (ns; sorted in place) and its noise.
+    /// The median of `samples` (ns; sorted in place; [`median_sorted`]: the mean of the two
+    /// middle ones for an even count) and its noise. No sample (callers time at least one) gives
+    /// a NaN figure, which the fits refuse as non-finite, instead of a panic.
     pub fn median_of(samples: &mut [f64]) -> Timing {
         samples.sort_by(f64::total_cmp);
         Timing {
-            ns: samples[samples.len() / 2],
+            ns: median_sorted(samples).unwrap_or(f64::NAN),
             noise_ns: median_uncertainty(samples).unwrap_or(0.0),
         }
     }

@@ -11,6 +11,7 @@ use anyhow::{bail, Context, Result};
 use clap::{Args, Subcommand, ValueEnum};
 use commperf_bench::Progress;
 use commperf_pmpi::{Flavour, Summary};
+use commperf_stats::{median, spearman};
 use commperf_study::verdict::{self, Builtin, Judge, Pattern, TimePattern};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -1445,58 +1446,6 @@ fn stack_bench(a: &AppArgs, s: Stack, sizes: &[u64], root: &Path) -> StackBench 
     b
 }
 
-pub(crate) fn median(v: &[f64]) -> Option<f64> {
-    if v.is_empty() {
-        return None;
-    }
-    let mut s = v.to_vec();
-    s.sort_by(f64::total_cmp);
-    let n = s.len();
-    Some(if n % 2 == 1 {
-        s[n / 2]
-    } else {
-        (s[n / 2 - 1] + s[n / 2]) / 2.0
-    })
-}
-
-/// Ranks (1-based, ties averaged).
-fn ranks(v: &[f64]) -> Vec<f64> {
-    let mut idx: Vec<usize> = (0..v.len()).collect();
-    idx.sort_by(|&a, &b| v[a].total_cmp(&v[b]));
-    let mut r = vec![0.0; v.len()];
-    let mut i = 0;
-    while i < idx.len() {
-        let mut j = i;
-        while j + 1 < idx.len() && v[idx[j + 1]] == v[idx[i]] {
-            j += 1;
-        }
-        let avg = (i + j) as f64 / 2.0 + 1.0;
-        for &k in &idx[i..=j] {
-            r[k] = avg;
-        }
-        i = j + 1;
-    }
-    r
-}
-
-/// Spearman's rank correlation: Pearson's over the ranks (ties averaged). None with fewer than
-/// two values or when either side has a single rank.
-pub fn spearman(x: &[f64], y: &[f64]) -> Option<f64> {
-    if x.len() != y.len() || x.len() < 2 {
-        return None;
-    }
-    let (rx, ry) = (ranks(x), ranks(y));
-    let n = x.len() as f64;
-    let (mx, my) = (rx.iter().sum::<f64>() / n, ry.iter().sum::<f64>() / n);
-    let (mut sxy, mut sxx, mut syy) = (0.0, 0.0, 0.0);
-    for (a, b) in rx.iter().zip(&ry) {
-        sxy += (a - mx) * (b - my);
-        sxx += (a - mx) * (a - mx);
-        syy += (b - my) * (b - my);
-    }
-    (sxx > 0.0 && syy > 0.0).then(|| sxy / (sxx * syy).sqrt())
-}
-
 fn explain(program: &str, cells: &[Cell], no_bench: bool) -> Explanation {
     let mine: Vec<(&Cell, f64, &Micro)> = cells
         .iter()
@@ -1769,17 +1718,6 @@ mod tests {
                 .unwrap_or_else(|e| panic!("{argv:?}: {}", crate::cli::one_line(&e)));
         }
         assert_eq!(dirs, ["target/openmpi", "target/mpich"]);
-    }
-
-    #[test]
-    fn spearman_ranks_with_ties_averaged() {
-        assert_eq!(spearman(&[1.0, 2.0, 3.0], &[10.0, 20.0, 30.0]), Some(1.0));
-        assert_eq!(spearman(&[1.0, 2.0, 3.0], &[3.0, 2.0, 1.0]), Some(-1.0));
-        // x ranks 1, 2.5, 2.5, 4 against y ranks 1, 2, 3, 4: ρ = 4.5 / sqrt(4.5 · 5).
-        let r = spearman(&[1.0, 5.0, 5.0, 9.0], &[1.0, 2.0, 3.0, 4.0]).unwrap();
-        assert!((r - 4.5 / (4.5f64 * 5.0).sqrt()).abs() < 1e-12, "{r}");
-        assert_eq!(spearman(&[1.0, 1.0], &[1.0, 2.0]), None);
-        assert_eq!(spearman(&[1.0], &[1.0]), None);
     }
 
     #[test]

@@ -32,6 +32,7 @@ use commperf_model::tcom::Tcom;
 use commperf_predict::engine::{self, Inputs, LogGp, Overlap, PredictConfig};
 use commperf_predict::parse::{self, ParseOptions, TraceFormat};
 use commperf_predict::topology::{self, RankMap, TopologySpec};
+use commperf_stats::median;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -629,7 +630,7 @@ fn measured(dirs: &[PathBuf], kit: bool) -> Result<(f64, f64)> {
         totals.push(total);
         comms.push(comm);
     }
-    match (app::median(&totals), app::median(&comms)) {
+    match (median(&totals), median(&comms)) {
         (Some(t), Some(c)) => Ok((t, c)),
         _ => bail!("no run"),
     }
@@ -1069,7 +1070,7 @@ pub(crate) fn finish(
         None => "none: no stack has LogGP parameters".into(),
     };
     // Every run's and bench round's state: the study's usual one is their median.
-    let usual = app::median(
+    let usual = median(
         &cells
             .iter()
             .flat_map(|c| &c.run_states_ns)
@@ -1196,8 +1197,8 @@ pub(crate) fn finish(
                 let er = emus.swap_remove(i);
                 let mut e = er.e;
                 if e.error.is_none() {
-                    e.total_s = app::median(&er.totals);
-                    e.program_s = app::median(&er.programs);
+                    e.total_s = median(&er.totals);
+                    e.program_s = median(&er.programs);
                     e.total_error_percent = e
                         .total_s
                         .zip(lc.measured_total_s)
@@ -1206,7 +1207,7 @@ pub(crate) fn finish(
                         .program_s
                         .zip(lc.measured_program_s)
                         .and_then(|(x, m)| error_percent(x, m));
-                    e.comm_s = app::median(&er.comms);
+                    e.comm_s = median(&er.comms);
                     e.comm_error_percent = e
                         .comm_s
                         .zip(lc.measured_comm_s)

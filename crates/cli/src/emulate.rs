@@ -18,6 +18,7 @@ use clap::{Args, Subcommand};
 use commperf_bench::loggp::{self, Piece, Prtt, SizePrtt};
 use commperf_core::{format_size, Mode, TransportKind};
 use commperf_emulate::{parse_knob_list, EmulateConfig, Emulated, Knob, Knobs};
+use commperf_stats::median;
 use commperf_transport::clock::{Clock, Timer};
 use commperf_transport::launch::{self, AnyEndpoint, Control, DataSpec};
 use commperf_transport::{with_endpoint, Endpoint};
@@ -217,8 +218,8 @@ impl Params {
     /// Per parameter, the median of the fits that identified it (None if fewer than half did).
     fn median(all: &[&Params]) -> Params {
         Params::from_fn(|p| {
-            let mut v: Vec<f64> = all.iter().filter_map(|a| a.get(p)).collect();
-            (2 * v.len() >= all.len() && !v.is_empty()).then(|| median(&mut v))
+            let v: Vec<f64> = all.iter().filter_map(|a| a.get(p)).collect();
+            (2 * v.len() >= all.len()).then(|| median(&v)).flatten()
         })
     }
     /// Per parameter, max − min over the fits that identified it: the run's own noise band.
@@ -765,8 +766,9 @@ impl Session<'_> {
                 into.extend(rtt.iter().map(|t| t / 2.0));
             }
         }
-        let b = median(&mut bare);
-        let e = median(&mut emu);
+        let (Some(b), Some(e)) = (median(&bare), median(&emu)) else {
+            bail!("emulate calibrate: no round trip was timed (rounds and iterations must be at least 1)");
+        };
         let d = e - b;
         Ok(ZeroCost {
             size_bytes: size,
@@ -779,11 +781,6 @@ impl Session<'_> {
             within_goal: d.abs() <= (0.02 * b).max(10.0),
         })
     }
-}
-
-fn median(v: &mut [f64]) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
 }
 
 /// 1000 untimed round trips, then one timed per slot of `rtt`.
@@ -954,15 +951,14 @@ fn median_figures(fits: &[&Fit]) -> Vec<SizePrtt> {
     let first = &fits[0].pts;
     (0..first.len())
         .map(|i| {
-            let med = |f: &dyn Fn(&SizePrtt) -> loggp::Timing| {
-                let mut ns: Vec<f64> = fits.iter().map(|x| f(&x.pts[i]).ns).collect();
-                let mut noise: Vec<f64> = fits.iter().map(|x| f(&x.pts[i]).noise_ns).collect();
-                loggp::Timing {
-                    ns: median(&mut ns),
-                    noise_ns: median(&mut noise),
-                }
+            // `fits` is not empty (`first` is one), so a median is absent only when every
+            // fit's figure is NaN: it stays NaN, which the fit refuses as it always did.
+            let med_of = |v: Vec<f64>| median(&v).unwrap_or(f64::NAN);
+            let med = |f: &dyn Fn(&SizePrtt) -> loggp::Timing| loggp::Timing {
+                ns: med_of(fits.iter().map(|x| f(&x.pts[i]).ns).collect()),
+                noise_ns: med_of(fits.iter().map(|x| f(&x.pts[i]).noise_ns).collect()),
             };
-            let mut d_r: Vec<f64> = fits.iter().map(|x| x.pts[i].server_delay()).collect();
+            let d_r = med_of(fits.iter().map(|x| x.pts[i].server_delay()).collect());
             SizePrtt::new(
                 first[i].size,
                 first[i].n,
@@ -973,7 +969,7 @@ fn median_figures(fits: &[&Fit]) -> Vec<SizePrtt> {
                     med(&|p| p.pnr),
                 ],
             )
-            .with_server_delay(median(&mut d_r))
+            .with_server_delay(d_r)
         })
         .collect()
 }

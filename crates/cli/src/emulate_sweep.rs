@@ -23,6 +23,7 @@ use commperf_model::tcom::Tcom;
 use commperf_predict::engine::{self, Inputs, LogGp, Model, PredictConfig, SelfOverheads};
 use commperf_predict::parse::{self, ParseOptions};
 use commperf_predict::topology::{self, RankMap, TopologySpec};
+use commperf_stats::median;
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -561,8 +562,8 @@ fn loggp_piece(text: &str, size: u64) -> Result<Piece> {
 fn median_loggp(runs: &[Piece]) -> Result<LogGp> {
     let mut m = [0.0; 6];
     for (i, key) in PIECE_KEYS.iter().enumerate() {
-        let mut v: Vec<f64> = runs.iter().filter_map(|p| p.values[i]).collect();
-        if v.is_empty() {
+        let v: Vec<f64> = runs.iter().filter_map(|p| p.values[i]).collect();
+        let Some(value) = median(&v) else {
             let why = runs
                 .iter()
                 .flat_map(|p| &p.notes)
@@ -572,14 +573,8 @@ fn median_loggp(runs: &[Piece]) -> Result<LogGp> {
                 "bench loggp identified no {key} in any of its {} runs{why}; give --loggp",
                 runs.len()
             );
-        }
-        v.sort_by(f64::total_cmp);
-        let h = v.len() / 2;
-        m[i] = if v.len() % 2 == 1 {
-            v[h]
-        } else {
-            (v[h - 1] + v[h]) / 2.0
         };
+        m[i] = value;
     }
     Ok(LogGp {
         L_ns: m[0],

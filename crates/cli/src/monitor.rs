@@ -20,6 +20,7 @@ use commperf_monitor::{
     Correction, Histograms, MonitorConfig, MonitorRun, Monitored, Parts, Signature, SyncPolicy,
     TableFormat, TscClock, Wire, RUN_SCHEMA_VERSION, TRAILER,
 };
+use commperf_stats::median;
 use commperf_transport::launch::{self, AnyEndpoint, Control, DataSpec};
 use commperf_transport::{with_endpoint, Endpoint};
 use serde::{Deserialize, Serialize};
@@ -604,11 +605,6 @@ fn cfg(job: &Job, rank: u32) -> MonitorConfig {
     c
 }
 
-fn median(v: &mut [u64]) -> u64 {
-    v.sort_unstable();
-    v[v.len() / 2]
-}
-
 /// One block of the workload as the initiator; per-iteration round trips into `rtt` (ping-pong)
 /// or the block's ticks (stream).
 fn initiate<E: Endpoint>(
@@ -763,7 +759,13 @@ fn client<E: Endpoint, W: Wire<E>>(
             fig.push((
                 size,
                 match job.pattern {
-                    Pattern::Pingpong => clock.clock.ticks_to_ns(median(&mut rtts[k])) / 2.0 / 1e3,
+                    Pattern::Pingpong => {
+                        let ns: Vec<f64> = rtts[k].iter().map(|&t| clock.clock.ticks_to_ns(t)).collect();
+                        let Some(rtt_ns) = median(&ns) else {
+                            bail!("monitor: no round trip was timed at {size} B (--iters and --rounds must be at least 1)");
+                        };
+                        rtt_ns / 2.0 / 1e3
+                    }
                     Pattern::Stream => {
                         let bytes = (per * job.rounds as usize).div_ceil(job.window as usize)
                             * job.window as usize

@@ -22,4 +22,6 @@ pub use profile::{
 pub use rate::{parse_rate, Rate, RateError};
 pub use result::{Limits, Machine, Options, Placement, Report, Row, TimerInfo, SCHEMA_VERSION};
 pub use text::{read_text, TextError};
-pub use units::{format_size, parse_size, parse_sizes, SizeError};
+pub use units::{
+    format_size, parse_duration_ns, parse_size, parse_sizes, time_unit_ns, DurationError, SizeError,
+};

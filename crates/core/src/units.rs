@@ -1,5 +1,7 @@
 //! Message sizes as users write them: `64`, `4k`, `1M`, lists `1,8,64` and power-of-two ladders
 //! `1:4M`. Sizes are bytes; k/K = 1024, m/M = 1024², g/G = 1024³ (as OSU and NetPIPE use them).
+//! And durations: `12.5us`, `500ns`, `1ms` ([`parse_duration_ns`]), read the same way wherever
+//! commperf takes one (emulation knobs, the trace format's `compute`).
 
 /// Why a size or size list was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -84,9 +86,104 @@ pub fn format_size(n: u64) -> String {
     n.to_string()
 }
 
+/// Why a duration was refused. The messages complete "cannot read … as a duration (…)".
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum DurationError {
+    #[error("no unit: add ns, us, ms or s")]
+    NoUnit,
+    #[error("unknown unit: use ns, us, ms or s")]
+    UnknownUnit,
+    #[error("not a number")]
+    NotANumber,
+    #[error("not a finite number")]
+    NotFinite,
+}
+
+/// Nanoseconds in one `unit` of time: `ns`, `us` (or `µs`), `ms`, `s`; `None` for anything else.
+pub fn time_unit_ns(unit: &str) -> Option<f64> {
+    match unit {
+        "ns" => Some(1.0),
+        "us" | "µs" => Some(1e3),
+        "ms" => Some(1e6),
+        "s" => Some(1e9),
+        _ => None,
+    }
+}
+
+/// Reads a duration, a number and a unit ([`time_unit_ns`]) such as `12.5us`, into nanoseconds.
+/// The number is anything `f64` reads from the characters `0-9 . + - e` (`-1us` and `1e3ns`
+/// are read; a caller judges sign and range, with its own words); white space around the text
+/// and before the unit is ignored. A bare number is refused ([`DurationError::NoUnit`]: a unit
+/// guessed wrong is a factor of a thousand) unless `bare_unit_ns` says what it counts in.
+///
+/// The unit is judged before the number, so `fast` is an unknown unit, not a bad number.
+pub fn parse_duration_ns(text: &str, bare_unit_ns: Option<f64>) -> Result<f64, DurationError> {
+    let t = text.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '-' || c == '+' || c == 'e'))
+        .unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let scale = match (unit.trim(), bare_unit_ns) {
+        ("", Some(bare)) => bare,
+        ("", None) => return Err(DurationError::NoUnit),
+        (u, _) => time_unit_ns(u).ok_or(DurationError::UnknownUnit)?,
+    };
+    let v: f64 = num.parse().map_err(|_| DurationError::NotANumber)?;
+    if !v.is_finite() {
+        return Err(DurationError::NotFinite);
+    }
+    Ok(v * scale)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn durations_in_every_unit() {
+        assert_eq!(parse_duration_ns("12.5us", None), Ok(12_500.0));
+        assert_eq!(parse_duration_ns("12.5µs", None), Ok(12_500.0));
+        assert_eq!(parse_duration_ns("500ns", None), Ok(500.0));
+        assert_eq!(parse_duration_ns(".5ms", None), Ok(500_000.0));
+        assert_eq!(parse_duration_ns("3s", None), Ok(3e9));
+        assert_eq!(parse_duration_ns(" 2 us ", None), Ok(2e3));
+        // Sign and exponent are read; judging them is the caller's.
+        assert_eq!(parse_duration_ns("-1us", None), Ok(-1e3));
+        assert_eq!(parse_duration_ns("1e3ns", None), Ok(1e3));
+        // A bare number only where the caller names its unit.
+        assert_eq!(parse_duration_ns("0.5", Some(1.0)), Ok(0.5));
+        assert_eq!(parse_duration_ns("0.5", None), Err(DurationError::NoUnit));
+    }
+
+    #[test]
+    fn malformed_durations_say_why() {
+        assert_eq!(
+            parse_duration_ns("fast", None),
+            Err(DurationError::UnknownUnit)
+        );
+        assert_eq!(
+            parse_duration_ns("5 min", None),
+            Err(DurationError::UnknownUnit)
+        );
+        assert_eq!(
+            parse_duration_ns("1.2.3ns", None),
+            Err(DurationError::NotANumber)
+        );
+        assert_eq!(
+            parse_duration_ns("us", None),
+            Err(DurationError::NotANumber)
+        );
+        assert_eq!(
+            parse_duration_ns(".us", None),
+            Err(DurationError::NotANumber)
+        );
+        let huge = format!("{}s", "9".repeat(400));
+        assert_eq!(
+            parse_duration_ns(&huge, None),
+            Err(DurationError::NotFinite)
+        );
+        assert_eq!(parse_duration_ns("", None), Err(DurationError::NoUnit));
+    }
 
     #[test]
     fn single_sizes_with_suffixes() {

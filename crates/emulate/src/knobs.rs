@@ -1,5 +1,6 @@
 //! The four knobs, their valid ranges, and their textual form (`o=0,1,2,5us`).
 
+use commperf_core::units;
 use std::fmt;
 use std::str::FromStr;
 
@@ -183,35 +184,18 @@ impl EmulateConfig {
 /// defaults to ns). A bare number is refused for o, g and L: a unit guessed wrong is a factor of
 /// a thousand.
 pub fn parse_duration_ns(knob: Knob, text: &str) -> Result<f64, EmulateError> {
-    let t = text.trim();
-    let bad = |why: &str| EmulateError::Malformed {
+    let t = match knob {
+        Knob::UpperG => text.trim().trim_end_matches("/B").trim_end_matches("/byte"),
+        _ => text,
+    };
+    let bare = (knob == Knob::UpperG).then_some(1.0);
+    let ns = units::parse_duration_ns(t, bare).map_err(|e| EmulateError::Malformed {
         knob,
         value: text.to_string(),
-        why: why.to_string(),
+        why: e.to_string(),
         example: knob.example(),
-    };
-    let split = t
-        .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '-' || c == '+' || c == 'e'))
-        .unwrap_or(t.len());
-    let (num, unit) = t.split_at(split);
-    let unit = match knob {
-        Knob::UpperG => unit.trim().trim_end_matches("/B").trim_end_matches("/byte"),
-        _ => unit.trim(),
-    };
-    let scale = match unit {
-        "ns" => 1.0,
-        "us" | "µs" => 1e3,
-        "ms" => 1e6,
-        "s" => 1e9,
-        "" if knob == Knob::UpperG => 1.0,
-        "" => return Err(bad("no unit: add ns, us, ms or s")),
-        _ => return Err(bad("unknown unit: use ns, us, ms or s")),
-    };
-    let v: f64 = num.parse().map_err(|_| bad("not a number"))?;
-    if !v.is_finite() {
-        return Err(bad("not a finite number"));
-    }
-    check(knob, v * scale).map_err(|_| EmulateError::OutOfRange {
+    })?;
+    check(knob, ns).map_err(|_| EmulateError::OutOfRange {
         knob,
         value: text.to_string(),
         per: knob.per(),

@@ -30,6 +30,7 @@ use commperf_report::plot::{
 };
 use commperf_report::svg::esc;
 use commperf_report::{Align, Table};
+use commperf_stats::{median, percentile};
 use serde::{Deserialize, Serialize};
 use std::fmt::Write as _;
 
@@ -477,20 +478,6 @@ pub fn run_sweep<R: Runner>(
     result
 }
 
-fn median(v: &[f64]) -> Option<f64> {
-    if v.is_empty() {
-        return None;
-    }
-    let mut s = v.to_vec();
-    s.sort_by(f64::total_cmp);
-    let m = s.len() / 2;
-    Some(if s.len() % 2 == 1 {
-        s[m]
-    } else {
-        (s[m - 1] + s[m]) / 2.0
-    })
-}
-
 /// The noise band of some runs' median, relative to it: with four runs or more their
 /// interquartile range (q3 − q1) / median, below that (max − min) / median; `None` with fewer
 /// than two. Not the range at every count: it grows with the number of runs (ten runs of a
@@ -512,12 +499,7 @@ fn spread_abs(v: &[f64]) -> Option<f64> {
         return Some(s[s.len() - 1] - s[0]);
     }
     // Quantiles by linear interpolation between order statistics (R's type 7).
-    let q = |p: f64| {
-        let h = p * (s.len() - 1) as f64;
-        let (i, f) = (h.floor() as usize, h.fract());
-        s[i] + f * (s[(i + 1).min(s.len() - 1)] - s[i])
-    };
-    Some(q(0.75) - q(0.25))
+    Some(percentile(&s, 75.0)? - percentile(&s, 25.0)?)
 }
 
 /// What [`compare`] found.

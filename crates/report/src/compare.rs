@@ -19,7 +19,7 @@ pub use render::render_comparison;
 
 use crate::blocks::fmt_us;
 use commperf_core::{format_size, Benchmark, BufferUse, Limits, Mode, Report, Row, TransportKind};
-use commperf_stats::{fit_line, percentile, piecewise_fit};
+use commperf_stats::{fit_line, median, piecewise_fit, spearman};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
@@ -624,10 +624,11 @@ fn protocol_changes(points: &[Point]) -> Vec<ProtocolChange> {
 
 // --- Verdicts ---------------------------------------------------------------------------------
 
-fn median(mut v: Vec<f64>) -> Option<f64> {
+/// The median of the values that are finite: a verdict's typical figure leaves out what was not
+/// measured (NaN) and what cannot be averaged (±∞).
+fn finite_median(mut v: Vec<f64>) -> Option<f64> {
     v.retain(|x| x.is_finite());
-    v.sort_by(f64::total_cmp);
-    percentile(&v, 50.0)
+    median(&v)
 }
 
 /// `4 KiB`, `1 MiB`, `100 B`: sizes in prose.
@@ -688,8 +689,8 @@ fn latency_verdict(
         format!("up to {}", size_words(small.last().map_or(0, |p| p.0)))
     };
     let small_max = small.last().map_or(0, |p| p.0);
-    let small_added = median(small.iter().map(|p| p.1).collect()).unwrap_or(0.0);
-    let small_pct = median(small.iter().filter_map(|p| p.2).collect());
+    let small_added = finite_median(small.iter().map(|p| p.1).collect()).unwrap_or(0.0);
+    let small_pct = finite_median(small.iter().filter_map(|p| p.2).collect());
     let pct = small_pct.map_or_else(String::new, |p| format!(" ({})", signed_percent(p)));
 
     // Above the small range, and past the last protocol change: the sizes one protocol serves,
@@ -701,7 +702,7 @@ fn latency_verdict(
     let large: Vec<&(u64, f64, Option<f64>)> = pts.iter().filter(|p| p.0 >= from).collect();
 
     let all: Vec<f64> = pts.iter().map(|p| p.1).collect();
-    let overall = median(all.clone()).unwrap_or(0.0);
+    let overall = finite_median(all.clone()).unwrap_or(0.0);
     let (min, max) = all
         .iter()
         .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, z), &x| {
@@ -752,7 +753,7 @@ fn latency_verdict(
             ));
         }
         None => {
-            let m = median(large.iter().map(|p| p.1).collect()).unwrap_or(0.0);
+            let m = finite_median(large.iter().map(|p| p.1).collect()).unwrap_or(0.0);
             text.push_str(&format!(
                 "; from {} it {} (median), not growing with size",
                 size_words(large_first),
@@ -796,7 +797,7 @@ fn growth(large: &[&(u64, f64, Option<f64>)], small_added: f64, lower_last: f64)
     let last = ys[ys.len() - 1];
     let rise = last - small_added;
     let grows = fit.slope > 0.0
-        && spearman(&ys) >= GROWTH_RANK_CORRELATION
+        && rank_trend(&ys) >= GROWTH_RANK_CORRELATION
         && rise > 1.0
         && rise > 0.1 * lower_last
         && last > 2.0 * small_added.max(0.0);
@@ -806,37 +807,11 @@ fn growth(large: &[&(u64, f64, Option<f64>)], small_added: f64, lower_last: f64)
 /// How consistently the added time must rise with size to be called growing.
 const GROWTH_RANK_CORRELATION: f64 = 0.7;
 
-/// Spearman's rank correlation of `ys` with their order (the sizes, ascending); ties get their
-/// mean rank. 0 when it is undefined (fewer than two points, or all equal).
-fn spearman(ys: &[f64]) -> f64 {
-    let n = ys.len();
-    let mut order: Vec<usize> = (0..n).collect();
-    order.sort_by(|&a, &b| ys[a].total_cmp(&ys[b]));
-    let mut rank = vec![0.0; n];
-    let mut i = 0;
-    while i < n {
-        let mut j = i;
-        while j + 1 < n && ys[order[j + 1]] == ys[order[i]] {
-            j += 1;
-        }
-        for &k in &order[i..=j] {
-            rank[k] = (i + j) as f64 / 2.0;
-        }
-        i = j + 1;
-    }
-    let mean = (n as f64 - 1.0) / 2.0;
-    let (mut sxy, mut sxx, mut syy) = (0.0, 0.0, 0.0);
-    for (x, &r) in rank.iter().enumerate() {
-        let (dx, dy) = (x as f64 - mean, r - mean);
-        sxy += dx * dy;
-        sxx += dx * dx;
-        syy += dy * dy;
-    }
-    if sxx == 0.0 || syy == 0.0 {
-        0.0
-    } else {
-        sxy / (sxx * syy).sqrt()
-    }
+/// Spearman's rank correlation of `ys` with their order (the sizes, ascending); 0 when it is
+/// undefined (fewer than two points, or all equal).
+fn rank_trend(ys: &[f64]) -> f64 {
+    let order: Vec<f64> = (0..ys.len()).map(|i| i as f64).collect();
+    spearman(&order, ys).unwrap_or(0.0)
 }
 
 /// What a per-byte cost of one copy at `gb_per_s` means: an extra copy when it is within the
@@ -865,7 +840,7 @@ fn bandwidth_verdict(b: &BenchmarkComparison, lo: TransportKind, up: TransportKi
         _ => "bandwidth",
     };
     let frac = |keep: &dyn Fn(u64) -> bool| {
-        median(
+        finite_median(
             b.points
                 .iter()
                 .filter(|p| keep(p.size_bytes))
@@ -911,10 +886,10 @@ fn bandwidth_verdict(b: &BenchmarkComparison, lo: TransportKind, up: TransportKi
 fn extended_verdict(b: &BenchmarkComparison, lo: TransportKind, up: TransportKind) -> String {
     let added: Vec<f64> = b.points.iter().filter_map(|p| p.added_us).collect();
     let n = added.len();
-    let Some(m) = median(added) else {
+    let Some(m) = finite_median(added) else {
         return format!("no point has a p50 on both {lo} and {up}");
     };
-    let pct = median(b.points.iter().filter_map(|p| p.added_percent).collect())
+    let pct = finite_median(b.points.iter().filter_map(|p| p.added_percent).collect())
         .map_or_else(String::new, |p| format!(", {}", signed_percent(p)));
     let mut text = format!(
         "{up} {} over {lo} to {} latency (median over {n} point{}{pct})",
@@ -922,7 +897,8 @@ fn extended_verdict(b: &BenchmarkComparison, lo: TransportKind, up: TransportKin
         b.benchmark,
         if n == 1 { "" } else { "s" }
     );
-    let cost = |get: fn(&Point) -> Option<f64>| median(b.points.iter().filter_map(get).collect());
+    let cost =
+        |get: fn(&Point) -> Option<f64>| finite_median(b.points.iter().filter_map(get).collect());
     if let (Some(lc), Some(uc)) = (cost(|p| p.lower_cost_us), cost(|p| p.upper_cost_us)) {
         text.push_str(&format!(
             "; its cost over its own baseline: {} us on {lo}, {} us on {up} (median)",

@@ -1,5 +1,7 @@
 //! Sample statistics for commperf: order statistics of timing samples ([`Summary`],
-//! [`percentile`]) and ordinary least-squares line fits ([`fit_line`]); and the value [`axis`]
+//! [`percentile`], [`median`]), rank correlation ([`spearman`]), the noise of a figure and the
+//! judgement of a value against it ([`noise`]), ordinary least-squares line fits ([`fit_line`]);
+//! and the value [`axis`]
 //! of a chart (linear, or log10 where the values span decades), shared by every chart that
 //! plots measured numbers.
 //!
@@ -19,6 +21,10 @@
 //!   `PERCENTILE.INC`: for `n` sorted samples `x[0..n]` and `q` in percent, let
 //!   `h = (n − 1) · q / 100`; the result is `x[⌊h⌋] + (h − ⌊h⌋) · (x[⌊h⌋ + 1] − x[⌊h⌋])`.
 //!   So the p50 of `[1, 2, 3, 4]` is 2.5, p0 is the minimum and p100 the maximum.
+//! * **The median** is that p50: the middle value of an odd count, the mean of the two middle
+//!   values of an even one ([`median`]). Every median commperf prints is this one; where a
+//!   caller needs an observed element instead (the middle row of some rounds), it says so.
+//! * **Empty input** gives `None`, never a panic or a NaN: a figure of nothing is absent.
 //! * **NaN samples are excluded**, not treated as errors: a NaN is "no measurement", and one bad
 //!   sample should not discard a run. Exclusion is visible: [`Summary::n`] counts only the samples
 //!   used, so a caller that must refuse NaNs compares it with the number it passed in. Infinities
@@ -30,7 +36,9 @@
 use serde::{Deserialize, Serialize};
 
 pub mod axis;
+mod correlation;
 pub mod noise;
+pub use correlation::{ranks, spearman};
 pub use noise::{fit_line_uncertain, median_uncertainty, NonNegative, UncertainFit};
 
 /// Order statistics and mean of a set of samples, in the samples' own unit.
@@ -91,6 +99,39 @@ pub fn percentile(sorted: &[f64], q: f64) -> Option<f64> {
         return None;
     }
     Some(interpolate(s, q))
+}
+
+/// The median of `samples` (any order; the slice is left as it is): the middle value of an odd
+/// count, the mean of the two middle values of an even one — the 50th [`percentile`] by its
+/// definition, computed as `(a + b) / 2`, the correctly rounded mean of the two, so it may differ
+/// from `percentile(…, 50.0)`'s `a + ½·(b − a)` in the last bit. NaN samples are excluded (as
+/// everywhere here); infinities are ordinary values.
+///
+/// Returns `None` for an empty or all-NaN slice, and when the two middle values are −∞ and +∞
+/// (their mean is undefined).
+pub fn median(samples: &[f64]) -> Option<f64> {
+    let mut s = samples.to_vec();
+    s.sort_unstable_by(f64::total_cmp);
+    median_sorted(&s)
+}
+
+/// [`median`] of samples already sorted ascending by [`f64::total_cmp`] (NaNs at either end are
+/// excluded), for callers that keep the sorted slice for other order statistics.
+pub fn median_sorted(sorted: &[f64]) -> Option<f64> {
+    let s = trim_nan(sorted);
+    debug_assert!(
+        s.windows(2).all(|w| w[0].total_cmp(&w[1]).is_le()),
+        "median_sorted needs ascending input"
+    );
+    let n = s.len();
+    let hi = *s.get(n / 2)?;
+    if n % 2 == 1 {
+        return Some(hi);
+    }
+    let lo = s[n / 2 - 1];
+    // Equal neighbours (two infinities included) need no arithmetic; −∞ + ∞ would be NaN.
+    let m = if lo == hi { hi } else { (lo + hi) / 2.0 };
+    (!m.is_nan()).then_some(m)
 }
 
 /// R-7 interpolation on a non-empty, NaN-free, sorted slice; `q` in `0..=100`.
@@ -351,6 +392,68 @@ mod tests {
         assert_eq!(percentile(&[1.0], -0.1), None);
         assert_eq!(percentile(&[1.0], 100.1), None);
         assert_eq!(percentile(&[1.0], f64::NAN), None);
+    }
+
+    #[test]
+    fn median_of_nothing_is_none() {
+        assert_eq!(median(&[]), None);
+        assert_eq!(
+            median(&[f64::NAN, -f64::NAN]),
+            None,
+            "all NaN: nothing measured"
+        );
+        assert_eq!(median_sorted(&[]), None);
+        // The mean of −∞ and +∞ is undefined: absent, not NaN.
+        assert_eq!(median(&[f64::INFINITY, f64::NEG_INFINITY]), None);
+    }
+
+    #[test]
+    fn median_of_one_odd_and_even_counts() {
+        assert_eq!(median(&[7.25]), Some(7.25));
+        // Sorted 1, 2, 3: the middle one.
+        assert_eq!(median(&[3.0, 1.0, 2.0]), Some(2.0));
+        // Sorted 1, 2, 3, 4: (2 + 3) / 2.
+        assert_eq!(median(&[4.0, 1.0, 3.0, 2.0]), Some(2.5));
+        // Sorted 10, 20: (10 + 20) / 2 = 15, not the upper 20 nor the lower 10.
+        assert_eq!(median(&[20.0, 10.0]), Some(15.0));
+        // Ties: sorted 5, 5, 5, 9 → (5 + 5) / 2 = 5.
+        assert_eq!(median(&[5.0, 9.0, 5.0, 5.0]), Some(5.0));
+        assert_eq!(median_sorted(&[1.0, 2.0, 3.0, 4.0]), Some(2.5));
+    }
+
+    #[test]
+    fn median_leaves_its_input_unsorted() {
+        let v = [9.0, 1.0, 5.0];
+        assert_eq!(median(&v), Some(5.0));
+        assert_eq!(v, [9.0, 1.0, 5.0]);
+    }
+
+    #[test]
+    fn median_excludes_nans_and_orders_infinities() {
+        // Without the two NaNs: sorted 1, 2, 4 → 2.
+        assert_eq!(median(&[4.0, f64::NAN, 1.0, -f64::NAN, 2.0]), Some(2.0));
+        // Without the NaN: sorted 1, 3 → 2.
+        assert_eq!(median(&[f64::NAN, 3.0, 1.0]), Some(2.0));
+        // Sorted 1, +∞: the mean is +∞.
+        assert_eq!(median(&[f64::INFINITY, 1.0]), Some(f64::INFINITY));
+        // Sorted −∞, 0, +∞: the middle one.
+        assert_eq!(median(&[f64::INFINITY, 0.0, f64::NEG_INFINITY]), Some(0.0));
+        // Sorted 1, +∞, +∞, +∞: (+∞ + +∞) / 2 needs no arithmetic.
+        assert_eq!(
+            median(&[f64::INFINITY, 1.0, f64::INFINITY, f64::INFINITY]),
+            Some(f64::INFINITY)
+        );
+    }
+
+    #[test]
+    fn median_is_the_correctly_rounded_mean_of_the_middle_two() {
+        // (0.1 + 0.5) / 2: the sum rounds to 0.6, halved exactly to 0.3. R-7's a + ½·(b − a)
+        // rounds twice (0.5 − 0.1 = 0.4, then 0.1 + 0.2) and lands one bit above.
+        assert_eq!(median(&[0.5, 0.1]), Some(0.3));
+        assert_eq!(percentile(&[0.1, 0.5], 50.0), Some(0.30000000000000004));
+        // Integer-valued samples (ns, ticks) give the same figure both ways.
+        let s = Summary::from_sorted(&[1.0, 2.0, 3.0, 10.0]).unwrap();
+        assert_eq!(median(&[1.0, 2.0, 3.0, 10.0]), Some(s.p50));
     }
 
     #[test]

@@ -13,6 +13,7 @@ use crate::pattern::Pattern;
 use crate::proto::{FromRank, PingPongPoint, Rung, ToRank, Work, TOKEN_ENV};
 use crate::{now_ns, TestbedError};
 use commperf_core::{Profile, TcomPoint};
+use commperf_stats::median;
 use commperf_transport::launch::{self, Control};
 use serde::{Deserialize, Serialize};
 use std::net::{SocketAddr, TcpListener};
@@ -447,16 +448,6 @@ fn format_rate(bit: u64) -> String {
     }
 }
 
-fn median(v: &[f64]) -> f64 {
-    let mut s = v.to_vec();
-    s.sort_by(f64::total_cmp);
-    match s.len() {
-        0 => f64::NAN,
-        n if n % 2 == 1 => s[n / 2],
-        n => (s[n / 2 - 1] + s[n / 2]) / 2.0,
-    }
-}
-
 fn spawn_ranks(
     cfg: &TestbedConfig,
     cluster: &Cluster,
@@ -678,7 +669,8 @@ fn run_on(
         .iter()
         .map(|p| TcomPoint {
             size_bytes: p.bytes,
-            time_us: median(&p.one_way_us),
+            // A point without samples keeps NaN, which profile_from_points refuses, naming its size.
+            time_us: median(&p.one_way_us).unwrap_or(f64::NAN),
         })
         .collect();
     for p in &tpoints {
@@ -756,7 +748,8 @@ fn run_on(
                 lates.push(late as f64 / 1e3);
             }
         }
-        let med = median(&measured);
+        // No measured iteration (all warm-up): NaN, written as null in the result file.
+        let med = median(&measured).unwrap_or(f64::NAN);
         let (predicted_us, predict_error) = match crate::predict::predict_pattern(p, &profile) {
             Ok(t) => (Some(t), None),
             Err(e) => (None, Some(e.to_string())),
@@ -772,7 +765,7 @@ fn run_on(
             measured_min_us: measured.iter().copied().fold(f64::INFINITY, f64::min),
             measured_max_us: measured.iter().copied().fold(0.0, f64::max),
             measured_us: measured,
-            start_late_median_us: median(&lates),
+            start_late_median_us: median(&lates).unwrap_or(f64::NAN),
             predicted_us,
             error_pct,
             predict_error,
@@ -1015,7 +1008,7 @@ mod tests {
         assert!(l.iter().all(|r| (3..=30).contains(&r.reps)));
         let big = default_ladder(100_000_000, 10 << 20);
         assert_eq!(big.last().map(|r| r.bytes), Some(10 << 20));
-        assert_eq!(median(&[3.0, 1.0, 2.0]), 2.0);
-        assert_eq!(median(&[4.0, 1.0, 2.0, 3.0]), 2.5);
+        assert_eq!(median(&[3.0, 1.0, 2.0]), Some(2.0));
+        assert_eq!(median(&[4.0, 1.0, 2.0, 3.0]), Some(2.5));
     }
 }

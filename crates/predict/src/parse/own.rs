@@ -23,6 +23,7 @@ use crate::collectives::{
     coll_tag, group_coll_tag, BlockCounts, Collective, COLL_TAG_BASE, MAX_GROUPS,
 };
 use crate::workload::{Local, OpKind, Rank, Request, SeqProgram, Workload, WorkloadBuilder, ANY};
+use commperf_core::units::{self, DurationError};
 use std::collections::HashMap;
 
 #[derive(Clone, Copy)]
@@ -135,8 +136,6 @@ const SIZE_UNITS: &[(&str, u64)] = &[
     ("GB", 1_000_000_000),
 ];
 
-const TIME_UNITS: &[(&str, f64)] = &[("ns", 1.0), ("us", 1e3), ("ms", 1e6), ("s", 1e9)];
-
 /// Whether `w` is a name in the own format (variables, request and communicator names): letters,
 /// digits and `_`, not starting with a digit.
 pub fn is_name(w: &str) -> bool {
@@ -168,21 +167,23 @@ pub(crate) fn parse_size_unit(w: &str) -> Option<Result<u64, ()>> {
 }
 
 /// Parses `12.5us` into nanoseconds (rounded); `None` when malformed, `Some(Err)` when too long.
+/// The trace grammar's DURATION is stricter than a duration on the command line: digits with
+/// at most one point and an ASCII unit right after them (no sign, exponent, space or `µs`); the
+/// reading itself is [`units::parse_duration_ns`]'s, as everywhere.
 pub(crate) fn parse_duration(w: &str) -> Option<Result<u64, ()>> {
     let split = w
         .find(|c: char| !(c.is_ascii_digit() || c == '.'))
         .unwrap_or(w.len());
-    let (num, unit) = w.split_at(split);
-    let mult = TIME_UNITS.iter().find(|(u, _)| *u == unit)?.1;
-    // Digits with at most one point and a digit on at least one side.
-    let mut parts = num.splitn(2, '.');
-    let int = parts.next().unwrap_or("");
-    let frac = parts.next().unwrap_or("");
-    if (int.is_empty() && frac.is_empty()) || frac.contains('.') {
+    let unit = &w[split..];
+    if !unit.is_ascii() {
         return None;
     }
-    let v: f64 = num.parse().ok()?;
-    let ns = (v * mult).round();
+    units::time_unit_ns(unit)?;
+    let ns = match units::parse_duration_ns(w, None) {
+        Ok(ns) => ns.round(),
+        Err(DurationError::NotFinite) => return Some(Err(())),
+        Err(_) => return None,
+    };
     Some(if ns.is_finite() && ns <= MAX_NS as f64 {
         Ok(ns as u64)
     } else {
@@ -1060,5 +1061,15 @@ mod tests {
         assert_eq!(parse_duration("5"), None);
         assert_eq!(parse_duration("1e3us"), None);
         assert_eq!(parse_duration("99999999999999999999999999s"), Some(Err(())));
+        // None of the command line's leniency: µs, sign, space.
+        assert_eq!(parse_duration("2µs"), None);
+        assert_eq!(parse_duration("-1us"), None);
+        assert_eq!(parse_duration("+1us"), None);
+        assert_eq!(parse_duration("1 us"), None);
+        // Digits that overflow f64 are too long, not malformed.
+        assert_eq!(
+            parse_duration(&format!("{}s", "9".repeat(400))),
+            Some(Err(()))
+        );
     }
 }
