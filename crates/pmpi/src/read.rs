@@ -853,6 +853,16 @@ pub fn parse_file(path: &Path, data: &[u8]) -> Result<RankData, ReadError> {
                         found: format!("{} in the header of a v{version} file", h.version),
                     });
                 }
+                // A rank outside its own run would become a rank the trace cannot hold.
+                if h.rank >= h.size {
+                    return Err(corrupt(
+                        at,
+                        format!(
+                            "the header's rank {} is not below its size {}",
+                            h.rank, h.size
+                        ),
+                    ));
+                }
                 header = Some(h);
             }
             2 => {
@@ -1623,6 +1633,34 @@ mod tests {
         assert!(
             e.contains("format version 1 in the header of a v5 file"),
             "{e}"
+        );
+    }
+
+    /// A header whose rank is not below its size (found by the rank_file fuzz target: rank 6
+    /// of 4 became a trace rank outside the trace) is refused at the header, naming both.
+    #[test]
+    fn a_rank_beyond_its_size_is_refused() {
+        let mut f = format::magic(5).unwrap().to_vec();
+        let mut h = header(5, 6);
+        h.size = 4;
+        f.extend(frame_of(5, FrameKind::Header, &j(&h)));
+        let e = parse_file(Path::new("rank-6.cpmpi"), &f)
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            e,
+            "rank-6.cpmpi is corrupt at byte 8: the header's rank 6 is not below its size 4"
+        );
+        // The last rank of the run is read.
+        h.rank = 3;
+        let mut f = format::magic(5).unwrap().to_vec();
+        f.extend(frame_of(5, FrameKind::Header, &j(&h)));
+        assert_eq!(
+            parse_file(Path::new("rank-3.cpmpi"), &f)
+                .unwrap()
+                .header
+                .rank,
+            3
         );
     }
 
