@@ -47,11 +47,12 @@ for verb in "${verbs[@]}"; do
         sleep "$(awk -v r="$RANDOM" 'BEGIN { printf "%.2f", 0.2 + 1.8 * r / 32767 }')"
         kill -9 "$pid"
         wait "$pid" 2>/dev/null
-        # Polled every 0.1 s for 5 s; `tenths` is how long the run took to be gone.
-        left="" tenths=0
-        for tenths in $(seq 0 50); do
+        # Polled for 5 s from the kill; `tenths` is how long (wall clock) the run took to be gone.
+        killed=$(date +%s%N) left="" tenths=0
+        while :; do
             left="$(of_run "$mark")$(find "$tmp" -mindepth 1 2>/dev/null | head -1)"
-            [ -z "$left" ] && break
+            tenths=$((($(date +%s%N) - killed) / 100000000))
+            [ -z "$left" ] || [ "$tenths" -ge 50 ] && break
             sleep 0.1
         done
         if [ -z "$left" ]; then
