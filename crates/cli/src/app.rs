@@ -1169,15 +1169,7 @@ fn run_with_timeout(
 ) -> Result<Finished> {
     use std::io::Read;
     let mut shm = crate::run_dir::RunDir::ompi(&mut cmd)?;
-    crate::interrupt::die_with_parent(&mut cmd);
-    // SAFETY: signal is async-signal-safe; the closure allocates nothing.
-    unsafe {
-        std::os::unix::process::CommandExt::pre_exec(&mut cmd, || {
-            libc::signal(libc::SIGPIPE, libc::SIG_IGN);
-            Ok(())
-        });
-    }
-    let mut child = cmd.spawn()?;
+    let mut child = crate::interrupt::die_with_parent(&mut cmd).spawn()?;
     shm.launched(child.id());
     let drain = |r: Option<Box<dyn Read + Send>>| {
         std::thread::spawn(move || {

@@ -7,9 +7,9 @@
 //! `app`) gives Open MPI one for its session directory and the segments of its shared-memory
 //! transport (vader). Open MPI removes those files itself when a job ends normally, but a job
 //! stopped by a signal while its ranks set up shared memory leaves them behind (seen in 22 of
-//! 50 `kill -9`s of `commperf app` on the ompi-shm stack: segment files in `/dev/shm`, and
-//! session directories in `$TMPDIR` when mpirun's own clean-up loses the race); the guard
-//! removes them once mpirun is gone.
+//! 50 `kill -9`s of `commperf app` on the ompi-shm stack: segment files in `/dev/shm`, and,
+//! once those were moved, session directories in `$TMPDIR` in 7 of 12); the guard removes
+//! them once mpirun is gone.
 
 use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
