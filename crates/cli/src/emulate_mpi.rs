@@ -456,13 +456,11 @@ pub(crate) fn run_emulated(
     if opts.program_stdout_to_stderr {
         cmd.stdout(std::io::stderr());
     }
-    let mut shm = RunDir::ompi(&mut cmd)?;
     let t0 = Instant::now();
     let mut child = cmd
         .spawn()
         .with_context(|| format!("cannot run {}", command[0]))?;
     dir.launched(child.id());
-    shm.launched(child.id());
     FORWARDED.store(0, std::sync::atomic::Ordering::Relaxed);
     let status = {
         let _fwd = Forward::to(child.id());

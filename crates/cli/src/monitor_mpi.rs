@@ -87,15 +87,9 @@ pub fn run(a: &MonitorArgs) -> Result<()> {
         plan.flavour.file_name(),
         dir.display()
     ));
-    let mut shm = crate::run_dir::RunDir::ompi(&mut cmd)?;
-    let mut child = cmd
-        .spawn()
+    let status = cmd
+        .status()
         .with_context(|| format!("cannot run {}", a.command[0]))?;
-    shm.launched(child.id());
-    let status = child
-        .wait()
-        .with_context(|| format!("waiting for {}", a.command[0]))?;
-    drop(shm);
     if !is_mpi_dir(&dir) {
         // Nothing was recorded: the directory this run created goes with it.
         if status.success() {

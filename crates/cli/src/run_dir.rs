@@ -3,9 +3,10 @@
 //! by a small guard process, `commperf __reap DIR`.
 //!
 //! Why a module of its own: `emulate` keeps its interposer, the L side band and the per-rank
-//! counts in one, and every verb that launches MPI (`bench -t mpi`, `monitor`, `emulate`,
-//! `app`) gives Open MPI one for its session directory and the segments of its shared-memory
-//! transport (vader). Open MPI removes those files itself when a job ends normally, but a job
+//! counts in one, and the verbs that launch MPI on this host themselves (`bench -t mpi`,
+//! `app`) give Open MPI one for its session directory and the segments of its shared-memory
+//! transport (vader). Not `monitor` and `emulate`: their commands are the user's, and may
+//! start ranks on other hosts, where a directory made here does not exist. Open MPI removes those files itself when a job ends normally, but a job
 //! stopped by a signal while its ranks set up shared memory leaves them behind (seen in 22 of
 //! 50 `kill -9`s of `commperf app` on the ompi-shm stack: segment files in `/dev/shm`, and,
 //! once those were moved, session directories in `$TMPDIR` in 7 of 12); the guard removes
