@@ -877,15 +877,7 @@ softirq 149391113 0 38215167 1 9098399 0 0 1 56470574 0 45606971
         // A real process, registered under its own pid and start time, then SIGKILLed: it
         // could not remove its entry. Started by a shell that exits at once, so that it is no
         // descendant of ours (those are part of our own measurement and not reported).
-        let out = std::process::Command::new("sh")
-            .args(["-c", "sleep 30 >/dev/null 2>&1 & echo $!"])
-            .output()
-            .unwrap();
-        let pid: i32 = String::from_utf8(out.stdout)
-            .unwrap()
-            .trim()
-            .parse()
-            .unwrap();
+        let pid = detached("sleep 30");
         let entry = Entry {
             pid,
             start_ticks: start_ticks(pid).unwrap(),
@@ -929,24 +921,27 @@ softirq 149391113 0 38215167 1 9098399 0 0 1 56470574 0 45606971
         assert_eq!(entries(&d.0), 0);
     }
 
+    /// The pid of `command` started in the background by a shell that exits at once: no
+    /// descendant of ours (those are part of our own measurement and never reported).
+    fn detached(command: &str) -> i32 {
+        let out = std::process::Command::new("sh")
+            .args(["-c", &format!("{command} >/dev/null 2>&1 & echo $!")])
+            .output()
+            .unwrap();
+        String::from_utf8(out.stdout)
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap()
+    }
+
     #[test]
     fn a_partner_and_its_tree_are_left_out_and_only_on_its_machine() {
         let d = TempDir::new("partner");
         let reg = Registry::at(&d.0);
         // A process that is no relative of ours (its shell exits at once), registered as the
         // other end of our measurement would be, and a child of it registered too.
-        let out = std::process::Command::new("sh")
-            .args([
-                "-c",
-                "sh -c 'sleep 30 & sleep 30' >/dev/null 2>&1 & echo $!",
-            ])
-            .output()
-            .unwrap();
-        let pid: i32 = String::from_utf8(out.stdout)
-            .unwrap()
-            .trim()
-            .parse()
-            .unwrap();
+        let pid = detached("sh -c 'sleep 30 & sleep 30'");
         // Its children appear once it has forked them.
         let deadline = Instant::now() + std::time::Duration::from_secs(5);
         let child = loop {
