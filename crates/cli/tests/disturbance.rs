@@ -47,6 +47,20 @@ impl Drop for Killed {
     }
 }
 
+/// `cmd` started with its output dropped, once it has registered in `registry`: the run,
+/// killed when dropped, and its pid.
+fn registered(registry: &Path, cmd: &mut Command) -> (Killed, u32) {
+    let mut run = Killed(
+        cmd.stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let pid = run.0.id();
+    wait_registered(registry, pid, &mut run.0);
+    (run, pid)
+}
+
 /// `bench latency` over `transport` at `sizes`, `iters` iterations each, pinned to `cpus`,
 /// JSON out, registering in `registry`: every run of these tests is this one, longer or
 /// shorter, local or against a server (the caller adds `-o`, `--peer`).
@@ -355,31 +369,21 @@ fn a_peer_run_and_an_independent_bench_name_each_other() {
     let peer_out = dir.0.join("peer.json");
     let many = many_sizes();
     // The peer session: runs until interrupted, looking for others after each measurement.
-    let mut peer = Killed(
+    let (mut peer, peer_pid) = registered(
+        &reg,
         serve
             .client(&reg, &many, 2000, &format!("{a},{b}"))
-            .args(["-o", peer_out.to_str().unwrap()])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
+            .args(["-o", peer_out.to_str().unwrap()]),
     );
-    let peer_pid = peer.0.id();
-    wait_registered(&reg, peer_pid, &mut peer.0);
     // The server registers when the client has placed it (its entry says its CPU).
     wait_registered(&reg, serve_pid, &mut serve.child.0);
     // An independent bench on the same CPUs, started while the session runs.
     let other_out = dir.0.join("other.json");
-    let mut other = Killed(
+    let (mut other, other_pid) = registered(
+        &reg,
         latency(&reg, "uds", &many, 2000, &format!("{a},{b}"))
-            .args(["-o", other_out.to_str().unwrap()])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
+            .args(["-o", other_out.to_str().unwrap()]),
     );
-    let other_pid = other.0.id();
-    wait_registered(&reg, other_pid, &mut other.0);
     // Runs of the session announced from here on: between two of them, both of its ends have
     // looked again with the independent bench registered (a third, for a line that was on
     // its way while it registered).
@@ -439,15 +443,8 @@ fn mpi_benches_name_a_bench_running_beside_them_and_no_rank_of_their_own() {
     let (a, b) = two_cpus();
     let pair = format!("{a},{b}");
     // Measures far longer than the test lasts; killed at the end.
-    let mut other = Killed(
-        latency(&reg, "uds", "8", 100_000_000, &pair)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
-    let other_pid = other.0.id();
-    wait_registered(&reg, other_pid, &mut other.0);
+    let (mut other, other_pid) =
+        registered(&reg, &mut latency(&reg, "uds", "8", 100_000_000, &pair));
     let expected = another(other_pid, &format!("bench, CPUs {pair}"));
     // The MPI suite on two ranks; the transport layer between four ranks placed by mpirun,
     // two pairs, each a session whose ends both watch.
