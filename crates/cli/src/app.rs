@@ -1017,7 +1017,7 @@ pub(crate) struct RunResult {
     pub program_s: Option<f64>,
     pub time_pattern: Option<String>,
     pub profile: Profile,
-    /// The machine's state over the run ([`crate::probe::around`], ns).
+    /// The machine's state over the run ([`commperf_emulate::state::around`], ns).
     pub state_ns: Option<f64>,
 }
 
@@ -1054,7 +1054,7 @@ pub(crate) fn monitored_run(
         }
     }
     let dir = std::fs::canonicalize(dir)?;
-    let plan = crate::preload::plan(command, None)?;
+    let plan = commperf_launch::preload::plan(command, None)?;
     let preload = plan.preload()?;
     let mut vars = vec![
         ("LD_PRELOAD".to_string(), preload),
@@ -1074,7 +1074,7 @@ pub(crate) fn monitored_run(
         crate::monitor_mpi::load(&dir)
             .is_ok_and(|(s, _)| !s.cut_short && s.missing_ranks.is_empty() && s.ranks == np)
     };
-    let ((finished, wall_s), state_ns) = crate::probe::around(|| {
+    let ((finished, wall_s), state_ns) = commperf_emulate::state::around(|| {
         let t0 = Instant::now();
         let r = run_with_timeout(cmd, timeout, &all_finalized);
         (r, t0.elapsed().as_secs_f64())
@@ -1168,8 +1168,8 @@ fn run_with_timeout(
     done: &dyn Fn() -> bool,
 ) -> Result<Finished> {
     use std::io::Read;
-    let mut shm = crate::run_dir::RunDir::ompi(&mut cmd)?;
-    let mut child = crate::interrupt::die_with_parent(&mut cmd).spawn()?;
+    let mut shm = commperf_launch::run_dir::RunDir::ompi(&mut cmd)?;
+    let mut child = commperf_launch::interrupt::die_with_parent(&mut cmd).spawn()?;
     shm.launched(child.id());
     let drain = |r: Option<Box<dyn Read + Send>>| {
         std::thread::spawn(move || {
@@ -1309,7 +1309,7 @@ fn bench_binary(a: &AppArgs, f: Flavour) -> Result<PathBuf> {
         bail!("{}", commperf_mpi::NOT_BUILT);
     }
     let exe = std::env::current_exe().context("locate the commperf binary")?;
-    match crate::preload::program_flavour(&exe) {
+    match commperf_launch::preload::program_flavour(&exe) {
         Some((mine, _)) if mine == f => Ok(exe),
         mine => bail!(
             "this commperf links {}, not {}: {}",

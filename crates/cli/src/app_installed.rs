@@ -203,7 +203,7 @@ fn binary(i: Installed, s: Stack, mpich_apps: Option<&Path>) -> Result<PathBuf> 
             b
         }
     };
-    match crate::preload::program_flavour(&bin) {
+    match commperf_launch::preload::program_flavour(&bin) {
         Some((f, _)) if f == s.flavour() => Ok(bin),
         Some((f, lib)) => bail!(
             "{} links {} ({lib}), not {} as {} needs",

@@ -521,7 +521,8 @@ fn loop_stack(
     let mut state_ns = None;
     let r = (|| -> Result<(Params, Vec<Params>, Vec<String>, f64)> {
         nets.check(s).map_err(anyhow::Error::msg)?;
-        let (note, state) = crate::probe::around(|| app::launch_bench(a, s, &args, &file));
+        let (note, state) =
+            commperf_emulate::state::around(|| app::launch_bench(a, s, &args, &file));
         state_ns = state;
         let note = note?;
         let text = commperf_core::read_text(&file)?;

@@ -59,7 +59,7 @@ pub fn sweep(
     let json = dir.join("sweep.json");
     let mut cmd = Command::new(exe);
     // Launched from this thread, which waits for it: the sweep (and its runs) die with us.
-    let o = crate::interrupt::die_with_parent(&mut cmd)
+    let o = commperf_launch::interrupt::die_with_parent(&mut cmd)
         .args(["emulate", "sweep"])
         .args(knob_args(knobs))
         .args(["--repeat", &repeat.to_string()])

@@ -23,7 +23,7 @@ use serde::Serialize;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use crate::run_dir::{Kind, RunDir};
+use commperf_launch::run_dir::{Kind, RunDir};
 
 fn knob_value(knob: Knob, s: &str) -> Result<f64, String> {
     parse_duration_ns(knob, s).map_err(|e| e.to_string())
@@ -426,7 +426,7 @@ pub(crate) fn run_emulated(
     if command.is_empty() {
         bail!("no command to emulate: commperf emulate --L 20us -- mpirun -np 4 ./app");
     }
-    let plan = crate::preload::plan(command, opts.interposer.as_deref())?;
+    let plan = commperf_launch::preload::plan(command, opts.interposer.as_deref())?;
     let mut dir = RunDir::new(Kind::Emulate)?;
     let preload = plan.preload()?;
     let mut vars = vec![

@@ -10,10 +10,10 @@
 //! contention mode, and the table puts predicted beside measured slowdown.
 
 use crate::output::{print, write_atomically};
-use crate::probe::MachineProbe;
 use anyhow::{bail, Context, Result};
 use clap::{Args, ValueEnum};
 use commperf_core::Watch;
+use commperf_emulate::state::MachineProbe;
 use commperf_emulate::sweep::{
     run_state, run_sweep, same_state, Runner, Setting, Statistic, SweepFormat, SweepPlan,
     SweepResult,
@@ -141,7 +141,7 @@ const STOP_GRACE: Duration = Duration::from_secs(10);
 /// Waits for `child` (spawned with `process_group(0)`) up to `timeout`. Past it, the child is
 /// asked to stop (SIGTERM: `commperf emulate` passes it on to its mpirun, which stops its ranks
 /// and removes its files), and its process group is killed if it still runs [`STOP_GRACE`]
-/// later. An interrupt meanwhile is passed on to the child ([`crate::interrupt::Child`]), which
+/// later. An interrupt meanwhile is passed on to the child ([`commperf_launch::interrupt::Child`]), which
 /// then has the same grace. Returns the exit status and the instant the child ended (taken by
 /// the waiting thread, not at the next poll).
 fn wait_timeout(
@@ -149,7 +149,7 @@ fn wait_timeout(
     timeout: Duration,
 ) -> Result<(std::process::ExitStatus, Instant), String> {
     let pid = child.id() as i32;
-    let _child = crate::interrupt::Child::of(child.id());
+    let _child = commperf_launch::interrupt::Child::of(child.id());
     let (tx, rx) = mpsc::channel();
     let waiter = std::thread::spawn(move || {
         let r = child.wait();
@@ -172,7 +172,7 @@ fn wait_timeout(
             }
             Ok((Err(e), _)) => return Err(format!("cannot wait for the program: {e}")),
             Err(_) if Instant::now() < deadline => {
-                if !interrupted && !timed_out && crate::interrupt::requested() {
+                if !interrupted && !timed_out && commperf_launch::interrupt::requested() {
                     interrupted = true;
                     deadline = deadline.min(Instant::now() + STOP_GRACE);
                 }
@@ -209,7 +209,7 @@ impl Runner for EmulatedRuns<'_> {
         // The program runs in its own process group, out of the terminal's reach: an
         // interrupt is passed on to the run in hand (`wait_timeout`), which stops, and is left
         // out of the figures (a run cut short is not a measurement).
-        crate::interrupt::requested()
+        commperf_launch::interrupt::requested()
     }
 
     fn run(&mut self, setting: &Setting) -> Result<f64, String> {
@@ -239,7 +239,7 @@ impl Runner for EmulatedRuns<'_> {
             .stdout(file)
             .stderr(err);
         std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
-        crate::interrupt::die_with_parent(&mut cmd);
+        commperf_launch::interrupt::die_with_parent(&mut cmd);
         let start = Instant::now();
         let child = cmd
             .spawn()
@@ -294,7 +294,7 @@ pub fn run(a: &SweepArgs) -> Result<()> {
         a.out.iter().map(|p| ("-o", Some(p.as_path()))).collect();
     crate::output::preflight(&outs)?;
     let _dir_guard = crate::output::OutDir::create("--dir", &dir)?;
-    crate::interrupt::install();
+    commperf_launch::interrupt::install();
     let exe = std::env::current_exe().context("cannot find the commperf executable")?;
     let trace = if a.predict {
         Some(monitored_trace(a, &dir, &exe)?)
@@ -315,7 +315,7 @@ pub fn run(a: &SweepArgs) -> Result<()> {
         dir: &dir,
         exe: exe.clone(),
         n: 0,
-        probe: crate::probe::shared(),
+        probe: commperf_emulate::state::shared(),
         // The cache-line probe tells the machine's state, not whether the program shared its
         // CPUs: the watch does, over the whole sweep.
         watch: Watch::start("emulate sweep", &[]),
@@ -367,7 +367,7 @@ pub fn run(a: &SweepArgs) -> Result<()> {
         .iter()
         .map(|s| s.runs_s.len() + s.failures.len())
         .sum();
-    crate::interrupt::check_partial(result.partial, finished, "run")?;
+    commperf_launch::interrupt::Interrupted::check(result.partial, finished, "run")?;
     let failed = result
         .settings
         .iter()
@@ -396,7 +396,7 @@ fn monitored_trace(a: &SweepArgs, dir: &Path, exe: &Path) -> Result<PathBuf> {
         .stdout(file.try_clone()?)
         .stderr(file);
     std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
-    crate::interrupt::die_with_parent(&mut cmd);
+    commperf_launch::interrupt::die_with_parent(&mut cmd);
     crate::say("commperf: --predict: one monitored run for the trace");
     let child = cmd.spawn().context("cannot start commperf monitor")?;
     let (st, _) = wait_timeout(child, a.timeout).map_err(anyhow::Error::msg)?;
@@ -432,7 +432,7 @@ fn raised(base: LogGp, knob: Knob, v: f64) -> LogGp {
 fn own_mpi() -> Option<commperf_pmpi::Flavour> {
     #[cfg(feature = "mpi")]
     {
-        crate::preload::flavour_from(&commperf_mpi::library_version())
+        commperf_launch::preload::flavour_from(&commperf_mpi::library_version())
     }
     #[cfg(not(feature = "mpi"))]
     {
@@ -443,7 +443,7 @@ fn own_mpi() -> Option<commperf_pmpi::Flavour> {
 /// `--predict` without `--loggp` or `--profile`: refused now, before the sweep, when this
 /// binary cannot measure the parameters for the program's MPI.
 fn can_measure_loggp(a: &SweepArgs) -> Result<()> {
-    let prog = crate::preload::plan(&a.command, a.interposer.as_deref())?.flavour;
+    let prog = commperf_launch::preload::plan(&a.command, a.interposer.as_deref())?.flavour;
     match own_mpi() {
         None => bail!(
             "--predict needs the platform's parameters the knobs add to: --loggp L=…,o=…,g=…,G=… \
@@ -654,7 +654,7 @@ fn measure_loggp(
             .stdout(file.try_clone()?)
             .stderr(file);
         std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
-        crate::interrupt::die_with_parent(&mut cmd);
+        commperf_launch::interrupt::die_with_parent(&mut cmd);
         let child = cmd.spawn().context("cannot start commperf bench loggp")?;
         let (st, _) = wait_timeout(child, timeout).map_err(anyhow::Error::msg)?;
         if !st.success() {

@@ -17,23 +17,21 @@ mod emulate;
 mod emulate_mpi;
 mod emulate_sweep;
 mod gentrace;
-mod interrupt;
 mod localpair;
 mod monitor;
 mod monitor_mpi;
 mod mpi;
 mod output;
 mod predict;
-mod preload;
-mod probe;
 mod progress;
-mod run_dir;
 mod shell;
 mod testbed;
 
 use anyhow::{Context, Result};
 use clap::Parser;
 use cli::{Cli, Command};
+use commperf_launch::interrupt::{self, Interrupted};
+pub(crate) use commperf_launch::say;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
@@ -74,7 +72,7 @@ fn main() -> ExitCode {
         Command::MonitorPeer => monitor::peer(),
         Command::Emulate(e) => emulate::run(&e),
         Command::EmulatePeer => emulate::peer(),
-        Command::Reap { dir } => run_dir::reap(&dir),
+        Command::Reap { dir } => Ok(commperf_launch::run_dir::reap(&dir)?),
         Command::App(a) => match &a.cmd {
             Some(app::AppCmd::Report(r)) => app::report(r),
             None => match a.to_config() {
@@ -110,13 +108,6 @@ fn usage_error(e: impl std::fmt::Display) -> ExitCode {
     ExitCode::from(2)
 }
 
-/// One line on stderr, best effort: `eprintln!` panics when stderr cannot be written, and the
-/// last message of a failing run must not turn into a panic.
-pub(crate) fn say(line: &str) {
-    use std::io::Write;
-    let _ = writeln!(std::io::stderr().lock(), "{line}");
-}
-
 fn run_bench(b: &cli::BenchArgs, cfg: commperf_bench::BenchConfig) -> Result<()> {
     for w in [cfg.oversubscription_warning(), cfg.placement_warning()]
         .into_iter()
@@ -131,7 +122,11 @@ fn run_bench(b: &cli::BenchArgs, cfg: commperf_bench::BenchConfig) -> Result<()>
     // The results first: a figure that cannot be drawn must not cost the measurements.
     output::emit(&report, b.output.format, b.output.out.as_deref())?;
     write_figures(b, &report)?;
-    interrupt::check_partial(report.partial, report.results.len(), "result row")
+    Ok(Interrupted::check(
+        report.partial,
+        report.results.len(),
+        "result row",
+    )?)
 }
 
 /// Every file `bench` writes, and standard output, checked before it measures anything.

@@ -69,7 +69,7 @@ pub fn run(a: &MonitorArgs) -> Result<()> {
     // first (reported now, before a long run, not at its end), then the command.
     crate::output::OutDir::check("-o", &dir)?;
     crate::output::preflight(&[])?;
-    let plan = crate::preload::plan(&a.command, a.interposer.as_deref())?;
+    let plan = commperf_launch::preload::plan(&a.command, a.interposer.as_deref())?;
     let preload = plan.preload()?;
     let out = prepare_dir("-o", &dir)?;
     let dir = out.path().to_path_buf();

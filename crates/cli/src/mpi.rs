@@ -143,10 +143,10 @@ mod with_mpi {
         // The ranks' output reaches us through mpirun, which ignores its own write errors: it
         // is copied to our stdout here, so a full disk is reported as for any other run.
         let mut launch = std::process::Command::new(&cmd.program);
-        crate::interrupt::die_with_parent(&mut launch)
+        commperf_launch::interrupt::die_with_parent(&mut launch)
             .args(&cmd.args)
             .stdout(std::process::Stdio::piped());
-        let mut shm = crate::run_dir::RunDir::ompi(&mut launch)?;
+        let mut shm = commperf_launch::run_dir::RunDir::ompi(&mut launch)?;
         let mut child = launch
             .spawn()
             .with_context(|| format!("starting {}", cmd.program.display()))?;

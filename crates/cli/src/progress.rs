@@ -87,7 +87,7 @@ impl Progress for RunProgress {
     }
 
     fn stop_requested(&self) -> bool {
-        crate::interrupt::requested()
+        commperf_launch::interrupt::requested()
     }
 }
 

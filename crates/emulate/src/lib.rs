@@ -31,6 +31,7 @@
 mod emulated;
 mod knobs;
 mod probe;
+pub mod state;
 pub mod sweep;
 
 pub use emulated::Emulated;

@@ -54,6 +54,7 @@ pub fn install() {
 
 /// While alive, an interrupt is passed on to the child `pid` (not yet reaped), and a second
 /// one kills it before this process exits.
+#[derive(Debug)]
 pub struct Child(());
 
 impl Child {
@@ -80,7 +81,7 @@ impl Drop for Child {
 /// `commperf emulate` passes it on to its command and removes its run directory. The signal
 /// is tied to the thread that spawns: every launch is spawned from the thread that waits for
 /// it, which lives as long as the launch.
-pub(crate) fn die_with_parent(cmd: &mut Command) -> &mut Command {
+pub fn die_with_parent(cmd: &mut Command) -> &mut Command {
     let parent = std::process::id() as libc::pid_t;
     // SAFETY: the closure runs in the forked child before exec and calls only prctl, getppid
     // and raise, which are async-signal-safe; it allocates nothing.
@@ -146,10 +147,12 @@ impl std::fmt::Display for Interrupted {
 
 impl std::error::Error for Interrupted {}
 
-/// `Err(Interrupted)` when the run was cut short (`partial`), after its results were saved.
-pub fn check_partial(partial: bool, finished: usize, unit: &'static str) -> anyhow::Result<()> {
-    if partial {
-        return Err(Interrupted { finished, unit }.into());
+impl Interrupted {
+    /// `Err(Interrupted)` when the run was cut short (`partial`), after its results were saved.
+    pub fn check(partial: bool, finished: usize, unit: &'static str) -> Result<(), Interrupted> {
+        if partial {
+            return Err(Interrupted { finished, unit });
+        }
+        Ok(())
     }
-    Ok(())
 }

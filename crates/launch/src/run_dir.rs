@@ -12,14 +12,14 @@
 //! once those were moved, session directories in `$TMPDIR` in 7 of 12); the guard removes
 //! them once mpirun is gone.
 
-use anyhow::{bail, Context, Result};
+use crate::LaunchError;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
 /// What a run directory holds; the middle of its name, `commperf-KIND-PID-N`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Kind {
+pub enum Kind {
     /// `emulate`'s interposer, L side band and per-rank counts (in the temporary directory).
     Emulate,
     /// Open MPI's session directory and shared-memory segments (`orte_tmpdir_base`,
@@ -73,7 +73,8 @@ const REAP_WAIT: Duration = Duration::from_secs(10);
 /// process group, so that a signal to ours (a Ctrl-C, a sweep killing a run's group) leaves it
 /// to clean up. The name carries our pid: a directory whose process and guard both died (a
 /// machine crash) is removed by the next run of its kind ([`remove_stale`]).
-pub(crate) struct RunDir {
+#[derive(Debug)]
+pub struct RunDir {
     path: PathBuf,
     /// None only in unit tests, whose executable is the test harness.
     reaper: Option<std::process::Child>,
@@ -81,7 +82,7 @@ pub(crate) struct RunDir {
 
 impl RunDir {
     /// A new guarded directory of `kind` in its base directory.
-    pub(crate) fn new(kind: Kind) -> Result<RunDir> {
+    pub fn new(kind: Kind) -> Result<RunDir, LaunchError> {
         let base = kind.base();
         remove_stale(&base, kind);
         for i in 0..100u32 {
@@ -93,23 +94,28 @@ impl RunDir {
             match std::fs::create_dir(&d) {
                 Ok(()) => return RunDir::guarded(d),
                 Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
-                Err(e) => return Err(e).with_context(|| format!("cannot create {}", d.display())),
+                Err(e) => {
+                    return Err(LaunchError::Io {
+                        what: format!("cannot create {}", d.display()),
+                        source: e,
+                    })
+                }
             }
         }
-        bail!("cannot create a run directory in {}", base.display())
+        Err(LaunchError::NoRunDir(base))
     }
 
     /// A guarded directory for Open MPI's session files and shared-memory segments, given to
     /// `cmd` (a launch this process is about to spawn; call [`RunDir::launched`] with its pid).
     /// Harmless to other MPIs, which do not read these variables.
-    pub(crate) fn ompi(cmd: &mut Command) -> Result<RunDir> {
+    pub fn ompi(cmd: &mut Command) -> Result<RunDir, LaunchError> {
         let d = RunDir::new(Kind::Ompi)?;
         cmd.env(OMPI_BACKING, &d.path)
             .env(OMPI_SESSION_BASE, &d.path);
         Ok(d)
     }
 
-    fn guarded(path: PathBuf) -> Result<RunDir> {
+    fn guarded(path: PathBuf) -> Result<RunDir, LaunchError> {
         let reaper = std::env::current_exe()
             .and_then(|exe| {
                 let mut cmd = Command::new(exe);
@@ -123,7 +129,10 @@ impl RunDir {
             })
             .map_err(|e| {
                 let _ = std::fs::remove_dir(&path);
-                anyhow::anyhow!("cannot start the guard of {}: {e}", path.display())
+                LaunchError::Io {
+                    what: format!("cannot start the guard of {}", path.display()),
+                    source: e,
+                }
             })?;
         Ok(RunDir {
             path,
@@ -131,9 +140,9 @@ impl RunDir {
         })
     }
 
-    /// A run directory without its guard, for unit tests.
-    #[cfg(test)]
-    pub(crate) fn unguarded() -> Result<RunDir> {
+    /// A run directory without its guard, which nothing removes if this process is killed:
+    /// for tests, whose executable is a test harness that cannot be the guard.
+    pub fn unguarded() -> std::io::Result<RunDir> {
         let path = std::env::temp_dir().join(format!(
             "commperf-emulate-{}-test-{:?}",
             std::process::id(),
@@ -143,12 +152,12 @@ impl RunDir {
         Ok(RunDir { path, reaper: None })
     }
 
-    pub(crate) fn path(&self) -> &Path {
+    pub fn path(&self) -> &Path {
         &self.path
     }
 
     /// Tells the guard which process writes into the directory.
-    pub(crate) fn launched(&mut self, pid: u32) {
+    pub fn launched(&mut self, pid: u32) {
         use std::io::Write;
         if let Some(w) = self.reaper.as_mut().and_then(|r| r.stdin.as_mut()) {
             let _ = writeln!(w, "{pid}");
@@ -202,7 +211,7 @@ fn remove_stale(base: &Path, kind: Kind) {
 }
 
 /// Whether process `pid` exists and has not ended (a zombie has).
-pub(crate) fn alive(pid: u32) -> bool {
+pub fn alive(pid: u32) -> bool {
     std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
         // The state follows the command name, which is in parentheses and may hold any byte.
         s.rsplit_once(')')
@@ -214,7 +223,7 @@ pub(crate) fn alive(pid: u32) -> bool {
 /// `commperf __reap DIR`: the guard [`RunDir`] starts. Waits for its parent to close the pipe
 /// (stdin), then, if DIR is still there (the parent was killed), waits up to [`REAP_WAIT`] for
 /// the command the parent launched and removes DIR. Only a run directory's name is accepted.
-pub fn reap(dir: &Path) -> Result<()> {
+pub fn reap(dir: &Path) -> Result<(), LaunchError> {
     use std::io::Read;
     if dir
         .file_name()
@@ -222,7 +231,7 @@ pub fn reap(dir: &Path) -> Result<()> {
         .and_then(parse_name)
         .is_none()
     {
-        bail!("{} is not a run directory of commperf", dir.display());
+        return Err(LaunchError::NotARunDir(dir.to_path_buf()));
     }
     let mut told = String::new();
     let _ = std::io::stdin().read_to_string(&mut told);

@@ -1,4 +1,4 @@
-//! The machine's state, probed around each run: a cache line's one-way trip between the first
+//! The machine's state, probed around each run of a sweep or a study: a cache line's one-way trip between the first
 //! two CPUs this process may use (the ones `mpirun` binds two ranks to), `commperf limits`'
 //! anchor, in a few ms.
 //!
@@ -13,7 +13,8 @@ use commperf_transport::clock::Clock;
 use std::sync::OnceLock;
 
 /// The probe between two CPUs (see the module's doc).
-pub(crate) struct MachineProbe {
+#[derive(Debug)]
+pub struct MachineProbe {
     cpus: [usize; 2],
     clock: Clock,
 }
@@ -30,7 +31,7 @@ impl MachineProbe {
 
     /// One reading (ns), 3 batches of 2000 round trips. On a thread of its own, so that its
     /// pinning never reaches this process's next child.
-    pub(crate) fn read(&self) -> Option<f64> {
+    pub fn read(&self) -> Option<f64> {
         std::thread::scope(|s| {
             s.spawn(|| {
                 commperf_bench::limits::cacheline_one_way_ns(&self.clock, self.cpus, 2000, 3).ok()
@@ -44,19 +45,19 @@ impl MachineProbe {
 
 /// The process's probe, made on first use: one clock calibration for every study and sweep
 /// the process runs.
-pub(crate) fn shared() -> Option<&'static MachineProbe> {
+pub fn shared() -> Option<&'static MachineProbe> {
     static PROBE: OnceLock<Option<MachineProbe>> = OnceLock::new();
     PROBE.get_or_init(MachineProbe::new).as_ref()
 }
 
 /// Runs `f` between two readings of the shared probe; the run's state is their geometric mean,
 /// None when they are two states (the machine changed during the run) or there is no probe.
-pub(crate) fn around<T>(f: impl FnOnce() -> T) -> (T, Option<f64>) {
+pub fn around<T>(f: impl FnOnce() -> T) -> (T, Option<f64>) {
     let before = shared().and_then(MachineProbe::read);
     let r = f();
     let after = shared().and_then(MachineProbe::read);
     let state = before
         .zip(after)
-        .and_then(|(b, a)| commperf_emulate::sweep::run_state([b, a]));
+        .and_then(|(b, a)| crate::sweep::run_state([b, a]));
     (r, state)
 }

@@ -6,12 +6,12 @@
 //! `-genv VAR value`), never in mpirun's own environment, where the preload would load MPI into
 //! the launcher itself.
 
-use anyhow::{bail, Result};
+use crate::LaunchError;
 use commperf_pmpi::Flavour;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-pub(crate) fn flavour_from(s: &str) -> Option<Flavour> {
+pub fn flavour_from(s: &str) -> Option<Flavour> {
     let s = s.to_ascii_lowercase();
     if s.contains("mpich") || s.contains("hydra") {
         Some(Flavour::Mpich)
@@ -84,7 +84,7 @@ fn launcher_of(cmd: &str) -> Launcher {
 }
 
 /// Which MPI a program links (ldd), or None when it links none (a script, a non-MPI tool).
-pub(crate) fn program_flavour(prog: &Path) -> Option<(Flavour, String)> {
+pub fn program_flavour(prog: &Path) -> Option<(Flavour, String)> {
     let o = Command::new("ldd").arg(prog).output().ok()?;
     let s = String::from_utf8_lossy(&o.stdout);
     for line in s.lines() {
@@ -131,12 +131,15 @@ fn find_program(cmd: &[String], from: usize) -> Option<(usize, PathBuf, Flavour,
 /// Refuses a command whose program does not exist, naming it: the command itself, or (under a
 /// launcher, `from` > 0) the first path-like word before any executable, which is where the
 /// program goes. A program's own arguments (`from` = 0) are its business: `touch new/file`.
-fn check_program_exists(cmd: &[String], from: usize) -> Result<()> {
+fn check_program_exists(cmd: &[String], from: usize) -> Result<(), LaunchError> {
     if which(&cmd[0]).is_none() {
         if cmd[0].contains('/') {
-            bail!("{}: no such file", cmd[0]);
+            return Err(LaunchError::NoProgram(format!("{}: no such file", cmd[0])));
         }
-        bail!("{}: no such program on PATH", cmd[0]);
+        return Err(LaunchError::NoProgram(format!(
+            "{}: no such program on PATH",
+            cmd[0]
+        )));
     }
     if from == 0 {
         return Ok(());
@@ -149,10 +152,10 @@ fn check_program_exists(cmd: &[String], from: usize) -> Result<()> {
             break;
         }
         if a.contains('/') && !Path::new(a).exists() {
-            bail!(
+            return Err(LaunchError::NoProgram(format!(
                 "{a}: no such file (the program to run, in `{}`)",
                 cmd.join(" ")
-            );
+            )));
         }
     }
     Ok(())
@@ -161,7 +164,7 @@ fn check_program_exists(cmd: &[String], from: usize) -> Result<()> {
 /// How a command is run under the interposer: which MPI, which launcher, and where its program
 /// is.
 #[derive(Debug, Clone)]
-pub(crate) struct Plan {
+pub struct Plan {
     pub flavour: Flavour,
     launcher: Launcher,
     /// The index of the program in the command, where it was found.
@@ -171,7 +174,7 @@ pub(crate) struct Plan {
 /// Chooses the interposer for `command` (`interposer`: the user's `--interposer openmpi|mpich`),
 /// refusing a program that does not exist and a launcher of one MPI running a program of the
 /// other.
-pub(crate) fn plan(command: &[String], interposer: Option<&str>) -> Result<Plan> {
+pub fn plan(command: &[String], interposer: Option<&str>) -> Result<Plan, LaunchError> {
     let launcher = launcher_of(&command[0]);
     let from = program_words_from(command, launcher);
     check_program_exists(command, from)?;
@@ -182,29 +185,35 @@ pub(crate) fn plan(command: &[String], interposer: Option<&str>) -> Result<Plan>
     let prog = find_program(command, from);
     if let (Some(l), Some((_, p, f, lib))) = (lf, &prog) {
         if l != *f {
-            bail!(
+            return Err(LaunchError::WhichMpi(format!(
                 "{} is {} but {} links {} ({lib}): launch it with {}'s mpirun",
                 command[0],
                 l.name(),
                 p.display(),
                 f.name(),
                 f.name()
-            );
+            )));
         }
     }
     let flavour = match interposer {
         Some(s) => match s {
             "openmpi" => Flavour::OpenMpi,
             "mpich" => Flavour::Mpich,
-            _ => bail!("--interposer {s}: expected openmpi or mpich"),
+            _ => {
+                return Err(LaunchError::WhichMpi(format!(
+                    "--interposer {s}: expected openmpi or mpich"
+                )))
+            }
         },
         None => match (prog.as_ref().map(|p| p.2), lf) {
             (Some(f), _) | (None, Some(f)) => f,
-            (None, None) => bail!(
+            (None, None) => {
+                return Err(LaunchError::WhichMpi(format!(
                 "cannot tell which MPI {} uses (no program linking libmpi found in the command, \
                  and the launcher is not one of Open MPI's or MPICH's); say it with --interposer",
                 command.join(" ")
-            ),
+            )))
+            }
         },
     };
     if let (Some(s), Some((_, p, f, lib))) = (interposer, &prog) {
@@ -226,11 +235,11 @@ pub(crate) fn plan(command: &[String], interposer: Option<&str>) -> Result<Plan>
             .map(|(i, _)| i)
     });
     if launcher == Launcher::Srun && program_at.is_none() {
-        bail!(
+        return Err(LaunchError::NoProgram(format!(
             "cannot find the program in `{}`: srun's ranks get the interposer from `env` in \
              front of the program, which must be an executable file or on PATH",
             command.join(" ")
-        );
+        )));
     }
     Ok(Plan {
         flavour,
@@ -242,7 +251,7 @@ pub(crate) fn plan(command: &[String], interposer: Option<&str>) -> Result<Plan>
 impl Plan {
     /// The `LD_PRELOAD` value for the ranks: the interposer and the runtime this binary
     /// carries, extracted into (and checked in) the per-user cache ([`commperf_pmpi::LibCache`]).
-    pub(crate) fn preload(&self) -> Result<String> {
+    pub fn preload(&self) -> Result<String, LaunchError> {
         // Refused for want of the interposer before the cache directory is made.
         commperf_pmpi::install::carried_interposer(self.flavour)?;
         let cache = commperf_pmpi::LibCache::open()?;
@@ -253,7 +262,7 @@ impl Plan {
     /// VAR=value`, MPICH's Hydra `-genv VAR value`), as `env VAR=value` in front of the program
     /// under srun, or in the environment of a singleton.
     /// The command dies with this process (SIGTERM: [`crate::interrupt::die_with_parent`]).
-    pub(crate) fn command(&self, command: &[String], vars: &[(String, String)]) -> Command {
+    pub fn command(&self, command: &[String], vars: &[(String, String)]) -> Command {
         let mut cmd = Command::new(&command[0]);
         crate::interrupt::die_with_parent(&mut cmd);
         match self.launcher {
