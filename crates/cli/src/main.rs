@@ -72,7 +72,7 @@ fn main() -> ExitCode {
         Command::MonitorPeer => monitor::peer(),
         Command::Emulate(e) => emulate::run(&e),
         Command::EmulatePeer => emulate::peer(),
-        Command::Reap { dir } => Ok(commperf_launch::run_dir::reap(&dir)?),
+        Command::Reap { dir } => commperf_launch::run_dir::reap(&dir).map_err(Into::into),
         Command::App(a) => match &a.cmd {
             Some(app::AppCmd::Report(r)) => app::report(r),
             None => match a.to_config() {

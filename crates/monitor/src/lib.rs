@@ -18,10 +18,12 @@
 //! * [`signature`] turns histograms and a baseline into Liao et al.'s (1998) performance signature.
 //! * [`trace`] keeps optional per-message records and writes them as a trace `predict` replays.
 //! * [`run`] is the saved run file.
+//! * [`mpi`] reads a monitored MPI program's run directory into the same run file.
 
 pub mod clock;
 pub mod hist;
 pub mod monitored;
+pub mod mpi;
 pub mod run;
 pub mod signature;
 pub mod trace;
