@@ -1,29 +1,13 @@
-//! `commperf emulate [--o D] [--g D] [--G D] [--L D] -- mpirun -np 4 ./app`: an unmodified MPI
-//! program run with Martin's (1999) LogGP knobs inside the interposer `monitor` preloads (the knobs
-//! themselves are C, crates/pmpi/csrc/emulate.c, applied on point-to-point calls).
-//!
-//! Why its own module beside `emulate` (the transport calibration): it is the MPI counterpart,
-//! sharing the launch (`preload`) with `monitor`, and [`run_emulated`] is the one entry point a
-//! sensitivity sweep calls once per setting. The knobs travel to the ranks as
-//! `COMMPERF_EMULATE=o=…ns,g=…ns,G=…ns,L=…ns`, validated here first by the emulate crate's rules
-//! (negative, over 1 s or malformed values refused naming the knob and the range). Collectives:
-//! with `--collectives p2p` (the default) the interposer runs Barrier, Bcast, Reduce, Allreduce,
-//! Allgather, Alltoall, Gather and Scatter itself as point-to-point messages under the knobs,
-//! with `commperf predict`'s default algorithms (crates/pmpi/csrc/coll.c); the others, the cases
-//! it leaves to the library (non-commutative Reduce to a root other than 0, Alltoall in place,
-//! intercommunicators) and every collective with `--collectives native` run inside the library,
-//! untouched. Each rank counts both kinds (calls and its bytes, and the emulated ones' messages)
-//! beside the point-to-point traffic the knobs touched, and the verb prints the share they did
-//! not reach.
+//! `commperf emulate [--o D] [--g D] [--G D] [--L D] -- mpirun -np 4 ./app`: the verb's options
+//! and its printing; the run itself is [`commperf_emulate::mpi::run_emulated`], which a sweep
+//! and the application study call too.
 
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
 use clap::Args;
+pub(crate) use commperf_emulate::mpi::{env_value, Collectives, Untouched};
+use commperf_emulate::mpi::{run_emulated, RunOptions};
 use commperf_emulate::{parse_duration_ns, Knob, Knobs};
-use serde::Serialize;
-use std::path::{Path, PathBuf};
-use std::time::Instant;
-
-use commperf_launch::run_dir::{Kind, RunDir};
+use std::path::PathBuf;
 
 fn knob_value(knob: Knob, s: &str) -> Result<f64, String> {
     parse_duration_ns(knob, s).map_err(|e| e.to_string())
@@ -41,10 +25,9 @@ fn l_value(s: &str) -> Result<f64, String> {
     knob_value(Knob::L, s)
 }
 
-/// How the interposer treats collectives while a knob is set (`COMMPERF_EMULATE_COLL`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Collectives {
+/// `--collectives`: how the interposer treats collectives while a knob is set.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum CollectivesArg {
     /// The common collectives run as point-to-point messages under the knobs.
     #[default]
     P2p,
@@ -52,12 +35,11 @@ pub enum Collectives {
     Native,
 }
 
-impl Collectives {
-    /// The `COMMPERF_EMULATE_COLL` value the interposer reads.
-    pub fn env_value(self) -> &'static str {
-        match self {
-            Collectives::P2p => "p2p",
-            Collectives::Native => "off",
+impl From<CollectivesArg> for Collectives {
+    fn from(c: CollectivesArg) -> Collectives {
+        match c {
+            CollectivesArg::P2p => Collectives::P2p,
+            CollectivesArg::Native => Collectives::Native,
         }
     }
 }
@@ -95,8 +77,8 @@ pub struct RunArgs {
     /// Collectives under the knobs: p2p (Barrier, Bcast, Reduce, Allreduce, Allgather, Alltoall,
     /// Gather, Scatter run as point-to-point messages, each paying the knobs, with `commperf
     /// predict`'s default algorithms) or native (the library's own, untouched)
-    #[arg(long, value_enum, value_name = "MODE", default_value_t = Collectives::P2p)]
-    pub collectives: Collectives,
+    #[arg(long, value_enum, value_name = "MODE", default_value_t = CollectivesArg::P2p)]
+    pub collectives: CollectivesArg,
     /// Run the whole apparatus whatever the knobs: collectives as messages, every hook, and L's
     /// side band (stamps written and read; nothing held unless L is set), even with every knob
     /// at zero. What `emulate sweep` runs its baseline and every setting with (the apparatus's
@@ -119,470 +101,6 @@ impl RunArgs {
     }
 }
 
-/// What the knobs did and did not touch, summed over the ranks that reached MPI_Finalize.
-#[derive(Debug, Clone, Default, Serialize, PartialEq)]
-pub(crate) struct Untouched {
-    /// Ranks that wrote their counts (reached MPI_Finalize with a knob set).
-    pub ranks: u64,
-    /// Point-to-point messages sent under the knobs, and their bytes.
-    pub p2p_messages: u64,
-    pub p2p_bytes: u64,
-    /// Point-to-point receives delivered under the knobs.
-    pub p2p_receives: u64,
-    /// Every collective call, and the ranks' own bytes in them (emulated or native).
-    pub collective_calls: u64,
-    pub collective_bytes: u64,
-    /// Collective calls the interposer ran as point-to-point messages under the knobs, and the
-    /// ranks' own bytes in them.
-    pub collectives_emulated: u64,
-    pub collectives_emulated_bytes: u64,
-    /// Collective calls left to the MPI library (untouched by the knobs), and their bytes.
-    pub collectives_native: u64,
-    pub collectives_native_bytes: u64,
-    /// The messages the emulated collectives sent (each under the knobs), their bytes, and
-    /// the receives of them; not counted in `p2p_messages` (the program's own).
-    pub collective_p2p_messages: u64,
-    pub collective_p2p_bytes: u64,
-    pub collective_p2p_receives: u64,
-    /// Share the knobs did not touch, percent: native collective calls and other communication
-    /// calls among those + messages sent under the knobs (the program's and the emulated
-    /// collectives') + charged collective calls and one-sided transfers; and the same for bytes
-    /// (the charged collectives' wire bytes, the transfers' bytes).
-    pub untouched_calls_percent: f64,
-    pub untouched_bytes_percent: f64,
-    /// Communication calls no knob applies to: the nonblocking and persistent collectives no
-    /// charge models (an alltoallv or alltoallw in place, any on an intercommunicator, all
-    /// under `--collectives native`) and every large-count (`_c`) collective (their bytes: the
-    /// call's send contribution).
-    pub other_calls: u64,
-    pub other_bytes: u64,
-    /// Collectives the library ran and the knobs charged (emulate.md): nonblocking ones started,
-    /// persistent ones' MPI_Starts, and over both the messages the ranks' parts send and receive
-    /// (o each), the rounds in which they receive (ΔL each), their wire bytes (ΔG each), the
-    /// gaps between their sends (Δg each), and the completions held to their due time.
-    pub charged_nonblocking_collectives: u64,
-    pub charged_persistent_collectives: u64,
-    pub charged_collective_sends: u64,
-    pub charged_collective_receives: u64,
-    pub charged_collective_rounds: u64,
-    pub charged_collective_wire_bytes: u64,
-    pub charged_collective_gaps: u64,
-    pub charged_collective_completions: u64,
-    /// One-sided transfers under the knobs (o and g at the origin's call), their bytes (origin
-    /// data out plus result data back), the round trips among them (2ΔL), the synchronisations
-    /// that completed some of them (held to their due), and request-based ones' completions.
-    pub one_sided_transfers: u64,
-    pub one_sided_bytes: u64,
-    pub one_sided_round_trips: u64,
-    pub one_sided_synchronisations: u64,
-    pub one_sided_request_completions: u64,
-    /// Time the charged collectives' completions and one-sided synchronisations were held, ns.
-    pub charged_held_ns: f64,
-    /// MPI_Isendrecv(_replace) calls (their halves counted with the point-to-point messages).
-    pub isendrecv_calls: u64,
-    /// Receives whose sender stamp was missing (L fell back to the completion time).
-    pub unstamped_receives: u64,
-    /// Irecvs the per-thread table could not track (their completion was not emulated).
-    pub untracked_requests: u64,
-    /// Time the L delay queue held messages, and the g/G pacing made senders wait, ns.
-    pub held_ns: f64,
-    pub paced_ns: f64,
-    /// L's arrival dating (pmpi's arrival.h): receives the receiver watched arrive (dated at
-    /// their completion), receives dated by the typical one-way time of their size class, and
-    /// the mean excess of a watched one-way time over the least of its class, ns (how far the
-    /// least time would have dated a message too early).
-    pub arrivals_watched: u64,
-    pub arrivals_estimated: u64,
-    pub watched_excess_ns: f64,
-}
-
-impl Untouched {
-    fn add(&mut self, key: &str, v: f64) {
-        match key {
-            "p2p_sent" => self.p2p_messages += v as u64,
-            "p2p_sent_bytes" => self.p2p_bytes += v as u64,
-            "p2p_recv" => self.p2p_receives += v as u64,
-            "coll_calls" => self.collective_calls += v as u64,
-            "coll_bytes" => self.collective_bytes += v as u64,
-            "coll_emulated" => self.collectives_emulated += v as u64,
-            "coll_emulated_bytes" => self.collectives_emulated_bytes += v as u64,
-            "coll_p2p_sent" => self.collective_p2p_messages += v as u64,
-            "coll_p2p_sent_bytes" => self.collective_p2p_bytes += v as u64,
-            "coll_p2p_recv" => self.collective_p2p_receives += v as u64,
-            "unstamped" => self.unstamped_receives += v as u64,
-            "untracked" => self.untracked_requests += v as u64,
-            "hold_ns" => self.held_ns += v,
-            "pace_ns" => self.paced_ns += v,
-            "dated_watched" => self.arrivals_watched += v as u64,
-            "dated_estimated" => self.arrivals_estimated += v as u64,
-            "watched_excess_ns" => self.watched_excess_ns += v,
-            "other_calls" => self.other_calls += v as u64,
-            "other_bytes" => self.other_bytes += v as u64,
-            "nbc_calls" => self.charged_nonblocking_collectives += v as u64,
-            "pcoll_calls" => self.charged_persistent_collectives += v as u64,
-            "charged_sends" => self.charged_collective_sends += v as u64,
-            "charged_recvs" => self.charged_collective_receives += v as u64,
-            "charged_rounds" => self.charged_collective_rounds += v as u64,
-            "charged_wire_bytes" => self.charged_collective_wire_bytes += v as u64,
-            "charged_gaps" => self.charged_collective_gaps += v as u64,
-            "charged_done" => self.charged_collective_completions += v as u64,
-            "rma_calls" => self.one_sided_transfers += v as u64,
-            "rma_bytes" => self.one_sided_bytes += v as u64,
-            "rma_round_trips" => self.one_sided_round_trips += v as u64,
-            "rma_syncs" => self.one_sided_synchronisations += v as u64,
-            "rma_requests" => self.one_sided_request_completions += v as u64,
-            "charged_hold_ns" => self.charged_held_ns += v,
-            "isendrecv_calls" => self.isendrecv_calls += v as u64,
-            _ => {}
-        }
-    }
-
-    fn finish(&mut self) {
-        let pct = |part: u64, other: u64| {
-            if part + other == 0 {
-                0.0
-            } else {
-                100.0 * part as f64 / (part + other) as f64
-            }
-        };
-        self.collectives_native = self
-            .collective_calls
-            .saturating_sub(self.collectives_emulated);
-        self.collectives_native_bytes = self
-            .collective_bytes
-            .saturating_sub(self.collectives_emulated_bytes);
-        self.untouched_calls_percent = pct(
-            self.collectives_native + self.other_calls,
-            self.p2p_messages
-                + self.collective_p2p_messages
-                + self.charged_nonblocking_collectives
-                + self.charged_persistent_collectives
-                + self.one_sided_transfers,
-        );
-        self.untouched_bytes_percent = pct(
-            self.collectives_native_bytes + self.other_bytes,
-            self.p2p_bytes
-                + self.collective_p2p_bytes
-                + self.charged_collective_wire_bytes
-                + self.one_sided_bytes,
-        );
-        // Summed over the ranks' watched receives until here.
-        if self.arrivals_watched > 0 {
-            self.watched_excess_ns /= self.arrivals_watched as f64;
-        }
-    }
-
-    /// Sums the ranks' `rank-N.emu` files in `dir` (each `key value` per line).
-    pub(crate) fn read(dir: &Path) -> Result<Untouched> {
-        let mut u = Untouched::default();
-        let rd = std::fs::read_dir(dir).with_context(|| format!("reading {}", dir.display()))?;
-        for e in rd.flatten() {
-            let name = e.file_name();
-            let name = name.to_string_lossy();
-            if !(name.starts_with("rank-") && name.ends_with(".emu")) {
-                continue;
-            }
-            let text = std::fs::read_to_string(e.path())
-                .with_context(|| format!("reading {}", e.path().display()))?;
-            u.ranks += 1;
-            for line in text.lines() {
-                if let Some((k, v)) = line.split_once(' ') {
-                    let v: f64 = v
-                        .trim()
-                        .parse()
-                        .with_context(|| format!("{}: bad line {line:?}", e.path().display()))?;
-                    u.add(k, v);
-                }
-            }
-        }
-        u.finish();
-        Ok(u)
-    }
-}
-
-/// The version of [`RunOutcome`]'s JSON.
-pub(crate) const RUN_SCHEMA_VERSION: u32 = 4;
-
-/// One emulated run: what a sweep needs per setting.
-#[derive(Debug, Clone, Serialize)]
-pub(crate) struct RunOutcome {
-    /// 3: `engaged`. 2: `collectives` and the emulated/native collective counts in `untouched`
-    /// (1, unnumbered: every collective native, `collective_calls` all untouched).
-    pub schema_version: u32,
-    /// The knobs in ns (G in ns per byte).
-    pub o_ns: f64,
-    pub g_ns: f64,
-    #[serde(rename = "G_ns_per_byte")]
-    pub gap_per_byte_ns: f64,
-    #[serde(rename = "L_ns")]
-    pub l_ns: f64,
-    /// Wall time of the whole command (launch included), seconds.
-    pub wall_s: f64,
-    /// The command's exit code (None: killed by a signal).
-    pub exit_code: Option<i32>,
-    pub success: bool,
-    /// How collectives ran: `p2p` (as messages under the knobs) or `native`.
-    pub collectives: Collectives,
-    /// The whole apparatus ran whatever the knobs (`--engaged`).
-    pub engaged: bool,
-    /// None when every knob is zero and the emulator was not engaged (the interposer then
-    /// passes every call straight through).
-    pub untouched: Option<Untouched>,
-}
-
-/// The `COMMPERF_EMULATE` value: every knob, in ns (G in ns per byte), exact to the ns.
-pub(crate) fn env_value(k: &Knobs) -> String {
-    format!(
-        "o={}ns,g={}ns,G={}ns,L={}ns",
-        k.o_ns, k.g_ns, k.gap_per_byte_ns, k.l_ns
-    )
-}
-
-/// The child a SIGINT or SIGTERM sent to this process is passed on to (0: none).
-static CHILD: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
-
-/// The last signal passed on (0: none): a run it ended is a failure even when the launcher
-/// exits 0 after passing it to its ranks (MPICH's Hydra sometimes does).
-static FORWARDED: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
-
-extern "C" fn forward(sig: libc::c_int, info: *mut libc::siginfo_t, _: *mut libc::c_void) {
-    FORWARDED.store(sig, std::sync::atomic::Ordering::Relaxed);
-    // SAFETY: the kernel passes a valid siginfo to an SA_SIGINFO handler.
-    let from_terminal = !info.is_null() && unsafe { (*info).si_code } == libc::SI_KERNEL;
-    let pid = CHILD.load(std::sync::atomic::Ordering::Relaxed);
-    if pid > 0 && !from_terminal {
-        // SAFETY: kill is async-signal-safe; pid is our own child, not yet reaped.
-        unsafe { libc::kill(pid, sig) };
-    }
-}
-
-/// While alive, SIGINT and SIGTERM go to the launched command instead of ending this process:
-/// mpirun then stops its ranks, and this process still removes the run directory (the L side
-/// band) and reports. A handler, not SIG_IGN, so the command starts with the default action.
-/// A signal the terminal generated (Ctrl-C: `si_code` SI_KERNEL) reached the whole foreground
-/// process group, the command included, and is not passed on: Open MPI's mpirun takes a
-/// second SIGINT as "terminate at once", leaving ranks and shared memory behind. One sent to
-/// this process alone (`kill PID`, a sweep passing on its interrupt, a parent's death) is.
-struct Forward {
-    old: [libc::sigaction; 2],
-}
-
-impl Forward {
-    fn to(pid: u32) -> Forward {
-        CHILD.store(pid as i32, std::sync::atomic::Ordering::Relaxed);
-        let h = forward as extern "C" fn(libc::c_int, *mut libc::siginfo_t, *mut libc::c_void);
-        // SAFETY: installing a handler that only stores an atomic and calls the
-        // async-signal-safe kill; the sigaction structs are plain data, zeroed then filled.
-        unsafe {
-            let mut act: libc::sigaction = std::mem::zeroed();
-            act.sa_sigaction = h as libc::sighandler_t;
-            act.sa_flags = libc::SA_SIGINFO | libc::SA_RESTART;
-            libc::sigemptyset(&mut act.sa_mask);
-            let mut old: [libc::sigaction; 2] = std::mem::zeroed();
-            libc::sigaction(libc::SIGINT, &act, &mut old[0]);
-            libc::sigaction(libc::SIGTERM, &act, &mut old[1]);
-            Forward { old }
-        }
-    }
-}
-
-impl Drop for Forward {
-    fn drop(&mut self) {
-        CHILD.store(0, std::sync::atomic::Ordering::Relaxed);
-        // SAFETY: restoring the actions that were there before.
-        unsafe {
-            libc::sigaction(libc::SIGINT, &self.old[0], std::ptr::null_mut());
-            libc::sigaction(libc::SIGTERM, &self.old[1], std::ptr::null_mut());
-        }
-    }
-}
-
-/// How [`run_emulated`] runs the command, beside the knobs.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct RunOptions {
-    /// `openmpi` / `mpich`: the interposer, instead of the one matching the command's program.
-    pub interposer: Option<String>,
-    /// Send the program's stdout to this process's stderr (keeps our stdout for JSON).
-    pub program_stdout_to_stderr: bool,
-    /// Record the run into this directory as well (the interposer's monitoring).
-    pub monitor_dir: Option<PathBuf>,
-    /// Collectives as messages under the knobs (the default) or left to the library.
-    pub collectives: Collectives,
-    /// Run the whole apparatus whatever the knobs (`COMMPERF_EMULATE_ENGAGE=1`).
-    pub engaged: bool,
-}
-
-/// Runs `command` (an MPI launch or a singleton MPI program) under the interposer with `knobs`,
-/// and reports its wall time, exit status and what the knobs did not touch. A failing program
-/// is an outcome (`success: false`), not an error; errors are what prevents running it (bad
-/// knobs, no interposer, no such command). Nothing is left behind: the run directory (the
-/// interposer, the L side band, the per-rank counts) is removed.
-pub(crate) fn run_emulated(
-    knobs: &Knobs,
-    command: &[String],
-    opts: &RunOptions,
-) -> Result<RunOutcome> {
-    knobs.validate()?;
-    if command.is_empty() {
-        bail!("no command to emulate: commperf emulate --L 20us -- mpirun -np 4 ./app");
-    }
-    let plan = commperf_launch::preload::plan(command, opts.interposer.as_deref())?;
-    let mut dir = RunDir::new(Kind::Emulate)?;
-    let preload = plan.preload()?;
-    let mut vars = vec![
-        ("LD_PRELOAD".to_string(), preload),
-        ("COMMPERF_EMULATE".to_string(), env_value(knobs)),
-        (
-            "COMMPERF_EMULATE_DIR".to_string(),
-            dir.path().display().to_string(),
-        ),
-        (
-            "COMMPERF_EMULATE_COLL".to_string(),
-            opts.collectives.env_value().to_string(),
-        ),
-    ];
-    if opts.engaged {
-        vars.push(("COMMPERF_EMULATE_ENGAGE".into(), "1".into()));
-    }
-    // Kept while the program runs; removed after it if it recorded nothing.
-    let monitor_dir = match &opts.monitor_dir {
-        Some(m) => Some(crate::monitor_mpi::prepare_dir("--monitor", m)?),
-        None => None,
-    };
-    if let Some(m) = &monitor_dir {
-        vars.push(("COMMPERF_PMPI_DIR".into(), m.path().display().to_string()));
-    }
-    let mut cmd = plan.command(command, &vars);
-    if opts.program_stdout_to_stderr {
-        cmd.stdout(std::io::stderr());
-    }
-    let t0 = Instant::now();
-    let mut child = cmd
-        .spawn()
-        .with_context(|| format!("cannot run {}", command[0]))?;
-    dir.launched(child.id());
-    FORWARDED.store(0, std::sync::atomic::Ordering::Relaxed);
-    let status = {
-        let _fwd = Forward::to(child.id());
-        child
-            .wait()
-            .with_context(|| format!("waiting for {}", command[0]))?
-    };
-    let signalled = FORWARDED.swap(0, std::sync::atomic::Ordering::Relaxed);
-    let wall = t0.elapsed();
-    let untouched = if knobs.is_zero() && !opts.engaged {
-        None
-    } else {
-        Some(Untouched::read(dir.path())?)
-    };
-    Ok(RunOutcome {
-        schema_version: RUN_SCHEMA_VERSION,
-        o_ns: knobs.o_ns,
-        g_ns: knobs.g_ns,
-        gap_per_byte_ns: knobs.gap_per_byte_ns,
-        l_ns: knobs.l_ns,
-        wall_s: wall.as_secs_f64(),
-        // Ended by a signal we passed on: the shell's convention, 128 + the signal.
-        exit_code: if signalled != 0 && status.success() {
-            Some(128 + signalled)
-        } else {
-            status.code()
-        },
-        success: status.success() && signalled == 0,
-        collectives: opts.collectives,
-        engaged: opts.engaged,
-        untouched,
-    })
-}
-
-fn describe(r: &RunOutcome) -> String {
-    use std::fmt::Write;
-    let mut o = String::new();
-    let _ = write!(
-        o,
-        "commperf: emulated o=+{} ns g=+{} ns G=+{} ns/B L=+{} ns: wall time {:.3} s, ",
-        r.o_ns, r.g_ns, r.gap_per_byte_ns, r.l_ns, r.wall_s
-    );
-    let _ = match r.exit_code {
-        Some(c) => write!(o, "exit status {c}"),
-        None => write!(o, "killed by a signal"),
-    };
-    match &r.untouched {
-        None => o.push_str("\ncommperf: every knob is zero: the program ran untouched"),
-        Some(u) if u.ranks == 0 => o.push_str(
-            "\ncommperf: no rank reached MPI_Finalize with the knobs set: what they touched is unknown",
-        ),
-        Some(u) => {
-            if r.engaged {
-                o.push_str("\ncommperf: the emulator engaged (--engaged): collectives as messages, L's side band");
-            }
-            let _ = write!(
-                o,
-                "\ncommperf: knobs applied to {} point-to-point messages ({} B) on {} rank(s), \
-                 and to {} collective calls run as {} messages ({} B); \
-                 not touched: {} collective calls ({} B) and {} other communication calls \
-                 (collectives no charge models: large-count forms, in place alltoallv/w: \
-                 {} B) = {:.1} % of calls, {:.1} % of bytes",
-                u.p2p_messages,
-                u.p2p_bytes,
-                u.ranks,
-                u.collectives_emulated,
-                u.collective_p2p_messages,
-                u.collective_p2p_bytes,
-                u.collectives_native,
-                u.collectives_native_bytes,
-                u.other_calls,
-                u.other_bytes,
-                u.untouched_calls_percent,
-                u.untouched_bytes_percent
-            );
-            if u.charged_nonblocking_collectives
-                + u.charged_persistent_collectives
-                + u.one_sided_transfers
-                > 0
-            {
-                let _ = write!(
-                    o,
-                    "\ncommperf: charged as the library ran them: {} nonblocking and {} persistent \
-                     collective calls ({} sends, {} receives, {} rounds, {} B on the wire), \
-                     {} one-sided transfers ({} B, {} round trips) completed at {} \
-                     synchronisations and {} request completions; held {:.0} ns",
-                    u.charged_nonblocking_collectives,
-                    u.charged_persistent_collectives,
-                    u.charged_collective_sends,
-                    u.charged_collective_receives,
-                    u.charged_collective_rounds,
-                    u.charged_collective_wire_bytes,
-                    u.one_sided_transfers,
-                    u.one_sided_bytes,
-                    u.one_sided_round_trips,
-                    u.one_sided_synchronisations,
-                    u.one_sided_request_completions,
-                    u.charged_held_ns
-                );
-            }
-            if u.unstamped_receives > 0 || u.untracked_requests > 0 {
-                let _ = write!(
-                    o,
-                    "\ncommperf: {} receive(s) without their sender's stamp (L from the completion \
-                     time), {} Irecv(s) not tracked",
-                    u.unstamped_receives, u.untracked_requests
-                );
-            }
-            if u.arrivals_watched + u.arrivals_estimated > 0 {
-                let _ = write!(
-                    o,
-                    "\ncommperf: L's arrivals: {} watched (dated at completion), {} dated by the \
-                     typical one-way time of their size class; the watched ones took {:.0} ns \
-                     over their class's least on average",
-                    u.arrivals_watched, u.arrivals_estimated, u.watched_excess_ns
-                );
-            }
-        }
-    }
-    o
-}
-
 /// `commperf emulate [KNOBS] -- COMMAND`: exits with the program's status.
 pub fn run(a: &RunArgs) -> Result<()> {
     if a.command.is_empty() {
@@ -595,14 +113,14 @@ pub fn run(a: &RunArgs) -> Result<()> {
         interposer: a.interposer.clone(),
         program_stdout_to_stderr: a.json,
         monitor_dir: a.monitor.clone(),
-        collectives: a.collectives,
+        collectives: a.collectives.into(),
         engaged: a.engaged,
     };
     let r = run_emulated(&a.knobs(), &a.command, &opts)?;
     if let Some(m) = &a.monitor {
         crate::monitor_mpi::report(m, None)?;
     }
-    crate::say(&describe(&r));
+    crate::say(&r.describe());
     if a.json {
         println!("{}", serde_json::to_string_pretty(&r)?);
     }
@@ -613,210 +131,6 @@ pub fn run(a: &RunArgs) -> Result<()> {
         std::process::exit(r.exit_code.unwrap_or(1).clamp(1, 255));
     }
     Ok(())
-}
-
-#[cfg_attr(not(feature = "mpi"), allow(dead_code))] // used by `calibrate` (feature mpi)
-/// The LogGP parameters one `bench loggp -t mpi` run fitted (ns; G in ns per byte).
-#[derive(Debug, Clone, Copy, Default, Serialize)]
-pub(crate) struct MpiParams {
-    pub o_s_ns: Option<f64>,
-    pub o_r_ns: Option<f64>,
-    pub g_ns: Option<f64>,
-    #[serde(rename = "G_ns_per_byte")]
-    pub gap_per_byte_ns: Option<f64>,
-    #[serde(rename = "L_ns")]
-    pub l_ns: Option<f64>,
-}
-
-#[cfg_attr(not(feature = "mpi"), allow(dead_code))] // used by `calibrate` (feature mpi)
-/// The parameters in calibration order, with the knob that owns each.
-const PARAMS: [(&str, Knob); 5] = [
-    ("o_s", Knob::O),
-    ("o_r", Knob::O),
-    ("g", Knob::LowerG),
-    ("G", Knob::UpperG),
-    ("L", Knob::L),
-];
-
-#[cfg_attr(not(feature = "mpi"), allow(dead_code))] // used by `calibrate` (feature mpi)
-impl MpiParams {
-    fn get(&self, i: usize) -> Option<f64> {
-        [
-            self.o_s_ns,
-            self.o_r_ns,
-            self.g_ns,
-            self.gap_per_byte_ns,
-            self.l_ns,
-        ][i]
-    }
-
-    /// Reads the piece `bench loggp` fitted from its JSON results (µs in the file).
-    fn from_bench_json(text: &str) -> Result<MpiParams> {
-        let v: serde_json::Value = serde_json::from_str(text).context("bench loggp JSON")?;
-        let row = v["results"]
-            .as_array()
-            .and_then(|r| r.iter().find(|r| r["benchmark"] == "loggp"))
-            .context("bench loggp wrote no loggp result")?;
-        let us = |k: &str| row[k].as_f64().map(|x| x * 1e3);
-        Ok(MpiParams {
-            o_s_ns: us("o_s_fixed_us"),
-            o_r_ns: us("o_r_fixed_us"),
-            g_ns: us("g_us"),
-            gap_per_byte_ns: us("G_us_per_byte"),
-            l_ns: us("L_us"),
-        })
-    }
-
-    fn mean(a: &MpiParams, b: &MpiParams) -> MpiParams {
-        let m = |x: Option<f64>, y: Option<f64>| match (x, y) {
-            (Some(x), Some(y)) => Some((x + y) / 2.0),
-            (x, y) => x.or(y),
-        };
-        MpiParams {
-            o_s_ns: m(a.o_s_ns, b.o_s_ns),
-            o_r_ns: m(a.o_r_ns, b.o_r_ns),
-            g_ns: m(a.g_ns, b.g_ns),
-            gap_per_byte_ns: m(a.gap_per_byte_ns, b.gap_per_byte_ns),
-            l_ns: m(a.l_ns, b.l_ns),
-        }
-    }
-}
-
-#[cfg_attr(not(feature = "mpi"), allow(dead_code))] // used by `calibrate` (feature mpi)
-/// One knob setting at the MPI layer, against the mean of the baselines around its knob.
-#[derive(Debug, Clone, Serialize)]
-struct MpiRow {
-    knob: String,
-    /// ns, or ns per byte for G.
-    set: f64,
-    measured: MpiParams,
-    /// Per parameter (o_s, o_r, g, G, L): measured − baseline, and whether within the criterion.
-    delta: Vec<Option<f64>>,
-    within: Vec<Option<bool>>,
-    pass: bool,
-}
-
-#[cfg_attr(not(feature = "mpi"), allow(dead_code))] // used by `calibrate` (feature mpi)
-#[derive(Debug, Serialize)]
-struct MpiCalibration {
-    kind: &'static str,
-    command: String,
-    sizes: String,
-    iterations: u64,
-    baselines: Vec<MpiParams>,
-    rows: Vec<MpiRow>,
-}
-
-#[cfg_attr(not(feature = "mpi"), allow(dead_code))] // used by `calibrate` (feature mpi)
-/// Martin's (1999) two criteria, as `emulate calibrate` applies them on the transports: the own
-/// parameter moves by the set value ± 5 % (or ± 50 ns; for G, 50 ns over the largest message),
-/// every other by less than 5 % of its baseline (or 50 ns).
-fn judge_mpi(k: Knob, set: f64, base: &MpiParams, got: &MpiParams, max_size: f64) -> MpiRow {
-    let mut delta = Vec::new();
-    let mut within = Vec::new();
-    for (i, (name, owner)) in PARAMS.iter().enumerate() {
-        let floor = if *name == "G" { 50.0 / max_size } else { 50.0 };
-        let own = *owner == k;
-        let want = if own { set } else { 0.0 };
-        let b = base.get(i);
-        let tol = if own {
-            (0.05 * set).max(floor)
-        } else {
-            (0.05 * b.unwrap_or(0.0).abs()).max(floor)
-        };
-        let d = b.zip(got.get(i)).map(|(b, m)| m - b);
-        delta.push(d);
-        within.push(d.map(|d| (d - want).abs() <= tol));
-    }
-    let pass = PARAMS.iter().zip(&within).all(|((_, owner), w)| {
-        if *owner == k {
-            *w == Some(true)
-        } else {
-            *w != Some(false)
-        }
-    });
-    MpiRow {
-        knob: k.to_string(),
-        set,
-        measured: *got,
-        delta,
-        within,
-        pass,
-    }
-}
-
-#[cfg_attr(not(feature = "mpi"), allow(dead_code))] // used by `calibrate` (feature mpi)
-fn render_mpi(c: &MpiCalibration) -> String {
-    use std::fmt::Write;
-    let mut o = String::new();
-    let _ = writeln!(
-        o,
-        "# commperf emulate calibrate -t mpi: `{}`, sizes {}, {} repetitions per PRTT figure",
-        c.command, c.sizes, c.iterations
-    );
-    let _ = writeln!(o, "# own: moves by the set value ±5 % or ±50 ns; others: < 5 % (or 50 ns); drift against knobs-at-zero measured before and after each knob");
-    let _ = writeln!(
-        o,
-        "{:<4} {:>10}  {:<32} {:<60} verdict",
-        "knob", "set", "own Δ", "others' drift"
-    );
-    let fmt = |name: &str, d: Option<f64>| match d {
-        None => format!("{name} -"),
-        Some(x) if name == "G" => format!("{name} {x:+.4}ns/B"),
-        Some(x) => format!("{name} {x:+.0}ns"),
-    };
-    for r in &c.rows {
-        let base = |i: usize| {
-            // The baseline is measured − delta.
-            r.measured.get(i).zip(r.delta[i]).map(|(m, d)| m - d)
-        };
-        let mut own = Vec::new();
-        let mut others = Vec::new();
-        for (i, (name, owner)) in PARAMS.iter().enumerate() {
-            let mut cell = fmt(name, r.delta[i]);
-            if owner.to_string() == r.knob {
-                own.push(cell);
-            } else {
-                if let (Some(b), Some(d)) = (base(i), r.delta[i]) {
-                    if b.abs() > 0.0 {
-                        let _ = write!(cell, " ({:+.0}%)", d / b * 100.0);
-                    }
-                }
-                if r.within[i] == Some(false) {
-                    cell.push('!');
-                }
-                others.push(cell);
-            }
-        }
-        let set = if r.knob == "G" {
-            format!("{} ns/B", r.set)
-        } else {
-            format!("{} µs", r.set / 1e3)
-        };
-        let _ = writeln!(
-            o,
-            "{:<4} {:>10}  {:<32} {:<60} {}",
-            r.knob,
-            set,
-            own.join(", "),
-            others.join(" "),
-            if r.pass { "pass" } else { "FAIL" }
-        );
-    }
-    for (i, b) in c.baselines.iter().enumerate() {
-        let v = |x: Option<f64>| x.map_or("-".to_string(), |x| format!("{x:.0}ns"));
-        let _ = writeln!(
-            o,
-            "# baseline {i}: o_s {} o_r {} g {} G {} L {}",
-            v(b.o_s_ns),
-            v(b.o_r_ns),
-            v(b.g_ns),
-            b.gap_per_byte_ns
-                .map_or("-".to_string(), |x| format!("{x:.4}ns/B")),
-            v(b.l_ns)
-        );
-    }
-    o
 }
 
 /// `commperf emulate calibrate -t mpi`: each knob alone, in the interposer, under
@@ -831,6 +145,9 @@ pub(crate) fn calibrate(c: &crate::emulate::CalibrateArgs) -> Result<()> {
     }
     #[cfg(feature = "mpi")]
     {
+        use anyhow::Context;
+        use commperf_emulate::mpi::{judge_mpi, render_mpi, MpiCalibration, MpiParams};
+        use commperf_launch::run_dir::{Kind, RunDir};
         use commperf_mpi::spawn::{self, Flavor, Host};
         let exe = std::env::current_exe().context("finding this program")?;
         let sizes = c.sizes.clone();
@@ -886,7 +203,7 @@ pub(crate) fn calibrate(c: &crate::emulate::CalibrateArgs) -> Result<()> {
             }
             let text = std::fs::read_to_string(&json)
                 .with_context(|| format!("reading {}", json.display()))?;
-            MpiParams::from_bench_json(&text)
+            Ok(MpiParams::from_bench_json(&text)?)
         };
         let knobs = if c.knobs.is_empty() {
             ["o=1,2,5us", "g=1,2,5us", "G=0.5", "L=5,20us"]
@@ -925,162 +242,5 @@ pub(crate) fn calibrate(c: &crate::emulate::CalibrateArgs) -> Result<()> {
             crate::output::write_atomically(p, serde_json::to_string_pretty(&cal)?.as_bytes())?;
         }
         Ok(())
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn env_value_carries_every_knob_in_ns() {
-        let k = Knobs {
-            o_ns: 5000.0,
-            g_ns: 0.0,
-            gap_per_byte_ns: 0.5,
-            l_ns: 20000.0,
-        };
-        assert_eq!(env_value(&k), "o=5000ns,g=0ns,G=0.5ns,L=20000ns");
-    }
-
-    #[test]
-    fn the_bench_json_gives_the_piece_in_ns() {
-        let text = r#"{"results": [{"benchmark": "loggp", "o_s_fixed_us": 0.03,
-            "o_r_fixed_us": 0.125, "g_us": 0.5, "G_us_per_byte": 0.0001, "L_us": null}]}"#;
-        let p = MpiParams::from_bench_json(text).unwrap();
-        assert_eq!(p.o_s_ns, Some(30.0));
-        assert_eq!(p.o_r_ns, Some(125.0));
-        assert_eq!(p.g_ns, Some(500.0));
-        assert!((p.gap_per_byte_ns.unwrap() - 0.1).abs() < 1e-12);
-        assert_eq!(p.l_ns, None);
-        assert!(MpiParams::from_bench_json(r#"{"results": []}"#).is_err());
-    }
-
-    #[test]
-    fn a_setting_is_judged_by_seed_001s_criteria() {
-        let base = MpiParams {
-            o_s_ns: Some(100.0),
-            o_r_ns: Some(100.0),
-            g_ns: Some(2000.0),
-            gap_per_byte_ns: Some(0.1),
-            l_ns: Some(200.0),
-        };
-        // L by +5000 ± 250 ns; g moved 90 ns: within 5 % of 2000 (100 ns).
-        let got = MpiParams {
-            l_ns: Some(5150.0),
-            g_ns: Some(2090.0),
-            ..base
-        };
-        let r = judge_mpi(Knob::L, 5000.0, &base, &got, 16384.0);
-        assert!(r.pass, "{r:?}");
-        assert_eq!(r.delta[4], Some(4950.0));
-        // o_s moved 60 ns: beyond the 50 ns floor (5 % of 100 ns is less).
-        let got = MpiParams {
-            o_s_ns: Some(160.0),
-            ..got
-        };
-        let r = judge_mpi(Knob::L, 5000.0, &base, &got, 16384.0);
-        assert!(!r.pass);
-        assert_eq!(r.within[0], Some(false));
-        // An own parameter short by 6 %: fails.
-        let got = MpiParams {
-            l_ns: Some(200.0 + 4700.0),
-            ..base
-        };
-        assert!(!judge_mpi(Knob::L, 5000.0, &base, &got, 16384.0).pass);
-    }
-
-    #[test]
-    fn counts_are_summed_and_shares_computed() {
-        let d = RunDir::unguarded().unwrap();
-        std::fs::write(
-            d.path().join("rank-0.emu"),
-            "p2p_sent 30\np2p_sent_bytes 3000\ncoll_calls 10\ncoll_bytes 1000\nhold_ns 5\n\
-             dated_watched 30\ndated_estimated 10\nwatched_excess_ns 600\n",
-        )
-        .unwrap();
-        std::fs::write(
-            d.path().join("rank-1.emu"),
-            "p2p_sent 30\np2p_sent_bytes 3000\ncoll_calls 20\ncoll_bytes 3000\nhold_ns 7\n\
-             dated_watched 10\ndated_estimated 5\nwatched_excess_ns 1400\n",
-        )
-        .unwrap();
-        let u = Untouched::read(d.path()).unwrap();
-        assert_eq!(u.ranks, 2);
-        assert_eq!(u.p2p_messages, 60);
-        assert_eq!(u.collective_calls, 30);
-        assert_eq!(u.held_ns, 12.0);
-        assert_eq!((u.arrivals_watched, u.arrivals_estimated), (40, 15));
-        // 2000 ns of excess over 40 watched receives.
-        assert_eq!(u.watched_excess_ns, 50.0);
-        // 30 of 90 calls, 4000 of 10000 bytes.
-        assert!((u.untouched_calls_percent - 100.0 / 3.0).abs() < 1e-9);
-        assert!((u.untouched_bytes_percent - 40.0).abs() < 1e-9);
-    }
-
-    #[test]
-    fn emulated_collectives_are_touched_and_their_messages_counted_apart() {
-        let d = RunDir::unguarded().unwrap();
-        std::fs::write(
-            d.path().join("rank-0.emu"),
-            "p2p_sent 10\np2p_sent_bytes 1000\ncoll_calls 8\ncoll_bytes 800\n\
-             coll_emulated 6\ncoll_emulated_bytes 700\ncoll_p2p_sent 20\n\
-             coll_p2p_sent_bytes 1900\ncoll_p2p_recv 19\n",
-        )
-        .unwrap();
-        let u = Untouched::read(d.path()).unwrap();
-        assert_eq!(u.p2p_messages, 10);
-        assert_eq!(u.collective_calls, 8);
-        assert_eq!(u.collectives_emulated, 6);
-        assert_eq!(u.collectives_native, 2);
-        assert_eq!(u.collectives_native_bytes, 100);
-        assert_eq!(u.collective_p2p_messages, 20);
-        assert_eq!(u.collective_p2p_receives, 19);
-        // 2 native calls beside 30 messages under the knobs; 100 B beside 2900 B.
-        assert!((u.untouched_calls_percent - 100.0 * 2.0 / 32.0).abs() < 1e-9);
-        assert!((u.untouched_bytes_percent - 100.0 * 100.0 / 3000.0).abs() < 1e-9);
-    }
-
-    #[test]
-    fn charged_calls_are_touched_and_the_rest_counted_as_other() {
-        let d = RunDir::unguarded().unwrap();
-        std::fs::write(
-            d.path().join("rank-0.emu"),
-            "p2p_sent 4\np2p_sent_bytes 400\nother_calls 2\nother_bytes 100\n\
-             nbc_calls 3\npcoll_calls 1\ncharged_sends 6\ncharged_recvs 5\ncharged_rounds 4\n\
-             charged_wire_bytes 300\ncharged_gaps 2\ncharged_done 4\nrma_calls 2\n\
-             rma_bytes 200\nrma_round_trips 1\nrma_syncs 2\nrma_requests 1\n\
-             charged_hold_ns 1500\nisendrecv_calls 2\n",
-        )
-        .unwrap();
-        let u = Untouched::read(d.path()).unwrap();
-        assert_eq!(
-            (
-                u.charged_nonblocking_collectives,
-                u.charged_persistent_collectives,
-                u.charged_collective_sends,
-                u.charged_collective_receives,
-                u.charged_collective_rounds,
-                u.charged_collective_wire_bytes,
-                u.charged_collective_gaps,
-                u.charged_collective_completions
-            ),
-            (3, 1, 6, 5, 4, 300, 2, 4)
-        );
-        assert_eq!(
-            (
-                u.one_sided_transfers,
-                u.one_sided_bytes,
-                u.one_sided_round_trips,
-                u.one_sided_synchronisations,
-                u.one_sided_request_completions
-            ),
-            (2, 200, 1, 2, 1)
-        );
-        assert_eq!((u.charged_held_ns, u.isendrecv_calls), (1500.0, 2));
-        // 2 other calls beside 4 messages, 4 charged collective calls and 2 transfers; 100 B
-        // beside 400 + 300 + 200 B.
-        assert!((u.untouched_calls_percent - 100.0 * 2.0 / 12.0).abs() < 1e-9);
-        assert!((u.untouched_bytes_percent - 10.0).abs() < 1e-9);
     }
 }

@@ -913,7 +913,7 @@ fn report(r: &ReportArgs) -> Result<()> {
     ])?;
     // An MPI program's directory is re-read from its rank files: they are the record, and a
     // damaged one is named.
-    let mpi = r.input.is_dir() && crate::monitor_mpi::is_mpi_dir(&r.input);
+    let mpi = r.input.is_dir() && commperf_pmpi::holds_rank_files(&r.input);
     if r.trace.is_some() || r.timeline.is_some() {
         if !mpi {
             bail!(

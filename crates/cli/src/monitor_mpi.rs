@@ -5,8 +5,9 @@
 //! table of message counts and mean stage times, and `DIR/summary.json`.
 
 use anyhow::{bail, Context, Result};
-pub(crate) use commperf_monitor::mpi::{clear_rank_files, is_mpi_dir, load, table};
+pub(crate) use commperf_monitor::mpi::{load, table};
 use commperf_monitor::{Signature, TableFormat};
+pub(crate) use commperf_pmpi::clear_rank_files;
 use std::path::{Path, PathBuf};
 
 /// What `commperf monitor [OPTIONS] -- COMMAND` asks for (parsed by `monitor::MonitorArgs`).
@@ -70,7 +71,7 @@ pub fn run(a: &MonitorArgs) -> Result<()> {
     let status = cmd
         .status()
         .with_context(|| format!("cannot run {}", a.command[0]))?;
-    if !is_mpi_dir(&dir) {
+    if !commperf_pmpi::holds_rank_files(&dir) {
         // Nothing was recorded: the directory this run created goes with it.
         if status.success() {
             bail!(

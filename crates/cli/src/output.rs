@@ -13,6 +13,8 @@ use std::io::Write;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 
+pub use commperf_core::file::OutDir;
+
 #[derive(Debug, Args)]
 pub struct OutputArgs {
     #[arg(long, value_name = "FORMAT", help = format_help())]
@@ -152,59 +154,4 @@ pub fn preflight(outputs: &[(&str, Option<&Path>)]) -> Result<()> {
     }
     commperf_core::file::check_stdout()?;
     Ok(())
-}
-
-/// A directory a run writes its files into (`-o DIR`), checked and created before the run
-/// measures anything: an existing writable directory, or a new one whose parent exists (a
-/// mistyped path does not grow a tree of directories). A directory this run created is removed
-/// again when the guard is dropped holding no file: a run that was refused or failed before
-/// producing anything leaves nothing behind, and one that produced something keeps it.
-#[derive(Debug)]
-pub struct OutDir {
-    path: std::path::PathBuf,
-    created: bool,
-}
-
-impl OutDir {
-    /// Checks that [`OutDir::create`] would succeed, creating nothing; returns whether the
-    /// directory exists. `flag` names the option in errors.
-    pub fn check(flag: &str, dir: &Path) -> Result<bool> {
-        commperf_core::file::check_dir(dir).map_err(|e| anyhow::anyhow!("{flag} {e}"))
-    }
-
-    /// `flag` names the option in errors.
-    pub fn create(flag: &str, dir: &Path) -> Result<OutDir> {
-        let existed = OutDir::check(flag, dir)?;
-        if !existed {
-            std::fs::create_dir(dir)
-                .with_context(|| format!("{flag} {}: cannot create it", dir.display()))?;
-        }
-        let path =
-            std::fs::canonicalize(dir).with_context(|| format!("{flag} {}", dir.display()))?;
-        Ok(OutDir {
-            path,
-            created: !existed,
-        })
-    }
-
-    /// The directory (absolute).
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-}
-
-/// Whether the tree under `dir` holds anything but directories.
-fn holds_files(dir: &Path) -> bool {
-    std::fs::read_dir(dir).map_or(true, |it| {
-        it.flatten()
-            .any(|e| !e.file_type().is_ok_and(|t| t.is_dir()) || holds_files(&e.path()))
-    })
-}
-
-impl Drop for OutDir {
-    fn drop(&mut self) {
-        if self.created && !holds_files(&self.path) {
-            let _ = std::fs::remove_dir_all(&self.path);
-        }
-    }
 }

@@ -38,6 +38,27 @@ pub enum OutputError {
         #[source]
         source: io::Error,
     },
+    /// An error about the path given with the command-line option `flag` (`-o`, `--dir`),
+    /// said with the option in front, as the user typed it.
+    #[error("{flag} {inner}")]
+    Option {
+        flag: String,
+        inner: Box<OutputError>,
+    },
+    #[error("{flag} {}: cannot create it", path.display())]
+    CreateDir {
+        flag: String,
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    #[error("{flag} {}", path.display())]
+    Resolve {
+        flag: String,
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
 }
 
 fn not_writable(path: &Path) -> impl FnOnce(io::Error) -> OutputError + '_ {
@@ -445,5 +466,69 @@ mod tests {
             .is_symlink());
         assert_eq!(fs::read_to_string(d.join("real.json")).unwrap(), "{}");
         fs::remove_dir_all(&d).unwrap();
+    }
+}
+
+/// A directory a run writes its files into (`-o DIR`), checked and created before the run
+/// measures anything: an existing writable directory, or a new one whose parent exists (a
+/// mistyped path does not grow a tree of directories). A directory this run created is removed
+/// again when the guard is dropped holding no file: a run that was refused or failed before
+/// producing anything leaves nothing behind, and one that produced something keeps it.
+#[derive(Debug)]
+pub struct OutDir {
+    path: PathBuf,
+    created: bool,
+}
+
+impl OutDir {
+    /// Checks that [`OutDir::create`] would succeed, creating nothing; returns whether the
+    /// directory exists. `flag` names the option in errors.
+    pub fn check(flag: &str, dir: &Path) -> Result<bool, OutputError> {
+        check_dir(dir).map_err(|e| OutputError::Option {
+            flag: flag.to_string(),
+            inner: Box::new(e),
+        })
+    }
+
+    /// `flag` names the option in errors.
+    pub fn create(flag: &str, dir: &Path) -> Result<OutDir, OutputError> {
+        let existed = OutDir::check(flag, dir)?;
+        if !existed {
+            fs::create_dir(dir).map_err(|source| OutputError::CreateDir {
+                flag: flag.to_string(),
+                path: dir.to_path_buf(),
+                source,
+            })?;
+        }
+        let path = fs::canonicalize(dir).map_err(|source| OutputError::Resolve {
+            flag: flag.to_string(),
+            path: dir.to_path_buf(),
+            source,
+        })?;
+        Ok(OutDir {
+            path,
+            created: !existed,
+        })
+    }
+
+    /// The directory (absolute).
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+/// Whether the tree under `dir` holds anything but directories.
+fn holds_files(dir: &Path) -> bool {
+    fs::read_dir(dir).map_or(true, |it| {
+        it.flatten()
+            .any(|e| !e.file_type().is_ok_and(|t| t.is_dir()) || holds_files(&e.path()))
+    })
+}
+
+impl Drop for OutDir {
+    fn drop(&mut self) {
+        if self.created && !holds_files(&self.path) {
+            let _ = fs::remove_dir_all(&self.path);
+        }
     }
 }

@@ -30,6 +30,7 @@
 
 mod emulated;
 mod knobs;
+pub mod mpi;
 mod probe;
 pub mod state;
 pub mod sweep;

@@ -25,37 +25,6 @@ pub fn recording_vars(dir: &Path, tag: &str, start_disabled: bool) -> Vec<(Strin
     vars
 }
 
-/// Removes an earlier run's rank files from a run directory: an earlier run's rank 7 must not
-/// join a 4-rank run.
-pub fn clear_rank_files(dir: &Path) -> std::io::Result<()> {
-    for e in std::fs::read_dir(dir)?.flatten() {
-        let n = e.file_name();
-        let n = n.to_string_lossy();
-        if n.starts_with("rank-") && n.ends_with(".cpmpi") {
-            std::fs::remove_file(e.path()).map_err(|err| {
-                std::io::Error::new(
-                    err.kind(),
-                    format!("cannot remove {}: {err}", e.path().display()),
-                )
-            })?;
-        }
-    }
-    Ok(())
-}
-
-/// Whether `dir` holds the per-rank files of a monitored MPI program.
-pub fn is_mpi_dir(dir: &Path) -> bool {
-    std::fs::read_dir(dir).is_ok_and(|mut it| {
-        it.any(|e| {
-            e.ok().is_some_and(|e| {
-                let n = e.file_name();
-                let n = n.to_string_lossy();
-                n.starts_with("rank-") && n.ends_with(".cpmpi")
-            })
-        })
-    })
-}
-
 /// Reads an MPI run's files (always the rank files, the record of truth: a damaged one is named)
 /// into the plain summary and a monitor run whose histograms hold every matched message.
 pub fn load(dir: &Path) -> Result<(Summary, MonitorRun), ReadError> {

@@ -58,9 +58,10 @@ pub use commperf_pmpi_rt::format;
 
 pub use install::{InstallError, LibCache};
 pub use read::{
-    all_pairs, match_messages, pair_events, parse_file, read_dir, read_file, size_bin, summarize,
-    AllPairs, Call, CallCount, Event, EventPair, FunctionStat, Matching, Message, PairBin,
-    PairMedian, Pairing, RankData, ReadError, Run, Stream, Summary, TOP_SITES,
+    all_pairs, clear_rank_files, holds_rank_files, match_messages, pair_events, parse_file,
+    read_dir, read_file, size_bin, summarize, AllPairs, Call, CallCount, Event, EventPair,
+    FunctionStat, Matching, Message, PairBin, PairMedian, Pairing, RankData, ReadError, Run,
+    Stream, Summary, TOP_SITES,
 };
 pub use sites::CallSite;
 pub use trace::{

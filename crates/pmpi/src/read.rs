@@ -936,6 +936,37 @@ fn dummy_header() -> Header {
     }
 }
 
+/// Whether `name` is a rank file's name (`rank-N.cpmpi`, the interposer's one file per rank).
+fn is_rank_file(name: &str) -> bool {
+    name.starts_with("rank-") && name.ends_with(".cpmpi")
+}
+
+/// Whether `dir` holds the per-rank files of a monitored MPI program.
+pub fn holds_rank_files(dir: &Path) -> bool {
+    std::fs::read_dir(dir).is_ok_and(|mut it| {
+        it.any(|e| {
+            e.ok()
+                .is_some_and(|e| is_rank_file(&e.file_name().to_string_lossy()))
+        })
+    })
+}
+
+/// Removes an earlier run's rank files from a run directory: an earlier run's rank 7 must not
+/// join a 4-rank run.
+pub fn clear_rank_files(dir: &Path) -> std::io::Result<()> {
+    for e in std::fs::read_dir(dir)?.flatten() {
+        if is_rank_file(&e.file_name().to_string_lossy()) {
+            std::fs::remove_file(e.path()).map_err(|err| {
+                std::io::Error::new(
+                    err.kind(),
+                    format!("cannot remove {}: {err}", e.path().display()),
+                )
+            })?;
+        }
+    }
+    Ok(())
+}
+
 /// Reads every `rank-N.cpmpi` in `dir`.
 pub fn read_dir(dir: impl AsRef<Path>) -> Result<Run, ReadError> {
     let dir = dir.as_ref();
@@ -948,7 +979,7 @@ pub fn read_dir(dir: impl AsRef<Path>) -> Result<Run, ReadError> {
         .filter(|p| {
             p.file_name()
                 .and_then(|n| n.to_str())
-                .is_some_and(|n| n.starts_with("rank-") && n.ends_with(".cpmpi"))
+                .is_some_and(is_rank_file)
         })
         .collect();
     paths.sort();
