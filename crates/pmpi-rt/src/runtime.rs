@@ -724,7 +724,10 @@ pub extern "C" fn cpmpi_rt_init(
             program_tag: std::env::var("COMMPERF_PMPI_TAG").unwrap_or_default(),
             // The timebase of every time in the file. The shim reads it from the TSC calibrated
             // against CLOCK_MONOTONIC across MPI_Init where the CPU's TSC is invariant (cheaper
-            // than clock_gettime per call), else from clock_gettime itself.
+            // than clock_gettime per call), else from clock_gettime itself. "Invariant" is the
+            // one rule of `commperf_transport::clock::tsc_invariant_from`, which the shim
+            // applies in C (csrc/tsc.h) before this runtime runs; the runtime decides nothing
+            // about the TSC, so it does not link the transport crate for it.
             clock: "CLOCK_MONOTONIC ns (TSC-calibrated where invariant)".to_string(),
             start_ns: monotonic_ns(),
             empty_wrappers: std::env::var_os("COMMPERF_PMPI_EMPTY").is_some(),

@@ -235,13 +235,9 @@ static uint64_t cal_tsc0, cal_ns0;
 #define CAL_MIN_NS 5000000ull
 
 #if defined(__x86_64__)
-#include <cpuid.h>
 #include <x86intrin.h>
-static int tsc_invariant(void) {
-    unsigned a, b, c, d;
-    if (!__get_cpuid(0x80000007, &a, &b, &c, &d)) return 0;
-    return (d >> 8) & 1;
-}
+/* Invariant or not: the one rule of crates/transport/src/clock.rs, in tsc.h. */
+#include "tsc.h"
 #endif
 
 static uint64_t init_t0; /* MPI_Init entered (CLOCK_MONOTONIC): its time in the statistics */
@@ -256,7 +252,7 @@ static void clock_cal_start(void) {
 static void clock_cal_finish(void) {
 #if defined(__x86_64__)
     const char *e = getenv("COMMPERF_PMPI_CLOCK");
-    if ((e && strcmp(e, "monotonic") == 0) || cal_ns0 == 0 || !tsc_invariant()) return;
+    if ((e && strcmp(e, "monotonic") == 0) || cal_ns0 == 0 || !cpmpi_tsc_invariant()) return;
     uint64_t n1 = mono_ns();
     if (n1 - cal_ns0 < CAL_MIN_NS) {
         /* MPI_Init was quick: wait out the rest of the window (once per process). */

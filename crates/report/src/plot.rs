@@ -1,7 +1,8 @@
 //! The chart layer: every SVG figure commperf draws is a [`Figure`] of one or more [`Panel`]s
 //! side by side, rendered here, so that the figures of every verb (the bench and loggp plots,
-//! the monitor's signature, the emulation sweep, the `app` page's charts) share their look and
-//! their rules: the axes, the legend, the markers, how a value a log axis cannot place is shown.
+//! the monitor's signature, the emulation sweep, the `app` page's charts, predict's space-time
+//! diagram) share their look and their rules: the axes, the legend, the markers, how a value a
+//! log axis cannot place is shown.
 //!
 //! A panel has an x scale ([`XScale`]: message sizes on a log2 axis, a value [`Axis`], or named
 //! slots such as size bins and programs), a value [`Axis`] on y (the shared axis of
@@ -9,8 +10,10 @@
 //! is drawn on them: [`Series`] (a line through points, with a marker on every point, so a
 //! series of one point still shows), [`Band`]s (a shaded range between two curves, or across
 //! the panel), bars in slots, and [`Guide`] lines. The legend is built from the named series and
-//! bands, plus any [`LegendEntry`] the figure adds. Notes (a verdict, what was left out) go under
-//! the panels, wrapped to the figure's width.
+//! bands, plus any [`LegendEntry`] the figure adds. A panel can instead have named lanes in
+//! place of its y axis, with intervals along them and arrows between them ([`Lanes`]: a Gantt
+//! chart or a space-time diagram). Notes (a verdict, what was left out) go under the panels,
+//! wrapped to the figure's width.
 //!
 //! A log axis has no place for a value at or below 0: such a point is drawn on a `≤ 0` baseline
 //! under the lowest decade, labelled so, never on the lowest decade itself.
@@ -19,9 +22,11 @@
 //! Every text that comes from outside (a command line, a program name) is escaped.
 
 mod bench;
+mod lanes;
 mod loggp;
 
 pub use bench::{bench_figure, bench_svg, comparison_figure};
+pub use lanes::{Arrow, Interval, Lanes, Part, LANE_HEIGHT};
 pub(crate) use loggp::text_chart;
 pub use loggp::{loggp_figure, loggp_svg, TITLE};
 
@@ -266,6 +271,9 @@ pub struct Panel {
     pub bands: Vec<Band>,
     pub bars: Vec<BarGroup>,
     pub guides: Vec<Guide>,
+    /// Named lanes in place of the y axis (a Gantt chart, a space-time diagram): see
+    /// [`Panel::lanes`].
+    pub lanes: Option<Lanes>,
 }
 
 impl Panel {
@@ -285,7 +293,18 @@ impl Panel {
             bands: Vec::new(),
             bars: Vec::new(),
             guides: Vec::new(),
+            lanes: None,
         }
+    }
+
+    /// A panel of named lanes over a time axis `x` (linear: [`linear_axis`]), drawing
+    /// `lanes`' intervals and arrows ([`lanes`](self::lanes)); a figure of one gets
+    /// [`LANE_HEIGHT`] of plot height per lane. Its value axis, series, bands, bars and guides
+    /// are not drawn.
+    pub fn lanes(x: Axis, x_title: impl Into<String>, lanes: Lanes) -> Panel {
+        let mut p = Panel::new(XScale::Value(x), x_title, Axis::for_values([]), "");
+        p.lanes = Some(lanes);
+        p
     }
 
     pub fn title(mut self, title: impl Into<String>) -> Panel {
@@ -304,6 +323,8 @@ pub enum Swatch {
     Box,
     /// A light box (bands).
     Band,
+    /// An arrow (the messages of a lanes panel).
+    Arrow,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -425,6 +446,7 @@ impl Figure {
             o,
             r#"<rect x="0" y="0" width="{w:.0}" height="{h:.0}" fill="white"/>"#
         );
+        lanes::arrow_defs(&mut o, &self.arrow_colours(&l));
         for (i, line) in l.title.iter().enumerate() {
             let _ = writeln!(
                 o,
@@ -451,6 +473,16 @@ impl Figure {
         }
         let _ = writeln!(o, "</svg>");
         o
+    }
+
+    /// The colours of every arrow drawn: those of lanes panels and of arrows in the legend.
+    fn arrow_colours(&self, l: &Layout) -> Vec<&'static str> {
+        let panels = self.panels.iter().filter_map(|p| p.lanes.as_ref());
+        let legend = l.legend.iter().filter(|e| e.swatch == Swatch::Arrow);
+        panels
+            .map(|x| x.arrow_colour)
+            .chain(legend.map(|e| e.colour))
+            .collect()
     }
 
     fn layout(&self) -> Layout {
@@ -652,6 +684,10 @@ impl<'a> Frame<'a> {
 
     fn draw(&self, o: &mut String) {
         let p = self.p;
+        if let Some(lanes) = &p.lanes {
+            self.draw_lanes(o, lanes);
+            return;
+        }
         let ticks = p.y.ticks();
         // Grid.
         let _ = writeln!(o, r##"<g stroke="#e0e0e0" stroke-width="1">"##);
@@ -676,14 +712,7 @@ impl<'a> Frame<'a> {
             self.band(o, b);
         }
         // The axes, and 0 on a linear axis that goes below it.
-        let _ = writeln!(
-            o,
-            r##"<g stroke="#000000" stroke-width="1"><line x1="{l:.1}" y1="{b:.1}" x2="{r:.1}" y2="{b:.1}"/><line x1="{l:.1}" y1="{t:.1}" x2="{l:.1}" y2="{b:.1}"/></g>"##,
-            l = self.left,
-            r = self.right,
-            t = self.top,
-            b = self.bottom
-        );
+        self.axes(o);
         if p.y.scale() == Scale::Linear && ticks.first().is_some_and(|t| t.value < 0.0) {
             let y0 = self.y(0.0);
             let _ = writeln!(
@@ -694,15 +723,7 @@ impl<'a> Frame<'a> {
         }
         self.x_labels(o);
         self.y_labels(o);
-        if let Some(t) = &p.title {
-            let _ = writeln!(
-                o,
-                r#"<text x="{:.1}" y="{:.1}" text-anchor="middle" font-weight="bold">{}</text>"#,
-                (self.left + self.right) / 2.0,
-                self.top - 10.0,
-                esc(t)
-            );
-        }
+        self.panel_title(o);
         for g in &p.guides {
             self.guide(o, g);
         }
@@ -711,6 +732,30 @@ impl<'a> Frame<'a> {
         }
         for s in &p.series {
             self.series(o, s);
+        }
+    }
+
+    /// The x and y axes' lines.
+    fn axes(&self, o: &mut String) {
+        let _ = writeln!(
+            o,
+            r##"<g stroke="#000000" stroke-width="1"><line x1="{l:.1}" y1="{b:.1}" x2="{r:.1}" y2="{b:.1}"/><line x1="{l:.1}" y1="{t:.1}" x2="{l:.1}" y2="{b:.1}"/></g>"##,
+            l = self.left,
+            r = self.right,
+            t = self.top,
+            b = self.bottom
+        );
+    }
+
+    fn panel_title(&self, o: &mut String) {
+        if let Some(t) = &self.p.title {
+            let _ = writeln!(
+                o,
+                r#"<text x="{:.1}" y="{:.1}" text-anchor="middle" font-weight="bold">{}</text>"#,
+                (self.left + self.right) / 2.0,
+                self.top - 10.0,
+                esc(t)
+            );
         }
     }
 
@@ -1094,6 +1139,15 @@ fn legend(o: &mut String, l: &Layout) {
                     r#"<rect x="{lx:.1}" y="{:.1}" width="28" height="12" fill="{}" fill-opacity="0.3"/>"#,
                     y - 6.0,
                     e.colour
+                );
+            }
+            Swatch::Arrow => {
+                let _ = writeln!(
+                    o,
+                    r#"<line x1="{lx:.1}" y1="{y:.1}" x2="{:.1}" y2="{y:.1}" stroke="{}" stroke-width="1.5" marker-end="url(#{})"/>"#,
+                    lx + 28.0,
+                    e.colour,
+                    lanes::arrow_id(e.colour)
                 );
             }
         }

@@ -25,19 +25,70 @@ pub struct Clock {
     cost_ns: f64,
 }
 
-fn invariant_tsc() -> bool {
+/// CPUID's extended leaf of advanced power management, whose EDX bit 8 is "Invariant TSC".
+pub const CPUID_POWER_LEAF: u32 = 0x8000_0007;
+/// The "Invariant TSC" bit of [`CPUID_POWER_LEAF`]'s EDX.
+pub const INVARIANT_TSC_BIT: u32 = 1 << 8;
+
+/// **The one rule for an invariant TSC**, which every clock of commperf follows: this benchmark
+/// clock, and the MPI interposer's event clock (`crates/pmpi/csrc/tsc.h` implements it in C,
+/// and a test of `commperf-pmpi` feeds both the same inputs).
+///
+/// The TSC is invariant — it ticks at one constant rate in every P-, C- and T-state, so a
+/// calibration holds for the whole run — when the CPU says so: CPUID reports at least
+/// [`CPUID_POWER_LEAF`] as its highest extended leaf (`max_extended_leaf`, EAX of leaf
+/// 0x8000_0000) and that leaf's EDX (`power_edx`) has [`INVARIANT_TSC_BIT`] set. Linux's
+/// `constant_tsc` and `nonstop_tsc` flags in /proc/cpuinfo come from this same bit (the kernel
+/// sets both from it; `constant_tsc` alone, from the CPU model, is not enough), and CPUID needs
+/// no file, so the C side can follow the rule at `MPI_Init` exactly.
+pub fn tsc_invariant_from(max_extended_leaf: u32, power_edx: u32) -> bool {
+    max_extended_leaf >= CPUID_POWER_LEAF && power_edx & INVARIANT_TSC_BIT != 0
+}
+
+/// Whether this CPU's TSC is invariant, by [`tsc_invariant_from`]; false off x86_64.
+pub fn invariant_tsc() -> bool {
     #[cfg(target_arch = "x86_64")]
     {
-        let Ok(info) = std::fs::read_to_string("/proc/cpuinfo") else {
-            return false;
+        use std::arch::x86_64::__cpuid;
+        // SAFETY: CPUID exists on every x86_64 CPU and only reads identification registers; a
+        // leaf above the highest one is never asked for. (The intrinsic is an `unsafe fn` in the
+        // oldest Rust this workspace supports and safe in newer ones, hence the allow.)
+        #[allow(unused_unsafe)]
+        let (max, edx) = unsafe {
+            let max = __cpuid(0x8000_0000).eax;
+            let edx = if max >= CPUID_POWER_LEAF {
+                __cpuid(CPUID_POWER_LEAF).edx
+            } else {
+                0
+            };
+            (max, edx)
         };
-        let flags = info.lines().find(|l| l.starts_with("flags")).unwrap_or("");
-        let has = |f: &str| flags.split_whitespace().any(|x| x == f);
-        has("constant_tsc") && has("nonstop_tsc")
+        tsc_invariant_from(max, edx)
     }
     #[cfg(not(target_arch = "x86_64"))]
     {
         false
+    }
+}
+
+/// The rule's answers (beside it rather than in the file's `tests`, so that its changes stay in
+/// one place); `commperf-pmpi`'s `c_headers` test holds the C side to the same answers.
+#[cfg(test)]
+mod tsc_rule {
+    use super::*;
+
+    #[test]
+    fn invariant_only_with_the_leaf_and_its_bit() {
+        assert!(tsc_invariant_from(0x8000_0008, 0x100));
+        assert!(tsc_invariant_from(CPUID_POWER_LEAF, u32::MAX));
+        // The bit without the leaf is whatever the CPU left in EDX: not an answer.
+        assert!(!tsc_invariant_from(0x8000_0006, 0x100));
+        assert!(!tsc_invariant_from(0, u32::MAX));
+        // The leaf without the bit, or with only its neighbours (bit 7 is hardware P-state
+        // control, bit 9 a core performance boost).
+        assert!(!tsc_invariant_from(0x8000_0008, 0));
+        assert!(!tsc_invariant_from(0x8000_0008, !0x100));
+        assert!(!tsc_invariant_from(0x8000_0008, 0x80 | 0x200));
     }
 }
 

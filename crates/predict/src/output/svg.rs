@@ -1,28 +1,31 @@
-//! A [`Timeline`] as an SVG space-time diagram (Papaefstathiou 2001, Figure 6): one horizontal line
-//! per rank, a colored box per span (compute, send, receive, wait), a line per message from the
-//! start of its send to its arrival, a time axis with ticks and units, and a legend.
+//! A [`Timeline`] as an SVG space-time diagram (Papaefstathiou 2001, Figure 6): one lane per
+//! rank, a coloured interval per span (compute, send, receive, wait), an arrow per message from
+//! the start of its send to its arrival, a time axis with ticks and units, and a legend.
 //!
-//! Sends are drawn in the upper half of a rank's band and receives in the lower half, so a
-//! non-blocking send and receive that overlap stay visible. A big timeline would make a file no
-//! viewer can open, so at most [`MAX_RANKS`] ranks and [`MAX_SHAPES`] shapes are drawn (in the
-//! timeline's order) and the figure says what it left out. Output is deterministic: coordinates
-//! with two decimals, shapes in the timeline's order.
+//! The figure is drawn by the chart layer of `commperf-report` (a lanes panel,
+//! [`commperf_report::plot::Lanes`]), like every other SVG of commperf; this module decides what
+//! goes on it. Sends are drawn in the upper half of a rank's lane and receives in the lower
+//! half, so a non-blocking send and receive that overlap stay visible. A big timeline would make
+//! a file no viewer can open, so at most [`MAX_RANKS`] ranks and [`MAX_SHAPES`] shapes are drawn
+//! (in the timeline's order) and the figure says what it left out. Output is deterministic.
 
 use super::{Prediction, SpanKind, Timeline};
-use std::fmt::Write as _;
+use commperf_report::plot::{
+    linear_axis, Arrow, Figure, Interval, Lanes, LegendEntry, Panel, Part, Swatch, LANE_HEIGHT,
+};
+use commperf_report::units::duration_unit;
 
 /// Ranks drawn at most.
 pub const MAX_RANKS: u32 = 64;
 /// Spans plus messages drawn at most.
 pub const MAX_SHAPES: usize = 20_000;
 
+/// Width of the figure, in pixels.
 const WIDTH: f64 = 960.0;
-const LEFT: f64 = 72.0;
-const RIGHT: f64 = 24.0;
-const TOP: f64 = 56.0;
-const ROW: f64 = 24.0;
+/// The colour of message arrows.
+const MESSAGE: &str = "#e15759";
 
-fn color(k: SpanKind) -> &'static str {
+fn colour(k: SpanKind) -> &'static str {
     match k {
         SpanKind::Compute => "#4e79a7",
         SpanKind::Send => "#59a14f",
@@ -31,60 +34,39 @@ fn color(k: SpanKind) -> &'static str {
     }
 }
 
-/// Vertical extent of a kind's box relative to the rank's line: (offset, height).
-fn band(k: SpanKind) -> (f64, f64) {
+/// Where on a rank's lane a kind goes: sends above the line, receives below, waits thinner than
+/// compute.
+fn part(k: SpanKind) -> Part {
     match k {
-        SpanKind::Compute => (-7.0, 14.0),
-        SpanKind::Wait => (-4.0, 8.0),
-        SpanKind::Send => (-7.0, 7.0),
-        SpanKind::Recv => (0.0, 7.0),
+        SpanKind::Compute => Part::Full,
+        SpanKind::Wait => Part::Middle,
+        SpanKind::Send => Part::Upper,
+        SpanKind::Recv => Part::Lower,
     }
 }
 
-fn esc(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
-}
+/// The kinds in the order they are drawn (waits first, sends and receives on top), with their
+/// legend labels in the order listed.
+const DRAW_ORDER: [SpanKind; 4] = [
+    SpanKind::Wait,
+    SpanKind::Compute,
+    SpanKind::Send,
+    SpanKind::Recv,
+];
+const LEGEND: [(SpanKind, &str); 4] = [
+    (SpanKind::Compute, "compute"),
+    (SpanKind::Send, "send"),
+    (SpanKind::Recv, "receive"),
+    (SpanKind::Wait, "wait"),
+];
 
-/// A tick label: up to three decimals, trailing zeros dropped.
-fn num(v: f64) -> String {
-    let s = format!("{v:.3}");
-    let s = s.trim_end_matches('0').trim_end_matches('.');
-    if s == "-0" {
-        "0".into()
-    } else {
-        s.to_string()
-    }
-}
-
-/// The unit to label an axis ending at `max_ns` in, and ns per unit.
-fn unit(max_ns: f64) -> (&'static str, f64) {
-    if max_ns < 1e3 {
-        ("ns", 1.0)
-    } else if max_ns < 1e6 {
-        ("µs", 1e3)
-    } else if max_ns < 1e9 {
-        ("ms", 1e6)
-    } else {
-        ("s", 1e9)
-    }
-}
-
-/// A 1-2-5 tick step giving about 5 to 10 ticks up to `max`.
-fn tick_step(max: f64) -> f64 {
-    let raw = max / 8.0;
-    let mag = 10f64.powf(raw.log10().floor());
-    [1.0, 2.0, 5.0, 10.0]
-        .iter()
-        .map(|m| m * mag)
-        .find(|&s| s >= raw)
-        .unwrap_or(10.0 * mag)
-}
-
-/// The whole figure.
+/// The whole figure, as a standalone SVG document.
 pub fn render(t: &Timeline, p: &Prediction) -> String {
+    figure(t, p).document()
+}
+
+/// The figure: one lanes panel, the run's settings and what was left out as notes.
+pub fn figure(t: &Timeline, p: &Prediction) -> Figure {
     let nshown = t.nranks.min(MAX_RANKS);
     let fin = |v: f64| v.is_finite();
     // What is drawn: shapes on the shown ranks, finite, in order, up to the cap.
@@ -119,159 +101,71 @@ pub fn render(t: &Timeline, p: &Prediction) -> String {
     if tmax.is_nan() || tmax <= 0.0 {
         tmax = 1.0;
     }
-    let plot_w = WIDTH - LEFT - RIGHT;
-    let x = |ns: f64| LEFT + (ns.max(0.0) / tmax).min(1.0) * plot_w;
-    let y = |rank: u32| TOP + ROW * (rank as f64 + 0.5);
-    let axis_y = TOP + ROW * nshown as f64 + 8.0;
-    let height = axis_y + 84.0;
+    // The axis in the unit that puts its end between 1 and 1000 (the one rule for durations).
+    let (uname, per_s) = duration_unit(tmax * 1e-9);
+    let per = per_s * 1e9;
+    let at = |ns: f64| ns.max(0.0) / per;
 
-    let mut o = String::new();
-    let _ = writeln!(
-        o,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH:.0}" height="{height:.0}" viewBox="0 0 {WIDTH:.0} {height:.0}" font-family="sans-serif" font-size="12">"#
-    );
-    o.push_str(concat!(
-        "<defs><marker id=\"arrow\" viewBox=\"0 0 10 10\" refX=\"10\" refY=\"5\" ",
-        "markerWidth=\"6\" markerHeight=\"6\" orient=\"auto-start-reverse\">",
-        "<path d=\"M 0 0 L 10 5 L 0 10 z\" fill=\"#e15759\"/></marker></defs>\n"
+    let mut intervals = Vec::with_capacity(spans.len());
+    for k in DRAW_ORDER {
+        intervals.extend(spans.iter().filter(|s| s.kind == k).map(|s| Interval {
+            lane: s.rank as usize,
+            start: at(s.start_ns),
+            end: at(s.end_ns),
+            colour: colour(k),
+            part: part(k),
+        }));
+    }
+    let lanes = Lanes {
+        labels: (0..nshown).map(|r| format!("rank {r}")).collect(),
+        intervals,
+        arrows: msgs
+            .iter()
+            .map(|m| Arrow {
+                from: (m.src as usize, at(m.start_ns)),
+                to: (m.dst as usize, at(m.end_ns)),
+            })
+            .collect(),
+        arrow_colour: MESSAGE,
+    };
+    let panel = Panel::lanes(linear_axis([tmax / per]), format!("time, {uname}"), lanes);
+
+    let mut f = Figure::new(format!(
+        "commperf predict: {} ({} model), total {} µs",
+        p.trace,
+        p.model,
+        super::table::us(p.total_us)
+    ))
+    .class("timeline")
+    .width(WIDTH)
+    .plot_height(LANE_HEIGHT * f64::from(nshown.max(1)))
+    .panel(panel)
+    .note(format!(
+        "topology {}, profile {}, background {}, seed {}",
+        p.topology, p.profile, p.background, p.seed
     ));
-    let _ = writeln!(
-        o,
-        r#"<rect x="0" y="0" width="{WIDTH:.0}" height="{height:.0}" fill="white"/>"#
-    );
-    let _ = writeln!(
-        o,
-        r#"<text x="{LEFT:.0}" y="20" font-size="14" font-weight="bold">{}</text>"#,
-        esc(&format!(
-            "commperf predict: {} ({} model), total {} µs",
-            p.trace,
-            p.model,
-            super::table::us(p.total_us)
-        ))
-    );
-    let mut notes = Vec::new();
     if nshown < t.nranks {
-        notes.push(format!("showing first {nshown} of {} ranks", t.nranks));
+        f = f.note(format!("showing first {nshown} of {} ranks", t.nranks));
     }
     if drawn < total_shapes {
-        notes.push(format!(
+        f = f.note(format!(
             "showing first {drawn} of {total_shapes} spans and messages"
         ));
     }
-    let subtitle = format!(
-        "topology {}, profile {}, background {}, seed {}",
-        p.topology, p.profile, p.background, p.seed
-    );
-    let _ = writeln!(
-        o,
-        r##"<text x="{LEFT:.0}" y="38" fill="#555">{}</text>"##,
-        esc(&if notes.is_empty() {
-            subtitle
-        } else {
-            format!("{subtitle}; {}", notes.join(", "))
+    f.legend = LEGEND
+        .iter()
+        .map(|&(k, label)| LegendEntry {
+            label: label.to_string(),
+            colour: colour(k),
+            swatch: Swatch::Box,
         })
-    );
-
-    // Rank lines and labels.
-    for r in 0..nshown {
-        let yy = y(r);
-        let _ = writeln!(
-            o,
-            r##"<text x="{:.2}" y="{:.2}" text-anchor="end">rank {r}</text><line x1="{LEFT:.2}" y1="{yy:.2}" x2="{:.2}" y2="{yy:.2}" stroke="#ccc"/>"##,
-            LEFT - 8.0,
-            yy + 4.0,
-            LEFT + plot_w
-        );
-    }
-    // Waits first, then compute, then sends and receives on top.
-    let order = [
-        SpanKind::Wait,
-        SpanKind::Compute,
-        SpanKind::Send,
-        SpanKind::Recv,
-    ];
-    o.push_str("<g stroke=\"none\">\n");
-    for k in order {
-        for s in spans.iter().filter(|s| s.kind == k) {
-            let (dy, h) = band(k);
-            let x0 = x(s.start_ns);
-            let w = (x(s.end_ns) - x0).max(0.5);
-            let _ = writeln!(
-                o,
-                r#"<rect x="{x0:.2}" y="{:.2}" width="{w:.2}" height="{h:.2}" fill="{}"/>"#,
-                y(s.rank) + dy,
-                color(k)
-            );
-        }
-    }
-    o.push_str("</g>\n<g stroke=\"#e15759\" stroke-width=\"1\" marker-end=\"url(#arrow)\">\n");
-    for m in &msgs {
-        let _ = writeln!(
-            o,
-            r#"<line x1="{:.2}" y1="{:.2}" x2="{:.2}" y2="{:.2}"/>"#,
-            x(m.start_ns),
-            y(m.src),
-            x(m.end_ns),
-            y(m.dst)
-        );
-    }
-    o.push_str("</g>\n");
-
-    // Time axis.
-    let (uname, per) = unit(tmax);
-    let step = tick_step(tmax);
-    let _ = writeln!(
-        o,
-        r#"<line x1="{LEFT:.2}" y1="{axis_y:.2}" x2="{:.2}" y2="{axis_y:.2}" stroke="black"/>"#,
-        LEFT + plot_w
-    );
-    let mut k = 0u32;
-    while (k as f64) * step <= tmax * (1.0 + 1e-9) && k <= 100 {
-        let tx = x(k as f64 * step);
-        let _ = writeln!(
-            o,
-            r#"<line x1="{tx:.2}" y1="{axis_y:.2}" x2="{tx:.2}" y2="{:.2}" stroke="black"/><text x="{tx:.2}" y="{:.2}" text-anchor="middle">{}</text>"#,
-            axis_y + 5.0,
-            axis_y + 18.0,
-            num(k as f64 * step / per)
-        );
-        k += 1;
-    }
-    let _ = writeln!(
-        o,
-        r#"<text x="{:.2}" y="{:.2}" text-anchor="middle">time ({uname})</text>"#,
-        LEFT + plot_w / 2.0,
-        axis_y + 36.0
-    );
-
-    // Legend.
-    let ly = axis_y + 60.0;
-    let mut lx = LEFT;
-    for (k, label) in [
-        (SpanKind::Compute, "compute"),
-        (SpanKind::Send, "send"),
-        (SpanKind::Recv, "receive"),
-        (SpanKind::Wait, "wait"),
-    ] {
-        let _ = writeln!(
-            o,
-            r#"<rect x="{lx:.2}" y="{:.2}" width="14" height="10" fill="{}"/><text x="{:.2}" y="{ly:.2}">{label}</text>"#,
-            ly - 9.0,
-            color(k),
-            lx + 18.0
-        );
-        lx += 90.0;
-    }
-    let _ = writeln!(
-        o,
-        r##"<line x1="{lx:.2}" y1="{:.2}" x2="{:.2}" y2="{:.2}" stroke="#e15759" marker-end="url(#arrow)"/><text x="{:.2}" y="{ly:.2}">message</text>"##,
-        ly - 4.0,
-        lx + 14.0,
-        ly - 4.0,
-        lx + 18.0
-    );
-    o.push_str("</svg>\n");
-    o
+        .chain([LegendEntry {
+            label: "message".to_string(),
+            colour: MESSAGE,
+            swatch: Swatch::Arrow,
+        }])
+        .collect();
+    f
 }
 
 #[cfg(test)]
@@ -288,7 +182,9 @@ mod tests {
         while let Some(i) = rest.find('<') {
             let end = rest[i..].find('>').expect("tag closed") + i;
             let tag = &rest[i + 1..end];
-            if let Some(name) = tag.strip_prefix('/') {
+            if tag.starts_with('?') {
+                // The XML declaration.
+            } else if let Some(name) = tag.strip_prefix('/') {
                 assert_eq!(stack.pop().as_deref(), Some(name), "mismatched </{name}>");
             } else {
                 let name: String = tag
@@ -349,20 +245,53 @@ mod tests {
         assert!(svg.contains("rank 63<") && !svg.contains("rank 64<"));
     }
 
+    /// The time axis's tick labels, in order.
+    fn tick_labels(svg: &str) -> Vec<String> {
+        let axis = svg
+            .split(r#"<g text-anchor="middle">"#)
+            .nth(1)
+            .expect("x labels");
+        let axis = &axis[..axis.find("</g>").expect("closed")];
+        axis.lines()
+            .filter_map(|l| l.split('>').nth(1)?.split('<').next())
+            .map(str::to_string)
+            .collect()
+    }
+
     #[test]
     fn ticks_and_units_follow_the_time_span() {
-        assert_eq!(unit(500.0), ("ns", 1.0));
-        assert_eq!(unit(42_500.0), ("µs", 1e3));
-        assert_eq!(unit(3e7), ("ms", 1e6));
-        assert_eq!(tick_step(42_500.0), 10_000.0);
-        assert_eq!(tick_step(8.0), 1.0);
-        assert_eq!(num(12.5), "12.5");
-        assert_eq!(num(10.0), "10");
+        // The fixture ends at 42.5 µs: round ticks every 10 µs up to the first one past the end.
+        let svg = render(&timeline(), &prediction());
+        assert_eq!(
+            tick_labels(&svg),
+            ["0", "10", "20", "30", "40", "50", "time, µs (linear scale)"]
+        );
+        let at = |total_us: f64| {
+            let mut p = prediction();
+            p.total_us = total_us;
+            tick_labels(&render(&Timeline::default(), &p))
+        };
+        assert_eq!(at(0.5).last().unwrap(), "time, ns (linear scale)");
+        assert_eq!(at(0.5)[..2], ["0", "100"]);
+        assert_eq!(at(30_000.0).last().unwrap(), "time, ms (linear scale)");
+        assert_eq!(at(30_000.0)[..4], ["0", "10", "20", "30"]);
         // Empty or non-finite input still gives a valid figure.
         let svg = render(&Timeline::default(), &prediction());
         balanced(&svg);
         let mut p = prediction();
         p.total_us = f64::NAN;
         balanced(&render(&Timeline::default(), &p));
+    }
+
+    #[test]
+    fn text_from_the_command_line_is_escaped() {
+        let mut p = prediction();
+        p.trace = r#"a<b>&"c".txt"#.into();
+        p.topology = "<script>".into();
+        let svg = render(&timeline(), &p);
+        balanced(&svg);
+        assert!(svg.contains("a&lt;b&gt;&amp;&quot;c&quot;.txt"), "{svg}");
+        assert!(svg.contains("topology &lt;script&gt;,"), "{svg}");
+        assert!(!svg.contains("<script>"));
     }
 }

@@ -618,3 +618,103 @@ fn a_band_across_the_panel_spans_its_two_values_and_is_named_in_the_legend() {
     // Drawn under the series: the band comes first in the document.
     assert!(svg.find("class=\"band\"") < svg.find("class=\"series\""));
 }
+
+/// A lanes panel: lane lines and labels where the plot height puts them, intervals placed on
+/// the time axis (clamped to it, at least half a pixel wide), arrows between lanes with the
+/// arrowhead defined once, labels escaped, the arrow in the legend.
+#[test]
+fn lanes_place_intervals_and_arrows_on_the_time_axis() {
+    let lanes = Lanes {
+        labels: vec!["rank 0".into(), "<r1>".into()],
+        intervals: vec![
+            Interval {
+                lane: 0,
+                start: 0.0,
+                end: 5.0,
+                colour: "#4e79a7",
+                part: Part::Full,
+            },
+            Interval {
+                lane: 1,
+                start: 2.5,
+                end: 2.5,
+                colour: "#59a14f",
+                part: Part::Lower,
+            },
+            // Past the axis's end: clamped to it.
+            Interval {
+                lane: 1,
+                start: 8.0,
+                end: 99.0,
+                colour: "#bab0ac",
+                part: Part::Upper,
+            },
+            // No such lane, and not finite: left out.
+            Interval {
+                lane: 2,
+                start: 0.0,
+                end: 1.0,
+                colour: "#000000",
+                part: Part::Full,
+            },
+            Interval {
+                lane: 0,
+                start: f64::NAN,
+                end: 1.0,
+                colour: "#000000",
+                part: Part::Full,
+            },
+        ],
+        arrows: vec![Arrow {
+            from: (0, 5.0),
+            to: (1, 7.5),
+        }],
+        arrow_colour: "#e15759",
+    };
+    // Values up to 9: ticks 0, 2, …, 10 (linear).
+    let mut f = Figure::new("t")
+        .width(500.0)
+        .plot_height(2.0 * LANE_HEIGHT)
+        .panel(Panel::lanes(linear_axis([9.0]), "time, µs", lanes));
+    f.legend.push(LegendEntry {
+        label: "message".into(),
+        colour: "#e15759",
+        swatch: Swatch::Arrow,
+    });
+    let svg = f.svg();
+    let t = tags(&svg);
+    // No series or bands: the legend is the figure's own entry, 110 px wide, so the plot runs
+    // from 76 to 500 − 110 − 24 = 366; the title takes one line, so the plot's top is
+    // 14 + 19 + 8 = 41 and lanes are 24 px high: lines at 53 and 77.
+    let (left, right) = (76.0, 366.0);
+    let px = |v: f64| left + v / 10.0 * (right - left);
+    let rects: Vec<&Tag> = t
+        .iter()
+        .filter(|g| g.name == "rect" && g.get("fill") != Some("white"))
+        .filter(|g| g.get("height") != Some("12"))
+        .collect();
+    assert_eq!(rects.len(), 3, "{svg}");
+    let geo = |g: &Tag| (g.num("x"), g.num("y"), g.num("width"), g.num("height"));
+    assert_eq!(geo(rects[0]), (left, 53.0 - 7.0, px(5.0) - left, 14.0));
+    assert_eq!(geo(rects[1]), (px(2.5), 77.0, 0.5, 7.0));
+    assert_eq!(geo(rects[2]), (px(8.0), 77.0 - 7.0, right - px(8.0), 7.0));
+    let arrow = t
+        .iter()
+        .find(|g| g.name == "line" && g.get("y1") == Some("53.0") && g.get("y2") == Some("77.0"))
+        .expect("the arrow");
+    assert_eq!((arrow.num("x1"), arrow.num("x2")), (px(5.0), px(7.5)));
+    assert_eq!(svg.matches("<marker id=\"arrow-e15759\"").count(), 1);
+    assert_eq!(
+        svg.matches("url(#arrow-e15759)").count(),
+        2,
+        "arrows and legend"
+    );
+    assert!(svg.contains(">&lt;r1&gt;</text>"), "{svg}");
+    let labels: Vec<&str> = t
+        .iter()
+        .filter(|g| g.name == "text" && g.get("text-anchor") == Some("end"))
+        .map(|g| g.text.as_str())
+        .collect();
+    assert_eq!(labels, ["rank 0", "&lt;r1&gt;"]);
+    assert!(svg.contains(">time, µs (linear scale)</text>"));
+}
