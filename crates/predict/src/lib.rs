@@ -9,7 +9,9 @@
 //! ([`topology::Network`] plus link classes and the quiet-network cost [`tcom::Tcom`]) and output
 //! ([`output`]) — around one engine ([`engine`]). Everything runs in virtual time with seeded
 //! randomness and (time, sequence) tie-breaking, so the same input and seed give byte-identical
-//! output.
+//! output. Beside them: [`collectives`] (a collective expanded into point-to-point operations
+//! by a named algorithm), [`netgauge`] (Netgauge's `loggp` output read as a profile), [`gen`]
+//! (generators that write trace text) and [`rng`] (the seeded generator).
 //!
 //! The entry point is [`engine::predict`]: a workload (here a two-rank trace in commperf's own
 //! format), a network and where the ranks run, a cost model, a configuration.
