@@ -865,74 +865,11 @@ impl<'a> Parser<'a> {
             };
             return Err(self.missing(toks, line_end, what));
         }
-        // `on NAME` (a communicator group) and, for the nonblocking forms, `as NAME`.
-        let mut group: Option<u32> = None;
-        let mut name: Option<Tok> = None;
-        let mut i = want;
-        while let Some(&kt) = args.get(i) {
-            let k = self.word(kt);
-            if !(k == "on" || (k == "as" && nonblocking)) {
-                return Err(self.err(kt, format!("unexpected word after `{kw}`'s arguments")));
-            }
-            let Some(&val) = args.get(i + 1) else {
-                let what = if k == "on" {
-                    "a communicator name"
-                } else {
-                    "a request name"
-                };
-                return Err(self.missing(toks, line_end, what));
-            };
-            if (k == "on" && group.is_some()) || (k == "as" && name.is_some()) {
-                return Err(self.err(kt, format!("`{k}` is given twice")));
-            }
-            let v = self.word(val);
-            if k == "as" {
-                if !is_name(v) {
-                    return Err(self.err(
-                        val,
-                        "a request name is letters, digits and `_`, not starting with a digit",
-                    ));
-                }
-                name = Some(val);
-            } else {
-                let Some(&g) = self.group_names.get(v) else {
-                    return Err(self.err(
-                        val,
-                        "no communicator has this name (define it with `comm NAME RANK…` \
-                         before its first use)",
-                    ));
-                };
-                if let (Some(b), Some(grp)) = (self.block.as_ref(), self.groups.get(g as usize)) {
-                    if grp.position(b.rank).is_none() {
-                        return Err(self.err(
-                            val,
-                            format!("rank {} is not a member of communicator `{v}`", b.rank),
-                        ));
-                    }
-                }
-                group = Some(g);
-            }
-            i += 2;
-        }
+        let (group, name) = self.coll_options(kw, &args[want..], nonblocking, toks, line_end)?;
         let root = match (rooted, group.and_then(|g| self.groups.get(g as usize))) {
             (false, _) => 0,
             (true, None) => self.rank_arg(args[1], false)?,
-            // Within a group the root is a communicator rank, as in MPI.
-            (true, Some(g)) => {
-                let t = args[1];
-                let w = self.word(t);
-                let n = g.members.len() as u64;
-                match w.parse::<u64>() {
-                    Ok(r) if r < n => r as Rank,
-                    _ if !w.is_empty() && w.bytes().all(|b| b.is_ascii_digit()) => {
-                        return Err(self.err(
-                            t,
-                            format!("root is outside communicator `{}`'s ranks 0..{n}", g.name),
-                        ))
-                    }
-                    _ => return Err(self.err(t, "expected a rank")),
-                }
-            }
+            (true, Some(g)) => self.group_root(args[1], g)?,
         };
         let bytes = if sized {
             self.size_arg(args[want - 1])?
@@ -968,6 +905,80 @@ impl<'a> Parser<'a> {
             group,
             name,
         })
+    }
+    /// A collective's `on NAME` (a communicator group) and, for the nonblocking forms,
+    /// `as NAME`, in `args` (the words after its arguments): the group's index and the name.
+    fn coll_options(
+        &self,
+        kw: &str,
+        args: &[Tok],
+        nonblocking: bool,
+        toks: &[Tok],
+        line_end: usize,
+    ) -> Result<(Option<u32>, Option<Tok>), ParseError> {
+        let mut group: Option<u32> = None;
+        let mut name: Option<Tok> = None;
+        let mut i = 0;
+        while let Some(&kt) = args.get(i) {
+            let k = self.word(kt);
+            if !(k == "on" || (k == "as" && nonblocking)) {
+                return Err(self.err(kt, format!("unexpected word after `{kw}`'s arguments")));
+            }
+            let Some(&val) = args.get(i + 1) else {
+                let what = if k == "on" {
+                    "a communicator name"
+                } else {
+                    "a request name"
+                };
+                return Err(self.missing(toks, line_end, what));
+            };
+            if (k == "on" && group.is_some()) || (k == "as" && name.is_some()) {
+                return Err(self.err(kt, format!("`{k}` is given twice")));
+            }
+            let v = self.word(val);
+            if k == "as" {
+                if !is_name(v) {
+                    return Err(self.err(
+                        val,
+                        "a request name is letters, digits and `_`, not starting with a digit",
+                    ));
+                }
+                name = Some(val);
+            } else {
+                let Some(&g) = self.group_names.get(v) else {
+                    return Err(self.err(
+                        val,
+                        "no communicator has this name (define it with `comm NAME RANK…` \
+                     before its first use)",
+                    ));
+                };
+                if let (Some(b), Some(grp)) = (self.block.as_ref(), self.groups.get(g as usize)) {
+                    if grp.position(b.rank).is_none() {
+                        return Err(self.err(
+                            val,
+                            format!("rank {} is not a member of communicator `{v}`", b.rank),
+                        ));
+                    }
+                }
+                group = Some(g);
+            }
+            i += 2;
+        }
+        Ok((group, name))
+    }
+
+    /// Root token `t` of a collective on group `g`: a communicator rank, as in MPI.
+    fn group_root(&self, t: Tok, g: &Group<'_>) -> Result<Rank, ParseError> {
+        let w = self.word(t);
+        let n = g.members.len() as u64;
+        match w.parse::<u64>() {
+            Ok(r) if r < n => Ok(r as Rank),
+            _ if !w.is_empty() && w.bytes().all(|b| b.is_ascii_digit()) => Err(self.err(
+                t,
+                format!("root is outside communicator `{}`'s ranks 0..{n}", g.name),
+            )),
+            _ => Err(self.err(t, "expected a rank")),
+        }
     }
 }
 
