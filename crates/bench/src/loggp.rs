@@ -537,6 +537,9 @@ fn send_wait(piece: &mut Piece, pts: &[SizePrtt], sends: &[Est], recvs: &[Est], 
         return;
     }
     below.sort_by(|a, b| a.0.total_cmp(&b.0));
+    // Not commperf-stats' median (the mean of the middle two for an even count) on purpose:
+    // each wait comes with the uncertainty computed for its own size, and a mean of two waits
+    // would need an uncertainty nobody measured. The upper middle size's pair is taken whole.
     let (w, u) = below[below.len() / 2];
     let excess = w < -u;
     if excess {

@@ -27,6 +27,36 @@
 //! Delays are timed on the calibrated TSC ([`commperf_transport::clock::Clock`]) or, over the
 //! model transport, in its virtual time, and never sleep. With every knob at zero an endpoint
 //! takes the pass-through path (one predictable branch per call).
+//!
+//! The knobs are read as `commperf emulate` reads them ([`parse_knob_list`]), and the decorator
+//! wraps both ends. Over the model transport (exact LogGP costs in virtual time) a message's
+//! delivery moves by exactly the ΔL set:
+//!
+//! ```
+//! use commperf_emulate::{parse_knob_list, EmulateConfig, Emulated, Knob, Knobs};
+//! use commperf_transport::clock::Timer;
+//! use commperf_transport::sys::model::{self, LogGp, ModelParams};
+//! use commperf_transport::{Endpoint, EndpointConfig};
+//!
+//! let (knob, values) = parse_knob_list("L=0,5us")?;
+//! assert_eq!((knob, values.clone()), (Knob::L, vec![0.0, 5000.0]));
+//! let given = LogGp { o_s_ns: 300.0, o_r_ns: 400.0, l_ns: 1000.0, ..LogGp::default() };
+//! let arrival = |delta_l: f64| -> Result<f64, Box<dyn std::error::Error>> {
+//!     let (a, b) = model::pair(ModelParams { small: given, large: None },
+//!                              EndpointConfig::default());
+//!     let (ta, tb) = (a.timer(), b.timer());
+//!     let cfg = EmulateConfig::new(Knobs::only(Knob::L, delta_l));
+//!     let mut a = Emulated::with_timer(a, cfg, ta)?;
+//!     let mut b = Emulated::with_timer(b, cfg, tb.clone())?;
+//!     a.send(1, &[0u8; 8])?;
+//!     b.recv(&mut [0u8; 8])?;
+//!     Ok(tb.now_ns())
+//! };
+//! // o_s + L + o_r = 1.7 µs on the model; 5 µs later with ΔL = 5 µs.
+//! assert_eq!(arrival(values[0])?, 1700.0);
+//! assert_eq!(arrival(values[1])?, 6700.0);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 
 mod emulated;
 mod knobs;

@@ -754,6 +754,13 @@ fn coll_key(e: &Event, n: u64, members: Option<&[u32]>) -> CollKey {
 
 /// The replay of a run. Never fails: what cannot be replayed is left out and counted in the
 /// stats.
+///
+/// In steps, each its own function, so that each rule has one place: match the point-to-point
+/// messages ([`P2p`]), count the one-sided transfers and the unmatched records, keep the
+/// collective calls every member agrees on ([`Collectives`]), pair the neighbourhood
+/// collectives' messages and the post/start/complete/wait synchronisations, then replay each
+/// rank call by call ([`RankWalk`]). The tags the steps give out follow one another in that
+/// order: world tags, other communicators' streams, topology communicators, epoch syncs.
 pub fn replay(run: &Run) -> Replay {
     let n = run.ranks.iter().map(|r| r.header.size).max().unwrap_or(0);
     let mut st = TraceStats {
@@ -764,134 +771,234 @@ pub fn replay(run: &Run) -> Replay {
         run_ns: vec![0; n as usize],
         ..TraceStats::default()
     };
-
-    // Point-to-point: the matched records, with the partner and the tag the trace uses.
-    let pairing = pair_events(run);
-    let max_world_tag = pairing
-        .pairs
+    let p2p = P2p::of(run, &mut st);
+    count_one_sided(run, n, &mut st);
+    p2p.count_unmatched(run, &mut st);
+    // World rank -> its data: `Run::rank` searches, and this is asked per call and member.
+    let by_rank: HashMap<u32, &RankData> = run.ranks.iter().map(|r| (r.header.rank, r)).collect();
+    let colls = Collectives::of(run, n, &by_rank, &mut st);
+    let first_nbr_tag = p2p.next_tag;
+    let (kept_nbr, nbr_comms) =
+        keep_neighbor_calls(&colls.neighbor_calls, &by_rank, first_nbr_tag, &mut st);
+    // Post/start and complete/wait synchronisations: empty messages on two tags of their own,
+    // above every point-to-point stream's and every topology communicator's.
+    let first_sync_tag = first_nbr_tag + nbr_comms as i64;
+    let epoch_syncs = pscw_syncs(run, (first_sync_tag, first_sync_tag + 1), &mut st);
+    let comms: Vec<ReplayComm> = colls
+        .used_comms
         .iter()
-        .filter(|p| p.stream.3 == 0)
-        .map(|p| p.stream.2)
-        .max()
-        .unwrap_or(-1);
-    let sub_streams: BTreeSet<(u32, i32)> = pairing
-        .pairs
-        .iter()
-        .filter(|p| p.stream.3 != 0)
-        .map(|p| (p.stream.3, p.stream.2))
+        .map(|&id| ReplayComm {
+            id,
+            members: colls.known[&id].clone(),
+        })
         .collect();
-    let sub_tag: HashMap<(u32, i32), i64> = sub_streams
+    let kept = Kept {
+        n,
+        matched: &p2p.matched,
+        coll: &colls.kept,
+        nbr: &kept_nbr,
+        epoch_syncs: &epoch_syncs,
+    };
+    let rank_replays = run
+        .ranks
         .iter()
-        .enumerate()
-        .map(|(i, &k)| (k, i64::from(max_world_tag) + 1 + i as i64))
+        .map(|rd| RankWalk::new(rd).replay(&kept, &mut st))
         .collect();
-    // (rank, event index) -> (partner, tag, bytes)
-    let mut matched: HashMap<(u32, usize), (u32, i64, u64)> = HashMap::new();
-    let mut messages = Vec::with_capacity(pairing.pairs.len());
-    for p in &pairing.pairs {
-        let (src, dst, tag, comm) = p.stream;
-        let t = if comm == 0 {
-            i64::from(tag)
-        } else {
-            st.subcomm_messages += 1;
-            sub_tag[&(comm, tag)]
-        };
-        // Both sides carry the send's size: the format's receive takes what the send gives.
-        let bytes = run.rank(src).map_or(0, |r| r.events[p.send].bytes);
-        matched.insert((src, p.send), (dst, t, bytes));
-        matched.insert((dst, p.recv), (src, t, bytes));
-        messages.push((src, p.send, dst, p.recv));
+    Replay {
+        ranks: n,
+        comms,
+        rank_replays,
+        messages: p2p.messages,
+        stats: st,
     }
-    st.messages = pairing.pairs.len() as u64;
-    // One-sided: a transfer is replayed when its target is a rank of the run.
-    let rma_ok = |e: &Event| e.peer >= 0 && (e.peer as u32) < n;
+}
+
+/// Point-to-point: the matched records, with the partner and the tag the trace uses.
+struct P2p {
+    /// (rank, event index) -> (partner, tag, bytes).
+    matched: HashMap<(u32, usize), (u32, i64, u64)>,
+    /// [`Replay::messages`].
+    messages: Vec<(u32, usize, u32, usize)>,
+    /// The first tag above every stream's (world tags, then other communicators' streams).
+    next_tag: i64,
+}
+
+impl P2p {
+    fn of(run: &Run, st: &mut TraceStats) -> P2p {
+        let pairing = pair_events(run);
+        let max_world_tag = pairing
+            .pairs
+            .iter()
+            .filter(|p| p.stream.3 == 0)
+            .map(|p| p.stream.2)
+            .max()
+            .unwrap_or(-1);
+        let sub_streams: BTreeSet<(u32, i32)> = pairing
+            .pairs
+            .iter()
+            .filter(|p| p.stream.3 != 0)
+            .map(|p| (p.stream.3, p.stream.2))
+            .collect();
+        let sub_tag: HashMap<(u32, i32), i64> = sub_streams
+            .iter()
+            .enumerate()
+            .map(|(i, &k)| (k, i64::from(max_world_tag) + 1 + i as i64))
+            .collect();
+        let mut matched = HashMap::new();
+        let mut messages = Vec::with_capacity(pairing.pairs.len());
+        for p in &pairing.pairs {
+            let (src, dst, tag, comm) = p.stream;
+            let t = if comm == 0 {
+                i64::from(tag)
+            } else {
+                st.subcomm_messages += 1;
+                sub_tag[&(comm, tag)]
+            };
+            // Both sides carry the send's size: the format's receive takes what the send gives.
+            let bytes = run.rank(src).map_or(0, |r| r.events[p.send].bytes);
+            matched.insert((src, p.send), (dst, t, bytes));
+            matched.insert((dst, p.recv), (src, t, bytes));
+            messages.push((src, p.send, dst, p.recv));
+        }
+        st.messages = pairing.pairs.len() as u64;
+        P2p {
+            matched,
+            messages,
+            next_tag: i64::from(max_world_tag) + 1 + sub_tag.len() as i64,
+        }
+    }
+
+    /// Counts the sends and receives with a peer that no pair holds.
+    fn count_unmatched(&self, run: &Run, st: &mut TraceStats) {
+        for rd in &run.ranks {
+            let me = rd.header.rank;
+            st.unmatched_left_out += rd
+                .events
+                .iter()
+                .enumerate()
+                .filter(|(i, e)| {
+                    (e.call.is_send() || e.call.is_recv())
+                        && e.peer >= 0
+                        && !self.matched.contains_key(&(me, *i))
+                })
+                .count() as u64;
+        }
+    }
+}
+
+/// One-sided: a transfer is replayed when its target is a rank of the run.
+fn rma_ok(e: &Event, n: u32) -> bool {
+    e.peer >= 0 && (e.peer as u32) < n
+}
+
+fn count_one_sided(run: &Run, n: u32, st: &mut TraceStats) {
     for e in run.ranks.iter().flat_map(|r| &r.events) {
         if e.call.is_rma() {
-            if rma_ok(e) {
+            if rma_ok(e, n) {
                 st.one_sided += 1;
             } else {
                 st.one_sided_left_out += 1;
             }
         }
     }
-    for rd in &run.ranks {
-        let me = rd.header.rank;
-        st.unmatched_left_out += rd
-            .events
-            .iter()
-            .enumerate()
-            .filter(|(i, e)| {
-                (e.call.is_send() || e.call.is_recv())
-                    && e.peer >= 0
-                    && !matched.contains_key(&(me, *i))
-            })
-            .count() as u64;
+}
+
+/// The collective calls kept: per communicator and member, in call order, the prefix all
+/// members agree on. Communicator 0 is MPI_COMM_WORLD, every rank its member in rank order.
+struct Collectives {
+    /// The communicators other than MPI_COMM_WORLD with a known group (at most `MAX_COMMS`).
+    known: BTreeMap<u32, Vec<u32>>,
+    /// The collectives replayed as such, per (rank, record).
+    kept: HashMap<(u32, usize), ReplayCollective>,
+    /// The communicators other than MPI_COMM_WORLD that kept collectives run on.
+    used_comms: BTreeSet<u32>,
+    /// Neighbourhood collective calls kept: (communicator, each member's (rank, record)).
+    neighbor_calls: Vec<(u32, Vec<(u32, usize)>)>,
+}
+
+/// Per communicator, per member, the records of its collective calls.
+type Seqs = BTreeMap<u32, BTreeMap<u32, Vec<usize>>>;
+
+impl Collectives {
+    fn of(
+        run: &Run,
+        n: u32,
+        by_rank: &HashMap<u32, &RankData>,
+        st: &mut TraceStats,
+    ) -> Collectives {
+        let mut c = Collectives {
+            known: BTreeMap::new(),
+            kept: HashMap::new(),
+            used_comms: BTreeSet::new(),
+            neighbor_calls: Vec::new(),
+        };
+        let mut seqs = c.sequences(run, n, st);
+        let world: Vec<u32> = (0..n).collect();
+        for (&comm, per_rank) in &mut seqs {
+            let members = if comm == 0 {
+                world.clone()
+            } else {
+                c.known[&comm].clone()
+            };
+            c.align(comm, &members, per_rank, by_rank, st);
+        }
+        c
     }
 
-    // Collectives: per communicator and member, in call order; keep the prefix all members
-    // agree on. Communicator 0 is MPI_COMM_WORLD, every rank its member in rank order.
-    let world: Vec<u32> = (0..n).collect();
-    let mut known: BTreeMap<u32, Vec<u32>> = BTreeMap::new();
-    let mut inter: HashMap<u32, bool> = HashMap::new();
-    let mut seqs: BTreeMap<u32, BTreeMap<u32, Vec<usize>>> = BTreeMap::new();
-    for rd in &run.ranks {
-        let me = rd.header.rank;
-        for (i, e) in rd.events.iter().enumerate() {
-            if !e.call.is_collective() && e.call != Call::WinFence {
-                continue;
-            }
-            if e.comm != 0
-                && *inter
-                    .entry(e.comm)
-                    .or_insert_with(|| run.comm_is_inter(e.comm))
-            {
-                st.intercomm_collectives_left_out += 1;
-                continue;
-            }
-            if e.comm != 0 && !known.contains_key(&e.comm) {
-                // Beyond the format's limit, a communicator is as good as unknown.
-                match run.comm_group(e.comm) {
-                    Some(m) if known.len() < MAX_COMMS => {
-                        known.insert(e.comm, m.to_vec());
-                    }
-                    _ => {
-                        st.subcomm_collectives_left_out += 1;
-                        continue;
-                    }
-                }
-            }
-            let members = (e.comm != 0).then(|| known[&e.comm].as_slice());
-            let size = members.map_or(u64::from(n), |m| m.len() as u64);
-            if e.call.is_neighborhood() {
-                let no_sizes = sized_per_neighbor(e.call) && counts_of(rd, e).is_none();
-                if neighbor_op(e.call).is_none() || no_sizes {
-                    st.unsupported_left_out += 1;
+    /// Each rank's collective calls per communicator, those the format can replay; the others
+    /// are counted as left out (intercommunicators, unknown groups, operations it lacks).
+    fn sequences(&mut self, run: &Run, n: u32, st: &mut TraceStats) -> Seqs {
+        let mut inter: HashMap<u32, bool> = HashMap::new();
+        let mut seqs = Seqs::new();
+        for rd in &run.ranks {
+            let me = rd.header.rank;
+            for (i, e) in rd.events.iter().enumerate() {
+                if !e.call.is_collective() && e.call != Call::WinFence {
                     continue;
                 }
-                if neighbors_of(rd, e).is_none() {
-                    st.neighbor_lists_left_out += 1;
+                if e.comm != 0
+                    && *inter
+                        .entry(e.comm)
+                        .or_insert_with(|| run.comm_is_inter(e.comm))
+                {
+                    st.intercomm_collectives_left_out += 1;
                     continue;
                 }
-            } else if collective_of(e, size, members).is_none() {
-                st.unsupported_left_out += 1;
-                continue;
+                if e.comm != 0 && !self.known.contains_key(&e.comm) {
+                    // Beyond the format's limit, a communicator is as good as unknown.
+                    match run.comm_group(e.comm) {
+                        Some(m) if self.known.len() < MAX_COMMS => {
+                            self.known.insert(e.comm, m.to_vec());
+                        }
+                        _ => {
+                            st.subcomm_collectives_left_out += 1;
+                            continue;
+                        }
+                    }
+                }
+                let members = (e.comm != 0).then(|| self.known[&e.comm].as_slice());
+                if replayable_collective(rd, e, n, members, st) {
+                    seqs.entry(e.comm)
+                        .or_default()
+                        .entry(me)
+                        .or_default()
+                        .push(i);
+                }
             }
-            seqs.entry(e.comm)
-                .or_default()
-                .entry(me)
-                .or_default()
-                .push(i);
         }
+        seqs
     }
-    // World rank -> its data: `Run::rank` searches, and this is asked per call and member.
-    let by_rank: HashMap<u32, &crate::read::RankData> =
-        run.ranks.iter().map(|r| (r.header.rank, r)).collect();
-    let mut kept_coll: HashMap<(u32, usize), ReplayCollective> = HashMap::new();
-    let mut used_comms: BTreeSet<u32> = BTreeSet::new();
-    // Neighbourhood collective calls kept: (communicator, each member's (rank, record)).
-    let mut neighbor_calls: Vec<(u32, Vec<(u32, usize)>)> = Vec::new();
-    for (&comm, per_rank) in &mut seqs {
-        let members: &[u32] = if comm == 0 { &world } else { &known[&comm] };
+
+    /// Keeps the calls on communicator `comm` (of `members`) that every member agrees on, in
+    /// call order, and counts the rest as misaligned.
+    fn align(
+        &mut self,
+        comm: u32,
+        members: &[u32],
+        per_rank: &mut BTreeMap<u32, Vec<usize>>,
+        by_rank: &HashMap<u32, &RankData>,
+        st: &mut TraceStats,
+    ) {
         let group = (comm != 0).then_some(members);
         let size = members.len() as u64;
         for (&r, idx) in per_rank.iter_mut() {
@@ -907,24 +1014,9 @@ pub fn replay(run: &Run) -> Replay {
                 st.misaligned_collectives_left_out += idx.len() as u64;
             }
         }
-        let every_member_recorded = members.iter().all(|m| by_rank.contains_key(m));
         let empty: Vec<usize> = Vec::new();
         let seq_of = |m: u32| per_rank.get(&m).unwrap_or(&empty);
-        let key = |m: u32, j: usize| -> CollKey {
-            let rd = by_rank.get(&m)?;
-            coll_key(&rd.events[*seq_of(m).get(j)?], size, group)
-        };
-        let common = if every_member_recorded && !members.is_empty() {
-            let shortest = members.iter().map(|&m| seq_of(m).len()).min().unwrap_or(0);
-            (0..shortest)
-                .take_while(|&j| {
-                    let k0 = key(members[0], j);
-                    k0.is_some() && members.iter().all(|&m| key(m, j) == k0)
-                })
-                .count()
-        } else {
-            0
-        };
+        let common = common_prefix(members, &seq_of, by_rank, size, group);
         for &m in members {
             st.misaligned_collectives_left_out +=
                 (seq_of(m).len() - common.min(seq_of(m).len())) as u64;
@@ -943,38 +1035,12 @@ pub fn replay(run: &Run) -> Replay {
                 .first()
                 .is_some_and(|(_, _, e)| e.call.is_neighborhood())
             {
-                neighbor_calls.push((comm, evs.iter().map(|&(m, i, _)| (m, i)).collect()));
+                let call = evs.iter().map(|&(m, i, _)| (m, i)).collect();
+                self.neighbor_calls.push((comm, call));
                 neighborhood += 1;
                 continue;
             }
-            let per: Vec<(&'static str, Option<u32>, u64)> = evs
-                .iter()
-                .filter_map(|(_, _, e)| collective_of(e, size, group))
-                .collect();
-            let Some(&(op, root, _)) = per.first() else {
-                continue;
-            };
-            // The v-forms give each rank its own size; the format has one size per call, so
-            // the mean keeps the call's total volume.
-            let bytes = per.iter().map(|p| p.2).sum::<u64>() / per.len() as u64;
-            let nonblocking = evs
-                .first()
-                .is_some_and(|(_, _, e)| e.call.is_nonblocking_collective());
-            for &(m, idx, _) in &evs {
-                // A nonblocking call's request is named after its record, as point-to-point's.
-                let coll = ReplayCollective {
-                    event: idx,
-                    op,
-                    root,
-                    bytes,
-                    comm,
-                    request: nonblocking.then_some(idx),
-                };
-                kept_coll.insert((m, idx), coll);
-            }
-            if nonblocking {
-                st.nonblocking_collectives += evs.len() as u64;
-            }
+            self.keep_call(comm, &evs, size, group, st);
         }
         let common = common - neighborhood;
         if comm == 0 {
@@ -982,46 +1048,177 @@ pub fn replay(run: &Run) -> Replay {
         } else if common > 0 {
             st.subcomm_collectives += (common * members.len()) as u64;
             st.communicators += 1;
-            used_comms.insert(comm);
+            self.used_comms.insert(comm);
         }
     }
-    // Each topology communicator's messages get a tag of their own, above every stream's.
-    let nbr_comms: BTreeSet<u32> = neighbor_calls.iter().map(|&(c, _)| c).collect();
-    let first_nbr_tag = i64::from(max_world_tag) + 1 + sub_tag.len() as i64;
+
+    /// Keeps one collective call, `evs` holding each member's (rank, record, event).
+    fn keep_call(
+        &mut self,
+        comm: u32,
+        evs: &[(u32, usize, &Event)],
+        size: u64,
+        group: Option<&[u32]>,
+        st: &mut TraceStats,
+    ) {
+        let per: Vec<(&'static str, Option<u32>, u64)> = evs
+            .iter()
+            .filter_map(|(_, _, e)| collective_of(e, size, group))
+            .collect();
+        let Some(&(op, root, _)) = per.first() else {
+            return;
+        };
+        // The v-forms give each rank its own size; the format has one size per call, so
+        // the mean keeps the call's total volume.
+        let bytes = per.iter().map(|p| p.2).sum::<u64>() / per.len() as u64;
+        let nonblocking = evs
+            .first()
+            .is_some_and(|(_, _, e)| e.call.is_nonblocking_collective());
+        for &(m, idx, _) in evs {
+            // A nonblocking call's request is named after its record, as point-to-point's.
+            let coll = ReplayCollective {
+                event: idx,
+                op,
+                root,
+                bytes,
+                comm,
+                request: nonblocking.then_some(idx),
+            };
+            self.kept.insert((m, idx), coll);
+        }
+        if nonblocking {
+            st.nonblocking_collectives += evs.len() as u64;
+        }
+    }
+}
+
+/// Whether the format can replay collective (or MPI_Win_fence) record `e` of `rd` on a
+/// communicator of `members` (None: MPI_COMM_WORLD of `n` ranks); counts it as left out when
+/// not.
+fn replayable_collective(
+    rd: &RankData,
+    e: &Event,
+    n: u32,
+    members: Option<&[u32]>,
+    st: &mut TraceStats,
+) -> bool {
+    let size = members.map_or(u64::from(n), |m| m.len() as u64);
+    if e.call.is_neighborhood() {
+        let no_sizes = sized_per_neighbor(e.call) && counts_of(rd, e).is_none();
+        if neighbor_op(e.call).is_none() || no_sizes {
+            st.unsupported_left_out += 1;
+            return false;
+        }
+        if neighbors_of(rd, e).is_none() {
+            st.neighbor_lists_left_out += 1;
+            return false;
+        }
+    } else if collective_of(e, size, members).is_none() {
+        st.unsupported_left_out += 1;
+        return false;
+    }
+    true
+}
+
+/// How many calls, from the first, every member of a communicator recorded alike (0 when a
+/// member left no file): `seq_of` gives a member's records in call order.
+fn common_prefix<'a>(
+    members: &[u32],
+    seq_of: &dyn Fn(u32) -> &'a Vec<usize>,
+    by_rank: &HashMap<u32, &RankData>,
+    size: u64,
+    group: Option<&[u32]>,
+) -> usize {
+    let every_member_recorded = members.iter().all(|m| by_rank.contains_key(m));
+    if !every_member_recorded || members.is_empty() {
+        return 0;
+    }
+    let key = |m: u32, j: usize| -> CollKey {
+        let rd = by_rank.get(&m)?;
+        coll_key(&rd.events[*seq_of(m).get(j)?], size, group)
+    };
+    let shortest = members.iter().map(|&m| seq_of(m).len()).min().unwrap_or(0);
+    (0..shortest)
+        .take_while(|&j| {
+            let k0 = key(members[0], j);
+            k0.is_some() && members.iter().all(|&m| key(m, j) == k0)
+        })
+        .count()
+}
+
+/// Pairs the neighbourhood collective calls' messages; each topology communicator's messages
+/// get a tag of their own, from `first_tag` up. Returns the calls kept, per (rank, record),
+/// and how many tags were given out.
+fn keep_neighbor_calls(
+    calls: &[(u32, Vec<(u32, usize)>)],
+    by_rank: &HashMap<u32, &RankData>,
+    first_tag: i64,
+    st: &mut TraceStats,
+) -> (HashMap<(u32, usize), NeighborCall>, usize) {
+    let nbr_comms: BTreeSet<u32> = calls.iter().map(|&(c, _)| c).collect();
     let nbr_tag: HashMap<u32, i64> = nbr_comms
         .iter()
         .enumerate()
-        .map(|(k, &c)| (c, first_nbr_tag + k as i64))
+        .map(|(k, &c)| (c, first_tag + k as i64))
         .collect();
-    // Post/start and complete/wait synchronisations: empty messages on two tags of their own,
-    // above every point-to-point stream's and every topology communicator's.
-    let first_sync_tag = first_nbr_tag + nbr_comms.len() as i64;
-    let epoch_syncs = pscw_syncs(run, (first_sync_tag, first_sync_tag + 1), &mut st);
-    let mut kept_nbr: HashMap<(u32, usize), NeighborCall> = HashMap::new();
-    for (comm, call) in &neighbor_calls {
-        match neighbor_call(call, &by_rank, nbr_tag[comm]) {
+    let mut kept: HashMap<(u32, usize), NeighborCall> = HashMap::new();
+    for (comm, call) in calls {
+        match neighbor_call(call, by_rank, nbr_tag[comm]) {
             Some(sides) => {
                 st.neighbor_collectives += sides.len() as u64;
                 for (m, i, nb) in sides {
                     st.neighbor_messages += nb.sends.len() as u64;
-                    kept_nbr.insert((m, i), nb);
+                    kept.insert((m, i), nb);
                 }
             }
             None => st.neighbor_lists_left_out += call.len() as u64,
         }
     }
-    let comms: Vec<ReplayComm> = used_comms
-        .iter()
-        .map(|&id| ReplayComm {
-            id,
-            members: known[&id].clone(),
-        })
-        .collect();
+    (kept, nbr_comms.len())
+}
 
-    // Rank by rank, call by call.
-    let mut rank_replays = Vec::with_capacity(run.ranks.len());
-    for rd in &run.ranks {
-        let me = rd.header.rank;
+/// What the run-wide steps kept, that each rank's replay reads.
+struct Kept<'a> {
+    /// World size.
+    n: u32,
+    matched: &'a HashMap<(u32, usize), (u32, i64, u64)>,
+    coll: &'a HashMap<(u32, usize), ReplayCollective>,
+    nbr: &'a HashMap<(u32, usize), NeighborCall>,
+    epoch_syncs: &'a HashMap<(u32, usize), Vec<ReplayMessage>>,
+}
+
+/// One rank's replay in progress: its calls are walked in order, and what one call starts a
+/// later one completes, so the state between calls lives here.
+struct RankWalk<'r> {
+    rd: &'r RankData,
+    me: u32,
+    /// Requests written and not yet waited for.
+    posted: HashSet<usize>,
+    /// A neighbourhood collective's messages' requests, numbered past the records'.
+    next_req: usize,
+    /// Per nonblocking neighbourhood collective not yet completed, its requests.
+    nbr_reqs: HashMap<usize, Vec<usize>>,
+    /// One-sided transfers not yet completed, by (window, target).
+    rma_pending: BTreeMap<(u32, u32), Vec<usize>>,
+    /// Since when monitoring is stopped (MPI_Pcontrol(0)), if it is.
+    stopped_at: Option<u64>,
+}
+
+impl<'r> RankWalk<'r> {
+    fn new(rd: &'r RankData) -> RankWalk<'r> {
+        RankWalk {
+            rd,
+            me: rd.header.rank,
+            posted: HashSet::new(),
+            next_req: rd.events.len(),
+            nbr_reqs: HashMap::new(),
+            rma_pending: BTreeMap::new(),
+            stopped_at: None,
+        }
+    }
+
+    fn replay(mut self, kept: &Kept<'_>, st: &mut TraceStats) -> RankReplay {
+        let rd = self.rd;
         let calls = calls_of(&rd.events);
         // The header's start is taken at MPI_Init's return, before the interposer's clock sync
         // with rank 0, which waits for the slowest rank to start: the program resumes after it.
@@ -1037,20 +1234,12 @@ pub fn replay(run: &Run) -> Replay {
         // before that is unknown, not compute. A rank whose first record is MPI_Pcontrol is
         // taken as such; when it was not, the time lost is reported as stopped.
         let starts_stopped = matches!(calls.first(), Some((_, _, CallKind::Pcontrol(_))));
-        let mut stopped_at: Option<u64> = starts_stopped.then_some(start);
+        self.stopped_at = starts_stopped.then_some(start);
         let mut compute = 0u64;
-        // Requests written and not yet waited for.
-        let mut posted: HashSet<usize> = HashSet::new();
-        // A neighbourhood collective's messages' requests, numbered past the records', and
-        // per nonblocking one not yet completed, its requests.
-        let mut next_req = rd.events.len();
-        let mut nbr_reqs: HashMap<usize, Vec<usize>> = HashMap::new();
-        // One-sided transfers not yet completed, by (window, target).
-        let mut rma_pending: BTreeMap<(u32, u32), Vec<usize>> = BTreeMap::new();
         let mut out = Vec::with_capacity(calls.len());
         for (c_start, c_end, kind) in calls {
             let mut compute_before = 0;
-            if c_start > cursor && stopped_at.is_none() {
+            if c_start > cursor && self.stopped_at.is_none() {
                 if c_start - cursor > MAX_DURATION_NS {
                     st.clock_jumps_left_out += 1;
                 } else {
@@ -1059,123 +1248,7 @@ pub fn replay(run: &Run) -> Replay {
                 }
             }
             cursor = cursor.max(c_end);
-            let message = |i: usize, nonblocking: bool| -> Option<ReplayMessage> {
-                let &(peer, tag, bytes) = matched.get(&(me, i))?;
-                Some(ReplayMessage {
-                    event: i,
-                    send: rd.events[i].call.is_send(),
-                    peer,
-                    tag,
-                    bytes,
-                    request: nonblocking.then_some(i),
-                    sync: rd.events[i].is_sync_send(),
-                })
-            };
-            let mut ops = Vec::new();
-            match &kind {
-                CallKind::Record(i) if rd.events[*i].call.is_rma() => {
-                    let e = &rd.events[*i];
-                    if let (Some(k), true) = (RmaKind::of(e.call), rma_ok(e)) {
-                        let peer = e.peer as u32;
-                        posted.insert(*i);
-                        rma_pending.entry((e.comm, peer)).or_default().push(*i);
-                        ops.push(ReplayOp::Rma(ReplayRma {
-                            event: *i,
-                            kind: k,
-                            peer,
-                            bytes: if k == RmaKind::Fetch {
-                                e.bytes / 2
-                            } else {
-                                e.bytes
-                            },
-                            win: e.comm,
-                            request: *i,
-                        }));
-                    }
-                }
-                CallKind::Record(i) if rd.events[*i].call.is_rma_sync() => {
-                    let done = rma_epoch_ops(&rd.events[*i], &mut rma_pending);
-                    if !done.is_empty() {
-                        done.iter().for_each(|q| {
-                            posted.remove(q);
-                        });
-                        ops.push(ReplayOp::Wait(done));
-                    }
-                    if let Some(coll) = kept_coll.get(&(me, *i)) {
-                        ops.push(ReplayOp::Collective(coll.clone()));
-                    }
-                    if let Some(v) = epoch_syncs.get(&(me, *i)) {
-                        ops.extend(v.iter().cloned().map(ReplayOp::Message));
-                    }
-                }
-                CallKind::Record(i) => match role(rd.events[*i].call) {
-                    Role::Other => {}
-                    Role::Blocking => ops.extend(message(*i, false).map(ReplayOp::Message)),
-                    Role::Post => {
-                        if let Some(m) = message(*i, true) {
-                            posted.insert(*i);
-                            ops.push(ReplayOp::Message(m));
-                        }
-                    }
-                    Role::Collective if kept_nbr.contains_key(&(me, *i)) => {
-                        let reqs = neighbor_ops(&kept_nbr[&(me, *i)], *i, &mut next_req, &mut ops);
-                        if rd.events[*i].call.is_nonblocking_collective() {
-                            posted.extend(reqs.iter().copied());
-                            nbr_reqs.insert(*i, reqs);
-                        } else {
-                            ops.push(ReplayOp::Wait(reqs));
-                        }
-                    }
-                    Role::Collective => {
-                        if let Some(coll) = kept_coll.get(&(me, *i)) {
-                            if coll.request.is_some() {
-                                posted.insert(*i);
-                            }
-                            ops.push(ReplayOp::Collective(coll.clone()));
-                        }
-                    }
-                },
-                CallKind::Completion(v) => {
-                    // Only requests whose start was replayed (a record cut short may show its
-                    // completion before its start): a wait for an unknown name is refused.
-                    let done: Vec<usize> = v
-                        .iter()
-                        .flat_map(|i| nbr_reqs.remove(i).unwrap_or_else(|| vec![*i]))
-                        .filter(|i| posted.remove(i))
-                        .collect();
-                    // An R-form's transfer completed here is no longer its epoch's to complete
-                    // (a neighbourhood collective's requests are numbered past the records).
-                    for q in &done {
-                        let Some(e) = rd.events.get(*q) else {
-                            continue;
-                        };
-                        if e.call.is_rma() {
-                            if let Some(p) = rma_pending.get_mut(&(e.comm, e.peer as u32)) {
-                                p.retain(|x| x != q);
-                            }
-                        }
-                    }
-                    if !done.is_empty() {
-                        ops.push(ReplayOp::Wait(done));
-                    }
-                }
-                CallKind::Sendrecv(v) => {
-                    let halves: Vec<ReplayMessage> =
-                        v.iter().filter_map(|&i| message(i, true)).collect();
-                    if !halves.is_empty() {
-                        let done = halves.iter().map(|m| m.event).collect();
-                        ops.extend(halves.into_iter().map(ReplayOp::Message));
-                        ops.push(ReplayOp::Wait(done));
-                    }
-                }
-                CallKind::Pcontrol(level) => {
-                    if *level == 0 {
-                        stopped_at.get_or_insert(c_start);
-                    } else if let Some(t) = stopped_at.take() {
-                        st.stopped_ns += c_start.saturating_sub(t);
-                    }
-                }
-            }
+            let ops = self.ops(&kind, c_start, kept, st);
             out.push(ReplayCall {
                 start: c_start,
                 end: c_end,
@@ -1188,15 +1261,16 @@ pub fn replay(run: &Run) -> Replay {
         // clock sync it starts with, which waits for rank 0 to reach it, so the tail would
         // count other ranks' lateness as this rank's compute.
         let end = rd.footer.map_or(cursor, |f| f.end_ns.max(cursor));
-        if let Some(t) = stopped_at {
+        if let Some(t) = self.stopped_at {
             st.stopped_ns += cursor.saturating_sub(t);
         }
         let init_ns = rd.header.start_ns.min(start);
+        let me = self.me;
         if let Some(slot) = st.compute_ns.get_mut(me as usize) {
             *slot = compute;
             st.run_ns[me as usize] = end - init_ns;
         }
-        rank_replays.push(RankReplay {
+        RankReplay {
             rank: me,
             init_ns,
             start_ns: start,
@@ -1204,14 +1278,158 @@ pub fn replay(run: &Run) -> Replay {
             end_ns: end,
             starts_stopped,
             calls: out,
-        });
+        }
     }
-    Replay {
-        ranks: n,
-        comms,
-        rank_replays,
-        messages,
-        stats: st,
+
+    /// The operations call `kind` (entered at `c_start`) is replayed as.
+    fn ops(
+        &mut self,
+        kind: &CallKind,
+        c_start: u64,
+        kept: &Kept<'_>,
+        st: &mut TraceStats,
+    ) -> Vec<ReplayOp> {
+        let mut ops = Vec::new();
+        match kind {
+            CallKind::Record(i) => self.record_ops(*i, kept, &mut ops),
+            CallKind::Completion(v) => self.completion_ops(v, &mut ops),
+            CallKind::Sendrecv(v) => {
+                let halves: Vec<ReplayMessage> = v
+                    .iter()
+                    .filter_map(|&i| self.message(i, true, kept))
+                    .collect();
+                if !halves.is_empty() {
+                    let done = halves.iter().map(|m| m.event).collect();
+                    ops.extend(halves.into_iter().map(ReplayOp::Message));
+                    ops.push(ReplayOp::Wait(done));
+                }
+            }
+            CallKind::Pcontrol(level) => {
+                if *level == 0 {
+                    self.stopped_at.get_or_insert(c_start);
+                } else if let Some(t) = self.stopped_at.take() {
+                    st.stopped_ns += c_start.saturating_sub(t);
+                }
+            }
+        }
+        ops
+    }
+
+    /// Record `i`'s side of a matched message, if it was matched.
+    fn message(&self, i: usize, nonblocking: bool, kept: &Kept<'_>) -> Option<ReplayMessage> {
+        let &(peer, tag, bytes) = kept.matched.get(&(self.me, i))?;
+        let e = &self.rd.events[i];
+        Some(ReplayMessage {
+            event: i,
+            send: e.call.is_send(),
+            peer,
+            tag,
+            bytes,
+            request: nonblocking.then_some(i),
+            sync: e.is_sync_send(),
+        })
+    }
+
+    /// The operations of a call of one record, `i`.
+    fn record_ops(&mut self, i: usize, kept: &Kept<'_>, ops: &mut Vec<ReplayOp>) {
+        let me = self.me;
+        let e = &self.rd.events[i];
+        if e.call.is_rma() {
+            self.rma_op(i, kept.n, ops);
+            return;
+        }
+        if e.call.is_rma_sync() {
+            let done = rma_epoch_ops(e, &mut self.rma_pending);
+            if !done.is_empty() {
+                done.iter().for_each(|q| {
+                    self.posted.remove(q);
+                });
+                ops.push(ReplayOp::Wait(done));
+            }
+            if let Some(coll) = kept.coll.get(&(me, i)) {
+                ops.push(ReplayOp::Collective(coll.clone()));
+            }
+            if let Some(v) = kept.epoch_syncs.get(&(me, i)) {
+                ops.extend(v.iter().cloned().map(ReplayOp::Message));
+            }
+            return;
+        }
+        match role(e.call) {
+            Role::Other => {}
+            Role::Blocking => ops.extend(self.message(i, false, kept).map(ReplayOp::Message)),
+            Role::Post => {
+                if let Some(m) = self.message(i, true, kept) {
+                    self.posted.insert(i);
+                    ops.push(ReplayOp::Message(m));
+                }
+            }
+            Role::Collective if kept.nbr.contains_key(&(me, i)) => {
+                let reqs = neighbor_ops(&kept.nbr[&(me, i)], i, &mut self.next_req, ops);
+                if e.call.is_nonblocking_collective() {
+                    self.posted.extend(reqs.iter().copied());
+                    self.nbr_reqs.insert(i, reqs);
+                } else {
+                    ops.push(ReplayOp::Wait(reqs));
+                }
+            }
+            Role::Collective => {
+                if let Some(coll) = kept.coll.get(&(me, i)) {
+                    if coll.request.is_some() {
+                        self.posted.insert(i);
+                    }
+                    ops.push(ReplayOp::Collective(coll.clone()));
+                }
+            }
+        }
+    }
+
+    /// One-sided transfer `i`, pending until its epoch (or its own wait) completes it.
+    fn rma_op(&mut self, i: usize, n: u32, ops: &mut Vec<ReplayOp>) {
+        let e = &self.rd.events[i];
+        let (Some(k), true) = (RmaKind::of(e.call), rma_ok(e, n)) else {
+            return;
+        };
+        let peer = e.peer as u32;
+        self.posted.insert(i);
+        self.rma_pending.entry((e.comm, peer)).or_default().push(i);
+        ops.push(ReplayOp::Rma(ReplayRma {
+            event: i,
+            kind: k,
+            peer,
+            bytes: if k == RmaKind::Fetch {
+                e.bytes / 2
+            } else {
+                e.bytes
+            },
+            win: e.comm,
+            request: i,
+        }));
+    }
+
+    /// The wait of a Wait/Test call that completed records `v`.
+    fn completion_ops(&mut self, v: &[usize], ops: &mut Vec<ReplayOp>) {
+        // Only requests whose start was replayed (a record cut short may show its
+        // completion before its start): a wait for an unknown name is refused.
+        let done: Vec<usize> = v
+            .iter()
+            .flat_map(|i| self.nbr_reqs.remove(i).unwrap_or_else(|| vec![*i]))
+            .filter(|i| self.posted.remove(i))
+            .collect();
+        // An R-form's transfer completed here is no longer its epoch's to complete
+        // (a neighbourhood collective's requests are numbered past the records).
+        for q in &done {
+            let Some(e) = self.rd.events.get(*q) else {
+                continue;
+            };
+            if e.call.is_rma() {
+                if let Some(p) = self.rma_pending.get_mut(&(e.comm, e.peer as u32)) {
+                    p.retain(|x| x != q);
+                }
+            }
+        }
+        if !done.is_empty() {
+            ops.push(ReplayOp::Wait(done));
+        }
     }
 }
 
@@ -1362,13 +1580,6 @@ pub fn to_trace(run: &Run) -> TraceOutput {
         let list: Vec<String> = c.members.iter().map(u32::to_string).collect();
         let _ = writeln!(text, "comm {} {}", c.name(), list.join(" "));
     }
-    let on = |comm: u32| {
-        if comm == 0 {
-            String::new()
-        } else {
-            format!(" on c{comm:x}")
-        }
-    };
     // The timeline beside it on the global clock.
     let t0 = run
         .ranks
@@ -1383,48 +1594,7 @@ pub fn to_trace(run: &Run) -> TraceOutput {
                 let _ = writeln!(text, "  compute {}ns", c.compute_before);
             }
             for op in &c.ops {
-                match op {
-                    ReplayOp::Message(m) => {
-                        let verb = match (m.send, m.request.is_some(), m.sync) {
-                            (true, false, false) => "send",
-                            (true, false, true) => "ssend",
-                            (false, false, _) => "recv",
-                            (true, true, false) => "isend",
-                            (true, true, true) => "issend",
-                            (false, true, _) => "irecv",
-                        };
-                        let _ = write!(text, "  {verb} {} {}B tag {}", m.peer, m.bytes, m.tag);
-                        if let Some(q) = m.request {
-                            let _ = write!(text, " as {}", request_name(q));
-                        }
-                        text.push('\n');
-                    }
-                    ReplayOp::Collective(k) => {
-                        let i = if k.request.is_some() { "i" } else { "" };
-                        let (op, bytes, on) = (k.op, k.bytes, on(k.comm));
-                        let _ = match k.root {
-                            Some(root) => write!(text, "  {i}{op} root {root} {bytes}B{on}"),
-                            None if op == "barrier" => write!(text, "  {i}{op}{on}"),
-                            None => write!(text, "  {i}{op} {bytes}B{on}"),
-                        };
-                        if let Some(q) = k.request {
-                            let _ = write!(text, " as {}", request_name(q));
-                        }
-                        text.push('\n');
-                    }
-                    ReplayOp::Rma(x) => {
-                        let (verb, q) = (x.kind.word(), request_name(x.request));
-                        let _ = writeln!(text, "  {verb} {} {}B as {q}", x.peer, x.bytes);
-                    }
-                    ReplayOp::Wait(v) => {
-                        let names: Vec<String> = v.iter().map(|&i| request_name(i)).collect();
-                        // MPI_Sendrecv's halves are joined by a waitall even when only one
-                        // was matched.
-                        let all = names.len() > 1 || matches!(c.kind, CallKind::Sendrecv(_));
-                        let verb = if all { "waitall" } else { "wait" };
-                        let _ = writeln!(text, "  {verb} {}", names.join(" "));
-                    }
-                }
+                write_op(&mut text, op, &c.kind);
             }
             tl.span(rd, c.start, c.end, c.name(&rd.events), !c.ops.is_empty());
         }
@@ -1444,6 +1614,57 @@ pub fn to_trace(run: &Run) -> TraceOutput {
         text,
         chrome: tl.finish(),
         stats: r.stats,
+    }
+}
+
+/// Writes one operation of a call of kind `kind` as an own-format line.
+fn write_op(text: &mut String, op: &ReplayOp, kind: &CallKind) {
+    match op {
+        ReplayOp::Message(m) => {
+            let verb = match (m.send, m.request.is_some(), m.sync) {
+                (true, false, false) => "send",
+                (true, false, true) => "ssend",
+                (false, false, _) => "recv",
+                (true, true, false) => "isend",
+                (true, true, true) => "issend",
+                (false, true, _) => "irecv",
+            };
+            let _ = write!(text, "  {verb} {} {}B tag {}", m.peer, m.bytes, m.tag);
+            if let Some(q) = m.request {
+                let _ = write!(text, " as {}", request_name(q));
+            }
+            text.push('\n');
+        }
+        ReplayOp::Collective(k) => {
+            let i = if k.request.is_some() { "i" } else { "" };
+            // MPI_COMM_WORLD's collectives name no communicator.
+            let on = if k.comm == 0 {
+                String::new()
+            } else {
+                format!(" on c{:x}", k.comm)
+            };
+            let (op, bytes) = (k.op, k.bytes);
+            let _ = match k.root {
+                Some(root) => write!(text, "  {i}{op} root {root} {bytes}B{on}"),
+                None if op == "barrier" => write!(text, "  {i}{op}{on}"),
+                None => write!(text, "  {i}{op} {bytes}B{on}"),
+            };
+            if let Some(q) = k.request {
+                let _ = write!(text, " as {}", request_name(q));
+            }
+            text.push('\n');
+        }
+        ReplayOp::Rma(x) => {
+            let (verb, q) = (x.kind.word(), request_name(x.request));
+            let _ = writeln!(text, "  {verb} {} {}B as {q}", x.peer, x.bytes);
+        }
+        ReplayOp::Wait(v) => {
+            let names: Vec<String> = v.iter().map(|&i| request_name(i)).collect();
+            // MPI_Sendrecv's halves are joined by a waitall even when only one was matched.
+            let all = names.len() > 1 || matches!(kind, CallKind::Sendrecv(_));
+            let verb = if all { "waitall" } else { "wait" };
+            let _ = writeln!(text, "  {verb} {}", names.join(" "));
+        }
     }
 }
 

@@ -598,6 +598,8 @@ fn poll_in(fd: i32, ms: i32) {
 
 type Measured = (Profile, Vec<PatternResult>);
 
+/// Starts the ranks on `cluster`, calibrates over its shaped links, measures every pattern and
+/// predicts it from that calibration, then lets the ranks go. Each step is its own function.
 fn run_on(
     cfg: &TestbedConfig,
     cluster: &Cluster,
@@ -614,16 +616,54 @@ fn run_on(
     progress(&format!("starting {} ranks", cfg.hosts));
     let ranks = spawn_ranks(cfg, cluster, ctrl_addr, &token)?;
     let (mut co, peers, _) = connect_ranks(&listener, ranks, cfg.hosts, &token)?;
-    let per_byte_s = 8.0 / cfg.rate_bit_per_s as f64;
+    let profile = calibrate(cfg, &mut co, &peers, progress)?;
 
-    // Calibration: ping-pong between hosts 0 and 1 over the shaped links.
+    if let Some(r) = cfg.kill_rank_for_test {
+        if let Some(c) = co.ranks.children.get_mut(r as usize) {
+            let _ = c.kill();
+        }
+    }
+
+    let mut results = Vec::with_capacity(patterns.len());
+    for (k, p) in patterns.iter().enumerate() {
+        // Job 0 was the calibration.
+        results.push(measure_pattern(
+            cfg,
+            &mut co,
+            &peers,
+            k as u32 + 1,
+            p,
+            &profile,
+            progress,
+        )?);
+    }
+    if results.iter().any(|r| r.predict_error.is_some()) {
+        notes.push("some patterns have no prediction (see predict_error)".into());
+    }
+    dismiss(co, cfg.hosts);
+    Ok((profile, results))
+}
+
+/// Seconds a byte takes on a shaped link.
+fn per_byte_s(cfg: &TestbedConfig) -> f64 {
+    8.0 / cfg.rate_bit_per_s as f64
+}
+
+/// Calibration (job 0): ping-pong between hosts 0 and 1 over the shaped links, fitted into the
+/// profile the predictions use.
+fn calibrate(
+    cfg: &TestbedConfig,
+    co: &mut Coordinator,
+    peers: &[SocketAddr],
+    progress: &mut dyn FnMut(&str),
+) -> Result<Profile, TestbedError> {
     let ladder = cfg
         .ladder
         .clone()
         .unwrap_or_else(|| default_ladder(cfg.rate_bit_per_s, cfg.bytes));
     let est: f64 = ladder
         .iter()
-        .map(|r| (r.reps + 1) as f64 * 2.0 * (r.bytes as f64 * per_byte_s + 0.001))
+        .map(|r| (r.reps + 1) as f64 * 2.0 * (r.bytes as f64 * per_byte_s(cfg) + 0.001))
         .sum();
     progress(&format!(
         "calibrating: ping-pong host 0 <-> host 1, {} sizes {} B .. {} B (about {:.0} s)",
@@ -633,27 +673,15 @@ fn run_on(
         est
     ));
     let timeout = Duration::from_secs_f64(30.0 + 10.0 * est);
+    let side = |peer: u32, initiator: bool| Work::PingPong {
+        peer,
+        initiator,
+        ladder: ladder.clone(),
+    };
     co.start_job(
         0,
-        &peers,
-        vec![
-            (
-                0,
-                Work::PingPong {
-                    peer: 1,
-                    initiator: true,
-                    ladder: ladder.clone(),
-                },
-            ),
-            (
-                1,
-                Work::PingPong {
-                    peer: 0,
-                    initiator: false,
-                    ladder: ladder.clone(),
-                },
-            ),
-        ],
+        peers,
+        vec![(0, side(1, true)), (1, side(0, false))],
         timeout,
     )?;
     co.go(&[0, 1], 0)?;
@@ -691,107 +719,125 @@ fn run_on(
     .map_err(|e| TestbedError::Calibration(e.to_string()))?;
     profile.transport = Some("tcp".into());
     join_pieces(&mut profile);
+    Ok(profile)
+}
 
-    if let Some(r) = cfg.kill_rank_for_test {
-        if let Some(c) = co.ranks.children.get_mut(r as usize) {
-            let _ = c.kill();
+/// Measures pattern `p` as job `job` (warm-up, then timed iterations, every host started
+/// together) and predicts it from `profile`.
+fn measure_pattern(
+    cfg: &TestbedConfig,
+    co: &mut Coordinator,
+    peers: &[SocketAddr],
+    job: u32,
+    p: &Pattern,
+    profile: &Profile,
+    progress: &mut dyn FnMut(&str),
+) -> Result<PatternResult, TestbedError> {
+    let bound_s = p.max_host_bytes() as f64 * per_byte_s(cfg);
+    progress(&format!(
+        "measuring {}: {} messages of {} B, {} + {} iterations (rate bound {:.1} ms each)",
+        p.name,
+        p.messages().len(),
+        cfg.bytes,
+        cfg.warmup,
+        cfg.iters,
+        bound_s * 1e3
+    ));
+    let timeout = Duration::from_secs_f64(30.0 + 20.0 * bound_s);
+    let total = cfg.warmup + cfg.iters;
+    let works = p
+        .ranks
+        .iter()
+        .enumerate()
+        .map(|(r, part)| {
+            (
+                r as u32,
+                Work::Pattern {
+                    part: part.clone(),
+                    iters: total,
+                },
+            )
+        })
+        .collect();
+    co.start_job(job, peers, works, timeout)?;
+    let (measured, lates) = time_iterations(cfg, co, &p.name, timeout)?;
+    // No measured iteration (all warm-up): NaN, written as null in the result file.
+    let med = median(&measured).unwrap_or(f64::NAN);
+    let (predicted_us, predict_error) = match crate::predict::predict_pattern(p, profile) {
+        Ok(t) => (Some(t), None),
+        Err(e) => (None, Some(e.to_string())),
+    };
+    let error_pct = predicted_us.map(|t| (t - med) / med * 100.0);
+    let r = PatternResult {
+        pattern: p.name.clone(),
+        messages: p.messages().len() as u64,
+        bytes_per_message: cfg.bytes,
+        max_host_bytes: p.max_host_bytes(),
+        rate_bound_us: bound_s * 1e6,
+        measured_median_us: med,
+        measured_min_us: measured.iter().copied().fold(f64::INFINITY, f64::min),
+        measured_max_us: measured.iter().copied().fold(0.0, f64::max),
+        measured_us: measured,
+        start_late_median_us: median(&lates).unwrap_or(f64::NAN),
+        predicted_us,
+        error_pct,
+        predict_error,
+    };
+    progress(&format!(
+        "  {}: measured median {:.1} ms (min {:.1}, max {:.1}; latest start +{:.2} ms), predicted {}",
+        r.pattern,
+        r.measured_median_us / 1e3,
+        r.measured_min_us / 1e3,
+        r.measured_max_us / 1e3,
+        r.start_late_median_us / 1e3,
+        match (r.predicted_us, &r.predict_error) {
+            (Some(t), _) => format!("{:.1} ms", t / 1e3),
+            (None, Some(e)) => format!("none ({e})"),
+            (None, None) => "none".into(),
         }
-    }
+    ));
+    Ok(r)
+}
 
+/// Runs the started job's iterations on every host: per measured (post-warm-up) iteration, the
+/// time from the common start to the last host's finish and the latest host's start delay, in
+/// microseconds.
+fn time_iterations(
+    cfg: &TestbedConfig,
+    co: &mut Coordinator,
+    name: &str,
+    timeout: Duration,
+) -> Result<(Vec<f64>, Vec<f64>), TestbedError> {
     let all: Vec<u32> = (0..cfg.hosts).collect();
-    let mut results = Vec::with_capacity(patterns.len());
-    for (k, p) in patterns.iter().enumerate() {
-        let bound_s = p.max_host_bytes() as f64 * per_byte_s;
-        progress(&format!(
-            "measuring {}: {} messages of {} B, {} + {} iterations (rate bound {:.1} ms each)",
-            p.name,
-            p.messages().len(),
-            cfg.bytes,
-            cfg.warmup,
-            cfg.iters,
-            bound_s * 1e3
-        ));
-        let timeout = Duration::from_secs_f64(30.0 + 20.0 * bound_s);
-        let total = cfg.warmup + cfg.iters;
-        let works = p
-            .ranks
-            .iter()
-            .enumerate()
-            .map(|(r, part)| {
-                (
-                    r as u32,
-                    Work::Pattern {
-                        part: part.clone(),
-                        iters: total,
-                    },
-                )
-            })
-            .collect();
-        co.start_job(k as u32 + 1, &peers, works, timeout)?;
-        let mut measured = Vec::with_capacity(cfg.iters as usize);
-        let mut lates = Vec::with_capacity(cfg.iters as usize);
-        for it in 0..total {
-            let start = co.go(&all, it)?;
-            let done = co.gather(&all, &format!("{} iteration {it}", p.name), timeout)?;
-            let (mut finish, mut late) = (start, 0);
-            for (_, m) in &done {
-                if let FromRank::Done {
-                    finish_ns, late_ns, ..
-                } = m
-                {
-                    finish = finish.max(*finish_ns);
-                    late = late.max(*late_ns);
-                }
-            }
-            if it >= cfg.warmup {
-                measured.push(finish.saturating_sub(start) as f64 / 1e3);
-                lates.push(late as f64 / 1e3);
+    let mut measured = Vec::with_capacity(cfg.iters as usize);
+    let mut lates = Vec::with_capacity(cfg.iters as usize);
+    for it in 0..cfg.warmup + cfg.iters {
+        let start = co.go(&all, it)?;
+        let done = co.gather(&all, &format!("{name} iteration {it}"), timeout)?;
+        let (mut finish, mut late) = (start, 0);
+        for (_, m) in &done {
+            if let FromRank::Done {
+                finish_ns, late_ns, ..
+            } = m
+            {
+                finish = finish.max(*finish_ns);
+                late = late.max(*late_ns);
             }
         }
-        // No measured iteration (all warm-up): NaN, written as null in the result file.
-        let med = median(&measured).unwrap_or(f64::NAN);
-        let (predicted_us, predict_error) = match crate::predict::predict_pattern(p, &profile) {
-            Ok(t) => (Some(t), None),
-            Err(e) => (None, Some(e.to_string())),
-        };
-        let error_pct = predicted_us.map(|t| (t - med) / med * 100.0);
-        let r = PatternResult {
-            pattern: p.name.clone(),
-            messages: p.messages().len() as u64,
-            bytes_per_message: cfg.bytes,
-            max_host_bytes: p.max_host_bytes(),
-            rate_bound_us: bound_s * 1e6,
-            measured_median_us: med,
-            measured_min_us: measured.iter().copied().fold(f64::INFINITY, f64::min),
-            measured_max_us: measured.iter().copied().fold(0.0, f64::max),
-            measured_us: measured,
-            start_late_median_us: median(&lates).unwrap_or(f64::NAN),
-            predicted_us,
-            error_pct,
-            predict_error,
-        };
-        progress(&format!(
-            "  {}: measured median {:.1} ms (min {:.1}, max {:.1}; latest start +{:.2} ms), predicted {}",
-            r.pattern,
-            r.measured_median_us / 1e3,
-            r.measured_min_us / 1e3,
-            r.measured_max_us / 1e3,
-            r.start_late_median_us / 1e3,
-            match (r.predicted_us, &r.predict_error) {
-                (Some(t), _) => format!("{:.1} ms", t / 1e3),
-                (None, Some(e)) => format!("none ({e})"),
-                (None, None) => "none".into(),
-            }
-        ));
-        results.push(r);
+        if it >= cfg.warmup {
+            measured.push(finish.saturating_sub(start) as f64 / 1e3);
+            lates.push(late as f64 / 1e3);
+        }
     }
-    if results.iter().any(|r| r.predict_error.is_some()) {
-        notes.push("some patterns have no prediction (see predict_error)".into());
-    }
-    for r in 0..cfg.hosts {
+    Ok((measured, lates))
+}
+
+/// Tells every rank to quit and gives them a moment to leave on their own; the guard kills
+/// what remains when `co` is dropped.
+fn dismiss(mut co: Coordinator, hosts: u32) {
+    for r in 0..hosts {
         let _ = co.send(r, &ToRank::Quit);
     }
-    // Give the ranks a moment to leave on their own; the guard kills what remains.
     let t0 = Instant::now();
     while t0.elapsed() < Duration::from_secs(2)
         && co
@@ -803,7 +849,6 @@ fn run_on(
         std::thread::sleep(Duration::from_millis(20));
     }
     drop(co);
-    Ok((profile, results))
 }
 
 /// Moves each boundary between two Tcom pieces to where their lines cross, when they cross

@@ -124,7 +124,7 @@ impl Clock {
         };
         #[cfg(target_arch = "x86_64")]
         if use_tsc {
-            let mut ghz: Vec<f64> = (0..5)
+            let ghz: Vec<f64> = (0..5)
                 .map(|_| {
                     let (t0, c0) = (Instant::now(), rdtsc());
                     while t0.elapsed() < Duration::from_millis(6) {
@@ -134,8 +134,10 @@ impl Clock {
                     (c1 - c0) as f64 / (t1 - t0).as_nanos() as f64
                 })
                 .collect();
-            ghz.sort_by(f64::total_cmp);
-            let g = ghz[ghz.len() / 2];
+            // The median of the five rates (commperf-stats' one definition; an odd count, so
+            // it is the middle rate): one window disturbed by a preemption does not move it.
+            // None only for all-NaN rates, which the check below refuses as well.
+            let g = commperf_stats::median(&ghz).unwrap_or(f64::NAN);
             if g.is_finite() && g > 0.05 {
                 c.source = ClockSource::Tsc { ghz: g };
                 c.ns_per_tick = 1.0 / g;

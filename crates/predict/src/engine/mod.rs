@@ -534,41 +534,7 @@ fn stuck_op(op: crate::workload::OpKind) -> String {
 /// Predicts the workload's communication time.
 pub fn predict(inputs: &Inputs<'_>, cfg: &PredictConfig) -> Result<Outcome, PredictError> {
     check(inputs, cfg)?;
-    let loggp = inputs
-        .loggp
-        .copied()
-        .unwrap_or_else(|| LogGp::from_profile(None, inputs.tcom));
-    let mut by_size = cfg.loggp_by_size.clone();
-    by_size.sort_by_key(|b| b.0);
-    let sim = match cfg.model {
-        Model::LogGp => loggops::run(
-            inputs.workload,
-            loggops::Params {
-                base: loggp,
-                by_size: &by_size,
-            },
-            cfg.eager_threshold_bytes,
-            cfg.timeline,
-            cfg.local_self_messages.then(|| {
-                cfg.self_overheads
-                    .unwrap_or_else(|| SelfOverheads::of(&loggp))
-            }),
-            loggops::Rules {
-                receive: cfg.loggp_receive,
-                receive_gap: cfg.receive_gap,
-                overlap: cfg.overlap.unwrap_or_default(),
-                progress: cfg.progress,
-            },
-        )?,
-        Model::Contention => sim::Sim::new(
-            inputs.workload,
-            inputs.network,
-            inputs.rank_map,
-            inputs.tcom,
-            cfg,
-        )?
-        .run()?,
-    };
+    let sim = simulate(inputs, cfg)?;
     // A figure past f64's range is no prediction: refused, never printed as `-` or null.
     if !sim.total_ns.is_finite() {
         return Err(PredictError::Config(format!(
@@ -590,30 +556,11 @@ pub fn predict(inputs: &Inputs<'_>, cfg: &PredictConfig) -> Result<Outcome, Pred
             wait_us: ((finish - compute - comm) / 1e3).max(0.0),
         })
         .collect();
-    let mut links: Vec<LinkUse> = Vec::new();
-    if cfg.model == Model::Contention {
-        let net_links = inputs.network.links();
-        for (id, &(busy, bytes, max_count)) in sim.links.iter().enumerate() {
-            if max_count == 0 {
-                continue;
-            }
-            let l = &net_links[id];
-            links.push(LinkUse {
-                id: id as u32,
-                from: l.from.clone(),
-                to: l.to.clone(),
-                class: l.class.clone(),
-                bytes,
-                busy_us: busy / 1e3,
-                utilization: if sim.total_ns > 0.0 {
-                    busy / sim.total_ns
-                } else {
-                    0.0
-                },
-                max_contention: max_count,
-            });
-        }
-    }
+    let links = if cfg.model == Model::Contention {
+        link_uses(inputs, &sim)
+    } else {
+        Vec::new()
+    };
     let mut order: Vec<&LinkUse> = links.iter().collect();
     order.sort_by(|a, b| {
         b.busy_us
@@ -626,28 +573,9 @@ pub fn predict(inputs: &Inputs<'_>, cfg: &PredictConfig) -> Result<Outcome, Pred
         .take(5)
         .map(|l| format!("{}->{}", l.from, l.to))
         .collect();
-    let bg = mean_background(cfg.background);
-    let knee = order.first().map(|l| {
-        let pkt = cfg.packet_bytes as f64;
-        let cap = sim.link_cap[l.id as usize];
-        let peak_bytes_per_s = inputs.tcom.peak_bytes_per_ns() * 1e9 * cap;
-        Knee {
-            link: format!("{}->{}", l.from, l.to),
-            packet_bytes: cfg.packet_bytes,
-            capacity_pkts_per_s: peak_bytes_per_s * (1.0 - bg) / pkt,
-            busy_throughput_pkts_per_s: if l.busy_us > 0.0 {
-                l.bytes / pkt / (l.busy_us / 1e6)
-            } else {
-                0.0
-            },
-            mean_throughput_pkts_per_s: if total_us > 0.0 {
-                l.bytes / pkt / (total_us / 1e6)
-            } else {
-                0.0
-            },
-            background_load: bg,
-        }
-    });
+    let knee = order
+        .first()
+        .map(|l| knee_of(l, inputs, cfg, &sim, total_us));
     let prediction = Prediction {
         schema_version: PREDICTION_SCHEMA_VERSION,
         tool: format!("commperf {}", env!("CARGO_PKG_VERSION")),
@@ -684,6 +612,103 @@ pub fn predict(inputs: &Inputs<'_>, cfg: &PredictConfig) -> Result<Outcome, Pred
         prediction,
         timeline: sim.timeline,
     })
+}
+
+/// Runs the model `cfg` names over the inputs (checked by [`check`]).
+fn simulate(inputs: &Inputs<'_>, cfg: &PredictConfig) -> Result<sim::SimResult, PredictError> {
+    let loggp = inputs
+        .loggp
+        .copied()
+        .unwrap_or_else(|| LogGp::from_profile(None, inputs.tcom));
+    let mut by_size = cfg.loggp_by_size.clone();
+    by_size.sort_by_key(|b| b.0);
+    Ok(match cfg.model {
+        Model::LogGp => loggops::run(
+            inputs.workload,
+            loggops::Params {
+                base: loggp,
+                by_size: &by_size,
+            },
+            cfg.eager_threshold_bytes,
+            cfg.timeline,
+            cfg.local_self_messages.then(|| {
+                cfg.self_overheads
+                    .unwrap_or_else(|| SelfOverheads::of(&loggp))
+            }),
+            loggops::Rules {
+                receive: cfg.loggp_receive,
+                receive_gap: cfg.receive_gap,
+                overlap: cfg.overlap.unwrap_or_default(),
+                progress: cfg.progress,
+            },
+        )?,
+        Model::Contention => sim::Sim::new(
+            inputs.workload,
+            inputs.network,
+            inputs.rank_map,
+            inputs.tcom,
+            cfg,
+        )?
+        .run()?,
+    })
+}
+
+/// The contention model's use of each link that carried anything.
+fn link_uses(inputs: &Inputs<'_>, sim: &sim::SimResult) -> Vec<LinkUse> {
+    let net_links = inputs.network.links();
+    let mut links = Vec::new();
+    for (id, &(busy, bytes, max_count)) in sim.links.iter().enumerate() {
+        if max_count == 0 {
+            continue;
+        }
+        let l = &net_links[id];
+        links.push(LinkUse {
+            id: id as u32,
+            from: l.from.clone(),
+            to: l.to.clone(),
+            class: l.class.clone(),
+            bytes,
+            busy_us: busy / 1e3,
+            utilization: if sim.total_ns > 0.0 {
+                busy / sim.total_ns
+            } else {
+                0.0
+            },
+            max_contention: max_count,
+        });
+    }
+    links
+}
+
+/// The knee figures of the busiest link `l`: its capacity in packets per second under the
+/// mean background load, against the throughput it carried while busy and over the run.
+fn knee_of(
+    l: &LinkUse,
+    inputs: &Inputs<'_>,
+    cfg: &PredictConfig,
+    sim: &sim::SimResult,
+    total_us: f64,
+) -> Knee {
+    let bg = mean_background(cfg.background);
+    let pkt = cfg.packet_bytes as f64;
+    let cap = sim.link_cap[l.id as usize];
+    let peak_bytes_per_s = inputs.tcom.peak_bytes_per_ns() * 1e9 * cap;
+    Knee {
+        link: format!("{}->{}", l.from, l.to),
+        packet_bytes: cfg.packet_bytes,
+        capacity_pkts_per_s: peak_bytes_per_s * (1.0 - bg) / pkt,
+        busy_throughput_pkts_per_s: if l.busy_us > 0.0 {
+            l.bytes / pkt / (l.busy_us / 1e6)
+        } else {
+            0.0
+        },
+        mean_throughput_pkts_per_s: if total_us > 0.0 {
+            l.bytes / pkt / (total_us / 1e6)
+        } else {
+            0.0
+        },
+        background_load: bg,
+    }
 }
 
 /// `--bounds` (Papaefstathiou 2001: predict bounds, not single figures): the best case without

@@ -10,7 +10,7 @@ use super::queue::{key, time_of, EventQueue};
 use super::{Background, PredictConfig, PredictError, Sharing, SizeFactors};
 use crate::output::{Arrow, Span, SpanKind, Timeline};
 use crate::tcom::Tcom;
-use crate::topology::{Network, RankMap};
+use crate::topology::{Link, Network, RankMap};
 use crate::workload::{OpKind, Workload, ANY};
 
 const NONE: u32 = u32::MAX;
@@ -302,94 +302,9 @@ impl<'a> Sim<'a> {
     ) -> Result<Self, PredictError> {
         let n = w.len();
         let nranks = w.nranks() as usize;
-        // The rank map was checked against the workload and the network by `engine::check`.
-        let mut op_rank = vec![0u32; n];
-        let starts = w.rank_starts();
-        for r in 0..nranks {
-            op_rank[starts[r] as usize..starts[r + 1] as usize].fill(r as u32);
-        }
-        // Dependents in compressed rows: who waits for operation i to start or complete.
-        let (dep_start, deps) = w.dep_rows();
-        let mut pending = vec![0u32; n];
-        let mut count = vec![0u32; n + 1];
-        for i in 0..n {
-            let base = starts[op_rank[i] as usize];
-            pending[i] = dep_start[i + 1] - dep_start[i];
-            for &d in &deps[dep_start[i] as usize..dep_start[i + 1] as usize] {
-                let (local, _) = Workload::decode_dep(d);
-                count[(base + local) as usize + 1] += 1;
-            }
-        }
-        for i in 0..n {
-            count[i + 1] += count[i];
-        }
-        let st: Vec<OpSt> = (0..=n)
-            .map(|i| OpSt {
-                pending: if i < n { pending[i] } else { 0 },
-                rank: if i < n { op_rank[i] } else { 0 },
-                rev_start: count[i],
-            })
-            .collect();
-        let mut fill = count;
-        let mut rev = vec![0u32; deps.len()];
-        for i in 0..n {
-            let base = starts[op_rank[i] as usize];
-            for &d in &deps[dep_start[i] as usize..dep_start[i + 1] as usize] {
-                let (local, kind) = Workload::decode_dep(d);
-                let on = (base + local) as usize;
-                let bit = if kind == crate::workload::DepKind::IRequires {
-                    IREQ_BIT
-                } else {
-                    0
-                };
-                rev[fill[on] as usize] = i as u32 | bit;
-                fill[on] += 1;
-            }
-        }
-        let net_links = net.links();
-        let mut links = Vec::with_capacity(net_links.len());
-        let mut class_latency = Vec::with_capacity(net_links.len());
-        let specs = net.link_specs().filter(|s| s.len() == net_links.len());
-        for (i, l) in net_links.iter().enumerate() {
-            let class = cfg.link_classes.iter().find(|c| c.name == l.class);
-            let spec = specs.map(|s| s[i]);
-            let bw = class
-                .and_then(|c| c.bandwidth_bytes_per_ns)
-                .or(spec.map(|s| s.bandwidth_bytes_per_ns));
-            let cap = match bw {
-                Some(bw) => bw / tcom.peak_bytes_per_ns(),
-                None => 1.0,
-            };
-            links.push(LinkState {
-                cap,
-                fatpipe: spec.is_some_and(|s| s.fatpipe),
-                ..LinkState::default()
-            });
-            // A class's latency replaces the link's own when it gives one.
-            let class_lat = class.map_or(0.0, |c| c.latency_ns);
-            class_latency.push(match spec {
-                Some(s) if class_lat == 0.0 => s.latency_ns,
-                _ => class_lat,
-            });
-        }
-        // Shared cables: both directions count against the capacity of the first one.
-        let mut cap_of: Vec<u32> = (0..net_links.len() as u32).collect();
-        if cfg.sharing == Sharing::Shared {
-            let mut by_ends = std::collections::HashMap::with_capacity(net_links.len());
-            for (i, l) in net_links.iter().enumerate() {
-                by_ends
-                    .entry((l.from.as_str(), l.to.as_str()))
-                    .or_insert(i as u32);
-            }
-            for (i, l) in net_links.iter().enumerate() {
-                if let Some(&j) = by_ends.get(&(l.to.as_str(), l.from.as_str())) {
-                    cap_of[i] = cap_of[i].min(j);
-                }
-            }
-        }
-        let ready: Vec<u32> = (0..n as u32)
-            .filter(|&i| pending[i as usize] == 0)
-            .collect();
+        let (st, rev, ready) = op_states(w);
+        let (links, class_latency) = link_states(net, tcom, cfg);
+        let cap_of = shared_capacities(net.links(), cfg.sharing);
         let timeline = cfg.timeline.then(|| {
             (
                 vec![0.0; n],
@@ -1074,4 +989,112 @@ impl<'a> Sim<'a> {
             }),
         }
     }
+}
+/// Per operation its start state (dependencies pending, rank, where its dependents start in
+/// the reverse rows), the reverse rows (who waits for each operation, with the `IREQ_BIT` of
+/// an `irequires`), and the operations ready at once.
+fn op_states(w: &Workload) -> (Vec<OpSt>, Vec<u32>, Vec<u32>) {
+    let n = w.len();
+    let nranks = w.nranks() as usize;
+    // The rank map was checked against the workload and the network by `engine::check`.
+    let mut op_rank = vec![0u32; n];
+    let starts = w.rank_starts();
+    for r in 0..nranks {
+        op_rank[starts[r] as usize..starts[r + 1] as usize].fill(r as u32);
+    }
+    // Dependents in compressed rows: who waits for operation i to start or complete.
+    let (dep_start, deps) = w.dep_rows();
+    let mut pending = vec![0u32; n];
+    let mut count = vec![0u32; n + 1];
+    for i in 0..n {
+        let base = starts[op_rank[i] as usize];
+        pending[i] = dep_start[i + 1] - dep_start[i];
+        for &d in &deps[dep_start[i] as usize..dep_start[i + 1] as usize] {
+            let (local, _) = Workload::decode_dep(d);
+            count[(base + local) as usize + 1] += 1;
+        }
+    }
+    for i in 0..n {
+        count[i + 1] += count[i];
+    }
+    let st: Vec<OpSt> = (0..=n)
+        .map(|i| OpSt {
+            pending: if i < n { pending[i] } else { 0 },
+            rank: if i < n { op_rank[i] } else { 0 },
+            rev_start: count[i],
+        })
+        .collect();
+    let mut fill = count;
+    let mut rev = vec![0u32; deps.len()];
+    for i in 0..n {
+        let base = starts[op_rank[i] as usize];
+        for &d in &deps[dep_start[i] as usize..dep_start[i + 1] as usize] {
+            let (local, kind) = Workload::decode_dep(d);
+            let on = (base + local) as usize;
+            let bit = if kind == crate::workload::DepKind::IRequires {
+                IREQ_BIT
+            } else {
+                0
+            };
+            rev[fill[on] as usize] = i as u32 | bit;
+            fill[on] += 1;
+        }
+    }
+    let ready: Vec<u32> = (0..n as u32)
+        .filter(|&i| pending[i as usize] == 0)
+        .collect();
+    (st, rev, ready)
+}
+
+/// Per link its state (capacity as a share of the profile's peak, fat pipe or not) and its
+/// latency: a link class's settings over the topology's own specs.
+fn link_states(net: &dyn Network, tcom: &Tcom, cfg: &PredictConfig) -> (Vec<LinkState>, Vec<f64>) {
+    let net_links = net.links();
+    let mut links = Vec::with_capacity(net_links.len());
+    let mut class_latency = Vec::with_capacity(net_links.len());
+    let specs = net.link_specs().filter(|s| s.len() == net_links.len());
+    for (i, l) in net_links.iter().enumerate() {
+        let class = cfg.link_classes.iter().find(|c| c.name == l.class);
+        let spec = specs.map(|s| s[i]);
+        let bw = class
+            .and_then(|c| c.bandwidth_bytes_per_ns)
+            .or(spec.map(|s| s.bandwidth_bytes_per_ns));
+        let cap = match bw {
+            Some(bw) => bw / tcom.peak_bytes_per_ns(),
+            None => 1.0,
+        };
+        links.push(LinkState {
+            cap,
+            fatpipe: spec.is_some_and(|s| s.fatpipe),
+            ..LinkState::default()
+        });
+        // A class's latency replaces the link's own when it gives one.
+        let class_lat = class.map_or(0.0, |c| c.latency_ns);
+        class_latency.push(match spec {
+            Some(s) if class_lat == 0.0 => s.latency_ns,
+            _ => class_lat,
+        });
+    }
+    (links, class_latency)
+}
+
+/// Per link, the link whose capacity it counts against: itself, or with shared cables the
+/// first of the two directions between its ends.
+fn shared_capacities(net_links: &[Link], sharing: Sharing) -> Vec<u32> {
+    // Shared cables: both directions count against the capacity of the first one.
+    let mut cap_of: Vec<u32> = (0..net_links.len() as u32).collect();
+    if sharing == Sharing::Shared {
+        let mut by_ends = std::collections::HashMap::with_capacity(net_links.len());
+        for (i, l) in net_links.iter().enumerate() {
+            by_ends
+                .entry((l.from.as_str(), l.to.as_str()))
+                .or_insert(i as u32);
+        }
+        for (i, l) in net_links.iter().enumerate() {
+            if let Some(&j) = by_ends.get(&(l.to.as_str(), l.from.as_str())) {
+                cap_of[i] = cap_of[i].min(j);
+            }
+        }
+    }
+    cap_of
 }

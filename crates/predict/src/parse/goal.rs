@@ -295,6 +295,103 @@ struct Pending {
     kind: DepKind,
 }
 
+/// One rank's block as read: its operations and dependencies by label. Reused for every rank:
+/// a million ranks must not mean a million allocations of each.
+#[derive(Default)]
+struct RankBlock<'a> {
+    ops: Vec<OpKind>,
+    deps: Vec<(Local, Local, DepKind)>,
+    /// Where each dependency was written (its first label), for the cycle report.
+    dep_at: Vec<Tok>,
+    labels: LabelMap<'a>,
+    pending: Vec<Pending>,
+}
+
+impl<'a> RankBlock<'a> {
+    fn clear(&mut self) {
+        self.ops.clear();
+        self.deps.clear();
+        self.dep_at.clear();
+        self.labels.clear();
+        self.pending.clear();
+    }
+
+    /// Adds `op`, labelled `label` when it has one.
+    fn push(
+        &mut self,
+        s: &Scanner<'a>,
+        op_tok: Tok,
+        label: Option<Tok>,
+        op: OpKind,
+    ) -> Result<(), ParseError> {
+        if self.ops.len() >= u32::MAX as usize / 2 {
+            return Err(s.err(op_tok, "too many operations in one rank"));
+        }
+        let idx = self.ops.len() as Local;
+        self.ops.push(op);
+        if let Some(l) = label {
+            if self.labels.insert(s.bytes(l), idx).is_some() {
+                return Err(s.err(l, "label is defined twice in this rank"));
+            }
+        }
+        Ok(())
+    }
+
+    /// `lA requires lB` / `lA irequires lB`, `op_tok` being `lA`: recorded now when both labels
+    /// are known, else once the block is read ([`RankBlock::resolve_pending`]).
+    fn dependency(&mut self, s: &mut Scanner<'a>, op_tok: Tok) -> Result<(), ParseError> {
+        let ow = s.bytes(op_tok);
+        if !is_label(ow) {
+            return Err(s.unexpected(op_tok, "an operation, a dependency or `}`"));
+        }
+        let k = s.word()?;
+        let kind = match s.bytes(k) {
+            b"requires" => DepKind::Requires,
+            b"irequires" => DepKind::IRequires,
+            _ => return Err(s.unexpected(k, "`requires` or `irequires`")),
+        };
+        let on = s.word()?;
+        if !is_label(s.bytes(on)) {
+            return Err(s.unexpected(on, "a label"));
+        }
+        match (self.labels.get(ow), self.labels.get(s.bytes(on))) {
+            (Some(&a), Some(&b)) => {
+                if a == b {
+                    return Err(s.err(on, "an operation cannot depend on itself"));
+                }
+                self.deps.push((a, b, kind));
+                self.dep_at.push(op_tok);
+            }
+            _ => self.pending.push(Pending {
+                op: op_tok,
+                on,
+                kind,
+            }),
+        }
+        Ok(())
+    }
+
+    /// The dependencies written before their labels, now that the block is read.
+    fn resolve_pending(&mut self, s: &Scanner<'a>) -> Result<(), ParseError> {
+        for p in &self.pending {
+            let a = *self
+                .labels
+                .get(s.bytes(p.op))
+                .ok_or_else(|| s.err(p.op, "no operation has this label in this rank"))?;
+            let b = *self
+                .labels
+                .get(s.bytes(p.on))
+                .ok_or_else(|| s.err(p.on, "no operation has this label in this rank"))?;
+            if a == b {
+                return Err(s.err(p.on, "an operation cannot depend on itself"));
+            }
+            self.deps.push((a, b, p.kind));
+            self.dep_at.push(p.op);
+        }
+        Ok(())
+    }
+}
+
 pub(crate) fn parse(text: &str, name: &str, _opts: &ParseOptions) -> Result<Workload, ParseError> {
     let mut s = Scanner {
         name,
@@ -306,16 +403,7 @@ pub(crate) fn parse(text: &str, name: &str, _opts: &ParseOptions) -> Result<Work
     let (nranks, _) = s.number("a number of ranks", MAX_RANKS)?;
     let nranks = nranks as u32;
     let mut builder = WorkloadBuilder::new(nranks);
-
-    // Reused for every rank: a million ranks must not mean a million allocations of each.
-    let mut ops: Vec<OpKind> = Vec::new();
-    let mut deps: Vec<(Local, Local, DepKind)> = Vec::new();
-    // Where each dependency was written (its first label), for the cycle report.
-    let mut dep_at: Vec<Tok> = Vec::new();
-    let mut labels: LabelMap<'_> = HashMap::default();
-    let mut pending: Vec<Pending> = Vec::new();
-    let max_rank = (nranks as u64).saturating_sub(1);
-
+    let mut blk = RankBlock::default();
     loop {
         if s.peek()?.is_none() {
             break;
@@ -333,140 +421,106 @@ pub(crate) fn parse(text: &str, name: &str, _opts: &ParseOptions) -> Result<Work
         if s.bytes(open) != b"{" {
             return Err(s.unexpected(open, "`{`"));
         }
-        ops.clear();
-        deps.clear();
-        dep_at.clear();
-        labels.clear();
-        pending.clear();
-        loop {
-            let t = s.word()?;
-            let w = s.bytes(t);
-            if w == b"}" {
-                break;
-            }
-            if t.start == t.end {
-                return Err(s.unexpected(t, "an operation or `}`"));
-            }
-            // `label:` before an operation.
-            let (op_tok, label) = if s.peek()? == Some(b':') {
-                if !is_label(w) {
-                    return Err(s.err(t, "a label is letters, digits, `_` and `.`"));
-                }
-                s.pos += 1;
-                (s.word()?, Some(t))
-            } else {
-                (t, None)
-            };
-            let ow = s.bytes(op_tok);
-            let op = match ow {
-                b"send" | b"recv" => {
-                    let bytes = s.size()?;
-                    let is_send = ow == b"send";
-                    s.expect_word(if is_send { "to" } else { "from" })?;
-                    // LogGOPSim's grammar: `from -1` is any source (receives only).
-                    let peer_tok = s.word()?;
-                    let peer = if s.bytes(peer_tok) == b"-1" {
-                        if is_send {
-                            return Err(s.err(
-                                peer_tok,
-                                "a send needs a destination rank (-1, any source, is for receives)",
-                            ));
-                        }
-                        ANY
-                    } else {
-                        s.pos = peer_tok.start;
-                        let (peer, peer_tok) = s.number("a rank", u64::MAX)?;
-                        if peer > max_rank || nranks == 0 {
-                            return Err(
-                                s.err(peer_tok, format!("rank {peer} is outside 0..{nranks}"))
-                            );
-                        }
-                        peer as u32
-                    };
-                    let mut tag = 0u32;
-                    while let Some(k) = s.accept_any(&[b"tag", b"cpu", b"nic"])? {
-                        if k == 0 {
-                            tag = any_or_tag(&mut s, is_send)?;
-                        } else {
-                            one_unit(&mut s, k == 1)?;
-                        }
-                    }
-                    OpKind::p2p(is_send, peer, tag, bytes)
-                }
-                b"calc" => {
-                    let (ns, _) = s.number("a time in nanoseconds", MAX_NS)?;
-                    while let Some(k) = s.accept_any(&[b"cpu", b"nic"])? {
-                        one_unit(&mut s, k == 0)?;
-                    }
-                    OpKind::Calc { ns }
-                }
-                _ if label.is_some() => {
-                    return Err(s.unexpected(op_tok, "`send`, `recv` or `calc`"));
-                }
-                _ => {
-                    // `lA requires lB` / `lA irequires lB`.
-                    if !is_label(ow) {
-                        return Err(s.unexpected(op_tok, "an operation, a dependency or `}`"));
-                    }
-                    let k = s.word()?;
-                    let kind = match s.bytes(k) {
-                        b"requires" => DepKind::Requires,
-                        b"irequires" => DepKind::IRequires,
-                        _ => return Err(s.unexpected(k, "`requires` or `irequires`")),
-                    };
-                    let on = s.word()?;
-                    if !is_label(s.bytes(on)) {
-                        return Err(s.unexpected(on, "a label"));
-                    }
-                    match (labels.get(ow), labels.get(s.bytes(on))) {
-                        (Some(&a), Some(&b)) => {
-                            if a == b {
-                                return Err(s.err(on, "an operation cannot depend on itself"));
-                            }
-                            deps.push((a, b, kind));
-                            dep_at.push(op_tok);
-                        }
-                        _ => pending.push(Pending {
-                            op: op_tok,
-                            on,
-                            kind,
-                        }),
-                    }
-                    continue;
-                }
-            };
-            if ops.len() >= u32::MAX as usize / 2 {
-                return Err(s.err(op_tok, "too many operations in one rank"));
-            }
-            let idx = ops.len() as Local;
-            ops.push(op);
-            if let Some(l) = label {
-                if labels.insert(s.bytes(l), idx).is_some() {
-                    return Err(s.err(l, "label is defined twice in this rank"));
-                }
-            }
-        }
-        for p in &pending {
-            let a = *labels
-                .get(s.bytes(p.op))
-                .ok_or_else(|| s.err(p.op, "no operation has this label in this rank"))?;
-            let b = *labels
-                .get(s.bytes(p.on))
-                .ok_or_else(|| s.err(p.on, "no operation has this label in this rank"))?;
-            if a == b {
-                return Err(s.err(p.on, "an operation cannot depend on itself"));
-            }
-            deps.push((a, b, p.kind));
-            dep_at.push(p.op);
-        }
-        if let Some(cycle) = find_cycle(ops.len(), &deps) {
-            return Err(cycle_error(&s, rank, &labels, &deps, &dep_at, &cycle));
+        blk.clear();
+        rank_body(&mut s, nranks, &mut blk)?;
+        blk.resolve_pending(&s)?;
+        if let Some(cycle) = find_cycle(blk.ops.len(), &blk.deps) {
+            return Err(cycle_error(
+                &s,
+                rank,
+                &blk.labels,
+                &blk.deps,
+                &blk.dep_at,
+                &cycle,
+            ));
         }
         builder
-            .add_rank(rank, &ops, &deps)
+            .add_rank(rank, &blk.ops, &blk.deps)
             .map_err(|e| s.err(rank_tok, e.to_string()))?;
     }
     Ok(builder.finish())
+}
+
+/// A rank's statements after its `{`, up to its `}`: `[label:] send|recv|calc …` and
+/// dependencies.
+fn rank_body<'a>(
+    s: &mut Scanner<'a>,
+    nranks: u32,
+    blk: &mut RankBlock<'a>,
+) -> Result<(), ParseError> {
+    loop {
+        let t = s.word()?;
+        let w = s.bytes(t);
+        if w == b"}" {
+            return Ok(());
+        }
+        if t.start == t.end {
+            return Err(s.unexpected(t, "an operation or `}`"));
+        }
+        // `label:` before an operation.
+        let (op_tok, label) = if s.peek()? == Some(b':') {
+            if !is_label(w) {
+                return Err(s.err(t, "a label is letters, digits, `_` and `.`"));
+            }
+            s.pos += 1;
+            (s.word()?, Some(t))
+        } else {
+            (t, None)
+        };
+        let op = match s.bytes(op_tok) {
+            b"send" => p2p(s, true, nranks)?,
+            b"recv" => p2p(s, false, nranks)?,
+            b"calc" => {
+                let (ns, _) = s.number("a time in nanoseconds", MAX_NS)?;
+                while let Some(k) = s.accept_any(&[b"cpu", b"nic"])? {
+                    one_unit(s, k == 0)?;
+                }
+                OpKind::Calc { ns }
+            }
+            _ if label.is_some() => {
+                return Err(s.unexpected(op_tok, "`send`, `recv` or `calc`"));
+            }
+            _ => {
+                blk.dependency(s, op_tok)?;
+                continue;
+            }
+        };
+        blk.push(s, op_tok, label, op)?;
+    }
+}
+
+/// `send SIZE to RANK …` / `recv SIZE from RANK …` after its keyword.
+fn p2p(s: &mut Scanner<'_>, is_send: bool, nranks: u32) -> Result<OpKind, ParseError> {
+    let max_rank = (nranks as u64).saturating_sub(1);
+    let bytes = s.size()?;
+    s.expect_word(if is_send { "to" } else { "from" })?;
+    // LogGOPSim's grammar: `from -1` is any source (receives only).
+    let peer_tok = s.word()?;
+    let peer = if s.bytes(peer_tok) == b"-1" {
+        if is_send {
+            return Err(s.err(
+                peer_tok,
+                "a send needs a destination rank (-1, any source, is for receives)",
+            ));
+        }
+        ANY
+    } else {
+        s.pos = peer_tok.start;
+        let (peer, peer_tok) = s.number("a rank", u64::MAX)?;
+        if peer > max_rank || nranks == 0 {
+            return Err(s.err(peer_tok, format!("rank {peer} is outside 0..{nranks}")));
+        }
+        peer as u32
+    };
+    let mut tag = 0u32;
+    while let Some(k) = s.accept_any(&[b"tag", b"cpu", b"nic"])? {
+        if k == 0 {
+            tag = any_or_tag(s, is_send)?;
+        } else {
+            one_unit(s, k == 1)?;
+        }
+    }
+    Ok(OpKind::p2p(is_send, peer, tag, bytes))
 }
 
 /// A dependency cycle among `n` operations, if there is one: the indices into `deps` of its

@@ -429,81 +429,32 @@ impl<'a> Parser<'a> {
         Ok((tag, name))
     }
 
+    /// Checks that statement `toks` has exactly `n` arguments (`what` names them when missing).
+    fn exact(&self, toks: &[Tok], line_end: usize, n: usize, what: &str) -> Result<(), ParseError> {
+        let args = &toks[1..];
+        if args.len() < n {
+            Err(self.missing(toks, line_end, what))
+        } else if args.len() > n {
+            let kw = self.word(toks[0]);
+            Err(self.err(args[n], format!("unexpected word after `{kw}`'s arguments")))
+        } else {
+            Ok(())
+        }
+    }
+
+    /// One statement (a line's words): the header first, then per keyword its own reader.
     fn statement(&mut self, toks: &[Tok], line_end: usize) -> Result<(), ParseError> {
         let head = toks[0];
         let kw = self.word(head);
-        let args = &toks[1..];
-        let exact = |p: &Self, n: usize, what: &str| -> Result<(), ParseError> {
-            if args.len() < n {
-                Err(p.missing(toks, line_end, what))
-            } else if args.len() > n {
-                Err(p.err(args[n], format!("unexpected word after `{kw}`'s arguments")))
-            } else {
-                Ok(())
-            }
-        };
         if self.builder.is_none() {
-            if kw != "ranks" {
-                return Err(self.err(head, "a trace starts with `ranks N`"));
-            }
-            exact(self, 1, "a number of ranks")?;
-            let w = self.word(args[0]);
-            return match w.parse::<u64>() {
-                Ok(n) if (1..=MAX_RANKS).contains(&n) => {
-                    self.nranks = n as u32;
-                    self.builder = Some(WorkloadBuilder::new(n as u32));
-                    Ok(())
-                }
-                _ if !w.is_empty() && w.bytes().all(|b| b.is_ascii_digit()) => Err(self.err(
-                    args[0],
-                    format!("the number of ranks must be 1 to 2^24 = {MAX_RANKS}"),
-                )),
-                _ => Err(self.err(args[0], "expected a number of ranks")),
-            };
+            return self.header(toks, line_end);
         }
         match kw {
             "ranks" => Err(self.err(head, "`ranks` is given twice")),
-            "rank" => {
-                // `rank R` or `rank R:`.
-                let Some(&rt) = args.first() else {
-                    return Err(self.missing(toks, line_end, "a rank"));
-                };
-                let w = self.word(rt);
-                let rtok = if w.len() > 1 && w.ends_with(':') {
-                    Tok {
-                        start: rt.start,
-                        end: rt.end - 1,
-                    }
-                } else {
-                    rt
-                };
-                let extra = match args.get(1) {
-                    Some(t) if self.word(*t) == ":" && rtok.end == rt.end => args.get(2),
-                    other => other,
-                };
-                if let Some(t) = extra {
-                    return Err(self.err(*t, "unexpected word after `rank R`"));
-                }
-                let r = self.rank_arg(rtok, false)?;
-                self.finish_block()?;
-                if self.builder.as_ref().is_some_and(|b| b.is_defined(r)) {
-                    return Err(self.err(rtok, format!("rank {r} is defined twice")));
-                }
-                self.block = Some(Block {
-                    rank: r,
-                    rank_tok: rtok,
-                    prog: SeqProgram::new(),
-                    named: HashMap::new(),
-                    outstanding: Vec::new(),
-                    coll_sinks: Vec::new(),
-                    colls: 0,
-                    coll_hash: 0,
-                    group_colls: HashMap::new(),
-                });
-                Ok(())
-            }
+            "rank" => self.rank_block(toks, line_end),
             "compute" | "sleep" => {
-                exact(self, 1, "a duration (such as `12.5us`)")?;
+                let args = &toks[1..];
+                self.exact(toks, line_end, 1, "a duration (such as `12.5us`)")?;
                 let ns = match parse_duration(self.word(args[0])) {
                     Some(Ok(ns)) => ns,
                     Some(Err(())) => return Err(self.err(args[0], "duration is too long")),
@@ -517,161 +468,237 @@ impl<'a> Parser<'a> {
                 self.block(head)?.prog.calc(ns);
                 Ok(())
             }
-            "send" | "recv" | "isend" | "irecv" | "ssend" | "issend" => {
-                let is_send = kw.ends_with("send");
-                let nonblocking = kw.starts_with('i');
-                if args.len() < 2 {
-                    return Err(self.missing(
-                        toks,
-                        line_end,
-                        if args.is_empty() { "a rank" } else { "a size" },
-                    ));
-                }
-                let peer = self.rank_arg(args[0], !is_send)?;
-                let bytes = self.size_arg(args[1])?;
-                let (tag, name) =
-                    self.p2p_options(&args[2..], !is_send, nonblocking, line_end, toks)?;
-                let op = match OpKind::p2p(is_send, peer, tag, bytes) {
-                    // MPI_Ssend / MPI_Issend: complete only once the receive has started.
-                    OpKind::Send { to, tag, bytes } if kw.ends_with("ssend") => {
-                        OpKind::Ssend { to, tag, bytes }
-                    }
-                    op => op,
-                };
-                let name_str = name.map(|t| self.word(t));
-                if let (Some(t), Some(b)) = (name, self.block.as_ref()) {
-                    if b.named.contains_key(self.word(t)) {
-                        return Err(self.err(
-                            t,
-                            "a request of this name is still outstanding (wait for it first)",
-                        ));
-                    }
-                }
-                let b = self.block(head)?;
-                if !nonblocking {
-                    b.prog.blocking(op);
-                    return Ok(());
-                }
-                let req = Req::Op(b.prog.nonblocking(op));
-                b.outstanding.push((req, name_str));
-                if let Some(n) = name_str {
-                    b.named.insert(n, req);
-                }
-                Ok(())
-            }
+            "send" | "recv" | "isend" | "irecv" | "ssend" | "issend" => self.p2p(toks, line_end),
             "comm" => self.comm(toks, line_end),
             "put" | "get" | "fetch" => self.rma(toks, line_end),
-            "wait" | "waitall" => {
-                if kw == "wait" {
-                    exact(self, 1, "a request name")?;
-                }
-                let mut reqs = Vec::with_capacity(args.len());
-                for &t in args {
-                    let n = self.word(t);
-                    let b = self.block(head)?;
-                    let Some(r) = b.named.remove(n) else {
-                        // Built only when needed: an error finds its line by scanning the
-                        // text before it, so building one per name made parsing quadratic.
-                        return Err(self.err(t, "no outstanding request has this name"));
-                    };
-                    b.outstanding.retain(|&(q, _)| q != r);
-                    reqs.push(r);
-                }
-                let b = self.block(head)?;
-                if args.is_empty() {
-                    reqs.extend(b.outstanding.drain(..).map(|(r, _)| r));
-                    b.named.clear();
-                }
-                let mut ops: Vec<Local> = Vec::with_capacity(reqs.len());
-                for r in reqs {
-                    match r {
-                        Req::Op(i) => ops.push(i),
-                        Req::Coll(c) => ops.extend(
-                            b.coll_sinks
-                                .get_mut(c)
-                                .map(std::mem::take)
-                                .unwrap_or_default(),
-                        ),
-                    }
-                }
-                b.prog.wait(&ops);
+            "wait" | "waitall" => self.wait(toks, line_end),
+            _ => self.collective_call(toks, line_end),
+        }
+    }
+
+    /// `ranks N`, the first statement: starts the workload.
+    fn header(&mut self, toks: &[Tok], line_end: usize) -> Result<(), ParseError> {
+        let (head, args) = (toks[0], &toks[1..]);
+        if self.word(head) != "ranks" {
+            return Err(self.err(head, "a trace starts with `ranks N`"));
+        }
+        self.exact(toks, line_end, 1, "a number of ranks")?;
+        let w = self.word(args[0]);
+        match w.parse::<u64>() {
+            Ok(n) if (1..=MAX_RANKS).contains(&n) => {
+                self.nranks = n as u32;
+                self.builder = Some(WorkloadBuilder::new(n as u32));
                 Ok(())
             }
-            _ => {
-                let call = self.collective(kw, head, args, toks, line_end)?;
-                self.block(head)?;
-                if let (Some(t), Some(b)) = (call.name, self.block.as_ref()) {
-                    if b.named.contains_key(self.word(t)) {
-                        return Err(self.err(
-                            t,
-                            "a request of this name is still outstanding (wait for it first)",
-                        ));
-                    }
-                }
-                let name_str = call.name.map(|t| self.word(t));
-                let algos = &self.opts.algorithms;
-                let nranks = self.nranks;
-                let total = self.total_ops;
-                let group = call.group.and_then(|g| self.groups.get(g as usize));
-                let Some(b) = self.block.as_mut() else {
-                    return Ok(());
-                };
-                // The members (world ranks) and this rank's place among them; the reader
-                // checked membership when it read `on NAME`.
-                let (members, pos): (Option<&[Rank]>, Rank) = match group {
-                    Some(g) => (Some(&g.members), g.position(b.rank).unwrap_or(0)),
-                    None => (None, b.rank),
-                };
-                let size = members.map_or(nranks, |m| m.len() as u32);
-                // The error is built only when needed: it counts the lines before it, and
-                // building it for every collective made parsing quadratic in the trace's length.
-                if total + b.prog.len() as u64 + algos.ops_bound(&call.coll, size) > MAX_OPS {
-                    return Err(error_at(
-                        self.name,
-                        self.text,
-                        head.start,
-                        head.end,
-                        format!("the trace expands into more than {MAX_OPS} operations"),
-                    ));
-                }
-                // The call's number: per group, or among the world-wide collectives (whose
-                // tags are unchanged by groups' existence).
-                let sig = mix(coll_signature(&call.coll), u64::from(call.nonblocking));
-                let tag = match call.group {
-                    Some(g) => {
-                        let e = b.group_colls.entry(g).or_insert((0, 0));
-                        let tag = group_coll_tag(g, e.0);
-                        e.0 += 1;
-                        e.1 = mix(e.1, sig);
-                        tag
-                    }
-                    None => {
-                        let tag = coll_tag(b.colls);
-                        b.colls += 1;
-                        b.coll_hash = mix(b.coll_hash, sig);
-                        tag
-                    }
-                };
-                let expand = |p: &mut SeqProgram| match members {
-                    Some(m) => algos.expand_on(p, m, pos, tag, &call.coll),
-                    None => algos.expand(p, pos, nranks, tag, &call.coll),
-                };
-                if !call.nonblocking {
-                    expand(&mut b.prog);
-                    return Ok(());
-                }
-                let mut own = SeqProgram::new();
-                expand(&mut own);
-                let sinks = b.prog.nonblocking_program(&own);
-                let req = Req::Coll(b.coll_sinks.len());
-                b.coll_sinks.push(sinks);
-                b.outstanding.push((req, name_str));
-                if let Some(n) = name_str {
-                    b.named.insert(n, req);
-                }
-                Ok(())
+            _ if !w.is_empty() && w.bytes().all(|b| b.is_ascii_digit()) => Err(self.err(
+                args[0],
+                format!("the number of ranks must be 1 to 2^24 = {MAX_RANKS}"),
+            )),
+            _ => Err(self.err(args[0], "expected a number of ranks")),
+        }
+    }
+
+    /// `rank R` or `rank R:`: ends the block before and starts R's.
+    fn rank_block(&mut self, toks: &[Tok], line_end: usize) -> Result<(), ParseError> {
+        let args = &toks[1..];
+        let Some(&rt) = args.first() else {
+            return Err(self.missing(toks, line_end, "a rank"));
+        };
+        let w = self.word(rt);
+        let rtok = if w.len() > 1 && w.ends_with(':') {
+            Tok {
+                start: rt.start,
+                end: rt.end - 1,
+            }
+        } else {
+            rt
+        };
+        let extra = match args.get(1) {
+            Some(t) if self.word(*t) == ":" && rtok.end == rt.end => args.get(2),
+            other => other,
+        };
+        if let Some(t) = extra {
+            return Err(self.err(*t, "unexpected word after `rank R`"));
+        }
+        let r = self.rank_arg(rtok, false)?;
+        self.finish_block()?;
+        if self.builder.as_ref().is_some_and(|b| b.is_defined(r)) {
+            return Err(self.err(rtok, format!("rank {r} is defined twice")));
+        }
+        self.block = Some(Block {
+            rank: r,
+            rank_tok: rtok,
+            prog: SeqProgram::new(),
+            named: HashMap::new(),
+            outstanding: Vec::new(),
+            coll_sinks: Vec::new(),
+            colls: 0,
+            coll_hash: 0,
+            group_colls: HashMap::new(),
+        });
+        Ok(())
+    }
+
+    /// Refuses request name `name` while a request of that name is outstanding.
+    fn check_name_free(&self, name: Option<Tok>) -> Result<(), ParseError> {
+        if let (Some(t), Some(b)) = (name, self.block.as_ref()) {
+            if b.named.contains_key(self.word(t)) {
+                return Err(self.err(
+                    t,
+                    "a request of this name is still outstanding (wait for it first)",
+                ));
             }
         }
+        Ok(())
+    }
+
+    /// `send`, `recv`, `isend`, `irecv`, `ssend`, `issend`: `PEER SIZE [tag T] [as NAME]`.
+    fn p2p(&mut self, toks: &[Tok], line_end: usize) -> Result<(), ParseError> {
+        let (head, args) = (toks[0], &toks[1..]);
+        let kw = self.word(head);
+        let is_send = kw.ends_with("send");
+        let nonblocking = kw.starts_with('i');
+        if args.len() < 2 {
+            return Err(self.missing(
+                toks,
+                line_end,
+                if args.is_empty() { "a rank" } else { "a size" },
+            ));
+        }
+        let peer = self.rank_arg(args[0], !is_send)?;
+        let bytes = self.size_arg(args[1])?;
+        let (tag, name) = self.p2p_options(&args[2..], !is_send, nonblocking, line_end, toks)?;
+        let op = match OpKind::p2p(is_send, peer, tag, bytes) {
+            // MPI_Ssend / MPI_Issend: complete only once the receive has started.
+            OpKind::Send { to, tag, bytes } if kw.ends_with("ssend") => {
+                OpKind::Ssend { to, tag, bytes }
+            }
+            op => op,
+        };
+        let name_str = name.map(|t| self.word(t));
+        self.check_name_free(name)?;
+        let b = self.block(head)?;
+        if !nonblocking {
+            b.prog.blocking(op);
+            return Ok(());
+        }
+        let req = Req::Op(b.prog.nonblocking(op));
+        b.outstanding.push((req, name_str));
+        if let Some(n) = name_str {
+            b.named.insert(n, req);
+        }
+        Ok(())
+    }
+
+    /// `wait NAME`, `waitall [NAME…]` (no name: every outstanding request).
+    fn wait(&mut self, toks: &[Tok], line_end: usize) -> Result<(), ParseError> {
+        let (head, args) = (toks[0], &toks[1..]);
+        if self.word(head) == "wait" {
+            self.exact(toks, line_end, 1, "a request name")?;
+        }
+        let mut reqs = Vec::with_capacity(args.len());
+        for &t in args {
+            let n = self.word(t);
+            let b = self.block(head)?;
+            let Some(r) = b.named.remove(n) else {
+                // Built only when needed: an error finds its line by scanning the
+                // text before it, so building one per name made parsing quadratic.
+                return Err(self.err(t, "no outstanding request has this name"));
+            };
+            b.outstanding.retain(|&(q, _)| q != r);
+            reqs.push(r);
+        }
+        let b = self.block(head)?;
+        if args.is_empty() {
+            reqs.extend(b.outstanding.drain(..).map(|(r, _)| r));
+            b.named.clear();
+        }
+        let mut ops: Vec<Local> = Vec::with_capacity(reqs.len());
+        for r in reqs {
+            match r {
+                Req::Op(i) => ops.push(i),
+                Req::Coll(c) => ops.extend(
+                    b.coll_sinks
+                        .get_mut(c)
+                        .map(std::mem::take)
+                        .unwrap_or_default(),
+                ),
+            }
+        }
+        b.prog.wait(&ops);
+        Ok(())
+    }
+
+    /// A collective (any other keyword, which [`Parser::collective`] reads or refuses),
+    /// expanded into the rank's program by the algorithm chosen for it.
+    fn collective_call(&mut self, toks: &[Tok], line_end: usize) -> Result<(), ParseError> {
+        let (head, args) = (toks[0], &toks[1..]);
+        let kw = self.word(head);
+        let call = self.collective(kw, head, args, toks, line_end)?;
+        self.block(head)?;
+        self.check_name_free(call.name)?;
+        let name_str = call.name.map(|t| self.word(t));
+        let algos = &self.opts.algorithms;
+        let nranks = self.nranks;
+        let total = self.total_ops;
+        let group = call.group.and_then(|g| self.groups.get(g as usize));
+        let Some(b) = self.block.as_mut() else {
+            return Ok(());
+        };
+        // The members (world ranks) and this rank's place among them; the reader
+        // checked membership when it read `on NAME`.
+        let (members, pos): (Option<&[Rank]>, Rank) = match group {
+            Some(g) => (Some(&g.members), g.position(b.rank).unwrap_or(0)),
+            None => (None, b.rank),
+        };
+        let size = members.map_or(nranks, |m| m.len() as u32);
+        // The error is built only when needed: it counts the lines before it, and
+        // building it for every collective made parsing quadratic in the trace's length.
+        if total + b.prog.len() as u64 + algos.ops_bound(&call.coll, size) > MAX_OPS {
+            return Err(error_at(
+                self.name,
+                self.text,
+                head.start,
+                head.end,
+                format!("the trace expands into more than {MAX_OPS} operations"),
+            ));
+        }
+        // The call's number: per group, or among the world-wide collectives (whose
+        // tags are unchanged by groups' existence).
+        let sig = mix(coll_signature(&call.coll), u64::from(call.nonblocking));
+        let tag = match call.group {
+            Some(g) => {
+                let e = b.group_colls.entry(g).or_insert((0, 0));
+                let tag = group_coll_tag(g, e.0);
+                e.0 += 1;
+                e.1 = mix(e.1, sig);
+                tag
+            }
+            None => {
+                let tag = coll_tag(b.colls);
+                b.colls += 1;
+                b.coll_hash = mix(b.coll_hash, sig);
+                tag
+            }
+        };
+        let expand = |p: &mut SeqProgram| match members {
+            Some(m) => algos.expand_on(p, m, pos, tag, &call.coll),
+            None => algos.expand(p, pos, nranks, tag, &call.coll),
+        };
+        if !call.nonblocking {
+            expand(&mut b.prog);
+            return Ok(());
+        }
+        let mut own = SeqProgram::new();
+        expand(&mut own);
+        let sinks = b.prog.nonblocking_program(&own);
+        let req = Req::Coll(b.coll_sinks.len());
+        b.coll_sinks.push(sinks);
+        b.outstanding.push((req, name_str));
+        if let Some(n) = name_str {
+            b.named.insert(n, req);
+        }
+        Ok(())
     }
 
     /// `put RANK SIZE [as NAME]`, `get …`, `fetch …`: a one-sided transfer with RANK (the
@@ -838,74 +865,11 @@ impl<'a> Parser<'a> {
             };
             return Err(self.missing(toks, line_end, what));
         }
-        // `on NAME` (a communicator group) and, for the nonblocking forms, `as NAME`.
-        let mut group: Option<u32> = None;
-        let mut name: Option<Tok> = None;
-        let mut i = want;
-        while let Some(&kt) = args.get(i) {
-            let k = self.word(kt);
-            if !(k == "on" || (k == "as" && nonblocking)) {
-                return Err(self.err(kt, format!("unexpected word after `{kw}`'s arguments")));
-            }
-            let Some(&val) = args.get(i + 1) else {
-                let what = if k == "on" {
-                    "a communicator name"
-                } else {
-                    "a request name"
-                };
-                return Err(self.missing(toks, line_end, what));
-            };
-            if (k == "on" && group.is_some()) || (k == "as" && name.is_some()) {
-                return Err(self.err(kt, format!("`{k}` is given twice")));
-            }
-            let v = self.word(val);
-            if k == "as" {
-                if !is_name(v) {
-                    return Err(self.err(
-                        val,
-                        "a request name is letters, digits and `_`, not starting with a digit",
-                    ));
-                }
-                name = Some(val);
-            } else {
-                let Some(&g) = self.group_names.get(v) else {
-                    return Err(self.err(
-                        val,
-                        "no communicator has this name (define it with `comm NAME RANK…` \
-                         before its first use)",
-                    ));
-                };
-                if let (Some(b), Some(grp)) = (self.block.as_ref(), self.groups.get(g as usize)) {
-                    if grp.position(b.rank).is_none() {
-                        return Err(self.err(
-                            val,
-                            format!("rank {} is not a member of communicator `{v}`", b.rank),
-                        ));
-                    }
-                }
-                group = Some(g);
-            }
-            i += 2;
-        }
+        let (group, name) = self.coll_options(kw, &args[want..], nonblocking, toks, line_end)?;
         let root = match (rooted, group.and_then(|g| self.groups.get(g as usize))) {
             (false, _) => 0,
             (true, None) => self.rank_arg(args[1], false)?,
-            // Within a group the root is a communicator rank, as in MPI.
-            (true, Some(g)) => {
-                let t = args[1];
-                let w = self.word(t);
-                let n = g.members.len() as u64;
-                match w.parse::<u64>() {
-                    Ok(r) if r < n => r as Rank,
-                    _ if !w.is_empty() && w.bytes().all(|b| b.is_ascii_digit()) => {
-                        return Err(self.err(
-                            t,
-                            format!("root is outside communicator `{}`'s ranks 0..{n}", g.name),
-                        ))
-                    }
-                    _ => return Err(self.err(t, "expected a rank")),
-                }
-            }
+            (true, Some(g)) => self.group_root(args[1], g)?,
         };
         let bytes = if sized {
             self.size_arg(args[want - 1])?
@@ -941,6 +905,80 @@ impl<'a> Parser<'a> {
             group,
             name,
         })
+    }
+    /// A collective's `on NAME` (a communicator group) and, for the nonblocking forms,
+    /// `as NAME`, in `args` (the words after its arguments): the group's index and the name.
+    fn coll_options(
+        &self,
+        kw: &str,
+        args: &[Tok],
+        nonblocking: bool,
+        toks: &[Tok],
+        line_end: usize,
+    ) -> Result<(Option<u32>, Option<Tok>), ParseError> {
+        let mut group: Option<u32> = None;
+        let mut name: Option<Tok> = None;
+        let mut i = 0;
+        while let Some(&kt) = args.get(i) {
+            let k = self.word(kt);
+            if !(k == "on" || (k == "as" && nonblocking)) {
+                return Err(self.err(kt, format!("unexpected word after `{kw}`'s arguments")));
+            }
+            let Some(&val) = args.get(i + 1) else {
+                let what = if k == "on" {
+                    "a communicator name"
+                } else {
+                    "a request name"
+                };
+                return Err(self.missing(toks, line_end, what));
+            };
+            if (k == "on" && group.is_some()) || (k == "as" && name.is_some()) {
+                return Err(self.err(kt, format!("`{k}` is given twice")));
+            }
+            let v = self.word(val);
+            if k == "as" {
+                if !is_name(v) {
+                    return Err(self.err(
+                        val,
+                        "a request name is letters, digits and `_`, not starting with a digit",
+                    ));
+                }
+                name = Some(val);
+            } else {
+                let Some(&g) = self.group_names.get(v) else {
+                    return Err(self.err(
+                        val,
+                        "no communicator has this name (define it with `comm NAME RANK…` \
+                     before its first use)",
+                    ));
+                };
+                if let (Some(b), Some(grp)) = (self.block.as_ref(), self.groups.get(g as usize)) {
+                    if grp.position(b.rank).is_none() {
+                        return Err(self.err(
+                            val,
+                            format!("rank {} is not a member of communicator `{v}`", b.rank),
+                        ));
+                    }
+                }
+                group = Some(g);
+            }
+            i += 2;
+        }
+        Ok((group, name))
+    }
+
+    /// Root token `t` of a collective on group `g`: a communicator rank, as in MPI.
+    fn group_root(&self, t: Tok, g: &Group<'_>) -> Result<Rank, ParseError> {
+        let w = self.word(t);
+        let n = g.members.len() as u64;
+        match w.parse::<u64>() {
+            Ok(r) if r < n => Ok(r as Rank),
+            _ if !w.is_empty() && w.bytes().all(|b| b.is_ascii_digit()) => Err(self.err(
+                t,
+                format!("root is outside communicator `{}`'s ranks 0..{n}", g.name),
+            )),
+            _ => Err(self.err(t, "expected a rank")),
+        }
     }
 }
 

@@ -652,70 +652,8 @@ fn action(
             return Ok(());
         }
         "finalize" | "comm_size" | "comm_split" | "comm_dup" | "location" => return Ok(()),
-        "send" | "isend" | "recv" | "irecv" => {
-            c.at_most(4)?;
-            let is_send = name.ends_with("send");
-            let pt = c.arg(0, "a partner rank")?;
-            let peer = c.rank(pt, !is_send)?;
-            let tt = c.arg(1, "a tag")?;
-            let tag = c.int(
-                tt,
-                "a tag",
-                if is_send { 0 } else { -1 },
-                COLL_TAG_BASE as i64 - 1,
-            )?;
-            let st_t = c.arg(2, "a count")?;
-            let count = c.real(st_t, "a count", !is_send)?;
-            let bytes = c.bytes(st_t, count, c.datatype(3, dt)?)?;
-            let tag32 = if tag < 0 { ANY } else { tag as u32 };
-            let op = if is_send {
-                OpKind::Send {
-                    to: peer,
-                    tag: tag32,
-                    bytes,
-                }
-            } else {
-                OpKind::Recv {
-                    from: peer,
-                    tag: tag32,
-                    bytes,
-                }
-            };
-            if name.starts_with('i') {
-                let req = st.prog.nonblocking(op);
-                let peer_key = if peer == ANY { -1 } else { peer as i64 };
-                let key = if is_send {
-                    (me as i64, peer_key, tag)
-                } else {
-                    (peer_key, me as i64, tag)
-                };
-                st.reqs.entry(key).or_default().push_back(req);
-            } else {
-                st.prog.blocking(op);
-            }
-            return Ok(());
-        }
-        "wait" | "test" => {
-            c.at_most(3)?;
-            let mut key = [0i64; 3];
-            for (i, k) in key.iter_mut().enumerate() {
-                let t = c.arg(i, "src, dst and tag")?;
-                *k = c.int(t, "a rank or tag", -1, i64::from(u32::MAX))?;
-            }
-            if name == "wait" {
-                let key = (key[0], key[1], key[2]);
-                // SimGrid: a wait without a request was satisfied by an earlier test.
-                if let Some(q) = st.reqs.get_mut(&key) {
-                    if let Some(req) = q.pop_front() {
-                        st.prog.wait(&[req]);
-                    }
-                    if q.is_empty() {
-                        st.reqs.remove(&key);
-                    }
-                }
-            }
-            return Ok(());
-        }
+        "send" | "isend" | "recv" | "irecv" => return p2p(c, me, st, name),
+        "wait" | "test" => return wait(c, st, name),
         "waitall" => {
             c.at_most(0)?;
             let mut all: Vec<Request> = st.reqs.drain().flat_map(|(_, q)| q).collect();
@@ -760,6 +698,76 @@ fn action(
     Ok(())
 }
 
+/// `send`, `isend`, `recv`, `irecv`: `PARTNER TAG COUNT [DATATYPE]`; a nonblocking one's request is
+/// kept under (sender, receiver, tag) for its `wait`.
+fn p2p(c: &Ctx<'_, '_>, me: Rank, st: &mut RankState, name: &str) -> Result<(), ParseError> {
+    let dt = st.dt;
+    c.at_most(4)?;
+    let is_send = name.ends_with("send");
+    let pt = c.arg(0, "a partner rank")?;
+    let peer = c.rank(pt, !is_send)?;
+    let tt = c.arg(1, "a tag")?;
+    let tag = c.int(
+        tt,
+        "a tag",
+        if is_send { 0 } else { -1 },
+        COLL_TAG_BASE as i64 - 1,
+    )?;
+    let st_t = c.arg(2, "a count")?;
+    let count = c.real(st_t, "a count", !is_send)?;
+    let bytes = c.bytes(st_t, count, c.datatype(3, dt)?)?;
+    let tag32 = if tag < 0 { ANY } else { tag as u32 };
+    let op = if is_send {
+        OpKind::Send {
+            to: peer,
+            tag: tag32,
+            bytes,
+        }
+    } else {
+        OpKind::Recv {
+            from: peer,
+            tag: tag32,
+            bytes,
+        }
+    };
+    if name.starts_with('i') {
+        let req = st.prog.nonblocking(op);
+        let peer_key = if peer == ANY { -1 } else { peer as i64 };
+        let key = if is_send {
+            (me as i64, peer_key, tag)
+        } else {
+            (peer_key, me as i64, tag)
+        };
+        st.reqs.entry(key).or_default().push_back(req);
+    } else {
+        st.prog.blocking(op);
+    }
+    Ok(())
+}
+
+/// `wait SRC DST TAG` (and `test`, which completes nothing): the oldest request of that key.
+fn wait(c: &Ctx<'_, '_>, st: &mut RankState, name: &str) -> Result<(), ParseError> {
+    c.at_most(3)?;
+    let mut key = [0i64; 3];
+    for (i, k) in key.iter_mut().enumerate() {
+        let t = c.arg(i, "src, dst and tag")?;
+        *k = c.int(t, "a rank or tag", -1, i64::from(u32::MAX))?;
+    }
+    if name == "wait" {
+        let key = (key[0], key[1], key[2]);
+        // SimGrid: a wait without a request was satisfied by an earlier test.
+        if let Some(q) = st.reqs.get_mut(&key) {
+            if let Some(req) = q.pop_front() {
+                st.prog.wait(&[req]);
+            }
+            if q.is_empty() {
+                st.reqs.remove(&key);
+            }
+        }
+    }
+    Ok(())
+}
+
 /// A rank's own count in a v-collective whose other counts SimGrid writes on the root only:
 /// a gatherv's send count, a scatterv's receive count, in bytes, with its token.
 #[derive(Clone, Copy)]
@@ -768,11 +776,11 @@ struct Own {
     tok: Tok,
 }
 
-/// The collective of the line `c`, with the rank's own count for a gatherv or scatterv.
+/// The collective of the line `c`, with the rank's own count for a gatherv, allgatherv or
+/// scatterv (each read by a function of its own).
 fn collective(c: &Ctx<'_, '_>, dt: u64) -> Result<(Collective, Option<Own>), ParseError> {
     let at = c.toks[1];
     let name = c.word(at);
-    let mut own = None;
     let coll = match name {
         "barrier" => {
             c.at_most(0)?;
@@ -843,83 +851,9 @@ fn collective(c: &Ctx<'_, '_>, dt: u64) -> Result<(Collective, Option<Own>), Par
                 _ => Collective::Allgather { bytes },
             }
         }
-        "gatherv" => {
-            let n = c.nranks as usize;
-            c.at_most(n + 4)?;
-            let t = c.arg(0, "a send count")?;
-            own = Some(Own {
-                bytes: c.size(0, "a send count", c.datatype(n + 2, dt)?)?,
-                tok: t,
-            });
-            Collective::Gatherv {
-                root: opt_root(c, n + 1)?,
-                counts: c.counts(1, c.datatype(n + 3, dt)?)?,
-            }
-        }
-        "allgatherv" => {
-            let n = c.nranks as usize;
-            c.at_most(2 * n + 3)?;
-            // After the counts, SimGrid 3.32's GatherVArgParser decides by the number of words
-            // left (what its replay re-traces with `-trace-ti` shows, for 2 and 4 ranks): more
-            // than n, the send and receive datatypes then n displacements; more than 2 (and
-            // so n), displacements alone; 2, the two datatypes; 1, the send datatype alone,
-            // the receive one staying the default. Any other number fails SimGrid's assertion
-            // `disp_index + comm_size <= action.size()`. Displacements move no bytes.
-            let rest = c.nargs().saturating_sub(n + 1);
-            let shape_err = || {
-                c.err(
-                    c.toks[c.toks.len() - 1],
-                    format!(
-                        "allgatherv takes, after its {n} counts, a send datatype, send and \
-                         receive datatypes, {n} displacements, or both datatypes then {n} \
-                         displacements (as SimGrid 3.32 reads it); found {rest} words"
-                    ),
-                )
-            };
-            let (dt1, dt2, disps) = if rest > n {
-                if rest != n + 2 {
-                    return Err(shape_err());
-                }
-                (c.datatype(n + 1, dt)?, c.datatype(n + 2, dt)?, Some(n + 3))
-            } else if rest > 2 {
-                if rest != n {
-                    return Err(shape_err());
-                }
-                (dt, dt, Some(n + 1))
-            } else {
-                (c.datatype(n + 1, dt)?, c.datatype(n + 2, dt)?, None)
-            };
-            if let Some(d) = disps {
-                for k in 0..n {
-                    let t = c.arg(d + k, "a displacement")?;
-                    c.int(t, "a displacement", 0, i64::MAX)?;
-                }
-            }
-            let t = c.arg(0, "a send count")?;
-            own = Some(Own {
-                bytes: c.size(0, "a send count", dt1)?,
-                tok: t,
-            });
-            Collective::Allgatherv {
-                counts: c.counts(1, dt2)?,
-            }
-        }
-        "scatterv" => {
-            let n = c.nranks as usize;
-            c.at_most(n + 4)?;
-            // SimGrid 3.32 reads a lone trailing datatype as the send datatype (its replay
-            // re-traces `… 26` as `… 26 6`), as for gatherv and alltoallv.
-            let dt1 = c.datatype(n + 2, dt)?;
-            let t = c.arg(n, "a receive count")?;
-            own = Some(Own {
-                bytes: c.size(n, "a receive count", c.datatype(n + 3, dt)?)?,
-                tok: t,
-            });
-            Collective::Scatterv {
-                root: opt_root(c, n + 1)?,
-                counts: c.counts(0, dt1)?,
-            }
-        }
+        "gatherv" => return gatherv(c, dt),
+        "allgatherv" => return allgatherv(c, dt),
+        "scatterv" => return scatterv(c, dt),
         "reducescatter" => {
             let n = c.nranks as usize;
             c.at_most(n + 2)?;
@@ -940,7 +874,100 @@ fn collective(c: &Ctx<'_, '_>, dt: u64) -> Result<(Collective, Option<Own>), Par
             ))
         }
     };
-    Ok((coll, own))
+    // The v-forms whose own count SimGrid writes apart returned above.
+    Ok((coll, None))
+}
+
+/// `gatherv`: the collective and the rank's own count.
+fn gatherv(c: &Ctx<'_, '_>, dt: u64) -> Result<(Collective, Option<Own>), ParseError> {
+    let n = c.nranks as usize;
+    c.at_most(n + 4)?;
+    let t = c.arg(0, "a send count")?;
+    let own = Own {
+        bytes: c.size(0, "a send count", c.datatype(n + 2, dt)?)?,
+        tok: t,
+    };
+    Ok((
+        Collective::Gatherv {
+            root: opt_root(c, n + 1)?,
+            counts: c.counts(1, c.datatype(n + 3, dt)?)?,
+        },
+        Some(own),
+    ))
+}
+
+/// `allgatherv`: the collective and the rank's own count.
+fn allgatherv(c: &Ctx<'_, '_>, dt: u64) -> Result<(Collective, Option<Own>), ParseError> {
+    let n = c.nranks as usize;
+    c.at_most(2 * n + 3)?;
+    // After the counts, SimGrid 3.32's GatherVArgParser decides by the number of words
+    // left (what its replay re-traces with `-trace-ti` shows, for 2 and 4 ranks): more
+    // than n, the send and receive datatypes then n displacements; more than 2 (and
+    // so n), displacements alone; 2, the two datatypes; 1, the send datatype alone,
+    // the receive one staying the default. Any other number fails SimGrid's assertion
+    // `disp_index + comm_size <= action.size()`. Displacements move no bytes.
+    let rest = c.nargs().saturating_sub(n + 1);
+    let shape_err = || {
+        c.err(
+            c.toks[c.toks.len() - 1],
+            format!(
+                "allgatherv takes, after its {n} counts, a send datatype, send and \
+                 receive datatypes, {n} displacements, or both datatypes then {n} \
+                 displacements (as SimGrid 3.32 reads it); found {rest} words"
+            ),
+        )
+    };
+    let (dt1, dt2, disps) = if rest > n {
+        if rest != n + 2 {
+            return Err(shape_err());
+        }
+        (c.datatype(n + 1, dt)?, c.datatype(n + 2, dt)?, Some(n + 3))
+    } else if rest > 2 {
+        if rest != n {
+            return Err(shape_err());
+        }
+        (dt, dt, Some(n + 1))
+    } else {
+        (c.datatype(n + 1, dt)?, c.datatype(n + 2, dt)?, None)
+    };
+    if let Some(d) = disps {
+        for k in 0..n {
+            let t = c.arg(d + k, "a displacement")?;
+            c.int(t, "a displacement", 0, i64::MAX)?;
+        }
+    }
+    let t = c.arg(0, "a send count")?;
+    let own = Own {
+        bytes: c.size(0, "a send count", dt1)?,
+        tok: t,
+    };
+    Ok((
+        Collective::Allgatherv {
+            counts: c.counts(1, dt2)?,
+        },
+        Some(own),
+    ))
+}
+
+/// `scatterv`: the collective and the rank's own count.
+fn scatterv(c: &Ctx<'_, '_>, dt: u64) -> Result<(Collective, Option<Own>), ParseError> {
+    let n = c.nranks as usize;
+    c.at_most(n + 4)?;
+    // SimGrid 3.32 reads a lone trailing datatype as the send datatype (its replay
+    // re-traces `… 26` as `… 26 6`), as for gatherv and alltoallv.
+    let dt1 = c.datatype(n + 2, dt)?;
+    let t = c.arg(n, "a receive count")?;
+    let own = Own {
+        bytes: c.size(n, "a receive count", c.datatype(n + 3, dt)?)?,
+        tok: t,
+    };
+    Ok((
+        Collective::Scatterv {
+            root: opt_root(c, n + 1)?,
+            counts: c.counts(0, dt1)?,
+        },
+        Some(own),
+    ))
 }
 
 fn opt_root(c: &Ctx<'_, '_>, i: usize) -> Result<Rank, ParseError> {

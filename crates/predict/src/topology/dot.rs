@@ -681,22 +681,59 @@ impl Dot {
     }
 
     /// Parses dot text; `file` names it in descriptions and error messages.
+    ///
+    /// In steps over the parsed graph: which nodes are hosts ([`Parser::hosts`]), the links and
+    /// the next-hop table the comments give ([`Parser::links`]; for an undirected graph,
+    /// [`undirected_routes`]), LogGOPSim2's only-out-edge rule ([`Parser::only_out_edges`]),
+    /// then the hosts' `hostname=` aliases ([`Parser::aliases`]).
     pub fn parse(text: &str, file: &str) -> Result<Dot, TopologyError> {
         let mut p = Parser::new(text, file)?;
         let (graph, directed) = p.graph()?;
-        let err = |line: usize, column: usize, why: String| TopologyError::File {
+        let (hosts, host_of) = p.hosts()?;
+        let (links, link_to, mut next) = p.links(directed, &hosts, &host_of)?;
+        if !directed {
+            undirected_routes(&p, &hosts, &host_of, &mut next);
+        }
+        p.only_out_edges(&hosts, &mut next)?;
+        let aliases = p.aliases(&hosts, &host_of)?;
+        Ok(Dot {
             file: file.to_string(),
+            graph,
+            nodes: p.nodes,
+            hosts,
+            links,
+            link_to,
+            next,
+            aliases,
+        })
+    }
+}
+
+/// The links, the node each leads to, and the next-hop table (as in [`Dot`]).
+type LinksAndRoutes = (Vec<Link>, Vec<u32>, Vec<u32>);
+
+/// The steps of [`Dot::parse`] after the graph is read.
+impl Parser<'_> {
+    /// A refusal at a place of the file.
+    fn file_err(&self, line: usize, column: usize, why: String) -> TopologyError {
+        TopologyError::File {
+            file: self.file.to_string(),
             line,
             column,
             why,
-        };
+        }
+    }
 
+    /// The hosts, as node ids in host order, and per node its host index (`NONE` for a
+    /// switch).
+    fn hosts(&self) -> Result<(Vec<u32>, Vec<u32>), TopologyError> {
+        let p = self;
         let mut is_host = vec![false; p.nodes.len()];
         for (name, line, col) in &p.mentioned {
             match p.node_ids.get(name) {
                 Some(&id) => is_host[id as usize] = true,
                 None => {
-                    return Err(err(
+                    return Err(p.file_err(
                         *line,
                         *col,
                         format!("comment names `{name}`, which is not a node of the graph"),
@@ -726,7 +763,7 @@ impl Dot {
             .filter(|&id| is_host[id as usize])
             .collect();
         if hosts.is_empty() {
-            return Err(err(
+            return Err(p.file_err(
                 1,
                 1,
                 "no hosts: name them in edge comments, or start their names with `H` \
@@ -752,12 +789,22 @@ impl Dot {
         for (h, &id) in hosts.iter().enumerate() {
             host_of[id as usize] = h as u32;
         }
+        Ok((hosts, host_of))
+    }
 
-        // Links and the next-hop table.
-        super::check_size(file, p.edges.len() as u64)?;
+    /// The links (one per edge as stored), the node each leads to, and the next-hop table with
+    /// the routes a directed graph's comments give (an undirected graph's are filled after).
+    fn links(
+        &self,
+        directed: bool,
+        hosts: &[u32],
+        host_of: &[u32],
+    ) -> Result<LinksAndRoutes, TopologyError> {
+        let p = self;
+        super::check_size(p.file, p.edges.len() as u64)?;
         let table = p.nodes.len() as u64 * hosts.len() as u64;
         if table > MAX_TABLE {
-            return Err(err(
+            return Err(p.file_err(
                 1,
                 1,
                 format!(
@@ -800,7 +847,7 @@ impl Dot {
                 let slot = &mut next[from * nh + dh as usize];
                 if *slot != NONE && *slot != l as u32 {
                     let other = &links[*slot as usize];
-                    return Err(err(
+                    return Err(p.file_err(
                         e.comment_at.0,
                         e.comment_at.1,
                         format!(
@@ -812,11 +859,15 @@ impl Dot {
                 *slot = l as u32;
             }
         }
-        if !directed {
-            undirected_routes(&p, &hosts, &host_of, &mut next);
-        }
-        // LogGOPSim2 routes everything over a node's out-edge when it is the only one (whatever
-        // its comment says; `*` says so explicitly), and only then.
+        Ok((links, link_to, next))
+    }
+
+    /// LogGOPSim2 routes everything over a node's out-edge when it is the only one (whatever
+    /// its comment says; `*` says so explicitly), and only then: fills those routes into
+    /// `next`, and refuses a `*` on a node with other out-edges.
+    fn only_out_edges(&self, hosts: &[u32], next: &mut [u32]) -> Result<(), TopologyError> {
+        let p = self;
+        let nh = hosts.len();
         let mut out_edges = vec![0u32; p.nodes.len()];
         let mut last_out = vec![NONE; p.nodes.len()];
         for (l, e) in p.edges.iter().enumerate() {
@@ -825,7 +876,7 @@ impl Dot {
         }
         for e in &p.edges {
             if e.star && out_edges[e.from as usize] != 1 {
-                return Err(err(
+                return Err(p.file_err(
                     e.comment_at.0,
                     e.comment_at.1,
                     format!(
@@ -846,7 +897,18 @@ impl Dot {
                 }
             }
         }
-        let mut aliases: Vec<Option<String>> = vec![None; nh];
+        Ok(())
+    }
+
+    /// Per host, its `hostname=` from the first of its out-edges that has one; a name given to
+    /// two hosts is refused where the second is given.
+    fn aliases(
+        &self,
+        hosts: &[u32],
+        host_of: &[u32],
+    ) -> Result<Vec<Option<String>>, TopologyError> {
+        let p = self;
+        let mut aliases: Vec<Option<String>> = vec![None; hosts.len()];
         let mut alias_of: HashMap<&str, u32> = HashMap::new();
         for e in &p.edges {
             let h = host_of[e.from as usize];
@@ -858,7 +920,7 @@ impl Dot {
             }
             if let Some(&other) = alias_of.get(name.as_str()) {
                 if other != h {
-                    return Err(err(
+                    return Err(p.file_err(
                         *line,
                         *col,
                         format!(
@@ -871,16 +933,7 @@ impl Dot {
             alias_of.insert(name, h);
             aliases[h as usize] = Some(name.clone());
         }
-        Ok(Dot {
-            file: file.to_string(),
-            graph,
-            nodes: p.nodes,
-            hosts,
-            links,
-            link_to,
-            next,
-            aliases,
-        })
+        Ok(aliases)
     }
 }
 

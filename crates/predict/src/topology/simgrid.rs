@@ -245,29 +245,240 @@ impl Reader<'_, '_> {
         }
     }
 
-    /// Reads one element (its attributes; its children are walked after).
+    /// Reads one element (its attributes; its children are walked after): checks that it is
+    /// one commperf reads, where it is, with attributes it reads, then reads it.
     fn element(&mut self, t: roxmltree::Node<'_, '_>) -> Result<(), TopologyError> {
-        let name = t.tag_name().name();
-        let parent = t.parent_element().map(|p| p.tag_name().name());
-        // The position is found on a refusal only: it costs a scan from the file's start.
-        let (file, doc) = (self.file, self.doc);
-        let err = |why: String| {
-            let at = doc.text_pos_at(t.range().start);
-            TopologyError::File {
-                file: file.to_string(),
-                line: at.row as usize,
-                column: at.col as usize,
-                why,
-            }
+        let e = El {
+            t,
+            name: t.tag_name().name(),
+            file: self.file,
+            doc: self.doc,
         };
-        let Reader {
-            p,
-            declared,
-            host_ids,
-            route,
-            ..
-        } = self;
-        let allowed: &[&str] = match (name, parent) {
+        e.check_attributes()?;
+        match e.name {
+            "platform" => Ok(()),
+            "zone" | "AS" => {
+                let routing = e.need("routing")?;
+                if routing != "Full" {
+                    return Err(e.err(format!(
+                        "zone routing `{routing}` is not read by commperf (only Full: routes listed one by one)"
+                    )));
+                }
+                Ok(())
+            }
+            "host" => self.host(&e),
+            "link" => self.link(&e),
+            "cluster" => self.cluster(&e),
+            "route" => self.route(&e),
+            "link_ctn" => self.link_ctn(&e),
+            _ => unreachable!("checked by check_attributes"),
+        }
+    }
+
+    fn host(&mut self, e: &El<'_, '_>) -> Result<(), TopologyError> {
+        let id = e.need("id")?.to_string();
+        let speed = speed(e.need("speed")?).map_err(|w| e.err(w))?;
+        let h = self.p.hosts.len() as u32;
+        if self.host_ids.insert(id.clone(), h).is_some() {
+            return Err(e.err(format!("host `{id}` is declared twice")));
+        }
+        self.p.hosts.push((id, speed));
+        Ok(())
+    }
+
+    fn link(&mut self, e: &El<'_, '_>) -> Result<(), TopologyError> {
+        let id = e.need("id")?.to_string();
+        let bw = bandwidth(e.need("bandwidth")?).map_err(|w| e.err(w))?;
+        let lat = e
+            .get("latency")
+            .map_or(Ok(0.0), latency)
+            .map_err(|w| e.err(w))?;
+        let policy = e.get("sharing_policy").unwrap_or("SHARED");
+        let d = self
+            .p
+            .declare(&id, &id, bw, lat, policy, &id)
+            .map_err(|w| e.err(w))?;
+        if self.declared.insert(id.clone(), d).is_some() {
+            return Err(e.err(format!("link `{id}` is declared twice")));
+        }
+        Ok(())
+    }
+
+    /// A FLAT cluster: its hosts, each with its private link, and its backbone if it has one.
+    fn cluster(&mut self, e: &El<'_, '_>) -> Result<(), TopologyError> {
+        let err = |w: String| e.err(w);
+        let id = e.need("id")?.to_string();
+        if let Some(topo) = e.get("topology").filter(|v| *v != "FLAT") {
+            return Err(err(format!(
+                "cluster topology `{topo}` is not read by commperf (only FLAT)"
+            )));
+        }
+        let (prefix, suffix) = (e.need("prefix")?, e.get("suffix").unwrap_or(""));
+        let speed = speed(e.need("speed")?).map_err(err)?;
+        let bw = bandwidth(e.need("bw")?).map_err(err)?;
+        let lat = latency(e.need("lat")?).map_err(err)?;
+        let policy = e.get("sharing_policy").unwrap_or("SPLITDUPLEX");
+        let radical = radical(e.need("radical")?).map_err(err)?;
+        let first = self.p.hosts.len() as u32;
+        let mut c = Cluster {
+            first,
+            count: radical.len() as u32,
+            up: Vec::new(),
+            down: Vec::new(),
+            backbone: None,
+        };
+        for i in radical {
+            let name = format!("{prefix}{i}{suffix}");
+            let h = self.p.hosts.len() as u32;
+            if self.host_ids.insert(name.clone(), h).is_some() {
+                return Err(err(format!("host `{name}` is declared twice")));
+            }
+            self.p.hosts.push((name.clone(), speed));
+            let link = format!("{id}_link_{i}");
+            let d = self
+                .p
+                .declare(&name, &id, bw, lat, policy, "host")
+                .map_err(err)?;
+            self.declared.insert(link, d);
+            c.up.push(d.up);
+            c.down.push(d.down);
+        }
+        if let Some(bb) = e.get("bb_bw") {
+            c.backbone = Some(self.backbone(e, &id, bb)?);
+        }
+        self.p.clusters.push(c);
+        Ok(())
+    }
+
+    /// Cluster `id`'s backbone of bandwidth `bb`: its one (directed) link.
+    fn backbone(&mut self, e: &El<'_, '_>, id: &str, bb: &str) -> Result<u32, TopologyError> {
+        let err = |w: String| e.err(w);
+        let bb_bw = bandwidth(bb).map_err(err)?;
+        let bb_lat = e.get("bb_lat").map_or(Ok(0.0), latency).map_err(err)?;
+        let policy = e.get("bb_sharing_policy").unwrap_or("SHARED");
+        if policy != "SHARED" && policy != "FATPIPE" {
+            return Err(err(format!(
+                "a backbone's sharing policy is SHARED or FATPIPE, not `{policy}`"
+            )));
+        }
+        let bb_id = format!("{id}_backbone");
+        let d = self
+            .p
+            .declare(&bb_id, &bb_id, bb_bw, bb_lat, policy, "backbone")
+            .map_err(err)?;
+        self.declared.insert(bb_id, d);
+        Ok(d.up)
+    }
+
+    /// Opens a route; its `link_ctn` children fill it, and [`Reader::close`] files it.
+    fn route(&mut self, e: &El<'_, '_>) -> Result<(), TopologyError> {
+        let host = |k: &str| -> Result<u32, TopologyError> {
+            let name = e.need(k)?;
+            self.host_ids
+                .get(name)
+                .copied()
+                .ok_or_else(|| e.err(format!("route {k} `{name}` is not a declared host")))
+        };
+        let (s, d) = (host("src")?, host("dst")?);
+        let sym = match e.get("symmetrical").unwrap_or("YES") {
+            "YES" | "yes" => true,
+            "NO" | "no" => false,
+            v => return Err(e.err(format!("symmetrical is YES or NO, not `{v}`"))),
+        };
+        self.route = Some(PendingRoute {
+            src: s,
+            dst: d,
+            symmetrical: sym,
+            links: Vec::new(),
+            seen: HashSet::new(),
+        });
+        Ok(())
+    }
+
+    /// One link of the open route, in the direction it names.
+    fn link_ctn(&mut self, e: &El<'_, '_>) -> Result<(), TopologyError> {
+        let id = e.need("id")?;
+        let dir = e.get("direction").unwrap_or("NONE");
+        let pair = self.directed(e, id, dir)?;
+        if let Some(r) = self.route.as_mut() {
+            // The engine prices each link of a route once; a route through one link
+            // twice loops, as the dot reader's routes that revisit a node do.
+            if !r.seen.insert(pair.0) {
+                return Err(e.err(format!(
+                    "route `{}` -> `{}` lists link `{id}` twice (a route that loops)",
+                    self.p.hosts[r.src as usize].0, self.p.hosts[r.dst as usize].0
+                )));
+            }
+            r.links.push(pair);
+        }
+        Ok(())
+    }
+
+    /// Declared link `id` taken in direction `dir`: (this direction, the reverse route's
+    /// direction). A split-duplex link is also named by its `_UP`/`_DOWN` halves.
+    fn directed(&self, e: &El<'_, '_>, id: &str, dir: &str) -> Result<(u32, u32), TopologyError> {
+        Ok(match (self.declared.get(id), dir) {
+            (Some(d), "UP") => (d.up, d.down),
+            (Some(d), "DOWN") => (d.down, d.up),
+            (Some(d), "NONE") if d.up == d.down => (d.up, d.up),
+            (Some(_), "NONE") => {
+                return Err(e.err(format!(
+                    "link `{id}` is split-duplex: give direction=\"UP\" or \"DOWN\""
+                )))
+            }
+            (Some(_), other) => {
+                return Err(e.err(format!("direction is UP or DOWN, not `{other}`")))
+            }
+            (None, _) => {
+                let split = id
+                    .strip_suffix("_UP")
+                    .map(|b| (b, true))
+                    .or(id.strip_suffix("_DOWN").map(|b| (b, false)));
+                match split.and_then(|(b, up)| self.declared.get(b).map(|d| (d, up))) {
+                    Some((d, true)) => (d.up, d.down),
+                    Some((d, false)) => (d.down, d.up),
+                    None => return Err(e.err(format!("link `{id}` is not declared"))),
+                }
+            }
+        })
+    }
+}
+
+/// One element being read: its attributes, and refusals at its place.
+struct El<'a, 'input> {
+    t: roxmltree::Node<'a, 'input>,
+    name: &'a str,
+    file: &'a str,
+    doc: &'a roxmltree::Document<'input>,
+}
+
+impl<'a> El<'a, '_> {
+    /// A refusal at the element's place. The position is found on a refusal only: it costs a
+    /// scan from the file's start.
+    fn err(&self, why: String) -> TopologyError {
+        let at = self.doc.text_pos_at(self.t.range().start);
+        TopologyError::File {
+            file: self.file.to_string(),
+            line: at.row as usize,
+            column: at.col as usize,
+            why,
+        }
+    }
+
+    fn get(&self, k: &str) -> Option<&'a str> {
+        self.t.attribute(k)
+    }
+
+    fn need(&self, k: &str) -> Result<&'a str, TopologyError> {
+        self.get(k)
+            .ok_or_else(|| self.err(format!("`<{}>` needs `{k}`", self.name)))
+    }
+
+    /// Refuses an element commperf does not read where it stands, and an attribute it does
+    /// not read.
+    fn check_attributes(&self) -> Result<(), TopologyError> {
+        let parent = self.t.parent_element().map(|p| p.tag_name().name());
+        let allowed: &[&str] = match (self.name, parent) {
             ("platform", None) => &["version"],
             ("zone" | "AS", Some("platform")) => &["id", "routing"],
             ("cluster", Some("platform" | "zone" | "AS")) => &[
@@ -291,173 +502,25 @@ impl Reader<'_, '_> {
             ("route", Some("zone" | "AS")) => &["src", "dst", "symmetrical"],
             ("link_ctn", Some("route")) => &["id", "direction"],
             (name, Some(parent)) => {
-                return Err(err(format!(
+                return Err(self.err(format!(
                     "SimGrid element `<{name}>` inside `<{parent}>` is not read by commperf (it reads platform, zone routing=\"Full\", cluster, host, link, route, link_ctn)"
                 )))
             }
             (name, None) => {
-                return Err(err(format!(
+                return Err(self.err(format!(
                     "`<{name}>` at the top: a SimGrid platform file starts with `<platform>`"
                 )))
             }
         };
-        for a in t.attributes() {
+        for a in self.t.attributes() {
             let k = a.name();
             if !allowed.contains(&k) {
-                return Err(err(format!(
-                    "attribute `{k}` of `<{name}>` is not read by commperf (it reads {})",
+                return Err(self.err(format!(
+                    "attribute `{k}` of `<{}>` is not read by commperf (it reads {})",
+                    self.name,
                     allowed.join(", ")
                 )));
             }
-        }
-        let get = |k: &str| t.attribute(k);
-        let need = |k: &str| get(k).ok_or_else(|| err(format!("`<{name}>` needs `{k}`")));
-        match name {
-            "platform" => {}
-            "zone" | "AS" => {
-                let routing = need("routing")?;
-                if routing != "Full" {
-                    return Err(err(format!(
-                        "zone routing `{routing}` is not read by commperf (only Full: routes listed one by one)"
-                    )));
-                }
-            }
-            "host" => {
-                let id = need("id")?.to_string();
-                let speed = speed(need("speed")?).map_err(&err)?;
-                let h = p.hosts.len() as u32;
-                if host_ids.insert(id.clone(), h).is_some() {
-                    return Err(err(format!("host `{id}` is declared twice")));
-                }
-                p.hosts.push((id, speed));
-            }
-            "link" => {
-                let id = need("id")?.to_string();
-                let bw = bandwidth(need("bandwidth")?).map_err(&err)?;
-                let lat = get("latency").map_or(Ok(0.0), latency).map_err(&err)?;
-                let policy = get("sharing_policy").unwrap_or("SHARED");
-                let d = p.declare(&id, &id, bw, lat, policy, &id).map_err(&err)?;
-                if declared.insert(id.clone(), d).is_some() {
-                    return Err(err(format!("link `{id}` is declared twice")));
-                }
-            }
-            "cluster" => {
-                let id = need("id")?.to_string();
-                if let Some(topo) = get("topology").filter(|v| *v != "FLAT") {
-                    return Err(err(format!(
-                        "cluster topology `{topo}` is not read by commperf (only FLAT)"
-                    )));
-                }
-                let (prefix, suffix) = (need("prefix")?, get("suffix").unwrap_or(""));
-                let speed = speed(need("speed")?).map_err(&err)?;
-                let bw = bandwidth(need("bw")?).map_err(&err)?;
-                let lat = latency(need("lat")?).map_err(&err)?;
-                let policy = get("sharing_policy").unwrap_or("SPLITDUPLEX");
-                let radical = radical(need("radical")?).map_err(&err)?;
-                let first = p.hosts.len() as u32;
-                let mut c = Cluster {
-                    first,
-                    count: radical.len() as u32,
-                    up: Vec::new(),
-                    down: Vec::new(),
-                    backbone: None,
-                };
-                for i in radical {
-                    let name = format!("{prefix}{i}{suffix}");
-                    let h = p.hosts.len() as u32;
-                    if host_ids.insert(name.clone(), h).is_some() {
-                        return Err(err(format!("host `{name}` is declared twice")));
-                    }
-                    p.hosts.push((name.clone(), speed));
-                    let link = format!("{id}_link_{i}");
-                    let d = p
-                        .declare(&name, &id, bw, lat, policy, "host")
-                        .map_err(&err)?;
-                    declared.insert(link, d);
-                    c.up.push(d.up);
-                    c.down.push(d.down);
-                }
-                if let Some(bb) = get("bb_bw") {
-                    let bb_bw = bandwidth(bb).map_err(&err)?;
-                    let bb_lat = get("bb_lat").map_or(Ok(0.0), latency).map_err(&err)?;
-                    let policy = get("bb_sharing_policy").unwrap_or("SHARED");
-                    if policy != "SHARED" && policy != "FATPIPE" {
-                        return Err(err(format!(
-                            "a backbone's sharing policy is SHARED or FATPIPE, not `{policy}`"
-                        )));
-                    }
-                    let bb_id = format!("{id}_backbone");
-                    let d = p
-                        .declare(&bb_id, &bb_id, bb_bw, bb_lat, policy, "backbone")
-                        .map_err(&err)?;
-                    declared.insert(bb_id, d);
-                    c.backbone = Some(d.up);
-                }
-                p.clusters.push(c);
-            }
-            "route" => {
-                let host = |k: &str| -> Result<u32, TopologyError> {
-                    let name = need(k)?;
-                    host_ids
-                        .get(name)
-                        .copied()
-                        .ok_or_else(|| err(format!("route {k} `{name}` is not a declared host")))
-                };
-                let (s, d) = (host("src")?, host("dst")?);
-                let sym = match get("symmetrical").unwrap_or("YES") {
-                    "YES" | "yes" => true,
-                    "NO" | "no" => false,
-                    v => return Err(err(format!("symmetrical is YES or NO, not `{v}`"))),
-                };
-                *route = Some(PendingRoute {
-                    src: s,
-                    dst: d,
-                    symmetrical: sym,
-                    links: Vec::new(),
-                    seen: HashSet::new(),
-                });
-            }
-            "link_ctn" => {
-                let id = need("id")?;
-                let dir = get("direction").unwrap_or("NONE");
-                // (this direction, the reverse route's direction)
-                let pair = match (declared.get(id), dir) {
-                    (Some(d), "UP") => (d.up, d.down),
-                    (Some(d), "DOWN") => (d.down, d.up),
-                    (Some(d), "NONE") if d.up == d.down => (d.up, d.up),
-                    (Some(_), "NONE") => {
-                        return Err(err(format!(
-                            "link `{id}` is split-duplex: give direction=\"UP\" or \"DOWN\""
-                        )))
-                    }
-                    (Some(_), other) => {
-                        return Err(err(format!("direction is UP or DOWN, not `{other}`")))
-                    }
-                    (None, _) => {
-                        let split = id
-                            .strip_suffix("_UP")
-                            .map(|b| (b, true))
-                            .or(id.strip_suffix("_DOWN").map(|b| (b, false)));
-                        match split.and_then(|(b, up)| declared.get(b).map(|d| (d, up))) {
-                            Some((d, true)) => (d.up, d.down),
-                            Some((d, false)) => (d.down, d.up),
-                            None => return Err(err(format!("link `{id}` is not declared"))),
-                        }
-                    }
-                };
-                if let Some(r) = route.as_mut() {
-                    // The engine prices each link of a route once; a route through one link
-                    // twice loops, as the dot reader's routes that revisit a node do.
-                    if !r.seen.insert(pair.0) {
-                        return Err(err(format!(
-                            "route `{}` -> `{}` lists link `{id}` twice (a route that loops)",
-                            p.hosts[r.src as usize].0, p.hosts[r.dst as usize].0
-                        )));
-                    }
-                    r.links.push(pair);
-                }
-            }
-            _ => unreachable!("checked above"),
         }
         Ok(())
     }
