@@ -437,7 +437,7 @@ fn calibrate(c: &CalibrateArgs) -> Result<()> {
     let max = *sizes.last().unwrap_or(&0) as usize;
 
     let (mut peer, mut ctrl, theirs, token) =
-        crate::localpair::spawn("__emulate-peer", Duration::from_secs(600))?;
+        commperf_transport::launch::spawn_local_pair("__emulate-peer", Duration::from_secs(600))?;
     ctrl.send(&Job { cpu: theirs, max })?;
     let spec = DataSpec::new(c.transport, c.mode, max.max(64));
     let mut ep = launch::connect_data(&mut ctrl, &spec, &token)?;
@@ -1211,7 +1211,7 @@ fn render(c: &Calibration) -> String {
 /// carries, and answers each.
 pub fn peer() -> Result<()> {
     let (mut ctrl, job, mut ep) =
-        crate::localpair::accept(Duration::from_secs(3600), |j: &Job| j.cpu)?;
+        commperf_transport::launch::accept_local_pair(Duration::from_secs(3600), |j: &Job| j.cpu)?;
     let clock = Clock::calibrate();
     let sbuf = vec![0u8; job.max.max(64)];
     let mut rbuf = vec![0u8; job.max.max(64)];

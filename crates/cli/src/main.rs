@@ -17,7 +17,6 @@ mod emulate;
 mod emulate_mpi;
 mod emulate_sweep;
 mod gentrace;
-mod localpair;
 mod monitor;
 mod monitor_mpi;
 mod mpi;

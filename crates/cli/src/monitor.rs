@@ -290,7 +290,7 @@ fn run_local(r: &RunArgs) -> Result<()> {
     let max = *sizes.iter().max().unwrap_or(&0) as usize;
 
     let (mut peer, mut ctrl, theirs, token) =
-        crate::localpair::spawn("__monitor-peer", Duration::from_secs(60))?;
+        commperf_transport::launch::spawn_local_pair("__monitor-peer", Duration::from_secs(60))?;
     let spec = DataSpec::new(r.transport, r.mode, max + TRAILER);
     let clock = TscClock::calibrate();
     let job = Job {
@@ -857,7 +857,7 @@ fn peer_side<E: Endpoint, W: Wire<E>>(
 /// The hidden `__monitor-peer` process.
 pub fn peer() -> Result<()> {
     let (mut ctrl, job, mut ep) =
-        crate::localpair::accept(Duration::from_secs(600), |j: &Job| j.cpu)?;
+        commperf_transport::launch::accept_local_pair(Duration::from_secs(600), |j: &Job| j.cpu)?;
     let clock = TscClock::calibrate().with_scale(job.ns_per_tick);
     let rep = match &mut ep {
         AnyEndpoint::Shm(e) => peer_side(e, &job, clock, Monitored::with_sideband_clock, &mut ctrl),

@@ -57,6 +57,11 @@
 //! assert_eq!(arrival(values[1])?, 6700.0);
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
+//!
+//! The same knobs inside an unmodified MPI program: [`mpi::run_emulated`] runs an MPI launch
+//! command under commperf's interposer, which applies them on its point-to-point calls and its
+//! collectives. [`sweep`] runs a program once per setting and fits its sensitivity to each knob;
+//! [`state`] probes the machine around each run, so that a run in another state is said.
 
 mod emulated;
 mod knobs;

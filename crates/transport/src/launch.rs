@@ -1257,6 +1257,75 @@ impl Drop for LocalPeer {
     }
 }
 
+/// The local pair `monitor run` and `emulate calibrate` measure over, client's half: this
+/// binary re-executed as the hidden peer verb `verb`, its control channel authenticated by a
+/// session token (waiting at most `timeout`), and this process pinned as `bench` places its pair
+/// (peer on the first allowed CPU, this end on the second). Returns the peer, the control
+/// channel, the CPU the peer should pin itself to (sent in the job), and the token the data
+/// channel is opened with. One copy of the start-up, so both verbs start, authenticate and pin
+/// the same way.
+pub fn spawn_local_pair(
+    verb: &str,
+    timeout: Duration,
+) -> Result<(LocalPeer, Control, Option<usize>, String), LaunchError> {
+    let io_err = |what: &str| {
+        let what = what.to_string();
+        move |cause| LaunchError::Io { what, cause }
+    };
+    let exe = std::env::current_exe().map_err(io_err("finding this executable"))?;
+    crate::sys::shm::remove_stale_segments();
+    let token = new_token();
+    let (peer, mut ctrl) = LocalPeer::spawn(
+        &exe,
+        &[verb.to_string()],
+        &[("COMMPERF_SESSION_TOKEN", &token)],
+    )?;
+    ctrl.set_timeout(timeout)?;
+    client_handshake(&mut ctrl, &token)?;
+    let cpus = crate::affinity::allowed_cpus();
+    let (mine, theirs) = match cpus.as_slice() {
+        [p, m, ..] => (Some(*m), Some(*p)),
+        _ => (None, None),
+    };
+    if let Some(cpu) = mine {
+        crate::affinity::pin_to(cpu).map_err(io_err("pinning to a CPU"))?;
+    }
+    Ok((peer, ctrl, theirs, token))
+}
+
+/// The local pair's peer half ([`spawn_local_pair`]): the inherited control channel
+/// authenticated, the job received, this process pinned to the CPU the job names (`cpu_of`),
+/// and the data endpoint the client asks for served.
+pub fn accept_local_pair<J: serde::de::DeserializeOwned>(
+    timeout: Duration,
+    cpu_of: impl Fn(&J) -> Option<usize>,
+) -> Result<(Control, J, AnyEndpoint), LaunchError> {
+    let token = std::env::var("COMMPERF_SESSION_TOKEN").unwrap_or_default();
+    let mut ctrl: Control = inherited_control(PEER_CONTROL_FD)?;
+    server_handshake(&mut ctrl, &token)?;
+    ctrl.set_timeout(timeout)?;
+    let job: J = ctrl.recv()?;
+    if let Some(cpu) = cpu_of(&job) {
+        crate::affinity::pin_to(cpu).map_err(|cause| LaunchError::Io {
+            what: "pinning the peer".into(),
+            cause,
+        })?;
+    }
+    let SetupMsg::Data(spec) = ctrl.recv::<SetupMsg>()? else {
+        return Err(LaunchError::Malformed {
+            peer: ctrl.peer().to_string(),
+            what: "the client did not ask for a data channel".into(),
+        });
+    };
+    let ep = serve_data(
+        &mut ctrl,
+        &spec,
+        std::net::Ipv4Addr::LOCALHOST.into(),
+        &token,
+    )?;
+    Ok((ctrl, job, ep))
+}
+
 /// In the peer process: the control channel the parent left on fd 3.
 pub fn inherited_control(fd: i32) -> Result<Control, LaunchError> {
     // SAFETY: fcntl F_GETFD only checks the fd is open.
