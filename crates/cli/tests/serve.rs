@@ -5,6 +5,7 @@
 use commperf_transport::bounds::{self, MAX_PENDING};
 use commperf_transport::launch::{self, Control, DataSpec};
 use commperf_transport::{Mode, TransportKind};
+use commperf_testkit::exe;
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
@@ -12,10 +13,6 @@ use std::process::{Child, Command, Output, Stdio};
 use std::sync::mpsc::{self, Receiver};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-
-fn exe() -> &'static str {
-    env!("CARGO_BIN_EXE_commperf")
-}
 
 /// The tests that time a handshake or flood a server take turns: on a 2-core machine they
 /// would otherwise measure each other.
