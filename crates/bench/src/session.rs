@@ -1955,7 +1955,12 @@ mod tests {
                 announce_runs: true
             }
             .peer_args(),
-            ["__peer", "--inject-corruption", "5:3:noncontig", "--announce-runs"]
+            [
+                "__peer",
+                "--inject-corruption",
+                "5:3:noncontig",
+                "--announce-runs"
+            ]
         );
         assert_eq!(hooks(None).peer_args(), ["__peer"]);
     }

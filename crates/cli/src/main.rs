@@ -211,7 +211,12 @@ fn serve(s: &cli::ServeArgs) -> Result<()> {
             .map_err(commperf_bench::BenchError::from)
             .and_then(|()| {
                 let hooks = s.hooks.to_hooks();
-                commperf_bench::session::serve_session_with(&mut session.ctrl, &token, addr.ip(), hooks)
+                commperf_bench::session::serve_session_with(
+                    &mut session.ctrl,
+                    &token,
+                    addr.ip(),
+                    hooks,
+                )
             });
         match r {
             Ok(found) => {

@@ -1,6 +1,8 @@
 //! End-to-end tests of the `commperf` binary: real processes, real shared memory and sockets.
 
-use commperf_testkit::{commperf, exe, json_of, stderr, wait_until, Lines, Served, TempDir};
+use commperf_testkit::{
+    commperf, exe, json_of, shm_segments_of, stderr, wait_until, Lines, Served, TempDir,
+};
 use serde_json::Value;
 use std::io::{BufReader, Read, Write};
 use std::process::{Child, Command, Stdio};
@@ -429,15 +431,6 @@ impl Drop for Watched {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
-}
-
-fn shm_segments_of(pid: u32) -> Vec<String> {
-    std::fs::read_dir("/dev/shm")
-        .unwrap()
-        .flatten()
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .filter(|n| n.starts_with(&format!("commperf-{pid}-")))
-        .collect()
 }
 
 fn killed_peer(transport: &str, mode: &str) {

@@ -52,13 +52,7 @@ fn printing_commands(d: &TempDir) -> Vec<Vec<String>> {
         v(&["report", &d.arg("uds.json"), "-o", &d.arg("copy.json")]),
         v(&["compare", &d.arg("shm.json"), &d.arg("uds.json")]),
         v(&["predict", "--trace", &d.arg("ring.txt")]),
-        v(&[
-            "predict",
-            "--trace",
-            &d.arg("ring.txt"),
-            "--format",
-            "json",
-        ]),
+        v(&["predict", "--trace", &d.arg("ring.txt"), "--format", "json"]),
         v(&["gen-trace", "alltoall", "--ranks", "64"]),
         v(&[
             "gen-trace",

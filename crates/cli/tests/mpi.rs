@@ -583,8 +583,8 @@ fn mpi_calls_nonblocking_sends_and_receives_with_requests() {
     // MPI_Isend a rank.
     let dir = TempDir::new("mpi-test-mpi-calls");
     let calls = |how: &str| -> (u64, u64, Value) {
-        let mon = dir.join(&format!("mon-{how}"));
-        let out = dir.join(&format!("loggp-{how}.json"));
+        let mon = dir.join(format!("mon-{how}"));
+        let out = dir.join(format!("loggp-{how}.json"));
         let o = Command::new("timeout")
             .args(["-k", "10", "240", exe(), "monitor", "-o"])
             .arg(&mon)

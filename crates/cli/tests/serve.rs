@@ -2,10 +2,10 @@
 //! shared memory. A hostile client here holds the right token and speaks the control protocol
 //! by hand, so nothing on its side checks what it asks for.
 
+use commperf_testkit::{exe, shm_segments_of};
 use commperf_transport::bounds::{self, MAX_PENDING};
 use commperf_transport::launch::{self, Control, DataSpec};
 use commperf_transport::{Mode, TransportKind};
-use commperf_testkit::exe;
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
@@ -234,15 +234,6 @@ fn with_data_channel(addr: &str, max_message: usize) -> (Control, launch::AnyEnd
     let spec = DataSpec::new(TransportKind::Tcp, Mode::Poll, max_message);
     let ep = launch::connect_data(&mut c, &spec, TOKEN).unwrap();
     (c, ep)
-}
-
-fn shm_segments_of(pid: u32) -> Vec<String> {
-    std::fs::read_dir("/dev/shm")
-        .unwrap()
-        .flatten()
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .filter(|n| n.starts_with(&format!("commperf-{pid}-")))
-        .collect()
 }
 
 #[test]

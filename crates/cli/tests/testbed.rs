@@ -10,7 +10,6 @@ use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-
 /// Namespaces and root-namespace links a run with this pid left behind.
 fn leftovers(pid: u32) -> Vec<String> {
     let prefix = format!("cpt{pid}-");

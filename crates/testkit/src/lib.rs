@@ -204,7 +204,12 @@ impl Lines {
                         return Ok(t);
                     }
                 }
-                Err(e) => return Err(format!("{e} after {limit:?}; lines so far: {:#?}", self.seen)),
+                Err(e) => {
+                    return Err(format!(
+                        "{e} after {limit:?}; lines so far: {:#?}",
+                        self.seen
+                    ))
+                }
             }
         }
     }
@@ -264,6 +269,16 @@ pub fn wait_until(limit: Duration, every: Duration, mut cond: impl FnMut() -> bo
     }
 }
 
+/// The shared-memory segments process `pid` made that are still there (`/dev/shm/commperf-PID-…`).
+pub fn shm_segments_of(pid: u32) -> Vec<String> {
+    std::fs::read_dir("/dev/shm")
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with(&format!("commperf-{pid}-")))
+        .collect()
+}
+
 /// A `commperf serve` on a loopback port of its own, killed when dropped.
 #[derive(Debug)]
 pub struct Served {
@@ -320,7 +335,12 @@ mod tests {
     fn a_temp_dir_is_unique_and_gone_when_dropped() {
         let (a, b) = (TempDir::new("kit"), TempDir::new("kit"));
         assert_ne!(a.path(), b.path());
-        assert!(a.file_name().unwrap().to_str().unwrap().starts_with("commperf-kit-"));
+        assert!(a
+            .file_name()
+            .unwrap()
+            .to_str()
+            .unwrap()
+            .starts_with("commperf-kit-"));
         std::fs::write(a.join("f"), "x").unwrap();
         assert_eq!(a.arg("f"), a.path().join("f").display().to_string());
         let p = a.path().to_path_buf();
@@ -337,7 +357,10 @@ mod tests {
     #[test]
     fn lines_are_waited_for_counted_and_read_to_the_end() {
         let child = Command::new("sh")
-            .args(["-c", "echo one; echo two x; echo three x; sleep 0.2; echo four"])
+            .args([
+                "-c",
+                "echo one; echo two x; echo three x; sleep 0.2; echo four",
+            ])
             .stdout(Stdio::piped())
             .spawn()
             .unwrap();
@@ -351,7 +374,9 @@ mod tests {
         l.wait_count(" x", 2, Duration::from_secs(10));
         assert_eq!(l.matching(" x"), ["two x", "three x"]);
         assert_eq!(l.to_end(Duration::from_secs(10)).seen.len(), 4);
-        let e = l.wait_for(Duration::from_millis(10), |_| Some(())).unwrap_err();
+        let e = l
+            .wait_for(Duration::from_millis(10), |_| Some(()))
+            .unwrap_err();
         assert!(e.contains("four"), "{e}");
     }
 
@@ -363,6 +388,10 @@ mod tests {
             n == 3
         }));
         assert_eq!(n, 3);
-        assert!(!wait_until(Duration::from_millis(20), Duration::from_millis(5), || false));
+        assert!(!wait_until(
+            Duration::from_millis(20),
+            Duration::from_millis(5),
+            || false
+        ));
     }
 }

@@ -5,8 +5,8 @@
 
 #![allow(dead_code)] // each test file uses its own part
 
-pub use commperf_testkit::{exe, ok, text};
 use commperf_testkit::TempDir;
+pub use commperf_testkit::{exe, ok, text};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
