@@ -3,8 +3,6 @@
 
 use commperf_testkit::{commperf, stderr, TempFile};
 use serde_json::Value;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 
 fn f(v: &Value, k: &str) -> f64 {
     v[k].as_f64()

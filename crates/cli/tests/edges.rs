@@ -7,10 +7,8 @@ mod common;
 use common::allowed_cpus;
 use commperf_testkit::{commperf, exe, json_of, ok, text, Served, TempDir};
 use serde_json::Value;
-use std::io::{BufRead, BufReader};
 use std::os::fd::{FromRawFd, OwnedFd};
-use std::path::PathBuf;
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// Small inputs for the commands that read files: a result file of a quick run over uds and

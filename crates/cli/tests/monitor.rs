@@ -3,6 +3,7 @@
 
 use commperf_testkit::{command, TempFile};
 use std::path::Path;
+use std::process::Command;
 
 /// `commperf monitor run -t shm ARGS -o DIR`, which must succeed; its stdout.
 fn monitor_run(dir: &Path, args: &[&str]) -> String {
@@ -102,7 +103,7 @@ fn run_saves_exact_counts_and_report_renders_every_format() {
     ] {
         let o = command()
             .args(["monitor", "report", "--format", fmt])
-            .arg(&dir)
+            .arg(&*dir)
             .output()
             .unwrap();
         assert!(
@@ -187,7 +188,7 @@ fn parts_are_measured_one_at_a_time_and_only_all_is_recorded() {
     assert_refused(&dir, &["parts.json", "truncated or corrupt"]);
     let o = command()
         .args(["monitor", "run", "--parts", "send", "--trace", "10", "-o"])
-        .arg(&dir)
+        .arg(&*dir)
         .output()
         .unwrap();
     assert!(!o.status.success());
@@ -205,7 +206,7 @@ fn a_run_whose_peer_dies_is_saved_cut_short() {
     let mut child = command()
         .args(["monitor", "run", "-t", "shm", "--sizes", "64,4k,64k"])
         .args(["--iters", "200000", "--rounds", "2", "-o"])
-        .arg(&dir)
+        .arg(&*dir)
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped())
         .spawn()
