@@ -54,6 +54,9 @@ pub enum ConfigError {
     Fragment(String),
     #[error("--pipeline-profile: {0}")]
     PipelineProfile(String),
+    /// The peer's hidden test options, given where this process does not start the peer.
+    #[error("{0}: only a peer started here can take it; give it to `commperf serve` instead")]
+    PeerHooks(&'static str),
     /// A data-channel option outside the bounds a server holds clients to.
     #[error(transparent)]
     Bound(#[from] BoundError),
@@ -117,6 +120,8 @@ pub struct BenchConfig {
     /// Processes of this measurement besides the peer (the other ranks of an MPI job): never
     /// reported as other measurements.
     pub partners: Vec<ProcessId>,
+    /// A local peer's hidden test options (`--inject-corruption`, `--announce-runs`).
+    pub peer_hooks: crate::session::PeerHooks,
     /// The adaptive plan for this run's sizes, computed on first use (set every other field
     /// first).
     plan: OnceLock<(FragmentPlan, Plan)>,
@@ -151,6 +156,7 @@ impl BenchConfig {
                 .expect("the built-in pipeline profile is valid"),
             shm_pipeline_source: "built-in default".into(),
             partners: Vec::new(),
+            peer_hooks: Default::default(),
             plan: OnceLock::new(),
         }
     }
@@ -327,6 +333,14 @@ impl BenchConfig {
     pub fn validate(&self) -> Result<(), ConfigError> {
         if self.sizes.is_empty() {
             return Err(ConfigError::Sizes("no sizes given".into()));
+        }
+        if !matches!(self.launcher, Launcher::Local { .. }) {
+            if self.peer_hooks.corrupt.is_some() {
+                return Err(ConfigError::PeerHooks("--inject-corruption"));
+            }
+            if self.peer_hooks.announce_runs {
+                return Err(ConfigError::PeerHooks("--announce-runs"));
+            }
         }
         if self.benchmarks.contains(&Benchmark::Loggp) && self.sizes.len() < 2 {
             return Err(ConfigError::Sizes(

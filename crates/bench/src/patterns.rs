@@ -50,23 +50,8 @@ pub fn check(buf: &[u8], seq: u64, first: &mut Option<Mismatch>) {
     }
 }
 
-/// Validation hook for tests: flips one byte of an outgoing payload (see `Corruption`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Corruption {
-    pub iteration: u64,
-    pub offset: usize,
-}
-
-#[inline]
-fn corrupt(buf: &mut [u8], i: u64, c: Option<Corruption>) {
-    if let Some(c) = c {
-        if c.iteration == i && c.offset < buf.len() {
-            buf[c.offset] ^= 0xFF;
-        }
-    }
-}
-
-/// How one measurement loops: counts, window, validation, and the test-only corruption.
+/// How one measurement loops: counts, window and validation. (A test that needs a corrupted
+/// message wraps the endpoint in a [`commperf_transport::FaultInjector`].)
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Loop {
     /// Untimed iterations first.
@@ -77,8 +62,6 @@ pub struct Loop {
     pub window: u32,
     /// Fill every payload with its pattern and check every received byte.
     pub validate: bool,
-    /// Flip one outgoing byte (tests of `--validate`).
-    pub corruption: Option<Corruption>,
 }
 
 impl Loop {
@@ -226,7 +209,6 @@ pub fn latency_responder<E: Endpoint>(
         if lp.validate {
             check(&rbuf[..n.len], i, &mut bad);
             fill(sbuf, i);
-            corrupt(sbuf, i, lp.corruption);
         }
         ep.send(DATA, sbuf).map_err(at(i))?;
     }
@@ -310,11 +292,6 @@ pub fn in_place_responder<E: Endpoint>(
         ep.send_with(DATA, size, |off, piece| {
             if validate {
                 fill_at(piece, i, size, off);
-                if let Some(c) = lp.corruption {
-                    if c.iteration == i && (off..off + piece.len()).contains(&c.offset) {
-                        piece[c.offset - off] ^= 0xFF;
-                    }
-                }
             }
         })
         .map_err(at(i))?;
@@ -498,23 +475,14 @@ impl<'a> Scattered<'a> {
         }
     }
 
-    /// Writes message `seq`'s pattern across the segments, as if they were one buffer, then
-    /// applies the test corruption at its offset in that logical buffer.
-    pub fn fill(&mut self, seq: u64, c: Option<Corruption>) {
+    /// Writes message `seq`'s pattern across the segments, as if they were one buffer.
+    pub fn fill(&mut self, seq: u64) {
         let mut off = 0;
         for r in self.ranges {
             for (j, b) in self.mem[r.clone()].iter_mut().enumerate() {
                 *b = pattern(seq, self.size, off + j);
             }
             off += r.len();
-        }
-        if let Some(c) = c.filter(|c| c.iteration == seq && c.offset < self.size) {
-            let (mut skip, mut k) = (c.offset, 0);
-            while skip >= self.ranges[k].len() {
-                skip -= self.ranges[k].len();
-                k += 1;
-            }
-            self.mem[self.ranges[k].start + skip] ^= 0xFF;
         }
     }
 }
@@ -547,10 +515,9 @@ impl ScatterSource for Fixed<'_> {
     }
 }
 
-/// Segments refilled with each message's pattern (and the test corruption) before it leaves.
+/// Segments refilled with each message's pattern before it leaves.
 struct Patterned<'m, 'a> {
     msg: &'m mut Scattered<'a>,
-    corruption: Option<Corruption>,
 }
 
 impl ScatterSource for Patterned<'_, '_> {
@@ -561,7 +528,7 @@ impl ScatterSource for Patterned<'_, '_> {
         i: u64,
         pack: &mut Option<&mut [u8]>,
     ) -> Result<(), TransportError> {
-        self.msg.fill(i, self.corruption);
+        self.msg.fill(i);
         // The slices must be rebuilt after every fill (the fill borrows the memory mutably);
         // on the stack, because the loop must not allocate.
         let mut slots: [&[u8]; MAX_SEGMENTS as usize] = [&[]; MAX_SEGMENTS as usize];
@@ -587,10 +554,7 @@ pub fn scattered_initiator<E: Endpoint + VectoredSend>(
     samples: &mut [u64],
 ) -> LoopResult<Option<Mismatch>> {
     if lp.validate {
-        let src = Patterned {
-            msg,
-            corruption: lp.corruption,
-        };
+        let src = Patterned { msg };
         scattered_initiator_loop(ep, clock, src, pack, rbuf, lp, samples)
     } else {
         let src = Fixed(msg.parts());
@@ -621,7 +585,7 @@ fn scattered_initiator_loop<E: Endpoint + VectoredSend, S: ScatterSource>(
 }
 
 /// Responder side of [`scattered_initiator`]: checks each message (with `lp.validate`), then
-/// answers with message `i` scattered the same way, corrupted where `lp.corruption` says.
+/// answers with message `i` scattered the same way.
 pub fn scattered_responder<E: Endpoint + VectoredSend>(
     ep: &mut E,
     msg: &mut Scattered<'_>,
@@ -630,10 +594,7 @@ pub fn scattered_responder<E: Endpoint + VectoredSend>(
     lp: &Loop,
 ) -> LoopResult<Option<Mismatch>> {
     if lp.validate {
-        let src = Patterned {
-            msg,
-            corruption: lp.corruption,
-        };
+        let src = Patterned { msg };
         scattered_responder_loop(ep, src, pack, rbuf, lp)
     } else {
         scattered_responder_loop(ep, Fixed(msg.parts()), pack, rbuf, lp)
@@ -677,7 +638,6 @@ pub fn stream_sender<E: Endpoint>(
             if lp.validate {
                 let seq = i * window + w;
                 fill(sbuf, seq);
-                corrupt(sbuf, seq, lp.corruption);
             }
             ep.send(DATA, sbuf).map_err(at(i))?;
         }
@@ -726,7 +686,6 @@ pub fn bidir<E: Endpoint>(
             let seq = i * window + w;
             if lp.validate {
                 fill(sbuf, seq);
-                corrupt(sbuf, seq, lp.corruption);
             }
             let n = ep.sendrecv(DATA, sbuf, rbuf).map_err(at(i))?;
             if lp.validate {
@@ -756,7 +715,12 @@ mod tests {
         assert_eq!(b.pick(3).1.len(), 8192);
     }
     use commperf_transport::sys::uds;
-    use commperf_transport::EndpointConfig;
+    use commperf_transport::{EndpointConfig, FaultConfig, FaultInjector};
+
+    /// The responder's message `message` leaves with byte `offset` flipped.
+    fn fault(message: u64, offset: usize) -> FaultConfig {
+        FaultConfig { message, offset }
+    }
 
     #[test]
     fn validation_reports_the_corrupted_byte() {
@@ -764,16 +728,12 @@ mod tests {
         let clock = Clock::monotonic();
         let h = std::thread::spawn(move || {
             let (mut s, mut r) = (vec![0u8; 100], vec![0u8; 100]);
-            let corruption = Some(Corruption {
-                iteration: 7,
-                offset: 42,
-            });
+            let mut b = FaultInjector::new(&mut b, fault(7, 42));
             let lp = Loop {
                 warmup: 5,
                 iters: 15,
                 window: 1,
                 validate: true,
-                corruption,
             };
             latency_responder(&mut b, &mut Buffers::reused(&mut s, &mut r), &lp).unwrap()
         });
@@ -784,7 +744,6 @@ mod tests {
             iters: 15,
             window: 1,
             validate: true,
-            corruption: None,
         };
         let mut bufs = Buffers::reused(&mut s, &mut r);
         let bad = latency_initiator(&mut a, &clock, &mut bufs, &lp, &mut samples).unwrap();
@@ -801,22 +760,18 @@ mod tests {
     fn in_place_catches<E: Endpoint + Send + 'static>(mut a: E, mut b: E) {
         let clock = Clock::monotonic();
         let size = 200_000;
-        let lp = |corruption| Loop {
+        let lp = Loop {
             warmup: 2,
             iters: 6,
             window: 1,
             validate: true,
-            corruption,
         };
         let h = std::thread::spawn(move || {
-            let c = Some(Corruption {
-                iteration: 4,
-                offset: 150_001,
-            });
-            in_place_responder(&mut b, size, &lp(c)).unwrap()
+            let mut b = FaultInjector::new(&mut b, fault(4, 150_001));
+            in_place_responder(&mut b, size, &lp).unwrap()
         });
         let mut samples = vec![0u64; 6];
-        let bad = in_place_initiator(&mut a, &clock, size, &lp(None), &mut samples).unwrap();
+        let bad = in_place_initiator(&mut a, &clock, size, &lp, &mut samples).unwrap();
         assert_eq!(h.join().unwrap(), None, "nothing corrupted on the way out");
         let m = bad.expect("corruption must be found");
         assert_eq!((m.iteration, m.offset), (4, 150_001));
@@ -839,7 +794,7 @@ mod tests {
         size: usize,
         k: usize,
         packed: bool,
-        corruption: Option<Corruption>,
+        corruption: Option<FaultConfig>,
     ) -> (Option<Mismatch>, Option<Mismatch>) {
         let (mut a, mut b) = uds::pair(EndpointConfig::default()).unwrap();
         let lp = Loop {
@@ -847,15 +802,20 @@ mod tests {
             iters: 10,
             window: 1,
             validate: true,
-            corruption: None,
         };
         let h = std::thread::spawn(move || {
             let (mut mem, ranges) = crate::extended::scattered(size, k);
             let mut msg = Scattered::new(&mut mem, &ranges);
             let mut pack = packed.then(|| vec![0u8; size]);
             let mut r = vec![0u8; size];
-            let lp = Loop { corruption, ..lp };
-            scattered_responder(&mut b, &mut msg, pack.as_deref_mut(), &mut r, &lp).unwrap()
+            match corruption {
+                Some(c) => {
+                    let mut b = FaultInjector::new(&mut b, c);
+                    scattered_responder(&mut b, &mut msg, pack.as_deref_mut(), &mut r, &lp)
+                }
+                None => scattered_responder(&mut b, &mut msg, pack.as_deref_mut(), &mut r, &lp),
+            }
+            .unwrap()
         });
         let (mut mem, ranges) = crate::extended::scattered(size, k);
         let mut msg = Scattered::new(&mut mem, &ranges);
@@ -881,44 +841,20 @@ mod tests {
         let (mut mem, ranges) = crate::extended::scattered(1000, 4);
         let mut msg = Scattered::new(&mut mem, &ranges);
         assert_eq!(msg.len(), 1000);
-        msg.fill(9, None);
+        msg.fill(9);
         let joined: Vec<u8> = msg.parts().concat();
         assert_eq!(first_mismatch(&joined, 9), None);
         // The segments really are apart: the bytes between them are not the pattern's.
         assert_eq!(msg.mem[ranges[0].end], crate::buf::PageBuf::FILL);
-        // A corruption lands at its offset in the joined message, here inside the third
-        // segment (250 bytes each), and nowhere else.
-        msg.fill(
-            9,
-            Some(Corruption {
-                iteration: 9,
-                offset: 610,
-            }),
-        );
-        let joined: Vec<u8> = msg.parts().concat();
-        assert_eq!(first_mismatch(&joined, 9), Some(610));
-        assert_eq!(joined[610], pattern(9, 1000, 610) ^ 0xFF);
-        assert_eq!(msg.mem[ranges[2].start + 110], joined[610]);
-        let mut fixed = joined.clone();
-        fixed[610] ^= 0xFF;
-        assert_eq!(first_mismatch(&fixed, 9), None, "exactly one byte flipped");
-        // Another message's corruption leaves this one alone.
-        msg.fill(
-            3,
-            Some(Corruption {
-                iteration: 9,
-                offset: 610,
-            }),
-        );
+        // Offset 610 of the joined message is in the third segment (250 bytes each).
+        assert_eq!(msg.mem[ranges[2].start + 110], pattern(9, 1000, 610));
+        msg.fill(3);
         assert_eq!(first_mismatch(&msg.parts().concat(), 3), None);
     }
 
     #[test]
     fn scattered_validation_reports_the_corrupted_byte() {
-        let c = Some(Corruption {
-            iteration: 7,
-            offset: 600,
-        });
+        let c = Some(fault(7, 600));
         for packed in [false, true] {
             assert_eq!(scattered_run(1000, 4, packed, None), (None, None));
             let (mine, theirs) = scattered_run(1000, 4, packed, c);
@@ -929,10 +865,7 @@ mod tests {
             assert_eq!(m.got, pattern(7, 1000, 600) ^ 0xFF);
         }
         // One byte in one segment: the smallest message.
-        let one = Some(Corruption {
-            iteration: 0,
-            offset: 0,
-        });
+        let one = Some(fault(0, 0));
         let (mine, _) = scattered_run(1, 1, false, one);
         assert_eq!(mine.map(|m| (m.iteration, m.offset)), Some((0, 0)));
     }
@@ -946,7 +879,6 @@ mod tests {
             iters: 10,
             window: 8,
             validate: true,
-            corruption: None,
         };
         let h = std::thread::spawn(move || {
             let mut r = vec![0u8; 64];

@@ -13,7 +13,7 @@ use crate::extended;
 use crate::limits::{self, LimitsError};
 use crate::loggp::{self, Prtt};
 use crate::machine;
-use crate::patterns::{self, Buffers, Corruption, LoopError, Mismatch, Scattered};
+use crate::patterns::{self, Buffers, LoopError, Mismatch, Scattered};
 use commperf_core::{
     Benchmark, BufferUse, Disturbance, Finding, Mode, Options, Placement, ProcessId, Report, Row,
     TransportKind, Watch,
@@ -27,7 +27,8 @@ use commperf_transport::launch::{self, AnyEndpoint, Control, DataSpec, LaunchErr
 use commperf_transport::sys::shm::{self, ShmCq};
 use commperf_transport::text::printable;
 use commperf_transport::{
-    affinity, with_endpoint, Endpoint, SwitchMode, TransportError, VectoredSend,
+    affinity, with_endpoint, Endpoint, FaultConfig, FaultInjector, SwitchMode, TransportError,
+    VectoredSend,
 };
 use serde::{Deserialize, Serialize};
 use std::net::IpAddr;
@@ -144,13 +145,12 @@ impl RunSpec {
         }
     }
 
-    fn looping(&self, corruption: Option<Corruption>) -> patterns::Loop {
+    fn looping(&self) -> patterns::Loop {
         patterns::Loop {
             warmup: self.warmup,
             iters: self.iterations,
             window: self.window,
             validate: self.validate,
-            corruption,
         }
     }
 }
@@ -266,7 +266,7 @@ pub fn run(cfg: &BenchConfig, progress: &mut dyn Progress) -> Result<Report, Ben
     let (_peer_guard, mut ctrl, token, peer_desc) = match &cfg.launcher {
         Launcher::Local { exe } => {
             commperf_transport::sys::shm::remove_stale_segments();
-            let args = ["__peer".to_string()];
+            let args = cfg.peer_hooks.peer_args();
             let (p, c) = LocalPeer::spawn(exe, &args, &[("COMMPERF_SESSION_TOKEN", &token)])?;
             (Some(p), c, token, None)
         }
@@ -877,7 +877,7 @@ fn conns_rows(
             ..run
         };
         switch(env.ep, Mode::Poll)?;
-        let lp = sweep.looping(None);
+        let lp = sweep.looping();
         let mut samples = vec![0u64; run.iterations as usize];
         let (ep, extras, clock, idle) =
             (&mut *env.ep, &*env.extras, env.clock, env.cfg.idle_timeout);
@@ -930,7 +930,7 @@ fn conns_rows(
             ..run
         };
         switch(env.ep, m)?;
-        let lp = cq.looping(None);
+        let lp = cq.looping();
         let ep = &mut *env.ep;
         exchange(env.ctrl, &ph, cq, || match &mut queue {
             AnyCq::Epoll(q) => with_endpoint!(&mut *ep, e => patterns::latency_cq_initiator(
@@ -1046,7 +1046,7 @@ fn measure<E: Endpoint + VectoredSend>(
     row.warmup = run.warmup;
     row.validated = run.validate;
     let (w, it) = (run.window, run.iterations);
-    let lp = run.looping(None);
+    let lp = run.looping();
     let secs = |ticks: u64| clock.ticks_to_ns(ticks) / 1e9;
     let mismatch = match run.benchmark {
         Benchmark::Loggp | Benchmark::Conns | Benchmark::Cq => {
@@ -1110,42 +1110,81 @@ fn measure<E: Endpoint + VectoredSend>(
     Ok((row, mismatch))
 }
 
-/// The test corruption, and the one benchmark it is limited to (if any).
-type CorruptHook = (Corruption, Option<Benchmark>);
-
-/// Test hook: `COMMPERF_TEST_CORRUPT=ITERATION:OFFSET[:BENCHMARK]` makes the peer flip one
-/// payload byte, so tests can prove `--validate` finds it. With a benchmark, only runs of that
-/// benchmark are corrupted: noncontig measures its latency baseline first, and a test of the
-/// scattered messages must not be satisfied by the baseline's finding. Read once per session,
-/// never in a loop.
-fn corruption_from_env() -> Option<CorruptHook> {
-    parse_corruption(&std::env::var("COMMPERF_TEST_CORRUPT").ok()?)
+/// `--inject-corruption MESSAGE:OFFSET[:BENCHMARK]`: the peer sends byte OFFSET of its message
+/// MESSAGE of every run (counted from 0, warm-up included) XORed with 0xFF, through a
+/// [`FaultInjector`], so that a test can prove `--validate` finds it. With a benchmark, only runs
+/// of that benchmark are corrupted: noncontig measures its latency baseline first, and a test of
+/// the scattered messages must not be satisfied by the baseline's finding.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct InjectCorruption {
+    pub fault: FaultConfig,
+    pub only: Option<Benchmark>,
 }
 
-/// Test hook: with `COMMPERF_TEST_ANNOUNCE_RUNS` set, the peer prints one line on stderr as it
-/// enters each measurement's loop (`commperf test hook: peer PID runs BENCHMARK SIZE B`), so a
-/// test that kills it can wait for a measurement that is really running instead of guessing
-/// how long set-up takes. Read once per session, never in a loop.
-const ANNOUNCE_RUNS_ENV: &str = "COMMPERF_TEST_ANNOUNCE_RUNS";
+/// An `--inject-corruption` value that is not `MESSAGE:OFFSET[:BENCHMARK]`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("'{0}' is not MESSAGE:OFFSET[:BENCHMARK] (e.g. 5:3 or 5:37:noncontig)")]
+pub struct InjectParseError(String);
 
-fn parse_corruption(v: &str) -> Option<CorruptHook> {
-    let mut it = v.split(':');
-    let c = Corruption {
-        iteration: it.next()?.parse().ok()?,
-        offset: it.next()?.parse().ok()?,
-    };
-    let only = match it.next() {
-        Some(b) => Some(b.parse().ok()?),
-        None => None,
-    };
-    it.next().is_none().then_some((c, only))
+impl std::str::FromStr for InjectCorruption {
+    type Err = InjectParseError;
+
+    fn from_str(v: &str) -> Result<Self, Self::Err> {
+        let bad = || InjectParseError(v.to_string());
+        let mut it = v.splitn(3, ':');
+        let fault = match (it.next(), it.next()) {
+            (Some(m), Some(o)) => format!("{m}:{o}").parse().map_err(|_| bad())?,
+            _ => return Err(bad()),
+        };
+        let only = it.next().map(str::parse).transpose().map_err(|_| bad())?;
+        Ok(InjectCorruption { fault, only })
+    }
 }
 
-/// The corruption that applies to `run`.
-fn corruption_for(hook: Option<CorruptHook>, run: &RunSpec) -> Option<Corruption> {
-    let (c, only) = hook?;
-    only.is_none_or(|b| b == run.benchmark).then_some(c)
+impl std::fmt::Display for InjectCorruption {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.fault)?;
+        match self.only {
+            Some(b) => write!(f, ":{b}"),
+            None => Ok(()),
+        }
+    }
 }
+
+/// What the peer does beyond following the client, each switched on by an explicit, hidden
+/// option of `commperf serve` (or of `bench`, for the peer it starts), never by the environment.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PeerHooks {
+    /// `--inject-corruption`.
+    pub corrupt: Option<InjectCorruption>,
+    /// `--announce-runs`: one line on stderr as the peer enters each measurement's loop
+    /// (`commperf peer PID runs BENCHMARK SIZE B`), so a test that kills it can wait for a
+    /// measurement that is really running instead of guessing how long set-up takes.
+    pub announce_runs: bool,
+}
+
+impl PeerHooks {
+    /// The command line of a local peer (`commperf __peer …`) that carries these hooks.
+    pub fn peer_args(&self) -> Vec<String> {
+        let mut args = vec!["__peer".to_string()];
+        if let Some(c) = self.corrupt {
+            args.extend(["--inject-corruption".to_string(), c.to_string()]);
+        }
+        if self.announce_runs {
+            args.push("--announce-runs".into());
+        }
+        args
+    }
+
+    /// The fault to inject into `run`, if any.
+    fn fault_for(&self, run: &RunSpec) -> Option<FaultConfig> {
+        let c = self.corrupt?;
+        c.only.is_none_or(|b| b == run.benchmark).then_some(c.fault)
+    }
+}
+
+/// What a peer with `--announce-runs` prints as it enters a measurement's loop.
+pub const ANNOUNCE_PREFIX: &str = "commperf peer ";
 
 /// Most channels this process can hold open beside the data channel for a client, each taking
 /// `per` descriptors ([`bounds::max_extra_channels`] of its descriptor limit), and why.
@@ -1220,11 +1259,19 @@ pub fn serve_session(
     token: &str,
     bind_ip: IpAddr,
 ) -> Result<Disturbance, BenchError> {
+    serve_session_with(ctrl, token, bind_ip, PeerHooks::default())
+}
+
+/// [`serve_session`] with the hooks of `commperf serve`'s hidden options.
+pub fn serve_session_with(
+    ctrl: &mut Control,
+    token: &str,
+    bind_ip: IpAddr,
+    hooks: PeerHooks,
+) -> Result<Disturbance, BenchError> {
     let partners = ctrl.partners().to_vec();
     let mut watch: Option<Watch> = None;
     let mut found = Disturbance::default();
-    let corruption = corruption_from_env();
-    let announce = std::env::var_os(ANNOUNCE_RUNS_ENV).is_some();
     let restore = affinity::allowed_cpus();
     // Calibrated: the PRTT server busy-waits exact delays.
     let clock = Clock::calibrate();
@@ -1367,12 +1414,15 @@ pub fn serve_session(
                     }
                 }
                 ctrl.send(&Reply::Ready)?;
-                if announce {
-                    eprintln!("commperf test hook: peer {} runs {ph}", std::process::id());
+                if hooks.announce_runs {
+                    eprintln!("{ANNOUNCE_PREFIX}{} runs {ph}", std::process::id());
                 }
                 let (s, r) = (&mut bufs.0[..run.size as usize], &mut bufs.1[..]);
-                let c = corruption_for(corruption, &run);
-                let out = with_endpoint!(e, e => respond(e, &clock, run, s, r, c));
+                // Wrapped afresh for each run: the fault's message counts from the run's first.
+                let out = with_endpoint!(e, e => match hooks.fault_for(&run) {
+                    Some(f) => respond(&mut FaultInjector::new(e, f), &clock, run, s, r),
+                    None => respond(e, &clock, run, s, r),
+                });
                 match out {
                     Ok(mismatch) => {
                         ctrl.send(&Reply::Done {
@@ -1414,9 +1464,8 @@ fn respond<E: Endpoint + VectoredSend>(
     run: RunSpec,
     sbuf: &mut [u8],
     rbuf: &mut [u8],
-    corruption: Option<Corruption>,
 ) -> Result<Option<Mismatch>, LoopError> {
-    let lp = run.looping(corruption);
+    let lp = run.looping();
     match run.benchmark {
         Benchmark::Latency
         | Benchmark::Blocking
@@ -1853,18 +1902,25 @@ mod tests {
     }
 
     #[test]
-    fn the_corruption_hook_can_be_limited_to_one_benchmark() {
-        let c = Corruption {
-            iteration: 5,
+    fn the_injected_corruption_can_be_limited_to_one_benchmark() {
+        let fault = FaultConfig {
+            message: 5,
             offset: 3,
         };
-        assert_eq!(parse_corruption("5:3"), Some((c, None)));
-        assert_eq!(
-            parse_corruption("5:3:noncontig"),
-            Some((c, Some(Benchmark::Noncontig)))
-        );
+        let all = InjectCorruption { fault, only: None };
+        let noncontig = InjectCorruption {
+            fault,
+            only: Some(Benchmark::Noncontig),
+        };
+        assert_eq!("5:3".parse(), Ok(all));
+        assert_eq!("5:3:noncontig".parse(), Ok(noncontig));
+        assert_eq!(noncontig.to_string(), "5:3:noncontig");
         for bad in ["", "5", "5:x", "5:3:nope", "5:3:latency:1"] {
-            assert_eq!(parse_corruption(bad), None, "{bad:?}");
+            assert_eq!(
+                bad.parse::<InjectCorruption>(),
+                Err(InjectParseError(bad.into())),
+                "{bad:?}"
+            );
         }
         let run = |benchmark| RunSpec {
             benchmark,
@@ -1880,13 +1936,32 @@ mod tests {
             packed: false,
             in_place: false,
         };
-        let hook = Some((c, Some(Benchmark::Noncontig)));
-        assert_eq!(corruption_for(hook, &run(Benchmark::Noncontig)), Some(c));
-        assert_eq!(corruption_for(hook, &run(Benchmark::Latency)), None);
+        let hooks = |corrupt| PeerHooks {
+            corrupt,
+            announce_runs: false,
+        };
+        let limited = hooks(Some(noncontig));
+        assert_eq!(limited.fault_for(&run(Benchmark::Noncontig)), Some(fault));
+        assert_eq!(limited.fault_for(&run(Benchmark::Latency)), None);
         assert_eq!(
-            corruption_for(Some((c, None)), &run(Benchmark::Latency)),
-            Some(c)
+            hooks(Some(all)).fault_for(&run(Benchmark::Latency)),
+            Some(fault)
         );
-        assert_eq!(corruption_for(None, &run(Benchmark::Latency)), None);
+        assert_eq!(hooks(None).fault_for(&run(Benchmark::Latency)), None);
+        // The local peer's command line carries them.
+        assert_eq!(
+            PeerHooks {
+                corrupt: Some(noncontig),
+                announce_runs: true
+            }
+            .peer_args(),
+            [
+                "__peer",
+                "--inject-corruption",
+                "5:3:noncontig",
+                "--announce-runs"
+            ]
+        );
+        assert_eq!(hooks(None).peer_args(), ["__peer"]);
     }
 }

@@ -102,7 +102,7 @@ pub enum Command {
     MonitorPeer,
     /// The peer process a local `bench` starts (internal)
     #[command(name = "__peer", hide = true)]
-    Peer,
+    Peer(PeerHookArgs),
     /// Run programs (the NAS-pattern kit, or any MPI command) over MPI stacks under the monitor:
     /// completion time per program and stack beside their message profiles and the stacks'
     /// micro-benchmark figures (after Kutluğ 2000, Table 5.1)
@@ -428,6 +428,31 @@ pub struct BenchArgs {
     pub plot: Option<PathBuf>,
     #[command(flatten)]
     pub output: OutputArgs,
+    #[command(flatten)]
+    pub hooks: PeerHookArgs,
+}
+
+/// The peer's test options (hidden): given to `bench`, they reach the peer it starts; given to
+/// `serve`, they apply to every session it serves.
+#[derive(Debug, Args)]
+pub struct PeerHookArgs {
+    /// The peer sends byte OFFSET of its message MESSAGE of each run (of BENCHMARK only, if
+    /// given) XORed with 0xFF, so `--validate` must find it; for proving the check fires
+    #[arg(long, value_name = "MESSAGE:OFFSET[:BENCHMARK]", hide = true)]
+    pub inject_corruption: Option<commperf_bench::session::InjectCorruption>,
+    /// The peer prints `commperf peer PID runs BENCHMARK SIZE B` on stderr as it enters each
+    /// measurement's loop, for tests that must act while one runs
+    #[arg(long, hide = true)]
+    pub announce_runs: bool,
+}
+
+impl PeerHookArgs {
+    pub fn to_hooks(&self) -> commperf_bench::session::PeerHooks {
+        commperf_bench::session::PeerHooks {
+            corrupt: self.inject_corruption,
+            announce_runs: self.announce_runs,
+        }
+    }
 }
 
 /// What `all` runs: every benchmark but pipeline, which sweeps fragment sizes for minutes and
@@ -496,6 +521,7 @@ impl BenchArgs {
         }
         c.uring_sqpoll = self.uring_sqpoll;
         c.mpi_nonblocking = self.mpi_calls == MpiCalls::Nonblocking;
+        c.peer_hooks = self.hooks.to_hooks();
         match &self.layers {
             // Each layer is checked as the run of its own it will be (`mpi` runs alone).
             Some(l) => {
@@ -599,6 +625,8 @@ pub struct ServeArgs {
     /// Exit after the first session
     #[arg(long)]
     pub once: bool,
+    #[command(flatten)]
+    pub hooks: PeerHookArgs,
 }
 
 #[derive(Debug, Args)]

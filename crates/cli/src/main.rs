@@ -66,7 +66,7 @@ fn main() -> ExitCode {
             Ok(p) => gentrace::run(&g, p),
             Err(e) => return usage_error(e),
         },
-        Command::Peer => peer(),
+        Command::Peer(h) => peer(h.to_hooks()),
         Command::Monitor(m) => monitor::run(&m),
         Command::MonitorPeer => monitor::peer(),
         Command::Emulate(e) => emulate::run(&e),
@@ -203,7 +203,15 @@ fn serve(s: &cli::ServeArgs) -> Result<()> {
             .ctrl
             .set_timeout(std::time::Duration::from_secs(600))
             .map_err(commperf_bench::BenchError::from)
-            .and_then(|()| commperf_bench::serve_session(&mut session.ctrl, &token, addr.ip()));
+            .and_then(|()| {
+                let hooks = s.hooks.to_hooks();
+                commperf_bench::session::serve_session_with(
+                    &mut session.ctrl,
+                    &token,
+                    addr.ip(),
+                    hooks,
+                )
+            });
         match r {
             Ok(found) => {
                 // Also in the client's result; here for whoever runs the server.
@@ -298,14 +306,15 @@ fn report(r: &cli::ReportArgs) -> Result<()> {
     Ok(())
 }
 
-fn peer() -> Result<()> {
+fn peer(hooks: commperf_bench::session::PeerHooks) -> Result<()> {
     use commperf_transport::launch;
     interrupt::ignore_in_peer();
     let token = std::env::var("COMMPERF_SESSION_TOKEN").unwrap_or_default();
     let mut ctrl = launch::inherited_control(launch::PEER_CONTROL_FD)?;
     launch::server_handshake(&mut ctrl, &token)?;
     ctrl.set_timeout(std::time::Duration::from_secs(600))?;
-    commperf_bench::serve_session(&mut ctrl, &token, std::net::Ipv4Addr::LOCALHOST.into())
+    let localhost = std::net::Ipv4Addr::LOCALHOST.into();
+    commperf_bench::session::serve_session_with(&mut ctrl, &token, localhost, hooks)
         .context("peer session")?;
     Ok(())
 }

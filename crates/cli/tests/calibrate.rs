@@ -1,47 +1,8 @@
 //! End-to-end tests of `commperf calibrate`: a real (short) measurement over shared memory, the
 //! Netgauge conversion of a real file, and hand-given Tcom.
 
+use commperf_testkit::{commperf, stderr, TempFile};
 use serde_json::Value;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-
-fn commperf(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_commperf"))
-        .args(args)
-        .output()
-        .expect("run commperf")
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-/// A scratch file (or directory) in the temp dir, removed when dropped: also when the test
-/// fails, so no run leaves it behind.
-struct Tmp(PathBuf);
-
-impl std::ops::Deref for Tmp {
-    type Target = Path;
-    fn deref(&self) -> &Path {
-        &self.0
-    }
-}
-
-impl AsRef<Path> for Tmp {
-    fn as_ref(&self) -> &Path {
-        &self.0
-    }
-}
-
-impl Drop for Tmp {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0).or_else(|_| std::fs::remove_dir_all(&self.0));
-    }
-}
-
-fn tmp(name: &str) -> Tmp {
-    Tmp(std::env::temp_dir().join(format!("commperf-calibrate-{}-{name}", std::process::id())))
-}
 
 fn f(v: &Value, k: &str) -> f64 {
     v[k].as_f64()
@@ -83,7 +44,7 @@ fn tcom_at(pieces: &[(u64, u64, f64, f64)], size: u64) -> f64 {
 
 #[test]
 fn calibrate_measures_shm_into_a_profile() {
-    let out = tmp("shm.json");
+    let out = TempFile::new("shm.json");
     let o = commperf(&[
         "calibrate",
         "--transport",

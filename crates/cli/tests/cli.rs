@@ -1,54 +1,12 @@
 //! End-to-end tests of the `commperf` binary: real processes, real shared memory and sockets.
 
+use commperf_testkit::{
+    commperf, exe, json_of, shm_segments_of, stderr, wait_until, Lines, Served, TempDir,
+};
 use serde_json::Value;
-use std::io::{BufRead, BufReader, Read, Write};
-use std::process::{Child, Command, Output, Stdio};
+use std::io::{BufReader, Read, Write};
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
-
-fn exe() -> &'static str {
-    env!("CARGO_BIN_EXE_commperf")
-}
-
-fn commperf(args: &[&str]) -> Output {
-    Command::new(exe())
-        .args(args)
-        .output()
-        .expect("run commperf")
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-fn json_of(o: &Output) -> Value {
-    assert!(o.status.success(), "commperf failed: {}", stderr(o));
-    serde_json::from_slice(&o.stdout).expect("stdout is JSON")
-}
-
-/// A scratch directory `PREFIX-PID` in the temp dir, removed when dropped: also when the test
-/// fails, so no run leaves it behind.
-struct ScratchDir(std::path::PathBuf);
-
-impl ScratchDir {
-    fn new(prefix: &str) -> ScratchDir {
-        let d = std::env::temp_dir().join(format!("{prefix}-{}", std::process::id()));
-        std::fs::create_dir_all(&d).unwrap();
-        ScratchDir(d)
-    }
-}
-
-impl std::ops::Deref for ScratchDir {
-    type Target = std::path::Path;
-    fn deref(&self) -> &std::path::Path {
-        &self.0
-    }
-}
-
-impl Drop for ScratchDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
 
 fn f(v: &Value, k: &str) -> f64 {
     v[k].as_f64()
@@ -292,8 +250,9 @@ fn validate_reports_where_a_byte_was_corrupted() {
             "--iters",
             "20",
             "--validate",
+            "--inject-corruption",
+            "5:3",
         ])
-        .env("COMMPERF_TEST_CORRUPT", "5:3")
         .output()
         .unwrap();
     let e = stderr(&o);
@@ -325,7 +284,7 @@ fn validate_reports_where_a_byte_was_corrupted() {
 
 #[test]
 fn noncontig_validates_its_scattered_messages() {
-    // The hook is limited to noncontig runs: the latency baseline each noncontig size measures
+    // The corruption is limited to noncontig runs: the latency baseline each noncontig size measures
     // first stays clean, so only the check of the scattered messages can find this byte.
     for t in ["uds", "shm"] {
         let o = Command::new(exe())
@@ -339,8 +298,9 @@ fn noncontig_validates_its_scattered_messages() {
                 "--iters",
                 "20",
                 "--validate",
+                "--inject-corruption",
+                "5:37:noncontig",
             ])
-            .env("COMMPERF_TEST_CORRUPT", "5:37:noncontig")
             .output()
             .unwrap();
         let e = stderr(&o);
@@ -402,17 +362,16 @@ fn alive(pid: u32) -> bool {
         .unwrap_or(false)
 }
 
-/// What the peer prints on stderr, with `COMMPERF_TEST_ANNOUNCE_RUNS` set, as it enters a
-/// measurement's loop: `commperf test hook: peer PID runs BENCHMARK SIZE B`.
-const HOOK: &str = "commperf test hook: ";
+/// What the peer prints on stderr, with `--announce-runs`, as it enters a measurement's loop:
+/// `commperf peer PID runs BENCHMARK SIZE B`.
+const HOOK: &str = "commperf peer ";
 
 /// A `commperf` run whose stderr lines arrive on a channel as they are written, so a test can
 /// wait for the state it needs (the peer in its timed loop) instead of sleeping. Killed and
 /// reaped when dropped: a failing test leaves no run behind (its peer dies with it).
 struct Watched {
     child: Child,
-    lines: std::sync::mpsc::Receiver<String>,
-    seen: Vec<String>,
+    lines: Lines,
 }
 
 impl Watched {
@@ -420,84 +379,47 @@ impl Watched {
         let mut child = Command::new(exe())
             .arg("bench")
             .args(args)
-            .env("COMMPERF_TEST_ANNOUNCE_RUNS", "1")
+            .arg("--announce-runs")
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
-        let err = BufReader::new(child.stderr.take().unwrap());
-        let (tx, lines) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            for l in err.lines().map_while(Result::ok) {
-                if tx.send(l).is_err() {
-                    break;
-                }
-            }
-        });
-        Watched {
-            child,
-            lines,
-            seen: Vec::new(),
-        }
+        let lines = Lines::follow(child.stderr.take().unwrap());
+        Watched { child, lines }
     }
 
     /// Waits (up to a minute: set-up includes the limits measurement, slow on a loaded machine)
     /// until the peer announces the run `what` (e.g. "latency 262144 B"); returns its pid.
     fn peer_running(&mut self, what: &str) -> u32 {
-        let deadline = Instant::now() + Duration::from_secs(60);
-        loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            match self.lines.recv_timeout(left) {
-                Ok(l) => {
-                    let pid = l
-                        .strip_prefix(HOOK)
-                        .and_then(|r| r.strip_prefix("peer "))
-                        .and_then(|r| r.split_once(" runs "))
-                        .filter(|(_, run)| *run == what)
-                        .and_then(|(pid, _)| pid.parse().ok());
-                    self.seen.push(l);
-                    if let Some(pid) = pid {
-                        assert!(
-                            children_of(self.child.id()).contains(&pid),
-                            "the announced peer {pid} is not a child of commperf"
-                        );
-                        return pid;
-                    }
-                }
-                Err(e) => panic!(
-                    "the peer did not start {what} within 60 s ({e}); stderr so far: {:?}",
-                    self.seen
-                ),
-            }
-        }
+        let pid = (self.lines)
+            .wait_for(Duration::from_secs(60), |l| {
+                l.strip_prefix(HOOK)
+                    .and_then(|r| r.split_once(" runs "))
+                    .filter(|(_, run)| *run == what)
+                    .and_then(|(pid, _)| pid.parse::<u32>().ok())
+            })
+            .unwrap_or_else(|e| panic!("the peer did not start {what} within 60 s: {e}"));
+        assert!(
+            children_of(self.child.id()).contains(&pid),
+            "the announced peer {pid} is not a child of commperf"
+        );
+        pid
     }
 
     /// Waits up to `limit` for the run to exit; None if it is still running then.
     fn exit_within(&mut self, limit: Duration) -> Option<std::process::ExitStatus> {
-        let start = Instant::now();
-        loop {
-            if let Some(s) = self.child.try_wait().unwrap() {
-                return Some(s);
-            }
-            if start.elapsed() > limit {
-                return None;
-            }
-            std::thread::sleep(Duration::from_millis(5));
-        }
+        let mut status = None;
+        wait_until(limit, Duration::from_millis(5), || {
+            status = self.child.try_wait().unwrap();
+            status.is_some()
+        });
+        status
     }
 
-    /// After exit: everything it wrote on stderr except the test hook's lines.
+    /// After exit: everything it wrote on stderr except the announcements.
     fn stderr_without_hook(&mut self) -> String {
         // The reader ends at EOF, once the run and its peer (which shares the pipe) are gone.
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while let Ok(l) = self
-            .lines
-            .recv_timeout(deadline.saturating_duration_since(Instant::now()))
-        {
-            self.seen.push(l);
-        }
-        self.seen
-            .iter()
+        (self.lines.to_end(Duration::from_secs(10)).seen.iter())
             .filter(|l| !l.starts_with(HOOK))
             .map(|l| format!("{l}\n"))
             .collect()
@@ -509,15 +431,6 @@ impl Drop for Watched {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
-}
-
-fn shm_segments_of(pid: u32) -> Vec<String> {
-    std::fs::read_dir("/dev/shm")
-        .unwrap()
-        .flatten()
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .filter(|n| n.starts_with(&format!("commperf-{pid}-")))
-        .collect()
 }
 
 fn killed_peer(transport: &str, mode: &str) {
@@ -598,39 +511,8 @@ fn killed_client_takes_its_peer_along() {
     assert!(shm_segments_of(c.child.id()).is_empty());
 }
 
-struct Served {
-    child: Child,
-    addr: String,
-    /// Kept open: the server's stdout stays a live pipe for as long as it runs.
-    _banner: BufReader<std::process::ChildStdout>,
-}
-
-impl Drop for Served {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 fn serve(token: &str) -> Served {
-    let mut child = Command::new(exe())
-        .args(["serve", "--listen", "127.0.0.1:0", "--token", token])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut first = String::new();
-    let mut banner = BufReader::new(child.stdout.take().unwrap());
-    banner.read_line(&mut first).unwrap();
-    let addr = first.trim().rsplit(' ').next().unwrap().to_string();
-    // Built before the check, so that a failed check stops the server (Drop).
-    let s = Served {
-        child,
-        addr,
-        _banner: banner,
-    };
-    assert!(s.addr.starts_with("127.0.0.1:"), "{first}");
-    s
+    Served::start(token, false, |_| {})
 }
 
 #[test]
@@ -695,7 +577,7 @@ fn serve_refuses_a_wrong_token_and_keeps_serving() {
 
 #[test]
 fn output_files_and_report_rerendering() {
-    let dir = ScratchDir::new("commperf-cli-test");
+    let dir = TempDir::new("cli-test");
     let json = dir.join("run.json");
     let o = commperf(&[
         "bench",
@@ -872,7 +754,7 @@ fn svg_series(tags: &[String]) -> Vec<(String, usize)> {
 
 #[test]
 fn plot_loggp_writes_seed_004_figure_3_6_as_svg() {
-    let dir = ScratchDir::new("commperf-plot-test");
+    let dir = TempDir::new("plot-test");
     let (json, bench_svg, report_svg) = (
         dir.join("loggp.json"),
         dir.join("bench.svg"),
@@ -971,7 +853,7 @@ fn serve_keeps_serving_after_its_stdout_is_closed() {
     let mut s = serve("tok");
     // The script that started the server read the address and went away.
     drop(std::mem::replace(
-        &mut s._banner,
+        &mut s.banner,
         BufReader::new(
             Command::new("true")
                 .stdout(Stdio::piped())
@@ -988,7 +870,7 @@ fn serve_keeps_serving_after_its_stdout_is_closed() {
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(
-        s.child.try_wait().unwrap().is_none(),
+        s.child.0.try_wait().unwrap().is_none(),
         "server still running"
     );
 }

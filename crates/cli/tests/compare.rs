@@ -6,20 +6,8 @@ use commperf_core::{
     Benchmark, Machine, Mode, Options, Placement, Report, Row, TimerInfo, TransportKind,
     SCHEMA_VERSION,
 };
+use commperf_testkit::{commperf, stderr, TempDir};
 use serde_json::Value;
-use std::path::PathBuf;
-use std::process::{Command, Output};
-
-fn commperf(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_commperf"))
-        .args(args)
-        .output()
-        .expect("run commperf")
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
 
 fn report(t: TransportKind, lat: &[(u64, f64)], bw: &[(u64, f64)]) -> Report {
     let mut rows = Vec::new();
@@ -76,32 +64,14 @@ fn report(t: TransportKind, lat: &[(u64, f64)], bw: &[(u64, f64)]) -> Report {
 }
 
 /// A scratch directory of this test's own, removed when dropped.
-struct Dir(PathBuf);
-
-impl Dir {
-    fn new(name: &str) -> Dir {
-        let d =
-            std::env::temp_dir().join(format!("commperf-compare-{name}-{}", std::process::id()));
-        std::fs::create_dir_all(&d).unwrap();
-        Dir(d)
-    }
-    fn write(&self, name: &str, report: &Report) -> String {
-        let p = self.0.join(name);
-        std::fs::write(&p, serde_json::to_string_pretty(report).unwrap()).unwrap();
-        p.display().to_string()
-    }
-    fn path(&self, name: &str) -> PathBuf {
-        self.0.join(name)
-    }
+/// `report` written as JSON to `name` in `d`; its path.
+fn write(d: &TempDir, name: &str, report: &Report) -> String {
+    let p = d.join(name);
+    std::fs::write(&p, serde_json::to_string_pretty(report).unwrap()).unwrap();
+    p.display().to_string()
 }
 
-impl Drop for Dir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-fn files(d: &Dir) -> (String, String) {
+fn files(d: &TempDir) -> (String, String) {
     // MPI adds 0.25 us to 8 B and 0.5 us to 1 KiB (dyadic, so exact); it delivers 6000 of
     // shm's 8000 MB/s at 64 KiB. bibw only in the upper file.
     let lo = report(
@@ -117,12 +87,12 @@ fn files(d: &Dir) -> (String, String) {
     let mut bibw = Row::new(Benchmark::Bibw, TransportKind::Mpi, Mode::Poll, 65536);
     bibw.mb_per_s = Some(9000.0);
     up.results.push(bibw);
-    (d.write("shm.json", &lo), d.write("mpi.json", &up))
+    (write(d, "shm.json", &lo), write(d, "mpi.json", &up))
 }
 
 #[test]
 fn compare_prints_the_table_and_writes_json() {
-    let d = Dir::new("ok");
+    let d = TempDir::new("compare-ok");
     let (lo, up) = files(&d);
     let o = commperf(&["compare", &lo, &up]);
     assert!(o.status.success(), "{}", stderr(&o));
@@ -142,7 +112,7 @@ fn compare_prints_the_table_and_writes_json() {
     }
 
     // -o FILE.json: the comparison as JSON in the file, the table still on stdout.
-    let out = d.path("cmp.json");
+    let out = d.join("cmp.json");
     let o = commperf(&["compare", &lo, &up, "-o", out.to_str().unwrap()]);
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(String::from_utf8_lossy(&o.stdout).contains("# verdict: "));
@@ -171,9 +141,9 @@ fn compare_prints_the_table_and_writes_json() {
 
 #[test]
 fn compare_errors_name_the_file_and_exit_1() {
-    let d = Dir::new("err");
+    let d = TempDir::new("compare-err");
     let (lo, up) = files(&d);
-    let bad = d.path("bad.json");
+    let bad = d.join("bad.json");
     std::fs::write(&bad, "{\"schema_version\": 1,\n  oops").unwrap();
     let bad = bad.to_str().unwrap();
     let o = commperf(&["compare", &lo, bad]);
@@ -185,7 +155,7 @@ fn compare_errors_name_the_file_and_exit_1() {
     );
     assert!(o.stdout.is_empty());
 
-    let missing = d.path("missing.json").display().to_string();
+    let missing = d.join("missing.json").display().to_string();
     let o = commperf(&["compare", &missing, &up]);
     assert_eq!(o.status.code(), Some(1));
     assert!(
@@ -200,7 +170,7 @@ fn compare_errors_name_the_file_and_exit_1() {
         let mut row = Row::new(Benchmark::Mr, TransportKind::Mpi, Mode::Poll, 8);
         row.mb_per_s = Some(4.0);
         r.results.push(row);
-        d.write("mr.json", &r)
+        write(d, "mr.json", &r)
     };
     let o = commperf(&["compare", &lo, &mr]);
     assert_eq!(o.status.code(), Some(1));
@@ -221,7 +191,7 @@ fn compare_errors_name_the_file_and_exit_1() {
             row.p50_us = Some(5.0);
             row
         });
-        d.write("mixed.json", &r)
+        write(d, "mixed.json", &r)
     };
     let o = commperf(&["compare", &mixed, &up]);
     assert_eq!(o.status.code(), Some(1));

@@ -26,7 +26,7 @@ fn one_at_a_time() -> MutexGuard<'static, ()> {
 }
 
 fn bench_json(args: &[&str]) -> Value {
-    let o = Command::new(env!("CARGO_BIN_EXE_commperf"))
+    let o = commperf_testkit::command()
         .arg("bench")
         .args(args)
         .args(["--format", "json"])

@@ -8,44 +8,11 @@
 
 mod common;
 use common::allowed_cpus;
+use commperf_testkit::{exe, Killed, Lines, Served, TempDir};
 use serde_json::Value;
-use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
-
-fn exe() -> &'static str {
-    env!("CARGO_BIN_EXE_commperf")
-}
-
-/// A directory of this test's own, removed when dropped.
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(name: &str) -> TempDir {
-        let d =
-            std::env::temp_dir().join(format!("commperf-disturb-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&d);
-        std::fs::create_dir_all(&d).unwrap();
-        TempDir(d)
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-/// A child killed (SIGKILL) and reaped when dropped, whatever the test did.
-struct Killed(Child);
-
-impl Drop for Killed {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
 
 /// `cmd` started with its output dropped, once it has registered in `registry`: the run,
 /// killed when dropped, and its pid.
@@ -138,7 +105,7 @@ fn wait_registered(registry: &Path, pid: u32, child: &mut Child) {
 #[test]
 fn a_bench_during_another_names_it_and_a_killed_ones_entry_is_removed() {
     let dir = TempDir::new("two");
-    let reg = dir.0.join("registry");
+    let reg = dir.join("registry");
     let cpus = allowed_cpus();
     let pair = format!("{},{}", cpus[0], cpus.get(1).unwrap_or(&cpus[0]));
     // The first run measures far longer than the test lasts; it is killed (SIGKILL) at the end.
@@ -150,7 +117,7 @@ fn a_bench_during_another_names_it_and_a_killed_ones_entry_is_removed() {
     let first_pid = first.id();
     let mut first = Killed(first);
     wait_registered(&reg, first_pid, &mut first.0);
-    let out = dir.0.join("second.json");
+    let out = dir.join("second.json");
     let second = ok(latency(&reg, "uds", "8", 1000, &pair)
         .args(["-o", out.to_str().unwrap()])
         .output()
@@ -195,7 +162,7 @@ fn a_bench_during_another_names_it_and_a_killed_ones_entry_is_removed() {
 #[test]
 fn a_busy_process_on_the_measuring_cpu_shows_as_involuntary_switches() {
     let dir = TempDir::new("hog");
-    let reg = dir.0.join("registry");
+    let reg = dir.join("registry");
     let cpus = allowed_cpus();
     let (mine, theirs) = (cpus[0], *cpus.get(1).unwrap_or(&cpus[0]));
     // A busy loop pinned to the CPU the measuring end is pinned to (`--cpus mine,theirs`).
@@ -235,88 +202,51 @@ fn a_busy_process_on_the_measuring_cpu_shows_as_involuntary_switches() {
 
 const TOKEN: &str = "disturbance-test-token";
 
-/// A `commperf serve` on loopback registering in `registry`, its log read line by line;
-/// killed when dropped.
-struct Serve {
-    child: Killed,
-    addr: String,
-    log: std::sync::mpsc::Receiver<String>,
-    /// Every log line read so far.
-    seen: Vec<String>,
-    _banner: BufReader<std::process::ChildStdout>,
-}
+/// A `commperf serve` on loopback registering in `registry`, its log read line by line and
+/// each run it answers announced there (`--announce-runs`); killed when dropped.
+struct Serve(Served);
 
 impl Serve {
     fn start(registry: &Path) -> Serve {
-        let mut child = Command::new(exe())
-            .args(["serve", "--listen", "127.0.0.1:0", "--token", TOKEN])
-            .env("COMMPERF_REGISTRY", registry)
-            // Each run the server answers says so in its log.
-            .env("COMMPERF_TEST_ANNOUNCE_RUNS", "1")
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let err = child.stderr.take().unwrap();
-        let (tx, log) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(err).lines().map_while(Result::ok) {
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
-        let mut banner = BufReader::new(child.stdout.take().unwrap());
-        let mut first = String::new();
-        banner.read_line(&mut first).unwrap();
-        let addr = first.trim().rsplit(' ').next().unwrap().to_string();
-        assert!(addr.starts_with("127.0.0.1:"), "banner: {first:?}");
-        Serve {
-            child: Killed(child),
-            addr,
-            log,
-            seen: Vec::new(),
-            _banner: banner,
-        }
+        Serve(Served::start(TOKEN, true, |c| {
+            c.arg("--announce-runs").env("COMMPERF_REGISTRY", registry);
+        }))
     }
 
     fn pid(&self) -> u32 {
-        self.child.0.id()
+        self.0.pid()
     }
 
     /// `bench latency` against this server (client pinned to `mine`, server to `theirs`).
     fn client(&self, registry: &Path, sizes: &str, iters: u64, cpus: &str) -> Command {
         let mut c = latency(registry, "tcp", sizes, iters, cpus);
-        c.args(["--peer", &self.addr, "--token", TOKEN]);
+        c.args(["--peer", &self.0.addr, "--token", TOKEN]);
         c
     }
 
     /// Reads the log until a line containing `what` has come `n` times in all (up to 60 s).
     fn wait_lines(&mut self, what: &str, n: usize) {
-        let end = Instant::now() + Duration::from_secs(60);
-        while self.seen.iter().filter(|l| l.contains(what)).count() < n {
-            let left = end.saturating_duration_since(Instant::now());
-            match self.log.recv_timeout(left) {
-                Ok(l) => self.seen.push(l),
-                Err(_) => panic!("no {n} log lines with {what:?}: {:#?}", self.seen),
-            }
-        }
+        self.0.log().wait_count(what, n, Duration::from_secs(60));
     }
 
     /// Reads the lines logged so far.
-    fn drain(&mut self) -> &Self {
-        self.seen.extend(self.log.try_iter());
+    fn drain(&mut self) -> &mut Self {
+        self.0.log().drain();
         self
     }
 
     /// Log lines that contain `what`.
     fn lines(&self, what: &str) -> Vec<String> {
-        self.seen
-            .iter()
-            .filter(|l| l.contains(what))
-            .cloned()
-            .collect()
+        self.log().matching(what)
+    }
+
+    /// Every log line read so far.
+    fn seen(&self) -> &[String] {
+        &self.log().seen
+    }
+
+    fn log(&self) -> &Lines {
+        self.0.log.as_ref().expect("started with its log followed")
     }
 }
 
@@ -338,7 +268,7 @@ fn two_cpus() -> (usize, usize) {
 #[test]
 fn a_peer_run_alone_reports_no_other_measurement_on_either_end() {
     let dir = TempDir::new("peer-alone");
-    let reg = dir.0.join("registry");
+    let reg = dir.join("registry");
     let (a, b) = two_cpus();
     let mut serve = Serve::start(&reg);
     let o = ok(serve
@@ -362,11 +292,11 @@ fn a_peer_run_alone_reports_no_other_measurement_on_either_end() {
 #[test]
 fn a_peer_run_and_an_independent_bench_name_each_other() {
     let dir = TempDir::new("peer-other");
-    let reg = dir.0.join("registry");
+    let reg = dir.join("registry");
     let (a, b) = two_cpus();
     let mut serve = Serve::start(&reg);
     let serve_pid = serve.pid();
-    let peer_out = dir.0.join("peer.json");
+    let peer_out = dir.join("peer.json");
     let many = many_sizes();
     // The peer session: runs until interrupted, looking for others after each measurement.
     let (mut peer, peer_pid) = registered(
@@ -376,9 +306,9 @@ fn a_peer_run_and_an_independent_bench_name_each_other() {
             .args(["-o", peer_out.to_str().unwrap()]),
     );
     // The server registers when the client has placed it (its entry says its CPU).
-    wait_registered(&reg, serve_pid, &mut serve.child.0);
+    wait_registered(&reg, serve_pid, &mut serve.0.child.0);
     // An independent bench on the same CPUs, started while the session runs.
-    let other_out = dir.0.join("other.json");
+    let other_out = dir.join("other.json");
     let (mut other, other_pid) = registered(
         &reg,
         latency(&reg, "uds", &many, 2000, &format!("{a},{b}"))
@@ -387,8 +317,8 @@ fn a_peer_run_and_an_independent_bench_name_each_other() {
     // Runs of the session announced from here on: between two of them, both of its ends have
     // looked again with the independent bench registered (a third, for a line that was on
     // its way while it registered).
-    let runs = serve.drain().lines("commperf test hook: peer").len();
-    serve.wait_lines("commperf test hook: peer", runs + 3);
+    let runs = serve.drain().lines("commperf peer ").len();
+    serve.wait_lines("commperf peer ", runs + 3);
     // Interrupted, each stops at the next boundary and writes what finished (exit 130).
     for c in [&mut other, &mut peer] {
         sigint(&c.0);
@@ -427,7 +357,7 @@ fn a_peer_run_and_an_independent_bench_name_each_other() {
             "commperf serve: session with client {client} disturbed: {independent}"
         )],
         "{:#?}",
-        serve.seen
+        serve.seen()
     );
     assert_eq!(entries(&reg), Vec::<String>::new());
 }
@@ -439,7 +369,7 @@ fn a_peer_run_and_an_independent_bench_name_each_other() {
 )]
 fn mpi_benches_name_a_bench_running_beside_them_and_no_rank_of_their_own() {
     let dir = TempDir::new("mpi");
-    let reg = dir.0.join("registry");
+    let reg = dir.join("registry");
     let (a, b) = two_cpus();
     let pair = format!("{a},{b}");
     // Measures far longer than the test lasts; killed at the end.
@@ -452,7 +382,7 @@ fn mpi_benches_name_a_bench_running_beside_them_and_no_rank_of_their_own() {
         ("2", &["-t", "mpi"][..]),
         ("4", &["-t", "tcp", "--launcher", "mpi"]),
     ] {
-        let out = dir.0.join(format!("mpi-{np}.json"));
+        let out = dir.join(format!("mpi-{np}.json"));
         // Real mpirun: the ranks are siblings under it, not parent and child.
         let o = ok(Command::new("timeout")
             .args([

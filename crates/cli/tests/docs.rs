@@ -9,6 +9,7 @@
 //! can use a file an earlier one wrote. `crates/cli/src/docs_tests.rs` checks that every command
 //! line, runnable or not, parses.
 
+use commperf_testkit::TempDir;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -127,30 +128,17 @@ fn blocks_of(file: &Path) -> Vec<Block> {
 }
 
 /// A scratch directory for one chapter, with the repository's data beside it.
-struct Scratch(PathBuf);
-
-impl Scratch {
-    fn new(chapter: &str) -> Scratch {
-        let d =
-            std::env::temp_dir().join(format!("commperf-docs-{}-{chapter}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&d);
-        std::fs::create_dir_all(&d).unwrap();
-        for link in ["crates", "scripts", "apps"] {
-            std::os::unix::fs::symlink(repo().join(link), d.join(link)).unwrap();
-        }
-        Scratch(d)
+fn scratch(chapter: &str) -> TempDir {
+    let d = TempDir::new(&format!("docs-{chapter}"));
+    for link in ["crates", "scripts", "apps"] {
+        std::os::unix::fs::symlink(repo().join(link), d.join(link)).unwrap();
     }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
+    d
 }
 
 /// Runs `script` with `sh -e` in `dir`; Err names what went wrong.
 fn run(script: &str, dir: &Path) -> Result<String, String> {
-    let bin = Path::new(env!("CARGO_BIN_EXE_commperf")).parent().unwrap();
+    let bin = Path::new(commperf_testkit::exe()).parent().unwrap();
     let path = format!(
         "{}:{}",
         bin.display(),
@@ -205,7 +193,7 @@ fn the_books_runnable_examples_run_and_show_what_they_print() {
         let scratch = blocks
             .iter()
             .any(|b| b.runnable)
-            .then(|| Scratch::new(&file.file_stem().unwrap().to_string_lossy()));
+            .then(|| scratch(&file.file_stem().unwrap().to_string_lossy()));
         for b in &blocks {
             let at = format!(
                 "{}:{}",
@@ -221,7 +209,7 @@ fn the_books_runnable_examples_run_and_show_what_they_print() {
                 continue;
             };
             ran += 1;
-            match run(&b.script, &scratch.0) {
+            match run(&b.script, scratch) {
                 Err(e) => failures.push(format!("{at}: the block failed: {e}")),
                 Ok(output) => {
                     for c in &b.checks {
@@ -251,8 +239,7 @@ fn the_books_runnable_examples_run_and_show_what_they_print() {
 
 #[test]
 fn fences_and_checks_are_read_as_the_book_means_them() {
-    let dir = std::env::temp_dir().join(format!("commperf-docs-parse-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = TempDir::new("docs-parse");
     let f = dir.join("c.md");
     std::fs::write(
         &f,
@@ -262,7 +249,6 @@ fn fences_and_checks_are_read_as_the_book_means_them() {
     )
     .unwrap();
     let b = blocks_of(&f);
-    std::fs::remove_dir_all(&dir).unwrap();
     assert_eq!(b.len(), 2, "{b:?}");
     assert!(b[0].runnable && !b[1].runnable);
     assert_eq!(b[0].line, 3);

@@ -5,53 +5,11 @@
 
 mod common;
 use common::allowed_cpus;
+use commperf_testkit::{commperf, exe, json_of, ok, text, Served, TempDir};
 use serde_json::Value;
-use std::io::{BufRead, BufReader};
 use std::os::fd::{FromRawFd, OwnedFd};
-use std::path::PathBuf;
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-
-fn exe() -> &'static str {
-    env!("CARGO_BIN_EXE_commperf")
-}
-
-fn commperf(args: &[&str]) -> Output {
-    Command::new(exe())
-        .args(args)
-        .output()
-        .expect("run commperf")
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
-
-fn ok(o: &Output) -> &Output {
-    assert!(o.status.success(), "commperf failed: {}", text(&o.stderr));
-    o
-}
-
-/// A directory of this test's own, removed when dropped.
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(name: &str) -> TempDir {
-        let d = std::env::temp_dir().join(format!("commperf-edges-{name}-{}", std::process::id()));
-        std::fs::create_dir_all(&d).unwrap();
-        TempDir(d)
-    }
-
-    fn path(&self, f: &str) -> String {
-        self.0.join(f).display().to_string()
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
 
 /// Small inputs for the commands that read files: a result file of a quick run over uds and
 /// one over shm (the same suite), and a trace.
@@ -67,7 +25,7 @@ fn inputs(d: &TempDir) {
             "--iters",
             "50",
             "-o",
-            &d.path(&format!("{t}.json")),
+            &d.arg(&format!("{t}.json")),
         ]));
     }
     ok(&commperf(&[
@@ -76,7 +34,7 @@ fn inputs(d: &TempDir) {
         "--ranks",
         "4",
         "-o",
-        &d.path("ring.txt"),
+        &d.arg("ring.txt"),
     ]));
 }
 
@@ -86,19 +44,13 @@ fn printing_commands(d: &TempDir) -> Vec<Vec<String>> {
     vec![
         v(&["limits"]),
         v(&["limits", "--format", "json"]),
-        v(&["report", &d.path("uds.json")]),
-        v(&["report", &d.path("uds.json"), "--format", "csv"]),
+        v(&["report", &d.arg("uds.json")]),
+        v(&["report", &d.arg("uds.json"), "--format", "csv"]),
         // With -o the file is written and the table still goes to stdout.
-        v(&["report", &d.path("uds.json"), "-o", &d.path("copy.json")]),
-        v(&["compare", &d.path("shm.json"), &d.path("uds.json")]),
-        v(&["predict", "--trace", &d.path("ring.txt")]),
-        v(&[
-            "predict",
-            "--trace",
-            &d.path("ring.txt"),
-            "--format",
-            "json",
-        ]),
+        v(&["report", &d.arg("uds.json"), "-o", &d.arg("copy.json")]),
+        v(&["compare", &d.arg("shm.json"), &d.arg("uds.json")]),
+        v(&["predict", "--trace", &d.arg("ring.txt")]),
+        v(&["predict", "--trace", &d.arg("ring.txt"), "--format", "json"]),
         v(&["gen-trace", "alltoall", "--ranks", "64"]),
         v(&[
             "gen-trace",
@@ -162,7 +114,7 @@ fn a_full_standard_output_is_one_line_and_exit_1_for_every_command() {
     }
     // `report -o FILE` prints its table too: refused before it wrote anything, so no file of
     // a half-done command is left.
-    assert!(!std::path::Path::new(&d.path("copy.json")).exists());
+    assert!(!std::path::Path::new(&d.arg("copy.json")).exists());
 }
 
 /// A pipe whose read end is already closed: every write to it fails with EPIPE.
@@ -195,13 +147,13 @@ fn a_closed_pipe_ends_the_output_quietly_and_the_files_are_still_written() {
     }
     // Files after the table are written all the same: predict's timeline comes after it.
     let o = Command::new(exe())
-        .args(["predict", "--trace", &d.path("ring.txt"), "--timeline"])
-        .arg(d.path("tl.json"))
+        .args(["predict", "--trace", &d.arg("ring.txt"), "--timeline"])
+        .arg(d.arg("tl.json"))
         .stdout(closed_pipe())
         .output()
         .unwrap();
     assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
-    let tl: Value = serde_json::from_str(&std::fs::read_to_string(d.path("tl.json")).unwrap())
+    let tl: Value = serde_json::from_str(&std::fs::read_to_string(d.arg("tl.json")).unwrap())
         .expect("the timeline is whole");
     assert!(tl.is_object() || tl.is_array());
     // A generator stops at the closed pipe instead of writing a huge trace into nothing.
@@ -219,10 +171,6 @@ fn a_closed_pipe_ends_the_output_quietly_and_the_files_are_still_written() {
     );
 }
 
-fn json(o: &Output) -> Value {
-    serde_json::from_slice(&ok(o).stdout).expect("stdout is JSON")
-}
-
 #[test]
 fn both_ends_on_one_cpu_are_warned_about_and_recorded() {
     let c = allowed_cpus()[0].to_string();
@@ -231,7 +179,7 @@ fn both_ends_on_one_cpu_are_warned_about_and_recorded() {
         "bench", "latency", "-t", "uds", "--sizes", "8", "--iters", "50", "--cpus", &cpus,
         "--format", "json",
     ]);
-    let v = json(&o);
+    let v = json_of(&o);
     let e = text(&o.stderr);
     // One warning line; a run the machine's load stretched past the two quiet seconds adds
     // progress lines after it, which say nothing about the placement.
@@ -284,43 +232,14 @@ fn both_ends_on_one_cpu_are_warned_about_and_recorded() {
             "--format",
             "json",
         ]);
-        let v = json(&o);
+        let v = json_of(&o);
         assert!(v["placement"].get("warning").is_none(), "{v}");
         assert_eq!(text(&o.stderr), "");
     }
 }
 
-/// A `commperf serve` on a loopback port of its own, killed when dropped.
-struct Served {
-    child: Child,
-    addr: String,
-    _banner: BufReader<std::process::ChildStdout>,
-}
-
-impl Drop for Served {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 fn serve(token: &str) -> Served {
-    let mut child = Command::new(exe())
-        .args(["serve", "--listen", "127.0.0.1:0", "--token", token])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut first = String::new();
-    let mut banner = BufReader::new(child.stdout.take().unwrap());
-    banner.read_line(&mut first).unwrap();
-    let addr = first.trim().rsplit(' ').next().unwrap().to_string();
-    assert!(addr.starts_with("127.0.0.1:"), "{first}");
-    Served {
-        child,
-        addr,
-        _banner: banner,
-    }
+    Served::start(token, false, |_| {})
 }
 
 #[test]
@@ -345,7 +264,7 @@ fn a_peer_run_pins_this_end_and_says_the_peer_is_not_pinned() {
         a.extend(extra);
         commperf(&a)
     };
-    let v = json(&run(&["--format", "json"]));
+    let v = json_of(&run(&["--format", "json"]));
     let p = &v["placement"];
     assert_eq!(p["local_cpu"], first, "{p}");
     assert_eq!(p["local_pinned"], true, "{p}");
@@ -362,7 +281,7 @@ fn a_peer_run_pins_this_end_and_says_the_peer_is_not_pinned() {
     );
     // --cpus names the peer's CPU too: both pinned.
     if let [a, b, ..] = allowed_cpus()[..] {
-        let v = json(&run(&["--cpus", &format!("{a},{b}"), "--format", "json"]));
+        let v = json_of(&run(&["--cpus", &format!("{a},{b}"), "--format", "json"]));
         let p = &v["placement"];
         assert_eq!(
             (p["local_cpu"].as_u64(), p["peer_cpu"].as_u64()),
@@ -490,7 +409,7 @@ fn messages_agree_with_what_is_accepted() {
     // 4730·4729·3 = 67,104,510 operations (within 2^26), one more rank 67,132,890 (beyond it);
     // messages above 2^48 B.
     let d = TempDir::new("gen-bounds");
-    let big = d.path("big.txt");
+    let big = d.arg("big.txt");
     usage(
         &["gen-trace", "alltoall", "--ranks", "4731", "-o", &big],
         "alltoall over 4731 ranks, 1 iterations, is up to 67132890 operations: the trace \
@@ -544,13 +463,13 @@ fn messages_agree_with_what_is_accepted() {
         "--ranks",
         "8",
         "-o",
-        &d.path("a.txt"),
+        &d.arg("a.txt"),
     ]));
-    let trace = d.path("a.txt");
+    let trace = d.arg("a.txt");
     let ops = |extra: &[&str]| {
         let mut a = vec!["predict", "--trace", &trace, "--format", "json"];
         a.extend(extra);
-        json(&commperf(&a))["operations"].as_u64().unwrap()
+        json_of(&commperf(&a))["operations"].as_u64().unwrap()
     };
     // Pairwise: per step a send, a receive and a wait; linear: all posted, one wait.
     assert_eq!(ops(&[]), 8 * 7 * 3);
@@ -564,7 +483,7 @@ fn messages_agree_with_what_is_accepted() {
 #[test]
 fn binary_files_given_as_text_are_one_line_naming_file_and_position() {
     let d = TempDir::new("binary");
-    let bin = d.path("ls.dot");
+    let bin = d.arg("ls.dot");
     std::fs::copy("/bin/ls", &bin).unwrap();
     ok(&commperf(&[
         "gen-trace",
@@ -572,9 +491,9 @@ fn binary_files_given_as_text_are_one_line_naming_file_and_position() {
         "--ranks",
         "2",
         "-o",
-        &d.path("t.txt"),
+        &d.arg("t.txt"),
     ]));
-    let t = d.path("t.txt");
+    let t = d.arg("t.txt");
     for args in [
         vec!["predict", "--trace", &bin],
         vec!["predict", "--trace", &bin, "--format-in", "goal"],
@@ -609,7 +528,7 @@ fn goal_of_every_pattern_predicts_what_the_own_format_predicts() {
     ] {
         let mut totals = Vec::new();
         for f in ["own", "goal"] {
-            let file = d.path(&format!("p.{f}"));
+            let file = d.arg(&format!("p.{f}"));
             ok(&commperf(&[
                 "gen-trace",
                 p,
@@ -624,7 +543,7 @@ fn goal_of_every_pattern_predicts_what_the_own_format_predicts() {
                 "-o",
                 &file,
             ]));
-            let v = json(&commperf(&[
+            let v = json_of(&commperf(&[
                 "predict", "--trace", &file, "--format", "json",
             ]));
             assert_eq!(v["trace_format"], f, "{p}");
@@ -633,7 +552,7 @@ fn goal_of_every_pattern_predicts_what_the_own_format_predicts() {
         assert!(totals[0] > 0.0 && totals[0] == totals[1], "{p}: {totals:?}");
     }
     // A cycle in a GOAL file's dependencies is named as the cycle.
-    let g = d.path("cycle.goal");
+    let g = d.arg("cycle.goal");
     std::fs::write(
         &g,
         "num_ranks 2\nrank 0 {\nl1: send 8b to 1\nl2: calc 5\nl1 requires l2\nl2 requires l1\n}\n\

@@ -2,11 +2,7 @@
 //! and on shm the L knob moves the measured L by about the set amount (a real machine: the
 //! exact arithmetic is checked on the model transport in `commperf-emulate`).
 
-use std::process::Command;
-
-fn commperf() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_commperf"))
-}
+use commperf_testkit::command;
 
 #[test]
 fn a_bad_knob_value_exits_2_naming_the_knob_and_the_range() {
@@ -15,7 +11,7 @@ fn a_bad_knob_value_exits_2_naming_the_knob_and_the_range() {
         ("L=2s", "knob L"),
         ("g=fast", "knob g"),
     ] {
-        let out = commperf()
+        let out = command()
             .args(["emulate", "calibrate", "-t", "shm", "--knob", arg])
             .output()
             .unwrap();
@@ -37,7 +33,7 @@ fn calibrate_on_shm_moves_l_by_about_the_set_amount() {
     let mut tries = 0;
     let (out, cal) = loop {
         tries += 1;
-        let out = commperf()
+        let out = command()
             .args(["emulate", "calibrate", "-t", "shm", "--knob", "L=0,5us"])
             .args(["--iters", "300", "--repeat", "2", "--cost-iters", "0", "-o"])
             .arg(&file)
@@ -114,7 +110,7 @@ fn calibrate_on_shm_moves_l_by_about_the_set_amount() {
 
 #[test]
 fn a_repeat_of_zero_is_refused_naming_it() {
-    let out = commperf()
+    let out = command()
         .args(["emulate", "calibrate", "-t", "shm", "--repeat", "0"])
         .output()
         .unwrap();

@@ -1,23 +1,13 @@
 //! `commperf monitor run` and `report` end to end: real processes over shm, exact message
 //! counts in the saved run, every report format, and the errors for bad files and directories.
 
-use std::path::{Path, PathBuf};
+use commperf_testkit::{command, TempFile};
+use std::path::Path;
 use std::process::Command;
-
-fn commperf() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_commperf"))
-}
-
-/// A fresh directory for one test's run.
-fn fresh_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("commperf-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    dir
-}
 
 /// `commperf monitor run -t shm ARGS -o DIR`, which must succeed; its stdout.
 fn monitor_run(dir: &Path, args: &[&str]) -> String {
-    let out = commperf()
+    let out = command()
         .args(["monitor", "run", "-t", "shm"])
         .args(args)
         .arg("-o")
@@ -34,7 +24,7 @@ fn monitor_run(dir: &Path, args: &[&str]) -> String {
 
 /// `commperf monitor report PATH`.
 fn report(path: &Path) -> std::process::Output {
-    commperf()
+    command()
         .args(["monitor", "report"])
         .arg(path)
         .output()
@@ -66,7 +56,7 @@ fn assert_counts(dir: &Path, rows: usize, count: u64) {
 
 #[test]
 fn run_saves_exact_counts_and_report_renders_every_format() {
-    let dir = fresh_dir("monitor");
+    let dir = TempFile::new("monitor");
     let table = monitor_run(
         &dir,
         &[
@@ -111,9 +101,9 @@ fn run_saves_exact_counts_and_report_renders_every_format() {
         ("json", "\"schema_version\": 1"),
         ("svg", "<svg"),
     ] {
-        let o = commperf()
+        let o = command()
             .args(["monitor", "report", "--format", fmt])
-            .arg(&dir)
+            .arg(&*dir)
             .output()
             .unwrap();
         assert!(
@@ -139,7 +129,7 @@ fn bad_files_and_directories_are_named() {
     let o = report(&f);
     assert!(String::from_utf8_lossy(&o.stderr).contains("not a monitor run"));
     let _ = std::fs::remove_file(&f);
-    let o = commperf()
+    let o = command()
         .args(["monitor", "run", "--iters", "10", "-o", "/proc/commperf-no"])
         .output()
         .unwrap();
@@ -156,7 +146,7 @@ fn bad_files_and_directories_are_named() {
 /// `all` block is followed by other kinds, with its last receive still to be recorded).
 #[test]
 fn parts_are_measured_one_at_a_time_and_only_all_is_recorded() {
-    let dir = fresh_dir("parts");
+    let dir = TempFile::new("parts");
     let table = monitor_run(
         &dir,
         &[
@@ -196,9 +186,9 @@ fn parts_are_measured_one_at_a_time_and_only_all_is_recorded() {
     // A damaged parts file is named.
     std::fs::write(dir.join("parts.json"), "[{\"parts\": \"no").unwrap();
     assert_refused(&dir, &["parts.json", "truncated or corrupt"]);
-    let o = commperf()
+    let o = command()
         .args(["monitor", "run", "--parts", "send", "--trace", "10", "-o"])
-        .arg(&dir)
+        .arg(&*dir)
         .output()
         .unwrap();
     assert!(!o.status.success());
@@ -212,11 +202,11 @@ fn parts_are_measured_one_at_a_time_and_only_all_is_recorded() {
 #[test]
 fn a_run_whose_peer_dies_is_saved_cut_short() {
     use std::time::{Duration, Instant};
-    let dir = fresh_dir("cut");
-    let mut child = commperf()
+    let dir = TempFile::new("cut");
+    let mut child = command()
         .args(["monitor", "run", "-t", "shm", "--sizes", "64,4k,64k"])
         .args(["--iters", "200000", "--rounds", "2", "-o"])
-        .arg(&dir)
+        .arg(&*dir)
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped())
         .spawn()

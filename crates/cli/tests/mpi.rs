@@ -3,6 +3,7 @@
 //! libtest's summary (build-support/caps.rs), unless `COMMPERF_REQUIRE_MPI=1` (set by CI) makes
 //! a missing MPI a failure.
 
+use commperf_testkit::{exe, ok, text, TempDir};
 use serde_json::Value;
 use std::process::{Command, Output};
 
@@ -11,10 +12,6 @@ mod common;
 /// Held by the tests that use shm between ranks: one of them checks that no segment is left
 /// behind, which another one running at the same time would make fail.
 static SHM: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-fn exe() -> &'static str {
-    env!("CARGO_BIN_EXE_commperf")
-}
 
 /// A build with the `mpi` feature and an `mpirun` on the PATH, or the test fails saying which
 /// is missing. Each test here is `ignored` with that reason where the build found either absent
@@ -58,47 +55,9 @@ fn mpirun(np: u32, args: &[&str]) -> Output {
     c.output().expect("run mpirun")
 }
 
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
-
-fn ok(o: &Output) {
-    assert!(
-        o.status.success(),
-        "failed ({}):\nstdout:\n{}\nstderr:\n{}",
-        o.status,
-        text(&o.stdout),
-        text(&o.stderr)
-    );
-}
-
 fn f(v: &Value, k: &str) -> f64 {
     v[k].as_f64()
         .unwrap_or_else(|| panic!("{k} missing in {v}"))
-}
-
-/// A scratch directory of one test (`commperf-mpi-test-PID-TEST` in the temp dir), removed
-/// when dropped: also when the test fails or panics, so no run leaves it behind.
-struct Scratch(std::path::PathBuf);
-
-impl Scratch {
-    fn new(test: &str) -> Scratch {
-        let d =
-            std::env::temp_dir().join(format!("commperf-mpi-test-{}-{test}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&d);
-        std::fs::create_dir_all(&d).unwrap();
-        Scratch(d)
-    }
-
-    fn file(&self, name: &str) -> std::path::PathBuf {
-        self.0.join(name)
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
 }
 
 /// Shared-memory segments of commperf in /dev/shm.
@@ -147,8 +106,8 @@ fn rows<'a>(v: &'a Value, bench: &str) -> Vec<&'a Value> {
 )]
 fn the_mpi_layer_measures_latency_and_bandwidth_and_rank_0_writes_the_results() {
     need_mpi("mpi latency/bw");
-    let dir = Scratch::new("latency-bw");
-    let out = dir.file("lat.json");
+    let dir = TempDir::new("mpi-test-latency-bw");
+    let out = dir.join("lat.json");
     let o = mpirun(
         2,
         &[
@@ -206,8 +165,8 @@ fn the_mpi_layer_measures_latency_and_bandwidth_and_rank_0_writes_the_results() 
 )]
 fn the_whole_suite_runs_at_the_mpi_layer_and_validates_every_byte() {
     need_mpi("mpi suite");
-    let dir = Scratch::new("suite");
-    let out = dir.file("all.json");
+    let dir = TempDir::new("mpi-test-suite");
+    let out = dir.join("all.json");
     let o = mpirun(
         2,
         &[
@@ -330,8 +289,8 @@ fn the_whole_suite_runs_at_the_mpi_layer_and_validates_every_byte() {
 fn transports_run_between_ranks_that_mpirun_placed() {
     need_mpi("--launcher mpi");
     let _shm = SHM.lock().unwrap_or_else(|e| e.into_inner());
-    let dir = Scratch::new("launched");
-    let out = dir.file("launched.json");
+    let dir = TempDir::new("mpi-test-launched");
+    let out = dir.join("launched.json");
     let before = shm_segments();
     let o = mpirun(
         2,
@@ -381,8 +340,8 @@ fn four_ranks_measure_as_two_pairs_and_rates_add_up() {
         &["--transport", "mpi"][..],
         &["--launcher", "mpi", "-t", "uds"][..],
     ] {
-        let dir = Scratch::new("pairs");
-        let out = dir.file("pairs.json");
+        let dir = TempDir::new("mpi-test-pairs");
+        let out = dir.join("pairs.json");
         let mut a = vec![
             "bench", "latency", "mr", "--sizes", "8", "--iters", "30", "-o",
         ];
@@ -557,8 +516,8 @@ fn mpi_options_are_checked_before_anything_starts() {
 fn layers_runs_both_layers_between_the_same_ranks_and_compares_them() {
     need_mpi("--layers");
     let _shm = SHM.lock().unwrap_or_else(|e| e.into_inner());
-    let dir = Scratch::new("layers");
-    let out = dir.file("layers.json");
+    let dir = TempDir::new("mpi-test-layers");
+    let out = dir.join("layers.json");
     let before = shm_segments();
     let o = mpirun(
         2,
@@ -622,10 +581,10 @@ fn mpi_calls_nonblocking_sends_and_receives_with_requests() {
     // MPI_Recv; what is left of the other kind is the session's few control messages, and
     // with either the exchange after each size's rounds, (warm-up + repetitions) batches of 8
     // MPI_Isend a rank.
-    let dir = Scratch::new("mpi-calls");
+    let dir = TempDir::new("mpi-test-mpi-calls");
     let calls = |how: &str| -> (u64, u64, Value) {
-        let mon = dir.file(&format!("mon-{how}"));
-        let out = dir.file(&format!("loggp-{how}.json"));
+        let mon = dir.join(format!("mon-{how}"));
+        let out = dir.join(format!("loggp-{how}.json"));
         let o = Command::new("timeout")
             .args(["-k", "10", "240", exe(), "monitor", "-o"])
             .arg(&mon)

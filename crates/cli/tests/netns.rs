@@ -94,7 +94,7 @@ fn bench_against_serve_in_another_network_namespace() {
     let Some(hosts) = Hosts::new() else {
         panic!("running as root with iproute2, but the network namespaces could not be made");
     };
-    let exe = env!("CARGO_BIN_EXE_commperf");
+    let exe = commperf_testkit::exe();
     let mut server = Server(
         Command::new("ip")
             .args([

@@ -5,23 +5,13 @@
 
 mod mpi_apps;
 
+use commperf_testkit::{exe, TempDir};
 use serde_json::Value;
 use std::io::{BufRead, BufReader};
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
-
-fn exe() -> &'static str {
-    env!("CARGO_BIN_EXE_commperf")
-}
-
-fn scratch(test: &str) -> PathBuf {
-    let d = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("outputs-{test}"));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
 
 fn run(args: &[&str], cwd: &Path) -> Output {
     Command::new(exe())
@@ -39,7 +29,7 @@ fn stderr(o: &Output) -> String {
 /// table comes only after measuring), one line naming the option and the path, exit 1.
 #[test]
 fn bench_refuses_unwritable_outputs_before_measuring() {
-    let d = scratch("bench");
+    let d = TempDir::new("outputs-bench");
     let cases: [(&[&str], String); 4] = [
         (
             &["-o", "/nonexistent/x.json"],
@@ -107,7 +97,7 @@ fn bench_refuses_unwritable_outputs_before_measuring() {
 /// is written), and no temporary file is left.
 #[test]
 fn an_existing_output_keeps_its_mode_and_links() {
-    let d = scratch("mode");
+    let d = TempDir::new("outputs-mode");
     let trace = d.join("t.txt");
     std::fs::write(
         &trace,
@@ -165,7 +155,7 @@ fn peer_of(parent: u32) -> Option<u32> {
 /// prints and saves what finished with `"partial": true`, exits 130, and leaves no peer.
 #[test]
 fn an_interrupted_bench_saves_what_finished() {
-    let d = scratch("interrupt");
+    let d = TempDir::new("outputs-interrupt");
     let out = d.join("r.json");
     let mut child = Command::new(exe())
         .args([
@@ -247,10 +237,11 @@ fn an_interrupted_bench_saves_what_finished() {
 /// not the `-o` directory, not the default `commperf-monitor-<time>`, not `/nonexistent`.
 #[test]
 fn a_refused_monitor_run_leaves_nothing() {
-    let d = scratch("monitor");
+    let d = TempDir::new("outputs-monitor");
     // The interposer cache, outside the directory that must stay empty; made only by a run
     // that extracts an interposer into it.
-    let cache = scratch("monitor-cache").join("cache");
+    let cache_dir = TempDir::new("outputs-monitor-cache");
+    let cache = cache_dir.join("cache");
     // Without MPI the launcher itself is what is missing, and said first.
     let mpirun_found = mpi_apps::have("mpirun");
     let cases: [(&[&str], &str); 4] = [

@@ -2,16 +2,10 @@
 //! by another project predicts, results are byte-identical for the same seed, the models and
 //! topologies give the answers computed by hand, and bad input is refused with a clear message.
 
+use commperf_testkit::{commperf, stderr, TempFile};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-
-fn commperf(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_commperf"))
-        .args(args)
-        .output()
-        .expect("run commperf")
-}
 
 fn data(name: &str) -> String {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -19,33 +13,6 @@ fn data(name: &str) -> String {
         .join(name)
         .display()
         .to_string()
-}
-
-/// A scratch file (or directory) in the temp dir, removed when dropped: also when the test
-/// fails, so no run leaves it behind.
-struct Tmp(PathBuf);
-
-impl std::ops::Deref for Tmp {
-    type Target = Path;
-    fn deref(&self) -> &Path {
-        &self.0
-    }
-}
-
-impl AsRef<Path> for Tmp {
-    fn as_ref(&self) -> &Path {
-        &self.0
-    }
-}
-
-impl Drop for Tmp {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0).or_else(|_| std::fs::remove_dir_all(&self.0));
-    }
-}
-
-fn tmp(name: &str) -> Tmp {
-    Tmp(std::env::temp_dir().join(format!("commperf-predict-{}-{name}", std::process::id())))
 }
 
 fn json(args: &[&str]) -> Value {
@@ -163,7 +130,7 @@ fn the_same_seed_gives_byte_identical_output() {
 
 #[test]
 fn generated_patterns_predict_on_every_topology() {
-    let trace = tmp("a2a.txt");
+    let trace = TempFile::new("a2a.txt");
     let t = trace.to_str().unwrap();
     let o = commperf(&[
         "gen-trace",
@@ -224,8 +191,8 @@ fn generated_patterns_predict_on_every_topology() {
 
 #[test]
 fn bounds_and_timelines_are_written() {
-    let tl = tmp("tl.json");
-    let svg = tmp("tl.svg");
+    let tl = TempFile::new("tl.json");
+    let svg = TempFile::new("tl.svg");
     let p = json(&[
         "predict",
         "--trace",
@@ -263,13 +230,13 @@ fn bounds_and_timelines_are_written() {
 
 #[test]
 fn bad_input_is_refused_with_the_place() {
-    let bad = tmp("bad.goal");
+    let bad = TempFile::new("bad.goal");
     std::fs::write(&bad, "num_ranks 2\nrank 0 {\nl1: send 8b to 7 tag 0\n}\n").unwrap();
     let (code, e) = err(&["predict", "--trace", bad.to_str().unwrap()]);
     assert_eq!(code, 1, "{e}");
     assert!(e.contains("bad.goal:3:"), "{e}");
     // What only the prediction finds (a receive never matched) names the trace it came from.
-    let dead = tmp("dead.goal");
+    let dead = TempFile::new("dead.goal");
     std::fs::write(
         &dead,
         "num_ranks 2\nrank 1 {\nl1: recv 8b from 0 tag 0\n}\n",
@@ -424,7 +391,7 @@ fn loggp_parameters_given_as_loggopsim_takes_them() {
     // The receive rule: 1001 B arrive while rank 1 computes 3 µs. LogGOPSim takes them in
     // when the compute ends, holding the CPU o + 1000·G (4.1 µs); LogGP's last byte arrives
     // at o + L + 1000·G = 2.1 µs, during the compute, and costs the CPU o only (3.1 µs).
-    let t = tmp("receive-rule.trace");
+    let t = TempFile::new("receive-rule.trace");
     std::fs::write(
         &t,
         "ranks 2\nrank 0\n  send 1 1001B\nrank 1\n  irecv 0 1001B as q\n  compute 3000ns\n  wait q\n",
@@ -456,7 +423,7 @@ fn loggp_parameters_given_as_loggopsim_takes_them() {
     // A message to oneself (1001 B, rank 0): through the network 100 + 1000 + 100 + 1000·G
     // = 2.2 µs; local, the model's overheads 100 + 100 = 0.2 µs; local with overheads of its
     // own (o_s 30, o_r 40, O 0.01 ns/B): 30 + 10 to send, 40 + 10 to receive = 0.09 µs.
-    let t = tmp("self.trace");
+    let t = TempFile::new("self.trace");
     std::fs::write(
         &t,
         "ranks 2\nrank 0\n  send 0 1001B\n  recv 0 1001B\nrank 1\n",
@@ -490,7 +457,7 @@ fn loggp_parameters_given_as_loggopsim_takes_them() {
     // Two messages that have arrived while rank 0 computed 5 µs: LogGOPSim's receiving NIC
     // takes the second g = 200 ns after the first (5.3 µs), --no-receive-gap after the first's
     // o_r (5.2 µs).
-    let t = tmp("gap.trace");
+    let t = TempFile::new("gap.trace");
     std::fs::write(
         &t,
         "ranks 2\nrank 0\n  compute 5000ns\n  recv 1 1B\n  recv 1 1B\nrank 1\n  send 0 1B\n  send 0 1B\n",
@@ -510,7 +477,7 @@ fn loggp_parameters_given_as_loggopsim_takes_them() {
     // the message at 20, but the peer's CPU is in its own send until 100: 0.2 µs still; a
     // wait of 60 frees it at 40, so the receive runs 40–140: 0.14 µs. An exchange's excess of
     // 30 lengthens the receive, whose message crossed rank 0's own: 0.23 µs.
-    let t = tmp("exchange.trace");
+    let t = TempFile::new("exchange.trace");
     std::fs::write(
         &t,
         "ranks 2\nrank 0\n  isend 1 1B as a\n  irecv 1 1B as b\n  waitall a b\n\
@@ -543,7 +510,7 @@ fn loggp_parameters_given_as_loggopsim_takes_them() {
     // Rank 0's message reaches rank 1 while it computes. LogGOPSim (arrival) has rank 1 take
     // it in (1010–1110) before sending its own, which rank 0 receives 1210–1310; at its wait,
     // rank 1 sends first (1010–1110) and rank 0 is done at 1210.
-    let t = tmp("progress.trace");
+    let t = TempFile::new("progress.trace");
     std::fs::write(
         &t,
         "ranks 2\nrank 0\n  isend 1 1B as a\n  irecv 1 1B as b\n  waitall a b\n\
@@ -566,7 +533,7 @@ fn link_rates_read_b_as_bytes_and_small_b_as_bits() {
     // (10 Gbit/s = 1.25 B/ns, 5 µs): 5 + 1e6 / 1.25 ns = 805 µs. `--link host=1.25GB/s` is the
     // same bandwidth (1.25 gigabytes per second), so the same 805 µs; an older reading took it as
     // gigabits, 8× slower.
-    let t = tmp("one-message.trace");
+    let t = TempFile::new("one-message.trace");
     std::fs::write(
         &t,
         "ranks 2\nrank 0\n  send 1 1000000\nrank 1\n  recv 0 1000000\n",
@@ -621,7 +588,7 @@ fn link_rates_read_b_as_bytes_and_small_b_as_bits() {
 
 #[test]
 fn hostile_inputs_are_refused_by_name_never_panicked_on_or_hung_on() {
-    let t = tmp("hostile.trace");
+    let t = TempFile::new("hostile.trace");
     std::fs::write(
         &t,
         "ranks 2\nrank 0\n  send 1 1000000\nrank 1\n  recv 0 1000000\n",
@@ -633,7 +600,7 @@ fn hostile_inputs_are_refused_by_name_never_panicked_on_or_hung_on() {
         assert!(!e.contains("panicked"), "{e}");
     };
     // A SimGrid route through one link twice: the engine indexed past a route's hops.
-    let plat = tmp("dup.xml");
+    let plat = TempFile::new("dup.xml");
     std::fs::write(
         &plat,
         r#"<?xml version='1.0'?>

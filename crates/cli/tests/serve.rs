@@ -2,6 +2,7 @@
 //! shared memory. A hostile client here holds the right token and speaks the control protocol
 //! by hand, so nothing on its side checks what it asks for.
 
+use commperf_testkit::{exe, shm_segments_of};
 use commperf_transport::bounds::{self, MAX_PENDING};
 use commperf_transport::launch::{self, Control, DataSpec};
 use commperf_transport::{Mode, TransportKind};
@@ -12,10 +13,6 @@ use std::process::{Child, Command, Output, Stdio};
 use std::sync::mpsc::{self, Receiver};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-
-fn exe() -> &'static str {
-    env!("CARGO_BIN_EXE_commperf")
-}
 
 /// The tests that time a handshake or flood a server take turns: on a 2-core machine they
 /// would otherwise measure each other.
@@ -237,15 +234,6 @@ fn with_data_channel(addr: &str, max_message: usize) -> (Control, launch::AnyEnd
     let spec = DataSpec::new(TransportKind::Tcp, Mode::Poll, max_message);
     let ep = launch::connect_data(&mut c, &spec, TOKEN).unwrap();
     (c, ep)
-}
-
-fn shm_segments_of(pid: u32) -> Vec<String> {
-    std::fs::read_dir("/dev/shm")
-        .unwrap()
-        .flatten()
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .filter(|n| n.starts_with(&format!("commperf-{pid}-")))
-        .collect()
 }
 
 #[test]

@@ -4,12 +4,11 @@
 //! `ignored` with that reason (build-support/caps.rs).
 
 mod mpi_apps;
+use commperf_testkit::exe;
 use serde_json::Value;
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-
-const EXE: &str = env!("CARGO_BIN_EXE_commperf");
 
 /// Namespaces and root-namespace links a run with this pid left behind.
 fn leftovers(pid: u32) -> Vec<String> {
@@ -32,7 +31,7 @@ fn rank_processes() -> usize {
     out.map(|o| {
         String::from_utf8_lossy(&o.stdout)
             .lines()
-            .filter(|l| l.contains(EXE) && l.contains("__testbed-rank"))
+            .filter(|l| l.contains(exe()) && l.contains("__testbed-rank"))
             .count()
     })
     .unwrap_or(0)
@@ -54,7 +53,7 @@ fn serial() -> std::sync::MutexGuard<'static, ()> {
 /// from the rest of the machine beyond their own work.
 fn small_run(iters: &str, extra: &[&str]) -> std::process::Child {
     use std::os::unix::process::CommandExt;
-    let mut c = Command::new(EXE);
+    let mut c = Command::new(exe());
     // SAFETY: only setpriority(2), async-signal-safe, runs between fork and exec; the ranks
     // the testbed starts inherit the niceness.
     unsafe {
@@ -221,7 +220,7 @@ fn ctrl_c_cleans_up() {
 #[test]
 fn without_root_the_error_says_so() {
     use std::os::unix::process::CommandExt;
-    let mut c = Command::new(EXE);
+    let mut c = Command::new(exe());
     c.arg("testbed");
     // As root, the run drops to nobody (65534) first: the message is provoked either way.
     // SAFETY: geteuid has no preconditions.

@@ -1,23 +1,14 @@
 //! End-to-end tests of the io_uring transports: the suite over them, and the kernel refusing
 //! io_uring (a real seccomp filter on the commperf processes, as container runtimes install).
 
+use commperf_testkit::{exe, json_of, stderr};
 use serde_json::Value;
 use std::process::{Command, Output};
 
 mod common;
 
-fn exe() -> &'static str {
-    env!("CARGO_BIN_EXE_commperf")
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
 fn rows(o: &Output) -> Vec<Value> {
-    assert!(o.status.success(), "commperf failed: {}", stderr(o));
-    let v: Value = serde_json::from_slice(&o.stdout).expect("stdout is JSON");
-    v["results"].as_array().expect("results").clone()
+    json_of(o)["results"].as_array().expect("results").clone()
 }
 
 #[test]

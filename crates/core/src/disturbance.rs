@@ -822,23 +822,7 @@ softirq 149391113 0 38215167 1 9098399 0 0 1 56470574 0 45606971
         assert!(contention(&b, &sample(100, 1.0, 1, 52, 10_300), 2).is_empty());
     }
 
-    /// A private registry directory, removed at the end.
-    struct TempDir(PathBuf);
-    impl TempDir {
-        fn new(tag: &str) -> Self {
-            let d = std::env::temp_dir().join(format!(
-                "commperf-registry-test-{}-{tag}",
-                std::process::id()
-            ));
-            let _ = std::fs::remove_dir_all(&d);
-            TempDir(d)
-        }
-    }
-    impl Drop for TempDir {
-        fn drop(&mut self) {
-            let _ = std::fs::remove_dir_all(&self.0);
-        }
-    }
+    use commperf_testkit::TempDir;
 
     fn entries(dir: &Path) -> usize {
         std::fs::read_dir(dir).map_or(0, |d| d.count())
@@ -846,8 +830,8 @@ softirq 149391113 0 38215167 1 9098399 0 0 1 56470574 0 45606971
 
     #[test]
     fn two_registrations_see_each_other_and_leave_nothing() {
-        let d = TempDir::new("two");
-        let reg = Registry::at(&d.0);
+        let d = TempDir::new("registry-test-two");
+        let reg = Registry::at(d.path());
         let a = reg.register("bench", &[0, 1]).unwrap();
         let b = reg.register("emulate sweep", &[]).unwrap();
         let me = std::process::id() as i32;
@@ -867,13 +851,13 @@ softirq 149391113 0 38215167 1 9098399 0 0 1 56470574 0 45606971
         drop(a);
         assert_eq!(reg.others(Some(&b), &[]).len(), 0);
         drop(b);
-        assert_eq!(entries(&d.0), 0);
+        assert_eq!(entries(d.path()), 0);
     }
 
     #[test]
     fn a_killed_process_entry_is_not_counted_and_is_removed() {
-        let d = TempDir::new("dead");
-        let reg = Registry::at(&d.0);
+        let d = TempDir::new("registry-test-dead");
+        let reg = Registry::at(d.path());
         // A real process, registered under its own pid and start time, then SIGKILLed: it
         // could not remove its entry. Started by a shell that exits at once, so that it is no
         // descendant of ours (those are part of our own measurement and not reported).
@@ -918,7 +902,7 @@ softirq 149391113 0 38215167 1 9098399 0 0 1 56470574 0 45606971
             Err(RegistryError::Io { .. })
         ));
         drop(a);
-        assert_eq!(entries(&d.0), 0);
+        assert_eq!(entries(d.path()), 0);
     }
 
     /// The pid of `command` started in the background by a shell that exits at once: no
@@ -937,8 +921,8 @@ softirq 149391113 0 38215167 1 9098399 0 0 1 56470574 0 45606971
 
     #[test]
     fn a_partner_and_its_tree_are_left_out_and_only_on_its_machine() {
-        let d = TempDir::new("partner");
-        let reg = Registry::at(&d.0);
+        let d = TempDir::new("registry-test-partner");
+        let reg = Registry::at(d.path());
         // A process that is no relative of ours (its shell exits at once), registered as the
         // other end of our measurement would be, and a child of it registered too.
         let pid = detached("sh -c 'sleep 30 & sleep 30'");
@@ -1046,8 +1030,8 @@ softirq 149391113 0 38215167 1 9098399 0 0 1 56470574 0 45606971
 
     #[test]
     fn a_watch_names_the_other_measurement_and_ends_its_registration() {
-        let d = TempDir::new("watch");
-        let reg = Registry::at(&d.0);
+        let d = TempDir::new("registry-test-watch");
+        let reg = Registry::at(d.path());
         let other = reg.register("app", &[1]).unwrap();
         let w = Watch::start_in(reg.clone(), "bench", &[0], Vec::new());
         drop(other);
@@ -1069,7 +1053,7 @@ softirq 149391113 0 38215167 1 9098399 0 0 1 56470574 0 45606971
                 .as_str()
             ]
         );
-        assert_eq!(entries(&d.0), 0);
+        assert_eq!(entries(d.path()), 0);
         // Alone: no such finding.
         let alone = Watch::start_in(reg, "bench", &[0], Vec::new()).finish();
         assert!(alone

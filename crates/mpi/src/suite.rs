@@ -82,7 +82,6 @@ impl Ctx<'_> {
             iters,
             window,
             validate: self.cfg.validate,
-            corruption: None,
         }
     }
 

@@ -9,6 +9,7 @@ use commperf_otf2::model::{op, Rec};
 use commperf_pmpi::format::{ClockSync, CommDef, Footer, Header, FORMAT_NAME};
 use commperf_pmpi::{Call, Event, RankData, Run};
 use commperf_predict::parse::{parse_str, ParseOptions, TraceFormat};
+use commperf_testkit::TempDir;
 use std::path::PathBuf;
 
 const N: u32 = 3;
@@ -476,13 +477,6 @@ fn refusals_name_what_cannot_be_modelled() {
     );
 }
 
-fn scratch(name: &str) -> PathBuf {
-    let p = std::env::temp_dir().join(format!("commperf-otf2-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&p);
-    std::fs::create_dir_all(&p).expect("scratch");
-    p
-}
-
 /// Fails naming the package when this build has no libotf2 (only reached when the build
 /// found otf2-config and otf2-print, or under COMMPERF_REQUIRE_MPI).
 fn need_libotf2(test: &str) {
@@ -501,7 +495,7 @@ fn need_libotf2(test: &str) {
 fn written_and_read_back_through_libotf2_the_workload_is_the_same() {
     need_libotf2("written_and_read_back_through_libotf2_the_workload_is_the_same");
     let run = run();
-    let dir = scratch("roundtrip");
+    let dir = TempDir::new("otf2-roundtrip");
     let (anchor, stats) = commperf_otf2::write_run(&run, &dir).expect("write");
     assert_eq!(anchor, dir.join("traces.otf2"));
     // Written twice: the second replaces the first.
@@ -544,7 +538,6 @@ fn written_and_read_back_through_libotf2_the_workload_is_the_same() {
             assert!(local[0].time() - l.events[0].time() >= 2_000_000);
         }
     }
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
@@ -555,7 +548,7 @@ fn written_and_read_back_through_libotf2_the_workload_is_the_same() {
 fn otf2_print_reads_the_archive() {
     need_libotf2("otf2_print_reads_the_archive");
     let run = run();
-    let dir = scratch("print");
+    let dir = TempDir::new("otf2-print");
     let (anchor, _) = commperf_otf2::write_run(&run, &dir).expect("write");
     let o = std::process::Command::new("otf2-print")
         .arg(&anchor)
@@ -619,5 +612,4 @@ fn otf2_print_reads_the_archive() {
     ] {
         assert!(d.contains(want), "{want} not in the definitions:\n{d}");
     }
-    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -70,6 +70,13 @@ pub trait VectoredSend {
     fn send_vectored(&mut self, tag: Tag, parts: &[&[u8]]) -> Result<(), TransportError>;
 }
 
+impl<E: VectoredSend + ?Sized> VectoredSend for &mut E {
+    #[inline]
+    fn send_vectored(&mut self, tag: Tag, parts: &[&[u8]]) -> Result<(), TransportError> {
+        (**self).send_vectored(tag, parts)
+    }
+}
+
 /// Copies into `piece` the bytes of the concatenation of `parts` that start at `offset`.
 /// The gather step of a vectored send into transport memory.
 #[inline]

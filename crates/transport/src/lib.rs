@@ -14,6 +14,7 @@ pub mod conformance;
 pub mod cq;
 pub mod endpoint;
 pub mod error;
+pub mod fault;
 pub mod fragments;
 pub mod launch;
 pub mod serve;
@@ -26,4 +27,5 @@ pub use endpoint::{
     SwitchMode, Tag, VectoredSend, SIDE_WORDS,
 };
 pub use error::TransportError;
+pub use fault::{FaultConfig, FaultInjector};
 pub use fragments::FragmentPlan;

@@ -5,12 +5,10 @@
 
 #![allow(dead_code)] // each test file uses its own part
 
+use commperf_testkit::TempDir;
+pub use commperf_testkit::{exe, ok, text};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-
-pub fn exe() -> &'static str {
-    env!("CARGO_BIN_EXE_commperf")
-}
 
 pub fn apps() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../pmpi/tests/apps")
@@ -80,23 +78,13 @@ pub fn need_netns(test: &str) {
     }
 }
 
-/// A scratch directory removed when dropped.
-pub struct Scratch(pub PathBuf);
+/// A scratch directory of one test (`commperf-KIND-test-TEST-…` in the temp dir), removed when
+/// dropped: also when the test fails or panics.
+pub struct Scratch(pub TempDir);
 impl Scratch {
     /// `kind` keeps the test files' directories apart (they run in parallel).
     pub fn new(kind: &str, test: &str) -> Scratch {
-        let p = std::env::temp_dir().join(format!(
-            "commperf-{kind}-test-{}-{test}",
-            std::process::id()
-        ));
-        let _ = std::fs::remove_dir_all(&p);
-        std::fs::create_dir_all(&p).expect("scratch dir");
-        Scratch(p)
-    }
-}
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
+        Scratch(TempDir::new(&format!("{kind}-test-{test}")))
     }
 }
 
@@ -135,20 +123,6 @@ pub fn calls(s: &serde_json::Value, rank: u64, call: &str) -> (u64, u64) {
                 c["bytes"].as_u64().unwrap_or(0),
             )
         })
-}
-
-pub fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
-
-pub fn ok(o: &Output) {
-    assert!(
-        o.status.success(),
-        "failed ({}):\nstdout:\n{}\nstderr:\n{}",
-        o.status,
-        text(&o.stdout),
-        text(&o.stderr)
-    );
 }
 
 pub fn compile(compiler: &str, src: &str, out: &Path) {
