@@ -213,7 +213,7 @@ fn html_and_report_inputs_are_checked_by_name() {
     assert!(e.contains("other.json: not a commperf app study"), "{e}");
     let o = Command::new(exe())
         .args(["app", "report"])
-        .arg(&s.0)
+        .arg(s.0.path())
         .args(["--format", "html"])
         .output()
         .expect("commperf");

@@ -170,7 +170,7 @@ fn compare_errors_name_the_file_and_exit_1() {
         let mut row = Row::new(Benchmark::Mr, TransportKind::Mpi, Mode::Poll, 8);
         row.mb_per_s = Some(4.0);
         r.results.push(row);
-        write(d, "mr.json", &r)
+        write(&d, "mr.json", &r)
     };
     let o = commperf(&["compare", &lo, &mr]);
     assert_eq!(o.status.code(), Some(1));
@@ -191,7 +191,7 @@ fn compare_errors_name_the_file_and_exit_1() {
             row.p50_us = Some(5.0);
             row
         });
-        write(d, "mixed.json", &r)
+        write(&d, "mixed.json", &r)
     };
     let o = commperf(&["compare", &mixed, &up]);
     assert_eq!(o.status.code(), Some(1));

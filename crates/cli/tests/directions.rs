@@ -14,7 +14,6 @@
 //! binaries one after another), so they do not load each other.
 
 use serde_json::Value;
-use std::process::Command;
 use std::sync::{Mutex, MutexGuard};
 
 mod common;

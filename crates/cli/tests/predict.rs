@@ -2,10 +2,9 @@
 //! by another project predicts, results are byte-identical for the same seed, the models and
 //! topologies give the answers computed by hand, and bad input is refused with a clear message.
 
-use commperf_testkit::{commperf, stderr, TempFile};
+use commperf_testkit::{commperf, TempFile};
 use serde_json::Value;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::path::Path;
 
 fn data(name: &str) -> String {
     Path::new(env!("CARGO_MANIFEST_DIR"))

@@ -612,7 +612,7 @@ fn noncontig(
     let total = lp.warmup + lp.iters;
     let mut send = |i: u64| -> Result<(), MpiCallError> {
         if lp.validate {
-            msg.fill(i, None);
+            msg.fill(i);
         }
         if packed {
             msg.pack_into(&mut pack);
