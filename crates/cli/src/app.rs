@@ -10,20 +10,12 @@ use crate::progress::RunProgress;
 use anyhow::{bail, Context, Result};
 use clap::{Args, Subcommand, ValueEnum};
 use commperf_bench::Progress;
-use commperf_pmpi::{Flavour, Summary};
-use commperf_stats::{median, spearman};
+use commperf_pmpi::Flavour;
+use commperf_stats::median;
 use commperf_study::verdict::{self, Builtin, Judge, Pattern, TimePattern};
-use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-
-/// Version of [`Study`] (`study.json`, `--json`).
-/// 2: the `loop` section (`--loop`); version 1 files (no loop) are still read.
-pub const STUDY_SCHEMA_VERSION: u32 = 2;
-/// The `schema` of [`Study`].
-pub const STUDY_SCHEMA: &str = "commperf-app-study";
 
 /// The kit: name, source, and the arguments of the study's default (short) run. Each
 /// communicating program warms up for two untimed rounds first (`warmup=2`, `nas_warmup` in
@@ -64,7 +56,11 @@ const KIT: &[(&str, &str, &str)] = &[
 ];
 const KIT_HEADER: &str = include_str!("../../../apps/nas/nas_common.h");
 
-pub use crate::app_stack::Stack;
+use commperf_study::schema::{
+    Cell, Explanation, Micro, Profile, StackBench, Study, STUDY_SCHEMA, STUDY_SCHEMA_VERSION,
+};
+pub use commperf_study::stack::Stack;
+use commperf_study::table::render;
 
 #[derive(Debug, Args)]
 #[command(args_conflicts_with_subcommands = true)]
@@ -250,7 +246,7 @@ pub struct Config {
 
 impl AppArgs {
     pub fn to_config(&self) -> Result<Config, String> {
-        let stacks = crate::app_stack::parse_stacks(&split(&self.stacks).collect::<Vec<_>>())
+        let stacks = commperf_study::stack::parse_stacks(&split(&self.stacks).collect::<Vec<_>>())
             .map_err(|e| format!("--stacks: {e}"))?;
         if stacks.is_empty() {
             return Err("--stacks: empty list".into());
@@ -381,150 +377,6 @@ impl AppArgs {
 
 fn split(s: &str) -> impl Iterator<Item = &str> {
     s.split(',').map(str::trim).filter(|x| !x.is_empty())
-}
-
-/// A study's result: `study.json` and `--json`.
-#[derive(Debug, Serialize, Deserialize)]
-pub struct Study {
-    pub schema: String,
-    pub schema_version: u32,
-    pub np: u32,
-    pub repeat: u32,
-    pub programs: Vec<String>,
-    pub stacks: Vec<String>,
-    /// Wall time of the whole study (runs, compiles and micro-benchmarks).
-    pub wall_time_s: f64,
-    /// Set when the ranks outnumber the CPUs (what that does to the stacks).
-    pub oversubscribed: Option<String>,
-    /// One per program and stack, programs first.
-    pub cells: Vec<Cell>,
-    /// One per stack: its micro-benchmark figures at the programs' dominant sizes.
-    pub benches: Vec<StackBench>,
-    /// One per program: which figure orders the stacks as the program's times do.
-    pub explanations: Vec<Explanation>,
-    /// The loop (`--loop`): predictions and emulations against the measured runs; null
-    /// without `--loop` and absent from version 1 files.
-    #[serde(default, rename = "loop")]
-    pub loop_study: Option<crate::app_loop::Loop>,
-    /// One per program with `--sweep`: its sensitivity to each knob on one stack.
-    #[serde(default)]
-    pub sensitivity: Vec<crate::app_sweep::Sensitivity>,
-    /// What disturbed the study, when something did (another commperf measurement at the same
-    /// time, CPU contention: [`commperf_core::disturbance`]); absent when nothing did and in
-    /// files from before it was looked for.
-    #[serde(default, skip_serializing_if = "commperf_core::Disturbance::is_empty")]
-    pub disturbance: commperf_core::Disturbance,
-}
-
-#[derive(Debug, Serialize, Deserialize)]
-pub struct Cell {
-    pub program: String,
-    pub stack: String,
-    /// The failure of the first run that failed (build, launch, a failure pattern, a missing
-    /// success or time pattern, exit status, signal, timeout).
-    pub error: Option<String>,
-    /// That failure's reasons, typed, where the program's verdict gave it (empty for a build,
-    /// launch or timeout): which pattern matched on which line, the exit status or signal.
-    #[serde(default)]
-    pub failures: Vec<verdict::Failure>,
-    /// Completion time: median over the runs of the program's own time (found by its time
-    /// pattern: the kit's `time X s`, NAS's `Time in seconds =`, hpcc's `HPL_time=`, LAMMPS's
-    /// `Loop time of`, `--time-pattern`), else, for a program without one, of the launch's wall
-    /// time.
-    pub time_s: Option<f64>,
-    /// What `time_s` is: `program` (its own report) or `wall` (the whole launch).
-    pub time_source: Option<String>,
-    /// The pattern that found the program's time, with its origin: "`…` (NAS)"; null for the
-    /// wall time.
-    #[serde(default)]
-    pub time_pattern: Option<String>,
-    /// Every run's completion time, in run order.
-    pub times_s: Vec<f64>,
-    /// Median wall time of the whole launch (mpirun start-up included).
-    pub wall_s: Option<f64>,
-    /// The first run's message profile, from the monitor: a kit program's timed loop, another
-    /// program's whole run ([`Profile::from_barrier`]).
-    pub profile: Option<Profile>,
-    /// The stack's micro-benchmark figures at the program's dominant message size.
-    pub micro: Option<Micro>,
-    /// The runs' monitor directories (kept under `-o DIR`).
-    pub monitor_dirs: Vec<PathBuf>,
-    /// What to know about a run that succeeded (a launch stopped after the ranks finished).
-    pub notes: Vec<String>,
-    /// Per run that succeeded, as `times_s`: the machine's state over it (a cache line's
-    /// one-way trip between the ranks' CPUs, ns; null where it changed during the run or could
-    /// not be probed). Absent from files written before it was kept.
-    #[serde(default)]
-    pub run_states_ns: Vec<Option<f64>>,
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Profile {
-    pub mpi_library: String,
-    /// Matched point-to-point messages, all ranks.
-    pub messages: u64,
-    pub bytes: u64,
-    /// Messages each rank sent (index: rank).
-    pub sent_per_rank: Vec<u64>,
-    /// Collective calls each rank made (index: rank).
-    pub collectives_per_rank: Vec<u64>,
-    /// Messages per size bin (bin: largest size in it, powers of two), ascending.
-    pub bins: Vec<Bin>,
-    /// The bin with the most messages, and its mean message size (what the micro-benchmarks
-    /// measure).
-    pub dominant_bin_bytes: Option<u64>,
-    pub dominant_mean_bytes: Option<u64>,
-    /// Share of the messages in the dominant bin.
-    pub dominant_share: f64,
-    /// Whether the profile is of the timed loop only, from the end of each rank's last
-    /// MPI_Barrier (a kit program: its warm-up and set-up left out); false: the whole run.
-    #[serde(default)]
-    pub from_barrier: bool,
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Bin {
-    pub size_bin_bytes: u64,
-    pub count: u64,
-    pub bytes: u64,
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Micro {
-    pub size_bytes: u64,
-    /// One-way latency, median (`bench latency --transport mpi`).
-    pub latency_us: f64,
-    /// Streaming bandwidth (`bench bw --transport mpi`, window 64), MB = 1e6 bytes.
-    pub bandwidth_mb_per_s: f64,
-    /// Gap per message in the stream: 1 / message rate.
-    pub gap_us: f64,
-}
-
-#[derive(Debug, Serialize, Deserialize)]
-pub struct StackBench {
-    pub stack: String,
-    pub error: Option<String>,
-    /// Something to know about the figures (a launch stopped after its results).
-    pub note: Option<String>,
-    /// The bench's result file (under `-o DIR`).
-    pub file: Option<PathBuf>,
-    pub figures: Vec<Micro>,
-}
-
-#[derive(Debug, Serialize, Deserialize)]
-pub struct Explanation {
-    pub program: String,
-    /// Stacks with both a completion time and figures.
-    pub stacks_compared: usize,
-    /// The figure with the highest rank correlation (`latency`, `bandwidth`), if any.
-    pub figure: Option<String>,
-    pub spearman: Option<f64>,
-    /// Each figure's Spearman rank correlation between its cost (latency; 1/bandwidth) and the
-    /// completion times (None: fewer than two stacks, or ties everywhere).
-    pub latency_spearman: Option<f64>,
-    pub bandwidth_spearman: Option<f64>,
-    /// Why there is no figure.
-    pub note: Option<String>,
 }
 
 pub fn run(a: &AppArgs, cfg: Config) -> Result<()> {
@@ -778,7 +630,7 @@ pub fn run(a: &AppArgs, cfg: Config) -> Result<()> {
                 Ok(r) => (Some(r), None),
                 Err(e) => (None, Some(format!("{e:#}"))),
             };
-            sensitivity.push(crate::app_sweep::Sensitivity {
+            sensitivity.push(commperf_study::schema::Sensitivity {
                 program: p.name.clone(),
                 stack: s.name(),
                 error,
@@ -790,7 +642,7 @@ pub fn run(a: &AppArgs, cfg: Config) -> Result<()> {
     let explanations = cfg
         .programs
         .iter()
-        .map(|p| explain(&p.name, &cells, a.no_bench))
+        .map(|p| Explanation::of(&p.name, &cells, a.no_bench))
         .collect();
     let study = Study {
         schema: STUDY_SCHEMA.into(),
@@ -810,7 +662,7 @@ pub fn run(a: &AppArgs, cfg: Config) -> Result<()> {
     };
     if let (Some(l), Some(_)) = (&study.loop_study, &a.out) {
         let path = root.join("loop.svg");
-        crate::output::write_atomically(&path, crate::app_html::loop_svg(l).as_bytes())?;
+        crate::output::write_atomically(&path, commperf_study::html::loop_svg(l).as_bytes())?;
         crate::say(&format!("commperf: wrote {}", path.display()));
     }
     let json = serde_json::to_string_pretty(&study)? + "\n";
@@ -820,7 +672,7 @@ pub fn run(a: &AppArgs, cfg: Config) -> Result<()> {
         crate::say(&format!("commperf: wrote {}", path.display()));
     }
     if let Some(h) = &a.html {
-        crate::output::write_atomically(h, crate::app_html::page(&study).as_bytes())?;
+        crate::output::write_atomically(h, commperf_study::html::page(&study).as_bytes())?;
         crate::say(&format!("commperf: wrote {}", h.display()));
     }
     if a.json {
@@ -840,7 +692,7 @@ pub fn report(r: &ReportArgs) -> Result<()> {
     let text = match r.format {
         ReportFormat::Table => render(&study),
         ReportFormat::Json => serde_json::to_string_pretty(&study)? + "\n",
-        ReportFormat::Html => crate::app_html::page(&study),
+        ReportFormat::Html => commperf_study::html::page(&study),
     };
     match &r.out {
         Some(p) => crate::output::write_atomically(p, text.as_bytes()),
@@ -1135,11 +987,11 @@ pub(crate) fn monitored_run(
     // A kit program's profile is its timed loop's (its warm-up and set-up before the barrier
     // that starts it left out), the part the study times and the loop replays.
     let profile = if timed_loop && crate::app_loop::window(&mut run) {
-        let mut p = profile(&commperf_pmpi::summarize(&run));
+        let mut p = Profile::of(&commperf_pmpi::summarize(&run));
         p.from_barrier = true;
         p
     } else {
-        profile(&s)
+        Profile::of(&s)
     };
     Ok(RunResult {
         wall_s,
@@ -1229,70 +1081,6 @@ fn run_with_timeout(
     let out = out.join().unwrap_or_default();
     let err = err.join().unwrap_or_default();
     Ok((status, out, err, after_results))
-}
-
-const COLLECTIVES: &[&str] = &[
-    "MPI_Barrier",
-    "MPI_Bcast",
-    "MPI_Reduce",
-    "MPI_Allreduce",
-    "MPI_Gather",
-    "MPI_Gatherv",
-    "MPI_Scatter",
-    "MPI_Scatterv",
-    "MPI_Allgather",
-    "MPI_Allgatherv",
-    "MPI_Alltoall",
-    "MPI_Alltoallv",
-    "MPI_Reduce_scatter",
-    "MPI_Reduce_scatter_block",
-    "MPI_Scan",
-    "MPI_Exscan",
-];
-
-fn profile(s: &Summary) -> Profile {
-    let n = s.ranks as usize;
-    let mut sent = vec![0u64; n];
-    let mut coll = vec![0u64; n];
-    let mut bins: BTreeMap<u64, (u64, u64)> = BTreeMap::new();
-    for p in &s.pairs {
-        if let Some(x) = sent.get_mut(p.src as usize) {
-            *x += p.count;
-        }
-        let b = bins.entry(p.size_bin).or_default();
-        b.0 += p.count;
-        b.1 += p.bytes;
-    }
-    for c in &s.calls {
-        if COLLECTIVES.contains(&c.call) {
-            if let Some(x) = coll.get_mut(c.rank as usize) {
-                *x += c.count;
-            }
-        }
-    }
-    let bins: Vec<Bin> = bins
-        .into_iter()
-        .map(|(k, (count, bytes))| Bin {
-            size_bin_bytes: k,
-            count,
-            bytes,
-        })
-        .collect();
-    let messages: u64 = bins.iter().map(|b| b.count).sum();
-    // Most messages; among equals, the larger bin (more bytes on the wire).
-    let dom = bins.iter().max_by_key(|b| (b.count, b.size_bin_bytes));
-    Profile {
-        mpi_library: s.mpi_library.lines().next().unwrap_or("").to_string(),
-        messages,
-        bytes: bins.iter().map(|b| b.bytes).sum(),
-        sent_per_rank: sent,
-        collectives_per_rank: coll,
-        dominant_bin_bytes: dom.map(|b| b.size_bin_bytes),
-        dominant_mean_bytes: dom.map(|b| (b.bytes as f64 / b.count as f64).round() as u64),
-        dominant_share: dom.map_or(0.0, |b| b.count as f64 / messages as f64),
-        from_barrier: false,
-        bins,
-    }
 }
 
 /// The commperf that measures the stack's MPI layer: the one given for its MPI, else this one
@@ -1438,237 +1226,6 @@ fn stack_bench(a: &AppArgs, s: Stack, sizes: &[u64], root: &Path) -> StackBench 
     b
 }
 
-fn explain(program: &str, cells: &[Cell], no_bench: bool) -> Explanation {
-    let mine: Vec<(&Cell, f64, &Micro)> = cells
-        .iter()
-        .filter(|c| c.program == program)
-        .filter_map(|c| Some((c, c.time_s?, c.micro.as_ref()?)))
-        .collect();
-    let times: Vec<f64> = mine.iter().map(|m| m.1).collect();
-    let lat: Vec<f64> = mine.iter().map(|m| m.2.latency_us).collect();
-    let inv_bw: Vec<f64> = mine.iter().map(|m| 1.0 / m.2.bandwidth_mb_per_s).collect();
-    let (l, b) = (spearman(&lat, &times), spearman(&inv_bw, &times));
-    let best = [("latency", l), ("bandwidth", b)]
-        .into_iter()
-        .filter_map(|(n, r)| Some((n, r?)))
-        .filter(|(_, r)| *r > 0.0)
-        .fold(None::<(&str, f64)>, |acc, (n, r)| match acc {
-            Some((_, ar)) if ar >= r => acc,
-            _ => Some((n, r)),
-        });
-    let note = if best.is_some() {
-        None
-    } else if l.is_some() || b.is_some() {
-        Some("no figure orders the stacks as the times do (no positive rank correlation)".into())
-    } else if no_bench {
-        Some("no micro-benchmarks (--no-bench)".to_string())
-    } else if cells
-        .iter()
-        .filter(|c| c.program == program)
-        .all(|c| c.profile.as_ref().is_some_and(|p| p.messages == 0))
-    {
-        Some("no point-to-point messages: its time depends on no network figure".to_string())
-    } else if mine.len() < 2 {
-        Some(format!(
-            "{} stack(s) with both a time and micro-benchmark figures: nothing to order",
-            mine.len()
-        ))
-    } else {
-        Some("the figures or the times are all equal: no ordering".to_string())
-    };
-    Explanation {
-        program: program.into(),
-        stacks_compared: mine.len(),
-        figure: best.map(|b| b.0.to_string()),
-        spearman: best.map(|b| b.1),
-        latency_spearman: l,
-        bandwidth_spearman: b,
-        note,
-    }
-}
-
-fn fmt_size(b: u64) -> String {
-    if b >= 1 << 20 && b % (1 << 20) == 0 {
-        format!("{} MiB", b >> 20)
-    } else if b >= 1 << 10 && b % (1 << 10) == 0 {
-        format!("{} KiB", b >> 10)
-    } else {
-        format!("{b} B")
-    }
-}
-
-pub(crate) fn render(s: &Study) -> String {
-    use std::fmt::Write;
-    let mut o = String::new();
-    let _ = writeln!(
-        o,
-        "# commperf app | {} ranks | median of {} run(s) | completion time per program and stack (s)",
-        s.np, s.repeat
-    );
-    // What disturbed the study comes first: it qualifies every figure below.
-    for n in s.disturbance.notes() {
-        let _ = writeln!(o, "# disturbed: {n}");
-    }
-    let _ = write!(o, "{:<12}", "program");
-    for st in &s.stacks {
-        let _ = write!(o, " {st:>12}");
-    }
-    let _ = writeln!(o);
-    for p in &s.programs {
-        let _ = write!(o, "{p:<12}");
-        for st in &s.stacks {
-            let c = s.cells.iter().find(|c| &c.program == p && &c.stack == st);
-            let v = match c {
-                Some(Cell {
-                    time_s: Some(t), ..
-                }) => format!("{t:.6}"),
-                _ => "FAILED".into(),
-            };
-            let _ = write!(o, " {v:>12}");
-        }
-        let _ = writeln!(o);
-    }
-    let walls: Vec<String> = s
-        .cells
-        .iter()
-        .filter(|c| c.error.is_none() && c.time_source.as_deref() == Some("wall"))
-        .map(|c| format!("{} on {}", c.program, c.stack))
-        .collect();
-    if !walls.is_empty() {
-        let _ = writeln!(
-            o,
-            "the launch's wall time (the program prints no time it is known by): {}",
-            walls.join(", ")
-        );
-    }
-    let _ = writeln!(
-        o,
-        "\n# per run: the program's messages (monitor) and the stack's MPI-layer figures at its dominant size"
-    );
-    let _ = writeln!(
-        o,
-        "{:<12} {:<10} {:>10} {:<7} {:>9} {:>9} {:<22} {:<24} {:>9} {:>10} {:>8}",
-        "program",
-        "stack",
-        "time s",
-        "time of",
-        "wall s",
-        "messages",
-        "sent per rank",
-        "dominant size",
-        "lat µs",
-        "bw MB/s",
-        "g µs"
-    );
-    for c in &s.cells {
-        if let Some(e) = &c.error {
-            let _ = writeln!(o, "{:<12} {:<10} FAILED: {e}", c.program, c.stack);
-            continue;
-        }
-        let (msgs, per, dom) = match &c.profile {
-            Some(p) => (
-                p.messages.to_string(),
-                p.sent_per_rank
-                    .iter()
-                    .map(u64::to_string)
-                    .collect::<Vec<_>>()
-                    .join("/"),
-                match (p.dominant_mean_bytes, p.dominant_bin_bytes) {
-                    (Some(m), Some(b)) => format!(
-                        "{} (≤{}, {:.0} %)",
-                        fmt_size(m),
-                        fmt_size(b),
-                        p.dominant_share * 100.0
-                    ),
-                    _ => format!(
-                        "none ({} coll./rank)",
-                        p.collectives_per_rank.iter().max().unwrap_or(&0)
-                    ),
-                },
-            ),
-            None => ("-".into(), "-".into(), "-".into()),
-        };
-        let (lat, bw, g) = match &c.micro {
-            Some(m) => (
-                format!("{:.2}", m.latency_us),
-                format!("{:.1}", m.bandwidth_mb_per_s),
-                format!("{:.2}", m.gap_us),
-            ),
-            None => ("-".into(), "-".into(), "-".into()),
-        };
-        let _ = writeln!(
-            o,
-            "{:<12} {:<10} {:>10.6} {:<7} {:>9.2} {:>9} {:<22} {:<24} {:>9} {:>10} {:>8}",
-            c.program,
-            c.stack,
-            c.time_s.unwrap_or(f64::NAN),
-            c.time_source.as_deref().unwrap_or("-"),
-            c.wall_s.unwrap_or(f64::NAN),
-            msgs,
-            per,
-            dom,
-            lat,
-            bw,
-            g
-        );
-    }
-    for c in &s.cells {
-        for n in &c.notes {
-            let _ = writeln!(o, "{} on {}: {n}", c.program, c.stack);
-        }
-    }
-    for b in &s.benches {
-        if let Some(e) = &b.error {
-            let _ = writeln!(o, "micro-benchmarks on {}: {e}", b.stack);
-        }
-        if let Some(n) = &b.note {
-            let _ = writeln!(o, "micro-benchmarks on {}: {n}", b.stack);
-        }
-    }
-    if let Some(n) = &s.oversubscribed {
-        let _ = writeln!(o, "note: {n}");
-    }
-    let _ = writeln!(
-        o,
-        "\n# which micro-benchmark figure orders the stacks as the program's times do (Spearman ρ)"
-    );
-    for e in &s.explanations {
-        let r = |v: Option<f64>| v.map_or_else(|| "-".to_string(), |v| format!("{v:+.2}"));
-        match &e.figure {
-            Some(f) => {
-                let weak = if e.spearman.unwrap_or(0.0) < 0.8 {
-                    ", weak"
-                } else {
-                    ""
-                };
-                let _ = writeln!(
-                    o,
-                    "{:<12} {f} (ρ = {} over {} stacks{weak}; latency {}, bandwidth {})",
-                    e.program,
-                    r(e.spearman),
-                    e.stacks_compared,
-                    r(e.latency_spearman),
-                    r(e.bandwidth_spearman)
-                );
-            }
-            None => {
-                let _ = writeln!(
-                    o,
-                    "{:<12} none: {}",
-                    e.program,
-                    e.note.as_deref().unwrap_or("")
-                );
-            }
-        }
-    }
-    if let Some(l) = &s.loop_study {
-        o += &crate::app_loop::render(l);
-    }
-    crate::app_sweep::render(&mut o, &s.sensitivity);
-    let _ = writeln!(o, "\nstudy wall time {:.1} s", s.wall_time_s);
-    o
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1710,18 +1267,5 @@ mod tests {
                 .unwrap_or_else(|e| panic!("{argv:?}: {}", crate::cli::one_line(&e)));
         }
         assert_eq!(dirs, ["target/openmpi", "target/mpich"]);
-    }
-
-    #[test]
-    fn stacks_launch_their_transport() {
-        let l = Stack::OMPI_TCP.launch(2).join(" ");
-        assert!(l.contains("--mca pml ob1 --mca btl self,tcp"), "{l}");
-        let l = Stack::MPICH_TCP.launch(2).join(" ");
-        assert!(l.starts_with("mpiexec.mpich -n 2"), "{l}");
-        assert!(
-            l.contains("-genv MPIR_CVAR_NOLOCAL 1 -genv UCX_TLS tcp,self"),
-            "{l}"
-        );
-        assert!(!Stack::MPICH_SHM.launch(2).join(" ").contains("genv"));
     }
 }

@@ -10,9 +10,9 @@
 //! names). A binary that links the other MPI is refused naming both, before mpirun would fail
 //! obscurely.
 
-use crate::app_stack::Stack;
 use anyhow::{bail, Context, Result};
 use commperf_pmpi::Flavour;
+use commperf_study::stack::Stack;
 use std::path::{Path, PathBuf};
 
 /// An installed program of the study.

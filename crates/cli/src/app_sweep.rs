@@ -12,22 +12,9 @@
 use anyhow::{bail, Context, Result};
 use commperf_emulate::sweep::SweepResult;
 use commperf_emulate::Knob;
-use serde::{Deserialize, Serialize};
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
-
-/// One program's sensitivity study.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Sensitivity {
-    pub program: String,
-    /// The stack it was swept on.
-    pub stack: String,
-    /// Why there is no sweep (the program failed there, the sweep failed).
-    pub error: Option<String>,
-    /// `commperf emulate sweep`'s result, as its `--format json` writes it.
-    pub sweep: Option<SweepResult>,
-}
 
 /// `--sweep`'s knobs as `emulate sweep --knob` arguments.
 pub fn knob_args(knobs: &[(Knob, Vec<f64>)]) -> Vec<String> {
@@ -87,57 +74,6 @@ pub fn sweep(
                 "emulate sweep exited with {o}: {why} (log {})",
                 log.display()
             )
-        }
-    }
-}
-
-/// The table's lines: per program the knob it is most sensitive to and each knob's largest
-/// slowdown.
-pub fn render(out: &mut String, all: &[Sensitivity]) {
-    use std::fmt::Write;
-    let Some(first) = all.first() else { return };
-    let _ = writeln!(
-        out,
-        "\n# sensitivity (emulate sweep on {}): largest slowdown per knob over the values tested",
-        first.stack
-    );
-    for s in all {
-        match (&s.sweep, &s.error) {
-            (Some(r), _) => {
-                let knobs: Vec<String> = r
-                    .knobs
-                    .iter()
-                    .map(|k| {
-                        let top = k.points.iter().map(|p| p.0).fold(0.0f64, f64::max);
-                        format!(
-                            "{} (to {top} {}) {}",
-                            k.knob,
-                            k.unit,
-                            k.max_slowdown
-                                .map_or("-".into(), |x| format!("{:+.1} %", 100.0 * x))
-                        )
-                    })
-                    .collect();
-                let _ = writeln!(
-                    out,
-                    "{:<12} most sensitive to {}; {}; noise band ±{}",
-                    s.program,
-                    r.most_sensitive
-                        .as_deref()
-                        .unwrap_or("none beyond the noise band"),
-                    knobs.join(", "),
-                    r.baseline_spread
-                        .map_or("-".into(), |x| format!("{:.1} %", 100.0 * x))
-                );
-            }
-            (None, e) => {
-                let _ = writeln!(
-                    out,
-                    "{:<12} FAILED: {}",
-                    s.program,
-                    e.as_deref().unwrap_or("no result")
-                );
-            }
         }
     }
 }

@@ -523,7 +523,7 @@ fn loggp_piece(text: &str, size: u64) -> Result<Piece> {
     };
     let distance = |r: &&serde_json::Value| -> f64 {
         span(r).map_or(f64::INFINITY, |(lo, hi)| {
-            crate::app_loop::piece_distance(size, lo, hi)
+            commperf_study::rounds::piece_distance(size, lo, hi)
         })
     };
     let row = rows

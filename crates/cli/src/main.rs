@@ -3,7 +3,6 @@
 //! `commperf: …` line: exit 2 for a bad option value, 1 for a failure while running.
 
 mod app;
-mod app_html;
 mod app_installed;
 mod app_loop;
 mod app_stack;

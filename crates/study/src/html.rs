@@ -14,8 +14,7 @@
 //! notes, the MPI library's banner) is escaped. Deterministic: the same study gives the same
 //! bytes.
 
-use crate::app::{Cell, Profile, Study};
-use crate::app_loop::Loop;
+use crate::schema::{Cell, Loop, Profile, Study};
 use commperf_core::format_size;
 use commperf_report::plot::{
     colour, Bar, BarGroup, Figure, Guide, LegendEntry, Marker, Panel, Point, Series, Stroke,
@@ -589,12 +588,12 @@ fn loop_section(o: &mut String, l: &Loop) {
         l.predictions,
         l.emulations_within_10_percent,
         l.emulations,
-        esc(&crate::app_loop::usual_counts(l)),
+        esc(&crate::table::usual_counts(l)),
         l.comm_predictions_within_10_percent,
         l.comm_predictions,
         l.comm_emulations_within_10_percent,
         l.comm_emulations,
-        esc(&crate::app_loop::usual_comm_counts(l))
+        esc(&crate::table::usual_comm_counts(l))
     );
     let _ = writeln!(
         o,
@@ -818,7 +817,7 @@ pub fn loop_svg(l: &Loop) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::app::{Bin, Explanation, Micro, StackBench, STUDY_SCHEMA, STUDY_SCHEMA_VERSION};
+    use crate::schema::{Bin, Explanation, Micro, StackBench, STUDY_SCHEMA, STUDY_SCHEMA_VERSION};
 
     fn profile(bins: &[(u64, u64)]) -> Profile {
         Profile {
@@ -999,7 +998,7 @@ mod tests {
 
     #[test]
     fn the_loop_has_its_table_and_one_point_per_prediction_and_emulation() {
-        use crate::app_loop::{Emulation, LoopCell, LoopStack};
+        use crate::schema::{Emulation, LoopCell, LoopStack};
         let evil = "<script>alert(1)</script>";
         let lc = |stack: &str, m: f64, p: Option<f64>, e: Option<f64>| LoopCell {
             program: evil.into(),
@@ -1038,7 +1037,7 @@ mod tests {
             ..Default::default()
         };
         let mut s = hostile();
-        s.loop_study = Some(crate::app_loop::tally(Loop {
+        s.loop_study = Some(crate::rounds::tally(Loop {
             reference: Some("ompi-shm".into()),
             reference_rule: "ompi-shm: the least small-message cost".into(),
             loggp_sizes: "8,64".into(),
@@ -1112,7 +1111,7 @@ mod tests {
             points: pts,
         };
         s.sensitivity = vec![
-            crate::app_sweep::Sensitivity {
+            crate::schema::Sensitivity {
                 program: "halo".into(),
                 stack: "ompi-shm".into(),
                 error: None,
@@ -1135,7 +1134,7 @@ mod tests {
                     partial: false,
                 }),
             },
-            crate::app_sweep::Sensitivity {
+            crate::schema::Sensitivity {
                 program: "<script>x</script>".into(),
                 stack: "ompi-shm".into(),
                 error: Some("emulate sweep exited with <i>1</i>".into()),
