@@ -445,8 +445,6 @@ impl Profile {
     }
 }
 
-/// The commperf that measures the stack's MPI layer: the one given for its MPI, else this one
-
 impl Explanation {
     /// Which of the micro-benchmark figures orders `program`'s stacks as its completion times
     /// do (Spearman's rank correlation of each figure's cost with the times); `no_bench`: the
