@@ -260,7 +260,8 @@ pub struct Params {
     /// o_s + L + o_r: what the reference is chosen by.
     pub small_message_ns: f64,
     /// How far the one-way time falls below o_s + L + o_r, and an exchange below o_s + o_r or
-    /// above it (`predict`'s [`Overlap`]); 0 in studies written before they were measured.
+    /// above it (`commperf_predict::engine::Overlap`); 0 in studies written before they were
+    /// measured.
     #[serde(default)]
     pub overlap_ns: f64,
     #[serde(default)]
@@ -323,7 +324,7 @@ pub struct LoopCell {
     #[serde(default)]
     pub trace_summary: Option<String>,
     /// Each communication time off by more than 10 % (predicted or emulated), with the causes
-    /// the study's own figures show ([`miss_causes`]); empty when none is off.
+    /// the study's own figures show ([`crate::rounds::miss_causes`]); empty when none is off.
     #[serde(default)]
     pub comm_misses: Vec<String>,
 }
