@@ -281,29 +281,7 @@ pub(super) fn judge(
     for p in Param::ALL {
         let b = base.get(p);
         let is_own = p.owned_by(k);
-        let set = if is_own { v } else { 0.0 };
-        // The own parameter is expected to move by the set amount: PRTT measures each figure
-        // of it exactly that much higher, and re-fitting raised figures only moves the fit's
-        // relative weights (on shm an expected o_s 31 ns short of Δo was that, not physics).
-        // Except L over a transport that overlaps its overheads: ΔL first fills the overlap;
-        // and G, whose pacing can remove contention the bare stream had (see
-        // `expected_figures`): LogGP's expectation, as for the others. The others move as LogGP's
-        // expectation says (0 unless LogP ties them to the knob); without a fit of the expected
-        // figures, by nothing.
-        let exp = if is_own && p != Param::BigG {
-            Some(if p == Param::L {
-                (v - overlap_ns).max(0.0)
-            } else {
-                v
-            })
-        } else if is_own && expected.is_none() {
-            Some(v)
-        } else {
-            match expected {
-                Some(e) => b.zip(e.get(p)).map(|(b, e)| e - b),
-                None => Some(set),
-            }
-        };
+        let exp = expected_move(p, is_own, v, b, overlap_ns, expected);
         let other_tol = (REL * b.unwrap_or(0.0).abs())
             .max(floor(p))
             .max(noise.get(p).unwrap_or(0.0));
@@ -336,17 +314,7 @@ pub(super) fn judge(
             tied,
         );
         if d.within.is_none() {
-            notes.push(format!(
-                "{} not identified {}",
-                p.name(),
-                if b.is_none() {
-                    "at zero"
-                } else if got.get(p).is_none() {
-                    "at this setting"
-                } else {
-                    "by LogGP's expectation"
-                }
-            ));
+            notes.push(unidentified(p, b, got.get(p)));
         }
         if is_own {
             own.push(d);
@@ -370,6 +338,56 @@ pub(super) fn judge(
         rounds_used: 0,
         notes,
     }
+}
+
+/// What judging expects parameter `p` to move by under the knob at `v`, before the tolerance.
+fn expected_move(
+    p: Param,
+    is_own: bool,
+    v: f64,
+    b: Option<f64>,
+    overlap_ns: f64,
+    expected: Option<&Params>,
+) -> Option<f64> {
+    let set = if is_own { v } else { 0.0 };
+    // The own parameter is expected to move by the set amount: PRTT measures each figure
+    // of it exactly that much higher, and re-fitting raised figures only moves the fit's
+    // relative weights (on shm an expected o_s 31 ns short of Δo was that, not physics).
+    // Except L over a transport that overlaps its overheads: ΔL first fills the overlap;
+    // and G, whose pacing can remove contention the bare stream had (see
+    // `expected_figures`): LogGP's expectation, as for the others. The others move as LogGP's
+    // expectation says (0 unless LogP ties them to the knob); without a fit of the expected
+    // figures, by nothing.
+    if is_own && p != Param::BigG {
+        Some(if p == Param::L {
+            (v - overlap_ns).max(0.0)
+        } else {
+            v
+        })
+    } else if is_own && expected.is_none() {
+        Some(v)
+    } else {
+        match expected {
+            Some(e) => b.zip(e.get(p)).map(|(b, e)| e - b),
+            None => Some(set),
+        }
+    }
+}
+
+/// Why parameter `p` could not be judged: unmeasured at zero, at the setting, or in LogGP's
+/// expectation.
+fn unidentified(p: Param, base: Option<f64>, got: Option<f64>) -> String {
+    format!(
+        "{} not identified {}",
+        p.name(),
+        if base.is_none() {
+            "at zero"
+        } else if got.is_none() {
+            "at this setting"
+        } else {
+            "by LogGP's expectation"
+        }
+    )
 }
 
 pub(super) const EXPECTED_TEXT: &str = "what LogGP with the knob's parameter raised gives through the same PRTT figures and fit, computed from the baselines' own figures: own parameter + set amount and the others unmoved where PRTT separates them; where LogP ties them, the mixture (g >= o: with o + Δo above g the stream's g is o + Δo; a ping-pong is paced by g, so with g above a round trip PRTT(1) no longer gives L)";
