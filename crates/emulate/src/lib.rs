@@ -62,7 +62,10 @@
 //! command under commperf's interposer, which applies them on its point-to-point calls and its
 //! collectives. [`sweep`] runs a program once per setting and fits its sensitivity to each knob;
 //! [`state`] probes the machine around each run, so that a run in another state is said.
+//! [`calibrate`] checks the knobs on a real transport (Martin's calibration): each knob alone,
+//! LogGP measured on a local pair of processes and judged against LogGP's expectation.
 
+pub mod calibrate;
 mod emulated;
 mod knobs;
 pub mod mpi;
