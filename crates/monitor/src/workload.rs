@@ -1039,3 +1039,51 @@ fn cut_short_note(run: &MonitorRun, mpi: bool) -> String {
         }
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn refused(f: impl FnOnce(&mut RunRequest)) -> String {
+        let mut req = RunRequest::new("out".into());
+        f(&mut req);
+        format!("{:#}", RunConfig::new(req).unwrap_err())
+    }
+
+    #[test]
+    fn the_config_refuses_with_the_options_name() {
+        assert_eq!(
+            refused(|r| r.transport = TransportKind::Model),
+            "--transport model is the tests' in-process model; pick shm, tcp, uds, uring-tcp or uring-uds"
+        );
+        assert!(refused(|r| r.sizes = "64,x".into()).starts_with("--sizes"));
+        assert_eq!(
+            refused(|r| r.window = 0),
+            "--iters, --rounds and --window must be at least 1"
+        );
+        assert_eq!(
+            refused(|r| r.rounds = MAX_ROUNDS + 1),
+            "--rounds must be at most 1000 (got 1001)"
+        );
+        assert_eq!(
+            refused(|r| r.sizes = "2G".into()),
+            "--sizes must be at most 1073741824 (got 2147483648)"
+        );
+        assert_eq!(
+            refused(|r| r.resync_s = f64::INFINITY),
+            "--resync-s must be a finite number of seconds (got inf)"
+        );
+    }
+
+    #[test]
+    fn a_plain_run_is_the_anchor_and_all() {
+        let cfg = RunConfig::new(RunRequest::new("out".into())).unwrap();
+        assert!(cfg.plain_parts());
+        assert_eq!(cfg.sizes(), &[64, 4096, 65536]);
+        let mut req = RunRequest::new("out".into());
+        req.parts = vec![PartSel::Clock];
+        let cfg = RunConfig::new(req).unwrap();
+        assert_eq!(cfg.parts(), &[PartSel::None, PartSel::Clock]);
+        assert!(!cfg.plain_parts());
+    }
+}
