@@ -16,10 +16,12 @@ use anyhow::{bail, Result};
 use clap::{Args, Subcommand, ValueEnum};
 use commperf_core::{Mode, TransportKind};
 use commperf_monitor::run::load_baseline;
-use commperf_monitor::workload::{self, RunConfig, RunRequest, MAX_ROUNDS, MAX_TRACE_RECORDS};
-use commperf_monitor::{MonitorRun, Signature, TableFormat};
+use commperf_monitor::workload::{
+    self, RunConfig, RunRequest, SavedRun, MAX_ROUNDS, MAX_TRACE_RECORDS,
+};
+use commperf_monitor::{Signature, TableFormat};
 use commperf_transport::bounds::MAX_WINDOW;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 #[derive(Debug, Args)]
 #[command(args_conflicts_with_subcommands = true)]
@@ -272,17 +274,11 @@ fn report(r: &ReportArgs) -> Result<()> {
             None,
         )?;
     }
-    let (run, mpi_table) = if mpi {
-        let (s, run) = crate::monitor_mpi::load(&r.input)?;
-        (run, Some(crate::monitor_mpi::table(&s) + "\n"))
-    } else {
-        let file = if r.input.is_dir() {
-            r.input.join("run.json")
-        } else {
-            r.input.clone()
-        };
-        (MonitorRun::load(&file)?, None)
-    };
+    let SavedRun {
+        run,
+        mpi_table,
+        parts_dir,
+    } = workload::load_saved(&r.input)?;
     let baseline = match &r.baseline {
         Some(p) => Some(load_baseline(p)?),
         None => run.baseline.clone(),
@@ -299,14 +295,6 @@ fn report(r: &ReportArgs) -> Result<()> {
         if let Some(t) = mpi_table {
             text = t + &text;
         }
-        // The parts file lives beside run.json; an MPI run has none.
-        let parts_dir = (!mpi).then(|| {
-            if r.input.is_dir() {
-                r.input.clone()
-            } else {
-                r.input.parent().map(Path::to_path_buf).unwrap_or_default()
-            }
-        });
         text += &workload::report_notes(&run, parts_dir.as_deref())?;
     }
     match &r.out {

@@ -59,6 +59,8 @@ pub enum MonitorError {
     Launch(#[from] commperf_transport::launch::LaunchError),
     #[error(transparent)]
     Json(#[from] serde_json::Error),
+    #[error(transparent)]
+    Read(#[from] commperf_pmpi::ReadError),
     /// The workload failed after `flushed` of its sizes were saved.
     #[error(
         "the monitored workload stopped after {flushed} of {sizes} sizes; {run_file} holds what \

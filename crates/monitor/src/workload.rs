@@ -985,6 +985,40 @@ fn recv_chunked<T: serde::de::DeserializeOwned>(ctrl: &mut Control) -> Result<T>
     Ok(serde_json::from_str(&text)?)
 }
 
+/// A saved run as `monitor report` reads it.
+#[derive(Debug, Clone)]
+pub struct SavedRun {
+    pub run: MonitorRun,
+    /// An MPI run's per-pair table (from its rank files), shown above the signature.
+    pub mpi_table: Option<String>,
+    /// Where a `monitor run`'s parts file would be (None for an MPI run).
+    pub parts_dir: Option<PathBuf>,
+}
+
+/// Reads a saved run: an MPI program's directory is re-read from its rank files (they are the
+/// record, and a damaged one is named); else `input` is a run directory or its run.json.
+pub fn load_saved(input: &Path) -> Result<SavedRun> {
+    if input.is_dir() && commperf_pmpi::holds_rank_files(input) {
+        let (s, run) = crate::mpi::load(input)?;
+        return Ok(SavedRun {
+            run,
+            mpi_table: Some(crate::mpi::table(&s) + "\n"),
+            parts_dir: None,
+        });
+    }
+    let (file, dir) = if input.is_dir() {
+        (input.join("run.json"), input.to_path_buf())
+    } else {
+        let dir = input.parent().map(Path::to_path_buf).unwrap_or_default();
+        (input.to_path_buf(), dir)
+    };
+    Ok(SavedRun {
+        run: MonitorRun::load(&file)?,
+        mpi_table: None,
+        parts_dir: Some(dir),
+    })
+}
+
 /// The lines `monitor report` adds under a saved run's table: the monitor's cost and the
 /// clock bound, the parts table when the run directory `parts_dir` holds a parts file (None for
 /// an MPI run, which has none), and a note when the run was cut short.
