@@ -19,6 +19,8 @@
 //! * [`trace`] keeps optional per-message records and writes them as a trace `predict` replays.
 //! * [`run`] is the saved run file.
 //! * [`mpi`] reads a monitored MPI program's run directory into the same run file.
+//! * [`workload`] is the monitor's own workload (`monitor run`): both ends, the rounds, the
+//!   flushes, and the notes `monitor report` adds to a saved run.
 
 pub mod clock;
 pub mod hist;
@@ -27,6 +29,7 @@ pub mod mpi;
 pub mod run;
 pub mod signature;
 pub mod trace;
+pub mod workload;
 
 pub use clock::{Correction, LocalClock, Skewed, SyncPolicy, TimerClock, TscClock};
 pub use hist::{Histograms, Key, MsgKind, MsgRecord, Protocol, Scope, Stage};
@@ -45,4 +48,65 @@ pub enum MonitorError {
     Clock(String),
     #[error("{path}: {why}")]
     File { path: String, why: String },
+    /// A run's settings refused (the message names the option).
+    #[error("{0}")]
+    Config(String),
+    #[error("--sizes")]
+    Sizes(#[source] commperf_core::units::SizeError),
+    #[error(transparent)]
+    Output(#[from] commperf_core::file::OutputError),
+    #[error(transparent)]
+    Launch(#[from] commperf_transport::launch::LaunchError),
+    #[error(transparent)]
+    Json(#[from] serde_json::Error),
+    #[error(transparent)]
+    Read(#[from] commperf_pmpi::ReadError),
+    /// The workload failed after `flushed` of its sizes were saved.
+    #[error(
+        "the monitored workload stopped after {flushed} of {sizes} sizes; {run_file} holds what \
+         was measured up to there, marked cut short (`commperf monitor report {dir}`)"
+    )]
+    Stopped {
+        flushed: usize,
+        sizes: usize,
+        run_file: String,
+        dir: String,
+        #[source]
+        source: Box<MonitorError>,
+    },
+    /// What was being done when `source` happened.
+    #[error("{what}")]
+    Within {
+        what: &'static str,
+        #[source]
+        source: Box<MonitorError>,
+    },
+    #[error(
+        "monitor: no round trip was timed at {size} B (--iters and --rounds must be at least 1)"
+    )]
+    NoRoundTrip { size: u64 },
+    #[error("the peer announced {n} parts of a report, more than the {max} allowed")]
+    TooManyParts { n: usize, max: usize },
+    #[error("{path}: cannot read it")]
+    PartsRead {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{path}: not a monitor parts file (truncated or corrupt?)")]
+    PartsParse {
+        path: String,
+        #[source]
+        source: serde_json::Error,
+    },
+}
+
+impl MonitorError {
+    /// This error, said to have happened while doing `what`.
+    pub fn within(self, what: &'static str) -> MonitorError {
+        MonitorError::Within {
+            what,
+            source: Box::new(self),
+        }
+    }
 }
