@@ -899,7 +899,7 @@ pub fn parse_file(path: &Path, data: &[u8]) -> Result<RankData, ReadError> {
             }
             8 if version >= 3 => {
                 let v: Sites = serde_json::from_slice(payload).map_err(json_err)?;
-                rd.sites.overflow_calls += v.overflow_calls;
+                rd.sites.overflow_calls = rd.sites.overflow_calls.saturating_add(v.overflow_calls);
                 rd.sites.sites.extend(v.sites);
             }
             9 if version >= 4 => rd
@@ -1425,7 +1425,8 @@ pub fn summarize(run: &Run) -> Summary {
                 .entry((e.call, e.persistent && e.call.is_collective()))
                 .or_default();
             c.0 += 1;
-            c.1 += e.bytes;
+            // A damaged file may state any size: the sum saturates rather than overflows.
+            c.1 = c.1.saturating_add(e.bytes);
         }
         calls.extend(
             per.into_iter()

@@ -91,7 +91,8 @@ pub fn call_sites(run: &Run, top: usize) -> (Vec<CallSite>, u64) {
     let mut overflow = 0;
     let mut fixed: BTreeMap<String, bool> = BTreeMap::new();
     for rd in &run.ranks {
-        overflow += rd.sites.overflow_calls;
+        // Sums of counts a rank file states: saturating, since a damaged file may state any.
+        overflow = u64::saturating_add(overflow, rd.sites.overflow_calls);
         for s in &rd.sites.sites {
             let is_fixed = *fixed
                 .entry(s.module.clone())
@@ -118,11 +119,11 @@ pub fn call_sites(run: &Run, top: usize) -> (Vec<CallSite>, u64) {
                     )
                 });
             e.0 += 1;
-            e.1 += s.count;
-            e.2 += s.time_ns;
-            e.3 += s.sent_bytes;
-            e.4 += s.received_bytes;
-            e.7 += s.timed_count;
+            e.1 = e.1.saturating_add(s.count);
+            e.2 = e.2.saturating_add(s.time_ns);
+            e.3 = e.3.saturating_add(s.sent_bytes);
+            e.4 = e.4.saturating_add(s.received_bytes);
+            e.7 = e.7.saturating_add(s.timed_count);
         }
     }
     let estimate = |a: &Acc| {
