@@ -1656,13 +1656,10 @@ fn pipeline_rows(
             let mut row = got.swap_remove(got.len() / 2);
             row.transport = t;
             row.mode = m;
-            if row.pipeline_mut().is_none() {
+            let Some(f) = row.pipeline_mut() else {
                 // Not a pipeline row (cannot happen: measured as one); kept in its place so
                 // the verdicts' indices hold.
                 rows.push(row);
-                continue;
-            }
-            let Some(f) = row.pipeline_mut() else {
                 continue;
             };
             // The rounds' agreement: the median distance of the other rounds' p50 from the

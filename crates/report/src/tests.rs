@@ -232,6 +232,20 @@ fn json_round_trips_through_load_json() {
 }
 
 #[test]
+fn a_row_with_a_figure_its_benchmark_cannot_have_is_refused_by_name() {
+    let mut v = serde_json::to_value(report()).unwrap();
+    // The bw row (the second) with a latency percentile.
+    v["results"][1]["p99_us"] = 1.5.into();
+    let text = serde_json::to_string_pretty(&v).unwrap();
+    let msg = load_json(&text).unwrap_err().to_string();
+    // At the end of the row (the conversion runs once the row is read).
+    assert_eq!(
+        msg,
+        "invalid result file at 82:4: a bw row cannot have `p99_us`"
+    );
+}
+
+#[test]
 fn newer_schema_version_is_refused_by_name() {
     let mut v = serde_json::to_value(report()).unwrap();
     v["schema_version"] = 99.into();
