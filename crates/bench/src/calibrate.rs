@@ -149,7 +149,7 @@ pub fn profile_from_report(
             report
                 .results
                 .iter()
-                .filter(move |r| r.benchmark == b && r.transport == transport && r.mode == m)
+                .filter(move |r| r.benchmark() == b && r.transport == transport && r.mode == m)
         };
         // Polling rows if there are any, else blocking ones.
         let poll: Vec<_> = of(Mode::Poll).collect();
@@ -161,7 +161,7 @@ pub fn profile_from_report(
     };
     let mut points: Vec<TcomPoint> = Vec::new();
     for r in rows(Benchmark::Latency) {
-        if let Some(t) = r.p50_us {
+        if let Some(t) = r.p50_us() {
             if !points.iter().any(|p| p.size_bytes == r.size_bytes) {
                 points.push(TcomPoint {
                     size_bytes: r.size_bytes,
@@ -195,20 +195,23 @@ pub fn profile_from_report(
 /// Netgauge reader does. A size whose own overheads were left out (below zero beyond noise) is
 /// no point.
 fn loggp_points(rows: &[&commperf_core::Row]) -> Vec<LogGpPoint> {
-    let mut rows = rows.to_vec();
-    rows.sort_by_key(|r| r.size_bytes);
-    let l = rows.iter().find_map(|r| r.L_us);
+    let mut rows: Vec<(u64, &commperf_core::LogGpFigures)> = rows
+        .iter()
+        .filter_map(|r| Some((r.size_bytes, r.loggp()?)))
+        .collect();
+    rows.sort_by_key(|r| r.0);
+    let l = rows.iter().find_map(|r| r.1.L_us);
     let nearest_g = |i: usize| -> Option<f64> {
         (0..rows.len()).find_map(|d| {
-            let lo = i.checked_sub(d).and_then(|j| rows[j].g_us);
-            lo.or_else(|| rows.get(i + d).and_then(|r| r.g_us))
+            let lo = i.checked_sub(d).and_then(|j| rows[j].1.g_us);
+            lo.or_else(|| rows.get(i + d).and_then(|r| r.1.g_us))
         })
     };
     rows.iter()
         .enumerate()
-        .filter_map(|(i, r)| {
+        .filter_map(|(i, &(size_bytes, r))| {
             Some(LogGpPoint {
-                size_bytes: r.size_bytes,
+                size_bytes,
                 L_us: r.L_us.or(l)?,
                 o_s_us: r.o_s_us?,
                 o_r_us: r.o_r_us?,
@@ -553,7 +556,7 @@ mod tests {
             let mut r = report_of(Vec::new());
             for s in [8u64, 64, 1024, 65536, 1 << 20] {
                 let mut row = Row::new(Benchmark::Latency, TransportKind::Shm, Mode::Poll, s);
-                row.p50_us = Some(if disturbed && s == 65536 {
+                row.percentiles_mut().unwrap().p50_us = Some(if disturbed && s == 65536 {
                     3764.0
                 } else {
                     1.0 + 0.001 * s as f64
@@ -674,11 +677,12 @@ mod tests {
         let mut results = Vec::new();
         for s in [8u64, 64, 1024, 65536, 1 << 20] {
             let mut r = Row::new(Benchmark::Latency, TransportKind::Shm, Mode::Poll, s);
-            r.p50_us = Some(1.0 + 0.001 * s as f64);
+            r.percentiles_mut().unwrap().p50_us = Some(1.0 + 0.001 * s as f64);
             results.push(r);
             // Two protocol pieces; the large one's fixed costs (g, L) are not identifiable, and
             // o_s at 64 KiB was left out (below zero beyond noise).
-            let mut l = Row::new(Benchmark::Loggp, TransportKind::Shm, Mode::Poll, s);
+            let mut row = Row::new(Benchmark::Loggp, TransportKind::Shm, Mode::Poll, s);
+            let l = row.loggp_mut().unwrap();
             (l.o_s_us, l.o_r_us) = (Some(0.2), Some(0.3));
             if s <= 1024 {
                 (l.g_us, l.gap_per_byte_us, l.L_us) = (Some(0.4), Some(0.001), Some(0.5));
@@ -688,7 +692,7 @@ mod tests {
             if s == 65536 {
                 l.o_s_us = None;
             }
-            results.push(l);
+            results.push(row);
         }
         let report = report_of(results);
         let p = profile_from_report(&report, TransportKind::Shm, "src").unwrap();

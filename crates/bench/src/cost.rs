@@ -27,8 +27,11 @@ impl Baseline {
     /// One measurement's p50 and its noise.
     pub fn of(row: &Row) -> Option<Baseline> {
         Some(Baseline {
-            p50_us: row.p50_us?,
-            noise_us: row.p50_noise_us.unwrap_or(0.0),
+            p50_us: row.p50_us()?,
+            noise_us: row
+                .percentiles()
+                .and_then(|p| p.p50_noise_us)
+                .unwrap_or(0.0),
         })
     }
 
@@ -66,18 +69,22 @@ pub enum Verdict {
     BelowBaseline { by_us: f64, band_us: f64 },
 }
 
-/// Sets `baseline_p50_us`, `cost_us` and `cost_noise_us` of a variant's row. `last`: no
-/// further measurement will be made, so a cost below its baseline beyond noise gets its note.
+/// Sets `baseline_p50_us`, `cost_us` and `cost_noise_us` of a variant's row (an extended
+/// benchmark's; any other row has no cost and is left as it is). `last`: no further measurement
+/// will be made, so a cost below its baseline beyond noise gets its note.
 pub fn judge(row: &mut Row, base: Option<Baseline>, saving: Saving, last: bool) -> Verdict {
-    row.baseline_p50_us = base.map(|b| b.p50_us);
-    let (Some(v), Some(b)) = (row.p50_us, base) else {
-        (row.cost_us, row.cost_noise_us) = (None, None);
+    let Some(c) = row.cost_mut() else {
+        return Verdict::Done;
+    };
+    c.baseline_p50_us = base.map(|b| b.p50_us);
+    let (Some(v), Some(b)) = (c.pct.p50_us, base) else {
+        (c.cost_us, c.cost_noise_us) = (None, None);
         return Verdict::Done;
     };
     let raw = v - b.p50_us;
-    let band = NOISE_BANDS * row.p50_noise_us.unwrap_or(0.0).hypot(b.noise_us);
-    row.cost_noise_us = Some(band);
-    row.cost_us = if raw >= 0.0 {
+    let band = NOISE_BANDS * c.pct.p50_noise_us.unwrap_or(0.0).hypot(b.noise_us);
+    c.cost_noise_us = Some(band);
+    c.cost_us = if raw >= 0.0 {
         Some(raw)
     } else if raw >= -band {
         Some(0.0)
@@ -86,7 +93,7 @@ pub fn judge(row: &mut Row, base: Option<Baseline>, saving: Saving, last: bool) 
     } else {
         None
     };
-    if row.cost_us.is_some() {
+    if c.cost_us.is_some() {
         return Verdict::Done;
     }
     if last {
@@ -113,7 +120,9 @@ mod tests {
             Mode::Poll,
             1 << 22,
         );
-        (r.p50_us, r.p50_noise_us) = (Some(p50), Some(noise));
+        if let Some(p) = r.percentiles_mut() {
+            (p.p50_us, p.p50_noise_us) = (Some(p50), Some(noise));
+        }
         r
     }
 
@@ -126,30 +135,30 @@ mod tests {
             judge(&mut r, base, Saving::Impossible, false),
             Verdict::Done
         );
-        assert!((r.cost_us.unwrap() - 100.91).abs() < 1e-9);
-        assert_eq!(r.cost_noise_us, Some(10.0), "2·√(3² + 4²)");
+        assert!((r.cost_us().unwrap() - 100.91).abs() < 1e-9);
+        assert_eq!(r.cost().unwrap().cost_noise_us, Some(10.0), "2·√(3² + 4²)");
         // −3 µs within ±10 µs: no measurable cost, shown as 0.
         let mut r = row(814.66, 4.0);
         assert_eq!(
             judge(&mut r, base, Saving::Impossible, false),
             Verdict::Done
         );
-        assert_eq!(r.cost_us, Some(0.0));
+        assert_eq!(r.cost_us(), Some(0.0));
         // −198 µs: measure again; nothing printed meanwhile ...
         let mut r = row(619.66, 4.0);
         let v = judge(&mut r, base, Saving::Impossible, false);
         assert!(matches!(v, Verdict::BelowBaseline { by_us, .. } if (by_us - 198.0).abs() < 1e-9));
-        assert_eq!((r.cost_us, r.notes.len()), (None, 0));
+        assert_eq!((r.cost_us(), r.notes.len()), (None, 0));
         // ... and if it stays there, left out with a note.
         judge(&mut r, base, Saving::Impossible, true);
-        assert_eq!(r.cost_us, None);
+        assert_eq!(r.cost_us(), None);
         assert!(
             r.notes[0].starts_with("p50 619.660 µs is 198.000 µs below its baseline 817.660 µs")
         );
         // Registered memory used in place saves the baseline's copies: a saving, reported.
         let mut r = row(619.66, 4.0);
         assert_eq!(judge(&mut r, base, Saving::Possible, false), Verdict::Done);
-        assert!((r.cost_us.unwrap() + 198.0).abs() < 1e-9);
+        assert!((r.cost_us().unwrap() + 198.0).abs() < 1e-9);
     }
 
     #[test]
@@ -164,15 +173,15 @@ mod tests {
             judge(&mut r, Some(b), Saving::Impossible, true),
             Verdict::Done
         );
-        assert_eq!(r.cost_us, Some(0.0));
+        assert_eq!(r.cost_us(), Some(0.0));
         // ... and one disturbed baseline (a CPU hog took its CPU) does not move the other.
         let b = Baseline::around(&row(4000.0, 900.0), &row(78.0, 0.5)).unwrap();
         assert_eq!(b.p50_us, 78.0);
         let mut r = row(126.0, 0.5);
         judge(&mut r, Some(b), Saving::Impossible, true);
-        assert_eq!(r.cost_us, Some(48.0));
+        assert_eq!(r.cost_us(), Some(48.0));
         assert!(
-            r.cost_noise_us.unwrap() > 48.0,
+            r.cost().unwrap().cost_noise_us.unwrap() > 48.0,
             "the drift makes it uncertain: {r:?}"
         );
     }

@@ -250,20 +250,37 @@ pub fn judge(
     if copy_mb_per_s.is_nan() || copy_mb_per_s <= 0.0 {
         return Judged::Done;
     }
-    let (eff, rel_noise) = match row.benchmark {
+    let size = row.size_bytes;
+    let (eff, rel_noise) = match row.benchmark() {
         Latency => {
-            // MB/s is bytes per microsecond.
-            let limit = cacheline_us + row.size_bytes as f64 / copy_mb_per_s;
-            row.limit_us = Some(limit);
-            let Some(p) = row.p50_us.filter(|p| *p > 0.0) else {
+            let Some(l) = row.latency_mut() else {
                 return Judged::Done;
             };
-            (limit / p, row.p50_noise_us.unwrap_or(0.0) / p)
+            // MB/s is bytes per microsecond.
+            let limit = cacheline_us + size as f64 / copy_mb_per_s;
+            l.limit_us = Some(limit);
+            let Some(p) = l.pct.p50_us.filter(|p| *p > 0.0) else {
+                return Judged::Done;
+            };
+            (limit / p, l.pct.p50_noise_us.unwrap_or(0.0) / p)
+        }
+        Bw | Mr => {
+            let Some(s) = row.stream_mut() else {
+                return Judged::Done;
+            };
+            s.limit_mb_per_s = Some(copy_mb_per_s);
+            let Some(m) = s.mb_per_s else {
+                return Judged::Done;
+            };
+            (m / copy_mb_per_s, 0.0)
         }
         // pipeline: one message's bandwidth (size over one-way time) against the copy limit.
-        Bw | Mr | Pipeline => {
-            row.limit_mb_per_s = Some(copy_mb_per_s);
-            let Some(m) = row.mb_per_s else {
+        Pipeline => {
+            let Some(p) = row.pipeline_mut() else {
+                return Judged::Done;
+            };
+            p.limit_mb_per_s = Some(copy_mb_per_s);
+            let Some(m) = p.mb_per_s else {
                 return Judged::Done;
             };
             (m / copy_mb_per_s, 0.0)
@@ -271,28 +288,29 @@ pub fn judge(
         Bibw | Loggp | Bufmgmt | Blocking | Noncontig | Conns | Cq => return Judged::Done,
     };
     row.notes.retain(|n| !n.starts_with("efficiency"));
-    if eff <= 1.0 {
-        row.efficiency = Some(eff);
-        return Judged::Done;
-    }
     let band = commperf_stats::noise::NOISE_BANDS * rel_noise * eff;
-    if eff - 1.0 <= band {
-        row.efficiency = Some(1.0);
+    let (efficiency, judged) = if eff <= 1.0 {
+        (Some(eff), Judged::Done)
+    } else if eff - 1.0 <= band {
         row.notes.push(format!(
             "efficiency {:.1} % is within the noise of its limit (±{:.1} %); shown as 100 %",
             eff * 100.0,
             band * 100.0
         ));
-        return Judged::Done;
+        (Some(1.0), Judged::Done)
+    } else {
+        if last {
+            row.notes.push(format!(
+                "efficiency {:.1} % after measuring the limit again: the limit did not hold at this size (a measurement error, not a finding); left out",
+                eff * 100.0
+            ));
+        }
+        (None, Judged::AboveLimit(eff))
+    };
+    if let Some(slot) = row.efficiency_mut() {
+        *slot = efficiency;
     }
-    row.efficiency = None;
-    if last {
-        row.notes.push(format!(
-            "efficiency {:.1} % after measuring the limit again: the limit did not hold at this size (a measurement error, not a finding); left out",
-            eff * 100.0
-        ));
-    }
-    Judged::AboveLimit(eff)
+    judged
 }
 
 #[cfg(test)]
@@ -326,29 +344,38 @@ mod tests {
     fn rows_are_judged_against_the_limit_for_their_size() {
         use commperf_core::{Benchmark, Mode, Row, TransportKind};
         let mut r = Row::new(Benchmark::Latency, TransportKind::Shm, Mode::Poll, 0);
-        r.p50_us = Some(0.125);
+        r.percentiles_mut().unwrap().p50_us = Some(0.125);
         assert_eq!(judge(&mut r, 0.1, 40_000.0, false), Judged::Done);
-        assert_eq!((r.limit_us, r.efficiency), (Some(0.1), Some(0.8)));
+        assert_eq!(
+            (r.latency().unwrap().limit_us, r.efficiency()),
+            (Some(0.1), Some(0.8))
+        );
         // 4000 B at 40000 MB/s = 0.1 µs of copying on top of the 0.1 µs cache-line transfer.
         let mut r = Row::new(Benchmark::Latency, TransportKind::Shm, Mode::Poll, 4000);
-        r.p50_us = Some(0.4);
+        r.percentiles_mut().unwrap().p50_us = Some(0.4);
         judge(&mut r, 0.1, 40_000.0, false);
-        assert_eq!((r.limit_us, r.efficiency), (Some(0.2), Some(0.5)));
+        assert_eq!(
+            (r.latency().unwrap().limit_us, r.efficiency()),
+            (Some(0.2), Some(0.5))
+        );
         let mut b = Row::new(Benchmark::Bw, TransportKind::Shm, Mode::Poll, 1 << 20);
-        b.mb_per_s = Some(15_000.0);
+        b.stream_mut().unwrap().mb_per_s = Some(15_000.0);
         judge(&mut b, 0.1, 20_000.0, false);
         assert_eq!(
-            (b.limit_mb_per_s, b.efficiency),
+            (b.stream().unwrap().limit_mb_per_s, b.efficiency()),
             (Some(20_000.0), Some(0.75))
         );
         let mut z = Row::new(Benchmark::Bw, TransportKind::Shm, Mode::Poll, 1 << 20);
-        z.mb_per_s = Some(15_000.0);
+        z.stream_mut().unwrap().mb_per_s = Some(15_000.0);
         judge(&mut z, 0.1, 0.0, false);
-        assert_eq!((z.limit_mb_per_s, z.efficiency), (None, None));
+        assert_eq!(
+            (z.stream().unwrap().limit_mb_per_s, z.efficiency()),
+            (None, None)
+        );
         let mut bi = Row::new(Benchmark::Bibw, TransportKind::Shm, Mode::Poll, 1 << 20);
-        bi.mb_per_s = Some(15_000.0);
+        bi.stream_mut().unwrap().mb_per_s = Some(15_000.0);
         judge(&mut bi, 0.1, 20_000.0, false);
-        assert_eq!(bi.efficiency, None);
+        assert_eq!(bi.efficiency(), None);
     }
 
     #[test]
@@ -356,13 +383,14 @@ mod tests {
         use commperf_core::{Benchmark, Mode, Row, TransportKind};
         let row = |p50: f64, noise: f64| {
             let mut r = Row::new(Benchmark::Latency, TransportKind::Shm, Mode::Poll, 0);
-            (r.p50_us, r.p50_noise_us) = (Some(p50), Some(noise));
+            let p = r.percentiles_mut().unwrap();
+            (p.p50_us, p.p50_noise_us) = (Some(p50), Some(noise));
             r
         };
         // Limit 0.1 µs, p50 0.098 ± 0.002: 102 % is within two bands (±4 %) of 100 %.
         let mut r = row(0.098, 0.002);
         assert_eq!(judge(&mut r, 0.1, 40_000.0, false), Judged::Done);
-        assert_eq!(r.efficiency, Some(1.0));
+        assert_eq!(r.efficiency(), Some(1.0));
         assert!(
             r.notes[0].starts_with("efficiency 102.0 % is within the noise"),
             "{:?}",
@@ -374,11 +402,11 @@ mod tests {
             judge(&mut r, 0.1, 40_000.0, false),
             Judged::AboveLimit(1.25)
         );
-        assert_eq!(r.efficiency, None);
+        assert_eq!(r.efficiency(), None);
         assert!(r.notes.is_empty());
         // ... and if it still does not hold, say so.
         assert_eq!(judge(&mut r, 0.1, 40_000.0, true), Judged::AboveLimit(1.25));
-        assert_eq!(r.efficiency, None);
+        assert_eq!(r.efficiency(), None);
         assert!(
             r.notes[0].contains("the limit did not hold"),
             "{:?}",
@@ -386,10 +414,10 @@ mod tests {
         );
         // A re-measured limit that holds replaces the note with the figure.
         assert_eq!(judge(&mut r, 0.05, 40_000.0, true), Judged::Done);
-        assert_eq!((r.efficiency, r.notes.len()), (Some(0.625), 0));
+        assert_eq!((r.efficiency(), r.notes.len()), (Some(0.625), 0));
         // Bandwidth has no noise of its own: any excess is beyond it.
         let mut b = Row::new(Benchmark::Bw, TransportKind::Shm, Mode::Poll, 1 << 30);
-        b.mb_per_s = Some(24_180.0);
+        b.stream_mut().unwrap().mb_per_s = Some(24_180.0);
         assert_eq!(
             judge(&mut b, 0.1, 10_000.0, false),
             Judged::AboveLimit(2.418)

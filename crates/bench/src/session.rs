@@ -15,8 +15,8 @@ use crate::loggp::{self, Prtt};
 use crate::machine;
 use crate::patterns::{self, Buffers, LoopError, Mismatch, Scattered};
 use commperf_core::{
-    Benchmark, BufferUse, Disturbance, Finding, Mode, Options, Placement, ProcessId, Report, Row,
-    TransportKind, Watch,
+    Benchmark, BufferUse, CostVariant, Disturbance, Finding, Mode, Options, Placement, ProcessId,
+    Report, Row, RowError, TransportKind, Watch,
 };
 use commperf_model::pipeline::{PipelineModel, Plan};
 use commperf_stats::{median_uncertainty, Summary};
@@ -215,6 +215,9 @@ pub enum BenchError {
     /// A request outside the bounds both ends share.
     #[error("{phase}: {error}")]
     Bound { phase: String, error: BoundError },
+    /// A row given a figure its benchmark does not have (a bug, refused rather than written).
+    #[error(transparent)]
+    Row(#[from] RowError),
 }
 
 /// Progress of a long run (between measurements, never inside a timed loop).
@@ -508,7 +511,7 @@ pub fn run(cfg: &BenchConfig, progress: &mut dyn Progress) -> Result<Report, Ben
                         for var in variants {
                             let (v, vph) = variant_run(b, run, &ph, var);
                             let row = latency_row(&mut ctrl, &mut ep, &clock, &vph, v, s, r)?;
-                            measured.push((var, label_variant(row, b, t, var)));
+                            measured.push((var, label_variant(row, b, t, var)?));
                         }
                         // The baseline again: how far the machine drifted while the variants
                         // ran is part of the noise their costs are judged against.
@@ -530,7 +533,7 @@ pub fn run(cfg: &BenchConfig, progress: &mut dyn Progress) -> Result<Report, Ben
                                 let base_again =
                                     latency_row(&mut ctrl, &mut ep, &clock, &ph, base, s, r)?;
                                 let again = latency_row(&mut ctrl, &mut ep, &clock, &vph, v, s, r)?;
-                                row = label_variant(again, b, t, var);
+                                row = label_variant(again, b, t, var)?;
                                 row.notes.push(format!(
                                     "measured again: the first measurement was {by_us:.3} µs below its baseline, beyond the noise (±{band_us:.3} µs)"
                                 ));
@@ -725,22 +728,33 @@ fn variant_run(b: Benchmark, run: RunSpec, ph: &str, var: Variant) -> (RunSpec, 
 }
 
 /// A variant's row with the keys that tell it from the others of its benchmark.
-fn label_variant(mut row: Row, b: Benchmark, t: TransportKind, var: Variant) -> Row {
+fn label_variant(
+    mut row: Row,
+    b: Benchmark,
+    t: TransportKind,
+    var: Variant,
+) -> Result<Row, RowError> {
     let (mode, spins, segments, packed, in_place) = var;
     (row.transport, row.mode) = (t, mode);
-    match b {
-        Benchmark::Blocking => row.block_spins = Some(spins),
-        Benchmark::Noncontig => (row.segments, row.packed) = (Some(segments), Some(packed)),
-        Benchmark::Bufmgmt => {
-            row.buffers = Some(if in_place {
+    let key = match b {
+        Benchmark::Blocking => CostVariant::Blocking {
+            block_spins: Some(spins),
+        },
+        Benchmark::Noncontig => CostVariant::Noncontig {
+            segments: Some(segments),
+            packed: Some(packed),
+        },
+        Benchmark::Bufmgmt => CostVariant::Bufmgmt {
+            buffers: Some(if in_place {
                 BufferUse::Registered
             } else {
                 BufferUse::Fresh
-            })
-        }
-        _ => {}
-    }
-    row
+            }),
+        },
+        _ => return Ok(row),
+    };
+    row.set_variant(key)?;
+    Ok(row)
 }
 
 /// One measurement as a conversation: tell the peer, wait until it is ready, do the timed
@@ -866,8 +880,15 @@ fn conns_rows(
             let mut row = Row::new(bench, t, m, 16);
             (row.iterations, row.warmup) = (run.iterations, run.warmup);
             summarize_latency(&mut row, env.clock, samples);
-            row.connections = Some(n);
-            row
+            let key = match bench {
+                Benchmark::Cq => CostVariant::Cq {
+                    connections: Some(n),
+                },
+                _ => CostVariant::Conns {
+                    connections: Some(n),
+                },
+            };
+            row.set_variant(key).map(|()| row)
         };
         // Sweeping every endpoint, polling.
         let sweep = RunSpec {
@@ -886,7 +907,7 @@ fn conns_rows(
                 e, extras, clock, s16, r, &lp, idle, &mut samples
             ))
         })?;
-        let mut row = new_row(Benchmark::Conns, &samples);
+        let mut row = new_row(Benchmark::Conns, &samples)?;
         if b == Benchmark::Conns {
             let base = *one_conn.get_or_insert(cost::Baseline::of(&row));
             cost::judge(&mut row, base, cost::Saving::Impossible, true);
@@ -946,7 +967,7 @@ fn conns_rows(
         if matches!(queue, AnyCq::Shm(_)) {
             notify(env.ctrl, &ph, None)?;
         }
-        let mut cq_row = new_row(Benchmark::Cq, &samples);
+        let mut cq_row = new_row(Benchmark::Cq, &samples)?;
         // One wait on a queue instead of a sweep over N endpoints can be faster: a saving.
         cost::judge(
             &mut cq_row,
@@ -980,23 +1001,23 @@ pub fn loggp_rows(
             let p = &fit.pieces[l.piece];
             let mut row = Row::new(Benchmark::Loggp, t, m, l.size);
             (row.iterations, row.warmup) = cfg.counts(Benchmark::Loggp, l.size);
-            row.p50_us = Some(l.latency_ns / 1e3);
-            row.o_s_us = us(l.o_s_ns);
-            row.o_r_us = us(l.o_r_ns);
-            row.gap_us = us(l.gap_ns);
-            row.o_s_fixed_us = us(p.o_s_ns);
-            row.O_s_us_per_byte = us(p.o_s_per_byte_ns);
-            row.o_r_fixed_us = us(p.o_r_ns);
-            row.O_r_us_per_byte = us(p.o_r_per_byte_ns);
-            row.g_us = us(p.g_ns);
-            row.gap_per_byte_us = us(p.gap_per_byte_ns);
-            row.L_us = us(p.l_ns);
-            row.overlap_us = us(p.overlap_ns);
-            row.exchange_us = us(l.exchange_ns);
-            row.send_wait_us = us(p.send_wait_ns);
-            row.duplex_us = us(p.duplex_ns);
-            row.model_us = us(p.one_way_ns(l.size));
-            (row.piece_from_bytes, row.piece_to_bytes) = (Some(p.from_size), Some(p.to_size));
+            if let Some(f) = row.loggp_mut() {
+                f.p50_us = Some(l.latency_ns / 1e3);
+                (f.o_s_us, f.o_r_us, f.gap_us) = (us(l.o_s_ns), us(l.o_r_ns), us(l.gap_ns));
+                f.o_s_fixed_us = us(p.o_s_ns);
+                f.O_s_us_per_byte = us(p.o_s_per_byte_ns);
+                f.o_r_fixed_us = us(p.o_r_ns);
+                f.O_r_us_per_byte = us(p.o_r_per_byte_ns);
+                f.g_us = us(p.g_ns);
+                f.gap_per_byte_us = us(p.gap_per_byte_ns);
+                f.L_us = us(p.l_ns);
+                f.overlap_us = us(p.overlap_ns);
+                f.exchange_us = us(l.exchange_ns);
+                f.send_wait_us = us(p.send_wait_ns);
+                f.duplex_us = us(p.duplex_ns);
+                f.model_us = us(p.one_way_ns(l.size));
+                (f.piece_from_bytes, f.piece_to_bytes) = (Some(p.from_size), Some(p.to_size));
+            }
             row.notes.clone_from(&l.notes);
             // A piece's notes once, on its first row.
             if l.size == p.from_size {
@@ -1021,14 +1042,17 @@ pub fn summarize_latency(row: &mut Row, clock: &Clock, samples: &[u64]) {
         .iter()
         .map(|&t| clock.ticks_to_ns(t) / 2.0 / 1e3)
         .collect();
+    let Some(p) = row.percentiles_mut() else {
+        return;
+    };
     if let Some(s) = Summary::from_unsorted(&mut us) {
-        row.p50_us = Some(s.p50);
-        row.p50_noise_us = median_uncertainty(&us);
-        row.p90_us = Some(s.p90);
-        row.p99_us = Some(s.p99);
-        row.min_us = Some(s.min);
-        row.max_us = Some(s.max);
-        row.mean_us = Some(s.mean);
+        p.p50_us = Some(s.p50);
+        p.p50_noise_us = median_uncertainty(&us);
+        p.p90_us = Some(s.p90);
+        p.p99_us = Some(s.p99);
+        p.min_us = Some(s.min);
+        p.max_us = Some(s.max);
+        p.mean_us = Some(s.mean);
     }
 }
 
@@ -1092,22 +1116,26 @@ fn measure<E: Endpoint + VectoredSend>(
         }
         Benchmark::Bw | Benchmark::Mr => {
             let ticks = patterns::stream_sender(ep, clock, sbuf, &lp)?;
-            let msgs = (w as u64 * it) as f64;
-            row.window = Some(w);
-            row.mb_per_s = Some(msgs * run.size as f64 / secs(ticks) / 1e6);
-            row.msgs_per_s = Some(msgs / secs(ticks));
+            set_rates(&mut row, w, (w as u64 * it) as f64, secs(ticks));
             None
         }
         Benchmark::Bibw => {
             let (ticks, bad) = patterns::bidir(ep, clock, sbuf, rbuf, &lp)?;
-            let msgs = 2.0 * (w as u64 * it) as f64;
-            row.window = Some(w);
-            row.mb_per_s = Some(msgs * run.size as f64 / secs(ticks) / 1e6);
-            row.msgs_per_s = Some(msgs / secs(ticks));
+            set_rates(&mut row, w, 2.0 * (w as u64 * it) as f64, secs(ticks));
             bad
         }
     };
     Ok((row, mismatch))
+}
+
+/// Sets a bw, bibw or mr row's window and rates: `msgs` messages of the row's size in `secs`.
+pub fn set_rates(row: &mut Row, window: u32, msgs: f64, secs: f64) {
+    let size = row.size_bytes;
+    if let Some(s) = row.stream_mut() {
+        s.window = Some(window);
+        s.mb_per_s = Some(msgs * size as f64 / secs / 1e6);
+        s.msgs_per_s = Some(msgs / secs);
+    }
 }
 
 /// `--inject-corruption MESSAGE:OFFSET[:BENCHMARK]`: the peer sends byte OFFSET of its message
@@ -1620,14 +1648,20 @@ fn pipeline_rows(
         for (si, &size) in cfg.sizes.iter().enumerate() {
             let mut got = std::mem::take(&mut measured[vi * cfg.sizes.len() + si]);
             got.sort_by(|a, b| {
-                a.p50_us
-                    .partial_cmp(&b.p50_us)
+                a.p50_us()
+                    .partial_cmp(&b.p50_us())
                     .unwrap_or(std::cmp::Ordering::Equal)
             });
-            let p50s: Vec<f64> = got.iter().filter_map(|r| r.p50_us).collect();
+            let p50s: Vec<f64> = got.iter().filter_map(|r| r.p50_us()).collect();
             let mut row = got.swap_remove(got.len() / 2);
             row.transport = t;
             row.mode = m;
+            let Some(f) = row.pipeline_mut() else {
+                // Not a pipeline row (cannot happen: measured as one); kept in its place so
+                // the verdicts' indices hold.
+                rows.push(row);
+                continue;
+            };
             // The rounds' agreement: the median distance of the other rounds' p50 from the
             // median round's (one disturbed round of five does not make a row noisy).
             if p50s.len() > 1 {
@@ -1637,7 +1671,7 @@ fn pipeline_rows(
                     .map(|(_, p)| (p - m).abs())
                     .collect();
                 let spread = Summary::from_unsorted(&mut dev).map_or(0.0, |s| s.p50);
-                row.p50_noise_us = Some(row.p50_noise_us.unwrap_or(0.0).max(spread));
+                f.pct.p50_noise_us = Some(f.pct.p50_noise_us.unwrap_or(0.0).max(spread));
             }
             let adaptive = vi + 1 == variants.len();
             let (frag, words) = match v {
@@ -1651,18 +1685,18 @@ fn pipeline_rows(
             };
             // A fixed row keeps its configured size (a message up to it goes whole); the
             // others show what they used.
-            row.fragment_bytes = Some(if adaptive {
+            f.fragment_bytes = Some(if adaptive {
                 frag.min(size.max(1))
             } else {
                 frag
             });
             let frag = frag.min(size.max(1));
-            row.fragment_rule = Some(words);
-            if let Some(p) = row.p50_us.filter(|p| *p > 0.0) {
-                row.mb_per_s = Some(size as f64 / p);
+            f.fragment_rule = Some(words);
+            if let Some(p) = f.pct.p50_us.filter(|p| *p > 0.0) {
+                f.mb_per_s = Some(size as f64 / p);
             }
-            row.model_us = Some(model.time_us(size, frag));
-            row.eq7_us = Some(model.eq7_at(frag).time_us(size, frag));
+            f.model_us = Some(model.time_us(size, frag));
+            f.eq7_us = Some(model.eq7_at(frag).time_us(size, frag));
             // The pipeline's limit: each core copies every byte once, the two copies overlap,
             // so no pipeline moves the message faster than one memcpy of it (EPOS's "hardware
             // limit" is likewise its slowest stage's rate).
@@ -1690,14 +1724,14 @@ fn pipeline_verdicts(rows: &mut [Row], sizes: usize, variants: usize, today: usi
         let at = |vi: usize| vi * sizes + si;
         let fixed: Vec<(u64, f64, f64)> = (0..variants - 1)
             .filter_map(|vi| {
-                let r = &rows[at(vi)];
+                let r = rows[at(vi)].pipeline()?;
                 if r.fragment_rule.as_deref() != Some("fixed") {
                     return None;
                 }
                 Some((
                     r.fragment_bytes?,
                     r.mb_per_s?,
-                    r.p50_noise_us.unwrap_or(0.0) / r.p50_us?,
+                    r.pct.p50_noise_us.unwrap_or(0.0) / r.pct.p50_us?,
                 ))
             })
             .collect();
@@ -1708,25 +1742,27 @@ fn pipeline_verdicts(rows: &mut [Row], sizes: usize, variants: usize, today: usi
                 Some(b) if b.1 >= f.1 => Some(b),
                 _ => Some(f),
             });
-        let base = {
-            let r = &rows[at(today)];
-            match (r.mb_per_s, r.p50_us) {
-                (Some(b), Some(p)) if p > 0.0 => Some((b, r.p50_noise_us.unwrap_or(0.0) / p)),
-                _ => None,
-            }
-        };
-        let today_words = match rows[at(today)].fragment_rule.as_deref() {
-            Some("whole") => "whole messages".to_string(),
-            _ => format!(
-                "{} B fragments",
-                rows[at(today)].fragment_bytes.unwrap_or(0)
-            ),
-        };
-        let a = &mut rows[at(variants - 1)];
-        let (Some(bw), Some(p)) = (a.mb_per_s, a.p50_us) else {
+        let Some(today_row) = rows[at(today)].pipeline() else {
             continue;
         };
-        let noise = a.p50_noise_us.unwrap_or(0.0) / p;
+        let base = match (today_row.mb_per_s, today_row.pct.p50_us) {
+            (Some(b), Some(p)) if p > 0.0 => {
+                Some((b, today_row.pct.p50_noise_us.unwrap_or(0.0) / p))
+            }
+            _ => None,
+        };
+        let today_words = match today_row.fragment_rule.as_deref() {
+            Some("whole") => "whole messages".to_string(),
+            _ => format!("{} B fragments", today_row.fragment_bytes.unwrap_or(0)),
+        };
+        let a = &mut rows[at(variants - 1)];
+        let Some(af) = a.pipeline() else {
+            continue;
+        };
+        let (Some(bw), Some(p)) = (af.mb_per_s, af.pct.p50_us) else {
+            continue;
+        };
+        let noise = af.pct.p50_noise_us.unwrap_or(0.0) / p;
         if let Some((frag, best_bw, _)) = best {
             a.notes.push(format!(
                 "adaptive reaches {:.1} % of the best fixed fragment ({frag} B, {best_bw:.0} MB/s)",

@@ -1195,15 +1195,15 @@ fn stack_bench(a: &AppArgs, s: Stack, sizes: &[u64], root: &Path) -> StackBench 
             let row = |bm: commperf_core::Benchmark| {
                 rep.results
                     .iter()
-                    .find(|r| r.benchmark == bm && r.size_bytes == size)
+                    .find(|r| r.benchmark() == bm && r.size_bytes == size)
             };
             let (Some(lat), Some(bw)) = (
-                row(commperf_core::Benchmark::Latency).and_then(|r| r.p50_us),
+                row(commperf_core::Benchmark::Latency).and_then(|r| r.p50_us()),
                 row(commperf_core::Benchmark::Bw),
             ) else {
                 continue;
             };
-            let (Some(mbps), Some(rate)) = (bw.mb_per_s, bw.msgs_per_s) else {
+            let (Some(mbps), Some(rate)) = (bw.mb_per_s(), bw.msgs_per_s()) else {
                 continue;
             };
             figures.push(Micro {

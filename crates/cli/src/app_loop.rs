@@ -85,7 +85,7 @@ pub fn bench_rows(text: &str) -> Result<Vec<commperf_core::Row>> {
     let mut rows: Vec<_> = rep
         .results
         .into_iter()
-        .filter(|r| r.benchmark == commperf_core::Benchmark::Loggp)
+        .filter(|r| r.benchmark() == commperf_core::Benchmark::Loggp)
         .collect();
     rows.sort_by_key(|r| r.size_bytes);
     Ok(rows)
@@ -102,7 +102,7 @@ pub fn params_from_bench(rows: &[commperf_core::Row]) -> Result<(Params, Vec<Str
 pub fn ladder_from_bench(rows: &[commperf_core::Row]) -> Result<f64> {
     let logs: Vec<f64> = rows
         .iter()
-        .filter_map(|r| r.p50_us.filter(|v| *v > 0.0 && v.is_finite()))
+        .filter_map(|r| r.p50_us().filter(|v| *v > 0.0 && v.is_finite()))
         .map(f64::ln)
         .collect();
     if logs.is_empty() {
@@ -117,7 +117,9 @@ pub fn ladder_from_bench(rows: &[commperf_core::Row]) -> Result<f64> {
 pub fn pieces_from_bench(rows: &[commperf_core::Row]) -> Vec<Params> {
     let mut out: Vec<Params> = Vec::new();
     for r in rows {
-        let span = (r.piece_from_bytes, r.piece_to_bytes);
+        let span = r
+            .loggp()
+            .map_or((None, None), |l| (l.piece_from_bytes, l.piece_to_bytes));
         if out
             .iter()
             .any(|p| (p.piece_from_bytes, p.piece_to_bytes) == span)
@@ -133,6 +135,7 @@ pub fn pieces_from_bench(rows: &[commperf_core::Row]) -> Vec<Params> {
 
 /// One row's LogGOPS parameters in ns.
 fn params_of_row(row: &commperf_core::Row) -> Result<Params> {
+    let f = row.loggp().copied().unwrap_or_default();
     let need = |name: &str, v: Option<f64>| {
         v.filter(|x| x.is_finite() && *x >= 0.0).with_context(|| {
             format!(
@@ -146,25 +149,24 @@ fn params_of_row(row: &commperf_core::Row) -> Result<Params> {
             )
         })
     };
-    let o_s = need("o_s", row.o_s_fixed_us)? * 1e3;
-    let o_r = need("o_r", row.o_r_fixed_us)? * 1e3;
-    let l = need("L", row.L_us)? * 1e3;
+    let o_s = need("o_s", f.o_s_fixed_us)? * 1e3;
+    let o_r = need("o_r", f.o_r_fixed_us)? * 1e3;
+    let l = need("L", f.L_us)? * 1e3;
     let p = Params {
         L_ns: l,
         o_s_ns: o_s,
         o_r_ns: o_r,
-        g_ns: need("g", row.g_us)? * 1e3,
-        G_ns_per_byte: need("G", row.gap_per_byte_us)? * 1e3,
-        O_ns_per_byte: (row.O_s_us_per_byte.unwrap_or(0.0) + row.O_r_us_per_byte.unwrap_or(0.0))
-            / 2.0
+        g_ns: need("g", f.g_us)? * 1e3,
+        G_ns_per_byte: need("G", f.gap_per_byte_us)? * 1e3,
+        O_ns_per_byte: (f.O_s_us_per_byte.unwrap_or(0.0) + f.O_r_us_per_byte.unwrap_or(0.0)) / 2.0
             * 1e3,
-        piece_from_bytes: row.piece_from_bytes,
-        piece_to_bytes: row.piece_to_bytes,
+        piece_from_bytes: f.piece_from_bytes,
+        piece_to_bytes: f.piece_to_bytes,
         small_message_ns: o_s + l + o_r,
         // Absent where not measured (figures of a bench without exchanges): LogGOPSim's rule.
-        overlap_ns: row.overlap_us.unwrap_or(0.0) * 1e3,
-        send_wait_ns: row.send_wait_us.unwrap_or(0.0) * 1e3,
-        duplex_ns: row.duplex_us.unwrap_or(0.0) * 1e3,
+        overlap_ns: f.overlap_us.unwrap_or(0.0) * 1e3,
+        send_wait_ns: f.send_wait_us.unwrap_or(0.0) * 1e3,
+        duplex_ns: f.duplex_us.unwrap_or(0.0) * 1e3,
     };
     Ok(p)
 }

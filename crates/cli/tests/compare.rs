@@ -13,12 +13,12 @@ fn report(t: TransportKind, lat: &[(u64, f64)], bw: &[(u64, f64)]) -> Report {
     let mut rows = Vec::new();
     for &(size, p50) in lat {
         let mut r = Row::new(Benchmark::Latency, t, Mode::Poll, size);
-        r.p50_us = Some(p50);
+        r.percentiles_mut().unwrap().p50_us = Some(p50);
         rows.push(r);
     }
     for &(size, mb) in bw {
         let mut r = Row::new(Benchmark::Bw, t, Mode::Poll, size);
-        r.mb_per_s = Some(mb);
+        r.stream_mut().unwrap().mb_per_s = Some(mb);
         rows.push(r);
     }
     Report {
@@ -85,7 +85,7 @@ fn files(d: &TempDir) -> (String, String) {
         &[(65536, 6000.0)],
     );
     let mut bibw = Row::new(Benchmark::Bibw, TransportKind::Mpi, Mode::Poll, 65536);
-    bibw.mb_per_s = Some(9000.0);
+    bibw.stream_mut().unwrap().mb_per_s = Some(9000.0);
     up.results.push(bibw);
     (write(d, "shm.json", &lo), write(d, "mpi.json", &up))
 }
@@ -168,7 +168,7 @@ fn compare_errors_name_the_file_and_exit_1() {
     let mr = {
         let mut r = report(TransportKind::Mpi, &[], &[]);
         let mut row = Row::new(Benchmark::Mr, TransportKind::Mpi, Mode::Poll, 8);
-        row.mb_per_s = Some(4.0);
+        row.stream_mut().unwrap().mb_per_s = Some(4.0);
         r.results.push(row);
         write(&d, "mr.json", &r)
     };
@@ -188,7 +188,7 @@ fn compare_errors_name_the_file_and_exit_1() {
         let mut r = report(TransportKind::Shm, &[(8, 0.25)], &[]);
         r.results.push({
             let mut row = Row::new(Benchmark::Latency, TransportKind::Tcp, Mode::Poll, 1024);
-            row.p50_us = Some(5.0);
+            row.percentiles_mut().unwrap().p50_us = Some(5.0);
             row
         });
         write(&d, "mixed.json", &r)

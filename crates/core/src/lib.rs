@@ -10,6 +10,7 @@ pub mod kinds;
 pub mod profile;
 pub mod rate;
 pub mod result;
+pub mod row;
 pub mod text;
 pub mod units;
 
@@ -20,7 +21,11 @@ pub use profile::{
     TcomPoint, PIPELINE_SCHEMA_VERSION, PROFILE_SCHEMA_OLDEST, PROFILE_SCHEMA_VERSION,
 };
 pub use rate::{parse_rate, Rate, RateError};
-pub use result::{Limits, Machine, Options, Placement, Report, Row, TimerInfo, SCHEMA_VERSION};
+pub use result::{Limits, Machine, Options, Placement, Report, TimerInfo, SCHEMA_VERSION};
+pub use row::{
+    CostFigures, CostVariant, Figures, FlatRow, LatencyFigures, LogGpFigures, Percentiles,
+    PipelineFigures, Row, RowError, StreamFigures,
+};
 pub use text::{read_text, TextError};
 pub use units::{
     format_size, parse_duration_ns, parse_size, parse_sizes, time_unit_ns, DurationError, SizeError,

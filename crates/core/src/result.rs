@@ -6,7 +6,7 @@
 //! field changes meaning or disappears; adding a field does not change it.
 
 use crate::disturbance::Disturbance;
-use crate::{Benchmark, BufferUse, Mode, TransportKind};
+use crate::{Benchmark, Mode, TransportKind};
 use serde::{Deserialize, Serialize};
 
 /// Version of the result schema written by this build.
@@ -140,225 +140,10 @@ pub struct Limits {
     pub memcpy_two_cpus_out_of_cache_mb_per_s: Option<f64>,
 }
 
-/// One measured point.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[allow(non_snake_case)] // `L_us`: LogGP's L, which must not read as a lower-case l
-pub struct Row {
-    pub benchmark: Benchmark,
-    pub transport: TransportKind,
-    pub mode: Mode,
-    pub size_bytes: u64,
-    /// Timed iterations (ping-pongs for latency, windows for bw/bibw/mr).
-    pub iterations: u64,
-    /// Untimed warm-up iterations run first.
-    pub warmup: u64,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub window: Option<u32>,
-    /// One-way latency percentiles (latency benchmark).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub p50_us: Option<f64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub p90_us: Option<f64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub p99_us: Option<f64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub min_us: Option<f64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub max_us: Option<f64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub mean_us: Option<f64>,
-    /// Standard uncertainty of `p50_us` (from the order statistics around the median): two of
-    /// these either side is a ~95 % interval.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub p50_noise_us: Option<f64>,
-    /// Bandwidth, MB = 1e6 bytes (bw, bibw, mr).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub mb_per_s: Option<f64>,
-    /// Messages per second (bw, bibw, mr).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub msgs_per_s: Option<f64>,
-    /// Fraction of the physical limit reached (shm only): `limit_us / p50_us` for latency,
-    /// `mb_per_s / limit_mb_per_s` for bw and mr.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub efficiency: Option<f64>,
-    /// The latency limit this row is judged against, measured just before it (the vCPUs of a
-    /// VM move between cores, so a limit from the start of the run may not apply): one-way
-    /// cache-line time between the two CPUs plus size ÷ memcpy bandwidth at this size.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub limit_us: Option<f64>,
-    /// The bandwidth limit this row is judged against: memcpy bandwidth at this size.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub limit_mb_per_s: Option<f64>,
-    /// Extended benchmarks: the standard (polling, reused-buffer) latency p50 measured in the
-    /// same run, and this row's p50 minus it ("cost over standard latency").
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub baseline_p50_us: Option<f64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cost_us: Option<f64>,
-    /// The noise band of `cost_us` (twice the standard uncertainty of the difference, including
-    /// the baseline's drift during the measurement): a cost within it is no measurable cost.
-    /// Below zero within it a cost is given as 0; below zero beyond it it is re-measured, and
-    /// left out with a note if it stays there (except where the variant can save time: then it
-    /// is a saving).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cost_noise_us: Option<f64>,
-    /// conns: endpoints the client held open and swept for completions.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub connections: Option<u32>,
-    /// noncontig: the message was sent from this many scattered segments, gathered by the
-    /// transport (`packed` false) or packed into one buffer first (`packed` true).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub segments: Option<u32>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub packed: Option<bool>,
-    /// bufmgmt: the variant's buffers (fresh per message, or registered memory used in place);
-    /// its baseline is the standard latency, from one private buffer copied in and out.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub buffers: Option<BufferUse>,
-    /// Blocking mode: checks spun before sleeping (0 = block at once; more = spin-then-block).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub block_spins: Option<u32>,
-    /// LogGOPS (loggp benchmark). Per size: `o_s_us` and `o_r_us`, the CPU time of one send and
-    /// one receive of this size, and `gap_us`, g + G·s measured at this size. Per protocol
-    /// piece (`piece_from_bytes` ..= `piece_to_bytes`, the same on every row of the piece): the
-    /// fixed overheads `o_s_fixed_us`, `o_r_fixed_us` and per-byte ones `O_s_us_per_byte`,
-    /// `O_r_us_per_byte` (o + O·s per side), the gap `g_us` and `G_us_per_byte`, the
-    /// size-independent network latency `L_us` and `overlap_us`, how far the one-way time falls
-    /// below o_s + L + o_r + max(O_r, G)·s because the transport overlaps the two sides' work;
-    /// `model_us` is LogGOPS's one-way time at this size with those parameters (`p50_us` holds
-    /// the measured one). Where the layer can post a send and a receive at once (MPI),
-    /// `exchange_us` is one exchange at this size, both sides sending and receiving together,
-    /// and the piece's `send_wait_us` the part of the send call spent waiting for the receiver
-    /// (the exchange is that much below o_s + o_r), or its `duplex_us`, how much the exchange
-    /// takes beyond o_s + o_r where the two directions slow each other. A figure that is not
-    /// identifiable at the measured sizes, or came out below zero beyond its noise, is absent and a
-    /// note says why; none is ever negative.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub o_s_us: Option<f64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub o_r_us: Option<f64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub gap_us: Option<f64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub o_s_fixed_us: Option<f64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub O_s_us_per_byte: Option<f64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub o_r_fixed_us: Option<f64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub O_r_us_per_byte: Option<f64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub g_us: Option<f64>,
-    #[serde(
-        default,
-        rename = "G_us_per_byte",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub gap_per_byte_us: Option<f64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub L_us: Option<f64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub overlap_us: Option<f64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub exchange_us: Option<f64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub send_wait_us: Option<f64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub duplex_us: Option<f64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub model_us: Option<f64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub piece_from_bytes: Option<u64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub piece_to_bytes: Option<u64>,
-    /// pipeline: the fragment size the message was sent in (the largest, for a message the
-    /// adaptive choice sends whole).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub fragment_bytes: Option<u64>,
-    /// pipeline: how the fragment size was chosen: `fixed`, or the adaptive rule that chose it
-    /// (`adaptive: eq8`, `adaptive: recurrence`, `adaptive: whole`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub fragment_rule: Option<String>,
-    /// pipeline: Fröhlich et al.'s (2000) eq. 7 at this size and fragment (the approximation
-    /// `model_us`, the exact recurrence, is compared with).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub eq7_us: Option<f64>,
-    /// Pairs of ranks that measured at once (OSU's multi-pair tests, under `--launcher mpi` or
-    /// `--transport mpi` with more than two ranks): bandwidth and message rate are then sums
-    /// over the pairs (osu_mbw_mr), latency figures the mean of each pair's figure
-    /// (osu_multi_lat). Absent for one pair.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub pairs: Option<u32>,
-    /// Whether every payload byte was checked.
-    pub validated: bool,
-    /// Why a figure of this row is absent or was judged (within noise, re-measured, not
-    /// identifiable), in words; empty for most rows.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub notes: Vec<String>,
-}
-
-impl Row {
-    /// A row with identity fields set and every figure absent.
-    pub fn new(
-        benchmark: Benchmark,
-        transport: TransportKind,
-        mode: Mode,
-        size_bytes: u64,
-    ) -> Self {
-        Row {
-            benchmark,
-            transport,
-            mode,
-            size_bytes,
-            iterations: 0,
-            warmup: 0,
-            window: None,
-            p50_us: None,
-            p90_us: None,
-            p99_us: None,
-            min_us: None,
-            max_us: None,
-            mean_us: None,
-            p50_noise_us: None,
-            mb_per_s: None,
-            msgs_per_s: None,
-            efficiency: None,
-            limit_us: None,
-            limit_mb_per_s: None,
-            baseline_p50_us: None,
-            cost_us: None,
-            cost_noise_us: None,
-            block_spins: None,
-            connections: None,
-            segments: None,
-            packed: None,
-            buffers: None,
-            o_s_us: None,
-            o_r_us: None,
-            gap_us: None,
-            o_s_fixed_us: None,
-            O_s_us_per_byte: None,
-            o_r_fixed_us: None,
-            O_r_us_per_byte: None,
-            g_us: None,
-            gap_per_byte_us: None,
-            L_us: None,
-            overlap_us: None,
-            exchange_us: None,
-            send_wait_us: None,
-            duplex_us: None,
-            model_us: None,
-            piece_from_bytes: None,
-            piece_to_bytes: None,
-            fragment_bytes: None,
-            fragment_rule: None,
-            eq7_us: None,
-            pairs: None,
-            validated: false,
-            notes: Vec::new(),
-        }
-    }
-}
+pub use crate::row::{
+    CostFigures, CostVariant, Figures, FlatRow, LatencyFigures, LogGpFigures, Percentiles,
+    PipelineFigures, Row, RowError, StreamFigures,
+};
 
 #[cfg(test)]
 mod tests {
@@ -367,7 +152,9 @@ mod tests {
     #[test]
     fn rows_omit_absent_figures_and_round_trip() {
         let mut r = Row::new(Benchmark::Bw, TransportKind::Tcp, Mode::Poll, 1 << 20);
-        r.mb_per_s = Some(5000.5);
+        if let Some(s) = r.stream_mut() {
+            s.mb_per_s = Some(5000.5);
+        }
         let v = serde_json::to_value(&r).unwrap();
         assert_eq!(v["benchmark"], "bw");
         assert_eq!(v["transport"], "tcp");

@@ -4,30 +4,19 @@
 //! matched by position, and a row that does not describe the same measurement is an error
 //! rather than a silently wrong sum.
 
-use commperf_core::Row;
+use commperf_core::{LogGpFigures, Percentiles, Row};
 
 fn same_measurement(a: &Row, b: &Row) -> bool {
-    (
-        a.benchmark,
-        a.transport,
-        a.mode,
-        a.size_bytes,
-        a.segments,
-        a.packed,
-        a.buffers,
-        a.block_spins,
-        a.connections,
-    ) == (
-        b.benchmark,
-        b.transport,
-        b.mode,
-        b.size_bytes,
-        b.segments,
-        b.packed,
-        b.buffers,
-        b.block_spins,
-        b.connections,
-    )
+    let key = |r: &Row| {
+        (
+            r.benchmark(),
+            r.transport,
+            r.mode,
+            r.size_bytes,
+            r.variant(),
+        )
+    };
+    key(a) == key(b)
 }
 
 fn sum(rows: &[&Row], f: impl Fn(&Row) -> Option<f64>) -> Option<f64> {
@@ -63,33 +52,65 @@ pub fn combine(per_pair: &[Vec<Row>]) -> Result<Vec<Row>, String> {
         if let Some(p) = rows.iter().position(|r| !same_measurement(base, r)) {
             return Err(format!(
                 "row {i}: pair 0 measured {} {} B and pair {p} {} {} B",
-                base.benchmark, base.size_bytes, rows[p].benchmark, rows[p].size_bytes
+                base.benchmark(),
+                base.size_bytes,
+                rows[p].benchmark(),
+                rows[p].size_bytes
             ));
         }
         let mut r = base.clone();
-        r.mb_per_s = sum(&rows, |r| r.mb_per_s);
-        r.msgs_per_s = sum(&rows, |r| r.msgs_per_s);
-        r.p50_us = mean(&rows, |r| r.p50_us);
-        r.p90_us = mean(&rows, |r| r.p90_us);
-        r.p99_us = mean(&rows, |r| r.p99_us);
-        r.mean_us = mean(&rows, |r| r.mean_us);
-        // The extremes stay extremes.
-        r.min_us = rows.iter().filter_map(|r| r.min_us).reduce(f64::min);
-        r.max_us = rows.iter().filter_map(|r| r.max_us).reduce(f64::max);
-        r.baseline_p50_us = mean(&rows, |r| r.baseline_p50_us);
-        r.cost_us = mean(&rows, |r| r.cost_us);
-        r.o_s_us = mean(&rows, |r| r.o_s_us);
-        r.o_r_us = mean(&rows, |r| r.o_r_us);
-        r.g_us = mean(&rows, |r| r.g_us);
-        r.gap_per_byte_us = mean(&rows, |r| r.gap_per_byte_us);
-        r.L_us = mean(&rows, |r| r.L_us);
-        // One pair's physical limit says nothing about several sharing the machine.
-        (r.efficiency, r.limit_us, r.limit_mb_per_s) = (None, None, None);
+        combine_figures(&mut r, &rows);
         r.validated = rows.iter().all(|r| r.validated);
         r.pairs = Some(rows.len() as u32);
         out.push(r);
     }
     Ok(out)
+}
+
+/// The figures of one row from each pair's: rates summed, latencies averaged, extremes kept.
+fn combine_figures(r: &mut Row, rows: &[&Row]) {
+    let pct = |f: fn(&Percentiles) -> Option<f64>| move |r: &Row| r.percentiles().and_then(f);
+    if let Some(p) = r.percentiles_mut() {
+        p.p50_us = mean(rows, pct(|p| p.p50_us));
+        p.p90_us = mean(rows, pct(|p| p.p90_us));
+        p.p99_us = mean(rows, pct(|p| p.p99_us));
+        p.mean_us = mean(rows, pct(|p| p.mean_us));
+        // The extremes stay extremes.
+        p.min_us = rows
+            .iter()
+            .filter_map(|r| r.percentiles()?.min_us)
+            .reduce(f64::min);
+        p.max_us = rows
+            .iter()
+            .filter_map(|r| r.percentiles()?.max_us)
+            .reduce(f64::max);
+    }
+    // One pair's physical limit says nothing about several sharing the machine.
+    if let Some(l) = r.latency_mut() {
+        (l.limit_us, l.efficiency) = (None, None);
+    }
+    if let Some(s) = r.stream_mut() {
+        s.mb_per_s = sum(rows, |r| r.stream()?.mb_per_s);
+        s.msgs_per_s = sum(rows, |r| r.stream()?.msgs_per_s);
+        (s.limit_mb_per_s, s.efficiency) = (None, None);
+    }
+    if let Some(p) = r.pipeline_mut() {
+        p.mb_per_s = sum(rows, |r| r.pipeline()?.mb_per_s);
+        (p.limit_mb_per_s, p.efficiency) = (None, None);
+    }
+    if let Some(c) = r.cost_mut() {
+        c.baseline_p50_us = mean(rows, |r| r.cost()?.baseline_p50_us);
+        c.cost_us = mean(rows, |r| r.cost()?.cost_us);
+    }
+    if let Some(l) = r.loggp_mut() {
+        let of = |f: fn(&LogGpFigures) -> Option<f64>| move |r: &Row| r.loggp().and_then(f);
+        l.p50_us = mean(rows, of(|l| l.p50_us));
+        l.o_s_us = mean(rows, of(|l| l.o_s_us));
+        l.o_r_us = mean(rows, of(|l| l.o_r_us));
+        l.g_us = mean(rows, of(|l| l.g_us));
+        l.gap_per_byte_us = mean(rows, of(|l| l.gap_per_byte_us));
+        l.L_us = mean(rows, of(|l| l.L_us));
+    }
 }
 
 #[cfg(test)]
@@ -99,15 +120,17 @@ mod tests {
 
     fn bw(mb: f64) -> Row {
         let mut r = Row::new(Benchmark::Bw, TransportKind::Mpi, Mode::Poll, 1 << 20);
-        r.mb_per_s = Some(mb);
-        r.msgs_per_s = Some(mb * 1e6 / (1 << 20) as f64);
+        let s = r.stream_mut().unwrap();
+        s.mb_per_s = Some(mb);
+        s.msgs_per_s = Some(mb * 1e6 / (1 << 20) as f64);
         r.validated = true;
         r
     }
 
     fn lat(p50: f64, min: f64) -> Row {
         let mut r = Row::new(Benchmark::Latency, TransportKind::Mpi, Mode::Poll, 8);
-        (r.p50_us, r.min_us, r.max_us) = (Some(p50), Some(min), Some(p50 * 3.0));
+        let p = r.percentiles_mut().unwrap();
+        (p.p50_us, p.min_us, p.max_us) = (Some(p50), Some(min), Some(p50 * 3.0));
         r
     }
 
@@ -118,11 +141,11 @@ mod tests {
             vec![lat(3.0, 0.25), bw(3000.0)],
         ])
         .unwrap();
-        assert_eq!(rows[0].p50_us, Some(2.0));
-        assert_eq!(rows[0].min_us, Some(0.25));
-        assert_eq!(rows[0].max_us, Some(9.0));
-        assert_eq!(rows[1].mb_per_s, Some(4000.0));
-        assert_eq!(rows[1].msgs_per_s, Some(4000.0 * 1e6 / (1 << 20) as f64));
+        assert_eq!(rows[0].p50_us(), Some(2.0));
+        assert_eq!(rows[0].percentiles().unwrap().min_us, Some(0.25));
+        assert_eq!(rows[0].percentiles().unwrap().max_us, Some(9.0));
+        assert_eq!(rows[1].mb_per_s(), Some(4000.0));
+        assert_eq!(rows[1].msgs_per_s(), Some(4000.0 * 1e6 / (1 << 20) as f64));
         assert_eq!(rows[0].pairs, Some(2));
         assert!(!rows[0].validated && rows[1].validated);
     }

@@ -27,10 +27,11 @@ use crate::{MpiError, Pair};
 use commperf_bench::buf::PageBuf;
 use commperf_bench::cost::{self, Baseline, Saving};
 use commperf_bench::patterns::{self, check, Buffers, Laps, Loop, LoopError, Mismatch, Scattered};
-use commperf_bench::session::{loggp_rows, summarize_latency};
+use commperf_bench::session::{loggp_rows, set_rates, summarize_latency};
 use commperf_bench::{extended, loggp, machine, BenchConfig, BenchError, Progress, MAX_SIZE};
 use commperf_core::{
-    Benchmark, BufferUse, Disturbance, Mode, Options, Placement, Report, Row, TransportKind, Watch,
+    Benchmark, BufferUse, CostVariant, Disturbance, Mode, Options, Placement, Report, Row,
+    TransportKind, Watch,
 };
 use commperf_transport::clock::Clock;
 use commperf_transport::conformance::fill;
@@ -327,7 +328,10 @@ fn measure(
             for (mode, kind) in [(Mode::Block, Receive::Wait), (Mode::Poll, Receive::Test)] {
                 ctx.world.barrier();
                 if let Some(mut row) = ctx.pingpong(ph, b, mode, kind, (s, r), &lp)? {
-                    row.block_spins = (kind == Receive::Wait).then_some(0);
+                    row.set_variant(CostVariant::Blocking {
+                        block_spins: (kind == Receive::Wait).then_some(0),
+                    })
+                    .map_err(BenchError::from)?;
                     results.push(with_cost(row, base));
                 }
             }
@@ -338,7 +342,10 @@ fn measure(
             if let Some(mut row) =
                 ctx.pingpong(ph, b, Mode::Poll, Receive::AnySource, (s, r), &lp)?
             {
-                row.connections = Some(ctx.world.size() as u32 - 1);
+                row.set_variant(CostVariant::Cq {
+                    connections: Some(ctx.world.size() as u32 - 1),
+                })
+                .map_err(BenchError::from)?;
                 results.push(with_cost(row, base));
             }
         }
@@ -346,7 +353,10 @@ fn measure(
             let before = ctx.pingpong(ph, b, Mode::Poll, Receive::Named, (s, r), &lp)?;
             let base = before.as_ref().and_then(Baseline::of);
             if let Some(mut row) = before {
-                row.connections = Some(1);
+                row.set_variant(CostVariant::Conns {
+                    connections: Some(1),
+                })
+                .map_err(BenchError::from)?;
                 results.push(with_cost(row, base));
             }
             let others = ctx.world.size() as u32 - 1;
@@ -359,7 +369,10 @@ fn measure(
                 if let Some(mut row) =
                     ctx.pingpong(ph, b, Mode::Poll, Receive::Named, (s, r), &lp)?
                 {
-                    row.connections = Some(others);
+                    row.set_variant(CostVariant::Conns {
+                        connections: Some(others),
+                    })
+                    .map_err(BenchError::from)?;
                     results.push(with_cost(row, base));
                 }
             }
@@ -372,7 +385,10 @@ fn measure(
                 .and_then(Baseline::of);
             ctx.world.barrier();
             if let Some(mut row) = generic_latency(ctx, ph, s, r, &lp, true)? {
-                row.buffers = Some(BufferUse::Fresh);
+                row.set_variant(CostVariant::Bufmgmt {
+                    buffers: Some(BufferUse::Fresh),
+                })
+                .map_err(BenchError::from)?;
                 results.push(with_cost(row, base));
             }
         }
@@ -387,7 +403,11 @@ fn measure(
                         if packed { "packed" } else { "derived datatype" }
                     );
                     if let Some(mut row) = noncontig(ctx, &vph, size, k, packed, r, &lp)? {
-                        (row.segments, row.packed) = (Some(k), Some(packed));
+                        row.set_variant(CostVariant::Noncontig {
+                            segments: Some(k),
+                            packed: Some(packed),
+                        })
+                        .map_err(BenchError::from)?;
                         results.push(with_cost(row, base));
                     }
                 }
@@ -576,9 +596,7 @@ fn stream(
     let secs = ctx.clock.ticks_to_ns(ticks) / 1e9;
     let both = if b == Benchmark::Bibw { 2.0 } else { 1.0 };
     let msgs = both * (w as u64 * lp.iters) as f64;
-    row.window = Some(lp.window);
-    row.mb_per_s = Some(msgs * size as f64 / secs / 1e6);
-    row.msgs_per_s = Some(msgs / secs);
+    set_rates(&mut row, lp.window, msgs, secs);
     Ok(Some(row))
 }
 

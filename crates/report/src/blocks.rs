@@ -3,7 +3,7 @@
 //! the same [`Table`]s; they differ only in how headings and the table are written.
 
 use crate::table::{Align, Table};
-use commperf_core::{Benchmark, BufferUse, Mode, Report, Row, TransportKind};
+use commperf_core::{Benchmark, BufferUse, FlatRow, Mode, Report, Row, TransportKind};
 
 /// Rows of one (benchmark, transport, mode, spins before blocking), in report order.
 #[derive(Debug)]
@@ -21,13 +21,14 @@ pub(crate) struct Block<'a> {
 pub(crate) fn blocks(report: &Report) -> Vec<Block<'_>> {
     let mut out: Vec<Block<'_>> = Vec::new();
     for row in &report.results {
+        let f = row.flat();
         let key = (
-            row.benchmark,
-            row.transport,
-            row.mode,
-            row.block_spins,
-            row.packed,
-            row.buffers,
+            f.benchmark,
+            f.transport,
+            f.mode,
+            f.block_spins,
+            f.packed,
+            f.buffers,
         );
         match out.iter_mut().find(|b| {
             (
@@ -41,12 +42,12 @@ pub(crate) fn blocks(report: &Report) -> Vec<Block<'_>> {
         }) {
             Some(b) => b.rows.push(row),
             None => out.push(Block {
-                benchmark: row.benchmark,
-                transport: row.transport,
-                mode: row.mode,
-                block_spins: row.block_spins,
-                packed: row.packed,
-                buffers: row.buffers,
+                benchmark: f.benchmark,
+                transport: f.transport,
+                mode: f.mode,
+                block_spins: f.block_spins,
+                packed: f.packed,
+                buffers: f.buffers,
                 rows: vec![row],
             }),
         }
@@ -57,8 +58,12 @@ pub(crate) fn blocks(report: &Report) -> Vec<Block<'_>> {
 impl Block<'_> {
     /// The one window shared by every row, if there is one.
     fn uniform_window(&self) -> Option<Option<u32>> {
-        let first = self.rows[0].window;
-        self.rows.iter().all(|r| r.window == first).then_some(first)
+        let window = |r: &Row| r.flat().window;
+        let first = window(self.rows[0]);
+        self.rows
+            .iter()
+            .all(|r| window(r) == first)
+            .then_some(first)
     }
 
     /// `["latency", "transport shm", "mode poll", "window 64", "validated"]`.
@@ -94,7 +99,7 @@ impl Block<'_> {
     }
 
     fn table(&self) -> Table {
-        type Cell = fn(&Row) -> String;
+        type Cell = fn(&FlatRow) -> String;
         // A row whose figures cannot be a measurement is marked `!` at its size (and noted).
         let mut cols: Vec<(&str, Cell)> = vec![("Size", |r| {
             let flag = if impossible(r).is_some() { " !" } else { "" };
@@ -196,10 +201,11 @@ impl Block<'_> {
             ]),
         }
         // The exchange is measured where the layer can post both sides at once (MPI).
-        if self.rows.iter().any(|r| r.exchange_us.is_some()) {
+        let flat: Vec<FlatRow> = self.rows.iter().map(|r| r.flat()).collect();
+        if flat.iter().any(|r| r.exchange_us.is_some()) {
             cols.push(("exchange(us)", |r| time(r.exchange_us)));
         }
-        if self.rows.iter().any(|r| r.efficiency.is_some()) {
+        if flat.iter().any(|r| r.efficiency.is_some()) {
             cols.push(("eff", |r| r.efficiency.map_or_else(dash, fmt_eff)));
         }
         if self.uniform_window().is_none() {
@@ -210,7 +216,7 @@ impl Block<'_> {
             // The size is the key column: left, as OSU prints it, under a `# ` comment header.
             t = t.column(*name, if i == 0 { Align::Left } else { Align::Right });
         }
-        for r in &self.rows {
+        for r in &flat {
             t.push_row(cols.iter().map(|(_, cell)| cell(r)).collect());
         }
         t
@@ -271,7 +277,7 @@ fn per_byte(v: Option<f64>) -> String {
 }
 
 /// A cost within its noise band reads `≈0`: no measurable cost, whatever its sign.
-fn cost(r: &Row) -> String {
+fn cost(r: &FlatRow) -> String {
     match (r.cost_us, r.cost_noise_us) {
         (Some(c), Some(band)) if c.abs() <= band => "≈0".to_string(),
         (c, _) => us(c),
@@ -281,8 +287,8 @@ fn cost(r: &Row) -> String {
 /// The LogGOPS parameters of a loggp block, one row per protocol piece (the rows of a piece
 /// carry the same figures): None when the rows carry no pieces.
 fn loggp_pieces(rows: &[&Row]) -> Option<Table> {
-    let mut pieces: Vec<&Row> = Vec::new();
-    for r in rows {
+    let mut pieces: Vec<FlatRow> = Vec::new();
+    for r in rows.iter().map(|r| r.flat()) {
         if r.piece_from_bytes.is_some()
             && !pieces.iter().any(|p| {
                 (p.piece_from_bytes, p.piece_to_bytes) == (r.piece_from_bytes, r.piece_to_bytes)
@@ -294,7 +300,7 @@ fn loggp_pieces(rows: &[&Row]) -> Option<Table> {
     if pieces.is_empty() {
         return None;
     }
-    type Cell = fn(&Row) -> String;
+    type Cell = fn(&FlatRow) -> String;
     let mut cols: Vec<(&str, Cell)> = vec![
         ("sizes", |r| {
             let b = |v: Option<u64>| v.map_or_else(dash, |v| v.to_string());
@@ -318,7 +324,7 @@ fn loggp_pieces(rows: &[&Row]) -> Option<Table> {
     for (i, (name, _)) in cols.iter().enumerate() {
         t = t.column(*name, if i == 0 { Align::Left } else { Align::Right });
     }
-    for p in pieces {
+    for p in &pieces {
         t.push_row(cols.iter().map(|(_, cell)| cell(p)).collect());
     }
     Some(t)
@@ -334,7 +340,7 @@ fn notes(rows: &[&Row]) -> Vec<String> {
         }
     }
     for r in rows {
-        if let Some(why) = impossible(r) {
+        if let Some(why) = impossible(&r.flat()) {
             out.push(format!(
                 "! size {}: impossible figures ({why}): not a measurement",
                 r.size_bytes
@@ -346,7 +352,7 @@ fn notes(rows: &[&Row]) -> Vec<String> {
 
 /// What makes a row's times impossible as a measurement: a time that is negative or not
 /// finite, or order statistics out of order (min <= p50 <= p90 <= p99 <= max, mean within).
-pub(crate) fn impossible(r: &Row) -> Option<String> {
+pub(crate) fn impossible(r: &FlatRow) -> Option<String> {
     let named = [
         ("min", r.min_us),
         ("p50", r.p50_us),
@@ -488,11 +494,12 @@ fn machine_lines(report: &Report) -> Vec<(&'static str, String)> {
 /// (or each one's smallest size when 4 B was not measured), and each parameter's share of the
 /// one-way latency. None when the report has no loggp rows.
 fn loggp_summary(report: &Report) -> Option<(String, Table)> {
-    let mut cols: Vec<&Row> = Vec::new();
+    let mut cols: Vec<FlatRow> = Vec::new();
     for r in report
         .results
         .iter()
-        .filter(|r| r.benchmark == Benchmark::Loggp)
+        .filter(|r| r.benchmark() == Benchmark::Loggp)
+        .map(|r| r.flat())
     {
         match cols
             .iter_mut()
@@ -513,8 +520,8 @@ fn loggp_summary(report: &Report) -> Option<(String, Table)> {
     for c in &cols {
         t = t.column(format!("{} {}", c.transport, c.mode), Align::Right);
     }
-    type Get = fn(&Row) -> Option<f64>;
-    let share = |part: Option<f64>, r: &Row| match (part, r.p50_us) {
+    type Get = fn(&FlatRow) -> Option<f64>;
+    let share = |part: Option<f64>, r: &FlatRow| match (part, r.p50_us) {
         (Some(x), Some(l)) if l > 0.0 && x >= 0.0 => format!("{:.0}%", 100.0 * x / l),
         _ => dash(),
     };

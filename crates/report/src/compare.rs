@@ -256,11 +256,11 @@ struct PointKey {
 
 fn block_key(r: &Row) -> BlockKey {
     BlockKey {
-        benchmark: r.benchmark,
+        benchmark: r.benchmark(),
         mode: r.mode,
-        packed: r.packed,
-        buffers: r.buffers,
-        block_spins: r.block_spins,
+        packed: r.variant().and_then(|v| v.packed()),
+        buffers: r.variant().and_then(|v| v.buffers()),
+        block_spins: r.variant().and_then(|v| v.block_spins()),
         pairs: r.pairs.unwrap_or(1),
     }
 }
@@ -268,8 +268,8 @@ fn block_key(r: &Row) -> BlockKey {
 fn point_key(r: &Row) -> PointKey {
     PointKey {
         size: r.size_bytes,
-        segments: r.segments,
-        connections: r.connections,
+        segments: r.variant().and_then(|v| v.segments()),
+        connections: r.variant().and_then(|v| v.connections()),
     }
 }
 
@@ -338,30 +338,30 @@ fn is_bandwidth(b: Benchmark) -> bool {
 fn point(benchmark: Benchmark, lo: &Row, up: &Row) -> Point {
     let mut p = Point {
         size_bytes: lo.size_bytes,
-        segments: lo.segments,
-        connections: lo.connections,
+        segments: lo.variant().and_then(|v| v.segments()),
+        connections: lo.variant().and_then(|v| v.connections()),
         ..Point::default()
     };
     if is_bandwidth(benchmark) {
-        p.lower_mb_per_s = lo.mb_per_s;
-        p.upper_mb_per_s = up.mb_per_s;
-        p.fraction_delivered = match (lo.mb_per_s, up.mb_per_s) {
+        p.lower_mb_per_s = lo.mb_per_s();
+        p.upper_mb_per_s = up.mb_per_s();
+        p.fraction_delivered = match (lo.mb_per_s(), up.mb_per_s()) {
             (Some(l), Some(u)) if l > 0.0 => Some(u / l),
             _ => None,
         };
         if benchmark == Benchmark::Mr {
-            p.lower_msgs_per_s = lo.msgs_per_s;
-            p.upper_msgs_per_s = up.msgs_per_s;
+            p.lower_msgs_per_s = lo.msgs_per_s();
+            p.upper_msgs_per_s = up.msgs_per_s();
         }
     } else {
-        p.lower_p50_us = lo.p50_us;
-        p.upper_p50_us = up.p50_us;
-        if let (Some(l), Some(u)) = (lo.p50_us, up.p50_us) {
+        p.lower_p50_us = lo.p50_us();
+        p.upper_p50_us = up.p50_us();
+        if let (Some(l), Some(u)) = (lo.p50_us(), up.p50_us()) {
             p.added_us = Some(u - l);
             p.added_percent = (l > 0.0).then(|| 100.0 * (u - l) / l);
         }
-        p.lower_cost_us = lo.cost_us;
-        p.upper_cost_us = up.cost_us;
+        p.lower_cost_us = lo.cost_us();
+        p.upper_cost_us = up.cost_us();
     }
     p
 }

@@ -1,5 +1,5 @@
-//! CSV: one flat table of every row, every [`Row`](commperf_core::Row) field a column, named as
-//! in the JSON. Absent figures are empty cells; numbers are written at full precision (the
+//! CSV: one flat table of every row, every [`FlatRow`](commperf_core::FlatRow) field a column,
+//! named as in the JSON. Absent figures are empty cells; numbers are written at full precision (the
 //! shortest decimal that reads back to the same `f64`), for spreadsheets and scripts.
 
 use crate::table::{Align, Table};
@@ -62,7 +62,7 @@ pub(crate) fn render_csv(report: &Report) -> String {
         t = t.column(*name, if i < 3 { Align::Left } else { Align::Right });
     }
     let opt = |v: Option<f64>| v.map(|v| v.to_string()).unwrap_or_default();
-    for r in &report.results {
+    for r in report.results.iter().map(|r| r.flat()) {
         t.push_row(vec![
             r.benchmark.to_string(),
             r.transport.to_string(),

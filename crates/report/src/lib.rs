@@ -144,7 +144,7 @@ fn flag_impossible(report: &Report) -> std::borrow::Cow<'_, Report> {
         .filter_map(|(i, r)| {
             let note = format!(
                 "impossible figures ({}): not a measurement",
-                blocks::impossible(r)?
+                blocks::impossible(&r.flat())?
             );
             (!r.notes.contains(&note)).then_some((i, note))
         })

@@ -3,11 +3,11 @@
 
 use super::*;
 use commperf_core::{
-    Benchmark, Limits, Machine, Mode, Options, Placement, Row, TimerInfo, TransportKind,
+    Benchmark, FlatRow, Limits, Machine, Mode, Options, Placement, Row, TimerInfo, TransportKind,
 };
 
 fn report() -> Report {
-    let mut lat_small = Row::new(Benchmark::Latency, TransportKind::Shm, Mode::Poll, 8);
+    let mut lat_small = FlatRow::new(Benchmark::Latency, TransportKind::Shm, Mode::Poll, 8);
     lat_small.iterations = 100_000;
     lat_small.warmup = 1_000;
     lat_small.p50_us = Some(0.2134);
@@ -20,7 +20,7 @@ fn report() -> Report {
     lat_small.limit_us = Some(0.0712);
     lat_small.validated = true;
 
-    let mut bw = Row::new(Benchmark::Bw, TransportKind::Shm, Mode::Poll, 65536);
+    let mut bw = FlatRow::new(Benchmark::Bw, TransportKind::Shm, Mode::Poll, 65536);
     bw.iterations = 2_000;
     bw.warmup = 20;
     bw.window = Some(64);
@@ -31,7 +31,7 @@ fn report() -> Report {
     bw.validated = true;
 
     // Same block as the first row although a bw row comes between them; no efficiency.
-    let mut lat_large = Row::new(Benchmark::Latency, TransportKind::Shm, Mode::Poll, 1 << 20);
+    let mut lat_large = FlatRow::new(Benchmark::Latency, TransportKind::Shm, Mode::Poll, 1 << 20);
     lat_large.iterations = 1_000;
     lat_large.warmup = 10;
     lat_large.p50_us = Some(95.123);
@@ -87,7 +87,9 @@ fn report() -> Report {
             memcpy_two_cpus_in_cache_mb_per_s: None,
             memcpy_two_cpus_out_of_cache_mb_per_s: None,
         }),
-        results: vec![lat_small, bw, lat_large],
+        results: [lat_small, bw, lat_large]
+            .map(|r| Row::try_from(r).unwrap())
+            .into(),
         disturbance: Default::default(),
         partial: false,
     }
@@ -150,7 +152,8 @@ latency,shm,poll,1048576,1000,10,,95.123,101.5,130.25,90,250.75,97.8761,,,,,,,,,
 
 #[test]
 fn csv_columns_are_exactly_the_row_fields() {
-    let mut r = report().results[0].clone();
+    // Every field set: a row no benchmark writes, so the flat row of the file.
+    let mut r = report().results[0].flat();
     r.window = Some(1);
     (r.mb_per_s, r.msgs_per_s) = (Some(1.0), Some(1.0));
     (r.limit_us, r.limit_mb_per_s) = (Some(1.0), Some(1.0));
@@ -192,11 +195,11 @@ fn mr_columns_mixed_windows_and_partial_validation() {
         tsc_ghz: None,
         cost_ns: 25.04,
     };
-    let mut a = Row::new(Benchmark::Mr, TransportKind::Tcp, Mode::Block, 1);
+    let mut a = FlatRow::new(Benchmark::Mr, TransportKind::Tcp, Mode::Block, 1);
     (a.window, a.msgs_per_s, a.mb_per_s) = (Some(16), Some(1_500_000.4), Some(1.5));
-    let mut b = Row::new(Benchmark::Mr, TransportKind::Tcp, Mode::Block, 64);
+    let mut b = FlatRow::new(Benchmark::Mr, TransportKind::Tcp, Mode::Block, 64);
     (b.window, b.msgs_per_s, b.validated) = (Some(64), Some(999_999.5), true);
-    r.results = vec![a, b];
+    r.results = [a, b].map(|r| Row::try_from(r).unwrap()).into();
     let expected = "\
 # machine: AMD EPYC 7763 64-Core Processor, 2 cpus, kernel 6.8.0-45-generic
 # timer: monotonic, read cost 25.0 ns
@@ -226,6 +229,20 @@ fn json_round_trips_through_load_json() {
     assert!(text.starts_with("{\n  \"schema_version\": 2,\n"));
     assert!(text.ends_with("}\n"));
     assert_eq!(load_json(&text).unwrap(), r);
+}
+
+#[test]
+fn a_row_with_a_figure_its_benchmark_cannot_have_is_refused_by_name() {
+    let mut v = serde_json::to_value(report()).unwrap();
+    // The bw row (the second) with a latency percentile.
+    v["results"][1]["p99_us"] = 1.5.into();
+    let text = serde_json::to_string_pretty(&v).unwrap();
+    let msg = load_json(&text).unwrap_err().to_string();
+    // At the end of the row (the conversion runs once the row is read).
+    assert_eq!(
+        msg,
+        "invalid result file at 82:4: a bw row cannot have `p99_us`"
+    );
 }
 
 #[test]
@@ -307,12 +324,12 @@ fn loggp_summary_follows_kutlugs_table_3_1() {
         (TransportKind::Shm, 4, 0.02, 0.03, 0.05, 0.0),
         (TransportKind::Tcp, 4, 3.0, 1.4, 0.0, 0.4),
     ] {
-        let mut row = Row::new(Benchmark::Loggp, t, Mode::Poll, size);
+        let mut row = FlatRow::new(Benchmark::Loggp, t, Mode::Poll, size);
         (row.o_s_us, row.o_r_us) = (Some(os), Some(or));
         (row.L_us, row.overlap_us) = (Some(l), Some(ov));
         row.g_us = Some(0.5);
         row.p50_us = Some(os + or + l - ov);
-        r.results.push(row);
+        r.results.push(Row::try_from(row).unwrap());
     }
     let text = render(&r, Format::Table);
     let summary = text
@@ -357,7 +374,7 @@ fn loggp_report() -> Report {
         (1 << 20, Some(3.2), Some(2.0), 90.0, 95.0, None),
     ];
     for &(size, os, or, gap, lat, model) in &shm {
-        let mut row = Row::new(Benchmark::Loggp, TransportKind::Shm, Mode::Poll, size);
+        let mut row = FlatRow::new(Benchmark::Loggp, TransportKind::Shm, Mode::Poll, size);
         (row.o_s_us, row.o_r_us, row.gap_us) = (os, or, Some(gap));
         (row.p50_us, row.model_us) = (Some(lat), model);
         if size <= 1024 {
@@ -377,10 +394,10 @@ fn loggp_report() -> Report {
                 ];
             }
         }
-        r.results.push(row);
+        r.results.push(Row::try_from(row).unwrap());
     }
     for (size, os, gap) in [(1, Some(2.2), 2.4), (4, None, 2.4), (64, Some(2.3), 2.5)] {
-        let mut row = Row::new(Benchmark::Loggp, TransportKind::Tcp, Mode::Poll, size);
+        let mut row = FlatRow::new(Benchmark::Loggp, TransportKind::Tcp, Mode::Poll, size);
         (row.o_s_us, row.o_r_us, row.gap_us) = (os, Some(0.9), Some(gap));
         (row.p50_us, row.model_us) = (Some(2.8), Some(2.8));
         (row.piece_from_bytes, row.piece_to_bytes) = (Some(1), Some(64));
@@ -395,7 +412,7 @@ fn loggp_report() -> Report {
             row.notes =
                 vec!["o_s at 4 B: -0.700 µs ± 0.010 µs is below zero beyond its noise".into()];
         }
-        r.results.push(row);
+        r.results.push(Row::try_from(row).unwrap());
     }
     r
 }
@@ -412,9 +429,9 @@ fn small_loggp_report() -> Report {
         (TransportKind::Tcp, Mode::Block, 4, Some(-0.5), Some(2.0)),
         (TransportKind::Tcp, Mode::Block, 64, Some(3.0), Some(2.0)),
     ] {
-        let mut row = Row::new(Benchmark::Loggp, t, m, size);
+        let mut row = FlatRow::new(Benchmark::Loggp, t, m, size);
         (row.o_s_us, row.o_r_us) = (os, or);
-        r.results.push(row);
+        r.results.push(Row::try_from(row).unwrap());
     }
     r
 }
@@ -534,18 +551,18 @@ fn loggp_figures_need_loggp_values() {
     // log axis). No SVG, and no text chart under the block either.
     let mut r = small_loggp_report();
     for row in &mut r.results {
-        row.o_r_us = None;
-        row.o_s_us = None;
+        let l = row.loggp_mut().unwrap();
+        (l.o_r_us, l.o_s_us) = (None, None);
     }
     r.results[0].size_bytes = 0;
-    r.results[0].o_s_us = Some(1.0);
+    r.results[0].loggp_mut().unwrap().o_s_us = Some(1.0);
     assert_eq!(loggp_svg(&r), Err(PlotError::NoValues));
     let text = render(&r, Format::Table);
     assert!(text.contains("# commperf loggp | transport shm"), "{text}");
     assert!(!text.contains("Figure 3.6"), "{text}");
     // One value is enough for both renderings: in the SVG one marker (no line of one point)
     // in its series' group.
-    r.results[2].o_r_us = Some(0.25);
+    r.results[2].loggp_mut().unwrap().o_r_us = Some(0.25);
     let svg = loggp_svg(&r).unwrap();
     assert_eq!(svg.matches("<polyline").count(), 0);
     let group = svg
@@ -580,13 +597,13 @@ fn loggp_figures_need_loggp_values() {
 #[test]
 fn mpi_rows_are_described_in_mpi_words_and_pairs_are_named() {
     let mut r = report();
-    let mut nc = Row::new(Benchmark::Noncontig, TransportKind::Mpi, Mode::Poll, 64);
+    let mut nc = FlatRow::new(Benchmark::Noncontig, TransportKind::Mpi, Mode::Poll, 64);
     (nc.segments, nc.packed, nc.p50_us) = (Some(4), Some(false), Some(0.5));
-    let mut cq = Row::new(Benchmark::Cq, TransportKind::Mpi, Mode::Poll, 16);
+    let mut cq = FlatRow::new(Benchmark::Cq, TransportKind::Mpi, Mode::Poll, 16);
     (cq.connections, cq.p50_us, cq.baseline_p50_us) = (Some(1), Some(0.3), Some(0.2));
-    let mut bw = Row::new(Benchmark::Bw, TransportKind::Mpi, Mode::Poll, 8);
+    let mut bw = FlatRow::new(Benchmark::Bw, TransportKind::Mpi, Mode::Poll, 8);
     (bw.mb_per_s, bw.msgs_per_s, bw.pairs) = (Some(1.0), Some(125_000.0), Some(2));
-    r.results = vec![nc, cq, bw];
+    r.results = [nc, cq, bw].map(|r| Row::try_from(r).unwrap()).into();
     let text = render(&r, Format::Table);
     assert!(
         text.contains("# commperf noncontig | transport mpi | mode poll | a derived datatype (MPI_Type_vector)\n"),
@@ -619,7 +636,7 @@ fn costs_within_their_noise_read_as_none_and_left_out_ones_say_why() {
             Some("p50 620.000 µs is 197.000 µs below its baseline"),
         ),
     ] {
-        let mut row = Row::new(
+        let mut row = FlatRow::new(
             Benchmark::Noncontig,
             TransportKind::Tcp,
             Mode::Poll,
@@ -629,7 +646,7 @@ fn costs_within_their_noise_read_as_none_and_left_out_ones_say_why() {
         (row.p50_us, row.baseline_p50_us) = (Some(p50), Some(817.0));
         (row.cost_us, row.cost_noise_us) = (cost, Some(band));
         row.notes = note.into_iter().map(String::from).collect();
-        r.results.push(row);
+        r.results.push(Row::try_from(row).unwrap());
     }
     let text = render(&r, Format::Table);
     let block: Vec<&str> = text
@@ -653,8 +670,9 @@ fn impossible_figures_are_flagged_never_shown_as_a_measurement() {
     let mut r = report();
     // The 8-byte row: a negative median, and a max below the min.
     let row = &mut r.results[0];
-    row.p50_us = Some(-5.0);
-    row.max_us = Some(0.1);
+    let p = row.percentiles_mut().unwrap();
+    p.p50_us = Some(-5.0);
+    p.max_us = Some(0.1);
     let text = render(&r, Format::Table);
     assert!(text.contains("\n8 !  "), "{text}");
     assert!(

@@ -3,7 +3,7 @@
 
 use super::*;
 use crate::Format;
-use commperf_core::{Machine, Options, Placement, TimerInfo, SCHEMA_VERSION};
+use commperf_core::{FlatRow, Machine, Options, Placement, TimerInfo, SCHEMA_VERSION};
 
 fn report(host: &str, rows: Vec<Row>) -> Report {
     Report {
@@ -49,16 +49,16 @@ fn report(host: &str, rows: Vec<Row>) -> Report {
 }
 
 fn lat(t: TransportKind, size: u64, p50: f64) -> Row {
-    let mut r = Row::new(Benchmark::Latency, t, Mode::Poll, size);
+    let mut r = FlatRow::new(Benchmark::Latency, t, Mode::Poll, size);
     r.p50_us = Some(p50);
-    r
+    Row::try_from(r).unwrap()
 }
 
 fn bw(b: Benchmark, t: TransportKind, size: u64, mb: f64) -> Row {
-    let mut r = Row::new(b, t, Mode::Poll, size);
+    let mut r = FlatRow::new(b, t, Mode::Poll, size);
     r.mb_per_s = Some(mb);
     r.msgs_per_s = Some(mb * 1e6 / size as f64);
-    r
+    Row::try_from(r).unwrap()
 }
 
 const SHM: TransportKind = TransportKind::Shm;
@@ -170,14 +170,14 @@ fn bandwidth_is_the_fraction_delivered_and_mr_keeps_both_message_rates() {
 #[test]
 fn variant_keys_decide_what_matches() {
     let nc = |t, segments, packed, p50| {
-        let mut r = Row::new(Benchmark::Noncontig, t, Mode::Poll, 4096);
+        let mut r = FlatRow::new(Benchmark::Noncontig, t, Mode::Poll, 4096);
         (r.segments, r.packed, r.p50_us) = (Some(segments), Some(packed), Some(p50));
-        r
+        Row::try_from(r).unwrap()
     };
     let blocking = |t, spins, p50| {
-        let mut r = Row::new(Benchmark::Blocking, t, Mode::Block, 64);
+        let mut r = FlatRow::new(Benchmark::Blocking, t, Mode::Block, 64);
         (r.block_spins, r.p50_us) = (Some(spins), Some(p50));
-        r
+        Row::try_from(r).unwrap()
     };
     let pairs = |t, n: Option<u32>, mb| {
         let mut r = bw(Benchmark::Bw, t, 65536, mb);
@@ -627,9 +627,9 @@ fn bandwidth_verdicts() {
 #[test]
 fn extended_benchmarks_summarize_the_added_time_and_each_layers_cost() {
     let bm = |t, size, p50, cost| {
-        let mut r = Row::new(Benchmark::Bufmgmt, t, Mode::Poll, size);
+        let mut r = FlatRow::new(Benchmark::Bufmgmt, t, Mode::Poll, size);
         (r.p50_us, r.cost_us, r.buffers) = (Some(p50), Some(cost), Some(BufferUse::Fresh));
-        r
+        Row::try_from(r).unwrap()
     };
     let lo = report(
         "a",

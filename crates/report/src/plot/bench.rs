@@ -30,8 +30,8 @@ enum Quantity {
 impl Quantity {
     fn value(self, r: &Row) -> Option<f64> {
         match self {
-            Quantity::Latency => r.p50_us,
-            Quantity::Bandwidth => r.mb_per_s,
+            Quantity::Latency => r.p50_us(),
+            Quantity::Bandwidth => r.mb_per_s(),
         }
         .filter(|v| v.is_finite())
     }
@@ -126,7 +126,13 @@ pub fn bench_figure(report: &Report) -> Result<Figure, PlotError> {
     for q in [Quantity::Latency, Quantity::Bandwidth] {
         for b in &blocks(report) {
             let pts: Vec<(u64, f64, Option<f64>)> = (b.rows.iter())
-                .filter_map(|r| Some((r.size_bytes, q.value(r)?, r.p99_us)))
+                .filter_map(|r| {
+                    Some((
+                        r.size_bytes,
+                        q.value(r)?,
+                        r.percentiles().and_then(|p| p.p99_us),
+                    ))
+                })
                 .collect();
             if pts.is_empty() {
                 continue;

@@ -34,8 +34,8 @@ impl Param {
 
     fn get(self, r: &Row) -> Option<f64> {
         match self {
-            Param::Os => r.o_s_us,
-            Param::Or => r.o_r_us,
+            Param::Os => r.loggp()?.o_s_us,
+            Param::Or => r.loggp()?.o_r_us,
         }
     }
 
@@ -78,7 +78,7 @@ fn series(report: &Report) -> Result<Vec<Series>, PlotError> {
     let loggp: Vec<&Row> = report
         .results
         .iter()
-        .filter(|r| r.benchmark == Benchmark::Loggp)
+        .filter(|r| r.benchmark() == Benchmark::Loggp)
         .collect();
     if loggp.is_empty() {
         return Err(PlotError::NoLoggp);
@@ -372,9 +372,14 @@ mod tests {
         // 1 B … 1 GiB: 31 sizes on 61 columns, a label every third power.
         let rows: Vec<Row> = (0..=30u32)
             .map(|p| {
-                let mut r = Row::new(Benchmark::Loggp, TransportKind::Tcp, Mode::Block, 1 << p);
+                let mut r = commperf_core::FlatRow::new(
+                    Benchmark::Loggp,
+                    TransportKind::Tcp,
+                    Mode::Block,
+                    1 << p,
+                );
                 r.o_s_us = Some(p as f64);
-                r
+                Row::try_from(r).unwrap()
             })
             .collect();
         let refs: Vec<&Row> = rows.iter().collect();
@@ -402,9 +407,14 @@ mod tests {
         points
             .iter()
             .map(|&(size, os)| {
-                let mut r = Row::new(Benchmark::Loggp, TransportKind::Shm, Mode::Poll, size);
+                let mut r = commperf_core::FlatRow::new(
+                    Benchmark::Loggp,
+                    TransportKind::Shm,
+                    Mode::Poll,
+                    size,
+                );
                 r.o_s_us = Some(os);
-                r
+                Row::try_from(r).unwrap()
             })
             .collect()
     }

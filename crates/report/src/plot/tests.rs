@@ -4,7 +4,7 @@
 
 use super::*;
 use commperf_core::{
-    Benchmark, Machine, Mode, Options, Placement, Report, Row, TimerInfo, TransportKind,
+    Benchmark, FlatRow, Machine, Mode, Options, Placement, Report, Row, TimerInfo, TransportKind,
     SCHEMA_VERSION,
 };
 
@@ -157,15 +157,15 @@ fn report(rows: Vec<Row>) -> Report {
 }
 
 fn lat(t: TransportKind, size: u64, p50: f64, p99: f64) -> Row {
-    let mut r = Row::new(Benchmark::Latency, t, Mode::Poll, size);
+    let mut r = FlatRow::new(Benchmark::Latency, t, Mode::Poll, size);
     (r.p50_us, r.p99_us) = (Some(p50), Some(p99));
-    r
+    Row::try_from(r).unwrap()
 }
 
 fn bw(t: TransportKind, size: u64, mb: f64) -> Row {
-    let mut r = Row::new(Benchmark::Bw, t, Mode::Poll, size);
+    let mut r = FlatRow::new(Benchmark::Bw, t, Mode::Poll, size);
     r.mb_per_s = Some(mb);
-    r
+    Row::try_from(r).unwrap()
 }
 
 #[test]
@@ -354,10 +354,10 @@ fn an_interrupted_run_says_so_under_its_figure() {
 fn rows_that_repeat_a_size_are_left_out_and_named() {
     let mut rows = vec![lat(TransportKind::Shm, 64, 0.5, 0.9)];
     for k in [1, 2, 4] {
-        let mut r = Row::new(Benchmark::Conns, TransportKind::Shm, Mode::Poll, 16);
+        let mut r = FlatRow::new(Benchmark::Conns, TransportKind::Shm, Mode::Poll, 16);
         r.connections = Some(k);
         r.p50_us = Some(0.3 * k as f64);
-        rows.push(r);
+        rows.push(Row::try_from(r).unwrap());
     }
     let svg = bench_svg(&report(rows.clone())).unwrap();
     assert_eq!(markers(&svg).len(), 1);
@@ -386,10 +386,14 @@ fn a_log_axis_draws_values_at_or_below_zero_on_a_baseline_of_their_own() {
     // o_s of 0.02, -0.5, 1 and 300 µs: log10 decades 0.01 … 1000 above a `≤ 0` baseline.
     let mut rows = Vec::new();
     for (size, os) in [(1, 0.02), (2, -0.5), (4, 1.0), (8, 300.0)] {
-        let mut r = Row::new(Benchmark::Loggp, TransportKind::Shm, Mode::Poll, size);
+        let mut r = FlatRow::new(Benchmark::Loggp, TransportKind::Shm, Mode::Poll, size);
         r.o_s_us = Some(os);
         rows.push(r);
     }
+    let rows = rows
+        .into_iter()
+        .map(|r| Row::try_from(r).unwrap())
+        .collect();
     let svg = loggp_svg(&report(rows)).unwrap();
     assert!(svg.contains(">overhead, µs (log10 scale)</text>"), "{svg}");
     let (l, t, r, b) = plot_areas(&svg)[0];
@@ -429,10 +433,14 @@ fn a_linear_axis_below_zero_draws_its_zero_line() {
     // o_s -0.5 … 3 µs: linear from -1 to 3, 0 a quarter of the way up.
     let mut rows = Vec::new();
     for (size, os) in [(4, -0.5), (64, 3.0)] {
-        let mut r = Row::new(Benchmark::Loggp, TransportKind::Tcp, Mode::Block, size);
+        let mut r = FlatRow::new(Benchmark::Loggp, TransportKind::Tcp, Mode::Block, size);
         r.o_s_us = Some(os);
         rows.push(r);
     }
+    let rows = rows
+        .into_iter()
+        .map(|r| Row::try_from(r).unwrap())
+        .collect();
     let svg = loggp_svg(&report(rows)).unwrap();
     let (l, t, r, b) = plot_areas(&svg)[0];
     let zero = tags(&svg)
@@ -559,7 +567,8 @@ fn a_comparison_draws_both_layers_in_one_colour() {
     let mut upper = lower.clone();
     for r in &mut upper.results {
         r.transport = TransportKind::Mpi;
-        r.p50_us = r.p50_us.map(|v| v + 0.5);
+        let p = r.percentiles_mut().unwrap();
+        p.p50_us = p.p50_us.map(|v| v + 0.5);
     }
     upper.options.transports = vec![TransportKind::Mpi];
     let c = crate::compare(&lower, &upper).unwrap();
