@@ -1044,14 +1044,8 @@ mod tests {
             loggp_iters: 10,
             eager_threshold_bytes: 65536,
             stacks: vec![LoopStack {
-                stack: "ompi-tcp".into(),
                 error: Some("<i>no</i> commperf".into()),
-                notes: Vec::new(),
-                file: None,
-                params: None,
-                pieces: Vec::new(),
-                ladder_us: None,
-                state_ns: None,
+                ..crate::fixtures::stack("ompi-tcp", None)
             }],
             cells: vec![
                 lc("ompi-shm", 0.0002, Some(0.00021), None),

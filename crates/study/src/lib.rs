@@ -1,7 +1,25 @@
-//! commperf's application study (`commperf app`) apart from its runs: what a study is, what it
-//! writes and how it reads, usable from Rust without the binary. The binary launches the
-//! programs, the micro-benchmarks and the monitored and emulated runs, and fills these types.
+//! commperf's application study (`commperf app`, `app --loop`), usable from Rust without the
+//! binary: what a study is, how it runs, what it writes and how it reads. The binary parses the
+//! command line into [`Options`](config::Options), calls [`run::run`] and prints the
+//! [`Study`](schema::Study) it returns.
 //!
+//! - [`config`]: the study's options, checked ([`StudyConfig`](config::StudyConfig)), each
+//!   refusal naming its option.
+//! - [`run`]: the study's rounds of runs, every program on every stack, then the
+//!   micro-benchmarks, the loop's section and the sweeps; where the runs write
+//!   ([`Workspace`](run::Workspace)).
+//! - [`programs`]: the kit of NAS-pattern programs, compiled with each MPI's mpicc into a
+//!   cache, and the [`Program`](programs::Program)s of a study; [`installed`]: the installed
+//!   programs beside the kit (hpcc, lammps), their inputs and binaries.
+//! - [`launch`]: a program's launch on a stack, one monitored run judged by its verdict, a bench
+//!   under a stack's launch, and the watchdog every launch runs under.
+//! - [`micro`]: the stacks' micro-benchmark figures and the rows of `bench loggp` the loop takes
+//!   its parameters from (the only reader of the benchmark's rows here).
+//! - [`looping`]: the loop (`--loop`): the stacks' LogGP parameters, the reference's traces
+//!   replayed by the predictor, the emulated runs, and the loop's section of the study.
+//! - [`sweep`]: the sensitivity sweeps (`--sweep`), `commperf emulate sweep` per program.
+//! - [`nets`]: the rate-limited clusters under the network stacks (`ompi-tcp@100mbit`).
+//! - [`error`]: [`StudyError`](error::StudyError), what can go wrong in the runs.
 //! - [`schema`]: the study's file (`study.json`, `--json`): [`Study`](schema::Study) and its
 //!   cells, profiles, micro-benchmark figures and explanations, the loop's section
 //!   ([`Loop`](schema::Loop)) and the sensitivity sweeps, with [`STUDY_SCHEMA_VERSION`].
@@ -56,11 +74,27 @@
 //! assert!(table.ends_with("study wall time 2.5 s\n"), "{table}");
 //! ```
 
+pub mod config;
+pub mod error;
 pub mod html;
+pub mod installed;
+pub mod launch;
+pub mod looping;
+pub mod micro;
+pub mod nets;
+pub mod programs;
 pub mod rounds;
+pub mod run;
 pub mod schema;
 pub mod stack;
+pub mod sweep;
 pub mod table;
 pub mod verdict;
+
+#[cfg(test)]
+pub(crate) mod fixtures;
+
+pub use config::{ConfigError, Options, StudyConfig};
+pub use error::StudyError;
 
 pub use schema::{STUDY_SCHEMA, STUDY_SCHEMA_VERSION};

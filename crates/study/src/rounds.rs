@@ -271,37 +271,8 @@ pub fn tally(mut l: Loop) -> Loop {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::fixtures::{params, stack};
     use crate::table::render_loop as render;
-
-    fn params(l: f64, o_s: f64, o_r: f64, g: f64, big_g: f64) -> Params {
-        Params {
-            L_ns: l,
-            o_s_ns: o_s,
-            o_r_ns: o_r,
-            g_ns: g,
-            G_ns_per_byte: big_g,
-            O_ns_per_byte: 0.0,
-            piece_from_bytes: None,
-            piece_to_bytes: None,
-            small_message_ns: o_s + l + o_r,
-            overlap_ns: 0.0,
-            send_wait_ns: 0.0,
-            duplex_ns: 0.0,
-        }
-    }
-
-    fn stack(name: &str, p: Option<Params>) -> LoopStack {
-        LoopStack {
-            stack: name.into(),
-            error: p.is_none().then(|| "no commperf linking MPICH".to_string()),
-            notes: Vec::new(),
-            file: None,
-            params: p,
-            pieces: Vec::new(),
-            ladder_us: None,
-            state_ns: None,
-        }
-    }
 
     #[test]
     fn the_reference_is_the_least_small_message_cost() {

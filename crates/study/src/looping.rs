@@ -23,8 +23,18 @@
 //! inside the rounds of each program (the emulated runs interleaved with the real ones), and
 //! [`finish`] once every run is done.
 
-use crate::app::{self, AppArgs, Config};
-use anyhow::{anyhow, bail, Context, Result};
+use crate::config::StudyConfig;
+use crate::error::{chain, Context, Result, StudyError};
+use crate::launch::{launch_of, monitored_run, RunResult, Verdict};
+use crate::micro::{bench_rows, ladder_from_bench, params_from_bench, pieces_from_bench};
+use crate::nets::Nets;
+use crate::programs::Program;
+use crate::rounds::{
+    error_percent, knob_deltas, measured_times, miss_causes, reference, runs_off, state_name,
+    tally, EAGER_BYTES, EMULATED_RUNS, LOGGP_ITERS, LOGGP_ROUNDS, LOGGP_SIZES,
+};
+use crate::schema::{Cell, Emulation, Loop, LoopCell, LoopStack, Params};
+use crate::stack::Stack;
 use commperf_bench::Progress;
 use commperf_emulate::sweep::same_state;
 use commperf_emulate::Knobs;
@@ -33,15 +43,7 @@ use commperf_predict::engine::{self, Inputs, LogGp, Overlap, PredictConfig};
 use commperf_predict::parse::{self, ParseOptions, TraceFormat};
 use commperf_predict::topology::{self, RankMap, TopologySpec};
 use commperf_stats::median;
-use commperf_study::rounds::{
-    error_percent, knob_deltas, measured_times, miss_causes, reference, runs_off, state_name,
-    tally, EAGER_BYTES, EMULATED_RUNS, LOGGP_ITERS, LOGGP_ROUNDS, LOGGP_SIZES,
-};
-use commperf_study::schema::Cell;
-use commperf_study::schema::{Emulation, Loop, LoopCell, LoopStack, Params};
-use commperf_study::stack::Stack;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 /// The model's LogGP parameters of a stack's `bench loggp` piece.
 fn loggp_of(p: &Params) -> LogGp {
@@ -57,118 +59,26 @@ fn loggp_of(p: &Params) -> LogGp {
 
 /// Progress of the study the loop's steps count in.
 pub(crate) struct Steps<'a> {
-    pub progress: &'a mut crate::progress::RunProgress,
-    pub done: &'a mut usize,
+    pub progress: &'a mut dyn Progress,
+    pub done: usize,
     pub total: usize,
 }
 
 impl Steps<'_> {
-    fn step<T>(&mut self, label: &str, f: impl FnOnce() -> T) -> T {
-        self.progress.update(label, *self.done, self.total);
+    /// One step: `f`, between the progress's `update` and `finished`.
+    pub(crate) fn step<T>(&mut self, label: &str, f: impl FnOnce() -> T) -> T {
+        self.progress.update(label, self.done, self.total);
         let r = f();
-        *self.done += 1;
-        self.progress.finished(label, *self.done, self.total);
+        self.done += 1;
+        self.progress.finished(label, self.done, self.total);
         r
     }
 }
 
 /// The loop's steps for the progress count: a bench per stack, and the emulated runs.
-pub(crate) fn steps(cfg: &Config, repeat: u32) -> usize {
+pub(crate) fn steps(cfg: &StudyConfig) -> usize {
     cfg.stacks.len() * LOGGP_ROUNDS
-        + cfg.programs.len() * cfg.stacks.len().saturating_sub(1) * repeat as usize
-}
-
-/// The loggp rows of a `bench loggp` result file, smallest size first: read once, for the
-/// parameters, the pieces and the ladder.
-pub fn bench_rows(text: &str) -> Result<Vec<commperf_core::Row>> {
-    let rep = commperf_report::load_json(text)?;
-    let mut rows: Vec<_> = rep
-        .results
-        .into_iter()
-        .filter(|r| r.benchmark() == commperf_core::Benchmark::Loggp)
-        .collect();
-    rows.sort_by_key(|r| r.size_bytes);
-    Ok(rows)
-}
-
-/// The parameters of a bench's loggp rows ([`bench_rows`]): its first piece (the smallest
-/// messages).
-pub fn params_from_bench(rows: &[commperf_core::Row]) -> Result<(Params, Vec<String>)> {
-    let row = rows.first().context("the bench wrote no loggp result")?;
-    Ok((params_of_row(row)?, row.notes.clone()))
-}
-
-/// The geometric mean of a bench's one-way times (µs) over its sizes ([`bench_rows`]).
-pub fn ladder_from_bench(rows: &[commperf_core::Row]) -> Result<f64> {
-    let logs: Vec<f64> = rows
-        .iter()
-        .filter_map(|r| r.p50_us().filter(|v| *v > 0.0 && v.is_finite()))
-        .map(f64::ln)
-        .collect();
-    if logs.is_empty() {
-        bail!("the bench wrote no loggp latency");
-    }
-    Ok((logs.iter().sum::<f64>() / logs.len() as f64).exp())
-}
-
-/// Every piece of a bench's loggp rows ([`bench_rows`]), smallest messages first, each from
-/// the first row fitted with it; a piece whose parameters the bench could not all identify is
-/// left out.
-pub fn pieces_from_bench(rows: &[commperf_core::Row]) -> Vec<Params> {
-    let mut out: Vec<Params> = Vec::new();
-    for r in rows {
-        let span = r
-            .loggp()
-            .map_or((None, None), |l| (l.piece_from_bytes, l.piece_to_bytes));
-        if out
-            .iter()
-            .any(|p| (p.piece_from_bytes, p.piece_to_bytes) == span)
-        {
-            continue;
-        }
-        if let Ok(p) = params_of_row(r) {
-            out.push(p);
-        }
-    }
-    out
-}
-
-/// One row's LogGOPS parameters in ns.
-fn params_of_row(row: &commperf_core::Row) -> Result<Params> {
-    let f = row.loggp().copied().unwrap_or_default();
-    let need = |name: &str, v: Option<f64>| {
-        v.filter(|x| x.is_finite() && *x >= 0.0).with_context(|| {
-            format!(
-                "bench loggp left {name} out at {} B ({})",
-                row.size_bytes,
-                if row.notes.is_empty() {
-                    "no note".to_string()
-                } else {
-                    row.notes.join("; ")
-                }
-            )
-        })
-    };
-    let o_s = need("o_s", f.o_s_fixed_us)? * 1e3;
-    let o_r = need("o_r", f.o_r_fixed_us)? * 1e3;
-    let l = need("L", f.L_us)? * 1e3;
-    let p = Params {
-        L_ns: l,
-        o_s_ns: o_s,
-        o_r_ns: o_r,
-        g_ns: need("g", f.g_us)? * 1e3,
-        G_ns_per_byte: need("G", f.gap_per_byte_us)? * 1e3,
-        O_ns_per_byte: (f.O_s_us_per_byte.unwrap_or(0.0) + f.O_r_us_per_byte.unwrap_or(0.0)) / 2.0
-            * 1e3,
-        piece_from_bytes: f.piece_from_bytes,
-        piece_to_bytes: f.piece_to_bytes,
-        small_message_ns: o_s + l + o_r,
-        // Absent where not measured (figures of a bench without exchanges): LogGOPSim's rule.
-        overlap_ns: f.overlap_us.unwrap_or(0.0) * 1e3,
-        send_wait_ns: f.send_wait_us.unwrap_or(0.0) * 1e3,
-        duplex_ns: f.duplex_us.unwrap_or(0.0) * 1e3,
-    };
-    Ok(p)
+        + cfg.programs.len() * cfg.stacks.len().saturating_sub(1) * cfg.repeat as usize
 }
 
 /// Where round `round` (from 0) of a stack's bench writes its figures.
@@ -176,13 +86,7 @@ fn round_file(root: &Path, s: Stack, round: usize) -> PathBuf {
     root.join(format!("loggp-{}-round{}.json", s.name(), round + 1))
 }
 
-fn loop_stack(
-    a: &AppArgs,
-    s: Stack,
-    nets: &crate::app_stack::Nets,
-    root: &Path,
-    round: usize,
-) -> LoopStack {
+fn loop_stack(cfg: &StudyConfig, s: Stack, nets: &Nets, root: &Path, round: usize) -> LoopStack {
     let file = round_file(root, s, round);
     let args = [
         "loggp",
@@ -196,9 +100,9 @@ fn loop_stack(
     .map(String::from);
     let mut state_ns = None;
     let r = (|| -> Result<(Params, Vec<Params>, Vec<String>, f64)> {
-        nets.check(s).map_err(anyhow::Error::msg)?;
+        nets.check(s).map_err(StudyError::Refused)?;
         let (note, state) =
-            commperf_emulate::state::around(|| app::launch_bench(a, s, &args, &file));
+            commperf_emulate::state::around(|| crate::launch::launch_bench(cfg, s, &args, &file));
         state_ns = state;
         let note = note?;
         let text = commperf_core::read_text(&file)?;
@@ -214,7 +118,7 @@ fn loop_stack(
         stack: s.name(),
         error: None,
         notes: Vec::new(),
-        file: a.out.is_some().then(|| file.clone()),
+        file: cfg.out.is_some().then(|| file.clone()),
         params: None,
         pieces: Vec::new(),
         ladder_us: None,
@@ -227,7 +131,7 @@ fn loop_stack(
             st.notes = notes;
             st.ladder_us = Some(ladder);
         }
-        Err(e) => st.error = Some(format!("{e:#}")),
+        Err(e) => st.error = Some(chain(&e)),
     }
     st
 }
@@ -303,13 +207,13 @@ fn measured(dirs: &[PathBuf], kit: bool) -> Result<(f64, f64)> {
     for d in dirs {
         let w = windowed(d, kit)?;
         let (total, comm) = measured_times(&w.window_ns, &w.trace.stats.compute_ns)
-            .with_context(|| format!("{}: no rank recorded", d.display()))?;
+            .ok_or_else(|| StudyError::NoRank(d.display().to_string()))?;
         totals.push(total);
         comms.push(comm);
     }
     match (median(&totals), median(&comms)) {
         (Some(t), Some(c)) => Ok((t, c)),
-        _ => bail!("no run"),
+        _ => Err(StudyError::Missing("no run")),
     }
 }
 
@@ -334,7 +238,7 @@ fn predict(
         overlap: Some(
             Overlap::new(p.overlap_ns, p.send_wait_ns)
                 .and_then(|v| v.with_duplex(p.duplex_ns))
-                .map_err(|e| anyhow!(e))?,
+                .map_err(StudyError::Refused)?,
         ),
         ..PredictConfig::one_node_mpi(EAGER_BYTES, engine::SelfOverheads::of(&loggp_of(own)))
     };
@@ -351,7 +255,7 @@ fn predict(
     let o = engine::predict(&inputs, &cfg).context("the replay failed")?;
     let ranks = &o.prediction.ranks;
     if ranks.is_empty() {
-        bail!("the replay has no rank");
+        return Err(StudyError::Missing("the replay has no rank"));
     }
     let comm = ranks
         .iter()
@@ -374,7 +278,9 @@ type RefTrace = (
 
 fn reference_workload(c: &Cell, kit: bool) -> Result<RefTrace> {
     if let Some(e) = &c.error {
-        bail!("the program failed on the reference stack: {e}");
+        return Err(StudyError::Refused(format!(
+            "the program failed on the reference stack: {e}"
+        )));
     }
     // The median run, not the first: the trace carries that run's computation, which the
     // shared machine's load moves from run to run as much as the communication.
@@ -386,17 +292,13 @@ fn reference_workload(c: &Cell, kit: bool) -> Result<RefTrace> {
     let dir = runs
         .get(runs.len().saturating_sub(1) / 2)
         .map(|r| r.1)
-        .context("the reference stack has no run of it")?;
+        .ok_or(StudyError::Missing("the reference stack has no run of it"))?;
     let w = windowed(dir, kit)?;
     let t = w.trace;
     let path = dir.join("trace.txt");
-    crate::output::write_atomically(&path, t.text.as_bytes())?;
+    commperf_core::file::write_file(&path, t.text.as_bytes())?;
     if t.stats.drops > 0 {
-        bail!(
-            "the monitored run on the reference dropped {} events (its call rate outran the \
-             monitor's writer): its trace is not the program",
-            t.stats.drops
-        );
+        return Err(StudyError::Dropped(t.stats.drops));
     }
     let wl = parse::parse_str(
         &t.text,
@@ -431,9 +333,8 @@ fn piece_for(st: &LoopStack, size: Option<u64>) -> Option<&Params> {
 
 /// Measures every stack's LogGP parameters and picks the reference.
 pub(crate) fn measure(
-    a: &AppArgs,
-    cfg: &Config,
-    nets: &crate::app_stack::Nets,
+    cfg: &StudyConfig,
+    nets: &Nets,
     root: &Path,
     steps: &mut Steps<'_>,
 ) -> Measured {
@@ -453,7 +354,7 @@ pub(crate) fn measure(
                 continue;
             }
             let st = steps.step(&label, || {
-                let mut st = loop_stack(a, s, nets, root, k);
+                let mut st = loop_stack(cfg, s, nets, root, k);
                 if st.error.is_none() && commperf_testbed::run::interrupted() {
                     st.error = Some("interrupted".into());
                 }
@@ -548,13 +449,11 @@ pub(crate) struct EmuRuns {
 /// program's typical message (the first pieces without one).
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn plan(
-    a: &AppArgs,
-    p: &app::Program,
-    cfg: &Config,
+    cfg: &StudyConfig,
+    p: &Program,
     m: &Measured,
-    nets: &crate::app_stack::Nets,
+    nets: &Nets,
     root: &Path,
-    cache: &Path,
     size: Option<u64>,
 ) -> Vec<EmuRuns> {
     let Some(ri) = m.reference else {
@@ -589,11 +488,11 @@ pub(crate) fn plan(
                     (k.o_ns, k.g_ns, k.gap_per_byte_ns, k.l_ns);
                 match k
                     .validate()
-                    .map_err(anyhow::Error::from)
-                    .and_then(|()| app::launch_of(a, nets, p, cfg.stacks[ri], cache, root))
+                    .map_err(StudyError::from)
+                    .and_then(|()| launch_of(cfg, nets, p, cfg.stacks[ri], root))
                 {
                     Ok(c) => command = c,
-                    Err(err) => e.error = Some(format!("{err:#}")),
+                    Err(err) => e.error = Some(chain(&err)),
                 }
             }
             _ => {
@@ -621,10 +520,9 @@ pub(crate) fn plan(
 /// study's runs (one step of progress, run or not).
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn emulate_round(
-    a: &AppArgs,
-    p: &app::Program,
+    cfg: &StudyConfig,
+    p: &Program,
     m: &Measured,
-    cfg: &Config,
     er: &mut EmuRuns,
     k: u32,
     root: &Path,
@@ -634,7 +532,7 @@ pub(crate) fn emulate_round(
         return;
     };
     if er.e.error.is_some() {
-        *steps.done += 1;
+        steps.done += 1;
         return;
     }
     let reference = cfg.stacks[ri];
@@ -644,7 +542,7 @@ pub(crate) fn emulate_round(
         reference.name(),
         er.stack,
         k + 1,
-        a.repeat
+        cfg.repeat
     );
     let dir = root
         .join(&p.name)
@@ -655,14 +553,14 @@ pub(crate) fn emulate_round(
     let (knobs, command) = (er.knobs, &er.command);
     let r = steps.step(
         &label,
-        || -> Result<((f64, f64), app::RunResult, Option<f64>)> {
+        || -> Result<((f64, f64), RunResult, Option<f64>)> {
             let _ = std::fs::remove_dir_all(&emu_dir);
             std::fs::create_dir_all(&emu_dir)
                 .with_context(|| format!("cannot create {}", emu_dir.display()))?;
             let vars = [
                 (
                     "COMMPERF_EMULATE".to_string(),
-                    crate::emulate_mpi::env_value(&knobs),
+                    commperf_emulate::mpi::env_value(&knobs),
                 ),
                 (
                     "COMMPERF_EMULATE_DIR".to_string(),
@@ -670,17 +568,19 @@ pub(crate) fn emulate_round(
                 ),
                 (
                     "COMMPERF_EMULATE_COLL".to_string(),
-                    crate::emulate_mpi::Collectives::P2p.env_value().to_string(),
+                    commperf_emulate::mpi::Collectives::P2p
+                        .env_value()
+                        .to_string(),
                 ),
             ];
-            let run = app::monitored_run(
+            let run = monitored_run(
                 command,
-                a.np,
+                cfg.np,
                 &dir,
-                Duration::from_secs(a.timeout),
+                cfg.timeout,
                 &vars,
                 false,
-                &app::Verdict {
+                &Verdict {
                     judge: &p.judge,
                     files: &p.output_files(root, reference),
                 },
@@ -688,7 +588,7 @@ pub(crate) fn emulate_round(
             let untouched = if knobs.is_zero() {
                 None
             } else {
-                crate::emulate_mpi::Untouched::read(&emu_dir)
+                commperf_emulate::mpi::Untouched::read(&emu_dir)
                     .ok()
                     .map(|u| u.untouched_calls_percent)
             };
@@ -710,14 +610,14 @@ pub(crate) fn emulate_round(
             er.e.untouched_calls_percent = er.e.untouched_calls_percent.or(untouched);
         }
         // The later rounds count their step without running.
-        Err(err) => er.e.error = Some(format!("run {}: {err:#}", k + 1)),
+        Err(err) => er.e.error = Some(format!("run {}: {}", k + 1, chain(&err))),
     }
 }
 
 /// The loop's section from the study's runs (`cells`), the parameters and the emulated runs
 /// (`emulations[i]`: program i's).
 pub(crate) fn finish(
-    cfg: &Config,
+    cfg: &StudyConfig,
     cells: &[Cell],
     m: Measured,
     emulations: Vec<Vec<EmuRuns>>,
@@ -726,181 +626,21 @@ pub(crate) fn finish(
         stacks,
         reference: ref_idx,
     } = m;
-    let reference_rule = match ref_idx {
-        Some(i) => {
-            let list: Vec<String> = stacks
-                .iter()
-                .filter_map(|s| {
-                    Some(format!(
-                        "{} {:.2} µs",
-                        s.stack,
-                        s.params.as_ref()?.small_message_ns / 1e3
-                    ))
-                })
-                .collect();
-            format!(
-                "{}: the least small-message cost o_s + L + o_r ({})",
-                stacks[i].stack,
-                list.join(", ")
-            )
-        }
-        None => "none: no stack has LogGP parameters".into(),
+    let reference_rule = reference_rule(&stacks, ref_idx);
+    let usual = usual_state(cells, &emulations, &stacks);
+    let study = Finishing {
+        cells,
+        stacks: &stacks,
+        ref_idx,
+        usual,
     };
-    // Every run's and bench round's state: the study's usual one is their median.
-    let usual = median(
-        &cells
-            .iter()
-            .flat_map(|c| &c.run_states_ns)
-            .chain(emulations.iter().flatten().flat_map(|e| &e.e.run_states_ns))
-            .copied()
-            .chain(stacks.iter().map(|s| s.state_ns))
-            .flatten()
-            .collect::<Vec<f64>>(),
-    );
     let mut out = Vec::new();
     let mut emulations = emulations.into_iter();
     for p in &cfg.programs {
         let mut emus = emulations.next().unwrap_or_default();
-        let cell_of = |st: &str| cells.iter().find(|c| c.program == p.name && c.stack == st);
-        let workload = match ref_idx {
-            None => Err(anyhow::anyhow!("no stack has LogGP parameters")),
-            Some(i) => cell_of(&stacks[i].stack)
-                .context("no run on the reference stack")
-                .and_then(|c| reference_workload(c, p.is_kit())),
-        };
+        let workload = study.workload(p);
         for (si, &s) in cfg.stacks.iter().enumerate() {
-            let st = &stacks[si];
-            let c = cell_of(&s.name());
-            let mut lc = LoopCell {
-                program: p.name.clone(),
-                stack: s.name(),
-                error: None,
-                window_from: None,
-                measured_total_s: None,
-                measured_comm_s: None,
-                measured_program_s: c.and_then(|c| c.time_s),
-                trace: None,
-                piece_from_bytes: None,
-                piece_to_bytes: None,
-                predicted_total_s: None,
-                predicted_comm_s: None,
-                total_error_percent: None,
-                comm_error_percent: None,
-                emulation: None,
-                other_state: Vec::new(),
-                trace_left_out_calls: None,
-                trace_summary: None,
-                comm_misses: Vec::new(),
-                ..LoopCell::default()
-            };
-            if let Some(u) = usual {
-                let reference = ref_idx.map(|i| &stacks[i]);
-                let mut off = Vec::new();
-                off.extend(runs_off(
-                    "its runs",
-                    c.map_or(&[][..], |c| &c.run_states_ns),
-                    u,
-                ));
-                if let Some(r) = reference.filter(|r| r.stack != st.stack) {
-                    let runs = cell_of(&r.stack).map_or(&[][..], |c| &c.run_states_ns);
-                    off.extend(runs_off("the reference's runs", runs, u));
-                }
-                for b in std::iter::once(st).chain(reference.filter(|r| r.stack != st.stack)) {
-                    if !same_state(b.state_ns, Some(u)) {
-                        off.push(format!(
-                            "the bench of {} ({})",
-                            b.stack,
-                            state_name(b.state_ns)
-                        ));
-                    }
-                }
-                lc.other_state = off;
-            }
-            let mut why: Vec<String> = Vec::new();
-            match c {
-                Some(Cell { error: Some(e), .. }) => why.push(format!("the run failed: {e}")),
-                Some(c) => match measured(&c.monitor_dirs, p.is_kit()) {
-                    Ok((t, m)) => {
-                        lc.measured_total_s = Some(t);
-                        lc.measured_comm_s = Some(m);
-                    }
-                    Err(e) => why.push(format!("{e:#}")),
-                },
-                None => why.push("no run".into()),
-            }
-            match (&workload, &st.params) {
-                (Err(e), _) => why.push(format!("no trace: {e:#}")),
-                (_, None) => why.push(format!(
-                    "no LogGP parameters: {}",
-                    st.error.as_deref().unwrap_or("unknown")
-                )),
-                (Ok((w, from_barrier, trace, stats)), Some(first)) => {
-                    lc.trace_left_out_calls = Some(stats.left_out());
-                    lc.trace_summary = Some(stats.describe());
-                    // The piece covering the program's median message: a program of 8 KiB
-                    // blocks priced by the 8 B – 4 KiB piece missed by up to 67 % on a stack
-                    // whose protocol switches between.
-                    let size = crate::emulate_sweep::median_send_bytes(w);
-                    let params = piece_for(st, size).unwrap_or(first);
-                    lc.piece_from_bytes = params.piece_from_bytes;
-                    lc.piece_to_bytes = params.piece_to_bytes;
-                    lc.bytes_above_piece_percent = params
-                        .piece_to_bytes
-                        .and_then(|top| crate::emulate_sweep::send_bytes_above_percent(w, top));
-                    // A message to oneself takes the MPI library's in-memory path on every
-                    // stack: it costs what the reference's overheads are, not a TCP stack's
-                    // kernel send path (halo's two self messages an iteration on 2 ranks were
-                    // charged ompi-tcp's o_s of 4.9 µs each, +62 to +75 %).
-                    let own = ref_idx
-                        .and_then(|i| piece_for(&stacks[i], size))
-                        .unwrap_or(params);
-                    match predict(w, params, own) {
-                        Ok((t, m)) => {
-                            lc.window_from =
-                                Some(if *from_barrier { "barrier" } else { "init" }.into());
-                            lc.trace = Some(trace.clone());
-                            lc.predicted_total_s = Some(t);
-                            lc.predicted_comm_s = Some(m);
-                            lc.total_error_percent =
-                                lc.measured_total_s.and_then(|x| error_percent(t, x));
-                            lc.comm_error_percent =
-                                lc.measured_comm_s.and_then(|x| error_percent(m, x));
-                        }
-                        Err(e) => why.push(format!("{e:#}")),
-                    }
-                }
-            }
-            if let Some(i) = emus.iter().position(|e| e.stack == s.name()) {
-                let er = emus.swap_remove(i);
-                let mut e = er.e;
-                if e.error.is_none() {
-                    e.total_s = median(&er.totals);
-                    e.program_s = median(&er.programs);
-                    e.total_error_percent = e
-                        .total_s
-                        .zip(lc.measured_total_s)
-                        .and_then(|(x, m)| error_percent(x, m));
-                    e.program_error_percent = e
-                        .program_s
-                        .zip(lc.measured_program_s)
-                        .and_then(|(x, m)| error_percent(x, m));
-                    e.comm_s = median(&er.comms);
-                    e.comm_error_percent = e
-                        .comm_s
-                        .zip(lc.measured_comm_s)
-                        .and_then(|(x, m)| error_percent(x, m));
-                }
-                if let Some(u) = usual {
-                    lc.other_state
-                        .extend(runs_off(EMULATED_RUNS, &e.run_states_ns, u));
-                }
-                lc.emulation = Some(e);
-            }
-            if !why.is_empty() {
-                lc.error = Some(why.join("; "));
-            }
-            lc.comm_misses = miss_causes(&lc);
-            out.push(lc);
+            out.push(study.cell(p, s, &stacks[si], &workload, &mut emus));
         }
     }
     tally(Loop {
@@ -930,39 +670,259 @@ pub(crate) fn finish(
         comm_emulations_usual: 0,
     })
 }
+
+/// Why the reference is the reference: every stack's o_s + L + o_r.
+fn reference_rule(stacks: &[LoopStack], ref_idx: Option<usize>) -> String {
+    match ref_idx {
+        Some(i) => {
+            let list: Vec<String> = stacks
+                .iter()
+                .filter_map(|s| {
+                    Some(format!(
+                        "{} {:.2} µs",
+                        s.stack,
+                        s.params.as_ref()?.small_message_ns / 1e3
+                    ))
+                })
+                .collect();
+            format!(
+                "{}: the least small-message cost o_s + L + o_r ({})",
+                stacks[i].stack,
+                list.join(", ")
+            )
+        }
+        None => "none: no stack has LogGP parameters".into(),
+    }
+}
+
+/// Every run's and bench round's state: the study's usual one is their median.
+fn usual_state(cells: &[Cell], emulations: &[Vec<EmuRuns>], stacks: &[LoopStack]) -> Option<f64> {
+    median(
+        &cells
+            .iter()
+            .flat_map(|c| &c.run_states_ns)
+            .chain(emulations.iter().flatten().flat_map(|e| &e.e.run_states_ns))
+            .copied()
+            .chain(stacks.iter().map(|s| s.state_ns))
+            .flatten()
+            .collect::<Vec<f64>>(),
+    )
+}
+
+/// What every cell of the loop's section is made from.
+struct Finishing<'a> {
+    cells: &'a [Cell],
+    stacks: &'a [LoopStack],
+    ref_idx: Option<usize>,
+    usual: Option<f64>,
+}
+
+impl Finishing<'_> {
+    fn cell_of(&self, p: &Program, stack: &str) -> Option<&Cell> {
+        self.cells
+            .iter()
+            .find(|c| c.program == p.name && c.stack == stack)
+    }
+
+    fn reference(&self) -> Option<&LoopStack> {
+        self.ref_idx.map(|i| &self.stacks[i])
+    }
+
+    /// Program `p`'s trace on the reference, parsed.
+    fn workload(&self, p: &Program) -> Result<RefTrace> {
+        match self.reference() {
+            None => Err(StudyError::Missing("no stack has LogGP parameters")),
+            Some(r) => self
+                .cell_of(p, &r.stack)
+                .ok_or(StudyError::Missing("no run on the reference stack"))
+                .and_then(|c| reference_workload(c, p.is_kit())),
+        }
+    }
+
+    /// Program `p` on stack `s`: measured, predicted and emulated.
+    fn cell(
+        &self,
+        p: &Program,
+        s: Stack,
+        st: &LoopStack,
+        workload: &Result<RefTrace>,
+        emus: &mut Vec<EmuRuns>,
+    ) -> LoopCell {
+        let c = self.cell_of(p, &s.name());
+        let mut lc = LoopCell {
+            program: p.name.clone(),
+            stack: s.name(),
+            measured_program_s: c.and_then(|c| c.time_s),
+            ..LoopCell::default()
+        };
+        if let Some(u) = self.usual {
+            lc.other_state = self.other_state(p, st, c, u);
+        }
+        let mut why: Vec<String> = Vec::new();
+        match c {
+            Some(Cell { error: Some(e), .. }) => why.push(format!("the run failed: {e}")),
+            Some(c) => match measured(&c.monitor_dirs, p.is_kit()) {
+                Ok((t, m)) => {
+                    lc.measured_total_s = Some(t);
+                    lc.measured_comm_s = Some(m);
+                }
+                Err(e) => why.push(chain(&e)),
+            },
+            None => why.push("no run".into()),
+        }
+        match (workload, &st.params) {
+            (Err(e), _) => why.push(format!("no trace: {}", chain(e))),
+            (_, None) => why.push(format!(
+                "no LogGP parameters: {}",
+                st.error.as_deref().unwrap_or("unknown")
+            )),
+            (Ok(w), Some(first)) => {
+                if let Err(e) = self.predict_cell(&mut lc, st, w, first) {
+                    why.push(chain(&e));
+                }
+            }
+        }
+        if let Some(i) = emus.iter().position(|e| e.stack == s.name()) {
+            emulated(&mut lc, emus.swap_remove(i), self.usual);
+        }
+        if !why.is_empty() {
+            lc.error = Some(why.join("; "));
+        }
+        lc.comm_misses = miss_causes(&lc);
+        lc
+    }
+
+    /// What of a cell ran in a state other than the study's usual `u`: its runs, the
+    /// reference's runs, the benches of its stack and of the reference.
+    fn other_state(&self, p: &Program, st: &LoopStack, c: Option<&Cell>, u: f64) -> Vec<String> {
+        let reference = self.reference();
+        let mut off = Vec::new();
+        off.extend(runs_off(
+            "its runs",
+            c.map_or(&[][..], |c| &c.run_states_ns),
+            u,
+        ));
+        if let Some(r) = reference.filter(|r| r.stack != st.stack) {
+            let runs = self
+                .cell_of(p, &r.stack)
+                .map_or(&[][..], |c| &c.run_states_ns);
+            off.extend(runs_off("the reference's runs", runs, u));
+        }
+        for b in std::iter::once(st).chain(reference.filter(|r| r.stack != st.stack)) {
+            if !same_state(b.state_ns, Some(u)) {
+                off.push(format!(
+                    "the bench of {} ({})",
+                    b.stack,
+                    state_name(b.state_ns)
+                ));
+            }
+        }
+        off
+    }
+
+    /// The replay of the reference's trace `w` with `st`'s parameters into `lc`.
+    fn predict_cell(
+        &self,
+        lc: &mut LoopCell,
+        st: &LoopStack,
+        (w, from_barrier, trace, stats): &RefTrace,
+        first: &Params,
+    ) -> Result<()> {
+        lc.trace_left_out_calls = Some(stats.left_out());
+        lc.trace_summary = Some(stats.describe());
+        // The piece covering the program's median message: a program of 8 KiB blocks priced
+        // by the 8 B – 4 KiB piece missed by up to 67 % on a stack whose protocol switches
+        // between.
+        let size = median_send_bytes(w);
+        let params = piece_for(st, size).unwrap_or(first);
+        lc.piece_from_bytes = params.piece_from_bytes;
+        lc.piece_to_bytes = params.piece_to_bytes;
+        lc.bytes_above_piece_percent = params
+            .piece_to_bytes
+            .and_then(|top| send_bytes_above_percent(w, top));
+        // A message to oneself takes the MPI library's in-memory path on every stack: it costs
+        // what the reference's overheads are, not a TCP stack's kernel send path (halo's two
+        // self messages an iteration on 2 ranks were charged ompi-tcp's o_s of 4.9 µs each,
+        // +62 to +75 %).
+        let own = self
+            .reference()
+            .and_then(|r| piece_for(r, size))
+            .unwrap_or(params);
+        let (t, m) = predict(w, params, own)?;
+        lc.window_from = Some(if *from_barrier { "barrier" } else { "init" }.into());
+        lc.trace = Some(trace.clone());
+        lc.predicted_total_s = Some(t);
+        lc.predicted_comm_s = Some(m);
+        lc.total_error_percent = lc.measured_total_s.and_then(|x| error_percent(t, x));
+        lc.comm_error_percent = lc.measured_comm_s.and_then(|x| error_percent(m, x));
+        Ok(())
+    }
+}
+
+/// A cell's emulation, its medians set against the cell's measured times.
+fn emulated(lc: &mut LoopCell, er: EmuRuns, usual: Option<f64>) {
+    let mut e = er.e;
+    if e.error.is_none() {
+        e.total_s = median(&er.totals);
+        e.program_s = median(&er.programs);
+        e.total_error_percent = e
+            .total_s
+            .zip(lc.measured_total_s)
+            .and_then(|(x, m)| error_percent(x, m));
+        e.program_error_percent = e
+            .program_s
+            .zip(lc.measured_program_s)
+            .and_then(|(x, m)| error_percent(x, m));
+        e.comm_s = median(&er.comms);
+        e.comm_error_percent = e
+            .comm_s
+            .zip(lc.measured_comm_s)
+            .and_then(|(x, m)| error_percent(x, m));
+    }
+    if let Some(u) = usual {
+        lc.other_state
+            .extend(runs_off(EMULATED_RUNS, &e.run_states_ns, u));
+    }
+    lc.emulation = Some(e);
+}
+
+fn send_sizes(w: &commperf_predict::workload::Workload) -> impl Iterator<Item = u64> + '_ {
+    w.ops()
+        .iter()
+        .filter_map(|op| op.send_parts().map(|(_, _, bytes, _)| bytes))
+}
+
+/// The median message size of a workload's sends (collectives expanded), by count, bytes;
+/// `None` when it sends none.
+pub fn median_send_bytes(w: &commperf_predict::workload::Workload) -> Option<u64> {
+    let mut sizes: Vec<u64> = send_sizes(w).collect();
+    if sizes.is_empty() {
+        return None;
+    }
+    let mid = sizes.len() / 2;
+    Some(*sizes.select_nth_unstable(mid).1)
+}
+
+/// The share of `w`'s point-to-point bytes (%) in messages larger than `size`; None without
+/// any.
+pub fn send_bytes_above_percent(
+    w: &commperf_predict::workload::Workload,
+    size: u64,
+) -> Option<f64> {
+    let (mut all, mut above) = (0u128, 0u128);
+    for bytes in send_sizes(w) {
+        all += u128::from(bytes);
+        if bytes > size {
+            above += u128::from(bytes);
+        }
+    }
+    (all > 0).then(|| 100.0 * above as f64 / all as f64)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn params(l: f64, o_s: f64, o_r: f64, g: f64, big_g: f64) -> Params {
-        Params {
-            L_ns: l,
-            o_s_ns: o_s,
-            o_r_ns: o_r,
-            g_ns: g,
-            G_ns_per_byte: big_g,
-            O_ns_per_byte: 0.0,
-            piece_from_bytes: None,
-            piece_to_bytes: None,
-            small_message_ns: o_s + l + o_r,
-            overlap_ns: 0.0,
-            send_wait_ns: 0.0,
-            duplex_ns: 0.0,
-        }
-    }
-
-    fn stack(name: &str, p: Option<Params>) -> LoopStack {
-        LoopStack {
-            stack: name.into(),
-            error: p.is_none().then(|| "no commperf linking MPICH".to_string()),
-            notes: Vec::new(),
-            file: None,
-            params: p,
-            pieces: Vec::new(),
-            ladder_us: None,
-            state_ns: None,
-        }
-    }
+    use crate::fixtures::{params, stack};
 
     #[test]
     fn the_round_kept_is_the_least_of_those_with_parameters() {
@@ -1106,56 +1066,5 @@ mod tests {
         assert!(!window(&mut run));
         assert_eq!(run.ranks[0].header.start_ns, 1_000);
         assert_eq!(run.ranks[0].events.len(), 2);
-    }
-
-    #[test]
-    fn bench_parameters_come_from_the_first_piece_in_ns() {
-        let text = r#"{"schema_version": 2, "tool": "commperf 0.1.0", "started_unix_s": 1,
-          "machine": {"hostname": "vm", "cpu_model": "AMD EPYC", "cores": 2, "kernel": "6",
-            "timer": {"source": "tsc", "tsc_ghz": 2.6, "cost_ns": 9.5}},
-          "options": {"benchmarks": ["loggp"], "transports": ["mpi"], "modes": ["poll"],
-            "sizes_bytes": [8, 16384], "iterations": 5, "window": 64, "validate": false,
-            "launcher": "mpi", "peer": "rank 1", "mpi_library": "Open MPI v4.1.4"},
-          "placement": {"pinned": false, "local_cpu": 0, "peer_cpu": 1},
-          "results": [
-          {"benchmark": "loggp", "transport": "mpi", "mode": "poll", "size_bytes": 16384,
-           "iterations": 5, "warmup": 1, "validated": true, "o_s_fixed_us": 9.0,
-           "o_r_fixed_us": 9.0, "g_us": 9.0, "G_us_per_byte": 0.009, "L_us": 9.0},
-          {"benchmark": "loggp", "transport": "mpi", "mode": "poll", "size_bytes": 8,
-           "iterations": 5, "warmup": 1, "validated": true, "o_s_fixed_us": 0.25,
-           "o_r_fixed_us": 0.5, "g_us": 0.125, "G_us_per_byte": 0.0001, "L_us": 1.0,
-           "O_s_us_per_byte": 0.00002, "piece_from_bytes": 8, "piece_to_bytes": 4096}
-        ]}"#;
-        let (p, _) = params_from_bench(&bench_rows(text).unwrap()).unwrap();
-        assert_eq!(
-            (p.o_s_ns, p.o_r_ns, p.g_ns, p.L_ns),
-            (250.0, 500.0, 125.0, 1000.0)
-        );
-        assert!((p.G_ns_per_byte - 0.1).abs() < 1e-12);
-        assert!((p.O_ns_per_byte - 0.01).abs() < 1e-12);
-        assert_eq!(p.small_message_ns, 1750.0);
-        assert_eq!(p.piece_to_bytes, Some(4096));
-        let no_l = text.replace("\"L_us\": 1.0,", "");
-        let e = params_from_bench(&bench_rows(&no_l).unwrap())
-            .unwrap_err()
-            .to_string();
-        assert!(e.contains("left L out at 8 B"), "{e}");
-        // Every piece: the 16 KiB row's own (8 KiB – 1 MiB) beside the first.
-        let two = text.replace(
-            "\"L_us\": 9.0}",
-            "\"L_us\": 9.0, \"piece_from_bytes\": 8192, \"piece_to_bytes\": 1048576}",
-        );
-        let pieces = pieces_from_bench(&bench_rows(&two).unwrap());
-        assert_eq!(pieces.len(), 2);
-        assert_eq!(pieces[0].o_s_ns, 250.0);
-        assert_eq!(pieces[1].o_s_ns, 9000.0);
-        // A program's median message takes the piece covering it, or the nearer on a log
-        // scale: 6 KiB is 1.5× past 4 KiB and 1.33× short of 8 KiB.
-        let at = |size| Params::covering(&pieces, size).unwrap().o_s_ns;
-        assert_eq!(
-            (at(8), at(4096), at(16384), at(1 << 30)),
-            (250.0, 250.0, 9000.0, 9000.0)
-        );
-        assert_eq!((at(5000), at(6144)), (250.0, 9000.0));
     }
 }

@@ -1,12 +1,13 @@
 //! The clusters under the network stacks of `commperf app` (`ompi-tcp@100mbit`): the stacks
-//! themselves, their names and launches are [`commperf_study::stack`]'s; a stack's launch names
+//! themselves, their names and launches are [`crate::stack`]'s; a stack's launch names
 //! its cluster by this process's `cpt<pid>-` and the stack's letter before the cluster exists,
 //! and [`Nets`] builds (and on drop removes) the clusters under those names.
 
-use commperf_study::stack::Stack;
+use crate::stack::Stack;
 use commperf_testbed::netns::{Cluster, ClusterSpec, Shaper};
 
 /// The clusters of a study's network stacks, removed when dropped.
+#[derive(Debug)]
 pub struct Nets {
     built: Vec<(char, Result<Cluster, String>)>,
 }

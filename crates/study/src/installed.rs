@@ -10,9 +10,9 @@
 //! names). A binary that links the other MPI is refused naming both, before mpirun would fail
 //! obscurely.
 
-use anyhow::{bail, Context, Result};
+use crate::error::{chain, Context, Result, StudyError};
+use crate::stack::Stack;
 use commperf_pmpi::Flavour;
-use commperf_study::stack::Stack;
 use std::path::{Path, PathBuf};
 
 /// An installed program of the study.
@@ -75,10 +75,12 @@ fn arg(i: Installed, args: &[String], name: &str) -> Result<u64> {
         .iter()
         .rev()
         .find_map(|a| a.strip_prefix(&format!("{name}=")))
-        .context("missing argument")?;
+        .ok_or(StudyError::Missing("missing argument"))?;
     match v.parse::<u64>() {
         Ok(x) if (*lo..=*hi).contains(&x) => Ok(x),
-        _ => bail!("{name}={v}: expected {what}, an integer from {lo} to {hi}"),
+        _ => Err(StudyError::Refused(format!(
+            "{name}={v}: expected {what}, an integer from {lo} to {hi}"
+        ))),
     }
 }
 
@@ -94,7 +96,7 @@ pub fn check_args(i: Installed, args: &[String]) -> Result<(), String> {
                 known.join(", ")
             ));
         }
-        arg(i, args, name).map_err(|e| format!("{e:#}"))?;
+        arg(i, args, name).map_err(|e| chain(&e))?;
     }
     Ok(())
 }
@@ -139,7 +141,9 @@ fn hpccinf(np: u32, n: u64) -> Result<String> {
         }
     }
     if seen != [true; 3] {
-        bail!("the built-in hpccinf.txt has no Ns, Ps or Qs line");
+        return Err(StudyError::Missing(
+            "the built-in hpccinf.txt has no Ns, Ps or Qs line",
+        ));
     }
     Ok(out)
 }
@@ -153,7 +157,9 @@ fn in_lj(size: u64, steps: u64) -> Result<String> {
         )
         .replace("run             200", &format!("run             {steps}"));
     if !t.contains(&format!("run             {steps}")) || !t.contains(&format!("0 {size} 0")) {
-        bail!("the built-in in.lj has no box or run line to set");
+        return Err(StudyError::Missing(
+            "the built-in in.lj has no box or run line to set",
+        ));
     }
     Ok(t)
 }
@@ -169,12 +175,12 @@ fn which(name: &str) -> Option<PathBuf> {
 /// The binary for the stack's MPI: Debian's for Open MPI, `--mpich-apps DIR`/bin's for MPICH.
 fn binary(i: Installed, s: Stack, mpich_apps: Option<&Path>) -> Result<PathBuf> {
     let bin = match s.flavour() {
-        Flavour::OpenMpi => which(i.binary()).with_context(|| {
-            format!(
+        Flavour::OpenMpi => which(i.binary()).ok_or_else(|| {
+            StudyError::Refused(format!(
                 "{} is not installed (apt-get install {})",
                 i.binary(),
                 i.package()
-            )
+            ))
         })?,
         _ => {
             let script = format!(
@@ -186,33 +192,36 @@ fn binary(i: Installed, s: Stack, mpich_apps: Option<&Path>) -> Result<PathBuf> 
                 }
             );
             let Some(dir) = mpich_apps else {
-                bail!(
+                return Err(StudyError::Refused(format!(
                     "Debian's {} links Open MPI only: build one against MPICH with {script} \
                      and pass its directory as --mpich-apps",
                     i.package(),
-                )
+                )));
             };
             let b = dir.join("bin").join(i.binary());
             if !b.is_file() {
-                bail!(
+                return Err(StudyError::Refused(format!(
                     "--mpich-apps {}: no bin/{} in it ({script} builds it)",
                     dir.display(),
                     i.binary()
-                );
+                )));
             }
             b
         }
     };
     match commperf_launch::preload::program_flavour(&bin) {
         Some((f, _)) if f == s.flavour() => Ok(bin),
-        Some((f, lib)) => bail!(
+        Some((f, lib)) => Err(StudyError::Refused(format!(
             "{} links {} ({lib}), not {} as {} needs",
             bin.display(),
             f.name(),
             s.flavour().name(),
             s.name()
-        ),
-        None => bail!("{} links no MPI library", bin.display()),
+        ))),
+        None => Err(StudyError::Refused(format!(
+            "{} links no MPI library",
+            bin.display()
+        ))),
     }
 }
 
@@ -255,10 +264,10 @@ pub fn command(
 
 /// The patterns an installed program's runs are judged by: hpcc's summary in its
 /// `hpccoutf.txt` (timed by HPL's solve), LAMMPS's `Loop time of`.
-pub fn builtin(i: Installed) -> commperf_study::verdict::Builtin {
+pub fn builtin(i: Installed) -> crate::verdict::Builtin {
     match i {
-        Installed::Hpcc => commperf_study::verdict::Builtin::Hpcc,
-        Installed::Lammps => commperf_study::verdict::Builtin::Lammps,
+        Installed::Hpcc => crate::verdict::Builtin::Hpcc,
+        Installed::Lammps => crate::verdict::Builtin::Lammps,
     }
 }
 
@@ -320,6 +329,6 @@ mod tests {
             .contains("2            Ps"));
         let _ = std::fs::remove_dir_all(&d);
         let e = command(Installed::Hpcc, &args, Stack::MPICH_SHM, 4, None, &d).unwrap_err();
-        assert!(format!("{e:#}").contains("--mpich-apps"), "{e:#}");
+        assert!(chain(&e).contains("--mpich-apps"), "{e}");
     }
 }

@@ -3,13 +3,13 @@
 //! study, so that the page of the study shows them beside the program's profile and its times
 //! on the real stacks.
 //!
-//! Each program's sweep is `commperf emulate sweep` itself, run as a child process (this
+//! Each program's sweep is `commperf emulate sweep` itself, run as a child process (the running
 //! binary) on the program's launch on that stack: the same settings, interleaving, medians,
 //! noise band and per-run isolation as the verb, and its result (`SweepResult`, the verb's one
 //! serde struct) kept whole in the study. A sweep that fails is reported for its program and
 //! the study goes on.
 
-use anyhow::{bail, Context, Result};
+use crate::error::{Context, Result, StudyError};
 use commperf_emulate::sweep::SweepResult;
 use commperf_emulate::Knob;
 use std::path::Path;
@@ -68,13 +68,11 @@ pub fn sweep(
     let r = text.as_deref().map(serde_json::from_str::<SweepResult>);
     match r {
         Some(Ok(r)) => Ok(r),
-        _ => {
-            let why = crate::app::last_lines(&std::fs::read(&log).unwrap_or_default(), 1);
-            bail!(
-                "emulate sweep exited with {o}: {why} (log {})",
-                log.display()
-            )
-        }
+        _ => Err(StudyError::Sweep {
+            status: o,
+            why: crate::launch::last_lines(&std::fs::read(&log).unwrap_or_default(), 1),
+            log: log.display().to_string(),
+        }),
     }
 }
 
