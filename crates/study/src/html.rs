@@ -698,8 +698,15 @@ pub fn loop_svg(l: &Loop) -> String {
         .width(760.0)
         .plot_height(420.0)
         .panel(panel);
+    f.legend.extend(loop_legend(&stacks));
+    f.svg()
+}
+
+/// Figure (c)'s legend: one colour per stack, the two markers, the guides.
+fn loop_legend(stacks: &[&str]) -> Vec<LegendEntry> {
+    let mut legend = Vec::new();
     for (si, st) in stacks.iter().enumerate() {
-        f.legend.push(LegendEntry {
+        legend.push(LegendEntry {
             label: st.to_string(),
             colour: colour(si),
             swatch: Swatch::Box,
@@ -709,18 +716,18 @@ pub fn loop_svg(l: &Loop) -> String {
         ("predicted", Marker::Circle),
         ("emulated", Marker::OpenSquare),
     ] {
-        f.legend.push(LegendEntry {
+        legend.push(LegendEntry {
             label: label.into(),
             colour: GREY,
             swatch: Swatch::Line(Stroke::None, marker),
         });
     }
-    f.legend.push(LegendEntry {
+    legend.push(LegendEntry {
         label: "y = x, and ±10 % dashed".into(),
         colour: GREY,
         swatch: Swatch::Rule(Stroke::Solid),
     });
-    f.svg()
+    legend
 }
 
 /// The loop: the stacks' LogGP parameters, the table of measured, predicted and emulated
