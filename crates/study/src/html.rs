@@ -10,11 +10,16 @@
 //! per size bin; with the loop (`--loop`), its table and figure (c), predicted and emulated
 //! against measured time on one plane (log10 on both axes when the times span more than a factor
 //! of 30) with the diagonal and the goal's ±10 % band; with `--sweep`, figure (d), each
-//! program's sensitivity curves. Every text that comes from the command line or from a program (names, errors,
-//! notes, the MPI library's banner) is escaped. Deterministic: the same study gives the same
-//! bytes.
+//! program's sensitivity curves.
+//!
+//! The page is a `maud` template: every text interpolated into it (names, errors, notes, the
+//! MPI library's banner, numbers) is escaped by the template itself, in content and in attribute
+//! values alike, so no call site can forget to. Only two things enter unescaped, each through one
+//! named function that says why it is safe: the page's fixed style sheet ([`style_sheet`]) and
+//! the figures drawn by the chart layer ([`figure_svg`]). Deterministic: the same study gives
+//! the same bytes.
 
-use crate::schema::{Cell, Loop, Profile, Study};
+use crate::schema::{Cell, Explanation, Loop, LoopCell, LoopStack, Profile, Sensitivity, Study};
 use commperf_core::format_size;
 use commperf_report::plot::{
     colour, Bar, BarGroup, Figure, Guide, LegendEntry, Marker, Panel, Point, Series, Stroke,
@@ -23,7 +28,7 @@ use commperf_report::plot::{
 use commperf_report::svg::esc;
 use commperf_report::units;
 use commperf_stats::axis::Axis;
-use std::fmt::Write as _;
+use maud::{html, Markup, PreEscaped, DOCTYPE};
 
 const STYLE: &str = "body{font-family:sans-serif;margin:1.5em auto;max-width:72em;\
 padding:0 1em;color:#222}\
@@ -37,61 +42,97 @@ figure svg{display:block;max-width:100%;height:auto}\
 section.program{border-top:1px solid #ddd;margin-top:1.5em}\
 cite{font-style:italic}";
 
+/// The page's style sheet, unescaped: the content of `<style>` is raw text to a browser (an
+/// entity there would not be decoded). Safe because it is [`STYLE`], a constant of this file
+/// that holds no `<`: nothing from a study reaches it.
+fn style_sheet() -> PreEscaped<&'static str> {
+    PreEscaped(STYLE)
+}
+
+/// A figure drawn by the chart layer (`commperf_report::plot`, which the sweep's own SVG uses
+/// too), inserted as it is. Safe because the chart layer escapes every text it writes (titles,
+/// axis and slot labels, legends, tooltips) and the attributes it is handed are built by
+/// [`data_attrs`], which escapes each value.
+fn figure_svg(svg: String) -> PreEscaped<String> {
+    PreEscaped(svg)
+}
+
+/// Attributes for an element the chart layer draws (`data-program="ep" data-stack="…"`): the
+/// chart layer writes a bar's or a point's attributes as given, so each value is escaped here,
+/// the one place that builds them.
+fn data_attrs(pairs: &[(&str, &str)]) -> String {
+    pairs
+        .iter()
+        .map(|(name, value)| format!("{name}=\"{}\"", esc(value)))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 /// The whole page.
 pub fn page(s: &Study) -> String {
-    let mut o = String::new();
     let title = format!(
         "commperf app: {} program(s) × {} stack(s), {} ranks",
         s.programs.len(),
         s.stacks.len(),
         s.np
     );
-    let _ = write!(
-        o,
-        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
-         <meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; \
-         style-src 'unsafe-inline'\">\n<title>{}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n",
-        esc(&title)
-    );
-    let _ = writeln!(o, "<h1>{}</h1>", esc(&title));
-    let _ = writeln!(
-        o,
-        "<p class=\"note\">Each program run on each MPI stack under the monitor's interposer, \
-         beside the stacks' micro-benchmark figures, as in Table 5.1 of N. S. Kutluğ, \
-         <cite>Performance Evaluation and Analysis of User Level Networking Protocols in \
-         Clusters</cite> (MS thesis, The Ohio State University, 2000). Completion time is the \
-         median of {} run(s) of the program's own time where it reports one (its time pattern), \
-         else of the launch's wall time (marked <sup>wall</sup>). Study wall time {} ({} {}).</p>",
-        s.repeat,
-        units::format_seconds(s.wall_time_s),
-        esc(&s.schema),
-        s.schema_version
-    );
-    if let Some(n) = &s.oversubscribed {
-        let _ = writeln!(o, "<p class=\"note\">Note: {}</p>", esc(n));
+    html! {
+        (DOCTYPE)
+        html lang="en" {
+            head {
+                meta charset="utf-8";
+                meta http-equiv="Content-Security-Policy"
+                    content="default-src 'none'; style-src 'unsafe-inline'";
+                title { (title) }
+                style { (style_sheet()) }
+            }
+            body {
+                h1 { (title) }
+                (introduction(s))
+                (times_table(s))
+                figure id="fig-times" {
+                    (figure_svg(times_svg(s)))
+                    figcaption { "(a) Completion time per program across the stacks." }
+                }
+                (explanations(s))
+                (micro_table(s))
+                h2 id="profiles" { "Message profiles and signatures" }
+                @for (i, p) in s.programs.iter().enumerate() {
+                    (program_section(s, i, p))
+                }
+                @if let Some(l) = &s.loop_study {
+                    (loop_section(l))
+                }
+                (sensitivity(s))
+            }
+        }
     }
-    times_table(&mut o, s);
-    let _ = writeln!(o, "<figure id=\"fig-times\">");
-    o += &times_svg(s);
-    let _ = writeln!(
-        o,
-        "<figcaption>(a) Completion time per program across the stacks.</figcaption>\n</figure>"
-    );
-    explanations(&mut o, s);
-    micro_table(&mut o, s);
-    let _ = writeln!(
-        o,
-        "<h2 id=\"profiles\">Message profiles and signatures</h2>"
-    );
-    for (i, p) in s.programs.iter().enumerate() {
-        program_section(&mut o, s, i, p);
+    .into_string()
+}
+
+/// What the page shows and where its papers are, and the note on oversubscription.
+fn introduction(s: &Study) -> Markup {
+    html! {
+        p class="note" {
+            "Each program run on each MPI stack under the monitor's interposer, beside the \
+             stacks' micro-benchmark figures, as in Table 5.1 of N. S. Kutluğ, "
+            cite {
+                "Performance Evaluation and Analysis of User Level Networking Protocols in \
+                 Clusters"
+            }
+            " (MS thesis, The Ohio State University, 2000). Completion time is the median of "
+            (s.repeat)
+            " run(s) of the program's own time where it reports one (its time pattern), else \
+             of the launch's wall time (marked "
+            sup { "wall" }
+            "). Study wall time "
+            (units::format_seconds(s.wall_time_s))
+            " (" (s.schema) " " (s.schema_version) ")."
+        }
+        @if let Some(n) = &s.oversubscribed {
+            p class="note" { "Note: " (n) }
+        }
     }
-    if let Some(l) = &s.loop_study {
-        loop_section(&mut o, l);
-    }
-    sensitivity(&mut o, s);
-    let _ = writeln!(o, "</body>\n</html>");
-    o
 }
 
 fn cell<'a>(s: &'a Study, program: &str, stack: &str) -> Option<&'a Cell> {
@@ -104,174 +145,178 @@ fn opt(v: Option<f64>, f: impl Fn(f64) -> String) -> String {
     v.map_or_else(|| "-".to_string(), f)
 }
 
-fn times_table(o: &mut String, s: &Study) {
-    let _ = writeln!(
-        o,
-        "<h2 id=\"times\">Completion time per program and stack</h2>\n<table id=\"times-table\">"
-    );
-    let _ = write!(o, "<thead><tr><th>program</th>");
-    for st in &s.stacks {
-        let _ = write!(o, "<th>{}</th>", esc(st));
-    }
-    let _ = writeln!(o, "</tr></thead>\n<tbody>");
-    for p in &s.programs {
-        let _ = write!(o, "<tr><th>{}</th>", esc(p));
-        for st in &s.stacks {
-            let attrs = format!("data-program=\"{}\" data-stack=\"{}\"", esc(p), esc(st));
-            match cell(s, p, st) {
-                Some(
-                    c @ Cell {
-                        time_s: Some(t), ..
-                    },
-                ) => {
-                    // The launch's wall time is marked: it holds mpirun's start-up, which a
-                    // program's own time does not.
-                    let (source, mark, title) = if c.time_source.as_deref() == Some("wall") {
-                        (
-                            "wall",
-                            "<sup>wall</sup>",
-                            "wall time of the whole launch (no time printed by the program)"
-                                .to_string(),
-                        )
-                    } else {
-                        let by = c.time_pattern.as_deref().unwrap_or("its report");
-                        (
-                            "program",
-                            "",
-                            format!("time printed by the program, found by {by}"),
-                        )
-                    };
-                    let _ = write!(
-                        o,
-                        "<td class=\"time\" {attrs} data-seconds=\"{t}\" \
-                         data-time-source=\"{source}\" title=\"{}\">{}{mark}</td>",
-                        esc(&title),
-                        units::format_seconds(*t)
-                    );
+fn times_table(s: &Study) -> Markup {
+    let failed: Vec<&Cell> = s.cells.iter().filter(|c| c.error.is_some()).collect();
+    html! {
+        h2 id="times" { "Completion time per program and stack" }
+        table id="times-table" {
+            thead {
+                tr {
+                    th { "program" }
+                    @for st in &s.stacks { th { (st) } }
                 }
-                Some(Cell { error: Some(e), .. }) => {
-                    let _ = write!(
-                        o,
-                        "<td class=\"failed\" {attrs} title=\"{}\">FAILED</td>",
-                        esc(e)
-                    );
-                }
-                _ => {
-                    let _ = write!(o, "<td class=\"failed\" {attrs}>-</td>");
+            }
+            tbody {
+                @for p in &s.programs {
+                    tr {
+                        th { (p) }
+                        @for st in &s.stacks { (time_cell(s, p, st)) }
+                    }
                 }
             }
         }
-        let _ = writeln!(o, "</tr>");
-    }
-    let _ = writeln!(o, "</tbody>\n</table>");
-    let failed: Vec<&Cell> = s.cells.iter().filter(|c| c.error.is_some()).collect();
-    if !failed.is_empty() {
-        let _ = writeln!(o, "<ul class=\"error\">");
-        for c in failed {
-            let _ = writeln!(
-                o,
-                "<li>{} on {}: {}</li>",
-                esc(&c.program),
-                esc(&c.stack),
-                esc(c.error.as_deref().unwrap_or(""))
-            );
+        @if !failed.is_empty() {
+            ul class="error" {
+                @for c in failed {
+                    li {
+                        (c.program) " on " (c.stack) ": " (c.error.as_deref().unwrap_or(""))
+                    }
+                }
+            }
         }
-        let _ = writeln!(o, "</ul>");
     }
 }
 
-fn explanations(o: &mut String, s: &Study) {
-    let _ = writeln!(
-        o,
-        "<h2 id=\"explanations\">Which micro-benchmark figure orders the stacks as the times do</h2>\n\
-         <p class=\"note\">Spearman rank correlation between a figure's cost (latency; 1 / \
-         bandwidth) at the program's dominant message size and its completion times over the \
-         stacks (with two stacks ρ is ±1 by construction).</p>\n\
-         <table id=\"explanations-table\"><thead><tr><th>program</th><th class=\"text\">figure</th><th>ρ</th>\
-         <th>latency ρ</th><th>bandwidth ρ</th><th>stacks compared</th><th class=\"text\">note</th></tr></thead>\n<tbody>"
-    );
+/// One cell of the times table: the median time (exact in `data-seconds`), FAILED with the
+/// error as its tooltip, or `-`.
+fn time_cell(s: &Study, p: &str, st: &str) -> Markup {
+    match cell(s, p, st) {
+        Some(
+            c @ Cell {
+                time_s: Some(t), ..
+            },
+        ) => {
+            // The launch's wall time is marked: it holds mpirun's start-up, which a program's
+            // own time does not.
+            let wall = c.time_source.as_deref() == Some("wall");
+            let (source, title) = if wall {
+                (
+                    "wall",
+                    "wall time of the whole launch (no time printed by the program)".to_string(),
+                )
+            } else {
+                let by = c.time_pattern.as_deref().unwrap_or("its report");
+                (
+                    "program",
+                    format!("time printed by the program, found by {by}"),
+                )
+            };
+            html! {
+                td class="time" data-program=(p) data-stack=(st) data-seconds=(t)
+                    data-time-source=(source) title=(title) {
+                    (units::format_seconds(*t))
+                    @if wall { sup { "wall" } }
+                }
+            }
+        }
+        Some(Cell { error: Some(e), .. }) => html! {
+            td class="failed" data-program=(p) data-stack=(st) title=(e) { "FAILED" }
+        },
+        _ => html! { td class="failed" data-program=(p) data-stack=(st) { "-" } },
+    }
+}
+
+fn explanations(s: &Study) -> Markup {
+    html! {
+        h2 id="explanations" { "Which micro-benchmark figure orders the stacks as the times do" }
+        p class="note" {
+            "Spearman rank correlation between a figure's cost (latency; 1 / bandwidth) at the \
+             program's dominant message size and its completion times over the stacks (with two \
+             stacks ρ is ±1 by construction)."
+        }
+        table id="explanations-table" {
+            thead {
+                tr {
+                    th { "program" } th class="text" { "figure" } th { "ρ" }
+                    th { "latency ρ" } th { "bandwidth ρ" } th { "stacks compared" }
+                    th class="text" { "note" }
+                }
+            }
+            tbody {
+                @for e in &s.explanations { (explanation_row(e)) }
+            }
+        }
+    }
+}
+
+fn explanation_row(e: &Explanation) -> Markup {
     let r = |v: Option<f64>| opt(v, |v| format!("{v:+.2}"));
-    for e in &s.explanations {
-        let _ = writeln!(
-            o,
-            "<tr><th>{}</th><td class=\"text\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>\
-             <td class=\"text\">{}</td></tr>",
-            esc(&e.program),
-            esc(e.figure.as_deref().unwrap_or("none")),
-            r(e.spearman),
-            r(e.latency_spearman),
-            r(e.bandwidth_spearman),
-            e.stacks_compared,
-            esc(e.note.as_deref().unwrap_or(""))
-        );
+    html! {
+        tr {
+            th { (e.program) }
+            td class="text" { (e.figure.as_deref().unwrap_or("none")) }
+            td { (r(e.spearman)) }
+            td { (r(e.latency_spearman)) }
+            td { (r(e.bandwidth_spearman)) }
+            td { (e.stacks_compared) }
+            td class="text" { (e.note.as_deref().unwrap_or("")) }
+        }
     }
-    let _ = writeln!(o, "</tbody>\n</table>");
 }
 
-fn micro_table(o: &mut String, s: &Study) {
-    let _ = writeln!(
-        o,
-        "<h2 id=\"micro\">Micro-benchmark figures per stack</h2>\n<p class=\"note\">MPI layer, 2 \
-         ranks under the stack's launcher: latency p50 (<code>bench latency</code>), streaming \
-         bandwidth and gap g = 1 / message rate (<code>bench bw</code>), at the programs' \
-         dominant message sizes.</p>"
-    );
-    if s.benches.is_empty() {
-        let _ = writeln!(
-            o,
-            "<p class=\"note\">No micro-benchmarks in this study (--no-bench).</p>"
-        );
-        return;
-    }
-    let _ = writeln!(
-        o,
-        "<table id=\"micro-table\"><thead><tr><th>stack</th><th>size</th><th>latency µs</th>\
-         <th>bandwidth MB/s</th><th>g µs</th><th class=\"text\">dominant size of</th></tr></thead>\n<tbody>"
-    );
-    for b in &s.benches {
-        if let Some(e) = &b.error {
-            let _ = writeln!(
-                o,
-                "<tr><th>{}</th><td class=\"text error\" colspan=\"5\">{}</td></tr>",
-                esc(&b.stack),
-                esc(e)
-            );
+fn micro_table(s: &Study) -> Markup {
+    html! {
+        h2 id="micro" { "Micro-benchmark figures per stack" }
+        p class="note" {
+            "MPI layer, 2 ranks under the stack's launcher: latency p50 ("
+            code { "bench latency" }
+            "), streaming bandwidth and gap g = 1 / message rate ("
+            code { "bench bw" }
+            "), at the programs' dominant message sizes."
         }
-        for m in &b.figures {
-            let users: Vec<String> = s
-                .cells
-                .iter()
-                .filter(|c| c.stack == b.stack)
-                .filter(|c| {
-                    c.profile
-                        .as_ref()
-                        .and_then(|p| p.dominant_mean_bytes)
-                        .is_some_and(|d| d == m.size_bytes)
-                })
-                .map(|c| esc(&c.program))
-                .collect();
-            let _ = writeln!(
-                o,
-                "<tr><th>{}</th><td>{}</td><td>{:.2}</td><td>{:.1}</td><td>{:.2}</td>\
-                 <td class=\"text\">{}</td></tr>",
-                esc(&b.stack),
-                esc(&format_size(m.size_bytes)),
-                m.latency_us,
-                m.bandwidth_mb_per_s,
-                m.gap_us,
-                users.join(", ")
-            );
-        }
-        if let Some(n) = &b.note {
-            let _ = writeln!(
-                o,
-                "<tr><th>{}</th><td class=\"text note\" colspan=\"5\">{}</td></tr>",
-                esc(&b.stack),
-                esc(n)
-            );
+        @if s.benches.is_empty() {
+            p class="note" { "No micro-benchmarks in this study (--no-bench)." }
+        } @else {
+            table id="micro-table" {
+                thead {
+                    tr {
+                        th { "stack" } th { "size" } th { "latency µs" } th { "bandwidth MB/s" }
+                        th { "g µs" } th class="text" { "dominant size of" }
+                    }
+                }
+                tbody {
+                    @for b in &s.benches { (micro_rows(s, b)) }
+                }
+            }
         }
     }
-    let _ = writeln!(o, "</tbody>\n</table>");
+}
+
+/// A stack's rows of the micro-benchmark table: its error, one row per message size (with the
+/// programs whose dominant size it is), its note.
+fn micro_rows(s: &Study, b: &crate::schema::StackBench) -> Markup {
+    let users = |size: u64| {
+        s.cells
+            .iter()
+            .filter(|c| c.stack == b.stack)
+            .filter(|c| {
+                c.profile
+                    .as_ref()
+                    .and_then(|p| p.dominant_mean_bytes)
+                    .is_some_and(|d| d == size)
+            })
+            .map(|c| c.program.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    html! {
+        @if let Some(e) = &b.error {
+            tr { th { (b.stack) } td class="text error" colspan="5" { (e) } }
+        }
+        @for m in &b.figures {
+            tr {
+                th { (b.stack) }
+                td { (format_size(m.size_bytes)) }
+                td { (format!("{:.2}", m.latency_us)) }
+                td { (format!("{:.1}", m.bandwidth_mb_per_s)) }
+                td { (format!("{:.2}", m.gap_us)) }
+                td class="text" { (users(m.size_bytes)) }
+            }
+        }
+        @if let Some(n) = &b.note {
+            tr { th { (b.stack) } td class="text note" colspan="5" { (n) } }
+        }
+    }
 }
 
 fn join(v: &[u64]) -> String {
@@ -290,96 +335,97 @@ fn dominant(p: &Profile) -> String {
     }
 }
 
-fn program_section(o: &mut String, s: &Study, i: usize, p: &str) {
-    let _ = writeln!(
-        o,
-        "<section class=\"program\" id=\"program-{i}\" data-program=\"{}\">\n<h3>{}</h3>",
-        esc(p),
-        esc(p)
-    );
-    if let Some(e) = s.explanations.iter().find(|e| e.program == p) {
-        let text = match (&e.figure, e.spearman) {
-            (Some(f), Some(r)) => format!(
-                "{f} orders the stacks as the times do (ρ = {r:+.2} over {} stacks{})",
-                e.stacks_compared,
-                if r < 0.8 { ", weak" } else { "" }
-            ),
-            _ => format!("no figure: {}", e.note.as_deref().unwrap_or("")),
-        };
-        let _ = writeln!(o, "<p class=\"explanation\">{}</p>", esc(&text));
-    }
-    let _ = writeln!(
-        o,
-        "<table class=\"profile\"><thead><tr><th>stack</th><th>time</th><th>wall</th>\
-         <th>messages</th><th>bytes</th><th>sent per rank</th><th>collectives per rank</th>\
-         <th>dominant size</th><th>latency µs</th><th>bandwidth MB/s</th><th>g µs</th>\
-         <th class=\"text\">MPI library</th></tr></thead>\n<tbody>"
-    );
+/// A program's section: its explanation, its profile on every stack, the stacks' notes and
+/// figure (b).
+fn program_section(s: &Study, i: usize, p: &str) -> Markup {
     let cells: Vec<&Cell> = s.stacks.iter().filter_map(|st| cell(s, p, st)).collect();
-    for c in &cells {
-        let _ = write!(o, "<tr><th>{}</th>", esc(&c.stack));
-        if let Some(e) = &c.error {
-            let _ = writeln!(
-                o,
-                "<td class=\"failed text\" colspan=\"11\">FAILED: {}</td></tr>",
-                esc(e)
-            );
-            continue;
-        }
-        let _ = write!(
-            o,
-            "<td>{}</td><td>{}</td>",
-            opt(c.time_s, |t| if c.time_source.as_deref() == Some("wall") {
-                format!("{} (wall)", units::format_seconds(t))
-            } else {
-                units::format_seconds(t)
-            }),
-            opt(c.wall_s, units::format_seconds)
-        );
-        match &c.profile {
-            Some(pr) => {
-                let _ = write!(
-                    o,
-                    "<td class=\"messages\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>",
-                    pr.messages,
-                    pr.bytes,
-                    join(&pr.sent_per_rank),
-                    join(&pr.collectives_per_rank),
-                    esc(&dominant(pr))
-                );
-            }
-            None => {
-                let _ = write!(o, "{}", "<td>-</td>".repeat(5));
-            }
-        }
-        match &c.micro {
-            Some(m) => {
-                let _ = write!(
-                    o,
-                    "<td>{:.2}</td><td>{:.1}</td><td>{:.2}</td>",
-                    m.latency_us, m.bandwidth_mb_per_s, m.gap_us
-                );
-            }
-            None => {
-                let _ = write!(o, "{}", "<td>-</td>".repeat(3));
-            }
-        }
-        let lib = c.profile.as_ref().map_or("", |p| p.mpi_library.as_str());
-        let _ = writeln!(o, "<td class=\"text\">{}</td></tr>", esc(lib));
-    }
-    let _ = writeln!(o, "</tbody>\n</table>");
     let notes: Vec<String> = cells
         .iter()
         .flat_map(|c| c.notes.iter().map(move |n| format!("{}: {n}", c.stack)))
         .collect();
-    if !notes.is_empty() {
-        let _ = writeln!(o, "<ul class=\"note\">");
-        for n in notes {
-            let _ = writeln!(o, "<li>{}</li>", esc(&n));
+    html! {
+        section class="program" id=(format!("program-{i}")) data-program=(p) {
+            h3 { (p) }
+            @if let Some(e) = s.explanations.iter().find(|e| e.program == p) {
+                p class="explanation" { (explanation_text(e)) }
+            }
+            table class="profile" {
+                thead {
+                    tr {
+                        th { "stack" } th { "time" } th { "wall" } th { "messages" }
+                        th { "bytes" } th { "sent per rank" } th { "collectives per rank" }
+                        th { "dominant size" } th { "latency µs" } th { "bandwidth MB/s" }
+                        th { "g µs" } th class="text" { "MPI library" }
+                    }
+                }
+                tbody {
+                    @for c in &cells { (profile_row(c)) }
+                }
+            }
+            @if !notes.is_empty() {
+                ul class="note" {
+                    @for n in &notes { li { (n) } }
+                }
+            }
+            (signature(p, &cells))
         }
-        let _ = writeln!(o, "</ul>");
     }
-    // The signature: from the first stack with a profile; the others are said to match or not.
+}
+
+fn explanation_text(e: &Explanation) -> String {
+    match (&e.figure, e.spearman) {
+        (Some(f), Some(r)) => format!(
+            "{f} orders the stacks as the times do (ρ = {r:+.2} over {} stacks{})",
+            e.stacks_compared,
+            if r < 0.8 { ", weak" } else { "" }
+        ),
+        _ => format!("no figure: {}", e.note.as_deref().unwrap_or("")),
+    }
+}
+
+/// A stack's row of a program's profile table; a failed run is one cell with its error.
+fn profile_row(c: &Cell) -> Markup {
+    let time = opt(c.time_s, |t| {
+        if c.time_source.as_deref() == Some("wall") {
+            format!("{} (wall)", units::format_seconds(t))
+        } else {
+            units::format_seconds(t)
+        }
+    });
+    let lib = c.profile.as_ref().map_or("", |p| p.mpi_library.as_str());
+    html! {
+        tr {
+            th { (c.stack) }
+            @if let Some(e) = &c.error {
+                td class="failed text" colspan="11" { "FAILED: " (e) }
+            } @else {
+                td { (time) }
+                td { (opt(c.wall_s, units::format_seconds)) }
+                @if let Some(pr) = &c.profile {
+                    td class="messages" { (pr.messages) }
+                    td { (pr.bytes) }
+                    td { (join(&pr.sent_per_rank)) }
+                    td { (join(&pr.collectives_per_rank)) }
+                    td { (dominant(pr)) }
+                } @else {
+                    @for _ in 0..5 { td { "-" } }
+                }
+                @if let Some(m) = &c.micro {
+                    td { (format!("{:.2}", m.latency_us)) }
+                    td { (format!("{:.1}", m.bandwidth_mb_per_s)) }
+                    td { (format!("{:.2}", m.gap_us)) }
+                } @else {
+                    @for _ in 0..3 { td { "-" } }
+                }
+                td class="text" { (lib) }
+            }
+        }
+    }
+}
+
+/// Figure (b): the signature from the first stack with a profile; the others are said to match
+/// or not.
+fn signature(p: &str, cells: &[&Cell]) -> Markup {
     let first = cells
         .iter()
         .find_map(|c| Some((c.stack.as_str(), c.profile.as_ref()?)));
@@ -397,88 +443,73 @@ fn program_section(o: &mut String, s: &Study, i: usize, p: &str) {
                 .filter(|(_, q)| key(q) != key(pr))
                 .map(|(st, _)| st)
                 .collect();
-            let _ = writeln!(o, "<figure class=\"signature\">");
-            o.push_str(&signature_svg(p, stack, pr));
             let same = if differ.is_empty() {
                 "the same on every stack with a profile".to_string()
             } else {
                 format!("different on {}", differ.join(", "))
             };
-            let _ = writeln!(
-                o,
-                "<figcaption>(b) {}'s signature: point-to-point messages per size bin, all ranks, \
-                 monitored on {} ({}).</figcaption>\n</figure>",
-                esc(p),
-                esc(stack),
-                esc(&same)
-            );
+            html! {
+                figure class="signature" {
+                    (figure_svg(signature_svg(p, stack, pr)))
+                    figcaption {
+                        "(b) " (p) "'s signature: point-to-point messages per size bin, all \
+                         ranks, monitored on " (stack) " (" (same) ")."
+                    }
+                }
+            }
         }
-        Some(_) => {
-            let _ = writeln!(
-                o,
-                "<p class=\"note\">No point-to-point messages: no signature to draw.</p>"
-            );
-        }
-        None => {
-            let _ = writeln!(
-                o,
-                "<p class=\"note\">No run with a message profile: no signature to draw.</p>"
-            );
-        }
+        Some(_) => html! {
+            p class="note" { "No point-to-point messages: no signature to draw." }
+        },
+        None => html! {
+            p class="note" { "No run with a message profile: no signature to draw." }
+        },
     }
-    let _ = writeln!(o, "</section>");
 }
 
-/// An SVG element of `w` × `h` with a white background and a centred title.
-/// Figure (d), per program: its sensitivity curves from `--sweep` (the sweep's own SVG, whose
-/// text it escapes itself).
-fn sensitivity(o: &mut String, s: &Study) {
+/// Figure (d), per program: its sensitivity curves from `--sweep` (the sweep's own SVG, drawn
+/// by the chart layer).
+fn sensitivity(s: &Study) -> Markup {
     let Some(first) = s.sensitivity.first() else {
-        return;
+        return html! {};
     };
-    let _ = writeln!(
-        o,
-        "<h2 id=\"sensitivity\">Sensitivity to the LogGP knobs (emulate sweep on {})</h2>\n\
-         <p class=\"note\">Each program run with one knob raised at a time, settings \
-         interleaved over the rounds, as R. P. Martin measured applications in <cite>A \
-         Systematic Characterization of Application Sensitivity to Network Performance</cite> \
-         (PhD thesis, University of California, Berkeley, 1999); slowdown = median run time \
-         over the baseline's, the baseline's own spread shaded grey as the noise band.</p>",
-        esc(&first.stack)
-    );
-    for x in &s.sensitivity {
-        match &x.sweep {
-            Some(r) => {
-                let _ = writeln!(
-                    o,
-                    "<figure class=\"sensitivity\" data-program=\"{}\">",
-                    esc(&x.program)
-                );
-                o.push_str(&r.render_svg());
-                let _ = writeln!(
-                    o,
-                    "<figcaption>(d) {}: slowdown against each knob on {}; most sensitive to \
-                     {}.</figcaption>\n</figure>",
-                    esc(&x.program),
-                    esc(&x.stack),
-                    esc(r
-                        .most_sensitive
-                        .as_deref()
-                        .unwrap_or("no knob beyond the noise band"))
-                );
-            }
-            None => {
-                let _ = writeln!(
-                    o,
-                    "<p class=\"failed\">{}: no sweep: {}</p>",
-                    esc(&x.program),
-                    esc(x.error.as_deref().unwrap_or(""))
-                );
-            }
+    html! {
+        h2 id="sensitivity" {
+            "Sensitivity to the LogGP knobs (emulate sweep on " (first.stack) ")"
         }
+        p class="note" {
+            "Each program run with one knob raised at a time, settings interleaved over the \
+             rounds, as R. P. Martin measured applications in "
+            cite {
+                "A Systematic Characterization of Application Sensitivity to Network Performance"
+            }
+            " (PhD thesis, University of California, Berkeley, 1999); slowdown = median run \
+             time over the baseline's, the baseline's own spread shaded grey as the noise band."
+        }
+        @for x in &s.sensitivity { (sweep_figure(x)) }
     }
 }
 
+fn sweep_figure(x: &Sensitivity) -> Markup {
+    match &x.sweep {
+        Some(r) => html! {
+            figure class="sensitivity" data-program=(x.program) {
+                (figure_svg(r.render_svg()))
+                figcaption {
+                    "(d) " (x.program) ": slowdown against each knob on " (x.stack)
+                    "; most sensitive to "
+                    (r.most_sensitive.as_deref().unwrap_or("no knob beyond the noise band"))
+                    "."
+                }
+            }
+        },
+        None => html! {
+            p class="failed" {
+                (x.program) ": no sweep: " (x.error.as_deref().unwrap_or(""))
+            }
+        },
+    }
+}
 /// The width the page's figures are drawn at; the page's style scales them to its column.
 const FIG_W: f64 = 1100.0;
 
@@ -497,18 +528,26 @@ fn times_svg(s: &Study) -> String {
     for (gi, p) in s.programs.iter().enumerate() {
         let bars = (s.stacks.iter().enumerate())
             .map(|(si, st)| {
-                let attrs = format!("data-program=\"{}\" data-stack=\"{}\"", esc(p), esc(st));
+                let attrs = |more: &[(&str, &str)]| {
+                    data_attrs(
+                        &[
+                            &[("data-program", p.as_str()), ("data-stack", st.as_str())],
+                            more,
+                        ]
+                        .concat(),
+                    )
+                };
                 match cell(s, p, st).and_then(|c| c.time_s) {
                     Some(t) => Bar {
                         value: Some(t / per),
                         colour: colour(si),
-                        attrs: format!("{attrs} data-seconds=\"{t}\""),
+                        attrs: attrs(&[("data-seconds", &t.to_string())]),
                         tip: format!("{p} on {st}: {}", units::format_seconds(t)),
                     },
                     None => Bar {
                         value: None,
                         colour: colour(si),
-                        attrs,
+                        attrs: attrs(&[]),
                         tip: format!("{p} on {st}: failed"),
                     },
                 }
@@ -550,10 +589,10 @@ fn signature_svg(program: &str, stack: &str, p: &Profile) -> String {
             bars: vec![Bar {
                 value: Some(b.count as f64),
                 colour: colour(0),
-                attrs: format!(
-                    "data-size-bin=\"{}\" data-count=\"{}\"",
-                    b.size_bin_bytes, b.count
-                ),
+                attrs: data_attrs(&[
+                    ("data-size-bin", &b.size_bin_bytes.to_string()),
+                    ("data-count", &b.count.to_string()),
+                ]),
                 tip: format!(
                     "≤ {}: {} messages, {} bytes",
                     format_size(b.size_bin_bytes),
@@ -569,138 +608,6 @@ fn signature_svg(program: &str, stack: &str, p: &Profile) -> String {
         .plot_height(240.0)
         .panel(panel)
         .svg()
-}
-/// The loop: the stacks' LogGP parameters, the table of measured, predicted and emulated
-/// times, and figure (c).
-fn loop_section(o: &mut String, l: &Loop) {
-    let _ = writeln!(
-        o,
-        "<h2 id=\"loop\">The loop: predicted and emulated against measured</h2>\n\
-         <p class=\"note\">Reference stack {}. Each program's monitored run on it is replayed \
-         (LogGP model) with every stack's parameters, and run under the emulation knobs set to \
-         each other stack's parameter differences. Times are from the barrier before the timed \
-         loop (the kit's programs; any other from MPI_Init) to the last MPI call (longest \
-         rank); comm is the time inside MPI calls, mean over the ranks. Within 10 %: {} of {} \
-         predictions, {} of {} emulations{}. On the communication time: {} of {} predictions, \
-         {} of {} emulations{}.</p>",
-        esc(&l.reference_rule),
-        l.predictions_within_10_percent,
-        l.predictions,
-        l.emulations_within_10_percent,
-        l.emulations,
-        esc(&crate::table::usual_counts(l)),
-        l.comm_predictions_within_10_percent,
-        l.comm_predictions,
-        l.comm_emulations_within_10_percent,
-        l.comm_emulations,
-        esc(&crate::table::usual_comm_counts(l))
-    );
-    let _ = writeln!(
-        o,
-        "<table id=\"loop-params\"><thead><tr><th>stack</th><th>L ns</th><th>o_s ns</th>\
-         <th>o_r ns</th><th>g ns</th><th>G ns/B</th><th>overlap ns</th><th>send wait ns</th>\
-         <th>duplex ns</th><th>o_s + L + o_r µs</th><th class=\"text\">note</th></tr></thead>\n<tbody>"
-    );
-    for st in &l.stacks {
-        match &st.params {
-            Some(p) => {
-                let _ = writeln!(
-                    o,
-                    "<tr><th>{}</th><td>{:.0}</td><td>{:.0}</td><td>{:.0}</td><td>{:.0}</td>\
-                     <td>{:.4}</td><td>{:.0}</td><td>{:.0}</td><td>{:.0}</td><td>{:.2}</td>\
-                     <td class=\"text\">{}</td></tr>",
-                    esc(&st.stack),
-                    p.L_ns,
-                    p.o_s_ns,
-                    p.o_r_ns,
-                    p.g_ns,
-                    p.G_ns_per_byte,
-                    p.overlap_ns,
-                    p.send_wait_ns,
-                    p.duplex_ns,
-                    p.small_message_ns / 1e3,
-                    esc(&st.notes.join("; "))
-                );
-            }
-            None => {
-                let _ = writeln!(
-                    o,
-                    "<tr><th>{}</th><td class=\"failed\" colspan=\"9\">-</td>\
-                     <td class=\"text error\">{}</td></tr>",
-                    esc(&st.stack),
-                    esc(st.error.as_deref().unwrap_or(""))
-                );
-            }
-        }
-    }
-    let _ = writeln!(o, "</tbody>\n</table>");
-    let ms = |v: Option<f64>| opt(v, units::format_seconds);
-    let pct = |v: Option<f64>| opt(v, |x| format!("{x:+.1} %"));
-    let _ = writeln!(
-        o,
-        "<table id=\"loop-table\"><thead><tr><th>program</th><th class=\"text\">stack</th>\
-         <th>measured</th><th>predicted</th><th>error</th><th>comm</th><th>predicted comm</th>\
-         <th>error</th><th>emulated comm</th><th>error</th><th>emulated</th><th>error</th>\
-         <th class=\"text\">knobs</th>\
-         <th class=\"text\">note</th></tr></thead>\n<tbody>"
-    );
-    for c in &l.cells {
-        let e = c.emulation.as_ref();
-        let knobs = e.map_or_else(
-            || "reference".to_string(),
-            |e| {
-                format!(
-                    "o {:.0} g {:.0} L {:.0} ns, G {:.4} ns/B",
-                    e.o_ns, e.g_ns, e.L_ns, e.G_ns_per_byte
-                )
-            },
-        );
-        let mut notes: Vec<String> = c.error.iter().cloned().collect();
-        if let Some(e) = e {
-            if !e.clamped.is_empty() {
-                notes.push(format!("clamped: {}", e.clamped.join(", ")));
-            }
-            notes.extend(e.error.iter().map(|x| format!("emulation: {x}")));
-        }
-        if !c.other_state.is_empty() {
-            notes.push(format!(
-                "~ in another state of the machine: {}",
-                c.other_state.join("; ")
-            ));
-        }
-        notes.extend(c.comm_misses.iter().map(|m| format!("miss: {m}")));
-        let _ = writeln!(
-            o,
-            "<tr data-program=\"{}\" data-stack=\"{}\"><th>{}</th><td class=\"text\">{}</td>\
-             <td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>\
-             <td>{}</td><td>{}</td><td>{}</td><td class=\"text\">{}</td><td class=\"text\">{}</td></tr>",
-            esc(&c.program),
-            esc(&c.stack),
-            esc(&c.program),
-            esc(&c.stack),
-            ms(c.measured_total_s),
-            ms(c.predicted_total_s),
-            pct(c.total_error_percent),
-            ms(c.measured_comm_s),
-            ms(c.predicted_comm_s),
-            pct(c.comm_error_percent),
-            ms(e.and_then(|e| e.comm_s)),
-            pct(e.and_then(|e| e.comm_error_percent)),
-            ms(e.and_then(|e| e.total_s)),
-            pct(e.and_then(|e| e.total_error_percent)),
-            esc(&knobs),
-            esc(&notes.join("; "))
-        );
-    }
-    let _ = writeln!(o, "</tbody>\n</table>");
-    let _ = writeln!(o, "<figure id=\"fig-loop\">");
-    *o += &loop_svg(l);
-    let _ = writeln!(
-        o,
-        "<figcaption>(c) Predicted (circles) and emulated (squares) against measured time, one \
-         colour per stack; the diagonal is a perfect prediction, the band ±10 %.</figcaption>\n\
-         </figure>"
-    );
 }
 
 /// (c): every predicted and emulated total against its measured one, both axes the same
@@ -763,7 +670,7 @@ pub fn loop_svg(l: &Loop) -> String {
             let mut line = Series::new("", colour(si))
                 .stroke(Stroke::None)
                 .marker(marker)
-                .attrs(format!("data-stack=\"{}\" data-kind=\"{kind}\"", esc(st)));
+                .attrs(data_attrs(&[("data-stack", *st), ("data-kind", kind)]));
             for &(_, program, stack, m, v, _) in points.iter().filter(|p| p.0 == si && p.5 == kind)
             {
                 let tip = format!(
@@ -772,11 +679,13 @@ pub fn loop_svg(l: &Loop) -> String {
                     units::format_seconds(m),
                     (v - m) / m * 100.0
                 );
-                let attrs = format!(
-                    "data-program=\"{}\" data-stack=\"{}\" data-kind=\"{kind}\" data-measured-s=\"{m}\" data-value-s=\"{v}\"",
-                    esc(program),
-                    esc(stack)
-                );
+                let attrs = data_attrs(&[
+                    ("data-program", program),
+                    ("data-stack", stack),
+                    ("data-kind", kind),
+                    ("data-measured-s", &m.to_string()),
+                    ("data-value-s", &v.to_string()),
+                ]);
                 line = line.point(Point::new(u(m), u(v)).tip(tip).attrs(attrs));
             }
             if !line.points.is_empty() {
@@ -789,8 +698,15 @@ pub fn loop_svg(l: &Loop) -> String {
         .width(760.0)
         .plot_height(420.0)
         .panel(panel);
+    f.legend.extend(loop_legend(&stacks));
+    f.svg()
+}
+
+/// Figure (c)'s legend: one colour per stack, the two markers, the guides.
+fn loop_legend(stacks: &[&str]) -> Vec<LegendEntry> {
+    let mut legend = Vec::new();
     for (si, st) in stacks.iter().enumerate() {
-        f.legend.push(LegendEntry {
+        legend.push(LegendEntry {
             label: st.to_string(),
             colour: colour(si),
             swatch: Swatch::Box,
@@ -800,18 +716,153 @@ pub fn loop_svg(l: &Loop) -> String {
         ("predicted", Marker::Circle),
         ("emulated", Marker::OpenSquare),
     ] {
-        f.legend.push(LegendEntry {
+        legend.push(LegendEntry {
             label: label.into(),
             colour: GREY,
             swatch: Swatch::Line(Stroke::None, marker),
         });
     }
-    f.legend.push(LegendEntry {
+    legend.push(LegendEntry {
         label: "y = x, and ±10 % dashed".into(),
         colour: GREY,
         swatch: Swatch::Rule(Stroke::Solid),
     });
-    f.svg()
+    legend
+}
+
+/// The loop: the stacks' LogGP parameters, the table of measured, predicted and emulated
+/// times, and figure (c).
+fn loop_section(l: &Loop) -> Markup {
+    html! {
+        h2 id="loop" { "The loop: predicted and emulated against measured" }
+        p class="note" {
+            "Reference stack " (l.reference_rule) ". Each program's monitored run on it is \
+             replayed (LogGP model) with every stack's parameters, and run under the emulation \
+             knobs set to each other stack's parameter differences. Times are from the barrier \
+             before the timed loop (the kit's programs; any other from MPI_Init) to the last MPI \
+             call (longest rank); comm is the time inside MPI calls, mean over the ranks. Within \
+             10 %: " (l.predictions_within_10_percent) " of " (l.predictions) " predictions, "
+            (l.emulations_within_10_percent) " of " (l.emulations) " emulations"
+            (crate::table::usual_counts(l)) ". On the communication time: "
+            (l.comm_predictions_within_10_percent) " of " (l.comm_predictions) " predictions, "
+            (l.comm_emulations_within_10_percent) " of " (l.comm_emulations) " emulations"
+            (crate::table::usual_comm_counts(l)) "."
+        }
+        table id="loop-params" {
+            thead {
+                tr {
+                    th { "stack" } th { "L ns" } th { "o_s ns" } th { "o_r ns" } th { "g ns" }
+                    th { "G ns/B" } th { "overlap ns" } th { "send wait ns" } th { "duplex ns" }
+                    th { "o_s + L + o_r µs" } th class="text" { "note" }
+                }
+            }
+            tbody {
+                @for st in &l.stacks { (loop_params_row(st)) }
+            }
+        }
+        table id="loop-table" {
+            thead {
+                tr {
+                    th { "program" } th class="text" { "stack" } th { "measured" }
+                    th { "predicted" } th { "error" } th { "comm" } th { "predicted comm" }
+                    th { "error" } th { "emulated comm" } th { "error" } th { "emulated" }
+                    th { "error" } th class="text" { "knobs" } th class="text" { "note" }
+                }
+            }
+            tbody {
+                @for c in &l.cells { (loop_row(c)) }
+            }
+        }
+        figure id="fig-loop" {
+            (figure_svg(loop_svg(l)))
+            figcaption {
+                "(c) Predicted (circles) and emulated (squares) against measured time, one \
+                 colour per stack; the diagonal is a perfect prediction, the band ±10 %."
+            }
+        }
+    }
+}
+
+/// A stack's LogGP parameters, or its error.
+fn loop_params_row(st: &LoopStack) -> Markup {
+    let Some(p) = &st.params else {
+        return html! {
+            tr {
+                th { (st.stack) }
+                td class="failed" colspan="9" { "-" }
+                td class="text error" { (st.error.as_deref().unwrap_or("")) }
+            }
+        };
+    };
+    let f = |v: f64, places: usize| format!("{v:.places$}");
+    html! {
+        tr {
+            th { (st.stack) }
+            td { (f(p.L_ns, 0)) }
+            td { (f(p.o_s_ns, 0)) }
+            td { (f(p.o_r_ns, 0)) }
+            td { (f(p.g_ns, 0)) }
+            td { (f(p.G_ns_per_byte, 4)) }
+            td { (f(p.overlap_ns, 0)) }
+            td { (f(p.send_wait_ns, 0)) }
+            td { (f(p.duplex_ns, 0)) }
+            td { (f(p.small_message_ns / 1e3, 2)) }
+            td class="text" { (st.notes.join("; ")) }
+        }
+    }
+}
+
+/// A program on a stack in the loop: measured, predicted and emulated times with their errors,
+/// the emulation's knobs and the notes (errors, clamped knobs, other machine states, misses).
+fn loop_row(c: &LoopCell) -> Markup {
+    let ms = |v: Option<f64>| opt(v, units::format_seconds);
+    let pct = |v: Option<f64>| opt(v, |x| format!("{x:+.1} %"));
+    let e = c.emulation.as_ref();
+    let knobs = e.map_or_else(
+        || "reference".to_string(),
+        |e| {
+            format!(
+                "o {:.0} g {:.0} L {:.0} ns, G {:.4} ns/B",
+                e.o_ns, e.g_ns, e.L_ns, e.G_ns_per_byte
+            )
+        },
+    );
+    html! {
+        tr data-program=(c.program) data-stack=(c.stack) {
+            th { (c.program) }
+            td class="text" { (c.stack) }
+            td { (ms(c.measured_total_s)) }
+            td { (ms(c.predicted_total_s)) }
+            td { (pct(c.total_error_percent)) }
+            td { (ms(c.measured_comm_s)) }
+            td { (ms(c.predicted_comm_s)) }
+            td { (pct(c.comm_error_percent)) }
+            td { (ms(e.and_then(|e| e.comm_s))) }
+            td { (pct(e.and_then(|e| e.comm_error_percent))) }
+            td { (ms(e.and_then(|e| e.total_s))) }
+            td { (pct(e.and_then(|e| e.total_error_percent))) }
+            td class="text" { (knobs) }
+            td class="text" { (loop_notes(c).join("; ")) }
+        }
+    }
+}
+
+fn loop_notes(c: &LoopCell) -> Vec<String> {
+    let mut notes: Vec<String> = c.error.iter().cloned().collect();
+    if let Some(e) = &c.emulation {
+        if !e.clamped.is_empty() {
+            notes.push(format!("clamped: {}", e.clamped.join(", ")));
+        }
+        notes.extend(e.error.iter().map(|x| format!("emulation: {x}")));
+    }
+    if !c.other_state.is_empty() {
+        notes.push(format!(
+            "~ in another state of the machine: {}",
+            c.other_state.join("; ")
+        ));
+    }
+    notes.extend(c.comm_misses.iter().map(|m| format!("miss: {m}")));
+    notes
 }
 
 #[cfg(test)]
@@ -925,6 +976,98 @@ mod tests {
             sensitivity: Vec::new(),
             disturbance: Default::default(),
         }
+    }
+
+    /// The hostile study's program renamed to a name with markup, quotes and an ampersand,
+    /// with a loop (one prediction and one emulation of it) and a failed sweep of it: the name
+    /// reaches every kind of place the page puts a name.
+    fn everywhere(evil: &str) -> Study {
+        use crate::schema::{Emulation, LoopCell};
+        let mut s = hostile();
+        let old = s.programs[1].clone();
+        s.programs[1] = evil.into();
+        for c in s.cells.iter_mut().filter(|c| c.program == old) {
+            c.program = evil.into();
+        }
+        s.explanations[0].program = evil.into();
+        s.loop_study = Some(Loop {
+            cells: vec![LoopCell {
+                program: evil.into(),
+                stack: "ompi-tcp".into(),
+                measured_total_s: Some(0.01),
+                predicted_total_s: Some(0.011),
+                emulation: Some(Emulation {
+                    total_s: Some(0.012),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            }],
+            ..Default::default()
+        });
+        s.sensitivity = vec![crate::schema::Sensitivity {
+            program: evil.into(),
+            stack: "ompi-shm".into(),
+            error: Some("no sweep run".into()),
+            sweep: None,
+        }];
+        s
+    }
+
+    #[test]
+    fn a_hostile_program_name_is_escaped_in_every_place_it_appears() {
+        let evil = r#"<script>alert(1)</script> "q" 'a' & co"#;
+        let e = r#"&lt;script&gt;alert(1)&lt;/script&gt; &quot;q&quot; 'a' &amp; co"#;
+        let h = page(&everywhere(evil));
+        // Nothing of the name comes through raw: no tag, no closing quote, no bare ampersand.
+        assert!(!h.contains(evil) && !h.contains("<script"), "{h}");
+        assert!(!h.contains("\"q\"") && !h.contains("& co"), "{h}");
+        // Table cells: the times table's row head, the explanations' and the loop's.
+        assert_eq!(h.matches(&format!("<th>{e}</th>")).count(), 3, "{h}");
+        // Data attributes: 2 cells of the times table, its section, the loop's row, figure
+        // (a)'s 2 bars (one a failed mark) and figure (c)'s 2 points.
+        assert_eq!(
+            h.matches(&format!("data-program=\"{e}\"")).count(),
+            8,
+            "{h}"
+        );
+        // Titles: the section's heading, the tooltips of figure (a)'s bars and (c)'s points,
+        // figure (b)'s title (in its <title> and drawn), its caption.
+        assert!(h.contains(&format!("<h3>{e}</h3>")), "{h}");
+        assert!(
+            h.contains(&format!("<title>{e} on ompi-shm: 500 ms</title>")),
+            "{h}"
+        );
+        assert!(
+            h.contains(&format!("<title>{e} on ompi-tcp: failed</title>")),
+            "{h}"
+        );
+        assert!(
+            h.contains(&format!("<title>{e} on ompi-tcp: predicted 11.0 ms")),
+            "{h}"
+        );
+        assert!(
+            h.contains(&format!("<title>{e} on ompi-tcp: emulated 12.0 ms")),
+            "{h}"
+        );
+        let signature = format!("{e}: messages per size bin (ompi-shm)");
+        assert!(h.contains(&format!("<title>{signature}</title>")), "{h}");
+        assert!(h.contains(&format!(">{signature}</text>")), "{h}");
+        assert!(h.contains(&format!("(b) {e}'s signature")), "{h}");
+        // The chart's labels: figure (a)'s slot under its bars.
+        let a = &h[h.find("class=\"times\"").unwrap()..];
+        let a = &a[..a.find("</svg>").unwrap()];
+        assert!(a.contains(&format!(">{e}</text>")), "{a}");
+        // Lists: the failures under the times table, the failed sweep.
+        assert!(h.contains(&format!("<li>{e} on ompi-tcp: ")), "{h}");
+        assert!(
+            h.contains(&format!(
+                "<p class=\"failed\">{e}: no sweep: no sweep run</p>"
+            )),
+            "{h}"
+        );
+        // And nowhere else: every occurrence is one of those counted above (3 + 8 + the
+        // heading, 4 tooltips, 2 of the signature, its caption, the slot label, 2 list items).
+        assert_eq!(h.matches(e).count(), 3 + 8 + 1 + 4 + 2 + 1 + 1 + 2, "{h}");
     }
 
     #[test]
