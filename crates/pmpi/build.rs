@@ -180,20 +180,31 @@ fn build_runtime(out: &Path, dest: &Path) -> Result<(), String> {
     let rt = manifest_dir.join("../pmpi-rt");
     let target = env("TARGET")?;
     // OUT_DIR is <target dir>[/<triple>]/<profile>/build/<pkg>-<hash>/out: one runtime build
-    // tree per target directory, shared by debug, release, test and clippy builds (the runtime
-    // is always an optimized build).
+    // tree per target directory and kind, shared by the profiles of that kind (the runtime is
+    // always an optimized build). The kinds: the runtime's test hook (its `test-hooks`
+    // feature) goes only into the runtime of a build with debug assertions, the build `cargo
+    // test` and `cargo clippy` run; a release build carries none.
+    let hooks = std::env::var_os("CARGO_CFG_DEBUG_ASSERTIONS").is_some();
+    let name = if hooks {
+        "commperf-pmpi-rt-test-hooks"
+    } else {
+        "commperf-pmpi-rt"
+    };
     let tree = out
         .ancestors()
         .nth(4)
-        .map(|t| t.join("commperf-pmpi-rt"))
+        .map(|t| t.join(name))
         .unwrap_or_else(|| out.join("rt"));
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let mut c = Command::new(cargo);
     c.arg("build")
         .arg("--manifest-path")
         .arg(rt.join("Cargo.toml"))
-        .args(["--lib", "--release", "--locked", "--target", &target])
-        .arg("--target-dir")
+        .args(["--lib", "--release", "--locked", "--target", &target]);
+    if hooks {
+        c.args(["--features", "test-hooks"]);
+    }
+    c.arg("--target-dir")
         .arg(&tree)
         // Preloaded into every rank of every program: symbols for a profiler, no debug info.
         .env("CARGO_PROFILE_RELEASE_DEBUG", "false")

@@ -120,7 +120,8 @@ pub struct BenchConfig {
     /// Processes of this measurement besides the peer (the other ranks of an MPI job): never
     /// reported as other measurements.
     pub partners: Vec<ProcessId>,
-    /// A local peer's hidden test options (`--inject-corruption`, `--announce-runs`).
+    /// A local peer's hidden test options (`--inject-corruption`, `--announce-runs`,
+    /// `--pause-shm-create`).
     pub peer_hooks: crate::session::PeerHooks,
     /// The adaptive plan for this run's sizes, computed on first use (set every other field
     /// first).
@@ -340,6 +341,9 @@ impl BenchConfig {
             }
             if self.peer_hooks.announce_runs {
                 return Err(ConfigError::PeerHooks("--announce-runs"));
+            }
+            if self.peer_hooks.pause_shm_create.is_some() {
+                return Err(ConfigError::PeerHooks("--pause-shm-create"));
             }
         }
         if self.benchmarks.contains(&Benchmark::Loggp) && self.sizes.len() < 2 {

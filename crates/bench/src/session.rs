@@ -1189,6 +1189,9 @@ pub struct PeerHooks {
     /// (`commperf peer PID runs BENCHMARK SIZE B`), so a test that kills it can wait for a
     /// measurement that is really running instead of guessing how long set-up takes.
     pub announce_runs: bool,
+    /// `--pause-shm-create POINT`: creating a shared-memory segment stops for good at POINT
+    /// (saying so on stderr), so a test can kill the peer exactly there.
+    pub pause_shm_create: Option<shm::ShmPause>,
 }
 
 impl PeerHooks {
@@ -1200,6 +1203,9 @@ impl PeerHooks {
         }
         if self.announce_runs {
             args.push("--announce-runs".into());
+        }
+        if let Some(p) = self.pause_shm_create {
+            args.extend(["--pause-shm-create".to_string(), p.to_string()]);
         }
         args
     }
@@ -1383,7 +1389,7 @@ pub fn serve_session_with(
                     Ok(n) => n,
                     Err(e) => break Err(refuse(ctrl, "held-open channel setup".into(), e, true)),
                 };
-                match launch::serve_data(ctrl, &spec, bind_ip, token) {
+                match launch::serve_data(ctrl, &spec, bind_ip, token, hooks.pause_shm_create) {
                     Ok(e) => {
                         extras.push(e);
                         held.extra_bytes += need;
@@ -1405,10 +1411,11 @@ pub fn serve_session_with(
                     Ok(n) => n,
                     Err(e) => break Err(refuse(ctrl, "data channel setup".into(), e, true)),
                 };
-                let e = match launch::serve_data(ctrl, &spec, bind_ip, token) {
-                    Ok(e) => e,
-                    Err(e) => break Err(e.into()),
-                };
+                let e =
+                    match launch::serve_data(ctrl, &spec, bind_ip, token, hooks.pause_shm_create) {
+                        Ok(e) => e,
+                        Err(e) => break Err(e.into()),
+                    };
                 bufs = (
                     PageBuf::new(spec.max_message),
                     PageBuf::new(spec.max_message),
@@ -1974,7 +1981,7 @@ mod tests {
         };
         let hooks = |corrupt| PeerHooks {
             corrupt,
-            announce_runs: false,
+            ..PeerHooks::default()
         };
         let limited = hooks(Some(noncontig));
         assert_eq!(limited.fault_for(&run(Benchmark::Noncontig)), Some(fault));
@@ -1988,14 +1995,17 @@ mod tests {
         assert_eq!(
             PeerHooks {
                 corrupt: Some(noncontig),
-                announce_runs: true
+                announce_runs: true,
+                pause_shm_create: Some(shm::ShmPause::Named),
             }
             .peer_args(),
             [
                 "__peer",
                 "--inject-corruption",
                 "5:3:noncontig",
-                "--announce-runs"
+                "--announce-runs",
+                "--pause-shm-create",
+                "named"
             ]
         );
         assert_eq!(hooks(None).peer_args(), ["__peer"]);

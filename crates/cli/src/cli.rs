@@ -430,6 +430,10 @@ pub struct BenchArgs {
     pub output: OutputArgs,
     #[command(flatten)]
     pub hooks: PeerHookArgs,
+    /// At the MPI start-up check this rank says it runs commperf VERSION, for proving the
+    /// version check fires (give it to one rank of an MPMD mpirun)
+    #[arg(long, value_name = "VERSION", hide = true)]
+    pub claim_version: Option<String>,
 }
 
 /// The peer's test options (hidden): given to `bench`, they reach the peer it starts; given to
@@ -444,6 +448,11 @@ pub struct PeerHookArgs {
     /// measurement's loop, for tests that must act while one runs
     #[arg(long, hide = true)]
     pub announce_runs: bool,
+    /// Creating a shared-memory segment stops for good at POINT (filled: sized and
+    /// initialized, not yet named; named: linked, before the client attaches), saying so on
+    /// stderr, so a test can kill the peer exactly there
+    #[arg(long, value_name = "POINT", hide = true)]
+    pub pause_shm_create: Option<commperf_transport::sys::shm::ShmPause>,
 }
 
 impl PeerHookArgs {
@@ -451,6 +460,7 @@ impl PeerHookArgs {
         commperf_bench::session::PeerHooks {
             corrupt: self.inject_corruption,
             announce_runs: self.announce_runs,
+            pause_shm_create: self.pause_shm_create,
         }
     }
 }

@@ -33,7 +33,7 @@ mod with_mpi {
         let args: Vec<String> = std::env::args().skip(1).collect();
         let mut world = MpiWorld::init().context("starting MPI")?;
         let rank = world.rank();
-        if let Err(e) = world.agree(&args.join(" ")) {
+        if let Err(e) = world.agree(&args.join(" "), b.claim_version.as_deref()) {
             say(&format!("commperf: rank {rank}: {e}\n"));
             // Every rank reached this same verdict: all have said so before the abort.
             world.barrier();

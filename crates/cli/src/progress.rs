@@ -23,8 +23,10 @@ pub struct RunProgress {
 
 impl RunProgress {
     pub fn new() -> Self {
-        // A test hook, read once: `COMMPERF_PROGRESS_AFTER_MS=0` reports from the start, so a
-        // test sees the lines of a run that takes less than two seconds.
+        // A user's setting, read once (docs/src/reference/environment.md): `0` reports from
+        // the start (a CI log that must show every run; the tests, whose runs take less than
+        // two seconds), a large value keeps a long run quiet. The environment, not an option:
+        // it is set once for every command of a job or a wrapper script.
         let quiet = std::env::var("COMMPERF_PROGRESS_AFTER_MS")
             .ok()
             .and_then(|v| v.parse().ok())

@@ -417,9 +417,24 @@ fn differing_commperf_versions_are_named_on_every_rank() {
             "1",
             exe(),
         ])
-        .args(["bench", "latency", "--transport", "mpi", ":", "-np", "1"])
-        .args(["-x", "COMMPERF_TEST_MPI_VERSION=9.9.9", exe()])
-        .args(["bench", "latency", "--transport", "mpi"])
+        .args([
+            "bench",
+            "latency",
+            "--transport",
+            "mpi",
+            ":",
+            "-np",
+            "1",
+            exe(),
+        ])
+        .args([
+            "bench",
+            "latency",
+            "--transport",
+            "mpi",
+            "--claim-version",
+            "9.9.9",
+        ])
         .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
         .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
         .output()

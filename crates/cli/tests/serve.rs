@@ -44,18 +44,18 @@ impl Drop for Server {
 }
 
 impl Server {
-    /// Starts a server and waits for its banner, the line that says it accepts clients.
-    fn start(envs: &[(&str, &str)]) -> Server {
-        Self::start_with(Command::new(exe()), envs)
+    /// Starts a server (with the further options `extra`) and waits for its banner, the line
+    /// that says it accepts clients.
+    fn start(extra: &[&str]) -> Server {
+        let mut cmd = Command::new(exe());
+        cmd.args(["serve", "--listen", "127.0.0.1:0", "--token", TOKEN])
+            .args(extra);
+        Self::start_with(cmd)
     }
 
     /// Starts `cmd` (which execs `commperf serve`) and waits for its banner.
-    fn start_with(mut cmd: Command, envs: &[(&str, &str)]) -> Server {
-        if cmd.get_program() == exe() {
-            cmd.args(["serve", "--listen", "127.0.0.1:0", "--token", TOKEN]);
-        }
+    fn start_with(mut cmd: Command) -> Server {
         let mut child = cmd
-            .envs(envs.iter().copied())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
@@ -415,7 +415,7 @@ fn the_number_of_held_open_channels_is_bounded_by_the_servers_descriptors() {
             exe()
         ),
     ]);
-    let mut s = Server::start_with(sh, &[]);
+    let mut s = Server::start_with(sh);
     let (mut c, _ep) = with_data_channel(&s.addr, 4096);
     let extra = DataSpec::new(TransportKind::Tcp, Mode::Poll, 4096).held_open();
     let mut extras = Vec::new();
@@ -471,10 +471,10 @@ fn a_2_tib_ring_is_refused_without_mapping_anything() {
     s.assert_serves();
 }
 
-/// The server's shm segment the client would be offered, created with the test hook stopping
-/// at `point`; returns once the hook says it is there.
+/// The server's shm segment the client would be offered, created with the test hook
+/// (`--pause-shm-create`) stopping at `point`; returns once the hook says it is there.
 fn server_paused_in_shm_create(point: &str) -> (Server, Control) {
-    let mut s = Server::start(&[("COMMPERF_TEST_PAUSE_SHM_CREATE", point)]);
+    let mut s = Server::start(&["--pause-shm-create", point]);
     let mut c = raw_hello(&s.addr);
     // The largest ring a client may ask for: a segment of 128 MiB, pre-faulted.
     c.send(&data_request(

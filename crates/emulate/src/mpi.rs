@@ -150,44 +150,115 @@ pub struct Untouched {
     pub watched_excess_ns: f64,
 }
 
+/// A counter of a rank's `.emu` file and the field of [`Untouched`] it is summed into: a count,
+/// or a sum of nanoseconds.
+enum Counter {
+    Count(fn(&mut Untouched) -> &mut u64),
+    Sum(fn(&mut Untouched) -> &mut f64),
+}
+
+/// The keys of the ranks' `rank-N.emu` files and the fields they are summed into; a key not
+/// here is ignored.
+const COUNTERS: [(&str, Counter); 34] = [
+    ("p2p_sent", Counter::Count(|u| &mut u.p2p_messages)),
+    ("p2p_sent_bytes", Counter::Count(|u| &mut u.p2p_bytes)),
+    ("p2p_recv", Counter::Count(|u| &mut u.p2p_receives)),
+    ("coll_calls", Counter::Count(|u| &mut u.collective_calls)),
+    ("coll_bytes", Counter::Count(|u| &mut u.collective_bytes)),
+    (
+        "coll_emulated",
+        Counter::Count(|u| &mut u.collectives_emulated),
+    ),
+    (
+        "coll_emulated_bytes",
+        Counter::Count(|u| &mut u.collectives_emulated_bytes),
+    ),
+    (
+        "coll_p2p_sent",
+        Counter::Count(|u| &mut u.collective_p2p_messages),
+    ),
+    (
+        "coll_p2p_sent_bytes",
+        Counter::Count(|u| &mut u.collective_p2p_bytes),
+    ),
+    (
+        "coll_p2p_recv",
+        Counter::Count(|u| &mut u.collective_p2p_receives),
+    ),
+    ("unstamped", Counter::Count(|u| &mut u.unstamped_receives)),
+    ("untracked", Counter::Count(|u| &mut u.untracked_requests)),
+    ("hold_ns", Counter::Sum(|u| &mut u.held_ns)),
+    ("pace_ns", Counter::Sum(|u| &mut u.paced_ns)),
+    ("dated_watched", Counter::Count(|u| &mut u.arrivals_watched)),
+    (
+        "dated_estimated",
+        Counter::Count(|u| &mut u.arrivals_estimated),
+    ),
+    (
+        "watched_excess_ns",
+        Counter::Sum(|u| &mut u.watched_excess_ns),
+    ),
+    ("other_calls", Counter::Count(|u| &mut u.other_calls)),
+    ("other_bytes", Counter::Count(|u| &mut u.other_bytes)),
+    (
+        "nbc_calls",
+        Counter::Count(|u| &mut u.charged_nonblocking_collectives),
+    ),
+    (
+        "pcoll_calls",
+        Counter::Count(|u| &mut u.charged_persistent_collectives),
+    ),
+    (
+        "charged_sends",
+        Counter::Count(|u| &mut u.charged_collective_sends),
+    ),
+    (
+        "charged_recvs",
+        Counter::Count(|u| &mut u.charged_collective_receives),
+    ),
+    (
+        "charged_rounds",
+        Counter::Count(|u| &mut u.charged_collective_rounds),
+    ),
+    (
+        "charged_wire_bytes",
+        Counter::Count(|u| &mut u.charged_collective_wire_bytes),
+    ),
+    (
+        "charged_gaps",
+        Counter::Count(|u| &mut u.charged_collective_gaps),
+    ),
+    (
+        "charged_done",
+        Counter::Count(|u| &mut u.charged_collective_completions),
+    ),
+    ("rma_calls", Counter::Count(|u| &mut u.one_sided_transfers)),
+    ("rma_bytes", Counter::Count(|u| &mut u.one_sided_bytes)),
+    (
+        "rma_round_trips",
+        Counter::Count(|u| &mut u.one_sided_round_trips),
+    ),
+    (
+        "rma_syncs",
+        Counter::Count(|u| &mut u.one_sided_synchronisations),
+    ),
+    (
+        "rma_requests",
+        Counter::Count(|u| &mut u.one_sided_request_completions),
+    ),
+    ("charged_hold_ns", Counter::Sum(|u| &mut u.charged_held_ns)),
+    (
+        "isendrecv_calls",
+        Counter::Count(|u| &mut u.isendrecv_calls),
+    ),
+];
+
 impl Untouched {
     fn add(&mut self, key: &str, v: f64) {
-        match key {
-            "p2p_sent" => self.p2p_messages += v as u64,
-            "p2p_sent_bytes" => self.p2p_bytes += v as u64,
-            "p2p_recv" => self.p2p_receives += v as u64,
-            "coll_calls" => self.collective_calls += v as u64,
-            "coll_bytes" => self.collective_bytes += v as u64,
-            "coll_emulated" => self.collectives_emulated += v as u64,
-            "coll_emulated_bytes" => self.collectives_emulated_bytes += v as u64,
-            "coll_p2p_sent" => self.collective_p2p_messages += v as u64,
-            "coll_p2p_sent_bytes" => self.collective_p2p_bytes += v as u64,
-            "coll_p2p_recv" => self.collective_p2p_receives += v as u64,
-            "unstamped" => self.unstamped_receives += v as u64,
-            "untracked" => self.untracked_requests += v as u64,
-            "hold_ns" => self.held_ns += v,
-            "pace_ns" => self.paced_ns += v,
-            "dated_watched" => self.arrivals_watched += v as u64,
-            "dated_estimated" => self.arrivals_estimated += v as u64,
-            "watched_excess_ns" => self.watched_excess_ns += v,
-            "other_calls" => self.other_calls += v as u64,
-            "other_bytes" => self.other_bytes += v as u64,
-            "nbc_calls" => self.charged_nonblocking_collectives += v as u64,
-            "pcoll_calls" => self.charged_persistent_collectives += v as u64,
-            "charged_sends" => self.charged_collective_sends += v as u64,
-            "charged_recvs" => self.charged_collective_receives += v as u64,
-            "charged_rounds" => self.charged_collective_rounds += v as u64,
-            "charged_wire_bytes" => self.charged_collective_wire_bytes += v as u64,
-            "charged_gaps" => self.charged_collective_gaps += v as u64,
-            "charged_done" => self.charged_collective_completions += v as u64,
-            "rma_calls" => self.one_sided_transfers += v as u64,
-            "rma_bytes" => self.one_sided_bytes += v as u64,
-            "rma_round_trips" => self.one_sided_round_trips += v as u64,
-            "rma_syncs" => self.one_sided_synchronisations += v as u64,
-            "rma_requests" => self.one_sided_request_completions += v as u64,
-            "charged_hold_ns" => self.charged_held_ns += v,
-            "isendrecv_calls" => self.isendrecv_calls += v as u64,
-            _ => {}
+        match COUNTERS.iter().find(|(k, _)| *k == key) {
+            Some((_, Counter::Count(field))) => *field(self) += v as u64,
+            Some((_, Counter::Sum(field))) => *field(self) += v,
+            None => {}
         }
     }
 

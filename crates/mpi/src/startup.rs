@@ -8,8 +8,6 @@ use serde::{Deserialize, Serialize};
 /// still read each other's and say what differs).
 pub(crate) const HELLO_BYTES: usize = 1024;
 pub(crate) const MAGIC: &str = "commperf-mpi/1";
-/// Test hook: the version this rank claims, to exercise the version check under mpirun.
-pub(crate) const VERSION_OVERRIDE: &str = "COMMPERF_TEST_MPI_VERSION";
 
 /// What each rank tells every other at start-up.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

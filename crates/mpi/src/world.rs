@@ -6,7 +6,7 @@
 //! waits for an answer that a failed rank will never send.
 
 use crate::raw::Comm;
-use crate::startup::{agree, clip, fnv, Hello, Pair, HELLO_BYTES, MAGIC, VERSION_OVERRIDE};
+use crate::startup::{agree, clip, fnv, Hello, Pair, HELLO_BYTES, MAGIC};
 use crate::MpiError;
 use commperf_core::{Disturbance, ProcessId, Row};
 use commperf_transport::text::printable;
@@ -72,11 +72,12 @@ impl MpiWorld {
 
     /// The start-up agreement: at least two ranks and an even number of them, one commperf
     /// version and one command line everywhere. `args` is this rank's command line after the
-    /// program name. Every rank gets the same verdict; on an error the caller reports it and
-    /// ends the job with [`MpiWorld::abort`].
-    pub fn agree(&mut self, args: &str) -> Result<(), MpiError> {
-        let mut version =
-            std::env::var(VERSION_OVERRIDE).unwrap_or_else(|_| env!("CARGO_PKG_VERSION").into());
+    /// program name; `claim`, the version this rank says it runs in place of its own (the
+    /// hidden test option `--claim-version`, to exercise the check under mpirun). Every rank
+    /// gets the same verdict; on an error the caller reports it and ends the job with
+    /// [`MpiWorld::abort`].
+    pub fn agree(&mut self, args: &str, claim: Option<&str>) -> Result<(), MpiError> {
+        let mut version = claim.unwrap_or(env!("CARGO_PKG_VERSION")).to_string();
         clip(&mut version, 64);
         let mut host = commperf_transport::launch::hostname();
         clip(&mut host, 255);

@@ -51,8 +51,8 @@
 
 use crate::model::{op, role, Archive, ClockOffset, Comm, Location, Rec, Region};
 use commperf_pmpi::{
-    replay, Call, CallKind, Event, ReplayCollective, ReplayMessage, ReplayOp, ReplayRma, RmaKind,
-    Run, TraceStats,
+    replay, Call, CallKind, Event, RankData, RankReplay, Replay, ReplayCall, ReplayCollective,
+    ReplayMessage, ReplayOp, ReplayRma, RmaKind, Run, TraceStats,
 };
 use std::collections::HashMap;
 
@@ -178,9 +178,27 @@ fn region_of(e: &Event) -> (&'static str, u8) {
 struct Regions {
     list: Vec<Region>,
     by_name: HashMap<&'static str, u32>,
+    /// MPI_Init's, MPI_Finalize's, and the region of the replay's completions.
+    init: u32,
+    fin: u32,
+    wait: u32,
 }
 
 impl Regions {
+    fn new() -> Self {
+        let mut r = Regions {
+            list: Vec::new(),
+            by_name: HashMap::new(),
+            init: 0,
+            fin: 0,
+            wait: 0,
+        };
+        r.init = r.get("MPI_Init", role::FUNCTION);
+        r.fin = r.get("MPI_Finalize", role::FUNCTION);
+        r.wait = r.get("MPI_Wait/Test", role::POINT2POINT);
+        r
+    }
+
     fn get(&mut self, name: &'static str, r: u8) -> u32 {
         if let Some(&i) = self.by_name.get(name) {
             return i;
@@ -193,6 +211,19 @@ impl Regions {
         });
         self.by_name.insert(name, i);
         i
+    }
+
+    /// The region of call `c` of a rank whose records are `rd`'s.
+    fn of_call(&mut self, c: &ReplayCall, rd: &RankData) -> u32 {
+        match &c.kind {
+            CallKind::Record(i) => {
+                let (nm, r) = region_of(&rd.events[*i]);
+                self.get(nm, r)
+            }
+            CallKind::Completion(_) => self.wait,
+            CallKind::Sendrecv(_) => self.get("MPI_Sendrecv", role::POINT2POINT),
+            CallKind::Pcontrol(_) => self.get("MPI_Pcontrol", role::FUNCTION),
+        }
     }
 }
 
@@ -218,213 +249,241 @@ pub fn archive_of(run: &Run) -> (Archive, WriteStats) {
         name: c.name(),
         members: c.members.clone(),
     }));
-
-    let mut regions = Regions {
-        list: Vec::new(),
-        by_name: HashMap::new(),
-    };
-    let init = regions.get("MPI_Init", role::FUNCTION);
-    let fin = regions.get("MPI_Finalize", role::FUNCTION);
-    let wait = regions.get("MPI_Wait/Test", role::POINT2POINT);
+    let mut regions = Regions::new();
     let mut stats = WriteStats {
         ranks: n,
         ..WriteStats::default()
     };
     let mut locations = Vec::new();
     for (rr, rd) in rp.rank_replays.iter().zip(&run.ranks) {
-        let me = rr.rank;
-        let mut ev = vec![
-            Rec::Enter {
-                t: rr.init_ns,
-                region: init,
-            },
-            Rec::Leave {
-                t: rr.start_ns,
-                region: init,
-            },
-        ];
-        if rr.starts_stopped {
-            ev.push(Rec::Measurement {
-                t: rr.start_ns,
-                on: false,
-            });
-        }
-        // The collective record's fields for this rank: (operation, comm, root, sent, received).
-        let coll_fields = |k: &ReplayCollective| -> (u8, u32, Option<u32>, u64, u64) {
-            let e = &rd.events[k.event];
-            let o = otf2_op(e.call).expect("replayed collectives have an operation");
-            let (comm, members) = comm_ref[&k.comm];
-            let is_root = k.root.and_then(|x| members.get(x as usize)) == Some(&me);
-            let (sent, received) = sizes(o, is_root, e.bytes, members.len() as u64);
-            (o, comm, k.root, sent, received)
-        };
-        // Requests started and not yet completed.
-        let mut started: HashMap<usize, &ReplayOp> = HashMap::new();
-        for c in &rr.calls {
-            let (t0, t1) = (c.start, c.end);
-            let region = match &c.kind {
-                CallKind::Record(i) => {
-                    let (nm, r) = region_of(&rd.events[*i]);
-                    regions.get(nm, r)
-                }
-                CallKind::Completion(_) => wait,
-                CallKind::Sendrecv(_) => regions.get("MPI_Sendrecv", role::POINT2POINT),
-                CallKind::Pcontrol(_) => regions.get("MPI_Pcontrol", role::FUNCTION),
-            };
-            ev.push(Rec::Enter { t: t0, region });
-            let sendrecv = matches!(c.kind, CallKind::Sendrecv(_));
-            for o in &c.ops {
-                match o {
-                    // MPI_Sendrecv's halves as Score-P writes them, blocking, both at the
-                    // call's end so that times never go back when the receive half was
-                    // recorded first; the replay's waitall for them is the call itself.
-                    ReplayOp::Message(m) if sendrecv => ev.push(blocking(m, t1)),
-                    ReplayOp::Wait(_) if sendrecv => {}
-                    ReplayOp::Message(m) => match m.request {
-                        None => ev.push(blocking(m, if m.send { t0 } else { t1 })),
-                        Some(req) => {
-                            started.insert(req, o);
-                            ev.push(if m.send {
-                                Rec::Isend {
-                                    t: t0,
-                                    peer: m.peer,
-                                    comm: 0,
-                                    tag: tag_of(m),
-                                    bytes: m.bytes,
-                                    req: req as u64,
-                                }
-                            } else {
-                                Rec::IrecvRequest {
-                                    t: t0,
-                                    req: req as u64,
-                                }
-                            });
-                        }
-                    },
-                    ReplayOp::Collective(k) => match k.request {
-                        None => {
-                            let (op, comm, root, sent, received) = coll_fields(k);
-                            ev.push(Rec::CollBegin { t: t0 });
-                            ev.push(Rec::CollEnd {
-                                t: t1,
-                                op,
-                                comm,
-                                root,
-                                sent,
-                                received,
-                            });
-                        }
-                        Some(req) => {
-                            started.insert(req, o);
-                            ev.push(Rec::NbcRequest {
-                                t: t0,
-                                req: req as u64,
-                            });
-                        }
-                    },
-                    ReplayOp::Rma(x) => {
-                        started.insert(x.request, o);
-                        ev.push(rma_rec(x, t0));
-                    }
-                    ReplayOp::Wait(v) => {
-                        for req in v {
-                            let rec = match started.remove(req) {
-                                Some(ReplayOp::Message(m)) if m.send => Rec::IsendComplete {
-                                    t: t1,
-                                    req: *req as u64,
-                                },
-                                Some(ReplayOp::Message(m)) => Rec::Irecv {
-                                    t: t1,
-                                    peer: m.peer,
-                                    comm: 0,
-                                    tag: tag_of(m),
-                                    bytes: m.bytes,
-                                    req: *req as u64,
-                                },
-                                Some(ReplayOp::Collective(k)) => {
-                                    let (op, comm, root, sent, received) = coll_fields(k);
-                                    Rec::NbcComplete {
-                                        t: t1,
-                                        op,
-                                        comm,
-                                        root,
-                                        sent,
-                                        received,
-                                        req: *req as u64,
-                                    }
-                                }
-                                Some(ReplayOp::Rma(_)) => Rec::RmaComplete {
-                                    t: t1,
-                                    win: 0,
-                                    req: *req as u64,
-                                },
-                                // The replay waits only for requests it started.
-                                Some(ReplayOp::Wait(_)) | None => continue,
-                            };
-                            ev.push(rec);
-                        }
-                    }
-                }
-            }
-            if let CallKind::Pcontrol(level) = c.kind {
-                ev.push(Rec::Measurement {
-                    t: t0,
-                    on: level != 0,
-                });
-            }
-            ev.push(Rec::Leave { t: t1, region });
-        }
-        ev.push(Rec::Enter {
-            t: rr.last_ns,
-            region: fin,
-        });
-        ev.push(Rec::Leave {
-            t: rr.end_ns,
-            region: fin,
-        });
-        // Never back in time (see the module's comment): overlapping calls follow each other.
-        let mut last = 0;
-        for r in &mut ev {
-            let t = r.time_mut();
-            last = last.max(*t);
-            *t = last;
-        }
+        let ev = RankEvents::new(rr.rank, rd, &comm_ref).of(rr, &mut regions);
         stats.events += ev.len() as u64;
-        let mut clock_offsets: Vec<ClockOffset> = rd
-            .clocks
-            .iter()
-            .map(|c| ClockOffset {
-                time: c.local_ns,
-                offset: c.offset_ns,
-                std_dev: c.err_ns as f64,
-            })
-            .collect();
-        clock_offsets.sort_by_key(|c| c.time);
-        locations.push(Location {
-            id: u64::from(me),
-            name: format!("MPI rank {me}"),
-            host: rd.header.host.clone(),
-            clock_offsets,
-            events: ev,
-        });
+        locations.push(location(rr.rank, rd, ev));
     }
+    // One window over MPI_COMM_WORLD: the replay's targets are world ranks.
+    let windows = if any_rma(&rp) { vec![0] } else { Vec::new() };
     stats.replay = rp.stats;
-    let any_rma = rp
-        .rank_replays
-        .iter()
-        .flat_map(|r| &r.calls)
-        .flat_map(|c| &c.ops)
-        .any(|o| matches!(o, ReplayOp::Rma(_)));
     let archive = Archive {
         timer_resolution: 1_000_000_000,
         regions: regions.list,
         comms,
-        // One window over MPI_COMM_WORLD: the replay's targets are world ranks.
-        windows: if any_rma { vec![0] } else { Vec::new() },
+        windows,
         mpi_ranks: (0..u64::from(n)).collect(),
         locations,
     };
     (archive, stats)
+}
+
+/// Whether any rank's replay has a one-sided transfer.
+fn any_rma(rp: &Replay) -> bool {
+    rp.rank_replays
+        .iter()
+        .flat_map(|r| &r.calls)
+        .flat_map(|c| &c.ops)
+        .any(|o| matches!(o, ReplayOp::Rma(_)))
+}
+
+/// Rank `me`'s location: its events, host and clock offsets (in time order).
+fn location(me: u32, rd: &RankData, events: Vec<Rec>) -> Location {
+    let mut clock_offsets: Vec<ClockOffset> = rd
+        .clocks
+        .iter()
+        .map(|c| ClockOffset {
+            time: c.local_ns,
+            offset: c.offset_ns,
+            std_dev: c.err_ns as f64,
+        })
+        .collect();
+    clock_offsets.sort_by_key(|c| c.time);
+    Location {
+        id: u64::from(me),
+        name: format!("MPI rank {me}"),
+        host: rd.header.host.clone(),
+        clock_offsets,
+        events,
+    }
+}
+
+/// One rank's replay on its way to OTF2 records.
+struct RankEvents<'r> {
+    me: u32,
+    rd: &'r RankData,
+    /// The replay's communicator id -> (OTF2 comm, members).
+    comm_ref: &'r HashMap<u32, (u32, &'r [u32])>,
+    /// Requests started and not yet completed.
+    started: HashMap<usize, &'r ReplayOp>,
+    ev: Vec<Rec>,
+}
+
+impl<'r> RankEvents<'r> {
+    fn new(me: u32, rd: &'r RankData, comm_ref: &'r HashMap<u32, (u32, &'r [u32])>) -> Self {
+        RankEvents {
+            me,
+            rd,
+            comm_ref,
+            started: HashMap::new(),
+            ev: Vec::new(),
+        }
+    }
+
+    /// The rank's records: MPI_Init, every call, MPI_Finalize, in time order.
+    fn of(mut self, rr: &'r RankReplay, regions: &mut Regions) -> Vec<Rec> {
+        self.ev.push(Rec::Enter {
+            t: rr.init_ns,
+            region: regions.init,
+        });
+        self.ev.push(Rec::Leave {
+            t: rr.start_ns,
+            region: regions.init,
+        });
+        if rr.starts_stopped {
+            self.ev.push(Rec::Measurement {
+                t: rr.start_ns,
+                on: false,
+            });
+        }
+        for c in &rr.calls {
+            let region = regions.of_call(c, self.rd);
+            self.call(c, region);
+        }
+        self.ev.push(Rec::Enter {
+            t: rr.last_ns,
+            region: regions.fin,
+        });
+        self.ev.push(Rec::Leave {
+            t: rr.end_ns,
+            region: regions.fin,
+        });
+        // Never back in time (see the module's comment): overlapping calls follow each other.
+        let mut last = 0;
+        for r in &mut self.ev {
+            let t = r.time_mut();
+            last = last.max(*t);
+            *t = last;
+        }
+        self.ev
+    }
+
+    /// One call in `region`: its Enter, its operations' records, its Leave.
+    fn call(&mut self, c: &'r ReplayCall, region: u32) {
+        let (t0, t1) = (c.start, c.end);
+        self.ev.push(Rec::Enter { t: t0, region });
+        let sendrecv = matches!(c.kind, CallKind::Sendrecv(_));
+        for o in &c.ops {
+            self.op(o, (t0, t1), sendrecv);
+        }
+        if let CallKind::Pcontrol(level) = c.kind {
+            self.ev.push(Rec::Measurement {
+                t: t0,
+                on: level != 0,
+            });
+        }
+        self.ev.push(Rec::Leave { t: t1, region });
+    }
+
+    fn op(&mut self, o: &'r ReplayOp, (t0, t1): (u64, u64), sendrecv: bool) {
+        match o {
+            // MPI_Sendrecv's halves as Score-P writes them, blocking, both at the call's end so
+            // that times never go back when the receive half was recorded first; the replay's
+            // waitall for them is the call itself.
+            ReplayOp::Message(m) if sendrecv => self.ev.push(blocking(m, t1)),
+            ReplayOp::Wait(_) if sendrecv => {}
+            ReplayOp::Message(m) => match m.request {
+                None => self.ev.push(blocking(m, if m.send { t0 } else { t1 })),
+                Some(req) => {
+                    self.started.insert(req, o);
+                    self.ev.push(if m.send {
+                        Rec::Isend {
+                            t: t0,
+                            peer: m.peer,
+                            comm: 0,
+                            tag: tag_of(m),
+                            bytes: m.bytes,
+                            req: req as u64,
+                        }
+                    } else {
+                        Rec::IrecvRequest {
+                            t: t0,
+                            req: req as u64,
+                        }
+                    });
+                }
+            },
+            ReplayOp::Collective(k) => match k.request {
+                None => {
+                    let (op, comm, root, sent, received) = self.coll_fields(k);
+                    self.ev.push(Rec::CollBegin { t: t0 });
+                    self.ev.push(Rec::CollEnd {
+                        t: t1,
+                        op,
+                        comm,
+                        root,
+                        sent,
+                        received,
+                    });
+                }
+                Some(req) => {
+                    self.started.insert(req, o);
+                    self.ev.push(Rec::NbcRequest {
+                        t: t0,
+                        req: req as u64,
+                    });
+                }
+            },
+            ReplayOp::Rma(x) => {
+                self.started.insert(x.request, o);
+                self.ev.push(rma_rec(x, t0));
+            }
+            ReplayOp::Wait(v) => {
+                for req in v {
+                    if let Some(rec) = self.completion(*req, t1) {
+                        self.ev.push(rec);
+                    }
+                }
+            }
+        }
+    }
+
+    /// The record of request `req`'s completion at `t`; none for a request the replay did not
+    /// start (it waits only for those it started).
+    fn completion(&mut self, req: usize, t: u64) -> Option<Rec> {
+        let q = req as u64;
+        Some(match self.started.remove(&req)? {
+            ReplayOp::Message(m) if m.send => Rec::IsendComplete { t, req: q },
+            ReplayOp::Message(m) => Rec::Irecv {
+                t,
+                peer: m.peer,
+                comm: 0,
+                tag: tag_of(m),
+                bytes: m.bytes,
+                req: q,
+            },
+            ReplayOp::Collective(k) => {
+                let (op, comm, root, sent, received) = self.coll_fields(k);
+                Rec::NbcComplete {
+                    t,
+                    op,
+                    comm,
+                    root,
+                    sent,
+                    received,
+                    req: q,
+                }
+            }
+            ReplayOp::Rma(_) => Rec::RmaComplete { t, win: 0, req: q },
+            ReplayOp::Wait(_) => return None,
+        })
+    }
+
+    /// The collective record's fields for this rank: (operation, comm, root, sent, received).
+    fn coll_fields(&self, k: &ReplayCollective) -> (u8, u32, Option<u32>, u64, u64) {
+        let e = &self.rd.events[k.event];
+        let o = otf2_op(e.call).expect("replayed collectives have an operation");
+        let (comm, members) = self.comm_ref[&k.comm];
+        let is_root = k.root.and_then(|x| members.get(x as usize)) == Some(&self.me);
+        let (sent, received) = sizes(o, is_root, e.bytes, members.len() as u64);
+        (o, comm, k.root, sent, received)
+    }
 }
 
 /// A message's tag as OTF2's (unsigned 32 bits): MPI tags are non-negative and below 2^31,

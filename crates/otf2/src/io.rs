@@ -1028,6 +1028,28 @@ impl Drop for ReadArchive {
 /// Reads the archive whose anchor file is `anchor`, timestamps as each location recorded
 /// them (clock offsets not applied: durations on one rank are what the workload needs).
 pub(crate) fn read(anchor: &Path, apply_clock_offsets: bool) -> Result<Archive, Otf2Error> {
+    let rd = open_reader(anchor)?;
+    let d = read_global_defs(&rd, anchor)?;
+    let mut locations: Vec<Location> = d
+        .locations
+        .iter()
+        .map(|&(id, name)| Location {
+            id,
+            name: d.string(name),
+            host: String::new(),
+            clock_offsets: Vec::<ClockOffset>::new(),
+            events: Vec::new(),
+        })
+        .collect();
+    if !locations.is_empty() {
+        read_events(&rd, &mut locations, apply_clock_offsets)?;
+    }
+    drop(rd);
+    assemble(&d, locations, anchor)
+}
+
+/// The open reader of the archive at `anchor`.
+fn open_reader(anchor: &Path) -> Result<ReadArchive, Otf2Error> {
     if !anchor.is_file() {
         return Err(Otf2Error::Io {
             path: anchor.to_path_buf(),
@@ -1042,7 +1064,11 @@ pub(crate) fn read(anchor: &Path, apply_clock_offsets: bool) -> Result<Archive, 
             path: anchor.to_path_buf(),
         });
     }
-    let rd = ReadArchive(raw);
+    Ok(ReadArchive(raw))
+}
+
+/// The archive's global definitions.
+fn read_global_defs(rd: &ReadArchive, anchor: &Path) -> Result<Defs, Otf2Error> {
     let mut d = Defs {
         resolution: 1_000_000_000,
         ..Defs::default()
@@ -1086,113 +1112,133 @@ pub(crate) fn read(anchor: &Path, apply_clock_offsets: bool) -> Result<Archive, 
             OTF2_Reader_CloseGlobalDefReader(rd.0, gd),
         )?;
     }
-    let string = |id: u32| d.strings.get(&id).cloned().unwrap_or_default();
-    let mut locations: Vec<Location> = d
-        .locations
-        .iter()
-        .map(|&(id, name)| Location {
-            id,
-            name: string(name),
-            host: String::new(),
-            clock_offsets: Vec::<ClockOffset>::new(),
-            events: Vec::new(),
-        })
-        .collect();
-    if !locations.is_empty() {
-        // SAFETY: the reader is open; every event reader is used inside this block, with its
-        // `Vec<Rec>` alive and unaliased for the whole ReadAllLocalEvents that fills it.
-        unsafe {
-            for l in &locations {
+    Ok(d)
+}
+
+/// Reads every location's events into its `events`.
+fn read_events(
+    rd: &ReadArchive,
+    locations: &mut [Location],
+    apply_clock_offsets: bool,
+) -> Result<(), Otf2Error> {
+    // SAFETY: the reader is open; every event reader is used inside this block, with its
+    // `Vec<Rec>` alive and unaliased for the whole ReadAllLocalEvents that fills it.
+    unsafe {
+        let evts = event_readers(rd, locations)?;
+        let cb = event_callbacks();
+        let mut result = Ok(());
+        for (l, &er) in locations.iter_mut().zip(&evts) {
+            result = (|| {
                 check(
-                    "OTF2_Reader_SelectLocation",
-                    OTF2_Reader_SelectLocation(rd.0, l.id),
+                    "OTF2_EvtReader_ApplyClockOffsets",
+                    OTF2_EvtReader_ApplyClockOffsets(er, apply_clock_offsets),
                 )?;
+                check(
+                    "OTF2_Reader_RegisterEvtCallbacks",
+                    OTF2_Reader_RegisterEvtCallbacks(
+                        rd.0,
+                        er,
+                        cb,
+                        &mut l.events as *mut Vec<Rec> as *mut c_void,
+                    ),
+                )?;
+                let mut n = 0u64;
+                check(
+                    "OTF2_Reader_ReadAllLocalEvents",
+                    OTF2_Reader_ReadAllLocalEvents(rd.0, er, &mut n),
+                )
+            })();
+            if result.is_err() {
+                break;
             }
-            let defs_open = OTF2_Reader_OpenDefFiles(rd.0) == SUCCESS;
-            check("OTF2_Reader_OpenEvtFiles", OTF2_Reader_OpenEvtFiles(rd.0))?;
-            let mut evts = Vec::with_capacity(locations.len());
-            for l in &locations {
-                // Local definitions hold the mapping tables (Score-P's local ids to global
-                // ones) that the event reader applies.
-                if defs_open {
-                    let dr = OTF2_Reader_GetDefReader(rd.0, l.id);
-                    if !dr.is_null() {
-                        let mut n = 0u64;
-                        check(
-                            "OTF2_Reader_ReadAllLocalDefinitions",
-                            OTF2_Reader_ReadAllLocalDefinitions(rd.0, dr, &mut n),
-                        )?;
-                        OTF2_Reader_CloseDefReader(rd.0, dr);
-                    }
-                }
-                let er = OTF2_Reader_GetEvtReader(rd.0, l.id);
-                if er.is_null() {
-                    return Err(Otf2Error::Library {
-                        call: "OTF2_Reader_GetEvtReader",
-                        code: 0,
-                        message: format!("no event reader for location {}", l.id),
-                    });
-                }
-                evts.push(er);
-            }
+        }
+        OTF2_EvtReaderCallbacks_Delete(cb);
+        for er in evts {
+            OTF2_Reader_CloseEvtReader(rd.0, er);
+        }
+        OTF2_Reader_CloseEvtFiles(rd.0);
+        result
+    }
+}
+
+/// Selects every location and opens its event reader (after its local definitions, which
+/// hold the mapping tables, Score-P's local ids to global ones, that the event reader applies).
+///
+/// # Safety
+/// `rd` is open; the caller closes the event readers and the event files.
+unsafe fn event_readers(
+    rd: &ReadArchive,
+    locations: &[Location],
+) -> Result<Vec<*mut OTF2_EvtReader>, Otf2Error> {
+    // SAFETY: the caller's; each definition reader is closed here after its read.
+    unsafe {
+        for l in locations {
+            check(
+                "OTF2_Reader_SelectLocation",
+                OTF2_Reader_SelectLocation(rd.0, l.id),
+            )?;
+        }
+        let defs_open = OTF2_Reader_OpenDefFiles(rd.0) == SUCCESS;
+        check("OTF2_Reader_OpenEvtFiles", OTF2_Reader_OpenEvtFiles(rd.0))?;
+        let mut evts = Vec::with_capacity(locations.len());
+        for l in locations {
             if defs_open {
-                OTF2_Reader_CloseDefFiles(rd.0);
-            }
-            let cb = OTF2_EvtReaderCallbacks_New();
-            OTF2_EvtReaderCallbacks_SetEnterCallback(cb, ev_enter);
-            OTF2_EvtReaderCallbacks_SetLeaveCallback(cb, ev_leave);
-            OTF2_EvtReaderCallbacks_SetMpiSendCallback(cb, ev_send);
-            OTF2_EvtReaderCallbacks_SetMpiRecvCallback(cb, ev_recv);
-            OTF2_EvtReaderCallbacks_SetMpiIsendCallback(cb, ev_isend);
-            OTF2_EvtReaderCallbacks_SetMpiIrecvCallback(cb, ev_irecv);
-            OTF2_EvtReaderCallbacks_SetMpiIsendCompleteCallback(cb, ev_isend_complete);
-            OTF2_EvtReaderCallbacks_SetMpiIrecvRequestCallback(cb, ev_irecv_request);
-            OTF2_EvtReaderCallbacks_SetMpiRequestCancelledCallback(cb, ev_cancelled);
-            OTF2_EvtReaderCallbacks_SetMpiCollectiveBeginCallback(cb, ev_coll_begin);
-            OTF2_EvtReaderCallbacks_SetMpiCollectiveEndCallback(cb, ev_coll_end);
-            OTF2_EvtReaderCallbacks_SetMeasurementOnOffCallback(cb, ev_measurement);
-            OTF2_EvtReaderCallbacks_SetRmaPutCallback(cb, ev_rma_put);
-            OTF2_EvtReaderCallbacks_SetRmaGetCallback(cb, ev_rma_get);
-            OTF2_EvtReaderCallbacks_SetRmaAtomicCallback(cb, ev_rma_atomic);
-            OTF2_EvtReaderCallbacks_SetRmaOpCompleteRemoteCallback(cb, ev_rma_complete);
-            OTF2_EvtReaderCallbacks_SetNonBlockingCollectiveRequestCallback(cb, ev_nbc_request);
-            OTF2_EvtReaderCallbacks_SetNonBlockingCollectiveCompleteCallback(cb, ev_nbc_complete);
-            let mut result = Ok(());
-            for (l, &er) in locations.iter_mut().zip(&evts) {
-                result = (|| {
-                    check(
-                        "OTF2_EvtReader_ApplyClockOffsets",
-                        OTF2_EvtReader_ApplyClockOffsets(er, apply_clock_offsets),
-                    )?;
-                    check(
-                        "OTF2_Reader_RegisterEvtCallbacks",
-                        OTF2_Reader_RegisterEvtCallbacks(
-                            rd.0,
-                            er,
-                            cb,
-                            &mut l.events as *mut Vec<Rec> as *mut c_void,
-                        ),
-                    )?;
+                let dr = OTF2_Reader_GetDefReader(rd.0, l.id);
+                if !dr.is_null() {
                     let mut n = 0u64;
                     check(
-                        "OTF2_Reader_ReadAllLocalEvents",
-                        OTF2_Reader_ReadAllLocalEvents(rd.0, er, &mut n),
-                    )
-                })();
-                if result.is_err() {
-                    break;
+                        "OTF2_Reader_ReadAllLocalDefinitions",
+                        OTF2_Reader_ReadAllLocalDefinitions(rd.0, dr, &mut n),
+                    )?;
+                    OTF2_Reader_CloseDefReader(rd.0, dr);
                 }
             }
-            OTF2_EvtReaderCallbacks_Delete(cb);
-            for er in evts {
-                OTF2_Reader_CloseEvtReader(rd.0, er);
+            let er = OTF2_Reader_GetEvtReader(rd.0, l.id);
+            if er.is_null() {
+                return Err(Otf2Error::Library {
+                    call: "OTF2_Reader_GetEvtReader",
+                    code: 0,
+                    message: format!("no event reader for location {}", l.id),
+                });
             }
-            OTF2_Reader_CloseEvtFiles(rd.0);
-            result?;
+            evts.push(er);
         }
+        if defs_open {
+            OTF2_Reader_CloseDefFiles(rd.0);
+        }
+        Ok(evts)
     }
-    drop(rd);
+}
 
+/// The event callbacks of every record the model keeps; the caller deletes them.
+fn event_callbacks() -> *mut OTF2_EvtReaderCallbacks {
+    // SAFETY: a fresh callbacks struct, given functions of the signatures libotf2 expects.
+    unsafe {
+        let cb = OTF2_EvtReaderCallbacks_New();
+        OTF2_EvtReaderCallbacks_SetEnterCallback(cb, ev_enter);
+        OTF2_EvtReaderCallbacks_SetLeaveCallback(cb, ev_leave);
+        OTF2_EvtReaderCallbacks_SetMpiSendCallback(cb, ev_send);
+        OTF2_EvtReaderCallbacks_SetMpiRecvCallback(cb, ev_recv);
+        OTF2_EvtReaderCallbacks_SetMpiIsendCallback(cb, ev_isend);
+        OTF2_EvtReaderCallbacks_SetMpiIrecvCallback(cb, ev_irecv);
+        OTF2_EvtReaderCallbacks_SetMpiIsendCompleteCallback(cb, ev_isend_complete);
+        OTF2_EvtReaderCallbacks_SetMpiIrecvRequestCallback(cb, ev_irecv_request);
+        OTF2_EvtReaderCallbacks_SetMpiRequestCancelledCallback(cb, ev_cancelled);
+        OTF2_EvtReaderCallbacks_SetMpiCollectiveBeginCallback(cb, ev_coll_begin);
+        OTF2_EvtReaderCallbacks_SetMpiCollectiveEndCallback(cb, ev_coll_end);
+        OTF2_EvtReaderCallbacks_SetMeasurementOnOffCallback(cb, ev_measurement);
+        OTF2_EvtReaderCallbacks_SetRmaPutCallback(cb, ev_rma_put);
+        OTF2_EvtReaderCallbacks_SetRmaGetCallback(cb, ev_rma_get);
+        OTF2_EvtReaderCallbacks_SetRmaAtomicCallback(cb, ev_rma_atomic);
+        OTF2_EvtReaderCallbacks_SetRmaOpCompleteRemoteCallback(cb, ev_rma_complete);
+        OTF2_EvtReaderCallbacks_SetNonBlockingCollectiveRequestCallback(cb, ev_nbc_request);
+        OTF2_EvtReaderCallbacks_SetNonBlockingCollectiveCompleteCallback(cb, ev_nbc_complete);
+        cb
+    }
+}
+
+/// The archive from its definitions and its locations' events.
+fn assemble(d: &Defs, locations: Vec<Location>, anchor: &Path) -> Result<Archive, Otf2Error> {
     // Regions and communicators indexed by their OTF2 references (dense in the archives
     // libotf2's writers make); a reference far beyond any real table is refused rather than
     // allocated for.
@@ -1209,49 +1255,13 @@ pub(crate) fn read(anchor: &Path, apply_clock_offsets: bool) -> Result<Archive, 
             message: format!("definition reference {k} is beyond {MAX_REF}"),
         });
     }
-    let region_len = d.regions.keys().next_back().map_or(0, |&k| k as usize + 1);
-    let mut regions = vec![
-        Region {
-            name: String::new(),
-            role: 0,
-            mpi: false,
-        };
-        region_len
-    ];
-    for (&id, &(name, role, paradigm)) in &d.regions {
-        regions[id as usize] = Region {
-            name: string(name),
-            role,
-            mpi: paradigm == PARADIGM_MPI,
-        };
-    }
     let mpi_ranks: Vec<u64> = d
         .groups
         .values()
         .find(|g| g.0 == GROUP_TYPE_COMM_LOCATIONS && g.1 == PARADIGM_MPI)
         .map(|g| g.2.clone())
         .unwrap_or_default();
-    let comm_len = d.comms.keys().next_back().map_or(0, |&k| k as usize + 1);
-    let mut comms = vec![
-        Comm {
-            name: String::new(),
-            members: Vec::new(),
-        };
-        comm_len
-    ];
-    for (&id, &(name, group)) in &d.comms {
-        let members = match d.groups.get(&group) {
-            Some((kind, _, m)) if *kind == GROUP_TYPE_COMM_GROUP => {
-                m.iter().map(|&x| x as u32).collect()
-            }
-            _ => Vec::new(),
-        };
-        comms[id as usize] = Comm {
-            name: string(name),
-            members,
-        };
-    }
-    // Refs are bounded like the others' (MAX_REF), so the table is small.
+    // Refs are bounded (MAX_REF), so the tables are small.
     let win_len = d.windows.keys().next_back().map_or(0, |&k| k as usize + 1);
     let mut windows = vec![UNDEFINED_UINT32; win_len];
     for (&id, &comm) in &d.windows {
@@ -1259,10 +1269,68 @@ pub(crate) fn read(anchor: &Path, apply_clock_offsets: bool) -> Result<Archive, 
     }
     Ok(Archive {
         timer_resolution: d.resolution,
-        regions,
-        comms,
+        regions: d.region_table(),
+        comms: d.comm_table(),
         windows,
         mpi_ranks,
         locations,
     })
+}
+
+impl Defs {
+    /// String `id`, empty when the archive does not define it.
+    fn string(&self, id: u32) -> String {
+        self.strings.get(&id).cloned().unwrap_or_default()
+    }
+
+    /// The regions, indexed by reference (bounded by the caller).
+    fn region_table(&self) -> Vec<Region> {
+        let region_len = self
+            .regions
+            .keys()
+            .next_back()
+            .map_or(0, |&k| k as usize + 1);
+        let mut regions = vec![
+            Region {
+                name: String::new(),
+                role: 0,
+                mpi: false,
+            };
+            region_len
+        ];
+        for (&id, &(name, role, paradigm)) in &self.regions {
+            regions[id as usize] = Region {
+                name: self.string(name),
+                role,
+                mpi: paradigm == PARADIGM_MPI,
+            };
+        }
+        regions
+    }
+
+    /// The communicators, indexed by reference (bounded by the caller), each with its group's
+    /// members (none when the group is not a communicator group).
+    fn comm_table(&self) -> Vec<Comm> {
+        let comm_len = self.comms.keys().next_back().map_or(0, |&k| k as usize + 1);
+        let mut comms = vec![
+            Comm {
+                name: String::new(),
+                members: Vec::new(),
+            };
+            comm_len
+        ];
+        for (&id, &(name, group)) in &self.comms {
+            let members = match self.groups.get(&group) {
+                Some((kind, _, m)) if *kind == GROUP_TYPE_COMM_GROUP => {
+                    m.iter().map(|&x| x as u32).collect()
+                }
+                _ => Vec::new(),
+            };
+            comms[id as usize] = Comm {
+                name: self.string(name),
+                members,
+            };
+        }
+        comms
+    }
 }

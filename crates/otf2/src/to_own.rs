@@ -45,7 +45,7 @@
 //! that is not an MPI rank's. Other records carry no communication and are ignored.
 
 use crate::from_run::{family, rooted};
-use crate::model::{op, Archive, Rec};
+use crate::model::{op, Archive, Location, Rec};
 use commperf_predict::parse::is_name;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt::Write as _;
@@ -80,7 +80,9 @@ fn is_mpi(a: &Archive, id: u32) -> bool {
         .is_some_and(|r| r.mpi || r.name.starts_with("MPI_"))
 }
 
-/// The own-format text of an archive, or why it cannot be replayed.
+/// The own-format text of an archive, or why it cannot be replayed: each MPI rank's records
+/// converted ([`RankConv`]), the collectives of each communicator matched across its members
+/// ([`Ctx::collective_texts`]), and the whole written out ([`render`]).
 pub fn own_text(a: &Archive) -> Result<String, String> {
     let n = a.mpi_ranks.len() as u32;
     if n == 0 {
@@ -90,87 +92,49 @@ pub fn own_text(a: &Archive) -> Result<String, String> {
                 .into(),
         );
     }
-    // MPI_COMM_WORLD: the first communicator over every rank in rank order. Another one over
-    // the same ranks (MPI_Comm_dup) is a communicator of its own, as MPI keeps it.
+    let world = world_flags(a, n);
+    check_other_locations(a)?;
+    let sub_tag = sub_tags(a, n, &world)?;
+    let cx = Ctx {
+        a,
+        n,
+        world,
+        all_ranks: (0..n).collect(),
+        sub_tag,
+    };
+    let mut blocks: Vec<(u32, Vec<Slot>)> = Vec::new();
+    // Per rank, its collectives in call order.
+    let mut colls: Vec<Vec<CollRec>> = Vec::new();
+    for r in 0..n {
+        let Some(l) = a.rank_location(r) else {
+            continue;
+        };
+        let (slots, mine) = RankConv::new(&cx, r).run(l)?;
+        blocks.push((r, slots));
+        colls.push(mine);
+    }
+    let per_comm = per_comm(&colls);
+    let names = cx.comm_names(&per_comm);
+    let mut texts: HashMap<(usize, usize), String> = HashMap::new();
+    for (&comm, per_rank) in &per_comm {
+        cx.collective_texts(comm, per_rank, (&blocks, &colls), &names, &mut texts)?;
+    }
+    Ok(render(&cx, &names, &blocks, &texts))
+}
+
+/// Per communicator, whether it is MPI_COMM_WORLD: the first communicator over every rank in
+/// rank order. Another one over the same ranks (MPI_Comm_dup) is a communicator of its own, as
+/// MPI keeps it.
+fn world_flags(a: &Archive, n: u32) -> Vec<bool> {
     let world_ref = a
         .comms
         .iter()
         .position(|c| c.members.iter().copied().eq(0..n));
-    let world: Vec<bool> = (0..a.comms.len()).map(|i| Some(i) == world_ref).collect();
-    let all_ranks: Vec<u32> = (0..n).collect();
-    // A communicator's group (world ranks in its rank order), or why it cannot be one.
-    let group = |r: u32, what: &str, t: u64, comm: u32| -> Result<&[u32], String> {
-        let Some(c) = a.comms.get(comm as usize) else {
-            return Err(format!(
-                "rank {r}: {what} at t={t} on communicator #{comm}, which the archive does not \
-                 define"
-            ));
-        };
-        if world[comm as usize] {
-            return Ok(&all_ranks);
-        }
-        let distinct: BTreeSet<u32> = c.members.iter().copied().collect();
-        if c.members.is_empty()
-            || distinct.len() != c.members.len()
-            || c.members.iter().any(|&m| m >= n)
-        {
-            return Err(format!(
-                "rank {r}: {what} at t={t} on communicator `{}`, whose group ({:?}) is not \
-                 distinct MPI ranks below {n}",
-                c.name, c.members
-            ));
-        }
-        if !distinct.contains(&r) {
-            return Err(format!(
-                "rank {r}: {what} at t={t} on communicator `{}`, of which it is no member \
-                 (members {:?})",
-                c.name, c.members
-            ));
-        }
-        Ok(&c.members)
-    };
-    // A collective record taken back: (op, comm, root, bytes sent, bytes received).
-    let coll_rec = |r: u32,
-                    t: u64,
-                    (o, comm, root, sent, received): (u8, u32, Option<u32>, u64, u64),
-                    request: Option<String>|
-     -> Result<CollRec, String> {
-        let name = op::name(o);
-        let Some(f) = family(o) else {
-            return Err(format!(
-                "rank {r}: {name} at t={t}: predict has no such collective"
-            ));
-        };
-        let members = group(r, &name, t, comm)?;
-        let size = members.len() as u64;
-        let root = if rooted(f) {
-            match root {
-                Some(x) if u64::from(x) < size => Some(x),
-                _ => return Err(format!("rank {r}: {name} at t={t} without a valid root")),
-            }
-        } else {
-            None
-        };
-        let is_root = root.is_some_and(|x| members[x as usize] == r);
-        let raw = match o {
-            op::BCAST if is_root => sent,
-            op::BCAST | op::SCATTER | op::SCATTERV => received,
-            _ => sent,
-        };
-        let bytes = match f {
-            "alltoall" | "reducescatter" => raw / size,
-            _ => raw,
-        };
-        Ok(CollRec {
-            family: f,
-            op: o,
-            comm,
-            root,
-            bytes,
-            request,
-        })
-    };
-    // Communication from a location that is no MPI rank's (a second thread) is not modelled.
+    (0..a.comms.len()).map(|i| Some(i) == world_ref).collect()
+}
+
+/// Communication from a location that is no MPI rank's (a second thread) is not modelled.
+fn check_other_locations(a: &Archive) -> Result<(), String> {
     let ranks: BTreeSet<u64> = a.mpi_ranks.iter().copied().collect();
     for l in &a.locations {
         if !ranks.contains(&l.id) {
@@ -191,8 +155,12 @@ pub fn own_text(a: &Archive) -> Result<String, String> {
             }
         }
     }
+    Ok(())
+}
 
-    // Tags of point-to-point on other communicators: above every world tag (trace.rs's rule).
+/// Tags of point-to-point on other communicators: above every world tag (trace.rs's rule), one
+/// per (communicator, tag) in their order.
+fn sub_tags(a: &Archive, n: u32, world: &[bool]) -> Result<HashMap<(u32, u32), i64>, String> {
     let mut max_world_tag: i64 = -1;
     let mut sub: BTreeSet<(u32, u32)> = BTreeSet::new();
     for r in 0..n {
@@ -220,14 +188,158 @@ pub fn own_text(a: &Archive) -> Result<String, String> {
             }
         }
     }
-    let sub_tag: HashMap<(u32, u32), i64> = sub
+    Ok(sub
         .iter()
         .enumerate()
         .map(|(i, &k)| (k, max_world_tag + 1 + i as i64))
-        .collect();
-    // (world peer, tag) of a record's peer and tag on `comm`.
-    let peer_tag = |r: u32, comm: u32, peer: u32, tag: u32| -> Result<(u32, i64), String> {
-        let c = &a.comms[comm as usize];
+        .collect())
+}
+
+/// Per communicator: per rank with a block (position in `blocks`), the indices of its
+/// collectives there.
+fn per_comm(colls: &[Vec<CollRec>]) -> BTreeMap<u32, BTreeMap<usize, Vec<usize>>> {
+    let mut per_comm: BTreeMap<u32, BTreeMap<usize, Vec<usize>>> = BTreeMap::new();
+    for (b, mine) in colls.iter().enumerate() {
+        for (k, c) in mine.iter().enumerate() {
+            per_comm
+                .entry(c.comm)
+                .or_default()
+                .entry(b)
+                .or_default()
+                .push(k);
+        }
+    }
+    per_comm
+}
+
+/// The text: the header, the `comm` definitions, and each rank's block.
+fn render(
+    cx: &Ctx<'_>,
+    names: &BTreeMap<u32, String>,
+    blocks: &[(u32, Vec<Slot>)],
+    texts: &HashMap<(usize, usize), String>,
+) -> String {
+    let mut out = format!(
+        "# commperf trace read from an OTF2 archive\nranks {}\n",
+        cx.n
+    );
+    for (&c, name) in names {
+        let list: Vec<String> = cx.a.comms[c as usize]
+            .members
+            .iter()
+            .map(u32::to_string)
+            .collect();
+        let _ = writeln!(out, "comm {name} {}", list.join(" "));
+    }
+    for (b, (r, slots)) in blocks.iter().enumerate() {
+        let _ = writeln!(out, "\nrank {r}");
+        for s in slots {
+            match s {
+                Slot::Line(l) => {
+                    let _ = writeln!(out, "  {l}");
+                }
+                Slot::Coll(k) => {
+                    let _ = writeln!(out, "  {}", texts[&(b, *k)]);
+                }
+                // A receive posted and never completed: never matched, so never replayed.
+                Slot::Irecv | Slot::Empty => {}
+            }
+        }
+    }
+    out
+}
+
+/// What converting any rank needs of the archive: its ranks, which communicator is the world,
+/// and the tags of point-to-point on the others.
+struct Ctx<'a> {
+    a: &'a Archive,
+    n: u32,
+    world: Vec<bool>,
+    all_ranks: Vec<u32>,
+    sub_tag: HashMap<(u32, u32), i64>,
+}
+
+impl Ctx<'_> {
+    /// A communicator's group (world ranks in its rank order), or why it cannot be one.
+    fn group(&self, r: u32, what: &str, t: u64, comm: u32) -> Result<&[u32], String> {
+        let n = self.n;
+        let Some(c) = self.a.comms.get(comm as usize) else {
+            return Err(format!(
+                "rank {r}: {what} at t={t} on communicator #{comm}, which the archive does not \
+                 define"
+            ));
+        };
+        if self.world[comm as usize] {
+            return Ok(&self.all_ranks);
+        }
+        let distinct: BTreeSet<u32> = c.members.iter().copied().collect();
+        if c.members.is_empty()
+            || distinct.len() != c.members.len()
+            || c.members.iter().any(|&m| m >= n)
+        {
+            return Err(format!(
+                "rank {r}: {what} at t={t} on communicator `{}`, whose group ({:?}) is not \
+                 distinct MPI ranks below {n}",
+                c.name, c.members
+            ));
+        }
+        if !distinct.contains(&r) {
+            return Err(format!(
+                "rank {r}: {what} at t={t} on communicator `{}`, of which it is no member \
+                 (members {:?})",
+                c.name, c.members
+            ));
+        }
+        Ok(&c.members)
+    }
+
+    /// A collective record taken back: (op, comm, root, bytes sent, bytes received).
+    fn coll_rec(
+        &self,
+        r: u32,
+        t: u64,
+        (o, comm, root, sent, received): (u8, u32, Option<u32>, u64, u64),
+        request: Option<String>,
+    ) -> Result<CollRec, String> {
+        let name = op::name(o);
+        let Some(f) = family(o) else {
+            return Err(format!(
+                "rank {r}: {name} at t={t}: predict has no such collective"
+            ));
+        };
+        let members = self.group(r, &name, t, comm)?;
+        let size = members.len() as u64;
+        let root = if rooted(f) {
+            match root {
+                Some(x) if u64::from(x) < size => Some(x),
+                _ => return Err(format!("rank {r}: {name} at t={t} without a valid root")),
+            }
+        } else {
+            None
+        };
+        let is_root = root.is_some_and(|x| members[x as usize] == r);
+        let raw = match o {
+            op::BCAST if is_root => sent,
+            op::BCAST | op::SCATTER | op::SCATTERV => received,
+            _ => sent,
+        };
+        let bytes = match f {
+            "alltoall" | "reducescatter" => raw / size,
+            _ => raw,
+        };
+        Ok(CollRec {
+            family: f,
+            op: o,
+            comm,
+            root,
+            bytes,
+            request,
+        })
+    }
+
+    /// (world peer, tag) of a record's peer and tag on `comm`.
+    fn peer_tag(&self, r: u32, comm: u32, peer: u32, tag: u32) -> Result<(u32, i64), String> {
+        let c = &self.a.comms[comm as usize];
         let p = *c.members.get(peer as usize).ok_or_else(|| {
             format!(
                 "rank {r}: peer {peer} on communicator `{}` of {} ranks",
@@ -235,16 +347,17 @@ pub fn own_text(a: &Archive) -> Result<String, String> {
                 c.members.len()
             )
         })?;
-        let t = if world[comm as usize] {
+        let t = if self.world[comm as usize] {
             i64::from(tag)
         } else {
-            sub_tag[&(comm, tag)]
+            self.sub_tag[&(comm, tag)]
         };
         Ok((p, t))
-    };
+    }
 
-    // The world rank of `peer` on RMA window `win`.
-    let rma_peer = |r: u32, win: u32, peer: u32| -> Result<u32, String> {
+    /// The world rank of `peer` on RMA window `win`.
+    fn rma_peer(&self, r: u32, win: u32, peer: u32) -> Result<u32, String> {
+        let a = self.a;
         let comm = a
             .windows
             .get(win as usize)
@@ -259,333 +372,68 @@ pub fn own_text(a: &Archive) -> Result<String, String> {
                 comm.members.len()
             )
         })
-    };
+    }
 
-    let ns = |ticks: u64| -> u64 {
-        if a.timer_resolution == 1_000_000_000 || a.timer_resolution == 0 {
+    /// Nanoseconds of `ticks` of the archive's timer.
+    fn ns(&self, ticks: u64) -> u64 {
+        let res = self.a.timer_resolution;
+        if res == 1_000_000_000 || res == 0 {
             ticks
         } else {
-            (u128::from(ticks) * 1_000_000_000 / u128::from(a.timer_resolution)) as u64
-        }
-    };
-
-    let mut blocks: Vec<(u32, Vec<Slot>)> = Vec::new();
-    // Per rank, its collectives in call order; None while a nonblocking one is incomplete.
-    let mut colls: Vec<Vec<Option<CollRec>>> = Vec::new();
-    for r in 0..n {
-        let Some(l) = a.rank_location(r) else {
-            continue;
-        };
-        let mut slots: Vec<Slot> = Vec::new();
-        let mut mine: Vec<Option<CollRec>> = Vec::new();
-        let mut pending_irecv: HashMap<u64, usize> = HashMap::new();
-        // One-sided transfers started: a completion of another (a blocking one's, as some
-        // tools write them) joins nothing.
-        let mut rma_started: BTreeSet<u64> = BTreeSet::new();
-        // Nonblocking collectives started: request -> (index in `mine`, time).
-        let mut pending_nbc: HashMap<u64, (usize, u64)> = HashMap::new();
-        let mut cursor: Option<u64> = None;
-        let mut off = false;
-        let mut depth = 0usize;
-        let mut sendrecv = false;
-        let mut sync = false;
-        let mut completed: Vec<String> = Vec::new();
-        let mut sr_names: Vec<String> = Vec::new();
-        let mut sr_count = 0u64;
-        // The end of one MPI call: its completions as one wait/waitall.
-        let finish = |slots: &mut Vec<Slot>, completed: &mut Vec<String>, sr: &mut Vec<String>| {
-            if !sr.is_empty() {
-                slots.push(Slot::Line(format!("waitall {}", sr.join(" "))));
-                sr.clear();
-            }
-            wait_before(slots, completed);
-        };
-        for rec in &l.events {
-            match *rec {
-                Rec::Enter { t, region } if is_mpi(a, region) => {
-                    if depth == 0 {
-                        if let Some(c) = cursor {
-                            if !off && t > c {
-                                slots.push(Slot::Line(format!("compute {}ns", ns(t - c))));
-                            }
-                        }
-                        let name = a.regions[region as usize].name.as_str();
-                        sendrecv = name.starts_with("MPI_Sendrecv");
-                        // MPI_Ssend's and MPI_Issend's MpiSend/MpiIsend (and a persistent
-                        // MPI_Ssend_init's start's): OTF2's record has no mode, the region
-                        // says it.
-                        sync = matches!(name, "MPI_Ssend" | "MPI_Issend")
-                            || name == crate::from_run::SYNC_START_REGION;
-                    }
-                    depth += 1;
-                }
-                Rec::Leave { t, region } if is_mpi(a, region) => {
-                    depth = depth.saturating_sub(1);
-                    if depth == 0 {
-                        cursor = Some(cursor.map_or(t, |c| c.max(t)));
-                        finish(&mut slots, &mut completed, &mut sr_names);
-                        sendrecv = false;
-                        sync = false;
-                    }
-                }
-                Rec::Enter { .. } | Rec::Leave { .. } => {}
-                Rec::Measurement { t, on } => {
-                    // Outside MPI calls (Score-P writes it there) the time up to the switch is
-                    // computation, and after it computation starts again from the switch on.
-                    // commperf writes it inside MPI_Pcontrol, whose Enter and Leave already
-                    // bound the gaps.
-                    if let Some(c) = cursor {
-                        if depth == 0 && !off && !on && t > c {
-                            slots.push(Slot::Line(format!("compute {}ns", ns(t - c))));
-                        }
-                        cursor = Some(c.max(t));
-                    }
-                    off = !on;
-                }
-                Rec::Send {
-                    peer,
-                    comm,
-                    tag,
-                    bytes,
-                    ..
-                }
-                | Rec::Recv {
-                    peer,
-                    comm,
-                    tag,
-                    bytes,
-                    ..
-                } => {
-                    let (p, t) = peer_tag(r, comm, peer, tag)?;
-                    let send = matches!(rec, Rec::Send { .. });
-                    // Completions recorded before it in the call come first (an epoch's
-                    // transfers before MPI_Win_complete's message).
-                    wait_before(&mut slots, &mut completed);
-                    if sendrecv {
-                        sr_count += 1;
-                        let name = format!("sr{sr_count}");
-                        let verb = if send { "isend" } else { "irecv" };
-                        slots.push(Slot::Line(format!("{verb} {p} {bytes}B tag {t} as {name}")));
-                        sr_names.push(name);
-                    } else {
-                        let verb = match (send, sync) {
-                            (true, true) => "ssend",
-                            (true, false) => "send",
-                            (false, _) => "recv",
-                        };
-                        slots.push(Slot::Line(format!("{verb} {p} {bytes}B tag {t}")));
-                    }
-                }
-                Rec::Isend {
-                    peer,
-                    comm,
-                    tag,
-                    bytes,
-                    req,
-                    ..
-                } => {
-                    let (p, t) = peer_tag(r, comm, peer, tag)?;
-                    let verb = if sync { "issend" } else { "isend" };
-                    slots.push(Slot::Line(format!("{verb} {p} {bytes}B tag {t} as q{req}")));
-                }
-                Rec::IsendComplete { req, .. } => completed.push(format!("q{req}")),
-                Rec::IrecvRequest { req, .. } => {
-                    pending_irecv.insert(req, slots.len());
-                    slots.push(Slot::Irecv);
-                }
-                Rec::Irecv {
-                    t: at,
-                    peer,
-                    comm,
-                    tag,
-                    bytes,
-                    req,
-                } => {
-                    let (p, t) = peer_tag(r, comm, peer, tag)?;
-                    let Some(i) = pending_irecv.remove(&req) else {
-                        return Err(format!(
-                            "rank {r}: MpiIrecv of request {req} at t={at} without its \
-                             MpiIrecvRequest"
-                        ));
-                    };
-                    slots[i] = Slot::Line(format!("irecv {p} {bytes}B tag {t} as q{req}"));
-                    completed.push(format!("q{req}"));
-                }
-                Rec::RequestCancelled { t, req } => match pending_irecv.remove(&req) {
-                    Some(i) => slots[i] = Slot::Empty,
-                    None => {
-                        return Err(format!(
-                            "rank {r}: request {req} cancelled at t={t} after it was sent: a \
-                             cancelled send is not modelled"
-                        ))
-                    }
-                },
-                Rec::CollBegin { .. } => {}
-                Rec::CollEnd {
-                    t,
-                    op: o,
-                    comm,
-                    root,
-                    sent,
-                    received,
-                } => {
-                    let c = coll_rec(r, t, (o, comm, root, sent, received), None)?;
-                    // As above: a fence's transfers complete before its barrier.
-                    wait_before(&mut slots, &mut completed);
-                    slots.push(Slot::Coll(mine.len()));
-                    mine.push(Some(c));
-                }
-                Rec::NbcRequest { t, req } => {
-                    if pending_nbc.insert(req, (mine.len(), t)).is_some() {
-                        return Err(format!(
-                            "rank {r}: nonblocking collective request {req} started again at \
-                             t={t} before it completed"
-                        ));
-                    }
-                    slots.push(Slot::Coll(mine.len()));
-                    mine.push(None);
-                }
-                Rec::NbcComplete {
-                    t,
-                    op: o,
-                    comm,
-                    root,
-                    sent,
-                    received,
-                    req,
-                } => {
-                    let Some((k, _)) = pending_nbc.remove(&req) else {
-                        return Err(format!(
-                            "rank {r}: NonBlockingCollectiveComplete of request {req} at t={t} \
-                             without its NonBlockingCollectiveRequest"
-                        ));
-                    };
-                    // Named apart from point-to-point requests, whose ids may be the same.
-                    let name = format!("n{req}");
-                    let c = coll_rec(r, t, (o, comm, root, sent, received), Some(name.clone()))?;
-                    mine[k] = Some(c);
-                    completed.push(name);
-                }
-                Rec::RmaPut {
-                    win,
-                    peer,
-                    bytes,
-                    req,
-                    ..
-                }
-                | Rec::RmaGet {
-                    win,
-                    peer,
-                    bytes,
-                    req,
-                    ..
-                } => {
-                    let p = rma_peer(r, win, peer)?;
-                    rma_started.insert(req);
-                    let op = if matches!(rec, Rec::RmaPut { .. }) {
-                        "put"
-                    } else {
-                        "get"
-                    };
-                    slots.push(Slot::Line(format!("{op} {p} {bytes}B as r{req}")));
-                }
-                Rec::RmaAtomic {
-                    t,
-                    win,
-                    peer,
-                    sent,
-                    received,
-                    req,
-                } => {
-                    let p = rma_peer(r, win, peer)?;
-                    let line = match (sent, received) {
-                        (s, 0) => format!("put {p} {s}B as r{req}"),
-                        (0, g) => format!("get {p} {g}B as r{req}"),
-                        (s, g) if s == g => format!("fetch {p} {s}B as r{req}"),
-                        (s, g) => {
-                            return Err(format!(
-                                "rank {r}: RmaAtomic at t={t} sends {s} B and receives {g} B: \
-                                 the own format's fetch carries one size each way"
-                            ))
-                        }
-                    };
-                    rma_started.insert(req);
-                    slots.push(Slot::Line(line));
-                }
-                Rec::RmaComplete { req, .. } => {
-                    if rma_started.remove(&req) {
-                        completed.push(format!("r{req}"));
-                    }
-                }
-                Rec::Unmodelled { t, what } => {
-                    return Err(format!(
-                        "rank {r}: {what} at t={t}: predict does not model it"
-                    ))
-                }
-            }
-            if depth == 0 && !matches!(rec, Rec::Leave { .. }) {
-                // A communication record outside any MPI region is a call of its own.
-                finish(&mut slots, &mut completed, &mut sr_names);
-            }
-        }
-        if let Some((req, (_, t))) = pending_nbc.iter().min_by_key(|(_, (k, _))| *k) {
-            return Err(format!(
-                "rank {r}: nonblocking collective request {req} started at t={t} and never \
-                 completed"
-            ));
-        }
-        blocks.push((r, slots));
-        colls.push(mine);
-    }
-
-    // Every member of a communicator must call its collectives alike, in the same order.
-    // Per communicator: per rank with a block (position in `blocks`), its collectives there.
-    let colls: Vec<Vec<CollRec>> = colls
-        .into_iter()
-        .map(|v| v.into_iter().flatten().collect())
-        .collect();
-    let mut per_comm: BTreeMap<u32, BTreeMap<usize, Vec<usize>>> = BTreeMap::new();
-    for (b, mine) in colls.iter().enumerate() {
-        for (k, c) in mine.iter().enumerate() {
-            per_comm
-                .entry(c.comm)
-                .or_default()
-                .entry(b)
-                .or_default()
-                .push(k);
+            (u128::from(ticks) * 1_000_000_000 / u128::from(res)) as u64
         }
     }
-    let comm_label = |c: u32| -> String {
-        if world[c as usize] {
+
+    fn comm_label(&self, c: u32) -> String {
+        if self.world[c as usize] {
             "MPI_COMM_WORLD".into()
         } else {
-            format!("communicator `{}`", a.comms[c as usize].name)
+            format!("communicator `{}`", self.a.comms[c as usize].name)
         }
-    };
-    // The own format's name of each communicator other than the world that collectives use.
-    let mut names: BTreeMap<u32, String> = BTreeMap::new();
-    for &c in per_comm.keys().filter(|&&c| !world[c as usize]) {
-        let given = &a.comms[c as usize].name;
-        let unique = a.comms.iter().filter(|x| &x.name == given).count() == 1;
-        let name = if is_name(given) && unique {
-            given.clone()
-        } else {
-            format!("otf2_comm{c}")
-        };
-        names.insert(c, name);
     }
-    let mut texts: HashMap<(usize, usize), String> = HashMap::new();
-    for (&comm, per_rank) in &per_comm {
-        let members: Vec<usize> = if world[comm as usize] {
+
+    /// The own format's name of each communicator other than the world that collectives use.
+    fn comm_names<V>(&self, per_comm: &BTreeMap<u32, V>) -> BTreeMap<u32, String> {
+        let mut names: BTreeMap<u32, String> = BTreeMap::new();
+        for &c in per_comm.keys().filter(|&&c| !self.world[c as usize]) {
+            let given = &self.a.comms[c as usize].name;
+            let unique = self.a.comms.iter().filter(|x| &x.name == given).count() == 1;
+            let name = if is_name(given) && unique {
+                given.clone()
+            } else {
+                format!("otf2_comm{c}")
+            };
+            names.insert(c, name);
+        }
+        names
+    }
+
+    /// The blocks (positions in `blocks`) of the members of `comm` that have one.
+    fn member_blocks(&self, comm: u32, blocks: &[(u32, Vec<Slot>)]) -> Vec<usize> {
+        if self.world[comm as usize] {
             (0..blocks.len()).collect()
         } else {
             // Members without a location call nothing: their block is missing anyway.
-            a.comms[comm as usize]
+            self.a.comms[comm as usize]
                 .members
                 .iter()
                 .filter_map(|&m| blocks.iter().position(|(r, _)| *r == m))
                 .collect()
-        };
+        }
+    }
+
+    /// The text of each collective on `comm` into `texts` (by block and the collective's index
+    /// in it), after checking that every member calls the same ones, in the same order.
+    /// `per_rank`: per block, the indices of its collectives on `comm`.
+    fn collective_texts(
+        &self,
+        comm: u32,
+        per_rank: &BTreeMap<usize, Vec<usize>>,
+        (blocks, colls): (&[(u32, Vec<Slot>)], &[Vec<CollRec>]),
+        names: &BTreeMap<u32, String>,
+        texts: &mut HashMap<(usize, usize), String>,
+    ) -> Result<(), String> {
+        let members = self.member_blocks(comm, blocks);
         let empty = Vec::new();
         let seq = |b: usize| per_rank.get(&b).unwrap_or(&empty);
         let b0 = members[0];
@@ -595,7 +443,7 @@ pub fn own_text(a: &Archive) -> Result<String, String> {
                  the same ones",
                 blocks[b].0,
                 seq(b).len(),
-                comm_label(comm),
+                self.comm_label(comm),
                 blocks[b0].0,
                 seq(b0).len()
             ));
@@ -603,18 +451,6 @@ pub fn own_text(a: &Archive) -> Result<String, String> {
         let on = names
             .get(&comm)
             .map_or(String::new(), |nm| format!(" on {nm}"));
-        let describe = |c: &CollRec| {
-            format!(
-                "{}{}{}",
-                if c.request.is_some() {
-                    "nonblocking "
-                } else {
-                    ""
-                },
-                op::name(c.op),
-                c.root.map_or(String::new(), |x| format!(" root {x}"))
-            )
-        };
         for j in 0..seq(b0).len() {
             let c0 = &colls[b0][seq(b0)[j]];
             for &b in &members {
@@ -625,11 +461,11 @@ pub fn own_text(a: &Archive) -> Result<String, String> {
                     return Err(format!(
                         "collective number {} on {} differs: rank {} calls {}, rank {} calls {}",
                         j + 1,
-                        comm_label(comm),
+                        self.comm_label(comm),
                         blocks[b0].0,
-                        describe(c0),
+                        c0.describe(),
                         blocks[b].0,
-                        describe(c),
+                        c.describe(),
                     ));
                 }
             }
@@ -654,33 +490,396 @@ pub fn own_text(a: &Archive) -> Result<String, String> {
                 texts.insert((b, k), text);
             }
         }
+        Ok(())
     }
+}
 
-    let mut out = format!("# commperf trace read from an OTF2 archive\nranks {n}\n");
-    for (&c, name) in &names {
-        let list: Vec<String> = a.comms[c as usize]
-            .members
-            .iter()
-            .map(u32::to_string)
-            .collect();
-        let _ = writeln!(out, "comm {name} {}", list.join(" "));
+impl CollRec {
+    /// As a refusal names it: `nonblocking MPI_Bcast root 0`.
+    fn describe(&self) -> String {
+        format!(
+            "{}{}{}",
+            if self.request.is_some() {
+                "nonblocking "
+            } else {
+                ""
+            },
+            op::name(self.op),
+            self.root.map_or(String::new(), |x| format!(" root {x}"))
+        )
     }
-    for (b, (r, slots)) in blocks.iter().enumerate() {
-        let _ = writeln!(out, "\nrank {r}");
-        for s in slots {
-            match s {
-                Slot::Line(l) => {
-                    let _ = writeln!(out, "  {l}");
-                }
-                Slot::Coll(k) => {
-                    let _ = writeln!(out, "  {}", texts[&(b, *k)]);
-                }
-                // A receive posted and never completed: never matched, so never replayed.
-                Slot::Irecv | Slot::Empty => {}
-            }
+}
+
+/// One rank's records on their way to its block of the own format: the lines so far and the
+/// state of the MPI call they are in.
+struct RankConv<'c, 'a> {
+    cx: &'c Ctx<'a>,
+    r: u32,
+    slots: Vec<Slot>,
+    /// Its collectives in call order; None while a nonblocking one is incomplete.
+    mine: Vec<Option<CollRec>>,
+    pending_irecv: HashMap<u64, usize>,
+    /// One-sided transfers started: a completion of another (a blocking one's, as some tools
+    /// write them) joins nothing.
+    rma_started: BTreeSet<u64>,
+    /// Nonblocking collectives started: request -> (index in `mine`, time).
+    pending_nbc: HashMap<u64, (usize, u64)>,
+    cursor: Option<u64>,
+    off: bool,
+    depth: usize,
+    sendrecv: bool,
+    sync: bool,
+    completed: Vec<String>,
+    sr_names: Vec<String>,
+    sr_count: u64,
+}
+
+impl<'c, 'a> RankConv<'c, 'a> {
+    fn new(cx: &'c Ctx<'a>, r: u32) -> Self {
+        RankConv {
+            cx,
+            r,
+            slots: Vec::new(),
+            mine: Vec::new(),
+            pending_irecv: HashMap::new(),
+            rma_started: BTreeSet::new(),
+            pending_nbc: HashMap::new(),
+            cursor: None,
+            off: false,
+            depth: 0,
+            sendrecv: false,
+            sync: false,
+            completed: Vec::new(),
+            sr_names: Vec::new(),
+            sr_count: 0,
         }
     }
-    Ok(out)
+
+    /// The rank's block and its collectives, or why they cannot be converted.
+    fn run(mut self, l: &Location) -> Result<(Vec<Slot>, Vec<CollRec>), String> {
+        for rec in &l.events {
+            self.record(rec)?;
+            if self.depth == 0 && !matches!(rec, Rec::Leave { .. }) {
+                // A communication record outside any MPI region is a call of its own.
+                self.finish();
+            }
+        }
+        if let Some((req, (_, t))) = self.pending_nbc.iter().min_by_key(|(_, (k, _))| *k) {
+            return Err(format!(
+                "rank {}: nonblocking collective request {req} started at t={t} and never \
+                 completed",
+                self.r
+            ));
+        }
+        Ok((self.slots, self.mine.into_iter().flatten().collect()))
+    }
+
+    /// The end of one MPI call: its completions as one wait/waitall.
+    fn finish(&mut self) {
+        if !self.sr_names.is_empty() {
+            let line = format!("waitall {}", self.sr_names.join(" "));
+            self.slots.push(Slot::Line(line));
+            self.sr_names.clear();
+        }
+        wait_before(&mut self.slots, &mut self.completed);
+    }
+
+    fn line(&mut self, l: String) {
+        self.slots.push(Slot::Line(l));
+    }
+
+    fn record(&mut self, rec: &Rec) -> Result<(), String> {
+        let r = self.r;
+        match *rec {
+            Rec::Enter { t, region } => self.enter(t, region),
+            Rec::Leave { t, region } => self.leave(t, region),
+            Rec::Measurement { t, on } => self.measurement(t, on),
+            Rec::Send {
+                peer,
+                comm,
+                tag,
+                bytes,
+                ..
+            } => self.blocking(true, peer, comm, tag, bytes)?,
+            Rec::Recv {
+                peer,
+                comm,
+                tag,
+                bytes,
+                ..
+            } => self.blocking(false, peer, comm, tag, bytes)?,
+            Rec::Isend {
+                peer,
+                comm,
+                tag,
+                bytes,
+                req,
+                ..
+            } => {
+                let (p, t) = self.cx.peer_tag(r, comm, peer, tag)?;
+                let verb = if self.sync { "issend" } else { "isend" };
+                self.line(format!("{verb} {p} {bytes}B tag {t} as q{req}"));
+            }
+            Rec::IsendComplete { req, .. } => self.completed.push(format!("q{req}")),
+            Rec::IrecvRequest { req, .. } => {
+                self.pending_irecv.insert(req, self.slots.len());
+                self.slots.push(Slot::Irecv);
+            }
+            Rec::Irecv {
+                t,
+                peer,
+                comm,
+                tag,
+                bytes,
+                req,
+            } => self.irecv(t, (peer, comm, tag, bytes), req)?,
+            Rec::RequestCancelled { t, req } => self.cancelled(t, req)?,
+            Rec::CollBegin { .. } => {}
+            Rec::CollEnd {
+                t,
+                op: o,
+                comm,
+                root,
+                sent,
+                received,
+            } => self.coll_end(t, (o, comm, root, sent, received))?,
+            Rec::NbcRequest { t, req } => self.nbc_request(t, req)?,
+            Rec::NbcComplete {
+                t,
+                op: o,
+                comm,
+                root,
+                sent,
+                received,
+                req,
+            } => self.nbc_complete(t, (o, comm, root, sent, received), req)?,
+            Rec::RmaPut {
+                win,
+                peer,
+                bytes,
+                req,
+                ..
+            } => self.rma("put", win, peer, bytes, req)?,
+            Rec::RmaGet {
+                win,
+                peer,
+                bytes,
+                req,
+                ..
+            } => self.rma("get", win, peer, bytes, req)?,
+            Rec::RmaAtomic {
+                t,
+                win,
+                peer,
+                sent,
+                received,
+                req,
+            } => self.rma_atomic(t, (win, peer), (sent, received), req)?,
+            Rec::RmaComplete { req, .. } => {
+                if self.rma_started.remove(&req) {
+                    self.completed.push(format!("r{req}"));
+                }
+            }
+            Rec::Unmodelled { t, what } => {
+                return Err(format!(
+                    "rank {r}: {what} at t={t}: predict does not model it"
+                ))
+            }
+        }
+        Ok(())
+    }
+
+    /// An MPI region's Enter: the computation since the last call, and at the outermost
+    /// region what kind of call it is.
+    fn enter(&mut self, t: u64, region: u32) {
+        let a = self.cx.a;
+        if !is_mpi(a, region) {
+            return;
+        }
+        if self.depth == 0 {
+            if let Some(c) = self.cursor {
+                if !self.off && t > c {
+                    let line = format!("compute {}ns", self.cx.ns(t - c));
+                    self.line(line);
+                }
+            }
+            let name = a.regions[region as usize].name.as_str();
+            self.sendrecv = name.starts_with("MPI_Sendrecv");
+            // MPI_Ssend's and MPI_Issend's MpiSend/MpiIsend (and a persistent MPI_Ssend_init's
+            // start's): OTF2's record has no mode, the region says it.
+            self.sync = matches!(name, "MPI_Ssend" | "MPI_Issend")
+                || name == crate::from_run::SYNC_START_REGION;
+        }
+        self.depth += 1;
+    }
+
+    /// An MPI region's Leave: at the outermost region, the end of the call.
+    fn leave(&mut self, t: u64, region: u32) {
+        if !is_mpi(self.cx.a, region) {
+            return;
+        }
+        self.depth = self.depth.saturating_sub(1);
+        if self.depth == 0 {
+            self.cursor = Some(self.cursor.map_or(t, |c| c.max(t)));
+            self.finish();
+            self.sendrecv = false;
+            self.sync = false;
+        }
+    }
+
+    fn measurement(&mut self, t: u64, on: bool) {
+        // Outside MPI calls (Score-P writes it there) the time up to the switch is computation,
+        // and after it computation starts again from the switch on. commperf writes it inside
+        // MPI_Pcontrol, whose Enter and Leave already bound the gaps.
+        if let Some(c) = self.cursor {
+            if self.depth == 0 && !self.off && !on && t > c {
+                let line = format!("compute {}ns", self.cx.ns(t - c));
+                self.line(line);
+            }
+            self.cursor = Some(c.max(t));
+        }
+        self.off = !on;
+    }
+
+    /// MpiSend or MpiRecv: `send`/`ssend`/`recv`, or inside MPI_Sendrecv an `isend`/`irecv`
+    /// that the call's end waits for.
+    fn blocking(
+        &mut self,
+        send: bool,
+        peer: u32,
+        comm: u32,
+        tag: u32,
+        bytes: u64,
+    ) -> Result<(), String> {
+        let (p, t) = self.cx.peer_tag(self.r, comm, peer, tag)?;
+        // Completions recorded before it in the call come first (an epoch's transfers before
+        // MPI_Win_complete's message).
+        wait_before(&mut self.slots, &mut self.completed);
+        if self.sendrecv {
+            self.sr_count += 1;
+            let name = format!("sr{}", self.sr_count);
+            let verb = if send { "isend" } else { "irecv" };
+            self.line(format!("{verb} {p} {bytes}B tag {t} as {name}"));
+            self.sr_names.push(name);
+        } else {
+            let verb = match (send, self.sync) {
+                (true, true) => "ssend",
+                (true, false) => "send",
+                (false, _) => "recv",
+            };
+            self.line(format!("{verb} {p} {bytes}B tag {t}"));
+        }
+        Ok(())
+    }
+
+    /// MpiIrecv: fills in the irecv its MpiIrecvRequest posted, and completes it.
+    fn irecv(
+        &mut self,
+        at: u64,
+        (peer, comm, tag, bytes): (u32, u32, u32, u64),
+        req: u64,
+    ) -> Result<(), String> {
+        let r = self.r;
+        let (p, t) = self.cx.peer_tag(r, comm, peer, tag)?;
+        let Some(i) = self.pending_irecv.remove(&req) else {
+            return Err(format!(
+                "rank {r}: MpiIrecv of request {req} at t={at} without its MpiIrecvRequest"
+            ));
+        };
+        self.slots[i] = Slot::Line(format!("irecv {p} {bytes}B tag {t} as q{req}"));
+        self.completed.push(format!("q{req}"));
+        Ok(())
+    }
+
+    fn cancelled(&mut self, t: u64, req: u64) -> Result<(), String> {
+        match self.pending_irecv.remove(&req) {
+            Some(i) => {
+                self.slots[i] = Slot::Empty;
+                Ok(())
+            }
+            None => Err(format!(
+                "rank {}: request {req} cancelled at t={t} after it was sent: a cancelled send \
+                 is not modelled",
+                self.r
+            )),
+        }
+    }
+
+    fn coll_end(&mut self, t: u64, rec: (u8, u32, Option<u32>, u64, u64)) -> Result<(), String> {
+        let c = self.cx.coll_rec(self.r, t, rec, None)?;
+        // As above: a fence's transfers complete before its barrier.
+        wait_before(&mut self.slots, &mut self.completed);
+        self.slots.push(Slot::Coll(self.mine.len()));
+        self.mine.push(Some(c));
+        Ok(())
+    }
+
+    fn nbc_request(&mut self, t: u64, req: u64) -> Result<(), String> {
+        if self.pending_nbc.insert(req, (self.mine.len(), t)).is_some() {
+            return Err(format!(
+                "rank {}: nonblocking collective request {req} started again at t={t} before \
+                 it completed",
+                self.r
+            ));
+        }
+        self.slots.push(Slot::Coll(self.mine.len()));
+        self.mine.push(None);
+        Ok(())
+    }
+
+    fn nbc_complete(
+        &mut self,
+        t: u64,
+        rec: (u8, u32, Option<u32>, u64, u64),
+        req: u64,
+    ) -> Result<(), String> {
+        let Some((k, _)) = self.pending_nbc.remove(&req) else {
+            return Err(format!(
+                "rank {}: NonBlockingCollectiveComplete of request {req} at t={t} without its \
+                 NonBlockingCollectiveRequest",
+                self.r
+            ));
+        };
+        // Named apart from point-to-point requests, whose ids may be the same.
+        let name = format!("n{req}");
+        let c = self.cx.coll_rec(self.r, t, rec, Some(name.clone()))?;
+        self.mine[k] = Some(c);
+        self.completed.push(name);
+        Ok(())
+    }
+
+    /// RmaPut or RmaGet (`op`).
+    fn rma(&mut self, op: &str, win: u32, peer: u32, bytes: u64, req: u64) -> Result<(), String> {
+        let p = self.cx.rma_peer(self.r, win, peer)?;
+        self.rma_started.insert(req);
+        self.line(format!("{op} {p} {bytes}B as r{req}"));
+        Ok(())
+    }
+
+    fn rma_atomic(
+        &mut self,
+        t: u64,
+        (win, peer): (u32, u32),
+        (sent, received): (u64, u64),
+        req: u64,
+    ) -> Result<(), String> {
+        let r = self.r;
+        let p = self.cx.rma_peer(r, win, peer)?;
+        let line = match (sent, received) {
+            (s, 0) => format!("put {p} {s}B as r{req}"),
+            (0, g) => format!("get {p} {g}B as r{req}"),
+            (s, g) if s == g => format!("fetch {p} {s}B as r{req}"),
+            (s, g) => {
+                return Err(format!(
+                    "rank {r}: RmaAtomic at t={t} sends {s} B and receives {g} B: the own \
+                     format's fetch carries one size each way"
+                ))
+            }
+        };
+        self.rma_started.insert(req);
+        self.line(line);
+        Ok(())
+    }
 }
 
 /// The completions recorded so far in a call, as a `wait`/`waitall` before what comes next in

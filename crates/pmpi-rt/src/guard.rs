@@ -13,9 +13,13 @@
 //! test hook below (no second load), and `catch_unwind`, which costs nothing unless a panic
 //! happens.
 //!
-//! Test hook: `COMMPERF_PMPI_TEST_PANIC=<entry>` (an [`Entry`] name: `post`, `comm`, …), read
-//! once in `cpmpi_rt_init`, makes that entry point panic on its first call, so the tests can
-//! check that a rank survives a bug in the runtime (crates/cli/tests/monitor_mpi.rs).
+//! Test hook, only in a runtime built with the `test-hooks` feature (commperf-pmpi's build
+//! script enables it for builds with debug assertions, which is what `cargo test` runs; a
+//! release build carries no hook): `COMMPERF_PMPI_TEST_PANIC=<entry>` (an [`Entry`] name:
+//! `post`, `comm`, …), read once in `cpmpi_rt_init`, makes that entry point panic on its first
+//! call, so the tests can check that a rank survives a bug in the runtime
+//! (crates/cli/tests/monitor_mpi.rs). The environment is the hook's only channel: the runtime
+//! is preloaded into the user's program, whose command line is not ours.
 
 use std::any::Any;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -43,6 +47,7 @@ pub enum Entry {
     Finalize,
 }
 
+#[cfg(any(test, feature = "test-hooks"))]
 const ALL: [Entry; 16] = [
     Entry::Init,
     Entry::Clock,
@@ -85,6 +90,7 @@ impl Entry {
         }
     }
 
+    #[cfg(any(test, feature = "test-hooks"))]
     fn from_name(s: &str) -> Option<Entry> {
         ALL.into_iter().find(|e| e.name() == s)
     }
@@ -123,10 +129,17 @@ fn quiet_hook() {
     });
 }
 
-/// Arms the test hook from `COMMPERF_PMPI_TEST_PANIC` and quiets the panic hook
-/// (cpmpi_rt_init calls this once).
+/// Quiets the panic hook and, in a `test-hooks` build, arms the test hook from
+/// `COMMPERF_PMPI_TEST_PANIC` (cpmpi_rt_init calls this once).
 pub fn arm_test_hook() {
     quiet_hook();
+    #[cfg(feature = "test-hooks")]
+    arm_from_env();
+}
+
+/// The test hook's entry point from `COMMPERF_PMPI_TEST_PANIC`, stored in [`STATE`].
+#[cfg(feature = "test-hooks")]
+fn arm_from_env() {
     let Ok(v) = std::env::var("COMMPERF_PMPI_TEST_PANIC") else {
         return;
     };
@@ -151,6 +164,7 @@ pub fn entry<R>(e: Entry, default: R, body: impl FnOnce() -> R) -> R {
     // AssertUnwindSafe: after a panic nothing the body touched is used again (every entry
     // point returns its default from then on), so no broken invariant can be observed.
     let r = catch_unwind(AssertUnwindSafe(|| {
+        #[cfg(feature = "test-hooks")]
         if s == e as u8 {
             panic!("COMMPERF_PMPI_TEST_PANIC={}", e.name());
         }

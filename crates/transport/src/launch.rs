@@ -927,15 +927,17 @@ fn check_token<E: Endpoint>(e: &mut E, token: &str) -> Result<(), LaunchError> {
 
 /// Server side: builds the data channel the client asked for, listening on `bind_ip` for
 /// sockets, and checks the token on it. Reports failures to the client before returning them.
+/// `pause`: a test's kill point in creating a shared-memory segment (`--pause-shm-create`).
 pub fn serve_data(
     ctrl: &mut Control,
     spec: &DataSpec,
     bind_ip: IpAddr,
     token: &str,
+    pause: Option<shm::ShmPause>,
 ) -> Result<AnyEndpoint, LaunchError> {
     ctrl.set_phase(format!("{} data channel setup", spec.transport));
     let r = match spec.check() {
-        Ok(()) => serve_data_inner(ctrl, spec, bind_ip, token),
+        Ok(()) => serve_data_inner(ctrl, spec, bind_ip, token, pause),
         Err(e) => Err(e.into()),
     };
     match r {
@@ -958,6 +960,7 @@ fn serve_data_inner(
     spec: &DataSpec,
     bind_ip: IpAddr,
     token: &str,
+    pause: Option<shm::ShmPause>,
 ) -> Result<AnyEndpoint, LaunchError> {
     let cfg = spec.endpoint_config();
     let wait = cfg.idle_timeout.min(Duration::from_secs(30));
@@ -966,7 +969,7 @@ fn serve_data_inner(
         TransportKind::Model | TransportKind::Mpi => Err(not_launchable(spec.transport)),
         TransportKind::Shm => {
             shm::remove_stale_segments();
-            let seg = shm::ShmSegment::create(spec.shm_options(), spec.max_message)?;
+            let seg = shm::ShmSegment::create_pausing(spec.shm_options(), spec.max_message, pause)?;
             ctrl.send(&SetupMsg::Offer {
                 address: seg.name().into(),
             })?;
@@ -1322,6 +1325,7 @@ pub fn accept_local_pair<J: serde::de::DeserializeOwned>(
         &spec,
         std::net::Ipv4Addr::LOCALHOST.into(),
         &token,
+        None,
     )?;
     Ok((ctrl, job, ep))
 }

@@ -29,7 +29,8 @@ mod tests;
 pub use cq::{attach_cq, CqAttachment, CqPoster, ShmCq, CQ_SLOTS};
 pub use endpoint::{pair, ShmEndpoint};
 pub use segment::{
-    attach, remove_stale_segments, segment_bytes, ShmOptions, ShmSegment, NAME_PREFIX,
+    attach, remove_stale_segments, segment_bytes, ShmOptions, ShmPause, ShmPauseParseError,
+    ShmSegment, NAME_PREFIX,
 };
 
 use std::sync::atomic::AtomicU32;

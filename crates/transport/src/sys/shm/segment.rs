@@ -180,16 +180,54 @@ pub(super) fn link_segment(fd: i32, name: &str) -> io::Result<()> {
     }
 }
 
-/// Test hook: with `COMMPERF_TEST_PAUSE_SHM_CREATE` set, creation stops at `point` ("filled":
-/// sized, mapped, pre-faulted and initialized, not yet named; "named": linked, before the peer
-/// attaches), says so on stderr with the segment's size, and waits to be killed, so a test can
-/// kill the creator exactly there.
-pub(super) fn pause_for_test(point: &str, len: usize) {
-    if std::env::var("COMMPERF_TEST_PAUSE_SHM_CREATE").as_deref() != Ok(point) {
+/// Where a test stops [`ShmSegment::create_pausing`], so it can kill the creator exactly there
+/// (`commperf serve --pause-shm-create POINT`, a hidden option; never the environment).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ShmPause {
+    /// Sized, mapped, pre-faulted and initialized, not yet named.
+    Filled,
+    /// Linked under its name, before the peer attaches.
+    Named,
+}
+
+impl ShmPause {
+    fn name(self) -> &'static str {
+        match self {
+            ShmPause::Filled => "filled",
+            ShmPause::Named => "named",
+        }
+    }
+}
+
+/// A `--pause-shm-create` value that is neither `filled` nor `named`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("'{0}' is not a point of shared-memory segment creation (filled or named)")]
+pub struct ShmPauseParseError(String);
+
+impl std::str::FromStr for ShmPause {
+    type Err = ShmPauseParseError;
+
+    fn from_str(v: &str) -> Result<Self, Self::Err> {
+        [ShmPause::Filled, ShmPause::Named]
+            .into_iter()
+            .find(|p| p.name() == v)
+            .ok_or_else(|| ShmPauseParseError(v.to_string()))
+    }
+}
+
+impl std::fmt::Display for ShmPause {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// When `pause` is `at`: says so on stderr with the segment's size, and waits to be killed.
+fn pause_if(pause: Option<ShmPause>, at: ShmPause, len: usize) {
+    if pause != Some(at) {
         return;
     }
     eprintln!(
-        "commperf: test hook: shm segment of {len} bytes {point} in process {}, pausing",
+        "commperf: test hook: shm segment of {len} bytes {at} in process {}, pausing",
         std::process::id()
     );
     loop {
@@ -309,6 +347,15 @@ impl ShmSegment {
     /// Creates and initializes a segment named `/commperf-<pid>-<random>`. The name appears
     /// only once the segment is complete (see the module notes on cleanup).
     pub fn create(opts: ShmOptions, max_message: usize) -> Result<Self, TransportError> {
+        Self::create_pausing(opts, max_message, None)
+    }
+
+    /// [`ShmSegment::create`], stopping for good at `pause` (a test's kill point) if given.
+    pub fn create_pausing(
+        opts: ShmOptions,
+        max_message: usize,
+        pause: Option<ShmPause>,
+    ) -> Result<Self, TransportError> {
         opts.validate()?;
         let (name, cname) = fresh_name();
         let len = segment_bytes(opts.ring_bytes);
@@ -361,7 +408,7 @@ impl ShmSegment {
             (*h).key = random_u64() | 1;
         }
         map.ctrl().hdr.0.pid[0].store(std::process::id() as i32, Ordering::Release);
-        pause_for_test("filled", len);
+        pause_if(pause, ShmPause::Filled, len);
         let mut map = map;
         if !named {
             let linked = link_segment(fd, &map.name);
@@ -374,7 +421,7 @@ impl ShmSegment {
             // SAFETY: fd no longer needed once mapped.
             unsafe { libc::close(fd) };
         }
-        pause_for_test("named", len);
+        pause_if(pause, ShmPause::Named, len);
         Ok(ShmSegment { map, opts })
     }
 
