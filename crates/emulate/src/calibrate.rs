@@ -24,6 +24,7 @@
 //! every caller fills with that same function.
 
 mod judge;
+pub mod mpi;
 mod render;
 
 use crate::{EmulateConfig, EmulateError, Emulated, Knob, Knobs};
