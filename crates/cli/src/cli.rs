@@ -92,13 +92,13 @@ pub enum Command {
     /// (`emulate --L 20us -- mpirun …`), or calibrate the knobs on a transport
     Emulate(Box<crate::emulate::EmulateArgs>),
     /// The peer process a local `emulate calibrate` starts (internal)
-    #[command(name = "__emulate-peer", hide = true)]
+    #[command(name = commperf_emulate::calibrate::PEER_VERB, hide = true)]
     EmulatePeer,
     /// The guard that removes a killed verb's run directory (internal)
     #[command(name = "__reap", hide = true)]
     Reap { dir: std::path::PathBuf },
     /// The peer process a local `monitor run` starts (internal)
-    #[command(name = "__monitor-peer", hide = true)]
+    #[command(name = commperf_monitor::workload::PEER_VERB, hide = true)]
     MonitorPeer,
     /// The peer process a local `bench` starts (internal)
     #[command(name = "__peer", hide = true)]

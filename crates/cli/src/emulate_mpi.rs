@@ -146,34 +146,14 @@ pub(crate) fn calibrate(c: &crate::emulate::CalibrateArgs) -> Result<()> {
     #[cfg(feature = "mpi")]
     {
         use anyhow::Context;
-        use commperf_emulate::mpi::{judge_mpi, render_mpi, MpiCalibration, MpiParams};
+        use commperf_emulate::calibrate::mpi::{self as cal, bench_args, MpiCalibrateConfig};
+        use commperf_emulate::mpi::render_mpi;
         use commperf_launch::run_dir::{Kind, RunDir};
         use commperf_mpi::spawn::{self, Flavor, Host};
         let exe = std::env::current_exe().context("finding this program")?;
-        let sizes = c.sizes.clone();
-        let max_size = commperf_core::units::parse_sizes(&sizes)
-            .ok()
-            .and_then(|v| v.into_iter().max())
-            .unwrap_or(16384) as f64;
         let dir = RunDir::new(Kind::Emulate)?;
         let json = dir.path().join("loggp.json");
-        let args: Vec<std::ffi::OsString> = [
-            "bench",
-            "loggp",
-            "-t",
-            "mpi",
-            "--sizes",
-            &sizes,
-            "--iters",
-            &c.iters.to_string(),
-            "--format",
-            "json",
-            "-o",
-            &json.display().to_string(),
-        ]
-        .iter()
-        .map(Into::into)
-        .collect();
+        let args = bench_args(&c.sizes, c.iters, &json);
         let host = Host {
             cpus: commperf_transport::affinity::allowed_cpus().len(),
             // SAFETY: geteuid has no preconditions and cannot fail.
@@ -186,57 +166,13 @@ pub(crate) fn calibrate(c: &crate::emulate::CalibrateArgs) -> Result<()> {
         let command: Vec<String> = std::iter::once(cmd.program.display().to_string())
             .chain(cmd.args.iter().map(|a| a.to_string_lossy().into_owned()))
             .collect();
-        let opts = RunOptions {
-            interposer: None,
-            // The bench tables go to stderr: this verb's stdout is its own table.
-            program_stdout_to_stderr: true,
-            monitor_dir: None,
-            collectives: Collectives::P2p,
-            // The whole apparatus at every setting, zero included, as in a sweep.
-            engaged: true,
-        };
-        let measure = |k: &Knobs| -> Result<MpiParams> {
-            let _ = std::fs::remove_file(&json);
-            let r = run_emulated(k, &command, &opts)?;
-            if !r.success {
-                bail!("{} failed under {}", command.join(" "), env_value(k));
-            }
-            let text = std::fs::read_to_string(&json)
-                .with_context(|| format!("reading {}", json.display()))?;
-            Ok(MpiParams::from_bench_json(&text)?)
-        };
-        let knobs = if c.knobs.is_empty() {
-            ["o=1,2,5us", "g=1,2,5us", "G=0.5", "L=5,20us"]
-                .iter()
-                .filter_map(|s| commperf_emulate::parse_knob_list(s).ok())
-                .collect()
-        } else {
-            c.knobs.clone()
-        };
-        let mut baselines = vec![measure(&Knobs::default())?];
-        let mut rows = Vec::new();
-        for (k, values) in &knobs {
-            let mut got = Vec::new();
-            for &v in values.iter().filter(|v| **v > 0.0) {
-                crate::say(&format!("commperf: calibrating {k} = {v}"));
-                got.push((v, measure(&Knobs::only(*k, v))?));
-            }
-            baselines.push(measure(&Knobs::default())?);
-            let n = baselines.len();
-            let base = MpiParams::mean(&baselines[n - 2], &baselines[n - 1]);
-            rows.extend(
-                got.iter()
-                    .map(|(v, p)| judge_mpi(*k, *v, &base, p, max_size)),
-            );
-        }
-        let cal = MpiCalibration {
-            kind: "commperf-emulate-calibrate-mpi",
-            command: command.join(" "),
-            sizes,
+        let cal = cal::calibrate(&MpiCalibrateConfig {
+            command: &command,
+            json: &json,
+            sizes: &c.sizes,
             iterations: c.iters,
-            baselines,
-            rows,
-        };
+            knobs: &c.knobs,
+        })?;
         print!("{}", render_mpi(&cal));
         if let Some(p) = &c.out {
             crate::output::write_atomically(p, serde_json::to_string_pretty(&cal)?.as_bytes())?;

@@ -497,11 +497,9 @@ fn link_class(s: &str) -> Result<LinkClass, String> {
 
 /// Reads a profile from `commperf calibrate`, naming the file when it is not one.
 pub(crate) fn read_profile(path: Option<&std::path::Path>) -> Result<Option<Profile>> {
-    let Some(p) = path else { return Ok(None) };
-    let text = commperf_core::read_text(p).context("reading the profile")?;
-    Ok(Some(serde_json::from_str(&text).with_context(|| {
-        format!("{}: not a commperf profile", p.display())
-    })?))
+    Ok(path
+        .map(commperf_predict::values::read_profile)
+        .transpose()?)
 }
 
 /// Runs `commperf predict`.

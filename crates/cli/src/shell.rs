@@ -172,9 +172,9 @@ mod tests {
         assert_eq!(
             hidden,
             [
-                "__emulate-peer",
+                commperf_emulate::calibrate::PEER_VERB,
                 "__reap",
-                "__monitor-peer",
+                commperf_monitor::workload::PEER_VERB,
                 "__peer",
                 "__testbed-rank",
                 "__netns-rank",

@@ -24,6 +24,7 @@
 //! every caller fills with that same function.
 
 mod judge;
+pub mod mpi;
 mod render;
 
 use crate::{EmulateConfig, EmulateError, Emulated, Knob, Knobs};
@@ -758,7 +759,7 @@ fn peer_done(ctrl: &mut Control) -> Result<(), StepError> {
 }
 
 /// An error and its sources, `: `-separated, as the client prints the peer's.
-fn chain(e: &dyn std::error::Error) -> String {
+pub(crate) fn chain(e: &dyn std::error::Error) -> String {
     let mut text = e.to_string();
     let mut source = e.source();
     while let Some(s) = source {

@@ -4,6 +4,19 @@
 
 use crate::tcom::Tcom;
 
+/// How far `size` lies from the LogGOPS piece `lo..=hi` (bytes), on a log scale: 0 inside it.
+/// The piece of a fit that covers a message is the nearest by this distance.
+pub fn piece_distance(size: u64, lo: u64, hi: u64) -> f64 {
+    if (lo..=hi).contains(&size) {
+        return 0.0;
+    }
+    let s = size.max(1) as f64;
+    (s / lo.max(1) as f64)
+        .ln()
+        .abs()
+        .min((s / hi.max(1) as f64).ln().abs())
+}
+
 /// LogGP parameters (ns), for the LogGP model.
 #[derive(Debug, Clone, Copy, PartialEq)]
 #[allow(non_snake_case)]

@@ -59,6 +59,7 @@ pub mod output;
 pub mod parse;
 pub mod rng;
 pub mod topology;
+pub mod values;
 pub mod workload;
 
 // The cost models live in `commperf-model` (shared with `bench`); re-exported under their old

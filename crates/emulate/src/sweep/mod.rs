@@ -23,6 +23,14 @@
 //! The program alone still runs in every round as a reference row, `untouched`, so the
 //! emulator's own cost is measured and reported ([`SweepResult::emulator_cost`]), never hidden.
 
+mod emulated;
+mod loggp;
+mod predicted;
+
+pub use emulated::{run, PredictOptions, SweepConfig, SweepProgress, SweepRunError, SweepSpec};
+pub use loggp::PieceError;
+pub use predicted::{median_send_bytes, send_bytes_above_percent};
+
 use crate::knobs::{EmulateError, Knob, Knobs};
 use commperf_core::Disturbance;
 use commperf_report::plot::{
