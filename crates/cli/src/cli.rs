@@ -278,6 +278,11 @@ fn pipeline_model(
     let text = commperf_core::read_text(path).map_err(|e| bad(e.to_string()))?;
     let p: commperf_core::Profile =
         serde_json::from_str(&text).map_err(|e| bad(format!("not a commperf profile ({e})")))?;
+    commperf_formats::check(
+        commperf_formats::Kind::Profile,
+        Some(u64::from(p.schema_version)),
+    )
+    .map_err(|e| bad(e.to_string()))?;
     let pipe = p.pipeline.ok_or_else(|| {
         bad("has no pipeline section (calibrate it with `commperf calibrate -t shm`)".into())
     })?;

@@ -8,13 +8,13 @@ use serde::{Deserialize, Serialize};
 
 /// Version of the profile schema written by this build. Version 2 added the optional
 /// [`Profile::pipeline`] section; version 1 profiles (without it) are still read.
-pub const PROFILE_SCHEMA_VERSION: u32 = 2;
+pub const PROFILE_SCHEMA_VERSION: u32 = commperf_formats::version::PROFILE;
 
 /// Oldest profile schema this build still reads.
-pub const PROFILE_SCHEMA_OLDEST: u32 = 1;
+pub const PROFILE_SCHEMA_OLDEST: u32 = commperf_formats::version::PROFILE_OLDEST;
 
 /// Version of the [`PipelineProfile`] section's own layout.
-pub const PIPELINE_SCHEMA_VERSION: u32 = 1;
+pub const PIPELINE_SCHEMA_VERSION: u32 = commperf_formats::version::PIPELINE;
 
 /// A calibrated (or hand-written) description of one network path.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 /// 2: `L_us` of a loggp row is LogGOPS's size-independent L of the row's protocol piece (it was
 /// Kutluğ's (2000) latency − o_s − o_r at that size, which could be negative); loggp rows gained
 /// the per-byte overheads, the overlap and the piece; any row may carry `notes`.
-pub const SCHEMA_VERSION: u32 = 2;
+pub const SCHEMA_VERSION: u32 = commperf_formats::version::RESULT;
 
 /// A whole run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -257,7 +257,7 @@ impl Untouched {
 }
 
 /// The version of [`RunOutcome`]'s JSON.
-pub const RUN_SCHEMA_VERSION: u32 = 4;
+pub const RUN_SCHEMA_VERSION: u32 = commperf_formats::version::EMULATED_RUN;
 
 /// One emulated run: what a sweep needs per setting.
 #[derive(Debug, Clone, Serialize)]
@@ -586,8 +586,14 @@ impl MpiParams {
 
     /// Reads the piece `bench loggp` fitted from its JSON results (µs in the file).
     pub fn from_bench_json(text: &str) -> Result<MpiParams, MpiRunError> {
-        let v: serde_json::Value = serde_json::from_str(text)
+        let mut v: serde_json::Value = serde_json::from_str(text)
             .map_err(|e| MpiRunError::Bad(format!("bench loggp JSON: {e}")))?;
+        // A result file's version by the one rule (version 1's loggp L_us meant something
+        // else); a document without one is judged by its rows alone.
+        if v.get("schema_version").is_some() {
+            commperf_formats::upgrade(commperf_formats::Kind::Result, &mut v)
+                .map_err(|e| MpiRunError::Bad(format!("bench loggp JSON: {e}")))?;
+        }
         let row = v["results"]
             .as_array()
             .and_then(|r| r.iter().find(|r| r["benchmark"] == "loggp"))
@@ -776,6 +782,26 @@ mod tests {
         assert!((p.gap_per_byte_ns.unwrap() - 0.1).abs() < 1e-12);
         assert_eq!(p.l_ns, None);
         assert!(MpiParams::from_bench_json(r#"{"results": []}"#).is_err());
+    }
+
+    #[test]
+    fn a_version_1_result_file_is_refused_for_its_loggp_l() {
+        let row = r#"[{"benchmark": "loggp", "o_s_fixed_us": 0.03, "L_us": -0.2}]"#;
+        let v1 = format!(r#"{{"schema_version": 1, "results": {row}}}"#);
+        let e = MpiParams::from_bench_json(&v1).unwrap_err().to_string();
+        assert!(
+            e.contains("bench loggp JSON: result file: schema_version 1 is not read"),
+            "{e}"
+        );
+        let v3 = format!(r#"{{"schema_version": 3, "results": {row}}}"#);
+        let e = MpiParams::from_bench_json(&v3).unwrap_err().to_string();
+        assert!(
+            e.ends_with("schema_version 3, this commperf reads 1 to 2"),
+            "{e}"
+        );
+        let v2 = format!(r#"{{"schema_version": 2, "results": {row}}}"#);
+        let p = MpiParams::from_bench_json(&v2).unwrap();
+        assert_eq!((p.o_s_ns, p.l_ns), (Some(30.0), Some(-200.0)));
     }
 
     #[test]

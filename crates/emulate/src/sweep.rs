@@ -39,7 +39,7 @@ use std::fmt::Write as _;
 /// added within 3 (a reader of 3 that lacks it reads a sweep that ran to its end). 2: the
 /// baseline is the emulator engaged at zero; the `untouched` reference row and `emulator_cost`
 /// (1: the baseline was the untouched program).
-pub const SWEEP_SCHEMA_VERSION: u32 = 3;
+pub const SWEEP_SCHEMA_VERSION: u32 = commperf_formats::version::SWEEP;
 
 /// How the sweep turns run times into a setting's slowdown.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]

@@ -19,7 +19,8 @@ use commperf_stats::axis::Axis;
 use serde::{Deserialize, Serialize};
 use std::fmt::Write as _;
 
-pub const SIGNATURE_SCHEMA_VERSION: u32 = 1;
+/// Version of [`Signature`]'s JSON (its history: `commperf_formats::Kind::Signature`).
+pub const SIGNATURE_SCHEMA_VERSION: u32 = commperf_formats::version::SIGNATURE;
 
 /// The three stages a baseline and the verdict cover (late-sender wait is the program's, not
 /// the communication system's).

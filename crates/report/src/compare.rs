@@ -25,7 +25,7 @@ use std::fmt;
 
 /// Version of the comparison schema written by this build; changes when a field changes
 /// meaning or disappears, not when one is added.
-pub const COMPARE_SCHEMA_VERSION: u32 = 1;
+pub const COMPARE_SCHEMA_VERSION: u32 = commperf_formats::version::COMPARISON;
 
 /// Sizes up to this are "small messages" in verdicts (Kutluğ 2000: "up to 1 Kilobyte").
 const SMALL_MAX: u64 = 1024;

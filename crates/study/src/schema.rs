@@ -12,7 +12,7 @@ use std::path::PathBuf;
 
 /// Version of [`Study`] (`study.json`, `--json`).
 /// 2: the `loop` section (`--loop`); version 1 files (no loop) are still read.
-pub const STUDY_SCHEMA_VERSION: u32 = 2;
+pub const STUDY_SCHEMA_VERSION: u32 = commperf_formats::version::STUDY;
 /// The `schema` of [`Study`].
 pub const STUDY_SCHEMA: &str = "commperf-app-study";
 

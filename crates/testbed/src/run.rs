@@ -26,7 +26,7 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 /// Version of the report schema.
-pub const TESTBED_SCHEMA_VERSION: u32 = 1;
+pub const TESTBED_SCHEMA_VERSION: u32 = commperf_formats::version::TESTBED;
 
 static INTERRUPTED: AtomicBool = AtomicBool::new(false);
 

@@ -11,7 +11,7 @@ pub mod svg;
 pub mod table;
 
 /// Version of the prediction schema written by this build.
-pub const PREDICTION_SCHEMA_VERSION: u32 = 1;
+pub const PREDICTION_SCHEMA_VERSION: u32 = commperf_formats::version::PREDICTION;
 
 /// The JSON summary of one prediction.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
