@@ -124,6 +124,9 @@ pub enum Command {
     Completions(crate::shell::CompletionsArgs),
     /// Print the manual page (roff), or write one page per subcommand with --dir
     Man(crate::shell::ManArgs),
+    /// Print the JSON Schema of a file commperf writes and reads back (`commperf schema
+    /// study`); its versions are in the manual's reference
+    Schema(crate::schema::SchemaArgs),
 }
 
 fn list<T: std::str::FromStr>(s: &str) -> Result<Vec<T>, String>

@@ -22,6 +22,7 @@ mod mpi;
 mod output;
 mod predict;
 mod progress;
+mod schema;
 mod shell;
 mod testbed;
 
@@ -84,6 +85,7 @@ fn main() -> ExitCode {
         Command::NetnsRelay(r) => testbed::netns_relay(&r),
         Command::Completions(c) => shell::run_completions(&c),
         Command::Man(m) => shell::run_man(&m),
+        Command::Schema(s) => schema::run(&s),
     };
     match r {
         Ok(()) => ExitCode::SUCCESS,

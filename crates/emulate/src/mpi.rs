@@ -53,7 +53,7 @@ fn io(what: String) -> impl FnOnce(std::io::Error) -> MpiRunError {
 }
 
 /// How the interposer treats collectives while a knob is set (`COMMPERF_EMULATE_COLL`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Collectives {
     /// The common collectives run as point-to-point messages under the knobs.
@@ -74,7 +74,7 @@ impl Collectives {
 }
 
 /// What the knobs did and did not touch, summed over the ranks that reached MPI_Finalize.
-#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, PartialEq, schemars::JsonSchema)]
 pub struct Untouched {
     /// Ranks that wrote their counts (reached MPI_Finalize with a knob set).
     pub ranks: u64,
@@ -260,7 +260,7 @@ impl Untouched {
 pub const RUN_SCHEMA_VERSION: u32 = commperf_formats::version::EMULATED_RUN;
 
 /// One emulated run: what a sweep needs per setting.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct RunOutcome {
     /// 3: `engaged`. 2: `collectives` and the emulated/native collective counts in `untouched`
     /// (1, unnumbered: every collective native, `collective_calls` all untouched).
@@ -553,7 +553,7 @@ fn describe(r: &RunOutcome) -> String {
 }
 
 /// The LogGP parameters one `bench loggp -t mpi` run fitted (ns; G in ns per byte).
-#[derive(Debug, Clone, Copy, Default, Serialize)]
+#[derive(Debug, Clone, Copy, Default, Serialize, schemars::JsonSchema)]
 pub struct MpiParams {
     pub o_s_ns: Option<f64>,
     pub o_r_ns: Option<f64>,
@@ -624,7 +624,7 @@ impl MpiParams {
 }
 
 /// One knob setting at the MPI layer, against the mean of the baselines around its knob.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct MpiRow {
     pub knob: String,
     /// ns, or ns per byte for G.
@@ -636,7 +636,7 @@ pub struct MpiRow {
     pub pass: bool,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct MpiCalibration {
     pub kind: &'static str,
     pub command: String,

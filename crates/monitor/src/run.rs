@@ -16,7 +16,7 @@ pub const RUN_SCHEMA_VERSION: u32 = commperf_formats::version::MONITOR_RUN;
 pub const RUN_KIND: &str = "commperf-monitor-run";
 
 /// What ran.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Workload {
     /// `pingpong` or `stream`.
     pub pattern: String,
@@ -27,7 +27,7 @@ pub struct Workload {
 }
 
 /// One rank's clock as corrected at the end of the run.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RankClock {
     pub rank: u32,
     pub offset_ns: f64,
@@ -50,7 +50,7 @@ impl RankClock {
 }
 
 /// The global clock's record: every synchronization's table rows, and each rank's state.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ClockReport {
     /// `tsc` or `monotonic`.
     pub source: String,
@@ -63,7 +63,7 @@ pub const PARTS_FILE: &str = "parts.json";
 
 /// One kind of block of a `--parts` run: which parts were on and its figure per size, in the
 /// units of [`MonitorRun::reference_one_way_us`] (`none` is the unmonitored anchor).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PartFigures {
     /// `none`, `off`, `send`, `recv`, `clock` or `all`.
     pub parts: String,
@@ -71,7 +71,7 @@ pub struct PartFigures {
 }
 
 /// Where the per-message trace went.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct TraceInfo {
     pub file: String,
     pub records: u64,
@@ -81,7 +81,7 @@ pub struct TraceInfo {
 }
 
 /// A saved monitor run.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct MonitorRun {
     pub schema_version: u32,
     pub kind: String,

@@ -76,7 +76,7 @@ pub struct TestbedConfig {
 }
 
 /// One pattern's outcome.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PatternResult {
     pub pattern: String,
     pub messages: u64,
@@ -104,7 +104,7 @@ pub struct PatternResult {
 }
 
 /// The whole run.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct TestbedReport {
     pub schema_version: u32,
     pub tool: String,
