@@ -19,7 +19,6 @@ use commperf_study::{ConfigError, Options, StudyConfig};
 use std::path::{Path, PathBuf};
 
 /// For `emulate sweep`'s one-line errors.
-pub(crate) use commperf_study::launch::last_lines;
 
 #[derive(Debug, Args)]
 #[command(args_conflicts_with_subcommands = true)]
@@ -240,7 +239,7 @@ pub fn load_study(input: &Path) -> Result<Study> {
         input.to_path_buf()
     };
     let text = commperf_core::read_text(&file)?;
-    let v: serde_json::Value = serde_json::from_str(&text)
+    let mut v: serde_json::Value = serde_json::from_str(&text)
         .with_context(|| format!("{}: not JSON (truncated or corrupt?)", file.display()))?;
     if v["schema"] != STUDY_SCHEMA {
         bail!(
@@ -249,14 +248,12 @@ pub fn load_study(input: &Path) -> Result<Study> {
             v["schema"]
         );
     }
-    if !v["schema_version"]
-        .as_u64()
-        .is_some_and(|x| (1..=u64::from(STUDY_SCHEMA_VERSION)).contains(&x))
-    {
+    let found = v["schema_version"].clone();
+    if commperf_formats::upgrade(commperf_formats::Kind::Study, &mut v).is_err() {
         bail!(
             "{}: study schema_version {}, this commperf reads 1 to {STUDY_SCHEMA_VERSION}",
             file.display(),
-            v["schema_version"]
+            found
         );
     }
     serde_json::from_value(v).with_context(|| format!("{}: not a complete study", file.display()))

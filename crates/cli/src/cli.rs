@@ -124,6 +124,9 @@ pub enum Command {
     Completions(crate::shell::CompletionsArgs),
     /// Print the manual page (roff), or write one page per subcommand with --dir
     Man(crate::shell::ManArgs),
+    /// Print the JSON Schema of a file commperf writes and reads back (`commperf schema
+    /// study`); its versions are in the manual's reference
+    Schema(crate::schema::SchemaArgs),
 }
 
 fn list<T: std::str::FromStr>(s: &str) -> Result<Vec<T>, String>
@@ -278,6 +281,11 @@ fn pipeline_model(
     let text = commperf_core::read_text(path).map_err(|e| bad(e.to_string()))?;
     let p: commperf_core::Profile =
         serde_json::from_str(&text).map_err(|e| bad(format!("not a commperf profile ({e})")))?;
+    commperf_formats::check(
+        commperf_formats::Kind::Profile,
+        Some(u64::from(p.schema_version)),
+    )
+    .map_err(|e| bad(e.to_string()))?;
     let pipe = p.pipeline.ok_or_else(|| {
         bad("has no pipeline section (calibrate it with `commperf calibrate -t shm`)".into())
     })?;

@@ -4,7 +4,7 @@
 
 use anyhow::{bail, Result};
 use clap::Args;
-pub(crate) use commperf_emulate::mpi::{env_value, Collectives, Untouched};
+use commperf_emulate::mpi::Collectives;
 use commperf_emulate::mpi::{run_emulated, RunOptions};
 use commperf_emulate::{parse_duration_ns, Knob, Knobs};
 use std::path::PathBuf;

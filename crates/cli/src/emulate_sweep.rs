@@ -18,7 +18,6 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 // Used by the application study too; their home is the sweep's library.
-pub(crate) use commperf_emulate::sweep::{median_send_bytes, send_bytes_above_percent};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum StatisticArg {

@@ -9,13 +9,7 @@ mod compare;
 #[cfg(test)]
 mod docs_tests;
 mod emulate;
-// The study's loop, which used emulate_mpi's re-exports and emulate_sweep's
-// send_bytes_above_percent, moved to commperf-study (its own median_send_bytes and
-// send_bytes_above_percent, `commperf_study::looping`); these allows go when those files use
-// the study's (or the emulate crate's) instead of their own.
-#[allow(unused_imports)]
 mod emulate_mpi;
-#[allow(dead_code)]
 mod emulate_sweep;
 mod gentrace;
 mod monitor;
@@ -24,6 +18,7 @@ mod mpi;
 mod output;
 mod predict;
 mod progress;
+mod schema;
 mod shell;
 mod testbed;
 
@@ -86,6 +81,7 @@ fn main() -> ExitCode {
         Command::NetnsRelay(r) => testbed::netns_relay(&r),
         Command::Completions(c) => shell::run_completions(&c),
         Command::Man(m) => shell::run_man(&m),
+        Command::Schema(s) => schema::run(&s),
     };
     match r {
         Ok(()) => ExitCode::SUCCESS,

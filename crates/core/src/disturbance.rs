@@ -61,7 +61,7 @@ pub const MAX_MERGED: usize = 32;
 const MAX_ENTRY_BYTES: u64 = 4096;
 
 /// What kind of disturbance a [`Finding`] is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum FindingKind {
     /// Another commperf measurement ran at the same time.
@@ -75,14 +75,14 @@ pub enum FindingKind {
 }
 
 /// One finding: what disturbed the measurement, in words with its figures.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Finding {
     pub kind: FindingKind,
     pub note: String,
 }
 
 /// Every finding of one measurement; empty when nothing disturbed it.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(transparent)]
 pub struct Disturbance {
     pub findings: Vec<Finding>,
@@ -201,7 +201,7 @@ impl Entry {
 /// is not) and the boot it runs in (the pair repeats on another machine or after a reboot). The
 /// ends of one measurement that are not parent and child (a `bench --peer` and its `serve`, the
 /// ranks of an MPI job) exchange theirs, so that none reports another as "another measurement".
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ProcessId {
     pub pid: i32,
     /// Clock ticks after boot, as in [`Entry::start_ticks`].

@@ -8,16 +8,16 @@ use serde::{Deserialize, Serialize};
 
 /// Version of the profile schema written by this build. Version 2 added the optional
 /// [`Profile::pipeline`] section; version 1 profiles (without it) are still read.
-pub const PROFILE_SCHEMA_VERSION: u32 = 2;
+pub const PROFILE_SCHEMA_VERSION: u32 = commperf_formats::version::PROFILE;
 
 /// Oldest profile schema this build still reads.
-pub const PROFILE_SCHEMA_OLDEST: u32 = 1;
+pub const PROFILE_SCHEMA_OLDEST: u32 = commperf_formats::version::PROFILE_OLDEST;
 
 /// Version of the [`PipelineProfile`] section's own layout.
-pub const PIPELINE_SCHEMA_VERSION: u32 = 1;
+pub const PIPELINE_SCHEMA_VERSION: u32 = commperf_formats::version::PIPELINE;
 
 /// A calibrated (or hand-written) description of one network path.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Profile {
     pub schema_version: u32,
     /// Where the figures come from: `commperf calibrate --transport tcp`, `netgauge FILE`, `hand`.
@@ -49,7 +49,7 @@ pub struct Profile {
 /// `beta_us + P · tau_us_per_byte` for a packet (fragment) of `P` bytes, fitted by linear
 /// regression to non-pipelined transfers over a ladder of packet sizes (Fröhlich et al. 2000, §3.2,
 /// Table 1).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PipelineProfile {
     /// [`PIPELINE_SCHEMA_VERSION`] of the writer.
     pub version: u32,
@@ -81,7 +81,7 @@ pub struct PipelineProfile {
 }
 
 /// The one-way time of a `message_bytes` message sent in fragments of `fragment_bytes`.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PipelinedPoint {
     pub fragment_bytes: u64,
     pub message_bytes: u64,
@@ -89,7 +89,7 @@ pub struct PipelinedPoint {
 }
 
 /// One fitted stage: `beta_us + P · tau_us_per_byte`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PipelineStage {
     pub name: String,
     pub beta_us: f64,
@@ -101,14 +101,14 @@ pub struct PipelineStage {
 
 /// Median time of each stage (in [`PipelineProfile::stages`] order) for packets of
 /// `packet_bytes`, sent one at a time.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct StagePoint {
     pub packet_bytes: u64,
     pub stage_us: Vec<f64>,
 }
 
 /// `T(size) = intercept_us + slope_us_per_byte · size` for sizes in `from_bytes..=to_bytes`.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct TcomPiece {
     pub from_bytes: u64,
     pub to_bytes: u64,
@@ -117,7 +117,7 @@ pub struct TcomPiece {
 }
 
 /// One measured one-way time.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct TcomPoint {
     pub size_bytes: u64,
     pub time_us: f64,
@@ -125,7 +125,7 @@ pub struct TcomPoint {
 
 /// LogGP parameters measured at one message size (Netgauge's PRTT method): `o_s_us` and
 /// `o_r_us` are the overheads of a message of this size (per-byte part included).
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[allow(non_snake_case)]
 pub struct LogGpPoint {
     pub size_bytes: u64,

@@ -14,10 +14,10 @@ use serde::{Deserialize, Serialize};
 /// 2: `L_us` of a loggp row is LogGOPS's size-independent L of the row's protocol piece (it was
 /// Kutluğ's (2000) latency − o_s − o_r at that size, which could be negative); loggp rows gained
 /// the per-byte overheads, the overlap and the piece; any row may carry `notes`.
-pub const SCHEMA_VERSION: u32 = 2;
+pub const SCHEMA_VERSION: u32 = commperf_formats::version::RESULT;
 
 /// A whole run.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Report {
     pub schema_version: u32,
     /// `commperf <version>`.
@@ -43,7 +43,7 @@ pub struct Report {
 }
 
 /// The machine the local end ran on.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Machine {
     pub hostname: String,
     pub cpu_model: String,
@@ -54,7 +54,7 @@ pub struct Machine {
 }
 
 /// The clock used for every timing in the run, and what reading it costs.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct TimerInfo {
     /// `tsc` (calibrated invariant time-stamp counter) or `monotonic` (CLOCK_MONOTONIC).
     pub source: String,
@@ -66,7 +66,7 @@ pub struct TimerInfo {
 }
 
 /// The options the run was made with (the client's; a served peer follows them).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Options {
     pub benchmarks: Vec<Benchmark>,
     pub transports: Vec<TransportKind>,
@@ -94,7 +94,7 @@ pub struct Options {
 }
 
 /// CPU placement of the two ends.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Placement {
     /// Whether `--cpus` (or the default placement) pinned both ends.
     pub pinned: bool,
@@ -118,7 +118,7 @@ pub struct Placement {
 }
 
 /// Physical limits of this machine (`commperf limits`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Limits {
     /// One-way time of a cache line bouncing between the two CPUs (round trip / 2), median.
     pub cacheline_one_way_us: f64,

@@ -14,7 +14,11 @@ use serde::{Deserialize, Serialize};
 /// in the file's field order. [`Row`] is read from and written as this; a reader that shows
 /// every column (the CSV exporter, the tables) reads it through [`Row::flat`]. Building a
 /// [`Row`] from it ([`Row::try_from`]) refuses a figure the row's benchmark cannot have.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[schemars(
+    description = "One measured point. Which figures a row holds depends on its benchmark \
+                   (docs/src/reference/formats.md); a figure its benchmark cannot have is refused."
+)]
 #[allow(non_snake_case)] // `L_us`: LogGP's L, which must not read as a lower-case l
 pub struct FlatRow {
     pub benchmark: Benchmark,
@@ -196,6 +200,16 @@ pub struct Row {
     /// Why a figure of this row is absent or was judged, in words; empty for most rows.
     pub notes: Vec<String>,
     figures: Figures,
+}
+
+/// The file's form is the flat row [`Row`] is read from and written as.
+impl schemars::JsonSchema for Row {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Row".into()
+    }
+    fn json_schema(g: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        FlatRow::json_schema(g)
+    }
 }
 
 /// The figures of a row, one kind per family of benchmarks.

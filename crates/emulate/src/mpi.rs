@@ -53,7 +53,7 @@ fn io(what: String) -> impl FnOnce(std::io::Error) -> MpiRunError {
 }
 
 /// How the interposer treats collectives while a knob is set (`COMMPERF_EMULATE_COLL`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Collectives {
     /// The common collectives run as point-to-point messages under the knobs.
@@ -74,7 +74,7 @@ impl Collectives {
 }
 
 /// What the knobs did and did not touch, summed over the ranks that reached MPI_Finalize.
-#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, PartialEq, schemars::JsonSchema)]
 pub struct Untouched {
     /// Ranks that wrote their counts (reached MPI_Finalize with a knob set).
     pub ranks: u64,
@@ -328,10 +328,10 @@ impl Untouched {
 }
 
 /// The version of [`RunOutcome`]'s JSON.
-pub const RUN_SCHEMA_VERSION: u32 = 4;
+pub const RUN_SCHEMA_VERSION: u32 = commperf_formats::version::EMULATED_RUN;
 
 /// One emulated run: what a sweep needs per setting.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct RunOutcome {
     /// 3: `engaged`. 2: `collectives` and the emulated/native collective counts in `untouched`
     /// (1, unnumbered: every collective native, `collective_calls` all untouched).
@@ -624,7 +624,7 @@ fn describe(r: &RunOutcome) -> String {
 }
 
 /// The LogGP parameters one `bench loggp -t mpi` run fitted (ns; G in ns per byte).
-#[derive(Debug, Clone, Copy, Default, Serialize)]
+#[derive(Debug, Clone, Copy, Default, Serialize, schemars::JsonSchema)]
 pub struct MpiParams {
     pub o_s_ns: Option<f64>,
     pub o_r_ns: Option<f64>,
@@ -657,8 +657,14 @@ impl MpiParams {
 
     /// Reads the piece `bench loggp` fitted from its JSON results (µs in the file).
     pub fn from_bench_json(text: &str) -> Result<MpiParams, MpiRunError> {
-        let v: serde_json::Value = serde_json::from_str(text)
+        let mut v: serde_json::Value = serde_json::from_str(text)
             .map_err(|e| MpiRunError::Bad(format!("bench loggp JSON: {e}")))?;
+        // A result file's version by the one rule (version 1's loggp L_us meant something
+        // else); a document without one is judged by its rows alone.
+        if v.get("schema_version").is_some() {
+            commperf_formats::upgrade(commperf_formats::Kind::Result, &mut v)
+                .map_err(|e| MpiRunError::Bad(format!("bench loggp JSON: {e}")))?;
+        }
         let row = v["results"]
             .as_array()
             .and_then(|r| r.iter().find(|r| r["benchmark"] == "loggp"))
@@ -689,7 +695,7 @@ impl MpiParams {
 }
 
 /// One knob setting at the MPI layer, against the mean of the baselines around its knob.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct MpiRow {
     pub knob: String,
     /// ns, or ns per byte for G.
@@ -701,7 +707,7 @@ pub struct MpiRow {
     pub pass: bool,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct MpiCalibration {
     pub kind: &'static str,
     pub command: String,
@@ -847,6 +853,26 @@ mod tests {
         assert!((p.gap_per_byte_ns.unwrap() - 0.1).abs() < 1e-12);
         assert_eq!(p.l_ns, None);
         assert!(MpiParams::from_bench_json(r#"{"results": []}"#).is_err());
+    }
+
+    #[test]
+    fn a_version_1_result_file_is_refused_for_its_loggp_l() {
+        let row = r#"[{"benchmark": "loggp", "o_s_fixed_us": 0.03, "L_us": -0.2}]"#;
+        let v1 = format!(r#"{{"schema_version": 1, "results": {row}}}"#);
+        let e = MpiParams::from_bench_json(&v1).unwrap_err().to_string();
+        assert!(
+            e.contains("bench loggp JSON: result file: schema_version 1 is not read"),
+            "{e}"
+        );
+        let v3 = format!(r#"{{"schema_version": 3, "results": {row}}}"#);
+        let e = MpiParams::from_bench_json(&v3).unwrap_err().to_string();
+        assert!(
+            e.ends_with("schema_version 3, this commperf reads 1 to 2"),
+            "{e}"
+        );
+        let v2 = format!(r#"{{"schema_version": 2, "results": {row}}}"#);
+        let p = MpiParams::from_bench_json(&v2).unwrap();
+        assert_eq!((p.o_s_ns, p.l_ns), (Some(30.0), Some(-200.0)));
     }
 
     #[test]

@@ -43,7 +43,10 @@ use commperf_core::{PipelineProfile, PipelineStage};
 /// Why a pipeline profile cannot be used.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum PipelineError {
-    #[error("pipeline profile version {found} is newer than this build reads ({supported})")]
+    #[error(
+        "pipeline profile version {found} is {} than this build reads ({supported})",
+        if found > supported { "newer" } else { "older" }
+    )]
     Version { found: u32, supported: u32 },
     #[error("the pipeline profile has no stages")]
     NoStages,
@@ -183,7 +186,8 @@ pub struct PipelineModel {
 impl PipelineModel {
     /// From a profile's pipeline section (checked: finite, non-negative costs, sane bounds).
     pub fn from_profile(p: &PipelineProfile) -> Result<PipelineModel, PipelineError> {
-        if p.version > commperf_core::PIPELINE_SCHEMA_VERSION {
+        let kind = commperf_formats::Kind::Pipeline;
+        if commperf_formats::check(kind, Some(u64::from(p.version))).is_err() {
             return Err(PipelineError::Version {
                 found: p.version,
                 supported: commperf_core::PIPELINE_SCHEMA_VERSION,
@@ -837,6 +841,13 @@ mod tests {
             PipelineModel::from_profile(&p),
             Err(PipelineError::Version { found: 99, .. })
         ));
+        // Version 0 never existed: refused too (it used to pass the `>` check).
+        p.version = 0;
+        let e = PipelineModel::from_profile(&p).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "pipeline profile version 0 is older than this build reads (1)"
+        );
         p.version = 1;
         p.min_fragment_bytes = 2048;
         assert!(matches!(

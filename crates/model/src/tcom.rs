@@ -35,8 +35,8 @@ pub struct Tcom {
 impl Tcom {
     /// From a profile's pieces (checked: finite, non-negative cost, sorted, non-overlapping).
     pub fn from_profile(p: &Profile) -> Result<Tcom, TcomError> {
-        let known = commperf_core::PROFILE_SCHEMA_OLDEST..=commperf_core::PROFILE_SCHEMA_VERSION;
-        if !known.contains(&p.schema_version) {
+        let kind = commperf_formats::Kind::Profile;
+        if commperf_formats::check(kind, Some(u64::from(p.schema_version))).is_err() {
             return Err(TcomError::Version {
                 found: p.schema_version,
                 supported: commperf_core::PROFILE_SCHEMA_VERSION,
@@ -185,6 +185,38 @@ mod tests {
         assert_eq!(t.bytes_after(4000, 30_000.0 + 10_000.0), 2000.0);
         assert_eq!(t.bytes_after(4000, 5.0), 0.0);
         assert_eq!(t.bytes_after(4000, 1e12), 4000.0);
+    }
+
+    /// A version 1 profile (before the pipeline section) as `calibrate` wrote it.
+    const PROFILE_V1: &str = r#"{"schema_version": 1, "source": "commperf calibrate --transport tcp",
+        "tcom": [{"from_bytes": 0, "to_bytes": 2020, "intercept_us": 10.0, "slope_us_per_byte": 0.01},
+                 {"from_bytes": 2021, "to_bytes": 18446744073709551615, "intercept_us": 30.0,
+                  "slope_us_per_byte": 0.005}]}"#;
+
+    #[test]
+    fn a_version_1_profile_is_read_and_costs_as_today() {
+        let p: Profile = serde_json::from_str(PROFILE_V1).unwrap();
+        assert_eq!((p.schema_version, p.pipeline.is_none()), (1, true));
+        let t = Tcom::from_profile(&p).unwrap();
+        assert_eq!(t.quiet_ns(1000), 20_000.0);
+        assert_eq!(t.quiet_ns(4000), 50_000.0);
+        for (found, ok) in [(0, false), (1, true), (2, true), (3, false)] {
+            let q = Profile {
+                schema_version: found,
+                ..p.clone()
+            };
+            let r = Tcom::from_profile(&q);
+            assert_eq!(r.is_ok(), ok, "{found}");
+            if !ok {
+                assert_eq!(
+                    r,
+                    Err(TcomError::Version {
+                        found,
+                        supported: 2
+                    })
+                );
+            }
+        }
     }
 
     #[test]

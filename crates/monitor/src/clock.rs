@@ -103,7 +103,7 @@ impl<C: LocalClock + ?Sized> LocalClock for &C {
 
 /// Converts one rank's local time to global time: `global = local − offset − drift·(local −
 /// ref_local)`. Rank 0's is the identity.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Correction {
     /// Local minus global at `ref_local_ns` (the last synchronization).
     pub offset_ns: f64,
@@ -164,7 +164,7 @@ impl Default for SyncPolicy {
 }
 
 /// One row of the offset table rank 0 distributes.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct OffsetSample {
     pub rank: u32,
     /// Peer local minus global, at global time `at_global_ns`.

@@ -87,7 +87,19 @@ pub const LAT_BINS: LogLinear = LogLinear {
 
 /// The stages of a message's latency that software can see (Liao et al. 1998, §2.3, Figure 4;
 /// defined in the user guide, docs/src/reference/methods.md).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    Serialize,
+    Deserialize,
+    schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum Stage {
     /// Time inside the send call.
@@ -126,7 +138,19 @@ impl fmt::Display for Stage {
 }
 
 /// How a message was carried.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    Serialize,
+    Deserialize,
+    schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum Protocol {
     Eager,
@@ -135,7 +159,19 @@ pub enum Protocol {
 }
 
 /// Point-to-point, or part of a collective.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    Serialize,
+    Deserialize,
+    schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum Scope {
     P2p,
@@ -143,7 +179,9 @@ pub enum Scope {
 }
 
 /// A message's type: protocol, scope and the call that sent it (`send`, `MPI_Isend`, …).
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, schemars::JsonSchema,
+)]
 pub struct MsgKind {
     pub protocol: Protocol,
     pub scope: Scope,
@@ -180,7 +218,7 @@ impl fmt::Display for MsgKind {
 /// see it (a sender does not see the receiving end; monitoring was off; no clock sync yet).
 /// Latencies are signed: a net latency below zero is what clock error looks like, and is
 /// counted as such rather than hidden.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct MsgRecord {
     pub src: u32,
     pub dst: u32,
@@ -207,7 +245,9 @@ impl MsgRecord {
 }
 
 /// What the histograms are keyed by.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, schemars::JsonSchema,
+)]
 pub struct Key {
     pub src: u32,
     pub dst: u32,
@@ -216,7 +256,7 @@ pub struct Key {
 }
 
 /// Exact totals of one stage over one size bin.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Totals {
     pub count: u64,
     pub sum_ns: i64,
@@ -397,12 +437,22 @@ impl StageHist {
 }
 
 /// The serialized form of a row: bins as sparse `[low_ns, count]` pairs.
-#[derive(Serialize, Deserialize)]
+#[derive(Serialize, Deserialize, schemars::JsonSchema)]
 struct RowRepr {
     size_low_bytes: u64,
     #[serde(flatten)]
     totals: Totals,
     bins: Vec<(u64, u64)>,
+}
+
+/// The file form is the rows [`Serialize`] writes.
+impl schemars::JsonSchema for StageHist {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "StageHist".into()
+    }
+    fn json_schema(g: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        <Vec<RowRepr>>::json_schema(g)
+    }
 }
 
 impl Serialize for StageHist {
@@ -462,7 +512,7 @@ impl<'de> Deserialize<'de> for StageHist {
 }
 
 /// One key's histograms, one per stage.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Stages {
     pub source: StageHist,
     pub net: StageHist,
@@ -496,7 +546,7 @@ impl Stages {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 struct Entry {
     #[serde(flatten)]
     key: Key,
@@ -675,6 +725,16 @@ impl PartialEq for Histograms {
         let a: Vec<_> = self.iter().collect();
         let b: Vec<_> = o.iter().collect();
         a == b
+    }
+}
+
+/// The file form is the entries [`Serialize`] writes, sorted by key.
+impl schemars::JsonSchema for Histograms {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Histograms".into()
+    }
+    fn json_schema(g: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        <Vec<Entry>>::json_schema(g)
     }
 }
 

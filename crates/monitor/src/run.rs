@@ -10,12 +10,13 @@ use commperf_core::{Machine, Profile};
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 
-pub const RUN_SCHEMA_VERSION: u32 = 1;
+/// Version of [`MonitorRun`]'s file (its history: `commperf_formats::Kind::MonitorRun`).
+pub const RUN_SCHEMA_VERSION: u32 = commperf_formats::version::MONITOR_RUN;
 /// The `kind` field that tells a monitor run from the other commperf files.
 pub const RUN_KIND: &str = "commperf-monitor-run";
 
 /// What ran.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Workload {
     /// `pingpong` or `stream`.
     pub pattern: String,
@@ -26,7 +27,7 @@ pub struct Workload {
 }
 
 /// One rank's clock as corrected at the end of the run.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RankClock {
     pub rank: u32,
     pub offset_ns: f64,
@@ -49,7 +50,7 @@ impl RankClock {
 }
 
 /// The global clock's record: every synchronization's table rows, and each rank's state.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ClockReport {
     /// `tsc` or `monotonic`.
     pub source: String,
@@ -62,7 +63,7 @@ pub const PARTS_FILE: &str = "parts.json";
 
 /// One kind of block of a `--parts` run: which parts were on and its figure per size, in the
 /// units of [`MonitorRun::reference_one_way_us`] (`none` is the unmonitored anchor).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PartFigures {
     /// `none`, `off`, `send`, `recv`, `clock` or `all`.
     pub parts: String,
@@ -70,7 +71,7 @@ pub struct PartFigures {
 }
 
 /// Where the per-message trace went.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct TraceInfo {
     pub file: String,
     pub records: u64,
@@ -80,7 +81,7 @@ pub struct TraceInfo {
 }
 
 /// A saved monitor run.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct MonitorRun {
     pub schema_version: u32,
     pub kind: String,
@@ -124,7 +125,7 @@ impl MonitorRun {
     }
 
     pub fn parse(path: &Path, text: &str) -> Result<MonitorRun, MonitorError> {
-        let v: serde_json::Value = serde_json::from_str(text).map_err(|e| {
+        let mut v: serde_json::Value = serde_json::from_str(text).map_err(|e| {
             bad(
                 path,
                 if e.is_eof() {
@@ -144,16 +145,14 @@ impl MonitorRun {
             }
             None => return Err(bad(path, "it is not a monitor run (no `kind` field)")),
         }
-        match v.get("schema_version").and_then(|k| k.as_u64()) {
-            Some(x) if x == RUN_SCHEMA_VERSION as u64 => {}
-            other => {
-                return Err(bad(
-                    path,
-                    format!(
-                        "schema_version {other:?}; this commperf reads version {RUN_SCHEMA_VERSION}"
-                    ),
-                ))
-            }
+        let found = v.get("schema_version").and_then(|k| k.as_u64());
+        if commperf_formats::upgrade(commperf_formats::Kind::MonitorRun, &mut v).is_err() {
+            return Err(bad(
+                path,
+                format!(
+                    "schema_version {found:?}; this commperf reads version {RUN_SCHEMA_VERSION}"
+                ),
+            ));
         }
         serde_json::from_value(v).map_err(|e| bad(path, format!("its contents are invalid: {e}")))
     }
@@ -182,6 +181,11 @@ pub fn load_baseline(path: &Path) -> Result<Baseline, MonitorError> {
             format!("neither a monitor run nor a calibrate profile: {e}"),
         )
     })?;
+    commperf_formats::check(
+        commperf_formats::Kind::Profile,
+        Some(u64::from(p.schema_version)),
+    )
+    .map_err(|e| bad(path, e.to_string()))?;
     if p.loggp.is_empty() {
         return Err(bad(
             path,

@@ -19,14 +19,15 @@ use commperf_stats::axis::Axis;
 use serde::{Deserialize, Serialize};
 use std::fmt::Write as _;
 
-pub const SIGNATURE_SCHEMA_VERSION: u32 = 1;
+/// Version of [`Signature`]'s JSON (its history: `commperf_formats::Kind::Signature`).
+pub const SIGNATURE_SCHEMA_VERSION: u32 = commperf_formats::version::SIGNATURE;
 
 /// The three stages a baseline and the verdict cover (late-sender wait is the program's, not
 /// the communication system's).
 pub const COMM_STAGES: [Stage; 3] = [Stage::Source, Stage::Net, Stage::Destination];
 
 /// One stage's quiet-run mean at one size bin.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct BaselinePoint {
     pub size_low_bytes: u64,
     pub stage: Stage,
@@ -34,7 +35,7 @@ pub struct BaselinePoint {
 }
 
 /// Expected stage latencies per size.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Baseline {
     /// Where it came from (`monitor run FILE`, `calibrate profile FILE`).
     pub source: String,
@@ -96,7 +97,7 @@ impl Baseline {
 }
 
 /// One stage's figure in a signature row.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct StageCell {
     pub stage: Stage,
     /// Messages this stage was measured on.
@@ -110,7 +111,7 @@ pub struct StageCell {
 }
 
 /// One size bin.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SizeRow {
     pub size_low_bytes: u64,
     pub size_high_bytes: u64,
@@ -122,14 +123,14 @@ pub struct SizeRow {
 
 /// One sender, receiver or type, over all sizes; its baseline is the size baselines weighted
 /// by its own messages per size.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct GroupRow {
     pub group: String,
     pub messages: u64,
     pub stages: Vec<StageCell>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Verdict {
     /// The stage with the most time above its baseline, if any is more than 10 % above.
     pub stage: Option<Stage>,
@@ -139,7 +140,7 @@ pub struct Verdict {
 }
 
 /// A performance signature: the document `monitor report --format json` writes.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Signature {
     pub schema_version: u32,
     pub baseline_source: Option<String>,

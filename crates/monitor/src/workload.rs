@@ -61,7 +61,7 @@ pub const MAX_TRACE_RECORDS: usize = 10_000_000;
 pub const PEER_VERB: &str = "__monitor-peer";
 
 /// The workload's pattern.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub enum Pattern {
     /// One message each way per iteration; the figure is the median one-way time.
     Pingpong,
@@ -80,7 +80,7 @@ impl Pattern {
 }
 
 /// Which of the monitor's parts run in a block (Liao et al. 1998, Figures 7–10).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub enum PartSel {
     /// No monitor: the inner endpoint alone (the anchor; always measured).
     None,
@@ -262,7 +262,7 @@ impl RunConfig {
 }
 
 /// What the client tells the peer to do (the same schedule runs on both ends).
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 struct Job {
     sizes: Vec<u64>,
     iters: u64,
@@ -283,7 +283,7 @@ struct Job {
 }
 
 /// What the peer sends back after every size (without its trace) and at the end.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
 struct PeerReport {
     histograms: Histograms,
     correction: Correction,

@@ -102,7 +102,7 @@ pub fn own_text(a: &Archive) -> Result<String, String> {
         all_ranks: (0..n).collect(),
         sub_tag,
     };
-    let mut blocks: Vec<(u32, Vec<Slot>)> = Vec::new();
+    let mut blocks: Vec<Block> = Vec::new();
     // Per rank, its collectives in call order.
     let mut colls: Vec<Vec<CollRec>> = Vec::new();
     for r in 0..n {
@@ -216,7 +216,7 @@ fn per_comm(colls: &[Vec<CollRec>]) -> BTreeMap<u32, BTreeMap<usize, Vec<usize>>
 fn render(
     cx: &Ctx<'_>,
     names: &BTreeMap<u32, String>,
-    blocks: &[(u32, Vec<Slot>)],
+    blocks: &[Block],
     texts: &HashMap<(usize, usize), String>,
 ) -> String {
     let mut out = format!(
@@ -251,6 +251,9 @@ fn render(
 
 /// What converting any rank needs of the archive: its ranks, which communicator is the world,
 /// and the tags of point-to-point on the others.
+/// One rank's converted calls: its OTF2 location's rank and its slots.
+type Block = (u32, Vec<Slot>);
+
 struct Ctx<'a> {
     a: &'a Archive,
     n: u32,
@@ -409,7 +412,7 @@ impl Ctx<'_> {
     }
 
     /// The blocks (positions in `blocks`) of the members of `comm` that have one.
-    fn member_blocks(&self, comm: u32, blocks: &[(u32, Vec<Slot>)]) -> Vec<usize> {
+    fn member_blocks(&self, comm: u32, blocks: &[Block]) -> Vec<usize> {
         if self.world[comm as usize] {
             (0..blocks.len()).collect()
         } else {
@@ -429,7 +432,7 @@ impl Ctx<'_> {
         &self,
         comm: u32,
         per_rank: &BTreeMap<usize, Vec<usize>>,
-        (blocks, colls): (&[(u32, Vec<Slot>)], &[Vec<CollRec>]),
+        (blocks, colls): (&[Block], &[Vec<CollRec>]),
         names: &BTreeMap<u32, String>,
         texts: &mut HashMap<(usize, usize), String>,
     ) -> Result<(), String> {

@@ -10,7 +10,9 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
 /// The MPI call an event came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, schemars::JsonSchema,
+)]
 pub enum Call {
     Send,
     Ssend,
@@ -1012,7 +1014,7 @@ pub fn read_dir(dir: impl AsRef<Path>) -> Result<Run, ReadError> {
 /// For a rendezvous-size message the send returns only once the data is delivered, so the
 /// transfer shows as source and net is near zero; for eager sizes the send returns at injection
 /// and net carries the flight.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct Message {
     pub src: u32,
     pub dst: u32,
@@ -1173,7 +1175,7 @@ pub fn size_bin(bytes: u64) -> u64 {
 }
 
 /// Recorded operations of one kind on one rank (the events the trace and the matching use).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct CallCount {
     pub rank: u32,
     /// The operation: the MPI call, or the half of one (`MPI_Sendrecv(send)`, `MPI_Start(recv)`).
@@ -1186,7 +1188,7 @@ pub struct CallCount {
 }
 
 /// One MPI function's calls on one rank: the profile (count, time in the call, bytes).
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, PartialEq, schemars::JsonSchema)]
 pub struct FunctionStat {
     pub rank: u32,
     /// The MPI function (`MPI_Waitall`), whether called from C or Fortran.
@@ -1215,7 +1217,7 @@ pub struct FunctionStat {
 }
 
 /// Matched messages of one (sender, receiver, send call, receive call, size bin).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct PairBin {
     pub src: u32,
     pub dst: u32,
@@ -1233,7 +1235,7 @@ pub struct PairBin {
 
 /// What `commperf monitor` prints and writes as JSON for an MPI run (until the histograms and
 /// signatures of the `monitor` crate take over).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Summary {
     pub schema: &'static str,
     pub schema_version: u32,
@@ -1275,7 +1277,7 @@ pub struct Summary {
 }
 
 /// One ordered pair's messages of one size, in the all-pairs check.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, PartialEq, schemars::JsonSchema)]
 pub struct PairMedian {
     pub src: u32,
     pub dst: u32,
@@ -1291,7 +1293,7 @@ pub struct PairMedian {
 /// every ordered pair; a rank whose clock offset is wrong by δ moves its outgoing medians by −δ and
 /// its incoming ones by +δ. So the spread of the medians (largest − smallest) is at most the true
 /// latency differences plus `clock_bound_ns`, what the clocks' error bounds allow.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, PartialEq, schemars::JsonSchema)]
 pub struct AllPairs {
     /// The exact message size (bytes).
     pub bytes: u64,

@@ -12,7 +12,7 @@ use std::path::Path;
 use std::process::Command;
 
 /// One call site over all ranks.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, PartialEq, schemars::JsonSchema)]
 pub struct CallSite {
     pub call: String,
     /// `function at file:line`, or `symbol+0xoffset (module)` without debug information.

@@ -69,7 +69,7 @@ use std::fmt::Write as _;
 const MAX_DURATION_NS: u64 = 1 << 60;
 
 /// What a conversion wrote and what it left out.
-#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, PartialEq, schemars::JsonSchema)]
 pub struct TraceStats {
     pub ranks: u32,
     /// Matched point-to-point messages written (a send on one rank, its receive on another).

@@ -25,7 +25,7 @@ use std::fmt;
 
 /// Version of the comparison schema written by this build; changes when a field changes
 /// meaning or disappears, not when one is added.
-pub const COMPARE_SCHEMA_VERSION: u32 = 1;
+pub const COMPARE_SCHEMA_VERSION: u32 = commperf_formats::version::COMPARISON;
 
 /// Sizes up to this are "small messages" in verdicts (Kutluğ 2000: "up to 1 Kilobyte").
 const SMALL_MAX: u64 = 1024;
@@ -33,7 +33,7 @@ const SMALL_MAX: u64 = 1024;
 const LARGE_MIN: u64 = 64 * 1024;
 
 /// Which of the two compared files.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Role {
     /// The layer below (a transport).
@@ -52,7 +52,7 @@ impl fmt::Display for Role {
 }
 
 /// A comparison of two result files, layer against layer.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Comparison {
     /// [`COMPARE_SCHEMA_VERSION`].
     pub schema_version: u32,
@@ -67,7 +67,7 @@ pub struct Comparison {
 }
 
 /// Where one side's results came from.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct LayerInfo {
     /// The file, as the caller named it; absent when the reports were compared in memory.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -81,7 +81,7 @@ pub struct LayerInfo {
 }
 
 /// One benchmark (in one mode and variant) measured by both layers.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct BenchmarkComparison {
     pub benchmark: Benchmark,
     pub mode: Mode,
@@ -109,7 +109,7 @@ pub struct BenchmarkComparison {
 /// One size (and segment count or connection count) measured by both layers. Latency-type
 /// benchmarks fill the `_us` fields, bandwidth-type ones the `_mb_per_s` fields; a figure
 /// absent on either side leaves the derived ones absent.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Point {
     pub size_bytes: u64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -148,7 +148,7 @@ pub struct Point {
 
 /// A breakpoint of the upper layer's latency curve (eager → rendezvous, say) that the lower
 /// layer's curve does not have within one size step.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ProtocolChange {
     /// The last measured size of the piece before the change, and the first of the piece after.
     pub last_size_before: u64,
@@ -168,7 +168,7 @@ pub struct ProtocolChange {
 }
 
 /// What only one file measured.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct NotCompared {
     pub benchmark: Benchmark,
     pub mode: Mode,

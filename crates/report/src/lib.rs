@@ -183,6 +183,10 @@ pub enum ReportError {
         }
     )]
     UnsupportedVersion { found: u64, supported: u32 },
+    /// A version this build reads whose content it cannot carry over (result version 1's
+    /// loggp rows).
+    #[error("{0}")]
+    Meaning(commperf_formats::VersionError),
 }
 
 impl From<serde_json::Error> for ReportError {
@@ -206,16 +210,24 @@ impl From<serde_json::Error> for ReportError {
 /// is refused by version (naming the version found and the one supported) rather than by
 /// whichever field happened to change.
 pub fn load_json(text: &str) -> Result<Report, ReportError> {
-    let value: serde_json::Value = serde_json::from_str(text)?;
-    if let Some(found) = value
+    use commperf_formats::{Kind, VersionError};
+    let mut value: serde_json::Value = serde_json::from_str(text)?;
+    // A file without a numeric version is left to the parser, which names the field.
+    if value
         .get("schema_version")
-        .and_then(serde_json::Value::as_u64)
+        .is_some_and(serde_json::Value::is_u64)
     {
-        if found == 0 || found > u64::from(SCHEMA_VERSION) {
-            return Err(ReportError::UnsupportedVersion {
-                found,
-                supported: SCHEMA_VERSION,
-            });
+        // The result's upgrade only refuses (version 1 loggp rows); it changes nothing, so the
+        // text below is what was checked.
+        match commperf_formats::upgrade(Kind::Result, &mut value) {
+            Ok(_) => {}
+            Err(VersionError::Unsupported { found, .. }) => {
+                return Err(ReportError::UnsupportedVersion {
+                    found,
+                    supported: SCHEMA_VERSION,
+                })
+            }
+            Err(e) => return Err(ReportError::Meaning(e)),
         }
     }
     // Parsed again from the text (not from `value`) so that errors keep their line and column.

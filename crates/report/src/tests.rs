@@ -246,6 +246,36 @@ fn a_row_with_a_figure_its_benchmark_cannot_have_is_refused_by_name() {
 }
 
 #[test]
+fn a_version_1_result_without_loggp_rows_is_read() {
+    let mut r = report();
+    r.results.retain(|row| row.benchmark() != Benchmark::Loggp);
+    let mut v = serde_json::to_value(&r).unwrap();
+    v["schema_version"] = 1.into();
+    let back = load_json(&v.to_string()).unwrap();
+    assert_eq!(back.schema_version, 1);
+    assert_eq!(back.results, r.results);
+}
+
+#[test]
+fn a_version_1_result_with_loggp_rows_is_refused_for_its_l() {
+    let mut r = report();
+    let mut row = Row::new(Benchmark::Loggp, TransportKind::Shm, Mode::Poll, 8);
+    row.loggp_mut().expect("a loggp row").L_us = Some(-0.3);
+    r.results.push(row);
+    let mut v = serde_json::to_value(&r).unwrap();
+    v["schema_version"] = 1.into();
+    let err = load_json(&v.to_string()).unwrap_err();
+    assert!(matches!(err, ReportError::Meaning(_)), "{err:?}");
+    assert!(
+        err.to_string()
+            .starts_with("result file: schema_version 1 is not read: its loggp rows' L_us"),
+        "{err}"
+    );
+    v["schema_version"] = 2.into();
+    assert_eq!(load_json(&v.to_string()).unwrap().results, r.results);
+}
+
+#[test]
 fn newer_schema_version_is_refused_by_name() {
     let mut v = serde_json::to_value(report()).unwrap();
     v["schema_version"] = 99.into();

@@ -42,7 +42,7 @@ pub use correlation::{ranks, spearman};
 pub use noise::{fit_line_uncertain, median_uncertainty, NonNegative, UncertainFit};
 
 /// Order statistics and mean of a set of samples, in the samples' own unit.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Summary {
     /// Number of samples summarized (NaN samples excluded).
     pub n: usize,
@@ -164,7 +164,7 @@ fn trim_nan(sorted: &[f64]) -> &[f64] {
 }
 
 /// A straight line `y = intercept + slope · x` fitted by ordinary least squares.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct LinearFit {
     pub intercept: f64,
     pub slope: f64,
@@ -236,7 +236,7 @@ pub fn fit_line_weighted(xs: &[f64], ys: &[f64], ws: &[f64]) -> Option<LinearFit
 }
 
 /// One piece of a piecewise-linear fit: points `start..end` (indices into the sorted input).
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Segment {
     pub start: usize,
     pub end: usize,

@@ -39,12 +39,7 @@ pub fn launch_of(
     }
 }
 
-/// The last `n` non-empty lines of a program's output, joined by ` | ` (for one-line errors).
-pub fn last_lines(b: &[u8], n: usize) -> String {
-    let t = String::from_utf8_lossy(b);
-    let v: Vec<&str> = t.lines().filter(|l| !l.trim().is_empty()).collect();
-    v[v.len().saturating_sub(n)..].join(" | ")
-}
+pub use commperf_launch::last_lines;
 
 /// One monitored run's figures.
 #[derive(Debug)]

@@ -36,7 +36,7 @@ use crate::rounds::{
 use crate::schema::{Cell, Emulation, Loop, LoopCell, LoopStack, Params};
 use crate::stack::Stack;
 use commperf_bench::Progress;
-use commperf_emulate::sweep::same_state;
+use commperf_emulate::sweep::{median_send_bytes, same_state, send_bytes_above_percent};
 use commperf_emulate::Knobs;
 use commperf_model::tcom::Tcom;
 use commperf_predict::engine::{self, Inputs, LogGp, Overlap, PredictConfig};
@@ -884,39 +884,6 @@ fn emulated(lc: &mut LoopCell, er: EmuRuns, usual: Option<f64>) {
             .extend(runs_off(EMULATED_RUNS, &e.run_states_ns, u));
     }
     lc.emulation = Some(e);
-}
-
-fn send_sizes(w: &commperf_predict::workload::Workload) -> impl Iterator<Item = u64> + '_ {
-    w.ops()
-        .iter()
-        .filter_map(|op| op.send_parts().map(|(_, _, bytes, _)| bytes))
-}
-
-/// The median message size of a workload's sends (collectives expanded), by count, bytes;
-/// `None` when it sends none.
-pub fn median_send_bytes(w: &commperf_predict::workload::Workload) -> Option<u64> {
-    let mut sizes: Vec<u64> = send_sizes(w).collect();
-    if sizes.is_empty() {
-        return None;
-    }
-    let mid = sizes.len() / 2;
-    Some(*sizes.select_nth_unstable(mid).1)
-}
-
-/// The share of `w`'s point-to-point bytes (%) in messages larger than `size`; None without
-/// any.
-pub fn send_bytes_above_percent(
-    w: &commperf_predict::workload::Workload,
-    size: u64,
-) -> Option<f64> {
-    let (mut all, mut above) = (0u128, 0u128);
-    for bytes in send_sizes(w) {
-        all += u128::from(bytes);
-        if bytes > size {
-            above += u128::from(bytes);
-        }
-    }
-    (all > 0).then(|| 100.0 * above as f64 / all as f64)
 }
 
 #[cfg(test)]

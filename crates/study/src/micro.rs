@@ -111,8 +111,7 @@ fn params_of_row(row: &Row) -> Result<Params, BenchRowError> {
         o_r_ns: o_r,
         g_ns: need("g", f.g_us)? * 1e3,
         G_ns_per_byte: need("G", f.gap_per_byte_us)? * 1e3,
-        O_ns_per_byte: (f.O_s_us_per_byte.unwrap_or(0.0) + f.O_r_us_per_byte.unwrap_or(0.0))
-            / 2.0
+        O_ns_per_byte: (f.O_s_us_per_byte.unwrap_or(0.0) + f.O_r_us_per_byte.unwrap_or(0.0)) / 2.0
             * 1e3,
         piece_from_bytes: f.piece_from_bytes,
         piece_to_bytes: f.piece_to_bytes,

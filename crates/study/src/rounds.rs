@@ -111,17 +111,7 @@ pub fn measured_times(run_ns: &[u64], compute_ns: &[u64]) -> Option<(f64, f64)> 
     Some((total, comm))
 }
 
-/// How far `size` lies from the piece `lo..=hi`, on a log scale: 0 inside it.
-pub fn piece_distance(size: u64, lo: u64, hi: u64) -> f64 {
-    if (lo..=hi).contains(&size) {
-        return 0.0;
-    }
-    let s = size.max(1) as f64;
-    (s / lo.max(1) as f64)
-        .ln()
-        .abs()
-        .min((s / hi.max(1) as f64).ln().abs())
-}
+pub use commperf_model::loggp::piece_distance;
 
 impl Params {
     /// Of `pieces`, the one covering `size` bytes (the nearest on a log scale when it falls

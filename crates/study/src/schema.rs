@@ -12,12 +12,12 @@ use std::path::PathBuf;
 
 /// Version of [`Study`] (`study.json`, `--json`).
 /// 2: the `loop` section (`--loop`); version 1 files (no loop) are still read.
-pub const STUDY_SCHEMA_VERSION: u32 = 2;
+pub const STUDY_SCHEMA_VERSION: u32 = commperf_formats::version::STUDY;
 /// The `schema` of [`Study`].
 pub const STUDY_SCHEMA: &str = "commperf-app-study";
 
 /// A study's result: `study.json` and `--json`.
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Study {
     pub schema: String,
     pub schema_version: u32,
@@ -49,7 +49,7 @@ pub struct Study {
     pub disturbance: commperf_core::Disturbance,
 }
 
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Cell {
     pub program: String,
     pub stack: String,
@@ -91,7 +91,7 @@ pub struct Cell {
     pub run_states_ns: Vec<Option<f64>>,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Profile {
     pub mpi_library: String,
     /// Matched point-to-point messages, all ranks.
@@ -115,14 +115,14 @@ pub struct Profile {
     pub from_barrier: bool,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Bin {
     pub size_bin_bytes: u64,
     pub count: u64,
     pub bytes: u64,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Micro {
     pub size_bytes: u64,
     /// One-way latency, median (`bench latency --transport mpi`).
@@ -133,7 +133,7 @@ pub struct Micro {
     pub gap_us: f64,
 }
 
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct StackBench {
     pub stack: String,
     pub error: Option<String>,
@@ -144,7 +144,7 @@ pub struct StackBench {
     pub figures: Vec<Micro>,
 }
 
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Explanation {
     pub program: String,
     /// Stacks with both a completion time and figures.
@@ -161,7 +161,7 @@ pub struct Explanation {
 }
 
 /// The loop's section of the study (`loop` in study.json).
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Loop {
     /// The stack every program's trace is taken on and every emulation runs on.
     pub reference: Option<String>,
@@ -217,7 +217,7 @@ pub struct Loop {
 }
 
 /// A stack's LogGP parameters at the MPI layer.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct LoopStack {
     pub stack: String,
     /// Why there are no parameters (no commperf linking its MPI, the bench failed …).
@@ -244,7 +244,7 @@ pub struct LoopStack {
 
 /// LogGOPS parameters of the first protocol piece `bench loggp` fitted (the smallest messages),
 /// in ns (per byte for G and O).
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[allow(non_snake_case)]
 pub struct Params {
     pub L_ns: f64,
@@ -272,7 +272,7 @@ pub struct Params {
 
 /// One program on one stack: measured, predicted from the reference's trace, emulated on the
 /// reference.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct LoopCell {
     pub program: String,
     pub stack: String,
@@ -330,7 +330,7 @@ pub struct LoopCell {
 }
 
 /// A stack emulated on the reference: the reference's runs with the knobs set.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
 #[allow(non_snake_case)]
 pub struct Emulation {
     /// The knobs: o = the mean of Δo_s and Δo_r (the knob adds o on both sides), g, G, L = the
@@ -366,7 +366,7 @@ pub struct Emulation {
 }
 
 /// One program's sensitivity study.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Sensitivity {
     pub program: String,
     /// The stack it was swept on.

@@ -177,7 +177,7 @@ pub struct Rules {
 }
 
 /// The programs whose output commperf knows.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Builtin {
     /// The NAS Parallel Benchmarks (`Time in seconds =`, `Verification = SUCCESSFUL`).
@@ -380,7 +380,7 @@ impl Judge {
 }
 
 /// How a run ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Status {
     Exited(i32),
@@ -443,7 +443,7 @@ impl<'a> Output<'a> {
 }
 
 /// A line of a text: `stdout line 12`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct At {
     pub source: String,
     /// From 1.
@@ -473,7 +473,7 @@ impl fmt::Display for At {
 }
 
 /// The program's own time.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ProgramTime {
     pub seconds: f64,
     /// The pattern that found it and its origin: "`…` (NAS)".
@@ -491,7 +491,9 @@ pub struct Passed {
 }
 
 /// Why a run failed.
-#[derive(Debug, Clone, PartialEq, thiserror::Error, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, PartialEq, thiserror::Error, Serialize, Deserialize, schemars::JsonSchema,
+)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Failure {
     #[error("failure pattern {pattern} matched {at}")]

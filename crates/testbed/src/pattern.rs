@@ -8,7 +8,7 @@
 use serde::{Deserialize, Serialize};
 
 /// One message as seen by one end: the other rank and the size.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Msg {
     pub peer: u32,
     pub bytes: u64,
@@ -16,7 +16,7 @@ pub struct Msg {
 
 /// What one rank does in one iteration. Messages to (from) the same peer are sent (received)
 /// in list order, over the one connection of that directed pair.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RankPart {
     pub sends: Vec<Msg>,
     pub recvs: Vec<Msg>,
@@ -45,7 +45,7 @@ fn distinct(it: impl Iterator<Item = u32>) -> Vec<u32> {
 }
 
 /// A named pattern over `ranks.len()` ranks.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Pattern {
     pub name: String,
     pub ranks: Vec<RankPart>,

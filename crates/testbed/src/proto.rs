@@ -14,14 +14,14 @@ use std::net::SocketAddr;
 pub const TOKEN_ENV: &str = "COMMPERF_TESTBED_TOKEN";
 
 /// One rung of the calibration ladder: a message size and how many timed round trips.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Rung {
     pub bytes: u64,
     pub reps: u32,
 }
 
 /// What a rank does in a job.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Work {
     /// Replay `part` once per `Go`, `iters` times.
@@ -36,7 +36,7 @@ pub enum Work {
 }
 
 /// Coordinator → rank.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum ToRank {
     /// Set up the data connections this work needs (to every rank's `peers` address) and
@@ -54,14 +54,14 @@ pub enum ToRank {
 }
 
 /// Per size, the initiator's one-way times (round trip / 2), µs.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PingPongPoint {
     pub bytes: u64,
     pub one_way_us: Vec<f64>,
 }
 
 /// Rank → coordinator.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum FromRank {
     Hello {

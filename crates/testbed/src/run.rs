@@ -26,7 +26,7 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 /// Version of the report schema.
-pub const TESTBED_SCHEMA_VERSION: u32 = 1;
+pub const TESTBED_SCHEMA_VERSION: u32 = commperf_formats::version::TESTBED;
 
 static INTERRUPTED: AtomicBool = AtomicBool::new(false);
 
@@ -76,7 +76,7 @@ pub struct TestbedConfig {
 }
 
 /// One pattern's outcome.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PatternResult {
     pub pattern: String,
     pub messages: u64,
@@ -104,7 +104,7 @@ pub struct PatternResult {
 }
 
 /// The whole run.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct TestbedReport {
     pub schema_version: u32,
     pub tool: String,

@@ -47,10 +47,12 @@ use std::fmt::Write as _;
 /// added within 3 (a reader of 3 that lacks it reads a sweep that ran to its end). 2: the
 /// baseline is the emulator engaged at zero; the `untouched` reference row and `emulator_cost`
 /// (1: the baseline was the untouched program).
-pub const SWEEP_SCHEMA_VERSION: u32 = 3;
+pub const SWEEP_SCHEMA_VERSION: u32 = commperf_formats::version::SWEEP;
 
 /// How the sweep turns run times into a setting's slowdown.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "kebab-case")]
 pub enum Statistic {
     /// The setting's median run against the baseline's; the noise band is each one's
@@ -315,7 +317,7 @@ impl<R: Runner + ?Sized> Runner for &mut R {
 }
 
 /// One setting's runs and what they mean.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SettingResult {
     /// `baseline`, `untouched`, `L=5us`, …
     pub label: String,
@@ -367,7 +369,7 @@ pub struct SettingResult {
 }
 
 /// One model's prediction for one setting.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Predicted {
     /// e.g. `loggp`, `contention`.
     pub model: String,
@@ -384,7 +386,7 @@ pub struct Predicted {
 }
 
 /// One knob's line of the study.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct KnobSummary {
     pub knob: String,
     /// `us` (o, g, L) or `ns/B` (G): the unit of `points`' first member.
@@ -398,7 +400,7 @@ pub struct KnobSummary {
 }
 
 /// A sweep's result: the one serde struct its exporters render.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SweepResult {
     pub schema_version: u32,
     /// The program, as given.

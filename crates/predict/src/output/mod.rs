@@ -11,10 +11,10 @@ pub mod svg;
 pub mod table;
 
 /// Version of the prediction schema written by this build.
-pub const PREDICTION_SCHEMA_VERSION: u32 = 1;
+pub const PREDICTION_SCHEMA_VERSION: u32 = commperf_formats::version::PREDICTION;
 
 /// The JSON summary of one prediction.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Prediction {
     pub schema_version: u32,
     /// `commperf <version>`.
@@ -56,7 +56,7 @@ pub struct Prediction {
 
 /// When a rank finished, and where its time went: computing, communicating (a message of it in
 /// flight while it does not compute), or waiting (neither).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RankTimes {
     pub rank: u32,
     pub host: String,
@@ -67,7 +67,7 @@ pub struct RankTimes {
 }
 
 /// One directed link's use over the run.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct LinkUse {
     pub id: u32,
     pub from: String,
@@ -85,7 +85,7 @@ pub struct LinkUse {
 
 /// Papaefstathiou (2001) Figure 5: the busiest link's throughput in packets per second against what
 /// it can carry under the background load.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Knee {
     pub link: String,
     pub packet_bytes: u64,
@@ -100,7 +100,7 @@ pub struct Knee {
 }
 
 /// `--bounds`: the spread of the predicted total.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Bounds {
     /// Without background load.
     pub best_us: f64,
