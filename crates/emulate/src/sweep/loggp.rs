@@ -41,6 +41,8 @@ pub enum PieceError {
     Json(#[source] serde_json::Error),
     #[error("bench loggp fitted no LogGOPS piece")]
     NoPiece,
+    #[error(transparent)]
+    Version(#[from] commperf_formats::VersionError),
 }
 
 /// The parameters of one LogGOPS piece as one `bench loggp` run fitted them, in ns (per byte
@@ -59,7 +61,8 @@ const PIECE_KEYS: [&str; 6] = ["L", "o_s", "o_r", "g", "G", "O"];
 /// by size on a log scale, when it falls between two). The one place the sweep reads bench's
 /// result rows.
 pub(crate) fn loggp_piece(text: &str, size: u64) -> Result<Piece, PieceError> {
-    let v: serde_json::Value = serde_json::from_str(text).map_err(PieceError::Json)?;
+    let mut v: serde_json::Value = serde_json::from_str(text).map_err(PieceError::Json)?;
+    commperf_formats::upgrade(commperf_formats::Kind::Result, &mut v)?;
     let rows: Vec<&serde_json::Value> = v["results"]
         .as_array()
         .map(|r| r.iter().filter(|r| r["benchmark"] == "loggp").collect())
@@ -283,7 +286,7 @@ mod tests {
     use super::*;
 
     /// Two pieces as `bench loggp --format json` writes them (µs), one row per size.
-    const BENCH: &str = r#"{"results": [
+    const BENCH: &str = r#"{"schema_version": 2, "results": [
         {"benchmark": "latency", "size_bytes": 8},
         {"benchmark": "loggp", "size_bytes": 8, "piece_from_bytes": 8, "piece_to_bytes": 512,
          "o_s_fixed_us": 0.05, "o_r_fixed_us": 0.16, "g_us": 0.12, "G_us_per_byte": 0.00024, "L_us": 0.0,
@@ -311,8 +314,11 @@ mod tests {
         // Between the pieces: the nearer on a log scale (1 KiB is 2× from 512, 4× from 4096).
         assert_eq!(loggp_piece(BENCH, 1024).unwrap().span, (8, 512));
         assert_eq!(loggp_piece(BENCH, 3000).unwrap().span, (4096, 1048576));
-        let e = loggp_piece(r#"{"results": []}"#, 8).unwrap_err();
+        let e = loggp_piece(r#"{"schema_version": 2, "results": []}"#, 8).unwrap_err();
         assert!(e.to_string().contains("no LogGOPS piece"), "{e}");
+        // A file of a version this build does not read is refused by its version, not read.
+        let e = loggp_piece(r#"{"schema_version": 9, "results": []}"#, 8).unwrap_err();
+        assert!(matches!(e, PieceError::Version(_)), "{e}");
     }
 
     #[test]
