@@ -3,6 +3,7 @@
 //! `commperf: …` line: exit 2 for a bad option value, 1 for a failure while running.
 
 mod app;
+mod bench_args;
 mod calibrate;
 mod cli;
 mod compare;
