@@ -260,8 +260,8 @@ fn expect_reply(ctrl: &mut Control, phase: &str) -> Result<Reply, BenchError> {
 }
 
 /// Runs the whole configured suite as the client and returns the report: the peer started
-/// ([`start_peer`]) and placed ([`place`]), the physical limits measured, every benchmark run
-/// ([`run_suite`]), the session ended ([`end_session`]) and the report assembled.
+/// (`start_peer`) and placed (`place`), the physical limits measured, every benchmark run
+/// (`run_suite`), the session ended (`end_session`) and the report assembled.
 pub fn run(cfg: &BenchConfig, progress: &mut dyn Progress) -> Result<Report, BenchError> {
     let started_unix_s = SystemTime::now()
         .duration_since(SystemTime::UNIX_EPOCH)
@@ -353,7 +353,7 @@ fn start_peer(cfg: &BenchConfig) -> Result<Peer, BenchError> {
     })
 }
 
-/// Where the two ends run: the outcome of [`place`].
+/// Where the two ends run: the outcome of `place`.
 struct Placed {
     /// The peer is our child (`Launcher::Local`).
     local: bool,
@@ -1632,7 +1632,9 @@ pub fn serve_session(
     serve_session_with(ctrl, token, bind_ip, PeerHooks::default())
 }
 
-/// [`serve_session`] with the hooks of `commperf serve`'s hidden options.
+/// [`serve_session`] with the hooks of `commperf serve`'s hidden options: each command is
+/// handled by a `Served` method until `bye` or an error ends the session; this end's CPUs are
+/// allowed again before the outcome is returned.
 pub fn serve_session_with(
     ctrl: &mut Control,
     token: &str,
@@ -1640,30 +1642,83 @@ pub fn serve_session_with(
     hooks: PeerHooks,
 ) -> Result<Disturbance, BenchError> {
     let partners = ctrl.partners().to_vec();
-    let mut watch: Option<Watch> = None;
-    let mut found = Disturbance::default();
     let restore = affinity::allowed_cpus();
-    // Calibrated: the PRTT server busy-waits exact delays.
-    let clock = Clock::calibrate();
-    let mut ep: Option<AnyEndpoint> = None;
-    // Channels the client keeps open for the conns benchmark; never used here.
-    let mut extras: Vec<AnyEndpoint> = Vec::new();
-    let mut bufs = (PageBuf::new(0), PageBuf::new(0));
-    let mut held = Held::default();
-    // Tells the client which bound its request broke, and ends the session.
-    let refuse = |ctrl: &mut Control, phase: String, error: BoundError, setup: bool| {
-        let message = format!("refused: {error}");
-        let sent = if setup {
-            ctrl.send(&launch::SetupMsg::Error { message })
-        } else {
-            ctrl.send(&Reply::Error { message })
-        };
-        match sent {
-            Ok(()) => BenchError::Bound { phase, error },
-            Err(e) => e.into(),
+    let mut served = Served::new(partners, token, bind_ip, hooks);
+    let result = loop {
+        match served.next(ctrl)? {
+            Next::Wait => {}
+            Next::End(r) => break r,
         }
     };
-    let result = loop {
+    let _ = affinity::set_allowed(&restore);
+    result?;
+    // A client that said bye without asking still had its session watched.
+    if let Some(w) = served.watch {
+        served.found = w.finish();
+    }
+    Ok(served.found)
+}
+
+/// What a command leaves the serving session to do. (An `Err` beside it, from a reply that
+/// could not be sent, ends the session at once.)
+enum Next {
+    /// Wait for the next command.
+    Wait,
+    /// End the session with this outcome.
+    End(Result<(), BenchError>),
+}
+
+/// The peer's side of one session: what it was given and what it holds between commands.
+struct Served<'a> {
+    /// The handshake's partners, left out of what the watch finds.
+    partners: Vec<ProcessId>,
+    token: &'a str,
+    bind_ip: IpAddr,
+    hooks: PeerHooks,
+    watch: Option<Watch>,
+    found: Disturbance,
+    /// Calibrated: the PRTT server busy-waits exact delays.
+    clock: Clock,
+    ep: Option<AnyEndpoint>,
+    /// Channels the client keeps open for the conns benchmark; never used here.
+    extras: Vec<AnyEndpoint>,
+    bufs: (PageBuf, PageBuf),
+    held: Held,
+}
+
+/// Tells the client which bound its request broke, and ends the session.
+fn refuse(ctrl: &mut Control, phase: String, error: BoundError, setup: bool) -> BenchError {
+    let message = format!("refused: {error}");
+    let sent = if setup {
+        ctrl.send(&launch::SetupMsg::Error { message })
+    } else {
+        ctrl.send(&Reply::Error { message })
+    };
+    match sent {
+        Ok(()) => BenchError::Bound { phase, error },
+        Err(e) => e.into(),
+    }
+}
+
+impl<'a> Served<'a> {
+    fn new(partners: Vec<ProcessId>, token: &'a str, bind_ip: IpAddr, hooks: PeerHooks) -> Self {
+        Served {
+            partners,
+            token,
+            bind_ip,
+            hooks,
+            watch: None,
+            found: Disturbance::default(),
+            clock: Clock::calibrate(),
+            ep: None,
+            extras: Vec::new(),
+            bufs: (PageBuf::new(0), PageBuf::new(0)),
+            held: Held::default(),
+        }
+    }
+
+    /// Waits for the client's next command and handles it.
+    fn next(&mut self, ctrl: &mut Control) -> Result<Next, BenchError> {
         ctrl.set_phase("waiting for the next command");
         let cmd = match ctrl.recv::<Cmd>() {
             Ok(c) => c,
@@ -1673,160 +1728,199 @@ pub fn serve_session_with(
                 let _ = ctrl.send(&Reply::Error {
                     message: e.to_string(),
                 });
-                break Err(e.into());
+                return Ok(Next::End(Err(e.into())));
             }
-            Err(e) => break Err(e.into()),
+            Err(e) => return Ok(Next::End(Err(e.into()))),
         };
         match cmd {
-            Cmd::Place { cpu, watch: w } => {
-                let pinned = match cpu {
-                    Some(c) => affinity::pin_to(c).is_ok(),
-                    None => false,
-                };
-                if w && watch.is_none() {
-                    let cpus: Vec<usize> = cpu.filter(|_| pinned).into_iter().collect();
-                    watch = Some(Watch::start_among("serve", &cpus, partners.clone()));
-                }
-                ctrl.send(&Reply::Placed {
-                    cpu: affinity::current_cpu(),
-                    pinned,
-                })?;
-            }
+            Cmd::Place { cpu, watch } => self.place(ctrl, cpu, watch),
             Cmd::Findings => {
-                if let Some(w) = watch.take() {
-                    found = w.finish();
+                if let Some(w) = self.watch.take() {
+                    self.found = w.finish();
                 }
                 ctrl.send(&Reply::Findings {
-                    findings: found.findings.clone(),
+                    findings: self.found.findings.clone(),
                 })?;
+                Ok(Next::Wait)
             }
             Cmd::DropExtras => {
-                extras.clear();
-                held.drop_extras();
+                self.extras.clear();
+                self.held.drop_extras();
+                Ok(Next::Wait)
             }
-            Cmd::Notify { segment } => {
-                let attached = segment.as_deref().map(shm::attach_cq).transpose();
-                match attached {
-                    Ok(att) => {
-                        for (key, x) in ep.iter_mut().chain(extras.iter_mut()).enumerate() {
-                            if let AnyEndpoint::Shm(e) = x {
-                                e.set_notify(att.as_ref().map(|a| a.poster(key as u64)));
-                            }
-                        }
-                        ctrl.send(&Reply::Ready)?;
-                    }
-                    Err(e) => ctrl.send(&Reply::Error {
-                        message: e.to_string(),
-                    })?,
-                }
-            }
-            Cmd::Data(spec) if spec.extra => {
-                let need = match held.check_extra(&spec, extras.len()) {
-                    Ok(n) => n,
-                    Err(e) => break Err(refuse(ctrl, "held-open channel setup".into(), e, true)),
-                };
-                match launch::serve_data(ctrl, &spec, bind_ip, token, hooks.pause_shm_create) {
-                    Ok(e) => {
-                        extras.push(e);
-                        held.extra_bytes += need;
-                        // Checked just above.
-                        let _ = held.memory.add(need, "");
-                    }
-                    Err(e) => break Err(e.into()),
-                }
-            }
-            Cmd::Data(spec) => {
-                drop(ep.take());
-                extras.clear();
-                // The old buffers go before the new are counted (and allocated).
-                drop(std::mem::replace(
-                    &mut bufs,
-                    (PageBuf::new(0), PageBuf::new(0)),
-                ));
-                let need = match held.check_main(&spec) {
-                    Ok(n) => n,
-                    Err(e) => break Err(refuse(ctrl, "data channel setup".into(), e, true)),
-                };
-                let e =
-                    match launch::serve_data(ctrl, &spec, bind_ip, token, hooks.pause_shm_create) {
-                        Ok(e) => e,
-                        Err(e) => break Err(e.into()),
-                    };
-                bufs = (
-                    PageBuf::new(spec.max_message),
-                    PageBuf::new(spec.max_message),
-                );
-                let _ = held.memory.add(need, "");
-                held.idle = Duration::from_millis(spec.idle_timeout_ms);
-                ep = Some(e);
-            }
-            Cmd::Run(run) => {
-                let ph = format!("{} {} B", run.benchmark, run.size);
-                let Some(e) = ep.as_mut() else {
-                    ctrl.send(&Reply::Error {
-                        message: "no data channel".into(),
-                    })?;
-                    continue;
-                };
-                let checked = run.check(bufs.0.len(), held.idle).and_then(|()| {
-                    let what = format!("{ph}: the benchmark's working buffers");
-                    held.memory.check(run.working_bytes(), &what)
-                });
-                if let Err(err) = checked {
-                    break Err(refuse(ctrl, ph, err, false));
-                }
-                if let Some(mode) = run.mode {
-                    let switched = with_endpoint!(&mut *e, e => e.set_mode(mode, run.block_spins));
-                    if let Err(err) = switched {
-                        ctrl.send(&Reply::Error {
-                            message: format!("{ph}: {err}"),
-                        })?;
-                        continue;
+            Cmd::Notify { segment } => self.notify(ctrl, segment),
+            Cmd::Data(spec) if spec.extra => Ok(self.open_extra(ctrl, &spec)),
+            Cmd::Data(spec) => Ok(self.open_main(ctrl, &spec)),
+            Cmd::Run(run) => self.run(ctrl, run),
+            Cmd::Bye => Ok(Next::End(Ok(()))),
+        }
+    }
+
+    /// Pins this end where asked (or leaves it), starts the watch if asked, says where it is.
+    fn place(
+        &mut self,
+        ctrl: &mut Control,
+        cpu: Option<usize>,
+        w: bool,
+    ) -> Result<Next, BenchError> {
+        let pinned = match cpu {
+            Some(c) => affinity::pin_to(c).is_ok(),
+            None => false,
+        };
+        if w && self.watch.is_none() {
+            let cpus: Vec<usize> = cpu.filter(|_| pinned).into_iter().collect();
+            self.watch = Some(Watch::start_among("serve", &cpus, self.partners.clone()));
+        }
+        ctrl.send(&Reply::Placed {
+            cpu: affinity::current_cpu(),
+            pinned,
+        })?;
+        Ok(Next::Wait)
+    }
+
+    /// Announces (or stops announcing) every endpoint's records on the client's shm
+    /// completion queue.
+    fn notify(&mut self, ctrl: &mut Control, segment: Option<String>) -> Result<Next, BenchError> {
+        let attached = segment.as_deref().map(shm::attach_cq).transpose();
+        match attached {
+            Ok(att) => {
+                let all = self.ep.iter_mut().chain(self.extras.iter_mut());
+                for (key, x) in all.enumerate() {
+                    if let AnyEndpoint::Shm(e) = x {
+                        e.set_notify(att.as_ref().map(|a| a.poster(key as u64)));
                     }
                 }
                 ctrl.send(&Reply::Ready)?;
-                if hooks.announce_runs {
-                    eprintln!("{ANNOUNCE_PREFIX}{} runs {ph}", std::process::id());
-                }
-                let (s, r) = (&mut bufs.0[..run.size as usize], &mut bufs.1[..]);
-                // Wrapped afresh for each run: the fault's message counts from the run's first.
-                let out = with_endpoint!(e, e => match hooks.fault_for(&run) {
-                    Some(f) => respond(&mut FaultInjector::new(e, f), &clock, run, s, r),
-                    None => respond(e, &clock, run, s, r),
-                });
-                match out {
-                    Ok(mismatch) => {
-                        ctrl.send(&Reply::Done {
-                            cpu: affinity::current_cpu(),
-                            mismatch,
-                        })?;
-                        // Between runs, as the client looks: measurements started since.
-                        if let Some(w) = watch.as_mut() {
-                            w.check();
-                        }
-                    }
-                    Err(le) => {
-                        let phase = format!("{ph}, iteration {}", le.iteration);
-                        let _ = ctrl.send(&Reply::Error {
-                            message: format!("{phase}: {}", le.source),
-                        });
-                        break Err(BenchError::Transfer {
-                            phase,
-                            cause: le.source,
-                        });
-                    }
-                }
             }
-            Cmd::Bye => break Ok(()),
+            Err(e) => ctrl.send(&Reply::Error {
+                message: e.to_string(),
+            })?,
         }
-    };
-    let _ = affinity::set_allowed(&restore);
-    result?;
-    // A client that said bye without asking still had its session watched.
-    if let Some(w) = watch {
-        found = w.finish();
+        Ok(Next::Wait)
     }
-    Ok(found)
+
+    /// One more held-open channel, checked against the bounds first.
+    fn open_extra(&mut self, ctrl: &mut Control, spec: &DataSpec) -> Next {
+        let need = match self.held.check_extra(spec, self.extras.len()) {
+            Ok(n) => n,
+            Err(e) => {
+                return Next::End(Err(refuse(ctrl, "held-open channel setup".into(), e, true)))
+            }
+        };
+        let pause = self.hooks.pause_shm_create;
+        match launch::serve_data(ctrl, spec, self.bind_ip, self.token, pause) {
+            Ok(e) => {
+                self.extras.push(e);
+                self.held.extra_bytes += need;
+                // Checked just above.
+                let _ = self.held.memory.add(need, "");
+                Next::Wait
+            }
+            Err(e) => Next::End(Err(e.into())),
+        }
+    }
+
+    /// A new data channel and its two message buffers, in place of the old ones (and their
+    /// extras), checked against the bounds first.
+    fn open_main(&mut self, ctrl: &mut Control, spec: &DataSpec) -> Next {
+        drop(self.ep.take());
+        self.extras.clear();
+        // The old buffers go before the new are counted (and allocated).
+        drop(std::mem::replace(
+            &mut self.bufs,
+            (PageBuf::new(0), PageBuf::new(0)),
+        ));
+        let need = match self.held.check_main(spec) {
+            Ok(n) => n,
+            Err(e) => return Next::End(Err(refuse(ctrl, "data channel setup".into(), e, true))),
+        };
+        let pause = self.hooks.pause_shm_create;
+        let e = match launch::serve_data(ctrl, spec, self.bind_ip, self.token, pause) {
+            Ok(e) => e,
+            Err(e) => return Next::End(Err(e.into())),
+        };
+        self.bufs = (
+            PageBuf::new(spec.max_message),
+            PageBuf::new(spec.max_message),
+        );
+        let _ = self.held.memory.add(need, "");
+        self.held.idle = Duration::from_millis(spec.idle_timeout_ms);
+        self.ep = Some(e);
+        Next::Wait
+    }
+
+    /// The responder side of one measurement: checked against the bounds, this end switched
+    /// to the run's mode, the client told it may start, then the timed loop ([`respond`]).
+    fn run(&mut self, ctrl: &mut Control, run: RunSpec) -> Result<Next, BenchError> {
+        let ph = format!("{} {} B", run.benchmark, run.size);
+        let Some(e) = self.ep.as_mut() else {
+            ctrl.send(&Reply::Error {
+                message: "no data channel".into(),
+            })?;
+            return Ok(Next::Wait);
+        };
+        let checked = run.check(self.bufs.0.len(), self.held.idle).and_then(|()| {
+            let what = format!("{ph}: the benchmark's working buffers");
+            self.held.memory.check(run.working_bytes(), &what)
+        });
+        if let Err(err) = checked {
+            return Ok(Next::End(Err(refuse(ctrl, ph, err, false))));
+        }
+        if let Some(mode) = run.mode {
+            let switched = with_endpoint!(&mut *e, e => e.set_mode(mode, run.block_spins));
+            if let Err(err) = switched {
+                ctrl.send(&Reply::Error {
+                    message: format!("{ph}: {err}"),
+                })?;
+                return Ok(Next::Wait);
+            }
+        }
+        ctrl.send(&Reply::Ready)?;
+        if self.hooks.announce_runs {
+            eprintln!("{ANNOUNCE_PREFIX}{} runs {ph}", std::process::id());
+        }
+        let (s, r) = (&mut self.bufs.0[..run.size as usize], &mut self.bufs.1[..]);
+        let clock = &self.clock;
+        // Wrapped afresh for each run: the fault's message counts from the run's first.
+        let out = with_endpoint!(e, e => match self.hooks.fault_for(&run) {
+            Some(f) => respond(&mut FaultInjector::new(e, f), clock, run, s, r),
+            None => respond(e, clock, run, s, r),
+        });
+        self.ran(ctrl, &ph, out)
+    }
+
+    /// Tells the client how a run ended: done (with what validation found), or the error that
+    /// ends the session.
+    fn ran(
+        &mut self,
+        ctrl: &mut Control,
+        ph: &str,
+        out: Result<Option<Mismatch>, LoopError>,
+    ) -> Result<Next, BenchError> {
+        match out {
+            Ok(mismatch) => {
+                ctrl.send(&Reply::Done {
+                    cpu: affinity::current_cpu(),
+                    mismatch,
+                })?;
+                // Between runs, as the client looks: measurements started since.
+                if let Some(w) = self.watch.as_mut() {
+                    w.check();
+                }
+                Ok(Next::Wait)
+            }
+            Err(le) => {
+                let phase = format!("{ph}, iteration {}", le.iteration);
+                let _ = ctrl.send(&Reply::Error {
+                    message: format!("{phase}: {}", le.source),
+                });
+                Ok(Next::End(Err(BenchError::Transfer {
+                    phase,
+                    cause: le.source,
+                })))
+            }
+        }
+    }
 }
 
 fn respond<E: Endpoint + VectoredSend>(
