@@ -79,7 +79,7 @@ pub struct SweepArgs {
     /// The platform's LogGP parameters for --predict (ns; predict's --loggp syntax:
     /// L=…,o=…,g=…,G=…): the knobs add to them. Without it (and --profile) they are measured
     /// now: `bench loggp -t mpi` three times (a build with --features mpi, the program's MPI)
-    #[arg(long, value_name = "L=NS,o=NS,g=NS,G=NS", value_parser = crate::predict::loggp_params)]
+    #[arg(long, value_name = "L=NS,o=NS,g=NS,G=NS", value_parser = commperf_predict::values::parse_loggp_params)]
     pub loggp: Option<LogGp>,
     /// A profile from `commperf calibrate` for --predict (Tcom of the contention model, and
     /// LogGP when --loggp is not given)

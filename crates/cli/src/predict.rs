@@ -5,7 +5,6 @@ use crate::output::{print, write_atomically};
 use anyhow::{bail, Context, Result};
 use clap::{Args, ValueEnum};
 use commperf_core::Profile;
-use commperf_model::tcom::Tcom;
 use commperf_predict::collectives::Algorithms;
 use commperf_predict::engine::{
     self, Background, Inputs, LinkClass, LogGp, LoggpReceive, Model, Overlap, PredictConfig,
@@ -13,6 +12,7 @@ use commperf_predict::engine::{
 };
 use commperf_predict::parse::{self, ParseOptions, TraceFormat};
 use commperf_predict::topology::{self, RankMap, TopologySpec};
+use commperf_predict::values;
 use std::path::PathBuf;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -96,7 +96,7 @@ pub struct PredictArgs {
     /// Graphviz .dot file whose edge comments list the destinations routed over them, or a
     /// SimGrid platform .xml (cluster, or hosts, links and routes; links keep their bandwidth,
     /// latency and sharing policy, hosts their speed)
-    #[arg(long, value_name = "SPEC", default_value = "crossbar", value_parser = topology_spec)]
+    #[arg(long, value_name = "SPEC", default_value = "crossbar", value_parser = values::parse_topology_spec)]
     pub topology: TopologySpec,
     /// Rank → host placement file (`RANK HOST` per line) [default: rank r on host r]
     #[arg(long, value_name = "FILE")]
@@ -107,14 +107,14 @@ pub struct PredictArgs {
     /// The model
     #[arg(long, value_enum, default_value = "contention")]
     pub model: ModelArg,
-    #[arg(long = "algo", value_name = "FAMILY=NAME,…", value_parser = algorithms, help = algorithms_help())]
+    #[arg(long = "algo", value_name = "FAMILY=NAME,…", value_parser = values::parse_algorithms, help = algorithms_help())]
     pub algo: Vec<String>,
     /// Background load on every link: none, const:F (a fraction in [0, 1)), or exp:F
     /// (exponential around the mean F, redrawn every --background-period)
-    #[arg(long, value_name = "SPEC", default_value = "none", value_parser = background)]
+    #[arg(long, value_name = "SPEC", default_value = "none", value_parser = values::parse_background)]
     pub background: Background,
     /// How often an exponential background load is redrawn, in µs
-    #[arg(long, value_name = "US", default_value = "100", value_parser = background_period)]
+    #[arg(long, value_name = "US", default_value = "100", value_parser = values::parse_background_period)]
     pub background_period: f64,
     /// Seed of every random choice (background draws, Clos uplinks)
     #[arg(long, default_value = "1")]
@@ -126,18 +126,18 @@ pub struct PredictArgs {
     #[arg(long, value_name = "N", default_value = "16", value_parser = clap::value_parser!(u32).range(1..=10_000))]
     pub bounds_runs: u32,
     /// Host speed for SimGrid `compute` actions, flop/s
-    #[arg(long, value_name = "FLOPS", default_value = "1e9", value_parser = positive_f64)]
+    #[arg(long, value_name = "FLOPS", default_value = "1e9", value_parser = values::parse_positive_f64)]
     pub host_speed: f64,
     /// LogGP/LogGOPS parameters for --model loggp, in ns (ns per byte for G and O), as
     /// LogGOPSim takes them: L=…,o=…,g=…,G=…[,O=…] (o for both sides, or o_s=… and o_r=…)
     /// [default: from the profile's LogGP points]
-    #[arg(long, value_name = "L=NS,o=NS,g=NS,G=NS[,O=NS]", value_parser = loggp_params)]
+    #[arg(long, value_name = "L=NS,o=NS,g=NS,G=NS[,O=NS]", value_parser = values::parse_loggp_params)]
     pub loggp: Option<LogGp>,
     /// LogGP parameters for messages of SIZE bytes and more: SIZE:L=…,o=…,g=…,G=…[,O=…]
     /// (repeatable; a message takes the set of the largest SIZE not above its size, smaller
     /// ones --loggp's). A platform's costs per byte change with the protocol: one set fitted to
     /// small messages priced hpcc's 2 MiB messages at 3.7 times their time
-    #[arg(long, value_name = "SIZE:L=NS,o=NS,g=NS,G=NS", value_parser = loggp_from)]
+    #[arg(long, value_name = "SIZE:L=NS,o=NS,g=NS,G=NS", value_parser = values::parse_loggp_from)]
     pub loggp_from: Vec<(u64, LogGp)>,
     /// Messages up to this size are sent eagerly; larger ones wait for the receive
     #[arg(long, value_name = "SIZE", default_value = "64k", value_parser = crate::cli::size)]
@@ -145,7 +145,7 @@ pub struct PredictArgs {
     /// A link class's bandwidth and extra latency: CLASS=RATE[,LATENCY], e.g. core=40Gb/s,1us or
     /// host=1.25GB/s (B bytes, b bits)
     /// (repeatable; classes not given run at the profile's bandwidth)
-    #[arg(long = "link", value_name = "CLASS=RATE[,LAT]", value_parser = link_class)]
+    #[arg(long = "link", value_name = "CLASS=RATE[,LAT]", value_parser = values::parse_link_class)]
     pub links: Vec<LinkClass>,
     /// Whether a cable's two directions share its bandwidth (contention model)
     #[arg(long, value_enum, default_value = "full-duplex")]
@@ -156,14 +156,14 @@ pub struct PredictArgs {
     pub factors: FactorsArg,
     /// The links' latency factor, SimGrid's syntax: a number, or SIZE:FACTOR;… (replaces the
     /// one --factors gives)
-    #[arg(long, value_name = "SPEC", value_parser = size_factors)]
+    #[arg(long, value_name = "SPEC", value_parser = values::parse_size_factors)]
     pub latency_factor: Option<SizeFactors>,
     /// The bandwidth factor, SimGrid's syntax (replaces the one --factors gives)
-    #[arg(long, value_name = "SPEC", value_parser = size_factors)]
+    #[arg(long, value_name = "SPEC", value_parser = values::parse_size_factors)]
     pub bandwidth_factor: Option<SizeFactors>,
     /// SimGrid's TCP window (network/TCP-gamma, bytes): a message moves at most
     /// gamma / (2 × its links' latency) per second; 0 turns the bound off
-    #[arg(long, value_name = "BYTES", default_value = "0", value_parser = nonneg_f64)]
+    #[arg(long, value_name = "BYTES", default_value = "0", value_parser = values::parse_nonneg_f64)]
     pub tcp_gamma: f64,
     /// LogGP model: a message a rank sends to itself costs only o_s + O·s and o_r + O·s (MPI
     /// copies it in memory), no L, g or G [default: through the network, as LogGOPSim]
@@ -173,7 +173,7 @@ pub struct PredictArgs {
     /// overheads (ns, ns per byte for O): o=…[,O=…], or o_s=… and o_r=… [default: O=0]. A
     /// message to oneself takes the MPI library's in-memory path on every stack (a TCP stack's
     /// o_s is its kernel send path, which such a message never enters)
-    #[arg(long, value_name = "o_s=NS,o_r=NS[,O=NS]", value_parser = self_overheads, requires = "local_self_messages")]
+    #[arg(long, value_name = "o_s=NS,o_r=NS[,O=NS]", value_parser = values::parse_self_overheads, requires = "local_self_messages")]
     pub self_overheads: Option<SelfOverheads>,
     /// LogGP model: when a message's receive begins. first-byte (LogGOPSim): the first byte
     /// arrives o_s + L after the send starts and the receive holds the CPU for
@@ -195,7 +195,7 @@ pub struct PredictArgs {
     /// `duplex`: where an exchange takes more than o_s + o_r, the excess, charged to a receive
     /// whose message crossed one of the receiver's own to the same peer [default: none, as
     /// LogGOPSim]
-    #[arg(long, value_name = "overlap=NS[,wait=NS][,duplex=NS]", value_parser = overlap)]
+    #[arg(long, value_name = "overlap=NS[,wait=NS][,duplex=NS]", value_parser = values::parse_overlap)]
     pub overlap: Option<Overlap>,
     /// LogGP model: when a rank takes in a message that has arrived and waits for its CPU.
     /// arrival (LogGOPSim): as soon as the CPU is free; wait: only when the rank has nothing
@@ -218,11 +218,6 @@ pub struct PredictArgs {
     /// Write the space-time diagram as SVG
     #[arg(long, value_name = "FILE.svg")]
     pub timeline_svg: Option<PathBuf>,
-}
-
-/// `--algo`: checked here (a bad name is a usage error), combined in order in [`run`].
-fn algorithms(s: &str) -> Result<String, String> {
-    Algorithms::parse_list(s).map(|_| s.to_string())
 }
 
 fn algorithms_help() -> String {
@@ -284,217 +279,6 @@ fn read_workload(
     Ok((w, None))
 }
 
-fn topology_spec(s: &str) -> Result<TopologySpec, String> {
-    s.parse()
-        .map_err(|e: topology::TopologyError| e.to_string())
-}
-
-/// `--loggp`: every parameter named once; L, o (or o_s and o_r), g and G required.
-/// `NAME=NS,…` into slots: each key fills its slots (`o` both overheads), each slot at most
-/// once; `what` names a key in the errors.
-/// The largest time parameter (--loggp, --self-overheads, --overlap) read, in ns.
-const MAX_PARAMETER_NS: f64 = 1e15;
-
-fn named_ns<const N: usize>(
-    s: &str,
-    what: &str,
-    keys: &[(&str, &[usize])],
-    slots: [&str; N],
-) -> Result<[Option<f64>; N], String> {
-    let names = keys.iter().map(|k| k.0).collect::<Vec<_>>().join(", ");
-    let mut v: [Option<f64>; N] = [None; N];
-    for part in s.split(',') {
-        let (k, val) = part
-            .split_once('=')
-            .ok_or_else(|| format!("'{part}' is not NAME=NS (names: {names})"))?;
-        let x: f64 = val
-            .trim()
-            .trim_end_matches("ns")
-            .parse()
-            .ok()
-            .filter(|x: &f64| x.is_finite() && *x >= 0.0)
-            .ok_or_else(|| format!("{k}={val}: not a non-negative number of ns"))?;
-        // Larger, and sums over a trace leave f64's range: the prediction would be infinite.
-        if x > MAX_PARAMETER_NS {
-            return Err(format!(
-                "{k}={val}: more than {MAX_PARAMETER_NS:e} ns (11 days) per message or byte"
-            ));
-        }
-        let Some((_, at)) = keys.iter().find(|(n, _)| *n == k.trim()) else {
-            return Err(format!("unknown {what} '{}' (names: {names})", k.trim()));
-        };
-        for &i in *at {
-            if v[i].replace(x).is_some() {
-                return Err(format!("{} is given twice", slots[i]));
-            }
-        }
-    }
-    Ok(v)
-}
-
-/// `--self-overheads`: o (both sides) or o_s and o_r, and O (default 0), in ns.
-fn self_overheads(s: &str) -> Result<SelfOverheads, String> {
-    const SLOTS: [&str; 3] = ["o_s", "o_r", "O"];
-    let keys: [(&str, &[usize]); 4] = [("o", &[0, 1]), ("o_s", &[0]), ("o_r", &[1]), ("O", &[2])];
-    let v = named_ns(s, "overhead", &keys, SLOTS)?;
-    let need = |i: usize| v[i].ok_or_else(|| format!("{} is missing", SLOTS[i]));
-    Ok(SelfOverheads {
-        o_s_ns: need(0)?,
-        o_r_ns: need(1)?,
-        O_ns_per_byte: v[2].unwrap_or(0.0),
-    })
-}
-
-fn overlap(s: &str) -> Result<Overlap, String> {
-    const SLOTS: [&str; 3] = ["overlap", "wait", "duplex"];
-    let keys: [(&str, &[usize]); 3] = [("overlap", &[0]), ("wait", &[1]), ("duplex", &[2])];
-    let v = named_ns(s, "figure", &keys, SLOTS)?;
-    Overlap::new(v[0].ok_or("overlap is missing")?, v[1].unwrap_or(0.0))?
-        .with_duplex(v[2].unwrap_or(0.0))
-}
-
-pub(crate) fn loggp_params(s: &str) -> Result<LogGp, String> {
-    const NAMES: [&str; 6] = ["L", "o_s", "o_r", "g", "G", "O"];
-    let keys: [(&str, &[usize]); 7] = [
-        ("L", &[0]),
-        ("o", &[1, 2]),
-        ("o_s", &[1]),
-        ("o_r", &[2]),
-        ("g", &[3]),
-        ("G", &[4]),
-        ("O", &[5]),
-    ];
-    let v = named_ns(s, "LogGP parameter", &keys, NAMES)?;
-    let need = |i: usize| v[i].ok_or_else(|| format!("{} is missing", NAMES[i]));
-    Ok(LogGp {
-        L_ns: need(0)?,
-        o_s_ns: need(1)?,
-        o_r_ns: need(2)?,
-        g_ns: need(3)?,
-        G_ns_per_byte: need(4)?,
-        O_ns_per_byte: v[5].unwrap_or(0.0),
-    })
-}
-
-/// LogGP parameters as the summary's header names them.
-fn loggp_text(p: &LogGp) -> String {
-    format!(
-        "L={} o_s={} o_r={} g={} ns, G={} O={} ns/B",
-        p.L_ns, p.o_s_ns, p.o_r_ns, p.g_ns, p.G_ns_per_byte, p.O_ns_per_byte
-    )
-}
-
-/// `SIZE:PARAMS` of --loggp-from: a size as the other size options take it, then --loggp's
-/// parameters.
-fn loggp_from(s: &str) -> Result<(u64, LogGp), String> {
-    let (size, params) = s
-        .split_once(':')
-        .ok_or_else(|| format!("'{s}' is not SIZE:L=…,o=…,g=…,G=…"))?;
-    Ok((crate::cli::size(size.trim())?, loggp_params(params)?))
-}
-
-fn positive_f64(s: &str) -> Result<f64, String> {
-    match s.parse::<f64>() {
-        Ok(v) if v.is_finite() && v > 0.0 => Ok(v),
-        _ => Err(format!("'{s}' is not a positive number")),
-    }
-}
-
-/// `--background-period` in µs: at least 1 ns, the engine's clock tick (a shorter period
-/// would redraw without end).
-fn background_period(s: &str) -> Result<f64, String> {
-    let v = positive_f64(s)?;
-    if v < 1e-3 {
-        return Err(format!(
-            "'{s}' µs is under 1 ns (rounds to 0 ns): give at least 0.001"
-        ));
-    }
-    Ok(v)
-}
-
-fn nonneg_f64(s: &str) -> Result<f64, String> {
-    match s.parse::<f64>() {
-        Ok(v) if v.is_finite() && v >= 0.0 => Ok(v),
-        _ => Err(format!("'{s}' is not a non-negative number")),
-    }
-}
-
-fn size_factors(s: &str) -> Result<SizeFactors, String> {
-    SizeFactors::parse(s).map_err(|e| e.to_string())
-}
-
-fn fraction(s: &str) -> Result<f64, String> {
-    match s.parse::<f64>() {
-        Ok(v) if (0.0..1.0).contains(&v) => Ok(v),
-        _ => Err(format!("'{s}' is not a fraction in [0, 1)")),
-    }
-}
-
-fn background(s: &str) -> Result<Background, String> {
-    match s.split_once(':') {
-        None if s == "none" => Ok(Background::None),
-        Some(("const", f)) => Ok(Background::Const(fraction(f)?)),
-        // The period is filled in from --background-period.
-        Some(("exp", f)) => Ok(Background::Exp {
-            mean: fraction(f)?,
-            period_ns: 0.0,
-        }),
-        _ => Err(format!(
-            "'{s}' is not a background load (none, const:F or exp:F)"
-        )),
-    }
-}
-
-/// `RATE` in bytes per ns, in the one rate syntax of `commperf_core::rate` (B bytes, b bits).
-fn rate_bytes_per_ns(s: &str) -> Result<f64, String> {
-    commperf_core::parse_rate(s)
-        .map(|r| r.bytes_per_ns())
-        .map_err(|e| e.to_string())
-}
-
-fn duration_ns(s: &str) -> Result<f64, String> {
-    let (num, unit) = s.split_at(
-        s.find(|c: char| c.is_ascii_alphabetic() || c == 'µ')
-            .unwrap_or(s.len()),
-    );
-    let v: f64 = num
-        .parse()
-        .map_err(|_| format!("'{s}' is not a duration like 1us"))?;
-    let mult = match unit {
-        "ns" => 1.0,
-        "us" | "µs" => 1e3,
-        "ms" => 1e6,
-        "s" => 1e9,
-        _ => return Err(format!("'{s}': give a unit (ns, us, ms, s)")),
-    };
-    if !(v.is_finite() && v >= 0.0) {
-        return Err(format!("'{s}' is not a non-negative duration"));
-    }
-    Ok(v * mult)
-}
-
-fn link_class(s: &str) -> Result<LinkClass, String> {
-    let (name, rest) = s
-        .split_once('=')
-        .ok_or_else(|| format!("'{s}' is not CLASS=RATE[,LATENCY]"))?;
-    if name.is_empty() {
-        return Err(format!("'{s}' names no link class"));
-    }
-    let (rate, lat) = match rest.split_once(',') {
-        Some((r, l)) => (r, Some(l)),
-        None => (rest, None),
-    };
-    Ok(LinkClass {
-        name: name.to_string(),
-        bandwidth_bytes_per_ns: if rate.is_empty() {
-            None
-        } else {
-            Some(rate_bytes_per_ns(rate)?)
-        },
-        latency_ns: lat.map(duration_ns).transpose()?.unwrap_or(0.0),
-    })
-}
-
 /// Reads a profile from `commperf calibrate`, naming the file when it is not one.
 pub(crate) fn read_profile(path: Option<&std::path::Path>) -> Result<Option<Profile>> {
     Ok(path
@@ -502,7 +286,8 @@ pub(crate) fn read_profile(path: Option<&std::path::Path>) -> Result<Option<Prof
         .transpose()?)
 }
 
-/// Runs `commperf predict`.
+/// Runs `commperf predict`: read the workload, the costs and the network, assemble the
+/// engine's configuration, predict, write what was asked for.
 pub fn run(a: &PredictArgs) -> Result<()> {
     crate::output::preflight(&[
         ("-o", a.out.as_deref()),
@@ -515,20 +300,14 @@ pub fn run(a: &PredictArgs) -> Result<()> {
     };
     let (workload, text_format) = read_workload(a, &opts)?;
     let profile = read_profile(a.profile.as_deref())?;
-    let tcom = match &profile {
-        Some(p) => Tcom::from_profile(p).with_context(|| {
-            format!(
-                "profile {}",
-                a.profile
-                    .as_ref()
-                    .map_or(String::new(), |p| p.display().to_string())
-            )
-        })?,
-        // A SimGrid platform carries every link's bandwidth and latency: Tcom only sets the
-        // reference the link bandwidths are relative to, with no start-up cost of its own.
-        None if matches!(a.topology, TopologySpec::SimGrid(_)) => Tcom::line(0.0, 1.0),
-        None => Tcom::default_ethernet(),
-    };
+    let platform = matches!(a.topology, TopologySpec::SimGrid(_));
+    let tcom = values::quiet_network(profile.as_ref(), platform).with_context(|| {
+        let path = a.profile.as_ref();
+        format!(
+            "profile {}",
+            path.map_or(String::new(), |p| p.display().to_string())
+        )
+    })?;
     let loggp = a
         .loggp
         .unwrap_or_else(|| LogGp::from_profile(profile.as_ref(), &tcom));
@@ -537,6 +316,41 @@ pub fn run(a: &PredictArgs) -> Result<()> {
         Some(path) => RankMap::from_file(path, &*net)?,
         None => RankMap::identity(workload.nranks(), &*net)?,
     };
+    let simgrid_trace = text_format == Some(TraceFormat::SimGrid);
+    let calc_scale = values::calc_scale(simgrid_trace, a.host_speed, &map, &*net);
+    let cfg = config(a, calc_scale)?;
+    check_model_options(a, cfg.model)?;
+    let trace_name = a.trace.display().to_string();
+    let format_name = text_format.map_or_else(|| "otf2".to_string(), |f| f.to_string());
+    let profile_name =
+        values::cost_source(a.loggp.as_ref(), profile.as_ref(), platform, &a.loggp_from);
+    let inputs = Inputs {
+        workload: &workload,
+        network: &*net,
+        rank_map: &map,
+        tcom: &tcom,
+        loggp: Some(&loggp),
+        trace_name: &trace_name,
+        trace_format: &format_name,
+        profile_name: &profile_name,
+    };
+    // What failed here (a deadlock, a route the topology lacks) is in the inputs, which the
+    // message names: the error itself cannot say which file it came from.
+    let mut outcome = engine::predict(&inputs, &cfg).with_context(|| match &a.topology {
+        TopologySpec::Dot(p) | TopologySpec::SimGrid(p) => {
+            format!("prediction of {trace_name} on {} failed", p.display())
+        }
+        _ => format!("prediction of {trace_name} failed"),
+    })?;
+    if a.bounds {
+        outcome.prediction.bounds =
+            Some(engine::bounds(&inputs, &cfg, a.bounds_runs).context("bounds failed")?);
+    }
+    write_outputs(a, &outcome)
+}
+
+/// The engine's configuration from the validated options.
+fn config(a: &PredictArgs, calc_scale: Vec<f64>) -> Result<PredictConfig> {
     let background = match a.background {
         Background::Exp { mean, .. } => Background::Exp {
             mean,
@@ -552,17 +366,7 @@ pub fn run(a: &PredictArgs) -> Result<()> {
         ),
         FactorsArg::Lv08 => (SizeFactors::constant(13.01), SizeFactors::constant(0.97)),
     };
-    // A SimGrid trace's `compute` amounts are flops: a platform host's own speed replaces
-    // --host-speed for the ranks placed on it.
-    let calc_scale: Vec<f64> = if text_format == Some(TraceFormat::SimGrid) {
-        map.0
-            .iter()
-            .map(|&h| net.host_speed(h).map_or(1.0, |s| a.host_speed / s))
-            .collect()
-    } else {
-        Vec::new()
-    };
-    let cfg = PredictConfig {
+    Ok(PredictConfig {
         model: match a.model {
             ModelArg::Contention => Model::Contention,
             ModelArg::Loggp => Model::LogGp,
@@ -588,64 +392,38 @@ pub fn run(a: &PredictArgs) -> Result<()> {
         progress: a.progress.into(),
         loggp_by_size: a.loggp_from.clone(),
         calc_scale,
-    };
-    if a.loggp.is_some() && cfg.model != Model::LogGp {
-        bail!("--loggp sets the parameters of --model loggp; add --model loggp");
+    })
+}
+
+/// Refuses the options of one model given with the other.
+fn check_model_options(a: &PredictArgs, model: Model) -> Result<()> {
+    let loggp_only = [
+        (a.loggp.is_some(), "--loggp sets the parameters of"),
+        (!a.loggp_from.is_empty(), "--loggp-from sets parameters of"),
+        (
+            a.loggp_receive != LoggpReceiveArg::FirstByte,
+            "--loggp-receive is a rule of",
+        ),
+        (a.no_receive_gap, "--no-receive-gap is a rule of"),
+        (a.overlap.is_some(), "--overlap is a rule of"),
+        (
+            a.progress != ProgressArg::Arrival,
+            "--progress is a rule of",
+        ),
+    ];
+    if let Some((_, what)) = loggp_only.iter().find(|(given, _)| *given) {
+        if model != Model::LogGp {
+            bail!("{what} --model loggp; add --model loggp");
+        }
     }
-    if !a.loggp_from.is_empty() && cfg.model != Model::LogGp {
-        bail!("--loggp-from sets parameters of --model loggp; add --model loggp");
-    }
-    if a.loggp_receive != LoggpReceiveArg::FirstByte && cfg.model != Model::LogGp {
-        bail!("--loggp-receive is a rule of --model loggp; add --model loggp");
-    }
-    if a.no_receive_gap && cfg.model != Model::LogGp {
-        bail!("--no-receive-gap is a rule of --model loggp; add --model loggp");
-    }
-    if a.overlap.is_some() && cfg.model != Model::LogGp {
-        bail!("--overlap is a rule of --model loggp; add --model loggp");
-    }
-    if a.progress != ProgressArg::Arrival && cfg.model != Model::LogGp {
-        bail!("--progress is a rule of --model loggp; add --model loggp");
-    }
-    if a.bounds && cfg.model == Model::LogGp {
+    if a.bounds && model == Model::LogGp {
         bail!("--bounds needs the contention model: the LogGP model has no background load");
     }
-    let trace_name = a.trace.display().to_string();
-    let format_name = text_format.map_or_else(|| "otf2".to_string(), |f| f.to_string());
-    // The header names what the costs really came from.
-    let profile_name = match (&a.loggp, &profile) {
-        (Some(p), _) => format!("LogGP given: {}", loggp_text(p)),
-        (None, Some(p)) => p.source.clone(),
-        (None, None) if matches!(a.topology, TopologySpec::SimGrid(_)) => {
-            "none: the platform's links are the whole cost".to_string()
-        }
-        (None, None) => "default (10 Gbit/s, 5 µs)".to_string(),
-    };
-    let profile_name = a.loggp_from.iter().fold(profile_name, |acc, (from, p)| {
-        format!("{acc}; from {from} B: {}", loggp_text(p))
-    });
-    let inputs = Inputs {
-        workload: &workload,
-        network: &*net,
-        rank_map: &map,
-        tcom: &tcom,
-        loggp: Some(&loggp),
-        trace_name: &trace_name,
-        trace_format: &format_name,
-        profile_name: &profile_name,
-    };
-    // What failed here (a deadlock, a route the topology lacks) is in the inputs, which the
-    // message names: the error itself cannot say which file it came from.
-    let mut outcome = engine::predict(&inputs, &cfg).with_context(|| match &a.topology {
-        TopologySpec::Dot(p) | TopologySpec::SimGrid(p) => {
-            format!("prediction of {trace_name} on {} failed", p.display())
-        }
-        _ => format!("prediction of {trace_name} failed"),
-    })?;
-    if a.bounds {
-        outcome.prediction.bounds =
-            Some(engine::bounds(&inputs, &cfg, a.bounds_runs).context("bounds failed")?);
-    }
+    Ok(())
+}
+
+/// Writes the summary (to stdout, and to -o's file) and the timelines asked for.
+fn write_outputs(a: &PredictArgs, outcome: &engine::Outcome) -> Result<()> {
     let p = &outcome.prediction;
     // Rendered only when written: a million-rank JSON summary is hundreds of megabytes.
     let json = || -> Result<String> {
@@ -666,51 +444,21 @@ pub fn run(a: &PredictArgs) -> Result<()> {
             PredictFormat::Table => print(&table())?,
         },
     }
-    if let Some(tl) = &outcome.timeline {
-        if let Some(path) = &a.timeline {
-            write_atomically(
-                path,
-                commperf_predict::output::chrome::render(tl, p).as_bytes(),
-            )?;
-            crate::say(&format!(
-                "commperf: wrote {} (Chrome trace events)",
-                path.display()
-            ));
-        }
-        if let Some(path) = &a.timeline_svg {
-            write_atomically(
-                path,
-                commperf_predict::output::svg::render(tl, p).as_bytes(),
-            )?;
-            crate::say(&format!("commperf: wrote {} (svg)", path.display()));
-        }
+    let Some(tl) = &outcome.timeline else {
+        return Ok(());
+    };
+    if let Some(path) = &a.timeline {
+        let chrome = commperf_predict::output::chrome::render(tl, p);
+        write_atomically(path, chrome.as_bytes())?;
+        crate::say(&format!(
+            "commperf: wrote {} (Chrome trace events)",
+            path.display()
+        ));
+    }
+    if let Some(path) = &a.timeline_svg {
+        let svg = commperf_predict::output::svg::render(tl, p);
+        write_atomically(path, svg.as_bytes())?;
+        crate::say(&format!("commperf: wrote {} (svg)", path.display()));
     }
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn rates_durations_and_classes_parse() {
-        assert_eq!(rate_bytes_per_ns("10Gbit/s"), Ok(1.25));
-        assert_eq!(rate_bytes_per_ns("100mbit"), Ok(0.0125));
-        assert_eq!(rate_bytes_per_ns("2GByte/s"), Ok(2.0));
-        assert_eq!(rate_bytes_per_ns("1.25GB/s"), Ok(1.25));
-        assert!(rate_bytes_per_ns("10mbps").is_err());
-        assert!(rate_bytes_per_ns("fast").is_err());
-        assert!(rate_bytes_per_ns("0gbit").is_err());
-        assert_eq!(duration_ns("1.5us"), Ok(1500.0));
-        assert!(duration_ns("3").is_err());
-        let c = link_class("core=40Gbit/s,1us").unwrap();
-        assert_eq!(
-            (c.name.as_str(), c.bandwidth_bytes_per_ns, c.latency_ns),
-            ("core", Some(5.0), 1000.0)
-        );
-        assert!(link_class("=1Gbit").is_err());
-        assert_eq!(background("const:0.3"), Ok(Background::Const(0.3)));
-        assert!(background("const:1").is_err());
-        assert!(background("exp:-1").is_err());
-    }
 }

@@ -11,7 +11,8 @@
 //! randomness and (time, sequence) tie-breaking, so the same input and seed give byte-identical
 //! output. Beside them: [`collectives`] (a collective expanded into point-to-point operations
 //! by a named algorithm), [`netgauge`] (Netgauge's `loggp` output read as a profile), [`gen`]
-//! (generators that write trace text) and [`rng`] (the seeded generator).
+//! (generators that write trace text), [`rng`] (the seeded generator) and [`values`] (a
+//! prediction's settings read from text as the command line gives them, and assembled).
 //!
 //! The entry point is [`engine::predict`]: a workload (here a two-rank trace in commperf's own
 //! format), a network and where the ranks run, a cost model, a configuration.
