@@ -21,6 +21,32 @@
 //! * [`mpi`] reads a monitored MPI program's run directory into the same run file.
 //! * [`workload`] is the monitor's own workload (`monitor run`): both ends, the rounds, the
 //!   flushes, and the notes `monitor report` adds to a saved run.
+//!
+//! One 64-byte message over the deterministic model transport, monitored at both ends: the
+//! source stage is the send's overhead o_s, the network stage o_s + L + o_r (stamped when the
+//! send starts, noticed when the receive completes).
+//!
+//! ```
+//! use commperf_monitor::{MonitorConfig, Monitored, Stage, TimerClock};
+//! use commperf_transport::sys::model::{self, LogGp, ModelParams};
+//! use commperf_transport::{Endpoint, EndpointConfig};
+//!
+//! let p = LogGp { o_s_ns: 300.0, o_r_ns: 400.0, l_ns: 1000.0, ..LogGp::default() };
+//! let (a, b) = model::pair(ModelParams { small: p, large: None }, EndpointConfig::default());
+//! let (ta, tb) = (a.timer(), b.timer());
+//! let mut a = Monitored::with_clock(a, MonitorConfig::new(0, 1), TimerClock(ta));
+//! let mut b = Monitored::with_clock(b, MonitorConfig::new(1, 0), TimerClock(tb));
+//! a.send(1, &[7u8; 64])?;
+//! assert_eq!(b.recv(&mut [0u8; 64])?.len, 64);
+//! let mut h = a.take_histograms();
+//! h.merge(&b.take_histograms());
+//! let stages = h.collapse(|k| k.src == 0);
+//! let (source, net) = (stages.get(Stage::Source).totals(), stages.get(Stage::Net).totals());
+//! assert_eq!((source.count, source.sum_bytes), (1, 64));
+//! assert_eq!(source.mean_ns(), Some(300.0));
+//! assert_eq!(net.mean_ns(), Some(1700.0));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 
 pub mod clock;
 pub mod hist;
